@@ -1,0 +1,142 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Callers branch on them with errors.Is.
+var (
+	// ErrLeaseLost: the run is no longer leased to this worker (the lease
+	// expired and another worker claimed it, or the run was terminated,
+	// restarted or paused). The worker stops the run and writes nothing more.
+	ErrLeaseLost = errors.New("stem: lease lost")
+	// ErrRunNotFound: no run has the ID.
+	ErrRunNotFound = errors.New("stem: run not found")
+	// ErrInvalidState: the run's status forbids the operation.
+	ErrInvalidState = errors.New("stem: operation not allowed in the run's state")
+	// ErrClosed: the engine or store was closed.
+	ErrClosed = errors.New("stem: closed")
+	// ErrUnknownWorkflow: no workflow is registered under the name.
+	ErrUnknownWorkflow = errors.New("stem: unknown workflow")
+	// ErrDuplicateWorkflow: a workflow name was registered twice.
+	ErrDuplicateWorkflow = errors.New("stem: workflow already registered")
+	// ErrDecode: a payload (input, output, event) does not decode into the
+	// type it is meant for.
+	ErrDecode = errors.New("stem: payload does not decode")
+	// ErrPayloadTooLarge: a payload exceeds Config.MaxPayloadBytes.
+	ErrPayloadTooLarge = errors.New("stem: payload too large")
+	// ErrEventTimeout: an event wait timed out.
+	ErrEventTimeout = errors.New("stem: event wait timed out")
+	// ErrNonDeterminism: a replay did not follow the path the run took before.
+	ErrNonDeterminism = errors.New("stem: non-deterministic workflow")
+	// ErrDuplicateStep: a step key that is not autoversion was used twice in
+	// one run.
+	ErrDuplicateStep = errors.New("stem: step called twice")
+	// ErrTerminated: the run was terminated.
+	ErrTerminated = errors.New("stem: run terminated")
+	// ErrPoisonRun: the run's worker died too many times without progress.
+	ErrPoisonRun = errors.New("stem: run recovered too many times without progress")
+	// ErrInvalidArgument: a call's argument is malformed (an empty ID, an
+	// empty topic, a bad key).
+	ErrInvalidArgument = errors.New("stem: invalid argument")
+)
+
+// The ErrorInfo codes, which carry sentinel identity through storage.
+const (
+	CodeEventTimeout   = "event_timeout"
+	CodeNonDeterminism = "nondeterminism"
+	CodeDuplicateStep  = "duplicate_step"
+	CodeTerminated     = "terminated"
+	CodePoisonRun      = "poison_run"
+	CodePermanent      = "permanent"
+	CodeDecode         = "decode"
+	CodePanic          = "panic"
+	CodeUnknown        = "unknown_workflow"
+)
+
+var codeSentinels = map[string]error{
+	CodeEventTimeout:   ErrEventTimeout,
+	CodeNonDeterminism: ErrNonDeterminism,
+	CodeDuplicateStep:  ErrDuplicateStep,
+	CodeTerminated:     ErrTerminated,
+	CodePoisonRun:      ErrPoisonRun,
+	CodeDecode:         ErrDecode,
+	CodeUnknown:        ErrUnknownWorkflow,
+}
+
+// Permanent wraps err so that a step returning it is not retried.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err}
+}
+
+type permanentError struct{ err error }
+
+func (p *permanentError) Error() string { return p.err.Error() }
+func (p *permanentError) Unwrap() error { return p.err }
+
+// IsPermanent reports whether err was wrapped with Permanent.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}
+
+// StepError is a step's failure as replayed from its checkpoint: the message
+// the step returned, and the sentinel it matched, if any.
+type StepError struct {
+	// Key is the checkpoint key of the step.
+	Key string
+	// Message is the original error's text.
+	Message string
+	// Code names the sentinel the error matched ("" for none).
+	Code string
+}
+
+func (e *StepError) Error() string { return e.Message }
+
+// Unwrap returns the sentinel the stored code names, so errors.Is works on a
+// replayed error as on the original.
+func (e *StepError) Unwrap() error {
+	if e.Code == CodePermanent {
+		return nil
+	}
+	return codeSentinels[e.Code]
+}
+
+// errorInfo converts an error to its stored form.
+func errorInfo(err error) *ErrorInfo {
+	if err == nil {
+		return nil
+	}
+	info := &ErrorInfo{Message: err.Error()}
+	var se *StepError
+	if errors.As(err, &se) && se.Code != "" {
+		info.Code = se.Code
+		return info
+	}
+	for code, sentinel := range codeSentinels {
+		if errors.Is(err, sentinel) {
+			info.Code = code
+			return info
+		}
+	}
+	if IsPermanent(err) {
+		info.Code = CodePermanent
+	}
+	return info
+}
+
+// errorFromInfo rebuilds an error from its stored form.
+func errorFromInfo(key string, info *ErrorInfo) error {
+	if info == nil {
+		return nil
+	}
+	return &StepError{Key: key, Message: info.Message, Code: info.Code}
+}
+
+func invalidArg(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidArgument}, args...)...)
+}
