@@ -1,0 +1,68 @@
+package memstore_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/stores/memstore"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func TestSmoke(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+	s := memstore.New(memstore.Options{Now: c.Now})
+	defer s.Close()
+	res, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "r1", Workflow: "wf", Input: []byte("in")}})
+	if err != nil || !res[0].Created {
+		t.Fatalf("create: %v %+v", err, res)
+	}
+	claimed, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute})
+	if err != nil || len(claimed) != 1 || string(claimed[0].Input) != "in" {
+		t.Fatalf("claim: %v %+v", err, claimed)
+	}
+	lease := claimed[0].Lease
+	if _, err := s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: lease, LeaseFor: time.Minute, Checkpoint: runtime.Checkpoint{Key: "a@v1", Kind: runtime.KindStep, Output: []byte("1")}}); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(2 * time.Minute)
+	again, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "w2", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute})
+	if err != nil || len(again) != 1 || again[0].Recoveries != 1 || again[0].Lease.Token <= lease.Token {
+		t.Fatalf("reclaim: %v %+v", err, again)
+	}
+	if err := s.Heartbeat(ctx, lease, time.Minute); err == nil {
+		t.Fatal("stale heartbeat succeeded")
+	}
+	if err := s.Complete(ctx, runtime.CompleteRequest{Lease: again[0].Lease, Status: runtime.StatusComplete, Output: []byte("out")}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.GetRun(ctx, "r1")
+	if err != nil || rec.Status != runtime.StatusComplete || string(rec.Output) != "out" {
+		t.Fatalf("get: %v %+v", err, rec)
+	}
+}
