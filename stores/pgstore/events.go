@@ -1,0 +1,132 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+// Emit delivers an event to every run waiting on the topic, in one
+// statement; see the emit query in queries.go.
+func (s *Store) Emit(ctx context.Context, topic string, payload []byte) ([]string, error) {
+	const op = "emit"
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	if topic == "" {
+		return nil, fmt.Errorf("pgstore: %s: empty topic: %w", op, runtime.ErrInvalidArgument)
+	}
+	args := []any{s.clock(), topic, payload}
+	if s.notify {
+		args = append(args, s.channel)
+	}
+	var ids []string
+	err := s.retrying(ctx, func() error {
+		ids = nil
+		rows, err := s.pool.Query(ctx, s.q.emit, args...)
+		if err != nil {
+			return err
+		}
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	if len(ids) > 0 {
+		s.poke()
+	}
+	return ids, nil
+}
+
+// retrying runs fn again while Postgres aborts it as a deadlock victim
+// (Emit locks many runs, Complete a child and then its parent).
+func (s *Store) retrying(ctx context.Context, fn func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := fn()
+		if err == nil || attempt >= 20 || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+// SendEvent delivers an event to one run, or buffers it for the run's next
+// wait on the topic.
+func (s *Store) SendEvent(ctx context.Context, ev runtime.Event) (bool, error) {
+	const op = "send event"
+	if err := s.check(op); err != nil {
+		return false, err
+	}
+	if ev.Topic == "" {
+		return false, fmt.Errorf("pgstore: %s: empty topic: %w", op, runtime.ErrInvalidArgument)
+	}
+	var delivered, ready bool
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		r, ok, err := s.lock(ctx, tx, ev.RunID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("run %q: %w", ev.RunID, runtime.ErrRunNotFound)
+		}
+		if r.Status.Finished() {
+			return fmt.Errorf("run %q is %s: %w", ev.RunID, r.Status, runtime.ErrInvalidState)
+		}
+		delivered, ready, err = s.send(ctx, tx, r, ev)
+		return err
+	})
+	if err != nil {
+		return false, s.wrap(op, err)
+	}
+	if ready {
+		s.poke()
+	}
+	return delivered, nil
+}
+
+// deliverNotify delivers a finishing run's event inside its transaction. A
+// target that does not exist or has finished cannot take it and the event
+// is dropped: a child's completion must not fail because its parent is
+// gone. ready reports that the target became claimable now.
+func (s *Store) deliverNotify(ctx context.Context, tx pgx.Tx, ev runtime.Event, now time.Time) (ready bool, err error) {
+	r, ok, err := s.lock(ctx, tx, ev.RunID)
+	if err != nil || !ok || r.Status.Finished() {
+		return false, err
+	}
+	r.now = now
+	_, ready, err = s.send(ctx, tx, r, ev)
+	return ready, err
+}
+
+// send delivers ev to the run locked in tx if it waits on the topic: the
+// payload becomes the wait's checkpoint (unless the key has one), the wait
+// is removed and the run woken. Otherwise the event is buffered.
+func (s *Store) send(ctx context.Context, tx pgx.Tx, r locked, ev runtime.Event) (delivered, ready bool, err error) {
+	w := r.Wait
+	if w == nil || w.Topic != ev.Topic {
+		_, err := tx.Exec(ctx, s.q.bufferEvent, r.now, r.ID, ev.Topic, ev.Payload)
+		return false, false, err
+	}
+	kind := w.Kind
+	if kind == "" {
+		kind = runtime.KindEvent
+	}
+	tag, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, w.Key, string(kind), ev.Payload, nil)
+	if err != nil {
+		return false, false, err
+	}
+	if _, err := tx.Exec(ctx, s.q.deliver, r.now, r.ID, tag.RowsAffected() == 1); err != nil {
+		return false, false, err
+	}
+	ready = r.Status == runtime.StatusWaiting || r.Status == runtime.StatusQueued
+	if ready {
+		if err := s.notifyTx(ctx, tx); err != nil {
+			return false, false, err
+		}
+	}
+	return true, ready, nil
+}

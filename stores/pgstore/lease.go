@@ -1,0 +1,459 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+// Claim leases up to req.Limit ready runs with one statement; see the claim
+// query in queries.go.
+func (s *Store) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.ClaimedRun, error) {
+	const op = "claim"
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	if req.Owner == "" || req.LeaseFor <= 0 {
+		return nil, fmt.Errorf("pgstore: %s: empty owner or lease length %v: %w", op, req.LeaseFor, runtime.ErrInvalidArgument)
+	}
+	if req.Limit <= 0 || len(req.Workflows) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, s.q.claim, s.clock(), req.Workflows, req.Limit, req.Owner, micros(req.LeaseFor))
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	type claimed struct {
+		run   runtime.ClaimedRun
+		since time.Time
+	}
+	var out []claimed
+	for rows.Next() {
+		var (
+			c                        claimed
+			waitKey, topic, waitKind *string
+			deadline                 *time.Time
+		)
+		c.run.Lease.Owner = req.Owner
+		if err := rows.Scan(&c.run.Lease.RunID, &c.run.Lease.Token, &c.run.Workflow, &c.run.ParentID, &c.run.Input,
+			&c.run.Recoveries, &c.run.SuspendState, &waitKey, &topic, &waitKind, &deadline, &c.run.LeaseUntil, &c.since); err != nil {
+			rows.Close()
+			return nil, s.wrap(op, err)
+		}
+		c.run.Wait = makeWait(waitKey, topic, waitKind, deadline)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap(op, err)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].since.Equal(out[j].since) {
+			return out[i].since.Before(out[j].since)
+		}
+		return out[i].run.Lease.RunID < out[j].run.Lease.RunID
+	})
+	runs := make([]runtime.ClaimedRun, len(out))
+	for i := range out {
+		runs[i] = out[i].run
+	}
+	return runs, nil
+}
+
+// LoadCheckpoints returns a run's checkpoints in sequence order, or
+// ErrRunNotFound.
+func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]runtime.Checkpoint, error) {
+	const op = "load checkpoints"
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	var (
+		cps   []runtime.Checkpoint
+		found bool
+	)
+	rows, err := s.pool.Query(ctx, s.q.loadCheckpoint, runID)
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	cps, found, err = collectCheckpoints(rows)
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	if !found {
+		return nil, fmt.Errorf("pgstore: %s of run %q: %w", op, runID, runtime.ErrRunNotFound)
+	}
+	return cps, nil
+}
+
+// collectCheckpoints reads the loadCheckpoint query's rows: found is false
+// when there were none (no such run).
+func collectCheckpoints(rows pgx.Rows) (cps []runtime.Checkpoint, found bool, err error) {
+	defer rows.Close()
+	for rows.Next() {
+		found = true
+		var (
+			key, kind *string
+			output    []byte
+			errJSON   []byte
+			seq       *int64
+			created   *time.Time
+		)
+		if err := rows.Scan(&key, &kind, &output, &errJSON, &seq, &created); err != nil {
+			return nil, false, err
+		}
+		if key == nil {
+			continue // the run has no checkpoints
+		}
+		info, err := decodeError(errJSON)
+		if err != nil {
+			return nil, false, err
+		}
+		cps = append(cps, runtime.Checkpoint{
+			Key: *key, Kind: runtime.CheckpointKind(*kind), Output: output, Error: info, Seq: *seq, CreatedAt: *created,
+		})
+	}
+	return cps, found, rows.Err()
+}
+
+// Checkpoint records a step's result under the lease in one statement (one
+// round trip): fence, write-once insert, attempts, lease extension, and the
+// pause hand-off.
+func (s *Store) Checkpoint(ctx context.Context, req runtime.CheckpointRequest) (runtime.CheckpointResult, error) {
+	const op = "checkpoint"
+	if err := s.check(op); err != nil {
+		return runtime.CheckpointResult{}, err
+	}
+	cp := &req.Checkpoint
+	if cp.Key == "" || req.LeaseFor <= 0 {
+		return runtime.CheckpointResult{}, fmt.Errorf("pgstore: %s: empty key or lease length %v: %w", op, req.LeaseFor, runtime.ErrInvalidArgument)
+	}
+	errJSON, err := encodeError(cp.Error)
+	if err != nil {
+		return runtime.CheckpointResult{}, s.wrap(op, err)
+	}
+	args := append([]any{s.clock(), req.Lease.RunID, req.Lease.Token, cp.Key, string(cp.Kind), cp.Output, errJSON,
+		micros(req.LeaseFor)}, attemptArrays(req.Attempts)...)
+	var (
+		written, paused bool
+		exKind          *string
+		exOutput        []byte
+		exErr           []byte
+		exSeq           *int64
+		exCreated       *time.Time
+	)
+	err = s.pool.QueryRow(ctx, s.q.checkpoint, args...).Scan(&written, &paused, &exKind, &exOutput, &exErr, &exSeq, &exCreated)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return runtime.CheckpointResult{}, leaseLost(op, req.Lease)
+	}
+	if err != nil {
+		return runtime.CheckpointResult{}, s.wrap(op, err)
+	}
+	if written {
+		return runtime.CheckpointResult{Paused: paused}, nil
+	}
+	if exSeq != nil {
+		info, err := decodeError(exErr)
+		if err != nil {
+			return runtime.CheckpointResult{}, s.wrap(op, err)
+		}
+		return runtime.CheckpointResult{Existing: &runtime.Checkpoint{
+			Key: cp.Key, Kind: runtime.CheckpointKind(*exKind), Output: exOutput, Error: info, Seq: *exSeq, CreatedAt: *exCreated,
+		}}, nil
+	}
+	// The key's checkpoint was committed by a delivery this statement waited
+	// for (after its snapshot was taken); read it with a fresh snapshot.
+	existing, err := scanCheckpoint(s.pool.QueryRow(ctx, s.q.getCheckpoint, req.Lease.RunID, cp.Key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Dropped since by a Restart, which also revoked the lease.
+		return runtime.CheckpointResult{}, leaseLost(op, req.Lease)
+	}
+	if err != nil {
+		return runtime.CheckpointResult{}, s.wrap(op, err)
+	}
+	return runtime.CheckpointResult{Existing: &existing}, nil
+}
+
+func leaseLost(op string, l runtime.Lease) error {
+	return fmt.Errorf("pgstore: %s run %q token %d: %w", op, l.RunID, l.Token, runtime.ErrLeaseLost)
+}
+
+// RecordAttempts appends attempts under the lease and extends it, in one
+// statement.
+func (s *Store) RecordAttempts(ctx context.Context, lease runtime.Lease, leaseFor time.Duration, attempts []runtime.Attempt) error {
+	const op = "record attempts"
+	if err := s.check(op); err != nil {
+		return err
+	}
+	if leaseFor <= 0 {
+		return fmt.Errorf("pgstore: %s: lease length %v: %w", op, leaseFor, runtime.ErrInvalidArgument)
+	}
+	args := append([]any{s.clock(), lease.RunID, lease.Token, micros(leaseFor)}, attemptArrays(attempts)...)
+	var n int
+	if err := s.pool.QueryRow(ctx, s.q.recordAttempts, args...).Scan(&n); err != nil {
+		return s.wrap(op, err)
+	}
+	if n == 0 {
+		return leaseLost(op, lease)
+	}
+	return nil
+}
+
+// Heartbeat extends the lease, fenced.
+func (s *Store) Heartbeat(ctx context.Context, lease runtime.Lease, leaseFor time.Duration) error {
+	const op = "heartbeat"
+	if err := s.check(op); err != nil {
+		return err
+	}
+	if leaseFor <= 0 {
+		return fmt.Errorf("pgstore: %s: lease length %v: %w", op, leaseFor, runtime.ErrInvalidArgument)
+	}
+	tag, err := s.pool.Exec(ctx, s.q.heartbeat, s.clock(), lease.RunID, lease.Token, micros(leaseFor))
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return leaseLost(op, lease)
+	}
+	return nil
+}
+
+// fenced locks the leased run in tx and checks the lease still holds.
+func (s *Store) fenced(ctx context.Context, tx pgx.Tx, op string, l runtime.Lease) (locked, error) {
+	r, ok, err := s.lock(ctx, tx, l.RunID)
+	if err != nil {
+		return locked{}, err
+	}
+	if !ok || r.Status != runtime.StatusRunning || r.Token != l.Token {
+		return locked{}, leaseLost(op, l)
+	}
+	return r, nil
+}
+
+// Suspend parks a running run, fenced, in one transaction that first locks
+// the run.
+func (s *Store) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtime.SuspendResult, error) {
+	const op = "suspend"
+	if err := s.check(op); err != nil {
+		return runtime.SuspendResult{}, err
+	}
+	if req.Checkpoint != nil && req.Checkpoint.Key == "" {
+		return runtime.SuspendResult{}, fmt.Errorf("pgstore: %s: empty checkpoint key: %w", op, runtime.ErrInvalidArgument)
+	}
+	if w := req.Wait; w != nil && (w.Key == "" || w.Topic == "") {
+		return runtime.SuspendResult{}, fmt.Errorf("pgstore: %s: wait with empty key or topic: %w", op, runtime.ErrInvalidArgument)
+	}
+	var cpErr []byte
+	if req.Checkpoint != nil {
+		var err error
+		if cpErr, err = encodeError(req.Checkpoint.Error); err != nil {
+			return runtime.SuspendResult{}, s.wrap(op, err)
+		}
+	}
+	var (
+		res   runtime.SuspendResult
+		ready bool
+	)
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		res, ready = runtime.SuspendResult{}, false
+		r, err := s.fenced(ctx, tx, op, req.Lease)
+		if err != nil {
+			return err
+		}
+		wrote := false
+		if cp := req.Checkpoint; cp != nil {
+			tag, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, cp.Key, string(cp.Kind), cp.Output, cpErr)
+			if err != nil {
+				return err
+			}
+			wrote = tag.RowsAffected() == 1
+		}
+		if w := req.Wait; w != nil {
+			delivered, consumed, err := s.satisfy(ctx, tx, r, w)
+			if err != nil {
+				return err
+			}
+			if delivered != nil {
+				var leaseFor any
+				if req.LeaseFor > 0 {
+					leaseFor = micros(req.LeaseFor)
+				}
+				if _, err := tx.Exec(ctx, s.q.extendLease, r.now, r.ID, r.Token, leaseFor, wrote || consumed); err != nil {
+					return err
+				}
+				res.Delivered = delivered
+				return nil
+			}
+		}
+		status := runtime.StatusWaiting
+		switch {
+		case r.PauseRequested:
+			status = runtime.StatusPaused
+			res.Paused = true
+		case req.ReadyAt != nil && !req.ReadyAt.After(r.now):
+			status = runtime.StatusQueued
+			ready = true
+		}
+		wait := r.Wait // kept unless the request registers a new one
+		if req.Wait != nil {
+			wait = req.Wait
+		}
+		var key, topic, kind *string
+		var deadline *time.Time
+		if wait != nil {
+			k, t, kd := wait.Key, wait.Topic, string(wait.Kind)
+			key, topic, kind, deadline = &k, &t, &kd, wait.Deadline
+		}
+		tag, err := tx.Exec(ctx, s.q.park, r.now, r.ID, r.Token, string(status), req.ReadyAt,
+			key, topic, kind, deadline, req.SuspendState, wrote)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() != 1 {
+			return leaseLost(op, req.Lease)
+		}
+		if ready {
+			return s.notifyTx(ctx, tx)
+		}
+		return nil
+	})
+	if err != nil {
+		return runtime.SuspendResult{}, s.wrap(op, err)
+	}
+	if ready {
+		s.poke()
+	}
+	return res, nil
+}
+
+// satisfy looks for what resolves wait at once, for the run locked in tx:
+// a checkpoint already stored for its key, or the oldest buffered event of
+// its topic, which it consumes and writes as the key's checkpoint
+// (consumed).
+func (s *Store) satisfy(ctx context.Context, tx pgx.Tx, r locked, w *runtime.Wait) (cp *runtime.Checkpoint, consumed bool, err error) {
+	existing, err := scanCheckpoint(tx.QueryRow(ctx, s.q.getCheckpoint, r.ID, w.Key))
+	if err == nil {
+		return &existing, false, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, err
+	}
+	var payload []byte
+	err = tx.QueryRow(ctx, s.q.takeEvent, r.ID, w.Topic).Scan(&payload)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	kind := w.Kind
+	if kind == "" {
+		kind = runtime.KindEvent
+	}
+	if _, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, w.Key, string(kind), payload, nil); err != nil {
+		return nil, false, err
+	}
+	written, err := scanCheckpoint(tx.QueryRow(ctx, s.q.getCheckpoint, r.ID, w.Key))
+	if err != nil {
+		return nil, false, err
+	}
+	return &written, true, nil
+}
+
+// Complete finishes a run, fenced, and delivers req.Notify in the same
+// transaction.
+func (s *Store) Complete(ctx context.Context, req runtime.CompleteRequest) error {
+	const op = "complete"
+	if err := s.check(op); err != nil {
+		return err
+	}
+	if req.Status != runtime.StatusComplete && req.Status != runtime.StatusErrored {
+		return fmt.Errorf("pgstore: %s: status %q: %w", op, req.Status, runtime.ErrInvalidArgument)
+	}
+	if n := req.Notify; n != nil && (n.RunID == "" || n.Topic == "") {
+		return fmt.Errorf("pgstore: %s: notify with empty run ID or topic: %w", op, runtime.ErrInvalidArgument)
+	}
+	errJSON, err := encodeError(req.Error)
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	ready := false
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		ready = false
+		r, err := s.fenced(ctx, tx, op, req.Lease)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, s.q.complete, r.now, r.ID, r.Token, string(req.Status), req.Output, errJSON)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() != 1 {
+			return leaseLost(op, req.Lease)
+		}
+		if req.Notify != nil {
+			ready, err = s.deliverNotify(ctx, tx, *req.Notify, r.now)
+		}
+		return err
+	})
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	if ready {
+		s.poke()
+	}
+	return nil
+}
+
+// ListSteps returns a run's checkpoints in sequence order, each with its
+// attempts in the order recorded; both read in one implicit transaction.
+func (s *Store) ListSteps(ctx context.Context, runID string) ([]runtime.StepRecord, error) {
+	const op = "list steps"
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	var (
+		cps   []runtime.Checkpoint
+		found bool
+		byKey = map[string][]runtime.Attempt{}
+	)
+	b := &pgx.Batch{}
+	b.Queue(s.q.loadCheckpoint, runID).Query(func(rows pgx.Rows) error {
+		var err error
+		cps, found, err = collectCheckpoints(rows)
+		return err
+	})
+	b.Queue(s.q.listAttempts, runID).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var a runtime.Attempt
+			var n int32
+			if err := rows.Scan(&a.Key, &n, &a.Started, &a.Ended, &a.Error); err != nil {
+				return err
+			}
+			a.Number = int(n)
+			byKey[a.Key] = append(byKey[a.Key], a)
+		}
+		return rows.Err()
+	})
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return nil, s.wrap(op, err)
+	}
+	if !found {
+		return nil, fmt.Errorf("pgstore: %s of run %q: %w", op, runID, runtime.ErrRunNotFound)
+	}
+	if len(cps) == 0 {
+		return nil, nil
+	}
+	out := make([]runtime.StepRecord, len(cps))
+	for i, cp := range cps {
+		out[i] = runtime.StepRecord{Checkpoint: cp, Attempts: byKey[cp.Key]}
+	}
+	return out, nil
+}

@@ -1,0 +1,126 @@
+package pgstore
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+//go:embed migrations/*.up.sql
+var migrationFS embed.FS
+
+// ErrSchemaTooNew is returned by Migrate (and so by Open and New) when the
+// database's schema was migrated by a newer version of this package than the
+// running one: the code does not know the tables it would write.
+var ErrSchemaTooNew = errors.New("pgstore: database schema is newer than this code")
+
+// schemaPlaceholder stands for the quoted schema name in migration files.
+const schemaPlaceholder = "{schema}"
+
+// migration is one embedded, numbered schema change.
+type migration struct {
+	Version int
+	Name    string
+	SQL     string
+}
+
+var migrationName = regexp.MustCompile(`^(\d{3})_([a-z0-9_]+)\.up\.sql$`)
+
+// loadMigrations reads the embedded migrations in version order and checks
+// that they number 1, 2, 3, ... without gaps or duplicates.
+func loadMigrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, e := range entries {
+		m := migrationName.FindStringSubmatch(e.Name())
+		if m == nil {
+			return nil, fmt.Errorf("migration file %q is not named NNN_name.up.sql", e.Name())
+		}
+		v, _ := strconv.Atoi(m[1])
+		body, err := fs.ReadFile(migrationFS, path.Join("migrations", e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{Version: v, Name: m[2], SQL: string(body)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
+	for i, m := range ms {
+		if m.Version != i+1 {
+			return nil, fmt.Errorf("migrations are not numbered 1..%d without gaps: found %03d at position %d", len(ms), m.Version, i+1)
+		}
+	}
+	return ms, nil
+}
+
+// Migrate creates the schema when missing and applies every embedded
+// migration the database lacks, in one transaction holding an advisory lock
+// derived from the schema name, so concurrent Migrate calls (processes
+// starting together) apply each migration exactly once. A database already
+// migrated past the newest embedded version fails with ErrSchemaTooNew and
+// is left untouched.
+func (s *Store) Migrate(ctx context.Context) error {
+	if err := s.check("migrate"); err != nil {
+		return err
+	}
+	ms, err := loadMigrations()
+	if err != nil {
+		return fmt.Errorf("pgstore: migrate: %w", err)
+	}
+	var applied []int
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		applied = applied[:0]
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "stem.pgstore.migrate:"+s.schema); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+s.schema); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+s.schema+`.migrations (
+			version    integer     NOT NULL PRIMARY KEY,
+			name       text        NOT NULL,
+			applied_at timestamptz NOT NULL DEFAULT now()
+		)`); err != nil {
+			return err
+		}
+		var current int
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+s.schema+`.migrations`).Scan(&current); err != nil {
+			return err
+		}
+		if latest := ms[len(ms)-1].Version; current > latest {
+			return fmt.Errorf("%w: schema %s is at version %d, this code knows versions up to %d; upgrade the code",
+				ErrSchemaTooNew, s.schema, current, latest)
+		}
+		for _, m := range ms {
+			if m.Version <= current {
+				continue
+			}
+			if _, err := tx.Exec(ctx, strings.ReplaceAll(m.SQL, schemaPlaceholder, s.schema)); err != nil {
+				return fmt.Errorf("apply %03d_%s: %w", m.Version, m.Name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO `+s.schema+`.migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+				return err
+			}
+			applied = append(applied, m.Version)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("pgstore: migrate: %w", err)
+	}
+	for _, v := range applied {
+		s.log.Info("applied migration", "version", v)
+	}
+	return nil
+}

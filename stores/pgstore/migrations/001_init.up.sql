@@ -1,0 +1,76 @@
+-- Runs, their checkpoints, attempts and buffered events.
+-- {schema} is replaced by the store's quoted schema name.
+
+CREATE TABLE {schema}.runs (
+    id              text        NOT NULL PRIMARY KEY,
+    workflow        text        NOT NULL,
+    parent_id       text        NOT NULL DEFAULT '',
+    status          text        NOT NULL CHECK (status IN ('queued', 'running', 'paused', 'waiting', 'complete', 'errored', 'terminated')),
+    input           bytea,
+    output          bytea,
+    error           jsonb,
+    pause_requested boolean     NOT NULL DEFAULT false,
+    -- When a queued or waiting run may be claimed; NULL while it waits for
+    -- an event without a deadline.
+    ready_at        timestamptz,
+    wait_key        text,
+    wait_topic      text,
+    wait_kind       text,
+    wait_deadline   timestamptz,
+    owner           text        NOT NULL DEFAULT '',
+    lease_until     timestamptz,
+    token           bigint      NOT NULL DEFAULT 0,
+    recoveries      integer     NOT NULL DEFAULT 0,
+    suspend_state   bytea,
+    created_at      timestamptz NOT NULL,
+    updated_at      timestamptz NOT NULL
+) WITH (fillfactor = 80);
+-- fillfactor leaves room on each page so that lease extensions, which touch
+-- no indexed column, stay heap-only updates.
+
+-- Claim: ready runs, oldest first.
+CREATE INDEX runs_ready_idx ON {schema}.runs (ready_at)
+    WHERE status IN ('queued', 'waiting');
+-- Claim: running runs whose lease may have expired. lease_until is left out
+-- of the index on purpose so that extending a lease never updates an index.
+CREATE INDEX runs_running_idx ON {schema}.runs (workflow)
+    WHERE status = 'running';
+-- Emit: runs waiting on a topic.
+CREATE INDEX runs_wait_topic_idx ON {schema}.runs (wait_topic)
+    WHERE wait_topic IS NOT NULL;
+-- ListRuns filtered by workflow or by status, in ID order.
+CREATE INDEX runs_workflow_id_idx ON {schema}.runs (workflow, id);
+CREATE INDEX runs_status_id_idx ON {schema}.runs (status, id);
+
+CREATE TABLE {schema}.checkpoints (
+    run_id     text        NOT NULL REFERENCES {schema}.runs (id) ON DELETE CASCADE,
+    key        text        NOT NULL,
+    kind       text        NOT NULL,
+    seq        bigint      GENERATED ALWAYS AS IDENTITY,
+    output     bytea,
+    error      jsonb,
+    created_at timestamptz NOT NULL,
+    PRIMARY KEY (run_id, key)
+);
+
+CREATE TABLE {schema}.attempts (
+    run_id  text        NOT NULL REFERENCES {schema}.runs (id) ON DELETE CASCADE,
+    seq     bigint      GENERATED ALWAYS AS IDENTITY,
+    key     text        NOT NULL,
+    number  integer     NOT NULL,
+    started timestamptz NOT NULL,
+    ended   timestamptz NOT NULL,
+    error   text        NOT NULL DEFAULT '',
+    PRIMARY KEY (run_id, seq)
+);
+
+-- Events sent to a run that was not waiting on their topic, consumed in
+-- order by the run's next wait on the topic.
+CREATE TABLE {schema}.events (
+    run_id     text        NOT NULL REFERENCES {schema}.runs (id) ON DELETE CASCADE,
+    topic      text        NOT NULL,
+    seq        bigint      GENERATED ALWAYS AS IDENTITY,
+    payload    bytea,
+    created_at timestamptz NOT NULL,
+    PRIMARY KEY (run_id, topic, seq)
+);

@@ -1,0 +1,275 @@
+// Package pgstore is a Postgres implementation of runtime.Store, for many
+// workers on many machines sharing one database.
+//
+// Workers claim runs with one statement that locks a bounded batch with
+// FOR UPDATE SKIP LOCKED, so concurrent claims never block on each other and
+// never hand one run to two workers; a run whose lease expired is claimable
+// again by the same statement, so recovery needs no sweeper. Every write made
+// under a lease checks the run's status and fencing token in the statement
+// that writes. Lease expiry and readiness are judged on the database clock
+// (now()), so a worker with a skewed clock cannot steal a lease.
+//
+// Writes that make runs ready send a NOTIFY on a channel named after the
+// schema; the store implements runtime.Notifier with one listening connection
+// that fans the hints out to subscribers. Hints only make workers faster:
+// with Options.DisableNotify, polling alone still runs everything.
+//
+// The schema is created and upgraded by Migrate, which Open and New call.
+// Migrations are embedded, numbered, and applied under an advisory lock, so
+// processes starting together never race.
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+var _ runtime.Store = (*Store)(nil)
+var _ runtime.Notifier = (*Store)(nil)
+
+// DefaultSchema is the schema the store's tables live in when
+// Options.Schema is empty.
+const DefaultSchema = "stem"
+
+// defaultMaxConns is the pool size Open uses when the URL does not set
+// pool_max_conns: enough for 32 concurrent workers each holding a connection
+// for one statement.
+const defaultMaxConns = 32
+
+// maxSchemaLen keeps the notification channel name, the schema plus
+// channelSuffix, within Postgres's 63-byte identifier limit.
+const maxSchemaLen = 63 - len(channelSuffix)
+
+const channelSuffix = "_ready"
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Options configures a Store. The zero value works.
+type Options struct {
+	// Schema is the Postgres schema holding the store's tables, created by
+	// Migrate when missing; empty means DefaultSchema. It must be an
+	// identifier: a letter or underscore, then letters, digits or
+	// underscores, at most 57 bytes. Stores with different schemas in one
+	// database are fully independent.
+	Schema string
+
+	// Now, when set, replaces the database clock for every judgement of
+	// lease expiry and readiness and for every timestamp the store writes.
+	// Tests substitute it; nil means the database's now().
+	Now func() time.Time
+
+	// DisableNotify turns off LISTEN/NOTIFY and in-process wake-ups: writes
+	// send no notifications and Notifications never fires. Workers then
+	// rely on polling alone.
+	DisableNotify bool
+
+	// ListenerRetry is the longest pause between attempts to reconnect the
+	// notification listener after its connection fails; zero means 5s.
+	ListenerRetry time.Duration
+
+	// SkipMigrate makes Open and New leave the schema alone; the caller
+	// runs Migrate itself (or the schema is managed elsewhere).
+	SkipMigrate bool
+
+	// Logger receives the store's diagnostics (listener reconnects,
+	// migrations applied); nil discards them.
+	Logger *slog.Logger
+}
+
+// Store is a runtime.Store on Postgres. It is safe for concurrent use by
+// many goroutines and many processes.
+type Store struct {
+	pool    *pgxpool.Pool
+	ownPool bool
+	schema  string // quoted identifier
+	channel string // notification channel (raw name)
+	now     func() time.Time
+	notify  bool
+	retry   time.Duration
+	log     *slog.Logger
+	q       queries
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	stop      context.CancelFunc
+	stopCtx   context.Context
+	wg        sync.WaitGroup
+	hub       hub
+}
+
+// Open connects to the database at url (a Postgres URL or DSN, as pgxpool
+// parses it), migrates the schema unless Options.SkipMigrate, and returns a
+// Store that owns its pool: Close closes it. Unless the URL sets
+// pool_max_conns the pool holds up to 32 connections.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: parse url: %w", err)
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = defaultMaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: connect: %w", err)
+	}
+	s, err := newStore(ctx, pool, true, opts)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// New returns a Store on a pool the caller owns: Close leaves the pool
+// open. It migrates the schema unless Options.SkipMigrate. Several stores
+// (with different schemas, say) may share one pool.
+func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("pgstore: new: nil pool: %w", runtime.ErrInvalidArgument)
+	}
+	return newStore(ctx, pool, false, opts)
+}
+
+func newStore(ctx context.Context, pool *pgxpool.Pool, own bool, opts Options) (*Store, error) {
+	schema := opts.Schema
+	if schema == "" {
+		schema = DefaultSchema
+	}
+	if !identRE.MatchString(schema) || len(schema) > maxSchemaLen {
+		return nil, fmt.Errorf("pgstore: schema %q is not a plain identifier of at most %d bytes: %w",
+			schema, maxSchemaLen, runtime.ErrInvalidArgument)
+	}
+	if opts.ListenerRetry < 0 {
+		return nil, fmt.Errorf("pgstore: negative ListenerRetry: %w", runtime.ErrInvalidArgument)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	retry := opts.ListenerRetry
+	if retry == 0 {
+		retry = 5 * time.Second
+	}
+	quoted := pgx.Identifier{schema}.Sanitize()
+	s := &Store{
+		pool:    pool,
+		ownPool: own,
+		schema:  quoted,
+		channel: schema + channelSuffix,
+		now:     opts.Now,
+		notify:  !opts.DisableNotify,
+		retry:   retry,
+		log:     log.With("store", "pgstore", "schema", schema),
+		q:       buildQueries(quoted, !opts.DisableNotify),
+	}
+	s.stopCtx, s.stop = context.WithCancel(context.Background())
+	s.hub.subs = make(map[chan struct{}]struct{})
+	s.hub.listening = make(chan struct{})
+	if !opts.SkipMigrate {
+		if err := s.Migrate(ctx); err != nil {
+			s.stop()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Close stops the notification listener, closes every Notifications
+// channel and, when the store owns its pool (Open), closes the pool. Calls
+// after Close, Close included, return runtime.ErrClosed.
+func (s *Store) Close() error {
+	first := false
+	s.closeOnce.Do(func() {
+		first = true
+		s.closed.Store(true)
+		s.stop()
+		s.wg.Wait()
+		s.hub.closeAll()
+		if s.ownPool {
+			s.pool.Close()
+		}
+	})
+	if !first {
+		return fmt.Errorf("pgstore: close: %w", runtime.ErrClosed)
+	}
+	return nil
+}
+
+// Pool returns the connection pool the store uses.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// clock is the bound value of every statement's clock parameter: NULL means
+// the database's now().
+func (s *Store) clock() any {
+	if s.now == nil {
+		return nil
+	}
+	return s.now()
+}
+
+// check returns ErrClosed once the store is closed.
+func (s *Store) check(op string) error {
+	if s.closed.Load() {
+		return fmt.Errorf("pgstore: %s: %w", op, runtime.ErrClosed)
+	}
+	return nil
+}
+
+// wrap prefixes err with the operation, leaving sentinels matchable. An
+// error caused by closing the store underneath a call reports ErrClosed.
+func (s *Store) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if s.closed.Load() && !isSentinel(err) {
+		return fmt.Errorf("pgstore: %s: %w (%v)", op, runtime.ErrClosed, err)
+	}
+	return fmt.Errorf("pgstore: %s: %w", op, err)
+}
+
+func isSentinel(err error) bool {
+	for _, s := range []error{runtime.ErrLeaseLost, runtime.ErrRunNotFound, runtime.ErrInvalidState, runtime.ErrInvalidArgument, runtime.ErrClosed} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// inTx runs fn in a READ COMMITTED transaction, retrying it from the start
+// when Postgres aborts it as a deadlock victim or serialization failure
+// (two transactions locking the same runs in different orders).
+func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		err := pgx.BeginFunc(ctx, s.pool, fn)
+		if err == nil || attempt >= 20 || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "40P01" || pe.Code == "40001"
+	}
+	return false
+}
+
+// micros is a duration as whole microseconds, Postgres's time resolution.
+func micros(d time.Duration) int64 { return d.Microseconds() }

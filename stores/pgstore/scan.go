@@ -1,0 +1,115 @@
+package pgstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+// scanRun reads the runColumns of one row, then extra destinations.
+func scanRun(row scanner, extra ...any) (runtime.RunRecord, error) {
+	var (
+		rec          runtime.RunRecord
+		status       string
+		errJSON      []byte
+		waitKey      *string
+		waitTopic    *string
+		waitKind     *string
+		waitDeadline *time.Time
+		leaseUntil   *time.Time
+	)
+	dest := []any{
+		&rec.ID, &rec.Workflow, &rec.ParentID, &status, &rec.Input, &rec.Output, &errJSON,
+		&rec.PauseRequested, &rec.ReadyAt, &waitKey, &waitTopic, &waitKind, &waitDeadline,
+		&rec.Owner, &leaseUntil, &rec.Token, &rec.Recoveries, &rec.CreatedAt, &rec.UpdatedAt,
+	}
+	if err := row.Scan(append(dest, extra...)...); err != nil {
+		return runtime.RunRecord{}, err
+	}
+	rec.Status = runtime.RunStatus(status)
+	info, err := decodeError(errJSON)
+	if err != nil {
+		return runtime.RunRecord{}, err
+	}
+	rec.Error = info
+	rec.Wait = makeWait(waitKey, waitTopic, waitKind, waitDeadline)
+	if leaseUntil != nil {
+		rec.LeaseUntil = *leaseUntil
+	}
+	return rec, nil
+}
+
+func makeWait(key, topic, kind *string, deadline *time.Time) *runtime.Wait {
+	if topic == nil {
+		return nil
+	}
+	w := &runtime.Wait{Topic: *topic, Deadline: deadline}
+	if key != nil {
+		w.Key = *key
+	}
+	if kind != nil {
+		w.Kind = runtime.CheckpointKind(*kind)
+	}
+	return w
+}
+
+func encodeError(info *runtime.ErrorInfo) ([]byte, error) {
+	if info == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(info)
+	if err != nil {
+		return nil, fmt.Errorf("encode error info: %w", err)
+	}
+	return b, nil
+}
+
+func decodeError(b []byte) (*runtime.ErrorInfo, error) {
+	if b == nil {
+		return nil, nil
+	}
+	var info runtime.ErrorInfo
+	if err := json.Unmarshal(b, &info); err != nil {
+		return nil, fmt.Errorf("decode error info: %w", err)
+	}
+	return &info, nil
+}
+
+// scanCheckpoint reads key, kind, output, error, seq, created_at.
+func scanCheckpoint(row scanner) (runtime.Checkpoint, error) {
+	var (
+		c       runtime.Checkpoint
+		kind    string
+		errJSON []byte
+	)
+	if err := row.Scan(&c.Key, &kind, &c.Output, &errJSON, &c.Seq, &c.CreatedAt); err != nil {
+		return runtime.Checkpoint{}, err
+	}
+	c.Kind = runtime.CheckpointKind(kind)
+	info, err := decodeError(errJSON)
+	if err != nil {
+		return runtime.Checkpoint{}, err
+	}
+	c.Error = info
+	return c, nil
+}
+
+// attemptArrays turns attempts into the parallel arrays the statements
+// unnest.
+func attemptArrays(as []runtime.Attempt) []any {
+	keys := make([]string, len(as))
+	numbers := make([]int32, len(as))
+	started := make([]time.Time, len(as))
+	ended := make([]time.Time, len(as))
+	errs := make([]string, len(as))
+	for i, a := range as {
+		keys[i], numbers[i], started[i], ended[i], errs[i] = a.Key, int32(a.Number), a.Started, a.Ended, a.Error
+	}
+	return []any{keys, numbers, started, ended, errs}
+}
