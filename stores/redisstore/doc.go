@@ -1,0 +1,64 @@
+// Package redisstore is a Stem store on Redis 7.0 or later, built on
+// github.com/redis/go-redis/v9.
+//
+// Every change that touches more than one key is one Lua script, so it is
+// atomic: Redis runs a script to its end before any other command. A script
+// does not roll back, so each one validates everything (run status, fencing
+// token, event target) before its first write, and each carries a "#!lua"
+// shebang so that a server out of memory refuses it up front instead of
+// failing halfway. Scripts are sent once and then called by their SHA1.
+//
+// Readiness and lease expiry are judged on one clock: the server's TIME,
+// read inside the script that decides, or Options.Now when set (tests).
+//
+// # Durability
+//
+// The store is exactly as durable as the server's persistence settings:
+//
+//   - No persistence (appendonly no, no RDB snapshots): every run is lost
+//     when Redis restarts.
+//   - RDB snapshots only: everything written since the last snapshot is lost
+//     on a crash.
+//   - appendonly yes with appendfsync everysec (the usual setting): up to
+//     about one second of acknowledged writes is lost if the server or its
+//     machine crashes; a step acknowledged in that window may run again.
+//   - appendonly yes with appendfsync always: each write is fsynced to the
+//     append-only file before Redis replies, so an acknowledged checkpoint
+//     survives a crash. This is what Stem's exactly-once checkpoint promise
+//     needs; it costs an fsync per write.
+//
+// Replication is asynchronous: a failover to a replica can lose
+// acknowledged writes whatever the persistence settings are.
+//
+// The store also needs maxmemory-policy noeviction: an evicting policy
+// silently deletes keys, and an evicted key is a lost or corrupted run. Open
+// and New refuse any other policy unless Options.AllowEvictingPolicy is set,
+// and then log a warning. With noeviction, a full server rejects writes with
+// an error and nothing is lost.
+//
+// # Keys
+//
+// Every key starts with Options.Prefix (default "stem:"), so applications
+// sharing a server do not see each other. Under the prefix:
+//
+//	r:<id>          hash: the run record
+//	c:<id>          hash: checkpoint key → encoded checkpoint (with its sequence number)
+//	a:<id>          list: encoded attempts, in the order recorded
+//	e:<n>:<id>:<t>  list: events buffered for run <id> on topic <t> (n = length of id)
+//	q:<workflow>    sorted set: runs ready to claim, scored by ReadyAt (µs)
+//	l:<workflow>    sorted set: running runs, scored by lease expiry (µs)
+//	w:<topic>       set: runs waiting on the topic
+//	ia, iw:<wf>, is:<status>, iws:<status>:<wf>
+//	                sorted sets (all scores 0): the listing indexes, read in
+//	                lexicographic order
+//	wake            pub/sub channel: runs may be ready (see Notifications)
+//
+// With Redis Cluster every script must find its keys in one slot, so the
+// prefix must contain a hash tag, such as "{stem}:"; New refuses a cluster
+// client otherwise. All of the store's data then lives on one shard.
+//
+// go-redis retries a command whose connection failed. A script that ran but
+// whose reply was lost may so run twice; every script is safe to repeat (a
+// repeated checkpoint finds its own write, a repeated completion reports a
+// lost lease, a repeated claim leaves runs leased until their lease expires).
+package redisstore

@@ -1,0 +1,487 @@
+package redisstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+var claimAll = func(owner string, wfs ...string) runtime.ClaimRequest {
+	return runtime.ClaimRequest{Owner: owner, Workflows: wfs, Limit: 10, LeaseFor: time.Minute}
+}
+
+func mustCreate(t *testing.T, s *Store, runs ...runtime.NewRun) {
+	t.Helper()
+	if _, err := s.CreateRuns(context.Background(), runs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustClaimOne(t *testing.T, s *Store, wf string) runtime.ClaimedRun {
+	t.Helper()
+	got, err := s.Claim(context.Background(), claimAll("w", wf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("claimed %d runs, want 1: %+v", len(got), got)
+	}
+	return got[0]
+}
+
+// TestLifecycle walks one run through a step, a sleep, a recovery and its
+// completion on a substituted clock.
+func TestLifecycle(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClock()
+	s, _ := newTestStore(t, c.Now)
+
+	res, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "r1", Workflow: "wf", Input: []byte("in\nput")}})
+	if err != nil || len(res) != 1 || !res[0].Created {
+		t.Fatalf("create: %v %+v", err, res)
+	}
+	rec := res[0].Run
+	if rec.Status != runtime.StatusQueued || rec.ReadyAt == nil || !rec.ReadyAt.Equal(c.Now()) || !rec.CreatedAt.Equal(c.Now()) {
+		t.Fatalf("new run: %+v", rec)
+	}
+	again, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "r1", Workflow: "other", Input: []byte("x")}})
+	if err != nil || again[0].Created || again[0].Run.Workflow != "wf" {
+		t.Fatalf("second create: %v %+v", err, again)
+	}
+
+	cl := mustClaimOne(t, s, "wf")
+	if string(cl.Input) != "in\nput" || cl.Lease.Token != 1 || !cl.LeaseUntil.Equal(c.Now().Add(time.Minute)) {
+		t.Fatalf("claim: %+v", cl)
+	}
+	started := c.Now()
+	cres, err := s.Checkpoint(ctx, runtime.CheckpointRequest{
+		Lease: cl.Lease, LeaseFor: time.Minute,
+		Checkpoint: runtime.Checkpoint{Key: "a@v1", Kind: runtime.KindStep, Output: []byte{}},
+		Attempts:   []runtime.Attempt{{Key: "a@v1", Number: 1, Started: started, Ended: started.Add(time.Millisecond), Error: "line1\nline2"}},
+	})
+	if err != nil || cres.Existing != nil || cres.Paused {
+		t.Fatalf("checkpoint: %v %+v", err, cres)
+	}
+	wake := c.Now().Add(time.Hour)
+	sres, err := s.Suspend(ctx, runtime.SuspendRequest{
+		Lease: cl.Lease, LeaseFor: time.Minute,
+		Checkpoint:   &runtime.Checkpoint{Key: "nap", Kind: runtime.KindSleep, Output: []byte(`"t"`)},
+		ReadyAt:      &wake,
+		SuspendState: []byte{0, 1, 2},
+	})
+	if err != nil || sres.Delivered != nil || sres.Paused {
+		t.Fatalf("suspend: %v %+v", err, sres)
+	}
+	if got, _ := s.Claim(ctx, claimAll("w", "wf")); len(got) != 0 {
+		t.Fatalf("claimed a sleeping run: %+v", got)
+	}
+	c.Advance(time.Hour)
+	cl2 := mustClaimOne(t, s, "wf")
+	if cl2.Lease.Token <= cl.Lease.Token || !bytes.Equal(cl2.SuspendState, []byte{0, 1, 2}) || cl2.Recoveries != 0 {
+		t.Fatalf("claim after sleep: %+v", cl2)
+	}
+	if err := s.Heartbeat(ctx, cl.Lease, time.Minute); !errors.Is(err, runtime.ErrLeaseLost) {
+		t.Fatalf("stale heartbeat: %v", err)
+	}
+	c.Advance(2 * time.Minute)
+	cl3 := mustClaimOne(t, s, "wf")
+	if cl3.Recoveries != 1 {
+		t.Fatalf("recovered claim: %+v", cl3)
+	}
+	if err := s.Complete(ctx, runtime.CompleteRequest{Lease: cl2.Lease, Status: runtime.StatusComplete}); !errors.Is(err, runtime.ErrLeaseLost) {
+		t.Fatalf("complete with the old lease: %v", err)
+	}
+	if err := s.Complete(ctx, runtime.CompleteRequest{Lease: cl3.Lease, Status: runtime.StatusComplete, Output: []byte("out")}); err != nil {
+		t.Fatal(err)
+	}
+
+	rec, err = s.GetRun(ctx, "r1")
+	if err != nil || rec.Status != runtime.StatusComplete || string(rec.Output) != "out" || rec.Wait != nil || rec.ReadyAt != nil {
+		t.Fatalf("get: %v %+v", err, rec)
+	}
+	steps, err := s.ListSteps(ctx, "r1")
+	if err != nil || len(steps) != 2 {
+		t.Fatalf("steps: %v %+v", err, steps)
+	}
+	if steps[0].Key != "a@v1" || steps[0].Output == nil || len(steps[0].Output) != 0 || steps[0].Seq >= steps[1].Seq {
+		t.Fatalf("first step: %+v", steps[0])
+	}
+	if len(steps[0].Attempts) != 1 || steps[0].Attempts[0].Error != "line1\nline2" || !steps[0].Attempts[0].Started.Equal(started) {
+		t.Fatalf("attempts: %+v", steps[0].Attempts)
+	}
+	if steps[1].Key != "nap" || steps[1].Kind != runtime.KindSleep || string(steps[1].Output) != `"t"` {
+		t.Fatalf("second step: %+v", steps[1])
+	}
+}
+
+// TestServerClock runs without a substituted clock: readiness and leases are
+// judged on the server's TIME inside the scripts.
+func TestServerClock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, c := newTestStore(t, nil)
+	before := time.Now()
+	mustCreate(t, s, runtime.NewRun{ID: "r", Workflow: "wf"})
+	cl := mustClaimOne(t, s, "wf")
+	serverNow, err := c.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lease runs a minute from the server's clock at claim time.
+	if cl.LeaseUntil.Before(before.Add(time.Minute).Add(-time.Hour)) || cl.LeaseUntil.After(serverNow.Add(time.Minute)) {
+		t.Fatalf("lease until %v, server time %v", cl.LeaseUntil, serverNow)
+	}
+	far := serverNow.Add(24 * time.Hour)
+	if _, err := s.Suspend(ctx, runtime.SuspendRequest{Lease: cl.Lease, ReadyAt: &far}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Claim(ctx, claimAll("w", "wf")); err != nil || len(got) != 0 {
+		t.Fatalf("claimed a run due tomorrow: %v %+v", err, got)
+	}
+	rec, err := s.GetRun(ctx, "r")
+	if err != nil || rec.Status != runtime.StatusWaiting {
+		t.Fatalf("get: %v %+v", err, rec)
+	}
+	if err := s.Restart(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	if cl2 := mustClaimOne(t, s, "wf"); cl2.Lease.Token <= cl.Lease.Token {
+		t.Fatalf("token did not grow: %+v", cl2)
+	}
+}
+
+// TestPrefixIsolation: two stores on one server with different prefixes
+// never see each other, and every key a store writes starts with its prefix.
+func TestPrefixIsolation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClock()
+	a, client := newTestStore(t, c.Now)
+	b, _ := newTestStore(t, c.Now)
+	tag := strings.TrimSuffix(strings.TrimPrefix(testPrefix(t), "stemtest:"), ":")
+	id, wf, topic := "run-"+tag, "wf-"+tag, "topic-"+tag
+
+	mustCreate(t, a, runtime.NewRun{ID: id, Workflow: wf}, runtime.NewRun{ID: id + "-2", Workflow: wf})
+	cl := mustClaimOneLimit(t, a, wf)
+	if _, err := a.Suspend(ctx, runtime.SuspendRequest{Lease: cl.Lease, Wait: &runtime.Wait{Key: "ev", Topic: topic, Kind: runtime.KindEvent}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.SendEvent(ctx, runtime.Event{RunID: id + "-2", Topic: topic + "-other", Payload: []byte("p")}); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := b.GetRun(ctx, id); !errors.Is(err, runtime.ErrRunNotFound) {
+		t.Fatalf("b sees a's run: %v", err)
+	}
+	if page, err := b.ListRuns(ctx, runtime.ListRunsQuery{}); err != nil || len(page.Runs) != 0 {
+		t.Fatalf("b lists: %v %+v", err, page)
+	}
+	if got, err := b.Claim(ctx, claimAll("w", wf)); err != nil || len(got) != 0 {
+		t.Fatalf("b claims: %v %+v", err, got)
+	}
+	if ids, err := b.Emit(ctx, topic, nil); err != nil || len(ids) != 0 {
+		t.Fatalf("b emits to a's run: %v %v", err, ids)
+	}
+	if ids, err := a.Emit(ctx, topic, []byte("x")); err != nil || len(ids) != 1 || ids[0] != id {
+		t.Fatalf("a emits: %v %v", err, ids)
+	}
+
+	var keys []string
+	iter := client.Scan(ctx, 0, "*"+tag+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) == 0 {
+		t.Fatal("found no keys of the test")
+	}
+	for _, k := range keys {
+		if !strings.HasPrefix(k, a.prefix) {
+			t.Errorf("key %q is outside the prefix %q", k, a.prefix)
+		}
+	}
+	for _, bare := range []string{"ia", "is:queued", "is:waiting", "r:" + id, "q:" + wf, "w:" + topic} {
+		if n, err := client.Exists(ctx, bare, DefaultPrefix+bare).Result(); err != nil || n != 0 {
+			t.Errorf("unprefixed key %q exists (%d, %v)", bare, n, err)
+		}
+	}
+}
+
+func mustClaimOneLimit(t *testing.T, s *Store, wf string) runtime.ClaimedRun {
+	t.Helper()
+	got, err := s.Claim(context.Background(), runtime.ClaimRequest{Owner: "w", Workflows: []string{wf}, Limit: 1, LeaseFor: time.Minute})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("claim: %v %+v", err, got)
+	}
+	return got[0]
+}
+
+func TestCheckPolicy(t *testing.T) {
+	t.Parallel()
+	if w, err := checkPolicy("noeviction", false); err != nil || w != "" {
+		t.Fatalf("noeviction: %q %v", w, err)
+	}
+	for _, p := range []string{"allkeys-lru", "volatile-lru", "allkeys-random", "volatile-ttl", "allkeys-lfu"} {
+		w, err := checkPolicy(p, false)
+		if err == nil || w != "" || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "noeviction") {
+			t.Fatalf("%s refused: %q %v", p, w, err)
+		}
+		w, err = checkPolicy(p, true)
+		if err != nil || !strings.Contains(w, "noeviction") {
+			t.Fatalf("%s allowed: %q %v", p, w, err)
+		}
+	}
+}
+
+// TestEvictingPolicy sets an evicting policy on the real server and
+// restores the old one at cleanup. It does not run in parallel: the policy
+// is server-wide, and parallel tests start only after it has finished.
+func TestEvictingPolicy(t *testing.T) {
+	ctx := context.Background()
+	c := testClient(t)
+	old, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
+	if err != nil {
+		t.Skipf("CONFIG not permitted: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.ConfigSet(context.Background(), "maxmemory-policy", old["maxmemory-policy"]).Err(); err != nil {
+			t.Errorf("restoring maxmemory-policy: %v", err)
+		}
+	})
+	if err := c.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err(); err != nil {
+		t.Skipf("CONFIG SET not permitted: %v", err)
+	}
+	prefix := testPrefix(t)
+	cleanupPrefix(t, c, prefix)
+
+	_, err = New(ctx, c, Options{Prefix: prefix, Logger: quietLogger()})
+	if err == nil || !strings.Contains(err.Error(), "allkeys-lru") || !strings.Contains(err.Error(), "noeviction") {
+		t.Fatalf("New on allkeys-lru: %v", err)
+	}
+	_, err = Open(ctx, redisURL(t), Options{Prefix: prefix, Logger: quietLogger()})
+	if err == nil {
+		t.Fatal("Open on allkeys-lru succeeded")
+	}
+
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
+	s, err := New(ctx, c, Options{Prefix: prefix, Logger: logger, AllowEvictingPolicy: true})
+	if err != nil {
+		t.Fatalf("New with AllowEvictingPolicy: %v", err)
+	}
+	defer s.Close()
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	if !strings.Contains(out, "level=WARN") || !strings.Contains(out, "allkeys-lru") {
+		t.Fatalf("no warning logged: %s", out)
+	}
+	mustCreate(t, s, runtime.NewRun{ID: "r", Workflow: "wf"})
+}
+
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func TestOpenOwnsClient(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := testClient(t)
+	prefix := testPrefix(t)
+	cleanupPrefix(t, c, prefix)
+	s, err := Open(ctx, redisURL(t), Options{Prefix: prefix, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, s, runtime.NewRun{ID: "r", Workflow: "wf"})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.client.Ping(ctx).Err(); !errors.Is(err, redis.ErrClosed) {
+		t.Fatalf("owned client still open: %v", err)
+	}
+	if _, err := Open(ctx, "not a url", Options{}); err == nil {
+		t.Fatal("Open of a bad URL succeeded")
+	}
+}
+
+func TestClosed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, c := newTestStore(t, nil)
+	mustCreate(t, s, runtime.NewRun{ID: "r", Workflow: "wf"})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); !errors.Is(err, runtime.ErrClosed) {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("borrowed client closed by the store: %v", err)
+	}
+	lease := runtime.Lease{RunID: "r", Owner: "w", Token: 1}
+	checks := map[string]error{}
+	_, checks["CreateRuns"] = s.CreateRuns(ctx, []runtime.NewRun{{ID: "x", Workflow: "wf"}})
+	_, checks["GetRun"] = s.GetRun(ctx, "r")
+	_, checks["ListRuns"] = s.ListRuns(ctx, runtime.ListRunsQuery{})
+	_, checks["Claim"] = s.Claim(ctx, claimAll("w", "wf"))
+	_, checks["LoadCheckpoints"] = s.LoadCheckpoints(ctx, "r")
+	_, checks["Checkpoint"] = s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: lease, LeaseFor: time.Minute, Checkpoint: runtime.Checkpoint{Key: "k"}})
+	checks["RecordAttempts"] = s.RecordAttempts(ctx, lease, time.Minute, nil)
+	checks["Heartbeat"] = s.Heartbeat(ctx, lease, time.Minute)
+	_, checks["Suspend"] = s.Suspend(ctx, runtime.SuspendRequest{Lease: lease})
+	checks["Complete"] = s.Complete(ctx, runtime.CompleteRequest{Lease: lease, Status: runtime.StatusComplete})
+	checks["Pause"] = s.Pause(ctx, "r")
+	checks["Resume"] = s.Resume(ctx, "r")
+	checks["Terminate"] = s.Terminate(ctx, runtime.TerminateRequest{RunID: "r"})
+	checks["Restart"] = s.Restart(ctx, "r")
+	_, checks["Emit"] = s.Emit(ctx, "t", nil)
+	_, checks["SendEvent"] = s.SendEvent(ctx, runtime.Event{RunID: "r", Topic: "t"})
+	_, checks["ListSteps"] = s.ListSteps(ctx, "r")
+	for name, err := range checks {
+		if !errors.Is(err, runtime.ErrClosed) {
+			t.Errorf("%s after Close: %v", name, err)
+		}
+	}
+	if _, ok := <-s.Notifications(ctx); ok {
+		t.Fatal("Notifications after Close delivered a value")
+	}
+}
+
+func TestShardedClientNeedsHashTag(t *testing.T) {
+	t.Parallel()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	defer cc.Close()
+	_, err := New(context.Background(), cc, Options{Logger: quietLogger()})
+	if !errors.Is(err, runtime.ErrInvalidArgument) || !strings.Contains(err.Error(), "hash tag") {
+		t.Fatalf("cluster client with prefix %q: %v", DefaultPrefix, err)
+	}
+	for key, want := range map[string]bool{"{stem}:": true, "a{b}c": true, "{}": false, "stem:": false, "x{": false} {
+		if hasHashTag(key) != want {
+			t.Errorf("hasHashTag(%q) = %v", key, !want)
+		}
+	}
+}
+
+func TestNotifications(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	s, _ := newTestStore(t, nil)
+	ch := s.Notifications(ctx)
+	mustCreate(t, s, runtime.NewRun{ID: "r", Workflow: "wf"})
+	<-ch // a hint arrives once the run is ready
+	cancel()
+	for range ch {
+	}
+	// A second subscriber ends with the store.
+	ch2 := s.Notifications(context.Background())
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range ch2 {
+	}
+}
+
+// TestScriptCacheFlushed: a server that lost its script cache (restart,
+// failover, SCRIPT FLUSH) is sent the scripts again.
+func TestScriptCacheFlushed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, c := newTestStore(t, nil)
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Skipf("SCRIPT FLUSH not permitted: %v", err)
+	}
+	mustCreate(t, s, runtime.NewRun{ID: "r", Workflow: "wf"})
+	mustClaimOne(t, s, "wf")
+}
+
+// TestBadInputWritesNothing: a rejected call leaves no key behind.
+func TestBadInputWritesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, c := newTestStore(t, nil)
+	if _, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "ok", Workflow: "wf"}, {ID: "", Workflow: "wf"}}); !errors.Is(err, runtime.ErrInvalidArgument) {
+		t.Fatalf("create with an empty ID: %v", err)
+	}
+	if _, err := s.SendEvent(ctx, runtime.Event{RunID: "nope", Topic: "t"}); !errors.Is(err, runtime.ErrRunNotFound) {
+		t.Fatalf("send to unknown run: %v", err)
+	}
+	if _, err := s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: runtime.Lease{RunID: "nope", Token: 1}, LeaseFor: time.Minute, Checkpoint: runtime.Checkpoint{Key: "k"}}); !errors.Is(err, runtime.ErrLeaseLost) {
+		t.Fatalf("checkpoint of unknown run: %v", err)
+	}
+	if err := s.Terminate(ctx, runtime.TerminateRequest{RunID: "nope"}); !errors.Is(err, runtime.ErrRunNotFound) {
+		t.Fatalf("terminate unknown run: %v", err)
+	}
+	n, err := c.Keys(ctx, s.prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(n) != 0 {
+		t.Fatalf("keys written by rejected calls: %v", n)
+	}
+}
+
+func TestCodec(t *testing.T) {
+	t.Parallel()
+	for _, b := range [][]byte{nil, {}, {0}, []byte("a\nb"), {1, 1}} {
+		got := unmark(mark(b))
+		if (got == nil) != (b == nil) || !bytes.Equal(got, b) {
+			t.Errorf("mark round trip of %q gave %q", b, got)
+		}
+	}
+	at := runtime.Attempt{Key: "k\n#1", Number: 3, Started: time.Date(2030, 1, 1, 0, 0, 0, 123456789, time.UTC), Ended: time.Time{}, Error: "boom\nagain"}
+	enc, err := encodeAttempt(at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := decodeAttempt(enc)
+	if err != nil || dec.Key != at.Key || dec.Number != at.Number || !dec.Started.Equal(at.Started) || !dec.Ended.IsZero() || dec.Error != at.Error {
+		t.Fatalf("attempt round trip: %v %+v", err, dec)
+	}
+	if _, err := decodeAttempt("\xff"); err == nil {
+		t.Fatal("decoded garbage")
+	}
+	cp, err := decodeCheckpoint("k", "7\n1000000\nstep\n{\"message\":\"m\"}\n"+mark([]byte("x\ny")))
+	if err != nil || cp.Seq != 7 || cp.Kind != runtime.KindStep || cp.Error == nil || cp.Error.Message != "m" || string(cp.Output) != "x\ny" || !cp.CreatedAt.Equal(time.Unix(1, 0)) {
+		t.Fatalf("checkpoint decode: %v %+v", err, cp)
+	}
+}
