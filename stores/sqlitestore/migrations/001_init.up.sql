@@ -1,0 +1,80 @@
+-- Runs: one row per workflow run. Times are Unix nanoseconds on the store's
+-- clock; NULL means "none".
+CREATE TABLE runs (
+    id              TEXT    NOT NULL PRIMARY KEY,
+    workflow        TEXT    NOT NULL,
+    parent_id       TEXT    NOT NULL DEFAULT '',
+    status          TEXT    NOT NULL,
+    input           BLOB,
+    output          BLOB,
+    error_message   TEXT,
+    error_code      TEXT,
+    pause_requested INTEGER NOT NULL DEFAULT 0,
+    ready_at        INTEGER,
+    wait_key        TEXT,
+    wait_topic      TEXT,
+    wait_kind       TEXT,
+    wait_deadline   INTEGER,
+    owner           TEXT    NOT NULL DEFAULT '',
+    lease_until     INTEGER,
+    token           INTEGER NOT NULL DEFAULT 0,
+    recoveries      INTEGER NOT NULL DEFAULT 0,
+    suspend_state   BLOB,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    -- claim_at is when the run may be claimed: a queued or waiting run at
+    -- ready_at, a running run when its lease expires (a crashed worker's
+    -- run). NULL for paused and finished runs and for a wait without
+    -- deadline: those are never claimed.
+    claim_at        INTEGER GENERATED ALWAYS AS (
+        CASE status
+            WHEN 'queued'  THEN ready_at
+            WHEN 'waiting' THEN ready_at
+            WHEN 'running' THEN lease_until
+        END) VIRTUAL
+) STRICT;
+
+-- Claim: ready runs and expired leases in one ordered range scan.
+CREATE INDEX runs_claim ON runs (claim_at, workflow) WHERE claim_at IS NOT NULL;
+-- Emit: the runs waiting on a topic.
+CREATE INDEX runs_wait_topic ON runs (wait_topic) WHERE wait_topic IS NOT NULL;
+-- ListRuns filtered by workflow or status, ordered by ID.
+CREATE INDEX runs_workflow ON runs (workflow, status, id);
+CREATE INDEX runs_status ON runs (status, id);
+
+-- Checkpoints: the durable result of each step, sleep, event or child call.
+-- seq orders them by write, across the whole database, never reused.
+CREATE TABLE checkpoints (
+    seq           INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
+    run_id        TEXT    NOT NULL REFERENCES runs (id),
+    key           TEXT    NOT NULL,
+    kind          TEXT    NOT NULL,
+    output        BLOB,
+    error_message TEXT,
+    error_code    TEXT,
+    created_at    INTEGER NOT NULL,
+    UNIQUE (run_id, key)
+) STRICT;
+
+-- Attempts: every execution of a step function, in the order recorded.
+CREATE TABLE attempts (
+    id         INTEGER NOT NULL PRIMARY KEY,
+    run_id     TEXT    NOT NULL REFERENCES runs (id),
+    key        TEXT    NOT NULL,
+    number     INTEGER NOT NULL,
+    started_at INTEGER,
+    ended_at   INTEGER,
+    error      TEXT    NOT NULL
+) STRICT;
+CREATE INDEX attempts_run ON attempts (run_id, key);
+
+-- Events sent to a run that was not waiting on their topic, consumed in
+-- order by the run's next wait on the topic.
+CREATE TABLE events (
+    id         INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
+    run_id     TEXT    NOT NULL REFERENCES runs (id),
+    topic      TEXT    NOT NULL,
+    payload    BLOB,
+    created_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX events_run_topic ON events (run_id, topic, id);

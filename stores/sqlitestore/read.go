@@ -1,0 +1,129 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+// readPool hands out pinned read-only connections, each with its own
+// prepared statements.
+type readPool struct {
+	db   *sql.DB
+	free chan *readConn
+	mu   sync.Mutex
+	all  []*readConn
+	max  int
+}
+
+type readConn struct {
+	sc *sql.Conn
+	c  *conn
+}
+
+func (p *readPool) init(db *sql.DB, max int) {
+	p.db = db
+	p.max = max
+	p.free = make(chan *readConn, max)
+}
+
+func (p *readPool) get(ctx context.Context) (*readConn, error) {
+	select {
+	case rc := <-p.free:
+		return rc, nil
+	default:
+	}
+	p.mu.Lock()
+	if len(p.all) < p.max {
+		sc, err := p.db.Conn(ctx)
+		if err != nil {
+			p.mu.Unlock()
+			return nil, err
+		}
+		rc := &readConn{sc: sc}
+		p.all = append(p.all, rc)
+		p.mu.Unlock()
+		return rc, nil
+	}
+	p.mu.Unlock()
+	select {
+	case rc := <-p.free:
+		return rc, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (p *readPool) put(rc *readConn) { p.free <- rc }
+
+// close finalizes the statements and closes every connection. The caller
+// guarantees no read is in progress.
+func (p *readPool) close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var errs []error
+	for _, rc := range p.all {
+		if rc.c != nil {
+			errs = append(errs, rc.sc.Raw(func(any) error { return rc.c.closeStmts() }))
+		}
+		errs = append(errs, rc.sc.Close())
+	}
+	p.all = nil
+	return errors.Join(errs...)
+}
+
+// read runs f on a read connection inside one read transaction, so that it
+// sees one snapshot. It retries when SQLite reports the database busy.
+func (s *Store) read(ctx context.Context, op string, f func(c *conn) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return runtime.ErrClosed
+	}
+	rc, err := s.reads.get(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: %s: %w", op, err)
+	}
+	defer s.reads.put(rc)
+	_, err = retryBusy(ctx, s.logger, func() (struct{}, error) {
+		return struct{}{}, rc.sc.Raw(func(dc any) error {
+			if rc.c == nil {
+				c, err := newConn(dc)
+				if err != nil {
+					return err
+				}
+				rc.c = c
+			}
+			c := rc.c
+			c.ctx = ctx
+			defer func() { c.ctx = context.Background() }()
+			if _, err := c.exec("BEGIN DEFERRED"); err != nil {
+				return err
+			}
+			if err := f(c); err != nil {
+				c.ctx = context.Background()
+				c.exec("ROLLBACK")
+				return err
+			}
+			_, err := c.exec("COMMIT")
+			return err
+		})
+	})
+	if err != nil {
+		if errors.Is(err, runtime.ErrRunNotFound) || errors.Is(err, runtime.ErrInvalidArgument) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("sqlitestore: %s: %w", op, err)
+	}
+	return nil
+}

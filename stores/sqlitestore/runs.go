@@ -1,0 +1,190 @@
+package sqlitestore
+
+import (
+	"context"
+	"time"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+const runCols = `id, workflow, parent_id, status, input, output, error_message, error_code,
+	pause_requested, ready_at, wait_key, wait_topic, wait_kind, wait_deadline,
+	owner, lease_until, token, recoveries, created_at, updated_at`
+
+func scanRun(r row) runtime.RunRecord {
+	rec := runtime.RunRecord{
+		ID:             r.str(0),
+		Workflow:       r.str(1),
+		ParentID:       r.str(2),
+		Status:         runtime.RunStatus(r.str(3)),
+		Input:          r.bytes(4),
+		Output:         r.bytes(5),
+		Error:          r.errorInfo(6),
+		PauseRequested: r.int64(8) != 0,
+		ReadyAt:        r.timePtr(9),
+		Wait:           scanWait(r, 10),
+		Owner:          r.str(14),
+		LeaseUntil:     r.time(15),
+		Token:          r.int64(16),
+		Recoveries:     int(r.int64(17)),
+		CreatedAt:      r.time(18),
+		UpdatedAt:      r.time(19),
+	}
+	return rec
+}
+
+// scanWait reads wait_key, wait_topic, wait_kind, wait_deadline from i on.
+func scanWait(r row, i int) *runtime.Wait {
+	if r.isNull(i) {
+		return nil
+	}
+	return &runtime.Wait{
+		Key:      r.str(i),
+		Topic:    r.str(i + 1),
+		Kind:     runtime.CheckpointKind(r.str(i + 2)),
+		Deadline: r.timePtr(i + 3),
+	}
+}
+
+func getRun(c *conn, id string) (runtime.RunRecord, bool, error) {
+	var rec runtime.RunRecord
+	found, err := c.queryRow(`SELECT `+runCols+` FROM runs WHERE id = ?1`, func(r row) { rec = scanRun(r) }, id)
+	return rec, found, err
+}
+
+// GetRun returns a run's record, or runtime.ErrRunNotFound.
+func (s *Store) GetRun(ctx context.Context, id string) (runtime.RunRecord, error) {
+	var rec runtime.RunRecord
+	err := s.read(ctx, "get run", func(c *conn) error {
+		var found bool
+		var err error
+		rec, found, err = getRun(c, id)
+		if err == nil && !found {
+			err = runtime.ErrRunNotFound
+		}
+		return err
+	})
+	return rec, err
+}
+
+// ListRuns returns runs ordered by ID, filtered by the query, at most
+// q.Limit (default 100) of them, after the cursor q.After.
+func (s *Store) ListRuns(ctx context.Context, q runtime.ListRunsQuery) (runtime.RunPage, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	// One statement per filter combination, so each uses its index.
+	where := `id > ?1`
+	switch {
+	case q.Workflow != "" && q.Status != "":
+		where += ` AND workflow = ?3 AND status = ?4`
+	case q.Workflow != "":
+		where += ` AND workflow = ?3`
+	case q.Status != "":
+		where += ` AND status = ?4`
+	}
+	query := `SELECT ` + runCols + ` FROM runs WHERE ` + where + ` ORDER BY id LIMIT ?2`
+	var page runtime.RunPage
+	err := s.read(ctx, "list runs", func(c *conn) error {
+		page = runtime.RunPage{}
+		return c.query(query, func(r row) error {
+			page.Runs = append(page.Runs, scanRun(r))
+			return nil
+		}, q.After, limit+1, q.Workflow, string(q.Status))
+	})
+	if err != nil {
+		return runtime.RunPage{}, err
+	}
+	if len(page.Runs) > limit {
+		page.Runs = page.Runs[:limit]
+		page.Next = page.Runs[limit-1].ID
+	}
+	return page, nil
+}
+
+const checkpointCols = `key, kind, output, error_message, error_code, seq, created_at`
+
+func scanCheckpoint(r row) runtime.Checkpoint {
+	return runtime.Checkpoint{
+		Key:       r.str(0),
+		Kind:      runtime.CheckpointKind(r.str(1)),
+		Output:    r.bytes(2),
+		Error:     r.errorInfo(3),
+		Seq:       r.int64(5),
+		CreatedAt: r.time(6),
+	}
+}
+
+func runExists(c *conn, id string) (bool, error) {
+	return c.queryRow(`SELECT 1 FROM runs WHERE id = ?1`, func(row) {}, id)
+}
+
+// LoadCheckpoints returns every checkpoint of a run in sequence order, or
+// runtime.ErrRunNotFound.
+func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]runtime.Checkpoint, error) {
+	var cps []runtime.Checkpoint
+	err := s.read(ctx, "load checkpoints", func(c *conn) error {
+		cps = nil
+		if err := c.query(`SELECT `+checkpointCols+` FROM checkpoints WHERE run_id = ?1 ORDER BY seq`, func(r row) error {
+			cps = append(cps, scanCheckpoint(r))
+			return nil
+		}, runID); err != nil {
+			return err
+		}
+		if len(cps) == 0 {
+			ok, err := runExists(c, runID)
+			if err == nil && !ok {
+				err = runtime.ErrRunNotFound
+			}
+			return err
+		}
+		return nil
+	})
+	return cps, err
+}
+
+// ListSteps returns a run's checkpoints in sequence order, each with its
+// attempts in the order recorded, or runtime.ErrRunNotFound.
+func (s *Store) ListSteps(ctx context.Context, runID string) ([]runtime.StepRecord, error) {
+	var steps []runtime.StepRecord
+	err := s.read(ctx, "list steps", func(c *conn) error {
+		steps = nil
+		index := map[string]int{}
+		if err := c.query(`SELECT `+checkpointCols+` FROM checkpoints WHERE run_id = ?1 ORDER BY seq`, func(r row) error {
+			cp := scanCheckpoint(r)
+			index[cp.Key] = len(steps)
+			steps = append(steps, runtime.StepRecord{Checkpoint: cp})
+			return nil
+		}, runID); err != nil {
+			return err
+		}
+		if len(steps) == 0 {
+			ok, err := runExists(c, runID)
+			if err == nil && !ok {
+				err = runtime.ErrRunNotFound
+			}
+			return err
+		}
+		return c.query(`SELECT key, number, started_at, ended_at, error FROM attempts WHERE run_id = ?1 ORDER BY id`, func(r row) error {
+			i, ok := index[r.str(0)]
+			if !ok {
+				return nil // attempts of a step that has no checkpoint yet
+			}
+			steps[i].Attempts = append(steps[i].Attempts, runtime.Attempt{
+				Key:     r.str(0),
+				Number:  int(r.int64(1)),
+				Started: r.time(2),
+				Ended:   r.time(3),
+				Error:   r.str(4),
+			})
+			return nil
+		}, runID)
+	})
+	return steps, err
+}
+
+// leaseUntil is now+leaseFor in the stored form.
+func leaseUntil(now time.Time, leaseFor time.Duration) int64 {
+	return now.Add(leaseFor).UnixNano()
+}

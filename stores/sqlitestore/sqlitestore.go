@@ -1,0 +1,287 @@
+// Package sqlitestore is the embedded default runtime.Store: one SQLite file
+// in WAL mode, written through modernc.org/sqlite (pure Go, no cgo).
+//
+// # Writes: one writer, group commit
+//
+// Every write method (Claim, Checkpoint, Suspend, Complete, CreateRuns, ...)
+// becomes a request on a queue owned by one writer goroutine, which holds the
+// store's only write connection. The writer takes every request queued at
+// that moment (up to Options.MaxBatch), opens one BEGIN IMMEDIATE
+// transaction, runs each request inside its own SAVEPOINT, and commits once.
+// A request that fails (runtime.ErrLeaseLost, runtime.ErrInvalidState, a SQL
+// error) is rolled back to its savepoint alone; the others in the batch are
+// unaffected. Each caller is answered only after the COMMIT holding its
+// request returned, so when a method returns its write is as durable as the
+// Synchronous mode promises. Many workers' checkpoints thus share one commit
+// (and, with SyncFull, one fsync).
+//
+// # Reads
+//
+// GetRun, ListRuns, LoadCheckpoints and ListSteps use a separate pool of
+// read-only connections; WAL lets them run while the writer commits.
+//
+// # Several stores on one file
+//
+// Several Store instances, in one process or many, may open the same file.
+// Each has its own writer; SQLite's write lock (BEGIN IMMEDIATE, waited for
+// under busy_timeout and retried beyond it) serialises their transactions,
+// and every fenced check is made inside the transaction that writes, so they
+// stay correct. Only one writer makes progress at a time, so for throughput
+// share one Store per process.
+//
+// # Clock
+//
+// SQLite has no clock of its own that every process would share, so lease
+// expiry, readiness and every timestamp are judged on Options.Now.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stemflow/stem/runtime"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+var (
+	_ runtime.Store    = (*Store)(nil)
+	_ runtime.Notifier = (*Store)(nil)
+)
+
+// Synchronous is SQLite's synchronous setting, which decides what a committed
+// write survives. The database always runs in WAL mode.
+type Synchronous int
+
+const (
+	// SyncNormal (the default) does not fsync on commit; the WAL is synced
+	// when it is checkpointed into the database file. A committed write
+	// survives a crash of the process, but the last commits before a power
+	// loss or an operating system crash may be lost (the database stays
+	// consistent: it rolls back to an earlier commit, never to a torn one).
+	SyncNormal Synchronous = iota
+	// SyncFull fsyncs the WAL on every commit: a committed write survives
+	// process crashes, operating system crashes and power loss. Group commit
+	// shares each fsync among all the requests of a batch.
+	SyncFull
+)
+
+// String returns the pragma value: "NORMAL" or "FULL".
+func (s Synchronous) String() string {
+	switch s {
+	case SyncNormal:
+		return "NORMAL"
+	case SyncFull:
+		return "FULL"
+	}
+	return "Synchronous(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Options configures a Store. The zero value works.
+type Options struct {
+	// Synchronous is the durability mode; the zero value is SyncNormal.
+	Synchronous Synchronous
+	// Now is the store's clock: lease expiry, readiness and every stored
+	// timestamp are judged on it. Nil means time.Now. Tests substitute it.
+	Now func() time.Time
+	// MaxBatch caps how many write requests share one transaction. Zero
+	// means 256.
+	MaxBatch int
+	// ReadConns caps the read-only connections. Zero means 4.
+	ReadConns int
+	// BusyTimeout is how long a connection waits for a lock another
+	// connection (another Store on the same file) holds before SQLite
+	// reports it busy; the writer then retries, so no caller sees
+	// SQLITE_BUSY. Zero means 10s.
+	BusyTimeout time.Duration
+	// SkipMigrate stops Open from calling Migrate; the caller must call it
+	// before using the store.
+	SkipMigrate bool
+	// Logger receives warnings (a lock held long by another writer).
+	// Nil discards them.
+	Logger *slog.Logger
+}
+
+// Store is a runtime.Store on one SQLite file. It is safe for concurrent use.
+type Store struct {
+	path   string
+	opts   Options
+	now    func() time.Time
+	logger *slog.Logger
+
+	wdb *sql.DB // the writer's database handle: one connection
+	rdb *sql.DB // read-only connections
+
+	// mu guards closed against enqueue: enqueuers hold it shared while
+	// sending, Close holds it exclusively to stop them before closing queue.
+	mu     sync.RWMutex
+	closed bool
+	queue  chan *request
+
+	writerDone chan struct{}
+	closeOnce  sync.Once
+	closeErr   error
+	isClosed   atomic.Bool
+
+	reads readPool
+
+	notify notifier
+}
+
+// Open opens (creating if needed) the SQLite database at path, applies the
+// embedded migrations (unless Options.SkipMigrate) and starts the writer.
+func Open(path string, opts Options) (*Store, error) {
+	if path == "" {
+		return nil, fmt.Errorf("sqlitestore: open: %w: empty path", runtime.ErrInvalidArgument)
+	}
+	if opts.Synchronous != SyncNormal && opts.Synchronous != SyncFull {
+		return nil, fmt.Errorf("sqlitestore: open: %w: unknown synchronous mode %d", runtime.ErrInvalidArgument, int(opts.Synchronous))
+	}
+	if opts.MaxBatch < 0 || opts.ReadConns < 0 || opts.BusyTimeout < 0 {
+		return nil, fmt.Errorf("sqlitestore: open: %w: negative option", runtime.ErrInvalidArgument)
+	}
+	if opts.MaxBatch == 0 {
+		opts.MaxBatch = 256
+	}
+	if opts.ReadConns == 0 {
+		opts.ReadConns = 4
+	}
+	if opts.BusyTimeout == 0 {
+		opts.BusyTimeout = 10 * time.Second
+	}
+	s := &Store{
+		path:       path,
+		opts:       opts,
+		now:        opts.Now,
+		logger:     opts.Logger,
+		queue:      make(chan *request, 4*opts.MaxBatch),
+		writerDone: make(chan struct{}),
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+
+	var err error
+	s.wdb, err = sql.Open("sqlite", dsn(path, opts, false))
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	// The writer pins one connection; Migrate may borrow a second.
+	s.wdb.SetMaxOpenConns(2)
+	s.wdb.SetMaxIdleConns(2)
+	s.wdb.SetConnMaxLifetime(0)
+	s.wdb.SetConnMaxIdleTime(0)
+
+	ctx := context.Background()
+	if !opts.SkipMigrate {
+		if err := s.Migrate(ctx); err != nil {
+			s.wdb.Close()
+			return nil, err
+		}
+	}
+
+	s.rdb, err = sql.Open("sqlite", dsn(path, opts, true))
+	if err != nil {
+		s.wdb.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	s.rdb.SetMaxOpenConns(opts.ReadConns)
+	s.rdb.SetMaxIdleConns(opts.ReadConns)
+	s.rdb.SetConnMaxLifetime(0)
+	s.rdb.SetConnMaxIdleTime(0)
+	s.reads.init(s.rdb, opts.ReadConns)
+
+	wconn, err := retryBusy(ctx, s.logger, func() (*sql.Conn, error) { return s.wdb.Conn(ctx) })
+	if err != nil {
+		s.rdb.Close()
+		s.wdb.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: writer connection: %w", path, err)
+	}
+	started := make(chan error, 1)
+	go s.runWriter(wconn, started)
+	if err := <-started; err != nil {
+		<-s.writerDone
+		wconn.Close()
+		s.rdb.Close()
+		s.wdb.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// dsn builds the connection string. Every connection gets the pragmas: WAL,
+// busy_timeout, foreign keys and the synchronous mode; write transactions
+// begin IMMEDIATE, so a writer takes the lock up front (waiting under
+// busy_timeout) instead of failing on upgrade. Read connections are
+// query_only.
+func dsn(path string, opts Options, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)+")")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous("+opts.Synchronous.String()+")")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	return path + "?" + q.Encode()
+}
+
+// Close stops the writer after it has committed every request already
+// queued, and closes the database. Later calls return runtime.ErrClosed.
+func (s *Store) Close() error {
+	first := false
+	s.closeOnce.Do(func() {
+		first = true
+		s.mu.Lock()
+		s.closed = true
+		s.isClosed.Store(true)
+		close(s.queue)
+		s.mu.Unlock()
+		<-s.writerDone
+		s.notify.closeAll()
+		err := s.reads.close()
+		if e := s.rdb.Close(); err == nil {
+			err = e
+		}
+		if e := s.wdb.Close(); err == nil {
+			err = e
+		}
+		if err != nil {
+			s.closeErr = fmt.Errorf("sqlitestore: close: %w", err)
+		}
+	})
+	if !first {
+		return runtime.ErrClosed
+	}
+	return s.closeErr
+}
+
+// retryBusy runs f until it returns something other than SQLITE_BUSY, so a
+// lock held longer than busy_timeout by another connection delays the caller
+// instead of failing it.
+func retryBusy[T any](ctx context.Context, logger *slog.Logger, f func() (T, error)) (T, error) {
+	for attempt := 1; ; attempt++ {
+		v, err := f()
+		if err == nil || !isBusy(err) {
+			return v, err
+		}
+		logger.Warn("sqlitestore: database busy, retrying", "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return v, errors.Join(ctx.Err(), err)
+		case <-time.After(time.Duration(min(attempt, 10)) * 10 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,207 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+// request is one write method's call, queued for the writer.
+type request struct {
+	// fn does the write on the writer's connection, inside the request's
+	// savepoint. An error rolls the savepoint back: nothing of the request
+	// is written. fn stores its results in variables of the calling method.
+	fn func(w *wtx) error
+
+	// state moves from pending to taken (by the writer) or to abandoned (by
+	// a caller whose context ended first); whoever moves it first decides.
+	state atomic.Int32
+	done  chan struct{}
+	err   error
+}
+
+const (
+	statePending int32 = iota
+	stateTaken
+	stateAbandoned
+)
+
+// wtx is what a request's fn writes through: the writer's connection, in a
+// transaction, inside the request's savepoint.
+type wtx struct {
+	*conn
+	s *Store
+	// wake is set by a request that made a run ready to claim now.
+	wake bool
+}
+
+// rollbackToSavepoint undoes what the current request wrote so far; the
+// request may go on writing.
+func (w *wtx) rollbackToSavepoint() error {
+	_, err := w.exec("ROLLBACK TO req")
+	return err
+}
+
+// write queues fn for the writer and waits until the transaction holding it
+// has committed (or fn failed). If ctx ends before the writer took the
+// request, nothing is written and ctx's error is returned; once taken, the
+// call waits for the outcome, so an error always means nothing was written.
+func (s *Store) write(ctx context.Context, op string, fn func(w *wtx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := &request{fn: fn, done: make(chan struct{})}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return runtime.ErrClosed
+	}
+	select {
+	case s.queue <- r:
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return ctx.Err()
+	}
+	s.mu.RUnlock()
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(statePending, stateAbandoned) {
+			return ctx.Err()
+		}
+		<-r.done
+	}
+	if r.err != nil {
+		if isDomainError(r.err) {
+			return r.err
+		}
+		return fmt.Errorf("sqlitestore: %s: %w", op, r.err)
+	}
+	return nil
+}
+
+func isDomainError(err error) bool {
+	return errors.Is(err, runtime.ErrLeaseLost) || errors.Is(err, runtime.ErrRunNotFound) ||
+		errors.Is(err, runtime.ErrInvalidState) || errors.Is(err, runtime.ErrInvalidArgument) ||
+		errors.Is(err, runtime.ErrClosed)
+}
+
+// runWriter owns the write connection until the queue is closed and
+// drained. It reports on started once its connection is ready.
+func (s *Store) runWriter(sc *sql.Conn, started chan<- error) {
+	defer close(s.writerDone)
+	defer sc.Close()
+	err := sc.Raw(func(dc any) error {
+		c, err := newConn(dc)
+		if err != nil {
+			return err
+		}
+		defer c.closeStmts()
+		// Prepare the transaction statements up front, so that a broken
+		// connection shows at Open.
+		for _, q := range []string{"BEGIN IMMEDIATE", "COMMIT", "ROLLBACK", "SAVEPOINT req", "RELEASE req", "ROLLBACK TO req"} {
+			if _, err := c.stmt(q); err != nil {
+				return err
+			}
+		}
+		started <- nil
+		started = nil
+		w := &wtx{conn: c, s: s}
+		batch := make([]*request, 0, s.opts.MaxBatch)
+		for {
+			r, ok := <-s.queue
+			if !ok {
+				return nil
+			}
+			batch = append(batch[:0], r)
+		drain:
+			for len(batch) < s.opts.MaxBatch {
+				select {
+				case r, ok := <-s.queue:
+					if !ok {
+						break drain
+					}
+					batch = append(batch, r)
+				default:
+					break drain
+				}
+			}
+			s.commitBatch(w, batch)
+			clear(batch)
+		}
+	})
+	if started != nil {
+		if err == nil {
+			err = errors.New("writer stopped")
+		}
+		started <- err
+	}
+}
+
+// commitBatch runs the batch's requests in one transaction, each in its own
+// savepoint, commits, and answers every caller.
+func (s *Store) commitBatch(w *wtx, batch []*request) {
+	n := 0
+	for _, r := range batch {
+		if r.state.CompareAndSwap(statePending, stateTaken) {
+			batch[n] = r
+			n++
+		}
+	}
+	batch = batch[:n]
+	if n == 0 {
+		return
+	}
+	w.wake = false
+	if err := s.runBatch(w, batch); err != nil {
+		// The transaction is gone: nothing of the batch was written.
+		w.exec("ROLLBACK")
+		w.wake = false
+		for _, r := range batch {
+			r.err = err
+		}
+	}
+	if w.wake {
+		s.notify.signal()
+	}
+	for _, r := range batch {
+		close(r.done)
+	}
+}
+
+func (s *Store) runBatch(w *wtx, batch []*request) error {
+	// BEGIN IMMEDIATE waits busy_timeout for another writer (another Store
+	// on the file); beyond that we keep waiting rather than fail callers.
+	if _, err := retryBusy(context.Background(), s.logger, func() (int64, error) { return w.exec("BEGIN IMMEDIATE") }); err != nil {
+		return err
+	}
+	for _, r := range batch {
+		if _, err := w.exec("SAVEPOINT req"); err != nil {
+			return err
+		}
+		if r.err = r.fn(w); r.err != nil {
+			if _, err := w.exec("ROLLBACK TO req"); err != nil {
+				return errors.Join(r.err, err)
+			}
+		}
+		if _, err := w.exec("RELEASE req"); err != nil {
+			return err
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		_, err := w.exec("COMMIT")
+		if err == nil {
+			return nil
+		}
+		if !isBusy(err) {
+			return err
+		}
+		s.logger.Warn("sqlitestore: commit busy, retrying", "attempt", attempt, "err", err)
+		time.Sleep(time.Duration(min(attempt, 10)) * 10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,684 @@
+package sqlitestore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+// CreateRuns inserts runs; an ID that exists is left untouched and reported
+// with Created false and its stored record. All requests are one atomic
+// change.
+func (s *Store) CreateRuns(ctx context.Context, runs []runtime.NewRun) ([]runtime.CreateResult, error) {
+	for i, r := range runs {
+		if r.ID == "" || r.Workflow == "" {
+			return nil, fmt.Errorf("sqlitestore: create runs: %w: run %d has an empty ID or workflow", runtime.ErrInvalidArgument, i)
+		}
+	}
+	var out []runtime.CreateResult
+	err := s.write(ctx, "create runs", func(w *wtx) error {
+		out = make([]runtime.CreateResult, 0, len(runs))
+		now := s.now()
+		n := now.UnixNano()
+		for _, r := range runs {
+			changed, err := w.exec(`INSERT INTO runs (id, workflow, parent_id, status, input, ready_at, created_at, updated_at)
+				VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?5, ?5) ON CONFLICT (id) DO NOTHING`,
+				r.ID, r.Workflow, r.ParentID, bytesArg(r.Input), n)
+			if err != nil {
+				return err
+			}
+			if changed == 1 {
+				w.wake = true
+			}
+			rec, _, err := getRun(w.conn, r.ID)
+			if err != nil {
+				return err
+			}
+			out = append(out, runtime.CreateResult{Created: changed == 1, Run: rec})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Claim leases up to req.Limit ready runs of the named workflows: queued or
+// waiting runs whose ReadyAt has come, and running runs whose lease expired,
+// oldest first.
+func (s *Store) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.ClaimedRun, error) {
+	if req.Owner == "" || req.LeaseFor <= 0 {
+		return nil, fmt.Errorf("sqlitestore: claim: %w: empty owner or lease length %v", runtime.ErrInvalidArgument, req.LeaseFor)
+	}
+	if req.Limit <= 0 || len(req.Workflows) == 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if s.isClosed.Load() {
+			return nil, runtime.ErrClosed
+		}
+		return nil, nil
+	}
+	workflows, err := json.Marshal(req.Workflows)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: claim: %w", err)
+	}
+	var out []runtime.ClaimedRun
+	err = s.write(ctx, "claim", func(w *wtx) error {
+		out = nil
+		now := s.now()
+		n := now.UnixNano()
+		until := leaseUntil(now, req.LeaseFor)
+		var ids []string
+		if err := w.query(`SELECT id FROM runs
+			WHERE claim_at <= ?1 AND workflow IN (SELECT value FROM json_each(?2))
+			ORDER BY claim_at, id LIMIT ?3`, func(r row) error {
+			ids = append(ids, r.str(0))
+			return nil
+		}, n, string(workflows), req.Limit); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			var cr runtime.ClaimedRun
+			found, err := w.queryRow(`UPDATE runs SET
+					status = 'running', ready_at = NULL, owner = ?2, lease_until = ?3, token = token + 1,
+					recoveries = recoveries + (status = 'running'), updated_at = ?4
+				WHERE id = ?1
+				RETURNING token, workflow, parent_id, input, recoveries, suspend_state,
+					wait_key, wait_topic, wait_kind, wait_deadline, lease_until`, func(r row) {
+				cr = runtime.ClaimedRun{
+					Lease:        runtime.Lease{RunID: id, Owner: req.Owner, Token: r.int64(0)},
+					Workflow:     r.str(1),
+					ParentID:     r.str(2),
+					Input:        r.bytes(3),
+					Recoveries:   int(r.int64(4)),
+					SuspendState: r.bytes(5),
+					Wait:         scanWait(r, 6),
+					LeaseUntil:   r.time(10),
+				}
+			}, id, req.Owner, until, n)
+			if err != nil {
+				return err
+			}
+			if found {
+				out = append(out, cr)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// fenceState is what fenced writes check and branch on.
+type fenceState struct {
+	pauseRequested bool
+	waitKey        *string
+}
+
+// fence checks, inside the writing transaction, that the run is running
+// and its token is the lease's: otherwise (an unknown run included) the
+// lease is lost.
+func (w *wtx) fence(l runtime.Lease) (fenceState, error) {
+	var st fenceState
+	var status string
+	var token int64
+	found, err := w.queryRow(`SELECT status, token, pause_requested, wait_key FROM runs WHERE id = ?1`, func(r row) {
+		status, token = r.str(0), r.int64(1)
+		st.pauseRequested = r.int64(2) != 0
+		if !r.isNull(3) {
+			k := r.str(3)
+			st.waitKey = &k
+		}
+	}, l.RunID)
+	if err != nil {
+		return st, err
+	}
+	if !found || status != string(runtime.StatusRunning) || token != l.Token {
+		return st, fmt.Errorf("run %q token %d: %w", l.RunID, l.Token, runtime.ErrLeaseLost)
+	}
+	return st, nil
+}
+
+// extendLease sets the lease of a fenced run to until.
+func (w *wtx) extendLease(runID string, until, now int64) error {
+	_, err := w.exec(`UPDATE runs SET lease_until = ?2, updated_at = ?3 WHERE id = ?1`, runID, until, now)
+	return err
+}
+
+// insertCheckpoint writes cp unless the run has a checkpoint for its key;
+// written reports which.
+func (w *wtx) insertCheckpoint(runID string, cp *runtime.Checkpoint, now int64) (written bool, err error) {
+	return w.queryRow(`INSERT INTO checkpoints (run_id, key, kind, output, error_message, error_code, created_at)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (run_id, key) DO NOTHING RETURNING seq`,
+		func(row) {}, runID, cp.Key, string(cp.Kind), bytesArg(cp.Output), errMsg(cp.Error), errCode(cp.Error), now)
+}
+
+// loadCheckpoint returns the run's checkpoint for key, or nil.
+func (w *wtx) loadCheckpoint(runID, key string) (*runtime.Checkpoint, error) {
+	var cp *runtime.Checkpoint
+	_, err := w.queryRow(`SELECT `+checkpointCols+` FROM checkpoints WHERE run_id = ?1 AND key = ?2`, func(r row) {
+		c := scanCheckpoint(r)
+		cp = &c
+	}, runID, key)
+	return cp, err
+}
+
+func (w *wtx) insertAttempts(runID string, attempts []runtime.Attempt) error {
+	for _, a := range attempts {
+		if _, err := w.exec(`INSERT INTO attempts (run_id, key, number, started_at, ended_at, error) VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
+			runID, a.Key, a.Number, nanos(a.Started), nanos(a.Ended), a.Error); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func errLeaseFor(op string, d time.Duration) error {
+	return fmt.Errorf("sqlitestore: %s: %w: lease length %v", op, runtime.ErrInvalidArgument, d)
+}
+
+func validCheckpoint(cp *runtime.Checkpoint) error {
+	if cp.Key == "" {
+		return fmt.Errorf("%w: empty checkpoint key", runtime.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// Checkpoint records a step's result under the lease; see runtime.Store.
+func (s *Store) Checkpoint(ctx context.Context, req runtime.CheckpointRequest) (runtime.CheckpointResult, error) {
+	if err := validCheckpoint(&req.Checkpoint); err != nil {
+		return runtime.CheckpointResult{}, fmt.Errorf("sqlitestore: checkpoint: %w", err)
+	}
+	if req.LeaseFor <= 0 {
+		return runtime.CheckpointResult{}, errLeaseFor("checkpoint", req.LeaseFor)
+	}
+	var res runtime.CheckpointResult
+	l := req.Lease
+	err := s.write(ctx, "checkpoint", func(w *wtx) error {
+		res = runtime.CheckpointResult{}
+		now := s.now()
+		n := now.UnixNano()
+		until := leaseUntil(now, req.LeaseFor)
+		// The fence and the common-case run update in one statement: extend
+		// the lease, reset recoveries, drop a wait this checkpoint resolves.
+		var pause bool
+		found, err := w.queryRow(`UPDATE runs SET lease_until = ?5, recoveries = 0, updated_at = ?6,
+				wait_topic    = iif(wait_key IS ?4, NULL, wait_topic),
+				wait_kind     = iif(wait_key IS ?4, NULL, wait_kind),
+				wait_deadline = iif(wait_key IS ?4, NULL, wait_deadline),
+				wait_key      = iif(wait_key IS ?4, NULL, wait_key)
+			WHERE id = ?1 AND status = 'running' AND token = ?2
+			RETURNING pause_requested`, func(r row) { pause = r.int64(0) != 0 },
+			l.RunID, l.Token, nil, req.Checkpoint.Key, until, n)
+		if err != nil {
+			return err
+		}
+		if !found {
+			_, err := w.fence(l) // which error: lost, or no such run
+			if err == nil {
+				err = fmt.Errorf("fence check disagrees with fenced update")
+			}
+			return err
+		}
+		written, err := w.insertCheckpoint(l.RunID, &req.Checkpoint, n)
+		if err != nil {
+			return err
+		}
+		if !written {
+			// Written before (an event delivered while the worker decided a
+			// timeout): undo the update above, extend the lease only.
+			if err := w.rollbackToSavepoint(); err != nil {
+				return err
+			}
+			if err := w.extendLease(l.RunID, until, n); err != nil {
+				return err
+			}
+			res.Existing, err = w.loadCheckpoint(l.RunID, req.Checkpoint.Key)
+			return err
+		}
+		if err := w.insertAttempts(l.RunID, req.Attempts); err != nil {
+			return err
+		}
+		if pause {
+			if _, err := w.exec(`UPDATE runs SET status = 'paused', pause_requested = 0, ready_at = ?2, `+releaseLease("?2")+`
+				WHERE id = ?1`, l.RunID, n); err != nil {
+				return err
+			}
+			res.Paused = true
+		}
+		return nil
+	})
+	if err != nil {
+		return runtime.CheckpointResult{}, err
+	}
+	return res, nil
+}
+
+// RecordAttempts appends attempts under the lease and extends it.
+func (s *Store) RecordAttempts(ctx context.Context, lease runtime.Lease, leaseFor time.Duration, attempts []runtime.Attempt) error {
+	if leaseFor <= 0 {
+		return errLeaseFor("record attempts", leaseFor)
+	}
+	return s.write(ctx, "record attempts", func(w *wtx) error {
+		if _, err := w.fence(lease); err != nil {
+			return err
+		}
+		now := s.now()
+		if err := w.insertAttempts(lease.RunID, attempts); err != nil {
+			return err
+		}
+		return w.extendLease(lease.RunID, leaseUntil(now, leaseFor), now.UnixNano())
+	})
+}
+
+// Heartbeat extends the lease to now+leaseFor, fenced.
+func (s *Store) Heartbeat(ctx context.Context, lease runtime.Lease, leaseFor time.Duration) error {
+	if leaseFor <= 0 {
+		return errLeaseFor("heartbeat", leaseFor)
+	}
+	return s.write(ctx, "heartbeat", func(w *wtx) error {
+		now := s.now()
+		changed, err := w.exec(`UPDATE runs SET lease_until = ?4, updated_at = ?5
+			WHERE id = ?1 AND status = 'running' AND token = ?2`,
+			lease.RunID, lease.Token, nil, leaseUntil(now, leaseFor), now.UnixNano())
+		if err != nil {
+			return err
+		}
+		if changed == 0 {
+			_, err := w.fence(lease)
+			if err == nil {
+				err = fmt.Errorf("fence check disagrees with fenced update")
+			}
+			return err
+		}
+		return nil
+	})
+}
+
+// Suspend parks a running run, fenced; see runtime.Store.
+func (s *Store) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtime.SuspendResult, error) {
+	if req.Checkpoint != nil {
+		if err := validCheckpoint(req.Checkpoint); err != nil {
+			return runtime.SuspendResult{}, fmt.Errorf("sqlitestore: suspend: %w", err)
+		}
+	}
+	if req.Wait != nil && (req.Wait.Key == "" || req.Wait.Topic == "") {
+		return runtime.SuspendResult{}, fmt.Errorf("sqlitestore: suspend: %w: wait needs a key and a topic", runtime.ErrInvalidArgument)
+	}
+	var res runtime.SuspendResult
+	l := req.Lease
+	err := s.write(ctx, "suspend", func(w *wtx) error {
+		res = runtime.SuspendResult{}
+		st, err := w.fence(l)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		n := now.UnixNano()
+		progressed := false
+		if req.Checkpoint != nil {
+			if progressed, err = w.insertCheckpoint(l.RunID, req.Checkpoint, n); err != nil {
+				return err
+			}
+		}
+		if wt := req.Wait; wt != nil {
+			cp, err := w.loadCheckpoint(l.RunID, wt.Key)
+			if err != nil {
+				return err
+			}
+			if cp == nil {
+				// The oldest buffered event of the topic, consumed.
+				var evID int64
+				var payload []byte
+				found, err := w.queryRow(`SELECT id, payload FROM events WHERE run_id = ?1 AND topic = ?2 ORDER BY id LIMIT 1`,
+					func(r row) { evID, payload = r.int64(0), r.bytes(1) }, l.RunID, wt.Topic)
+				if err != nil {
+					return err
+				}
+				if found {
+					if _, err := w.exec(`DELETE FROM events WHERE id = ?1`, evID); err != nil {
+						return err
+					}
+					if _, err := w.insertCheckpoint(l.RunID, &runtime.Checkpoint{Key: wt.Key, Kind: kindOf(wt.Kind), Output: payload}, n); err != nil {
+						return err
+					}
+					if cp, err = w.loadCheckpoint(l.RunID, wt.Key); err != nil {
+						return err
+					}
+					progressed = true
+				}
+			}
+			if cp != nil {
+				// Satisfied at once: not parked, the lease goes on.
+				res.Delivered = cp
+				_, err := w.exec(`UPDATE runs SET lease_until = iif(?6, ?2, lease_until), updated_at = ?3,
+						recoveries = iif(?4, 0, recoveries),
+						wait_topic    = iif(wait_key IS ?5, NULL, wait_topic),
+						wait_kind     = iif(wait_key IS ?5, NULL, wait_kind),
+						wait_deadline = iif(wait_key IS ?5, NULL, wait_deadline),
+						wait_key      = iif(wait_key IS ?5, NULL, wait_key)
+					WHERE id = ?1`, l.RunID, leaseUntil(now, req.LeaseFor), n, progressed, wt.Key, req.LeaseFor > 0)
+				return err
+			}
+		}
+		// Park.
+		status := runtime.StatusWaiting
+		if req.ReadyAt != nil && !req.ReadyAt.After(now) {
+			status = runtime.StatusQueued
+		}
+		if st.pauseRequested {
+			status = runtime.StatusPaused
+			res.Paused = true
+		}
+		var waitKey, waitTopic, waitKind, waitDeadline any
+		keepWait := true
+		if wt := req.Wait; wt != nil {
+			keepWait = false
+			waitKey, waitTopic, waitKind, waitDeadline = wt.Key, wt.Topic, string(wt.Kind), nanosPtr(wt.Deadline)
+		}
+		if _, err := w.exec(`UPDATE runs SET status = ?2, ready_at = ?3, pause_requested = 0,
+				suspend_state = ?4, updated_at = ?5, `+releaseLease("?5")+`,
+				recoveries = iif(?6, 0, recoveries),
+				wait_key      = iif(?7, wait_key, ?8),
+				wait_topic    = iif(?7, wait_topic, ?9),
+				wait_kind     = iif(?7, wait_kind, ?10),
+				wait_deadline = iif(?7, wait_deadline, ?11)
+			WHERE id = ?1`,
+			l.RunID, string(status), nanosPtr(req.ReadyAt), bytesArg(req.SuspendState), n, progressed,
+			keepWait, waitKey, waitTopic, waitKind, waitDeadline); err != nil {
+			return err
+		}
+		if status == runtime.StatusQueued {
+			w.wake = true
+		}
+		return nil
+	})
+	if err != nil {
+		return runtime.SuspendResult{}, err
+	}
+	return res, nil
+}
+
+// Complete finishes a run, fenced, and delivers req.Notify in the same
+// change.
+func (s *Store) Complete(ctx context.Context, req runtime.CompleteRequest) error {
+	if req.Status != runtime.StatusComplete && req.Status != runtime.StatusErrored {
+		return fmt.Errorf("sqlitestore: complete: %w: status %q is not complete or errored", runtime.ErrInvalidArgument, req.Status)
+	}
+	if err := validNotify(req.Notify); err != nil {
+		return fmt.Errorf("sqlitestore: complete: %w", err)
+	}
+	return s.write(ctx, "complete", func(w *wtx) error {
+		if _, err := w.fence(req.Lease); err != nil {
+			return err
+		}
+		n := s.now().UnixNano()
+		if err := w.finish(req.Lease.RunID, req.Status, bytesArg(req.Output), req.Error, n); err != nil {
+			return err
+		}
+		return w.notify(req.Notify, n)
+	})
+}
+
+// finish puts a run in a final status, clearing lease, wait and suspension.
+func (w *wtx) finish(runID string, status runtime.RunStatus, output any, e *runtime.ErrorInfo, now int64) error {
+	_, err := w.exec(`UPDATE runs SET status = ?2, output = ?3, error_message = ?4, error_code = ?5,
+			pause_requested = 0, ready_at = NULL, suspend_state = NULL, updated_at = ?6, `+releaseLease("?6")+`,
+			wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL
+		WHERE id = ?1`, runID, string(status), output, errMsg(e), errCode(e), now)
+	return err
+}
+
+func validNotify(ev *runtime.Event) error {
+	if ev != nil && (ev.RunID == "" || ev.Topic == "") {
+		return fmt.Errorf("%w: notify event needs a run ID and a topic", runtime.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// notify delivers a finishing run's event to its target as SendEvent would.
+// A target that no longer exists or has finished cannot take it; the event
+// is dropped rather than keep the sender from finishing.
+func (w *wtx) notify(ev *runtime.Event, now int64) error {
+	if ev == nil {
+		return nil
+	}
+	_, err := w.sendEvent(*ev, now)
+	if err != nil && (errors.Is(err, runtime.ErrRunNotFound) || errors.Is(err, runtime.ErrInvalidState)) {
+		return nil
+	}
+	return err
+}
+
+// Pause pauses a run; see runtime.Store.
+func (s *Store) Pause(ctx context.Context, runID string) error {
+	return s.write(ctx, "pause", func(w *wtx) error {
+		status, err := w.status(runID)
+		if err != nil {
+			return err
+		}
+		n := s.now().UnixNano()
+		switch status {
+		case runtime.StatusQueued, runtime.StatusWaiting:
+			_, err = w.exec(`UPDATE runs SET status = 'paused', updated_at = ?2 WHERE id = ?1`, runID, n)
+		case runtime.StatusRunning:
+			_, err = w.exec(`UPDATE runs SET pause_requested = 1, updated_at = ?2 WHERE id = ?1 AND NOT pause_requested`, runID, n)
+		case runtime.StatusPaused:
+		default:
+			err = fmt.Errorf("%w: pause a %s run", runtime.ErrInvalidState, status)
+		}
+		return err
+	})
+}
+
+// Resume undoes Pause; see runtime.Store.
+func (s *Store) Resume(ctx context.Context, runID string) error {
+	return s.write(ctx, "resume", func(w *wtx) error {
+		status, err := w.status(runID)
+		if err != nil {
+			return err
+		}
+		n := s.now().UnixNano()
+		switch status {
+		case runtime.StatusPaused:
+			_, err = w.exec(`UPDATE runs SET status = iif(ready_at <= ?2, 'queued', 'waiting'), updated_at = ?2 WHERE id = ?1`, runID, n)
+			w.wake = true
+		case runtime.StatusRunning:
+			var changed int64
+			changed, err = w.exec(`UPDATE runs SET pause_requested = 0, updated_at = ?2 WHERE id = ?1 AND pause_requested`, runID, n)
+			if err == nil && changed == 0 {
+				err = fmt.Errorf("%w: resume a running run with no pause requested", runtime.ErrInvalidState)
+			}
+		default:
+			err = fmt.Errorf("%w: resume a %s run", runtime.ErrInvalidState, status)
+		}
+		return err
+	})
+}
+
+// Terminate ends an unfinished run; see runtime.Store.
+func (s *Store) Terminate(ctx context.Context, req runtime.TerminateRequest) error {
+	if err := validNotify(req.Notify); err != nil {
+		return fmt.Errorf("sqlitestore: terminate: %w", err)
+	}
+	return s.write(ctx, "terminate", func(w *wtx) error {
+		status, err := w.status(req.RunID)
+		if err != nil {
+			return err
+		}
+		if status.Finished() {
+			return fmt.Errorf("%w: terminate a %s run", runtime.ErrInvalidState, status)
+		}
+		n := s.now().UnixNano()
+		e := req.Error
+		if err := w.finish(req.RunID, runtime.StatusTerminated, nil, &e, n); err != nil {
+			return err
+		}
+		return w.notify(req.Notify, n)
+	})
+}
+
+// Restart drops a run's checkpoints, attempts, wait and suspension state and
+// queues it again; see runtime.Store.
+func (s *Store) Restart(ctx context.Context, runID string) error {
+	return s.write(ctx, "restart", func(w *wtx) error {
+		if _, err := w.status(runID); err != nil {
+			return err
+		}
+		n := s.now().UnixNano()
+		if _, err := w.exec(`DELETE FROM checkpoints WHERE run_id = ?1`, runID); err != nil {
+			return err
+		}
+		if _, err := w.exec(`DELETE FROM attempts WHERE run_id = ?1`, runID); err != nil {
+			return err
+		}
+		if _, err := w.exec(`UPDATE runs SET status = 'queued', ready_at = ?2, output = NULL,
+				error_message = NULL, error_code = NULL, pause_requested = 0, recoveries = 0,
+				suspend_state = NULL, updated_at = ?2, `+releaseLease("?2")+`,
+				wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL
+			WHERE id = ?1`, runID, n); err != nil {
+			return err
+		}
+		w.wake = true
+		return nil
+	})
+}
+
+// status returns a run's status, or runtime.ErrRunNotFound.
+func (w *wtx) status(runID string) (runtime.RunStatus, error) {
+	var status runtime.RunStatus
+	found, err := w.queryRow(`SELECT status FROM runs WHERE id = ?1`, func(r row) { status = runtime.RunStatus(r.str(0)) }, runID)
+	if err == nil && !found {
+		err = runtime.ErrRunNotFound
+	}
+	return status, err
+}
+
+// Emit delivers an event to every run waiting on the topic; see
+// runtime.Store.
+func (s *Store) Emit(ctx context.Context, topic string, payload []byte) ([]string, error) {
+	if topic == "" {
+		return nil, fmt.Errorf("sqlitestore: emit: %w: empty topic", runtime.ErrInvalidArgument)
+	}
+	var ids []string
+	err := s.write(ctx, "emit", func(w *wtx) error {
+		ids = nil
+		n := s.now().UnixNano()
+		var waiting []waiter
+		if err := w.query(`SELECT id, status, wait_key, wait_kind FROM runs WHERE wait_topic = ?1 ORDER BY id`, func(r row) error {
+			waiting = append(waiting, waiter{id: r.str(0), status: runtime.RunStatus(r.str(1)), key: r.str(2), kind: r.str(3)})
+			return nil
+		}, topic); err != nil {
+			return err
+		}
+		for _, wt := range waiting {
+			if err := w.deliver(wt, payload, n); err != nil {
+				return err
+			}
+			ids = append(ids, wt.id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// SendEvent delivers an event to one run, or buffers it; see runtime.Store.
+func (s *Store) SendEvent(ctx context.Context, ev runtime.Event) (bool, error) {
+	if ev.Topic == "" {
+		return false, fmt.Errorf("sqlitestore: send event: %w: empty topic", runtime.ErrInvalidArgument)
+	}
+	var delivered bool
+	err := s.write(ctx, "send event", func(w *wtx) error {
+		var err error
+		delivered, err = w.sendEvent(ev, s.now().UnixNano())
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	return delivered, nil
+}
+
+// waiter is a run waiting on a topic.
+type waiter struct {
+	id        string
+	status    runtime.RunStatus
+	key, kind string
+}
+
+func (w *wtx) sendEvent(ev runtime.Event, now int64) (bool, error) {
+	var wt waiter
+	var topic *string
+	found, err := w.queryRow(`SELECT status, wait_key, wait_kind, wait_topic FROM runs WHERE id = ?1`, func(r row) {
+		wt = waiter{id: ev.RunID, status: runtime.RunStatus(r.str(0)), key: r.str(1), kind: r.str(2)}
+		if !r.isNull(3) {
+			t := r.str(3)
+			topic = &t
+		}
+	}, ev.RunID)
+	if err != nil {
+		return false, err
+	}
+	if !found {
+		return false, runtime.ErrRunNotFound
+	}
+	if wt.status.Finished() {
+		return false, fmt.Errorf("%w: send an event to a %s run", runtime.ErrInvalidState, wt.status)
+	}
+	if topic != nil && *topic == ev.Topic {
+		return true, w.deliver(wt, ev.Payload, now)
+	}
+	_, err = w.exec(`INSERT INTO events (run_id, topic, payload, created_at) VALUES (?1, ?2, ?3, ?4)`,
+		ev.RunID, ev.Topic, bytesArg(ev.Payload), now)
+	return false, err
+}
+
+// deliver writes payload as the checkpoint of the run's wait, removes the
+// wait and makes a waiting run queued (a paused one stays paused), ready
+// now.
+func (w *wtx) deliver(wt waiter, payload []byte, now int64) error {
+	written, err := w.insertCheckpoint(wt.id, &runtime.Checkpoint{Key: wt.key, Kind: kindOf(runtime.CheckpointKind(wt.kind)), Output: payload}, now)
+	if err != nil {
+		return err
+	}
+	_, err = w.exec(`UPDATE runs SET
+			status = iif(status = 'waiting', 'queued', status),
+			ready_at = CASE
+				WHEN status = 'paused' THEN ?2
+				WHEN status IN ('waiting', 'queued') AND (ready_at IS NULL OR ready_at > ?2) THEN ?2
+				ELSE ready_at END,
+			recoveries = iif(?3, 0, recoveries),
+			wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL,
+			updated_at = ?2
+		WHERE id = ?1`, wt.id, now, written)
+	if wt.status == runtime.StatusWaiting || wt.status == runtime.StatusQueued {
+		w.wake = true
+	}
+	return err
+}
+
+// releaseLease returns the SQL assignment that ends the current lease at
+// now, the parameter nowParam; owner and token keep describing it.
+func releaseLease(nowParam string) string {
+	return `lease_until = iif(lease_until > ` + nowParam + `, ` + nowParam + `, lease_until)`
+}
+
+// kindOf is the kind of a checkpoint written for a wait: KindEvent unless
+// the wait names another.
+func kindOf(k runtime.CheckpointKind) runtime.CheckpointKind {
+	if k == "" {
+		return runtime.KindEvent
+	}
+	return k
+}
