@@ -1,0 +1,282 @@
+package storetest
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+var checkpointCases = []testCase{
+	{"checkpoint/written once, a second write reports the first", testWriteOnce},
+	{"checkpoint/empty output is a checkpoint", testEmptyOutput},
+	{"checkpoint/execution order, not key order", testExecutionOrder},
+	{"checkpoint/attempts recorded in order with the step", testAttempts},
+	{"checkpoint/step error round-trips", testCheckpointError},
+	{"sleep/wake time stored once, run claimable at the wake time", testSleep},
+	{"bytes/caller buffers are copied in and out", testBuffersCopied},
+}
+
+func testWriteOnce(f *fixture) {
+	a := f.start("run-1", "")
+	first := runtime.CheckpointRequest{
+		Lease: a.Lease, LeaseFor: lease,
+		Checkpoint: runtime.Checkpoint{Key: "charge@v1", Kind: runtime.KindStep, Output: []byte("first")},
+		Attempts:   []runtime.Attempt{{Key: "charge@v1", Number: 1, Started: Start, Ended: Start}},
+	}
+	res, err := f.store.Checkpoint(f.ctx, first)
+	if err != nil || res.Existing != nil || res.Paused {
+		f.t.Fatalf("first Checkpoint = %+v, %v; want written", res, err)
+	}
+	stored := f.wantCheckpoints("run-1", "charge@v1=first")[0]
+
+	f.clock.Advance(time.Second)
+	second := runtime.CheckpointRequest{
+		Lease: a.Lease, LeaseFor: 2 * lease,
+		Checkpoint: runtime.Checkpoint{Key: "charge@v1", Kind: runtime.KindStep, Output: []byte("second"), Error: &runtime.ErrorInfo{Message: "other"}},
+		Attempts:   []runtime.Attempt{{Key: "charge@v1", Number: 2, Started: f.now(), Ended: f.now(), Error: "again"}},
+	}
+	res, err = f.store.Checkpoint(f.ctx, second)
+	if err != nil {
+		f.t.Fatalf("second Checkpoint: %v", err)
+	}
+	ex := res.Existing
+	if ex == nil || ex.Key != "charge@v1" || ex.Kind != runtime.KindStep || string(ex.Output) != "first" || ex.Error != nil || ex.Seq != stored.Seq {
+		f.t.Fatalf("second Checkpoint Existing = %+v, want the first (seq %d, output first)", ex, stored.Seq)
+	}
+	f.wantTime("Existing CreatedAt", ex.CreatedAt, Start)
+	f.wantCheckpoints("run-1", "charge@v1=first")
+	steps := f.steps("run-1")
+	if len(steps) != 1 || len(steps[0].Attempts) != 1 || steps[0].Attempts[0].Number != 1 {
+		f.t.Fatalf("steps = %+v, want one step with only the first write's attempt", steps)
+	}
+	// Only the lease extension of the second write lands.
+	f.wantLeaseUntil("run-1", f.now().Add(2*lease))
+}
+
+func testEmptyOutput(f *fixture) {
+	a := f.start("run-1", "")
+	for _, cp := range []runtime.Checkpoint{
+		{Key: "void@v1", Kind: runtime.KindStep, Output: nil},
+		{Key: "empty@v1", Kind: runtime.KindStep, Output: []byte{}},
+	} {
+		res, err := f.store.Checkpoint(f.ctx, runtime.CheckpointRequest{Lease: a.Lease, LeaseFor: lease, Checkpoint: cp})
+		if err != nil || res.Existing != nil {
+			f.t.Fatalf("Checkpoint(%s) = %+v, %v; want written", cp.Key, res, err)
+		}
+	}
+	cps := f.wantCheckpoints("run-1", "void@v1=", "empty@v1=")
+	for _, cp := range cps {
+		if cp.Kind != runtime.KindStep || cp.Error != nil {
+			f.t.Fatalf("checkpoint %+v, want a successful step", cp)
+		}
+	}
+	res := f.checkpoint(a.Lease, "void@v1", "not empty")
+	if res.Existing == nil || res.Existing.Key != "void@v1" || len(res.Existing.Output) != 0 {
+		f.t.Fatalf("rewrite of an empty checkpoint = %+v, want the stored empty one in Existing", res)
+	}
+	f.wantCheckpoints("run-1", "void@v1=", "empty@v1=")
+	if steps := f.steps("run-1"); len(steps) != 2 || steps[0].Key != "void@v1" || steps[1].Key != "empty@v1" {
+		f.t.Fatalf("steps = %+v, want void@v1 and empty@v1", steps)
+	}
+}
+
+func testExecutionOrder(f *fixture) {
+	a := f.start("run-1", "")
+	var want []string
+	for i := range 12 {
+		key := fmt.Sprintf("pack@v1#%d", i)
+		f.checkpoint(a.Lease, key, fmt.Sprint(i))
+		want = append(want, fmt.Sprintf("%s=%d", key, i))
+	}
+	f.checkpoint(a.Lease, "after@v1", "x")
+	want = append(want, "after@v1=x")
+	cps := f.wantCheckpoints("run-1", want...)
+	for i := 1; i < len(cps); i++ {
+		if cps[i].Seq <= cps[i-1].Seq {
+			f.t.Fatalf("Seq of %s = %d, not above %s's %d", cps[i].Key, cps[i].Seq, cps[i-1].Key, cps[i-1].Seq)
+		}
+	}
+	steps := f.steps("run-1")
+	var got []string
+	for i, s := range steps {
+		got = append(got, s.Key)
+		if s.Seq != cps[i].Seq {
+			f.t.Fatalf("step %s Seq %d, checkpoint Seq %d", s.Key, s.Seq, cps[i].Seq)
+		}
+	}
+	wantKeys := make([]string, len(cps))
+	for i, cp := range cps {
+		wantKeys[i] = cp.Key
+	}
+	if !slices.Equal(got, wantKeys) {
+		f.t.Fatalf("ListSteps keys = %v, want %v", got, wantKeys)
+	}
+}
+
+func testAttempts(f *fixture) {
+	a := f.start("run-1", "")
+	at := func(sec int) time.Time { return Start.Add(time.Duration(sec) * time.Second) }
+	want := []runtime.Attempt{
+		{Key: "charge@v1", Number: 1, Started: at(0), Ended: at(1), Error: "card reader offline"},
+		{Key: "charge@v1", Number: 2, Started: at(2), Ended: at(3), Error: "timeout"},
+		{Key: "charge@v1", Number: 3, Started: at(4), Ended: at(5)},
+	}
+	for _, att := range want[:2] {
+		if err := f.store.RecordAttempts(f.ctx, a.Lease, lease, []runtime.Attempt{att}); err != nil {
+			f.t.Fatalf("RecordAttempts: %v", err)
+		}
+		f.clock.Advance(time.Second)
+	}
+	res, err := f.store.Checkpoint(f.ctx, runtime.CheckpointRequest{
+		Lease: a.Lease, LeaseFor: lease,
+		Checkpoint: runtime.Checkpoint{Key: "charge@v1", Kind: runtime.KindStep, Output: []byte(`"ok"`)},
+		Attempts:   want[2:],
+	})
+	if err != nil || res.Existing != nil {
+		f.t.Fatalf("Checkpoint = %+v, %v", res, err)
+	}
+	other := runtime.Attempt{Key: "ship@v1", Number: 1, Started: at(6), Ended: at(7)}
+	if _, err := f.store.Checkpoint(f.ctx, runtime.CheckpointRequest{
+		Lease: a.Lease, LeaseFor: lease,
+		Checkpoint: runtime.Checkpoint{Key: "ship@v1", Kind: runtime.KindStep},
+		Attempts:   []runtime.Attempt{other},
+	}); err != nil {
+		f.t.Fatalf("Checkpoint(ship): %v", err)
+	}
+
+	steps := f.steps("run-1")
+	if len(steps) != 2 || steps[0].Key != "charge@v1" || steps[1].Key != "ship@v1" {
+		f.t.Fatalf("steps = %+v, want charge@v1 then ship@v1", steps)
+	}
+	f.wantBytes("charge output", steps[0].Output, `"ok"`)
+	for i, tc := range []struct {
+		got, want []runtime.Attempt
+	}{{steps[0].Attempts, want}, {steps[1].Attempts, []runtime.Attempt{other}}} {
+		if len(tc.got) != len(tc.want) {
+			f.t.Fatalf("step %d attempts = %+v, want %+v", i, tc.got, tc.want)
+		}
+		for j, g := range tc.got {
+			w := tc.want[j]
+			if g.Key != w.Key || g.Number != w.Number || g.Error != w.Error || !ms(g.Started).Equal(w.Started) || !ms(g.Ended).Equal(w.Ended) {
+				f.t.Fatalf("step %d attempt %d = %+v, want %+v", i, j, g, w)
+			}
+		}
+	}
+}
+
+func testCheckpointError(f *fixture) {
+	a := f.start("run-1", "")
+	info := runtime.ErrorInfo{Message: "card declined", Code: runtime.CodePermanent}
+	if _, err := f.store.Checkpoint(f.ctx, runtime.CheckpointRequest{
+		Lease: a.Lease, LeaseFor: lease,
+		Checkpoint: runtime.Checkpoint{Key: "charge@v1", Kind: runtime.KindStep, Error: &info},
+	}); err != nil {
+		f.t.Fatalf("Checkpoint: %v", err)
+	}
+	cps := f.checkpoints("run-1")
+	if len(cps) != 1 || cps[0].Error == nil || *cps[0].Error != info || len(cps[0].Output) != 0 {
+		f.t.Fatalf("checkpoints = %+v, want charge@v1 with error %+v", cps, info)
+	}
+	if steps := f.steps("run-1"); len(steps) != 1 || steps[0].Error == nil || *steps[0].Error != info {
+		f.t.Fatalf("steps = %+v, want charge@v1 with error %+v", steps, info)
+	}
+}
+
+func testSleep(f *fixture) {
+	a := f.start("run-1", "")
+	wake := Start.Add(time.Hour)
+	res := f.suspend(runtime.SuspendRequest{
+		Lease:        a.Lease,
+		Checkpoint:   &runtime.Checkpoint{Key: "nap@v1", Kind: runtime.KindSleep, Output: []byte("wake-1")},
+		ReadyAt:      &wake,
+		SuspendState: []byte("state-1"),
+	})
+	if res.Delivered != nil || res.Paused {
+		f.t.Fatalf("Suspend = %+v, want parked", res)
+	}
+	rec := f.wantStatus("run-1", runtime.StatusWaiting)
+	f.wantTimePtr("ReadyAt", rec.ReadyAt, wake)
+	if rec.Wait != nil {
+		f.t.Fatalf("sleeping run has wait %+v", rec.Wait)
+	}
+	cps := f.wantCheckpoints("run-1", "nap@v1=wake-1")
+	if cps[0].Kind != runtime.KindSleep {
+		f.t.Fatalf("sleep checkpoint kind %q, want %q", cps[0].Kind, runtime.KindSleep)
+	}
+	f.wantErr(f.store.Heartbeat(f.ctx, a.Lease, lease), runtime.ErrLeaseLost, "Heartbeat of a sleeping run")
+
+	f.claimNone()
+	f.clock.Advance(time.Hour - time.Millisecond)
+	f.claimNone()
+	f.clock.Advance(time.Millisecond)
+	b := f.claimOne("worker-b")
+	if b.Recoveries != 0 || b.Wait != nil {
+		f.t.Fatalf("claim after the sleep = %+v, want no recovery and no wait", b)
+	}
+	f.wantBytes("SuspendState", b.SuspendState, "state-1")
+
+	// Suspending again with another wake time for the same key keeps the
+	// first: the wake time is read back, never recomputed.
+	wake2 := f.now().Add(2 * time.Hour)
+	res = f.suspend(runtime.SuspendRequest{
+		Lease:        b.Lease,
+		Checkpoint:   &runtime.Checkpoint{Key: "nap@v1", Kind: runtime.KindSleep, Output: []byte("wake-2")},
+		ReadyAt:      &wake2,
+		SuspendState: []byte("state-2"),
+	})
+	if res.Delivered != nil || res.Paused {
+		f.t.Fatalf("second Suspend = %+v, want parked", res)
+	}
+	f.wantCheckpoints("run-1", "nap@v1=wake-1")
+	rec = f.wantStatus("run-1", runtime.StatusWaiting)
+	f.wantTimePtr("ReadyAt", rec.ReadyAt, wake2)
+	f.clock.Advance(2 * time.Hour)
+	c := f.claimOne("worker-c")
+	f.wantBytes("SuspendState", c.SuspendState, "state-2")
+}
+
+func testBuffersCopied(f *fixture) {
+	input := []byte("input")
+	if _, err := f.store.CreateRuns(f.ctx, []runtime.NewRun{{ID: "run-1", Workflow: wf, Input: input}}); err != nil {
+		f.t.Fatalf("CreateRuns: %v", err)
+	}
+	copy(input, "XXXXX")
+	rec := f.get("run-1")
+	f.wantBytes("Input", rec.Input, "input")
+	copy(rec.Input, "YYYYY")
+	f.wantBytes("Input after changing a returned copy", f.get("run-1").Input, "input")
+
+	a := f.claimOne("worker-a")
+	copy(a.Input, "ZZZZZ")
+	out := []byte("output")
+	f.checkpoint(a.Lease, "one@v1", "")
+	if _, err := f.store.Checkpoint(f.ctx, runtime.CheckpointRequest{Lease: a.Lease, LeaseFor: lease, Checkpoint: runtime.Checkpoint{Key: "two@v1", Kind: runtime.KindStep, Output: out}}); err != nil {
+		f.t.Fatalf("Checkpoint: %v", err)
+	}
+	copy(out, "XXXXXX")
+	cps := f.wantCheckpoints("run-1", "one@v1=", "two@v1=output")
+	cps[0].Output = append(cps[0].Output, "appended"...)
+	copy(cps[1].Output, "YYYYYY")
+	f.wantCheckpoints("run-1", "one@v1=", "two@v1=output")
+
+	payload := []byte("payload")
+	if _, err := f.store.SendEvent(f.ctx, runtime.Event{RunID: "run-1", Topic: "t", Payload: payload}); err != nil {
+		f.t.Fatalf("SendEvent: %v", err)
+	}
+	copy(payload, "XXXXXXX")
+	state := []byte("state")
+	res := f.suspend(runtime.SuspendRequest{Lease: a.Lease, Wait: &runtime.Wait{Key: "ev@v1", Topic: "t"}})
+	if res.Delivered == nil {
+		f.t.Fatal("buffered event not delivered")
+	}
+	f.wantBytes("delivered payload", res.Delivered.Output, "payload")
+	copy(res.Delivered.Output, "YYYYYYY")
+	f.suspend(runtime.SuspendRequest{Lease: a.Lease, ReadyAt: f.after(0), SuspendState: state})
+	copy(state, "XXXXX")
+	b := f.claimOne("worker-b")
+	f.wantBytes("SuspendState", b.SuspendState, "state")
+	f.wantBytes("Input", b.Input, "input")
+	f.wantCheckpoints("run-1", "one@v1=", "two@v1=output", "ev@v1=payload")
+}

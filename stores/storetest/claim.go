@@ -1,0 +1,373 @@
+package storetest
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+var claimCases = []testCase{
+	{"claim/bounded by limit", testClaimLimit},
+	{"claim/only the named workflows", testClaimWorkflows},
+	{"claim/skips not-yet-ready, paused and finished runs", testClaimSkipsUnready},
+	{"claim/token grows on every claim", testClaimTokenGrows},
+	{"claim/concurrent claims never share a run", testClaimConcurrent},
+	{"lease/expired lease is reclaimed with a recovery", testLeaseExpired},
+	{"lease/stale token writes nothing", testFencedWrites},
+	{"lease/parked or finished run fences its old lease", testFencedAfterPark},
+	{"lease/checkpoint extends the lease", testLeaseExtendedBy(extendByCheckpoint)},
+	{"lease/heartbeat extends the lease", testLeaseExtendedBy(extendByHeartbeat)},
+	{"lease/record attempts extends the lease", testLeaseExtendedBy(extendByAttempts)},
+	{"suspend/release with ready now is claimable at once", testSuspendRelease},
+}
+
+func testClaimLimit(f *fixture) {
+	for i := range 5 {
+		f.create(runID(i), wf, "")
+	}
+	seen := map[string]bool{}
+	for _, want := range []int{2, 2, 1, 0} {
+		got := f.claim("worker-a", 2)
+		if len(got) != want {
+			f.t.Fatalf("Claim(limit 2) leased %v, want %d runs", claimedIDs(got), want)
+		}
+		for _, c := range got {
+			if seen[c.Lease.RunID] {
+				f.t.Fatalf("run %s claimed twice", c.Lease.RunID)
+			}
+			seen[c.Lease.RunID] = true
+			if c.Lease.Owner != "worker-a" {
+				f.t.Fatalf("lease owner %q, want worker-a", c.Lease.Owner)
+			}
+			f.wantTime("claimed LeaseUntil", c.LeaseUntil, Start.Add(lease))
+			rec := f.wantStatus(c.Lease.RunID, runtime.StatusRunning)
+			if rec.Owner != "worker-a" || rec.Token != c.Lease.Token {
+				f.t.Fatalf("record of %s has owner %q token %d, want worker-a token %d", rec.ID, rec.Owner, rec.Token, c.Lease.Token)
+			}
+			f.wantTime("LeaseUntil", rec.LeaseUntil, Start.Add(lease))
+		}
+	}
+	if len(seen) != 5 {
+		f.t.Fatalf("claimed %d distinct runs, want 5", len(seen))
+	}
+}
+
+func testClaimWorkflows(f *fixture) {
+	f.create("a-1", "alpha", "")
+	f.create("b-1", "beta", "")
+	f.create("c-1", "gamma", "")
+	f.create("a-2", "alpha", "")
+	got := f.claim("worker-a", 10, "alpha", "gamma")
+	ids := claimedIDs(got)
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{"a-1", "a-2", "c-1"}) {
+		f.t.Fatalf("Claim(alpha, gamma) leased %v, want a-1 a-2 c-1", ids)
+	}
+	for _, c := range got {
+		if want := map[string]string{"a": "alpha", "c": "gamma"}[c.Lease.RunID[:1]]; c.Workflow != want {
+			f.t.Fatalf("claimed %s with workflow %q, want %q", c.Lease.RunID, c.Workflow, want)
+		}
+	}
+	f.wantStatus("b-1", runtime.StatusQueued)
+	if c := f.claimOne("worker-b", "beta"); c.Lease.RunID != "b-1" || c.Workflow != "beta" {
+		f.t.Fatalf("Claim(beta) = %+v, want b-1", c)
+	}
+}
+
+func testClaimSkipsUnready(f *fixture) {
+	// Each run is created and claimed alone, then put in its state.
+	c := f.start("sleeping", "")
+	f.suspend(runtime.SuspendRequest{Lease: c.Lease, ReadyAt: f.after(time.Hour)})
+	c = f.start("awaiting", "")
+	f.park(c.Lease, "ev@v1", "topic", runtime.KindEvent)
+	f.create("paused", wf, "")
+	if err := f.store.Pause(f.ctx, "paused"); err != nil {
+		f.t.Fatalf("Pause: %v", err)
+	}
+	c = f.start("complete", "")
+	f.complete(c.Lease, "out")
+	c = f.start("errored", "")
+	if err := f.store.Complete(f.ctx, runtime.CompleteRequest{Lease: c.Lease, Status: runtime.StatusErrored, Error: &runtime.ErrorInfo{Message: "boom"}}); err != nil {
+		f.t.Fatalf("Complete(errored): %v", err)
+	}
+	f.create("terminated", wf, "")
+	if err := f.store.Terminate(f.ctx, runtime.TerminateRequest{RunID: "terminated", Error: runtime.ErrorInfo{Message: "stop"}}); err != nil {
+		f.t.Fatalf("Terminate: %v", err)
+	}
+	f.create("ready", wf, "")
+
+	got := f.claim("worker-b", 100)
+	if ids := claimedIDs(got); !slices.Equal(ids, []string{"ready"}) {
+		f.t.Fatalf("Claim leased %v, want only the ready run", ids)
+	}
+	if err := f.store.Complete(f.ctx, runtime.CompleteRequest{Lease: got[0].Lease, Status: runtime.StatusComplete}); err != nil {
+		f.t.Fatalf("Complete: %v", err)
+	}
+	f.clock.Advance(time.Hour - time.Millisecond)
+	f.claimNone()
+	f.clock.Advance(time.Millisecond)
+	got = f.claim("worker-b", 100)
+	if ids := claimedIDs(got); !slices.Equal(ids, []string{"sleeping"}) {
+		f.t.Fatalf("Claim at the wake time leased %v, want only the sleeping run", ids)
+	}
+	f.clock.Advance(30 * 24 * time.Hour)
+	got = f.claim("worker-c", 100)
+	if ids := claimedIDs(got); !slices.Equal(ids, []string{"sleeping"}) {
+		f.t.Fatalf("Claim a month later leased %v, want only the sleeping run (its lease expired)", ids)
+	}
+	for id, want := range map[string]runtime.RunStatus{
+		"awaiting": runtime.StatusWaiting, "paused": runtime.StatusPaused, "complete": runtime.StatusComplete,
+		"errored": runtime.StatusErrored, "terminated": runtime.StatusTerminated,
+	} {
+		f.wantStatus(id, want)
+	}
+}
+
+func testClaimTokenGrows(f *fixture) {
+	c := f.start("run-1", "")
+	tokens := []int64{c.Lease.Token}
+	check := func(c runtime.ClaimedRun, how string) {
+		f.t.Helper()
+		if last := tokens[len(tokens)-1]; c.Lease.Token <= last {
+			f.t.Fatalf("token after %s = %d, want more than %d", how, c.Lease.Token, last)
+		}
+		if rec := f.get("run-1"); rec.Token != c.Lease.Token {
+			f.t.Fatalf("stored token %d, want the lease's %d", rec.Token, c.Lease.Token)
+		}
+		tokens = append(tokens, c.Lease.Token)
+	}
+	f.suspend(runtime.SuspendRequest{Lease: c.Lease, ReadyAt: f.after(0)})
+	c = f.claimOne("worker-a")
+	check(c, "a release")
+	f.clock.Advance(lease + time.Millisecond)
+	c = f.claimOne("worker-b")
+	check(c, "an expired lease")
+	if err := f.store.Restart(f.ctx, "run-1"); err != nil {
+		f.t.Fatalf("Restart: %v", err)
+	}
+	c = f.claimOne("worker-c")
+	check(c, "a restart")
+	f.suspend(runtime.SuspendRequest{Lease: c.Lease, ReadyAt: f.after(time.Second)})
+	f.clock.Advance(time.Second)
+	c = f.claimOne("worker-c")
+	check(c, "a sleep")
+}
+
+func testClaimConcurrent(f *fixture) {
+	const runs, workers = 200, 8
+	var batch []runtime.NewRun
+	for i := range runs {
+		batch = append(batch, runtime.NewRun{ID: runID(i), Workflow: wf})
+	}
+	if _, err := f.store.CreateRuns(f.ctx, batch); err != nil {
+		f.t.Fatalf("CreateRuns: %v", err)
+	}
+	var (
+		mu      sync.Mutex
+		claimed = map[string][]runtime.ClaimedRun{}
+		wg      sync.WaitGroup
+	)
+	for w := range workers {
+		wg.Go(func() {
+			owner := fmt.Sprintf("worker-%d", w)
+			for range runs { // bounded: each round that leases nothing ends the loop
+				got, err := f.store.Claim(f.ctx, runtime.ClaimRequest{Owner: owner, Workflows: []string{wf}, Limit: 7, LeaseFor: time.Hour})
+				if err != nil {
+					f.t.Errorf("Claim(%s): %v", owner, err)
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				if len(got) > 7 {
+					f.t.Errorf("Claim(limit 7) leased %d runs", len(got))
+				}
+				mu.Lock()
+				for _, c := range got {
+					claimed[c.Lease.RunID] = append(claimed[c.Lease.RunID], c)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if f.t.Failed() {
+		return
+	}
+	if len(claimed) != runs {
+		f.t.Fatalf("claimed %d distinct runs, want %d", len(claimed), runs)
+	}
+	for id, cs := range claimed {
+		if len(cs) != 1 {
+			f.t.Fatalf("run %s handed to %d claimers: %+v", id, len(cs), cs)
+		}
+		rec := f.get(id)
+		if rec.Status != runtime.StatusRunning || rec.Owner != cs[0].Lease.Owner || rec.Token != cs[0].Lease.Token {
+			f.t.Fatalf("run %s: status %s owner %q token %d, want running under %+v", id, rec.Status, rec.Owner, rec.Token, cs[0].Lease)
+		}
+	}
+}
+
+func testLeaseExpired(f *fixture) {
+	a := f.start("run-1", "in")
+	f.clock.Advance(lease - time.Millisecond)
+	f.claimNone()
+	f.clock.Advance(2 * time.Millisecond)
+	b := f.claimOne("worker-b")
+	if b.Lease.RunID != "run-1" || b.Lease.Owner != "worker-b" || b.Lease.Token <= a.Lease.Token || b.Recoveries != 1 {
+		f.t.Fatalf("reclaim = %+v, want run-1 for worker-b, a greater token than %d and Recoveries 1", b, a.Lease.Token)
+	}
+	f.wantBytes("reclaimed Input", b.Input, "in")
+	rec := f.wantStatus("run-1", runtime.StatusRunning)
+	if rec.Owner != "worker-b" || rec.Token != b.Lease.Token || rec.Recoveries != 1 {
+		f.t.Fatalf("record = %+v, want owner worker-b, token %d, Recoveries 1", rec, b.Lease.Token)
+	}
+	_, err := f.store.Checkpoint(f.ctx, stepReq(a.Lease, "step@v1", "from a"))
+	f.wantErr(err, runtime.ErrLeaseLost, "Checkpoint under the expired lease")
+	f.wantErr(f.store.Heartbeat(f.ctx, a.Lease, lease), runtime.ErrLeaseLost, "Heartbeat under the expired lease")
+
+	f.clock.Advance(lease + time.Millisecond)
+	c := f.claimOne("worker-c")
+	if c.Recoveries != 2 || c.Lease.Token <= b.Lease.Token {
+		f.t.Fatalf("second reclaim = %+v, want Recoveries 2 and a token above %d", c, b.Lease.Token)
+	}
+	f.checkpoint(c.Lease, "step@v1", "from c")
+	if rec := f.get("run-1"); rec.Recoveries != 0 {
+		f.t.Fatalf("Recoveries after a checkpoint = %d, want 0", rec.Recoveries)
+	}
+	f.wantCheckpoints("run-1", "step@v1=from c")
+}
+
+func testFencedWrites(f *fixture) {
+	a := f.start("run-1", "")
+	f.checkpoint(a.Lease, "one@v1", "1")
+	f.clock.Advance(lease + time.Millisecond)
+	b := f.claimOne("worker-b")
+	before := f.snapshot()
+
+	forged := b.Lease
+	forged.Token = b.Lease.Token + 1
+	for _, l := range []runtime.Lease{a.Lease, forged} {
+		what := fmt.Sprintf("token %d (current %d)", l.Token, b.Lease.Token)
+		_, err := f.store.Checkpoint(f.ctx, runtime.CheckpointRequest{
+			Lease: l, LeaseFor: lease,
+			Checkpoint: runtime.Checkpoint{Key: "two@v1", Kind: runtime.KindStep, Output: []byte("2")},
+			Attempts:   []runtime.Attempt{{Key: "two@v1", Number: 1, Started: f.now(), Ended: f.now()}},
+		})
+		f.wantErr(err, runtime.ErrLeaseLost, "Checkpoint with "+what)
+		err = f.store.RecordAttempts(f.ctx, l, lease, []runtime.Attempt{{Key: "one@v1", Number: 2, Error: "x"}})
+		f.wantErr(err, runtime.ErrLeaseLost, "RecordAttempts with "+what)
+		f.wantErr(f.store.Heartbeat(f.ctx, l, time.Hour), runtime.ErrLeaseLost, "Heartbeat with "+what)
+		_, err = f.store.Suspend(f.ctx, runtime.SuspendRequest{
+			Lease: l, LeaseFor: lease,
+			Checkpoint:   &runtime.Checkpoint{Key: "nap@v1", Kind: runtime.KindSleep, Output: []byte("t")},
+			Wait:         &runtime.Wait{Key: "ev@v1", Topic: "topic", Kind: runtime.KindEvent},
+			ReadyAt:      f.after(time.Hour),
+			SuspendState: []byte("state"),
+		})
+		f.wantErr(err, runtime.ErrLeaseLost, "Suspend with "+what)
+		err = f.store.Complete(f.ctx, runtime.CompleteRequest{Lease: l, Status: runtime.StatusComplete, Output: []byte("out")})
+		f.wantErr(err, runtime.ErrLeaseLost, "Complete with "+what)
+	}
+	f.wantUnchanged(before, "writes under a stale lease")
+	if ids := f.emit("topic", "p"); len(ids) != 0 {
+		f.t.Fatalf("Emit reached %v: a fenced Suspend registered its wait", ids)
+	}
+	f.checkpoint(b.Lease, "two@v1", "from b")
+	f.wantCheckpoints("run-1", "one@v1=1", "two@v1=from b")
+}
+
+func testFencedAfterPark(f *fixture) {
+	a := f.start("run-1", "")
+	f.suspend(runtime.SuspendRequest{Lease: a.Lease, ReadyAt: f.after(time.Hour)})
+	f.wantStatus("run-1", runtime.StatusWaiting)
+	_, err := f.store.Checkpoint(f.ctx, stepReq(a.Lease, "late@v1", ""))
+	f.wantErr(err, runtime.ErrLeaseLost, "Checkpoint after Suspend")
+	f.wantErr(f.store.Heartbeat(f.ctx, a.Lease, lease), runtime.ErrLeaseLost, "Heartbeat after Suspend")
+
+	b := f.start("run-2", "")
+	f.complete(b.Lease, "done")
+	_, err = f.store.Checkpoint(f.ctx, stepReq(b.Lease, "late@v1", ""))
+	f.wantErr(err, runtime.ErrLeaseLost, "Checkpoint after Complete")
+	err = f.store.Complete(f.ctx, runtime.CompleteRequest{Lease: b.Lease, Status: runtime.StatusErrored, Error: &runtime.ErrorInfo{Message: "again"}})
+	f.wantErr(err, runtime.ErrLeaseLost, "second Complete")
+	if rec := f.get("run-2"); rec.Status != runtime.StatusComplete || string(rec.Output) != "done" || rec.Error != nil {
+		f.t.Fatalf("run-2 = %+v, want complete with output done", rec)
+	}
+	f.wantCheckpoints("run-1")
+	f.wantCheckpoints("run-2")
+}
+
+type extender func(f *fixture, l runtime.Lease, leaseFor time.Duration, i int)
+
+func extendByCheckpoint(f *fixture, l runtime.Lease, leaseFor time.Duration, i int) {
+	f.t.Helper()
+	req := stepReq(l, fmt.Sprintf("step@v1#%d", i), "")
+	req.LeaseFor = leaseFor
+	if _, err := f.store.Checkpoint(f.ctx, req); err != nil {
+		f.t.Fatalf("Checkpoint: %v", err)
+	}
+}
+
+func extendByHeartbeat(f *fixture, l runtime.Lease, leaseFor time.Duration, _ int) {
+	f.t.Helper()
+	if err := f.store.Heartbeat(f.ctx, l, leaseFor); err != nil {
+		f.t.Fatalf("Heartbeat: %v", err)
+	}
+}
+
+func extendByAttempts(f *fixture, l runtime.Lease, leaseFor time.Duration, i int) {
+	f.t.Helper()
+	err := f.store.RecordAttempts(f.ctx, l, leaseFor, []runtime.Attempt{{Key: "step@v1", Number: i + 1, Started: f.now(), Ended: f.now(), Error: "retry"}})
+	if err != nil {
+		f.t.Fatalf("RecordAttempts: %v", err)
+	}
+}
+
+// testLeaseExtendedBy claims with lease L and extends it at 0.8L, twice:
+// nobody else may claim the run in between, and once the holder stops
+// extending, the lease runs out exactly L after the last extension.
+func testLeaseExtendedBy(extend extender) func(f *fixture) {
+	return func(f *fixture) {
+		const l = 10 * time.Second
+		f.create("run-1", wf, "")
+		got, err := f.store.Claim(f.ctx, runtime.ClaimRequest{Owner: "worker-a", Workflows: []string{wf}, Limit: 1, LeaseFor: l})
+		if err != nil || len(got) != 1 {
+			f.t.Fatalf("Claim = %v, %v", got, err)
+		}
+		a := got[0]
+		for i := range 2 {
+			f.clock.Advance(l * 8 / 10)
+			extend(f, a.Lease, l, i)
+			f.wantLeaseUntil("run-1", f.now().Add(l))
+		}
+		f.clock.Advance(l * 8 / 10)
+		f.claimNone()
+		f.clock.Advance(l*2/10 - time.Millisecond)
+		f.claimNone()
+		f.clock.Advance(time.Millisecond)
+		if b := f.claimOne("worker-b"); b.Recoveries != 1 {
+			f.t.Fatalf("claim after the extended lease ran out = %+v, want a recovery", b)
+		}
+	}
+}
+
+func testSuspendRelease(f *fixture) {
+	a := f.start("run-1", "in")
+	res := f.suspend(runtime.SuspendRequest{Lease: a.Lease, ReadyAt: f.after(0), SuspendState: []byte("iterations")})
+	if res.Delivered != nil || res.Paused {
+		f.t.Fatalf("Suspend = %+v, want parked", res)
+	}
+	rec := f.wantStatus("run-1", runtime.StatusQueued)
+	f.wantTimePtr("ReadyAt", rec.ReadyAt, Start)
+	f.wantErr(f.store.Heartbeat(f.ctx, a.Lease, lease), runtime.ErrLeaseLost, "Heartbeat after release")
+	b := f.claimOne("worker-b")
+	if b.Lease.Token <= a.Lease.Token || b.Recoveries != 0 || b.Wait != nil {
+		f.t.Fatalf("claim after release = %+v, want a greater token, no recovery, no wait", b)
+	}
+	f.wantBytes("SuspendState", b.SuspendState, "iterations")
+	f.wantBytes("Input", b.Input, "in")
+}

@@ -1,0 +1,553 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+var controlCases = []testCase{
+	{"pause/queued run pauses and resumes", testPauseQueued},
+	{"pause/waiting run keeps its wake time and wait", testPauseWaiting},
+	{"pause/running run pauses at its next checkpoint", testPauseRunning},
+	{"pause/resume cancels a pause request", testResumeCancelsRequest},
+	{"pause/suspend with a pause requested parks paused", testPauseAtSuspend},
+	{"pause/finished or unpaused runs are invalid", testPauseInvalid},
+	{"race/terminate versus checkpoint", testTerminateRace},
+	{"race/pause versus checkpoint", testPauseRace},
+	{"terminate/fences the holder and notifies the parent", testTerminate},
+	{"terminate/waiting run drops its wait", testTerminateWaiting},
+	{"restart/drops progress, keeps input and events, revokes the lease", testRestart},
+	{"complete/output", testComplete},
+	{"complete/errored with error info", testCompleteErrored},
+	{"complete/notify wakes a waiting parent", testNotifyWaitingParent},
+	{"complete/notify buffers for a parent not yet waiting", testNotifyBuffered},
+	{"complete/notify to a finished or unknown parent is dropped", testNotifyGone},
+}
+
+func (f *fixture) pause(id string) {
+	f.t.Helper()
+	if err := f.store.Pause(f.ctx, id); err != nil {
+		f.t.Fatalf("Pause(%s): %v", id, err)
+	}
+}
+
+func (f *fixture) resume(id string) {
+	f.t.Helper()
+	if err := f.store.Resume(f.ctx, id); err != nil {
+		f.t.Fatalf("Resume(%s): %v", id, err)
+	}
+}
+
+func testPauseQueued(f *fixture) {
+	f.create("run-1", wf, "")
+	f.pause("run-1")
+	rec := f.wantStatus("run-1", runtime.StatusPaused)
+	f.wantTimePtr("ReadyAt", rec.ReadyAt, Start)
+	f.pause("run-1") // a no-op
+	f.wantStatus("run-1", runtime.StatusPaused)
+	f.clock.Advance(time.Hour)
+	f.claimNone()
+	f.resume("run-1")
+	f.wantStatus("run-1", runtime.StatusQueued)
+	if c := f.claimOne("worker-a"); c.Lease.RunID != "run-1" {
+		f.t.Fatalf("claimed %s", c.Lease.RunID)
+	}
+}
+
+func testPauseWaiting(f *fixture) {
+	a := f.start("sleeper", "")
+	wake := f.now().Add(time.Hour)
+	f.suspend(runtime.SuspendRequest{Lease: a.Lease, ReadyAt: &wake})
+	f.pause("sleeper")
+	rec := f.wantStatus("sleeper", runtime.StatusPaused)
+	f.wantTimePtr("ReadyAt", rec.ReadyAt, wake)
+	f.resume("sleeper") // before the wake time
+	rec = f.wantStatus("sleeper", runtime.StatusWaiting)
+	f.wantTimePtr("ReadyAt", rec.ReadyAt, wake)
+	f.claimNone()
+
+	b := f.start("awaiter", "")
+	f.park(b.Lease, "ev@v1", "topic", runtime.KindEvent)
+	f.pause("awaiter")
+	rec = f.wantStatus("awaiter", runtime.StatusPaused)
+	if rec.Wait == nil || rec.Wait.Key != "ev@v1" {
+		f.t.Fatalf("paused run's wait = %+v, want ev@v1 kept", rec.Wait)
+	}
+	if ids := f.emit("topic", "p"); len(ids) != 1 || ids[0] != "awaiter" {
+		f.t.Fatalf("Emit to a paused waiting run reached %v, want awaiter", ids)
+	}
+	rec = f.wantStatus("awaiter", runtime.StatusPaused)
+	if rec.Wait != nil {
+		f.t.Fatalf("wait %+v kept after delivery", rec.Wait)
+	}
+	f.wantTimePtr("ReadyAt after delivery", rec.ReadyAt, f.now())
+	f.wantCheckpoints("awaiter", "ev@v1=p")
+	f.claimNone()
+	f.resume("awaiter")
+	f.wantStatus("awaiter", runtime.StatusQueued)
+	c := f.claimOne("worker-b")
+	if c.Lease.RunID != "awaiter" {
+		f.t.Fatalf("claimed %s, want awaiter", c.Lease.RunID)
+	}
+	f.wantCheckpoints("awaiter", "ev@v1=p")
+	f.complete(c.Lease, "")
+	f.clock.Advance(time.Hour)
+	if c := f.claimOne("worker-b"); c.Lease.RunID != "sleeper" {
+		f.t.Fatalf("claimed %s, want sleeper", c.Lease.RunID)
+	}
+}
+
+func testPauseRunning(f *fixture) {
+	a := f.start("run-1", "")
+	f.pause("run-1")
+	rec := f.wantStatus("run-1", runtime.StatusRunning)
+	if !rec.PauseRequested {
+		f.t.Fatal("PauseRequested not set on a running run")
+	}
+	f.pause("run-1")
+	if err := f.store.Heartbeat(f.ctx, a.Lease, lease); err != nil {
+		f.t.Fatalf("Heartbeat with a pause requested: %v", err)
+	}
+	if err := f.store.RecordAttempts(f.ctx, a.Lease, lease, []runtime.Attempt{{Key: "one@v1", Number: 1, Error: "x"}}); err != nil {
+		f.t.Fatalf("RecordAttempts with a pause requested: %v", err)
+	}
+	f.wantStatus("run-1", runtime.StatusRunning)
+	res := f.checkpoint(a.Lease, "one@v1", "1")
+	if !res.Paused || res.Existing != nil {
+		f.t.Fatalf("Checkpoint = %+v, want Paused", res)
+	}
+	rec = f.wantStatus("run-1", runtime.StatusPaused)
+	if rec.PauseRequested {
+		f.t.Fatal("PauseRequested still set on the paused run")
+	}
+	f.wantCheckpoints("run-1", "one@v1=1")
+	_, err := f.store.Checkpoint(f.ctx, stepReq(a.Lease, "two@v1", "2"))
+	f.wantErr(err, runtime.ErrLeaseLost, "Checkpoint after the pause took effect")
+	f.wantErr(f.store.Heartbeat(f.ctx, a.Lease, lease), runtime.ErrLeaseLost, "Heartbeat after the pause took effect")
+	f.clock.Advance(2 * lease)
+	f.claimNone()
+	f.resume("run-1")
+	f.wantStatus("run-1", runtime.StatusQueued)
+	b := f.claimOne("worker-b")
+	if b.Lease.Token <= a.Lease.Token || b.Recoveries != 0 {
+		f.t.Fatalf("claim after resume = %+v, want a greater token than %d and no recovery", b, a.Lease.Token)
+	}
+	f.wantCheckpoints("run-1", "one@v1=1")
+	if res := f.checkpoint(b.Lease, "two@v1", "2"); res.Paused {
+		f.t.Fatal("pause took effect twice")
+	}
+}
+
+func testResumeCancelsRequest(f *fixture) {
+	a := f.start("run-1", "")
+	f.pause("run-1")
+	f.resume("run-1")
+	rec := f.wantStatus("run-1", runtime.StatusRunning)
+	if rec.PauseRequested || rec.Token != a.Lease.Token {
+		f.t.Fatalf("record = %+v, want running under the same lease with no pause requested", rec)
+	}
+	if res := f.checkpoint(a.Lease, "one@v1", ""); res.Paused {
+		f.t.Fatal("Checkpoint paused after the request was cancelled")
+	}
+	f.wantStatus("run-1", runtime.StatusRunning)
+}
+
+func testPauseAtSuspend(f *fixture) {
+	a := f.start("run-1", "")
+	f.pause("run-1")
+	wake := f.now().Add(time.Hour)
+	res := f.suspend(runtime.SuspendRequest{
+		Lease:        a.Lease,
+		Checkpoint:   &runtime.Checkpoint{Key: "nap@v1", Kind: runtime.KindSleep, Output: []byte("wake")},
+		ReadyAt:      &wake,
+		SuspendState: []byte("state"),
+	})
+	if !res.Paused || res.Delivered != nil {
+		f.t.Fatalf("Suspend = %+v, want Paused", res)
+	}
+	rec := f.wantStatus("run-1", runtime.StatusPaused)
+	if rec.PauseRequested {
+		f.t.Fatal("PauseRequested still set")
+	}
+	f.wantTimePtr("ReadyAt", rec.ReadyAt, wake)
+	f.wantCheckpoints("run-1", "nap@v1=wake")
+	f.clock.Advance(2 * time.Hour)
+	f.claimNone()
+	f.resume("run-1")
+	f.wantStatus("run-1", runtime.StatusQueued)
+	b := f.claimOne("worker-b")
+	f.wantBytes("SuspendState", b.SuspendState, "state")
+}
+
+func testPauseInvalid(f *fixture) {
+	a := f.start("done", "")
+	f.complete(a.Lease, "out")
+	f.create("queued", wf, "")
+	f.create("terminated", wf, "")
+	if err := f.store.Terminate(f.ctx, runtime.TerminateRequest{RunID: "terminated", Error: runtime.ErrorInfo{Message: "stop"}}); err != nil {
+		f.t.Fatalf("Terminate: %v", err)
+	}
+	before := f.snapshot()
+	for _, id := range []string{"done", "terminated"} {
+		f.wantErr(f.store.Pause(f.ctx, id), runtime.ErrInvalidState, "Pause of the "+id+" run")
+		f.wantErr(f.store.Resume(f.ctx, id), runtime.ErrInvalidState, "Resume of the "+id+" run")
+	}
+	f.wantErr(f.store.Resume(f.ctx, "queued"), runtime.ErrInvalidState, "Resume of a queued run")
+	f.wantUnchanged(before, "rejected Pause and Resume")
+}
+
+// testTerminateRace runs Terminate against a worker checkpointing in a
+// loop: every checkpoint either lands before the run is terminated or fails
+// with ErrLeaseLost, and none succeeds once Terminate has returned.
+func testTerminateRace(f *fixture) {
+	const runs, steps = 20, 50
+	raceRuns(f, runs, func(c runtime.ClaimedRun) (stop func() error) {
+		return func() error {
+			return f.store.Terminate(f.ctx, runtime.TerminateRequest{RunID: c.Lease.RunID, Error: runtime.ErrorInfo{Message: "stop", Code: runtime.CodeTerminated}})
+		}
+	}, steps, runtime.StatusTerminated)
+}
+
+// testPauseRace runs Pause against a worker checkpointing in a loop: the
+// first checkpoint after Pause returned reports Paused at the latest, and
+// nothing is written after it.
+func testPauseRace(f *fixture) {
+	const runs, steps = 20, 50
+	raceRuns(f, runs, func(c runtime.ClaimedRun) func() error {
+		return func() error { return f.store.Pause(f.ctx, c.Lease.RunID) }
+	}, steps, runtime.StatusPaused)
+}
+
+func raceRuns(f *fixture, runs int, stopper func(runtime.ClaimedRun) func() error, steps int, final runtime.RunStatus) {
+	var claimed []runtime.ClaimedRun
+	for i := range runs {
+		claimed = append(claimed, f.start(runID(i), ""))
+	}
+	written := make([][]string, runs)
+	var wg sync.WaitGroup
+	for i, c := range claimed {
+		stopped := make(chan struct{})
+		stop := stopper(c)
+		wg.Go(func() {
+			defer close(stopped)
+			if err := stop(); err != nil {
+				f.t.Errorf("stopping %s: %v", c.Lease.RunID, err)
+			}
+		})
+		wg.Go(func() {
+			lost := false
+			for s := range steps {
+				after := false
+				select {
+				case <-stopped:
+					after = true
+				default:
+				}
+				key := fmt.Sprintf("step@v1#%d", s)
+				res, err := f.store.Checkpoint(f.ctx, stepReq(c.Lease, key, key))
+				switch {
+				case errors.Is(err, runtime.ErrLeaseLost):
+					if final == runtime.StatusPaused && !lost {
+						f.t.Errorf("%s: Checkpoint(%s) lost the lease before a pause took effect", c.Lease.RunID, key)
+						return
+					}
+					lost = true
+				case err != nil:
+					f.t.Errorf("Checkpoint(%s, %s): %v", c.Lease.RunID, key, err)
+					return
+				case lost:
+					f.t.Errorf("%s: Checkpoint(%s) succeeded after the lease was gone", c.Lease.RunID, key)
+					return
+				case res.Existing != nil:
+					f.t.Errorf("%s: Checkpoint(%s) reported Existing %+v", c.Lease.RunID, key, res.Existing)
+					return
+				default:
+					written[i] = append(written[i], key+"="+key)
+					switch {
+					case res.Paused && final != runtime.StatusPaused:
+						f.t.Errorf("%s: Checkpoint(%s) reported Paused", c.Lease.RunID, key)
+						return
+					case res.Paused:
+						lost = true // the lease was released with this write
+					case after:
+						f.t.Errorf("%s: Checkpoint(%s) succeeded without pausing after the %s returned", c.Lease.RunID, key, final)
+						return
+					}
+				}
+				if lost && after {
+					return
+				}
+			}
+			if !lost {
+				<-stopped
+				res, err := f.store.Checkpoint(f.ctx, stepReq(c.Lease, "final@v1", ""))
+				switch {
+				case errors.Is(err, runtime.ErrLeaseLost) && final == runtime.StatusTerminated:
+				case err == nil && res.Paused && final == runtime.StatusPaused:
+					written[i] = append(written[i], "final@v1=")
+				default:
+					f.t.Errorf("%s: Checkpoint after the %s returned: %+v, %v", c.Lease.RunID, final, res, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if f.t.Failed() {
+		return
+	}
+	for i := range claimed {
+		rec := f.wantStatus(runID(i), final)
+		if rec.PauseRequested {
+			f.t.Fatalf("%s still has a pause requested", rec.ID)
+		}
+		f.wantCheckpoints(runID(i), written[i]...)
+	}
+}
+
+func testTerminate(f *fixture) {
+	p := f.start("parent", "")
+	f.park(p.Lease, "child@v1", "child:run-1", runtime.KindChild)
+	f.create("run-1", "child", "")
+	c := f.claimOne("worker-c", "child")
+	f.checkpoint(c.Lease, "step@v1", "")
+	info := runtime.ErrorInfo{Message: "stopped by operator", Code: runtime.CodeTerminated}
+	err := f.store.Terminate(f.ctx, runtime.TerminateRequest{
+		RunID: "run-1", Error: info,
+		Notify: &runtime.Event{RunID: "parent", Topic: "child:run-1", Payload: []byte("terminated")},
+	})
+	if err != nil {
+		f.t.Fatalf("Terminate: %v", err)
+	}
+	rec := f.wantStatus("run-1", runtime.StatusTerminated)
+	if rec.Error == nil || *rec.Error != info || rec.Wait != nil || rec.PauseRequested {
+		f.t.Fatalf("terminated record = %+v, want error %+v and nothing pending", rec, info)
+	}
+	_, err = f.store.Checkpoint(f.ctx, stepReq(c.Lease, "late@v1", ""))
+	f.wantErr(err, runtime.ErrLeaseLost, "Checkpoint after Terminate")
+	f.wantErr(f.store.Heartbeat(f.ctx, c.Lease, lease), runtime.ErrLeaseLost, "Heartbeat after Terminate")
+	err = f.store.Complete(f.ctx, runtime.CompleteRequest{Lease: c.Lease, Status: runtime.StatusComplete})
+	f.wantErr(err, runtime.ErrLeaseLost, "Complete after Terminate")
+	f.wantCheckpoints("run-1", "step@v1=")
+
+	cps := f.wantCheckpoints("parent", "child@v1=terminated")
+	if cps[0].Kind != runtime.KindChild {
+		f.t.Fatalf("parent's checkpoint kind %q, want child", cps[0].Kind)
+	}
+	prec := f.wantStatus("parent", runtime.StatusQueued)
+	if prec.Wait != nil {
+		f.t.Fatalf("parent still waits on %+v", prec.Wait)
+	}
+	f.clock.Advance(lease + time.Millisecond)
+	f.claimNone("child")
+
+	before := f.snapshot()
+	err = f.store.Terminate(f.ctx, runtime.TerminateRequest{RunID: "run-1", Error: runtime.ErrorInfo{Message: "again"},
+		Notify: &runtime.Event{RunID: "parent", Topic: "x", Payload: []byte("y")}})
+	f.wantErr(err, runtime.ErrInvalidState, "Terminate of a terminated run")
+	f.wantUnchanged(before, "a rejected Terminate")
+	if got := f.claimOne("worker-p"); got.Lease.RunID != "parent" {
+		f.t.Fatalf("claimed %s, want parent", got.Lease.RunID)
+	}
+}
+
+func testTerminateWaiting(f *fixture) {
+	a := f.start("run-1", "")
+	f.park(a.Lease, "ev@v1", "topic", runtime.KindEvent)
+	f.create("run-2", wf, "")
+	f.pause("run-2")
+	for _, id := range []string{"run-1", "run-2"} {
+		if err := f.store.Terminate(f.ctx, runtime.TerminateRequest{RunID: id, Error: runtime.ErrorInfo{Message: "stop"}}); err != nil {
+			f.t.Fatalf("Terminate(%s): %v", id, err)
+		}
+		if rec := f.wantStatus(id, runtime.StatusTerminated); rec.Wait != nil || rec.Error == nil || rec.Error.Message != "stop" {
+			f.t.Fatalf("terminated record = %+v", rec)
+		}
+	}
+	if ids := f.emit("topic", "p"); len(ids) != 0 {
+		f.t.Fatalf("Emit reached %v after Terminate", ids)
+	}
+	f.wantCheckpoints("run-1")
+	f.clock.Advance(time.Hour)
+	f.claimNone()
+}
+
+func testRestart(f *fixture) {
+	a := f.start("run-1", "in")
+	if err := f.store.RecordAttempts(f.ctx, a.Lease, lease, []runtime.Attempt{{Key: "s1@v1", Number: 1, Error: "x"}}); err != nil {
+		f.t.Fatalf("RecordAttempts: %v", err)
+	}
+	f.checkpoint(a.Lease, "s1@v1", "1")
+	f.send("run-1", "later", "kept")
+	f.pause("run-1")
+	f.clock.Advance(time.Second)
+
+	if err := f.store.Restart(f.ctx, "run-1"); err != nil {
+		f.t.Fatalf("Restart: %v", err)
+	}
+	rec := f.wantStatus("run-1", runtime.StatusQueued)
+	if rec.Wait != nil || rec.PauseRequested || rec.Recoveries != 0 || rec.Workflow != wf || rec.Error != nil || len(rec.Output) != 0 {
+		f.t.Fatalf("restarted record = %+v, want a clean queued run", rec)
+	}
+	f.wantBytes("Input", rec.Input, "in")
+	f.wantTimePtr("ReadyAt", rec.ReadyAt, f.now())
+	f.wantCheckpoints("run-1")
+	if steps := f.steps("run-1"); len(steps) != 0 {
+		f.t.Fatalf("steps after Restart = %+v", steps)
+	}
+	_, err := f.store.Checkpoint(f.ctx, stepReq(a.Lease, "s2@v1", "2"))
+	f.wantErr(err, runtime.ErrLeaseLost, "Checkpoint under the lease from before Restart")
+	f.wantErr(f.store.Heartbeat(f.ctx, a.Lease, lease), runtime.ErrLeaseLost, "Heartbeat under the lease from before Restart")
+
+	b := f.claimOne("worker-b")
+	if b.Lease.Token <= a.Lease.Token || len(b.SuspendState) != 0 || b.Wait != nil || b.Recoveries != 0 {
+		f.t.Fatalf("claim after Restart = %+v, want a greater token, no state, wait or recovery", b)
+	}
+	f.wantBytes("claimed Input", b.Input, "in")
+	f.suspend(runtime.SuspendRequest{Lease: b.Lease, Wait: &runtime.Wait{Key: "ev@v1", Topic: "t"}, SuspendState: []byte("state")})
+
+	// Restart of a waiting run drops its wait and SuspendState.
+	if err := f.store.Restart(f.ctx, "run-1"); err != nil {
+		f.t.Fatalf("Restart: %v", err)
+	}
+	if rec := f.wantStatus("run-1", runtime.StatusQueued); rec.Wait != nil {
+		f.t.Fatalf("wait %+v survived Restart", rec.Wait)
+	}
+	if ids := f.emit("t", "p"); len(ids) != 0 {
+		f.t.Fatalf("Emit reached %v after Restart", ids)
+	}
+	c := f.claimOne("worker-c")
+	if len(c.SuspendState) != 0 || c.Wait != nil {
+		f.t.Fatalf("claim after Restart = %+v, want no state and no wait", c)
+	}
+	// The buffered event survived both restarts.
+	res := f.suspend(runtime.SuspendRequest{Lease: c.Lease, Wait: &runtime.Wait{Key: "ev2@v1", Topic: "later"}})
+	if res.Delivered == nil || string(res.Delivered.Output) != "kept" {
+		f.t.Fatalf("Suspend after Restart = %+v, want the buffered event", res)
+	}
+
+	// A finished run may be restarted too.
+	err = f.store.Complete(f.ctx, runtime.CompleteRequest{Lease: c.Lease, Status: runtime.StatusErrored, Error: &runtime.ErrorInfo{Message: "boom"}})
+	if err != nil {
+		f.t.Fatalf("Complete: %v", err)
+	}
+	if err := f.store.Restart(f.ctx, "run-1"); err != nil {
+		f.t.Fatalf("Restart of an errored run: %v", err)
+	}
+	if rec := f.wantStatus("run-1", runtime.StatusQueued); rec.Error != nil || len(rec.Output) != 0 {
+		f.t.Fatalf("restarted errored run = %+v, want its error cleared", rec)
+	}
+	f.wantCheckpoints("run-1")
+	if d := f.claimOne("worker-d"); d.Lease.Token <= c.Lease.Token {
+		f.t.Fatalf("token %d, want more than %d", d.Lease.Token, c.Lease.Token)
+	}
+}
+
+func testComplete(f *fixture) {
+	a := f.start("run-1", "")
+	f.checkpoint(a.Lease, "s@v1", "")
+	f.complete(a.Lease, `{"total":3}`)
+	rec := f.wantStatus("run-1", runtime.StatusComplete)
+	f.wantBytes("Output", rec.Output, `{"total":3}`)
+	if rec.Error != nil || rec.Wait != nil || rec.PauseRequested {
+		f.t.Fatalf("complete record = %+v", rec)
+	}
+	f.wantErr(f.store.Heartbeat(f.ctx, a.Lease, lease), runtime.ErrLeaseLost, "Heartbeat after Complete")
+	f.clock.Advance(lease + time.Millisecond)
+	f.claimNone()
+	f.wantCheckpoints("run-1", "s@v1=")
+}
+
+func testCompleteErrored(f *fixture) {
+	a := f.start("run-1", "")
+	info := runtime.ErrorInfo{Message: "card declined", Code: runtime.CodePermanent}
+	if err := f.store.Complete(f.ctx, runtime.CompleteRequest{Lease: a.Lease, Status: runtime.StatusErrored, Error: &info}); err != nil {
+		f.t.Fatalf("Complete: %v", err)
+	}
+	rec := f.wantStatus("run-1", runtime.StatusErrored)
+	if rec.Error == nil || *rec.Error != info || len(rec.Output) != 0 {
+		f.t.Fatalf("errored record = %+v (error %+v), want error %+v", rec, rec.Error, info)
+	}
+	f.clock.Advance(lease + time.Millisecond)
+	f.claimNone()
+}
+
+func childNotify(parent string) *runtime.Event {
+	return &runtime.Event{RunID: parent, Topic: "child:run-1", Payload: []byte(`"child result"`)}
+}
+
+func testNotifyWaitingParent(f *fixture) {
+	p := f.start("parent", "")
+	f.park(p.Lease, "call@v1", "child:run-1", runtime.KindChild)
+	f.create("run-1", "child", "")
+	c := f.claimOne("worker-c", "child")
+	err := f.store.Complete(f.ctx, runtime.CompleteRequest{Lease: c.Lease, Status: runtime.StatusComplete, Output: []byte(`"child result"`), Notify: childNotify("parent")})
+	if err != nil {
+		f.t.Fatalf("Complete: %v", err)
+	}
+	f.wantStatus("run-1", runtime.StatusComplete)
+	cps := f.wantCheckpoints("parent", `call@v1="child result"`)
+	if cps[0].Kind != runtime.KindChild {
+		f.t.Fatalf("parent's checkpoint kind %q, want child", cps[0].Kind)
+	}
+	rec := f.wantStatus("parent", runtime.StatusQueued)
+	if rec.Wait != nil {
+		f.t.Fatalf("parent still waits on %+v", rec.Wait)
+	}
+	f.wantTimePtr("parent ReadyAt", rec.ReadyAt, f.now())
+	if got := f.claimOne("worker-p"); got.Lease.RunID != "parent" {
+		f.t.Fatalf("claimed %s, want parent", got.Lease.RunID)
+	}
+}
+
+func testNotifyBuffered(f *fixture) {
+	p := f.start("parent", "")
+	f.create("run-1", "child", "")
+	c := f.claimOne("worker-c", "child")
+	err := f.store.Complete(f.ctx, runtime.CompleteRequest{Lease: c.Lease, Status: runtime.StatusComplete, Output: []byte(`"child result"`), Notify: childNotify("parent")})
+	if err != nil {
+		f.t.Fatalf("Complete: %v", err)
+	}
+	rec := f.wantStatus("parent", runtime.StatusRunning)
+	if rec.Token != p.Lease.Token {
+		f.t.Fatalf("parent token %d, want %d", rec.Token, p.Lease.Token)
+	}
+	f.wantCheckpoints("parent")
+	res := f.suspend(runtime.SuspendRequest{Lease: p.Lease, Wait: &runtime.Wait{Key: "call@v1", Topic: "child:run-1", Kind: runtime.KindChild}})
+	d := res.Delivered
+	if d == nil || d.Key != "call@v1" || d.Kind != runtime.KindChild || string(d.Output) != `"child result"` {
+		f.t.Fatalf("parent's Suspend = %+v (delivered %+v), want the child's result as a child checkpoint", res, d)
+	}
+	f.wantStatus("parent", runtime.StatusRunning)
+}
+
+// testNotifyGone: a child's completion is never refused because its parent
+// cannot take the notification.
+func testNotifyGone(f *fixture) {
+	f.create("parent", wf, "")
+	if err := f.store.Terminate(f.ctx, runtime.TerminateRequest{RunID: "parent", Error: runtime.ErrorInfo{Message: "stop"}}); err != nil {
+		f.t.Fatalf("Terminate: %v", err)
+	}
+	f.create("run-1", "child", "")
+	f.create("run-2", "child", "")
+	claimed := f.claim("worker-c", 2, "child")
+	if len(claimed) != 2 {
+		f.t.Fatalf("claimed %v, want run-1 and run-2", claimedIDs(claimed))
+	}
+	parents := map[string]string{"run-1": "parent", "run-2": "no-such-run"}
+	for _, c := range claimed {
+		err := f.store.Complete(f.ctx, runtime.CompleteRequest{Lease: c.Lease, Status: runtime.StatusComplete, Output: []byte("r"), Notify: childNotify(parents[c.Lease.RunID])})
+		if err != nil {
+			f.t.Fatalf("Complete of %s notifying %s: %v", c.Lease.RunID, parents[c.Lease.RunID], err)
+		}
+		f.wantStatus(c.Lease.RunID, runtime.StatusComplete)
+	}
+	f.wantStatus("parent", runtime.StatusTerminated)
+	f.wantCheckpoints("parent")
+	if _, err := f.store.GetRun(f.ctx, "no-such-run"); !errors.Is(err, runtime.ErrRunNotFound) {
+		f.t.Fatalf("GetRun(no-such-run): %v, want ErrRunNotFound", err)
+	}
+}

@@ -1,0 +1,437 @@
+// Package storetest is the conformance suite every runtime.Store runs
+// unchanged. Each rule of the contract in runtime/store.go has its own
+// subtest, run in parallel on a fresh store with its own manual clock.
+//
+// A store's test calls Run with a Factory:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T, now func() time.Time) runtime.Store {
+//			return memstore.New(memstore.Options{Now: now})
+//		})
+//	}
+//
+// The suite uses only the Store interface, so stores backed by real servers
+// run it as they are.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+// Factory returns a fresh, empty store whose clock (lease expiry, readiness,
+// timestamps) is now. Run closes the store when the subtest ends.
+type Factory func(t *testing.T, now func() time.Time) runtime.Store
+
+// Start is the time at which every subtest's clock starts: a whole second,
+// so that stores keeping millisecond precision store it exactly.
+var Start = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// Clock is a manual clock, safe for concurrent use. Its Now method is what
+// Run hands to a Factory.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a clock reading t.
+func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// Set sets the clock to t.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+type testCase struct {
+	name string
+	run  func(f *fixture)
+}
+
+// Run runs the conformance suite against the stores newStore returns.
+func Run(t *testing.T, newStore Factory) {
+	t.Helper()
+	var all []testCase
+	all = append(all, runCases...)
+	all = append(all, claimCases...)
+	all = append(all, checkpointCases...)
+	all = append(all, eventCases...)
+	all = append(all, controlCases...)
+	all = append(all, inputCases...)
+	for _, c := range all {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.run(newFixture(t, newStore))
+		})
+	}
+}
+
+// The defaults the cases use.
+const (
+	wf    = "wf"
+	lease = time.Minute
+)
+
+type fixture struct {
+	t     *testing.T
+	ctx   context.Context
+	store runtime.Store
+	clock *Clock
+}
+
+func newFixture(t *testing.T, newStore Factory) *fixture {
+	clock := NewClock(Start)
+	s := newStore(t, clock.Now)
+	if s == nil {
+		t.Fatal("factory returned a nil store")
+	}
+	// A case that tests Close has closed the store already; a second Close
+	// may then report ErrClosed.
+	t.Cleanup(func() { _ = s.Close() })
+	return &fixture{t: t, ctx: t.Context(), store: s, clock: clock}
+}
+
+func (f *fixture) now() time.Time { return f.clock.Now() }
+
+// after returns a pointer to now+d.
+func (f *fixture) after(d time.Duration) *time.Time {
+	t := f.now().Add(d)
+	return &t
+}
+
+func (f *fixture) create(id, workflow, input string) runtime.RunRecord {
+	f.t.Helper()
+	res, err := f.store.CreateRuns(f.ctx, []runtime.NewRun{{ID: id, Workflow: workflow, Input: []byte(input)}})
+	if err != nil {
+		f.t.Fatalf("CreateRuns(%s): %v", id, err)
+	}
+	if len(res) != 1 || !res[0].Created {
+		f.t.Fatalf("CreateRuns(%s) = %+v, want one created run", id, res)
+	}
+	return res[0].Run
+}
+
+func (f *fixture) claim(owner string, limit int, workflows ...string) []runtime.ClaimedRun {
+	f.t.Helper()
+	if len(workflows) == 0 {
+		workflows = []string{wf}
+	}
+	got, err := f.store.Claim(f.ctx, runtime.ClaimRequest{Owner: owner, Workflows: workflows, Limit: limit, LeaseFor: lease})
+	if err != nil {
+		f.t.Fatalf("Claim(%s): %v", owner, err)
+	}
+	return got
+}
+
+func (f *fixture) claimOne(owner string, workflows ...string) runtime.ClaimedRun {
+	f.t.Helper()
+	got := f.claim(owner, 10, workflows...)
+	if len(got) != 1 {
+		f.t.Fatalf("Claim(%s) leased %d runs %v, want 1", owner, len(got), claimedIDs(got))
+	}
+	return got[0]
+}
+
+func (f *fixture) claimNone(workflows ...string) {
+	f.t.Helper()
+	if got := f.claim("worker-idle", 10, workflows...); len(got) != 0 {
+		f.t.Fatalf("Claim leased %v, want nothing", claimedIDs(got))
+	}
+}
+
+// start creates a run of wf and claims it as worker-a.
+func (f *fixture) start(id, input string) runtime.ClaimedRun {
+	f.t.Helper()
+	f.create(id, wf, input)
+	c := f.claimOne("worker-a")
+	if c.Lease.RunID != id {
+		f.t.Fatalf("claimed %s, want %s", c.Lease.RunID, id)
+	}
+	return c
+}
+
+func (f *fixture) get(id string) runtime.RunRecord {
+	f.t.Helper()
+	rec, err := f.store.GetRun(f.ctx, id)
+	if err != nil {
+		f.t.Fatalf("GetRun(%s): %v", id, err)
+	}
+	return rec
+}
+
+func (f *fixture) wantStatus(id string, want runtime.RunStatus) runtime.RunRecord {
+	f.t.Helper()
+	rec := f.get(id)
+	if rec.Status != want {
+		f.t.Fatalf("run %s status %s, want %s", id, rec.Status, want)
+	}
+	return rec
+}
+
+func (f *fixture) checkpoint(l runtime.Lease, key, output string) runtime.CheckpointResult {
+	f.t.Helper()
+	res, err := f.store.Checkpoint(f.ctx, stepReq(l, key, output))
+	if err != nil {
+		f.t.Fatalf("Checkpoint(%s, %s): %v", l.RunID, key, err)
+	}
+	return res
+}
+
+func stepReq(l runtime.Lease, key, output string) runtime.CheckpointRequest {
+	return runtime.CheckpointRequest{
+		Lease:      l,
+		LeaseFor:   lease,
+		Checkpoint: runtime.Checkpoint{Key: key, Kind: runtime.KindStep, Output: []byte(output)},
+	}
+}
+
+func (f *fixture) suspend(req runtime.SuspendRequest) runtime.SuspendResult {
+	f.t.Helper()
+	if req.LeaseFor == 0 {
+		req.LeaseFor = lease
+	}
+	res, err := f.store.Suspend(f.ctx, req)
+	if err != nil {
+		f.t.Fatalf("Suspend(%s): %v", req.Lease.RunID, err)
+	}
+	return res
+}
+
+// park registers an event wait on topic under key and parks the run.
+func (f *fixture) park(l runtime.Lease, key, topic string, kind runtime.CheckpointKind) {
+	f.t.Helper()
+	res := f.suspend(runtime.SuspendRequest{Lease: l, Wait: &runtime.Wait{Key: key, Topic: topic, Kind: kind}})
+	if res.Delivered != nil || res.Paused {
+		f.t.Fatalf("Suspend(%s) = %+v, want parked", l.RunID, res)
+	}
+}
+
+func (f *fixture) checkpoints(id string) []runtime.Checkpoint {
+	f.t.Helper()
+	cps, err := f.store.LoadCheckpoints(f.ctx, id)
+	if err != nil {
+		f.t.Fatalf("LoadCheckpoints(%s): %v", id, err)
+	}
+	return cps
+}
+
+func (f *fixture) steps(id string) []runtime.StepRecord {
+	f.t.Helper()
+	steps, err := f.store.ListSteps(f.ctx, id)
+	if err != nil {
+		f.t.Fatalf("ListSteps(%s): %v", id, err)
+	}
+	return steps
+}
+
+// wantCheckpoints checks a run's checkpoints: their keys and outputs, in
+// order, as key=output pairs.
+func (f *fixture) wantCheckpoints(id string, want ...string) []runtime.Checkpoint {
+	f.t.Helper()
+	cps := f.checkpoints(id)
+	got := make([]string, len(cps))
+	for i, cp := range cps {
+		got[i] = cp.Key + "=" + string(cp.Output)
+	}
+	if !slices.Equal(got, want) {
+		f.t.Fatalf("checkpoints of %s = %q, want %q", id, got, want)
+	}
+	return cps
+}
+
+func (f *fixture) send(id, topic, payload string) bool {
+	f.t.Helper()
+	delivered, err := f.store.SendEvent(f.ctx, runtime.Event{RunID: id, Topic: topic, Payload: []byte(payload)})
+	if err != nil {
+		f.t.Fatalf("SendEvent(%s, %s): %v", id, topic, err)
+	}
+	return delivered
+}
+
+func (f *fixture) emit(topic, payload string) []string {
+	f.t.Helper()
+	ids, err := f.store.Emit(f.ctx, topic, []byte(payload))
+	if err != nil {
+		f.t.Fatalf("Emit(%s): %v", topic, err)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (f *fixture) complete(l runtime.Lease, output string) {
+	f.t.Helper()
+	err := f.store.Complete(f.ctx, runtime.CompleteRequest{Lease: l, Status: runtime.StatusComplete, Output: []byte(output)})
+	if err != nil {
+		f.t.Fatalf("Complete(%s): %v", l.RunID, err)
+	}
+}
+
+// snapshot is everything a store holds, as the contract shows it.
+type snapshot struct {
+	Runs  []runtime.RunRecord
+	Steps map[string][]runtime.StepRecord
+}
+
+func (f *fixture) snapshot() snapshot {
+	f.t.Helper()
+	snap := snapshot{Steps: map[string][]runtime.StepRecord{}}
+	for _, rec := range f.listAll(runtime.ListRunsQuery{Limit: 50}) {
+		snap.Runs = append(snap.Runs, normRecord(rec))
+		steps := f.steps(rec.ID)
+		for i := range steps {
+			steps[i].Checkpoint = normCheckpoint(steps[i].Checkpoint)
+			for j := range steps[i].Attempts {
+				a := &steps[i].Attempts[j]
+				a.Started, a.Ended = ms(a.Started), ms(a.Ended)
+			}
+			if len(steps[i].Attempts) == 0 {
+				steps[i].Attempts = nil
+			}
+		}
+		if len(steps) > 0 {
+			snap.Steps[rec.ID] = steps
+		}
+	}
+	return snap
+}
+
+// wantUnchanged fails when the store holds anything other than before.
+func (f *fixture) wantUnchanged(before snapshot, what string) {
+	f.t.Helper()
+	if after := f.snapshot(); !reflect.DeepEqual(before, after) {
+		f.t.Fatalf("%s changed the store:\nbefore %+v\nafter  %+v", what, before, after)
+	}
+}
+
+// listAll pages through ListRuns.
+func (f *fixture) listAll(q runtime.ListRunsQuery) []runtime.RunRecord {
+	f.t.Helper()
+	var all []runtime.RunRecord
+	for range 10000 {
+		page, err := f.store.ListRuns(f.ctx, q)
+		if err != nil {
+			f.t.Fatalf("ListRuns(%+v): %v", q, err)
+		}
+		all = append(all, page.Runs...)
+		if page.Next == "" {
+			return all
+		}
+		if len(page.Runs) == 0 {
+			f.t.Fatalf("ListRuns(%+v) returned an empty page with Next %q", q, page.Next)
+		}
+		q.After = page.Next
+	}
+	f.t.Fatal("ListRuns never reached the end")
+	return nil
+}
+
+func (f *fixture) wantErr(err, target error, what string) {
+	f.t.Helper()
+	if !errors.Is(err, target) {
+		f.t.Fatalf("%s: error %v, want %v", what, err, target)
+	}
+}
+
+func (f *fixture) wantTime(what string, got, want time.Time) {
+	f.t.Helper()
+	if !ms(got).Equal(ms(want)) {
+		f.t.Fatalf("%s = %v, want %v", what, got, want)
+	}
+}
+
+func (f *fixture) wantTimePtr(what string, got *time.Time, want time.Time) {
+	f.t.Helper()
+	if got == nil {
+		f.t.Fatalf("%s = nil, want %v", what, want)
+	}
+	f.wantTime(what, *got, want)
+}
+
+func (f *fixture) wantBytes(what string, got []byte, want string) {
+	f.t.Helper()
+	if !bytes.Equal(got, []byte(want)) {
+		f.t.Fatalf("%s = %q, want %q", what, got, want)
+	}
+}
+
+// wantLeaseUntil checks that the run's lease now expires at want.
+func (f *fixture) wantLeaseUntil(id string, want time.Time) {
+	f.t.Helper()
+	f.wantTime("LeaseUntil of "+id, f.get(id).LeaseUntil, want)
+}
+
+// ms truncates a time to the millisecond every store keeps, in UTC.
+func ms(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+
+func normBytes(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+func normRecord(r runtime.RunRecord) runtime.RunRecord {
+	r.Input, r.Output = normBytes(r.Input), normBytes(r.Output)
+	r.LeaseUntil, r.CreatedAt, r.UpdatedAt = ms(r.LeaseUntil), ms(r.CreatedAt), ms(r.UpdatedAt)
+	if r.ReadyAt != nil {
+		t := ms(*r.ReadyAt)
+		r.ReadyAt = &t
+	}
+	if r.Wait != nil {
+		w := *r.Wait
+		if w.Deadline != nil {
+			t := ms(*w.Deadline)
+			w.Deadline = &t
+		}
+		r.Wait = &w
+	}
+	return r
+}
+
+func normCheckpoint(cp runtime.Checkpoint) runtime.Checkpoint {
+	cp.Output = normBytes(cp.Output)
+	cp.CreatedAt = ms(cp.CreatedAt)
+	return cp
+}
+
+func claimedIDs(runs []runtime.ClaimedRun) []string {
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.Lease.RunID
+	}
+	return ids
+}
+
+func recordIDs(runs []runtime.RunRecord) []string {
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+func runID(i int) string { return fmt.Sprintf("run-%03d", i) }
