@@ -1,0 +1,187 @@
+package annotations
+
+import (
+	"fmt"
+	"go/token"
+	"strings"
+	"time"
+)
+
+// Prefix starts every stem directive.
+const Prefix = "//stem:"
+
+// The directive names.
+const (
+	DirectiveWorkflow = "workflow"
+	DirectiveStep     = "step"
+	DirectiveEvent    = "event"
+)
+
+// Annotation is one parsed directive: a *Workflow, *Step or *Event.
+type Annotation interface {
+	// Directive returns the directive's name: DirectiveWorkflow,
+	// DirectiveStep or DirectiveEvent.
+	Directive() string
+	// Pos returns the position of the directive's "//".
+	Pos() token.Pos
+	// KeyPos returns the position of the argument with the given key, or
+	// the directive's position when the argument is absent.
+	KeyPos(key string) token.Pos
+	// String returns the directive in canonical form. Parsing it gives an
+	// equal annotation, positions aside.
+	String() string
+}
+
+// Positions records where a directive and each of its arguments begin, so
+// that later checks can report errors at the exact token.
+type Positions struct {
+	// Slash is the position of the directive's "//".
+	Slash token.Pos
+	// Keys maps each argument's key to the position of its first character.
+	Keys map[string]token.Pos
+}
+
+// Pos returns the position of the directive's "//".
+func (p Positions) Pos() token.Pos { return p.Slash }
+
+// KeyPos returns the position of the argument with key, or of the directive
+// when the argument is absent.
+func (p Positions) KeyPos(key string) token.Pos {
+	if pos, ok := p.Keys[key]; ok {
+		return pos
+	}
+	return p.Slash
+}
+
+// ValuePos returns the position of the value of the argument with key (just
+// after its "="), or of the directive when the argument is absent.
+func (p Positions) ValuePos(key string) token.Pos {
+	if pos, ok := p.Keys[key]; ok {
+		return pos + token.Pos(len(key)+1)
+	}
+	return p.Slash
+}
+
+// Workflow is //stem:workflow name=<name> [version=<n>]. It marks
+//
+//	func Name(ctx *NameContext, in In) (Out, error)
+//
+// as a workflow registered under the durable Name.
+type Workflow struct {
+	// Name is the durable workflow name stored with every run (name=,
+	// required).
+	Name string
+	// Version acknowledges a change of the workflow's input or output type
+	// shape recorded in the package's manifest (version=, default 1). It is
+	// not stored with runs.
+	Version int
+	Positions
+}
+
+// Directive returns DirectiveWorkflow.
+func (*Workflow) Directive() string { return DirectiveWorkflow }
+
+// String returns the directive in canonical form.
+func (w *Workflow) String() string {
+	var b strings.Builder
+	b.WriteString(Prefix + DirectiveWorkflow)
+	fmt.Fprintf(&b, " name=%s", w.Name)
+	if w.Version != 1 {
+		fmt.Fprintf(&b, " version=%d", w.Version)
+	}
+	return b.String()
+}
+
+// Step is //stem:step name=<name> [version=<n>] [retries=<n>]
+// [backoff=<d>[..<max>]] [timeout=<d>] [autoversion]. It marks a method of
+// the package's step receiver, or a plain function, as a checkpointed step.
+type Step struct {
+	// Name is the durable step name (name=, required).
+	Name string
+	// Version is the checkpoint key's version (version=, default 1).
+	Version int
+	// Retries is how many times a failed attempt is retried (retries=,
+	// default 0).
+	Retries int
+	// Backoff is the delay before the first retry (backoff=, default: the
+	// runtime's).
+	Backoff time.Duration
+	// MaxBackoff caps the retry delay (the part after ".." of backoff=,
+	// default: the runtime's).
+	MaxBackoff time.Duration
+	// Timeout bounds each attempt (timeout=, default: none).
+	Timeout time.Duration
+	// Autoversion lets the step run many times in one run (autoversion).
+	Autoversion bool
+	Positions
+}
+
+// Directive returns DirectiveStep.
+func (*Step) Directive() string { return DirectiveStep }
+
+// Key returns the step's checkpoint key, "name@vN". Autoversion calls add
+// "#i" at run time.
+func (s *Step) Key() string { return fmt.Sprintf("%s@v%d", s.Name, s.Version) }
+
+// String returns the directive in canonical form.
+func (s *Step) String() string {
+	var b strings.Builder
+	b.WriteString(Prefix + DirectiveStep)
+	fmt.Fprintf(&b, " name=%s", s.Name)
+	if s.Version != 1 {
+		fmt.Fprintf(&b, " version=%d", s.Version)
+	}
+	if s.Retries != 0 {
+		fmt.Fprintf(&b, " retries=%d", s.Retries)
+	}
+	if s.Backoff != 0 {
+		fmt.Fprintf(&b, " backoff=%s", s.Backoff)
+		if s.MaxBackoff != 0 {
+			fmt.Fprintf(&b, "..%s", s.MaxBackoff)
+		}
+	}
+	if s.Timeout != 0 {
+		fmt.Fprintf(&b, " timeout=%s", s.Timeout)
+	}
+	if s.Autoversion {
+		b.WriteString(" autoversion")
+	}
+	return b.String()
+}
+
+// Event is //stem:event topic=<topic>. It marks a type as the payload of a
+// typed event on Topic.
+type Event struct {
+	// Topic is the event topic (topic=, required).
+	Topic string
+	Positions
+}
+
+// Directive returns DirectiveEvent.
+func (*Event) Directive() string { return DirectiveEvent }
+
+// String returns the directive in canonical form.
+func (e *Event) String() string {
+	return fmt.Sprintf("%s%s topic=%s", Prefix, DirectiveEvent, e.Topic)
+}
+
+// Error is a malformed directive, positioned at the offending token.
+type Error struct {
+	Pos token.Pos
+	Msg string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// ErrorList is every error found in one directive, in position order.
+type ErrorList []*Error
+
+func (l ErrorList) Error() string {
+	switch len(l) {
+	case 0:
+		return "no errors"
+	case 1:
+		return l[0].Msg
+	}
+	return fmt.Sprintf("%s (and %d more errors)", l[0].Msg, len(l)-1)
+}

@@ -1,0 +1,86 @@
+// Package annotations defines the //stem: directives that mark workflows,
+// steps and events in Go source, and parses them strictly.
+//
+// A directive is a Go directive comment (see go.dev/doc/comment#directives):
+// "//stem:" directly followed by the directive's name, with no space after
+// "//", then arguments separated by spaces. It belongs in the doc comment of
+// the declaration it marks; gofmt keeps directives at the end of the doc
+// comment, and go doc does not show them.
+//
+// # Grammar
+//
+//	directive = "//stem:" name { space+ argument } .
+//	name      = "workflow" | "step" | "event" .
+//	argument  = key "=" value | flag .
+//	key, flag = lower-case word from the tables below .
+//	value     = any run of characters without spaces (no quotes) .
+//
+// Every key may appear at most once. Unknown keys, keys without a value,
+// flags with a value, quoted arguments and malformed values are errors, each
+// reported at the position of the offending token.
+//
+// # //stem:workflow
+//
+// Marks func Name(ctx *NameContext, in In) (Out, error) as a workflow.
+//
+//	name=<workflow name>  required: the durable name stored with every run
+//	version=<n>           optional, default 1: bump it to acknowledge a change
+//	                      of the input or output type's shape (see below)
+//
+// # //stem:step
+//
+// Marks a method of the package's step receiver type, or a plain function,
+// whose first parameter is runtime.StepContext or context.Context, followed
+// by any number of inputs, returning (T, error) or error.
+//
+//	name=<step name>      required: the durable step name
+//	version=<n>           optional, default 1: the checkpoint key is name@vN;
+//	                      bumping it makes in-flight runs run the step again
+//	retries=<n>           optional, default 0: retries after a failed attempt
+//	backoff=<d>[..<max>]  optional: delay before the first retry, doubled per
+//	                      retry up to max (runtime defaults: 100ms..1m)
+//	timeout=<d>           optional: bound on each attempt
+//	autoversion           flag: the step may run many times in one run, keyed
+//	                      name@vN#0, #1, ... by call order
+//
+// # //stem:event
+//
+// Marks a type as the payload of a typed event.
+//
+//	topic=<topic>         required: the event topic
+//
+// # Values
+//
+// Names are durable: they are stored with runs and checkpoints, so renaming
+// a Go identifier never changes them. They are never derived from Go
+// identifiers; name= (topic= for events) is required.
+//
+//   - A workflow or step name is 1 to 128 ASCII letters, digits, '.', '_'
+//     and '-' (so never '@', '#' or '/', which checkpoint keys and
+//     idempotency keys use as separators).
+//   - A topic is 1 to 128 ASCII letters, digits, '.', '_', '-', '/' and ':',
+//     and does not start with "stem.", which the runtime reserves.
+//   - A version is a positive decimal integer without sign or leading zeros.
+//   - retries is a non-negative decimal integer.
+//   - A duration is a positive Go duration (time.ParseDuration): 200ms, 30s,
+//     1m30s. A backoff maximum is not less than its start.
+//
+// # Example
+//
+//	// Fulfil reserves stock, waits for the warehouse, then charges.
+//	//
+//	//stem:workflow name=orders.fulfil
+//	func Fulfil(ctx *FulfilContext, order Order) (Receipt, error)
+//
+//	//stem:step name=reserve retries=5 backoff=200ms..30s timeout=10s
+//	func (s *Steps) Reserve(ctx runtime.StepContext, order Order) (Reservation, error)
+//
+//	//stem:step name=pack autoversion
+//	func (s *Steps) Pack(ctx runtime.StepContext, item Item) (Parcel, error)
+//
+//	//stem:event topic=shipment.ready
+//	type ShipmentReady struct{ Tracking string }
+//
+// A misspelled directive (//stem:stpe) is an error, as is a known directive
+// written with a space after the slashes, which Go would treat as prose.
+package annotations

@@ -1,0 +1,64 @@
+package annotations
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// FuzzParse checks that Parse never panics, positions every error inside
+// the line, and that a directive it accepts round-trips through String.
+// Run it with: go test ./annotations -fuzz FuzzParse
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		"//stem:workflow name=orders.fulfil version=2",
+		"//stem:step name=reserve retries=5 backoff=200ms..30s timeout=10s autoversion",
+		"//stem:event topic=shipment.ready",
+		"//stem:stpe name=x",
+		"// stem:step name=x",
+		"//stem:step name=a name=b retries=-1 backoff=2s..1s",
+		"//stem:event topic=\"x\" `y`",
+		"// plain comment",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		if strings.ContainsAny(line, "\n\r") {
+			t.Skip("a // comment is one line")
+		}
+		a, err := Parse(base, line)
+		if err != nil {
+			var list ErrorList
+			if !errors.As(err, &list) || len(list) == 0 {
+				t.Fatalf("Parse(%q) error %v is not a non-empty ErrorList", line, err)
+			}
+			for _, e := range list {
+				if e.Pos < base || int(e.Pos-base) > len(line) {
+					t.Fatalf("Parse(%q): error %q at offset %d outside the line", line, e.Msg, e.Pos-base)
+				}
+				if e.Msg == "" {
+					t.Fatalf("Parse(%q): empty message", line)
+				}
+			}
+			return
+		}
+		if a == nil {
+			if strings.HasPrefix(line, Prefix) || IsDirective(line) {
+				t.Fatalf("Parse(%q) = nil, nil for a directive", line)
+			}
+			return
+		}
+		s := a.String()
+		b, err := Parse(base, s)
+		if err != nil {
+			t.Fatalf("Parse(%q).String() = %q does not parse: %v", line, s, err)
+		}
+		if !reflect.DeepEqual(stripPositions(a), stripPositions(b)) {
+			t.Fatalf("round trip of %q through %q: %#v != %#v", line, s, a, b)
+		}
+		if b.String() != s {
+			t.Fatalf("String() not canonical: %q then %q", s, b.String())
+		}
+	})
+}

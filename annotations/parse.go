@@ -1,0 +1,359 @@
+package annotations
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxNameLen bounds names and topics.
+const maxNameLen = 128
+
+// keySpec describes one key of a directive.
+type keySpec struct {
+	key      string
+	flag     bool // takes no value
+	required bool
+	// set stores the value; it returns the error message and the offset in
+	// value of the offending character, or "" when the value is good.
+	set func(a Annotation, value string) (msg string, at int)
+}
+
+var directives = map[string][]keySpec{
+	DirectiveWorkflow: {
+		{key: "name", required: true, set: func(a Annotation, v string) (string, int) {
+			a.(*Workflow).Name = v
+			return checkName("workflow name", v, false)
+		}},
+		{key: "version", set: func(a Annotation, v string) (string, int) {
+			n, msg := parseVersion(v)
+			a.(*Workflow).Version = n
+			return msg, 0
+		}},
+	},
+	DirectiveStep: {
+		{key: "name", required: true, set: func(a Annotation, v string) (string, int) {
+			a.(*Step).Name = v
+			return checkName("step name", v, false)
+		}},
+		{key: "version", set: func(a Annotation, v string) (string, int) {
+			n, msg := parseVersion(v)
+			a.(*Step).Version = n
+			return msg, 0
+		}},
+		{key: "retries", set: func(a Annotation, v string) (string, int) {
+			if strings.HasPrefix(v, "-") {
+				return fmt.Sprintf("retries must not be negative, got %s", v), 0
+			}
+			n, ok := parseUint(v)
+			if !ok {
+				return fmt.Sprintf("retries must be a non-negative integer without sign or leading zeros, got %q", v), 0
+			}
+			a.(*Step).Retries = n
+			return "", 0
+		}},
+		{key: "backoff", set: func(a Annotation, v string) (string, int) {
+			s := a.(*Step)
+			first, rest, hasMax := strings.Cut(v, "..")
+			d, msg := parseDuration("backoff", first)
+			if msg != "" {
+				return msg, 0
+			}
+			s.Backoff = d
+			if !hasMax {
+				return "", 0
+			}
+			at := len(first) + len("..")
+			m, msg := parseDuration("backoff maximum", rest)
+			if msg != "" {
+				return msg, at
+			}
+			if m < d {
+				return fmt.Sprintf("backoff maximum %s is less than its start %s", m, d), at
+			}
+			s.MaxBackoff = m
+			return "", 0
+		}},
+		{key: "timeout", set: func(a Annotation, v string) (string, int) {
+			d, msg := parseDuration("timeout", v)
+			a.(*Step).Timeout = d
+			return msg, 0
+		}},
+		{key: "autoversion", flag: true, set: func(a Annotation, _ string) (string, int) {
+			a.(*Step).Autoversion = true
+			return "", 0
+		}},
+	},
+	DirectiveEvent: {
+		{key: "topic", required: true, set: func(a Annotation, v string) (string, int) {
+			a.(*Event).Topic = v
+			return checkName("topic", v, true)
+		}},
+	},
+}
+
+// directiveNames lists the directives in the order messages name them.
+var directiveNames = []string{DirectiveWorkflow, DirectiveStep, DirectiveEvent}
+
+// IsDirective reports whether a comment's text starts a stem directive
+// (possibly malformed): whether Parse has anything to say about it.
+func IsDirective(text string) bool {
+	_, _, ok := spaced(text)
+	return strings.HasPrefix(text, Prefix) || ok
+}
+
+// spaced reports whether text is a known directive written with spaces
+// after the "//" ("// stem:step ..."), returning the offset of "stem:" and
+// the directive's name.
+func spaced(text string) (at int, name string, ok bool) {
+	rest, found := strings.CutPrefix(text, "//")
+	if !found {
+		return 0, "", false
+	}
+	trimmed := strings.TrimLeft(rest, " \t")
+	if len(trimmed) == len(rest) {
+		return 0, "", false
+	}
+	after, found := strings.CutPrefix(trimmed, "stem:")
+	if !found {
+		return 0, "", false
+	}
+	for _, n := range directiveNames {
+		if tail, ok := strings.CutPrefix(after, n); ok && (tail == "" || tail[0] == ' ' || tail[0] == '\t') {
+			return len(text) - len(trimmed), n, true
+		}
+	}
+	return 0, "", false
+}
+
+// ParseComment parses one comment of a comment group; see Parse.
+func ParseComment(c *ast.Comment) (Annotation, error) {
+	return Parse(c.Slash, c.Text)
+}
+
+// Parse parses one comment line, text (including its leading "//"), whose
+// "//" is at slash. It returns (nil, nil) when the line is not a stem
+// directive. Otherwise it returns the annotation and, if the directive is
+// malformed, an ErrorList with every problem at the exact token. The
+// annotation is returned even with errors (bad arguments left at their
+// defaults) so that callers can go on checking; it is nil only when the
+// directive's name is unknown.
+func Parse(slash token.Pos, text string) (Annotation, error) {
+	if at, name, ok := spaced(text); ok {
+		return nil, ErrorList{{Pos: slash + token.Pos(at), Msg: fmt.Sprintf(
+			"a directive has no space after //: write %s%s", Prefix, name)}}
+	}
+	if !strings.HasPrefix(text, Prefix) {
+		return nil, nil
+	}
+	namePos := slash + token.Pos(len(Prefix))
+	d, ok := ast.ParseDirective(slash, text)
+	if !ok || d.Tool != "stem" {
+		return nil, ErrorList{{Pos: namePos, Msg: fmt.Sprintf(
+			"malformed directive %q: want %s<name> followed by key=value arguments", text, Prefix)}}
+	}
+	specs, known := directives[d.Name]
+	if !known {
+		msg := fmt.Sprintf("unknown directive %s%s; want %s", Prefix, d.Name, oneOf(prefixed(directiveNames)))
+		if s := suggest(d.Name, directiveNames); s != "" {
+			msg += fmt.Sprintf(" (did you mean %s%s?)", Prefix, s)
+		}
+		return nil, ErrorList{{Pos: namePos, Msg: msg}}
+	}
+	var a Annotation
+	pos := Positions{Slash: slash, Keys: map[string]token.Pos{}}
+	switch d.Name {
+	case DirectiveWorkflow:
+		a = &Workflow{Version: 1, Positions: pos}
+	case DirectiveStep:
+		a = &Step{Version: 1, Positions: pos}
+	case DirectiveEvent:
+		a = &Event{Positions: pos}
+	}
+	var errs ErrorList
+	fail := func(p token.Pos, format string, args ...any) {
+		errs = append(errs, &Error{Pos: p, Msg: fmt.Sprintf(format, args...)})
+	}
+	args, err := d.ParseArgs()
+	if err != nil {
+		fail(d.ArgsPos, "malformed arguments of %s%s: quoted arguments are not supported", Prefix, d.Name)
+		return a, errs
+	}
+	for _, arg := range args {
+		raw := text[int(arg.Pos-slash):]
+		if raw[0] == '"' || raw[0] == '`' {
+			fail(arg.Pos, "quoted arguments are not supported; write key=value")
+			continue
+		}
+		key, value, hasValue := strings.Cut(arg.Arg, "=")
+		i := slices.IndexFunc(specs, func(s keySpec) bool { return s.key == key })
+		if i < 0 {
+			keys := make([]string, len(specs))
+			for j, s := range specs {
+				keys[j] = s.key
+			}
+			msg := fmt.Sprintf("unknown key %q in %s%s; want %s", key, Prefix, d.Name, oneOf(keys))
+			if s := suggest(key, keys); s != "" {
+				msg += fmt.Sprintf(" (did you mean %s?)", s)
+			}
+			fail(arg.Pos, "%s", msg)
+			continue
+		}
+		spec := specs[i]
+		if _, dup := pos.Keys[key]; dup {
+			fail(arg.Pos, "duplicate key %s in %s%s", key, Prefix, d.Name)
+			continue
+		}
+		pos.Keys[key] = arg.Pos
+		valuePos := arg.Pos + token.Pos(len(key)+1)
+		switch {
+		case spec.flag && hasValue:
+			fail(arg.Pos+token.Pos(len(key)), "%s is a flag and takes no value: write %s", key, key)
+			continue
+		case !spec.flag && !hasValue:
+			fail(arg.Pos, "%s needs a value: write %s=<value>", key, key)
+			continue
+		case !spec.flag && value == "":
+			fail(valuePos, "empty value for %s", key)
+			continue
+		}
+		if msg, at := spec.set(a, value); msg != "" {
+			fail(valuePos+token.Pos(at), "%s", msg)
+		}
+	}
+	for _, spec := range specs {
+		if _, ok := pos.Keys[spec.key]; spec.required && !ok {
+			fail(namePos, "%s%s needs %s=<%s>", Prefix, d.Name, spec.key, what(d.Name, spec.key))
+		}
+	}
+	if len(errs) == 0 {
+		return a, nil
+	}
+	slices.SortStableFunc(errs, func(x, y *Error) int { return int(x.Pos) - int(y.Pos) })
+	return a, errs
+}
+
+func what(directive, key string) string {
+	if key == "topic" {
+		return "topic"
+	}
+	return directive + " name"
+}
+
+// checkName checks a workflow or step name, or (topic) an event topic,
+// returning a message and the offset of the offending character.
+func checkName(kind, v string, topic bool) (string, int) {
+	if len(v) > maxNameLen {
+		return fmt.Sprintf("%s is %d bytes long, at most %d", kind, len(v), maxNameLen), 0
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		ok := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			c == '.' || c == '_' || c == '-' || topic && (c == '/' || c == ':')
+		if !ok {
+			allowed := "ASCII letters, digits, '.', '_' and '-'"
+			if topic {
+				allowed = "ASCII letters, digits, '.', '_', '-', '/' and ':'"
+			}
+			return fmt.Sprintf("invalid character %q in %s %q: use %s", rune(c), kind, v, allowed), i
+		}
+	}
+	if topic && strings.HasPrefix(v, "stem.") {
+		return fmt.Sprintf("topic %q starts with \"stem.\", which the runtime reserves", v), 0
+	}
+	return "", 0
+}
+
+// parseUint parses a decimal integer without sign or leading zeros.
+func parseUint(v string) (int, bool) {
+	if v == "" || len(v) > 9 || (len(v) > 1 && v[0] == '0') {
+		return 0, false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil
+}
+
+func parseVersion(v string) (int, string) {
+	n, ok := parseUint(v)
+	if !ok || n < 1 {
+		return 1, fmt.Sprintf("version must be a positive integer without sign or leading zeros, got %q", v)
+	}
+	return n, ""
+}
+
+func parseDuration(what, v string) (time.Duration, string) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Sprintf("bad duration %q for %s: want a Go duration such as 200ms, 30s or 1m30s", v, what)
+	}
+	if d <= 0 {
+		return 0, fmt.Sprintf("%s must be positive, got %s", what, v)
+	}
+	return d, ""
+}
+
+func prefixed(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = Prefix + n
+	}
+	return out
+}
+
+// oneOf formats "a, b or c".
+func oneOf(items []string) string {
+	if len(items) == 1 {
+		return items[0]
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
+}
+
+// suggest returns the candidate closest to s if it is close enough to be a
+// likely typo.
+func suggest(s string, candidates []string) string {
+	best, bestDist := "", 3
+	for _, c := range candidates {
+		if d := distance(s, c); d < bestDist && d <= len(c)/2 {
+			best, bestDist = c, d
+		}
+	}
+	return best
+}
+
+// distance is the optimal string alignment distance: edits, with adjacent
+// transpositions counting as one.
+func distance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 64
+	}
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}

@@ -1,0 +1,216 @@
+package annotations
+
+import (
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// base is the position tests parse at; errors are reported as 1-based
+// columns into the line.
+const base = token.Pos(1)
+
+func col(p token.Pos) int { return int(p-base) + 1 }
+
+func TestParseGood(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		line string
+		want Annotation
+	}{
+		{"//stem:workflow name=orders.fulfil", &Workflow{Name: "orders.fulfil", Version: 1}},
+		{"//stem:workflow name=orders.fulfil version=3", &Workflow{Name: "orders.fulfil", Version: 3}},
+		{"//stem:workflow   version=2\tname=a_b-C.9  ", &Workflow{Name: "a_b-C.9", Version: 2}},
+		{"//stem:step name=reserve", &Step{Name: "reserve", Version: 1}},
+		{"//stem:step name=reserve retries=5 backoff=200ms..30s timeout=10s",
+			&Step{Name: "reserve", Version: 1, Retries: 5, Backoff: 200 * time.Millisecond, MaxBackoff: 30 * time.Second, Timeout: 10 * time.Second}},
+		{"//stem:step name=charge version=2 retries=0 backoff=1s", &Step{Name: "charge", Version: 2, Backoff: time.Second}},
+		{"//stem:step autoversion name=pack", &Step{Name: "pack", Version: 1, Autoversion: true}},
+		{"//stem:step name=p backoff=1s..1s", &Step{Name: "p", Version: 1, Backoff: time.Second, MaxBackoff: time.Second}},
+		{"//stem:event topic=shipment.ready", &Event{Topic: "shipment.ready"}},
+		{"//stem:event topic=a/b:c", &Event{Topic: "a/b:c"}},
+	}
+	for _, c := range cases {
+		got, err := Parse(base, c.line)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", c.line, err)
+			continue
+		}
+		if !reflect.DeepEqual(stripPositions(got), c.want) {
+			t.Errorf("Parse(%q) = %#v, want %#v", c.line, got, c.want)
+		}
+		again, err := Parse(base, got.String())
+		if err != nil || !reflect.DeepEqual(stripPositions(again), c.want) {
+			t.Errorf("Parse(%q.String() = %q) = %#v, %v", c.line, got.String(), again, err)
+		}
+	}
+}
+
+func TestParseNotDirective(t *testing.T) {
+	t.Parallel()
+	for _, line := range []string{
+		"// Fulfil reserves stock.",
+		"//go:generate go run x",
+		"//",
+		"// stem:steps are nice",
+		"// the stem:step directive",
+		"/*stem:step name=x*/",
+	} {
+		a, err := Parse(base, line)
+		if a != nil || err != nil {
+			t.Errorf("Parse(%q) = %v, %v; want nil, nil", line, a, err)
+		}
+		if IsDirective(line) {
+			t.Errorf("IsDirective(%q) = true", line)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		line string
+		want []string // "col: message substring"
+	}{
+		{"//stem:stpe name=x", []string{"8: unknown directive //stem:stpe; want //stem:workflow, //stem:step or //stem:event (did you mean //stem:step?)"}},
+		{"//stem:workflwo name=x", []string{"8: (did you mean //stem:workflow?)"}},
+		{"//stem:frobnicate", []string{"8: unknown directive //stem:frobnicate"}},
+		{"//stem:", []string{"8: malformed directive"}},
+		{"//stem:Step name=x", []string{"8: malformed directive"}},
+		{"// stem:step name=x", []string{"4: a directive has no space after //: write //stem:step"}},
+		{"//\tstem:event topic=x", []string{"4: a directive has no space after //: write //stem:event"}},
+		{"//stem:step", []string{"8: //stem:step needs name=<step name>"}},
+		{"//stem:workflow version=2", []string{"8: //stem:workflow needs name=<workflow name>"}},
+		{"//stem:event", []string{"8: //stem:event needs topic=<topic>"}},
+		{"//stem:step name=a nmae=b", []string{"20: unknown key \"nmae\" in //stem:step; want name, version, retries, backoff, timeout or autoversion (did you mean name?)"}},
+		{"//stem:step name=a name=b", []string{"20: duplicate key name in //stem:step"}},
+		{"//stem:step name=a retries=-1", []string{"28: retries must not be negative, got -1"}},
+		{"//stem:step name=a retries=x", []string{"28: retries must be a non-negative integer"}},
+		{"//stem:step name=a retries=01", []string{"28: retries must be a non-negative integer"}},
+		{"//stem:step name=a version=0", []string{"28: version must be a positive integer"}},
+		{"//stem:step name=a version=+2", []string{"28: version must be a positive integer"}},
+		{"//stem:step name=a timeout=10", []string{"28: bad duration \"10\" for timeout"}},
+		{"//stem:step name=a timeout=-1s", []string{"28: timeout must be positive, got -1s"}},
+		{"//stem:step name=a timeout=0s", []string{"28: timeout must be positive"}},
+		{"//stem:step name=a backoff=1s..x", []string{"32: bad duration \"x\" for backoff maximum"}},
+		{"//stem:step name=a backoff=2s..1s", []string{"32: backoff maximum 1s is less than its start 2s"}},
+		{"//stem:step name=a backoff=..1s", []string{"28: bad duration \"\" for backoff"}},
+		{"//stem:step name=a autoversion=true", []string{"31: autoversion is a flag and takes no value"}},
+		{"//stem:step name=a retries", []string{"20: retries needs a value: write retries=<value>"}},
+		{"//stem:step name=", []string{"18: empty value for name"}},
+		{"//stem:step name=a@v2", []string{"19: invalid character '@' in step name \"a@v2\""}},
+		{"//stem:step name=a#b", []string{"19: invalid character '#'"}},
+		{"//stem:step name=a/b", []string{"19: invalid character '/'"}},
+		{"//stem:workflow name=ü", []string{"22: invalid character"}},
+		{"//stem:step name=" + strings.Repeat("x", 129), []string{"18: step name is 129 bytes long, at most 128"}},
+		{"//stem:event topic=stem.child/x", []string{"20: topic \"stem.child/x\" starts with \"stem.\""}},
+		{"//stem:event topic=a@b", []string{"21: invalid character '@' in topic"}},
+		{"//stem:event topic=\"x\"", []string{"20: invalid character '\"' in topic"}},
+		{"//stem:event topic=x \"y", []string{"14: malformed arguments"}},
+		{"//stem:event \"topic=x\"", []string{"8: //stem:event needs topic", "14: quoted arguments are not supported"}},
+		{"//stem:step name=a retries=-1 timeout=x nope", []string{
+			"28: retries must not be negative", "39: bad duration", "41: unknown key \"nope\""}},
+	}
+	for _, c := range cases {
+		_, err := Parse(base, c.line)
+		var list ErrorList
+		if !errors.As(err, &list) {
+			t.Errorf("Parse(%q) error = %v, want an ErrorList", c.line, err)
+			continue
+		}
+		var got []string
+		for _, e := range list {
+			got = append(got, fmt.Sprintf("%d: %s", col(e.Pos), e.Msg))
+		}
+		if len(got) != len(c.want) {
+			t.Errorf("Parse(%q) errors:\n\t%s\nwant:\n\t%s", c.line, strings.Join(got, "\n\t"), strings.Join(c.want, "\n\t"))
+			continue
+		}
+		for i := range got {
+			wcol, wmsg, _ := strings.Cut(c.want[i], ": ")
+			gcol, gmsg, _ := strings.Cut(got[i], ": ")
+			if gcol != wcol || !strings.Contains(gmsg, wmsg) {
+				t.Errorf("Parse(%q) error %d = %q, want %q", c.line, i, got[i], c.want[i])
+			}
+		}
+	}
+}
+
+func TestParseKeepsPositions(t *testing.T) {
+	t.Parallel()
+	a, err := Parse(base, "//stem:step name=reserve  retries=5 autoversion")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := a.(*Step)
+	if col(s.Pos()) != 1 || col(s.KeyPos("name")) != 13 || col(s.ValuePos("name")) != 18 ||
+		col(s.KeyPos("retries")) != 27 || col(s.KeyPos("autoversion")) != 37 || col(s.KeyPos("timeout")) != 1 {
+		t.Errorf("positions: %+v", s.Positions)
+	}
+	if s.Key() != "reserve@v1" {
+		t.Errorf("Key() = %q", s.Key())
+	}
+}
+
+// TestParseComment parses the directives of a real file, whose positions
+// come from the file set.
+func TestParseComment(t *testing.T) {
+	t.Parallel()
+	src := "package p\n\n// F does things.\n//\n//stem:workflow name=p.f  versoin=2\nfunc F() {}\n"
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "p.go", src, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := f.Decls[0].(*ast.FuncDecl).Doc
+	var got []string
+	for _, c := range doc.List {
+		_, err := ParseComment(c)
+		var list ErrorList
+		if errors.As(err, &list) {
+			for _, e := range list {
+				got = append(got, fmt.Sprintf("%s: %s", fset.Position(e.Pos), e.Msg))
+			}
+		}
+	}
+	want := []string{`p.go:5:27: unknown key "versoin" in //stem:workflow; want name or version (did you mean version?)`}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	if strings.Contains(doc.Text(), "stem:") {
+		t.Errorf("doc text keeps the directive: %q", doc.Text())
+	}
+}
+
+func TestErrorList(t *testing.T) {
+	t.Parallel()
+	l := ErrorList{{Msg: "a"}, {Msg: "b"}}
+	if l.Error() != "a (and 1 more errors)" || l[:1].Error() != "a" {
+		t.Errorf("Error() = %q", l.Error())
+	}
+}
+
+// stripPositions returns a copy of a without positions, for comparison.
+func stripPositions(a Annotation) Annotation {
+	switch a := a.(type) {
+	case *Workflow:
+		c := *a
+		c.Positions = Positions{}
+		return &c
+	case *Step:
+		c := *a
+		c.Positions = Positions{}
+		return &c
+	case *Event:
+		c := *a
+		c.Positions = Positions{}
+		return &c
+	}
+	return a
+}
