@@ -1,0 +1,72 @@
+package memstore_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/stores/memstore"
+)
+
+// BenchmarkRun measures one short run's store traffic: create, claim,
+// three checkpoints, a reload of them, complete.
+func BenchmarkRun(b *testing.B) {
+	ctx := b.Context()
+	s := memstore.New(memstore.Options{})
+	defer s.Close()
+	out := []byte(`{"ok":true}`)
+	keys := []string{"a@v1", "b@v1", "c@v1"}
+	claim := runtime.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 1, LeaseFor: time.Minute}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		id := fmt.Sprintf("run-%09d", i)
+		i++
+		if _, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: id, Workflow: "wf", Input: out}}); err != nil {
+			b.Fatal(err)
+		}
+		got, err := s.Claim(ctx, claim)
+		if err != nil || len(got) != 1 {
+			b.Fatal(err, len(got))
+		}
+		l := got[0].Lease
+		for _, k := range keys {
+			if _, err := s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: l, LeaseFor: time.Minute, Checkpoint: runtime.Checkpoint{Key: k, Kind: runtime.KindStep, Output: out}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := s.LoadCheckpoints(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Complete(ctx, runtime.CompleteRequest{Lease: l, Status: runtime.StatusComplete, Output: out}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCheckpoint measures one checkpoint write of a long run.
+func BenchmarkCheckpoint(b *testing.B) {
+	ctx := b.Context()
+	s := memstore.New(memstore.Options{})
+	defer s.Close()
+	if _, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "r", Workflow: "wf"}}); err != nil {
+		b.Fatal(err)
+	}
+	got, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 1, LeaseFor: time.Minute})
+	if err != nil || len(got) != 1 {
+		b.Fatal(err)
+	}
+	keys := make([]string, b.N+1)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("pack@v1#%d", i)
+	}
+	out := []byte(`{"ok":true}`)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: got[0].Lease, LeaseFor: time.Minute, Checkpoint: runtime.Checkpoint{Key: keys[i], Kind: runtime.KindStep, Output: out}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

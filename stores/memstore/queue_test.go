@@ -1,0 +1,73 @@
+package memstore
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+// TestQueueStaysBounded parks and claims runs many times, extending leases
+// in between: the heaps keep only a bounded number of superseded entries,
+// and claims stay correct throughout.
+func TestQueueStaysBounded(t *testing.T) {
+	ctx := t.Context()
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	s := New(Options{Now: func() time.Time { return now }})
+	defer s.Close()
+	const runs = 10
+	var batch []runtime.NewRun
+	for i := range runs {
+		batch = append(batch, runtime.NewRun{ID: string(rune('a' + i)), Workflow: "wf"})
+	}
+	if _, err := s.CreateRuns(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	req := runtime.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: runs, LeaseFor: time.Minute}
+	for round := range 500 {
+		got, err := s.Claim(ctx, req)
+		if err != nil || len(got) != runs {
+			t.Fatalf("round %d: claimed %d runs, %v; want %d", round, len(got), err, runs)
+		}
+		for _, c := range got {
+			for range 3 {
+				if err := s.Heartbeat(ctx, c.Lease, time.Minute); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Pause(ctx, c.Lease.RunID); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Resume(ctx, c.Lease.RunID); err != nil {
+				t.Fatal(err)
+			}
+			wake := now.Add(time.Duration(round%3) * time.Hour)
+			if _, err := s.Suspend(ctx, runtime.SuspendRequest{Lease: c.Lease, ReadyAt: &wake}); err != nil {
+				t.Fatal(err)
+			}
+			if round%3 != 0 {
+				if err := s.Restart(ctx, c.Lease.RunID); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if round%3 == 0 {
+			// Released at once: another worker claims and releases them.
+			again, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "x", Workflows: []string{"wf"}, Limit: runs, LeaseFor: time.Minute})
+			if err != nil || len(again) != runs {
+				t.Fatalf("round %d: released runs not claimable: %d, %v", round, len(again), err)
+			}
+			for _, c := range again {
+				wake := now
+				if _, err := s.Suspend(ctx, runtime.SuspendRequest{Lease: c.Lease, ReadyAt: &wake}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		now = now.Add(time.Second)
+	}
+	q := s.queues["wf"]
+	if len(q.ready) > 2*runs+65 || len(q.leases) > 2*runs+65 {
+		t.Fatalf("heaps grew to %d ready and %d lease entries for %d runs", len(q.ready), len(q.leases), runs)
+	}
+}
