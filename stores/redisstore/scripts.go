@@ -1,8 +1,13 @@
 package redisstore
 
-import "github.com/redis/go-redis/v9"
+import (
+	"strings"
 
-// Every script is the prelude, a body defining main(), and the epilogue.
+	"github.com/redis/go-redis/v9"
+)
+
+// Every script is a header, the helpers its body uses, the body (which
+// defines main) and the epilogue; see newScript.
 //
 // The "#!lua" shebang makes Redis 7 treat each script as one that may write,
 // so the server refuses it up front when out of memory instead of failing a
@@ -14,8 +19,13 @@ import "github.com/redis/go-redis/v9"
 // an integer number of microseconds, formatted with f() before it reaches a
 // command: Lua's own number-to-string conversion keeps 14 digits only.
 // Replies start with a status word (OK, NOTFOUND, INVALID, LEASELOST, ...).
-const prelude = `#!lua
+const header = `#!lua
 local P = ARGV[1]
+local WOKE = false
+`
+
+// clockHelper is included when a script reads the clock.
+const clockHelper = `
 local NOW
 if ARGV[2] ~= '' then
   NOW = tonumber(ARGV[2])
@@ -23,24 +33,36 @@ else
   local t = redis.call('TIME')
   NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-local function f(n) return string.format('%.0f', n) end
-local NOWS = f(NOW)
-local WOKE = false
+local NOWS = string.format('%.0f', NOW)
+`
 
-local function rkey(id) return P .. 'r:' .. id end
-local function ckey(id) return P .. 'c:' .. id end
-local function akey(id) return P .. 'a:' .. id end
-local function readyq(wf) return P .. 'q:' .. wf end
-local function leaseq(wf) return P .. 'l:' .. wf end
-local function waitset(topic) return P .. 'w:' .. topic end
-local function evkey(id, topic) return P .. 'e:' .. #id .. ':' .. id .. ':' .. topic end
+// luaHelper is a local function a script body may call.
+type luaHelper struct {
+	name string
+	src  string
+}
 
-local function finished(st)
+// helpers in definition order: each may call only those before it. A script
+// gets only the helpers it uses, because Redis runs a script's whole text on
+// every call and each local function costs a closure allocation.
+var helpers = []luaHelper{
+	{"f", `local function f(n) return string.format('%.0f', n) end`},
+	{"rkey", `local function rkey(id) return P .. 'r:' .. id end`},
+	{"ckey", `local function ckey(id) return P .. 'c:' .. id end`},
+	{"readyq", `local function readyq(wf) return P .. 'q:' .. wf end`},
+	{"leaseq", `local function leaseq(wf) return P .. 'l:' .. wf end`},
+	{"waitset", `local function waitset(topic) return P .. 'w:' .. topic end`},
+	{"evkey", `local function evkey(id, topic) return P .. 'e:' .. #id .. ':' .. id .. ':' .. topic end`},
+	{"finished", `local function finished(st)
   return st == 'complete' or st == 'errored' or st == 'terminated'
-end
-
--- index_status moves run id between the listing indexes of its status.
-local function index_status(id, wf, old, new)
+end`},
+	{"wait_kind", `local function wait_kind(k)
+  if not k or k == '' then return 'event' end
+  return k
+end`},
+	// index_status moves run id between the listing indexes of its status;
+	// the caller writes the status field itself.
+	{"index_status", `local function index_status(id, wf, old, new)
   if old == new then return end
   if old then
     redis.call('ZREM', P .. 'is:' .. old, id)
@@ -48,59 +70,55 @@ local function index_status(id, wf, old, new)
   end
   redis.call('ZADD', P .. 'is:' .. new, 0, id)
   redis.call('ZADD', P .. 'iws:' .. new .. ':' .. wf, 0, id)
-end
-
-local function set_status(r, id, wf, old, new)
+end`},
+	{"set_status", `local function set_status(r, id, wf, old, new)
   index_status(id, wf, old, new)
   redis.call('HSET', r, 'st', new, 'ua', NOWS)
-end
-
--- clear_wait drops the run's registered event wait, if any.
-local function clear_wait(r, id)
+end`},
+	// clear_wait drops the run's registered event wait, if any.
+	{"clear_wait", `local function clear_wait(r, id)
   local t = redis.call('HGET', r, 'wt')
-  if t then redis.call('SREM', waitset(t), id) end
-  redis.call('HDEL', r, 'wk', 'wt', 'wn', 'wd')
-end
-
--- write_cp writes the checkpoint of key unless one exists. It returns the
--- stored encoding and whether it wrote. The encoding is
--- seq \n created \n kind \n error-json \n marked-output.
-local function write_cp(r, c, key, kind, err, out)
-  local old = redis.call('HGET', c, key)
-  if old then return old, false end
+  if t then
+    redis.call('SREM', waitset(t), id)
+    redis.call('HDEL', r, 'wk', 'wt', 'wn', 'wd')
+  end
+end`},
+	// put_cp writes a checkpoint the caller knows is absent and returns its
+	// encoding: seq \n created \n kind \n error-json \n marked-output. The
+	// caller resets the run's recovery count.
+	{"put_cp", `local function put_cp(r, c, key, kind, err, out)
   local seq = redis.call('HINCRBY', r, 'seq', 1)
   local b = f(seq) .. '\n' .. NOWS .. '\n' .. kind .. '\n' .. err .. '\n' .. out
   redis.call('HSET', c, key, b)
+  return b
+end`},
+	// write_cp writes the checkpoint of key unless one exists; it returns
+	// the stored encoding.
+	{"write_cp", `local function write_cp(r, c, key, kind, err, out)
+  local old = redis.call('HGET', c, key)
+  if old then return old end
+  local b = put_cp(r, c, key, kind, err, out)
   redis.call('HSET', r, 'rec', '0')
-  return b, true
-end
-
--- extend renews the lease of a running run to now+lf.
-local function extend(r, id, wf, lf)
+  return b
+end`},
+	// extend renews the lease of a running run to now+lf.
+	{"extend", `local function extend(r, id, wf, lf)
   local lu = f(NOW + lf)
   redis.call('HSET', r, 'lu', lu, 'ua', NOWS)
   redis.call('ZADD', leaseq(wf), lu, id)
-  return lu
-end
-
--- release ends the run's lease: it leaves the lease set, and LeaseUntil
--- (kept with Owner and Token to describe the last lease) becomes now if it
--- was later.
-local function release(r, id, wf)
+end`},
+	// release ends the run's lease: it leaves the lease set, and LeaseUntil
+	// (kept with Owner and Token to describe the last lease) becomes now if
+	// it was later.
+	{"release", `local function release(r, id, wf)
   redis.call('ZREM', leaseq(wf), id)
   local lu = redis.call('HGET', r, 'lu')
   if lu and tonumber(lu) > NOW then redis.call('HSET', r, 'lu', NOWS) end
-end
-
-local function wait_kind(k)
-  if k == nil or k == false or k == '' then return 'event' end
-  return k
-end
-
--- deliver resolves the registered wait of run id with payload: the payload
--- becomes the checkpoint of the wait's key, the wait is dropped, and a
--- waiting run is queued (a paused one stays paused, ready now).
-local function deliver(id, payload)
+end`},
+	// deliver resolves the registered wait of run id with payload: the
+	// payload becomes the checkpoint of the wait's key, the wait is dropped,
+	// and a waiting run is queued (a paused one stays paused, ready now).
+	{"deliver", `local function deliver(id, payload)
   local r = rkey(id)
   local st, wf, wk, wn, ready = unpack(redis.call('HMGET', r, 'st', 'wf', 'wk', 'wn', 'ready'))
   write_cp(r, ckey(id), wk, wait_kind(wn), '', payload)
@@ -116,27 +134,43 @@ local function deliver(id, payload)
     redis.call('HSET', r, 'ready', NOWS)
   end
   redis.call('HSET', r, 'ua', NOWS)
-end
-
--- send delivers an event to one existing, unfinished run: as a delivery
--- when it waits on the topic, else buffered in order.
-local function send(id, topic, payload)
+end`},
+	// send delivers an event to one existing, unfinished run: as a delivery
+	// when it waits on the topic, else buffered in order.
+	{"send", `local function send(id, topic, payload)
   if redis.call('HGET', rkey(id), 'wt') == topic then
     deliver(id, payload)
     return 1
   end
   redis.call('RPUSH', evkey(id, topic), payload)
   return 0
-end
-
--- send_check reports why an event cannot be sent to run id, or nil.
-local function send_check(id)
+end`},
+	// send_check reports why an event cannot be sent to run id, or nil.
+	{"send_check", `local function send_check(id)
   local st = redis.call('HGET', rkey(id), 'st')
   if not st then return 'NOTFOUND' end
   if finished(st) then return 'INVALID' end
   return nil
-end
-`
+end`},
+	// fence checks a fenced script's lease: KEYS[1] is the run hash, ARGV[3]
+	// the token. It returns an error reply, or nil and the run's fields. An
+	// unknown run has no lease to hold: LEASELOST, as for any holder whose
+	// run went away.
+	{"fence", `local function fence()
+  local st, tok, wf, wk, preq = unpack(redis.call('HMGET', KEYS[1], 'st', 'tok', 'wf', 'wk', 'preq'))
+  if not st or st ~= 'running' or tok ~= ARGV[3] then return {'LEASELOST'} end
+  return nil, st, wf, wk, preq
+end`},
+	// finish clears what a finished run no longer has: lease, wait,
+	// schedule, suspend state and pause request.
+	{"finish", `local function finish(r, id, wf, st, new)
+  clear_wait(r, id)
+  redis.call('HDEL', r, 'ss', 'ready', 'preq')
+  release(r, id, wf)
+  redis.call('ZREM', readyq(wf), id)
+  set_status(r, id, wf, st, new)
+end`},
+}
 
 const epilogue = `
 local res = main()
@@ -144,8 +178,57 @@ if WOKE then redis.call('PUBLISH', P .. 'wake', '1') end
 return res
 `
 
-func newScript(body string) *redis.Script {
-	return redis.NewScript(prelude + body + epilogue)
+func newScript(body string) *redis.Script { return redis.NewScript(assemble(body)) }
+
+// assemble builds a script's text: the header, the clock when the script
+// reads it, the helpers the body uses (directly or through other helpers),
+// the body and the epilogue.
+func assemble(body string) string {
+	used := make([]bool, len(helpers))
+	text := body
+	for changed := true; changed; {
+		changed = false
+		for i := len(helpers) - 1; i >= 0; i-- {
+			if !used[i] && callsHelper(text, helpers[i].name) {
+				used[i] = true
+				text += helpers[i].src
+				changed = true
+			}
+		}
+	}
+	var b strings.Builder
+	b.WriteString(header)
+	if strings.Contains(text, "NOW") {
+		b.WriteString(clockHelper)
+	}
+	for i, h := range helpers {
+		if used[i] {
+			b.WriteString(h.src)
+			b.WriteByte('\n')
+		}
+	}
+	b.WriteString(body)
+	b.WriteString(epilogue)
+	return b.String()
+}
+
+// callsHelper reports whether Lua text calls the named function.
+func callsHelper(text, name string) bool {
+	for i := 0; ; {
+		j := strings.Index(text[i:], name+"(")
+		if j < 0 {
+			return false
+		}
+		j += i
+		if j == 0 || !isIdentByte(text[j-1]) {
+			return true
+		}
+		i = j + 1
+	}
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // createScript inserts runs. KEYS: the run hashes. ARGV[3...]: per run
@@ -220,11 +303,11 @@ local function main()
       rec = tonumber(rec or '0')
       if expired then rec = rec + 1 end
       local tok = redis.call('HINCRBY', r, 'tok', 1)
-      redis.call('HSET', r, 'own', owner, 'lu', lu, 'rec', f(rec))
+      redis.call('HSET', r, 'st', 'running', 'own', owner, 'lu', lu, 'rec', f(rec), 'ua', NOWS)
       redis.call('HDEL', r, 'ready')
-      redis.call('ZREM', readyq(wf), id)
+      if not expired then redis.call('ZREM', readyq(wf), id) end
       redis.call('ZADD', leaseq(wf), lu, id)
-      set_status(r, id, wf, st, 'running')
+      index_status(id, wf, st, 'running')
       out[#out + 1] = {id, tok, redis.call('HMGET', r, 'wf', 'pa', 'in', 'rec', 'ss', 'wk', 'wt', 'wn', 'wd', 'lu')}
     else
       -- not claimable after all: an index entry out of step with the run
@@ -236,34 +319,24 @@ local function main()
 end
 `)
 
-// fenceCheck is shared by the fenced scripts: KEYS[1] is the run hash,
-// ARGV[3] the token. It returns an error reply or nil and the run's fields.
-// An unknown run has no lease to hold: LEASELOST, as for any other holder
-// whose run went away.
-const fenceCheck = `
-local function fence()
-  local st, tok, wf, wk, preq = unpack(redis.call('HMGET', KEYS[1], 'st', 'tok', 'wf', 'wk', 'preq'))
-  if not st or st ~= 'running' or tok ~= ARGV[3] then return {'LEASELOST'} end
-  return nil, st, wf, wk, preq
-end
-`
-
 // checkpointScript writes a step's checkpoint under the lease. KEYS: run,
 // checkpoints, attempts. ARGV[3]: token, [4]: lease length, [5]: run id,
 // [6]: key, [7]: kind, [8]: error JSON, [9]: marked output, [10...]:
 // encoded attempts. Reply: {OK} | {PAUSED} | {EXISTS, encoding}.
-var checkpointScript = newScript(fenceCheck + `
+var checkpointScript = newScript(`
 local function main()
   local bad, st, wf, wk, preq = fence()
   if bad then return bad end
   local r, c, a, id, lf, key = KEYS[1], KEYS[2], KEYS[3], ARGV[5], tonumber(ARGV[4]), ARGV[6]
   local old = redis.call('HGET', c, key)
+  local lu = f(NOW + lf)
+  redis.call('ZADD', leaseq(wf), lu, id)
   if old then
-    extend(r, id, wf, lf)
+    redis.call('HSET', r, 'lu', lu, 'ua', NOWS)
     return {'EXISTS', old}
   end
-  extend(r, id, wf, lf)
-  write_cp(r, c, key, ARGV[7], ARGV[8], ARGV[9])
+  put_cp(r, c, key, ARGV[7], ARGV[8], ARGV[9])
+  redis.call('HSET', r, 'lu', lu, 'ua', NOWS, 'rec', '0')
   if #ARGV >= 10 then redis.call('RPUSH', a, unpack(ARGV, 10)) end
   if wk == key then clear_wait(r, id) end
   if preq then
@@ -280,7 +353,7 @@ end
 // attemptsScript appends attempts and extends the lease (a heartbeat when
 // there are none). KEYS: run, attempts. ARGV[3]: token, [4]: lease length,
 // [5]: run id, [6...]: encoded attempts. Reply: {OK}.
-var attemptsScript = newScript(fenceCheck + `
+var attemptsScript = newScript(`
 local function main()
   local bad, st, wf = fence()
   if bad then return bad end
@@ -296,7 +369,7 @@ end
 // a wait is given, [12..15]: its key, topic, kind, deadline, [16]: ready
 // time ("" for none), [17]: marked suspend state.
 // Reply: {PARKED} | {PAUSED} | {DELIVERED, encoding}.
-var suspendScript = newScript(fenceCheck + `
+var suspendScript = newScript(`
 local function main()
   local bad, st, wf, wk, preq = fence()
   if bad then return bad end
@@ -339,24 +412,12 @@ local function main()
 end
 `)
 
-// finishFields clears what a finished run no longer has: lease, wait,
-// schedule, suspend state and pause request.
-const finishFields = `
-local function finish(r, id, wf, st, new)
-  clear_wait(r, id)
-  redis.call('HDEL', r, 'ss', 'ready', 'preq')
-  release(r, id, wf)
-  redis.call('ZREM', readyq(wf), id)
-  set_status(r, id, wf, st, new)
-end
-`
-
 // completeScript finishes a run under its lease. KEYS: run. ARGV[3]:
 // token, [4]: unused, [5]: run id, [6]: status, [7]: marked output, [8]:
 // error JSON, [9..11]: notify run id ("" for none), topic, marked payload.
 // Reply: {OK, notified} where notified is 1 delivered, 0 buffered, -1
 // target not found, -2 target finished (nothing sent).
-var completeScript = newScript(fenceCheck + finishFields + `
+var completeScript = newScript(`
 local function main()
   local bad, st, wf = fence()
   if bad then return bad end
@@ -376,7 +437,7 @@ end
 
 // terminateScript ends an unfinished run. KEYS: run. ARGV[3]: run id,
 // [4]: error JSON, [5..7]: notify as in completeScript.
-var terminateScript = newScript(finishFields + `
+var terminateScript = newScript(`
 local function main()
   local r, id = KEYS[1], ARGV[3]
   local st, wf = unpack(redis.call('HMGET', r, 'st', 'wf'))

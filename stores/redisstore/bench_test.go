@@ -1,0 +1,127 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+// trivialScript is the floor of any store operation: one EVALSHA round trip
+// of a script that touches one key.
+var trivialScript = redis.NewScript(`#!lua
+return redis.call('INCR', KEYS[1])`)
+
+// runParallel runs op b.N times spread over conc goroutines, each with its
+// own index, and reports ops/s under the given name.
+func runParallel(b *testing.B, conc int, unit string, op func(worker, i int) error) {
+	b.Helper()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, conc)
+	b.ResetTimer()
+	start := time.Now()
+	for w := range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(b.N) {
+					return
+				}
+				if err := op(w, int(i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), unit)
+}
+
+// BenchmarkServerCeiling measures one EVALSHA round trip of a trivial
+// script per operation: the ceiling any Redis store operation is under.
+func BenchmarkServerCeiling(b *testing.B) {
+	for _, conc := range []int{1, 32} {
+		b.Run(fmt.Sprintf("conc=%d", conc), func(b *testing.B) {
+			c := benchClient(b, conc)
+			prefix := testPrefix(b)
+			cleanupPrefix(b, c, prefix)
+			ctx := context.Background()
+			if err := trivialScript.Load(ctx, c).Err(); err != nil {
+				b.Fatal(err)
+			}
+			runParallel(b, conc, "ops/s", func(w, _ int) error {
+				return trivialScript.Run(ctx, c, []string{prefix + "n:" + strconv.Itoa(w)}).Err()
+			})
+		})
+	}
+}
+
+// BenchmarkCheckpoint measures Store.Checkpoint: each caller holds the
+// lease of its own run and writes checkpoints with one attempt each.
+func BenchmarkCheckpoint(b *testing.B) {
+	for _, conc := range []int{1, 32} {
+		b.Run(fmt.Sprintf("conc=%d", conc), func(b *testing.B) {
+			ctx := context.Background()
+			c := benchClient(b, conc)
+			prefix := testPrefix(b)
+			cleanupPrefix(b, c, prefix)
+			s, err := New(ctx, c, Options{Prefix: prefix, Logger: quietLogger()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			runs := make([]runtime.NewRun, conc)
+			for i := range runs {
+				runs[i] = runtime.NewRun{ID: fmt.Sprintf("run-%03d", i), Workflow: "bench", Input: []byte(`{"n":1}`)}
+			}
+			if _, err := s.CreateRuns(ctx, runs); err != nil {
+				b.Fatal(err)
+			}
+			claimed, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "bench", Workflows: []string{"bench"}, Limit: conc, LeaseFor: time.Hour})
+			if err != nil || len(claimed) != conc {
+				b.Fatalf("claim: %v, %d runs", err, len(claimed))
+			}
+			output := []byte(`{"ok":true,"value":"some step result"}`)
+			now := time.Now()
+			runParallel(b, conc, "checkpoints/s", func(w, i int) error {
+				key := "step@v1#" + strconv.Itoa(i)
+				_, err := s.Checkpoint(ctx, runtime.CheckpointRequest{
+					Lease:      claimed[w].Lease,
+					LeaseFor:   time.Hour,
+					Checkpoint: runtime.Checkpoint{Key: key, Kind: runtime.KindStep, Output: output},
+					Attempts:   []runtime.Attempt{{Key: key, Number: 1, Started: now, Ended: now}},
+				})
+				return err
+			})
+		})
+	}
+}
+
+// benchClient is a client whose pool fits conc callers.
+func benchClient(b *testing.B, conc int) *redis.Client {
+	o, err := redis.ParseURL(redisURL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	o.PoolSize = max(conc, 10)
+	c := redis.NewClient(o)
+	b.Cleanup(func() { _ = c.Close() })
+	return c
+}
