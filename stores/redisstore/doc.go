@@ -51,14 +51,22 @@
 //	ia, iw:<wf>, is:<status>, iws:<status>:<wf>
 //	                sorted sets (all scores 0): the listing indexes, read in
 //	                lexicographic order
+//	op:<random>     string, expires after a minute: the reply of one
+//	                SendEvent or Emit call, so that a repeated call is answered
+//	                without delivering twice
 //	wake            pub/sub channel: runs may be ready (see Notifications)
 //
 // With Redis Cluster every script must find its keys in one slot, so the
 // prefix must contain a hash tag, such as "{stem}:"; New refuses a cluster
 // client otherwise. All of the store's data then lives on one shard.
 //
-// go-redis retries a command whose connection failed. A script that ran but
-// whose reply was lost may so run twice; every script is safe to repeat (a
-// repeated checkpoint finds its own write, a repeated completion reports a
-// lost lease, a repeated claim leaves runs leased until their lease expires).
+// go-redis sends a command again when its reply was lost (a read timeout, a
+// dropped connection), so a script may run twice. Each is safe to repeat: a
+// repeated checkpoint finds its own write and reports it as Existing; a
+// repeated Suspend, Complete or Terminate finds the run already changed and
+// reports a lost lease or an invalid state; SendEvent and Emit carry an
+// operation ID and a repeat returns the first reply, so an event is never
+// buffered or delivered twice; a repeated CreateRuns reports the runs it had
+// just created as existing; a repeated Claim leaves the first reply's runs
+// leased to nobody until their lease expires (they are then recovered).
 package redisstore

@@ -152,6 +152,20 @@ end`},
   if finished(st) then return 'INVALID' end
   return nil
 end`},
+	// once_get and once_put make a script safe to repeat: go-redis sends a
+	// command again when its reply was lost (a read timeout, a dropped
+	// connection), and a repeated SendEvent must not buffer the event twice.
+	// The caller's operation ID keys the first reply for a minute, longer
+	// than the client's retries take.
+	{"once_get", `local function once_get(op)
+  local prev = redis.call('GET', P .. 'op:' .. op)
+  if prev then return cmsgpack.unpack(prev) end
+  return nil
+end`},
+	{"once_put", `local function once_put(op, res)
+  redis.call('SET', P .. 'op:' .. op, cmsgpack.pack(res), 'PX', 60000)
+  return res
+end`},
 	// fence checks a fenced script's lease: KEYS[1] is the run hash, ARGV[3]
 	// the token. It returns an error reply, or nil and the run's fields. An
 	// unknown run has no lease to hold: LEASELOST, as for any holder whose
@@ -520,9 +534,12 @@ end
 `)
 
 // emitScript delivers an event to every run waiting on a topic. KEYS: the
-// topic's wait set. ARGV[3]: topic, [4]: marked payload. Reply: the IDs.
+// topic's wait set. ARGV[3]: topic, [4]: marked payload, [5]: operation ID.
+// Reply: the IDs.
 var emitScript = newScript(`
 local function main()
+  local prev = once_get(ARGV[5])
+  if prev then return prev end
   local ids = redis.call('SMEMBERS', KEYS[1])
   table.sort(ids)
   local out = {}
@@ -534,17 +551,21 @@ local function main()
       redis.call('SREM', KEYS[1], id)
     end
   end
-  return out
+  if #out == 0 then return out end
+  return once_put(ARGV[5], out)
 end
 `)
 
 // sendScript delivers an event to one run. KEYS: run. ARGV[3]: run id,
-// [4]: topic, [5]: marked payload. Reply: {OK, 1 delivered | 0 buffered}.
+// [4]: topic, [5]: marked payload, [6]: operation ID.
+// Reply: {OK, 1 delivered | 0 buffered}.
 var sendScript = newScript(`
 local function main()
+  local prev = once_get(ARGV[6])
+  if prev then return prev end
   local why = send_check(ARGV[3])
   if why then return {why} end
-  return {'OK', send(ARGV[3], ARGV[4], ARGV[5])}
+  return once_put(ARGV[6], {'OK', send(ARGV[3], ARGV[4], ARGV[5])})
 end
 `)
 

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -851,7 +852,7 @@ func (s *Store) Emit(ctx context.Context, topic string, payload []byte) ([]strin
 	if topic == "" {
 		return nil, fmt.Errorf("redisstore: emit: empty topic: %w", runtime.ErrInvalidArgument)
 	}
-	v, err := s.run(ctx, emitScript, []string{s.key("w:", topic)}, topic, mark(payload))
+	v, err := s.run(ctx, emitScript, []string{s.key("w:", topic)}, topic, mark(payload), rand.Text())
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: emit %q: %w", topic, err)
 	}
@@ -874,7 +875,7 @@ func (s *Store) SendEvent(ctx context.Context, ev runtime.Event) (bool, error) {
 	if ev.RunID == "" || ev.Topic == "" {
 		return false, fmt.Errorf("redisstore: send event: needs a run ID and a topic: %w", runtime.ErrInvalidArgument)
 	}
-	v, err := s.run(ctx, sendScript, []string{s.runKey(ev.RunID)}, ev.RunID, ev.Topic, mark(ev.Payload))
+	v, err := s.run(ctx, sendScript, []string{s.runKey(ev.RunID)}, ev.RunID, ev.Topic, mark(ev.Payload), rand.Text())
 	if err != nil {
 		return false, fmt.Errorf("redisstore: send event to %q: %w", ev.RunID, err)
 	}

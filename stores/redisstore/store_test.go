@@ -485,3 +485,81 @@ func TestCodec(t *testing.T) {
 		t.Fatalf("checkpoint decode: %v %+v", err, cp)
 	}
 }
+
+// TestRepeatedEventCalls: a script the client sends again after losing its
+// reply (same operation ID) delivers or buffers the event only once.
+func TestRepeatedEventCalls(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClock()
+	s, _ := newTestStore(t, c.Now)
+	mustCreate(t, s, runtime.NewRun{ID: "r", Workflow: "wf"}, runtime.NewRun{ID: "w", Workflow: "wf"})
+
+	for range 2 {
+		v, err := s.run(ctx, sendScript, []string{s.runKey("r")}, "r", "t", mark([]byte("once")), "op-send")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if list, err := status("send", "r", v); err != nil || list[1].(int64) != 0 {
+			t.Fatalf("send: %v %v", err, list)
+		}
+	}
+	claimed, err := s.Claim(ctx, claimAll("w", "wf"))
+	if err != nil || len(claimed) != 2 {
+		t.Fatalf("claim: %v %+v", err, claimed)
+	}
+	byID := map[string]runtime.Lease{}
+	for _, cl := range claimed {
+		byID[cl.Lease.RunID] = cl.Lease
+	}
+	res, err := s.Suspend(ctx, runtime.SuspendRequest{Lease: byID["r"], LeaseFor: time.Minute, Wait: &runtime.Wait{Key: "e1", Topic: "t"}})
+	if err != nil || res.Delivered == nil || string(res.Delivered.Output) != "once" || res.Delivered.Kind != runtime.KindEvent {
+		t.Fatalf("first wait: %v %+v", err, res)
+	}
+	res, err = s.Suspend(ctx, runtime.SuspendRequest{Lease: byID["r"], LeaseFor: time.Minute, Wait: &runtime.Wait{Key: "e2", Topic: "t"}})
+	if err != nil || res.Delivered != nil {
+		t.Fatalf("second wait found a duplicate event: %v %+v", err, res)
+	}
+
+	if _, err := s.Suspend(ctx, runtime.SuspendRequest{Lease: byID["w"], Wait: &runtime.Wait{Key: "e", Topic: "t"}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		v, err := s.run(ctx, emitScript, []string{s.key("w:", "t")}, "t", mark([]byte("x")), "op-emit")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, _ := v.([]any)
+		if len(ids) != 2 || ids[0] != "r" || ids[1] != "w" {
+			t.Fatalf("emit %d delivered to %v, want [r w] both times", i, ids)
+		}
+	}
+	cps, err := s.LoadCheckpoints(ctx, "r")
+	if err != nil || len(cps) != 2 || cps[1].Key != "e2" || string(cps[1].Output) != "x" {
+		t.Fatalf("checkpoints of r: %v %+v", err, cps)
+	}
+}
+
+func TestAssemble(t *testing.T) {
+	t.Parallel()
+	src := assemble("local function main() return send('a', 'b', 'c') end")
+	for _, want := range []string{"function send(", "function deliver(", "function write_cp(", "function put_cp(", "function evkey(", "function f(", "local NOW"} {
+		if !strings.Contains(src, want) {
+			t.Errorf("script calling send lacks %q", want)
+		}
+	}
+	for _, unwanted := range []string{"function fence(", "function finish(", "function extend("} {
+		if strings.Contains(src, unwanted) {
+			t.Errorf("script calling send includes %q", unwanted)
+		}
+	}
+	if !strings.HasPrefix(src, "#!lua\n") {
+		t.Error("script lacks its shebang")
+	}
+	if src := assemble("local function main() return redis.call('GET', KEYS[1]) end"); strings.Contains(src, "TIME") || strings.Contains(src, "function") && strings.Count(src, "function") != 1 {
+		t.Errorf("a script using no helper got some:\n%s", src)
+	}
+	if callsHelper("local x = self(1)", "f") || !callsHelper("x = f(1)", "f") || !callsHelper("f(1)", "f") {
+		t.Error("callsHelper matches inside identifiers")
+	}
+}
