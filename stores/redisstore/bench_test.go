@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -110,6 +111,67 @@ func BenchmarkCheckpoint(b *testing.B) {
 				})
 				return err
 			})
+		})
+	}
+}
+
+// BenchmarkRunPath drives each run through the store calls a worker makes
+// for a 10-step workflow: create, claim, load checkpoints, ten checkpoints,
+// complete. It reports the store's share of the framework's targets:
+// steps/s and the median wall time of one run.
+func BenchmarkRunPath(b *testing.B) {
+	const steps = 10
+	for _, conc := range []int{1, 32} {
+		b.Run(fmt.Sprintf("conc=%d", conc), func(b *testing.B) {
+			ctx := context.Background()
+			c := benchClient(b, conc)
+			prefix := testPrefix(b)
+			cleanupPrefix(b, c, prefix)
+			s, err := New(ctx, c, Options{Prefix: prefix, Logger: quietLogger()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			output := []byte(`{"ok":true,"value":"some step result"}`)
+			durations := make([]time.Duration, b.N)
+			runParallel(b, conc, "runs/s", func(w, i int) error {
+				start := time.Now()
+				wf := "bench-" + strconv.Itoa(w)
+				id := fmt.Sprintf("run-%d-%09d", w, i)
+				if _, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: id, Workflow: wf, Input: []byte(`{"n":1}`)}}); err != nil {
+					return err
+				}
+				claimed, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "bench", Workflows: []string{wf}, Limit: 1, LeaseFor: time.Minute})
+				if err != nil {
+					return err
+				}
+				if len(claimed) != 1 {
+					return fmt.Errorf("claimed %d runs", len(claimed))
+				}
+				l := claimed[0].Lease
+				if _, err := s.LoadCheckpoints(ctx, id); err != nil {
+					return err
+				}
+				for k := range steps {
+					key := "step@v1#" + strconv.Itoa(k)
+					now := time.Now()
+					if _, err := s.Checkpoint(ctx, runtime.CheckpointRequest{
+						Lease: l, LeaseFor: time.Minute,
+						Checkpoint: runtime.Checkpoint{Key: key, Kind: runtime.KindStep, Output: output},
+						Attempts:   []runtime.Attempt{{Key: key, Number: 1, Started: now, Ended: now}},
+					}); err != nil {
+						return err
+					}
+				}
+				if err := s.Complete(ctx, runtime.CompleteRequest{Lease: l, Status: runtime.StatusComplete, Output: output}); err != nil {
+					return err
+				}
+				durations[i] = time.Since(start)
+				return nil
+			})
+			slices.Sort(durations)
+			b.ReportMetric(float64(durations[len(durations)/2].Microseconds())/1000, "p50-ms/run")
+			b.ReportMetric(float64(steps*b.N)/b.Elapsed().Seconds(), "steps/s")
 		})
 	}
 }

@@ -602,22 +602,27 @@ func compareInt(a, b int64) int {
 	return 0
 }
 
-// validLease checks a fenced call's arguments; leaseFor < 0 skips the
-// lease length check (Suspend's LeaseFor is optional).
-func validLease(op string, l runtime.Lease, leaseFor time.Duration) error {
+// validLease checks a fenced call's lease.
+func validLease(op string, l runtime.Lease) error {
 	if l.RunID == "" {
 		return fmt.Errorf("redisstore: %s: empty run ID: %w", op, runtime.ErrInvalidArgument)
 	}
-	if leaseFor == 0 || leaseFor < -1 {
+	return nil
+}
+
+// validExtension checks a fenced call's lease and the lease length it
+// extends to.
+func validExtension(op string, l runtime.Lease, leaseFor time.Duration) error {
+	if leaseFor <= 0 {
 		return fmt.Errorf("redisstore: %s: lease length %v: %w", op, leaseFor, runtime.ErrInvalidArgument)
 	}
-	return nil
+	return validLease(op, l)
 }
 
 // Checkpoint implements runtime.Store.
 func (s *Store) Checkpoint(ctx context.Context, req runtime.CheckpointRequest) (runtime.CheckpointResult, error) {
 	var res runtime.CheckpointResult
-	if err := validLease("checkpoint", req.Lease, req.LeaseFor); err != nil {
+	if err := validExtension("checkpoint", req.Lease, req.LeaseFor); err != nil {
 		return res, err
 	}
 	cp := req.Checkpoint
@@ -669,7 +674,7 @@ func validKey(op, key string, kind runtime.CheckpointKind) error {
 
 // RecordAttempts implements runtime.Store.
 func (s *Store) RecordAttempts(ctx context.Context, lease runtime.Lease, leaseFor time.Duration, attempts []runtime.Attempt) error {
-	if err := validLease("record attempts", lease, leaseFor); err != nil {
+	if err := validExtension("record attempts", lease, leaseFor); err != nil {
 		return err
 	}
 	atts, err := encodeAttempts(attempts)
@@ -681,7 +686,7 @@ func (s *Store) RecordAttempts(ctx context.Context, lease runtime.Lease, leaseFo
 
 // Heartbeat implements runtime.Store.
 func (s *Store) Heartbeat(ctx context.Context, lease runtime.Lease, leaseFor time.Duration) error {
-	if err := validLease("heartbeat", lease, leaseFor); err != nil {
+	if err := validExtension("heartbeat", lease, leaseFor); err != nil {
 		return err
 	}
 	return s.attempts(ctx, "heartbeat", lease, leaseFor, nil)
@@ -703,7 +708,7 @@ func (s *Store) attempts(ctx context.Context, op string, lease runtime.Lease, le
 // Suspend implements runtime.Store.
 func (s *Store) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtime.SuspendResult, error) {
 	var res runtime.SuspendResult
-	if err := validLease("suspend", req.Lease, -1); err != nil {
+	if err := validLease("suspend", req.Lease); err != nil {
 		return res, err
 	}
 	id := req.Lease.RunID
@@ -766,7 +771,7 @@ func (s *Store) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtim
 // exist or has finished is dropped: the child's result must not be lost
 // because its parent went away.
 func (s *Store) Complete(ctx context.Context, req runtime.CompleteRequest) error {
-	if err := validLease("complete", req.Lease, -1); err != nil {
+	if err := validLease("complete", req.Lease); err != nil {
 		return err
 	}
 	if req.Status != runtime.StatusComplete && req.Status != runtime.StatusErrored {
