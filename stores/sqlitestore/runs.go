@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/stemflow/stem/runtime"
@@ -126,7 +127,7 @@ func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]runtime.Ch
 	var cps []runtime.Checkpoint
 	err := s.read(ctx, "load checkpoints", func(c *conn) error {
 		cps = nil
-		if err := c.query(`SELECT `+checkpointCols+` FROM checkpoints WHERE run_id = ?1 ORDER BY seq`, func(r row) error {
+		if err := c.query(`SELECT `+checkpointCols+` FROM checkpoints WHERE run_ref = (SELECT ref FROM runs WHERE id = ?1) ORDER BY seq`, func(r row) error {
 			cps = append(cps, scanCheckpoint(r))
 			return nil
 		}, runID); err != nil {
@@ -151,10 +152,19 @@ func (s *Store) ListSteps(ctx context.Context, runID string) ([]runtime.StepReco
 	err := s.read(ctx, "list steps", func(c *conn) error {
 		steps = nil
 		index := map[string]int{}
-		if err := c.query(`SELECT `+checkpointCols+` FROM checkpoints WHERE run_id = ?1 ORDER BY seq`, func(r row) error {
+		// Attempts in the order recorded: those recorded on their own
+		// before the step's checkpoint, those written with checkpoints,
+		// those recorded on their own after it.
+		var before, with, after []runtime.Attempt
+		if err := c.query(`SELECT `+checkpointCols+`, attempts FROM checkpoints WHERE run_ref = (SELECT ref FROM runs WHERE id = ?1) ORDER BY seq`, func(r row) error {
 			cp := scanCheckpoint(r)
 			index[cp.Key] = len(steps)
 			steps = append(steps, runtime.StepRecord{Checkpoint: cp})
+			as, err := decodeAttempts(r.bytes(7))
+			if err != nil {
+				return fmt.Errorf("checkpoint %q of run %q: %w", cp.Key, runID, err)
+			}
+			with = append(with, as...)
 			return nil
 		}, runID); err != nil {
 			return err
@@ -166,20 +176,31 @@ func (s *Store) ListSteps(ctx context.Context, runID string) ([]runtime.StepReco
 			}
 			return err
 		}
-		return c.query(`SELECT key, number, started_at, ended_at, error FROM attempts WHERE run_id = ?1 ORDER BY id`, func(r row) error {
-			i, ok := index[r.str(0)]
-			if !ok {
-				return nil // attempts of a step that has no checkpoint yet
-			}
-			steps[i].Attempts = append(steps[i].Attempts, runtime.Attempt{
+		if err := c.query(`SELECT key, number, started_at, ended_at, error, after_checkpoint FROM attempts WHERE run_ref = (SELECT ref FROM runs WHERE id = ?1) ORDER BY id`, func(r row) error {
+			a := runtime.Attempt{
 				Key:     r.str(0),
 				Number:  int(r.int64(1)),
 				Started: r.time(2),
 				Ended:   r.time(3),
 				Error:   r.str(4),
-			})
+			}
+			if r.int64(5) != 0 {
+				after = append(after, a)
+			} else {
+				before = append(before, a)
+			}
 			return nil
-		}, runID)
+		}, runID); err != nil {
+			return err
+		}
+		for _, list := range [][]runtime.Attempt{before, with, after} {
+			for _, a := range list {
+				if i, ok := index[a.Key]; ok { // else: a step with no checkpoint yet
+					steps[i].Attempts = append(steps[i].Attempts, a)
+				}
+			}
+		}
+		return nil
 	})
 	return steps, err
 }

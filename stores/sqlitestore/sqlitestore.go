@@ -126,6 +126,12 @@ type Store struct {
 	queue  chan *request
 
 	writerDone chan struct{}
+	// The checkpointer copies the WAL into the database file when the
+	// writer signals that it has grown, and every second.
+	ckptSignal chan struct{}
+	ckptStop   chan struct{}
+	ckptDone   chan struct{}
+	stats      writerStats // owned by the writer goroutine
 	closeOnce  sync.Once
 	closeErr   error
 	isClosed   atomic.Bool
@@ -163,6 +169,9 @@ func Open(path string, opts Options) (*Store, error) {
 		logger:     opts.Logger,
 		queue:      make(chan *request, 4*opts.MaxBatch),
 		writerDone: make(chan struct{}),
+		ckptSignal: make(chan struct{}, 1),
+		ckptStop:   make(chan struct{}),
+		ckptDone:   make(chan struct{}),
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -176,9 +185,10 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
-	// The writer pins one connection; Migrate may borrow a second.
-	s.wdb.SetMaxOpenConns(2)
-	s.wdb.SetMaxIdleConns(2)
+	// The writer and the checkpointer pin one connection each; Migrate
+	// may borrow a third.
+	s.wdb.SetMaxOpenConns(3)
+	s.wdb.SetMaxIdleConns(3)
 	s.wdb.SetConnMaxLifetime(0)
 	s.wdb.SetConnMaxIdleTime(0)
 
@@ -207,15 +217,23 @@ func Open(path string, opts Options) (*Store, error) {
 		s.wdb.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: writer connection: %w", path, err)
 	}
+	cconn, err := retryBusy(ctx, s.logger, func() (*sql.Conn, error) { return s.wdb.Conn(ctx) })
+	if err != nil {
+		wconn.Close()
+		s.rdb.Close()
+		s.wdb.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: checkpointer connection: %w", path, err)
+	}
 	started := make(chan error, 1)
 	go s.runWriter(wconn, started)
 	if err := <-started; err != nil {
 		<-s.writerDone
-		wconn.Close()
+		cconn.Close()
 		s.rdb.Close()
 		s.wdb.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
+	go s.runCheckpointer(cconn)
 	return s, nil
 }
 
@@ -234,6 +252,9 @@ func dsn(path string, opts Options, readOnly bool) string {
 		q.Add("_pragma", "query_only(1)")
 	} else {
 		q.Set("_txlock", "immediate")
+		// WAL checkpoints (copying the log into the database file, with
+		// fsyncs) run on a connection of their own, off the commit path.
+		q.Add("_pragma", "wal_autocheckpoint(0)")
 	}
 	return path + "?" + q.Encode()
 }
@@ -250,6 +271,8 @@ func (s *Store) Close() error {
 		close(s.queue)
 		s.mu.Unlock()
 		<-s.writerDone
+		close(s.ckptStop)
+		<-s.ckptDone
 		s.notify.closeAll()
 		err := s.reads.close()
 		if e := s.rdb.Close(); err == nil {

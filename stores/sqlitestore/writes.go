@@ -119,6 +119,7 @@ func (s *Store) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.
 
 // fenceState is what fenced writes check and branch on.
 type fenceState struct {
+	ref            int64 // the run's row
 	pauseRequested bool
 	waitKey        *string
 }
@@ -130,9 +131,10 @@ func (w *wtx) fence(l runtime.Lease) (fenceState, error) {
 	var st fenceState
 	var status string
 	var token int64
-	found, err := w.queryRow(`SELECT status, token, pause_requested, wait_key FROM runs WHERE id = ?1`, func(r row) {
+	found, err := w.queryRow(`SELECT status, token, pause_requested, wait_key, ref FROM runs WHERE id = ?1`, func(r row) {
 		status, token = r.str(0), r.int64(1)
 		st.pauseRequested = r.int64(2) != 0
+		st.ref = r.int64(4)
 		if !r.isNull(3) {
 			k := r.str(3)
 			st.waitKey = &k
@@ -142,9 +144,13 @@ func (w *wtx) fence(l runtime.Lease) (fenceState, error) {
 		return st, err
 	}
 	if !found || status != string(runtime.StatusRunning) || token != l.Token {
-		return st, fmt.Errorf("run %q token %d: %w", l.RunID, l.Token, runtime.ErrLeaseLost)
+		return st, leaseLost(l)
 	}
 	return st, nil
+}
+
+func leaseLost(l runtime.Lease) error {
+	return fmt.Errorf("run %q token %d: %w", l.RunID, l.Token, runtime.ErrLeaseLost)
 }
 
 // extendLease sets the lease of a fenced run to until.
@@ -153,28 +159,33 @@ func (w *wtx) extendLease(runID string, until, now int64) error {
 	return err
 }
 
-// insertCheckpoint writes cp unless the run has a checkpoint for its key;
-// written reports which.
-func (w *wtx) insertCheckpoint(runID string, cp *runtime.Checkpoint, now int64) (written bool, err error) {
-	return w.queryRow(`INSERT INTO checkpoints (run_id, key, kind, output, error_message, error_code, created_at)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (run_id, key) DO NOTHING RETURNING seq`,
-		func(row) {}, runID, cp.Key, string(cp.Kind), bytesArg(cp.Output), errMsg(cp.Error), errCode(cp.Error), now)
+// insertCheckpoint writes cp, with the attempts that produced it, unless the
+// run has a checkpoint for its key; written reports which.
+func (w *wtx) insertCheckpoint(ref int64, cp *runtime.Checkpoint, attempts []runtime.Attempt, now int64) (written bool, err error) {
+	n, err := w.exec(`INSERT INTO checkpoints (run_ref, key, kind, output, error_message, error_code, attempts, created_at)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (run_ref, key) DO NOTHING`,
+		ref, cp.Key, string(cp.Kind), bytesArg(cp.Output), errMsg(cp.Error), errCode(cp.Error),
+		bytesArg(encodeAttempts(attempts)), now)
+	return n == 1, err
 }
 
 // loadCheckpoint returns the run's checkpoint for key, or nil.
-func (w *wtx) loadCheckpoint(runID, key string) (*runtime.Checkpoint, error) {
+func (w *wtx) loadCheckpoint(ref int64, key string) (*runtime.Checkpoint, error) {
 	var cp *runtime.Checkpoint
-	_, err := w.queryRow(`SELECT `+checkpointCols+` FROM checkpoints WHERE run_id = ?1 AND key = ?2`, func(r row) {
+	_, err := w.queryRow(`SELECT `+checkpointCols+` FROM checkpoints WHERE run_ref = ?1 AND key = ?2`, func(r row) {
 		c := scanCheckpoint(r)
 		cp = &c
-	}, runID, key)
+	}, ref, key)
 	return cp, err
 }
 
-func (w *wtx) insertAttempts(runID string, attempts []runtime.Attempt) error {
+// insertAttempts appends attempts recorded on their own, noting for each
+// whether its step's checkpoint exists already.
+func (w *wtx) insertAttempts(ref int64, attempts []runtime.Attempt) error {
 	for _, a := range attempts {
-		if _, err := w.exec(`INSERT INTO attempts (run_id, key, number, started_at, ended_at, error) VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
-			runID, a.Key, a.Number, nanos(a.Started), nanos(a.Ended), a.Error); err != nil {
+		if _, err := w.exec(`INSERT INTO attempts (run_ref, key, number, started_at, ended_at, error, after_checkpoint)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, EXISTS (SELECT 1 FROM checkpoints WHERE run_ref = ?1 AND key = ?2))`,
+			ref, a.Key, a.Number, nanos(a.Started), nanos(a.Ended), a.Error); err != nil {
 			return err
 		}
 	}
@@ -207,54 +218,50 @@ func (s *Store) Checkpoint(ctx context.Context, req runtime.CheckpointRequest) (
 		now := s.now()
 		n := now.UnixNano()
 		until := leaseUntil(now, req.LeaseFor)
-		// The fence and the common-case run update in one statement: extend
-		// the lease, reset recoveries, drop a wait this checkpoint resolves.
-		var pause bool
-		found, err := w.queryRow(`UPDATE runs SET lease_until = ?5, recoveries = 0, updated_at = ?6,
-				wait_topic    = iif(wait_key IS ?4, NULL, wait_topic),
-				wait_kind     = iif(wait_key IS ?4, NULL, wait_kind),
-				wait_deadline = iif(wait_key IS ?4, NULL, wait_deadline),
-				wait_key      = iif(wait_key IS ?4, NULL, wait_key)
-			WHERE id = ?1 AND status = 'running' AND token = ?2
-			RETURNING pause_requested`, func(r row) { pause = r.int64(0) != 0 },
-			l.RunID, l.Token, nil, req.Checkpoint.Key, until, n)
+		// The fence, and what the write depends on: a requested pause, a
+		// wait this checkpoint resolves (an event wait that timed out).
+		var pause, resolvesWait bool
+		var ref int64
+		found, err := w.queryRow(`SELECT pause_requested, wait_key IS ?3, ref FROM runs
+			WHERE id = ?1 AND status = 'running' AND token = ?2`,
+			func(r row) { pause, resolvesWait, ref = r.int64(0) != 0, r.int64(1) != 0, r.int64(2) },
+			l.RunID, l.Token, req.Checkpoint.Key)
 		if err != nil {
 			return err
 		}
 		if !found {
-			_, err := w.fence(l) // which error: lost, or no such run
-			if err == nil {
-				err = fmt.Errorf("fence check disagrees with fenced update")
-			}
-			return err
+			return leaseLost(l)
 		}
-		written, err := w.insertCheckpoint(l.RunID, &req.Checkpoint, n)
+		written, err := w.insertCheckpoint(ref, &req.Checkpoint, req.Attempts, n)
 		if err != nil {
 			return err
 		}
 		if !written {
 			// Written before (an event delivered while the worker decided a
-			// timeout): undo the update above, extend the lease only.
-			if err := w.rollbackToSavepoint(); err != nil {
-				return err
-			}
+			// timeout): extend the lease, nothing more.
 			if err := w.extendLease(l.RunID, until, n); err != nil {
 				return err
 			}
-			res.Existing, err = w.loadCheckpoint(l.RunID, req.Checkpoint.Key)
+			res.Existing, err = w.loadCheckpoint(ref, req.Checkpoint.Key)
 			return err
 		}
-		if err := w.insertAttempts(l.RunID, req.Attempts); err != nil {
-			return err
-		}
-		if pause {
-			if _, err := w.exec(`UPDATE runs SET status = 'paused', pause_requested = 0, ready_at = ?2, `+releaseLease("?2")+`
-				WHERE id = ?1`, l.RunID, n); err != nil {
-				return err
-			}
+		switch {
+		case pause:
+			// The pause takes effect: the run is parked, its lease released.
+			_, err = w.exec(`UPDATE runs SET status = 'paused', pause_requested = 0, recoveries = 0,
+					ready_at = ?2, updated_at = ?2, `+releaseLease("?2")+`,
+					wait_key = iif(?3, NULL, wait_key), wait_topic = iif(?3, NULL, wait_topic),
+					wait_kind = iif(?3, NULL, wait_kind), wait_deadline = iif(?3, NULL, wait_deadline)
+				WHERE ref = ?1`, ref, n, resolvesWait)
 			res.Paused = true
+		case resolvesWait:
+			_, err = w.exec(`UPDATE runs SET lease_until = ?2, recoveries = 0, updated_at = ?3,
+					wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL
+				WHERE ref = ?1`, ref, until, n)
+		default:
+			_, err = w.exec(`UPDATE runs SET lease_until = ?2, recoveries = 0, updated_at = ?3 WHERE ref = ?1`, ref, until, n)
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return runtime.CheckpointResult{}, err
@@ -268,11 +275,12 @@ func (s *Store) RecordAttempts(ctx context.Context, lease runtime.Lease, leaseFo
 		return errLeaseFor("record attempts", leaseFor)
 	}
 	return s.write(ctx, "record attempts", func(w *wtx) error {
-		if _, err := w.fence(lease); err != nil {
+		st, err := w.fence(lease)
+		if err != nil {
 			return err
 		}
 		now := s.now()
-		if err := w.insertAttempts(lease.RunID, attempts); err != nil {
+		if err := w.insertAttempts(st.ref, attempts); err != nil {
 			return err
 		}
 		return w.extendLease(lease.RunID, leaseUntil(now, leaseFor), now.UnixNano())
@@ -293,11 +301,7 @@ func (s *Store) Heartbeat(ctx context.Context, lease runtime.Lease, leaseFor tim
 			return err
 		}
 		if changed == 0 {
-			_, err := w.fence(lease)
-			if err == nil {
-				err = fmt.Errorf("fence check disagrees with fenced update")
-			}
-			return err
+			return leaseLost(lease)
 		}
 		return nil
 	})
@@ -325,12 +329,12 @@ func (s *Store) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtim
 		n := now.UnixNano()
 		progressed := false
 		if req.Checkpoint != nil {
-			if progressed, err = w.insertCheckpoint(l.RunID, req.Checkpoint, n); err != nil {
+			if progressed, err = w.insertCheckpoint(st.ref, req.Checkpoint, nil, n); err != nil {
 				return err
 			}
 		}
 		if wt := req.Wait; wt != nil {
-			cp, err := w.loadCheckpoint(l.RunID, wt.Key)
+			cp, err := w.loadCheckpoint(st.ref, wt.Key)
 			if err != nil {
 				return err
 			}
@@ -338,8 +342,8 @@ func (s *Store) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtim
 				// The oldest buffered event of the topic, consumed.
 				var evID int64
 				var payload []byte
-				found, err := w.queryRow(`SELECT id, payload FROM events WHERE run_id = ?1 AND topic = ?2 ORDER BY id LIMIT 1`,
-					func(r row) { evID, payload = r.int64(0), r.bytes(1) }, l.RunID, wt.Topic)
+				found, err := w.queryRow(`SELECT id, payload FROM events WHERE run_ref = ?1 AND topic = ?2 ORDER BY id LIMIT 1`,
+					func(r row) { evID, payload = r.int64(0), r.bytes(1) }, st.ref, wt.Topic)
 				if err != nil {
 					return err
 				}
@@ -347,10 +351,10 @@ func (s *Store) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtim
 					if _, err := w.exec(`DELETE FROM events WHERE id = ?1`, evID); err != nil {
 						return err
 					}
-					if _, err := w.insertCheckpoint(l.RunID, &runtime.Checkpoint{Key: wt.Key, Kind: kindOf(wt.Kind), Output: payload}, n); err != nil {
+					if _, err := w.insertCheckpoint(st.ref, &runtime.Checkpoint{Key: wt.Key, Kind: kindOf(wt.Kind), Output: payload}, nil, n); err != nil {
 						return err
 					}
-					if cp, err = w.loadCheckpoint(l.RunID, wt.Key); err != nil {
+					if cp, err = w.loadCheckpoint(st.ref, wt.Key); err != nil {
 						return err
 					}
 					progressed = true
@@ -534,10 +538,10 @@ func (s *Store) Restart(ctx context.Context, runID string) error {
 			return err
 		}
 		n := s.now().UnixNano()
-		if _, err := w.exec(`DELETE FROM checkpoints WHERE run_id = ?1`, runID); err != nil {
+		if _, err := w.exec(`DELETE FROM checkpoints WHERE run_ref = (SELECT ref FROM runs WHERE id = ?1)`, runID); err != nil {
 			return err
 		}
-		if _, err := w.exec(`DELETE FROM attempts WHERE run_id = ?1`, runID); err != nil {
+		if _, err := w.exec(`DELETE FROM attempts WHERE run_ref = (SELECT ref FROM runs WHERE id = ?1)`, runID); err != nil {
 			return err
 		}
 		if _, err := w.exec(`UPDATE runs SET status = 'queued', ready_at = ?2, output = NULL,
@@ -573,8 +577,8 @@ func (s *Store) Emit(ctx context.Context, topic string, payload []byte) ([]strin
 		ids = nil
 		n := s.now().UnixNano()
 		var waiting []waiter
-		if err := w.query(`SELECT id, status, wait_key, wait_kind FROM runs WHERE wait_topic = ?1 ORDER BY id`, func(r row) error {
-			waiting = append(waiting, waiter{id: r.str(0), status: runtime.RunStatus(r.str(1)), key: r.str(2), kind: r.str(3)})
+		if err := w.query(`SELECT id, status, wait_key, wait_kind, ref FROM runs WHERE wait_topic = ?1 ORDER BY id`, func(r row) error {
+			waiting = append(waiting, waiter{id: r.str(0), status: runtime.RunStatus(r.str(1)), key: r.str(2), kind: r.str(3), ref: r.int64(4)})
 			return nil
 		}, topic); err != nil {
 			return err
@@ -612,6 +616,7 @@ func (s *Store) SendEvent(ctx context.Context, ev runtime.Event) (bool, error) {
 
 // waiter is a run waiting on a topic.
 type waiter struct {
+	ref       int64
 	id        string
 	status    runtime.RunStatus
 	key, kind string
@@ -620,8 +625,8 @@ type waiter struct {
 func (w *wtx) sendEvent(ev runtime.Event, now int64) (bool, error) {
 	var wt waiter
 	var topic *string
-	found, err := w.queryRow(`SELECT status, wait_key, wait_kind, wait_topic FROM runs WHERE id = ?1`, func(r row) {
-		wt = waiter{id: ev.RunID, status: runtime.RunStatus(r.str(0)), key: r.str(1), kind: r.str(2)}
+	found, err := w.queryRow(`SELECT status, wait_key, wait_kind, wait_topic, ref FROM runs WHERE id = ?1`, func(r row) {
+		wt = waiter{id: ev.RunID, status: runtime.RunStatus(r.str(0)), key: r.str(1), kind: r.str(2), ref: r.int64(4)}
 		if !r.isNull(3) {
 			t := r.str(3)
 			topic = &t
@@ -639,8 +644,8 @@ func (w *wtx) sendEvent(ev runtime.Event, now int64) (bool, error) {
 	if topic != nil && *topic == ev.Topic {
 		return true, w.deliver(wt, ev.Payload, now)
 	}
-	_, err = w.exec(`INSERT INTO events (run_id, topic, payload, created_at) VALUES (?1, ?2, ?3, ?4)`,
-		ev.RunID, ev.Topic, bytesArg(ev.Payload), now)
+	_, err = w.exec(`INSERT INTO events (run_ref, topic, payload, created_at) VALUES (?1, ?2, ?3, ?4)`,
+		wt.ref, ev.Topic, bytesArg(ev.Payload), now)
 	return false, err
 }
 
@@ -648,7 +653,7 @@ func (w *wtx) sendEvent(ev runtime.Event, now int64) (bool, error) {
 // wait and makes a waiting run queued (a paused one stays paused), ready
 // now.
 func (w *wtx) deliver(wt waiter, payload []byte, now int64) error {
-	written, err := w.insertCheckpoint(wt.id, &runtime.Checkpoint{Key: wt.key, Kind: kindOf(runtime.CheckpointKind(wt.kind)), Output: payload}, now)
+	written, err := w.insertCheckpoint(wt.ref, &runtime.Checkpoint{Key: wt.key, Kind: kindOf(runtime.CheckpointKind(wt.kind)), Output: payload}, nil, now)
 	if err != nil {
 		return err
 	}
@@ -661,7 +666,7 @@ func (w *wtx) deliver(wt waiter, payload []byte, now int64) error {
 			recoveries = iif(?3, 0, recoveries),
 			wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL,
 			updated_at = ?2
-		WHERE id = ?1`, wt.id, now, written)
+		WHERE ref = ?1`, wt.ref, now, written)
 	if wt.status == runtime.StatusWaiting || wt.status == runtime.StatusQueued {
 		w.wake = true
 	}

@@ -1,7 +1,11 @@
 -- Runs: one row per workflow run. Times are Unix nanoseconds on the store's
 -- clock; NULL means "none".
+-- ref is the run's row number, assigned in creation order: tables keyed by
+-- run use it, so the rows of runs created (and claimed) together sit on the
+-- same pages.
 CREATE TABLE runs (
-    id              TEXT    NOT NULL PRIMARY KEY,
+    ref             INTEGER NOT NULL PRIMARY KEY,
+    id              TEXT    NOT NULL UNIQUE,
     workflow        TEXT    NOT NULL,
     parent_id       TEXT    NOT NULL DEFAULT '',
     status          TEXT    NOT NULL,
@@ -43,38 +47,46 @@ CREATE INDEX runs_workflow ON runs (workflow, status, id);
 CREATE INDEX runs_status ON runs (status, id);
 
 -- Checkpoints: the durable result of each step, sleep, event or child call.
--- seq orders them by write, across the whole database, never reused.
+-- seq (the rowid) orders them by write. Rows are appended at the end of the
+-- table, so a batch of many runs' checkpoints touches few pages; only the
+-- (run_ref, key) index, which enforces write-once, is touched per run.
+-- attempts holds the attempts written with the checkpoint, encoded (see
+-- attempts.go), so a step costs one row, not one more per attempt.
 CREATE TABLE checkpoints (
-    seq           INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
-    run_id        TEXT    NOT NULL REFERENCES runs (id),
+    seq           INTEGER NOT NULL PRIMARY KEY,
+    run_ref       INTEGER NOT NULL REFERENCES runs (ref),
     key           TEXT    NOT NULL,
     kind          TEXT    NOT NULL,
     output        BLOB,
     error_message TEXT,
     error_code    TEXT,
+    attempts      BLOB,
     created_at    INTEGER NOT NULL,
-    UNIQUE (run_id, key)
+    UNIQUE (run_ref, key)
 ) STRICT;
 
--- Attempts: every execution of a step function, in the order recorded.
+-- Attempts recorded on their own (RecordAttempts: failed attempts before a
+-- retry), in the order recorded. after_checkpoint is 1 when the step's
+-- checkpoint already existed, so that listing keeps the order of recording.
 CREATE TABLE attempts (
-    id         INTEGER NOT NULL PRIMARY KEY,
-    run_id     TEXT    NOT NULL REFERENCES runs (id),
-    key        TEXT    NOT NULL,
-    number     INTEGER NOT NULL,
-    started_at INTEGER,
-    ended_at   INTEGER,
-    error      TEXT    NOT NULL
+    id               INTEGER NOT NULL PRIMARY KEY,
+    run_ref          INTEGER NOT NULL REFERENCES runs (ref),
+    key              TEXT    NOT NULL,
+    number           INTEGER NOT NULL,
+    started_at       INTEGER,
+    ended_at         INTEGER,
+    error            TEXT    NOT NULL,
+    after_checkpoint INTEGER NOT NULL
 ) STRICT;
-CREATE INDEX attempts_run ON attempts (run_id, key);
+CREATE INDEX attempts_run ON attempts (run_ref, key);
 
 -- Events sent to a run that was not waiting on their topic, consumed in
 -- order by the run's next wait on the topic.
 CREATE TABLE events (
-    id         INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
-    run_id     TEXT    NOT NULL REFERENCES runs (id),
+    id         INTEGER NOT NULL PRIMARY KEY,
+    run_ref    INTEGER NOT NULL REFERENCES runs (ref),
     topic      TEXT    NOT NULL,
     payload    BLOB,
     created_at INTEGER NOT NULL
 ) STRICT;
-CREATE INDEX events_run_topic ON events (run_id, topic, id);
+CREATE INDEX events_run_topic ON events (run_ref, topic, id);

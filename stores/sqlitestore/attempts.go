@@ -1,0 +1,125 @@
+package sqlitestore
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+// The attempts written with a checkpoint are stored in the checkpoint's row,
+// in this encoding:
+//
+//	version byte (1), uvarint count, then per attempt:
+//	uvarint len(Key), Key, varint Number, flags byte
+//	(bit 0: Started is zero, bit 1: Ended is zero),
+//	varint Started and varint Ended in Unix nanoseconds (each only when
+//	not zero), uvarint len(Error), Error.
+const attemptsVersion = 1
+
+var errBadAttempts = errors.New("malformed encoded attempts")
+
+func encodeAttempts(as []runtime.Attempt) []byte {
+	if len(as) == 0 {
+		return nil
+	}
+	n := 2
+	for i := range as {
+		n += len(as[i].Key) + len(as[i].Error) + 40
+	}
+	b := make([]byte, 0, n)
+	b = append(b, attemptsVersion)
+	b = binary.AppendUvarint(b, uint64(len(as)))
+	for i := range as {
+		a := &as[i]
+		b = binary.AppendUvarint(b, uint64(len(a.Key)))
+		b = append(b, a.Key...)
+		b = binary.AppendVarint(b, int64(a.Number))
+		var flags byte
+		if a.Started.IsZero() {
+			flags |= 1
+		}
+		if a.Ended.IsZero() {
+			flags |= 2
+		}
+		b = append(b, flags)
+		if flags&1 == 0 {
+			b = binary.AppendVarint(b, a.Started.UnixNano())
+		}
+		if flags&2 == 0 {
+			b = binary.AppendVarint(b, a.Ended.UnixNano())
+		}
+		b = binary.AppendUvarint(b, uint64(len(a.Error)))
+		b = append(b, a.Error...)
+	}
+	return b
+}
+
+func decodeAttempts(b []byte) ([]runtime.Attempt, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	if b[0] != attemptsVersion {
+		return nil, errBadAttempts
+	}
+	b = b[1:]
+	count, k := binary.Uvarint(b)
+	if k <= 0 || count > uint64(len(b)) {
+		return nil, errBadAttempts
+	}
+	b = b[k:]
+	out := make([]runtime.Attempt, 0, count)
+	str := func() (string, bool) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return "", false
+		}
+		s := string(b[k : k+int(n)])
+		b = b[k+int(n):]
+		return s, true
+	}
+	varint := func() (int64, bool) {
+		v, k := binary.Varint(b)
+		if k <= 0 {
+			return 0, false
+		}
+		b = b[k:]
+		return v, true
+	}
+	for range count {
+		var a runtime.Attempt
+		var ok bool
+		if a.Key, ok = str(); !ok {
+			return nil, errBadAttempts
+		}
+		num, ok := varint()
+		if !ok || len(b) == 0 {
+			return nil, errBadAttempts
+		}
+		a.Number = int(num)
+		flags := b[0]
+		b = b[1:]
+		if flags&1 == 0 {
+			v, ok := varint()
+			if !ok {
+				return nil, errBadAttempts
+			}
+			a.Started = fromNanos(v)
+		}
+		if flags&2 == 0 {
+			v, ok := varint()
+			if !ok {
+				return nil, errBadAttempts
+			}
+			a.Ended = fromNanos(v)
+		}
+		if a.Error, ok = str(); !ok {
+			return nil, errBadAttempts
+		}
+		out = append(out, a)
+	}
+	if len(b) != 0 {
+		return nil, errBadAttempts
+	}
+	return out, nil
+}

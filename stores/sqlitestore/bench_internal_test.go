@@ -1,0 +1,130 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+var syncModes = []Synchronous{SyncNormal, SyncFull}
+
+// BenchmarkInsertCeiling measures this machine's ceiling for one-row
+// transactions: each iteration is a single INSERT committed on its own, on a
+// file opened with the store's pragmas. It bounds what any store that
+// commits every write separately could do; group commit is how the store
+// goes past it.
+func BenchmarkInsertCeiling(b *testing.B) {
+	for _, mode := range syncModes {
+		b.Run("sync="+mode.String(), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "ceiling.db")
+			db, err := sql.Open("sqlite", dsn(path, Options{Synchronous: mode, BusyTimeout: 10 * time.Second}, false))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			db.SetMaxOpenConns(1)
+			if _, err := db.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, payload BLOB) STRICT`); err != nil {
+				b.Fatal(err)
+			}
+			st, err := db.Prepare(`INSERT INTO t (run_id, payload) VALUES (?1, ?2)`)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			payload := []byte(`{"result":"0123456789abcdef"}`)
+			b.ResetTimer()
+			start := time.Now()
+			for i := 0; b.Loop(); i++ {
+				if _, err := st.Exec("run-1", payload); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "commits/s")
+		})
+	}
+}
+
+// BenchmarkCheckpoint measures Checkpoint throughput through the writer:
+// callers goroutines, each on its own claimed run, each checkpoint with the
+// one attempt that produced it, as a worker writes a step.
+func BenchmarkCheckpoint(b *testing.B) {
+	for _, mode := range syncModes {
+		for _, callers := range []int{1, 32} {
+			b.Run(fmt.Sprintf("sync=%s/callers=%d", mode, callers), func(b *testing.B) {
+				benchCheckpoint(b, mode, callers)
+			})
+		}
+	}
+}
+
+func benchCheckpoint(b *testing.B, mode Synchronous, callers int) {
+	ctx := context.Background()
+	s, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{Synchronous: mode})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	runs := make([]runtime.NewRun, callers)
+	for i := range runs {
+		runs[i] = runtime.NewRun{ID: fmt.Sprintf("run-%03d", i), Workflow: "bench", Input: []byte(`{"n":1}`)}
+	}
+	if _, err := s.CreateRuns(ctx, runs); err != nil {
+		b.Fatal(err)
+	}
+	claimed, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "bench", Workflows: []string{"bench"}, Limit: callers, LeaseFor: time.Hour})
+	if err != nil || len(claimed) != callers {
+		b.Fatalf("Claim: %d runs, %v", len(claimed), err)
+	}
+	output := []byte(`{"result":"0123456789abcdef"}`)
+	b.ResetTimer()
+	before := s.stats // the writer is idle: every call above has returned
+	start := time.Now()
+	var wg sync.WaitGroup
+	per := b.N / callers
+	for i, cl := range claimed {
+		n := per
+		if i < b.N%callers {
+			n++
+		}
+		wg.Go(func() {
+			for k := range n {
+				key := fmt.Sprintf("step@v1#%d", k)
+				now := time.Now()
+				if _, err := s.Checkpoint(ctx, runtime.CheckpointRequest{
+					Lease:      cl.Lease,
+					LeaseFor:   time.Hour,
+					Checkpoint: runtime.Checkpoint{Key: key, Kind: runtime.KindStep, Output: output},
+					Attempts:   []runtime.Attempt{{Key: key, Number: 1, Started: now, Ended: now}},
+				}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "checkpoints/s")
+	b.StopTimer()
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	reportWriter(b, before, s.stats)
+}
+
+// reportWriter reports the writer's average batch and the commit time per
+// request, between two snapshots of its stats.
+func reportWriter(b *testing.B, before, after writerStats) {
+	batches, reqs := after.batches-before.batches, after.requests-before.requests
+	if batches == 0 || reqs == 0 {
+		return
+	}
+	b.ReportMetric(float64(reqs)/float64(batches), "reqs/batch")
+	b.ReportMetric(float64((after.commit-before.commit).Microseconds())/float64(reqs), "commit-µs/req")
+	b.ReportMetric(float64((after.busy-before.busy).Microseconds())/float64(reqs), "writer-µs/req")
+}
