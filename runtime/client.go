@@ -1,0 +1,470 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+)
+
+// StartOption configures one Start.
+type StartOption func(*startOptions)
+
+type startOptions struct {
+	id string
+}
+
+// WithID starts the run under a caller-chosen ID. Starting an ID that exists
+// returns the existing run and never creates a second one.
+func WithID(id string) StartOption {
+	return func(o *startOptions) { o.id = id }
+}
+
+// RunInfo is a run's state as the client sees it.
+type RunInfo struct {
+	ID       string
+	Workflow string
+	// ParentID is the run that started this one as a child, or "".
+	ParentID string
+	Status   RunStatus
+	// Output is the JSON result of a complete run.
+	Output json.RawMessage
+	// Err is the error of an errored or terminated run.
+	Err error
+	// PauseRequested is true while a pause waits for the next step boundary.
+	PauseRequested bool
+	// ReadyAt is when a waiting run wakes (a sleep's end or a wait's
+	// deadline); nil when only an event wakes it.
+	ReadyAt *time.Time
+	// WaitingFor is the event topic a waiting run waits on, or "".
+	WaitingFor string
+	// Recoveries counts recoveries from dead workers since the last step.
+	Recoveries int
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+func (e *Engine) runInfo(r RunRecord) RunInfo {
+	info := RunInfo{
+		ID: r.ID, Workflow: r.Workflow, ParentID: r.ParentID, Status: r.Status,
+		PauseRequested: r.PauseRequested, ReadyAt: r.ReadyAt, Recoveries: r.Recoveries,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+	if r.Wait != nil {
+		info.WaitingFor = r.Wait.Topic
+	}
+	if r.Error != nil {
+		info.Err = errorFromInfo("", r.Error)
+	}
+	if len(r.Output) > 0 {
+		if raw, err := e.payloads.raw("output of run "+r.ID, r.Output); err == nil {
+			info.Output = raw
+		}
+	}
+	return info
+}
+
+// Run is a typed handle on one run whose workflow returns Out.
+type Run[Out any] struct {
+	id     string
+	engine *Engine
+}
+
+// NewRunHandle returns a typed handle on the run with id, without checking
+// that it exists (Get checks).
+func NewRunHandle[Out any](e *Engine, id string) *Run[Out] {
+	return &Run[Out]{id: id, engine: e}
+}
+
+// ID returns the run's ID.
+func (r *Run[Out]) ID() string { return r.id }
+
+// Status returns the run's current state.
+func (r *Run[Out]) Status(ctx context.Context) (RunInfo, error) { return r.engine.Get(ctx, r.id) }
+
+// Result waits until the run finishes and returns its output, or its error
+// (an errored or terminated run), or ctx's error.
+func (r *Run[Out]) Result(ctx context.Context) (Out, error) {
+	var zero Out
+	info, err := r.engine.Wait(ctx, r.id)
+	if err != nil {
+		return zero, err
+	}
+	if info.Err != nil {
+		return zero, info.Err
+	}
+	var out Out
+	if err := decodeJSON("output of run "+r.id, info.Output, r.engine.cfg.MaxPayloadBytes, &out); err != nil {
+		return zero, err
+	}
+	return out, nil
+}
+
+// Pause pauses the run at its next step boundary; see Engine.Pause.
+func (r *Run[Out]) Pause(ctx context.Context) error { return r.engine.Pause(ctx, r.id) }
+
+// Resume resumes a paused run; see Engine.Resume.
+func (r *Run[Out]) Resume(ctx context.Context) error { return r.engine.Resume(ctx, r.id) }
+
+// Terminate ends the run; see Engine.Terminate.
+func (r *Run[Out]) Terminate(ctx context.Context, reason string) error {
+	return r.engine.Terminate(ctx, r.id, reason)
+}
+
+// Restart runs the run again from the top; see Engine.Restart.
+func (r *Run[Out]) Restart(ctx context.Context) error { return r.engine.Restart(ctx, r.id) }
+
+// typedWorkflow checks that name is registered with the given types.
+func typedWorkflow[In, Out any](e *Engine, name string) (*workflowDef, error) {
+	def, err := e.workflow(name)
+	if err != nil {
+		return nil, err
+	}
+	if def.inType != reflect.TypeFor[In]() || def.outType != reflect.TypeFor[Out]() {
+		return nil, fmt.Errorf("%w: workflow %q takes %v and returns %v, not %v and %v",
+			ErrInvalidArgument, name, def.inType, def.outType, reflect.TypeFor[In](), reflect.TypeFor[Out]())
+	}
+	return def, nil
+}
+
+// Start starts a run of the workflow registered as name with input in.
+func Start[In, Out any](ctx context.Context, e *Engine, name string, in In, opts ...StartOption) (*Run[Out], error) {
+	runs, err := StartBatch[In, Out](ctx, e, name, []BatchItem[In]{{ID: startID(opts), Input: in}})
+	if err != nil {
+		return nil, err
+	}
+	return runs[0], nil
+}
+
+func startID(opts []StartOption) string {
+	var o startOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return o.id
+}
+
+// BatchItem is one run of a StartBatch: an optional caller-chosen ID and the
+// input.
+type BatchItem[In any] struct {
+	ID    string
+	Input In
+}
+
+// StartBatch starts many runs of one workflow in one store call. Items with
+// an ID that exists return the existing run. Every input is checked before
+// anything is written: one bad item fails the batch and stores nothing.
+func StartBatch[In, Out any](ctx context.Context, e *Engine, name string, items []BatchItem[In]) ([]*Run[Out], error) {
+	if _, err := typedWorkflow[In, Out](e, name); err != nil {
+		return nil, err
+	}
+	runs := make([]NewRun, len(items))
+	for i, it := range items {
+		in, err := e.payloads.encode("input of "+name, it.Input)
+		if err != nil {
+			return nil, err
+		}
+		runs[i] = NewRun{ID: it.ID, Workflow: name, Input: in}
+	}
+	results, err := e.create(ctx, runs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Run[Out], len(results))
+	for i, r := range results {
+		out[i] = &Run[Out]{id: r.Run.ID, engine: e}
+	}
+	return out, nil
+}
+
+// StartJSON starts a run of the workflow registered as name with raw JSON
+// input, which must decode into the workflow's input type. id may be "" for a
+// generated ID. It is the untyped door for tools and other languages.
+func (e *Engine) StartJSON(ctx context.Context, name, id string, input json.RawMessage) (RunInfo, error) {
+	def, err := e.workflow(name)
+	if err != nil {
+		return RunInfo{}, err
+	}
+	if err := def.checkInput(input); err != nil {
+		return RunInfo{}, err
+	}
+	in, err := e.payloads.encodeRaw("input of "+name, input)
+	if err != nil {
+		return RunInfo{}, err
+	}
+	res, err := e.create(ctx, []NewRun{{ID: id, Workflow: name, Input: in}})
+	if err != nil {
+		return RunInfo{}, err
+	}
+	return e.runInfo(res[0].Run), nil
+}
+
+func (e *Engine) create(ctx context.Context, runs []NewRun) ([]CreateResult, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	for i := range runs {
+		if runs[i].ID == "" {
+			runs[i].ID = newRunID()
+		} else if err := validRunID(runs[i].ID); err != nil {
+			return nil, err
+		}
+	}
+	res, err := e.store.CreateRuns(ctx, runs)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range res {
+		if !r.Created && r.Run.Workflow != runs[i].Workflow {
+			return nil, fmt.Errorf("%w: run %q exists as a run of %q, not %q", ErrInvalidArgument, r.Run.ID, r.Run.Workflow, runs[i].Workflow)
+		}
+	}
+	e.signal()
+	return res, nil
+}
+
+func validRunID(id string) error {
+	if len(id) > 512 {
+		return invalidArg("run ID is %d bytes long, at most 512", len(id))
+	}
+	return nil
+}
+
+// Get returns a typed handle on an existing run of the workflow registered
+// as name: ErrRunNotFound if there is no such run, ErrInvalidArgument if it
+// belongs to another workflow.
+func Get[Out any](ctx context.Context, e *Engine, name, id string) (*Run[Out], error) {
+	info, err := e.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if info.Workflow != name {
+		return nil, fmt.Errorf("%w: run %q is a run of %q, not %q", ErrInvalidArgument, id, info.Workflow, name)
+	}
+	return &Run[Out]{id: id, engine: e}, nil
+}
+
+// Get returns a run's state.
+func (e *Engine) Get(ctx context.Context, id string) (RunInfo, error) {
+	if err := e.checkOpen(); err != nil {
+		return RunInfo{}, err
+	}
+	r, err := e.store.GetRun(ctx, id)
+	if err != nil {
+		return RunInfo{}, err
+	}
+	return e.runInfo(r), nil
+}
+
+// Wait blocks until the run finishes (complete, errored or terminated) and
+// returns its final state, or ctx's error.
+func (e *Engine) Wait(ctx context.Context, id string) (RunInfo, error) {
+	delay := 5 * time.Millisecond
+	for {
+		finished := e.finishedChan()
+		info, err := e.Get(ctx, id)
+		if err != nil {
+			return RunInfo{}, err
+		}
+		if info.Status.Finished() {
+			return info, nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return RunInfo{}, ctx.Err()
+		case <-finished:
+			t.Stop()
+		case <-t.C:
+			delay = min(delay*2, e.cfg.PollInterval)
+		}
+	}
+}
+
+// Pause pauses a run: a queued or waiting run at once, a running one at its
+// next step boundary. A paused run stays paused across engine restarts until
+// Resume. A finished run: ErrInvalidState.
+func (e *Engine) Pause(ctx context.Context, id string) error {
+	if err := e.checkOpen(); err != nil {
+		return err
+	}
+	return e.store.Pause(ctx, id)
+}
+
+// Resume resumes a paused run. A run that is not paused: ErrInvalidState.
+func (e *Engine) Resume(ctx context.Context, id string) error {
+	if err := e.checkOpen(); err != nil {
+		return err
+	}
+	if err := e.store.Resume(ctx, id); err != nil {
+		return err
+	}
+	e.signal()
+	return nil
+}
+
+// Terminate ends an unfinished run with reason. The running step's context
+// is cancelled (at once on this engine, within a heartbeat elsewhere) and no
+// later write of the run lands. A parent waiting on the run gets an error
+// matching ErrTerminated. A finished run: ErrInvalidState.
+func (e *Engine) Terminate(ctx context.Context, id, reason string) error {
+	if err := e.checkOpen(); err != nil {
+		return err
+	}
+	r, err := e.store.GetRun(ctx, id)
+	if err != nil {
+		return err
+	}
+	if reason == "" {
+		reason = "terminated"
+	}
+	info := ErrorInfo{Message: "stem: run terminated: " + reason, Code: CodeTerminated}
+	req := TerminateRequest{RunID: id, Error: info}
+	if r.ParentID != "" {
+		payload, _ := json.Marshal(childOutcome{Error: &info})
+		req.Notify = &Event{RunID: r.ParentID, Topic: childTopic(id), Payload: payload}
+	}
+	if err := e.store.Terminate(ctx, req); err != nil {
+		if errors.Is(err, ErrRunNotFound) && r.ParentID != "" {
+			// The parent is gone; terminate without telling it.
+			req.Notify = nil
+			err = e.store.Terminate(ctx, req)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	e.stopLocal(id, ErrTerminated)
+	e.notifyFinished()
+	e.signal()
+	return nil
+}
+
+// Restart drops a run's checkpoints and runs it again from the top, with the
+// same ID and input. A worker holding it stops without writing.
+func (e *Engine) Restart(ctx context.Context, id string) error {
+	if err := e.checkOpen(); err != nil {
+		return err
+	}
+	if err := e.store.Restart(ctx, id); err != nil {
+		return err
+	}
+	e.stopLocal(id, ErrLeaseLost)
+	e.signal()
+	return nil
+}
+
+// stopLocal cancels the execution of a run on this engine, if any.
+func (e *Engine) stopLocal(id string, cause error) {
+	e.mu.Lock()
+	x := e.active[id]
+	e.mu.Unlock()
+	if x != nil {
+		x.cancel(cause)
+	}
+}
+
+// Emit delivers payload (encoded as JSON) to every run waiting on topic and
+// returns how many it reached. Runs not waiting are not affected.
+func (e *Engine) Emit(ctx context.Context, topic string, payload any) (int, error) {
+	if err := e.checkOpen(); err != nil {
+		return 0, err
+	}
+	if topic == "" {
+		return 0, invalidArg("event topic is empty")
+	}
+	b, err := e.payloads.encode("payload of event "+topic, payload)
+	if err != nil {
+		return 0, err
+	}
+	ids, err := e.store.Emit(ctx, topic, b)
+	if err != nil {
+		return 0, err
+	}
+	if len(ids) > 0 {
+		e.signal()
+	}
+	return len(ids), nil
+}
+
+// SendEvent delivers payload (encoded as JSON) to one run. If the run is not
+// waiting on topic yet, the event is kept for it and delivered when it
+// waits, so an early event is never lost. An unknown run: ErrRunNotFound; a
+// finished run: ErrInvalidState.
+func (e *Engine) SendEvent(ctx context.Context, runID, topic string, payload any) error {
+	if err := e.checkOpen(); err != nil {
+		return err
+	}
+	if topic == "" {
+		return invalidArg("event topic is empty")
+	}
+	b, err := e.payloads.encode("payload of event "+topic, payload)
+	if err != nil {
+		return err
+	}
+	delivered, err := e.store.SendEvent(ctx, Event{RunID: runID, Topic: topic, Payload: b})
+	if err != nil {
+		return err
+	}
+	if delivered {
+		e.signal()
+	}
+	return nil
+}
+
+// ListRuns returns a page of runs, ordered by ID, filtered by q.
+func (e *Engine) ListRuns(ctx context.Context, q ListRunsQuery) ([]RunInfo, string, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, "", err
+	}
+	if q.Status != "" && !q.Status.Valid() {
+		return nil, "", invalidArg("unknown run status %q", q.Status)
+	}
+	page, err := e.store.ListRuns(ctx, q)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]RunInfo, len(page.Runs))
+	for i, r := range page.Runs {
+		out[i] = e.runInfo(r)
+	}
+	return out, page.Next, nil
+}
+
+// StepInfo is one step of a run as operators see it.
+type StepInfo struct {
+	// Key is the expanded checkpoint key ("pack@v1#10").
+	Key  string
+	Kind CheckpointKind
+	Seq  int64
+	// Output is the step's JSON result.
+	Output json.RawMessage
+	// Err is the step's final error, if it failed.
+	Err       error
+	CreatedAt time.Time
+	Attempts  []Attempt
+}
+
+// ListSteps returns a run's steps in execution order, each with its attempts.
+func (e *Engine) ListSteps(ctx context.Context, runID string) ([]StepInfo, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	steps, err := e.store.ListSteps(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]StepInfo, len(steps))
+	for i, s := range steps {
+		out[i] = StepInfo{Key: s.Key, Kind: s.Kind, Seq: s.Seq, Err: errorFromInfo(s.Key, s.Error), CreatedAt: s.CreatedAt, Attempts: s.Attempts}
+		if s.Kind == KindChild || s.Kind == KindSleep {
+			out[i].Output = s.Output
+		} else if raw, err := e.payloads.raw("checkpoint "+s.Key, s.Output); err == nil {
+			out[i].Output = raw
+		}
+	}
+	return out, nil
+}

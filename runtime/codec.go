@@ -1,0 +1,122 @@
+package runtime
+
+import (
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// DefaultMaxPayloadBytes is the payload limit when Config.MaxPayloadBytes is
+// zero: 2 MiB.
+const DefaultMaxPayloadBytes = 2 << 20
+
+// Codec transforms payloads on their way to and from the store: inputs,
+// outputs, checkpoints and event payloads. Use it to encrypt them at rest
+// (see NewAESGCMCodec). Encode and Decode must be inverses and safe for
+// concurrent use.
+type Codec interface {
+	Encode(plain []byte) ([]byte, error)
+	Decode(stored []byte) ([]byte, error)
+}
+
+// payloads marshals and unmarshals values with the size limit and codec of
+// one engine.
+type payloads struct {
+	limit int
+	codec Codec
+}
+
+// encode marshals v to JSON, checks the size limit and applies the codec.
+func (p payloads) encode(what string, v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("stem: encode %s: %w", what, err)
+	}
+	return p.encodeRaw(what, b)
+}
+
+// encodeRaw checks raw JSON against the limit and applies the codec.
+func (p payloads) encodeRaw(what string, b []byte) ([]byte, error) {
+	if len(b) > p.limit {
+		return nil, fmt.Errorf("%w: %s is %d bytes, limit %d", ErrPayloadTooLarge, what, len(b), p.limit)
+	}
+	if p.codec == nil {
+		return b, nil
+	}
+	out, err := p.codec.Encode(b)
+	if err != nil {
+		return nil, fmt.Errorf("stem: encode %s: %w", what, err)
+	}
+	return out, nil
+}
+
+// raw undoes the codec, returning the stored JSON.
+func (p payloads) raw(what string, stored []byte) ([]byte, error) {
+	if p.codec == nil || len(stored) == 0 {
+		return stored, nil
+	}
+	b, err := p.codec.Decode(stored)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrDecode, what, err)
+	}
+	return b, nil
+}
+
+// decode undoes the codec and unmarshals into v. The size is checked before
+// decoding. An empty payload decodes to the zero value.
+func (p payloads) decode(what string, stored []byte, v any) error {
+	b, err := p.raw(what, stored)
+	if err != nil {
+		return err
+	}
+	return decodeJSON(what, b, p.limit, v)
+}
+
+func decodeJSON(what string, b []byte, limit int, v any) error {
+	if len(b) > limit {
+		return fmt.Errorf("%w: %s is %d bytes, limit %d", ErrPayloadTooLarge, what, len(b), limit)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%w: %s into %T: %v", ErrDecode, what, v, err)
+	}
+	return nil
+}
+
+// NewAESGCMCodec returns a Codec that encrypts payloads with AES-GCM under
+// key (16, 24 or 32 bytes), a fresh random nonce per payload.
+func NewAESGCMCodec(key []byte) (Codec, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("stem: aes-gcm codec: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("stem: aes-gcm codec: %w", err)
+	}
+	return aesGCM{aead}, nil
+}
+
+type aesGCM struct{ aead cipher.AEAD }
+
+func (c aesGCM) Encode(plain []byte) ([]byte, error) {
+	nonce := make([]byte, c.aead.NonceSize(), c.aead.NonceSize()+len(plain)+c.aead.Overhead())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	return c.aead.Seal(nonce, nonce, plain, nil), nil
+}
+
+func (c aesGCM) Decode(stored []byte) ([]byte, error) {
+	n := c.aead.NonceSize()
+	if len(stored) < n {
+		return nil, errors.New("ciphertext too short")
+	}
+	return c.aead.Open(nil, stored[:n], stored[n:], nil)
+}

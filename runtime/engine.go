@@ -1,0 +1,371 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+)
+
+// SupportPackageIsVersion1 is referenced by generated code. Generated code
+// that needs a newer runtime refers to a constant this version lacks and so
+// stops compiling instead of misbehaving.
+const SupportPackageIsVersion1 = true
+
+// Clock tells the time. Tests substitute it; the zero Config uses the system
+// clock.
+type Clock interface {
+	Now() time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// Config configures an Engine. Its zero value, with a Store, works.
+type Config struct {
+	// Store holds every run's state. Required. The engine does not close it.
+	Store Store
+	// Workers is how many runs one engine executes at once. Default 16.
+	Workers int
+	// LeaseDuration is how long a claimed run stays leased without a write or
+	// heartbeat. A worker that dies is replaced after at most this long.
+	// Default 30s.
+	LeaseDuration time.Duration
+	// PollInterval is how often an idle worker asks the store for ready runs
+	// when nothing signals it sooner. Default 1s.
+	PollInterval time.Duration
+	// ClaimBatch caps how many runs one claim leases. Default Workers.
+	ClaimBatch int
+	// Clock tells the time for sleeps, deadlines and attempt records. Default
+	// the system clock.
+	Clock Clock
+	// Logger receives the engine's logs. Default: discarded.
+	Logger *slog.Logger
+	// MaxPayloadBytes caps every payload (input, output, event), checked
+	// before decoding and before any write. Default DefaultMaxPayloadBytes.
+	MaxPayloadBytes int
+	// MaxRecoveries is how many times a run may be recovered from a dead
+	// worker without making progress before it errors with ErrPoisonRun.
+	// Default 10.
+	MaxRecoveries int
+	// WorkerID names this engine's worker in leases. Default: unique per
+	// process start.
+	WorkerID string
+	// Codec, when set, transforms every payload at rest (encryption).
+	Codec Codec
+}
+
+// Engine executes workflow runs from a Store and is the client that starts
+// and controls them. Create one with New, register workflows, then call Run
+// to work; an engine that never calls Run is a client only.
+type Engine struct {
+	cfg      Config
+	store    Store
+	log      *slog.Logger
+	clock    Clock
+	payloads payloads
+
+	mu        sync.Mutex
+	workflows map[string]*workflowDef
+	names     []string // sorted workflow names, for claims
+	active    map[string]*execution
+	closed    bool
+	running   bool
+	stopRun   context.CancelFunc
+	runDone   chan struct{}
+	finished  chan struct{} // closed and replaced when a local run finishes
+
+	wake chan struct{} // local dispatch: runs became ready
+}
+
+// New returns an Engine for the config.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Store == nil {
+		return nil, fmt.Errorf("%w: Config.Store is nil", ErrInvalidArgument)
+	}
+	if cfg.Workers < 0 || cfg.LeaseDuration < 0 || cfg.PollInterval < 0 || cfg.MaxPayloadBytes < 0 || cfg.MaxRecoveries < 0 || cfg.ClaimBatch < 0 {
+		return nil, fmt.Errorf("%w: negative value in Config", ErrInvalidArgument)
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = 16
+	}
+	if cfg.LeaseDuration == 0 {
+		cfg.LeaseDuration = 30 * time.Second
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = time.Second
+	}
+	if cfg.ClaimBatch == 0 {
+		cfg.ClaimBatch = cfg.Workers
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = systemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxPayloadBytes == 0 {
+		cfg.MaxPayloadBytes = DefaultMaxPayloadBytes
+	}
+	if cfg.MaxRecoveries == 0 {
+		cfg.MaxRecoveries = 10
+	}
+	if cfg.WorkerID == "" {
+		cfg.WorkerID = newWorkerID()
+	}
+	return &Engine{
+		cfg:       cfg,
+		store:     cfg.Store,
+		log:       cfg.Logger,
+		clock:     cfg.Clock,
+		payloads:  payloads{limit: cfg.MaxPayloadBytes, codec: cfg.Codec},
+		workflows: map[string]*workflowDef{},
+		active:    map[string]*execution{},
+		finished:  make(chan struct{}),
+		wake:      make(chan struct{}, 1),
+	}, nil
+}
+
+// WorkerID returns the ID this engine's worker leases runs under.
+func (e *Engine) WorkerID() string { return e.cfg.WorkerID }
+
+// Store returns the engine's store.
+func (e *Engine) Store() Store { return e.store }
+
+// workflowDef is a registered workflow, type-erased.
+type workflowDef struct {
+	name    string
+	inType  reflect.Type
+	outType reflect.Type
+	// run decodes the input, runs the workflow and encodes its output.
+	run func(c *WorkflowContext, input []byte) ([]byte, error)
+	// checkInput reports whether raw JSON decodes into the input type.
+	checkInput func(raw []byte) error
+}
+
+// Register registers fn as the workflow named name: the durable name stored
+// with every run, which must not change while runs of it exist. Register
+// before Run. A name registered twice is ErrDuplicateWorkflow.
+func Register[In, Out any](e *Engine, name string, fn func(c *WorkflowContext, in In) (Out, error)) error {
+	if name == "" || fn == nil {
+		return invalidArg("workflow name and function are required")
+	}
+	def := &workflowDef{
+		name:    name,
+		inType:  reflect.TypeFor[In](),
+		outType: reflect.TypeFor[Out](),
+		run: func(c *WorkflowContext, input []byte) ([]byte, error) {
+			var in In
+			if err := c.exec.engine.payloads.decode("input of "+name, input, &in); err != nil {
+				return nil, err
+			}
+			out, err := fn(c, in)
+			if err != nil {
+				return nil, err
+			}
+			return c.exec.engine.payloads.encode("output of "+name, out)
+		},
+		checkInput: func(raw []byte) error {
+			var in In
+			return decodeJSON("input of "+name, raw, e.cfg.MaxPayloadBytes, &in)
+		},
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	if _, ok := e.workflows[name]; ok {
+		return fmt.Errorf("%w: %q", ErrDuplicateWorkflow, name)
+	}
+	e.workflows[name] = def
+	e.names = append(e.names, name)
+	slices.Sort(e.names)
+	return nil
+}
+
+// workflow returns the registered workflow, or ErrUnknownWorkflow.
+func (e *Engine) workflow(name string) (*workflowDef, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ErrClosed
+	}
+	def, ok := e.workflows[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q is not registered with this engine", ErrUnknownWorkflow, name)
+	}
+	return def, nil
+}
+
+func (e *Engine) checkOpen() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// signal tells the worker loop that runs may be ready (local dispatch).
+func (e *Engine) signal() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// notifyFinished wakes everyone waiting on a local run's result.
+func (e *Engine) notifyFinished() {
+	e.mu.Lock()
+	close(e.finished)
+	e.finished = make(chan struct{})
+	e.mu.Unlock()
+}
+
+func (e *Engine) finishedChan() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.finished
+}
+
+// Run works: it claims ready runs of the registered workflows and executes up
+// to Config.Workers of them at once until ctx is done or the engine is
+// closed. On return every run it held has been released or left to its lease.
+// Run may be called once at a time.
+func (e *Engine) Run(ctx context.Context) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return ErrClosed
+	}
+	if e.running {
+		e.mu.Unlock()
+		return fmt.Errorf("%w: Run is already running", ErrInvalidState)
+	}
+	if len(e.names) == 0 {
+		e.mu.Unlock()
+		return fmt.Errorf("%w: no workflow registered", ErrInvalidArgument)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	e.running = true
+	e.stopRun = cancel
+	e.runDone = make(chan struct{})
+	names := slices.Clone(e.names)
+	e.mu.Unlock()
+
+	defer func() {
+		cancel()
+		e.mu.Lock()
+		e.running = false
+		close(e.runDone)
+		e.mu.Unlock()
+	}()
+
+	var notes <-chan struct{}
+	if n, ok := e.store.(Notifier); ok {
+		notes = n.Notifications(ctx)
+	}
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, e.cfg.Workers)
+	freed := make(chan struct{}, 1)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	errBackoff := e.cfg.PollInterval / 10
+	for {
+		free := cap(slots) - len(slots)
+		claimed := 0
+		if free > 0 {
+			runs, err := e.store.Claim(ctx, ClaimRequest{
+				Owner:     e.cfg.WorkerID,
+				Workflows: names,
+				Limit:     min(free, e.cfg.ClaimBatch),
+				LeaseFor:  e.cfg.LeaseDuration,
+			})
+			if err != nil && ctx.Err() == nil {
+				e.log.Error("stem: claim failed", "err", err)
+				errBackoff = min(max(errBackoff*2, 10*time.Millisecond), e.cfg.PollInterval)
+				select {
+				case <-ctx.Done():
+				case <-time.After(errBackoff):
+				}
+			} else {
+				errBackoff = 0
+			}
+			for _, r := range runs {
+				claimed++
+				slots <- struct{}{}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					e.execute(ctx, r)
+					<-slots
+					select {
+					case freed <- struct{}{}:
+					default:
+					}
+				}()
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if claimed > 0 && claimed == free {
+			// Every slot is taken; wait for one to free up.
+			select {
+			case <-ctx.Done():
+			case <-freed:
+			}
+			continue
+		}
+		if claimed > 0 {
+			continue // more may be ready
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(e.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+		case <-e.wake:
+		case <-notes:
+		case <-freed:
+		case <-timer.C:
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	wg.Wait()
+	return nil
+}
+
+// Close stops the engine: Run returns after releasing the runs it holds, and
+// later calls return ErrClosed. The store stays open.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	stop, done := e.stopRun, e.runDone
+	e.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
+	return nil
+}
+
+// errShutdown is the cause of an execution's cancellation when its engine
+// stops; the run is released for another worker.
+var errShutdown = errors.New("stem: engine shutting down")

@@ -1,0 +1,235 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/stores/memstore"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// errKilled is what a killed worker's store calls return: a dead process
+// writes nothing.
+var errKilled = errors.New("worker killed")
+
+// probeStore wraps a real store to observe an engine's calls and to simulate
+// the death of the worker process that uses it: once killed, every call
+// fails and nothing more reaches the store.
+type probeStore struct {
+	runtime.Store
+	dead     atomic.Bool
+	claims   atomic.Int64
+	suspends atomic.Int64
+
+	mu          sync.Mutex
+	checkpoints []checkpointCall
+}
+
+type checkpointCall struct {
+	key string
+	err error
+}
+
+func (p *probeStore) kill() { p.dead.Store(true) }
+
+func (p *probeStore) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.ClaimedRun, error) {
+	if p.dead.Load() {
+		return nil, errKilled
+	}
+	p.claims.Add(1)
+	return p.Store.Claim(ctx, req)
+}
+
+func (p *probeStore) Checkpoint(ctx context.Context, req runtime.CheckpointRequest) (runtime.CheckpointResult, error) {
+	if p.dead.Load() {
+		return runtime.CheckpointResult{}, errKilled
+	}
+	res, err := p.Store.Checkpoint(ctx, req)
+	p.mu.Lock()
+	p.checkpoints = append(p.checkpoints, checkpointCall{req.Checkpoint.Key, err})
+	p.mu.Unlock()
+	return res, err
+}
+
+func (p *probeStore) checkpointCalls() []checkpointCall {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]checkpointCall(nil), p.checkpoints...)
+}
+
+func (p *probeStore) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtime.SuspendResult, error) {
+	if p.dead.Load() {
+		return runtime.SuspendResult{}, errKilled
+	}
+	res, err := p.Store.Suspend(ctx, req)
+	if err == nil && res.Delivered == nil && (req.Checkpoint != nil || req.Wait != nil) {
+		p.suspends.Add(1)
+	}
+	return res, err
+}
+
+func (p *probeStore) Heartbeat(ctx context.Context, l runtime.Lease, d time.Duration) error {
+	if p.dead.Load() {
+		return errKilled
+	}
+	return p.Store.Heartbeat(ctx, l, d)
+}
+
+func (p *probeStore) RecordAttempts(ctx context.Context, l runtime.Lease, d time.Duration, a []runtime.Attempt) error {
+	if p.dead.Load() {
+		return errKilled
+	}
+	return p.Store.RecordAttempts(ctx, l, d, a)
+}
+
+func (p *probeStore) Complete(ctx context.Context, req runtime.CompleteRequest) error {
+	if p.dead.Load() {
+		return errKilled
+	}
+	return p.Store.Complete(ctx, req)
+}
+
+func (p *probeStore) CreateRuns(ctx context.Context, runs []runtime.NewRun) ([]runtime.CreateResult, error) {
+	if p.dead.Load() {
+		return nil, errKilled
+	}
+	return p.Store.CreateRuns(ctx, runs)
+}
+
+func (p *probeStore) LoadCheckpoints(ctx context.Context, id string) ([]runtime.Checkpoint, error) {
+	if p.dead.Load() {
+		return nil, errKilled
+	}
+	return p.Store.LoadCheckpoints(ctx, id)
+}
+
+// manualClock is a clock the test moves by hand.
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newManualClock() *manualClock {
+	return &manualClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// fixture is a store shared by the engines of one test.
+type fixture struct {
+	t     *testing.T
+	store runtime.Store
+	clock runtime.Clock
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	st := memstore.New(memstore.Options{})
+	t.Cleanup(func() { st.Close() })
+	return &fixture{t: t, store: st}
+}
+
+func setupClock(t *testing.T) (*fixture, *manualClock) {
+	t.Helper()
+	clock := newManualClock()
+	st := memstore.New(memstore.Options{Now: clock.Now})
+	t.Cleanup(func() { st.Close() })
+	return &fixture{t: t, store: st, clock: clock}, clock
+}
+
+// engine returns an engine on the fixture's store (through a probe), with
+// quick polling and the given lease. register adds its workflows. It is not
+// running; call start.
+func (f *fixture) engine(lease time.Duration, register func(e *runtime.Engine)) (*runtime.Engine, *probeStore) {
+	f.t.Helper()
+	probe := &probeStore{Store: f.store}
+	e, err := runtime.New(runtime.Config{
+		Store:         probe,
+		Workers:       8,
+		LeaseDuration: lease,
+		PollInterval:  5 * time.Millisecond,
+		Clock:         f.clock,
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	register(e)
+	return e, probe
+}
+
+// start runs the engine until the test ends (or stop is called).
+func start(t *testing.T, e *runtime.Engine) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := e.Run(ctx); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// eventually polls cond until it holds or the test's patience runs out.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never happened: %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func status(t *testing.T, e *runtime.Engine, id string) runtime.RunStatus {
+	t.Helper()
+	info, err := e.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Status
+}

@@ -1,0 +1,235 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+// StepOptions is a step's execution policy. The zero value runs one attempt
+// with no timeout.
+type StepOptions struct {
+	// Retries is how many times a failed attempt is retried: a step runs at
+	// most Retries+1 times. An error wrapped with Permanent is not retried.
+	Retries int
+	// Backoff is the delay before the first retry, doubled for each later
+	// one with jitter. Default 100ms.
+	Backoff time.Duration
+	// MaxBackoff caps the delay. Default 1m.
+	MaxBackoff time.Duration
+	// Timeout bounds each attempt; the attempt's context is cancelled and the
+	// attempt fails when it passes. Zero: no limit.
+	Timeout time.Duration
+	// Autoversion lets the step run many times in one run: its calls get the
+	// keys key#0, key#1, ... by call order.
+	Autoversion bool
+}
+
+// StepContext is what a step function receives: a context.Context that is
+// cancelled when the attempt times out or the run stops on this worker
+// (terminated, lease lost, engine shutting down), and facts about the call.
+type StepContext interface {
+	context.Context
+	// RunID returns the run's ID.
+	RunID() string
+	// Workflow returns the workflow's durable name.
+	Workflow() string
+	// Key returns the step's checkpoint key, expanded for autoversion
+	// ("pack@v1#3").
+	Key() string
+	// Attempt returns the attempt number, from 1.
+	Attempt() int
+	// Iteration returns the autoversion iteration (0 for other steps).
+	Iteration() int
+	// IdempotencyKey returns "<workflow>/<runID>/<key>[/<scope>]": the same
+	// on every retry and after every crash, different for each autoversion
+	// iteration. Pass it to outside services that deduplicate requests.
+	IdempotencyKey(scope string) string
+	// Logger returns a logger that names the run and step.
+	Logger() *slog.Logger
+}
+
+// IdempotencyKey returns the idempotency key a step with the given expanded
+// checkpoint key sees in a run: "<workflow>/<runID>/<stepKey>[/<scope>]".
+// Use it outside a run to reconcile with the services a step called.
+func IdempotencyKey(workflow, runID, stepKey, scope string) string {
+	k := workflow + "/" + runID + "/" + stepKey
+	if scope != "" {
+		k += "/" + scope
+	}
+	return k
+}
+
+type stepContext struct {
+	context.Context
+	x         *execution
+	key       string
+	attempt   int
+	iteration int
+}
+
+func (s *stepContext) RunID() string    { return s.x.lease.RunID }
+func (s *stepContext) Workflow() string { return s.x.workflow }
+func (s *stepContext) Key() string      { return s.key }
+func (s *stepContext) Attempt() int     { return s.attempt }
+func (s *stepContext) Iteration() int   { return s.iteration }
+func (s *stepContext) IdempotencyKey(scope string) string {
+	return IdempotencyKey(s.x.workflow, s.x.lease.RunID, s.key, scope)
+}
+func (s *stepContext) Logger() *slog.Logger {
+	return s.x.logger().With("step", s.key, "attempt", s.attempt)
+}
+
+// Step runs fn as the step with checkpoint key (conventionally
+// "name@vN"), or returns its checkpointed result if it completed before. A
+// failed attempt is retried by opts; a step that exhausts its retries
+// checkpoints its failure, so a replay returns the same error (as a
+// *StepError that keeps errors.Is working for the package's sentinels).
+func Step[T any](c *WorkflowContext, key string, opts StepOptions, fn func(sc StepContext) (T, error)) (T, error) {
+	return runStep(c, key, opts, fn, false)
+}
+
+// Do runs fn as a step that returns no value; see Step. Its completion is a
+// checkpoint like any other, so it does not run again on replay.
+func Do(c *WorkflowContext, key string, opts StepOptions, fn func(sc StepContext) error) error {
+	_, err := runStep(c, key, opts, func(sc StepContext) (struct{}, error) { return struct{}{}, fn(sc) }, true)
+	return err
+}
+
+func validKey(key string) error {
+	if key == "" || strings.ContainsAny(key, "#\n") {
+		return invalidArg("checkpoint key %q must be non-empty and contain no '#' or newline", key)
+	}
+	return nil
+}
+
+func runStep[T any](c *WorkflowContext, key string, opts StepOptions, fn func(sc StepContext) (T, error), void bool) (T, error) {
+	var zero T
+	x := c.exec
+	x.checkStopped()
+	if err := validKey(key); err != nil {
+		return zero, err
+	}
+	full, err := x.useKey(key, opts.Autoversion)
+	if err != nil {
+		return zero, err
+	}
+	iteration := 0
+	if opts.Autoversion {
+		iteration = x.counters[key] - 1
+	}
+	if cp, ok := x.checkpoints[full]; ok {
+		return decodeCheckpoint[T](x, cp)
+	}
+	e := x.engine
+	for attempt := 1; ; attempt++ {
+		start := e.clock.Now()
+		out, err := callStep(x, full, iteration, attempt, opts.Timeout, fn)
+		end := e.clock.Now()
+		x.checkStopped()
+		var output []byte
+		if err == nil && !void {
+			output, err = e.payloads.encode("output of step "+full, out)
+			if err != nil {
+				err = Permanent(err)
+			}
+		}
+		a := Attempt{Key: full, Number: attempt, Started: start, Ended: end}
+		if err == nil {
+			cp := x.checkpoint(Checkpoint{Key: full, Kind: KindStep, Output: output}, []Attempt{a})
+			if cp.Error != nil || string(cp.Output) != string(output) {
+				return decodeCheckpoint[T](x, cp)
+			}
+			return out, nil
+		}
+		a.Error = err.Error()
+		if IsPermanent(err) || attempt > opts.Retries {
+			cp := x.checkpoint(Checkpoint{Key: full, Kind: KindStep, Error: errorInfo(err)}, []Attempt{a})
+			return decodeCheckpoint[T](x, cp)
+		}
+		if err := e.store.RecordAttempts(context.WithoutCancel(x.ctx), x.lease, e.cfg.LeaseDuration, []Attempt{a}); err != nil {
+			x.stop(err)
+		}
+		x.extended()
+		t := time.NewTimer(backoff(opts, attempt))
+		select {
+		case <-x.ctx.Done():
+			t.Stop()
+			x.checkStopped()
+		case <-t.C:
+		}
+	}
+}
+
+// backoff returns the delay before retry number attempt (from 1):
+// exponential with jitter in [d/2, d], capped.
+func backoff(opts StepOptions, attempt int) time.Duration {
+	base, maxd := opts.Backoff, opts.MaxBackoff
+	if base <= 0 {
+		base = 100 * time.Millisecond
+	}
+	if maxd <= 0 {
+		maxd = time.Minute
+	}
+	d := base
+	for i := 1; i < attempt && d < maxd; i++ {
+		d *= 2
+	}
+	d = min(d, maxd)
+	return d/2 + rand.N(d/2+1)
+}
+
+// callStep runs one attempt, turning a panic into a failed attempt with its
+// stack. With a timeout, an attempt that ignores its context is abandoned
+// when the timeout passes.
+func callStep[T any](x *execution, key string, iteration, attempt int, timeout time.Duration, fn func(StepContext) (T, error)) (out T, err error) {
+	ctx := x.ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	sc := &stepContext{Context: ctx, x: x, key: key, attempt: attempt, iteration: iteration}
+	call := func() (out T, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("step %q panicked: %v\n%s", key, p, debug.Stack())
+			}
+		}()
+		return fn(sc)
+	}
+	if timeout <= 0 {
+		return call()
+	}
+	type result struct {
+		out T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		o, e := call()
+		done <- result{o, e}
+	}()
+	select {
+	case r := <-done:
+		return r.out, r.err
+	case <-ctx.Done():
+		return out, fmt.Errorf("step %q attempt %d: %w", key, attempt, context.Cause(ctx))
+	}
+}
+
+// decodeCheckpoint returns a checkpoint's result as the step's.
+func decodeCheckpoint[T any](x *execution, cp Checkpoint) (T, error) {
+	var out T
+	if cp.Error != nil {
+		return out, errorFromInfo(cp.Key, cp.Error)
+	}
+	if err := x.engine.payloads.decode("checkpoint "+cp.Key, cp.Output, &out); err != nil {
+		return out, err
+	}
+	return out, nil
+}
