@@ -1,0 +1,606 @@
+// Package crashtest is the multi-process crash harness the stores share:
+// worker processes (the test binary re-executed) run 10-step workflows
+// against one store while the harness kills them with SIGKILL, or freezes
+// one with SIGSTOP, and then checks what users rely on: every run completes,
+// every step key has exactly one checkpoint, no run completes twice, every
+// step ran at least once, and a frozen worker's stale writes are all
+// rejected.
+//
+// A store's test package wires it in two places:
+//
+//	func TestMain(m *testing.M) {
+//		crashtest.MaybeWorker(openStoreFromEnv) // never returns in a worker
+//		os.Exit(m.Run())
+//	}
+//
+//	func TestChaos(t *testing.T) { crashtest.Run(t, crashtest.Config{...}) }
+package crashtest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+// Workflow is the durable name of the harness's workflow.
+const Workflow = "crashtest.ten"
+
+// Steps is how many steps each run has.
+const Steps = 10
+
+const (
+	envWorker  = "STEM_CRASHTEST_WORKER"
+	envDir     = "STEM_CRASHTEST_DIR"
+	envLease   = "STEM_CRASHTEST_LEASE"
+	envWorkers = "STEM_CRASHTEST_CONCURRENCY"
+	envStepDur = "STEM_CRASHTEST_STEP"
+)
+
+// Register registers the harness workflow on e. Each step appends one line
+// "<runID> <key>" to the side-effect log in dir before returning, so the log
+// shows every execution of every step, re-executions included.
+func Register(e *runtime.Engine, dir string, stepDur time.Duration) error {
+	log, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("effects.%d.log", os.Getpid())), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	return runtime.Register(e, Workflow, func(c *runtime.WorkflowContext, in int) (int, error) {
+		sum := in
+		for i := range Steps {
+			v, err := runtime.Step(c, fmt.Sprintf("step%d@v1", i), runtime.StepOptions{Retries: 3, Backoff: time.Millisecond}, func(sc runtime.StepContext) (int, error) {
+				if stepDur > 0 {
+					time.Sleep(time.Duration(rand.Int64N(int64(stepDur) + 1)))
+				}
+				if _, err := fmt.Fprintf(log, "%s %s\n", sc.RunID(), sc.Key()); err != nil {
+					return 0, err
+				}
+				return sum + i, nil
+			})
+			if err != nil {
+				return 0, err
+			}
+			sum = v
+		}
+		return sum, nil
+	})
+}
+
+// MaybeWorker turns the test binary into a crash-test worker when the harness
+// started it: it opens the store with open, runs an engine on it until the
+// process is killed, and never returns. In any other process it returns at
+// once. Call it first thing in TestMain.
+func MaybeWorker(open func() (runtime.Store, error)) {
+	if os.Getenv(envWorker) != "1" {
+		return
+	}
+	os.Exit(worker(open))
+}
+
+func worker(open func() (runtime.Store, error)) int {
+	dir := os.Getenv(envDir)
+	lease, _ := time.ParseDuration(os.Getenv(envLease))
+	stepDur, _ := time.ParseDuration(os.Getenv(envStepDur))
+	workers, _ := strconv.Atoi(os.Getenv(envWorkers))
+	store, err := open()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crashtest worker: open store:", err)
+		return 2
+	}
+	rec, err := newRecorder(store, filepath.Join(dir, fmt.Sprintf("writes.%d.log", os.Getpid())))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crashtest worker:", err)
+		return 2
+	}
+	e, err := runtime.New(runtime.Config{
+		Store: rec, Workers: workers, LeaseDuration: lease, PollInterval: 20 * time.Millisecond,
+		MaxRecoveries: 1000,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crashtest worker:", err)
+		return 2
+	}
+	if err := Register(e, dir, stepDur); err != nil {
+		fmt.Fprintln(os.Stderr, "crashtest worker:", err)
+		return 2
+	}
+	if err := e.Run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "crashtest worker:", err)
+		return 2
+	}
+	return 0
+}
+
+// recorder is the worker's view of the store: it passes every call through
+// and appends one line per claim and fenced write to a log, with the wall
+// time, so the harness can tell which writes a frozen worker made after it
+// was thawed, and which completions succeeded.
+type recorder struct {
+	runtime.Store
+	mu  sync.Mutex
+	out *os.File
+}
+
+func newRecorder(s runtime.Store, path string) (*recorder, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &recorder{Store: s, out: f}, nil
+}
+
+func (r *recorder) note(op, runID string, token int64, err error) {
+	res := "ok"
+	switch {
+	case errors.Is(err, runtime.ErrLeaseLost):
+		res = "lost"
+	case err != nil:
+		res = "error"
+	}
+	r.mu.Lock()
+	fmt.Fprintf(r.out, "%d %s %s %d %s\n", time.Now().UnixNano(), op, runID, token, res)
+	r.mu.Unlock()
+}
+
+func (r *recorder) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.ClaimedRun, error) {
+	runs, err := r.Store.Claim(ctx, req)
+	for _, c := range runs {
+		r.note("claim", c.Lease.RunID, c.Lease.Token, nil)
+	}
+	return runs, err
+}
+
+func (r *recorder) Checkpoint(ctx context.Context, req runtime.CheckpointRequest) (runtime.CheckpointResult, error) {
+	res, err := r.Store.Checkpoint(ctx, req)
+	r.note("checkpoint", req.Lease.RunID, req.Lease.Token, err)
+	return res, err
+}
+
+func (r *recorder) Heartbeat(ctx context.Context, l runtime.Lease, d time.Duration) error {
+	err := r.Store.Heartbeat(ctx, l, d)
+	r.note("heartbeat", l.RunID, l.Token, err)
+	return err
+}
+
+func (r *recorder) Complete(ctx context.Context, req runtime.CompleteRequest) error {
+	err := r.Store.Complete(ctx, req)
+	r.note("complete", req.Lease.RunID, req.Lease.Token, err)
+	return err
+}
+
+// Config describes one crash test.
+type Config struct {
+	// Open opens the store under test in the harness's own process; it is
+	// used to start runs, to finish them and to verify.
+	Open func(t *testing.T) runtime.Store
+	// Env is added to every worker process's environment: whatever the
+	// worker's open function needs to reach the same store.
+	Env []string
+	// Runs is how many 10-step runs to execute.
+	Runs int
+	// Processes is how many worker processes run at once.
+	Processes int
+	// Concurrency is each worker's Config.Workers.
+	Concurrency int
+	// Lease is the workers' lease length.
+	Lease time.Duration
+	// StepDuration bounds a random sleep inside each step, so workers hold
+	// runs mid-step when they are killed.
+	StepDuration time.Duration
+	// KillEvery is the mean interval between SIGKILLs of a random worker,
+	// each replaced at once. Zero: no kills.
+	KillEvery time.Duration
+	// Kills caps the number of SIGKILLs (zero: no cap while runs remain).
+	Kills int
+	// FinishInProcess stops every worker after the kills and finishes the
+	// remaining runs with an engine in the harness's process (a reopened
+	// store), instead of letting the workers finish.
+	FinishInProcess bool
+	// Freeze, when set, SIGSTOPs one worker for 3 leases and then SIGCONTs
+	// it, and checks that every write it made after thawing, under a lease
+	// claimed before the freeze, was rejected.
+	Freeze bool
+	// Timeout bounds the whole test.
+	Timeout time.Duration
+}
+
+// Report is what a crash test saw.
+type Report struct {
+	Kills         int
+	StepRuns      int // executions of step bodies, from the side-effect log
+	ReExecutions  int // StepRuns minus Runs×Steps
+	StaleRejected int // writes of the frozen worker rejected after thawing
+	// CompleteAtKill is how many runs were complete at each kill.
+	CompleteAtKill []int
+	Elapsed       time.Duration
+}
+
+// Run executes a crash test and fails t on any broken invariant.
+func Run(t *testing.T, cfg Config) Report {
+	t.Helper()
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 2 * time.Minute
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = 16
+	}
+	began := time.Now()
+	dir := t.TempDir()
+	store := cfg.Open(t)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
+	defer cancel()
+
+	client, err := runtime.New(runtime.Config{Store: store, LeaseDuration: cfg.Lease, PollInterval: 20 * time.Millisecond, MaxRecoveries: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Register(client, dir, cfg.StepDuration); err != nil {
+		t.Fatal(err)
+	}
+	items := make([]runtime.BatchItem[int], cfg.Runs)
+	for i := range items {
+		items[i] = runtime.BatchItem[int]{ID: fmt.Sprintf("crash-%05d", i), Input: i}
+	}
+	for lo := 0; lo < len(items); lo += 500 {
+		if _, err := runtime.StartBatch[int, int](ctx, client, Workflow, items[lo:min(lo+500, len(items))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	procs := &processes{t: t, cfg: cfg, dir: dir}
+	defer procs.stopAll()
+	for range cfg.Processes {
+		procs.start()
+	}
+
+	rep := Report{}
+	var frozenPid int
+	var contAt time.Time
+	if cfg.Freeze {
+		// Let the workers get going, then freeze one mid-flight.
+		waitProgress(ctx, t, store, cfg.Runs/10)
+		p := procs.random()
+		frozenPid = p.Process.Pid
+		if err := p.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * cfg.Lease)
+		contAt = time.Now()
+		if err := p.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for cfg.KillEvery > 0 && (cfg.Kills == 0 || rep.Kills < cfg.Kills) {
+		d := cfg.KillEvery/2 + time.Duration(rand.Int64N(int64(cfg.KillEvery)))
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out after %d kills", rep.Kills)
+		case <-time.After(d):
+		}
+		done, err := countComplete(ctx, store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done == cfg.Runs {
+			break
+		}
+		procs.kill(procs.random())
+		rep.Kills++
+		rep.CompleteAtKill = append(rep.CompleteAtKill, done)
+		if !cfg.FinishInProcess || cfg.Kills == 0 || rep.Kills < cfg.Kills {
+			procs.start()
+		}
+	}
+	if cfg.Kills > 0 && rep.Kills < cfg.Kills {
+		t.Fatalf("the runs finished before kill %d of %d: the test crashed nothing; give it more work or kill sooner", rep.Kills+1, cfg.Kills)
+	}
+	if cfg.FinishInProcess {
+		procs.stopAll()
+		finisher, err := runtime.New(runtime.Config{Store: store, Workers: cfg.Concurrency, LeaseDuration: cfg.Lease, PollInterval: 20 * time.Millisecond, MaxRecoveries: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Register(finisher, dir, 0); err != nil {
+			t.Fatal(err)
+		}
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); finisher.Run(runCtx) }()
+		defer func() { stop(); <-done }()
+	}
+	for {
+		n, err := countComplete(ctx, store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == cfg.Runs {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("only %d of %d runs complete before the timeout (%d kills)", n, cfg.Runs, rep.Kills)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	procs.stopAll()
+	rep.Elapsed = time.Since(began)
+
+	verifyCheckpoints(ctx, t, store, cfg.Runs)
+	rep.StepRuns = verifyEffects(t, dir, cfg.Runs)
+	rep.ReExecutions = rep.StepRuns - cfg.Runs*Steps
+	writes := readWrites(t, dir)
+	verifyOneCompletion(t, writes)
+	if cfg.Freeze {
+		rep.StaleRejected = verifyFrozen(t, writes, frozenPid, contAt)
+	}
+	t.Logf("crash test: %d runs × %d steps, %d processes, %d kills (runs complete at each: %v), %d step executions (%d re-executions), %d stale writes rejected, %v",
+		cfg.Runs, Steps, cfg.Processes, rep.Kills, rep.CompleteAtKill, rep.StepRuns, rep.ReExecutions, rep.StaleRejected, rep.Elapsed.Round(time.Millisecond))
+	return rep
+}
+
+type processes struct {
+	t    *testing.T
+	cfg  Config
+	dir  string
+	mu   sync.Mutex
+	live []*exec.Cmd
+}
+
+func (p *processes) start() {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), p.cfg.Env...)
+	cmd.Env = append(cmd.Env,
+		envWorker+"=1",
+		envDir+"="+p.dir,
+		envLease+"="+p.cfg.Lease.String(),
+		envWorkers+"="+strconv.Itoa(p.cfg.Concurrency),
+		envStepDur+"="+p.cfg.StepDuration.String(),
+	)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.live = append(p.live, cmd)
+	p.mu.Unlock()
+}
+
+func (p *processes) random() *exec.Cmd {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.live[rand.IntN(len(p.live))]
+}
+
+func (p *processes) kill(cmd *exec.Cmd) {
+	_ = cmd.Process.Signal(syscall.SIGCONT)
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	p.mu.Lock()
+	for i, c := range p.live {
+		if c == cmd {
+			p.live = append(p.live[:i], p.live[i+1:]...)
+			break
+		}
+	}
+	p.mu.Unlock()
+}
+
+func (p *processes) stopAll() {
+	p.mu.Lock()
+	live := append([]*exec.Cmd(nil), p.live...)
+	p.mu.Unlock()
+	for _, c := range live {
+		p.kill(c)
+	}
+}
+
+func countComplete(ctx context.Context, s runtime.Store) (int, error) {
+	n, after := 0, ""
+	for {
+		page, err := s.ListRuns(ctx, runtime.ListRunsQuery{Workflow: Workflow, Status: runtime.StatusComplete, After: after, Limit: 1000})
+		if err != nil {
+			return 0, err
+		}
+		n += len(page.Runs)
+		if page.Next == "" {
+			return n, nil
+		}
+		after = page.Next
+	}
+}
+
+func waitProgress(ctx context.Context, t *testing.T, s runtime.Store, n int) {
+	for {
+		done, err := countComplete(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done >= n {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no progress before the timeout")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// verifyCheckpoints checks that every run holds exactly one checkpoint per
+// step key and nothing else, and the right result.
+func verifyCheckpoints(ctx context.Context, t *testing.T, s runtime.Store, runs int) {
+	t.Helper()
+	for i := range runs {
+		id := fmt.Sprintf("crash-%05d", i)
+		cps, err := s.LoadCheckpoints(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]int{}
+		for _, cp := range cps {
+			seen[cp.Key]++
+		}
+		for k := range Steps {
+			if key := fmt.Sprintf("step%d@v1", k); seen[key] != 1 {
+				t.Fatalf("run %s: %d checkpoints of %s, want exactly 1", id, seen[key], key)
+			}
+		}
+		if len(cps) != Steps {
+			t.Fatalf("run %s: %d checkpoints, want %d", id, len(cps), Steps)
+		}
+		r, err := s.GetRun(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strconv.Itoa(i + 45); string(r.Output) != want {
+			t.Fatalf("run %s: output %s, want %s", id, r.Output, want)
+		}
+	}
+}
+
+// verifyEffects checks that every step ran at least once and returns how
+// many step executions the side-effect logs hold.
+func verifyEffects(t *testing.T, dir string, runs int) int {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "effects.*.log"))
+	seen := map[string]bool{}
+	total := 0
+	for _, f := range files {
+		forLines(t, f, func(line string) {
+			total++
+			seen[line] = true
+		})
+	}
+	for i := range runs {
+		for k := range Steps {
+			if line := fmt.Sprintf("crash-%05d step%d@v1", i, k); !seen[line] {
+				t.Fatalf("side-effect log has no execution of %q", line)
+			}
+		}
+	}
+	return total
+}
+
+type write struct {
+	at    time.Time
+	op    string
+	run   string
+	token int64
+	res   string
+}
+
+// readWrites parses every worker's write log, by process ID.
+func readWrites(t *testing.T, dir string) map[int][]write {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "writes.*.log"))
+	out := map[int][]write{}
+	for _, f := range files {
+		pid, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "writes."), ".log"))
+		forLines(t, f, func(line string) {
+			var w write
+			var ns int64
+			if _, err := fmt.Sscanf(line, "%d %s %s %d %s", &ns, &w.op, &w.run, &w.token, &w.res); err != nil {
+				return // a line cut short by SIGKILL
+			}
+			w.at = time.Unix(0, ns)
+			out[pid] = append(out[pid], w)
+		})
+	}
+	return out
+}
+
+// verifyOneCompletion checks that no run was completed twice.
+func verifyOneCompletion(t *testing.T, writes map[int][]write) {
+	t.Helper()
+	completed := map[string]int{}
+	for _, ws := range writes {
+		for _, w := range ws {
+			if w.op == "complete" && w.res == "ok" {
+				completed[w.run]++
+			}
+		}
+	}
+	for run, n := range completed {
+		if n > 1 {
+			t.Fatalf("run %s completed %d times", run, n)
+		}
+	}
+}
+
+// verifyFrozen checks that every write the frozen worker made after it was
+// thawed was rejected when another worker had claimed the run with a higher
+// token before that write; it returns how many such stale writes there were.
+func verifyFrozen(t *testing.T, writes map[int][]write, frozen int, contAt time.Time) int {
+	t.Helper()
+	// The earliest time each (run, token) was claimed by another process.
+	type claimKey struct {
+		run   string
+		token int64
+	}
+	var others []write
+	for pid, ws := range writes {
+		if pid == frozen {
+			continue
+		}
+		for _, w := range ws {
+			if w.op == "claim" {
+				others = append(others, w)
+			}
+		}
+	}
+	supersededAt := func(run string, token int64) (time.Time, bool) {
+		var first time.Time
+		for _, c := range others {
+			if c.run == run && c.token > token && (first.IsZero() || c.at.Before(first)) {
+				first = c.at
+			}
+		}
+		return first, !first.IsZero()
+	}
+	stale := 0
+	for _, w := range writes[frozen] {
+		if w.op == "claim" || !w.at.After(contAt) {
+			continue
+		}
+		at, ok := supersededAt(w.run, w.token)
+		if !ok || !at.Before(w.at) {
+			continue // nobody had taken the run over: the lease was still its own
+		}
+		if w.res == "ok" {
+			t.Fatalf("frozen worker's stale %s of run %s (token %d) landed after another worker claimed it", w.op, w.run, w.token)
+		}
+		stale++
+	}
+	if stale == 0 {
+		t.Fatalf("the frozen worker made no stale write after thawing: the test saw nothing")
+	}
+	return stale
+}
+
+func forLines(t *testing.T, path string, fn func(string)) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if line := sc.Text(); line != "" {
+			fn(line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
