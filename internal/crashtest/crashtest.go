@@ -224,7 +224,7 @@ type Report struct {
 	StaleRejected int // writes of the frozen worker rejected after thawing
 	// CompleteAtKill is how many runs were complete at each kill.
 	CompleteAtKill []int
-	Elapsed       time.Duration
+	Elapsed        time.Duration
 }
 
 // Run executes a crash test and fails t on any broken invariant.
