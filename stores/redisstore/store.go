@@ -134,19 +134,38 @@ func hasHashTag(key string) bool {
 
 // checkServer reads the eviction policy and the persistence settings.
 func (s *Store) checkServer(ctx context.Context, allowEvicting bool) error {
+	policy, err := s.readPolicy(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.judgePolicy(policy, allowEvicting); err != nil {
+		return err
+	}
+	s.logPersistence(ctx)
+	return nil
+}
+
+// readPolicy returns the server's maxmemory-policy, or "" when the server
+// does not let this client read it (managed Redis often disables CONFIG).
+func (s *Store) readPolicy(ctx context.Context) (string, error) {
 	res, err := s.client.ConfigGet(ctx, "maxmemory-policy").Result()
 	var rerr redis.Error
 	switch {
 	case errors.As(err, &rerr):
-		s.logger.Warn("redisstore: cannot read maxmemory-policy (CONFIG not permitted?); make sure it is noeviction, or evicted keys will be lost runs",
-			"error", err)
-		return nil
+		s.logger.Debug("redisstore: CONFIG GET maxmemory-policy refused", "error", err)
+		return "", nil
 	case err != nil:
-		return fmt.Errorf("redisstore: reading maxmemory-policy: %w", err)
+		return "", fmt.Errorf("redisstore: reading maxmemory-policy: %w", err)
 	}
-	policy, ok := res["maxmemory-policy"]
-	if !ok {
-		s.logger.Warn("redisstore: server did not report maxmemory-policy; make sure it is noeviction, or evicted keys will be lost runs")
+	return res["maxmemory-policy"], nil
+}
+
+// judgePolicy acts on a maxmemory-policy read by readPolicy: an unknown one
+// ("") and an evicting one that is allowed are logged as warnings; an
+// evicting one that is not allowed is the error New returns.
+func (s *Store) judgePolicy(policy string, allowEvicting bool) error {
+	if policy == "" {
+		s.logger.Warn("redisstore: cannot read maxmemory-policy (CONFIG not permitted?); make sure it is noeviction, or evicted keys will be lost runs")
 		return nil
 	}
 	warn, err := checkPolicy(policy, allowEvicting)
@@ -156,7 +175,6 @@ func (s *Store) checkServer(ctx context.Context, allowEvicting bool) error {
 	if warn != "" {
 		s.logger.Warn(warn, "maxmemory-policy", policy)
 	}
-	s.logPersistence(ctx)
 	return nil
 }
 

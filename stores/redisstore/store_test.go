@@ -264,62 +264,104 @@ func TestCheckPolicy(t *testing.T) {
 	}
 }
 
-// TestEvictingPolicy sets an evicting policy on the real server and
-// restores the old one at cleanup. It does not run in parallel: the policy
-// is server-wide, and parallel tests start only after it has finished.
-func TestEvictingPolicy(t *testing.T) {
+// TestPolicyDecision: New refuses an evicting policy unless allowed, and
+// then warns, as it warns when the policy cannot be read. The shared server
+// keeps its configuration: other packages' tests may be opening stores on
+// it at the same time.
+func TestPolicyDecision(t *testing.T) {
+	t.Parallel()
+	logs, logger := captureLogs()
+	s := &Store{logger: logger}
+	if err := s.judgePolicy("noeviction", false); err != nil || logs.String() != "" {
+		t.Fatalf("noeviction: %v, logged %q", err, logs.String())
+	}
+	if err := s.judgePolicy("allkeys-lru", false); err == nil || !strings.Contains(err.Error(), "allkeys-lru") {
+		t.Fatalf("allkeys-lru refused: %v", err)
+	}
+	if err := s.judgePolicy("allkeys-lru", true); err != nil || !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "allkeys-lru") {
+		t.Fatalf("allkeys-lru allowed: %v, logged %q", err, logs.String())
+	}
+	logs.Reset()
+	if err := s.judgePolicy("", false); err != nil || !strings.Contains(logs.String(), "level=WARN") {
+		t.Fatalf("unreadable policy: %v, logged %q", err, logs.String())
+	}
+}
+
+// TestPolicyRead reads the real server's policy as New does.
+func TestPolicyRead(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	c := testClient(t)
-	old, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
+	s, c := newTestStore(t, nil)
+	want, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
 	if err != nil {
 		t.Skipf("CONFIG not permitted: %v", err)
 	}
-	t.Cleanup(func() {
-		if err := c.ConfigSet(context.Background(), "maxmemory-policy", old["maxmemory-policy"]).Err(); err != nil {
-			t.Errorf("restoring maxmemory-policy: %v", err)
-		}
-	})
-	if err := c.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err(); err != nil {
-		t.Skipf("CONFIG SET not permitted: %v", err)
+	got, err := s.readPolicy(ctx)
+	if err != nil || got == "" || got != want["maxmemory-policy"] {
+		t.Fatalf("readPolicy = %q, %v; server has %q", got, err, want["maxmemory-policy"])
 	}
-	prefix := testPrefix(t)
-	cleanupPrefix(t, c, prefix)
+}
 
-	_, err = New(ctx, c, Options{Prefix: prefix, Logger: quietLogger()})
-	if err == nil || !strings.Contains(err.Error(), "allkeys-lru") || !strings.Contains(err.Error(), "noeviction") {
-		t.Fatalf("New on allkeys-lru: %v", err)
+// TestConfigNotPermitted connects as a user that may not run CONFIG, as on
+// managed Redis: New warns and carries on.
+func TestConfigNotPermitted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	admin := testClient(t)
+	user := "stemtest-" + strings.TrimSuffix(strings.TrimPrefix(testPrefix(t), "stemtest:"), ":")
+	if err := admin.Do(ctx, "ACL", "SETUSER", user, "on", ">secret", "~*", "&*", "+@all", "-config").Err(); err != nil {
+		t.Skipf("ACL SETUSER not permitted: %v", err)
 	}
-	_, err = Open(ctx, redisURL(t), Options{Prefix: prefix, Logger: quietLogger()})
-	if err == nil {
-		t.Fatal("Open on allkeys-lru succeeded")
-	}
-
-	var logs bytes.Buffer
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
-	s, err := New(ctx, c, Options{Prefix: prefix, Logger: logger, AllowEvictingPolicy: true})
+	t.Cleanup(func() { admin.Do(context.Background(), "ACL", "DELUSER", user) })
+	o, err := redis.ParseURL(redisURL(t))
 	if err != nil {
-		t.Fatalf("New with AllowEvictingPolicy: %v", err)
+		t.Fatal(err)
+	}
+	o.Username, o.Password = user, "secret"
+	c := redis.NewClient(o)
+	defer c.Close()
+	prefix := testPrefix(t)
+	cleanupPrefix(t, admin, prefix)
+
+	logs, logger := captureLogs()
+	s, err := New(ctx, c, Options{Prefix: prefix, Logger: logger})
+	if err != nil {
+		t.Fatalf("New without CONFIG: %v", err)
 	}
 	defer s.Close()
-	mu.Lock()
-	out := logs.String()
-	mu.Unlock()
-	if !strings.Contains(out, "level=WARN") || !strings.Contains(out, "allkeys-lru") {
-		t.Fatalf("no warning logged: %s", out)
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "maxmemory-policy") {
+		t.Fatalf("no warning logged: %q", logs.String())
 	}
 	mustCreate(t, s, runtime.NewRun{ID: "r", Workflow: "wf"})
 }
 
-type lockedWriter struct {
-	w  *bytes.Buffer
-	mu *sync.Mutex
+// captureLogs returns a logger writing text records to the returned buffer.
+func captureLogs() (*syncBuffer, *slog.Logger) {
+	b := &syncBuffer{}
+	return b, slog.New(slog.NewTextHandler(b, nil))
 }
 
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.Reset()
 }
 
 func TestOpenOwnsClient(t *testing.T) {
