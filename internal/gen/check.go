@@ -1,0 +1,226 @@
+package gen
+
+import (
+	"fmt"
+	"go/token"
+	"maps"
+	"slices"
+)
+
+// check reports every problem of the model that the compiler would not
+// catch, or would catch only in generated code: signatures, payload types,
+// duplicate durable names, and identifiers the generated code would clash
+// with.
+func check(m *Package, d *diagnostics) {
+	for _, w := range m.Workflows {
+		checkWorkflow(w, d)
+	}
+	for _, s := range m.Steps {
+		checkStep(m, s, d)
+	}
+	for _, e := range m.Events {
+		checkEvent(e, d)
+	}
+	checkDuplicates(m, d)
+	checkCollisions(m, d)
+}
+
+func checkWorkflow(w *Workflow, d *diagnostics) {
+	ctx := w.contextType()
+	want := fmt.Sprintf("func %s(ctx *%s, in In) (Out, error)", w.GoName, ctx)
+	if w.TypeParams.IsValid() {
+		d.add(w.TypeParams, "workflow %s must not have type parameters", w.GoName)
+	}
+	if len(w.Params) != 2 {
+		d.add(w.ParamsPos, "workflow %s takes %d parameter(s); want %s", w.GoName, len(w.Params), want)
+	} else {
+		if p := w.Params[0]; p.StarIdent != ctx {
+			d.add(p.Pos, "the first parameter of workflow %s must be *%s (generated), not %s", w.GoName, ctx, p.Written)
+		}
+		if w.Variadic {
+			d.add(w.Params[1].Pos, "workflow %s must not be variadic; want %s", w.GoName, want)
+		}
+		checkPayload(w.Params[1], "input", "workflow "+w.GoName, d)
+	}
+	if len(w.Results) != 2 || w.Results[1].Role != RoleError {
+		d.add(w.ResultsPos, "workflow %s must return (Out, error); want %s", w.GoName, want)
+	} else {
+		checkPayload(w.Results[0], "output", "workflow "+w.GoName, d)
+	}
+}
+
+func checkStep(m *Package, s *Step, d *diagnostics) {
+	if s.TypeParams.IsValid() {
+		d.add(s.TypeParams, "step %s must not have type parameters", s)
+	}
+	if r := s.Recv; r != nil {
+		switch {
+		case r.Generic:
+			d.add(r.Pos, "step %s: the step receiver type %s must not have type parameters", s, r.TypeName)
+		case m.Receiver != nil && r.TypeName != m.Receiver.Name:
+			d.add(r.Pos, "step %s has receiver type %s, but the package's steps are methods of %s (line %d): step methods share one receiver type, which the application passes at registration",
+				s, r.TypeName, m.Receiver.Name, d.fset.Position(m.Receiver.Pos).Line)
+		}
+	}
+	if len(s.Params) == 0 || (s.Params[0].Role != RoleStepContext && s.Params[0].Role != RoleContext && s.Params[0].Role != RoleInvalid) {
+		pos := s.ParamsPos
+		if len(s.Params) > 0 {
+			pos = s.Params[0].Pos
+		}
+		d.add(pos, "the first parameter of step %s must be runtime.StepContext or context.Context", s)
+	} else {
+		if s.Variadic {
+			last := s.Params[len(s.Params)-1]
+			d.add(last.Pos, "step %s must not be variadic: take a slice instead", s)
+		}
+		for i, p := range s.Inputs() {
+			checkPayload(p, fmt.Sprintf("input %s", paramName(p, i+1)), "step "+s.String(), d)
+		}
+	}
+	switch {
+	case len(s.Results) == 1 && s.Results[0].Role == RoleError:
+	case len(s.Results) == 2 && s.Results[1].Role == RoleError:
+		checkPayload(s.Results[0], "output", "step "+s.String(), d)
+	case len(s.Results) > 0 && slices.ContainsFunc(s.Results, func(p *Param) bool { return p.Role == RoleInvalid }):
+	default:
+		d.add(s.ResultsPos, "step %s must return (T, error) or error", s)
+	}
+}
+
+func paramName(p *Param, i int) string {
+	if p.Name == "" || p.Name == "_" {
+		return fmt.Sprintf("#%d", i)
+	}
+	return p.Name
+}
+
+// checkPayload reports a parameter or result that cannot be a JSON payload.
+func checkPayload(p *Param, what, of string, d *diagnostics) {
+	if p.Role == RoleInvalid || p.Problem == "" {
+		return
+	}
+	d.add(p.Pos, "%s of %s is not a JSON payload: %s", what, of, p.Problem)
+}
+
+func checkEvent(e *Event, d *diagnostics) {
+	if e.TypeParams.IsValid() {
+		d.add(e.TypeParams, "event %s must not have type parameters", e.GoName)
+	}
+	if e.Problem != "" {
+		d.add(e.Pos, "event %s is not a JSON payload: %s", e.GoName, e.Problem)
+	}
+}
+
+// checkDuplicates reports durable names used twice: two workflows with one
+// name, two steps with one name (whatever their versions), two events with
+// one topic.
+func checkDuplicates(m *Package, d *diagnostics) {
+	type first struct {
+		what string
+		pos  token.Pos
+	}
+	seen := map[string]first{}
+	dup := func(kind, value, what string, at, decl token.Pos) {
+		key := kind + "\x00" + value
+		if f, ok := seen[key]; ok {
+			d.add(at, "%s %q is already used by %s (line %d)", kind, value, f.what, d.fset.Position(f.pos).Line)
+			return
+		}
+		seen[key] = first{what, decl}
+	}
+	byPos := func(x, y token.Pos) int { return int(x) - int(y) }
+	ws := slices.SortedFunc(slices.Values(m.Workflows), func(x, y *Workflow) int { return byPos(x.Pos, y.Pos) })
+	for _, w := range ws {
+		if w.Ann.Name != "" {
+			dup("workflow name", w.Ann.Name, "workflow "+w.GoName, w.Ann.ValuePos("name"), w.Pos)
+		}
+	}
+	ss := slices.SortedFunc(slices.Values(m.Steps), func(x, y *Step) int { return byPos(x.Pos, y.Pos) })
+	for _, s := range ss {
+		if s.Ann.Name != "" {
+			dup("step name", s.Ann.Name, "step "+s.String(), s.Ann.ValuePos("name"), s.Pos)
+		}
+	}
+	es := slices.SortedFunc(slices.Values(m.Events), func(x, y *Event) int { return byPos(x.Pos, y.Pos) })
+	for _, e := range es {
+		if e.Ann.Topic != "" {
+			dup("topic", e.Ann.Topic, "event "+e.GoName, e.Ann.ValuePos("topic"), e.Pos)
+		}
+	}
+}
+
+// checkCollisions reports generated identifiers that clash with the user's
+// declarations or with each other: package-level names, and the methods and
+// fields of each workflow context.
+func checkCollisions(m *Package, d *diagnostics) {
+	names := m.packageNames()
+	slices.SortStableFunc(names, func(x, y generated) int { return int(x.pos) - int(y.pos) })
+	first := map[string]generated{}
+	for _, g := range names {
+		if pos, ok := m.Declared[g.name]; ok {
+			d.add(pos, "%s is generated for %s; rename this declaration (or the annotated one)", g.name, g.what)
+			continue
+		}
+		if f, ok := first[g.name]; ok && f.what != g.what {
+			d.add(g.pos, "stemgen would generate %s for both %s and %s; rename one of them", g.name, f.what, g.what)
+			continue
+		}
+		first[g.name] = g
+	}
+	// Every workflow context has the same fields, promoted methods, step
+	// methods and event methods; each has a child method per other workflow,
+	// and may have methods of the user's.
+	type member struct {
+		what string
+		pos  token.Pos
+	}
+	common := map[string]member{}
+	addCommon := func(name, what string, pos token.Pos) {
+		if f, ok := common[name]; ok {
+			d.add(pos, "workflow contexts would get %s both as %s and as %s; rename one of them", name, f.what, what)
+			return
+		}
+		common[name] = member{what, pos}
+	}
+	addCommon(embeddedField, "the embedded *runtime.WorkflowContext", token.NoPos)
+	addCommon(stepsField, "the field holding the steps", token.NoPos)
+	for _, p := range promoted {
+		addCommon(p, "a method of the embedded *runtime.WorkflowContext", token.NoPos)
+	}
+	for _, s := range m.Steps {
+		addCommon(s.method(), "the method of step "+s.String(), s.Pos)
+	}
+	for _, e := range m.Events {
+		addCommon(e.awaitMethod(), "the method awaiting event "+e.GoName, e.Pos)
+	}
+	for _, w := range m.Workflows {
+		ctx := w.contextType()
+		members := maps.Clone(common)
+		for _, c := range m.Workflows {
+			if c == w {
+				continue
+			}
+			for _, cm := range [...]struct{ name, what string }{{c.callMethod(), "calling"}, {c.startMethod(), "starting"}} {
+				name, what := cm.name, cm.what
+				if f, ok := members[name]; ok {
+					d.add(c.Pos, "workflow contexts would get %s both as %s and as the method %s workflow %s; rename one of them", name, f.what, what, c.GoName)
+					continue
+				}
+				members[name] = member{"the method " + what + " workflow " + c.GoName, c.Pos}
+			}
+		}
+		for _, um := range m.UserMethods[ctx] {
+			if f, ok := members[um.Name]; ok {
+				d.add(um.Pos, "%s on %s: stemgen generates it as %s; rename this method", um.Name, ctx, f.what)
+			}
+		}
+	}
+	// A user method on a generated type other than a context.
+	for _, w := range m.Workflows {
+		for _, um := range m.UserMethods[w.runType()] {
+			if slices.Contains([]string{"ID", "Status", "Result", "Pause", "Resume", "Terminate", "Restart", "Run"}, um.Name) {
+				d.add(um.Pos, "%s on %s hides the method of *runtime.Run it embeds; rename it", um.Name, w.runType())
+			}
+		}
+	}
+}

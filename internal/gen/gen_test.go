@@ -1,0 +1,160 @@
+package gen
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stemflow/stem/internal/gen/gentest"
+)
+
+var update = flag.Bool("update", false, "rewrite the want files of testdata cases (only after the generated package builds)")
+
+// TestCases runs every case folder in testdata. A case holds the input
+// files of one package and a want folder with either
+//
+//   - errors.txt: the diagnostics, exactly, one per line; or
+//   - stem_gen.go: the generated file, which must also build and pass go
+//     vet in a module using this tree's runtime, and come out byte-identical
+//     when generated again over itself; optionally stem.manifest.json, the
+//     manifest written, and output.txt, what `go run .` of the package
+//     (a main package) prints.
+func TestCases(t *testing.T) {
+	cases, err := os.ReadDir("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		if !c.IsDir() {
+			continue
+		}
+		t.Run(c.Name(), func(t *testing.T) {
+			t.Parallel()
+			runCase(t, filepath.Join("testdata", c.Name()))
+		})
+	}
+}
+
+func runCase(t *testing.T, caseDir string) {
+	want := filepath.Join(caseDir, "want")
+	dir := gentest.Module(t, caseDir)
+	res, err := Generate(context.Background(), Config{Dir: dir, Env: gentest.Env()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errorsFile := filepath.Join(want, "errors.txt")
+	if _, err := os.Stat(errorsFile); err == nil || len(res.Diagnostics) > 0 && *update {
+		var got strings.Builder
+		for _, d := range res.Diagnostics {
+			got.WriteString(d.Rel(dir) + "\n")
+		}
+		if len(res.Files) != 0 {
+			t.Errorf("files generated despite diagnostics: %v", res.Files)
+		}
+		compare(t, errorsFile, []byte(got.String()))
+		return
+	}
+	if len(res.Diagnostics) > 0 {
+		for _, d := range res.Diagnostics {
+			t.Error(d.Rel(dir))
+		}
+		t.FailNow()
+	}
+	if _, err := Commit(res.Files); err != nil {
+		t.Fatal(err)
+	}
+	genFile := filepath.Join(dir, GenFileName)
+	got, err := os.ReadFile(genFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := gentest.Go(dir, "vet", "./..."); err != nil {
+		t.Fatalf("generated package does not build:\n%s\n%s", err, out)
+	}
+	outputFile := filepath.Join(want, "output.txt")
+	var output []byte
+	if _, err := os.Stat(outputFile); err == nil {
+		out, err := gentest.Go(dir, "run", ".")
+		if err != nil {
+			t.Fatal(err)
+		}
+		output = []byte(out)
+	}
+
+	// Generating again, over the file just written, gives the same bytes.
+	again, err := Generate(context.Background(), Config{Dir: dir, Env: gentest.Env()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again.Diagnostics) > 0 {
+		t.Fatalf("second generation: %v", again.Diagnostics)
+	}
+	for _, f := range again.Files {
+		old, err := os.ReadFile(f.Path)
+		if err != nil || !bytes.Equal(old, f.Content) {
+			t.Errorf("second generation changed %s", filepath.Base(f.Path))
+		}
+	}
+
+	compare(t, filepath.Join(want, GenFileName), got)
+	manifest, err := os.ReadFile(filepath.Join(dir, ManifestFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare(t, filepath.Join(want, ManifestFileName), manifest)
+	if output != nil || *update && exists(outputFile) {
+		compare(t, outputFile, output)
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// compare checks got against the want file, or rewrites it with -update.
+func compare(t *testing.T, wantFile string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(wantFile), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(wantFile, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(wantFile)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/gen -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (run go test ./internal/gen -update to accept):\n%s", wantFile, diff(string(want), string(got)))
+	}
+}
+
+// diff is a small line diff for failure messages.
+func diff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	i := 0
+	for i < len(w) && i < len(g) && w[i] == g[i] {
+		i++
+	}
+	j, k := len(w)-1, len(g)-1
+	for j >= i && k >= i && w[j] == g[k] {
+		j--
+		k--
+	}
+	for _, l := range w[i : j+1] {
+		b.WriteString("-" + l + "\n")
+	}
+	for _, l := range g[i : k+1] {
+		b.WriteString("+" + l + "\n")
+	}
+	return b.String()
+}

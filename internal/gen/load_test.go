@@ -1,0 +1,157 @@
+package gen
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stemflow/stem/internal/gen/gentest"
+)
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func generate(t *testing.T, dir string, patterns ...string) *Result {
+	t.Helper()
+	res, err := Generate(context.Background(), Config{Dir: dir, Env: gentest.Env(), Patterns: patterns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func diagStrings(res *Result, dir string) []string {
+	var out []string
+	for _, d := range res.Diagnostics {
+		out = append(out, d.Rel(dir))
+	}
+	return out
+}
+
+const okPackage = `package %s
+
+//stem:workflow name=%s.w
+func W(ctx *WContext, n int) (int, error) { return n, nil }
+`
+
+func TestSyntaxErrorsAreReported(t *testing.T) {
+	t.Parallel()
+	dir := gentest.Module(t, "")
+	writeFile(t, filepath.Join(dir, "p.go"), "package p\n\n//stem:workflow name=p.w\nfunc W(ctx *WContext, n int) (int, error) {\n\treturn n nil\n}\n")
+	res := generate(t, dir)
+	got := diagStrings(res, dir)
+	if len(got) == 0 || got[0] != "p.go:5:11: expected ';', found nil" {
+		t.Errorf("diagnostics = %q", got)
+	}
+	if len(res.Files) != 0 {
+		t.Errorf("files = %v", res.Files)
+	}
+}
+
+func TestRemovedAnnotationsRemoveTheGeneratedFile(t *testing.T) {
+	t.Parallel()
+	dir := gentest.Module(t, "")
+	writeFile(t, filepath.Join(dir, "p.go"), strings.ReplaceAll(okPackage, "%s", "p"))
+	if _, err := Commit(generate(t, dir).Files); err != nil {
+		t.Fatal(err)
+	}
+	genFile := filepath.Join(dir, GenFileName)
+	if _, err := os.Stat(genFile); err != nil {
+		t.Fatal(err)
+	}
+	// The annotation goes; the package still uses nothing generated.
+	writeFile(t, filepath.Join(dir, "p.go"), "package p\n\nfunc W() {}\n")
+	res := generate(t, dir)
+	if len(res.Diagnostics) > 0 {
+		t.Fatal(res.Diagnostics)
+	}
+	if len(res.Files) != 1 || res.Files[0].Path != genFile || res.Files[0].Content != nil {
+		t.Fatalf("files = %v, want the removal of %s", res.Files, genFile)
+	}
+	changed, err := Commit(res.Files)
+	if err != nil || len(changed) != 1 {
+		t.Fatal(changed, err)
+	}
+	if _, err := os.Stat(genFile); !os.IsNotExist(err) {
+		t.Errorf("%s still exists: %v", genFile, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ManifestFileName)); err != nil {
+		t.Errorf("the manifest, the history of stored shapes, must stay: %v", err)
+	}
+}
+
+// TestPatterns generates two packages in one load; a package with errors
+// gets no files, the other does.
+func TestPatterns(t *testing.T) {
+	t.Parallel()
+	dir := gentest.Module(t, "")
+	writeFile(t, filepath.Join(dir, "a", "a.go"), strings.ReplaceAll(okPackage, "%s", "a"))
+	writeFile(t, filepath.Join(dir, "b", "b.go"), "package b\n\n//stem:workflow name=b.w retries=1\nfunc W(ctx *WContext, n int) (int, error) { return n, nil }\n")
+	writeFile(t, filepath.Join(dir, "c", "c.go"), "package c\n\nfunc Plain() {}\n")
+	res := generate(t, dir, "./...")
+	want := []string{`b/b.go:3:26: unknown key "retries" in //stem:workflow; want name or version`}
+	if got := diagStrings(res, dir); !slices.Equal(got, want) {
+		t.Errorf("diagnostics = %q, want %q", got, want)
+	}
+	var paths []string
+	for _, f := range res.Files {
+		rel, _ := filepath.Rel(dir, f.Path)
+		paths = append(paths, rel)
+	}
+	if want := []string{"a/" + ManifestFileName, "a/" + GenFileName}; !slices.Equal(paths, want) {
+		t.Errorf("files = %q, want %q", paths, want)
+	}
+}
+
+func TestCommitWritesAllOrNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	first := filepath.Join(dir, "first.go")
+	_, err := Commit([]File{
+		{Path: first, Content: []byte("package p\n")},
+		{Path: filepath.Join(dir, "missing", "second.go"), Content: []byte("package p\n")},
+	})
+	if err == nil {
+		t.Fatal("Commit into a missing directory succeeded")
+	}
+	if _, err := os.Stat(first); !os.IsNotExist(err) {
+		t.Errorf("the first file was written although the second failed: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 0 {
+		t.Errorf("left behind: %v", entries)
+	}
+
+	changed, err := Commit([]File{{Path: first, Content: []byte("package p\n")}})
+	if err != nil || len(changed) != 1 {
+		t.Fatal(changed, err)
+	}
+	changed, err = Commit([]File{{Path: first, Content: []byte("package p\n")}})
+	if err != nil || len(changed) != 0 {
+		t.Errorf("rewriting identical content: changed %v, %v", changed, err)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	t.Parallel()
+	dir := gentest.Module(t, "")
+	res := generate(t, dir, "./nowhere")
+	if len(res.Diagnostics) == 0 {
+		t.Fatal("no diagnostic for a missing directory")
+	}
+	writeFile(t, filepath.Join(dir, "p.go"), "package p\n\nimport _ \"example.com/not/there\"\n")
+	res = generate(t, dir)
+	if len(res.Diagnostics) == 0 || !strings.Contains(res.Diagnostics[0].Msg, "example.com/not/there") {
+		t.Fatalf("diagnostics = %v", res.Diagnostics)
+	}
+}

@@ -1,0 +1,130 @@
+package gen
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// manifest is stem.manifest.json: the shape of every step's and workflow's
+// inputs and outputs, by checkpoint key, as of the last generation. A key
+// whose shape changes without a version bump would make in-flight runs
+// decode a result (or input) of the old shape into the new type, so
+// stemgen refuses it. Entries for keys no longer in the code are kept:
+// stored runs may still hold them, so reusing such a key with another shape
+// is refused too.
+type manifest struct {
+	Comment   string          `json:"comment"`
+	Workflows []manifestEntry `json:"workflows"`
+	Steps     []manifestEntry `json:"steps"`
+}
+
+// manifestEntry is the shape of one checkpoint key ("charge@v2") or
+// versioned workflow name ("orders.fulfil@v1").
+type manifestEntry struct {
+	Key    string `json:"key"`
+	Input  string `json:"input"`
+	Output string `json:"output"`
+}
+
+const manifestComment = "Maintained by stemgen: the shape of each step's and workflow's inputs and outputs, by key. " +
+	"A changed shape needs a version bump. Commit this file; do not edit it."
+
+// readManifest reads the package's manifest, or returns nil when it has
+// none.
+func readManifest(lp *loadedPackage, d *diagnostics) *manifest {
+	path := filepath.Join(lp.dir, ManifestFileName)
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		d.addPath(path, err.Error())
+		return nil
+	}
+	var m manifest
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		d.addPath(path, fmt.Sprintf("cannot read the manifest (%v); restore it from version control, or delete it to start over", err))
+		return nil
+	}
+	return &m
+}
+
+// checkManifest compares the package's shapes with the old manifest,
+// reporting changed shapes at the annotation's version= (or the directive),
+// and returns the new manifest's content.
+func checkManifest(m *Package, old *manifest, d *diagnostics) []byte {
+	next := &manifest{Comment: manifestComment}
+	if old != nil {
+		next.Workflows = slices.Clone(old.Workflows)
+		next.Steps = slices.Clone(old.Steps)
+	}
+	merge := func(entries *[]manifestEntry, e manifestEntry, kind string, pos token.Pos) {
+		i := slices.IndexFunc(*entries, func(x manifestEntry) bool { return x.Key == e.Key })
+		if i < 0 {
+			*entries = append(*entries, e)
+			return
+		}
+		was := (*entries)[i]
+		if was.Input != e.Input {
+			d.add(pos, "%s %s changed its input type shape; bump version= (recorded %s, now %s)", kind, e.Key, was.Input, e.Input)
+		}
+		if was.Output != e.Output {
+			d.add(pos, "%s %s changed its output type shape; bump version= (recorded %s, now %s)", kind, e.Key, was.Output, e.Output)
+		}
+		(*entries)[i] = e
+	}
+	for _, w := range m.Workflows {
+		if len(w.Params) != 2 || len(w.Results) != 2 || !typed(w.Params[1:], w.Results) {
+			continue // reported by check
+		}
+		key := fmt.Sprintf("%s@v%d", w.Ann.Name, w.Ann.Version)
+		merge(&next.Workflows, manifestEntry{Key: key, Input: w.Input().Shape, Output: w.Output().Shape}, "workflow", w.Ann.KeyPos("version"))
+	}
+	for _, s := range m.Steps {
+		if !typed(s.Params, s.Results) {
+			continue
+		}
+		out := "()"
+		if o := s.Output(); o != nil {
+			out = o.Shape
+		}
+		merge(&next.Steps, manifestEntry{Key: s.Ann.Key(), Input: inputShape(s.Inputs()), Output: out}, "step", s.Ann.KeyPos("version"))
+	}
+	byKey := func(x, y manifestEntry) int { return cmp.Compare(x.Key, y.Key) }
+	slices.SortFunc(next.Workflows, byKey)
+	slices.SortFunc(next.Steps, byKey)
+	if next.Workflows == nil {
+		next.Workflows = []manifestEntry{}
+	}
+	if next.Steps == nil {
+		next.Steps = []manifestEntry{}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(next); err != nil {
+		panic(err) // plain strings always encode
+	}
+	return buf.Bytes()
+}
+
+// typed reports whether every parameter and result type-checked.
+func typed(lists ...[]*Param) bool {
+	for _, ps := range lists {
+		for _, p := range ps {
+			if p.Role == RoleInvalid {
+				return false
+			}
+		}
+	}
+	return true
+}

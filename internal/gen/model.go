@@ -1,0 +1,477 @@
+package gen
+
+import (
+	"cmp"
+	"fmt"
+	"go/ast"
+	"go/token"
+	"go/types"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/stemflow/stem/annotations"
+)
+
+// Package is the model of one annotated package: everything check and
+// render need, in our own structs. Slices are sorted by Go name.
+type Package struct {
+	Path, Name, Dir string
+	Workflows       []*Workflow
+	Steps           []*Step
+	Events          []*Event
+	// Receiver is the type whose methods are steps (the first, by position,
+	// when check finds several), or nil when every step is a function.
+	Receiver *Receiver
+	// Declared holds the package-scope identifiers of the user's files.
+	Declared map[string]token.Pos
+	// UserMethods holds the methods the user's files declare, by the name of
+	// their receiver's base type.
+	UserMethods map[string][]Ident
+}
+
+// Ident is a name and where it is declared.
+type Ident struct {
+	Name string
+	Pos  token.Pos
+}
+
+// Receiver is the named type that holds step methods.
+type Receiver struct {
+	Name string
+	Pos  token.Pos
+}
+
+// Role says what a parameter or result is for.
+type Role int
+
+// The roles of parameters and results.
+const (
+	RoleValue       Role = iota // a payload
+	RoleStepContext             // runtime.StepContext
+	RoleContext                 // context.Context
+	RoleError                   // error
+	RoleInvalid                 // its type did not type-check
+)
+
+// Func is a workflow's or step's Go function.
+type Func struct {
+	GoName string
+	// Pos is the position of the function's name.
+	Pos token.Pos
+	// Doc is the user's doc comment without directives.
+	Doc string
+	// Recv is the method's receiver, nil for a function.
+	Recv *Recv
+	// TypeParams is the position of the type parameter list, if any.
+	TypeParams token.Pos
+	// ParamsPos is the position of the parameter list's "(", ResultsPos of
+	// the result list (or the function's name when it has none).
+	ParamsPos, ResultsPos token.Pos
+	Params                []*Param
+	Results               []*Param
+	Variadic              bool
+}
+
+// Recv is a method's receiver.
+type Recv struct {
+	// TypeName is the receiver's base type name.
+	TypeName string
+	Generic  bool
+	Pos      token.Pos
+}
+
+// Param is one parameter or result.
+type Param struct {
+	// Name is the declared name, "" when unnamed.
+	Name string
+	// Pos is the position of its type expression, Written that expression.
+	Pos     token.Pos
+	Written string
+	// StarIdent is X when the type is written *X, else "".
+	StarIdent string
+	Role      Role
+	Type      *Type
+	// Shape is the canonical JSON shape of the type (see shape).
+	Shape string
+	// Problem says why the type is not a JSON payload, or is "".
+	Problem string
+}
+
+// Workflow is a function marked //stem:workflow.
+type Workflow struct {
+	Func
+	Ann *annotations.Workflow
+}
+
+// Step is a method or function marked //stem:step.
+type Step struct {
+	Func
+	Ann *annotations.Step
+}
+
+// Event is a type marked //stem:event.
+type Event struct {
+	GoName     string
+	Pos        token.Pos
+	Doc        string
+	Ann        *annotations.Event
+	TypeParams token.Pos
+	Type       *Type
+	Shape      string
+	Problem    string
+}
+
+// empty reports whether the package has nothing to generate.
+func (m *Package) empty() bool {
+	return len(m.Workflows) == 0 && len(m.Steps) == 0 && len(m.Events) == 0
+}
+
+// builder builds a Package from a loaded package.
+type builder struct {
+	lp   *loadedPackage
+	info *types.Info
+	pkg  *types.Package
+	d    *diagnostics
+	m    *Package
+}
+
+// buildModel collects the annotated declarations of a package. Malformed
+// and misplaced directives are reported as it goes; everything else is
+// judged by check.
+func buildModel(lp *loadedPackage, d *diagnostics) *Package {
+	p := lp.pkg
+	b := &builder{lp: lp, info: p.TypesInfo, pkg: p.Types, d: d, m: &Package{
+		Path: p.PkgPath, Name: p.Name, Dir: lp.dir,
+		Declared: map[string]token.Pos{}, UserMethods: map[string][]Ident{},
+	}}
+	files := slices.Clone(p.Syntax)
+	slices.SortFunc(files, func(x, y *ast.File) int {
+		return cmp.Compare(d.fset.Position(x.Pos()).Filename, d.fset.Position(y.Pos()).Filename)
+	})
+	for _, f := range files {
+		if filepath.Base(d.fset.Position(f.Pos()).Filename) == GenFileName {
+			continue
+		}
+		b.file(f)
+	}
+	scope := p.Types.Scope()
+	for _, name := range scope.Names() {
+		obj := scope.Lookup(name)
+		if filepath.Base(d.fset.Position(obj.Pos()).Filename) != GenFileName {
+			b.m.Declared[name] = obj.Pos()
+		}
+	}
+	byName := func(x, y string, px, py token.Pos) int { return cmp.Or(cmp.Compare(x, y), cmp.Compare(px, py)) }
+	slices.SortFunc(b.m.Workflows, func(x, y *Workflow) int { return byName(x.GoName, y.GoName, x.Pos, y.Pos) })
+	slices.SortFunc(b.m.Steps, func(x, y *Step) int { return byName(x.GoName, y.GoName, x.Pos, y.Pos) })
+	slices.SortFunc(b.m.Events, func(x, y *Event) int { return byName(x.GoName, y.GoName, x.Pos, y.Pos) })
+	for _, s := range b.m.Steps {
+		if s.Recv != nil && (b.m.Receiver == nil || s.Recv.Pos < b.m.Receiver.Pos) {
+			b.m.Receiver = &Receiver{Name: s.Recv.TypeName, Pos: s.Recv.Pos}
+		}
+	}
+	return b.m
+}
+
+// file collects one file's annotated declarations and reports directives
+// that are not in a doc comment.
+func (b *builder) file(f *ast.File) {
+	used := map[*ast.Comment]bool{}
+	for _, decl := range f.Decls {
+		switch decl := decl.(type) {
+		case *ast.FuncDecl:
+			if decl.Recv != nil && len(decl.Recv.List) == 1 {
+				if name, _ := baseType(decl.Recv.List[0].Type); name != "" {
+					b.m.UserMethods[name] = append(b.m.UserMethods[name], Ident{decl.Name.Name, decl.Name.Pos()})
+				}
+			}
+			a := b.directive(decl.Doc, used)
+			switch a := a.(type) {
+			case *annotations.Workflow:
+				if decl.Recv != nil {
+					b.d.add(a.Pos(), "//stem:workflow marks a function, not a method: %s has a receiver", decl.Name.Name)
+					continue
+				}
+				b.m.Workflows = append(b.m.Workflows, &Workflow{Func: b.fn(decl), Ann: a})
+			case *annotations.Step:
+				b.m.Steps = append(b.m.Steps, &Step{Func: b.fn(decl), Ann: a})
+			case *annotations.Event:
+				b.d.add(a.Pos(), "//stem:event marks a type declaration, not function %s", decl.Name.Name)
+			}
+		case *ast.GenDecl:
+			if decl.Tok != token.TYPE {
+				for _, doc := range genDocs(decl) {
+					if a := b.directive(doc, used); a != nil {
+						b.d.add(a.Pos(), "//stem:%s marks a %s, not a %s declaration", a.Directive(), target(a), decl.Tok)
+					}
+				}
+				continue
+			}
+			if decl.Lparen.IsValid() {
+				if a := b.directive(decl.Doc, used); a != nil {
+					b.d.add(a.Pos(), "//stem:%s on a grouped type declaration: put it in the doc comment of one type in the group", a.Directive())
+				}
+			}
+			for _, spec := range decl.Specs {
+				ts := spec.(*ast.TypeSpec)
+				doc := ts.Doc
+				if !decl.Lparen.IsValid() {
+					doc = decl.Doc
+				}
+				switch a := b.directive(doc, used).(type) {
+				case *annotations.Event:
+					b.m.Events = append(b.m.Events, b.event(ts, doc, a))
+				case nil:
+				default:
+					b.d.add(a.Pos(), "//stem:%s marks a function, not type %s", a.Directive(), ts.Name.Name)
+				}
+			}
+		}
+	}
+	for _, g := range f.Comments {
+		for _, c := range g.List {
+			if used[c] || !annotations.IsDirective(c.Text) {
+				continue
+			}
+			a, err := annotations.ParseComment(c)
+			b.parseErrors(err)
+			if a != nil {
+				b.d.add(c.Slash, "//stem:%s is not in a doc comment: put it directly above the %s it marks, with no blank line between", a.Directive(), target(a))
+			}
+		}
+	}
+}
+
+func target(a annotations.Annotation) string {
+	if a.Directive() == annotations.DirectiveEvent {
+		return "type declaration"
+	}
+	return "function"
+}
+
+// genDocs returns the doc comments of a declaration and its specs.
+func genDocs(decl *ast.GenDecl) []*ast.CommentGroup {
+	docs := []*ast.CommentGroup{decl.Doc}
+	for _, spec := range decl.Specs {
+		switch s := spec.(type) {
+		case *ast.ValueSpec:
+			docs = append(docs, s.Doc)
+		case *ast.ImportSpec:
+			docs = append(docs, s.Doc)
+		}
+	}
+	return docs
+}
+
+// directive parses the directives of a doc comment, reporting malformed
+// ones, and returns the first; a second is an error.
+func (b *builder) directive(doc *ast.CommentGroup, used map[*ast.Comment]bool) annotations.Annotation {
+	if doc == nil {
+		return nil
+	}
+	var first annotations.Annotation
+	for _, c := range doc.List {
+		if !annotations.IsDirective(c.Text) {
+			continue
+		}
+		used[c] = true
+		a, err := annotations.ParseComment(c)
+		b.parseErrors(err)
+		if a == nil {
+			continue
+		}
+		if first != nil {
+			b.d.add(a.Pos(), "second //stem: directive on one declaration (the first is //stem:%s at line %d)", first.Directive(), b.d.fset.Position(first.Pos()).Line)
+			continue
+		}
+		first = a
+	}
+	return first
+}
+
+func (b *builder) parseErrors(err error) {
+	if list, ok := err.(annotations.ErrorList); ok {
+		for _, e := range list {
+			b.d.add(e.Pos, "%s", e.Msg)
+		}
+	}
+}
+
+// baseType returns the name of a receiver's base type and whether it has
+// type parameters.
+func baseType(e ast.Expr) (string, bool) {
+	if s, ok := e.(*ast.StarExpr); ok {
+		e = s.X
+	}
+	generic := false
+	switch x := e.(type) {
+	case *ast.IndexExpr:
+		e, generic = x.X, true
+	case *ast.IndexListExpr:
+		e, generic = x.X, true
+	}
+	if id, ok := e.(*ast.Ident); ok {
+		return id.Name, generic
+	}
+	return "", generic
+}
+
+// fn builds the model of a function declaration.
+func (b *builder) fn(decl *ast.FuncDecl) Func {
+	f := Func{
+		GoName:     decl.Name.Name,
+		Pos:        decl.Name.Pos(),
+		Doc:        decl.Doc.Text(),
+		ParamsPos:  decl.Type.Params.Opening,
+		ResultsPos: decl.Name.Pos(),
+	}
+	if decl.Type.Results != nil {
+		f.ResultsPos = decl.Type.Results.Pos()
+	}
+	if decl.Type.TypeParams != nil {
+		f.TypeParams = decl.Type.TypeParams.Pos()
+	}
+	if decl.Recv != nil && len(decl.Recv.List) == 1 {
+		name, generic := baseType(decl.Recv.List[0].Type)
+		f.Recv = &Recv{TypeName: name, Generic: generic, Pos: decl.Recv.List[0].Type.Pos()}
+	}
+	var sig *types.Signature
+	if obj, ok := b.info.Defs[decl.Name].(*types.Func); ok {
+		sig = obj.Signature()
+	}
+	f.Params = b.fields(decl.Type.Params, sig, func(s *types.Signature) *types.Tuple { return s.Params() })
+	f.Results = b.fields(decl.Type.Results, sig, func(s *types.Signature) *types.Tuple { return s.Results() })
+	f.Variadic = sig != nil && sig.Variadic()
+	return f
+}
+
+// fields builds the parameters (or results) of a field list, with their
+// types from the signature.
+func (b *builder) fields(list *ast.FieldList, sig *types.Signature, tuple func(*types.Signature) *types.Tuple) []*Param {
+	if list == nil {
+		return nil
+	}
+	var out []*Param
+	i := 0
+	for _, field := range list.List {
+		names := []string{""}
+		if len(field.Names) > 0 {
+			names = names[:0]
+			for _, n := range field.Names {
+				names = append(names, n.Name)
+			}
+		}
+		for _, name := range names {
+			p := &Param{Name: name, Pos: field.Type.Pos(), Written: types.ExprString(field.Type)}
+			if s, ok := field.Type.(*ast.StarExpr); ok {
+				if id, ok := s.X.(*ast.Ident); ok {
+					p.StarIdent = id.Name
+				}
+			}
+			var t types.Type = types.Typ[types.Invalid]
+			if sig != nil && i < tuple(sig).Len() {
+				t = tuple(sig).At(i).Type()
+			}
+			b.setType(p, t)
+			out = append(out, p)
+			i++
+		}
+	}
+	return out
+}
+
+// setType fills in a parameter's role, type, shape and problem.
+func (b *builder) setType(p *Param, t types.Type) {
+	switch {
+	case !validType(t):
+		p.Role = RoleInvalid
+		return
+	case types.Identical(t, errorType):
+		p.Role = RoleError
+	case isNamed(t, runtimePath, "StepContext"):
+		p.Role = RoleStepContext
+	case isNamed(t, "context", "Context"):
+		p.Role = RoleContext
+	}
+	p.Type = b.typ(t)
+	p.Shape = b.shape(t)
+	p.Problem = b.problem(t)
+}
+
+// event builds the model of a type marked //stem:event.
+func (b *builder) event(ts *ast.TypeSpec, doc *ast.CommentGroup, a *annotations.Event) *Event {
+	ev := &Event{GoName: ts.Name.Name, Pos: ts.Name.Pos(), Doc: doc.Text(), Ann: a}
+	if ts.TypeParams != nil {
+		ev.TypeParams = ts.TypeParams.Pos()
+	}
+	obj, ok := b.info.Defs[ts.Name].(*types.TypeName)
+	if !ok || !validType(obj.Type()) {
+		return ev
+	}
+	ev.Type = &Type{Kind: KindNamed, Path: b.pkg.Path(), Pkg: b.pkg.Name(), Name: ts.Name.Name}
+	ev.Shape = b.shape(obj.Type())
+	ev.Problem = b.problem(obj.Type())
+	return ev
+}
+
+// validType reports whether t type-checked.
+func validType(t types.Type) bool {
+	if t == nil {
+		return false
+	}
+	bt, ok := types.Unalias(t).(*types.Basic)
+	return !ok || bt.Kind() != types.Invalid
+}
+
+var errorType = types.Universe.Lookup("error").Type()
+
+// isNamed reports whether t is the named type path.name.
+func isNamed(t types.Type, path, name string) bool {
+	n, ok := types.Unalias(t).(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == path && n.Obj().Name() == name
+}
+
+// describe formats a type for messages, relative to the package.
+func (b *builder) describe(t types.Type) string {
+	return types.TypeString(t, types.RelativeTo(b.pkg))
+}
+
+// String formats a function's name for messages: F or T.M.
+func (f *Func) String() string {
+	if f.Recv != nil {
+		return fmt.Sprintf("%s.%s", f.Recv.TypeName, f.GoName)
+	}
+	return f.GoName
+}
+
+// Inputs returns a step's parameters after its context.
+func (s *Step) Inputs() []*Param {
+	if len(s.Params) == 0 {
+		return nil
+	}
+	return s.Params[1:]
+}
+
+// Output returns a step's result value, or nil when it returns only error.
+func (s *Step) Output() *Param {
+	if len(s.Results) == 2 {
+		return s.Results[0]
+	}
+	return nil
+}
+
+// Input returns a workflow's input parameter.
+func (w *Workflow) Input() *Param { return w.Params[1] }
+
+// Output returns a workflow's result value.
+func (w *Workflow) Output() *Param { return w.Results[0] }
+
+// inputShape is the manifest shape of a step's or workflow's inputs.
+func inputShape(ps []*Param) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = p.Shape
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}

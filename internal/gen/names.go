@@ -1,0 +1,110 @@
+package gen
+
+import (
+	"go/token"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Every identifier stemgen generates comes from these functions, so check
+// (collisions, tolerated type errors) and render agree on them.
+
+// exported returns s with its first letter upper-cased.
+func exported(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+// Package-level names of a workflow.
+func (w *Workflow) contextType() string  { return exported(w.GoName) + "Context" }
+func (w *Workflow) runType() string      { return exported(w.GoName) + "Run" }
+func (w *Workflow) registerFunc() string { return "Register" + exported(w.GoName) }
+func (w *Workflow) startFunc() string    { return "Start" + exported(w.GoName) }
+func (w *Workflow) batchFunc() string    { return "Start" + exported(w.GoName) + "Batch" }
+func (w *Workflow) getFunc() string      { return "Get" + exported(w.GoName) }
+func (w *Workflow) nameConst() string    { return exported(w.GoName) + "WorkflowName" }
+
+// stepConst is the checkpoint-key constant of step s in workflow w.
+func (w *Workflow) stepConst(s *Step) string {
+	return exported(w.GoName) + "Step" + exported(s.GoName)
+}
+
+// idempotencyFunc is the idempotency-key accessor of step s in workflow w.
+func (w *Workflow) idempotencyFunc(s *Step) string {
+	return exported(w.GoName) + exported(s.GoName) + "IdempotencyKey"
+}
+
+// Methods of every workflow context.
+func (s *Step) method() string          { return s.GoName }
+func (e *Event) awaitMethod() string    { return "Await" + exported(e.GoName) }
+func (w *Workflow) callMethod() string  { return "Call" + exported(w.GoName) }
+func (w *Workflow) startMethod() string { return "Start" + exported(w.GoName) }
+
+// Package-level names of an event.
+func (e *Event) topicConst() string { return exported(e.GoName) + "Topic" }
+func (e *Event) sendFunc() string   { return "Send" + exported(e.GoName) }
+func (e *Event) emitFunc() string   { return "Emit" + exported(e.GoName) }
+
+// registerAllFunc registers every workflow of the package.
+const registerAllFunc = "RegisterWorkflows"
+
+// Fields of a workflow context.
+const (
+	embeddedField = "WorkflowContext"
+	stepsField    = "steps"
+)
+
+// promoted are the methods a workflow context gets from the embedded
+// *runtime.WorkflowContext.
+var promoted = []string{"Context", "Logger", "ParentID", "RunID", "Sleep", "SleepUntil", "Workflow"}
+
+// locals are the identifiers generated code declares inside functions;
+// import names and parameter names avoid them.
+var locals = map[string]bool{
+	"c": true, "sc": true, "e": true, "ctx": true, "in": true, "opts": true, "r": true,
+	"rs": true, "err": true, "out": true, "i": true, "items": true, "ev": true, "steps": true,
+	"runID": true, "scope": true, "name": true, "timeout": true, "iteration": true, "id": true,
+}
+
+// generated is one package-level identifier stemgen declares, and the
+// declaration it is for.
+type generated struct {
+	name string
+	pos  token.Pos // of the annotated declaration
+	what string
+}
+
+// packageNames returns every package-level identifier generated for the
+// package, with the annotated declaration each is for.
+func (m *Package) packageNames() []generated {
+	var out []generated
+	add := func(pos token.Pos, what string, names ...string) {
+		for _, n := range names {
+			out = append(out, generated{n, pos, what})
+		}
+	}
+	for _, w := range m.Workflows {
+		what := "workflow " + w.GoName
+		add(w.Pos, what, w.contextType(), w.runType(), w.registerFunc(), w.startFunc(), w.batchFunc(), w.getFunc(), w.nameConst())
+		for _, s := range m.Steps {
+			add(s.Pos, what+" and step "+s.GoName, w.stepConst(s), w.idempotencyFunc(s))
+		}
+	}
+	for _, e := range m.Events {
+		add(e.Pos, "event "+e.GoName, e.topicConst(), e.sendFunc(), e.emitFunc())
+	}
+	if len(m.Workflows) > 0 {
+		add(m.Workflows[0].Pos, "the package's workflows", registerAllFunc)
+	}
+	return out
+}
+
+// generatedNames is the set of package-level identifiers generated for the
+// package.
+func (m *Package) generatedNames() map[string]bool {
+	set := map[string]bool{}
+	for _, g := range m.packageNames() {
+		set[g.name] = true
+	}
+	return set
+}

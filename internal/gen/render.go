@@ -1,0 +1,615 @@
+package gen
+
+import (
+	"bytes"
+	"fmt"
+	"go/format"
+	"go/token"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dave/jennifer/jen"
+)
+
+// fixedImports are the packages generated code itself uses, which get
+// their own names first.
+var fixedImports = []struct{ path, name string }{
+	{runtimePath, "runtime"},
+	{"context", "context"},
+	{"fmt", "fmt"},
+	{"strconv", "strconv"},
+	{"time", "time"},
+}
+
+// renderer writes one package's stem_gen.go from its model.
+type renderer struct {
+	m *Package
+	f *jen.File
+	// reserved are identifiers a parameter name must not shadow.
+	reserved map[string]bool
+}
+
+// render returns the package's generated file, gofmt'd.
+func render(m *Package) ([]byte, error) {
+	r := &renderer{m: m, f: jen.NewFilePathName(m.Path, m.Name), reserved: map[string]bool{}}
+	r.f.HeaderComment(header)
+	r.imports()
+	r.guards()
+	for _, w := range m.Workflows {
+		r.workflow(w)
+	}
+	for _, e := range m.Events {
+		r.event(e)
+	}
+	r.registerAll()
+	var buf bytes.Buffer
+	if err := r.f.Render(&buf); err != nil {
+		return nil, err
+	}
+	return groupImports(buf.Bytes())
+}
+
+// groupImports puts the standard library's imports first, then the
+// others after a blank line, as goimports does (jennifer sorts them all as
+// one group).
+func groupImports(src []byte) ([]byte, error) {
+	start := bytes.Index(src, []byte("\nimport (\n"))
+	if start < 0 {
+		return src, nil
+	}
+	start += len("\nimport (\n")
+	end := bytes.Index(src[start:], []byte("\n)\n"))
+	if end < 0 {
+		return src, nil
+	}
+	end += start
+	var std, other []string
+	for line := range strings.SplitSeq(string(src[start:end]), "\n") {
+		path := line[strings.IndexByte(line, '"')+1:]
+		if first, _, _ := strings.Cut(path, "/"); strings.Contains(first, ".") {
+			other = append(other, line)
+		} else {
+			std = append(std, line)
+		}
+	}
+	block := strings.Join(std, "\n")
+	if len(std) > 0 && len(other) > 0 {
+		block += "\n\n"
+	}
+	block += strings.Join(other, "\n")
+	out := slices.Concat(src[:start], []byte(block), src[end:])
+	return format.Source(out)
+}
+
+// imports names every imported package: its own name unless that is taken
+// by an identifier of the package, a generated one, a local of generated
+// code or another import; then name1, name2, ...
+func (r *renderer) imports() {
+	taken := map[string]bool{}
+	for n := range locals {
+		taken[n] = true
+	}
+	for n := range r.m.Declared {
+		taken[n] = true
+	}
+	for n := range r.m.generatedNames() {
+		taken[n] = true
+	}
+	for _, n := range []string{"error", "string", "int", "any", "nil", "true", "false", "make", "len"} {
+		taken[n] = true
+	}
+	names := map[string]string{}
+	add := func(path, name string) {
+		if path != r.m.Path {
+			if _, ok := names[path]; !ok {
+				names[path] = name
+			}
+		}
+	}
+	r.m.eachType(func(t *Type) { t.Paths(add) })
+	var order []string
+	for _, fi := range fixedImports {
+		order = append(order, fi.path)
+		names[fi.path] = fi.name
+	}
+	var rest []string
+	for path := range names {
+		if !slices.ContainsFunc(fixedImports, func(fi struct{ path, name string }) bool { return fi.path == path }) {
+			rest = append(rest, path)
+		}
+	}
+	slices.Sort(rest)
+	for _, path := range append(order, rest...) {
+		name := names[path]
+		alias := name
+		for i := 1; taken[alias] || token.IsKeyword(alias); i++ {
+			alias = name + strconv.Itoa(i)
+		}
+		taken[alias] = true
+		r.reserved[alias] = true
+		if alias == name {
+			r.f.ImportName(path, name)
+		} else {
+			r.f.ImportAlias(path, alias)
+		}
+	}
+	// A step method's body uses c, sc, the imports, the package's own
+	// identifiers and generated ones; its parameters must not shadow them.
+	for n := range r.m.Declared {
+		r.reserved[n] = true
+	}
+	for n := range r.m.generatedNames() {
+		r.reserved[n] = true
+	}
+	r.reserved["c"], r.reserved["sc"] = true, true
+}
+
+// eachType calls fn for every type the generated file mentions.
+func (m *Package) eachType(fn func(*Type)) {
+	params := func(ps []*Param) {
+		for _, p := range ps {
+			if p.Type != nil {
+				fn(p.Type)
+			}
+		}
+	}
+	for _, w := range m.Workflows {
+		params(w.Params)
+		params(w.Results)
+	}
+	for _, s := range m.Steps {
+		params(s.Params)
+		params(s.Results)
+	}
+	for _, e := range m.Events {
+		fn(e.Type)
+	}
+}
+
+// doc writes a doc comment: our text, wrapped, then the user's doc comment
+// (with any Deprecated: paragraph) as they wrote it.
+func (r *renderer) doc(ours, user string) {
+	for _, line := range wrap(ours, 76) {
+		r.f.Comment("// " + line)
+	}
+	if user = strings.TrimSpace(user); user != "" {
+		r.f.Comment("//")
+		for line := range strings.SplitSeq(user, "\n") {
+			if line == "" {
+				r.f.Comment("//")
+			} else {
+				r.f.Comment("// " + line)
+			}
+		}
+	}
+}
+
+// wrap breaks text into lines of at most width bytes where it can.
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for w := range strings.FieldsSeq(text) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	return append(lines, line)
+}
+
+// typ writes a type.
+func (r *renderer) typ(t *Type) *jen.Statement {
+	switch t.Kind {
+	case KindNamed:
+		s := jen.Id(t.Name)
+		if t.Path != "" {
+			s = jen.Qual(t.Path, t.Name)
+		}
+		if len(t.Args) > 0 {
+			args := make([]jen.Code, len(t.Args))
+			for i, a := range t.Args {
+				args[i] = r.typ(a)
+			}
+			s = s.Types(args...)
+		}
+		return s
+	case KindBasic:
+		return jen.Id(t.Name)
+	case KindPointer:
+		return jen.Op("*").Add(r.typ(t.Elem))
+	case KindSlice:
+		return jen.Index().Add(r.typ(t.Elem))
+	case KindArray:
+		return jen.Index(jen.Lit(int(t.Len))).Add(r.typ(t.Elem))
+	case KindMap:
+		return jen.Map(r.typ(t.Key)).Add(r.typ(t.Elem))
+	case KindStruct:
+		return jen.StructFunc(func(g *jen.Group) {
+			for _, f := range t.Fields {
+				var s *jen.Statement
+				if f.Embedded {
+					s = g.Add(r.typ(f.Type))
+				} else {
+					s = g.Id(f.Name).Add(r.typ(f.Type))
+				}
+				if f.Tag != "" && !strings.Contains(f.Tag, "`") {
+					s.Op("`" + f.Tag + "`")
+				} else if f.Tag != "" {
+					s.Op(strconv.Quote(f.Tag))
+				}
+			}
+		})
+	}
+	return jen.Id(t.Name)
+}
+
+func rt(name string) *jen.Statement { return jen.Qual(runtimePath, name) }
+
+// guards writes the compile-time checks: the runtime version, and the
+// signature of every annotated function.
+func (r *renderer) guards() {
+	m := r.m
+	r.f.Comment("// This file needs a runtime that supports its version of the generated API; with")
+	r.f.Comment("// an older runtime it stops compiling here.")
+	r.f.Const().Id("_").Op("=").Add(rt("SupportPackageIsVersion1"))
+	r.f.Line()
+	r.f.Comment("// These assignments stop compiling when an annotated function's signature no")
+	r.f.Comment("// longer matches this file: run go generate.")
+	r.f.Var().DefsFunc(func(g *jen.Group) {
+		for _, w := range m.Workflows {
+			g.Id("_").Func().Params(jen.Op("*").Id(w.contextType()), r.typ(w.Input().Type)).
+				Params(r.typ(w.Output().Type), jen.Error()).Op("=").Id(w.GoName)
+		}
+		for _, s := range m.Steps {
+			var params []jen.Code
+			fn := jen.Id(s.GoName)
+			if s.Recv != nil {
+				params = append(params, jen.Op("*").Id(s.Recv.TypeName))
+				fn = jen.Parens(jen.Op("*").Id(s.Recv.TypeName)).Dot(s.GoName)
+			}
+			for _, p := range s.Params {
+				params = append(params, r.typ(p.Type))
+			}
+			var results []jen.Code
+			for _, p := range s.Results {
+				results = append(results, r.typ(p.Type))
+			}
+			g.Id("_").Func().Params(params...).Params(results...).Op("=").Add(fn)
+		}
+	})
+}
+
+// workflow writes everything generated for one workflow.
+func (r *renderer) workflow(w *Workflow) {
+	m, f := r.m, r.f
+	ctx := w.contextType()
+	in, out := r.typ(w.Input().Type), r.typ(w.Output().Type)
+	durable := w.Ann.Name
+
+	f.Line()
+	r.doc(fmt.Sprintf("%s is the durable name of workflow %s, stored with every run.", w.nameConst(), w.GoName), "")
+	f.Const().Id(w.nameConst()).Op("=").Lit(durable)
+
+	f.Line()
+	r.doc(fmt.Sprintf("%s is what workflow %s (%s) receives: the runtime's *runtime.WorkflowContext, "+
+		"with a typed method for every step, event and child workflow of package %s.", ctx, w.GoName, durable, m.Name), w.Doc)
+	f.Type().Id(ctx).StructFunc(func(g *jen.Group) {
+		g.Op("*").Add(rt("WorkflowContext"))
+		if m.Receiver != nil {
+			g.Id(stepsField).Op("*").Id(m.Receiver.Name)
+		}
+	})
+
+	if len(m.Steps) > 0 {
+		f.Line()
+		f.Comment(fmt.Sprintf("// Checkpoint keys of the steps of workflow %s.", durable))
+		f.Const().DefsFunc(func(g *jen.Group) {
+			for _, s := range m.Steps {
+				g.Comment(fmt.Sprintf("%s is the checkpoint key of step %s.", w.stepConst(s), s))
+				g.Id(w.stepConst(s)).Op("=").Lit(s.Ann.Key())
+			}
+		})
+	}
+	for _, s := range m.Steps {
+		r.stepMethod(w, s)
+	}
+	for _, e := range m.Events {
+		f.Line()
+		r.doc(fmt.Sprintf("%s suspends the run until event %s (topic %s) arrives for it, and returns it. "+
+			"name is the wait's durable key within the run. A timeout above zero bounds the wait: "+
+			"when it passes first, %s returns an error matching runtime.ErrEventTimeout.",
+			e.awaitMethod(), e.GoName, e.Ann.Topic, e.awaitMethod()), e.Doc)
+		f.Func().Params(jen.Id("c").Op("*").Id(ctx)).Id(e.awaitMethod()).
+			Params(jen.Id("name").String(), jen.Id("timeout").Qual("time", "Duration")).
+			Params(r.typ(e.Type), jen.Error()).
+			Block(jen.Return(rt("WaitForEvent").Types(r.typ(e.Type)).Call(
+				jen.Id("c").Dot(embeddedField), jen.Id("name"), jen.Id(e.topicConst()), jen.Id("timeout"))))
+	}
+	for _, c := range m.Workflows {
+		if c == w {
+			continue
+		}
+		f.Line()
+		r.doc(fmt.Sprintf("%s runs workflow %s (%s) as a child of this run with input in, and waits for "+
+			"its output. name is the call's durable key within the run: a replay never starts the child twice.",
+			c.callMethod(), c.GoName, c.Ann.Name), c.Doc)
+		f.Func().Params(jen.Id("c").Op("*").Id(ctx)).Id(c.callMethod()).
+			Params(jen.Id("name").String(), jen.Id("in").Add(r.typ(c.Input().Type))).
+			Params(r.typ(c.Output().Type), jen.Error()).
+			Block(jen.Return(rt("CallChild").Types(r.typ(c.Output().Type)).Call(
+				jen.Id("c").Dot(embeddedField), jen.Id("name"), jen.Id(c.nameConst()), jen.Id("in"))))
+		f.Line()
+		r.doc(fmt.Sprintf("%s starts workflow %s (%s) as a child of this run with input in, without "+
+			"waiting, and returns the child's run ID. name is the call's durable key within the run.",
+			c.startMethod(), c.GoName, c.Ann.Name), c.Doc)
+		f.Func().Params(jen.Id("c").Op("*").Id(ctx)).Id(c.startMethod()).
+			Params(jen.Id("name").String(), jen.Id("in").Add(r.typ(c.Input().Type))).
+			Params(jen.String(), jen.Error()).
+			Block(jen.Return(rt("StartChild").Call(
+				jen.Id("c").Dot(embeddedField), jen.Id("name"), jen.Id(c.nameConst()), jen.Id("in"))))
+	}
+
+	run := w.runType()
+	f.Line()
+	r.doc(fmt.Sprintf("%s is a typed handle on a run of workflow %s (%s): ID, Status, Result, Pause, "+
+		"Resume, Terminate and Restart.", run, w.GoName, durable), w.Doc)
+	f.Type().Id(run).Struct(jen.Op("*").Add(rt("Run")).Types(out.Clone()))
+
+	f.Line()
+	regParams := []jen.Code{jen.Id("e").Op("*").Add(rt("Engine"))}
+	regDoc := fmt.Sprintf("%s registers workflow %s with e under its durable name, %s.", w.registerFunc(), w.GoName, durable)
+	if m.Receiver != nil {
+		regParams = append(regParams, jen.Id("steps").Op("*").Id(m.Receiver.Name))
+		regDoc += " Its steps run on steps, which must not be nil."
+	}
+	r.doc(regDoc, w.Doc)
+	f.Func().Id(w.registerFunc()).Params(regParams...).Error().BlockFunc(func(g *jen.Group) {
+		lit := jen.Dict{jen.Id(embeddedField): jen.Id("c")}
+		if m.Receiver != nil {
+			g.If(jen.Id("steps").Op("==").Nil()).Block(
+				jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%w: "+w.registerFunc()+": steps is nil"), rt("ErrInvalidArgument"))))
+			lit[jen.Id(stepsField)] = jen.Id("steps")
+		}
+		g.Return(rt("Register").Call(jen.Id("e"), jen.Id(w.nameConst()),
+			jen.Func().Params(jen.Id("c").Op("*").Add(rt("WorkflowContext")), jen.Id("in").Add(in.Clone())).
+				Params(out.Clone(), jen.Error()).
+				Block(jen.Return(jen.Id(w.GoName).Call(jen.Op("&").Id(ctx).Values(lit), jen.Id("in"))))))
+	})
+
+	f.Line()
+	r.doc(fmt.Sprintf("%s starts a run of workflow %s (%s) with input in. With runtime.WithID, starting "+
+		"an ID that exists returns the existing run.", w.startFunc(), w.GoName, durable), w.Doc)
+	f.Func().Id(w.startFunc()).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
+		jen.Id("in").Add(in.Clone()), jen.Id("opts").Op("...").Add(rt("StartOption"))).
+		Params(jen.Op("*").Id(run), jen.Error()).
+		Block(
+			jen.List(jen.Id("r"), jen.Err()).Op(":=").Add(rt("Start")).Types(in.Clone(), out.Clone()).
+				Call(jen.Id("ctx"), jen.Id("e"), jen.Id(w.nameConst()), jen.Id("in"), jen.Id("opts").Op("...")),
+			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+			jen.Return(jen.Op("&").Id(run).Values(jen.Id("r")), jen.Nil()),
+		)
+
+	f.Line()
+	r.doc(fmt.Sprintf("%s starts many runs of workflow %s (%s) in one store call. Every input is checked "+
+		"before anything is written; items with an ID that exists return the existing run.", w.batchFunc(), w.GoName, durable), w.Doc)
+	f.Func().Id(w.batchFunc()).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
+		jen.Id("items").Index().Add(rt("BatchItem")).Types(in.Clone())).
+		Params(jen.Index().Op("*").Id(run), jen.Error()).
+		Block(
+			jen.List(jen.Id("rs"), jen.Err()).Op(":=").Add(rt("StartBatch")).Types(in.Clone(), out.Clone()).
+				Call(jen.Id("ctx"), jen.Id("e"), jen.Id(w.nameConst()), jen.Id("items")),
+			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+			jen.Id("out").Op(":=").Make(jen.Index().Op("*").Id(run), jen.Len(jen.Id("rs"))),
+			jen.For(jen.List(jen.Id("i"), jen.Id("r")).Op(":=").Range().Id("rs")).Block(
+				jen.Id("out").Index(jen.Id("i")).Op("=").Op("&").Id(run).Values(jen.Id("r"))),
+			jen.Return(jen.Id("out"), jen.Nil()),
+		)
+
+	f.Line()
+	r.doc(fmt.Sprintf("%s returns a typed handle on the existing run id of workflow %s (%s): an error "+
+		"matching runtime.ErrRunNotFound if there is none, runtime.ErrInvalidArgument if it is a run of "+
+		"another workflow.", w.getFunc(), w.GoName, durable), w.Doc)
+	f.Func().Id(w.getFunc()).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
+		jen.Id("id").String()).
+		Params(jen.Op("*").Id(run), jen.Error()).
+		Block(
+			jen.List(jen.Id("r"), jen.Err()).Op(":=").Add(rt("Get")).Types(out.Clone()).
+				Call(jen.Id("ctx"), jen.Id("e"), jen.Id(w.nameConst()), jen.Id("id")),
+			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+			jen.Return(jen.Op("&").Id(run).Values(jen.Id("r")), jen.Nil()),
+		)
+
+	for _, s := range m.Steps {
+		f.Line()
+		scope := "with scope (\"\" for none)"
+		params := []jen.Code{jen.Id("runID").String(), jen.Id("scope").String()}
+		key := jen.Id(w.stepConst(s))
+		which := "sees"
+		if s.Ann.Autoversion {
+			params = []jen.Code{jen.Id("runID").String(), jen.Id("iteration").Int(), jen.Id("scope").String()}
+			key = jen.Id(w.stepConst(s)).Op("+").Lit("#").Op("+").Qual("strconv", "Itoa").Call(jen.Id("iteration"))
+			which = "sees in the given iteration"
+		}
+		r.doc(fmt.Sprintf("%s returns the idempotency key that step %s %s in run runID of workflow %s, %s: "+
+			"what StepContext.IdempotencyKey(scope) returned inside the step. Use it to reconcile with the services the step called.",
+			w.idempotencyFunc(s), s.Ann.Key(), which, durable, scope), "")
+		f.Func().Id(w.idempotencyFunc(s)).Params(params...).String().Block(
+			jen.Return(rt("IdempotencyKey").Call(jen.Id(w.nameConst()), jen.Id("runID"), key, jen.Id("scope"))))
+	}
+}
+
+// stepMethod writes the typed method of step s on the context of w.
+func (r *renderer) stepMethod(w *Workflow, s *Step) {
+	inputs := s.Inputs()
+	names := r.paramNames(inputs)
+	var params, args []jen.Code
+	args = append(args, jen.Id("sc"))
+	for i, p := range inputs {
+		params = append(params, jen.Id(names[i]).Add(r.typ(p.Type)))
+		args = append(args, jen.Id(names[i]))
+	}
+	var call *jen.Statement
+	if s.Recv != nil {
+		call = jen.Id("c").Dot(stepsField).Dot(s.GoName).Call(args...)
+	} else {
+		call = jen.Id(s.GoName).Call(args...)
+	}
+	key := s.Ann.Key()
+	what := fmt.Sprintf("%s runs step %s (%s) as a checkpointed step: once it succeeds (or exhausts its retries), "+
+		"a replay of the run returns its recorded result without running it again.", s.method(), key, s)
+	if s.Ann.Autoversion {
+		what = fmt.Sprintf("%s runs step %s (%s) as a checkpointed autoversion step: it may run many times in one run, "+
+			"each call keyed %s#0, #1, ... by call order; a replay returns each call's recorded result without running it again.",
+			s.method(), key, s, key)
+	}
+	what += policyDoc(s)
+	r.f.Line()
+	r.doc(what, s.Doc)
+	opts := stepOptions(s)
+	recv := jen.Id("c").Op("*").Id(w.contextType())
+	if o := s.Output(); o != nil {
+		r.f.Func().Params(recv).Id(s.method()).Params(params...).Params(r.typ(o.Type), jen.Error()).Block(
+			jen.Return(rt("Step").Call(jen.Id("c").Dot(embeddedField), jen.Id(w.stepConst(s)), opts,
+				jen.Func().Params(jen.Id("sc").Add(rt("StepContext"))).Params(r.typ(o.Type), jen.Error()).Block(
+					jen.Return(call)))))
+		return
+	}
+	r.f.Func().Params(recv).Id(s.method()).Params(params...).Error().Block(
+		jen.Return(rt("Do").Call(jen.Id("c").Dot(embeddedField), jen.Id(w.stepConst(s)), opts,
+			jen.Func().Params(jen.Id("sc").Add(rt("StepContext"))).Error().Block(
+				jen.Return(call)))))
+}
+
+// paramNames names a step method's parameters: as the step declares them,
+// unless blank or shadowing something the method's body uses.
+func (r *renderer) paramNames(inputs []*Param) []string {
+	used := map[string]bool{}
+	out := make([]string, len(inputs))
+	for i, p := range inputs {
+		n := p.Name
+		if n == "" || n == "_" || r.reserved[n] || used[n] {
+			n = fmt.Sprintf("arg%d", i+1)
+			for r.reserved[n] || used[n] {
+				n += "_"
+			}
+		}
+		used[n] = true
+		out[i] = n
+	}
+	return out
+}
+
+// policyDoc describes a step's retry policy.
+func policyDoc(s *Step) string {
+	a := s.Ann
+	var parts []string
+	if a.Retries > 0 {
+		p := fmt.Sprintf(" A failed attempt is retried up to %d times", a.Retries)
+		if a.Backoff > 0 {
+			p += fmt.Sprintf(", after %s", a.Backoff)
+			if a.MaxBackoff > 0 {
+				p += fmt.Sprintf(" doubling up to %s", a.MaxBackoff)
+			} else {
+				p += " doubling"
+			}
+		}
+		parts = append(parts, p+".")
+	}
+	if a.Timeout > 0 {
+		parts = append(parts, fmt.Sprintf(" Each attempt is bounded by %s.", a.Timeout))
+	}
+	return strings.Join(parts, "")
+}
+
+// stepOptions writes a step's runtime.StepOptions literal.
+func stepOptions(s *Step) *jen.Statement {
+	a := s.Ann
+	d := jen.Dict{}
+	if a.Retries > 0 {
+		d[jen.Id("Retries")] = jen.Lit(a.Retries)
+	}
+	if a.Backoff > 0 {
+		d[jen.Id("Backoff")] = duration(a.Backoff)
+	}
+	if a.MaxBackoff > 0 {
+		d[jen.Id("MaxBackoff")] = duration(a.MaxBackoff)
+	}
+	if a.Timeout > 0 {
+		d[jen.Id("Timeout")] = duration(a.Timeout)
+	}
+	if a.Autoversion {
+		d[jen.Id("Autoversion")] = jen.True()
+	}
+	return rt("StepOptions").Values(d)
+}
+
+// duration writes d in the largest exact unit: 30 * time.Second.
+func duration(d time.Duration) *jen.Statement {
+	units := []struct {
+		unit time.Duration
+		name string
+	}{{time.Hour, "Hour"}, {time.Minute, "Minute"}, {time.Second, "Second"}, {time.Millisecond, "Millisecond"}, {time.Microsecond, "Microsecond"}}
+	for _, u := range units {
+		if d%u.unit == 0 {
+			if d == u.unit {
+				return jen.Qual("time", u.name)
+			}
+			return jen.Op(strconv.FormatInt(int64(d/u.unit), 10)).Op("*").Qual("time", u.name)
+		}
+	}
+	return jen.Qual("time", "Duration").Call(jen.Op(strconv.FormatInt(int64(d), 10)))
+}
+
+// event writes the topic constant and the typed send and emit of an event.
+func (r *renderer) event(e *Event) {
+	f := r.f
+	f.Line()
+	r.doc(fmt.Sprintf("%s is the topic of event %s.", e.topicConst(), e.GoName), "")
+	f.Const().Id(e.topicConst()).Op("=").Lit(e.Ann.Topic)
+
+	f.Line()
+	r.doc(fmt.Sprintf("%s delivers ev to the run runID, which receives it when it awaits %s. "+
+		"An event sent before the run waits is kept for it, so it is never lost.", e.sendFunc(), e.GoName), e.Doc)
+	f.Func().Id(e.sendFunc()).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
+		jen.Id("runID").String(), jen.Id("ev").Add(r.typ(e.Type))).Error().Block(
+		jen.Return(jen.Id("e").Dot("SendEvent").Call(jen.Id("ctx"), jen.Id("runID"), jen.Id(e.topicConst()), jen.Id("ev"))))
+
+	f.Line()
+	r.doc(fmt.Sprintf("%s delivers ev to every run waiting for %s and returns how many it reached. "+
+		"Runs not waiting yet do not receive it.", e.emitFunc(), e.GoName), e.Doc)
+	f.Func().Id(e.emitFunc()).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
+		jen.Id("ev").Add(r.typ(e.Type))).Params(jen.Int(), jen.Error()).Block(
+		jen.Return(jen.Id("e").Dot("Emit").Call(jen.Id("ctx"), jen.Id(e.topicConst()), jen.Id("ev"))))
+}
+
+// registerAll writes the function that registers every workflow.
+func (r *renderer) registerAll() {
+	m := r.m
+	if len(m.Workflows) == 0 {
+		return
+	}
+	var list []string
+	for _, w := range m.Workflows {
+		list = append(list, fmt.Sprintf("%s (%s)", w.GoName, w.Ann.Name))
+	}
+	params := []jen.Code{jen.Id("e").Op("*").Add(rt("Engine"))}
+	args := []jen.Code{jen.Id("e")}
+	if m.Receiver != nil {
+		params = append(params, jen.Id("steps").Op("*").Id(m.Receiver.Name))
+		args = append(args, jen.Id("steps"))
+	}
+	r.f.Line()
+	r.doc(fmt.Sprintf("%s registers every workflow of package %s with e: %s.", registerAllFunc, m.Name, strings.Join(list, ", ")), "")
+	r.f.Func().Id(registerAllFunc).Params(params...).Error().BlockFunc(func(g *jen.Group) {
+		for _, w := range m.Workflows {
+			g.If(jen.Err().Op(":=").Id(w.registerFunc()).Call(args...), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err()))
+		}
+		g.Return(jen.Nil())
+	})
+}

@@ -1,0 +1,38 @@
+package p
+
+import "github.com/stemflow/stem/runtime"
+
+type Steps struct{}
+
+//stem:workflow name=p.fulfil
+func Fulfil(ctx *FulfilContext, n int) (int, error) { return n, nil }
+
+//stem:workflow name=p.refund
+func Refund(ctx *RefundContext, n int) (int, error) { return n, nil }
+
+//stem:workflow name=p.foobatch
+func FooBatch(ctx *FooBatchContext, n int) (int, error) { return n, nil }
+
+//stem:workflow name=p.foo
+func Foo(ctx *FooContext, n int) (int, error) { return n, nil }
+
+// RegisterFulfil is the user's own.
+func RegisterFulfil() {}
+
+//stem:step name=sleep
+func (s *Steps) Sleep(ctx runtime.StepContext) error { return nil }
+
+//stem:step name=call
+func (s *Steps) CallRefund(ctx runtime.StepContext) error { return nil }
+
+//stem:event topic=ready
+type Ready struct{ X int }
+
+// AwaitReady is the user's own method on a generated context.
+func (c *FulfilContext) AwaitReady() {}
+
+// Helper is fine.
+func (c *FulfilContext) Helper() {}
+
+// Result hides the embedded method.
+func (r *FooRun) Result() {}

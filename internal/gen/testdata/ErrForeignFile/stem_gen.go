@@ -1,0 +1,5 @@
+// Hand-written: stemgen must not overwrite it.
+
+package p
+
+type WContext struct{}
