@@ -1,0 +1,68 @@
+package storeurl_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/stores/storeurl"
+)
+
+func TestOpenSQLiteAndMemory(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, s := range []string{filepath.Join(dir, "a.db"), "sqlite:" + filepath.Join(dir, "b.db"), "mem:"} {
+		st, err := storeurl.Open(ctx, s)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		if _, err := st.ListRuns(ctx, runtimeQuery()); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		st.Close()
+	}
+	if _, err := os.Stat(filepath.Join(dir, "b.db")); err != nil {
+		t.Fatalf("sqlite: form did not create its file: %v", err)
+	}
+}
+
+func TestOpenServers(t *testing.T) {
+	ctx := context.Background()
+	if u := os.Getenv("STEM_TEST_POSTGRES_URL"); u == "" {
+		t.Log("STEM_TEST_POSTGRES_URL not set: skipping the Postgres form")
+	} else {
+		sep := "?"
+		if strings.Contains(u, "?") {
+			sep = "&"
+		}
+		st, err := storeurl.Open(ctx, u+sep+"stem_schema=stem_storeurl_test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+	}
+	if u := os.Getenv("STEM_TEST_REDIS_URL"); u == "" {
+		t.Log("STEM_TEST_REDIS_URL not set: skipping the Redis form")
+	} else {
+		st, err := storeurl.Open(ctx, u+"?stem_prefix=stem-storeurl-test:")
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+	}
+}
+
+func TestOpenRejectsUnknownSchemes(t *testing.T) {
+	_, err := storeurl.Open(context.Background(), "mysql://root:secret@localhost/db")
+	if err == nil || !strings.Contains(err.Error(), "unknown store scheme") || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("err %v, want an unknown-scheme error without the password", err)
+	}
+	if _, err := storeurl.Open(context.Background(), ""); err == nil {
+		t.Fatal("empty URL accepted")
+	}
+}
+
+func runtimeQuery() runtime.ListRunsQuery { return runtime.ListRunsQuery{Limit: 1} }
