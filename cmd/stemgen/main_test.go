@@ -110,3 +110,13 @@ func TestCLIDefaultsToTheWorkingDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCommittedCodeIsFresh checks that the generated code committed in this
+// repository is what stemgen generates now, as CI's "go generate && git
+// diff --exit-code" would.
+func TestCommittedCodeIsFresh(t *testing.T) {
+	root := gentest.Root(t)
+	if code, _, errs := run("-C", root, "-check", "./example/..."); code != 0 {
+		t.Errorf("stemgen -check ./example/... = %d:\n%s", code, errs)
+	}
+}

@@ -1,0 +1,266 @@
+// Package orders is an annotated example: the order workflow of a small
+// shop. Fulfil reserves stock, cools off, waits for the warehouse (with a
+// timeout), packs every item (an autoversion step in a loop), charges the
+// customer through a flaky payment service (a retried step whose
+// idempotency key makes the charge happen once), and has the invoice made
+// by a child workflow.
+//
+// go generate writes stem_gen.go: FulfilContext with the typed steps,
+// StartFulfil, GetFulfil, SendShipmentReady, RegisterWorkflows and the
+// rest. A program needs:
+//
+//	steps := orders.NewSteps(orders.NewPaymentsClient(url, httpClient))
+//	orders.RegisterWorkflows(engine, steps)
+//	run, err := orders.StartFulfil(ctx, engine, order)
+//	orders.Warehouse{Engine: engine}.Ship(ctx, run.ID(), order.ID)
+//	receipt, err := run.Result(ctx)
+//
+// PaymentService is the fake payment provider to run it against.
+package orders
+
+//go:generate go run github.com/stemflow/stem/cmd/stemgen
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+// Order is what a customer bought, with the workflow's timing.
+type Order struct {
+	ID       string `json:"id"`
+	Customer string `json:"customer"`
+	Items    []Item `json:"items"`
+	// CoolOff is how long the order may still be cancelled before the
+	// warehouse is told (default DefaultCoolOff).
+	CoolOff time.Duration `json:"cool_off,omitempty"`
+	// ShipWithin bounds the wait for the warehouse (default
+	// DefaultShipWithin); when it passes, the reservation is released and
+	// the run fails with an error matching runtime.ErrEventTimeout.
+	ShipWithin time.Duration `json:"ship_within,omitempty"`
+}
+
+// Item is one line of an order.
+type Item struct {
+	SKU        string `json:"sku"`
+	Qty        int    `json:"qty"`
+	PriceCents int64  `json:"price_cents"`
+}
+
+// Defaults for Order's timing.
+const (
+	DefaultCoolOff    = 2 * time.Second
+	DefaultShipWithin = 72 * time.Hour
+)
+
+// Total returns the order's amount in cents.
+func (o Order) Total() int64 {
+	var t int64
+	for _, it := range o.Items {
+		t += int64(it.Qty) * it.PriceCents
+	}
+	return t
+}
+
+// Reservation holds stock for an order.
+type Reservation struct {
+	OrderID     string `json:"order_id"`
+	Hold        string `json:"hold"`
+	AmountCents int64  `json:"amount_cents"`
+	Customer    string `json:"customer"`
+}
+
+// Parcel is one packed line of an order.
+type Parcel struct {
+	SKU   string `json:"sku"`
+	Qty   int    `json:"qty"`
+	Label string `json:"label"`
+}
+
+// Payment is a charge the payment service made.
+type Payment struct {
+	ID          string `json:"id"`
+	Customer    string `json:"customer"`
+	AmountCents int64  `json:"amount_cents"`
+}
+
+// InvoiceRequest is the input of the Invoice workflow.
+type InvoiceRequest struct {
+	OrderID   string   `json:"order_id"`
+	Customer  string   `json:"customer"`
+	PaymentID string   `json:"payment_id"`
+	Lines     []Parcel `json:"lines"`
+}
+
+// InvoiceDoc is a rendered invoice.
+type InvoiceDoc struct {
+	Number string `json:"number"`
+	Text   string `json:"text"`
+}
+
+// Receipt is the outcome of a fulfilled order.
+type Receipt struct {
+	OrderID  string     `json:"order_id"`
+	Payment  Payment    `json:"payment"`
+	Tracking string     `json:"tracking"`
+	Parcels  []Parcel   `json:"parcels"`
+	Invoice  InvoiceDoc `json:"invoice"`
+}
+
+// ShipmentReady says the warehouse has the order's parcels ready to go.
+//
+//stem:event topic=orders.shipment-ready
+type ShipmentReady struct {
+	OrderID  string `json:"order_id"`
+	Tracking string `json:"tracking"`
+}
+
+// Fulfil reserves stock, cools off, waits for the warehouse, packs every
+// item, charges the customer, and has the invoice made.
+//
+//stem:workflow name=orders.fulfil
+func Fulfil(ctx *FulfilContext, order Order) (Receipt, error) {
+	res, err := ctx.Reserve(order)
+	if err != nil {
+		return Receipt{}, err
+	}
+	coolOff := order.CoolOff
+	if coolOff <= 0 {
+		coolOff = DefaultCoolOff
+	}
+	if err := ctx.Sleep("cool-off", coolOff); err != nil {
+		return Receipt{}, err
+	}
+	within := order.ShipWithin
+	if within <= 0 {
+		within = DefaultShipWithin
+	}
+	ship, err := ctx.AwaitShipmentReady("shipment", within)
+	if errors.Is(err, runtime.ErrEventTimeout) {
+		if rerr := ctx.Release(res); rerr != nil {
+			return Receipt{}, rerr
+		}
+		return Receipt{}, fmt.Errorf("order %s: the warehouse did not ship within %s: %w", order.ID, within, err)
+	}
+	if err != nil {
+		return Receipt{}, err
+	}
+	var parcels []Parcel
+	for _, item := range order.Items {
+		p, err := ctx.Pack(item)
+		if err != nil {
+			return Receipt{}, err
+		}
+		parcels = append(parcels, p)
+	}
+	payment, err := ctx.Charge(res)
+	if err != nil {
+		if rerr := ctx.Release(res); rerr != nil {
+			return Receipt{}, rerr
+		}
+		return Receipt{}, err
+	}
+	inv, err := ctx.CallInvoice("invoice", InvoiceRequest{
+		OrderID: order.ID, Customer: order.Customer, PaymentID: payment.ID, Lines: parcels,
+	})
+	if err != nil {
+		return Receipt{}, err
+	}
+	return Receipt{OrderID: order.ID, Payment: payment, Tracking: ship.Tracking, Parcels: parcels, Invoice: inv}, nil
+}
+
+// Invoice renders and files the invoice of a paid order.
+//
+//stem:workflow name=orders.invoice
+func Invoice(ctx *InvoiceContext, req InvoiceRequest) (InvoiceDoc, error) {
+	return ctx.RenderInvoice(req)
+}
+
+// Steps holds what the steps need: the payment client and the stock
+// holds. Create it with NewSteps and pass it to RegisterWorkflows.
+type Steps struct {
+	payments *PaymentsClient
+
+	mu    sync.Mutex
+	holds map[string]Reservation
+	packs int
+}
+
+// NewSteps returns the steps of the order workflows, charging through
+// payments.
+func NewSteps(payments *PaymentsClient) *Steps {
+	return &Steps{payments: payments, holds: map[string]Reservation{}}
+}
+
+// Holds returns the stock holds not yet released, by hold ID.
+func (s *Steps) Holds() map[string]Reservation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]Reservation, len(s.holds))
+	for k, v := range s.holds {
+		out[k] = v
+	}
+	return out
+}
+
+// Reserve holds stock for the order.
+//
+//stem:step name=reserve retries=3 backoff=50ms..1s timeout=5s
+func (s *Steps) Reserve(ctx runtime.StepContext, order Order) (Reservation, error) {
+	if len(order.Items) == 0 {
+		return Reservation{}, runtime.Permanent(fmt.Errorf("order %s has no items", order.ID))
+	}
+	// The hold is named by the step's idempotency key, so a retry after a
+	// crash finds the hold it made instead of making another.
+	hold := ctx.IdempotencyKey("hold")
+	r := Reservation{OrderID: order.ID, Hold: hold, AmountCents: order.Total(), Customer: order.Customer}
+	s.mu.Lock()
+	s.holds[hold] = r
+	s.mu.Unlock()
+	return r, nil
+}
+
+// Release gives a reservation's stock back.
+//
+//stem:step name=release retries=3 backoff=50ms..1s
+func (s *Steps) Release(ctx runtime.StepContext, r Reservation) error {
+	s.mu.Lock()
+	delete(s.holds, r.Hold)
+	s.mu.Unlock()
+	return nil
+}
+
+// Pack packs one line of the order; it runs once per line.
+//
+//stem:step name=pack autoversion timeout=30s
+func (s *Steps) Pack(ctx runtime.StepContext, item Item) (Parcel, error) {
+	s.mu.Lock()
+	s.packs++
+	s.mu.Unlock()
+	return Parcel{SKU: item.SKU, Qty: item.Qty, Label: fmt.Sprintf("%s-%d", item.SKU, ctx.Iteration())}, nil
+}
+
+// Charge charges the reservation's amount. The payment service may fail or
+// lose its answer; the idempotency key makes every retry (and a retry
+// after a crash) refer to the same charge.
+//
+//stem:step name=charge retries=5 backoff=100ms..2s timeout=10s
+func (s *Steps) Charge(ctx runtime.StepContext, r Reservation) (Payment, error) {
+	return s.payments.Charge(ctx, r.Customer, r.AmountCents, ctx.IdempotencyKey("payment"))
+}
+
+// RenderInvoice renders an invoice.
+//
+//stem:step name=render-invoice
+func (s *Steps) RenderInvoice(ctx runtime.StepContext, req InvoiceRequest) (InvoiceDoc, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Invoice for order %s (%s), payment %s\n", req.OrderID, req.Customer, req.PaymentID)
+	for _, l := range req.Lines {
+		fmt.Fprintf(&b, "  %d x %s [%s]\n", l.Qty, l.SKU, l.Label)
+	}
+	return InvoiceDoc{Number: "INV-" + req.OrderID, Text: b.String()}, nil
+}

@@ -1,0 +1,224 @@
+package orders_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/stemflow/stem/example/orders/orders"
+	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/stores/memstore"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// fixture is a running engine on memstore with the order workflows and a
+// flaky payment service.
+type fixture struct {
+	ctx       context.Context
+	engine    *runtime.Engine
+	steps     *orders.Steps
+	payments  *orders.PaymentService
+	warehouse orders.Warehouse
+}
+
+func setup(t *testing.T, failFirst, loseReplies int) *fixture {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	svc := orders.NewPaymentService(failFirst, loseReplies)
+	srv := httptest.NewServer(svc)
+	t.Cleanup(srv.Close)
+	e, err := runtime.New(runtime.Config{Store: memstore.New(memstore.Options{}), PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := orders.NewSteps(orders.NewPaymentsClient(srv.URL, srv.Client()))
+	if err := orders.RegisterWorkflows(e, steps); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	t.Cleanup(func() {
+		e.Close()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return &fixture{ctx: ctx, engine: e, steps: steps, payments: svc, warehouse: orders.Warehouse{Engine: e}}
+}
+
+var order = orders.Order{
+	ID:       "o-1",
+	Customer: "ada",
+	Items: []orders.Item{
+		{SKU: "book", Qty: 2, PriceCents: 1500},
+		{SKU: "lamp", Qty: 1, PriceCents: 4200},
+		{SKU: "pen", Qty: 3, PriceCents: 100},
+	},
+	CoolOff:    10 * time.Millisecond,
+	ShipWithin: time.Minute,
+}
+
+// TestFulfil runs the whole workflow against a payment service that fails
+// twice and then loses a reply: the charge is retried and made once.
+func TestFulfil(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 2, 1)
+	run, err := orders.StartFulfil(f.ctx, f.engine, order, runtime.WithID("order-o-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.warehouse.Ship(f.ctx, run.ID(), order.ID); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := run.Result(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	want := orders.Payment{ID: "pay-1", Customer: "ada", AmountCents: order.Total()}
+	if rec.Payment != want || rec.Tracking != orders.TrackingNumber("o-1") || rec.Invoice.Number != "INV-o-1" {
+		t.Errorf("receipt = %+v", rec)
+	}
+	if got := f.payments.Payments(); !slices.Equal(got, []orders.Payment{want}) {
+		t.Errorf("payments = %+v, want one charge", got)
+	}
+	if n := f.payments.Requests(); n != 4 {
+		t.Errorf("payment requests = %d, want 4 (2 failures, 1 lost reply, 1 success)", n)
+	}
+	// Reconciliation from outside the run finds the charge by the key the
+	// step used.
+	if p, ok := f.payments.Lookup(orders.FulfilChargeIdempotencyKey(run.ID(), "payment")); !ok || p != want {
+		t.Errorf("Lookup(FulfilChargeIdempotencyKey) = %+v, %v", p, ok)
+	}
+	var labels []string
+	for _, p := range rec.Parcels {
+		labels = append(labels, p.Label)
+	}
+	if want := []string{"book-0", "lamp-1", "pen-2"}; !slices.Equal(labels, want) {
+		t.Errorf("parcel labels = %q, want %q", labels, want)
+	}
+	if !strings.Contains(rec.Invoice.Text, "2 x book [book-0]") {
+		t.Errorf("invoice text = %q", rec.Invoice.Text)
+	}
+
+	steps, err := f.engine.ListSteps(f.ctx, run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, s := range steps {
+		keys = append(keys, s.Key)
+		if s.Key == orders.FulfilStepCharge && len(s.Attempts) != 4 {
+			t.Errorf("charge attempts = %d, want 4", len(s.Attempts))
+		}
+	}
+	wantKeys := []string{orders.FulfilStepReserve, "cool-off", "shipment", "pack@v1#0", "pack@v1#1", "pack@v1#2", orders.FulfilStepCharge, "invoice"}
+	if !slices.Equal(keys, wantKeys) {
+		t.Errorf("steps = %q, want %q", keys, wantKeys)
+	}
+	child, err := orders.GetInvoice(f.ctx, f.engine, run.ID()+"/invoice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv, err := child.Result(f.ctx); err != nil || inv != rec.Invoice {
+		t.Errorf("child invoice = %+v, %v", inv, err)
+	}
+	if len(f.steps.Holds()) != 1 {
+		t.Errorf("holds = %v, want the order's", f.steps.Holds())
+	}
+}
+
+// TestShipmentTimeout: the warehouse never ships, the wait times out, the
+// reservation is released and the run errors with ErrEventTimeout.
+func TestShipmentTimeout(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 0, 0)
+	o := order
+	o.ID, o.ShipWithin = "o-late", 20*time.Millisecond
+	run, err := orders.StartFulfil(f.ctx, f.engine, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = run.Result(f.ctx)
+	if !errors.Is(err, runtime.ErrEventTimeout) {
+		t.Fatalf("Result error = %v, want ErrEventTimeout", err)
+	}
+	info, err := run.Status(f.ctx)
+	if err != nil || info.Status != runtime.StatusErrored {
+		t.Errorf("status = %v, %v", info.Status, err)
+	}
+	if h := f.steps.Holds(); len(h) != 0 {
+		t.Errorf("holds after the timeout = %v, want none", h)
+	}
+	if n := f.payments.Requests(); n != 0 {
+		t.Errorf("payment requests = %d, want none", n)
+	}
+}
+
+// TestShipAll ships every waiting order with one broadcast.
+func TestShipAll(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 0, 0)
+	items := []runtime.BatchItem[orders.Order]{}
+	for _, id := range []string{"a", "b"} {
+		o := order
+		o.ID = id
+		items = append(items, runtime.BatchItem[orders.Order]{ID: "order-" + id, Input: o})
+	}
+	runs, err := orders.StartFulfilBatch(f.ctx, f.engine, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Emit reaches only runs already waiting: wait for both.
+	for _, r := range runs {
+		for {
+			info, err := r.Status(f.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.WaitingFor == orders.ShipmentReadyTopic {
+				break
+			}
+			select {
+			case <-f.ctx.Done():
+				t.Fatal(f.ctx.Err())
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	n, err := f.warehouse.ShipAll(f.ctx, "truck-7")
+	if err != nil || n != 2 {
+		t.Fatalf("ShipAll = %d, %v; want 2", n, err)
+	}
+	for _, r := range runs {
+		rec, err := r.Result(f.ctx)
+		if err != nil || rec.Tracking != "truck-7" {
+			t.Errorf("%s: %+v, %v", r.ID(), rec, err)
+		}
+	}
+	if got := len(f.payments.Payments()); got != 2 {
+		t.Errorf("payments = %d, want 2", got)
+	}
+}
+
+func TestRejectsAnEmptyOrder(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 0, 0)
+	run, err := orders.StartFulfil(f.ctx, f.engine, orders.Order{ID: "empty", Customer: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Result(f.ctx); err == nil || !strings.Contains(err.Error(), "has no items") {
+		t.Errorf("Result error = %v", err)
+	}
+}
