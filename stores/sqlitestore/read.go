@@ -87,7 +87,8 @@ func (s *Store) read(ctx context.Context, op string, f func(c *conn) error) erro
 	if s.closed {
 		return runtime.ErrClosed
 	}
-	rc, err := s.reads.get(ctx)
+	// Opening a connection runs the pragmas, which may meet a lock.
+	rc, err := retryBusy(ctx, s.logger, func() (*readConn, error) { return s.reads.get(ctx) })
 	if err != nil {
 		return fmt.Errorf("sqlitestore: %s: %w", op, err)
 	}

@@ -38,7 +38,6 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -303,7 +302,7 @@ func retryBusy[T any](ctx context.Context, logger *slog.Logger, f func() (T, err
 		logger.Warn("sqlitestore: database busy, retrying", "attempt", attempt, "err", err)
 		select {
 		case <-ctx.Done():
-			return v, errors.Join(ctx.Err(), err)
+			return v, ctx.Err()
 		case <-time.After(time.Duration(min(attempt, 10)) * 10 * time.Millisecond):
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/stemflow/stem/runtime"
@@ -64,23 +65,19 @@ func (s *Store) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.
 		}
 		return nil, nil
 	}
-	workflows, err := json.Marshal(req.Workflows)
-	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: claim: %w", err)
-	}
+	query, args := claimQuery(req.Workflows)
 	var out []runtime.ClaimedRun
-	err = s.write(ctx, "claim", func(w *wtx) error {
+	err := s.write(ctx, "claim", func(w *wtx) error {
 		out = nil
 		now := s.now()
 		n := now.UnixNano()
 		until := leaseUntil(now, req.LeaseFor)
+		args[0], args[1] = n, req.Limit
 		var ids []string
-		if err := w.query(`SELECT id FROM runs
-			WHERE claim_at <= ?1 AND workflow IN (SELECT value FROM json_each(?2))
-			ORDER BY claim_at, id LIMIT ?3`, func(r row) error {
+		if err := w.query(query, func(r row) error {
 			ids = append(ids, r.str(0))
 			return nil
-		}, n, string(workflows), req.Limit); err != nil {
+		}, args...); err != nil {
 			return err
 		}
 		for _, id := range ids {
@@ -115,6 +112,32 @@ func (s *Store) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.
 		return nil, err
 	}
 	return out, nil
+}
+
+// claimQuery returns the statement that picks the runs to claim and its
+// arguments (now and the limit first, to be filled in). It is one ordered
+// range scan of runs_claim, pinned with INDEXED BY so that no plan ever
+// sorts the workflow's runs instead, and it stops at the limit however many
+// runs are ready. A few workflows are bound one by one; many as a JSON list.
+func claimQuery(workflows []string) (string, []any) {
+	args := []any{int64(0), 0}
+	var in string
+	if len(workflows) <= 8 {
+		in = "?3"
+		for i := 4; i < 3+len(workflows); i++ {
+			in += ", ?" + strconv.Itoa(i)
+		}
+		for _, wf := range workflows {
+			args = append(args, wf)
+		}
+	} else {
+		b, _ := json.Marshal(workflows)
+		in = "SELECT value FROM json_each(?3)"
+		args = append(args, string(b))
+	}
+	return `SELECT id FROM runs INDEXED BY runs_claim
+		WHERE claim_at <= ?1 AND workflow IN (` + in + `)
+		ORDER BY claim_at LIMIT ?2`, args
 }
 
 // fenceState is what fenced writes check and branch on.

@@ -38,12 +38,13 @@ CREATE TABLE runs (
         END) VIRTUAL
 ) STRICT;
 
--- Claim: ready runs and expired leases in one ordered range scan.
+-- Claim: ready runs and expired leases in one range scan, in claim_at order
+-- (ties: workflow, then creation order), stopping at the limit.
 CREATE INDEX runs_claim ON runs (claim_at, workflow) WHERE claim_at IS NOT NULL;
 -- Emit: the runs waiting on a topic.
 CREATE INDEX runs_wait_topic ON runs (wait_topic) WHERE wait_topic IS NOT NULL;
 -- ListRuns filtered by workflow or status, ordered by ID.
-CREATE INDEX runs_workflow ON runs (workflow, status, id);
+CREATE INDEX runs_workflow ON runs (workflow, id);
 CREATE INDEX runs_status ON runs (status, id);
 
 -- Checkpoints: the durable result of each step, sleep, event or child call.
