@@ -12,9 +12,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
+
+	"github.com/stemflow/stem/internal/crashtest"
 )
 
 func TestMain(m *testing.M) {
+	// In a crash-test worker process this runs an engine until killed.
+	crashtest.MaybeWorker(openCrashWorkerStore)
 	goleak.VerifyTestMain(m)
 }
 

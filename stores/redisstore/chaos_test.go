@@ -1,0 +1,65 @@
+package redisstore
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stemflow/stem/internal/crashtest"
+	"github.com/stemflow/stem/runtime"
+)
+
+// envCrashPrefix tells a crash-test worker process which prefix the test
+// uses; the server comes from STEM_TEST_REDIS_URL.
+const envCrashPrefix = "STEM_CRASHTEST_REDIS_PREFIX"
+
+// openCrashWorkerStore opens the store in a crash-test worker process. It
+// uses the server's clock, which every process shares.
+func openCrashWorkerStore() (runtime.Store, error) {
+	return Open(context.Background(), os.Getenv("STEM_TEST_REDIS_URL"), Options{
+		Prefix: os.Getenv(envCrashPrefix),
+		Logger: quietLogger(),
+	})
+}
+
+// crashConfig is a crash test on a fresh prefix of the test server.
+func crashConfig(t *testing.T) crashtest.Config {
+	url := redisURL(t)
+	prefix := testPrefix(t)
+	cleanupPrefix(t, testClient(t), prefix)
+	return crashtest.Config{
+		Open: func(t *testing.T) runtime.Store {
+			s, err := Open(context.Background(), url, Options{Prefix: prefix, Logger: quietLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			return s
+		},
+		Env:          []string{envCrashPrefix + "=" + prefix},
+		Processes:    3,
+		Concurrency:  8,
+		Lease:        300 * time.Millisecond,
+		StepDuration: 10 * time.Millisecond,
+		Timeout:      time.Minute,
+	}
+}
+
+// TestChaosKill: three worker processes share 600 ten-step runs while
+// random ones are killed with SIGKILL and replaced. Every run completes
+// once, every step key has exactly one checkpoint, every step ran.
+func TestChaosKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test skipped in -short mode")
+	}
+	cfg := crashConfig(t)
+	cfg.Runs = 600
+	cfg.StepDuration = 20 * time.Millisecond
+	cfg.KillEvery = 250 * time.Millisecond
+	cfg.Kills = 5
+	rep := crashtest.Run(t, cfg)
+	if rep.Kills != cfg.Kills {
+		t.Fatalf("%d kills, want %d", rep.Kills, cfg.Kills)
+	}
+}
