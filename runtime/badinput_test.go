@@ -125,24 +125,34 @@ func TestAESGCMCodec(t *testing.T) {
 	must(t, err)
 	e, err := runtime.New(runtime.Config{Store: f.store, Codec: codec, PollInterval: 5 * time.Millisecond})
 	must(t, err)
+	must(t, runtime.Register(e, "secret.child", func(c *runtime.WorkflowContext, in string) (string, error) {
+		return in + "!", nil
+	}))
 	must(t, runtime.Register(e, "secret", func(c *runtime.WorkflowContext, in string) (string, error) {
-		return runtime.Step(c, "upper@v1", runtime.StepOptions{}, func(runtime.StepContext) (string, error) {
+		up, err := runtime.Step(c, "upper@v1", runtime.StepOptions{}, func(runtime.StepContext) (string, error) {
 			return strings.ToUpper(in), nil
 		})
+		if err != nil {
+			return "", err
+		}
+		return runtime.CallChild[string](c, "shout", "secret.child", up)
 	}))
 	start(t, e)
 	run, err := runtime.Start[string, string](waitCtx(t), e, "secret", "card 4242")
 	must(t, err)
 	got, err := run.Result(waitCtx(t))
 	must(t, err)
-	if got != "CARD 4242" {
+	if got != "CARD 4242!" {
 		t.Fatalf("result %q", got)
 	}
 	raw, err := f.store.GetRun(waitCtx(t), run.ID())
 	must(t, err)
 	cps, err := f.store.LoadCheckpoints(waitCtx(t), run.ID())
 	must(t, err)
-	for _, b := range [][]byte{raw.Input, raw.Output, cps[0].Output} {
+	if len(cps) != 2 {
+		t.Fatalf("%d checkpoints, want the step and the child call", len(cps))
+	}
+	for _, b := range [][]byte{raw.Input, raw.Output, cps[0].Output, cps[1].Output} {
 		if strings.Contains(string(b), "4242") {
 			t.Fatalf("plaintext at rest: %q", b)
 		}

@@ -136,7 +136,7 @@ func decodeChild[Out any](x *execution, cp Checkpoint) (Out, error) {
 		return zero, errorFromInfo(cp.Key, co.Error)
 	}
 	var out Out
-	if err := x.engine.payloads.decode("child output "+cp.Key, co.Output, &out); err != nil {
+	if err := x.engine.payloads.decode("child output "+cp.Key, co.stored(), &out); err != nil {
 		return zero, err
 	}
 	return out, nil

@@ -232,7 +232,7 @@ func (x *execution) finish(out []byte, runErr error) {
 		req.Error = errorInfo(runErr)
 	}
 	if x.claim.ParentID != "" {
-		payload, err := json.Marshal(childOutcome{Output: req.Output, Error: req.Error})
+		payload, err := json.Marshal(e.payloads.newChildOutcome(req.Output, req.Error))
 		if err == nil {
 			req.Notify = &Event{RunID: x.claim.ParentID, Topic: childTopic(x.lease.RunID), Payload: payload}
 		}
@@ -250,10 +250,31 @@ func (x *execution) finish(out []byte, runErr error) {
 	}
 }
 
-// childOutcome is the payload a child sends its parent when it ends.
+// childOutcome is the payload a child sends its parent when it ends. The
+// child's output travels as JSON, or sealed when the engine has a codec.
 type childOutcome struct {
-	Output []byte     `json:"output,omitempty"`
-	Error  *ErrorInfo `json:"error,omitempty"`
+	Output json.RawMessage `json:"output,omitempty"`
+	Sealed []byte          `json:"sealed,omitempty"`
+	Error  *ErrorInfo      `json:"error,omitempty"`
+}
+
+// newChildOutcome wraps a child's stored output (codec applied) or error.
+func (p payloads) newChildOutcome(stored []byte, info *ErrorInfo) childOutcome {
+	if info != nil {
+		return childOutcome{Error: info}
+	}
+	if p.codec != nil {
+		return childOutcome{Sealed: stored}
+	}
+	return childOutcome{Output: stored}
+}
+
+// stored returns the child's output as stored (codec applied).
+func (c childOutcome) stored() []byte {
+	if c.Sealed != nil {
+		return c.Sealed
+	}
+	return c.Output
 }
 
 // heartbeat extends the lease while the run executes, unless a write did so
