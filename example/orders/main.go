@@ -1,0 +1,23 @@
+// Command orders runs the example order workflows on a store — by default a
+// SQLite file, stem.db, in the working directory — and shows their progress:
+//
+//	go run ./example/orders
+//	go run ./example/orders --store postgres://postgres@127.0.0.1:5432/test?sslmode=disable
+//	go run ./example/orders --store redis://127.0.0.1:6379/0 --orders 200
+//
+// The orders have fixed IDs, so running it again after an interruption
+// (Ctrl-C, or kill -9) resumes the unfinished runs instead of starting over.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}

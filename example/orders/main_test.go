@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/stores/sqlitestore"
+)
+
+// cancelWriter collects output and cancels when a progress line shows at
+// least one order done.
+type cancelWriter struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	cancel context.CancelFunc
+}
+
+var doneLine = regexp.MustCompile(`(?m)^\s+\S+s\s+(\d+)/\d+ done`)
+
+func (w *cancelWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	for _, m := range doneLine.FindAllStringSubmatch(w.buf.String(), -1) {
+		if n, _ := strconv.Atoi(m[1]); n > 0 {
+			w.cancel()
+		}
+	}
+	return len(p), nil
+}
+
+func (w *cancelWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// The main job: interrupted half-way and run again, it resumes the
+// unfinished orders instead of starting over, and every order completes.
+func TestInterruptedRunResumes(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "stem.db")
+	args := []string{"--store", db, "--orders", "30", "--cool-off", "300ms", "--truck", "100ms", "--plain"}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := &cancelWriter{cancel: cancel}
+	var errOut bytes.Buffer
+	if code := run(ctx, args, first, &errOut); code != 130 {
+		t.Fatalf("first session: exit %d, want 130 (interrupted)\n%s%s", code, first, errOut.String())
+	}
+	if !strings.Contains(first.String(), "interrupted:") {
+		t.Fatalf("first session output:\n%s", first)
+	}
+	resumedAt := time.Now()
+
+	var second bytes.Buffer
+	if code := run(context.Background(), args, &second, &errOut); code != 0 {
+		t.Fatalf("second session: exit %d\n%s%s", code, second.String(), errOut.String())
+	}
+	out := second.String()
+	if !strings.Contains(out, "found 30 orders from an earlier session") || !strings.Contains(out, "summary: 30 orders complete, 0 errored") {
+		t.Fatalf("second session output:\n%s", out)
+	}
+
+	// Nothing started over: every order's first step kept its checkpoint
+	// from the first session.
+	store, err := sqlitestore.Open(db, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	for i := 1; i <= 30; i++ {
+		id := "order-" + leftPad(i)
+		cps, err := store.LoadCheckpoints(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cps) == 0 || cps[0].Key != "reserve@v1" || !cps[0].CreatedAt.Before(resumedAt) {
+			t.Fatalf("%s: first checkpoint %+v, want reserve@v1 from the first session", id, cps[:min(1, len(cps))])
+		}
+		r, err := store.GetRun(context.Background(), id)
+		if err != nil || r.Status != runtime.StatusComplete {
+			t.Fatalf("%s: %v %v", id, r.Status, err)
+		}
+	}
+}
+
+func leftPad(i int) string {
+	s := strconv.Itoa(i)
+	return strings.Repeat("0", 4-len(s)) + s
+}

@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/stemflow/stem/example/orders/orders"
+	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/stores/storeurl"
+)
+
+// run is the whole program; main only wires signals and the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("orders", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	storeURL := fs.String("store", "stem.db", "where runs are kept: a SQLite path, postgres://… or redis://…")
+	count := fs.Int("orders", 100, "how many orders to fulfil")
+	workers := fs.Int("workers", 16, "how many runs this process executes at once")
+	coolOff := fs.Duration("cool-off", 3*time.Second, "each order's cool-off sleep")
+	truck := fs.Duration("truck", time.Second, "how often the warehouse's truck collects waiting orders")
+	plain := fs.Bool("plain", false, "print plain progress lines even on a terminal")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *count < 1 || *workers < 1 {
+		fmt.Fprintln(stderr, "orders: --orders and --workers must be at least 1")
+		return 2
+	}
+	if err := fulfil(ctx, config{
+		store: *storeURL, orders: *count, workers: *workers, coolOff: *coolOff, truck: *truck,
+		out: stdout, terminal: !*plain && isTerminal(stdout),
+	}); err != nil {
+		if errors.Is(err, context.Canceled) {
+			return 130
+		}
+		fmt.Fprintln(stderr, "orders:", err)
+		return 1
+	}
+	return 0
+}
+
+type config struct {
+	store    string
+	orders   int
+	workers  int
+	coolOff  time.Duration
+	truck    time.Duration
+	out      io.Writer
+	terminal bool
+}
+
+func fulfil(ctx context.Context, cfg config) error {
+	store, err := storeurl.Open(ctx, cfg.store)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	// The payment provider the Charge step calls: it fails some requests and
+	// loses some answers, and deduplicates by idempotency key.
+	payments := orders.NewPaymentService(1, 1)
+	srv := httptest.NewServer(payments)
+	defer srv.Close()
+
+	engine, err := runtime.New(runtime.Config{
+		Store:         store,
+		Workers:       cfg.workers,
+		LeaseDuration: 5 * time.Second, // a killed run of this demo is picked up again within 5s
+		PollInterval:  200 * time.Millisecond,
+		Logger:        slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		return err
+	}
+	defer engine.Close()
+	steps := orders.NewSteps(orders.NewPaymentsClient(srv.URL, srv.Client()))
+	if err := orders.RegisterWorkflows(engine, steps); err != nil {
+		return err
+	}
+
+	// Start every order under a fixed ID: an order started by an earlier,
+	// interrupted session is found, not started again.
+	items := make([]runtime.BatchItem[orders.Order], cfg.orders)
+	for i := range items {
+		id := fmt.Sprintf("order-%04d", i+1)
+		items[i] = runtime.BatchItem[orders.Order]{ID: id, Input: sampleOrder(id, i, cfg.coolOff)}
+	}
+	before, err := countStatuses(ctx, engine)
+	if err != nil {
+		return err
+	}
+	runs, err := orders.StartFulfilBatch(ctx, engine, items)
+	if err != nil {
+		return err
+	}
+	if resumed := before.total() - before[runtime.StatusComplete] - before[runtime.StatusErrored] - before[runtime.StatusTerminated]; before.total() > 0 {
+		fmt.Fprintf(cfg.out, "found %d orders from an earlier session in %s: %d finished, resuming %d\n",
+			before.total(), cfg.store, before.total()-resumed, resumed)
+	} else {
+		fmt.Fprintf(cfg.out, "started %d orders in %s\n", len(runs), cfg.store)
+	}
+
+	began := time.Now()
+	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	workDone := make(chan error, 1)
+	go func() { workDone <- engine.Run(work) }()
+	go warehouse(work, engine, cfg.truck)
+
+	prog := &progress{out: cfg.out, terminal: cfg.terminal, total: len(runs)}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var counts statusCounts
+	interrupted := false
+	for {
+		counts, err = countStatuses(ctx, engine)
+		if err != nil && ctx.Err() == nil {
+			stopWork()
+			<-workDone
+			return err
+		}
+		if err == nil {
+			prog.show(counts, time.Since(began))
+		}
+		if counts.finished() >= len(runs) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			interrupted = true
+		case <-tick.C:
+		}
+		if interrupted {
+			break
+		}
+	}
+	prog.done()
+	// Stop working: runs in flight are handed back, ready for the next session.
+	stopWork()
+	<-workDone
+	if interrupted {
+		counts, _ = countStatuses(context.Background(), engine)
+		fmt.Fprintf(cfg.out, "interrupted: %d of %d orders finished; run again to resume the rest\n", counts.finished(), len(runs))
+		return ctx.Err()
+	}
+	return summary(context.Background(), cfg.out, runs, counts, payments, time.Since(began))
+}
+
+// warehouse is the simulated warehouse: every interval its truck collects
+// the orders waiting for it (an Emit of the typed event).
+func warehouse(ctx context.Context, e *runtime.Engine, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for n := 1; ; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		_, _ = orders.Warehouse{Engine: e}.ShipAll(ctx, fmt.Sprintf("TRUCK-%03d", n))
+	}
+}
+
+func sampleOrder(id string, i int, coolOff time.Duration) orders.Order {
+	skus := []string{"kettle", "teapot", "mug", "strainer", "tin"}
+	o := orders.Order{ID: id, Customer: fmt.Sprintf("customer-%d", i%7), CoolOff: coolOff, ShipWithin: time.Hour}
+	for j := 0; j <= i%3; j++ {
+		o.Items = append(o.Items, orders.Item{SKU: skus[(i+j)%len(skus)], Qty: 1 + j, PriceCents: int64(500 + 250*((i+j)%4))})
+	}
+	return o
+}
+
+type statusCounts map[runtime.RunStatus]int
+
+func (c statusCounts) total() int {
+	n := 0
+	for _, v := range c {
+		n += v
+	}
+	return n
+}
+
+func (c statusCounts) finished() int {
+	return c[runtime.StatusComplete] + c[runtime.StatusErrored] + c[runtime.StatusTerminated]
+}
+
+// countStatuses counts the order runs by status.
+func countStatuses(ctx context.Context, e *runtime.Engine) (statusCounts, error) {
+	counts := statusCounts{}
+	after := ""
+	for {
+		page, next, err := e.ListRuns(ctx, runtime.ListRunsQuery{Workflow: orders.FulfilWorkflowName, After: after, Limit: 1000})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range page {
+			counts[r.Status]++
+		}
+		if next == "" {
+			return counts, nil
+		}
+		after = next
+	}
+}
+
+// progress prints the runs' advance: one line redrawn in place on a
+// terminal, a plain line per change otherwise.
+type progress struct {
+	out      io.Writer
+	terminal bool
+	total    int
+	last     string
+}
+
+func (p *progress) show(c statusCounts, elapsed time.Duration) {
+	done := c.finished()
+	line := fmt.Sprintf("%d/%d done  (queued %d, running %d, waiting %d, paused %d, errored %d)",
+		done, p.total, c[runtime.StatusQueued], c[runtime.StatusRunning], c[runtime.StatusWaiting],
+		c[runtime.StatusPaused], c[runtime.StatusErrored])
+	if line == p.last {
+		return
+	}
+	p.last = line
+	if !p.terminal {
+		fmt.Fprintf(p.out, "%6.1fs  %s\n", elapsed.Seconds(), line)
+		return
+	}
+	const width = 30
+	filled := width * done / max(p.total, 1)
+	bar := strings.Repeat("█", filled) + strings.Repeat("░", width-filled)
+	fmt.Fprintf(p.out, "\r\033[K%s %s  %5.1fs", bar, line, elapsed.Seconds())
+}
+
+func (p *progress) done() {
+	if p.terminal && p.last != "" {
+		fmt.Fprintln(p.out)
+	}
+}
+
+func summary(ctx context.Context, out io.Writer, runs []*orders.FulfilRun, c statusCounts, payments *orders.PaymentService, elapsed time.Duration) error {
+	var revenue int64
+	var parcels int
+	var failed []string
+	for _, r := range runs {
+		receipt, err := r.Result(ctx)
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", r.ID(), err))
+			continue
+		}
+		revenue += receipt.Payment.AmountCents
+		parcels += len(receipt.Parcels)
+	}
+	fmt.Fprintf(out, "\nsummary: %d orders complete, %d errored, %d terminated in %.1fs\n",
+		c[runtime.StatusComplete], c[runtime.StatusErrored], c[runtime.StatusTerminated], elapsed.Seconds())
+	fmt.Fprintf(out, "  charged %d.%02d in %d payments (%d requests to the payment service, retries deduplicated by idempotency key)\n",
+		revenue/100, revenue%100, len(payments.Payments()), payments.Requests())
+	fmt.Fprintf(out, "  packed %d parcels\n", parcels)
+	for _, f := range failed {
+		fmt.Fprintf(out, "  failed %s\n", f)
+	}
+	fmt.Fprintf(out, "  inspect a run: go run ./cmd/stem show %s\n", runs[0].ID())
+	if len(failed) > 0 {
+		return fmt.Errorf("%d orders failed", len(failed))
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
