@@ -284,6 +284,18 @@ local function main()
 end
 `)
 
+// stepsScript reads a run's checkpoints and, when ARGV[3] is "1", its
+// attempts, consistently. KEYS: run, checkpoints, attempts.
+// Reply: {NOTFOUND} | {OK, HGETALL checkpoints, attempts}.
+var stepsScript = newScript(`
+local function main()
+  if redis.call('EXISTS', KEYS[1]) == 0 then return {'NOTFOUND'} end
+  local atts = {}
+  if ARGV[3] == '1' then atts = redis.call('LRANGE', KEYS[3], 0, -1) end
+  return {'OK', redis.call('HGETALL', KEYS[2]), atts}
+end
+`)
+
 // claimScript leases ready runs and runs whose lease expired. ARGV[3]:
 // owner, ARGV[4]: limit, ARGV[5]: lease length, ARGV[6...]: workflows
 // KEYS: the ready and lease sets of those workflows.
@@ -570,7 +582,7 @@ end
 `)
 
 var allScripts = []*redis.Script{
-	createScript, listScript, claimScript, checkpointScript, attemptsScript,
+	createScript, listScript, stepsScript, claimScript, checkpointScript, attemptsScript,
 	suspendScript, completeScript, terminateScript, pauseScript, resumeScript,
 	restartScript, emitScript, sendScript,
 }

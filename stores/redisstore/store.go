@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -563,61 +564,46 @@ func (s *Store) ListSteps(ctx context.Context, runID string) ([]runtime.StepReco
 }
 
 // readSteps reads a run's checkpoints (sorted by sequence) and, if asked,
-// its attempts, in one MULTI so they are consistent with each other.
+// its attempts, in one script so they are consistent with each other.
 func (s *Store) readSteps(ctx context.Context, runID string, attempts bool) ([]runtime.Checkpoint, []runtime.Attempt, error) {
-	if err := s.checkOpen(); err != nil {
+	flag := ""
+	if attempts {
+		flag = "1"
+	}
+	v, err := s.run(ctx, stepsScript, []string{s.runKey(runID), s.cpKey(runID), s.attKey(runID)}, flag)
+	if err != nil {
+		return nil, nil, fmt.Errorf("redisstore: reading steps of %q: %w", runID, err)
+	}
+	list, err := status("read steps of", runID, v)
+	if err != nil {
 		return nil, nil, err
 	}
-	var exists *redis.IntCmd
-	var cpsCmd *redis.MapStringStringCmd
-	var attCmd *redis.StringSliceCmd
-	_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		exists = p.Exists(ctx, s.runKey(runID))
-		cpsCmd = p.HGetAll(ctx, s.cpKey(runID))
-		if attempts {
-			attCmd = p.LRange(ctx, s.attKey(runID), 0, -1)
-		}
-		return nil
-	})
+	if len(list) != 3 {
+		return nil, nil, fmt.Errorf("redisstore: reading steps of %q: unexpected reply", runID)
+	}
+	m, err := pairsToMap(list[1])
 	if err != nil {
-		return nil, nil, fmt.Errorf("redisstore: reading steps of %q: %w", runID, s.wrapErr(err))
+		return nil, nil, err
 	}
-	if exists.Val() == 0 {
-		return nil, nil, fmt.Errorf("redisstore: reading steps of %q: %w", runID, runtime.ErrRunNotFound)
-	}
-	if len(cpsCmd.Val()) == 0 {
-		return nil, nil, nil
-	}
-	cps := make([]runtime.Checkpoint, 0, len(cpsCmd.Val()))
-	for k, v := range cpsCmd.Val() {
+	var cps []runtime.Checkpoint
+	for k, v := range m {
 		cp, err := decodeCheckpoint(k, v)
 		if err != nil {
 			return nil, nil, err
 		}
 		cps = append(cps, cp)
 	}
-	slices.SortFunc(cps, func(a, b runtime.Checkpoint) int { return compareInt(a.Seq, b.Seq) })
+	slices.SortFunc(cps, func(a, b runtime.Checkpoint) int { return cmp.Compare(a.Seq, b.Seq) })
+	raw, _ := list[2].([]any)
 	var atts []runtime.Attempt
-	if attCmd != nil {
-		for _, v := range attCmd.Val() {
-			a, err := decodeAttempt(v)
-			if err != nil {
-				return nil, nil, err
-			}
-			atts = append(atts, a)
+	for _, x := range raw {
+		a, err := decodeAttempt(str(x))
+		if err != nil {
+			return nil, nil, err
 		}
+		atts = append(atts, a)
 	}
 	return cps, atts, nil
-}
-
-func compareInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // validLease checks a fenced call's lease.
