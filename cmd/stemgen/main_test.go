@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,7 +117,30 @@ func TestCLIDefaultsToTheWorkingDirectory(t *testing.T) {
 // diff --exit-code" would.
 func TestCommittedCodeIsFresh(t *testing.T) {
 	root := gentest.Root(t)
-	if code, _, errs := run("-C", root, "-check", "./example/..."); code != 0 {
-		t.Errorf("stemgen -check ./example/... = %d:\n%s", code, errs)
+	var dirs []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if d.Name() == gen.GenFileName {
+			rel, err := filepath.Rel(root, filepath.Dir(path))
+			if err != nil {
+				return err
+			}
+			dirs = append(dirs, "./"+filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) == 0 {
+		t.Fatal("no generated file in the repository")
+	}
+	if code, _, errs := run(append([]string{"-C", root, "-check"}, dirs...)...); code != 0 {
+		t.Errorf("stemgen -check %s = %d:\n%s", strings.Join(dirs, " "), code, errs)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -157,4 +158,25 @@ func diff(want, got string) string {
 		b.WriteString("+" + l + "\n")
 	}
 	return b.String()
+}
+
+// TestDeterministic generates one case in two different directories: the
+// output is byte-identical (no map order, no paths, no time in it).
+func TestDeterministic(t *testing.T) {
+	t.Parallel()
+	var outputs [][]byte
+	for range 2 {
+		dir := gentest.Module(t, filepath.Join("testdata", "Orders"))
+		res, err := Generate(context.Background(), Config{Dir: dir, Env: gentest.Env()})
+		if err != nil || len(res.Diagnostics) > 0 || len(res.Files) != 2 {
+			t.Fatalf("Generate: %v %v %d files", err, res.Diagnostics, len(res.Files))
+		}
+		outputs = append(outputs, slices.Concat(res.Files[0].Content, res.Files[1].Content))
+		if bytes.Contains(outputs[len(outputs)-1], []byte(dir)) {
+			t.Error("the output mentions its directory")
+		}
+	}
+	if !bytes.Equal(outputs[0], outputs[1]) {
+		t.Error("two generations differ")
+	}
 }

@@ -132,24 +132,19 @@ func listDiagnostic(p *packages.Package, e packages.Error) Diagnostic {
 	return d
 }
 
-// undefinedRE matches the type checker's errors that a missing generated
-// identifier causes.
-var (
-	undefinedRE = regexp.MustCompile(`^undefined: (\w+)$`)
-	noMemberRE  = regexp.MustCompile(`\(type \*?(\w+) has no field or method \w+\)$`)
-)
+// undefinedRE matches the type checker's error that a missing generated
+// identifier causes. (With stem_gen.go parsed as empty, every generated
+// identifier is missing, so no other error can come from a stale file.)
+var undefinedRE = regexp.MustCompile(`^undefined: (?:\w+\.)?(\w+)$`)
 
 // typeErrors reports the package's type errors, except those that name an
-// identifier stemgen is about to generate: before the first generation, and
+// identifier stemgen is about to generate (in this package or, qualified,
+// in another package of the load): before the first generation, and
 // whenever stem_gen.go is stale, the user's code refers to identifiers that
 // do not exist yet.
-func typeErrors(lp *loadedPackage, m *Package, d *diagnostics) {
-	gen := m.generatedNames()
+func typeErrors(lp *loadedPackage, gen map[string]bool, d *diagnostics) {
 	for _, e := range lp.pkg.TypeErrors {
 		if m := undefinedRE.FindStringSubmatch(e.Msg); m != nil && gen[m[1]] {
-			continue
-		}
-		if m := noMemberRE.FindStringSubmatch(e.Msg); m != nil && gen[m[1]] {
 			continue
 		}
 		if filepath.Base(d.fset.Position(e.Pos).Filename) == GenFileName {

@@ -142,6 +142,9 @@ func TestCommitWritesAllOrNothing(t *testing.T) {
 	}
 }
 
+// TestLoadErrors: a missing directory is an error; so is a broken import
+// in an annotated package (a package without annotations is not stemgen's
+// to judge, see TestPatterns).
 func TestLoadErrors(t *testing.T) {
 	t.Parallel()
 	dir := gentest.Module(t, "")
@@ -149,9 +152,51 @@ func TestLoadErrors(t *testing.T) {
 	if len(res.Diagnostics) == 0 {
 		t.Fatal("no diagnostic for a missing directory")
 	}
-	writeFile(t, filepath.Join(dir, "p.go"), "package p\n\nimport _ \"example.com/not/there\"\n")
+	writeFile(t, filepath.Join(dir, "p.go"), "package p\n\nimport _ \"example.com/not/there\"\n\n"+
+		"//stem:workflow name=p.w\nfunc W(ctx *WContext, n int) (int, error) { return n, nil }\n")
 	res = generate(t, dir)
-	if len(res.Diagnostics) == 0 || !strings.Contains(res.Diagnostics[0].Msg, "example.com/not/there") {
+	if len(res.Diagnostics) != 1 || !strings.Contains(res.Diagnostics[0].Msg, "example.com/not/there") {
 		t.Fatalf("diagnostics = %v", res.Diagnostics)
+	}
+}
+
+// TestAnnotatedPackageImportingAnother generates two packages, one using
+// the other's generated API, before either has been generated: the missing
+// qualified identifiers are tolerated and the result builds.
+func TestAnnotatedPackageImportingAnother(t *testing.T) {
+	t.Parallel()
+	dir := gentest.Module(t, "")
+	writeFile(t, filepath.Join(dir, "a", "a.go"), strings.ReplaceAll(okPackage, "%s", "a"))
+	writeFile(t, filepath.Join(dir, "b", "b.go"), `package b
+
+import (
+	"context"
+
+	"example.com/stemcase/a"
+	"github.com/stemflow/stem/runtime"
+)
+
+//stem:workflow name=b.w
+func W(ctx *WContext, n int) (int, error) { return n, nil }
+
+// StartBoth starts a run of each.
+func StartBoth(ctx context.Context, e *runtime.Engine) (*a.WRun, *WRun, error) {
+	ra, err := a.StartW(ctx, e, 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	rb, err := StartW(ctx, e, 2)
+	return ra, rb, err
+}
+`)
+	res := generate(t, dir, "./...")
+	if len(res.Diagnostics) > 0 {
+		t.Fatal(diagStrings(res, dir))
+	}
+	if _, err := Commit(res.Files); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := gentest.Go(dir, "build", "./..."); err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }
