@@ -76,9 +76,11 @@ func (p *readPool) close() error {
 	return errors.Join(errs...)
 }
 
-// read runs f on a read connection inside one read transaction, so that it
-// sees one snapshot. It retries when SQLite reports the database busy.
-func (s *Store) read(ctx context.Context, op string, f func(c *conn) error) error {
+// read runs f on a read connection; with snapshot, inside one read
+// transaction so that all its statements see one state of the database
+// (without, each statement sees the latest). It retries when SQLite reports
+// the database busy.
+func (s *Store) read(ctx context.Context, op string, snapshot bool, f func(c *conn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -105,6 +107,9 @@ func (s *Store) read(ctx context.Context, op string, f func(c *conn) error) erro
 			c := rc.c
 			c.ctx = ctx
 			defer func() { c.ctx = context.Background() }()
+			if !snapshot {
+				return f(c)
+			}
 			if _, err := c.exec("BEGIN DEFERRED"); err != nil {
 				return err
 			}

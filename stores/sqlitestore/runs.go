@@ -8,9 +8,12 @@ import (
 	"github.com/stemflow/stem/runtime"
 )
 
-const runCols = `id, workflow, parent_id, status, input, output, error_message, error_code,
-	pause_requested, ready_at, wait_key, wait_topic, wait_kind, wait_deadline,
-	owner, lease_until, token, recoveries, created_at, updated_at`
+// runCols are the columns scanRun reads, from runFrom.
+const runCols = `r.id, r.workflow, r.parent_id, r.status, d.input, d.output, d.error_message, d.error_code,
+	r.pause_requested, r.ready_at, r.wait_key, r.wait_topic, r.wait_kind, r.wait_deadline,
+	r.owner, r.lease_until, r.token, r.recoveries, r.created_at, r.updated_at`
+
+const runFrom = `runs r JOIN run_data d ON d.ref = r.ref`
 
 func scanRun(r row) runtime.RunRecord {
 	rec := runtime.RunRecord{
@@ -49,14 +52,14 @@ func scanWait(r row, i int) *runtime.Wait {
 
 func getRun(c *conn, id string) (runtime.RunRecord, bool, error) {
 	var rec runtime.RunRecord
-	found, err := c.queryRow(`SELECT `+runCols+` FROM runs WHERE id = ?1`, func(r row) { rec = scanRun(r) }, id)
+	found, err := c.queryRow(`SELECT `+runCols+` FROM `+runFrom+` WHERE r.id = ?1`, func(r row) { rec = scanRun(r) }, id)
 	return rec, found, err
 }
 
 // GetRun returns a run's record, or runtime.ErrRunNotFound.
 func (s *Store) GetRun(ctx context.Context, id string) (runtime.RunRecord, error) {
 	var rec runtime.RunRecord
-	err := s.read(ctx, "get run", func(c *conn) error {
+	err := s.read(ctx, "get run", false, func(c *conn) error {
 		var found bool
 		var err error
 		rec, found, err = getRun(c, id)
@@ -76,18 +79,18 @@ func (s *Store) ListRuns(ctx context.Context, q runtime.ListRunsQuery) (runtime.
 		limit = 100
 	}
 	// One statement per filter combination, so each uses its index.
-	where := `id > ?1`
+	where := `r.id > ?1`
 	switch {
 	case q.Workflow != "" && q.Status != "":
-		where += ` AND workflow = ?3 AND status = ?4`
+		where += ` AND r.workflow = ?3 AND r.status = ?4`
 	case q.Workflow != "":
-		where += ` AND workflow = ?3`
+		where += ` AND r.workflow = ?3`
 	case q.Status != "":
-		where += ` AND status = ?4`
+		where += ` AND r.status = ?4`
 	}
-	query := `SELECT ` + runCols + ` FROM runs WHERE ` + where + ` ORDER BY id LIMIT ?2`
+	query := `SELECT ` + runCols + ` FROM ` + runFrom + ` WHERE ` + where + ` ORDER BY r.id LIMIT ?2`
 	var page runtime.RunPage
-	err := s.read(ctx, "list runs", func(c *conn) error {
+	err := s.read(ctx, "list runs", false, func(c *conn) error {
 		page = runtime.RunPage{}
 		return c.query(query, func(r row) error {
 			page.Runs = append(page.Runs, scanRun(r))
@@ -125,7 +128,7 @@ func runExists(c *conn, id string) (bool, error) {
 // runtime.ErrRunNotFound.
 func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]runtime.Checkpoint, error) {
 	var cps []runtime.Checkpoint
-	err := s.read(ctx, "load checkpoints", func(c *conn) error {
+	err := s.read(ctx, "load checkpoints", false, func(c *conn) error {
 		cps = nil
 		if err := c.query(`SELECT `+checkpointCols+` FROM checkpoints WHERE run_ref = (SELECT ref FROM runs WHERE id = ?1) ORDER BY seq`, func(r row) error {
 			cps = append(cps, scanCheckpoint(r))
@@ -149,7 +152,7 @@ func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]runtime.Ch
 // attempts in the order recorded, or runtime.ErrRunNotFound.
 func (s *Store) ListSteps(ctx context.Context, runID string) ([]runtime.StepRecord, error) {
 	var steps []runtime.StepRecord
-	err := s.read(ctx, "list steps", func(c *conn) error {
+	err := s.read(ctx, "list steps", true, func(c *conn) error {
 		steps = nil
 		index := map[string]int{}
 		// Attempts in the order recorded: those recorded on their own

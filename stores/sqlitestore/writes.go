@@ -26,13 +26,16 @@ func (s *Store) CreateRuns(ctx context.Context, runs []runtime.NewRun) ([]runtim
 		now := s.now()
 		n := now.UnixNano()
 		for _, r := range runs {
-			changed, err := w.exec(`INSERT INTO runs (id, workflow, parent_id, status, input, ready_at, created_at, updated_at)
-				VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?5, ?5) ON CONFLICT (id) DO NOTHING`,
-				r.ID, r.Workflow, r.ParentID, bytesArg(r.Input), n)
+			changed, err := w.exec(`INSERT INTO runs (id, workflow, parent_id, status, ready_at, created_at, updated_at)
+				VALUES (?1, ?2, ?3, 'queued', ?4, ?4, ?4) ON CONFLICT (id) DO NOTHING`,
+				r.ID, r.Workflow, r.ParentID, n)
 			if err != nil {
 				return err
 			}
 			if changed == 1 {
+				if _, err := w.exec(`INSERT INTO run_data (ref, input) VALUES (last_insert_rowid(), ?1)`, bytesArg(r.Input)); err != nil {
+					return err
+				}
 				w.wake = true
 			}
 			rec, _, err := getRun(w.conn, r.ID)
@@ -82,29 +85,35 @@ func (s *Store) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.
 		}
 		for _, id := range ids {
 			var cr runtime.ClaimedRun
+			var ref int64
 			found, err := w.queryRow(`UPDATE runs SET
 					status = 'running', ready_at = NULL, owner = ?2, lease_until = ?3, token = token + 1,
 					recoveries = recoveries + (status = 'running'), updated_at = ?4
 				WHERE id = ?1
-				RETURNING token, workflow, parent_id, input, recoveries, suspend_state,
-					wait_key, wait_topic, wait_kind, wait_deadline, lease_until`, func(r row) {
+				RETURNING token, workflow, parent_id, recoveries,
+					wait_key, wait_topic, wait_kind, wait_deadline, lease_until, ref`, func(r row) {
 				cr = runtime.ClaimedRun{
-					Lease:        runtime.Lease{RunID: id, Owner: req.Owner, Token: r.int64(0)},
-					Workflow:     r.str(1),
-					ParentID:     r.str(2),
-					Input:        r.bytes(3),
-					Recoveries:   int(r.int64(4)),
-					SuspendState: r.bytes(5),
-					Wait:         scanWait(r, 6),
-					LeaseUntil:   r.time(10),
+					Lease:      runtime.Lease{RunID: id, Owner: req.Owner, Token: r.int64(0)},
+					Workflow:   r.str(1),
+					ParentID:   r.str(2),
+					Recoveries: int(r.int64(3)),
+					Wait:       scanWait(r, 4),
+					LeaseUntil: r.time(8),
 				}
+				ref = r.int64(9)
 			}, id, req.Owner, until, n)
 			if err != nil {
 				return err
 			}
-			if found {
-				out = append(out, cr)
+			if !found {
+				continue
 			}
+			if _, err := w.queryRow(`SELECT input, suspend_state FROM run_data WHERE ref = ?1`, func(r row) {
+				cr.Input, cr.SuspendState = r.bytes(0), r.bytes(1)
+			}, ref); err != nil {
+				return err
+			}
+			out = append(out, cr)
 		}
 		return nil
 	})
@@ -411,15 +420,18 @@ func (s *Store) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtim
 			keepWait = false
 			waitKey, waitTopic, waitKind, waitDeadline = wt.Key, wt.Topic, string(wt.Kind), nanosPtr(wt.Deadline)
 		}
+		if _, err := w.exec(`UPDATE run_data SET suspend_state = ?2 WHERE ref = ?1`, st.ref, bytesArg(req.SuspendState)); err != nil {
+			return err
+		}
 		if _, err := w.exec(`UPDATE runs SET status = ?2, ready_at = ?3, pause_requested = 0,
-				suspend_state = ?4, updated_at = ?5, `+releaseLease("?5")+`,
-				recoveries = iif(?6, 0, recoveries),
-				wait_key      = iif(?7, wait_key, ?8),
-				wait_topic    = iif(?7, wait_topic, ?9),
-				wait_kind     = iif(?7, wait_kind, ?10),
-				wait_deadline = iif(?7, wait_deadline, ?11)
-			WHERE id = ?1`,
-			l.RunID, string(status), nanosPtr(req.ReadyAt), bytesArg(req.SuspendState), n, progressed,
+				updated_at = ?4, `+releaseLease("?4")+`,
+				recoveries = iif(?5, 0, recoveries),
+				wait_key      = iif(?6, wait_key, ?7),
+				wait_topic    = iif(?6, wait_topic, ?8),
+				wait_kind     = iif(?6, wait_kind, ?9),
+				wait_deadline = iif(?6, wait_deadline, ?10)
+			WHERE ref = ?1`,
+			st.ref, string(status), nanosPtr(req.ReadyAt), n, progressed,
 			keepWait, waitKey, waitTopic, waitKind, waitDeadline); err != nil {
 			return err
 		}
@@ -457,10 +469,15 @@ func (s *Store) Complete(ctx context.Context, req runtime.CompleteRequest) error
 
 // finish puts a run in a final status, clearing lease, wait and suspension.
 func (w *wtx) finish(runID string, status runtime.RunStatus, output any, e *runtime.ErrorInfo, now int64) error {
-	_, err := w.exec(`UPDATE runs SET status = ?2, output = ?3, error_message = ?4, error_code = ?5,
-			pause_requested = 0, ready_at = NULL, suspend_state = NULL, updated_at = ?6, `+releaseLease("?6")+`,
+	_, err := w.exec(`UPDATE runs SET status = ?2,
+			pause_requested = 0, ready_at = NULL, updated_at = ?3, `+releaseLease("?3")+`,
 			wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL
-		WHERE id = ?1`, runID, string(status), output, errMsg(e), errCode(e), now)
+		WHERE id = ?1`, runID, string(status), now)
+	if err != nil {
+		return err
+	}
+	_, err = w.exec(`UPDATE run_data SET output = ?2, error_message = ?3, error_code = ?4, suspend_state = NULL
+		WHERE ref = (SELECT ref FROM runs WHERE id = ?1)`, runID, output, errMsg(e), errCode(e))
 	return err
 }
 
@@ -567,9 +584,12 @@ func (s *Store) Restart(ctx context.Context, runID string) error {
 		if _, err := w.exec(`DELETE FROM attempts WHERE run_ref = (SELECT ref FROM runs WHERE id = ?1)`, runID); err != nil {
 			return err
 		}
-		if _, err := w.exec(`UPDATE runs SET status = 'queued', ready_at = ?2, output = NULL,
-				error_message = NULL, error_code = NULL, pause_requested = 0, recoveries = 0,
-				suspend_state = NULL, updated_at = ?2, `+releaseLease("?2")+`,
+		if _, err := w.exec(`UPDATE run_data SET output = NULL, error_message = NULL, error_code = NULL, suspend_state = NULL
+			WHERE ref = (SELECT ref FROM runs WHERE id = ?1)`, runID); err != nil {
+			return err
+		}
+		if _, err := w.exec(`UPDATE runs SET status = 'queued', ready_at = ?2, pause_requested = 0, recoveries = 0,
+				updated_at = ?2, `+releaseLease("?2")+`,
 				wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL
 			WHERE id = ?1`, runID, n); err != nil {
 			return err

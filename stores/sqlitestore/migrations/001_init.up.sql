@@ -1,5 +1,7 @@
--- Runs: one row per workflow run. Times are Unix nanoseconds on the store's
--- clock; NULL means "none".
+-- Runs: one row per workflow run, with the state that changes as it runs:
+-- small, so that the update every step makes (the lease extension) stays
+-- cheap whatever the size of the run's payloads, which live in run_data.
+-- Times are Unix nanoseconds on the store's clock; NULL means "none".
 -- ref is the run's row number, assigned in creation order: tables keyed by
 -- run use it, so the rows of runs created (and claimed) together sit on the
 -- same pages.
@@ -9,10 +11,6 @@ CREATE TABLE runs (
     workflow        TEXT    NOT NULL,
     parent_id       TEXT    NOT NULL DEFAULT '',
     status          TEXT    NOT NULL,
-    input           BLOB,
-    output          BLOB,
-    error_message   TEXT,
-    error_code      TEXT,
     pause_requested INTEGER NOT NULL DEFAULT 0,
     ready_at        INTEGER,
     wait_key        TEXT,
@@ -23,7 +21,6 @@ CREATE TABLE runs (
     lease_until     INTEGER,
     token           INTEGER NOT NULL DEFAULT 0,
     recoveries      INTEGER NOT NULL DEFAULT 0,
-    suspend_state   BLOB,
     created_at      INTEGER NOT NULL,
     updated_at      INTEGER NOT NULL,
     -- claim_at is when the run may be claimed: a queued or waiting run at
@@ -46,6 +43,16 @@ CREATE INDEX runs_wait_topic ON runs (wait_topic) WHERE wait_topic IS NOT NULL;
 -- ListRuns filtered by workflow or status, ordered by ID.
 CREATE INDEX runs_workflow ON runs (workflow, id);
 CREATE INDEX runs_status ON runs (status, id);
+
+-- A run's payloads and result, written at creation, suspension and finish.
+CREATE TABLE run_data (
+    ref           INTEGER NOT NULL PRIMARY KEY REFERENCES runs (ref),
+    input         BLOB,
+    output        BLOB,
+    error_message TEXT,
+    error_code    TEXT,
+    suspend_state BLOB
+) STRICT;
 
 -- Checkpoints: the durable result of each step, sleep, event or child call.
 -- seq (the rowid) orders them by write. Rows are appended at the end of the
