@@ -200,3 +200,25 @@ func StartBoth(ctx context.Context, e *runtime.Engine) (*a.WRun, *WRun, error) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }
+
+// TestSignatureGuard: after a step's signature changes, the stale
+// generated file stops compiling at its guard, naming the step.
+func TestSignatureGuard(t *testing.T) {
+	t.Parallel()
+	dir := gentest.Module(t, "")
+	src := "package p\n\nimport \"github.com/stemflow/stem/runtime\"\n\n" +
+		"//stem:workflow name=p.w\nfunc W(ctx *WContext, n int) (int, error) { return ctx.S(n) }\n\n" +
+		"//stem:step name=s\nfunc S(ctx runtime.StepContext, n int) (int, error) { return n, nil }\n"
+	writeFile(t, filepath.Join(dir, "p.go"), src)
+	if _, err := Commit(generate(t, dir).Files); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "p.go"), strings.Replace(src, "func S(ctx runtime.StepContext, n int)", "func S(ctx runtime.StepContext, n int64)", 1))
+	out, err := gentest.Go(dir, "build", ".")
+	if err == nil {
+		t.Fatalf("the stale file still compiles:\n%s", out)
+	}
+	if !strings.Contains(err.Error(), "stem_gen.go:") || !strings.Contains(err.Error(), "cannot use S (value of type func") {
+		t.Errorf("build error does not point at the guard:\n%v", err)
+	}
+}
