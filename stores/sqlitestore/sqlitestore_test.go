@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,11 +15,17 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/stemflow/stem/internal/crashtest"
 	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/stores/sqlitestore"
 )
 
 func TestMain(m *testing.M) {
+	// In a crash-test worker process: run an engine on the file until
+	// killed; never returns.
+	crashtest.MaybeWorker(func() (runtime.Store, error) {
+		return sqlitestore.Open(os.Getenv(envCrashFile), sqlitestore.Options{})
+	})
 	goleak.VerifyTestMain(m)
 }
 
