@@ -360,3 +360,102 @@ func TestOptionsValidated(t *testing.T) {
 		}
 	}
 }
+
+// Another connection holding the write lock for longer than busy_timeout
+// delays writes but never fails them with SQLITE_BUSY; reads go on.
+func TestLockHeldPastBusyTimeout(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := dbPath(t)
+	s := open(t, path, sqlitestore.Options{BusyTimeout: 20 * time.Millisecond})
+	if _, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "before", Workflow: "wf"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(20)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	holder, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if _, err := holder.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	created := make(chan error, 1)
+	go func() {
+		_, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "during", Workflow: "wf"}})
+		created <- err
+	}()
+	// Reads do not wait for the writer's lock.
+	if _, err := s.GetRun(ctx, "before"); err != nil {
+		t.Fatalf("GetRun while another connection writes: %v", err)
+	}
+	// Hold the lock for many busy timeouts (the write cannot have
+	// succeeded meanwhile: it needs this lock).
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case err := <-created:
+		t.Fatalf("CreateRuns returned while the lock was held: %v", err)
+	default:
+	}
+	if _, err := holder.ExecContext(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-created; err != nil {
+		t.Fatalf("CreateRuns after the lock was released: %v", err)
+	}
+	if _, err := s.GetRun(ctx, "during"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Payloads far larger than a page round-trip byte for byte, and do not
+// slow the per-step path (they live apart from the run's state).
+func TestLargePayloads(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := open(t, dbPath(t), sqlitestore.Options{})
+	big := func(seed byte, n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = seed + byte(i*7)
+		}
+		return b
+	}
+	input := big(1, 2<<20)
+	if _, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "r", Workflow: "wf", Input: input}}); err != nil {
+		t.Fatal(err)
+	}
+	cl := claimOne(t, s, "w", "wf")
+	if !bytes.Equal(cl.Input, input) {
+		t.Fatal("claimed input differs")
+	}
+	out := big(2, 1<<20)
+	if _, err := s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: cl.Lease, LeaseFor: time.Minute,
+		Checkpoint: runtime.Checkpoint{Key: "a@v1", Kind: runtime.KindStep, Output: out}}); err != nil {
+		t.Fatal(err)
+	}
+	state := big(3, 300<<10)
+	if _, err := s.Suspend(ctx, runtime.SuspendRequest{Lease: cl.Lease, LeaseFor: time.Minute, ReadyAt: new(time.Now().Add(-time.Second)), SuspendState: state}); err != nil {
+		t.Fatal(err)
+	}
+	cl = claimOne(t, s, "w", "wf")
+	if !bytes.Equal(cl.SuspendState, state) || !bytes.Equal(cl.Input, input) {
+		t.Fatal("suspend state or input differs after a suspension")
+	}
+	cps, err := s.LoadCheckpoints(ctx, "r")
+	if err != nil || len(cps) != 1 || !bytes.Equal(cps[0].Output, out) {
+		t.Fatalf("LoadCheckpoints: %d checkpoints, %v", len(cps), err)
+	}
+	if err := s.Complete(ctx, runtime.CompleteRequest{Lease: cl.Lease, Status: runtime.StatusComplete, Output: out}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.GetRun(ctx, "r")
+	if err != nil || !bytes.Equal(rec.Output, out) || !bytes.Equal(rec.Input, input) {
+		t.Fatalf("GetRun: %v", err)
+	}
+}
