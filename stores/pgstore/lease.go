@@ -123,64 +123,6 @@ func collectCheckpoints(rows pgx.Rows) (cps []runtime.Checkpoint, found bool, er
 	return cps, found, rows.Err()
 }
 
-// Checkpoint records a step's result under the lease in one statement (one
-// round trip): fence, write-once insert, attempts, lease extension, and the
-// pause hand-off.
-func (s *Store) Checkpoint(ctx context.Context, req runtime.CheckpointRequest) (runtime.CheckpointResult, error) {
-	const op = "checkpoint"
-	if err := s.check(op); err != nil {
-		return runtime.CheckpointResult{}, err
-	}
-	cp := &req.Checkpoint
-	if cp.Key == "" || req.LeaseFor <= 0 {
-		return runtime.CheckpointResult{}, fmt.Errorf("pgstore: %s: empty key or lease length %v: %w", op, req.LeaseFor, runtime.ErrInvalidArgument)
-	}
-	errJSON, err := encodeError(cp.Error)
-	if err != nil {
-		return runtime.CheckpointResult{}, s.wrap(op, err)
-	}
-	args := append([]any{s.clock(), req.Lease.RunID, req.Lease.Token, cp.Key, string(cp.Kind), cp.Output, errJSON,
-		micros(req.LeaseFor)}, attemptArrays(req.Attempts)...)
-	var (
-		written, paused bool
-		exKind          *string
-		exOutput        []byte
-		exErr           []byte
-		exSeq           *int64
-		exCreated       *time.Time
-	)
-	err = s.pool.QueryRow(ctx, s.q.checkpoint, args...).Scan(&written, &paused, &exKind, &exOutput, &exErr, &exSeq, &exCreated)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return runtime.CheckpointResult{}, leaseLost(op, req.Lease)
-	}
-	if err != nil {
-		return runtime.CheckpointResult{}, s.wrap(op, err)
-	}
-	if written {
-		return runtime.CheckpointResult{Paused: paused}, nil
-	}
-	if exSeq != nil {
-		info, err := decodeError(exErr)
-		if err != nil {
-			return runtime.CheckpointResult{}, s.wrap(op, err)
-		}
-		return runtime.CheckpointResult{Existing: &runtime.Checkpoint{
-			Key: cp.Key, Kind: runtime.CheckpointKind(*exKind), Output: exOutput, Error: info, Seq: *exSeq, CreatedAt: *exCreated,
-		}}, nil
-	}
-	// The key's checkpoint was committed by a delivery this statement waited
-	// for (after its snapshot was taken); read it with a fresh snapshot.
-	existing, err := scanCheckpoint(s.pool.QueryRow(ctx, s.q.getCheckpoint, req.Lease.RunID, cp.Key))
-	if errors.Is(err, pgx.ErrNoRows) {
-		// Dropped since by a Restart, which also revoked the lease.
-		return runtime.CheckpointResult{}, leaseLost(op, req.Lease)
-	}
-	if err != nil {
-		return runtime.CheckpointResult{}, s.wrap(op, err)
-	}
-	return runtime.CheckpointResult{Existing: &existing}, nil
-}
-
 func leaseLost(op string, l runtime.Lease) error {
 	return fmt.Errorf("pgstore: %s run %q token %d: %w", op, l.RunID, l.Token, runtime.ErrLeaseLost)
 }
@@ -413,32 +355,69 @@ func (s *Store) Complete(ctx context.Context, req runtime.CompleteRequest) error
 }
 
 // ListSteps returns a run's checkpoints in sequence order, each with its
-// attempts in the order recorded; both read in one implicit transaction.
+// attempts in the order recorded: those recorded apart (failures before a
+// retry) and those stored with a checkpoint, merged by the one sequence that
+// orders both. Both are read in one implicit transaction.
 func (s *Store) ListSteps(ctx context.Context, runID string) ([]runtime.StepRecord, error) {
 	const op = "list steps"
 	if err := s.check(op); err != nil {
 		return nil, err
 	}
+	type seqAttempt struct {
+		seq int64
+		runtime.Attempt
+	}
 	var (
-		cps   []runtime.Checkpoint
+		steps []runtime.StepRecord
 		found bool
-		byKey = map[string][]runtime.Attempt{}
+		all   []seqAttempt
 	)
 	b := &pgx.Batch{}
-	b.Queue(s.q.loadCheckpoint, runID).Query(func(rows pgx.Rows) error {
-		var err error
-		cps, found, err = collectCheckpoints(rows)
-		return err
+	b.Queue(s.q.listSteps, runID).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			found = true
+			var (
+				key, kind *string
+				output    []byte
+				errJSON   []byte
+				seq       *int64
+				created   *time.Time
+				attJSON   []byte
+			)
+			if err := rows.Scan(&key, &kind, &output, &errJSON, &seq, &created, &attJSON); err != nil {
+				return err
+			}
+			if key == nil {
+				continue // the run has no checkpoints
+			}
+			info, err := decodeError(errJSON)
+			if err != nil {
+				return err
+			}
+			as, err := decodeAttempts(attJSON)
+			if err != nil {
+				return err
+			}
+			for _, a := range as {
+				all = append(all, seqAttempt{*seq, a})
+			}
+			steps = append(steps, runtime.StepRecord{Checkpoint: runtime.Checkpoint{
+				Key: *key, Kind: runtime.CheckpointKind(*kind), Output: output, Error: info, Seq: *seq, CreatedAt: *created,
+			}})
+		}
+		return rows.Err()
 	})
 	b.Queue(s.q.listAttempts, runID).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
-			var a runtime.Attempt
-			var n int32
-			if err := rows.Scan(&a.Key, &n, &a.Started, &a.Ended, &a.Error); err != nil {
+			var (
+				a seqAttempt
+				n int32
+			)
+			if err := rows.Scan(&a.seq, &a.Key, &n, &a.Started, &a.Ended, &a.Error); err != nil {
 				return err
 			}
 			a.Number = int(n)
-			byKey[a.Key] = append(byKey[a.Key], a)
+			all = append(all, a)
 		}
 		return rows.Err()
 	})
@@ -448,12 +427,16 @@ func (s *Store) ListSteps(ctx context.Context, runID string) ([]runtime.StepReco
 	if !found {
 		return nil, fmt.Errorf("pgstore: %s of run %q: %w", op, runID, runtime.ErrRunNotFound)
 	}
-	if len(cps) == 0 {
+	if len(steps) == 0 {
 		return nil, nil
 	}
-	out := make([]runtime.StepRecord, len(cps))
-	for i, cp := range cps {
-		out[i] = runtime.StepRecord{Checkpoint: cp, Attempts: byKey[cp.Key]}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].seq < all[j].seq })
+	byKey := make(map[string][]runtime.Attempt)
+	for _, a := range all {
+		byKey[a.Key] = append(byKey[a.Key], a.Attempt)
 	}
-	return out, nil
+	for i := range steps {
+		steps[i].Attempts = byKey[steps[i].Key]
+	}
+	return steps, nil
 }

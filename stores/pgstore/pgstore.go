@@ -109,6 +109,9 @@ type Store struct {
 	stopCtx   context.Context
 	wg        sync.WaitGroup
 	hub       hub
+
+	ckptQueue   chan *ckptCall
+	writersGone chan struct{}
 }
 
 // Open connects to the database at url (a Postgres URL or DSN, as pgxpool
@@ -186,6 +189,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, own bool, opts Options) (
 			return nil, err
 		}
 	}
+	s.startWriters(defaultWriters)
 	return s, nil
 }
 

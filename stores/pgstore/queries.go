@@ -31,6 +31,7 @@ type queries struct {
 	deliver        string
 	notify         string
 	listAttempts   string
+	listSteps      string
 }
 
 // runColumns are the columns scanRun reads, in its order.
@@ -130,62 +131,59 @@ RETURNING r.id, r.token, r.workflow, r.parent_id, r.input, r.recoveries, r.suspe
 FROM {s}.runs r LEFT JOIN {s}.checkpoints c ON c.run_id = r.id
 WHERE r.id = $1 ORDER BY c.seq`
 	q.getCheckpoint = `SELECT key, kind, output, error, seq, created_at FROM {s}.checkpoints WHERE run_id = $1 AND key = $2`
-	q.listAttempts = `SELECT key, number, started, ended, error FROM {s}.attempts WHERE run_id = $1 ORDER BY seq`
+	q.listAttempts = `SELECT seq, key, number, started, ended, error FROM {s}.attempts WHERE run_id = $1 ORDER BY seq`
+	q.listSteps = `SELECT c.key, c.kind, c.output, c.error, c.seq, c.created_at, c.attempts
+FROM {s}.runs r LEFT JOIN {s}.checkpoints c ON c.run_id = r.id
+WHERE r.id = $1 ORDER BY c.seq`
 
-	// $2 run, $3 token, $4 key, $5 kind, $6 output, $7 error, $8 lease
-	// micros, $9..$13 attempts.
+	// Checkpoints of several runs at once (each run at most once), as
+	// parallel arrays: $2 run, $3 token, $4 key, $5 kind, $6 output, $7
+	// error (JSON text), $8 attempts (JSON text), $9 lease micros.
 	//
-	// One statement: lock the run if the lease holds (f), insert the
-	// checkpoint unless the key exists (ins), append attempts, and update the
-	// run: extend the lease, or, when a pause was requested and the
-	// checkpoint was written, park it paused with the lease released. The
-	// inserts read f, so nothing is written when the fence fails; ex is the
-	// stored checkpoint when there was one before this statement began.
+	// One statement: lock the runs whose lease holds (f, in ID order),
+	// insert each checkpoint with its attempts unless the key has one (ins),
+	// and update the runs: extend the lease or, when a pause was requested
+	// and the checkpoint was written, park the run paused with its lease
+	// released. Every write reads f, so nothing is written for a request
+	// whose fence fails, and such a request returns no row.
 	q.checkpoint = `WITH ` + clockCTE + `,
+req AS (
+	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::text[], $9::bigint[])
+		WITH ORDINALITY AS q(run_id, token, key, kind, output, error, attempts, lease, ord)
+),
 f AS (
-	SELECT id, pause_requested FROM {s}.runs
-	WHERE id = $2 AND status = 'running' AND token = $3
-	FOR UPDATE
+	SELECT r.id, r.pause_requested, req.ord, req.key, req.lease
+	FROM {s}.runs r JOIN req ON req.run_id = r.id AND req.token = r.token
+	WHERE r.id = ANY($2::text[]) AND r.status = 'running'
+	ORDER BY r.id
+	FOR UPDATE OF r
 ),
 ins AS (
-	INSERT INTO {s}.checkpoints (run_id, key, kind, output, error, created_at)
-	SELECT f.id, $4::text, $5::text, $6::bytea, $7::jsonb, clock.now FROM f, clock
+	INSERT INTO {s}.checkpoints (run_id, key, kind, output, error, attempts, created_at)
+	SELECT req.run_id, req.key, req.kind, req.output, req.error::jsonb, req.attempts::jsonb, clock.now
+	FROM f JOIN req ON req.ord = f.ord, clock
 	ON CONFLICT (run_id, key) DO NOTHING
 	RETURNING run_id
 ),
-att AS (
-	INSERT INTO {s}.attempts (run_id, key, number, started, ended, error)
-	SELECT f.id, a.key, a.number, a.started, a.ended, a.error
-	FROM f, ` + attemptsFrom(9) + `
-	WHERE EXISTS (SELECT 1 FROM ins)
-	ORDER BY a.ord
-),
 w AS (
-	SELECT f.id, EXISTS (SELECT 1 FROM ins) AS written,
-		f.pause_requested AND EXISTS (SELECT 1 FROM ins) AS pause
-	FROM f
-),
-upd AS (
-	UPDATE {s}.runs r SET
-		status = CASE WHEN w.pause THEN 'paused' ELSE r.status END,
-		pause_requested = CASE WHEN w.pause THEN false ELSE r.pause_requested END,
-		ready_at = CASE WHEN w.pause THEN clock.now ELSE r.ready_at END,
-		lease_until = CASE WHEN w.pause THEN clock.now ELSE clock.now + $8::bigint * interval '1 microsecond' END,
-		recoveries = CASE WHEN w.written THEN 0 ELSE r.recoveries END,
-		wait_key = CASE WHEN w.written AND r.wait_key = $4 THEN NULL ELSE r.wait_key END,
-		wait_topic = CASE WHEN w.written AND r.wait_key = $4 THEN NULL ELSE r.wait_topic END,
-		wait_kind = CASE WHEN w.written AND r.wait_key = $4 THEN NULL ELSE r.wait_kind END,
-		wait_deadline = CASE WHEN w.written AND r.wait_key = $4 THEN NULL ELSE r.wait_deadline END,
-		updated_at = clock.now
-	FROM w, clock
-	WHERE r.id = w.id
-	RETURNING w.written, w.pause
-),
-ex AS (
-	SELECT key, kind, output, error, seq, created_at FROM {s}.checkpoints WHERE run_id = $2 AND key = $4
+	SELECT f.id, f.ord, f.key, f.lease, ins.run_id IS NOT NULL AS written,
+		f.pause_requested AND ins.run_id IS NOT NULL AS pause
+	FROM f LEFT JOIN ins ON ins.run_id = f.id
 )
-SELECT u.written, u.pause, ex.kind, ex.output, ex.error, ex.seq, ex.created_at
-FROM upd u LEFT JOIN ex ON true`
+UPDATE {s}.runs r SET
+	status = CASE WHEN w.pause THEN 'paused' ELSE r.status END,
+	pause_requested = CASE WHEN w.pause THEN false ELSE r.pause_requested END,
+	ready_at = CASE WHEN w.pause THEN clock.now ELSE r.ready_at END,
+	lease_until = CASE WHEN w.pause THEN clock.now ELSE clock.now + w.lease * interval '1 microsecond' END,
+	recoveries = CASE WHEN w.written THEN 0 ELSE r.recoveries END,
+	wait_key = CASE WHEN w.written AND r.wait_key = w.key THEN NULL ELSE r.wait_key END,
+	wait_topic = CASE WHEN w.written AND r.wait_key = w.key THEN NULL ELSE r.wait_topic END,
+	wait_kind = CASE WHEN w.written AND r.wait_key = w.key THEN NULL ELSE r.wait_kind END,
+	wait_deadline = CASE WHEN w.written AND r.wait_key = w.key THEN NULL ELSE r.wait_deadline END,
+	updated_at = clock.now
+FROM w, clock
+WHERE r.id = w.id
+RETURNING w.ord, w.written, w.pause`
 
 	// $2 run, $3 token, $4 lease micros, $5..$9 attempts.
 	q.recordAttempts = `WITH ` + clockCTE + `,
@@ -282,7 +280,7 @@ WHERE r.id = $2`
 	for _, p := range []*string{
 		&q.createRuns, &q.selectRuns, &q.getRun, &q.claim, &q.loadCheckpoint, &q.getCheckpoint,
 		&q.checkpoint, &q.recordAttempts, &q.heartbeat, &q.lockRun, &q.insertCkpt, &q.takeEvent,
-		&q.extendLease, &q.park, &q.complete, &q.emit, &q.bufferEvent, &q.deliver, &q.listAttempts,
+		&q.extendLease, &q.park, &q.complete, &q.emit, &q.bufferEvent, &q.deliver, &q.listAttempts, &q.listSteps,
 	} {
 		*p = r.Replace(*p)
 	}

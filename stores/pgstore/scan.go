@@ -113,3 +113,44 @@ func attemptArrays(as []runtime.Attempt) []any {
 	}
 	return []any{keys, numbers, started, ended, errs}
 }
+
+// attemptJSON is an attempt as stored in a checkpoint row.
+type attemptJSON struct {
+	Key     string    `json:"k"`
+	Number  int       `json:"n"`
+	Started time.Time `json:"s"`
+	Ended   time.Time `json:"e"`
+	Error   string    `json:"err,omitempty"`
+}
+
+// encodeAttempts returns the attempts as JSON text, or nil for none.
+func encodeAttempts(as []runtime.Attempt) (*string, error) {
+	if len(as) == 0 {
+		return nil, nil
+	}
+	js := make([]attemptJSON, len(as))
+	for i, a := range as {
+		js[i] = attemptJSON{Key: a.Key, Number: a.Number, Started: a.Started, Ended: a.Ended, Error: a.Error}
+	}
+	b, err := json.Marshal(js)
+	if err != nil {
+		return nil, fmt.Errorf("encode attempts: %w", err)
+	}
+	str := string(b)
+	return &str, nil
+}
+
+func decodeAttempts(b []byte) ([]runtime.Attempt, error) {
+	if b == nil {
+		return nil, nil
+	}
+	var js []attemptJSON
+	if err := json.Unmarshal(b, &js); err != nil {
+		return nil, fmt.Errorf("decode attempts: %w", err)
+	}
+	as := make([]runtime.Attempt, len(js))
+	for i, a := range js {
+		as[i] = runtime.Attempt{Key: a.Key, Number: a.Number, Started: a.Started, Ended: a.Ended, Error: a.Error}
+	}
+	return as, nil
+}

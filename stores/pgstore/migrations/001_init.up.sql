@@ -42,20 +42,34 @@ CREATE INDEX runs_wait_topic_idx ON {schema}.runs (wait_topic)
 CREATE INDEX runs_workflow_id_idx ON {schema}.runs (workflow, id);
 CREATE INDEX runs_status_id_idx ON {schema}.runs (status, id);
 
+-- The tables below have no foreign keys to runs on purpose: every write to
+-- them locks the run row first (runs are never deleted), and a foreign key
+-- check per inserted row would cost the checkpoint path a good part of its
+-- time.
+
+-- One sequence orders a run's checkpoints and attempts together, in write
+-- order: writes to one run hold its row lock, so they draw in turn. It must
+-- not cache values per session, or a later write could draw a smaller one.
+CREATE SEQUENCE {schema}.seq CACHE 1;
+
 CREATE TABLE {schema}.checkpoints (
-    run_id     text        NOT NULL REFERENCES {schema}.runs (id) ON DELETE CASCADE,
+    run_id     text        NOT NULL,
     key        text        NOT NULL,
     kind       text        NOT NULL,
-    seq        bigint      GENERATED ALWAYS AS IDENTITY,
+    seq        bigint      NOT NULL DEFAULT nextval('{schema}.seq'),
     output     bytea,
     error      jsonb,
+    -- The attempts recorded with the checkpoint (usually the one that
+    -- succeeded), kept in its row so that a step costs one row.
+    attempts   jsonb,
     created_at timestamptz NOT NULL,
     PRIMARY KEY (run_id, key)
 );
 
+-- Attempts recorded apart from a checkpoint: the failed ones before a retry.
 CREATE TABLE {schema}.attempts (
-    run_id  text        NOT NULL REFERENCES {schema}.runs (id) ON DELETE CASCADE,
-    seq     bigint      GENERATED ALWAYS AS IDENTITY,
+    run_id  text        NOT NULL,
+    seq     bigint      NOT NULL DEFAULT nextval('{schema}.seq'),
     key     text        NOT NULL,
     number  integer     NOT NULL,
     started timestamptz NOT NULL,
@@ -67,7 +81,7 @@ CREATE TABLE {schema}.attempts (
 -- Events sent to a run that was not waiting on their topic, consumed in
 -- order by the run's next wait on the topic.
 CREATE TABLE {schema}.events (
-    run_id     text        NOT NULL REFERENCES {schema}.runs (id) ON DELETE CASCADE,
+    run_id     text        NOT NULL,
     topic      text        NOT NULL,
     seq        bigint      GENERATED ALWAYS AS IDENTITY,
     payload    bytea,

@@ -1,0 +1,110 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+var benchConcurrency = []int{1, 8, 32}
+
+// runConcurrent calls fn b.N times in total from workers goroutines and
+// reports the rate as unit per second.
+func runConcurrent(b *testing.B, workers int, unit string, fn func(worker int, i int64) error) {
+	b.Helper()
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+		fail atomic.Pointer[error]
+	)
+	b.ResetTimer()
+	start := time.Now()
+	for w := range workers {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(b.N) || fail.Load() != nil {
+					return
+				}
+				if err := fn(w, i); err != nil {
+					fail.CompareAndSwap(nil, &err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if err := fail.Load(); err != nil {
+		b.Fatal(*err)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), unit+"/s")
+}
+
+// BenchmarkServerInsertCommits is the server's ceiling: autocommitted
+// single-row inserts, each its own durable commit.
+func BenchmarkServerInsertCommits(b *testing.B) {
+	for _, c := range benchConcurrency {
+		b.Run(fmt.Sprintf("conc=%d", c), func(b *testing.B) {
+			ctx := context.Background()
+			s, err := Open(ctx, testURL(b), Options{Schema: freshSchema(b), SkipMigrate: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := s.pool.Exec(ctx, `CREATE SCHEMA `+s.schema+`;
+				CREATE TABLE `+s.schema+`.bench (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v bytea)`); err != nil {
+				b.Fatal(err)
+			}
+			q := `INSERT INTO ` + s.schema + `.bench (v) VALUES ($1)`
+			payload := []byte(`{"ok":true}`)
+			runConcurrent(b, c, "commits", func(_ int, _ int64) error {
+				_, err := s.pool.Exec(ctx, q, payload)
+				return err
+			})
+		})
+	}
+}
+
+// BenchmarkCheckpoint measures store-level checkpoint throughput: each of
+// conc callers owns one claimed run and writes step after step to it.
+func BenchmarkCheckpoint(b *testing.B) {
+	for _, c := range benchConcurrency {
+		b.Run(fmt.Sprintf("conc=%d", c), func(b *testing.B) {
+			ctx := context.Background()
+			s, err := Open(ctx, testURL(b), Options{Schema: freshSchema(b)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			runs := make([]runtime.NewRun, c)
+			for i := range runs {
+				runs[i] = runtime.NewRun{ID: fmt.Sprintf("run-%03d", i), Workflow: "wf", Input: []byte(`{}`)}
+			}
+			if _, err := s.CreateRuns(ctx, runs); err != nil {
+				b.Fatal(err)
+			}
+			claimed, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "bench", Workflows: []string{"wf"}, Limit: c, LeaseFor: time.Hour})
+			if err != nil || len(claimed) != c {
+				b.Fatalf("claim: %v (%d runs)", err, len(claimed))
+			}
+			output := []byte(`{"value":42,"note":"a typical small step result"}`)
+			now := time.Now()
+			runConcurrent(b, c, "checkpoints", func(w int, i int64) error {
+				_, err := s.Checkpoint(ctx, runtime.CheckpointRequest{
+					Lease:      claimed[w].Lease,
+					LeaseFor:   time.Hour,
+					Checkpoint: runtime.Checkpoint{Key: fmt.Sprintf("step@v1#%d", i), Kind: runtime.KindStep, Output: output},
+					Attempts:   []runtime.Attempt{{Key: fmt.Sprintf("step@v1#%d", i), Number: 1, Started: now, Ended: now}},
+				})
+				return err
+			})
+		})
+	}
+}
