@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
+
+	"github.com/stemflow/stem/internal/crashtest"
 )
 
 const urlEnv = "STEM_TEST_POSTGRES_URL"
@@ -24,6 +26,8 @@ var shared struct {
 }
 
 func TestMain(m *testing.M) {
+	// In a crash-test worker process this runs an engine until killed.
+	crashtest.MaybeWorker(openCrashWorkerStore)
 	code := m.Run()
 	if shared.pool != nil {
 		shared.pool.Close()

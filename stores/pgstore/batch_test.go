@@ -1,0 +1,192 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+// claimAll creates n runs and claims them all.
+func claimAll(t *testing.T, s *Store, n int, owner string) []runtime.ClaimedRun {
+	t.Helper()
+	createN(t, s, n)
+	got, err := s.Claim(context.Background(), runtime.ClaimRequest{Owner: owner, Workflows: []string{"wf"}, Limit: n, LeaseFor: time.Minute})
+	if err != nil || len(got) != n {
+		t.Fatalf("claim: %v (%d of %d)", err, len(got), n)
+	}
+	return got
+}
+
+func stepCall(l runtime.Lease, key, output string) *ckptCall {
+	return &ckptCall{
+		req: runtime.CheckpointRequest{Lease: l, LeaseFor: time.Minute,
+			Checkpoint: runtime.Checkpoint{Key: key, Kind: runtime.KindStep, Output: []byte(output)}},
+		done: make(chan struct{}),
+	}
+}
+
+// TestCheckpointBatchMixed: one statement carrying a fresh write, a write
+// under a stolen lease and a write of an existing key answers each on its
+// own.
+func TestCheckpointBatchMixed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := &manualClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+	s := newTestStore(t, Options{Now: clock.Now})
+	runs := claimAll(t, s, 3, "old")
+	a, b, c := runs[0].Lease, runs[1].Lease, runs[2].Lease
+	if _, err := s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: c, LeaseFor: time.Minute,
+		Checkpoint: runtime.Checkpoint{Key: "k@v1", Kind: runtime.KindStep, Output: []byte("first")}}); err != nil {
+		t.Fatal(err)
+	}
+	// b's lease expires and another worker takes the run over; a and c
+	// extend theirs first.
+	clock.Advance(30 * time.Second)
+	for _, l := range []runtime.Lease{a, c} {
+		if err := s.Heartbeat(ctx, l, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Advance(31 * time.Second)
+	stolen, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "new", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute})
+	if err != nil || len(stolen) != 1 || stolen[0].Lease.RunID != b.RunID {
+		t.Fatalf("takeover: %v %+v", err, stolen)
+	}
+
+	calls := []*ckptCall{stepCall(a, "k@v1", "a"), stepCall(b, "k@v1", "stale"), stepCall(c, "k@v1", "second")}
+	s.writeBatch(calls)
+	if err := calls[0].err; err != nil || calls[0].res.Existing != nil {
+		t.Fatalf("fresh write: %v %+v", err, calls[0].res)
+	}
+	if err := calls[1].err; !errors.Is(err, runtime.ErrLeaseLost) {
+		t.Fatalf("stale write: %v, want ErrLeaseLost", err)
+	}
+	if err := calls[2].err; err != nil || calls[2].res.Existing == nil || string(calls[2].res.Existing.Output) != "first" {
+		t.Fatalf("existing key: %v %+v", err, calls[2].res)
+	}
+	if cps, _ := s.LoadCheckpoints(ctx, b.RunID); len(cps) != 0 {
+		t.Fatalf("the stale write landed: %+v", cps)
+	}
+}
+
+// TestCheckpointBatchFallback: a request that makes the shared statement
+// fail fails alone; the others in its batch are written.
+func TestCheckpointBatchFallback(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newTestStore(t, Options{})
+	runs := claimAll(t, s, 2, "w")
+	good := stepCall(runs[0].Lease, "k@v1", "ok")
+	bad := stepCall(runs[1].Lease, "k@v1", "bad")
+	notJSON := "{not json"
+	bad.errJSON = &notJSON
+	s.writeBatch([]*ckptCall{good, bad})
+	if good.err != nil {
+		t.Fatalf("good request: %v", good.err)
+	}
+	if bad.err == nil {
+		t.Fatal("bad request succeeded")
+	}
+	if cps, err := s.LoadCheckpoints(ctx, runs[0].Lease.RunID); err != nil || len(cps) != 1 {
+		t.Fatalf("good checkpoint: %v %+v", err, cps)
+	}
+	if cps, err := s.LoadCheckpoints(ctx, runs[1].Lease.RunID); err != nil || len(cps) != 0 {
+		t.Fatalf("bad checkpoint: %v %+v", err, cps)
+	}
+}
+
+// TestCheckpointSameRunConcurrently: checkpoints of one run issued at once
+// never share a statement, all land, and their sequence follows their
+// commit order.
+func TestCheckpointSameRunConcurrently(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newTestStore(t, Options{})
+	runs := claimAll(t, s, 2, "w")
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Go(func() {
+			l := runs[i%2].Lease
+			if _, err := s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: l, LeaseFor: time.Minute,
+				Checkpoint: runtime.Checkpoint{Key: fmt.Sprintf("k%d@v1", i), Kind: runtime.KindStep}}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, r := range runs {
+		cps, err := s.LoadCheckpoints(ctx, r.Lease.RunID)
+		if err != nil || len(cps) != 20 {
+			t.Fatalf("run %s: %v, %d checkpoints", r.Lease.RunID, err, len(cps))
+		}
+		for i := 1; i < len(cps); i++ {
+			if cps[i].Seq <= cps[i-1].Seq {
+				t.Fatalf("sequence not increasing: %+v", cps)
+			}
+		}
+	}
+}
+
+// TestStaleLeaseWritesRejected: after another worker took a run over, every
+// fenced write under the old lease fails with ErrLeaseLost and changes
+// nothing.
+func TestStaleLeaseWritesRejected(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := &manualClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+	s := newTestStore(t, Options{Now: clock.Now})
+	old := claimAll(t, s, 1, "old")[0].Lease
+	clock.Advance(2 * time.Minute)
+	got, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "new", Workflows: []string{"wf"}, Limit: 1, LeaseFor: time.Minute})
+	if err != nil || len(got) != 1 || got[0].Lease.Token <= old.Token || got[0].Recoveries != 1 {
+		t.Fatalf("takeover: %v %+v", err, got)
+	}
+	before, err := s.GetRun(ctx, old.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := runtime.Checkpoint{Key: "k@v1", Kind: runtime.KindStep, Output: []byte("stale")}
+	ready := clock.Now()
+	writes := map[string]func() error{
+		"Checkpoint": func() error {
+			_, err := s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: old, LeaseFor: time.Minute, Checkpoint: cp})
+			return err
+		},
+		"RecordAttempts": func() error {
+			return s.RecordAttempts(ctx, old, time.Minute, []runtime.Attempt{{Key: "k@v1", Number: 1, Error: "x"}})
+		},
+		"Heartbeat": func() error { return s.Heartbeat(ctx, old, time.Minute) },
+		"Suspend": func() error {
+			_, err := s.Suspend(ctx, runtime.SuspendRequest{Lease: old, LeaseFor: time.Minute, Checkpoint: &cp, ReadyAt: &ready})
+			return err
+		},
+		"Complete": func() error {
+			return s.Complete(ctx, runtime.CompleteRequest{Lease: old, Status: runtime.StatusComplete, Output: []byte("x")})
+		},
+		"CompleteNotify": func() error {
+			return s.Complete(ctx, runtime.CompleteRequest{Lease: old, Status: runtime.StatusComplete,
+				Notify: &runtime.Event{RunID: old.RunID, Topic: "t"}})
+		},
+	}
+	for name, write := range writes {
+		if err := write(); !errors.Is(err, runtime.ErrLeaseLost) {
+			t.Errorf("%s under a stolen lease: %v, want ErrLeaseLost", name, err)
+		}
+	}
+	after, err := s.GetRun(ctx, old.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Token != before.Token || after.Status != runtime.StatusRunning || !after.LeaseUntil.Equal(before.LeaseUntil) ||
+		!after.UpdatedAt.Equal(before.UpdatedAt) {
+		t.Fatalf("stale writes changed the run:\nbefore %+v\nafter  %+v", before, after)
+	}
+	if steps, err := s.ListSteps(ctx, old.RunID); err != nil || len(steps) != 0 {
+		t.Fatalf("stale writes left steps: %v %+v", err, steps)
+	}
+}
