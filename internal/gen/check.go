@@ -168,8 +168,9 @@ func checkCollisions(m *Package, d *diagnostics) {
 		first[g.name] = g
 	}
 	// Every workflow context has the same fields, promoted methods, step
-	// methods and event methods; each has a child method per other workflow,
-	// and may have methods of the user's.
+	// methods and event methods (the last two, and two of the fields, by
+	// embedding callsType); each has a child method per other workflow,
+	// and may have methods of the user's, as may callsType.
 	type member struct {
 		what string
 		pos  token.Pos
@@ -184,6 +185,10 @@ func checkCollisions(m *Package, d *diagnostics) {
 	}
 	addCommon(embeddedField, "the embedded *runtime.WorkflowContext", token.NoPos)
 	addCommon(stepsField, "the field holding the steps", token.NoPos)
+	if m.hasCalls() {
+		addCommon(callsType, "the embedded type holding the step and event methods", token.NoPos)
+		addCommon(runtimeField, "the field holding the runtime's context for the step and event methods", token.NoPos)
+	}
 	for _, p := range promoted {
 		addCommon(p, "a method of the embedded *runtime.WorkflowContext", token.NoPos)
 	}
@@ -212,6 +217,13 @@ func checkCollisions(m *Package, d *diagnostics) {
 		for _, um := range m.UserMethods[ctx] {
 			if f, ok := members[um.Name]; ok {
 				d.add(um.Pos, "%s on %s: stemgen generates it as %s; rename this method", um.Name, ctx, f.what)
+			}
+		}
+	}
+	if m.hasCalls() {
+		for _, um := range m.UserMethods[callsType] {
+			if f, ok := common[um.Name]; ok {
+				d.add(um.Pos, "%s on %s: stemgen generates it as %s; rename this method", um.Name, callsType, f.what)
 			}
 		}
 	}

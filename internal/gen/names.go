@@ -34,11 +34,23 @@ func (w *Workflow) idempotencyFunc(s *Step) string {
 	return exported(w.GoName) + exported(s.GoName) + "IdempotencyKey"
 }
 
-// Methods of every workflow context.
+// Methods of every workflow context: those of steps and events are
+// declared once, on callsType; those of child workflows on each context.
 func (s *Step) method() string          { return s.GoName }
 func (e *Event) awaitMethod() string    { return "Await" + exported(e.GoName) }
 func (w *Workflow) callMethod() string  { return "Call" + exported(w.GoName) }
 func (w *Workflow) startMethod() string { return "Start" + exported(w.GoName) }
+
+// callsType is the unexported type that holds the typed step and event
+// methods of a package, declared once whatever the number of workflows;
+// every workflow context embeds it, so they are promoted methods of each.
+const callsType = "stemCalls"
+
+// hasCalls reports whether the package gets a callsType: it has workflow
+// contexts, and steps or events for them to call.
+func (m *Package) hasCalls() bool {
+	return len(m.Workflows) > 0 && (len(m.Steps) > 0 || len(m.Events) > 0)
+}
 
 // Package-level names of an event.
 func (e *Event) topicConst() string { return exported(e.GoName) + "Topic" }
@@ -48,9 +60,13 @@ func (e *Event) emitFunc() string   { return "Emit" + exported(e.GoName) }
 // registerAllFunc registers every workflow of the package.
 const registerAllFunc = "RegisterWorkflows"
 
-// Fields of a workflow context.
+// Fields of a workflow context: the embedded *runtime.WorkflowContext and
+// callsType (named by the type); and of callsType: the run's
+// *runtime.WorkflowContext, not embedded, so the runtime's methods reach a
+// workflow context along one path only, and the steps' receiver.
 const (
 	embeddedField = "WorkflowContext"
+	runtimeField  = "wc"
 	stepsField    = "steps"
 )
 
@@ -95,6 +111,9 @@ func (m *Package) packageNames() []generated {
 	}
 	if len(m.Workflows) > 0 {
 		add(m.Workflows[0].Pos, "the package's workflows", registerAllFunc)
+	}
+	if m.hasCalls() {
+		add(m.Workflows[0].Pos, "the package's workflow contexts", callsType)
 	}
 	return out
 }

@@ -37,6 +37,7 @@ func render(m *Package) ([]byte, error) {
 	r.f.HeaderComment(header)
 	r.imports()
 	r.guards()
+	r.calls()
 	for _, w := range m.Workflows {
 		r.workflow(w)
 	}
@@ -301,8 +302,8 @@ func (r *renderer) workflow(w *Workflow) {
 		"with a typed method for every step, event and child workflow of package %s.", ctx, w.GoName, durable, m.Name), w.Doc)
 	f.Type().Id(ctx).StructFunc(func(g *jen.Group) {
 		g.Op("*").Add(rt("WorkflowContext"))
-		if m.Receiver != nil {
-			g.Id(stepsField).Op("*").Id(m.Receiver.Name)
+		if m.hasCalls() {
+			g.Id(callsType)
 		}
 	})
 
@@ -315,21 +316,6 @@ func (r *renderer) workflow(w *Workflow) {
 				g.Id(w.stepConst(s)).Op("=").Lit(s.Ann.Key())
 			}
 		})
-	}
-	for _, s := range m.Steps {
-		r.stepMethod(w, s)
-	}
-	for _, e := range m.Events {
-		f.Line()
-		r.doc(fmt.Sprintf("%s suspends the run until event %s (topic %s) arrives for it, and returns it. "+
-			"name is the wait's durable key within the run. A timeout above zero bounds the wait: "+
-			"when it passes first, %s returns an error matching runtime.ErrEventTimeout.",
-			e.awaitMethod(), e.GoName, e.Ann.Topic, e.awaitMethod()), e.Doc)
-		f.Func().Params(jen.Id("c").Op("*").Id(ctx)).Id(e.awaitMethod()).
-			Params(jen.Id("name").String(), jen.Id("timeout").Qual("time", "Duration")).
-			Params(r.typ(e.Type), jen.Error()).
-			Block(jen.Return(rt("WaitForEvent").Types(r.typ(e.Type)).Call(
-				jen.Id("c").Dot(embeddedField), jen.Id("name"), jen.Id(e.topicConst()), jen.Id("timeout"))))
 	}
 	for _, c := range m.Workflows {
 		if c == w {
@@ -374,7 +360,13 @@ func (r *renderer) workflow(w *Workflow) {
 		if m.Receiver != nil {
 			g.If(jen.Id("steps").Op("==").Nil()).Block(
 				jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%w: "+w.registerFunc()+": steps is nil"), rt("ErrInvalidArgument"))))
-			lit[jen.Id(stepsField)] = jen.Id("steps")
+		}
+		if m.hasCalls() {
+			calls := jen.Dict{jen.Id(runtimeField): jen.Id("c")}
+			if m.Receiver != nil {
+				calls[jen.Id(stepsField)] = jen.Id("steps")
+			}
+			lit[jen.Id(callsType)] = jen.Id(callsType).Values(calls)
 		}
 		g.Return(rt("Register").Call(jen.Id("e"), jen.Id(w.nameConst()),
 			jen.Func().Params(jen.Id("c").Op("*").Add(rt("WorkflowContext")), jen.Id("in").Add(in.Clone())).
@@ -444,8 +436,44 @@ func (r *renderer) workflow(w *Workflow) {
 	}
 }
 
-// stepMethod writes the typed method of step s on the context of w.
-func (r *renderer) stepMethod(w *Workflow, s *Step) {
+// calls writes the package's callsType and, once, the typed method of
+// every step and event on it.
+func (r *renderer) calls() {
+	m, f := r.m, r.f
+	if !m.hasCalls() {
+		return
+	}
+	f.Line()
+	r.doc(fmt.Sprintf("%s holds the typed step and event calls of package %s, declared once: every workflow "+
+		"context embeds it, so they are methods of each.", callsType, m.Name), "")
+	f.Type().Id(callsType).StructFunc(func(g *jen.Group) {
+		g.Id(runtimeField).Op("*").Add(rt("WorkflowContext"))
+		if m.Receiver != nil {
+			g.Id(stepsField).Op("*").Id(m.Receiver.Name)
+		}
+	})
+	for _, s := range m.Steps {
+		r.stepMethod(s)
+	}
+	for _, e := range m.Events {
+		f.Line()
+		r.doc(fmt.Sprintf("%s suspends the run until event %s (topic %s) arrives for it, and returns it. "+
+			"name is the wait's durable key within the run. A timeout above zero bounds the wait: "+
+			"when it passes first, %s returns an error matching runtime.ErrEventTimeout.",
+			e.awaitMethod(), e.GoName, e.Ann.Topic, e.awaitMethod()), e.Doc)
+		f.Func().Params(jen.Id("c").Op("*").Id(callsType)).Id(e.awaitMethod()).
+			Params(jen.Id("name").String(), jen.Id("timeout").Qual("time", "Duration")).
+			Params(r.typ(e.Type), jen.Error()).
+			Block(jen.Return(rt("WaitForEvent").Types(r.typ(e.Type)).Call(
+				jen.Id("c").Dot(runtimeField), jen.Id("name"), jen.Id(e.topicConst()), jen.Id("timeout"))))
+	}
+}
+
+// stepMethod writes the typed method of step s on callsType. Its
+// checkpoint key is the annotation's, written as a literal: the
+// per-workflow key constants hold the same value, and none of them
+// belongs in a method every workflow shares.
+func (r *renderer) stepMethod(s *Step) {
 	inputs := s.Inputs()
 	names := r.paramNames(inputs)
 	var params, args []jen.Code
@@ -472,16 +500,16 @@ func (r *renderer) stepMethod(w *Workflow, s *Step) {
 	r.f.Line()
 	r.doc(what, s.Doc)
 	opts := stepOptions(s)
-	recv := jen.Id("c").Op("*").Id(w.contextType())
+	recv := jen.Id("c").Op("*").Id(callsType)
 	if o := s.Output(); o != nil {
 		r.f.Func().Params(recv).Id(s.method()).Params(params...).Params(r.typ(o.Type), jen.Error()).Block(
-			jen.Return(rt("Step").Call(jen.Id("c").Dot(embeddedField), jen.Id(w.stepConst(s)), opts,
+			jen.Return(rt("Step").Call(jen.Id("c").Dot(runtimeField), jen.Lit(key), opts,
 				jen.Func().Params(jen.Id("sc").Add(rt("StepContext"))).Params(r.typ(o.Type), jen.Error()).Block(
 					jen.Return(call)))))
 		return
 	}
 	r.f.Func().Params(recv).Id(s.method()).Params(params...).Error().Block(
-		jen.Return(rt("Do").Call(jen.Id("c").Dot(embeddedField), jen.Id(w.stepConst(s)), opts,
+		jen.Return(rt("Do").Call(jen.Id("c").Dot(runtimeField), jen.Lit(key), opts,
 			jen.Func().Params(jen.Id("sc").Add(rt("StepContext"))).Error().Block(
 				jen.Return(call)))))
 }

@@ -27,34 +27,12 @@ var (
 	_ func(*Steps, runtime.StepContext, Order) (Reservation, error)         = (*Steps).Reserve
 )
 
-// FulfilWorkflowName is the durable name of workflow Fulfil, stored with every
-// run.
-const FulfilWorkflowName = "orders.fulfil"
-
-// FulfilContext is what workflow Fulfil (orders.fulfil) receives: the
-// runtime's *runtime.WorkflowContext, with a typed method for every step,
-// event and child workflow of package orders.
-//
-// Fulfil reserves stock, cools off, waits for the warehouse, packs every
-// item, charges the customer, and has the invoice made.
-type FulfilContext struct {
-	*runtime.WorkflowContext
+// stemCalls holds the typed step and event calls of package orders, declared
+// once: every workflow context embeds it, so they are methods of each.
+type stemCalls struct {
+	wc    *runtime.WorkflowContext
 	steps *Steps
 }
-
-// Checkpoint keys of the steps of workflow orders.fulfil.
-const (
-	// FulfilStepCharge is the checkpoint key of step Steps.Charge.
-	FulfilStepCharge = "charge@v1"
-	// FulfilStepPack is the checkpoint key of step Steps.Pack.
-	FulfilStepPack = "pack@v1"
-	// FulfilStepRelease is the checkpoint key of step Steps.Release.
-	FulfilStepRelease = "release@v1"
-	// FulfilStepRenderInvoice is the checkpoint key of step Steps.RenderInvoice.
-	FulfilStepRenderInvoice = "render-invoice@v1"
-	// FulfilStepReserve is the checkpoint key of step Steps.Reserve.
-	FulfilStepReserve = "reserve@v1"
-)
 
 // Charge runs step charge@v1 (Steps.Charge) as a checkpointed step: once it
 // succeeds (or exhausts its retries), a replay of the run returns its recorded
@@ -64,8 +42,8 @@ const (
 // Charge charges the reservation's amount. The payment service may fail or
 // lose its answer; the idempotency key makes every retry (and a retry
 // after a crash) refer to the same charge.
-func (c *FulfilContext) Charge(r Reservation) (Payment, error) {
-	return runtime.Step(c.WorkflowContext, FulfilStepCharge, runtime.StepOptions{
+func (c *stemCalls) Charge(r Reservation) (Payment, error) {
+	return runtime.Step(c.wc, "charge@v1", runtime.StepOptions{
 		Backoff:    100 * time.Millisecond,
 		MaxBackoff: 2 * time.Second,
 		Retries:    5,
@@ -81,8 +59,8 @@ func (c *FulfilContext) Charge(r Reservation) (Payment, error) {
 // again. Each attempt is bounded by 30s.
 //
 // Pack packs one line of the order; it runs once per line.
-func (c *FulfilContext) Pack(item Item) (Parcel, error) {
-	return runtime.Step(c.WorkflowContext, FulfilStepPack, runtime.StepOptions{
+func (c *stemCalls) Pack(item Item) (Parcel, error) {
+	return runtime.Step(c.wc, "pack@v1", runtime.StepOptions{
 		Autoversion: true,
 		Timeout:     30 * time.Second,
 	}, func(sc runtime.StepContext) (Parcel, error) {
@@ -96,8 +74,8 @@ func (c *FulfilContext) Pack(item Item) (Parcel, error) {
 // after 50ms doubling up to 1s.
 //
 // Release gives a reservation's stock back.
-func (c *FulfilContext) Release(r Reservation) error {
-	return runtime.Do(c.WorkflowContext, FulfilStepRelease, runtime.StepOptions{
+func (c *stemCalls) Release(r Reservation) error {
+	return runtime.Do(c.wc, "release@v1", runtime.StepOptions{
 		Backoff:    50 * time.Millisecond,
 		MaxBackoff: time.Second,
 		Retries:    3,
@@ -111,8 +89,8 @@ func (c *FulfilContext) Release(r Reservation) error {
 // the run returns its recorded result without running it again.
 //
 // RenderInvoice renders an invoice.
-func (c *FulfilContext) RenderInvoice(req InvoiceRequest) (InvoiceDoc, error) {
-	return runtime.Step(c.WorkflowContext, FulfilStepRenderInvoice, runtime.StepOptions{}, func(sc runtime.StepContext) (InvoiceDoc, error) {
+func (c *stemCalls) RenderInvoice(req InvoiceRequest) (InvoiceDoc, error) {
+	return runtime.Step(c.wc, "render-invoice@v1", runtime.StepOptions{}, func(sc runtime.StepContext) (InvoiceDoc, error) {
 		return c.steps.RenderInvoice(sc, req)
 	})
 }
@@ -123,8 +101,8 @@ func (c *FulfilContext) RenderInvoice(req InvoiceRequest) (InvoiceDoc, error) {
 // after 50ms doubling up to 1s. Each attempt is bounded by 5s.
 //
 // Reserve holds stock for the order.
-func (c *FulfilContext) Reserve(order Order) (Reservation, error) {
-	return runtime.Step(c.WorkflowContext, FulfilStepReserve, runtime.StepOptions{
+func (c *stemCalls) Reserve(order Order) (Reservation, error) {
+	return runtime.Step(c.wc, "reserve@v1", runtime.StepOptions{
 		Backoff:    50 * time.Millisecond,
 		MaxBackoff: time.Second,
 		Retries:    3,
@@ -141,9 +119,38 @@ func (c *FulfilContext) Reserve(order Order) (Reservation, error) {
 // runtime.ErrEventTimeout.
 //
 // ShipmentReady says the warehouse has the order's parcels ready to go.
-func (c *FulfilContext) AwaitShipmentReady(name string, timeout time.Duration) (ShipmentReady, error) {
-	return runtime.WaitForEvent[ShipmentReady](c.WorkflowContext, name, ShipmentReadyTopic, timeout)
+func (c *stemCalls) AwaitShipmentReady(name string, timeout time.Duration) (ShipmentReady, error) {
+	return runtime.WaitForEvent[ShipmentReady](c.wc, name, ShipmentReadyTopic, timeout)
 }
+
+// FulfilWorkflowName is the durable name of workflow Fulfil, stored with every
+// run.
+const FulfilWorkflowName = "orders.fulfil"
+
+// FulfilContext is what workflow Fulfil (orders.fulfil) receives: the
+// runtime's *runtime.WorkflowContext, with a typed method for every step,
+// event and child workflow of package orders.
+//
+// Fulfil reserves stock, cools off, waits for the warehouse, packs every
+// item, charges the customer, and has the invoice made.
+type FulfilContext struct {
+	*runtime.WorkflowContext
+	stemCalls
+}
+
+// Checkpoint keys of the steps of workflow orders.fulfil.
+const (
+	// FulfilStepCharge is the checkpoint key of step Steps.Charge.
+	FulfilStepCharge = "charge@v1"
+	// FulfilStepPack is the checkpoint key of step Steps.Pack.
+	FulfilStepPack = "pack@v1"
+	// FulfilStepRelease is the checkpoint key of step Steps.Release.
+	FulfilStepRelease = "release@v1"
+	// FulfilStepRenderInvoice is the checkpoint key of step Steps.RenderInvoice.
+	FulfilStepRenderInvoice = "render-invoice@v1"
+	// FulfilStepReserve is the checkpoint key of step Steps.Reserve.
+	FulfilStepReserve = "reserve@v1"
+)
 
 // CallInvoice runs workflow Invoice (orders.invoice) as a child of this run
 // with input in, and waits for its output. name is the call's durable key
@@ -184,7 +191,10 @@ func RegisterFulfil(e *runtime.Engine, steps *Steps) error {
 	return runtime.Register(e, FulfilWorkflowName, func(c *runtime.WorkflowContext, in Order) (Receipt, error) {
 		return Fulfil(&FulfilContext{
 			WorkflowContext: c,
-			steps:           steps,
+			stemCalls: stemCalls{
+				steps: steps,
+				wc:    c,
+			},
 		}, in)
 	})
 }
@@ -285,7 +295,7 @@ const InvoiceWorkflowName = "orders.invoice"
 // Invoice renders and files the invoice of a paid order.
 type InvoiceContext struct {
 	*runtime.WorkflowContext
-	steps *Steps
+	stemCalls
 }
 
 // Checkpoint keys of the steps of workflow orders.invoice.
@@ -301,95 +311,6 @@ const (
 	// InvoiceStepReserve is the checkpoint key of step Steps.Reserve.
 	InvoiceStepReserve = "reserve@v1"
 )
-
-// Charge runs step charge@v1 (Steps.Charge) as a checkpointed step: once it
-// succeeds (or exhausts its retries), a replay of the run returns its recorded
-// result without running it again. A failed attempt is retried up to 5 times,
-// after 100ms doubling up to 2s. Each attempt is bounded by 10s.
-//
-// Charge charges the reservation's amount. The payment service may fail or
-// lose its answer; the idempotency key makes every retry (and a retry
-// after a crash) refer to the same charge.
-func (c *InvoiceContext) Charge(r Reservation) (Payment, error) {
-	return runtime.Step(c.WorkflowContext, InvoiceStepCharge, runtime.StepOptions{
-		Backoff:    100 * time.Millisecond,
-		MaxBackoff: 2 * time.Second,
-		Retries:    5,
-		Timeout:    10 * time.Second,
-	}, func(sc runtime.StepContext) (Payment, error) {
-		return c.steps.Charge(sc, r)
-	})
-}
-
-// Pack runs step pack@v1 (Steps.Pack) as a checkpointed autoversion step: it
-// may run many times in one run, each call keyed pack@v1#0, #1, ... by call
-// order; a replay returns each call's recorded result without running it
-// again. Each attempt is bounded by 30s.
-//
-// Pack packs one line of the order; it runs once per line.
-func (c *InvoiceContext) Pack(item Item) (Parcel, error) {
-	return runtime.Step(c.WorkflowContext, InvoiceStepPack, runtime.StepOptions{
-		Autoversion: true,
-		Timeout:     30 * time.Second,
-	}, func(sc runtime.StepContext) (Parcel, error) {
-		return c.steps.Pack(sc, item)
-	})
-}
-
-// Release runs step release@v1 (Steps.Release) as a checkpointed step: once it
-// succeeds (or exhausts its retries), a replay of the run returns its recorded
-// result without running it again. A failed attempt is retried up to 3 times,
-// after 50ms doubling up to 1s.
-//
-// Release gives a reservation's stock back.
-func (c *InvoiceContext) Release(r Reservation) error {
-	return runtime.Do(c.WorkflowContext, InvoiceStepRelease, runtime.StepOptions{
-		Backoff:    50 * time.Millisecond,
-		MaxBackoff: time.Second,
-		Retries:    3,
-	}, func(sc runtime.StepContext) error {
-		return c.steps.Release(sc, r)
-	})
-}
-
-// RenderInvoice runs step render-invoice@v1 (Steps.RenderInvoice) as a
-// checkpointed step: once it succeeds (or exhausts its retries), a replay of
-// the run returns its recorded result without running it again.
-//
-// RenderInvoice renders an invoice.
-func (c *InvoiceContext) RenderInvoice(req InvoiceRequest) (InvoiceDoc, error) {
-	return runtime.Step(c.WorkflowContext, InvoiceStepRenderInvoice, runtime.StepOptions{}, func(sc runtime.StepContext) (InvoiceDoc, error) {
-		return c.steps.RenderInvoice(sc, req)
-	})
-}
-
-// Reserve runs step reserve@v1 (Steps.Reserve) as a checkpointed step: once it
-// succeeds (or exhausts its retries), a replay of the run returns its recorded
-// result without running it again. A failed attempt is retried up to 3 times,
-// after 50ms doubling up to 1s. Each attempt is bounded by 5s.
-//
-// Reserve holds stock for the order.
-func (c *InvoiceContext) Reserve(order Order) (Reservation, error) {
-	return runtime.Step(c.WorkflowContext, InvoiceStepReserve, runtime.StepOptions{
-		Backoff:    50 * time.Millisecond,
-		MaxBackoff: time.Second,
-		Retries:    3,
-		Timeout:    5 * time.Second,
-	}, func(sc runtime.StepContext) (Reservation, error) {
-		return c.steps.Reserve(sc, order)
-	})
-}
-
-// AwaitShipmentReady suspends the run until event ShipmentReady (topic
-// orders.shipment-ready) arrives for it, and returns it. name is the wait's
-// durable key within the run. A timeout above zero bounds the wait: when it
-// passes first, AwaitShipmentReady returns an error matching
-// runtime.ErrEventTimeout.
-//
-// ShipmentReady says the warehouse has the order's parcels ready to go.
-func (c *InvoiceContext) AwaitShipmentReady(name string, timeout time.Duration) (ShipmentReady, error) {
-	return runtime.WaitForEvent[ShipmentReady](c.WorkflowContext, name, ShipmentReadyTopic, timeout)
-}
 
 // CallFulfil runs workflow Fulfil (orders.fulfil) as a child of this run with
 // input in, and waits for its output. name is the call's durable key within
@@ -430,7 +351,10 @@ func RegisterInvoice(e *runtime.Engine, steps *Steps) error {
 	return runtime.Register(e, InvoiceWorkflowName, func(c *runtime.WorkflowContext, in InvoiceRequest) (InvoiceDoc, error) {
 		return Invoice(&InvoiceContext{
 			WorkflowContext: c,
-			steps:           steps,
+			stemCalls: stemCalls{
+				steps: steps,
+				wc:    c,
+			},
 		}, in)
 	})
 }

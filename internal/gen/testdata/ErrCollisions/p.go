@@ -36,3 +36,9 @@ func (c *FulfilContext) Helper() {}
 
 // Result hides the embedded method.
 func (r *FooRun) Result() {}
+
+// stemCalls is the user's own.
+var stemCalls int
+
+//stem:step name=wc
+func wc(ctx runtime.StepContext) error { return nil }

@@ -26,26 +26,11 @@ var (
 	_ func(context.Context, runtime1.Info, [2]bool) (Page[pgtype.Text], error) = Inspect
 )
 
-// SyncWorkflowName is the durable name of workflow Sync, stored with every
-// run.
-const SyncWorkflowName = "imports.sync"
-
-// SyncContext is what workflow Sync (imports.sync) receives: the runtime's
-// *runtime.WorkflowContext, with a typed method for every step, event and
-// child workflow of package imports.
-//
-// Sync copies a page of names.
-type SyncContext struct {
-	*runtime.WorkflowContext
+// stemCalls holds the typed step and event calls of package imports, declared
+// once: every workflow context embeds it, so they are methods of each.
+type stemCalls struct {
+	wc *runtime.WorkflowContext
 }
-
-// Checkpoint keys of the steps of workflow imports.sync.
-const (
-	// SyncStepAssign is the checkpoint key of step Assign.
-	SyncStepAssign = "assign@v1"
-	// SyncStepInspect is the checkpoint key of step Inspect.
-	SyncStepInspect = "inspect@v1"
-)
 
 // Assign runs step assign@v1 (Assign) as a checkpointed step: once it succeeds
 // (or exhausts its retries), a replay of the run returns its recorded result
@@ -53,10 +38,10 @@ const (
 // 1.5ms doubling.
 //
 // Assign gives every item an ID.
-func (c *SyncContext) Assign(page Page[pgtype.Text], opts struct {
+func (c *stemCalls) Assign(page Page[pgtype.Text], opts struct {
 	Limit int `json:"limit"`
 }) (map[string]*uuid.UUID, error) {
-	return runtime.Step(c.WorkflowContext, SyncStepAssign, runtime.StepOptions{
+	return runtime.Step(c.wc, "assign@v1", runtime.StepOptions{
 		Backoff: 1500 * time.Microsecond,
 		Retries: 2,
 	}, func(sc runtime.StepContext) (map[string]*uuid.UUID, error) {
@@ -69,11 +54,33 @@ func (c *SyncContext) Assign(page Page[pgtype.Text], opts struct {
 // result without running it again. Each attempt is bounded by 1h30m0s.
 //
 // Inspect takes a parameter named like the runtime's package.
-func (c *SyncContext) Inspect(arg1 runtime1.Info, flags [2]bool) (Page[pgtype.Text], error) {
-	return runtime.Step(c.WorkflowContext, SyncStepInspect, runtime.StepOptions{Timeout: 90 * time.Minute}, func(sc runtime.StepContext) (Page[pgtype.Text], error) {
+func (c *stemCalls) Inspect(arg1 runtime1.Info, flags [2]bool) (Page[pgtype.Text], error) {
+	return runtime.Step(c.wc, "inspect@v1", runtime.StepOptions{Timeout: 90 * time.Minute}, func(sc runtime.StepContext) (Page[pgtype.Text], error) {
 		return Inspect(sc, arg1, flags)
 	})
 }
+
+// SyncWorkflowName is the durable name of workflow Sync, stored with every
+// run.
+const SyncWorkflowName = "imports.sync"
+
+// SyncContext is what workflow Sync (imports.sync) receives: the runtime's
+// *runtime.WorkflowContext, with a typed method for every step, event and
+// child workflow of package imports.
+//
+// Sync copies a page of names.
+type SyncContext struct {
+	*runtime.WorkflowContext
+	stemCalls
+}
+
+// Checkpoint keys of the steps of workflow imports.sync.
+const (
+	// SyncStepAssign is the checkpoint key of step Assign.
+	SyncStepAssign = "assign@v1"
+	// SyncStepInspect is the checkpoint key of step Inspect.
+	SyncStepInspect = "inspect@v1"
+)
 
 // SyncRun is a typed handle on a run of workflow Sync (imports.sync): ID,
 // Status, Result, Pause, Resume, Terminate and Restart.
@@ -89,7 +96,10 @@ type SyncRun struct {
 // Sync copies a page of names.
 func RegisterSync(e *runtime.Engine) error {
 	return runtime.Register(e, SyncWorkflowName, func(c *runtime.WorkflowContext, in Page[pgtype.Text]) (map[string]*uuid.UUID, error) {
-		return Sync(&SyncContext{WorkflowContext: c}, in)
+		return Sync(&SyncContext{
+			WorkflowContext: c,
+			stemCalls:       stemCalls{wc: c},
+		}, in)
 	})
 }
 

@@ -27,42 +27,20 @@ var (
 	_ func(*Steps, runtime.StepContext, Order) (Reservation, error)                  = (*Steps).Reserve
 )
 
-// FulfilWorkflowName is the durable name of workflow Fulfil, stored with every
-// run.
-const FulfilWorkflowName = "orders.fulfil"
-
-// FulfilContext is what workflow Fulfil (orders.fulfil) receives: the
-// runtime's *runtime.WorkflowContext, with a typed method for every step,
-// event and child workflow of package main.
-//
-// Fulfil reserves stock, waits for the warehouse, packs every item, then
-// charges the customer and refunds a goodwill credit.
-type FulfilContext struct {
-	*runtime.WorkflowContext
+// stemCalls holds the typed step and event calls of package main, declared
+// once: every workflow context embeds it, so they are methods of each.
+type stemCalls struct {
+	wc    *runtime.WorkflowContext
 	steps *Steps
 }
-
-// Checkpoint keys of the steps of workflow orders.fulfil.
-const (
-	// FulfilStepCharge is the checkpoint key of step Steps.Charge.
-	FulfilStepCharge = "charge@v2"
-	// FulfilStepIssueRefund is the checkpoint key of step Steps.IssueRefund.
-	FulfilStepIssueRefund = "issue-refund@v1"
-	// FulfilStepNotify is the checkpoint key of step Notify.
-	FulfilStepNotify = "notify@v1"
-	// FulfilStepPack is the checkpoint key of step Steps.Pack.
-	FulfilStepPack = "pack@v1"
-	// FulfilStepReserve is the checkpoint key of step Steps.Reserve.
-	FulfilStepReserve = "reserve@v1"
-)
 
 // Charge runs step charge@v2 (Steps.Charge) as a checkpointed step: once it
 // succeeds (or exhausts its retries), a replay of the run returns its recorded
 // result without running it again.
 //
 // Charge charges the reserved amount once, whatever the retries.
-func (c *FulfilContext) Charge(r Reservation, sh ShipmentReady) (Receipt, error) {
-	return runtime.Step(c.WorkflowContext, FulfilStepCharge, runtime.StepOptions{}, func(sc runtime.StepContext) (Receipt, error) {
+func (c *stemCalls) Charge(r Reservation, sh ShipmentReady) (Receipt, error) {
+	return runtime.Step(c.wc, "charge@v2", runtime.StepOptions{}, func(sc runtime.StepContext) (Receipt, error) {
 		return c.steps.Charge(sc, r, sh)
 	})
 }
@@ -72,8 +50,8 @@ func (c *FulfilContext) Charge(r Reservation, sh ShipmentReady) (Receipt, error)
 // returns its recorded result without running it again.
 //
 // IssueRefund issues a refund.
-func (c *FulfilContext) IssueRefund(in RefundInput) (RefundResult, error) {
-	return runtime.Step(c.WorkflowContext, FulfilStepIssueRefund, runtime.StepOptions{}, func(sc runtime.StepContext) (RefundResult, error) {
+func (c *stemCalls) IssueRefund(in RefundInput) (RefundResult, error) {
+	return runtime.Step(c.wc, "issue-refund@v1", runtime.StepOptions{}, func(sc runtime.StepContext) (RefundResult, error) {
 		return c.steps.IssueRefund(sc, in)
 	})
 }
@@ -84,8 +62,8 @@ func (c *FulfilContext) IssueRefund(in RefundInput) (RefundResult, error) {
 //
 // Notify tells the customer; it is a plain function step taking a
 // context.Context and returning only an error.
-func (c *FulfilContext) Notify(msg string) error {
-	return runtime.Do(c.WorkflowContext, FulfilStepNotify, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+func (c *stemCalls) Notify(msg string) error {
+	return runtime.Do(c.wc, "notify@v1", runtime.StepOptions{}, func(sc runtime.StepContext) error {
 		return Notify(sc, msg)
 	})
 }
@@ -96,8 +74,8 @@ func (c *FulfilContext) Notify(msg string) error {
 // again.
 //
 // Pack packs one item.
-func (c *FulfilContext) Pack(item string) (Parcel, error) {
-	return runtime.Step(c.WorkflowContext, FulfilStepPack, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (Parcel, error) {
+func (c *stemCalls) Pack(item string) (Parcel, error) {
+	return runtime.Step(c.wc, "pack@v1", runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (Parcel, error) {
 		return c.steps.Pack(sc, item)
 	})
 }
@@ -108,8 +86,8 @@ func (c *FulfilContext) Pack(item string) (Parcel, error) {
 // after 1ms doubling up to 4ms. Each attempt is bounded by 5s.
 //
 // Reserve holds stock; the stock service is flaky and fails twice.
-func (c *FulfilContext) Reserve(order Order) (Reservation, error) {
-	return runtime.Step(c.WorkflowContext, FulfilStepReserve, runtime.StepOptions{
+func (c *stemCalls) Reserve(order Order) (Reservation, error) {
+	return runtime.Step(c.wc, "reserve@v1", runtime.StepOptions{
 		Backoff:    time.Millisecond,
 		MaxBackoff: 4 * time.Millisecond,
 		Retries:    3,
@@ -125,9 +103,38 @@ func (c *FulfilContext) Reserve(order Order) (Reservation, error) {
 // first, AwaitShipmentReady returns an error matching runtime.ErrEventTimeout.
 //
 // ShipmentReady says the warehouse shipped an order.
-func (c *FulfilContext) AwaitShipmentReady(name string, timeout time.Duration) (ShipmentReady, error) {
-	return runtime.WaitForEvent[ShipmentReady](c.WorkflowContext, name, ShipmentReadyTopic, timeout)
+func (c *stemCalls) AwaitShipmentReady(name string, timeout time.Duration) (ShipmentReady, error) {
+	return runtime.WaitForEvent[ShipmentReady](c.wc, name, ShipmentReadyTopic, timeout)
 }
+
+// FulfilWorkflowName is the durable name of workflow Fulfil, stored with every
+// run.
+const FulfilWorkflowName = "orders.fulfil"
+
+// FulfilContext is what workflow Fulfil (orders.fulfil) receives: the
+// runtime's *runtime.WorkflowContext, with a typed method for every step,
+// event and child workflow of package main.
+//
+// Fulfil reserves stock, waits for the warehouse, packs every item, then
+// charges the customer and refunds a goodwill credit.
+type FulfilContext struct {
+	*runtime.WorkflowContext
+	stemCalls
+}
+
+// Checkpoint keys of the steps of workflow orders.fulfil.
+const (
+	// FulfilStepCharge is the checkpoint key of step Steps.Charge.
+	FulfilStepCharge = "charge@v2"
+	// FulfilStepIssueRefund is the checkpoint key of step Steps.IssueRefund.
+	FulfilStepIssueRefund = "issue-refund@v1"
+	// FulfilStepNotify is the checkpoint key of step Notify.
+	FulfilStepNotify = "notify@v1"
+	// FulfilStepPack is the checkpoint key of step Steps.Pack.
+	FulfilStepPack = "pack@v1"
+	// FulfilStepReserve is the checkpoint key of step Steps.Reserve.
+	FulfilStepReserve = "reserve@v1"
+)
 
 // CallRefund runs workflow Refund (orders.refund) as a child of this run with
 // input in, and waits for its output. name is the call's durable key within
@@ -172,7 +179,10 @@ func RegisterFulfil(e *runtime.Engine, steps *Steps) error {
 	return runtime.Register(e, FulfilWorkflowName, func(c *runtime.WorkflowContext, in Order) (Receipt, error) {
 		return Fulfil(&FulfilContext{
 			WorkflowContext: c,
-			steps:           steps,
+			stemCalls: stemCalls{
+				steps: steps,
+				wc:    c,
+			},
 		}, in)
 	})
 }
@@ -275,7 +285,7 @@ const RefundWorkflowName = "orders.refund"
 // Deprecated: refunds move to the billing service.
 type RefundContext struct {
 	*runtime.WorkflowContext
-	steps *Steps
+	stemCalls
 }
 
 // Checkpoint keys of the steps of workflow orders.refund.
@@ -291,79 +301,6 @@ const (
 	// RefundStepReserve is the checkpoint key of step Steps.Reserve.
 	RefundStepReserve = "reserve@v1"
 )
-
-// Charge runs step charge@v2 (Steps.Charge) as a checkpointed step: once it
-// succeeds (or exhausts its retries), a replay of the run returns its recorded
-// result without running it again.
-//
-// Charge charges the reserved amount once, whatever the retries.
-func (c *RefundContext) Charge(r Reservation, sh ShipmentReady) (Receipt, error) {
-	return runtime.Step(c.WorkflowContext, RefundStepCharge, runtime.StepOptions{}, func(sc runtime.StepContext) (Receipt, error) {
-		return c.steps.Charge(sc, r, sh)
-	})
-}
-
-// IssueRefund runs step issue-refund@v1 (Steps.IssueRefund) as a checkpointed
-// step: once it succeeds (or exhausts its retries), a replay of the run
-// returns its recorded result without running it again.
-//
-// IssueRefund issues a refund.
-func (c *RefundContext) IssueRefund(in RefundInput) (RefundResult, error) {
-	return runtime.Step(c.WorkflowContext, RefundStepIssueRefund, runtime.StepOptions{}, func(sc runtime.StepContext) (RefundResult, error) {
-		return c.steps.IssueRefund(sc, in)
-	})
-}
-
-// Notify runs step notify@v1 (Notify) as a checkpointed step: once it succeeds
-// (or exhausts its retries), a replay of the run returns its recorded result
-// without running it again.
-//
-// Notify tells the customer; it is a plain function step taking a
-// context.Context and returning only an error.
-func (c *RefundContext) Notify(msg string) error {
-	return runtime.Do(c.WorkflowContext, RefundStepNotify, runtime.StepOptions{}, func(sc runtime.StepContext) error {
-		return Notify(sc, msg)
-	})
-}
-
-// Pack runs step pack@v1 (Steps.Pack) as a checkpointed autoversion step: it
-// may run many times in one run, each call keyed pack@v1#0, #1, ... by call
-// order; a replay returns each call's recorded result without running it
-// again.
-//
-// Pack packs one item.
-func (c *RefundContext) Pack(item string) (Parcel, error) {
-	return runtime.Step(c.WorkflowContext, RefundStepPack, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (Parcel, error) {
-		return c.steps.Pack(sc, item)
-	})
-}
-
-// Reserve runs step reserve@v1 (Steps.Reserve) as a checkpointed step: once it
-// succeeds (or exhausts its retries), a replay of the run returns its recorded
-// result without running it again. A failed attempt is retried up to 3 times,
-// after 1ms doubling up to 4ms. Each attempt is bounded by 5s.
-//
-// Reserve holds stock; the stock service is flaky and fails twice.
-func (c *RefundContext) Reserve(order Order) (Reservation, error) {
-	return runtime.Step(c.WorkflowContext, RefundStepReserve, runtime.StepOptions{
-		Backoff:    time.Millisecond,
-		MaxBackoff: 4 * time.Millisecond,
-		Retries:    3,
-		Timeout:    5 * time.Second,
-	}, func(sc runtime.StepContext) (Reservation, error) {
-		return c.steps.Reserve(sc, order)
-	})
-}
-
-// AwaitShipmentReady suspends the run until event ShipmentReady (topic
-// shipment.ready) arrives for it, and returns it. name is the wait's durable
-// key within the run. A timeout above zero bounds the wait: when it passes
-// first, AwaitShipmentReady returns an error matching runtime.ErrEventTimeout.
-//
-// ShipmentReady says the warehouse shipped an order.
-func (c *RefundContext) AwaitShipmentReady(name string, timeout time.Duration) (ShipmentReady, error) {
-	return runtime.WaitForEvent[ShipmentReady](c.WorkflowContext, name, ShipmentReadyTopic, timeout)
-}
 
 // CallFulfil runs workflow Fulfil (orders.fulfil) as a child of this run with
 // input in, and waits for its output. name is the call's durable key within
@@ -408,7 +345,10 @@ func RegisterRefund(e *runtime.Engine, steps *Steps) error {
 	return runtime.Register(e, RefundWorkflowName, func(c *runtime.WorkflowContext, in RefundInput) (RefundResult, error) {
 		return Refund(&RefundContext{
 			WorkflowContext: c,
-			steps:           steps,
+			stemCalls: stemCalls{
+				steps: steps,
+				wc:    c,
+			},
 		}, in)
 	})
 }

@@ -20,6 +20,24 @@ var (
 	_ func(*Steps, runtime.StepContext, int) (int, error) = (*Steps).Double
 )
 
+// stemCalls holds the typed step and event calls of package stale, declared
+// once: every workflow context embeds it, so they are methods of each.
+type stemCalls struct {
+	wc    *runtime.WorkflowContext
+	steps *Steps
+}
+
+// Double runs step double@v1 (Steps.Double) as a checkpointed step: once it
+// succeeds (or exhausts its retries), a replay of the run returns its recorded
+// result without running it again.
+//
+// Double doubles.
+func (c *stemCalls) Double(n int) (int, error) {
+	return runtime.Step(c.wc, "double@v1", runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+		return c.steps.Double(sc, n)
+	})
+}
+
 // FlowWorkflowName is the durable name of workflow Flow, stored with every
 // run.
 const FlowWorkflowName = "stale.flow"
@@ -31,7 +49,7 @@ const FlowWorkflowName = "stale.flow"
 // Flow calls a step the stale file does not know.
 type FlowContext struct {
 	*runtime.WorkflowContext
-	steps *Steps
+	stemCalls
 }
 
 // Checkpoint keys of the steps of workflow stale.flow.
@@ -39,17 +57,6 @@ const (
 	// FlowStepDouble is the checkpoint key of step Steps.Double.
 	FlowStepDouble = "double@v1"
 )
-
-// Double runs step double@v1 (Steps.Double) as a checkpointed step: once it
-// succeeds (or exhausts its retries), a replay of the run returns its recorded
-// result without running it again.
-//
-// Double doubles.
-func (c *FlowContext) Double(n int) (int, error) {
-	return runtime.Step(c.WorkflowContext, FlowStepDouble, runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
-		return c.steps.Double(sc, n)
-	})
-}
 
 // FlowRun is a typed handle on a run of workflow Flow (stale.flow): ID,
 // Status, Result, Pause, Resume, Terminate and Restart.
@@ -70,7 +77,10 @@ func RegisterFlow(e *runtime.Engine, steps *Steps) error {
 	return runtime.Register(e, FlowWorkflowName, func(c *runtime.WorkflowContext, in int) (int, error) {
 		return Flow(&FlowContext{
 			WorkflowContext: c,
-			steps:           steps,
+			stemCalls: stemCalls{
+				steps: steps,
+				wc:    c,
+			},
 		}, in)
 	})
 }

@@ -19,6 +19,23 @@ var (
 	_ func(runtime.StepContext, int64) (Money, error) = Charge
 )
 
+// stemCalls holds the typed step and event calls of package bump, declared
+// once: every workflow context embeds it, so they are methods of each.
+type stemCalls struct {
+	wc *runtime.WorkflowContext
+}
+
+// Charge runs step charge@v2 (Charge) as a checkpointed step: once it succeeds
+// (or exhausts its retries), a replay of the run returns its recorded result
+// without running it again.
+//
+// Charge used to return the cents only.
+func (c *stemCalls) Charge(amount int64) (Money, error) {
+	return runtime.Step(c.wc, "charge@v2", runtime.StepOptions{}, func(sc runtime.StepContext) (Money, error) {
+		return Charge(sc, amount)
+	})
+}
+
 // PayWorkflowName is the durable name of workflow Pay, stored with every run.
 const PayWorkflowName = "bump.pay"
 
@@ -29,6 +46,7 @@ const PayWorkflowName = "bump.pay"
 // Pay charges.
 type PayContext struct {
 	*runtime.WorkflowContext
+	stemCalls
 }
 
 // Checkpoint keys of the steps of workflow bump.pay.
@@ -36,17 +54,6 @@ const (
 	// PayStepCharge is the checkpoint key of step Charge.
 	PayStepCharge = "charge@v2"
 )
-
-// Charge runs step charge@v2 (Charge) as a checkpointed step: once it succeeds
-// (or exhausts its retries), a replay of the run returns its recorded result
-// without running it again.
-//
-// Charge used to return the cents only.
-func (c *PayContext) Charge(amount int64) (Money, error) {
-	return runtime.Step(c.WorkflowContext, PayStepCharge, runtime.StepOptions{}, func(sc runtime.StepContext) (Money, error) {
-		return Charge(sc, amount)
-	})
-}
 
 // PayRun is a typed handle on a run of workflow Pay (bump.pay): ID, Status,
 // Result, Pause, Resume, Terminate and Restart.
@@ -61,7 +68,10 @@ type PayRun struct {
 // Pay charges.
 func RegisterPay(e *runtime.Engine) error {
 	return runtime.Register(e, PayWorkflowName, func(c *runtime.WorkflowContext, in int64) (Money, error) {
-		return Pay(&PayContext{WorkflowContext: c}, in)
+		return Pay(&PayContext{
+			WorkflowContext: c,
+			stemCalls:       stemCalls{wc: c},
+		}, in)
 	})
 }
 
