@@ -15,24 +15,22 @@ import (
 	"github.com/stemflow/stem/stores/sqlitestore"
 )
 
-// cancelWriter collects output and cancels when a progress line shows at
-// least one order done.
+// cancelWriter collects output and cancels when a progress line shows every
+// order waiting: all have reserved stock and sleep through their cool-off.
 type cancelWriter struct {
 	mu     sync.Mutex
 	buf    bytes.Buffer
 	cancel context.CancelFunc
 }
 
-var doneLine = regexp.MustCompile(`(?m)^\s+\S+s\s+(\d+)/\d+ done`)
+var allWaiting = regexp.MustCompile(`(?m)^\s+\S+s\s+0/30 done\s+\(queued 0, running 0, waiting 30,`)
 
 func (w *cancelWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf.Write(p)
-	for _, m := range doneLine.FindAllStringSubmatch(w.buf.String(), -1) {
-		if n, _ := strconv.Atoi(m[1]); n > 0 {
-			w.cancel()
-		}
+	if allWaiting.MatchString(w.buf.String()) {
+		w.cancel()
 	}
 	return len(p), nil
 }
@@ -43,11 +41,12 @@ func (w *cancelWriter) String() string {
 	return w.buf.String()
 }
 
-// The main job: interrupted half-way and run again, it resumes the
-// unfinished orders instead of starting over, and every order completes.
+// The main job: interrupted half-way (every order sleeping through its
+// cool-off) and run again, it resumes the unfinished orders instead of
+// starting over, and every order completes.
 func TestInterruptedRunResumes(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "stem.db")
-	args := []string{"--store", db, "--orders", "30", "--cool-off", "300ms", "--truck", "100ms", "--plain"}
+	args := []string{"--store", db, "--orders", "30", "--cool-off", "2s", "--truck", "100ms", "--plain"}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -66,7 +65,7 @@ func TestInterruptedRunResumes(t *testing.T) {
 		t.Fatalf("second session: exit %d\n%s%s", code, second.String(), errOut.String())
 	}
 	out := second.String()
-	if !strings.Contains(out, "found 30 orders from an earlier session") || !strings.Contains(out, "summary: 30 orders complete, 0 errored") {
+	if !strings.Contains(out, "found 30 orders from an earlier session in "+db+": 0 finished, resuming 30") || !strings.Contains(out, "summary: 30 orders complete, 0 errored") {
 		t.Fatalf("second session output:\n%s", out)
 	}
 
