@@ -96,6 +96,11 @@ func BenchmarkCheckpoint(b *testing.B) {
 			}
 			output := []byte(`{"value":42,"note":"a typical small step result"}`)
 			now := time.Now()
+			defer func() {
+				if n := s.batches.Load(); n > 0 {
+					b.ReportMetric(float64(s.batched.Load())/float64(n), "checkpoints/batch")
+				}
+			}()
 			runConcurrent(b, c, "checkpoints", func(w int, i int64) error {
 				_, err := s.Checkpoint(ctx, runtime.CheckpointRequest{
 					Lease:      claimed[w].Lease,

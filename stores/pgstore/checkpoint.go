@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,7 +20,7 @@ import (
 const (
 	// defaultWriters is how many checkpoint statements may be in flight at
 	// once per store.
-	defaultWriters = 4
+	defaultWriters = 2
 	// maxBatch caps the checkpoints one statement writes.
 	maxBatch = 128
 )
@@ -172,11 +171,9 @@ func (s *Store) writeLoop() {
 // writeBatch writes a batch and completes its calls. If the statement
 // fails as a whole, each checkpoint is written again alone, so that one bad
 // request fails only its own call.
-var dbgBatches, dbgCalls, dbgNanos atomic.Int64
-
 func (s *Store) writeBatch(batch []*ckptCall) {
-	t0 := time.Now()
-	defer func() { dbgBatches.Add(1); dbgCalls.Add(int64(len(batch))); dbgNanos.Add(int64(time.Since(t0))) }()
+	s.batches.Add(1)
+	s.batched.Add(int64(len(batch)))
 	ctx := s.stopCtx
 	results, errs, err := s.writeCheckpoints(ctx, batch)
 	if err == nil {
