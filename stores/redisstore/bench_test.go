@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,9 +23,12 @@ var trivialScript = redis.NewScript(`#!lua
 return redis.call('INCR', KEYS[1])`)
 
 // runParallel runs op b.N times spread over conc goroutines, each with its
-// own index, and reports ops/s under the given name.
-func runParallel(b *testing.B, conc int, unit string, op func(worker, i int) error) {
+// own index, and reports ops/s under the given name, with the CPU time the
+// Redis server and this process spent per op: on a busy machine these vary
+// far less than the rates.
+func runParallel(b *testing.B, c *redis.Client, conc int, unit string, op func(worker, i int) error) {
 	b.Helper()
+	server0, client0 := serverCPU(b, c), processCPU()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, conc)
@@ -53,6 +58,37 @@ func runParallel(b *testing.B, conc int, unit string, op func(worker, i int) err
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), unit)
+	b.ReportMetric(float64((serverCPU(b, c)-server0).Nanoseconds())/1000/float64(b.N), "server-cpu-µs/op")
+	b.ReportMetric(float64((processCPU()-client0).Nanoseconds())/1000/float64(b.N), "client-cpu-µs/op")
+}
+
+// serverCPU is the CPU time the Redis server has used, from INFO cpu.
+func serverCPU(b *testing.B, c *redis.Client) time.Duration {
+	info, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for line := range strings.Lines(info) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			total += f
+		}
+	}
+	return time.Duration(total * float64(time.Second))
+}
+
+// processCPU is the CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkServerCeiling measures one EVALSHA round trip of a trivial
@@ -67,7 +103,7 @@ func BenchmarkServerCeiling(b *testing.B) {
 			if err := trivialScript.Load(ctx, c).Err(); err != nil {
 				b.Fatal(err)
 			}
-			runParallel(b, conc, "ops/s", func(w, _ int) error {
+			runParallel(b, c, conc, "ops/s", func(w, _ int) error {
 				return trivialScript.Run(ctx, c, []string{prefix + "n:" + strconv.Itoa(w)}).Err()
 			})
 		})
@@ -101,7 +137,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 			}
 			output := []byte(`{"ok":true,"value":"some step result"}`)
 			now := time.Now()
-			runParallel(b, conc, "checkpoints/s", func(w, i int) error {
+			runParallel(b, c, conc, "checkpoints/s", func(w, i int) error {
 				key := "step@v1#" + strconv.Itoa(i)
 				_, err := s.Checkpoint(ctx, runtime.CheckpointRequest{
 					Lease:      claimed[w].Lease,
@@ -134,7 +170,7 @@ func BenchmarkRunPath(b *testing.B) {
 			defer s.Close()
 			output := []byte(`{"ok":true,"value":"some step result"}`)
 			durations := make([]time.Duration, b.N)
-			runParallel(b, conc, "runs/s", func(w, i int) error {
+			runParallel(b, c, conc, "runs/s", func(w, i int) error {
 				start := time.Now()
 				wf := "bench-" + strconv.Itoa(w)
 				id := fmt.Sprintf("run-%d-%09d", w, i)
