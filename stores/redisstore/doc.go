@@ -22,6 +22,9 @@
 //   - appendonly yes with appendfsync everysec (the usual setting): up to
 //     about one second of acknowledged writes is lost if the server or its
 //     machine crashes; a step acknowledged in that window may run again.
+//     A lease claimed in that window is forgotten too, so its fencing token
+//     can be handed out again: two workers may then hold the same run until
+//     one's lease ends. Checkpoints stay write-once, but steps may run twice.
 //   - appendonly yes with appendfsync always: each write is fsynced to the
 //     append-only file before Redis replies, so an acknowledged checkpoint
 //     survives a crash. This is what Stem's exactly-once checkpoint promise
