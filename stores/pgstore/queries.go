@@ -89,13 +89,15 @@ SELECT ins.id FROM ins` + notifyJoin(notify)
 	// $2 workflows, $3 limit, $4 owner, $5 lease micros.
 	//
 	// Two bounded, locked scans (ready runs by ReadyAt, expired leases by
-	// expiry) feed one update. SKIP LOCKED makes concurrent claimers take
+	// expiry) feed one update. The ready scan bounds ready_at by the clock in
+	// its index condition, so runs sleeping into the future cost nothing. SKIP LOCKED makes concurrent claimers take
 	// disjoint batches without waiting; a row updated since the snapshot is
 	// rechecked against the conditions when it is locked.
 	q.claim = `WITH ` + clockCTE + `,
 ready AS (
-	SELECT r.id, r.ready_at AS since FROM {s}.runs r, clock
-	WHERE r.status IN ('queued', 'waiting') AND r.ready_at <= clock.now AND r.workflow = ANY($2::text[])
+	SELECT r.id, r.ready_at AS since FROM {s}.runs r
+	WHERE r.status IN ('queued', 'waiting') AND r.ready_at <= coalesce($1::timestamptz, now())
+		AND r.workflow = ANY($2::text[])
 	ORDER BY r.ready_at
 	LIMIT $3
 	FOR UPDATE OF r SKIP LOCKED
