@@ -164,3 +164,47 @@ func TestCheckpointAfterConcurrentDelivery(t *testing.T) {
 		t.Fatalf("checkpoints %v %+v", err, cps)
 	}
 }
+
+// TestConcurrentCreatesOverlapping: creates of overlapping ID sets in
+// opposite orders, racing, create each run exactly once and all succeed.
+func TestConcurrentCreatesOverlapping(t *testing.T) {
+	t.Parallel()
+	s := newTestStore(t, Options{})
+	const n = 2000
+	var wg sync.WaitGroup
+	createdBy := make([][]runtime.CreateResult, 6)
+	for g := range createdBy {
+		wg.Go(func() {
+			runs := make([]runtime.NewRun, n)
+			for i := range runs {
+				j := i
+				if g%2 == 1 {
+					j = n - 1 - i
+				}
+				runs[i] = runtime.NewRun{ID: fmt.Sprintf("run-%03d", j), Workflow: "wf", Input: []byte(fmt.Sprint(g))}
+			}
+			res, err := s.CreateRuns(context.Background(), runs)
+			if err != nil {
+				t.Error(err)
+			}
+			createdBy[g] = res
+		})
+	}
+	wg.Wait()
+	created := map[string]int{}
+	for _, res := range createdBy {
+		for _, r := range res {
+			if r.Created {
+				created[r.Run.ID]++
+			}
+		}
+	}
+	if len(created) != n {
+		t.Fatalf("%d runs created, want %d", len(created), n)
+	}
+	for id, c := range created {
+		if c != 1 {
+			t.Fatalf("run %s created %d times", id, c)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"strconv"
 	"strings"
 )
 
@@ -54,30 +55,24 @@ const clockCTE = `clock AS (SELECT coalesce($1::timestamptz, now()) AS now)`
 // attemptsFrom is the row source of attempts passed as parallel arrays
 // $N..$N+4 (key, number, started, ended, error).
 func attemptsFrom(n int) string {
-	p := func(i int) string { return "$" + itoa(n+i) }
+	p := func(i int) string { return "$" + strconv.Itoa(n+i) }
 	return `unnest(` + p(0) + `::text[], ` + p(1) + `::int[], ` + p(2) + `::timestamptz[], ` + p(3) + `::timestamptz[], ` + p(4) +
 		`::text[]) WITH ORDINALITY AS a(key, number, started, ended, error, ord)`
-}
-
-func itoa(i int) string {
-	const digits = "0123456789"
-	if i < 10 {
-		return digits[i : i+1]
-	}
-	return itoa(i/10) + digits[i%10:i%10+1]
 }
 
 func buildQueries(schema string, notify bool) queries {
 	r := strings.NewReplacer("{s}", schema, "{runs}", cols(""), "{r.runs}", cols("r"))
 	var q queries
 
-	// $2 ids, $3 workflows, $4 parent ids, $5 inputs, $6 channel.
+	// $2 ids, $3 workflows, $4 parent ids, $5 inputs, $6 channel. Rows go in
+	// in ID order, so that concurrent creates of overlapping IDs wait for
+	// each other instead of deadlocking.
 	q.createRuns = `WITH ` + clockCTE + `,
 ins AS (
 	INSERT INTO {s}.runs (id, workflow, parent_id, status, input, ready_at, created_at, updated_at)
 	SELECT t.id, t.workflow, t.parent_id, 'queued', t.input, clock.now, clock.now, clock.now
-	FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[]) WITH ORDINALITY AS t(id, workflow, parent_id, input, ord), clock
-	ORDER BY t.ord
+	FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[]) AS t(id, workflow, parent_id, input), clock
+	ORDER BY t.id
 	ON CONFLICT (id) DO NOTHING
 	RETURNING id
 )` + notifyCTE(notify, "ins", "true", 6) + `
@@ -298,7 +293,7 @@ func notifyCTE(enabled bool, source, cond string, param int) string {
 	}
 	return `,
 notify AS (
-	SELECT pg_notify($` + itoa(param) + `::text, '') FROM (SELECT 1 FROM ` + source + ` WHERE ` + cond + ` LIMIT 1) one
+	SELECT pg_notify($` + strconv.Itoa(param) + `::text, '') FROM (SELECT 1 FROM ` + source + ` WHERE ` + cond + ` LIMIT 1) one
 )`
 }
 

@@ -37,30 +37,35 @@ func (s *Store) CreateRuns(ctx context.Context, runs []runtime.NewRun) ([]runtim
 	if s.notify {
 		args = append(args, s.channel)
 	}
-	b := &pgx.Batch{}
 	created := make(map[string]bool, len(runs))
 	records := make(map[string]runtime.RunRecord, len(runs))
-	b.Queue(s.q.createRuns, args...).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return err
+	err := s.retrying(ctx, func() error {
+		clear(created)
+		clear(records)
+		b := &pgx.Batch{}
+		b.Queue(s.q.createRuns, args...).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					return err
+				}
+				created[id] = true
 			}
-			created[id] = true
-		}
-		return rows.Err()
-	})
-	b.Queue(s.q.selectRuns, ids).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			rec, err := scanRun(rows)
-			if err != nil {
-				return err
+			return rows.Err()
+		})
+		b.Queue(s.q.selectRuns, ids).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				rec, err := scanRun(rows)
+				if err != nil {
+					return err
+				}
+				records[rec.ID] = rec
 			}
-			records[rec.ID] = rec
-		}
-		return rows.Err()
+			return rows.Err()
+		})
+		return s.pool.SendBatch(ctx, b).Close()
 	})
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+	if err != nil {
 		return nil, s.wrap(op, err)
 	}
 	out := make([]runtime.CreateResult, len(runs))
