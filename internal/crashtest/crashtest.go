@@ -141,7 +141,7 @@ func newRecorder(s runtime.Store, path string) (*recorder, error) {
 	return &recorder{Store: s, out: f}, nil
 }
 
-func (r *recorder) note(op, runID string, token int64, err error) {
+func (r *recorder) note(began time.Time, op, runID string, token int64, err error) {
 	res := "ok"
 	switch {
 	case errors.Is(err, runtime.ErrLeaseLost):
@@ -150,33 +150,37 @@ func (r *recorder) note(op, runID string, token int64, err error) {
 		res = "error"
 	}
 	r.mu.Lock()
-	fmt.Fprintf(r.out, "%d %s %s %d %s\n", time.Now().UnixNano(), op, runID, token, res)
+	fmt.Fprintf(r.out, "%d %d %s %s %d %s\n", began.UnixNano(), time.Now().UnixNano(), op, runID, token, res)
 	r.mu.Unlock()
 }
 
 func (r *recorder) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.ClaimedRun, error) {
+	began := time.Now()
 	runs, err := r.Store.Claim(ctx, req)
 	for _, c := range runs {
-		r.note("claim", c.Lease.RunID, c.Lease.Token, nil)
+		r.note(began, "claim", c.Lease.RunID, c.Lease.Token, nil)
 	}
 	return runs, err
 }
 
 func (r *recorder) Checkpoint(ctx context.Context, req runtime.CheckpointRequest) (runtime.CheckpointResult, error) {
+	began := time.Now()
 	res, err := r.Store.Checkpoint(ctx, req)
-	r.note("checkpoint", req.Lease.RunID, req.Lease.Token, err)
+	r.note(began, "checkpoint", req.Lease.RunID, req.Lease.Token, err)
 	return res, err
 }
 
 func (r *recorder) Heartbeat(ctx context.Context, l runtime.Lease, d time.Duration) error {
+	began := time.Now()
 	err := r.Store.Heartbeat(ctx, l, d)
-	r.note("heartbeat", l.RunID, l.Token, err)
+	r.note(began, "heartbeat", l.RunID, l.Token, err)
 	return err
 }
 
 func (r *recorder) Complete(ctx context.Context, req runtime.CompleteRequest) error {
+	began := time.Now()
 	err := r.Store.Complete(ctx, req)
-	r.note("complete", req.Lease.RunID, req.Lease.Token, err)
+	r.note(began, "complete", req.Lease.RunID, req.Lease.Token, err)
 	return err
 }
 
@@ -491,7 +495,11 @@ func verifyEffects(t *testing.T, dir string, runs int) int {
 	return total
 }
 
+// write is one logged store call: began when it was sent, at when its
+// answer came back. A store across a network may apply a write sent before a
+// freeze and answer it only after the thaw, so staleness is judged by began.
 type write struct {
+	began time.Time
 	at    time.Time
 	op    string
 	run   string
@@ -508,11 +516,11 @@ func readWrites(t *testing.T, dir string) map[int][]write {
 		pid, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "writes."), ".log"))
 		forLines(t, f, func(line string) {
 			var w write
-			var ns int64
-			if _, err := fmt.Sscanf(line, "%d %s %s %d %s", &ns, &w.op, &w.run, &w.token, &w.res); err != nil {
+			var began, ns int64
+			if _, err := fmt.Sscanf(line, "%d %d %s %s %d %s", &began, &ns, &w.op, &w.run, &w.token, &w.res); err != nil {
 				return // a line cut short by SIGKILL
 			}
-			w.at = time.Unix(0, ns)
+			w.began, w.at = time.Unix(0, began), time.Unix(0, ns)
 			out[pid] = append(out[pid], w)
 		})
 	}
@@ -537,9 +545,10 @@ func verifyOneCompletion(t *testing.T, writes map[int][]write) {
 	}
 }
 
-// verifyFrozen checks that every write the frozen worker made after it was
+// verifyFrozen checks that every write the frozen worker sent after it was
 // thawed was rejected when another worker had claimed the run with a higher
-// token before that write; it returns how many such stale writes there were.
+// token before the write was sent; it returns how many such stale writes
+// there were.
 func verifyFrozen(t *testing.T, writes map[int][]write, frozen int, contAt time.Time) int {
 	t.Helper()
 	// The earliest time each (run, token) was claimed by another process.
@@ -569,11 +578,11 @@ func verifyFrozen(t *testing.T, writes map[int][]write, frozen int, contAt time.
 	}
 	stale := 0
 	for _, w := range writes[frozen] {
-		if w.op == "claim" || !w.at.After(contAt) {
+		if w.op == "claim" || !w.began.After(contAt) {
 			continue
 		}
 		at, ok := supersededAt(w.run, w.token)
-		if !ok || !at.Before(w.at) {
+		if !ok || !at.Before(w.began) {
 			continue // nobody had taken the run over: the lease was still its own
 		}
 		if w.res == "ok" {
