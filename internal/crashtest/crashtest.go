@@ -61,11 +61,13 @@ func Register(e *runtime.Engine, dir string, stepDur time.Duration) error {
 		sum := in
 		for i := range Steps {
 			v, err := runtime.Step(c, fmt.Sprintf("step%d@v1", i), runtime.StepOptions{Retries: 3, Backoff: time.Millisecond}, func(sc runtime.StepContext) (int, error) {
-				if stepDur > 0 {
-					time.Sleep(time.Duration(rand.Int64N(int64(stepDur) + 1)))
-				}
+				// The side effect comes first, then the step's work: a worker
+				// killed mid-step leaves an effect whose step runs again.
 				if _, err := fmt.Fprintf(log, "%s %s\n", sc.RunID(), sc.Key()); err != nil {
 					return 0, err
+				}
+				if stepDur > 0 {
+					time.Sleep(time.Duration(rand.Int64N(int64(stepDur) + 1)))
 				}
 				return sum + i, nil
 			})
@@ -212,9 +214,11 @@ type Config struct {
 	// remaining runs with an engine in the harness's process (a reopened
 	// store), instead of letting the workers finish.
 	FinishInProcess bool
-	// Freeze, when set, SIGSTOPs one worker for 3 leases and then SIGCONTs
-	// it, and checks that every write it made after thawing, under a lease
-	// claimed before the freeze, was rejected.
+	// Freeze, when set, SIGSTOPs one worker for three leases and until the
+	// others have completed every run (taking over the frozen worker's),
+	// then SIGCONTs it, and checks that every write it sends after thawing
+	// under a superseded lease is rejected. Not for stores whose writers
+	// block each other (a frozen SQLite writer may hold the file's lock).
 	Freeze bool
 	// Timeout bounds the whole test.
 	Timeout time.Duration
@@ -280,11 +284,16 @@ func Run(t *testing.T, cfg Config) Report {
 		if err := p.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
+		// Frozen for three leases at least, and until the other workers have
+		// finished every run, which makes them take over the frozen one's.
 		time.Sleep(3 * cfg.Lease)
+		waitProgress(ctx, t, store, cfg.Runs)
 		contAt = time.Now()
 		if err := p.Process.Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
+		// Give the thawed worker the chance to send its stale writes.
+		waitWrite(ctx, t, filepath.Join(dir, fmt.Sprintf("writes.%d.log", frozenPid)), contAt)
 	}
 	for cfg.KillEvery > 0 && (cfg.Kills == 0 || rep.Kills < cfg.Kills) {
 		d := cfg.KillEvery/2 + time.Duration(rand.Int64N(int64(cfg.KillEvery)))
@@ -435,6 +444,27 @@ func waitProgress(ctx context.Context, t *testing.T, s runtime.Store, n int) {
 		}
 		if ctx.Err() != nil {
 			t.Fatal("no progress before the timeout")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitWrite waits until the write log at path holds a write sent after t.
+func waitWrite(ctx context.Context, t *testing.T, path string, after time.Time) {
+	t.Helper()
+	for {
+		found := false
+		forLines(t, path, func(line string) {
+			var began int64
+			if _, err := fmt.Sscanf(line, "%d", &began); err == nil && time.Unix(0, began).After(after) {
+				found = true
+			}
+		})
+		if found {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the thawed worker sent no write before the timeout")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
