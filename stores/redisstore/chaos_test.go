@@ -46,20 +46,38 @@ func crashConfig(t *testing.T) crashtest.Config {
 	}
 }
 
-// TestChaosKill: three worker processes share 600 ten-step runs while
-// random ones are killed with SIGKILL and replaced. Every run completes
-// once, every step key has exactly one checkpoint, every step ran.
+// TestChaosKill: four worker processes share 1000 ten-step runs while random
+// ones are killed with SIGKILL every few hundred milliseconds and replaced.
+// Every run completes once, every step key has exactly one checkpoint, every
+// step ran. Under -short, 300 runs.
 func TestChaosKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash test skipped in -short mode")
-	}
 	cfg := crashConfig(t)
-	cfg.Runs = 600
-	cfg.StepDuration = 20 * time.Millisecond
-	cfg.KillEvery = 250 * time.Millisecond
-	cfg.Kills = 5
+	cfg.Processes = 4
+	cfg.Runs = 1000
+	if testing.Short() {
+		cfg.Runs = 300
+	}
+	cfg.StepDuration = 10 * time.Millisecond
+	cfg.KillEvery = 300 * time.Millisecond
+	cfg.Kills = 6
 	rep := crashtest.Run(t, cfg)
 	if rep.Kills != cfg.Kills {
 		t.Fatalf("%d kills, want %d", rep.Kills, cfg.Kills)
+	}
+}
+
+// TestChaosFreeze: one of four workers is frozen with SIGSTOP for three
+// lease lengths while the others take its runs over, then thawed with
+// SIGCONT: every write it sends after thawing under a superseded lease is
+// rejected, and the runs still complete once each.
+func TestChaosFreeze(t *testing.T) {
+	cfg := crashConfig(t)
+	cfg.Processes = 4
+	cfg.Runs = 300
+	cfg.StepDuration = 20 * time.Millisecond
+	cfg.Freeze = true
+	rep := crashtest.Run(t, cfg)
+	if rep.StaleRejected == 0 {
+		t.Fatal("no stale write was rejected")
 	}
 }
