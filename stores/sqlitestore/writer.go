@@ -232,7 +232,7 @@ var yieldRounds = 4
 
 // checkpointEvery is how many commits the writer makes between signals to
 // the checkpointer.
-const checkpointEvery = 64
+const checkpointEvery = 128
 
 // runCheckpointer copies the WAL into the database file (a PASSIVE
 // checkpoint: it never blocks the writer or readers) when signalled and
