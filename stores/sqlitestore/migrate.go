@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+
+	"github.com/stemflow/stem/runtime"
 )
 
 //go:embed migrations/*.up.sql
@@ -61,6 +63,9 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 // A database whose recorded version is newer than this code's is refused.
 // Open calls it unless Options.SkipMigrate is set.
 func (s *Store) Migrate(ctx context.Context) error {
+	if s.isClosed.Load() {
+		return fmt.Errorf("sqlitestore: migrate: %w", runtime.ErrClosed)
+	}
 	ms, err := loadMigrations(migrationFiles)
 	if err != nil {
 		return fmt.Errorf("sqlitestore: migrate: %w", err)

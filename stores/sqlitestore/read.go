@@ -82,12 +82,12 @@ func (p *readPool) close() error {
 // the database busy.
 func (s *Store) read(ctx context.Context, op string, snapshot bool, f func(c *conn) error) error {
 	if err := ctx.Err(); err != nil {
-		return err
+		return fmt.Errorf("sqlitestore: %s: %w", op, err)
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return runtime.ErrClosed
+		return fmt.Errorf("sqlitestore: %s: %w", op, runtime.ErrClosed)
 	}
 	// Opening a connection runs the pragmas, which may meet a lock.
 	rc, err := retryBusy(ctx, s.logger, func() (*readConn, error) { return s.reads.get(ctx) })
@@ -123,11 +123,8 @@ func (s *Store) read(ctx context.Context, op string, snapshot bool, f func(c *co
 		})
 	})
 	if err != nil {
-		if errors.Is(err, runtime.ErrRunNotFound) || errors.Is(err, runtime.ErrInvalidArgument) {
-			return err
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
+		if ctx.Err() != nil && !errors.Is(err, runtime.ErrRunNotFound) {
+			err = ctx.Err()
 		}
 		return fmt.Errorf("sqlitestore: %s: %w", op, err)
 	}

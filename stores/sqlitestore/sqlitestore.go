@@ -42,6 +42,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -143,8 +144,8 @@ type Store struct {
 // Open opens (creating if needed) the SQLite database at path, applies the
 // embedded migrations (unless Options.SkipMigrate) and starts the writer.
 func Open(path string, opts Options) (*Store, error) {
-	if path == "" {
-		return nil, fmt.Errorf("sqlitestore: open: %w: empty path", runtime.ErrInvalidArgument)
+	if path == "" || path == ":memory:" || strings.ContainsAny(path, "?#") || strings.HasPrefix(path, "file:") {
+		return nil, fmt.Errorf("sqlitestore: open %q: %w: want the path of a database file (for a store in memory, use memstore)", path, runtime.ErrInvalidArgument)
 	}
 	if opts.Synchronous != SyncNormal && opts.Synchronous != SyncFull {
 		return nil, fmt.Errorf("sqlitestore: open: %w: unknown synchronous mode %d", runtime.ErrInvalidArgument, int(opts.Synchronous))
@@ -285,7 +286,7 @@ func (s *Store) Close() error {
 		}
 	})
 	if !first {
-		return runtime.ErrClosed
+		return fmt.Errorf("sqlitestore: close: %w", runtime.ErrClosed)
 	}
 	return s.closeErr
 }

@@ -459,3 +459,15 @@ func TestLargePayloads(t *testing.T) {
 		t.Fatalf("GetRun: %v", err)
 	}
 }
+
+func TestPathValidated(t *testing.T) {
+	t.Parallel()
+	for _, path := range []string{"", ":memory:", "file:x.db", filepath.Join(t.TempDir(), "a?b.db")} {
+		if s, err := sqlitestore.Open(path, sqlitestore.Options{}); !errors.Is(err, runtime.ErrInvalidArgument) {
+			if s != nil {
+				s.Close()
+			}
+			t.Fatalf("Open(%q): %v, want ErrInvalidArgument", path, err)
+		}
+	}
+}

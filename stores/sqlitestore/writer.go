@@ -54,42 +54,33 @@ func (w *wtx) rollbackToSavepoint() error {
 // call waits for the outcome, so an error always means nothing was written.
 func (s *Store) write(ctx context.Context, op string, fn func(w *wtx) error) error {
 	if err := ctx.Err(); err != nil {
-		return err
+		return fmt.Errorf("sqlitestore: %s: %w", op, err)
 	}
 	r := &request{fn: fn, done: make(chan struct{})}
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
-		return runtime.ErrClosed
+		return fmt.Errorf("sqlitestore: %s: %w", op, runtime.ErrClosed)
 	}
 	select {
 	case s.queue <- r:
 	case <-ctx.Done():
 		s.mu.RUnlock()
-		return ctx.Err()
+		return fmt.Errorf("sqlitestore: %s: %w", op, ctx.Err())
 	}
 	s.mu.RUnlock()
 	select {
 	case <-r.done:
 	case <-ctx.Done():
 		if r.state.CompareAndSwap(statePending, stateAbandoned) {
-			return ctx.Err()
+			return fmt.Errorf("sqlitestore: %s: %w", op, ctx.Err())
 		}
 		<-r.done
 	}
 	if r.err != nil {
-		if isDomainError(r.err) {
-			return r.err
-		}
 		return fmt.Errorf("sqlitestore: %s: %w", op, r.err)
 	}
 	return nil
-}
-
-func isDomainError(err error) bool {
-	return errors.Is(err, runtime.ErrLeaseLost) || errors.Is(err, runtime.ErrRunNotFound) ||
-		errors.Is(err, runtime.ErrInvalidState) || errors.Is(err, runtime.ErrInvalidArgument) ||
-		errors.Is(err, runtime.ErrClosed)
 }
 
 // runWriter owns the write connection until the queue is closed and

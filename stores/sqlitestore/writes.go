@@ -153,7 +153,6 @@ func claimQuery(workflows []string) (string, []any) {
 type fenceState struct {
 	ref            int64 // the run's row
 	pauseRequested bool
-	waitKey        *string
 }
 
 // fence checks, inside the writing transaction, that the run is running
@@ -163,14 +162,10 @@ func (w *wtx) fence(l runtime.Lease) (fenceState, error) {
 	var st fenceState
 	var status string
 	var token int64
-	found, err := w.queryRow(`SELECT status, token, pause_requested, wait_key, ref FROM runs WHERE id = ?1`, func(r row) {
+	found, err := w.queryRow(`SELECT status, token, pause_requested, ref FROM runs WHERE id = ?1`, func(r row) {
 		status, token = r.str(0), r.int64(1)
 		st.pauseRequested = r.int64(2) != 0
-		st.ref = r.int64(4)
-		if !r.isNull(3) {
-			k := r.str(3)
-			st.waitKey = &k
-		}
+		st.ref = r.int64(3)
 	}, l.RunID)
 	if err != nil {
 		return st, err
@@ -326,9 +321,9 @@ func (s *Store) Heartbeat(ctx context.Context, lease runtime.Lease, leaseFor tim
 	}
 	return s.write(ctx, "heartbeat", func(w *wtx) error {
 		now := s.now()
-		changed, err := w.exec(`UPDATE runs SET lease_until = ?4, updated_at = ?5
+		changed, err := w.exec(`UPDATE runs SET lease_until = ?3, updated_at = ?4
 			WHERE id = ?1 AND status = 'running' AND token = ?2`,
-			lease.RunID, lease.Token, nil, leaseUntil(now, leaseFor), now.UnixNano())
+			lease.RunID, lease.Token, leaseUntil(now, leaseFor), now.UnixNano())
 		if err != nil {
 			return err
 		}
