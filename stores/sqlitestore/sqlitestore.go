@@ -1,6 +1,8 @@
 // Package sqlitestore is the embedded default runtime.Store: one SQLite file
 // in WAL mode, written through modernc.org/sqlite (pure Go, no cgo).
 //
+//	store, err := sqlitestore.Open("stem.db", sqlitestore.Options{})
+//
 // # Writes: one writer, group commit
 //
 // Every write method (Claim, Checkpoint, Suspend, Complete, CreateRuns, ...)
@@ -10,10 +12,31 @@
 // transaction, runs each request inside its own SAVEPOINT, and commits once.
 // A request that fails (runtime.ErrLeaseLost, runtime.ErrInvalidState, a SQL
 // error) is rolled back to its savepoint alone; the others in the batch are
-// unaffected. Each caller is answered only after the COMMIT holding its
-// request returned, so when a method returns its write is as durable as the
-// Synchronous mode promises. Many workers' checkpoints thus share one commit
-// (and, with SyncFull, one fsync).
+// unaffected, and each is still fenced by its own lease token. Each caller is
+// answered only after the COMMIT holding its request returned, so when a
+// method returns its write is as durable as the Synchronous mode promises.
+// Many workers' checkpoints thus share one commit (and, with SyncFull, one
+// fsync). A caller whose context ends before the writer took its request
+// gets the context's error and nothing is written; once taken, the call
+// waits for the outcome, so an error always means nothing was written.
+//
+// Copying the WAL into the database file (a WAL checkpoint, which fsyncs)
+// happens on a connection of its own, off the commit path.
+//
+// # Schema
+//
+// The embedded, numbered migrations (migrations/NNN_name.up.sql, applied by
+// Migrate) create: runs, one small row per run with the state a step
+// changes (status, lease, token, wait, readiness), so the per-step update
+// stays cheap whatever the payload sizes; run_data, the run's input, output,
+// error and suspension state; checkpoints, appended in write order (their
+// rowid is the sequence number), with the attempts that produced each
+// encoded in its row; attempts recorded on their own (failed attempts before
+// a retry); and events buffered for runs not yet waiting on them. Tables
+// keyed by run use the run's row number, assigned in creation order, so runs
+// created and claimed together share pages. A claim is one ordered scan of
+// an index over when each run becomes claimable (ready, or its lease
+// expired), which stops at the limit however many runs are ready.
 //
 // # Reads
 //
@@ -24,10 +47,12 @@
 //
 // Several Store instances, in one process or many, may open the same file.
 // Each has its own writer; SQLite's write lock (BEGIN IMMEDIATE, waited for
-// under busy_timeout and retried beyond it) serialises their transactions,
-// and every fenced check is made inside the transaction that writes, so they
-// stay correct. Only one writer makes progress at a time, so for throughput
-// share one Store per process.
+// under busy_timeout and retried beyond it, so SQLITE_BUSY never reaches a
+// caller) serialises their transactions, and every fenced check is made
+// inside the transaction that writes, so they stay correct. Only one writer
+// makes progress at a time, so for throughput share one Store per process.
+// A process stopped (not killed) while it holds the write lock stops every
+// writer on the file until it resumes.
 //
 // # Clock
 //
