@@ -156,7 +156,8 @@ type Store struct {
 	ckptSignal chan struct{}
 	ckptStop   chan struct{}
 	ckptDone   chan struct{}
-	stats      writerStats // owned by the writer goroutine
+	stats      writerStats  // owned by the writer goroutine
+	taken      atomic.Int64 // requests the writer has taken, for tests
 	closeOnce  sync.Once
 	closeErr   error
 	isClosed   atomic.Bool

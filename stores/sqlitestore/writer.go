@@ -154,6 +154,7 @@ func (s *Store) commitBatch(w *wtx, batch []*request) {
 		}
 	}
 	batch = batch[:n]
+	s.taken.Add(int64(n))
 	if n == 0 {
 		return
 	}
@@ -248,6 +249,10 @@ func (s *Store) runCheckpointer(sc *sql.Conn) {
 		}
 	}
 }
+
+// writerTook reports whether the writer has taken n requests in all. Tests
+// use it to know a request is in the writer's hands.
+func (s *Store) writerTook(n int64) bool { return s.taken.Load() >= n }
 
 // writerStats describes the writer's work; owned by the writer goroutine,
 // read by benchmarks after Close.
