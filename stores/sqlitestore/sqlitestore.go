@@ -286,7 +286,8 @@ func dsn(path string, opts Options, readOnly bool) string {
 }
 
 // Close stops the writer after it has committed every request already
-// queued, and closes the database. Later calls return runtime.ErrClosed.
+// queued (which may wait for another process's write lock on the file), and
+// closes the database. Later calls return runtime.ErrClosed.
 func (s *Store) Close() error {
 	first := false
 	s.closeOnce.Do(func() {

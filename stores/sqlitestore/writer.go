@@ -220,7 +220,7 @@ func (s *Store) runBatch(w *wtx, batch []*request) error {
 }
 
 // yieldRounds bounds how often the writer yields waiting for callers.
-var yieldRounds = 4
+const yieldRounds = 4
 
 // checkpointEvery is how many commits the writer makes between signals to
 // the checkpointer.
