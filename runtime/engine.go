@@ -277,10 +277,16 @@ func (e *Engine) Run(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	errBackoff := e.cfg.PollInterval / 10
+	// While a backlog is waiting (the last claim came back full), claim only
+	// once a quarter of the slots are free: one claim statement then leases
+	// several runs instead of one per finished run. Without a backlog, a
+	// freed slot claims at once.
+	threshold := max(1, min(e.cfg.Workers, e.cfg.ClaimBatch)/4)
+	backlog := false
 	for {
 		free := cap(slots) - len(slots)
 		claimed := 0
-		if free > 0 {
+		if free > 0 && (free >= threshold || !backlog) {
 			runs, err := e.store.Claim(ctx, ClaimRequest{
 				Owner:     e.cfg.WorkerID,
 				Workflows: names,
@@ -297,6 +303,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			} else {
 				errBackoff = 0
 			}
+			backlog = err == nil && len(runs) == min(free, e.cfg.ClaimBatch)
 			for _, r := range runs {
 				claimed++
 				slots <- struct{}{}
@@ -315,8 +322,8 @@ func (e *Engine) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
-		if claimed > 0 && claimed == free {
-			// Every slot is taken; wait for one to free up.
+		if free = cap(slots) - len(slots); free == 0 || (backlog && free < threshold) {
+			// Too few slots are free to claim; wait for one to free up.
 			select {
 			case <-ctx.Done():
 			case <-freed:
