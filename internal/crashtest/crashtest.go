@@ -190,7 +190,7 @@ func (r *recorder) Complete(ctx context.Context, req runtime.CompleteRequest) er
 type Config struct {
 	// Open opens the store under test in the harness's own process; it is
 	// used to start runs, to finish them and to verify.
-	Open func(t *testing.T) runtime.Store
+	Open func(tb testing.TB) runtime.Store
 	// Env is added to every worker process's environment: whatever the
 	// worker's open function needs to reach the same store.
 	Env []string
@@ -363,7 +363,7 @@ func Run(t *testing.T, cfg Config) Report {
 }
 
 type processes struct {
-	t    *testing.T
+	t    testing.TB
 	cfg  Config
 	dir  string
 	mu   sync.Mutex
@@ -433,7 +433,7 @@ func countComplete(ctx context.Context, s runtime.Store) (int, error) {
 	}
 }
 
-func waitProgress(ctx context.Context, t *testing.T, s runtime.Store, n int) {
+func waitProgress(ctx context.Context, t testing.TB, s runtime.Store, n int) {
 	for {
 		done, err := countComplete(ctx, s)
 		if err != nil {
@@ -626,7 +626,7 @@ func verifyFrozen(t *testing.T, writes map[int][]write, frozen int, contAt time.
 	return stale
 }
 
-func forLines(t *testing.T, path string, fn func(string)) {
+func forLines(t testing.TB, path string, fn func(string)) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -642,4 +642,70 @@ func forLines(t *testing.T, path string, fn func(string)) {
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Throughput measures cfg.Runs runs executed by cfg.Processes worker
+// processes with no kills, and reports steps/s from the moment the workers
+// are started until every run is complete (their start-up included). The
+// store's test binary must call MaybeWorker in TestMain, as for Run. All
+// iterations share one store; each starts runs under IDs of its own.
+func Throughput(b *testing.B, cfg Config) {
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = 16
+	}
+	if cfg.Lease == 0 {
+		cfg.Lease = 30 * time.Second
+	}
+	dir := b.TempDir()
+	store := cfg.Open(b)
+	client, err := runtime.New(runtime.Config{Store: store})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer client.Close()
+	if err := Register(client, dir, 0); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var steps, iter int
+	var elapsed time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		before, err := countComplete(ctx, store)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for lo := 0; lo < cfg.Runs; lo += 500 {
+			items := make([]runtime.BatchItem[int], min(500, cfg.Runs-lo))
+			for i := range items {
+				items[i] = runtime.BatchItem[int]{ID: fmt.Sprintf("tp%d-%05d", iter, lo+i), Input: lo + i}
+			}
+			if _, err := runtime.StartBatch[int, int](ctx, client, Workflow, items); err != nil {
+				b.Fatal(err)
+			}
+		}
+		iter++
+		procs := &processes{t: b, cfg: cfg, dir: dir}
+		b.StartTimer()
+		began := time.Now()
+		for range cfg.Processes {
+			procs.start()
+		}
+		for {
+			n, err := countComplete(ctx, store)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n == before+cfg.Runs {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		elapsed += time.Since(began)
+		steps += cfg.Runs * Steps
+		b.StopTimer()
+		procs.stopAll()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(steps)/elapsed.Seconds(), "steps/s")
 }

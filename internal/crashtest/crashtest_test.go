@@ -31,7 +31,7 @@ func TestSQLiteCrashAndReopen(t *testing.T) {
 		t.Run(fmt.Sprintf("kill after ~%v", killAfter), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), fmt.Sprintf("crash%d.db", i))
 			crashtest.Run(t, crashtest.Config{
-				Open: func(t *testing.T) runtime.Store {
+				Open: func(t testing.TB) runtime.Store {
 					s, err := sqlitestore.Open(path, sqlitestore.Options{})
 					if err != nil {
 						t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stemflow/stem/internal/benchwork"
+	"github.com/stemflow/stem/internal/crashtest"
 	"github.com/stemflow/stem/runtime"
 )
 
@@ -27,7 +28,7 @@ func benchStore(b *testing.B) *Store {
 //	STEM_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
 //	  go test -run '^$' -bench BenchmarkEngine ./stores/pgstore
 func BenchmarkEngine(b *testing.B) {
-	for _, workers := range []int{1, 32} {
+	for _, workers := range []int{1, 8, 32} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			testURL(b)
 			benchwork.TenSteps(b, func(b *testing.B) runtime.Store { return benchStore(b) }, workers, 1000)
@@ -42,4 +43,28 @@ func BenchmarkEngineLatency(b *testing.B) {
 	s := benchStore(b)
 	defer s.Close()
 	benchwork.Latency(b, s)
+}
+
+// BenchmarkEngineProcesses runs 1000 ten-step runs on four worker processes
+// (the test binary re-executed) of 8 workers each, sharing one schema, and
+// reports steps/s including the processes' start-up.
+//
+//	STEM_TEST_POSTGRES_URL=... go test -run '^$' -bench BenchmarkEngineProcesses ./stores/pgstore
+func BenchmarkEngineProcesses(b *testing.B) {
+	url := testURL(b)
+	schema := freshSchema(b)
+	crashtest.Throughput(b, crashtest.Config{
+		Open: func(tb testing.TB) runtime.Store {
+			s, err := Open(context.Background(), crashURL(url), Options{Schema: schema, Logger: quietLogger()})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			tb.Cleanup(func() { _ = s.Close() })
+			return s
+		},
+		Env:         []string{envCrashSchema + "=" + schema},
+		Runs:        1000,
+		Processes:   4,
+		Concurrency: 8,
+	})
 }

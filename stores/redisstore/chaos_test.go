@@ -29,7 +29,7 @@ func crashConfig(t *testing.T) crashtest.Config {
 	prefix := testPrefix(t)
 	cleanupPrefix(t, testClient(t), prefix)
 	return crashtest.Config{
-		Open: func(t *testing.T) runtime.Store {
+		Open: func(t testing.TB) runtime.Store {
 			s, err := Open(context.Background(), url, Options{Prefix: prefix, Logger: quietLogger()})
 			if err != nil {
 				t.Fatal(err)

@@ -27,7 +27,7 @@ const envCrashFile = "STEM_SQLITESTORE_CRASH_FILE"
 func TestCrashManyProcesses(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "crash.db")
 	rep := crashtest.Run(t, crashtest.Config{
-		Open: func(t *testing.T) runtime.Store {
+		Open: func(t testing.TB) runtime.Store {
 			s, err := sqlitestore.Open(path, sqlitestore.Options{})
 			if err != nil {
 				t.Fatal(err)
