@@ -44,7 +44,7 @@ func TestSQLiteCrashAndReopen(t *testing.T) {
 				Processes:       1,
 				Concurrency:     8,
 				Lease:           300 * time.Millisecond,
-				StepDuration:    10 * time.Millisecond,
+				StepDuration:    20 * time.Millisecond, // ≥ 200×10×10ms/8 = 2.5s of work, past the kill
 				KillEvery:       killAfter,
 				Kills:           1,
 				FinishInProcess: true,

@@ -44,7 +44,7 @@ func crashConfig(t *testing.T) crashtest.Config {
 	url := testURL(t)
 	schema := freshSchema(t)
 	return crashtest.Config{
-		Open: func(t *testing.T) runtime.Store {
+		Open: func(t testing.TB) runtime.Store {
 			s, err := Open(context.Background(), crashURL(url), Options{Schema: schema, Logger: quietLogger()})
 			if err != nil {
 				t.Fatal(err)
@@ -72,11 +72,15 @@ func TestChaosKill(t *testing.T) {
 	cfg := crashConfig(t)
 	cfg.Processes = 4
 	cfg.Runs = 1000
-	if testing.Short() {
-		cfg.Runs = 300
-	}
+	// At least 1000×10×15ms/32 ≈ 4.7s of step work, past the last kill
+	// (eight at 150–450ms each).
+	cfg.StepDuration = 30 * time.Millisecond
 	cfg.KillEvery = 300 * time.Millisecond
 	cfg.Kills = 8
+	if testing.Short() {
+		cfg.Runs = 300
+		cfg.Kills = 3
+	}
 	cfg.Timeout = 110 * time.Second
 	rep := crashtest.Run(t, cfg)
 	if rep.Kills != cfg.Kills {

@@ -57,7 +57,9 @@ func TestChaosKill(t *testing.T) {
 	if testing.Short() {
 		cfg.Runs = 300
 	}
-	cfg.StepDuration = 10 * time.Millisecond
+	// At least 1000×10×15ms/32 ≈ 4.7s of step work, past the last kill
+	// (six at 150–450ms each).
+	cfg.StepDuration = 30 * time.Millisecond
 	cfg.KillEvery = 300 * time.Millisecond
 	cfg.Kills = 6
 	rep := crashtest.Run(t, cfg)
