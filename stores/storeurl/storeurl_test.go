@@ -2,10 +2,14 @@ package storeurl_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/stores/storeurl"
@@ -38,11 +42,20 @@ func TestOpenServers(t *testing.T) {
 		if strings.Contains(u, "?") {
 			sep = "&"
 		}
-		st, err := storeurl.Open(ctx, u+sep+"stem_schema=stem_storeurl_test")
+		schema := fmt.Sprintf("stem_storeurl_%d", time.Now().UnixNano())
+		st, err := storeurl.Open(ctx, u+sep+"stem_schema="+schema)
 		if err != nil {
 			t.Fatal(err)
 		}
 		st.Close()
+		conn, err := pgx.Connect(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Fatalf("the schema named in the URL was not the one created: %v", err)
+		}
 	}
 	if u := os.Getenv("STEM_TEST_REDIS_URL"); u == "" {
 		t.Log("STEM_TEST_REDIS_URL not set: skipping the Redis form")
