@@ -150,7 +150,7 @@ func fulfil(ctx context.Context, cfg config) error {
 		fmt.Fprintf(cfg.out, "interrupted: %d of %d orders finished; run again to resume the rest\n", counts.finished(), len(runs))
 		return ctx.Err()
 	}
-	return summary(context.Background(), cfg.out, runs, counts, payments, time.Since(began))
+	return summary(context.Background(), cfg.out, cfg.store, runs, counts, payments, time.Since(began))
 }
 
 // warehouse is the simulated warehouse: every interval its truck collects
@@ -244,7 +244,7 @@ func (p *progress) done() {
 	}
 }
 
-func summary(ctx context.Context, out io.Writer, runs []*orders.FulfilRun, c statusCounts, payments *orders.PaymentService, elapsed time.Duration) error {
+func summary(ctx context.Context, out io.Writer, store string, runs []*orders.FulfilRun, c statusCounts, payments *orders.PaymentService, elapsed time.Duration) error {
 	var revenue int64
 	var parcels int
 	var failed []string
@@ -265,7 +265,11 @@ func summary(ctx context.Context, out io.Writer, runs []*orders.FulfilRun, c sta
 	for _, f := range failed {
 		fmt.Fprintf(out, "  failed %s\n", f)
 	}
-	fmt.Fprintf(out, "  inspect a run: go run ./cmd/stem show %s\n", runs[0].ID())
+	storeFlag := ""
+	if store != "stem.db" {
+		storeFlag = " --store '" + store + "'"
+	}
+	fmt.Fprintf(out, "  inspect a run: go run ./cmd/stem%s show %s\n", storeFlag, runs[0].ID())
 	if len(failed) > 0 {
 		return fmt.Errorf("%d orders failed", len(failed))
 	}
