@@ -171,11 +171,13 @@ type Error struct {
 	Msg string
 }
 
+// Error returns the message, without the position.
 func (e *Error) Error() string { return e.Msg }
 
 // ErrorList is every error found in one directive, in position order.
 type ErrorList []*Error
 
+// Error returns the first message and how many more there are.
 func (l ErrorList) Error() string {
 	switch len(l) {
 	case 0:

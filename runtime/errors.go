@@ -95,6 +95,7 @@ type StepError struct {
 	Code string
 }
 
+// Error returns the original error's text.
 func (e *StepError) Error() string { return e.Message }
 
 // Unwrap returns the sentinel the stored code names, so errors.Is works on a
