@@ -5,14 +5,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path"
-	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/stemflow/stem/internal/migrations"
 )
 
 //go:embed migrations/*.up.sql
@@ -27,41 +23,13 @@ var ErrSchemaTooNew = errors.New("pgstore: database schema is newer than this co
 const schemaPlaceholder = "{schema}"
 
 // migration is one embedded, numbered schema change.
-type migration struct {
-	Version int
-	Name    string
-	SQL     string
-}
-
-var migrationName = regexp.MustCompile(`^(\d{3})_([a-z0-9_]+)\.up\.sql$`)
+// migration is one embedded schema change.
+type migration = migrations.Migration
 
 // loadMigrations reads the embedded migrations in version order and checks
 // that they number 1, 2, 3, ... without gaps or duplicates.
 func loadMigrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFS, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, e := range entries {
-		m := migrationName.FindStringSubmatch(e.Name())
-		if m == nil {
-			return nil, fmt.Errorf("migration file %q is not named NNN_name.up.sql", e.Name())
-		}
-		v, _ := strconv.Atoi(m[1])
-		body, err := fs.ReadFile(migrationFS, path.Join("migrations", e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{Version: v, Name: m[2], SQL: string(body)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
-	for i, m := range ms {
-		if m.Version != i+1 {
-			return nil, fmt.Errorf("migrations are not numbered 1..%d without gaps: found %03d at position %d", len(ms), m.Version, i+1)
-		}
-	}
-	return ms, nil
+	return migrations.Load(migrationFS, "migrations")
 }
 
 // Migrate creates the schema when missing and applies every embedded

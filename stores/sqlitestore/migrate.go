@@ -5,11 +5,8 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
-	"path"
-	"regexp"
-	"sort"
-	"strconv"
 
+	"github.com/stemflow/stem/internal/migrations"
 	"github.com/stemflow/stem/runtime"
 )
 
@@ -17,44 +14,13 @@ import (
 var migrationFiles embed.FS
 
 // migration is one embedded schema change.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-var migrationName = regexp.MustCompile(`^(\d{3})_([a-z0-9_]+)\.up\.sql$`)
+// migration is one embedded schema change.
+type migration = migrations.Migration
 
 // loadMigrations returns the embedded migrations in version order, checking
 // that they are numbered 1, 2, 3, ... without gaps or duplicates.
 func loadMigrations(fsys fs.FS) ([]migration, error) {
-	entries, err := fs.ReadDir(fsys, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, e := range entries {
-		m := migrationName.FindStringSubmatch(e.Name())
-		if m == nil {
-			return nil, fmt.Errorf("migration file %q is not named NNN_name.up.sql", e.Name())
-		}
-		v, _ := strconv.Atoi(m[1])
-		b, err := fs.ReadFile(fsys, path.Join("migrations", e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: m[2], sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migrations are not numbered 001, 002, ... without gaps: position %d holds %03d_%s", i+1, m.version, m.name)
-		}
-	}
-	if len(ms) == 0 {
-		return nil, fmt.Errorf("no migrations")
-	}
-	return ms, nil
+	return migrations.Load(fsys, "migrations")
 }
 
 // Migrate brings the database schema up to the version this code knows,
@@ -91,17 +57,17 @@ func (s *Store) migrate(ctx context.Context, ms []migration) error {
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM stem_schema_migrations`).Scan(&current); err != nil {
 		return fmt.Errorf("sqlitestore: migrate: %w", err)
 	}
-	latest := ms[len(ms)-1].version
+	latest := ms[len(ms)-1].Version
 	if current > latest {
 		return fmt.Errorf("sqlitestore: migrate: database schema version %d is newer than this code knows (%d): upgrade the program", current, latest)
 	}
 	for _, m := range ms[current:] {
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return fmt.Errorf("sqlitestore: migrate: %03d_%s: %w", m.version, m.name, err)
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return fmt.Errorf("sqlitestore: migrate: %03d_%s: %w", m.Version, m.Name, err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO stem_schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-			m.version, m.name, s.now().UnixNano()); err != nil {
-			return fmt.Errorf("sqlitestore: migrate: %03d_%s: %w", m.version, m.name, err)
+			m.Version, m.Name, s.now().UnixNano()); err != nil {
+			return fmt.Errorf("sqlitestore: migrate: %03d_%s: %w", m.Version, m.Name, err)
 		}
 	}
 	return tx.Commit()
@@ -114,5 +80,5 @@ func SchemaVersion() int {
 	if err != nil {
 		return 0
 	}
-	return ms[len(ms)-1].version
+	return ms[len(ms)-1].Version
 }

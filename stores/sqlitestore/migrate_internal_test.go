@@ -25,8 +25,8 @@ func TestMigrationsGapFree(t *testing.T) {
 		t.Fatalf("%d migrations loaded from %d files", len(ms), len(entries))
 	}
 	for i, m := range ms {
-		if m.version != i+1 || strings.TrimSpace(m.sql) == "" {
-			t.Fatalf("migration %d is version %d (%q)", i+1, m.version, m.name)
+		if m.Version != i+1 || strings.TrimSpace(m.SQL) == "" {
+			t.Fatalf("migration %d is version %d (%q)", i+1, m.Version, m.Name)
 		}
 	}
 	if SchemaVersion() != len(ms) {
