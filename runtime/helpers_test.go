@@ -12,6 +12,7 @@ import (
 
 	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/stores/memstore"
+	"github.com/stemflow/stem/stores/storetest"
 )
 
 func TestMain(m *testing.M) {
@@ -113,28 +114,6 @@ func (p *probeStore) LoadCheckpoints(ctx context.Context, id string) ([]runtime.
 	return p.Store.LoadCheckpoints(ctx, id)
 }
 
-// manualClock is a clock the test moves by hand.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newManualClock() *manualClock {
-	return &manualClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // fixture is a store shared by the engines of one test.
 type fixture struct {
 	t     *testing.T
@@ -149,9 +128,9 @@ func setup(t *testing.T) *fixture {
 	return &fixture{t: t, store: st}
 }
 
-func setupClock(t *testing.T) (*fixture, *manualClock) {
+func setupClock(t *testing.T) (*fixture, *storetest.Clock) {
 	t.Helper()
-	clock := newManualClock()
+	clock := storetest.NewClock(storetest.Start)
 	st := memstore.New(memstore.Options{Now: clock.Now})
 	t.Cleanup(func() { st.Close() })
 	return &fixture{t: t, store: st, clock: clock}, clock

@@ -2,7 +2,6 @@ package memstore_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -10,32 +9,16 @@ import (
 
 	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/stores/memstore"
+	"github.com/stemflow/stem/stores/storetest"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 func TestSmoke(t *testing.T) {
 	ctx := context.Background()
-	c := &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+	c := storetest.NewClock(storetest.Start)
 	s := memstore.New(memstore.Options{Now: c.Now})
 	defer s.Close()
 	res, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "r1", Workflow: "wf", Input: []byte("in")}})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/stores/memstore"
+	"github.com/stemflow/stem/stores/storetest"
 )
 
 func notified(ch <-chan struct{}) bool {
@@ -21,7 +22,7 @@ func notified(ch <-chan struct{}) bool {
 
 func TestNotifications(t *testing.T) {
 	ctx := t.Context()
-	c := &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+	c := storetest.NewClock(storetest.Start)
 	s := memstore.New(memstore.Options{Now: c.Now})
 	defer s.Close()
 	subCtx, cancel := context.WithCancel(ctx)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/stores/storetest"
 )
 
 // claimAll creates n runs and claims them all.
@@ -36,7 +37,7 @@ func stepCall(l runtime.Lease, key, output string) *ckptCall {
 func TestCheckpointBatchMixed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := &manualClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := storetest.NewClock(storetest.Start)
 	s := newTestStore(t, Options{Now: clock.Now})
 	runs := claimAll(t, s, 3, "old")
 	a, b, c := runs[0].Lease, runs[1].Lease, runs[2].Lease
@@ -138,7 +139,7 @@ func TestCheckpointSameRunConcurrently(t *testing.T) {
 func TestStaleLeaseWritesRejected(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := &manualClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := storetest.NewClock(storetest.Start)
 	s := newTestStore(t, Options{Now: clock.Now})
 	old := claimAll(t, s, 1, "old")[0].Lease
 	clock.Advance(2 * time.Minute)

@@ -3,34 +3,17 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/stores/storetest"
 )
-
-type manualClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 func TestSmoke(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := &manualClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+	c := storetest.NewClock(storetest.Start)
 	s := newTestStore(t, Options{Now: c.Now})
 	res, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "r1", Workflow: "wf", Input: []byte("in")}, {ID: "r1", Workflow: "wf"}})
 	if err != nil || !res[0].Created || res[1].Created {

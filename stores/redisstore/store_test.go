@@ -13,26 +13,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/stores/storetest"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// newClock returns the suite's manual clock at its start.
+func newClock() *storetest.Clock { return storetest.NewClock(storetest.Start) }
 
 var claimAll = func(owner string, wfs ...string) runtime.ClaimRequest {
 	return runtime.ClaimRequest{Owner: owner, Workflows: wfs, Limit: 10, LeaseFor: time.Minute}

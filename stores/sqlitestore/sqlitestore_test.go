@@ -18,6 +18,7 @@ import (
 	"github.com/stemflow/stem/internal/crashtest"
 	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/stores/sqlitestore"
+	"github.com/stemflow/stem/stores/storetest"
 )
 
 func TestMain(m *testing.M) {
@@ -29,25 +30,8 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// clock is a manual clock for the store.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// newClock returns the suite's manual clock at its start.
+func newClock() *storetest.Clock { return storetest.NewClock(storetest.Start) }
 
 func open(t testing.TB, path string, opts sqlitestore.Options) *sqlitestore.Store {
 	t.Helper()
