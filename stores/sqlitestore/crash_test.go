@@ -1,6 +1,7 @@
 package sqlitestore_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,6 +14,46 @@ import (
 // envCrashFile names the database file crash-test worker processes open.
 const envCrashFile = "STEM_SQLITESTORE_CRASH_FILE"
 
+// crashConfig is a crash test on a fresh SQLite file: the harness's process
+// and the worker processes open the same file.
+func crashConfig(t *testing.T) crashtest.Config {
+	path := filepath.Join(t.TempDir(), "crash.db")
+	return crashtest.Config{
+		Open: func(t testing.TB) runtime.Store {
+			s, err := sqlitestore.Open(path, sqlitestore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+		Env:         []string{envCrashFile + "=" + path},
+		Concurrency: 8,
+		Timeout:     time.Minute,
+	}
+}
+
+// TestCrashAndReopen: a worker process runs 200 runs × 10 steps on a file
+// and is killed with SIGKILL at a random moment; a fresh engine in this
+// process reopens the file and finishes. Every run completes once, every
+// step key has exactly one checkpoint, every step ran at least once.
+// Repeated at several kill points.
+func TestCrashAndReopen(t *testing.T) {
+	for _, killAfter := range []time.Duration{300 * time.Millisecond, 600 * time.Millisecond, time.Second} {
+		t.Run(fmt.Sprintf("kill after ~%v", killAfter), func(t *testing.T) {
+			cfg := crashConfig(t)
+			cfg.Runs = 200
+			cfg.Processes = 1
+			cfg.Lease = 300 * time.Millisecond
+			cfg.StepDuration = 20 * time.Millisecond // ≥ 200×10×10ms/8 = 2.5s of work, past the kill
+			cfg.KillEvery = killAfter
+			cfg.Kills = 1
+			cfg.FinishInProcess = true
+			crashtest.Run(t, cfg)
+		})
+	}
+}
+
 // TestCrashManyProcesses runs three worker processes, each with its own
 // engine and Store, on one SQLite file, and kills them with SIGKILL at random
 // moments (a killed process may hold the file's write lock mid-transaction;
@@ -22,29 +63,16 @@ const envCrashFile = "STEM_SQLITESTORE_CRASH_FILE"
 //
 // The harness's freeze check (SIGSTOP past the leases) is not used: a
 // process stopped while it holds SQLite's write lock stops every writer on
-// the file until it resumes, so whether others take its runs over during
-// the freeze is chance.
+// the file until it resumes.
 func TestCrashManyProcesses(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "crash.db")
-	rep := crashtest.Run(t, crashtest.Config{
-		Open: func(t testing.TB) runtime.Store {
-			s, err := sqlitestore.Open(path, sqlitestore.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
-		Env:          []string{envCrashFile + "=" + path},
-		Runs:         300,
-		Processes:    3,
-		Concurrency:  8,
-		Lease:        500 * time.Millisecond,
-		StepDuration: 20 * time.Millisecond,
-		KillEvery:    300 * time.Millisecond,
-		Kills:        3,
-		Timeout:      45 * time.Second,
-	})
+	cfg := crashConfig(t)
+	cfg.Runs = 300
+	cfg.Processes = 3
+	cfg.Lease = 500 * time.Millisecond
+	cfg.StepDuration = 20 * time.Millisecond
+	cfg.KillEvery = 300 * time.Millisecond
+	cfg.Kills = 3
+	rep := crashtest.Run(t, cfg)
 	if rep.Kills != 3 {
 		t.Fatalf("%d kills, want 3", rep.Kills)
 	}
