@@ -189,13 +189,20 @@ func Register[In, Out any](e *Engine, name string, fn func(c *WorkflowContext, i
 	return nil
 }
 
-// workflow returns the registered workflow, or ErrUnknownWorkflow.
+// workflow returns the registered workflow, or ErrUnknownWorkflow; on a
+// closed engine, ErrClosed.
 func (e *Engine) workflow(name string) (*workflowDef, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	return e.registered(name)
+}
+
+// registered returns the registered workflow whether or not the engine is
+// closed: runs still executing while it shuts down must not fail for that.
+func (e *Engine) registered(name string) (*workflowDef, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.closed {
-		return nil, ErrClosed
-	}
 	def, ok := e.workflows[name]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q is not registered with this engine", ErrUnknownWorkflow, name)

@@ -105,7 +105,7 @@ func StartChild(c *WorkflowContext, name, workflow string, input any) (string, e
 // startChild creates the child run (idempotently, by its derived ID).
 func (x *execution) startChild(key, workflow string, input any) (string, error) {
 	e := x.engine
-	if _, err := e.workflow(workflow); err != nil {
+	if _, err := e.registered(workflow); err != nil {
 		return "", err
 	}
 	in, err := e.payloads.encode("input of child "+workflow, input)

@@ -167,7 +167,7 @@ func (e *Engine) execute(parent context.Context, r ClaimedRun) {
 		x.finish(nil, err)
 		return
 	}
-	def, err := e.workflow(r.Workflow)
+	def, err := e.registered(r.Workflow)
 	if err != nil {
 		x.release()
 		return
