@@ -493,3 +493,48 @@ func TestExhaustedRetriesErrorTheRun(t *testing.T) {
 		t.Fatalf("status %s after %d attempts, want errored after 3", st, attempts.Load())
 	}
 }
+
+// A step that completes while its engine shuts down keeps its result: the
+// checkpoint is written before the run is released, so the next engine does
+// not run the step again.
+func TestShutdownKeepsACompletedStep(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	inStep := make(chan struct{}, 1)
+	var firstRuns, secondRuns atomic.Int64
+	register := func(e *runtime.Engine) {
+		must(t, runtime.Register(e, "graceful", func(c *runtime.WorkflowContext, _ int) (int, error) {
+			a, err := runtime.Step(c, "slow@v1", runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+				if firstRuns.Add(1) == 1 {
+					inStep <- struct{}{}
+					<-sc.Done() // the engine is stopping; the step finishes its work anyway
+				}
+				return 20, nil
+			})
+			if err != nil {
+				return 0, err
+			}
+			return runtime.Step(c, "next@v1", runtime.StepOptions{}, func(runtime.StepContext) (int, error) {
+				secondRuns.Add(1)
+				return a + 1, nil
+			})
+		}))
+	}
+	a, _ := f.engine(5*time.Second, register)
+	stopA := start(t, a)
+	run, err := runtime.Start[int, int](waitCtx(t), a, "graceful", 0)
+	must(t, err)
+	<-inStep
+	stopA()
+	if st := status(t, a, run.ID()); st != runtime.StatusQueued {
+		t.Fatalf("after shutdown the run is %s, want queued (released)", st)
+	}
+
+	b, _ := f.engine(5*time.Second, register)
+	start(t, b)
+	got, err := runtime.NewRunHandle[int](b, run.ID()).Result(waitCtx(t))
+	must(t, err)
+	if got != 21 || firstRuns.Load() != 1 || secondRuns.Load() != 1 {
+		t.Fatalf("result %d; slow step ran %d times, next %d; want 21, 1, 1", got, firstRuns.Load(), secondRuns.Load())
+	}
+}

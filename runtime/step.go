@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -130,7 +131,12 @@ func runStep[T any](c *WorkflowContext, key string, opts StepOptions, fn func(sc
 		start := e.clock.Now()
 		out, err := callStep(x, full, iteration, attempt, opts.Timeout, fn)
 		end := e.clock.Now()
-		x.checkStopped()
+		if err != nil || !errors.Is(context.Cause(x.ctx), errShutdown) {
+			// A step that succeeded while the engine shuts down still has
+			// its lease: its checkpoint is written, and the run released at
+			// the next step. Otherwise a stopped run writes nothing more.
+			x.checkStopped()
+		}
 		var output []byte
 		if err == nil && !void {
 			output, err = e.payloads.encode("output of step "+full, out)
