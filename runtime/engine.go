@@ -58,6 +58,12 @@ type Config struct {
 	WorkerID string
 	// Codec, when set, transforms every payload at rest (encryption).
 	Codec Codec
+	// ShutdownGrace is how long running steps may go on once Run's context
+	// is done (or Close is called) before their contexts are cancelled. Each
+	// run is handed back at its next step boundary, so a step that finishes
+	// within the grace keeps its result and does not run again elsewhere.
+	// Default 10s; negative: cancel at once.
+	ShutdownGrace time.Duration
 }
 
 // Engine executes workflow runs from a Store and is the client that starts
@@ -114,6 +120,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.MaxRecoveries == 0 {
 		cfg.MaxRecoveries = 10
+	}
+	if cfg.ShutdownGrace == 0 {
+		cfg.ShutdownGrace = 10 * time.Second
 	}
 	if cfg.WorkerID == "" {
 		cfg.WorkerID = newWorkerID()
@@ -362,8 +371,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the engine: Run returns after releasing the runs it holds, and
-// later calls return ErrClosed. The store stays open.
+// Close stops the engine: Run returns once the runs it holds are handed back
+// (running steps get Config.ShutdownGrace to finish), and later calls return
+// ErrClosed. The store stays open.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	if e.closed {

@@ -148,6 +148,7 @@ func (f *fixture) engine(lease time.Duration, register func(e *runtime.Engine)) 
 		LeaseDuration: lease,
 		PollInterval:  5 * time.Millisecond,
 		Clock:         f.clock,
+		ShutdownGrace: 50 * time.Millisecond,
 	})
 	if err != nil {
 		f.t.Fatal(err)

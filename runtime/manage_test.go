@@ -538,3 +538,59 @@ func TestShutdownKeepsACompletedStep(t *testing.T) {
 		t.Fatalf("result %d; slow step ran %d times, next %d; want 21, 1, 1", got, firstRuns.Load(), secondRuns.Load())
 	}
 }
+
+// Stopping an engine lets running steps finish within Config.ShutdownGrace:
+// a step that honours its context is not cut short, keeps its checkpoint,
+// and the next engine does not run it again. Without a grace it is
+// cancelled and runs again.
+func TestShutdownGraceLetsStepsFinish(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		grace    time.Duration
+		wantRuns int64
+	}{{5 * time.Second, 1}, {-1, 2}} {
+		t.Run(fmt.Sprintf("grace=%v", c.grace), func(t *testing.T) {
+			t.Parallel()
+			f := setup(t)
+			inStep := make(chan struct{}, 2)
+			var runs atomic.Int64
+			register := func(e *runtime.Engine) {
+				must(t, runtime.Register(e, "careful", func(wc *runtime.WorkflowContext, _ int) (int, error) {
+					v, err := runtime.Step(wc, "work@v1", runtime.StepOptions{Retries: 3, Backoff: time.Millisecond}, func(sc runtime.StepContext) (int, error) {
+						runs.Add(1)
+						inStep <- struct{}{}
+						select {
+						case <-sc.Done(): // honours cancellation
+							return 0, sc.Err()
+						case <-time.After(200 * time.Millisecond):
+							return 7, nil
+						}
+					})
+					if err != nil {
+						return 0, err
+					}
+					// The next step boundary hands the run back.
+					return runtime.Step(wc, "after@v1", runtime.StepOptions{}, func(runtime.StepContext) (int, error) { return v, nil })
+				}))
+			}
+			a, err := runtime.New(runtime.Config{Store: f.store, PollInterval: 5 * time.Millisecond, ShutdownGrace: c.grace})
+			must(t, err)
+			register(a)
+			stopA := start(t, a)
+			run, err := runtime.Start[int, int](waitCtx(t), a, "careful", 0)
+			must(t, err)
+			<-inStep
+			stopA() // returns once the run is handed back
+			if st := status(t, a, run.ID()); st != runtime.StatusQueued {
+				t.Fatalf("after shutdown the run is %s, want queued", st)
+			}
+			b, _ := f.engine(5*time.Second, register)
+			start(t, b)
+			got, err := runtime.NewRunHandle[int](b, run.ID()).Result(waitCtx(t))
+			must(t, err)
+			if got != 7 || runs.Load() != c.wantRuns {
+				t.Fatalf("result %d after %d executions of the step, want 7 after %d", got, runs.Load(), c.wantRuns)
+			}
+		})
+	}
+}

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -131,10 +130,12 @@ func runStep[T any](c *WorkflowContext, key string, opts StepOptions, fn func(sc
 		start := e.clock.Now()
 		out, err := callStep(x, full, iteration, attempt, opts.Timeout, fn)
 		end := e.clock.Now()
-		if err != nil || !errors.Is(context.Cause(x.ctx), errShutdown) {
+		if err != nil || !x.keepsResult() {
 			// A step that succeeded while the engine shuts down still has
 			// its lease: its checkpoint is written, and the run released at
-			// the next step. Otherwise a stopped run writes nothing more.
+			// the next step boundary. A step that failed then is not
+			// recorded (its failure may be the cancellation); a terminated
+			// run or a lost lease writes nothing more.
 			x.checkStopped()
 		}
 		var output []byte
@@ -164,6 +165,9 @@ func runStep[T any](c *WorkflowContext, key string, opts StepOptions, fn func(sc
 		t := time.NewTimer(backoff(opts, attempt))
 		select {
 		case <-x.ctx.Done():
+			t.Stop()
+			x.checkStopped()
+		case <-x.stopping:
 			t.Stop()
 			x.checkStopped()
 		case <-t.C:

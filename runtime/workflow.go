@@ -93,6 +93,9 @@ type execution struct {
 	workflow string
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
+	// stopping is closed when the engine shuts down: the run is handed back
+	// at its next step boundary.
+	stopping chan struct{}
 
 	checkpoints map[string]Checkpoint
 	used        map[string]bool
@@ -140,6 +143,7 @@ func (e *Engine) execute(parent context.Context, r ClaimedRun) {
 		workflow:   r.Workflow,
 		ctx:        ctx,
 		cancel:     cancel,
+		stopping:   make(chan struct{}),
 		used:       map[string]bool{},
 		counters:   map[string]int{},
 		lastExtend: time.Now(),
@@ -157,8 +161,16 @@ func (e *Engine) execute(parent context.Context, r ClaimedRun) {
 		e.mu.Unlock()
 	}()
 
-	// The engine stopping cancels the run's context with errShutdown.
-	stop := context.AfterFunc(parent, func() { cancel(errShutdown) })
+	// The engine stopping hands the run back at its next step boundary; a
+	// step still running when the grace runs out has its context cancelled.
+	stop := context.AfterFunc(parent, func() {
+		close(x.stopping)
+		if grace := e.cfg.ShutdownGrace; grace > 0 {
+			time.AfterFunc(grace, func() { cancel(errShutdown) })
+		} else {
+			cancel(errShutdown)
+		}
+	})
 	defer stop()
 
 	if r.Recoveries > e.cfg.MaxRecoveries {
@@ -343,12 +355,26 @@ func (x *execution) countersOrNil() map[string]int {
 	return x.counters
 }
 
-// checkStopped unwinds the workflow goroutine if the run was stopped.
+// checkStopped unwinds the workflow goroutine if the run was stopped, or
+// hands it back if the engine is shutting down.
 func (x *execution) checkStopped() {
 	if x.ctx.Err() != nil {
 		x.onStopped()
 		runtime.Goexit()
 	}
+	select {
+	case <-x.stopping:
+		x.release()
+		runtime.Goexit()
+	default:
+	}
+}
+
+// keepsResult reports whether a step that just succeeded may write its
+// checkpoint: the run is live, or only the engine's shutdown stops it.
+func (x *execution) keepsResult() bool {
+	cause := context.Cause(x.ctx)
+	return cause == nil || errors.Is(cause, errShutdown)
 }
 
 // onStopped writes what a stopped run needs: nothing after a lost lease or a
