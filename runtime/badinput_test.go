@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -117,7 +118,9 @@ func fmtErr(err error) string {
 	return err.Error()
 }
 
-// Payloads encrypted at rest with the AES-GCM codec still round-trip.
+// Payloads and error texts encrypted at rest with the AES-GCM codec still
+// round-trip: inputs, outputs, checkpoints, a child's outcome, a failed
+// attempt's error, a step's final error and the run's error.
 func TestAESGCMCodec(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
@@ -126,33 +129,58 @@ func TestAESGCMCodec(t *testing.T) {
 	e, err := runtime.New(runtime.Config{Store: f.store, Codec: codec, PollInterval: 5 * time.Millisecond})
 	must(t, err)
 	must(t, runtime.Register(e, "secret.child", func(c *runtime.WorkflowContext, in string) (string, error) {
+		if strings.HasPrefix(in, "fail") {
+			return "", errors.New("child refused " + in)
+		}
 		return in + "!", nil
 	}))
 	must(t, runtime.Register(e, "secret", func(c *runtime.WorkflowContext, in string) (string, error) {
-		up, err := runtime.Step(c, "upper@v1", runtime.StepOptions{}, func(runtime.StepContext) (string, error) {
+		up, err := runtime.Step(c, "upper@v1", runtime.StepOptions{Retries: 1, Backoff: time.Millisecond}, func(sc runtime.StepContext) (string, error) {
+			if sc.Attempt() == 1 {
+				return "", errors.New("declined " + in)
+			}
 			return strings.ToUpper(in), nil
 		})
 		if err != nil {
 			return "", err
 		}
-		return runtime.CallChild[string](c, "shout", "secret.child", up)
+		shout, err := runtime.CallChild[string](c, "shout", "secret.child", up)
+		if err != nil {
+			return "", err
+		}
+		if _, err := runtime.CallChild[string](c, "refuse", "secret.child", "fail "+in); err != nil {
+			return "", fmt.Errorf("after %s: %w", shout, err)
+		}
+		return shout, nil
 	}))
 	start(t, e)
 	run, err := runtime.Start[string, string](waitCtx(t), e, "secret", "card 4242")
 	must(t, err)
-	got, err := run.Result(waitCtx(t))
+	_, err = run.Result(waitCtx(t))
+	if want := "after CARD 4242!: child refused fail card 4242"; err == nil || err.Error() != want {
+		t.Fatalf("result error %v, want %q", err, want)
+	}
+	steps, err := e.ListSteps(waitCtx(t), run.ID())
 	must(t, err)
-	if got != "CARD 4242!" {
-		t.Fatalf("result %q", got)
+	if len(steps) != 3 || steps[0].Attempts[0].Error != "declined card 4242" || steps[2].Err == nil ||
+		!strings.Contains(steps[2].Err.Error(), "child refused fail card 4242") {
+		t.Fatalf("steps as read %+v: want the opened texts", steps)
 	}
 	raw, err := f.store.GetRun(waitCtx(t), run.ID())
 	must(t, err)
-	cps, err := f.store.LoadCheckpoints(waitCtx(t), run.ID())
+	stored, err := f.store.ListSteps(waitCtx(t), run.ID())
 	must(t, err)
-	if len(cps) != 2 {
-		t.Fatalf("%d checkpoints, want the step and the child call", len(cps))
+	atRest := [][]byte{raw.Input, raw.Output, []byte(raw.Error.Message)}
+	for _, s := range stored {
+		atRest = append(atRest, s.Output)
+		if s.Error != nil {
+			atRest = append(atRest, []byte(s.Error.Message))
+		}
+		for _, a := range s.Attempts {
+			atRest = append(atRest, []byte(a.Error))
+		}
 	}
-	for _, b := range [][]byte{raw.Input, raw.Output, cps[0].Output, cps[1].Output} {
+	for _, b := range atRest {
 		if strings.Contains(string(b), "4242") {
 			t.Fatalf("plaintext at rest: %q", b)
 		}

@@ -56,7 +56,7 @@ func (e *Engine) runInfo(r RunRecord) RunInfo {
 		info.WaitingFor = r.Wait.Topic
 	}
 	if r.Error != nil {
-		info.Err = errorFromInfo("", r.Error)
+		info.Err = e.payloads.errorFrom("", r.Error)
 	}
 	if len(r.Output) > 0 {
 		if raw, err := e.payloads.raw("output of run "+r.ID, r.Output); err == nil {
@@ -321,7 +321,7 @@ func (e *Engine) Terminate(ctx context.Context, id, reason string) error {
 	if reason == "" {
 		reason = "terminated"
 	}
-	info := ErrorInfo{Message: "stem: run terminated: " + reason, Code: CodeTerminated}
+	info := ErrorInfo{Message: e.payloads.sealText("stem: run terminated: " + reason), Code: CodeTerminated}
 	req := TerminateRequest{RunID: id, Error: info}
 	if r.ParentID != "" {
 		payload, _ := json.Marshal(childOutcome{Error: &info})
@@ -459,11 +459,27 @@ func (e *Engine) ListSteps(ctx context.Context, runID string) ([]StepInfo, error
 	}
 	out := make([]StepInfo, len(steps))
 	for i, s := range steps {
-		out[i] = StepInfo{Key: s.Key, Kind: s.Kind, Seq: s.Seq, Err: errorFromInfo(s.Key, s.Error), CreatedAt: s.CreatedAt, Attempts: s.Attempts}
-		if s.Kind == KindChild || s.Kind == KindSleep {
+		out[i] = StepInfo{Key: s.Key, Kind: s.Kind, Seq: s.Seq, Err: e.payloads.errorFrom(s.Key, s.Error), CreatedAt: s.CreatedAt, Attempts: e.payloads.openAttempts(s.Attempts)}
+		switch s.Kind {
+		case KindSleep:
 			out[i].Output = s.Output
-		} else if raw, err := e.payloads.raw("checkpoint "+s.Key, s.Output); err == nil {
-			out[i].Output = raw
+		case KindChild:
+			// A child call's checkpoint is the child's outcome (or, for
+			// StartChild, the child's ID); show it like a step's result.
+			var co childOutcome
+			if json.Unmarshal(s.Output, &co) != nil {
+				out[i].Output = s.Output
+				break
+			}
+			if co.Error != nil {
+				out[i].Err = e.payloads.errorFrom(s.Key, co.Error)
+			} else if raw, err := e.payloads.raw("child output "+s.Key, co.stored()); err == nil {
+				out[i].Output = raw
+			}
+		default:
+			if raw, err := e.payloads.raw("checkpoint "+s.Key, s.Output); err == nil {
+				out[i].Output = raw
+			}
 		}
 	}
 	return out, nil

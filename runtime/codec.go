@@ -5,9 +5,11 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // DefaultMaxPayloadBytes is the payload limit when Config.MaxPayloadBytes is
@@ -87,6 +89,70 @@ func decodeJSON(what string, b []byte, limit int, v any) error {
 		return fmt.Errorf("%w: %s into %T: %v", ErrDecode, what, v, err)
 	}
 	return nil
+}
+
+// sealedPrefix marks an error text sealed by the codec.
+const sealedPrefix = "stem-sealed:"
+
+// sealText applies the codec to an error text, so error messages are as
+// protected at rest as payloads.
+func (p payloads) sealText(s string) string {
+	if p.codec == nil || s == "" {
+		return s
+	}
+	b, err := p.codec.Encode([]byte(s))
+	if err != nil {
+		return "(error text could not be sealed)"
+	}
+	return sealedPrefix + base64.StdEncoding.EncodeToString(b)
+}
+
+// openText undoes sealText.
+func (p payloads) openText(s string) string {
+	if p.codec == nil || !strings.HasPrefix(s, sealedPrefix) {
+		return s
+	}
+	raw, err := base64.StdEncoding.DecodeString(s[len(sealedPrefix):])
+	if err != nil {
+		return "(sealed error text is malformed)"
+	}
+	plain, err := p.codec.Decode(raw)
+	if err != nil {
+		return "(sealed error text does not decode with this codec)"
+	}
+	return string(plain)
+}
+
+// sealInfo returns info with its message sealed.
+func (p payloads) sealInfo(info *ErrorInfo) *ErrorInfo {
+	if info == nil || p.codec == nil {
+		return info
+	}
+	sealed := *info
+	sealed.Message = p.sealText(info.Message)
+	return &sealed
+}
+
+// errorFrom rebuilds an error from its stored form, opening a sealed
+// message; Code keeps errors.Is working for the package's sentinels.
+func (p payloads) errorFrom(key string, info *ErrorInfo) error {
+	if info == nil {
+		return nil
+	}
+	return &StepError{Key: key, Message: p.openText(info.Message), Code: info.Code}
+}
+
+// openAttempts returns attempts with their error texts opened.
+func (p payloads) openAttempts(as []Attempt) []Attempt {
+	if p.codec == nil {
+		return as
+	}
+	out := make([]Attempt, len(as))
+	for i, a := range as {
+		a.Error = p.openText(a.Error)
+		out[i] = a
+	}
+	return out
 }
 
 // NewAESGCMCodec returns a Codec that encrypts payloads with AES-GCM under

@@ -130,14 +130,6 @@ func errorInfo(err error) *ErrorInfo {
 	return info
 }
 
-// errorFromInfo rebuilds an error from its stored form.
-func errorFromInfo(key string, info *ErrorInfo) error {
-	if info == nil {
-		return nil
-	}
-	return &StepError{Key: key, Message: info.Message, Code: info.Code}
-}
-
 func invalidArg(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidArgument}, args...)...)
 }

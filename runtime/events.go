@@ -42,7 +42,7 @@ func WaitForEvent[T any](c *WorkflowContext, name, topic string, timeout time.Du
 	} else if w.Deadline != nil && !x.engine.clock.Now().Before(*w.Deadline) {
 		// A registered wait whose deadline passed: a timeout, not a new wait.
 		cp := x.checkpoint(Checkpoint{Key: key, Kind: KindEvent, Error: &ErrorInfo{
-			Message: fmt.Sprintf("event %q (topic %q) did not arrive by %s", key, w.Topic, w.Deadline.Format(time.RFC3339Nano)),
+			Message: x.engine.payloads.sealText(fmt.Sprintf("event %q (topic %q) did not arrive by %s", key, w.Topic, w.Deadline.Format(time.RFC3339Nano))),
 			Code:    CodeEventTimeout,
 		}}, nil)
 		return decodeCheckpoint[T](x, cp)
@@ -126,14 +126,14 @@ func (x *execution) startChild(key, workflow string, input any) (string, error) 
 func decodeChild[Out any](x *execution, cp Checkpoint) (Out, error) {
 	var zero Out
 	if cp.Error != nil {
-		return zero, errorFromInfo(cp.Key, cp.Error)
+		return zero, x.engine.payloads.errorFrom(cp.Key, cp.Error)
 	}
 	var co childOutcome
 	if err := json.Unmarshal(cp.Output, &co); err != nil {
 		return zero, fmt.Errorf("%w: child outcome %q: %v", ErrDecode, cp.Key, err)
 	}
 	if co.Error != nil {
-		return zero, errorFromInfo(cp.Key, co.Error)
+		return zero, x.engine.payloads.errorFrom(cp.Key, co.Error)
 	}
 	var out Out
 	if err := x.engine.payloads.decode("child output "+cp.Key, co.stored(), &out); err != nil {

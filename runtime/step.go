@@ -153,9 +153,9 @@ func runStep[T any](c *WorkflowContext, key string, opts StepOptions, fn func(sc
 			}
 			return out, nil
 		}
-		a.Error = err.Error()
+		a.Error = e.payloads.sealText(err.Error())
 		if IsPermanent(err) || attempt > opts.Retries {
-			cp := x.checkpoint(Checkpoint{Key: full, Kind: KindStep, Error: errorInfo(err)}, []Attempt{a})
+			cp := x.checkpoint(Checkpoint{Key: full, Kind: KindStep, Error: e.payloads.sealInfo(errorInfo(err))}, []Attempt{a})
 			return decodeCheckpoint[T](x, cp)
 		}
 		if err := e.store.RecordAttempts(context.WithoutCancel(x.ctx), x.lease, e.cfg.LeaseDuration, []Attempt{a}); err != nil {
@@ -236,7 +236,7 @@ func callStep[T any](x *execution, key string, iteration, attempt int, timeout t
 func decodeCheckpoint[T any](x *execution, cp Checkpoint) (T, error) {
 	var out T
 	if cp.Error != nil {
-		return out, errorFromInfo(cp.Key, cp.Error)
+		return out, x.engine.payloads.errorFrom(cp.Key, cp.Error)
 	}
 	if err := x.engine.payloads.decode("checkpoint "+cp.Key, cp.Output, &out); err != nil {
 		return out, err

@@ -241,7 +241,7 @@ func (x *execution) finish(out []byte, runErr error) {
 	if runErr != nil {
 		req.Status = StatusErrored
 		req.Output = nil
-		req.Error = errorInfo(runErr)
+		req.Error = e.payloads.sealInfo(errorInfo(runErr))
 	}
 	if x.claim.ParentID != "" {
 		payload, err := json.Marshal(e.payloads.newChildOutcome(req.Output, req.Error))
