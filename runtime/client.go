@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -328,14 +327,7 @@ func (e *Engine) Terminate(ctx context.Context, id, reason string) error {
 		req.Notify = &Event{RunID: r.ParentID, Topic: childTopic(id), Payload: payload}
 	}
 	if err := e.store.Terminate(ctx, req); err != nil {
-		if errors.Is(err, ErrRunNotFound) && r.ParentID != "" {
-			// The parent is gone; terminate without telling it.
-			req.Notify = nil
-			err = e.store.Terminate(ctx, req)
-		}
-		if err != nil {
-			return err
-		}
+		return err
 	}
 	e.stopLocal(id, ErrTerminated)
 	e.notifyFinished()

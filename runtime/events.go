@@ -41,7 +41,7 @@ func WaitForEvent[T any](c *WorkflowContext, name, topic string, timeout time.Du
 		}
 	} else if w.Deadline != nil && !x.engine.clock.Now().Before(*w.Deadline) {
 		// A registered wait whose deadline passed: a timeout, not a new wait.
-		cp := x.checkpoint(Checkpoint{Key: key, Kind: KindEvent, Error: &ErrorInfo{
+		cp, _ := x.checkpoint(Checkpoint{Key: key, Kind: KindEvent, Error: &ErrorInfo{
 			Message: x.engine.payloads.sealText(fmt.Sprintf("event %q (topic %q) did not arrive by %s", key, w.Topic, w.Deadline.Format(time.RFC3339Nano))),
 			Code:    CodeEventTimeout,
 		}}, nil)

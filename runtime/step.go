@@ -147,15 +147,14 @@ func runStep[T any](c *WorkflowContext, key string, opts StepOptions, fn func(sc
 		}
 		a := Attempt{Key: full, Number: attempt, Started: start, Ended: end}
 		if err == nil {
-			cp := x.checkpoint(Checkpoint{Key: full, Kind: KindStep, Output: output}, []Attempt{a})
-			if cp.Error != nil || string(cp.Output) != string(output) {
+			if cp, existed := x.checkpoint(Checkpoint{Key: full, Kind: KindStep, Output: output}, []Attempt{a}); existed {
 				return decodeCheckpoint[T](x, cp)
 			}
 			return out, nil
 		}
 		a.Error = e.payloads.sealText(err.Error())
 		if IsPermanent(err) || attempt > opts.Retries {
-			cp := x.checkpoint(Checkpoint{Key: full, Kind: KindStep, Error: e.payloads.sealInfo(errorInfo(err))}, []Attempt{a})
+			cp, _ := x.checkpoint(Checkpoint{Key: full, Kind: KindStep, Error: e.payloads.sealInfo(errorInfo(err))}, []Attempt{a})
 			return decodeCheckpoint[T](x, cp)
 		}
 		if err := e.store.RecordAttempts(context.WithoutCancel(x.ctx), x.lease, e.cfg.LeaseDuration, []Attempt{a}); err != nil {

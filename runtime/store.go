@@ -108,7 +108,9 @@ type Store interface {
 	// Complete finishes a run, fenced: StatusComplete with Output, or
 	// StatusErrored with Error. The lease, any wait and the SuspendState are
 	// cleared. If Notify is set, it is delivered in the same atomic change
-	// exactly as SendEvent would (a child run telling its parent).
+	// exactly as SendEvent would (a child run telling its parent), except
+	// that a Notify whose run is unknown or finished is dropped: a child
+	// always finishes, whatever became of its parent.
 	Complete(ctx context.Context, req CompleteRequest) error
 
 	// Pause pauses a run. A queued or waiting run becomes StatusPaused at
@@ -124,8 +126,8 @@ type Store interface {
 
 	// Terminate ends an unfinished run: StatusTerminated with Error, lease
 	// and wait cleared, so the worker holding it fails its next fenced write
-	// with ErrLeaseLost. Notify is delivered in the same change, as in
-	// Complete. A finished run: ErrInvalidState.
+	// with ErrLeaseLost. Notify is delivered (or dropped) in the same change,
+	// as in Complete. A finished run: ErrInvalidState.
 	Terminate(ctx context.Context, req TerminateRequest) error
 
 	// Restart drops a run's checkpoints, attempts, wait and SuspendState and

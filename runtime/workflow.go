@@ -424,9 +424,10 @@ func (x *execution) fail(err error) {
 }
 
 // checkpoint writes a checkpoint under the lease. It returns the stored
-// checkpoint (the existing one if another write won). A lost lease or a pause
-// taking effect unwinds the workflow goroutine.
-func (x *execution) checkpoint(cp Checkpoint, attempts []Attempt) Checkpoint {
+// checkpoint, and existed when another write of the key had won (an event
+// delivered first). A lost lease or a pause taking effect unwinds the
+// workflow goroutine.
+func (x *execution) checkpoint(cp Checkpoint, attempts []Attempt) (stored Checkpoint, existed bool) {
 	res, err := x.engine.store.Checkpoint(context.WithoutCancel(x.ctx), CheckpointRequest{
 		Lease: x.lease, LeaseFor: x.engine.cfg.LeaseDuration, Checkpoint: cp, Attempts: attempts,
 	})
@@ -443,7 +444,7 @@ func (x *execution) checkpoint(cp Checkpoint, attempts []Attempt) Checkpoint {
 		x.cancel(ErrLeaseLost)
 		runtime.Goexit()
 	}
-	return cp
+	return cp, res.Existing != nil
 }
 
 // suspend parks the run at key and unwinds the workflow goroutine. If the
