@@ -235,7 +235,10 @@ type Report struct {
 	Elapsed        time.Duration
 }
 
-// Run executes a crash test and fails t on any broken invariant.
+// Run executes a crash test and fails t on any broken invariant, and also
+// when it could not test what was asked: the runs finished before every
+// requested kill, or (with Freeze) the thawed worker sent no stale write to
+// reject.
 func Run(t *testing.T, cfg Config) Report {
 	t.Helper()
 	if cfg.Timeout == 0 {
