@@ -66,12 +66,9 @@ func (s *Store) SendEvent(ctx context.Context, ev runtime.Event) (bool, error) {
 	}
 	var delivered, ready bool
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		r, ok, err := s.lock(ctx, tx, ev.RunID)
+		r, err := s.lockExisting(ctx, tx, ev.RunID)
 		if err != nil {
 			return err
-		}
-		if !ok {
-			return fmt.Errorf("run %q: %w", ev.RunID, runtime.ErrRunNotFound)
 		}
 		if r.Status.Finished() {
 			return fmt.Errorf("run %q is %s: %w", ev.RunID, r.Status, runtime.ErrInvalidState)

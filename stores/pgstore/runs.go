@@ -178,6 +178,16 @@ func (s *Store) lock(ctx context.Context, tx pgx.Tx, id string) (r locked, ok bo
 	return r, true, nil
 }
 
+// lockExisting locks the run like lock, and reports a missing run as
+// runtime.ErrRunNotFound.
+func (s *Store) lockExisting(ctx context.Context, tx pgx.Tx, id string) (locked, error) {
+	r, ok, err := s.lock(ctx, tx, id)
+	if err == nil && !ok {
+		err = fmt.Errorf("run %q: %w", id, runtime.ErrRunNotFound)
+	}
+	return r, err
+}
+
 // notifyTx queues a ready notification, sent when tx commits.
 func (s *Store) notifyTx(ctx context.Context, tx pgx.Tx) error {
 	if !s.notify {
@@ -195,12 +205,9 @@ func (s *Store) Pause(ctx context.Context, runID string) error {
 		return err
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		r, ok, err := s.lock(ctx, tx, runID)
+		r, err := s.lockExisting(ctx, tx, runID)
 		if err != nil {
 			return err
-		}
-		if !ok {
-			return fmt.Errorf("run %q: %w", runID, runtime.ErrRunNotFound)
 		}
 		var set string
 		switch {
@@ -232,12 +239,9 @@ func (s *Store) Resume(ctx context.Context, runID string) error {
 	ready := false
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		ready = false
-		r, ok, err := s.lock(ctx, tx, runID)
+		r, err := s.lockExisting(ctx, tx, runID)
 		if err != nil {
 			return err
-		}
-		if !ok {
-			return fmt.Errorf("run %q: %w", runID, runtime.ErrRunNotFound)
 		}
 		switch r.Status {
 		case runtime.StatusPaused:
@@ -287,12 +291,9 @@ func (s *Store) Terminate(ctx context.Context, req runtime.TerminateRequest) err
 	ready := false
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		ready = false
-		r, ok, err := s.lock(ctx, tx, req.RunID)
+		r, err := s.lockExisting(ctx, tx, req.RunID)
 		if err != nil {
 			return err
-		}
-		if !ok {
-			return fmt.Errorf("run %q: %w", req.RunID, runtime.ErrRunNotFound)
 		}
 		if r.Status.Finished() {
 			return fmt.Errorf("run %q is %s: %w", req.RunID, r.Status, runtime.ErrInvalidState)
@@ -327,12 +328,9 @@ func (s *Store) Restart(ctx context.Context, runID string) error {
 		return err
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		r, ok, err := s.lock(ctx, tx, runID)
+		r, err := s.lockExisting(ctx, tx, runID)
 		if err != nil {
 			return err
-		}
-		if !ok {
-			return fmt.Errorf("run %q: %w", runID, runtime.ErrRunNotFound)
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM `+s.schema+`.checkpoints WHERE run_id = $1`, runID); err != nil {
 			return err
