@@ -126,12 +126,9 @@ type suspendState struct {
 	Counters map[string]int `json:"counters,omitempty"`
 }
 
-func (x *execution) logger() *slog.Logger {
-	if x.log == nil {
-		x.log = x.engine.log.With("run", x.lease.RunID, "workflow", x.workflow)
-	}
-	return x.log
-}
+// logger returns the execution's logger, built with the execution: the
+// heartbeat and workflow goroutines both log.
+func (x *execution) logger() *slog.Logger { return x.log }
 
 // execute runs one claimed run until it completes, suspends or stops.
 func (e *Engine) execute(parent context.Context, r ClaimedRun) {
@@ -144,6 +141,7 @@ func (e *Engine) execute(parent context.Context, r ClaimedRun) {
 		ctx:        ctx,
 		cancel:     cancel,
 		stopping:   make(chan struct{}),
+		log:        e.log.With("run", r.Lease.RunID, "workflow", r.Workflow),
 		used:       map[string]bool{},
 		counters:   map[string]int{},
 		lastExtend: time.Now(),
