@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/stemflow/stem/storage"
+
 	"github.com/stemflow/stem/internal/benchwork"
-	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/stores/memstore"
 )
 
@@ -16,7 +17,7 @@ import (
 func BenchmarkEngine(b *testing.B) {
 	for _, workers := range []int{1, 32} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			benchwork.TenSteps(b, func(*testing.B) runtime.Store { return memstore.New(memstore.Options{}) }, workers, 1000)
+			benchwork.TenSteps(b, func(*testing.B) storage.Store { return memstore.New(memstore.Options{}) }, workers, 1000)
 		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 	"time"
+
+	"github.com/stemflow/stem/storage"
 )
 
 // StartOption configures one Start.
@@ -45,7 +47,7 @@ type RunInfo struct {
 	UpdatedAt  time.Time
 }
 
-func (e *Engine) runInfo(r RunRecord) RunInfo {
+func (e *Engine) runInfo(r storage.RunRecord) RunInfo {
 	info := RunInfo{
 		ID: r.ID, Workflow: r.Workflow, ParentID: r.ParentID, Status: r.Status,
 		PauseRequested: r.PauseRequested, ReadyAt: r.ReadyAt, Recoveries: r.Recoveries,
@@ -159,13 +161,13 @@ func StartBatch[In, Out any](ctx context.Context, e *Engine, name string, items 
 	if _, err := typedWorkflow[In, Out](e, name); err != nil {
 		return nil, err
 	}
-	runs := make([]NewRun, len(items))
+	runs := make([]storage.NewRun, len(items))
 	for i, it := range items {
 		in, err := e.payloads.encode("input of "+name, it.Input)
 		if err != nil {
 			return nil, err
 		}
-		runs[i] = NewRun{ID: it.ID, Workflow: name, Input: in}
+		runs[i] = storage.NewRun{ID: it.ID, Workflow: name, Input: in}
 	}
 	results, err := e.create(ctx, runs)
 	if err != nil {
@@ -193,14 +195,14 @@ func (e *Engine) StartJSON(ctx context.Context, name, id string, input json.RawM
 	if err != nil {
 		return RunInfo{}, err
 	}
-	res, err := e.create(ctx, []NewRun{{ID: id, Workflow: name, Input: in}})
+	res, err := e.create(ctx, []storage.NewRun{{ID: id, Workflow: name, Input: in}})
 	if err != nil {
 		return RunInfo{}, err
 	}
 	return e.runInfo(res[0].Run), nil
 }
 
-func (e *Engine) create(ctx context.Context, runs []NewRun) ([]CreateResult, error) {
+func (e *Engine) create(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
 	if err := e.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -320,11 +322,11 @@ func (e *Engine) Terminate(ctx context.Context, id, reason string) error {
 	if reason == "" {
 		reason = "terminated"
 	}
-	info := ErrorInfo{Message: e.payloads.sealText("stem: run terminated: " + reason), Code: CodeTerminated}
-	req := TerminateRequest{RunID: id, Error: info}
+	info := storage.ErrorInfo{Message: e.payloads.sealText("stem: run terminated: " + reason), Code: storage.CodeTerminated}
+	req := storage.TerminateRequest{RunID: id, Error: info}
 	if r.ParentID != "" {
 		payload, _ := json.Marshal(childOutcome{Error: &info})
-		req.Notify = &Event{RunID: r.ParentID, Topic: childTopic(id), Payload: payload}
+		req.Notify = &storage.Event{RunID: r.ParentID, Topic: childTopic(id), Payload: payload}
 	}
 	if err := e.store.Terminate(ctx, req); err != nil {
 		return err
@@ -372,7 +374,7 @@ func (e *Engine) Emit(ctx context.Context, topic string, payload any) (int, erro
 	if err != nil {
 		return 0, err
 	}
-	ids, err := e.store.Emit(ctx, topic, b)
+	ids, err := e.store.Emit(ctx, storage.EmitRequest{Topic: topic, Payload: b})
 	if err != nil {
 		return 0, err
 	}
@@ -397,7 +399,7 @@ func (e *Engine) SendEvent(ctx context.Context, runID, topic string, payload any
 	if err != nil {
 		return err
 	}
-	delivered, err := e.store.SendEvent(ctx, Event{RunID: runID, Topic: topic, Payload: b})
+	delivered, err := e.store.SendEvent(ctx, storage.Event{RunID: runID, Topic: topic, Payload: b})
 	if err != nil {
 		return err
 	}
@@ -430,7 +432,7 @@ func (e *Engine) ListRuns(ctx context.Context, q ListRunsQuery) ([]RunInfo, stri
 type StepInfo struct {
 	// Key is the expanded checkpoint key ("pack@v1#10").
 	Key  string
-	Kind CheckpointKind
+	Kind StepKind
 	Seq  int64
 	// Output is the step's JSON result.
 	Output json.RawMessage

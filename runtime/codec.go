@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/stemflow/stem/storage"
 )
 
 // DefaultMaxPayloadBytes is the payload limit when Config.MaxPayloadBytes is
@@ -124,7 +126,7 @@ func (p payloads) openText(s string) string {
 }
 
 // sealInfo returns info with its message sealed.
-func (p payloads) sealInfo(info *ErrorInfo) *ErrorInfo {
+func (p payloads) sealInfo(info *storage.ErrorInfo) *storage.ErrorInfo {
 	if info == nil || p.codec == nil {
 		return info
 	}
@@ -135,7 +137,7 @@ func (p payloads) sealInfo(info *ErrorInfo) *ErrorInfo {
 
 // errorFrom rebuilds an error from its stored form, opening a sealed
 // message; Code keeps errors.Is working for the package's sentinels.
-func (p payloads) errorFrom(key string, info *ErrorInfo) error {
+func (p payloads) errorFrom(key string, info *storage.ErrorInfo) error {
 	if info == nil {
 		return nil
 	}

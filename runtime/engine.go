@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/stemflow/stem/storage"
 )
 
 // SupportPackageIsVersion1 is referenced by generated code. Generated code
@@ -16,20 +18,10 @@ import (
 // stops compiling instead of misbehaving.
 const SupportPackageIsVersion1 = true
 
-// Clock tells the time. Tests substitute it; the zero Config uses the system
-// clock.
-type Clock interface {
-	Now() time.Time
-}
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
 // Config configures an Engine. Its zero value, with a Store, works.
 type Config struct {
 	// Store holds every run's state. Required. The engine does not close it.
-	Store Store
+	Store storage.Store
 	// Workers is how many runs one engine executes at once. Default 16.
 	Workers int
 	// LeaseDuration is how long a claimed run stays leased without a write or
@@ -43,7 +35,7 @@ type Config struct {
 	ClaimBatch int
 	// Clock tells the time for sleeps, deadlines and attempt records. Default
 	// the system clock.
-	Clock Clock
+	Clock storage.Clock
 	// Logger receives the engine's logs. Default: discarded.
 	Logger *slog.Logger
 	// MaxPayloadBytes caps every payload (input, output, event), checked
@@ -71,9 +63,9 @@ type Config struct {
 // to work; an engine that never calls Run is a client only.
 type Engine struct {
 	cfg      Config
-	store    Store
+	store    storage.Store
 	log      *slog.Logger
-	clock    Clock
+	clock    storage.Clock
 	payloads payloads
 
 	mu        sync.Mutex
@@ -109,12 +101,8 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.ClaimBatch == 0 {
 		cfg.ClaimBatch = cfg.Workers
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = systemClock{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Clock = storage.ClockOr(cfg.Clock)
+	cfg.Logger = storage.LoggerOr(cfg.Logger)
 	if cfg.MaxPayloadBytes == 0 {
 		cfg.MaxPayloadBytes = DefaultMaxPayloadBytes
 	}
@@ -142,9 +130,6 @@ func New(cfg Config) (*Engine, error) {
 
 // WorkerID returns the ID this engine's worker leases runs under.
 func (e *Engine) WorkerID() string { return e.cfg.WorkerID }
-
-// Store returns the engine's store.
-func (e *Engine) Store() Store { return e.store }
 
 // workflowDef is a registered workflow, type-erased.
 type workflowDef struct {
@@ -284,7 +269,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}()
 
 	var notes <-chan struct{}
-	if n, ok := e.store.(Notifier); ok {
+	if n, ok := e.store.(storage.Notifier); ok {
 		notes = n.Notifications(ctx)
 	}
 	var wg sync.WaitGroup
@@ -303,7 +288,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		free := cap(slots) - len(slots)
 		claimed := 0
 		if free > 0 && (free >= threshold || !backlog) {
-			runs, err := e.store.Claim(ctx, ClaimRequest{
+			runs, err := e.store.Claim(ctx, storage.ClaimRequest{
 				Owner:     e.cfg.WorkerID,
 				Workflows: names,
 				Limit:     min(free, e.cfg.ClaimBatch),

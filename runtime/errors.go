@@ -3,6 +3,8 @@ package runtime
 import (
 	"errors"
 	"fmt"
+
+	"github.com/stemflow/stem/storage"
 )
 
 // Sentinel errors. Callers branch on them with errors.Is.
@@ -10,13 +12,13 @@ var (
 	// ErrLeaseLost: the run is no longer leased to this worker (the lease
 	// expired and another worker claimed it, or the run was terminated,
 	// restarted or paused). The worker stops the run and writes nothing more.
-	ErrLeaseLost = errors.New("stem: lease lost")
+	ErrLeaseLost = storage.ErrLeaseLost
 	// ErrRunNotFound: no run has the ID.
-	ErrRunNotFound = errors.New("stem: run not found")
+	ErrRunNotFound = storage.ErrRunNotFound
 	// ErrInvalidState: the run's status forbids the operation.
-	ErrInvalidState = errors.New("stem: operation not allowed in the run's state")
+	ErrInvalidState = storage.ErrInvalidState
 	// ErrClosed: the engine or store was closed.
-	ErrClosed = errors.New("stem: closed")
+	ErrClosed = storage.ErrClosed
 	// ErrUnknownWorkflow: no workflow is registered under the name.
 	ErrUnknownWorkflow = errors.New("stem: unknown workflow")
 	// ErrDuplicateWorkflow: a workflow name was registered twice.
@@ -39,30 +41,17 @@ var (
 	ErrPoisonRun = errors.New("stem: run recovered too many times without progress")
 	// ErrInvalidArgument: a call's argument is malformed (an empty ID, an
 	// empty topic, a bad key).
-	ErrInvalidArgument = errors.New("stem: invalid argument")
-)
-
-// The ErrorInfo codes, which carry sentinel identity through storage.
-const (
-	CodeEventTimeout   = "event_timeout"
-	CodeNonDeterminism = "nondeterminism"
-	CodeDuplicateStep  = "duplicate_step"
-	CodeTerminated     = "terminated"
-	CodePoisonRun      = "poison_run"
-	CodePermanent      = "permanent"
-	CodeDecode         = "decode"
-	CodePanic          = "panic"
-	CodeUnknown        = "unknown_workflow"
+	ErrInvalidArgument = storage.ErrInvalidArgument
 )
 
 var codeSentinels = map[string]error{
-	CodeEventTimeout:   ErrEventTimeout,
-	CodeNonDeterminism: ErrNonDeterminism,
-	CodeDuplicateStep:  ErrDuplicateStep,
-	CodeTerminated:     ErrTerminated,
-	CodePoisonRun:      ErrPoisonRun,
-	CodeDecode:         ErrDecode,
-	CodeUnknown:        ErrUnknownWorkflow,
+	storage.CodeEventTimeout:    ErrEventTimeout,
+	storage.CodeNonDeterminism:  ErrNonDeterminism,
+	storage.CodeDuplicateStep:   ErrDuplicateStep,
+	storage.CodeTerminated:      ErrTerminated,
+	storage.CodePoisonRun:       ErrPoisonRun,
+	storage.CodeDecode:          ErrDecode,
+	storage.CodeUnknownWorkflow: ErrUnknownWorkflow,
 }
 
 // Permanent wraps err so that a step returning it is not retried.
@@ -101,18 +90,18 @@ func (e *StepError) Error() string { return e.Message }
 // Unwrap returns the sentinel the stored code names, so errors.Is works on a
 // replayed error as on the original.
 func (e *StepError) Unwrap() error {
-	if e.Code == CodePermanent {
+	if e.Code == storage.CodePermanent {
 		return nil
 	}
 	return codeSentinels[e.Code]
 }
 
 // errorInfo converts an error to its stored form.
-func errorInfo(err error) *ErrorInfo {
+func errorInfo(err error) *storage.ErrorInfo {
 	if err == nil {
 		return nil
 	}
-	info := &ErrorInfo{Message: err.Error()}
+	info := &storage.ErrorInfo{Message: err.Error()}
 	var se *StepError
 	if errors.As(err, &se) && se.Code != "" {
 		info.Code = se.Code
@@ -125,7 +114,7 @@ func errorInfo(err error) *ErrorInfo {
 		}
 	}
 	if IsPermanent(err) {
-		info.Code = CodePermanent
+		info.Code = storage.CodePermanent
 	}
 	return info
 }

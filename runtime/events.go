@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/stemflow/stem/storage"
 )
 
 // WaitForEvent suspends the run until an event of topic arrives for it (sent
@@ -34,20 +36,20 @@ func WaitForEvent[T any](c *WorkflowContext, name, topic string, timeout time.Du
 	w := x.claim.Wait
 	if w == nil || w.Key != key {
 		// The first wait: its deadline is fixed now and persisted.
-		w = &Wait{Key: key, Topic: topic, Kind: KindEvent}
+		w = &storage.Wait{Key: key, Topic: topic, Kind: KindEvent}
 		if timeout > 0 {
 			d := x.engine.clock.Now().Add(timeout).UTC()
 			w.Deadline = &d
 		}
 	} else if w.Deadline != nil && !x.engine.clock.Now().Before(*w.Deadline) {
 		// A registered wait whose deadline passed: a timeout, not a new wait.
-		cp, _ := x.checkpoint(Checkpoint{Key: key, Kind: KindEvent, Error: &ErrorInfo{
+		cp, _ := x.checkpoint(storage.Checkpoint{Key: key, Kind: KindEvent, Error: &storage.ErrorInfo{
 			Message: x.engine.payloads.sealText(fmt.Sprintf("event %q (topic %q) did not arrive by %s", key, w.Topic, w.Deadline.Format(time.RFC3339Nano))),
-			Code:    CodeEventTimeout,
+			Code:    storage.CodeEventTimeout,
 		}}, nil)
 		return decodeCheckpoint[T](x, cp)
 	}
-	cp := x.suspend(key, SuspendRequest{Wait: w, ReadyAt: w.Deadline})
+	cp := x.suspend(key, storage.SuspendRequest{Wait: w, ReadyAt: w.Deadline})
 	return decodeCheckpoint[T](x, cp)
 }
 
@@ -73,7 +75,7 @@ func CallChild[Out any](c *WorkflowContext, name, workflow string, input any) (O
 	if err != nil {
 		return zero, err
 	}
-	cp := x.suspend(key, SuspendRequest{Wait: &Wait{Key: key, Topic: childTopic(childID), Kind: KindChild}})
+	cp := x.suspend(key, storage.SuspendRequest{Wait: &storage.Wait{Key: key, Topic: childTopic(childID), Kind: KindChild}})
 	return decodeChild[Out](x, cp)
 }
 
@@ -98,7 +100,7 @@ func StartChild(c *WorkflowContext, name, workflow string, input any) (string, e
 		return "", err
 	}
 	out, _ := json.Marshal(childID)
-	x.checkpoint(Checkpoint{Key: key, Kind: KindChild, Output: out}, nil)
+	x.checkpoint(storage.Checkpoint{Key: key, Kind: KindChild, Output: out}, nil)
 	return childID, nil
 }
 
@@ -113,7 +115,7 @@ func (x *execution) startChild(key, workflow string, input any) (string, error) 
 		return "", err
 	}
 	childID := childRunID(x.lease.RunID, key)
-	if _, err := e.store.CreateRuns(context.WithoutCancel(x.ctx), []NewRun{{
+	if _, err := e.store.CreateRuns(context.WithoutCancel(x.ctx), []storage.NewRun{{
 		ID: childID, Workflow: workflow, Input: in, ParentID: x.lease.RunID,
 	}}); err != nil {
 		x.stop(err)
@@ -123,7 +125,7 @@ func (x *execution) startChild(key, workflow string, input any) (string, error) 
 }
 
 // decodeChild returns a child's outcome, delivered as the wait's checkpoint.
-func decodeChild[Out any](x *execution, cp Checkpoint) (Out, error) {
+func decodeChild[Out any](x *execution, cp storage.Checkpoint) (Out, error) {
 	var zero Out
 	if cp.Error != nil {
 		return zero, x.engine.payloads.errorFrom(cp.Key, cp.Error)

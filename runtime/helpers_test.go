@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stemflow/stem/storage"
+
 	"go.uber.org/goleak"
 
 	"github.com/stemflow/stem/runtime"
@@ -27,7 +29,7 @@ var errKilled = errors.New("worker killed")
 // the death of the worker process that uses it: once killed, every call
 // fails and nothing more reaches the store.
 type probeStore struct {
-	runtime.Store
+	storage.Store
 	dead     atomic.Bool
 	claims   atomic.Int64
 	suspends atomic.Int64
@@ -43,7 +45,7 @@ type checkpointCall struct {
 
 func (p *probeStore) kill() { p.dead.Store(true) }
 
-func (p *probeStore) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.ClaimedRun, error) {
+func (p *probeStore) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.ClaimedRun, error) {
 	if p.dead.Load() {
 		return nil, errKilled
 	}
@@ -51,9 +53,9 @@ func (p *probeStore) Claim(ctx context.Context, req runtime.ClaimRequest) ([]run
 	return p.Store.Claim(ctx, req)
 }
 
-func (p *probeStore) Checkpoint(ctx context.Context, req runtime.CheckpointRequest) (runtime.CheckpointResult, error) {
+func (p *probeStore) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (storage.CheckpointResult, error) {
 	if p.dead.Load() {
-		return runtime.CheckpointResult{}, errKilled
+		return storage.CheckpointResult{}, errKilled
 	}
 	res, err := p.Store.Checkpoint(ctx, req)
 	p.mu.Lock()
@@ -68,9 +70,9 @@ func (p *probeStore) checkpointCalls() []checkpointCall {
 	return append([]checkpointCall(nil), p.checkpoints...)
 }
 
-func (p *probeStore) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtime.SuspendResult, error) {
+func (p *probeStore) Suspend(ctx context.Context, req storage.SuspendRequest) (storage.SuspendResult, error) {
 	if p.dead.Load() {
-		return runtime.SuspendResult{}, errKilled
+		return storage.SuspendResult{}, errKilled
 	}
 	res, err := p.Store.Suspend(ctx, req)
 	if err == nil && res.Delivered == nil && (req.Checkpoint != nil || req.Wait != nil) {
@@ -79,35 +81,35 @@ func (p *probeStore) Suspend(ctx context.Context, req runtime.SuspendRequest) (r
 	return res, err
 }
 
-func (p *probeStore) Heartbeat(ctx context.Context, l runtime.Lease, d time.Duration) error {
+func (p *probeStore) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) error {
 	if p.dead.Load() {
 		return errKilled
 	}
-	return p.Store.Heartbeat(ctx, l, d)
+	return p.Store.Heartbeat(ctx, req)
 }
 
-func (p *probeStore) RecordAttempts(ctx context.Context, l runtime.Lease, d time.Duration, a []runtime.Attempt) error {
+func (p *probeStore) RecordAttempts(ctx context.Context, req storage.RecordAttemptsRequest) error {
 	if p.dead.Load() {
 		return errKilled
 	}
-	return p.Store.RecordAttempts(ctx, l, d, a)
+	return p.Store.RecordAttempts(ctx, req)
 }
 
-func (p *probeStore) Complete(ctx context.Context, req runtime.CompleteRequest) error {
+func (p *probeStore) Complete(ctx context.Context, req storage.CompleteRequest) error {
 	if p.dead.Load() {
 		return errKilled
 	}
 	return p.Store.Complete(ctx, req)
 }
 
-func (p *probeStore) CreateRuns(ctx context.Context, runs []runtime.NewRun) ([]runtime.CreateResult, error) {
+func (p *probeStore) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
 	if p.dead.Load() {
 		return nil, errKilled
 	}
 	return p.Store.CreateRuns(ctx, runs)
 }
 
-func (p *probeStore) LoadCheckpoints(ctx context.Context, id string) ([]runtime.Checkpoint, error) {
+func (p *probeStore) LoadCheckpoints(ctx context.Context, id string) ([]storage.Checkpoint, error) {
 	if p.dead.Load() {
 		return nil, errKilled
 	}
@@ -117,8 +119,8 @@ func (p *probeStore) LoadCheckpoints(ctx context.Context, id string) ([]runtime.
 // fixture is a store shared by the engines of one test.
 type fixture struct {
 	t     *testing.T
-	store runtime.Store
-	clock runtime.Clock
+	store storage.Store
+	clock storage.Clock
 }
 
 func setup(t *testing.T) *fixture {
@@ -131,7 +133,7 @@ func setup(t *testing.T) *fixture {
 func setupClock(t *testing.T) (*fixture, *storetest.Clock) {
 	t.Helper()
 	clock := storetest.NewClock(storetest.Start)
-	st := memstore.New(memstore.Options{Now: clock.Now})
+	st := memstore.New(memstore.Options{Clock: clock})
 	t.Cleanup(func() { st.Close() })
 	return &fixture{t: t, store: st, clock: clock}, clock
 }

@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/stemflow/stem/storage"
 )
 
 // StepOptions is a step's execution policy. The zero value runs one attempt
@@ -147,17 +149,17 @@ func runStep[T any](c *WorkflowContext, key string, opts StepOptions, fn func(sc
 		}
 		a := Attempt{Key: full, Number: attempt, Started: start, Ended: end}
 		if err == nil {
-			if cp, existed := x.checkpoint(Checkpoint{Key: full, Kind: KindStep, Output: output}, []Attempt{a}); existed {
+			if cp, existed := x.checkpoint(storage.Checkpoint{Key: full, Kind: KindStep, Output: output}, []Attempt{a}); existed {
 				return decodeCheckpoint[T](x, cp)
 			}
 			return out, nil
 		}
 		a.Error = e.payloads.sealText(err.Error())
 		if IsPermanent(err) || attempt > opts.Retries {
-			cp, _ := x.checkpoint(Checkpoint{Key: full, Kind: KindStep, Error: e.payloads.sealInfo(errorInfo(err))}, []Attempt{a})
+			cp, _ := x.checkpoint(storage.Checkpoint{Key: full, Kind: KindStep, Error: e.payloads.sealInfo(errorInfo(err))}, []Attempt{a})
 			return decodeCheckpoint[T](x, cp)
 		}
-		if err := e.store.RecordAttempts(context.WithoutCancel(x.ctx), x.lease, e.cfg.LeaseDuration, []Attempt{a}); err != nil {
+		if err := e.store.RecordAttempts(context.WithoutCancel(x.ctx), storage.RecordAttemptsRequest{Lease: x.lease, LeaseFor: e.cfg.LeaseDuration, Attempts: []Attempt{a}}); err != nil {
 			x.stop(err)
 		}
 		x.extended()
@@ -232,7 +234,7 @@ func callStep[T any](x *execution, key string, iteration, attempt int, timeout t
 }
 
 // decodeCheckpoint returns a checkpoint's result as the step's.
-func decodeCheckpoint[T any](x *execution, cp Checkpoint) (T, error) {
+func decodeCheckpoint[T any](x *execution, cp storage.Checkpoint) (T, error) {
 	var out T
 	if cp.Error != nil {
 		return out, x.engine.payloads.errorFrom(cp.Key, cp.Error)

@@ -11,6 +11,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/stemflow/stem/storage"
 )
 
 // WorkflowContext is what a workflow function receives. Its methods, and the
@@ -71,25 +73,25 @@ func (c *WorkflowContext) sleep(name string, wakeAt func(now time.Time) time.Tim
 		if !now.Before(wake) {
 			return nil
 		}
-		x.suspend(key, SuspendRequest{ReadyAt: &wake})
+		x.suspend(key, storage.SuspendRequest{ReadyAt: &wake})
 		panic("unreachable")
 	}
 	wake := wakeAt(now).UTC()
 	out, _ := json.Marshal(wake)
-	cp := Checkpoint{Key: key, Kind: KindSleep, Output: out}
+	cp := storage.Checkpoint{Key: key, Kind: KindSleep, Output: out}
 	if !now.Before(wake) {
 		x.checkpoint(cp, nil)
 		return nil
 	}
-	x.suspend(key, SuspendRequest{Checkpoint: &cp, ReadyAt: &wake})
+	x.suspend(key, storage.SuspendRequest{Checkpoint: &cp, ReadyAt: &wake})
 	panic("unreachable")
 }
 
 // execution is one claimed run being executed by this worker.
 type execution struct {
 	engine   *Engine
-	claim    ClaimedRun
-	lease    Lease
+	claim    storage.ClaimedRun
+	lease    storage.Lease
 	workflow string
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
@@ -97,7 +99,7 @@ type execution struct {
 	// at its next step boundary.
 	stopping chan struct{}
 
-	checkpoints map[string]Checkpoint
+	checkpoints map[string]storage.Checkpoint
 	used        map[string]bool
 	counters    map[string]int
 	state       suspendState // from the last suspension
@@ -131,7 +133,7 @@ type suspendState struct {
 func (x *execution) logger() *slog.Logger { return x.log }
 
 // execute runs one claimed run until it completes, suspends or stops.
-func (e *Engine) execute(parent context.Context, r ClaimedRun) {
+func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	x := &execution{
 		engine:     e,
@@ -188,7 +190,7 @@ func (e *Engine) execute(parent context.Context, r ClaimedRun) {
 		x.release()
 		return
 	}
-	x.checkpoints = make(map[string]Checkpoint, len(cps))
+	x.checkpoints = make(map[string]storage.Checkpoint, len(cps))
 	for _, cp := range cps {
 		x.checkpoints[cp.Key] = cp
 	}
@@ -210,7 +212,7 @@ func (e *Engine) execute(parent context.Context, r ClaimedRun) {
 		defer close(done)
 		defer func() {
 			if p := recover(); p != nil {
-				runErr = &StepError{Message: fmt.Sprintf("workflow panicked: %v\n%s", p, debug.Stack()), Code: CodePanic}
+				runErr = &StepError{Message: fmt.Sprintf("workflow panicked: %v\n%s", p, debug.Stack()), Code: storage.CodePanic}
 				returned = true
 			}
 		}()
@@ -235,7 +237,7 @@ func (e *Engine) execute(parent context.Context, r ClaimedRun) {
 // finish completes the run with its output or error.
 func (x *execution) finish(out []byte, runErr error) {
 	e := x.engine
-	req := CompleteRequest{Lease: x.lease, Status: StatusComplete, Output: out}
+	req := storage.CompleteRequest{Lease: x.lease, Status: StatusComplete, Output: out}
 	if runErr != nil {
 		req.Status = StatusErrored
 		req.Output = nil
@@ -244,7 +246,7 @@ func (x *execution) finish(out []byte, runErr error) {
 	if x.claim.ParentID != "" {
 		payload, err := json.Marshal(e.payloads.newChildOutcome(req.Output, req.Error))
 		if err == nil {
-			req.Notify = &Event{RunID: x.claim.ParentID, Topic: childTopic(x.lease.RunID), Payload: payload}
+			req.Notify = &storage.Event{RunID: x.claim.ParentID, Topic: childTopic(x.lease.RunID), Payload: payload}
 		}
 	}
 	if err := e.store.Complete(context.WithoutCancel(x.ctx), req); err != nil {
@@ -263,13 +265,13 @@ func (x *execution) finish(out []byte, runErr error) {
 // childOutcome is the payload a child sends its parent when it ends. The
 // child's output travels as JSON, or sealed when the engine has a codec.
 type childOutcome struct {
-	Output json.RawMessage `json:"output,omitempty"`
-	Sealed []byte          `json:"sealed,omitempty"`
-	Error  *ErrorInfo      `json:"error,omitempty"`
+	Output json.RawMessage    `json:"output,omitempty"`
+	Sealed []byte             `json:"sealed,omitempty"`
+	Error  *storage.ErrorInfo `json:"error,omitempty"`
 }
 
 // newChildOutcome wraps a child's stored output (codec applied) or error.
-func (p payloads) newChildOutcome(stored []byte, info *ErrorInfo) childOutcome {
+func (p payloads) newChildOutcome(stored []byte, info *storage.ErrorInfo) childOutcome {
 	if info != nil {
 		return childOutcome{Error: info}
 	}
@@ -307,7 +309,7 @@ func (x *execution) heartbeat(done <-chan struct{}) {
 		if !stale {
 			continue
 		}
-		if err := x.engine.store.Heartbeat(x.ctx, x.lease, lease); err != nil {
+		if err := x.engine.store.Heartbeat(x.ctx, storage.HeartbeatRequest{Lease: x.lease, LeaseFor: lease}); err != nil {
 			if errors.Is(err, ErrLeaseLost) {
 				x.cancel(ErrLeaseLost)
 				return
@@ -391,7 +393,7 @@ func (x *execution) onStopped() {
 // release hands the run back, ready now, for any worker.
 func (x *execution) release() {
 	now := x.engine.clock.Now()
-	_, err := x.engine.store.Suspend(context.WithoutCancel(x.ctx), SuspendRequest{
+	_, err := x.engine.store.Suspend(context.WithoutCancel(x.ctx), storage.SuspendRequest{
 		Lease: x.lease, LeaseFor: x.engine.cfg.LeaseDuration, ReadyAt: &now,
 	})
 	if err != nil && !errors.Is(err, ErrLeaseLost) {
@@ -425,8 +427,8 @@ func (x *execution) fail(err error) {
 // checkpoint, and existed when another write of the key had won (an event
 // delivered first). A lost lease or a pause taking effect unwinds the
 // workflow goroutine.
-func (x *execution) checkpoint(cp Checkpoint, attempts []Attempt) (stored Checkpoint, existed bool) {
-	res, err := x.engine.store.Checkpoint(context.WithoutCancel(x.ctx), CheckpointRequest{
+func (x *execution) checkpoint(cp storage.Checkpoint, attempts []Attempt) (stored storage.Checkpoint, existed bool) {
+	res, err := x.engine.store.Checkpoint(context.WithoutCancel(x.ctx), storage.CheckpointRequest{
 		Lease: x.lease, LeaseFor: x.engine.cfg.LeaseDuration, Checkpoint: cp, Attempts: attempts,
 	})
 	if err != nil {
@@ -448,7 +450,7 @@ func (x *execution) checkpoint(cp Checkpoint, attempts []Attempt) (stored Checkp
 // suspend parks the run at key and unwinds the workflow goroutine. If the
 // request has a wait that the store satisfies at once, suspend returns the
 // delivered checkpoint instead.
-func (x *execution) suspend(key string, req SuspendRequest) Checkpoint {
+func (x *execution) suspend(key string, req storage.SuspendRequest) storage.Checkpoint {
 	state, _ := json.Marshal(suspendState{Key: key, Counters: x.countersOrNil()})
 	req.Lease = x.lease
 	req.LeaseFor = x.engine.cfg.LeaseDuration

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stemflow/stem/storage"
+
 	"github.com/stemflow/stem/runtime"
 )
 
@@ -43,7 +45,7 @@ func Register(e *runtime.Engine) error {
 
 // NewEngine returns an engine on store with the benchmark workflow
 // registered.
-func NewEngine(tb testing.TB, store runtime.Store, workers int) *runtime.Engine {
+func NewEngine(tb testing.TB, store storage.Store, workers int) *runtime.Engine {
 	tb.Helper()
 	e, err := runtime.New(runtime.Config{Store: store, Workers: workers, PollInterval: 100 * time.Millisecond})
 	if err != nil {
@@ -59,7 +61,7 @@ func NewEngine(tb testing.TB, store runtime.Store, workers int) *runtime.Engine 
 // newStore, with one engine of `workers` workers, and reports steps/s over
 // the time from the engine's start until every run completed. Starting the
 // runs is not timed.
-func TenSteps(b *testing.B, newStore func(b *testing.B) runtime.Store, workers, runs int) {
+func TenSteps(b *testing.B, newStore func(b *testing.B) storage.Store, workers, runs int) {
 	var steps int
 	var elapsed time.Duration
 	for b.Loop() {
@@ -109,7 +111,7 @@ func StartRuns(tb testing.TB, ctx context.Context, e *runtime.Engine, n int) []*
 
 // Latency measures the end-to-end latency of one 10-step run at a time
 // (start to result, on a running engine) and reports p50 and p99 in ms.
-func Latency(b *testing.B, store runtime.Store) {
+func Latency(b *testing.B, store storage.Store) {
 	e := NewEngine(b, store, 4)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -32,6 +32,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stemflow/stem/storage"
+
 	"github.com/stemflow/stem/runtime"
 )
 
@@ -84,14 +86,14 @@ func Register(e *runtime.Engine, dir string, stepDur time.Duration) error {
 // started it: it opens the store with open, runs an engine on it until the
 // process is killed, and never returns. In any other process it returns at
 // once. Call it first thing in TestMain.
-func MaybeWorker(open func() (runtime.Store, error)) {
+func MaybeWorker(open func() (storage.Store, error)) {
 	if os.Getenv(envWorker) != "1" {
 		return
 	}
 	os.Exit(worker(open))
 }
 
-func worker(open func() (runtime.Store, error)) int {
+func worker(open func() (storage.Store, error)) int {
 	dir := os.Getenv(envDir)
 	lease, _ := time.ParseDuration(os.Getenv(envLease))
 	stepDur, _ := time.ParseDuration(os.Getenv(envStepDur))
@@ -130,12 +132,12 @@ func worker(open func() (runtime.Store, error)) int {
 // time, so the harness can tell which writes a frozen worker made after it
 // was thawed, and which completions succeeded.
 type recorder struct {
-	runtime.Store
+	storage.Store
 	mu  sync.Mutex
 	out *os.File
 }
 
-func newRecorder(s runtime.Store, path string) (*recorder, error) {
+func newRecorder(s storage.Store, path string) (*recorder, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -146,7 +148,7 @@ func newRecorder(s runtime.Store, path string) (*recorder, error) {
 func (r *recorder) note(began time.Time, op, runID string, token int64, err error) {
 	res := "ok"
 	switch {
-	case errors.Is(err, runtime.ErrLeaseLost):
+	case errors.Is(err, storage.ErrLeaseLost):
 		res = "lost"
 	case err != nil:
 		res = "error"
@@ -156,7 +158,7 @@ func (r *recorder) note(began time.Time, op, runID string, token int64, err erro
 	r.mu.Unlock()
 }
 
-func (r *recorder) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.ClaimedRun, error) {
+func (r *recorder) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.ClaimedRun, error) {
 	began := time.Now()
 	runs, err := r.Store.Claim(ctx, req)
 	for _, c := range runs {
@@ -165,21 +167,21 @@ func (r *recorder) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runti
 	return runs, err
 }
 
-func (r *recorder) Checkpoint(ctx context.Context, req runtime.CheckpointRequest) (runtime.CheckpointResult, error) {
+func (r *recorder) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (storage.CheckpointResult, error) {
 	began := time.Now()
 	res, err := r.Store.Checkpoint(ctx, req)
 	r.note(began, "checkpoint", req.Lease.RunID, req.Lease.Token, err)
 	return res, err
 }
 
-func (r *recorder) Heartbeat(ctx context.Context, l runtime.Lease, d time.Duration) error {
+func (r *recorder) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) error {
 	began := time.Now()
-	err := r.Store.Heartbeat(ctx, l, d)
-	r.note(began, "heartbeat", l.RunID, l.Token, err)
+	err := r.Store.Heartbeat(ctx, req)
+	r.note(began, "heartbeat", req.Lease.RunID, req.Lease.Token, err)
 	return err
 }
 
-func (r *recorder) Complete(ctx context.Context, req runtime.CompleteRequest) error {
+func (r *recorder) Complete(ctx context.Context, req storage.CompleteRequest) error {
 	began := time.Now()
 	err := r.Store.Complete(ctx, req)
 	r.note(began, "complete", req.Lease.RunID, req.Lease.Token, err)
@@ -190,7 +192,7 @@ func (r *recorder) Complete(ctx context.Context, req runtime.CompleteRequest) er
 type Config struct {
 	// Open opens the store under test in the harness's own process; it is
 	// used to start runs, to finish them and to verify.
-	Open func(tb testing.TB) runtime.Store
+	Open func(tb testing.TB) storage.Store
 	// Env is added to every worker process's environment: whatever the
 	// worker's open function needs to reach the same store.
 	Env []string
@@ -421,10 +423,10 @@ func (p *processes) stopAll() {
 	}
 }
 
-func countComplete(ctx context.Context, s runtime.Store) (int, error) {
+func countComplete(ctx context.Context, s storage.Store) (int, error) {
 	n, after := 0, ""
 	for {
-		page, err := s.ListRuns(ctx, runtime.ListRunsQuery{Workflow: Workflow, Status: runtime.StatusComplete, After: after, Limit: 1000})
+		page, err := s.ListRuns(ctx, storage.ListRunsQuery{Workflow: Workflow, Status: storage.StatusComplete, After: after, Limit: 1000})
 		if err != nil {
 			return 0, err
 		}
@@ -436,7 +438,7 @@ func countComplete(ctx context.Context, s runtime.Store) (int, error) {
 	}
 }
 
-func waitProgress(ctx context.Context, t testing.TB, s runtime.Store, n int) {
+func waitProgress(ctx context.Context, t testing.TB, s storage.Store, n int) {
 	for {
 		done, err := countComplete(ctx, s)
 		if err != nil {
@@ -475,7 +477,7 @@ func waitWrite(ctx context.Context, t *testing.T, path string, after time.Time) 
 
 // verifyCheckpoints checks that every run holds exactly one checkpoint per
 // step key and nothing else, and the right result.
-func verifyCheckpoints(ctx context.Context, t *testing.T, s runtime.Store, runs int) {
+func verifyCheckpoints(ctx context.Context, t *testing.T, s storage.Store, runs int) {
 	t.Helper()
 	for i := range runs {
 		id := fmt.Sprintf("crash-%05d", i)

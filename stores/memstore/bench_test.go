@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
+
 	"github.com/stemflow/stem/stores/memstore"
 )
 
@@ -17,13 +18,13 @@ func BenchmarkRun(b *testing.B) {
 	defer s.Close()
 	out := []byte(`{"ok":true}`)
 	keys := []string{"a@v1", "b@v1", "c@v1"}
-	claim := runtime.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 1, LeaseFor: time.Minute}
+	claim := storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 1, LeaseFor: time.Minute}
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
 		id := fmt.Sprintf("run-%09d", i)
 		i++
-		if _, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: id, Workflow: "wf", Input: out}}); err != nil {
+		if _, err := s.CreateRuns(ctx, []storage.NewRun{{ID: id, Workflow: "wf", Input: out}}); err != nil {
 			b.Fatal(err)
 		}
 		got, err := s.Claim(ctx, claim)
@@ -32,14 +33,14 @@ func BenchmarkRun(b *testing.B) {
 		}
 		l := got[0].Lease
 		for _, k := range keys {
-			if _, err := s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: l, LeaseFor: time.Minute, Checkpoint: runtime.Checkpoint{Key: k, Kind: runtime.KindStep, Output: out}}); err != nil {
+			if _, err := s.Checkpoint(ctx, storage.CheckpointRequest{Lease: l, LeaseFor: time.Minute, Checkpoint: storage.Checkpoint{Key: k, Kind: storage.KindStep, Output: out}}); err != nil {
 				b.Fatal(err)
 			}
 		}
 		if _, err := s.LoadCheckpoints(ctx, id); err != nil {
 			b.Fatal(err)
 		}
-		if err := s.Complete(ctx, runtime.CompleteRequest{Lease: l, Status: runtime.StatusComplete, Output: out}); err != nil {
+		if err := s.Complete(ctx, storage.CompleteRequest{Lease: l, Status: storage.StatusComplete, Output: out}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -50,10 +51,10 @@ func BenchmarkCheckpoint(b *testing.B) {
 	ctx := b.Context()
 	s := memstore.New(memstore.Options{})
 	defer s.Close()
-	if _, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "r", Workflow: "wf"}}); err != nil {
+	if _, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "r", Workflow: "wf"}}); err != nil {
 		b.Fatal(err)
 	}
-	got, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 1, LeaseFor: time.Minute})
+	got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 1, LeaseFor: time.Minute})
 	if err != nil || len(got) != 1 {
 		b.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		if _, err := s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: got[0].Lease, LeaseFor: time.Minute, Checkpoint: runtime.Checkpoint{Key: keys[i], Kind: runtime.KindStep, Output: out}}); err != nil {
+		if _, err := s.Checkpoint(ctx, storage.CheckpointRequest{Lease: got[0].Lease, LeaseFor: time.Minute, Checkpoint: storage.Checkpoint{Key: keys[i], Kind: storage.KindStep, Output: out}}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,15 +2,15 @@ package memstore_test
 
 import (
 	"testing"
-	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
+
 	"github.com/stemflow/stem/stores/memstore"
 	"github.com/stemflow/stem/stores/storetest"
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, now func() time.Time) runtime.Store {
-		return memstore.New(memstore.Options{Now: now})
+	storetest.Run(t, func(t *testing.T, clock storage.Clock) storage.Store {
+		return memstore.New(memstore.Options{Clock: clock})
 	})
 }

@@ -1,4 +1,4 @@
-// Package memstore is an in-memory runtime.Store: for tests, examples and
+// Package memstore is an in-memory storage.Store: for tests, examples and
 // embedding where runs need not outlive the process.
 //
 // Every method is one critical section under a single mutex, so each is
@@ -14,18 +14,19 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 // Options configures a Store. The zero value works.
 type Options struct {
-	// Now is the store's clock: it judges lease expiry and readiness and
-	// stamps records. Nil means time.Now. Tests substitute a manual clock.
-	Now func() time.Time
+	// Clock is the store's clock: it judges lease expiry and readiness and
+	// stamps records. Nil means the system clock. Tests substitute a manual
+	// one.
+	Clock storage.Clock
 }
 
-// Store is an in-memory runtime.Store. It also implements
-// runtime.Notifier. Create one with New; it is safe for concurrent use.
+// Store is an in-memory storage.Store. It also implements
+// storage.Notifier. Create one with New; it is safe for concurrent use.
 type Store struct {
 	mu     sync.Mutex
 	now    func() time.Time
@@ -43,20 +44,16 @@ type Store struct {
 }
 
 var (
-	_ runtime.Store    = (*Store)(nil)
-	_ runtime.Notifier = (*Store)(nil)
+	_ storage.Store    = (*Store)(nil)
+	_ storage.Notifier = (*Store)(nil)
 )
 
-var errClosed = fmt.Errorf("memstore: %w", runtime.ErrClosed)
+var errClosed = fmt.Errorf("memstore: %w", storage.ErrClosed)
 
 // New returns an empty store.
 func New(opts Options) *Store {
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
 	return &Store{
-		now:    now,
+		now:    storage.ClockOr(opts.Clock).Now,
 		runs:   make(map[string]*run),
 		queues: make(map[string]*queue),
 		waits:  make(map[string]map[string]*run),
@@ -66,12 +63,12 @@ func New(opts Options) *Store {
 // run is one run's state. rec owns its slices and pointers: they are never
 // shared with callers and never modified in place once set.
 type run struct {
-	rec   runtime.RunRecord
+	rec   storage.RunRecord
 	state []byte // SuspendState
-	cps   []runtime.Checkpoint
+	cps   []storage.Checkpoint
 	// cpIndex maps keys to positions in cps once the run has many.
 	cpIndex  map[string]int
-	attempts []runtime.Attempt
+	attempts []storage.Attempt
 	events   []bufferedEvent
 	seq      int64
 	// readyGen identifies the run's current entry in its queue's ready heap.
@@ -101,9 +98,9 @@ func (r *run) find(key string) (int, bool) {
 }
 
 // write appends a checkpoint whose Output the run already owns.
-func (r *run) write(key string, kind runtime.CheckpointKind, output []byte, errInfo *runtime.ErrorInfo, now time.Time) int {
+func (r *run) write(key string, kind storage.CheckpointKind, output []byte, errInfo *storage.ErrorInfo, now time.Time) int {
 	r.seq++
-	r.cps = append(r.cps, runtime.Checkpoint{
+	r.cps = append(r.cps, storage.Checkpoint{
 		Key:       key,
 		Kind:      kind,
 		Output:    output,
@@ -133,7 +130,7 @@ func (r *run) release(now time.Time) {
 }
 
 func (r *run) readyStatus() bool {
-	return r.rec.Status == runtime.StatusQueued || r.rec.Status == runtime.StatusWaiting
+	return r.rec.Status == storage.StatusQueued || r.rec.Status == storage.StatusWaiting
 }
 
 func (s *Store) clock() time.Time { return s.now().Round(0) }
@@ -152,33 +149,33 @@ func (s *Store) lock(ctx context.Context) error {
 }
 
 // leased returns the run the lease still holds, or nil.
-func (s *Store) leased(l runtime.Lease) *run {
+func (s *Store) leased(l storage.Lease) *run {
 	r := s.runs[l.RunID]
-	if r == nil || r.rec.Status != runtime.StatusRunning || r.rec.Token != l.Token {
+	if r == nil || r.rec.Status != storage.StatusRunning || r.rec.Token != l.Token {
 		return nil
 	}
 	return r
 }
 
-func leaseLost(op string, l runtime.Lease) error {
-	return fmt.Errorf("memstore: %s run %q token %d: %w", op, l.RunID, l.Token, runtime.ErrLeaseLost)
+func leaseLost(op string, l storage.Lease) error {
+	return fmt.Errorf("memstore: %s run %q token %d: %w", op, l.RunID, l.Token, storage.ErrLeaseLost)
 }
 
 func notFound(op, id string) error {
-	return fmt.Errorf("memstore: %s run %q: %w", op, id, runtime.ErrRunNotFound)
+	return fmt.Errorf("memstore: %s run %q: %w", op, id, storage.ErrRunNotFound)
 }
 
 func invalidState(op string, r *run) error {
-	return fmt.Errorf("memstore: %s run %q in status %s: %w", op, r.rec.ID, r.rec.Status, runtime.ErrInvalidState)
+	return fmt.Errorf("memstore: %s run %q in status %s: %w", op, r.rec.ID, r.rec.Status, storage.ErrInvalidState)
 }
 
 func invalidArg(format string, args ...any) error {
-	return fmt.Errorf("memstore: "+format+": %w", append(args, runtime.ErrInvalidArgument)...)
+	return fmt.Errorf("memstore: "+format+": %w", append(args, storage.ErrInvalidArgument)...)
 }
 
 // CreateRuns inserts runs; an existing ID is left untouched and reported
 // with Created false.
-func (s *Store) CreateRuns(ctx context.Context, runs []runtime.NewRun) ([]runtime.CreateResult, error) {
+func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
 	for i := range runs {
 		if runs[i].ID == "" || runs[i].Workflow == "" {
 			return nil, invalidArg("create run %d: empty ID or workflow", i)
@@ -189,12 +186,12 @@ func (s *Store) CreateRuns(ctx context.Context, runs []runtime.NewRun) ([]runtim
 	}
 	defer s.mu.Unlock()
 	now := s.clock()
-	out := make([]runtime.CreateResult, len(runs))
+	out := make([]storage.CreateResult, len(runs))
 	created := false
 	for i := range runs {
 		nr := &runs[i]
 		if r := s.runs[nr.ID]; r != nil {
-			out[i] = runtime.CreateResult{Run: r.record()}
+			out[i] = storage.CreateResult{Run: r.record()}
 			continue
 		}
 		q := s.queues[nr.Workflow]
@@ -205,11 +202,11 @@ func (s *Store) CreateRuns(ctx context.Context, runs []runtime.NewRun) ([]runtim
 		q.runs++
 		readyAt := now
 		r := &run{
-			rec: runtime.RunRecord{
+			rec: storage.RunRecord{
 				ID:        nr.ID,
 				Workflow:  nr.Workflow,
 				ParentID:  nr.ParentID,
-				Status:    runtime.StatusQueued,
+				Status:    storage.StatusQueued,
 				Input:     clone(nr.Input),
 				ReadyAt:   &readyAt,
 				CreatedAt: now,
@@ -223,7 +220,7 @@ func (s *Store) CreateRuns(ctx context.Context, runs []runtime.NewRun) ([]runtim
 		}
 		s.ids = append(s.ids, nr.ID)
 		s.schedule(r)
-		out[i] = runtime.CreateResult{Created: true, Run: r.record()}
+		out[i] = storage.CreateResult{Created: true, Run: r.record()}
 		created = true
 	}
 	if created {
@@ -233,26 +230,26 @@ func (s *Store) CreateRuns(ctx context.Context, runs []runtime.NewRun) ([]runtim
 }
 
 // GetRun returns a run's record, or ErrRunNotFound.
-func (s *Store) GetRun(ctx context.Context, id string) (runtime.RunRecord, error) {
+func (s *Store) GetRun(ctx context.Context, id string) (storage.RunRecord, error) {
 	if err := s.lock(ctx); err != nil {
-		return runtime.RunRecord{}, err
+		return storage.RunRecord{}, err
 	}
 	defer s.mu.Unlock()
 	r := s.runs[id]
 	if r == nil {
-		return runtime.RunRecord{}, notFound("get", id)
+		return storage.RunRecord{}, notFound("get", id)
 	}
 	return r.record(), nil
 }
 
 // ListRuns returns runs ordered by ID ascending, filtered by the query.
-func (s *Store) ListRuns(ctx context.Context, q runtime.ListRunsQuery) (runtime.RunPage, error) {
+func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.RunPage, error) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 100
 	}
 	if err := s.lock(ctx); err != nil {
-		return runtime.RunPage{}, err
+		return storage.RunPage{}, err
 	}
 	defer s.mu.Unlock()
 	if s.idsDirty {
@@ -263,7 +260,7 @@ func (s *Store) ListRuns(ctx context.Context, q runtime.ListRunsQuery) (runtime.
 	if start < len(s.ids) && s.ids[start] == q.After {
 		start++
 	}
-	var page runtime.RunPage
+	var page storage.RunPage
 	for _, id := range s.ids[start:] {
 		r := s.runs[id]
 		if (q.Workflow != "" && r.rec.Workflow != q.Workflow) || (q.Status != "" && r.rec.Status != q.Status) {
@@ -280,7 +277,7 @@ func (s *Store) ListRuns(ctx context.Context, q runtime.ListRunsQuery) (runtime.
 
 // Claim leases up to req.Limit ready runs of req.Workflows, oldest ReadyAt
 // (or lease expiry) first.
-func (s *Store) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.ClaimedRun, error) {
+func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.ClaimedRun, error) {
 	if req.Owner == "" || req.LeaseFor <= 0 {
 		return nil, invalidArg("claim: empty owner or lease length %v", req.LeaseFor)
 	}
@@ -290,7 +287,7 @@ func (s *Store) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.
 	defer s.mu.Unlock()
 	now := s.clock()
 	nowNano := now.UnixNano()
-	var out []runtime.ClaimedRun
+	var out []storage.ClaimedRun
 	for len(out) < req.Limit {
 		var best *entryHeap
 		leases := false
@@ -313,7 +310,7 @@ func (s *Store) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.
 		r := e.r
 		recovered := false
 		if leases {
-			if r.rec.Status != runtime.StatusRunning || r.rec.Token != int64(e.gen) {
+			if r.rec.Status != storage.StatusRunning || r.rec.Token != int64(e.gen) {
 				continue // a lease that has ended
 			}
 			if until := r.rec.LeaseUntil.UnixNano(); until > nowNano {
@@ -332,16 +329,16 @@ func (s *Store) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.
 			}
 		}
 		if out == nil {
-			out = make([]runtime.ClaimedRun, 0, min(req.Limit, 16))
+			out = make([]storage.ClaimedRun, 0, min(req.Limit, 16))
 		}
 		out = append(out, s.claim(r, req, now, recovered))
 	}
 	return out, nil
 }
 
-func (s *Store) claim(r *run, req runtime.ClaimRequest, now time.Time, recovered bool) runtime.ClaimedRun {
+func (s *Store) claim(r *run, req storage.ClaimRequest, now time.Time, recovered bool) storage.ClaimedRun {
 	rec := &r.rec
-	rec.Status = runtime.StatusRunning
+	rec.Status = storage.StatusRunning
 	rec.ReadyAt = nil
 	rec.Owner = req.Owner
 	rec.LeaseUntil = now.Add(req.LeaseFor)
@@ -351,8 +348,8 @@ func (s *Store) claim(r *run, req runtime.ClaimRequest, now time.Time, recovered
 	}
 	rec.UpdatedAt = now
 	r.queue.pushLease(entry{at: rec.LeaseUntil.UnixNano(), gen: uint64(rec.Token), r: r})
-	return runtime.ClaimedRun{
-		Lease:        runtime.Lease{RunID: rec.ID, Owner: rec.Owner, Token: rec.Token},
+	return storage.ClaimedRun{
+		Lease:        storage.Lease{RunID: rec.ID, Owner: rec.Owner, Token: rec.Token},
 		Workflow:     rec.Workflow,
 		ParentID:     rec.ParentID,
 		Input:        clone(rec.Input),
@@ -364,7 +361,7 @@ func (s *Store) claim(r *run, req runtime.ClaimRequest, now time.Time, recovered
 }
 
 // LoadCheckpoints returns every checkpoint of a run, in sequence order.
-func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]runtime.Checkpoint, error) {
+func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]storage.Checkpoint, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -376,7 +373,7 @@ func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]runtime.Ch
 	if len(r.cps) == 0 {
 		return nil, nil
 	}
-	out := make([]runtime.Checkpoint, len(r.cps))
+	out := make([]storage.Checkpoint, len(r.cps))
 	n := 0
 	for i := range r.cps {
 		n += len(r.cps[i].Output)
@@ -397,17 +394,17 @@ func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]runtime.Ch
 }
 
 // Checkpoint records a step's result under the lease, fenced.
-func (s *Store) Checkpoint(ctx context.Context, req runtime.CheckpointRequest) (runtime.CheckpointResult, error) {
+func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (storage.CheckpointResult, error) {
 	if req.Checkpoint.Key == "" || req.LeaseFor <= 0 {
-		return runtime.CheckpointResult{}, invalidArg("checkpoint: empty key or lease length %v", req.LeaseFor)
+		return storage.CheckpointResult{}, invalidArg("checkpoint: empty key or lease length %v", req.LeaseFor)
 	}
 	if err := s.lock(ctx); err != nil {
-		return runtime.CheckpointResult{}, err
+		return storage.CheckpointResult{}, err
 	}
 	defer s.mu.Unlock()
 	r := s.leased(req.Lease)
 	if r == nil {
-		return runtime.CheckpointResult{}, leaseLost("checkpoint", req.Lease)
+		return storage.CheckpointResult{}, leaseLost("checkpoint", req.Lease)
 	}
 	now := s.clock()
 	rec := &r.rec
@@ -416,7 +413,7 @@ func (s *Store) Checkpoint(ctx context.Context, req runtime.CheckpointRequest) (
 	cp := &req.Checkpoint
 	if i, ok := r.find(cp.Key); ok {
 		existing := cloneCheckpoint(r.cps[i])
-		return runtime.CheckpointResult{Existing: &existing}, nil
+		return storage.CheckpointResult{Existing: &existing}, nil
 	}
 	r.write(cp.Key, cp.Kind, clone(cp.Output), cp.Error, now)
 	r.attempts = append(r.attempts, req.Attempts...)
@@ -424,19 +421,20 @@ func (s *Store) Checkpoint(ctx context.Context, req runtime.CheckpointRequest) (
 		s.clearWait(r)
 	}
 	if !rec.PauseRequested {
-		return runtime.CheckpointResult{}, nil
+		return storage.CheckpointResult{}, nil
 	}
 	rec.PauseRequested = false
-	rec.Status = runtime.StatusPaused
+	rec.Status = storage.StatusPaused
 	readyAt := now
 	rec.ReadyAt = &readyAt
 	r.release(now)
 	s.schedule(r)
-	return runtime.CheckpointResult{Paused: true}, nil
+	return storage.CheckpointResult{Paused: true}, nil
 }
 
 // RecordAttempts appends attempts under the lease, fenced, and extends it.
-func (s *Store) RecordAttempts(ctx context.Context, lease runtime.Lease, leaseFor time.Duration, attempts []runtime.Attempt) error {
+func (s *Store) RecordAttempts(ctx context.Context, req storage.RecordAttemptsRequest) error {
+	lease, leaseFor, attempts := req.Lease, req.LeaseFor, req.Attempts
 	if leaseFor <= 0 {
 		return invalidArg("record attempts: lease length %v", leaseFor)
 	}
@@ -456,7 +454,8 @@ func (s *Store) RecordAttempts(ctx context.Context, lease runtime.Lease, leaseFo
 }
 
 // Heartbeat extends the lease, fenced.
-func (s *Store) Heartbeat(ctx context.Context, lease runtime.Lease, leaseFor time.Duration) error {
+func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) error {
+	lease, leaseFor := req.Lease, req.LeaseFor
 	if leaseFor <= 0 {
 		return invalidArg("heartbeat: lease length %v", leaseFor)
 	}
@@ -475,20 +474,20 @@ func (s *Store) Heartbeat(ctx context.Context, lease runtime.Lease, leaseFor tim
 }
 
 // Suspend parks a running run, fenced, unless its wait is satisfied at once.
-func (s *Store) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtime.SuspendResult, error) {
+func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storage.SuspendResult, error) {
 	if req.Checkpoint != nil && req.Checkpoint.Key == "" {
-		return runtime.SuspendResult{}, invalidArg("suspend: empty checkpoint key")
+		return storage.SuspendResult{}, invalidArg("suspend: empty checkpoint key")
 	}
 	if w := req.Wait; w != nil && (w.Key == "" || w.Topic == "") {
-		return runtime.SuspendResult{}, invalidArg("suspend: wait with empty key or topic")
+		return storage.SuspendResult{}, invalidArg("suspend: wait with empty key or topic")
 	}
 	if err := s.lock(ctx); err != nil {
-		return runtime.SuspendResult{}, err
+		return storage.SuspendResult{}, err
 	}
 	defer s.mu.Unlock()
 	r := s.leased(req.Lease)
 	if r == nil {
-		return runtime.SuspendResult{}, leaseLost("suspend", req.Lease)
+		return storage.SuspendResult{}, leaseLost("suspend", req.Lease)
 	}
 	now := s.clock()
 	rec := &r.rec
@@ -512,32 +511,32 @@ func (s *Store) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtim
 				rec.LeaseUntil = now.Add(req.LeaseFor)
 			}
 			delivered := cloneCheckpoint(r.cps[i])
-			return runtime.SuspendResult{Delivered: &delivered}, nil
+			return storage.SuspendResult{Delivered: &delivered}, nil
 		}
 		s.setWait(r, w)
 	}
 	r.state = clone(req.SuspendState)
 	rec.ReadyAt = cloneTime(req.ReadyAt)
 	r.release(now)
-	var res runtime.SuspendResult
+	var res storage.SuspendResult
 	switch {
 	case rec.PauseRequested:
 		rec.PauseRequested = false
-		rec.Status = runtime.StatusPaused
+		rec.Status = storage.StatusPaused
 		res.Paused = true
 	case rec.ReadyAt != nil && !rec.ReadyAt.After(now):
-		rec.Status = runtime.StatusQueued
+		rec.Status = storage.StatusQueued
 		s.signal()
 	default:
-		rec.Status = runtime.StatusWaiting
+		rec.Status = storage.StatusWaiting
 	}
 	s.schedule(r)
 	return res, nil
 }
 
 // Complete finishes a run, fenced, and delivers req.Notify when set.
-func (s *Store) Complete(ctx context.Context, req runtime.CompleteRequest) error {
-	if req.Status != runtime.StatusComplete && req.Status != runtime.StatusErrored {
+func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error {
+	if req.Status != storage.StatusComplete && req.Status != storage.StatusErrored {
 		return invalidArg("complete: status %q", req.Status)
 	}
 	if n := req.Notify; n != nil && (n.RunID == "" || n.Topic == "") {
@@ -560,7 +559,7 @@ func (s *Store) Complete(ctx context.Context, req runtime.CompleteRequest) error
 }
 
 // finish makes r final, clearing its lease, wait and suspension data.
-func (s *Store) finish(r *run, status runtime.RunStatus, output []byte, errInfo *runtime.ErrorInfo, now time.Time) {
+func (s *Store) finish(r *run, status storage.RunStatus, output []byte, errInfo *storage.ErrorInfo, now time.Time) {
 	rec := &r.rec
 	rec.Status = status
 	rec.Output = output
@@ -576,7 +575,7 @@ func (s *Store) finish(r *run, status runtime.RunStatus, output []byte, errInfo 
 // notify delivers a finishing run's event. A target that does not exist or
 // has finished cannot take it, and the event is dropped: a child's
 // completion must not fail because its parent is gone.
-func (s *Store) notify(ev *runtime.Event, now time.Time) {
+func (s *Store) notify(ev *storage.Event, now time.Time) {
 	t := s.runs[ev.RunID]
 	if t == nil || t.rec.Status.Finished() {
 		return
@@ -596,15 +595,15 @@ func (s *Store) Pause(ctx context.Context, runID string) error {
 	}
 	rec := &r.rec
 	switch rec.Status {
-	case runtime.StatusPaused:
+	case storage.StatusPaused:
 		return nil
-	case runtime.StatusRunning:
+	case storage.StatusRunning:
 		if rec.PauseRequested {
 			return nil
 		}
 		rec.PauseRequested = true
-	case runtime.StatusQueued, runtime.StatusWaiting:
-		rec.Status = runtime.StatusPaused
+	case storage.StatusQueued, storage.StatusWaiting:
+		rec.Status = storage.StatusPaused
 	default:
 		return invalidState("pause", r)
 	}
@@ -625,15 +624,15 @@ func (s *Store) Resume(ctx context.Context, runID string) error {
 	rec := &r.rec
 	now := s.clock()
 	switch {
-	case rec.Status == runtime.StatusPaused:
+	case rec.Status == storage.StatusPaused:
 		if rec.ReadyAt != nil && !rec.ReadyAt.After(now) {
-			rec.Status = runtime.StatusQueued
+			rec.Status = storage.StatusQueued
 			s.signal()
 		} else {
-			rec.Status = runtime.StatusWaiting
+			rec.Status = storage.StatusWaiting
 		}
 		s.schedule(r)
-	case rec.Status == runtime.StatusRunning && rec.PauseRequested:
+	case rec.Status == storage.StatusRunning && rec.PauseRequested:
 		rec.PauseRequested = false
 	default:
 		return invalidState("resume", r)
@@ -643,7 +642,7 @@ func (s *Store) Resume(ctx context.Context, runID string) error {
 }
 
 // Terminate ends an unfinished run and delivers req.Notify when set.
-func (s *Store) Terminate(ctx context.Context, req runtime.TerminateRequest) error {
+func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) error {
 	if n := req.Notify; n != nil && (n.RunID == "" || n.Topic == "") {
 		return invalidArg("terminate: notify with empty run ID or topic")
 	}
@@ -660,7 +659,7 @@ func (s *Store) Terminate(ctx context.Context, req runtime.TerminateRequest) err
 	}
 	now := s.clock()
 	errInfo := req.Error
-	s.finish(r, runtime.StatusTerminated, nil, &errInfo, now)
+	s.finish(r, storage.StatusTerminated, nil, &errInfo, now)
 	if req.Notify != nil {
 		s.notify(req.Notify, now)
 	}
@@ -682,7 +681,7 @@ func (s *Store) Restart(ctx context.Context, runID string) error {
 	r.release(now)
 	s.clearWait(r)
 	r.cps, r.cpIndex, r.attempts, r.state = nil, nil, nil, nil
-	rec.Status = runtime.StatusQueued
+	rec.Status = storage.StatusQueued
 	rec.Output, rec.Error = nil, nil
 	rec.PauseRequested = false
 	rec.Recoveries = 0
@@ -695,7 +694,8 @@ func (s *Store) Restart(ctx context.Context, runID string) error {
 }
 
 // Emit delivers an event to every run waiting on the topic.
-func (s *Store) Emit(ctx context.Context, topic string, payload []byte) ([]string, error) {
+func (s *Store) Emit(ctx context.Context, req storage.EmitRequest) ([]string, error) {
+	topic, payload := req.Topic, req.Payload
 	if topic == "" {
 		return nil, invalidArg("emit: empty topic")
 	}
@@ -720,7 +720,7 @@ func (s *Store) Emit(ctx context.Context, topic string, payload []byte) ([]strin
 }
 
 // SendEvent delivers an event to one run, or buffers it for the run.
-func (s *Store) SendEvent(ctx context.Context, ev runtime.Event) (bool, error) {
+func (s *Store) SendEvent(ctx context.Context, ev storage.Event) (bool, error) {
 	if ev.Topic == "" {
 		return false, invalidArg("send event: empty topic")
 	}
@@ -759,23 +759,23 @@ func (s *Store) deliver(r *run, payload []byte, now time.Time) {
 	}
 	rec.UpdatedAt = now
 	switch rec.Status {
-	case runtime.StatusWaiting, runtime.StatusQueued:
-		rec.Status = runtime.StatusQueued
+	case storage.StatusWaiting, storage.StatusQueued:
+		rec.Status = storage.StatusQueued
 		if rec.ReadyAt == nil || rec.ReadyAt.After(now) {
 			readyAt := now
 			rec.ReadyAt = &readyAt
 			s.schedule(r)
 		}
 		s.signal()
-	case runtime.StatusPaused:
+	case storage.StatusPaused:
 		readyAt := now
 		rec.ReadyAt = &readyAt
 	}
 }
 
-func kindOf(w *runtime.Wait) runtime.CheckpointKind {
+func kindOf(w *storage.Wait) storage.CheckpointKind {
 	if w.Kind == "" {
-		return runtime.KindEvent
+		return storage.KindEvent
 	}
 	return w.Kind
 }
@@ -790,7 +790,7 @@ func (r *run) buffered(topic string) int {
 	return -1
 }
 
-func (s *Store) setWait(r *run, w *runtime.Wait) {
+func (s *Store) setWait(r *run, w *storage.Wait) {
 	s.clearWait(r)
 	r.rec.Wait = cloneWait(w)
 	m := s.waits[w.Topic]
@@ -817,7 +817,7 @@ func (s *Store) clearWait(r *run) {
 
 // ListSteps returns a run's checkpoints in sequence order with their
 // attempts.
-func (s *Store) ListSteps(ctx context.Context, runID string) ([]runtime.StepRecord, error) {
+func (s *Store) ListSteps(ctx context.Context, runID string) ([]storage.StepRecord, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -829,16 +829,16 @@ func (s *Store) ListSteps(ctx context.Context, runID string) ([]runtime.StepReco
 	if len(r.cps) == 0 {
 		return nil, nil
 	}
-	var byKey map[string][]runtime.Attempt
+	var byKey map[string][]storage.Attempt
 	if len(r.attempts) > 0 {
-		byKey = make(map[string][]runtime.Attempt)
+		byKey = make(map[string][]storage.Attempt)
 		for _, a := range r.attempts {
 			byKey[a.Key] = append(byKey[a.Key], a)
 		}
 	}
-	out := make([]runtime.StepRecord, len(r.cps))
+	out := make([]storage.StepRecord, len(r.cps))
 	for i := range r.cps {
-		out[i] = runtime.StepRecord{Checkpoint: cloneCheckpoint(r.cps[i]), Attempts: byKey[r.cps[i].Key]}
+		out[i] = storage.StepRecord{Checkpoint: cloneCheckpoint(r.cps[i]), Attempts: byKey[r.cps[i].Key]}
 	}
 	return out, nil
 }
@@ -862,7 +862,7 @@ func (s *Store) Close() error {
 }
 
 // record returns a copy of the run's record that shares nothing with r.
-func (r *run) record() runtime.RunRecord {
+func (r *run) record() storage.RunRecord {
 	rec := r.rec
 	rec.Input = clone(rec.Input)
 	rec.Output = clone(rec.Output)
@@ -879,7 +879,7 @@ func clone(b []byte) []byte {
 	return append(make([]byte, 0, len(b)), b...)
 }
 
-func cloneError(e *runtime.ErrorInfo) *runtime.ErrorInfo {
+func cloneError(e *storage.ErrorInfo) *storage.ErrorInfo {
 	if e == nil {
 		return nil
 	}
@@ -895,7 +895,7 @@ func cloneTime(t *time.Time) *time.Time {
 	return &c
 }
 
-func cloneWait(w *runtime.Wait) *runtime.Wait {
+func cloneWait(w *storage.Wait) *storage.Wait {
 	if w == nil {
 		return nil
 	}
@@ -904,7 +904,7 @@ func cloneWait(w *runtime.Wait) *runtime.Wait {
 	return &c
 }
 
-func cloneCheckpoint(cp runtime.Checkpoint) runtime.Checkpoint {
+func cloneCheckpoint(cp storage.Checkpoint) storage.Checkpoint {
 	cp.Output = clone(cp.Output)
 	cp.Error = cloneError(cp.Error)
 	return cp

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
+
 	"github.com/stemflow/stem/stores/memstore"
 	"github.com/stemflow/stem/stores/storetest"
 )
@@ -23,7 +24,7 @@ func notified(ch <-chan struct{}) bool {
 func TestNotifications(t *testing.T) {
 	ctx := t.Context()
 	c := storetest.NewClock(storetest.Start)
-	s := memstore.New(memstore.Options{Now: c.Now})
+	s := memstore.New(memstore.Options{Clock: c})
 	defer s.Close()
 	subCtx, cancel := context.WithCancel(ctx)
 	ch := s.Notifications(subCtx)
@@ -41,9 +42,9 @@ func TestNotifications(t *testing.T) {
 		}
 		notified(other)
 	}
-	var lease runtime.Lease
+	var lease storage.Lease
 	claim := func() error {
-		got, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 1, LeaseFor: time.Minute})
+		got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 1, LeaseFor: time.Minute})
 		if err == nil && len(got) != 1 {
 			err = fmt.Errorf("claimed %d runs", len(got))
 		}
@@ -53,35 +54,35 @@ func TestNotifications(t *testing.T) {
 		return err
 	}
 	step("create", true, func() error {
-		_, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "r1", Workflow: "wf"}, {ID: "r2", Workflow: "wf"}})
+		_, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "r1", Workflow: "wf"}, {ID: "r2", Workflow: "wf"}})
 		return err
 	})
 	step("claim", false, claim)
 	step("sleep", false, func() error {
 		wake := c.Now().Add(time.Hour)
-		_, err := s.Suspend(ctx, runtime.SuspendRequest{Lease: lease, LeaseFor: time.Minute, ReadyAt: &wake})
+		_, err := s.Suspend(ctx, storage.SuspendRequest{Lease: lease, LeaseFor: time.Minute, ReadyAt: &wake})
 		return err
 	})
 	step("claim r2", false, claim)
 	step("wait for an event", false, func() error {
-		_, err := s.Suspend(ctx, runtime.SuspendRequest{Lease: lease, LeaseFor: time.Minute, Wait: &runtime.Wait{Key: "k", Topic: "t"}})
+		_, err := s.Suspend(ctx, storage.SuspendRequest{Lease: lease, LeaseFor: time.Minute, Wait: &storage.Wait{Key: "k", Topic: "t"}})
 		return err
 	})
 	step("pause", false, func() error { return s.Pause(ctx, "r2") })
-	step("emit to a paused run", false, func() error { _, err := s.Emit(ctx, "t", nil); return err })
+	step("emit to a paused run", false, func() error { _, err := s.Emit(ctx, storage.EmitRequest{Topic: "t", Payload: nil}); return err })
 	step("resume", true, func() error { return s.Resume(ctx, "r2") })
 	step("claim r2 again", false, claim)
 	step("release ready now", true, func() error {
 		now := c.Now()
-		_, err := s.Suspend(ctx, runtime.SuspendRequest{Lease: lease, LeaseFor: time.Minute, ReadyAt: &now})
+		_, err := s.Suspend(ctx, storage.SuspendRequest{Lease: lease, LeaseFor: time.Minute, ReadyAt: &now})
 		return err
 	})
 	step("claim r2 once more", false, claim)
 	step("wait again", false, func() error {
-		_, err := s.Suspend(ctx, runtime.SuspendRequest{Lease: lease, LeaseFor: time.Minute, Wait: &runtime.Wait{Key: "k2", Topic: "t"}})
+		_, err := s.Suspend(ctx, storage.SuspendRequest{Lease: lease, LeaseFor: time.Minute, Wait: &storage.Wait{Key: "k2", Topic: "t"}})
 		return err
 	})
-	step("send event", true, func() error { _, err := s.SendEvent(ctx, runtime.Event{RunID: "r2", Topic: "t"}); return err })
+	step("send event", true, func() error { _, err := s.SendEvent(ctx, storage.Event{RunID: "r2", Topic: "t"}); return err })
 	step("restart", true, func() error { return s.Restart(ctx, "r1") })
 
 	cancel()

@@ -3,7 +3,7 @@ package memstore
 import (
 	"context"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 // queue indexes one workflow's claimable runs in two min-heaps. Entries are
@@ -38,7 +38,7 @@ func (q *queue) pushReady(e entry) {
 func (q *queue) pushLease(e entry) {
 	if len(q.leases) > 2*q.runs+64 {
 		q.leases.compact(func(e entry) bool {
-			return e.r.rec.Status == runtime.StatusRunning && uint64(e.r.rec.Token) == e.gen
+			return e.r.rec.Status == storage.StatusRunning && uint64(e.r.rec.Token) == e.gen
 		})
 	}
 	q.leases.push(e)

@@ -4,7 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
+	"github.com/stemflow/stem/stores/storetest"
 )
 
 // TestQueueStaysBounded parks and claims runs many times, extending leases
@@ -13,17 +14,18 @@ import (
 func TestQueueStaysBounded(t *testing.T) {
 	ctx := t.Context()
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	s := New(Options{Now: func() time.Time { return now }})
+	clock := storetest.NewClock(now)
+	s := New(Options{Clock: clock})
 	defer s.Close()
 	const runs = 10
-	var batch []runtime.NewRun
+	var batch []storage.NewRun
 	for i := range runs {
-		batch = append(batch, runtime.NewRun{ID: string(rune('a' + i)), Workflow: "wf"})
+		batch = append(batch, storage.NewRun{ID: string(rune('a' + i)), Workflow: "wf"})
 	}
 	if _, err := s.CreateRuns(ctx, batch); err != nil {
 		t.Fatal(err)
 	}
-	req := runtime.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: runs, LeaseFor: time.Minute}
+	req := storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: runs, LeaseFor: time.Minute}
 	for round := range 500 {
 		got, err := s.Claim(ctx, req)
 		if err != nil || len(got) != runs {
@@ -31,7 +33,7 @@ func TestQueueStaysBounded(t *testing.T) {
 		}
 		for _, c := range got {
 			for range 3 {
-				if err := s.Heartbeat(ctx, c.Lease, time.Minute); err != nil {
+				if err := s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: c.Lease, LeaseFor: time.Minute}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -42,7 +44,7 @@ func TestQueueStaysBounded(t *testing.T) {
 				t.Fatal(err)
 			}
 			wake := now.Add(time.Duration(round%3) * time.Hour)
-			if _, err := s.Suspend(ctx, runtime.SuspendRequest{Lease: c.Lease, ReadyAt: &wake}); err != nil {
+			if _, err := s.Suspend(ctx, storage.SuspendRequest{Lease: c.Lease, ReadyAt: &wake}); err != nil {
 				t.Fatal(err)
 			}
 			if round%3 != 0 {
@@ -53,18 +55,19 @@ func TestQueueStaysBounded(t *testing.T) {
 		}
 		if round%3 == 0 {
 			// Released at once: another worker claims and releases them.
-			again, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "x", Workflows: []string{"wf"}, Limit: runs, LeaseFor: time.Minute})
+			again, err := s.Claim(ctx, storage.ClaimRequest{Owner: "x", Workflows: []string{"wf"}, Limit: runs, LeaseFor: time.Minute})
 			if err != nil || len(again) != runs {
 				t.Fatalf("round %d: released runs not claimable: %d, %v", round, len(again), err)
 			}
 			for _, c := range again {
 				wake := now
-				if _, err := s.Suspend(ctx, runtime.SuspendRequest{Lease: c.Lease, ReadyAt: &wake}); err != nil {
+				if _, err := s.Suspend(ctx, storage.SuspendRequest{Lease: c.Lease, ReadyAt: &wake}); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
 		now = now.Add(time.Second)
+		clock.Set(now)
 	}
 	q := s.queues["wf"]
 	if len(q.ready) > 2*runs+65 || len(q.leases) > 2*runs+65 {

@@ -8,25 +8,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
+
 	"github.com/stemflow/stem/stores/storetest"
 )
 
 // claimAll creates n runs and claims them all.
-func claimAll(t *testing.T, s *Store, n int, owner string) []runtime.ClaimedRun {
+func claimAll(t *testing.T, s *Store, n int, owner string) []storage.ClaimedRun {
 	t.Helper()
 	createN(t, s, n)
-	got, err := s.Claim(context.Background(), runtime.ClaimRequest{Owner: owner, Workflows: []string{"wf"}, Limit: n, LeaseFor: time.Minute})
+	got, err := s.Claim(context.Background(), storage.ClaimRequest{Owner: owner, Workflows: []string{"wf"}, Limit: n, LeaseFor: time.Minute})
 	if err != nil || len(got) != n {
 		t.Fatalf("claim: %v (%d of %d)", err, len(got), n)
 	}
 	return got
 }
 
-func stepCall(l runtime.Lease, key, output string) *ckptCall {
+func stepCall(l storage.Lease, key, output string) *ckptCall {
 	return &ckptCall{
-		req: runtime.CheckpointRequest{Lease: l, LeaseFor: time.Minute,
-			Checkpoint: runtime.Checkpoint{Key: key, Kind: runtime.KindStep, Output: []byte(output)}},
+		req: storage.CheckpointRequest{Lease: l, LeaseFor: time.Minute,
+			Checkpoint: storage.Checkpoint{Key: key, Kind: storage.KindStep, Output: []byte(output)}},
 		done: make(chan struct{}),
 	}
 }
@@ -38,23 +39,23 @@ func TestCheckpointBatchMixed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clock := storetest.NewClock(storetest.Start)
-	s := newTestStore(t, Options{Now: clock.Now})
+	s := newTestStore(t, Options{Clock: clock})
 	runs := claimAll(t, s, 3, "old")
 	a, b, c := runs[0].Lease, runs[1].Lease, runs[2].Lease
-	if _, err := s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: c, LeaseFor: time.Minute,
-		Checkpoint: runtime.Checkpoint{Key: "k@v1", Kind: runtime.KindStep, Output: []byte("first")}}); err != nil {
+	if _, err := s.Checkpoint(ctx, storage.CheckpointRequest{Lease: c, LeaseFor: time.Minute,
+		Checkpoint: storage.Checkpoint{Key: "k@v1", Kind: storage.KindStep, Output: []byte("first")}}); err != nil {
 		t.Fatal(err)
 	}
 	// b's lease expires and another worker takes the run over; a and c
 	// extend theirs first.
 	clock.Advance(30 * time.Second)
-	for _, l := range []runtime.Lease{a, c} {
-		if err := s.Heartbeat(ctx, l, time.Minute); err != nil {
+	for _, l := range []storage.Lease{a, c} {
+		if err := s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: l, LeaseFor: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	clock.Advance(31 * time.Second)
-	stolen, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "new", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute})
+	stolen, err := s.Claim(ctx, storage.ClaimRequest{Owner: "new", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute})
 	if err != nil || len(stolen) != 1 || stolen[0].Lease.RunID != b.RunID {
 		t.Fatalf("takeover: %v %+v", err, stolen)
 	}
@@ -64,7 +65,7 @@ func TestCheckpointBatchMixed(t *testing.T) {
 	if err := calls[0].err; err != nil || calls[0].res.Existing != nil {
 		t.Fatalf("fresh write: %v %+v", err, calls[0].res)
 	}
-	if err := calls[1].err; !errors.Is(err, runtime.ErrLeaseLost) {
+	if err := calls[1].err; !errors.Is(err, storage.ErrLeaseLost) {
 		t.Fatalf("stale write: %v, want ErrLeaseLost", err)
 	}
 	if err := calls[2].err; err != nil || calls[2].res.Existing == nil || string(calls[2].res.Existing.Output) != "first" {
@@ -113,8 +114,8 @@ func TestCheckpointSameRunConcurrently(t *testing.T) {
 	for i := range 40 {
 		wg.Go(func() {
 			l := runs[i%2].Lease
-			if _, err := s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: l, LeaseFor: time.Minute,
-				Checkpoint: runtime.Checkpoint{Key: fmt.Sprintf("k%d@v1", i), Kind: runtime.KindStep}}); err != nil {
+			if _, err := s.Checkpoint(ctx, storage.CheckpointRequest{Lease: l, LeaseFor: time.Minute,
+				Checkpoint: storage.Checkpoint{Key: fmt.Sprintf("k%d@v1", i), Kind: storage.KindStep}}); err != nil {
 				t.Error(err)
 			}
 		})
@@ -140,10 +141,10 @@ func TestStaleLeaseWritesRejected(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clock := storetest.NewClock(storetest.Start)
-	s := newTestStore(t, Options{Now: clock.Now})
+	s := newTestStore(t, Options{Clock: clock})
 	old := claimAll(t, s, 1, "old")[0].Lease
 	clock.Advance(2 * time.Minute)
-	got, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "new", Workflows: []string{"wf"}, Limit: 1, LeaseFor: time.Minute})
+	got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "new", Workflows: []string{"wf"}, Limit: 1, LeaseFor: time.Minute})
 	if err != nil || len(got) != 1 || got[0].Lease.Token <= old.Token || got[0].Recoveries != 1 {
 		t.Fatalf("takeover: %v %+v", err, got)
 	}
@@ -151,31 +152,31 @@ func TestStaleLeaseWritesRejected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := runtime.Checkpoint{Key: "k@v1", Kind: runtime.KindStep, Output: []byte("stale")}
+	cp := storage.Checkpoint{Key: "k@v1", Kind: storage.KindStep, Output: []byte("stale")}
 	ready := clock.Now()
 	writes := map[string]func() error{
 		"Checkpoint": func() error {
-			_, err := s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: old, LeaseFor: time.Minute, Checkpoint: cp})
+			_, err := s.Checkpoint(ctx, storage.CheckpointRequest{Lease: old, LeaseFor: time.Minute, Checkpoint: cp})
 			return err
 		},
 		"RecordAttempts": func() error {
-			return s.RecordAttempts(ctx, old, time.Minute, []runtime.Attempt{{Key: "k@v1", Number: 1, Error: "x"}})
+			return s.RecordAttempts(ctx, storage.RecordAttemptsRequest{Lease: old, LeaseFor: time.Minute, Attempts: []storage.Attempt{{Key: "k@v1", Number: 1, Error: "x"}}})
 		},
-		"Heartbeat": func() error { return s.Heartbeat(ctx, old, time.Minute) },
+		"Heartbeat": func() error { return s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: old, LeaseFor: time.Minute}) },
 		"Suspend": func() error {
-			_, err := s.Suspend(ctx, runtime.SuspendRequest{Lease: old, LeaseFor: time.Minute, Checkpoint: &cp, ReadyAt: &ready})
+			_, err := s.Suspend(ctx, storage.SuspendRequest{Lease: old, LeaseFor: time.Minute, Checkpoint: &cp, ReadyAt: &ready})
 			return err
 		},
 		"Complete": func() error {
-			return s.Complete(ctx, runtime.CompleteRequest{Lease: old, Status: runtime.StatusComplete, Output: []byte("x")})
+			return s.Complete(ctx, storage.CompleteRequest{Lease: old, Status: storage.StatusComplete, Output: []byte("x")})
 		},
 		"CompleteNotify": func() error {
-			return s.Complete(ctx, runtime.CompleteRequest{Lease: old, Status: runtime.StatusComplete,
-				Notify: &runtime.Event{RunID: old.RunID, Topic: "t"}})
+			return s.Complete(ctx, storage.CompleteRequest{Lease: old, Status: storage.StatusComplete,
+				Notify: &storage.Event{RunID: old.RunID, Topic: "t"}})
 		},
 	}
 	for name, write := range writes {
-		if err := write(); !errors.Is(err, runtime.ErrLeaseLost) {
+		if err := write(); !errors.Is(err, storage.ErrLeaseLost) {
 			t.Errorf("%s under a stolen lease: %v, want ErrLeaseLost", name, err)
 		}
 	}
@@ -183,7 +184,7 @@ func TestStaleLeaseWritesRejected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Token != before.Token || after.Status != runtime.StatusRunning || !after.LeaseUntil.Equal(before.LeaseUntil) ||
+	if after.Token != before.Token || after.Status != storage.StatusRunning || !after.LeaseUntil.Equal(before.LeaseUntil) ||
 		!after.UpdatedAt.Equal(before.UpdatedAt) {
 		t.Fatalf("stale writes changed the run:\nbefore %+v\nafter  %+v", before, after)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 var benchConcurrency = []int{1, 8, 32}
@@ -89,14 +89,14 @@ func BenchmarkCheckpoint(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			runs := make([]runtime.NewRun, c)
+			runs := make([]storage.NewRun, c)
 			for i := range runs {
-				runs[i] = runtime.NewRun{ID: fmt.Sprintf("run-%03d", i), Workflow: "wf", Input: []byte(`{}`)}
+				runs[i] = storage.NewRun{ID: fmt.Sprintf("run-%03d", i), Workflow: "wf", Input: []byte(`{}`)}
 			}
 			if _, err := s.CreateRuns(ctx, runs); err != nil {
 				b.Fatal(err)
 			}
-			claimed, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "bench", Workflows: []string{"wf"}, Limit: c, LeaseFor: time.Hour})
+			claimed, err := s.Claim(ctx, storage.ClaimRequest{Owner: "bench", Workflows: []string{"wf"}, Limit: c, LeaseFor: time.Hour})
 			if err != nil || len(claimed) != c {
 				b.Fatalf("claim: %v (%d runs)", err, len(claimed))
 			}
@@ -108,11 +108,11 @@ func BenchmarkCheckpoint(b *testing.B) {
 				}
 			}()
 			runConcurrent(b, c, "checkpoints", func(w int, i int64) error {
-				_, err := s.Checkpoint(ctx, runtime.CheckpointRequest{
+				_, err := s.Checkpoint(ctx, storage.CheckpointRequest{
 					Lease:      claimed[w].Lease,
 					LeaseFor:   time.Hour,
-					Checkpoint: runtime.Checkpoint{Key: fmt.Sprintf("step@v1#%d", i), Kind: runtime.KindStep, Output: output},
-					Attempts:   []runtime.Attempt{{Key: fmt.Sprintf("step@v1#%d", i), Number: 1, Started: now, Ended: now}},
+					Checkpoint: storage.Checkpoint{Key: fmt.Sprintf("step@v1#%d", i), Kind: storage.KindStep, Output: output},
+					Attempts:   []storage.Attempt{{Key: fmt.Sprintf("step@v1#%d", i), Number: 1, Started: now, Ended: now}},
 				})
 				return err
 			})

@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stemflow/stem/storage"
+
 	"github.com/stemflow/stem/internal/crashtest"
-	"github.com/stemflow/stem/runtime"
 )
 
 // envCrashSchema tells a crash-test worker process which schema the test
@@ -31,7 +32,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 
 // openCrashWorkerStore opens the store in a crash-test worker process, on
 // the database clock that every process shares.
-func openCrashWorkerStore() (runtime.Store, error) {
+func openCrashWorkerStore() (storage.Store, error) {
 	return Open(context.Background(), crashURL(os.Getenv(urlEnv)), Options{
 		Schema:      os.Getenv(envCrashSchema),
 		SkipMigrate: true,
@@ -44,7 +45,7 @@ func crashConfig(t *testing.T) crashtest.Config {
 	url := testURL(t)
 	schema := freshSchema(t)
 	return crashtest.Config{
-		Open: func(t testing.TB) runtime.Store {
+		Open: func(t testing.TB) storage.Store {
 			s, err := Open(context.Background(), crashURL(url), Options{Schema: schema, Logger: quietLogger()})
 			if err != nil {
 				t.Fatal(err)

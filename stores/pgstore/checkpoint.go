@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/stemflow/stem/storage"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/jackc/pgx/v5"
 )
 
 // Checkpoints are written by a few writer goroutines per store, each taking
@@ -34,16 +34,16 @@ const (
 
 // ckptCall is one Checkpoint call waiting for its batch.
 type ckptCall struct {
-	req      runtime.CheckpointRequest
+	req      storage.CheckpointRequest
 	errJSON  *string
 	attempts *string // JSON
 	state    atomic.Int32
-	res      runtime.CheckpointResult
+	res      storage.CheckpointResult
 	err      error
 	done     chan struct{}
 }
 
-func (c *ckptCall) finish(res runtime.CheckpointResult, err error) {
+func (c *ckptCall) finish(res storage.CheckpointResult, err error) {
 	c.res, c.err = res, err
 	close(c.done)
 }
@@ -51,18 +51,18 @@ func (c *ckptCall) finish(res runtime.CheckpointResult, err error) {
 // Checkpoint records a step's result under the lease: fence, write-once
 // insert, attempts, lease extension and the pause hand-off, in one statement
 // shared with the other runs' checkpoints queued at the same moment.
-func (s *Store) Checkpoint(ctx context.Context, req runtime.CheckpointRequest) (runtime.CheckpointResult, error) {
+func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (storage.CheckpointResult, error) {
 	const op = "checkpoint"
 	if err := s.check(op); err != nil {
-		return runtime.CheckpointResult{}, err
+		return storage.CheckpointResult{}, err
 	}
 	cp := &req.Checkpoint
 	if cp.Key == "" || req.LeaseFor <= 0 {
-		return runtime.CheckpointResult{}, fmt.Errorf("pgstore: %s: empty key or lease length %v: %w", op, req.LeaseFor, runtime.ErrInvalidArgument)
+		return storage.CheckpointResult{}, fmt.Errorf("pgstore: %s: empty key or lease length %v: %w", op, req.LeaseFor, storage.ErrInvalidArgument)
 	}
 	errJSON, err := encodeError(cp.Error)
 	if err != nil {
-		return runtime.CheckpointResult{}, s.wrap(op, err)
+		return storage.CheckpointResult{}, s.wrap(op, err)
 	}
 	call := &ckptCall{req: req, done: make(chan struct{})}
 	if errJSON != nil {
@@ -70,28 +70,28 @@ func (s *Store) Checkpoint(ctx context.Context, req runtime.CheckpointRequest) (
 		call.errJSON = &str
 	}
 	if call.attempts, err = encodeAttempts(req.Attempts); err != nil {
-		return runtime.CheckpointResult{}, s.wrap(op, err)
+		return storage.CheckpointResult{}, s.wrap(op, err)
 	}
 	if err := ctx.Err(); err != nil {
-		return runtime.CheckpointResult{}, s.wrap(op, err)
+		return storage.CheckpointResult{}, s.wrap(op, err)
 	}
 	select {
 	case s.ckptQueue <- call:
 	case <-ctx.Done():
-		return runtime.CheckpointResult{}, s.wrap(op, ctx.Err())
+		return storage.CheckpointResult{}, s.wrap(op, ctx.Err())
 	case <-s.stopCtx.Done():
-		return runtime.CheckpointResult{}, fmt.Errorf("pgstore: %s: %w", op, runtime.ErrClosed)
+		return storage.CheckpointResult{}, fmt.Errorf("pgstore: %s: %w", op, storage.ErrClosed)
 	}
 	select {
 	case <-call.done:
 		return call.res, call.err
 	case <-ctx.Done():
 		if call.state.CompareAndSwap(callQueued, callWithdrawn) {
-			return runtime.CheckpointResult{}, s.wrap(op, ctx.Err())
+			return storage.CheckpointResult{}, s.wrap(op, ctx.Err())
 		}
 	case <-s.writersGone:
 		if call.state.CompareAndSwap(callQueued, callWithdrawn) {
-			return runtime.CheckpointResult{}, fmt.Errorf("pgstore: %s: %w", op, runtime.ErrClosed)
+			return storage.CheckpointResult{}, fmt.Errorf("pgstore: %s: %w", op, storage.ErrClosed)
 		}
 	}
 	// A writer took the call: its statement decides, and every writer
@@ -183,13 +183,13 @@ func (s *Store) writeBatch(batch []*ckptCall) {
 		return
 	}
 	if len(batch) == 1 {
-		batch[0].finish(runtime.CheckpointResult{}, s.wrap("checkpoint", err))
+		batch[0].finish(storage.CheckpointResult{}, s.wrap("checkpoint", err))
 		return
 	}
 	for _, c := range batch {
 		res, errs, err := s.writeCheckpoints(ctx, []*ckptCall{c})
 		if err != nil {
-			c.finish(runtime.CheckpointResult{}, s.wrap("checkpoint", err))
+			c.finish(storage.CheckpointResult{}, s.wrap("checkpoint", err))
 		} else {
 			c.finish(res[0], errs[0])
 		}
@@ -198,7 +198,7 @@ func (s *Store) writeBatch(batch []*ckptCall) {
 
 // writeCheckpoints runs the checkpoint statement for calls (distinct runs)
 // and returns each call's result and error; err is a failure of the whole.
-func (s *Store) writeCheckpoints(ctx context.Context, calls []*ckptCall) ([]runtime.CheckpointResult, []error, error) {
+func (s *Store) writeCheckpoints(ctx context.Context, calls []*ckptCall) ([]storage.CheckpointResult, []error, error) {
 	n := len(calls)
 	var (
 		runIDs   = make([]string, n)
@@ -215,13 +215,13 @@ func (s *Store) writeCheckpoints(ctx context.Context, calls []*ckptCall) ([]runt
 		runIDs[i], tokens[i], keys[i], kinds[i] = r.Lease.RunID, r.Lease.Token, r.Checkpoint.Key, string(r.Checkpoint.Kind)
 		outputs[i], errTexts[i], attempts[i], leases[i] = r.Checkpoint.Output, c.errJSON, c.attempts, micros(r.LeaseFor)
 	}
-	results := make([]runtime.CheckpointResult, n)
+	results := make([]storage.CheckpointResult, n)
 	errs := make([]error, n)
 	var reread []int
 	err := s.retrying(ctx, func() error {
 		reread = reread[:0]
 		for i := range calls {
-			results[i], errs[i] = runtime.CheckpointResult{}, leaseLost("checkpoint", calls[i].req.Lease)
+			results[i], errs[i] = storage.CheckpointResult{}, leaseLost("checkpoint", calls[i].req.Lease)
 		}
 		rows, err := s.pool.Query(ctx, s.q.checkpoint, s.clock(), runIDs, tokens, keys, kinds, outputs, errTexts, attempts, leases)
 		if err != nil {

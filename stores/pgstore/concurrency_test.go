@@ -7,18 +7,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/stemflow/stem/storage"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/jackc/pgx/v5"
 )
 
 func createN(t *testing.T, s *Store, n int) []string {
 	t.Helper()
-	runs := make([]runtime.NewRun, n)
+	runs := make([]storage.NewRun, n)
 	ids := make([]string, n)
 	for i := range runs {
 		ids[i] = fmt.Sprintf("run-%04d", i)
-		runs[i] = runtime.NewRun{ID: ids[i], Workflow: "wf"}
+		runs[i] = storage.NewRun{ID: ids[i], Workflow: "wf"}
 	}
 	if _, err := s.CreateRuns(context.Background(), runs); err != nil {
 		t.Fatal(err)
@@ -40,7 +40,7 @@ func TestConcurrentClaimsDisjoint(t *testing.T) {
 	for w := range 8 {
 		wg.Go(func() {
 			for {
-				got, err := s.Claim(context.Background(), runtime.ClaimRequest{
+				got, err := s.Claim(context.Background(), storage.ClaimRequest{
 					Owner: fmt.Sprintf("w%d", w), Workflows: []string{"wf", "other"}, Limit: 7, LeaseFor: time.Hour})
 				if err != nil {
 					t.Error(err)
@@ -84,7 +84,7 @@ func TestClaimSkipsLockedRuns(t *testing.T) {
 	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+s.schema+`.runs WHERE id = 'run-0000' FOR UPDATE`); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute})
+	got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,14 +123,14 @@ func TestCheckpointAfterConcurrentDelivery(t *testing.T) {
 	defer cancel()
 	s := newTestStore(t, Options{})
 	createN(t, s, 1)
-	got, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 1, LeaseFor: time.Minute})
+	got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 1, LeaseFor: time.Minute})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("claim: %v %v", err, got)
 	}
 	l := got[0].Lease
 
 	var (
-		res  runtime.CheckpointResult
+		res  storage.CheckpointResult
 		cerr error
 		done = make(chan struct{})
 	)
@@ -143,8 +143,8 @@ func TestCheckpointAfterConcurrentDelivery(t *testing.T) {
 		}
 		go func() {
 			defer close(done)
-			res, cerr = s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: l, LeaseFor: time.Minute,
-				Checkpoint: runtime.Checkpoint{Key: "k@v1", Kind: runtime.KindEvent, Output: []byte("timeout")}})
+			res, cerr = s.Checkpoint(ctx, storage.CheckpointRequest{Lease: l, LeaseFor: time.Minute,
+				Checkpoint: storage.Checkpoint{Key: "k@v1", Kind: storage.KindEvent, Output: []byte("timeout")}})
 		}()
 		waitBlocked(t, s, "ins.run_id IS NOT NULL AS written")
 		return nil
@@ -172,16 +172,16 @@ func TestConcurrentCreatesOverlapping(t *testing.T) {
 	s := newTestStore(t, Options{})
 	const n = 2000
 	var wg sync.WaitGroup
-	createdBy := make([][]runtime.CreateResult, 6)
+	createdBy := make([][]storage.CreateResult, 6)
 	for g := range createdBy {
 		wg.Go(func() {
-			runs := make([]runtime.NewRun, n)
+			runs := make([]storage.NewRun, n)
 			for i := range runs {
 				j := i
 				if g%2 == 1 {
 					j = n - 1 - i
 				}
-				runs[i] = runtime.NewRun{ID: fmt.Sprintf("run-%03d", j), Workflow: "wf", Input: []byte(fmt.Sprint(g))}
+				runs[i] = storage.NewRun{ID: fmt.Sprintf("run-%03d", j), Workflow: "wf", Input: []byte(fmt.Sprint(g))}
 			}
 			res, err := s.CreateRuns(context.Background(), runs)
 			if err != nil {

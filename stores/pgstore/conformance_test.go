@@ -2,9 +2,9 @@ package pgstore
 
 import (
 	"testing"
-	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
+
 	"github.com/stemflow/stem/stores/storetest"
 )
 
@@ -13,7 +13,7 @@ import (
 // store's clock.
 func TestConformance(t *testing.T) {
 	testURL(t)
-	storetest.Run(t, func(t *testing.T, now func() time.Time) runtime.Store {
-		return newTestStore(t, Options{Now: now})
+	storetest.Run(t, func(t *testing.T, clock storage.Clock) storage.Store {
+		return newTestStore(t, Options{Clock: clock})
 	})
 }

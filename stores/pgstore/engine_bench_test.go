@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/stemflow/stem/storage"
+
 	"github.com/stemflow/stem/internal/benchwork"
 	"github.com/stemflow/stem/internal/crashtest"
-	"github.com/stemflow/stem/runtime"
 )
 
 // benchStore opens a store that owns its pool (32 connections) on a fresh
@@ -31,7 +32,7 @@ func BenchmarkEngine(b *testing.B) {
 	for _, workers := range []int{1, 8, 32} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			testURL(b)
-			benchwork.TenSteps(b, func(b *testing.B) runtime.Store { return benchStore(b) }, workers, 1000)
+			benchwork.TenSteps(b, func(b *testing.B) storage.Store { return benchStore(b) }, workers, 1000)
 		})
 	}
 }
@@ -54,7 +55,7 @@ func BenchmarkEngineProcesses(b *testing.B) {
 	url := testURL(b)
 	schema := freshSchema(b)
 	crashtest.Throughput(b, crashtest.Config{
-		Open: func(tb testing.TB) runtime.Store {
+		Open: func(tb testing.TB) storage.Store {
 			s, err := Open(context.Background(), crashURL(url), Options{Schema: schema, Logger: quietLogger()})
 			if err != nil {
 				tb.Fatal(err)

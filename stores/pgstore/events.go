@@ -5,20 +5,21 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/stemflow/stem/storage"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/jackc/pgx/v5"
 )
 
 // Emit delivers an event to every run waiting on the topic, in one
 // statement; see the emit query in queries.go.
-func (s *Store) Emit(ctx context.Context, topic string, payload []byte) ([]string, error) {
+func (s *Store) Emit(ctx context.Context, req storage.EmitRequest) ([]string, error) {
+	topic, payload := req.Topic, req.Payload
 	const op = "emit"
 	if err := s.check(op); err != nil {
 		return nil, err
 	}
 	if topic == "" {
-		return nil, fmt.Errorf("pgstore: %s: empty topic: %w", op, runtime.ErrInvalidArgument)
+		return nil, fmt.Errorf("pgstore: %s: empty topic: %w", op, storage.ErrInvalidArgument)
 	}
 	args := []any{s.clock(), topic, payload}
 	if s.notify {
@@ -56,13 +57,13 @@ func (s *Store) retrying(ctx context.Context, fn func() error) error {
 
 // SendEvent delivers an event to one run, or buffers it for the run's next
 // wait on the topic.
-func (s *Store) SendEvent(ctx context.Context, ev runtime.Event) (bool, error) {
+func (s *Store) SendEvent(ctx context.Context, ev storage.Event) (bool, error) {
 	const op = "send event"
 	if err := s.check(op); err != nil {
 		return false, err
 	}
 	if ev.Topic == "" {
-		return false, fmt.Errorf("pgstore: %s: empty topic: %w", op, runtime.ErrInvalidArgument)
+		return false, fmt.Errorf("pgstore: %s: empty topic: %w", op, storage.ErrInvalidArgument)
 	}
 	var delivered, ready bool
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -71,7 +72,7 @@ func (s *Store) SendEvent(ctx context.Context, ev runtime.Event) (bool, error) {
 			return err
 		}
 		if r.Status.Finished() {
-			return fmt.Errorf("run %q is %s: %w", ev.RunID, r.Status, runtime.ErrInvalidState)
+			return fmt.Errorf("run %q is %s: %w", ev.RunID, r.Status, storage.ErrInvalidState)
 		}
 		delivered, ready, err = s.send(ctx, tx, r, ev)
 		return err
@@ -89,7 +90,7 @@ func (s *Store) SendEvent(ctx context.Context, ev runtime.Event) (bool, error) {
 // target that does not exist or has finished cannot take it and the event
 // is dropped: a child's completion must not fail because its parent is
 // gone. ready reports that the target became claimable now.
-func (s *Store) deliverNotify(ctx context.Context, tx pgx.Tx, ev runtime.Event, now time.Time) (ready bool, err error) {
+func (s *Store) deliverNotify(ctx context.Context, tx pgx.Tx, ev storage.Event, now time.Time) (ready bool, err error) {
 	r, ok, err := s.lock(ctx, tx, ev.RunID)
 	if err != nil || !ok || r.Status.Finished() {
 		return false, err
@@ -102,7 +103,7 @@ func (s *Store) deliverNotify(ctx context.Context, tx pgx.Tx, ev runtime.Event, 
 // send delivers ev to the run locked in tx if it waits on the topic: the
 // payload becomes the wait's checkpoint (unless the key has one), the wait
 // is removed and the run woken. Otherwise the event is buffered.
-func (s *Store) send(ctx context.Context, tx pgx.Tx, r locked, ev runtime.Event) (delivered, ready bool, err error) {
+func (s *Store) send(ctx context.Context, tx pgx.Tx, r locked, ev storage.Event) (delivered, ready bool, err error) {
 	w := r.Wait
 	if w == nil || w.Topic != ev.Topic {
 		_, err := tx.Exec(ctx, s.q.bufferEvent, r.now, r.ID, ev.Topic, ev.Payload)
@@ -110,7 +111,7 @@ func (s *Store) send(ctx context.Context, tx pgx.Tx, r locked, ev runtime.Event)
 	}
 	kind := w.Kind
 	if kind == "" {
-		kind = runtime.KindEvent
+		kind = storage.KindEvent
 	}
 	tag, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, w.Key, string(kind), ev.Payload, nil)
 	if err != nil {
@@ -119,7 +120,7 @@ func (s *Store) send(ctx context.Context, tx pgx.Tx, r locked, ev runtime.Event)
 	if _, err := tx.Exec(ctx, s.q.deliver, r.now, r.ID, tag.RowsAffected() == 1); err != nil {
 		return false, false, err
 	}
-	ready = r.Status == runtime.StatusWaiting || r.Status == runtime.StatusQueued
+	ready = r.Status == storage.StatusWaiting || r.Status == storage.StatusQueued
 	if ready {
 		if err := s.notifyTx(ctx, tx); err != nil {
 			return false, false, err

@@ -7,20 +7,20 @@ import (
 	"sort"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/stemflow/stem/storage"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/jackc/pgx/v5"
 )
 
 // Claim leases up to req.Limit ready runs with one statement; see the claim
 // query in queries.go.
-func (s *Store) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.ClaimedRun, error) {
+func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.ClaimedRun, error) {
 	const op = "claim"
 	if err := s.check(op); err != nil {
 		return nil, err
 	}
 	if req.Owner == "" || req.LeaseFor <= 0 {
-		return nil, fmt.Errorf("pgstore: %s: empty owner or lease length %v: %w", op, req.LeaseFor, runtime.ErrInvalidArgument)
+		return nil, fmt.Errorf("pgstore: %s: empty owner or lease length %v: %w", op, req.LeaseFor, storage.ErrInvalidArgument)
 	}
 	if req.Limit <= 0 || len(req.Workflows) == 0 {
 		return nil, nil
@@ -30,7 +30,7 @@ func (s *Store) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.
 		return nil, s.wrap(op, err)
 	}
 	type claimed struct {
-		run   runtime.ClaimedRun
+		run   storage.ClaimedRun
 		since time.Time
 	}
 	var out []claimed
@@ -61,7 +61,7 @@ func (s *Store) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.
 		}
 		return out[i].run.Lease.RunID < out[j].run.Lease.RunID
 	})
-	runs := make([]runtime.ClaimedRun, len(out))
+	runs := make([]storage.ClaimedRun, len(out))
 	for i := range out {
 		runs[i] = out[i].run
 	}
@@ -70,13 +70,13 @@ func (s *Store) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.
 
 // LoadCheckpoints returns a run's checkpoints in sequence order, or
 // ErrRunNotFound.
-func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]runtime.Checkpoint, error) {
+func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]storage.Checkpoint, error) {
 	const op = "load checkpoints"
 	if err := s.check(op); err != nil {
 		return nil, err
 	}
 	var (
-		cps   []runtime.Checkpoint
+		cps   []storage.Checkpoint
 		found bool
 	)
 	rows, err := s.pool.Query(ctx, s.q.loadCheckpoint, runID)
@@ -88,14 +88,14 @@ func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]runtime.Ch
 		return nil, s.wrap(op, err)
 	}
 	if !found {
-		return nil, fmt.Errorf("pgstore: %s of run %q: %w", op, runID, runtime.ErrRunNotFound)
+		return nil, fmt.Errorf("pgstore: %s of run %q: %w", op, runID, storage.ErrRunNotFound)
 	}
 	return cps, nil
 }
 
 // collectCheckpoints reads the loadCheckpoint query's rows: found is false
 // when there were none (no such run).
-func collectCheckpoints(rows pgx.Rows) (cps []runtime.Checkpoint, found bool, err error) {
+func collectCheckpoints(rows pgx.Rows) (cps []storage.Checkpoint, found bool, err error) {
 	defer rows.Close()
 	for rows.Next() {
 		found = true
@@ -116,26 +116,27 @@ func collectCheckpoints(rows pgx.Rows) (cps []runtime.Checkpoint, found bool, er
 		if err != nil {
 			return nil, false, err
 		}
-		cps = append(cps, runtime.Checkpoint{
-			Key: *key, Kind: runtime.CheckpointKind(*kind), Output: output, Error: info, Seq: *seq, CreatedAt: *created,
+		cps = append(cps, storage.Checkpoint{
+			Key: *key, Kind: storage.CheckpointKind(*kind), Output: output, Error: info, Seq: *seq, CreatedAt: *created,
 		})
 	}
 	return cps, found, rows.Err()
 }
 
-func leaseLost(op string, l runtime.Lease) error {
-	return fmt.Errorf("pgstore: %s run %q token %d: %w", op, l.RunID, l.Token, runtime.ErrLeaseLost)
+func leaseLost(op string, l storage.Lease) error {
+	return fmt.Errorf("pgstore: %s run %q token %d: %w", op, l.RunID, l.Token, storage.ErrLeaseLost)
 }
 
 // RecordAttempts appends attempts under the lease and extends it, in one
 // statement.
-func (s *Store) RecordAttempts(ctx context.Context, lease runtime.Lease, leaseFor time.Duration, attempts []runtime.Attempt) error {
+func (s *Store) RecordAttempts(ctx context.Context, req storage.RecordAttemptsRequest) error {
+	lease, leaseFor, attempts := req.Lease, req.LeaseFor, req.Attempts
 	const op = "record attempts"
 	if err := s.check(op); err != nil {
 		return err
 	}
 	if leaseFor <= 0 {
-		return fmt.Errorf("pgstore: %s: lease length %v: %w", op, leaseFor, runtime.ErrInvalidArgument)
+		return fmt.Errorf("pgstore: %s: lease length %v: %w", op, leaseFor, storage.ErrInvalidArgument)
 	}
 	args := append([]any{s.clock(), lease.RunID, lease.Token, micros(leaseFor)}, attemptArrays(attempts)...)
 	var n int
@@ -149,13 +150,14 @@ func (s *Store) RecordAttempts(ctx context.Context, lease runtime.Lease, leaseFo
 }
 
 // Heartbeat extends the lease, fenced.
-func (s *Store) Heartbeat(ctx context.Context, lease runtime.Lease, leaseFor time.Duration) error {
+func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) error {
+	lease, leaseFor := req.Lease, req.LeaseFor
 	const op = "heartbeat"
 	if err := s.check(op); err != nil {
 		return err
 	}
 	if leaseFor <= 0 {
-		return fmt.Errorf("pgstore: %s: lease length %v: %w", op, leaseFor, runtime.ErrInvalidArgument)
+		return fmt.Errorf("pgstore: %s: lease length %v: %w", op, leaseFor, storage.ErrInvalidArgument)
 	}
 	tag, err := s.pool.Exec(ctx, s.q.heartbeat, s.clock(), lease.RunID, lease.Token, micros(leaseFor))
 	if err != nil {
@@ -168,12 +170,12 @@ func (s *Store) Heartbeat(ctx context.Context, lease runtime.Lease, leaseFor tim
 }
 
 // fenced locks the leased run in tx and checks the lease still holds.
-func (s *Store) fenced(ctx context.Context, tx pgx.Tx, op string, l runtime.Lease) (locked, error) {
+func (s *Store) fenced(ctx context.Context, tx pgx.Tx, op string, l storage.Lease) (locked, error) {
 	r, ok, err := s.lock(ctx, tx, l.RunID)
 	if err != nil {
 		return locked{}, err
 	}
-	if !ok || r.Status != runtime.StatusRunning || r.Token != l.Token {
+	if !ok || r.Status != storage.StatusRunning || r.Token != l.Token {
 		return locked{}, leaseLost(op, l)
 	}
 	return r, nil
@@ -181,30 +183,30 @@ func (s *Store) fenced(ctx context.Context, tx pgx.Tx, op string, l runtime.Leas
 
 // Suspend parks a running run, fenced, in one transaction that first locks
 // the run.
-func (s *Store) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtime.SuspendResult, error) {
+func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storage.SuspendResult, error) {
 	const op = "suspend"
 	if err := s.check(op); err != nil {
-		return runtime.SuspendResult{}, err
+		return storage.SuspendResult{}, err
 	}
 	if req.Checkpoint != nil && req.Checkpoint.Key == "" {
-		return runtime.SuspendResult{}, fmt.Errorf("pgstore: %s: empty checkpoint key: %w", op, runtime.ErrInvalidArgument)
+		return storage.SuspendResult{}, fmt.Errorf("pgstore: %s: empty checkpoint key: %w", op, storage.ErrInvalidArgument)
 	}
 	if w := req.Wait; w != nil && (w.Key == "" || w.Topic == "") {
-		return runtime.SuspendResult{}, fmt.Errorf("pgstore: %s: wait with empty key or topic: %w", op, runtime.ErrInvalidArgument)
+		return storage.SuspendResult{}, fmt.Errorf("pgstore: %s: wait with empty key or topic: %w", op, storage.ErrInvalidArgument)
 	}
 	var cpErr []byte
 	if req.Checkpoint != nil {
 		var err error
 		if cpErr, err = encodeError(req.Checkpoint.Error); err != nil {
-			return runtime.SuspendResult{}, s.wrap(op, err)
+			return storage.SuspendResult{}, s.wrap(op, err)
 		}
 	}
 	var (
-		res   runtime.SuspendResult
+		res   storage.SuspendResult
 		ready bool
 	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		res, ready = runtime.SuspendResult{}, false
+		res, ready = storage.SuspendResult{}, false
 		r, err := s.fenced(ctx, tx, op, req.Lease)
 		if err != nil {
 			return err
@@ -234,13 +236,13 @@ func (s *Store) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtim
 				return nil
 			}
 		}
-		status := runtime.StatusWaiting
+		status := storage.StatusWaiting
 		switch {
 		case r.PauseRequested:
-			status = runtime.StatusPaused
+			status = storage.StatusPaused
 			res.Paused = true
 		case req.ReadyAt != nil && !req.ReadyAt.After(r.now):
-			status = runtime.StatusQueued
+			status = storage.StatusQueued
 			ready = true
 		}
 		wait := r.Wait // kept unless the request registers a new one
@@ -267,7 +269,7 @@ func (s *Store) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtim
 		return nil
 	})
 	if err != nil {
-		return runtime.SuspendResult{}, s.wrap(op, err)
+		return storage.SuspendResult{}, s.wrap(op, err)
 	}
 	if ready {
 		s.poke()
@@ -279,7 +281,7 @@ func (s *Store) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtim
 // a checkpoint already stored for its key, or the oldest buffered event of
 // its topic, which it consumes and writes as the key's checkpoint
 // (consumed).
-func (s *Store) satisfy(ctx context.Context, tx pgx.Tx, r locked, w *runtime.Wait) (cp *runtime.Checkpoint, consumed bool, err error) {
+func (s *Store) satisfy(ctx context.Context, tx pgx.Tx, r locked, w *storage.Wait) (cp *storage.Checkpoint, consumed bool, err error) {
 	existing, err := scanCheckpoint(tx.QueryRow(ctx, s.q.getCheckpoint, r.ID, w.Key))
 	if err == nil {
 		return &existing, false, nil
@@ -297,7 +299,7 @@ func (s *Store) satisfy(ctx context.Context, tx pgx.Tx, r locked, w *runtime.Wai
 	}
 	kind := w.Kind
 	if kind == "" {
-		kind = runtime.KindEvent
+		kind = storage.KindEvent
 	}
 	if _, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, w.Key, string(kind), payload, nil); err != nil {
 		return nil, false, err
@@ -311,16 +313,16 @@ func (s *Store) satisfy(ctx context.Context, tx pgx.Tx, r locked, w *runtime.Wai
 
 // Complete finishes a run, fenced, and delivers req.Notify in the same
 // transaction.
-func (s *Store) Complete(ctx context.Context, req runtime.CompleteRequest) error {
+func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error {
 	const op = "complete"
 	if err := s.check(op); err != nil {
 		return err
 	}
-	if req.Status != runtime.StatusComplete && req.Status != runtime.StatusErrored {
-		return fmt.Errorf("pgstore: %s: status %q: %w", op, req.Status, runtime.ErrInvalidArgument)
+	if req.Status != storage.StatusComplete && req.Status != storage.StatusErrored {
+		return fmt.Errorf("pgstore: %s: status %q: %w", op, req.Status, storage.ErrInvalidArgument)
 	}
 	if n := req.Notify; n != nil && (n.RunID == "" || n.Topic == "") {
-		return fmt.Errorf("pgstore: %s: notify with empty run ID or topic: %w", op, runtime.ErrInvalidArgument)
+		return fmt.Errorf("pgstore: %s: notify with empty run ID or topic: %w", op, storage.ErrInvalidArgument)
 	}
 	errJSON, err := encodeError(req.Error)
 	if err != nil {
@@ -369,17 +371,17 @@ func (s *Store) Complete(ctx context.Context, req runtime.CompleteRequest) error
 // attempts in the order recorded: those recorded apart (failures before a
 // retry) and those stored with a checkpoint, merged by the one sequence that
 // orders both. Both are read in one implicit transaction.
-func (s *Store) ListSteps(ctx context.Context, runID string) ([]runtime.StepRecord, error) {
+func (s *Store) ListSteps(ctx context.Context, runID string) ([]storage.StepRecord, error) {
 	const op = "list steps"
 	if err := s.check(op); err != nil {
 		return nil, err
 	}
 	type seqAttempt struct {
 		seq int64
-		runtime.Attempt
+		storage.Attempt
 	}
 	var (
-		steps []runtime.StepRecord
+		steps []storage.StepRecord
 		found bool
 		all   []seqAttempt
 	)
@@ -412,8 +414,8 @@ func (s *Store) ListSteps(ctx context.Context, runID string) ([]runtime.StepReco
 			for _, a := range as {
 				all = append(all, seqAttempt{*seq, a})
 			}
-			steps = append(steps, runtime.StepRecord{Checkpoint: runtime.Checkpoint{
-				Key: *key, Kind: runtime.CheckpointKind(*kind), Output: output, Error: info, Seq: *seq, CreatedAt: *created,
+			steps = append(steps, storage.StepRecord{Checkpoint: storage.Checkpoint{
+				Key: *key, Kind: storage.CheckpointKind(*kind), Output: output, Error: info, Seq: *seq, CreatedAt: *created,
 			}})
 		}
 		return rows.Err()
@@ -436,13 +438,13 @@ func (s *Store) ListSteps(ctx context.Context, runID string) ([]runtime.StepReco
 		return nil, s.wrap(op, err)
 	}
 	if !found {
-		return nil, fmt.Errorf("pgstore: %s of run %q: %w", op, runID, runtime.ErrRunNotFound)
+		return nil, fmt.Errorf("pgstore: %s of run %q: %w", op, runID, storage.ErrRunNotFound)
 	}
 	if len(steps) == 0 {
 		return nil, nil
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].seq < all[j].seq })
-	byKey := make(map[string][]runtime.Attempt)
+	byKey := make(map[string][]storage.Attempt)
 	for _, a := range all {
 		byKey[a.Key] = append(byKey[a.Key], a.Attempt)
 	}

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 // TestMigrationsGapFree checks the files on disk, not only what loads: every
@@ -119,7 +119,7 @@ func TestSchemaNameValidated(t *testing.T) {
 	pool := sharedPool(t)
 	for _, name := range []string{`bad"name`, "1abc", "with space", "semi;colon", "x-y",
 		"a_name_that_is_far_too_long_for_a_notification_channel_name_xx"} {
-		if _, err := New(context.Background(), pool, Options{Schema: name}); !errors.Is(err, runtime.ErrInvalidArgument) {
+		if _, err := New(context.Background(), pool, Options{Schema: name}); !errors.Is(err, storage.ErrInvalidArgument) {
 			t.Errorf("schema %q: %v, want ErrInvalidArgument", name, err)
 		}
 	}
@@ -138,16 +138,16 @@ func TestOpenOwnsPool(t *testing.T) {
 	if got := s.Pool().Config().MaxConns; got != defaultMaxConns {
 		t.Errorf("pool size %d, want %d", got, defaultMaxConns)
 	}
-	if _, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "a", Workflow: "wf"}}); err != nil {
+	if _, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "a", Workflow: "wf"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.GetRun(ctx, "a"); !errors.Is(err, runtime.ErrClosed) {
+	if _, err := s.GetRun(ctx, "a"); !errors.Is(err, storage.ErrClosed) {
 		t.Fatalf("GetRun after Close: %v, want ErrClosed", err)
 	}
-	if err := s.Close(); !errors.Is(err, runtime.ErrClosed) {
+	if err := s.Close(); !errors.Is(err, storage.ErrClosed) {
 		t.Fatalf("second Close: %v, want ErrClosed", err)
 	}
 	if err := s.Pool().Ping(ctx); err == nil {

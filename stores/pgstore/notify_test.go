@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 // await fails the test unless ch receives before a generous deadline. The
@@ -62,21 +62,21 @@ func TestNotifyAcrossStores(t *testing.T) {
 	awaitListening(t, a, 0)
 	drain(ch)
 
-	if _, err := b.CreateRuns(ctx, []runtime.NewRun{{ID: "r1", Workflow: "wf"}}); err != nil {
+	if _, err := b.CreateRuns(ctx, []storage.NewRun{{ID: "r1", Workflow: "wf"}}); err != nil {
 		t.Fatal(err)
 	}
 	await(t, ch, "create")
 
-	claimed, err := b.Claim(ctx, runtime.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 1, LeaseFor: time.Minute})
+	claimed, err := b.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 1, LeaseFor: time.Minute})
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim: %v %v", err, claimed)
 	}
-	if _, err := b.Suspend(ctx, runtime.SuspendRequest{Lease: claimed[0].Lease, LeaseFor: time.Minute,
-		Wait: &runtime.Wait{Key: "e@v1", Topic: "topic"}}); err != nil {
+	if _, err := b.Suspend(ctx, storage.SuspendRequest{Lease: claimed[0].Lease, LeaseFor: time.Minute,
+		Wait: &storage.Wait{Key: "e@v1", Topic: "topic"}}); err != nil {
 		t.Fatal(err)
 	}
 	drain(ch)
-	if ids, err := b.Emit(ctx, "topic", []byte("x")); err != nil || len(ids) != 1 {
+	if ids, err := b.Emit(ctx, storage.EmitRequest{Topic: "topic", Payload: []byte("x")}); err != nil || len(ids) != 1 {
 		t.Fatalf("emit: %v %v", err, ids)
 	}
 	await(t, ch, "emit")
@@ -97,7 +97,7 @@ func TestListenerReconnects(t *testing.T) {
 	}
 	awaitListening(t, a, pid)
 	drain(ch)
-	if _, err := b.CreateRuns(ctx, []runtime.NewRun{{ID: "r1", Workflow: "wf"}}); err != nil {
+	if _, err := b.CreateRuns(ctx, []storage.NewRun{{ID: "r1", Workflow: "wf"}}); err != nil {
 		t.Fatal(err)
 	}
 	await(t, ch, "create after reconnect")
@@ -128,7 +128,7 @@ func TestDisableNotify(t *testing.T) {
 	s := newTestStore(t, Options{DisableNotify: true})
 	ctx, cancel := context.WithCancel(t.Context())
 	ch := s.Notifications(ctx)
-	if _, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "r1", Workflow: "wf"}}); err != nil {
+	if _, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "r1", Workflow: "wf"}}); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -1,4 +1,4 @@
-// Package pgstore is a Postgres implementation of runtime.Store, for many
+// Package pgstore is a Postgres implementation of storage.Store, for many
 // workers on many machines sharing one database.
 //
 // Workers claim runs with one statement that locks a bounded batch with
@@ -10,7 +10,7 @@
 // (now()), so a worker with a skewed clock cannot steal a lease.
 //
 // Writes that make runs ready send a NOTIFY on a channel named after the
-// schema; the store implements runtime.Notifier with one listening connection
+// schema; the store implements storage.Notifier with one listening connection
 // that fans the hints out to subscribers. Hints only make workers faster:
 // with Options.DisableNotify, polling alone still runs everything.
 //
@@ -23,7 +23,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -31,15 +30,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stemflow/stem/storage"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/stemflow/stem/runtime"
 )
 
-var _ runtime.Store = (*Store)(nil)
-var _ runtime.Notifier = (*Store)(nil)
+var _ storage.Store = (*Store)(nil)
+var _ storage.Notifier = (*Store)(nil)
 
 // DefaultSchema is the schema the store's tables live in when
 // Options.Schema is empty.
@@ -67,10 +66,10 @@ type Options struct {
 	// database are fully independent.
 	Schema string
 
-	// Now, when set, replaces the database clock for every judgement of
+	// Clock, when set, replaces the database clock for every judgement of
 	// lease expiry and readiness and for every timestamp the store writes.
 	// Tests substitute it; nil means the database's now().
-	Now func() time.Time
+	Clock storage.Clock
 
 	// DisableNotify turns off LISTEN/NOTIFY and in-process wake-ups: writes
 	// send no notifications and Notifications never fires. Workers then
@@ -96,7 +95,7 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Store is a runtime.Store on Postgres. It is safe for concurrent use by
+// Store is a storage.Store on Postgres. It is safe for concurrent use by
 // many goroutines and many processes.
 type Store struct {
 	pool    *pgxpool.Pool
@@ -152,7 +151,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 // (with different schemas, say) may share one pool.
 func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
 	if pool == nil {
-		return nil, fmt.Errorf("pgstore: new: nil pool: %w", runtime.ErrInvalidArgument)
+		return nil, fmt.Errorf("pgstore: new: nil pool: %w", storage.ErrInvalidArgument)
 	}
 	return newStore(ctx, pool, false, opts)
 }
@@ -164,15 +163,12 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, own bool, opts Options) (
 	}
 	if !identRE.MatchString(schema) || len(schema) > maxSchemaLen {
 		return nil, fmt.Errorf("pgstore: schema %q is not a plain identifier of at most %d bytes: %w",
-			schema, maxSchemaLen, runtime.ErrInvalidArgument)
+			schema, maxSchemaLen, storage.ErrInvalidArgument)
 	}
 	if opts.ListenerRetry < 0 || opts.CheckpointWriters < 0 {
-		return nil, fmt.Errorf("pgstore: negative ListenerRetry or CheckpointWriters: %w", runtime.ErrInvalidArgument)
+		return nil, fmt.Errorf("pgstore: negative ListenerRetry or CheckpointWriters: %w", storage.ErrInvalidArgument)
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	log := storage.LoggerOr(opts.Logger)
 	retry := opts.ListenerRetry
 	if retry == 0 {
 		retry = 5 * time.Second
@@ -183,11 +179,13 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, own bool, opts Options) (
 		ownPool: own,
 		schema:  quoted,
 		channel: schema + channelSuffix,
-		now:     opts.Now,
 		notify:  !opts.DisableNotify,
 		retry:   retry,
 		log:     log.With("store", "pgstore", "schema", schema),
 		q:       buildQueries(quoted, !opts.DisableNotify),
+	}
+	if opts.Clock != nil {
+		s.now = opts.Clock.Now
 	}
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
 	s.hub.subs = make(map[chan struct{}]struct{})
@@ -208,7 +206,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, own bool, opts Options) (
 
 // Close stops the notification listener, closes every Notifications
 // channel and, when the store owns its pool (Open), closes the pool. Calls
-// after Close, Close included, return runtime.ErrClosed.
+// after Close, Close included, return storage.ErrClosed.
 func (s *Store) Close() error {
 	first := false
 	s.closeOnce.Do(func() {
@@ -222,7 +220,7 @@ func (s *Store) Close() error {
 		}
 	})
 	if !first {
-		return fmt.Errorf("pgstore: close: %w", runtime.ErrClosed)
+		return fmt.Errorf("pgstore: close: %w", storage.ErrClosed)
 	}
 	return nil
 }
@@ -242,7 +240,7 @@ func (s *Store) clock() any {
 // check returns ErrClosed once the store is closed.
 func (s *Store) check(op string) error {
 	if s.closed.Load() {
-		return fmt.Errorf("pgstore: %s: %w", op, runtime.ErrClosed)
+		return fmt.Errorf("pgstore: %s: %w", op, storage.ErrClosed)
 	}
 	return nil
 }
@@ -254,13 +252,13 @@ func (s *Store) wrap(op string, err error) error {
 		return nil
 	}
 	if s.closed.Load() && !isSentinel(err) {
-		return fmt.Errorf("pgstore: %s: %w (%v)", op, runtime.ErrClosed, err)
+		return fmt.Errorf("pgstore: %s: %w (%v)", op, storage.ErrClosed, err)
 	}
 	return fmt.Errorf("pgstore: %s: %w", op, err)
 }
 
 func isSentinel(err error) bool {
-	for _, s := range []error{runtime.ErrLeaseLost, runtime.ErrRunNotFound, runtime.ErrInvalidState, runtime.ErrInvalidArgument, runtime.ErrClosed} {
+	for _, s := range []error{storage.ErrLeaseLost, storage.ErrRunNotFound, storage.ErrInvalidState, storage.ErrInvalidArgument, storage.ErrClosed} {
 		if errors.Is(err, s) {
 			return true
 		}

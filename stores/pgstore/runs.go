@@ -7,21 +7,21 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/stemflow/stem/storage"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/jackc/pgx/v5"
 )
 
 // CreateRuns inserts the runs with one INSERT ... ON CONFLICT DO NOTHING and
 // reads back every requested ID, both in one implicit transaction (one round
 // trip). Runs that already existed are reported with Created false.
-func (s *Store) CreateRuns(ctx context.Context, runs []runtime.NewRun) ([]runtime.CreateResult, error) {
+func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
 	const op = "create runs"
 	if err := s.check(op); err != nil {
 		return nil, err
 	}
 	if len(runs) == 0 {
-		return []runtime.CreateResult{}, nil
+		return []storage.CreateResult{}, nil
 	}
 	ids := make([]string, len(runs))
 	workflows := make([]string, len(runs))
@@ -29,7 +29,7 @@ func (s *Store) CreateRuns(ctx context.Context, runs []runtime.NewRun) ([]runtim
 	inputs := make([][]byte, len(runs))
 	for i, r := range runs {
 		if r.ID == "" || r.Workflow == "" {
-			return nil, fmt.Errorf("pgstore: %s: run %d has an empty ID or workflow: %w", op, i, runtime.ErrInvalidArgument)
+			return nil, fmt.Errorf("pgstore: %s: run %d has an empty ID or workflow: %w", op, i, storage.ErrInvalidArgument)
 		}
 		ids[i], workflows[i], parents[i], inputs[i] = r.ID, r.Workflow, r.ParentID, r.Input
 	}
@@ -38,7 +38,7 @@ func (s *Store) CreateRuns(ctx context.Context, runs []runtime.NewRun) ([]runtim
 		args = append(args, s.channel)
 	}
 	created := make(map[string]bool, len(runs))
-	records := make(map[string]runtime.RunRecord, len(runs))
+	records := make(map[string]storage.RunRecord, len(runs))
 	err := s.retrying(ctx, func() error {
 		clear(created)
 		clear(records)
@@ -68,13 +68,13 @@ func (s *Store) CreateRuns(ctx context.Context, runs []runtime.NewRun) ([]runtim
 	if err != nil {
 		return nil, s.wrap(op, err)
 	}
-	out := make([]runtime.CreateResult, len(runs))
+	out := make([]storage.CreateResult, len(runs))
 	for i, id := range ids {
 		rec, ok := records[id]
 		if !ok {
 			return nil, s.wrap(op, fmt.Errorf("run %q vanished after insert", id))
 		}
-		out[i] = runtime.CreateResult{Created: created[id], Run: rec}
+		out[i] = storage.CreateResult{Created: created[id], Run: rec}
 		delete(created, id) // a repeated ID in one request is created once
 	}
 	for _, r := range out {
@@ -87,27 +87,27 @@ func (s *Store) CreateRuns(ctx context.Context, runs []runtime.NewRun) ([]runtim
 }
 
 // GetRun returns a run's record, or ErrRunNotFound.
-func (s *Store) GetRun(ctx context.Context, id string) (runtime.RunRecord, error) {
+func (s *Store) GetRun(ctx context.Context, id string) (storage.RunRecord, error) {
 	const op = "get run"
 	if err := s.check(op); err != nil {
-		return runtime.RunRecord{}, err
+		return storage.RunRecord{}, err
 	}
 	rec, err := scanRun(s.pool.QueryRow(ctx, s.q.getRun, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return runtime.RunRecord{}, fmt.Errorf("pgstore: %s %q: %w", op, id, runtime.ErrRunNotFound)
+		return storage.RunRecord{}, fmt.Errorf("pgstore: %s %q: %w", op, id, storage.ErrRunNotFound)
 	}
 	if err != nil {
-		return runtime.RunRecord{}, s.wrap(op, err)
+		return storage.RunRecord{}, s.wrap(op, err)
 	}
 	return rec, nil
 }
 
 // ListRuns returns a page of runs in ID order. The statement names only the
 // filters the query sets, so each shape keeps an index-friendly plan.
-func (s *Store) ListRuns(ctx context.Context, q runtime.ListRunsQuery) (runtime.RunPage, error) {
+func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.RunPage, error) {
 	const op = "list runs"
 	if err := s.check(op); err != nil {
-		return runtime.RunPage{}, err
+		return storage.RunPage{}, err
 	}
 	limit := q.Limit
 	if limit <= 0 {
@@ -138,19 +138,19 @@ func (s *Store) ListRuns(ctx context.Context, q runtime.ListRunsQuery) (runtime.
 	sql += fmt.Sprintf(` ORDER BY id LIMIT $%d`, len(args))
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
-		return runtime.RunPage{}, s.wrap(op, err)
+		return storage.RunPage{}, s.wrap(op, err)
 	}
-	var page runtime.RunPage
+	var page storage.RunPage
 	for rows.Next() {
 		rec, err := scanRun(rows)
 		if err != nil {
 			rows.Close()
-			return runtime.RunPage{}, s.wrap(op, err)
+			return storage.RunPage{}, s.wrap(op, err)
 		}
 		page.Runs = append(page.Runs, rec)
 	}
 	if err := rows.Err(); err != nil {
-		return runtime.RunPage{}, s.wrap(op, err)
+		return storage.RunPage{}, s.wrap(op, err)
 	}
 	if len(page.Runs) > limit {
 		page.Runs = page.Runs[:limit]
@@ -161,7 +161,7 @@ func (s *Store) ListRuns(ctx context.Context, q runtime.ListRunsQuery) (runtime.
 
 // locked is a run read under FOR UPDATE, with the store clock's time.
 type locked struct {
-	runtime.RunRecord
+	storage.RunRecord
 	now time.Time
 }
 
@@ -179,11 +179,11 @@ func (s *Store) lock(ctx context.Context, tx pgx.Tx, id string) (r locked, ok bo
 }
 
 // lockExisting locks the run like lock, and reports a missing run as
-// runtime.ErrRunNotFound.
+// storage.ErrRunNotFound.
 func (s *Store) lockExisting(ctx context.Context, tx pgx.Tx, id string) (locked, error) {
 	r, ok, err := s.lock(ctx, tx, id)
 	if err == nil && !ok {
-		err = fmt.Errorf("run %q: %w", id, runtime.ErrRunNotFound)
+		err = fmt.Errorf("run %q: %w", id, storage.ErrRunNotFound)
 	}
 	return r, err
 }
@@ -212,10 +212,10 @@ func (s *Store) Pause(ctx context.Context, runID string) error {
 		var set string
 		switch {
 		case r.Status.Finished():
-			return fmt.Errorf("run %q is %s: %w", runID, r.Status, runtime.ErrInvalidState)
-		case r.Status == runtime.StatusQueued || r.Status == runtime.StatusWaiting:
+			return fmt.Errorf("run %q is %s: %w", runID, r.Status, storage.ErrInvalidState)
+		case r.Status == storage.StatusQueued || r.Status == storage.StatusWaiting:
 			set = `status = 'paused'`
-		case r.Status == runtime.StatusRunning:
+		case r.Status == storage.StatusRunning:
 			if r.PauseRequested {
 				return nil
 			}
@@ -244,10 +244,10 @@ func (s *Store) Resume(ctx context.Context, runID string) error {
 			return err
 		}
 		switch r.Status {
-		case runtime.StatusPaused:
-			status := runtime.StatusWaiting
+		case storage.StatusPaused:
+			status := storage.StatusWaiting
 			if r.ReadyAt != nil && !r.ReadyAt.After(r.now) {
-				status = runtime.StatusQueued
+				status = storage.StatusQueued
 				ready = true
 			}
 			if _, err := tx.Exec(ctx, `UPDATE `+s.schema+`.runs SET status = $1, pause_requested = false, updated_at = $2
@@ -258,15 +258,15 @@ func (s *Store) Resume(ctx context.Context, runID string) error {
 				return s.notifyTx(ctx, tx)
 			}
 			return nil
-		case runtime.StatusRunning:
+		case storage.StatusRunning:
 			if !r.PauseRequested {
-				return fmt.Errorf("run %q is running and no pause was requested: %w", runID, runtime.ErrInvalidState)
+				return fmt.Errorf("run %q is running and no pause was requested: %w", runID, storage.ErrInvalidState)
 			}
 			_, err := tx.Exec(ctx, `UPDATE `+s.schema+`.runs SET pause_requested = false, updated_at = $1
 				WHERE id = $2 AND status = 'running'`, r.now, runID)
 			return err
 		default:
-			return fmt.Errorf("run %q is %s: %w", runID, r.Status, runtime.ErrInvalidState)
+			return fmt.Errorf("run %q is %s: %w", runID, r.Status, storage.ErrInvalidState)
 		}
 	})
 	if err != nil {
@@ -279,7 +279,7 @@ func (s *Store) Resume(ctx context.Context, runID string) error {
 }
 
 // Terminate ends an unfinished run and delivers its Notify event.
-func (s *Store) Terminate(ctx context.Context, req runtime.TerminateRequest) error {
+func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) error {
 	const op = "terminate"
 	if err := s.check(op); err != nil {
 		return err
@@ -296,7 +296,7 @@ func (s *Store) Terminate(ctx context.Context, req runtime.TerminateRequest) err
 			return err
 		}
 		if r.Status.Finished() {
-			return fmt.Errorf("run %q is %s: %w", req.RunID, r.Status, runtime.ErrInvalidState)
+			return fmt.Errorf("run %q is %s: %w", req.RunID, r.Status, storage.ErrInvalidState)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE `+s.schema+`.runs SET status = 'terminated', output = NULL, error = $1,
 			ready_at = NULL, wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL,

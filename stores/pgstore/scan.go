@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 type scanner interface {
@@ -13,9 +13,9 @@ type scanner interface {
 }
 
 // scanRun reads the runColumns of one row, then extra destinations.
-func scanRun(row scanner, extra ...any) (runtime.RunRecord, error) {
+func scanRun(row scanner, extra ...any) (storage.RunRecord, error) {
 	var (
-		rec          runtime.RunRecord
+		rec          storage.RunRecord
 		status       string
 		errJSON      []byte
 		waitKey      *string
@@ -30,12 +30,12 @@ func scanRun(row scanner, extra ...any) (runtime.RunRecord, error) {
 		&rec.Owner, &leaseUntil, &rec.Token, &rec.Recoveries, &rec.CreatedAt, &rec.UpdatedAt,
 	}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
-		return runtime.RunRecord{}, err
+		return storage.RunRecord{}, err
 	}
-	rec.Status = runtime.RunStatus(status)
+	rec.Status = storage.RunStatus(status)
 	info, err := decodeError(errJSON)
 	if err != nil {
-		return runtime.RunRecord{}, err
+		return storage.RunRecord{}, err
 	}
 	rec.Error = info
 	rec.Wait = makeWait(waitKey, waitTopic, waitKind, waitDeadline)
@@ -45,21 +45,21 @@ func scanRun(row scanner, extra ...any) (runtime.RunRecord, error) {
 	return rec, nil
 }
 
-func makeWait(key, topic, kind *string, deadline *time.Time) *runtime.Wait {
+func makeWait(key, topic, kind *string, deadline *time.Time) *storage.Wait {
 	if topic == nil {
 		return nil
 	}
-	w := &runtime.Wait{Topic: *topic, Deadline: deadline}
+	w := &storage.Wait{Topic: *topic, Deadline: deadline}
 	if key != nil {
 		w.Key = *key
 	}
 	if kind != nil {
-		w.Kind = runtime.CheckpointKind(*kind)
+		w.Kind = storage.CheckpointKind(*kind)
 	}
 	return w
 }
 
-func encodeError(info *runtime.ErrorInfo) ([]byte, error) {
+func encodeError(info *storage.ErrorInfo) ([]byte, error) {
 	if info == nil {
 		return nil, nil
 	}
@@ -70,11 +70,11 @@ func encodeError(info *runtime.ErrorInfo) ([]byte, error) {
 	return b, nil
 }
 
-func decodeError(b []byte) (*runtime.ErrorInfo, error) {
+func decodeError(b []byte) (*storage.ErrorInfo, error) {
 	if b == nil {
 		return nil, nil
 	}
-	var info runtime.ErrorInfo
+	var info storage.ErrorInfo
 	if err := json.Unmarshal(b, &info); err != nil {
 		return nil, fmt.Errorf("decode error info: %w", err)
 	}
@@ -82,19 +82,19 @@ func decodeError(b []byte) (*runtime.ErrorInfo, error) {
 }
 
 // scanCheckpoint reads key, kind, output, error, seq, created_at.
-func scanCheckpoint(row scanner) (runtime.Checkpoint, error) {
+func scanCheckpoint(row scanner) (storage.Checkpoint, error) {
 	var (
-		c       runtime.Checkpoint
+		c       storage.Checkpoint
 		kind    string
 		errJSON []byte
 	)
 	if err := row.Scan(&c.Key, &kind, &c.Output, &errJSON, &c.Seq, &c.CreatedAt); err != nil {
-		return runtime.Checkpoint{}, err
+		return storage.Checkpoint{}, err
 	}
-	c.Kind = runtime.CheckpointKind(kind)
+	c.Kind = storage.CheckpointKind(kind)
 	info, err := decodeError(errJSON)
 	if err != nil {
-		return runtime.Checkpoint{}, err
+		return storage.Checkpoint{}, err
 	}
 	c.Error = info
 	return c, nil
@@ -102,7 +102,7 @@ func scanCheckpoint(row scanner) (runtime.Checkpoint, error) {
 
 // attemptArrays turns attempts into the parallel arrays the statements
 // unnest.
-func attemptArrays(as []runtime.Attempt) []any {
+func attemptArrays(as []storage.Attempt) []any {
 	keys := make([]string, len(as))
 	numbers := make([]int32, len(as))
 	started := make([]time.Time, len(as))
@@ -124,7 +124,7 @@ type attemptJSON struct {
 }
 
 // encodeAttempts returns the attempts as JSON text, or nil for none.
-func encodeAttempts(as []runtime.Attempt) (*string, error) {
+func encodeAttempts(as []storage.Attempt) (*string, error) {
 	if len(as) == 0 {
 		return nil, nil
 	}
@@ -140,7 +140,7 @@ func encodeAttempts(as []runtime.Attempt) (*string, error) {
 	return &str, nil
 }
 
-func decodeAttempts(b []byte) ([]runtime.Attempt, error) {
+func decodeAttempts(b []byte) ([]storage.Attempt, error) {
 	if b == nil {
 		return nil, nil
 	}
@@ -148,9 +148,9 @@ func decodeAttempts(b []byte) ([]runtime.Attempt, error) {
 	if err := json.Unmarshal(b, &js); err != nil {
 		return nil, fmt.Errorf("decode attempts: %w", err)
 	}
-	as := make([]runtime.Attempt, len(js))
+	as := make([]storage.Attempt, len(js))
 	for i, a := range js {
-		as[i] = runtime.Attempt{Key: a.Key, Number: a.Number, Started: a.Started, Ended: a.Ended, Error: a.Error}
+		as[i] = storage.Attempt{Key: a.Key, Number: a.Number, Started: a.Started, Ended: a.Ended, Error: a.Error}
 	}
 	return as, nil
 }

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
+
 	"github.com/stemflow/stem/stores/storetest"
 )
 
@@ -14,49 +15,49 @@ func TestSmoke(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := storetest.NewClock(storetest.Start)
-	s := newTestStore(t, Options{Now: c.Now})
-	res, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "r1", Workflow: "wf", Input: []byte("in")}, {ID: "r1", Workflow: "wf"}})
+	s := newTestStore(t, Options{Clock: c})
+	res, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "r1", Workflow: "wf", Input: []byte("in")}, {ID: "r1", Workflow: "wf"}})
 	if err != nil || !res[0].Created || res[1].Created {
 		t.Fatalf("create: %v %+v", err, res)
 	}
-	claimed, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute})
+	claimed, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute})
 	if err != nil || len(claimed) != 1 || string(claimed[0].Input) != "in" {
 		t.Fatalf("claim: %v %+v", err, claimed)
 	}
 	lease := claimed[0].Lease
-	r, err := s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: lease, LeaseFor: time.Minute,
-		Checkpoint: runtime.Checkpoint{Key: "a@v1", Kind: runtime.KindStep, Output: []byte("1")},
-		Attempts:   []runtime.Attempt{{Key: "a@v1", Number: 1, Started: c.Now(), Ended: c.Now()}}})
+	r, err := s.Checkpoint(ctx, storage.CheckpointRequest{Lease: lease, LeaseFor: time.Minute,
+		Checkpoint: storage.Checkpoint{Key: "a@v1", Kind: storage.KindStep, Output: []byte("1")},
+		Attempts:   []storage.Attempt{{Key: "a@v1", Number: 1, Started: c.Now(), Ended: c.Now()}}})
 	if err != nil || r.Existing != nil || r.Paused {
 		t.Fatalf("checkpoint: %v %+v", err, r)
 	}
-	r, err = s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: lease, LeaseFor: time.Minute,
-		Checkpoint: runtime.Checkpoint{Key: "a@v1", Kind: runtime.KindStep, Output: []byte("2")}})
+	r, err = s.Checkpoint(ctx, storage.CheckpointRequest{Lease: lease, LeaseFor: time.Minute,
+		Checkpoint: storage.Checkpoint{Key: "a@v1", Kind: storage.KindStep, Output: []byte("2")}})
 	if err != nil || r.Existing == nil || string(r.Existing.Output) != "1" {
 		t.Fatalf("checkpoint again: %v %+v", err, r)
 	}
 	c.Advance(2 * time.Minute)
-	again, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "w2", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute})
+	again, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w2", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute})
 	if err != nil || len(again) != 1 || again[0].Recoveries != 1 || again[0].Lease.Token <= lease.Token {
 		t.Fatalf("reclaim: %v %+v", err, again)
 	}
-	if err := s.Heartbeat(ctx, lease, time.Minute); !errors.Is(err, runtime.ErrLeaseLost) {
+	if err := s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: lease, LeaseFor: time.Minute}); !errors.Is(err, storage.ErrLeaseLost) {
 		t.Fatalf("stale heartbeat: %v", err)
 	}
 	lease = again[0].Lease
-	if err := s.RecordAttempts(ctx, lease, time.Minute, []runtime.Attempt{{Key: "b@v1", Number: 1, Error: "boom"}}); err != nil {
+	if err := s.RecordAttempts(ctx, storage.RecordAttemptsRequest{Lease: lease, LeaseFor: time.Minute, Attempts: []storage.Attempt{{Key: "b@v1", Number: 1, Error: "boom"}}}); err != nil {
 		t.Fatal(err)
 	}
-	sr, err := s.Suspend(ctx, runtime.SuspendRequest{Lease: lease, LeaseFor: time.Minute,
-		Wait: &runtime.Wait{Key: "ev@v1", Topic: "t", Kind: runtime.KindEvent}, SuspendState: []byte("st")})
+	sr, err := s.Suspend(ctx, storage.SuspendRequest{Lease: lease, LeaseFor: time.Minute,
+		Wait: &storage.Wait{Key: "ev@v1", Topic: "t", Kind: storage.KindEvent}, SuspendState: []byte("st")})
 	if err != nil || sr.Delivered != nil {
 		t.Fatalf("suspend: %v %+v", err, sr)
 	}
-	ids, err := s.Emit(ctx, "t", []byte("payload"))
+	ids, err := s.Emit(ctx, storage.EmitRequest{Topic: "t", Payload: []byte("payload")})
 	if err != nil || len(ids) != 1 || ids[0] != "r1" {
 		t.Fatalf("emit: %v %v", err, ids)
 	}
-	claimed, err = s.Claim(ctx, runtime.ClaimRequest{Owner: "w3", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute})
+	claimed, err = s.Claim(ctx, storage.ClaimRequest{Owner: "w3", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute})
 	if err != nil || len(claimed) != 1 || string(claimed[0].SuspendState) != "st" {
 		t.Fatalf("claim after emit: %v %+v", err, claimed)
 	}
@@ -64,26 +65,26 @@ func TestSmoke(t *testing.T) {
 	if err != nil || len(cps) != 2 || cps[1].Key != "ev@v1" || string(cps[1].Output) != "payload" {
 		t.Fatalf("load: %v %+v", err, cps)
 	}
-	if ok, err := s.SendEvent(ctx, runtime.Event{RunID: "r1", Topic: "later", Payload: []byte("x")}); err != nil || ok {
+	if ok, err := s.SendEvent(ctx, storage.Event{RunID: "r1", Topic: "later", Payload: []byte("x")}); err != nil || ok {
 		t.Fatalf("send: %v %v", err, ok)
 	}
-	sr, err = s.Suspend(ctx, runtime.SuspendRequest{Lease: claimed[0].Lease, LeaseFor: time.Minute,
-		Wait: &runtime.Wait{Key: "later@v1", Topic: "later"}})
-	if err != nil || sr.Delivered == nil || string(sr.Delivered.Output) != "x" || sr.Delivered.Kind != runtime.KindEvent {
+	sr, err = s.Suspend(ctx, storage.SuspendRequest{Lease: claimed[0].Lease, LeaseFor: time.Minute,
+		Wait: &storage.Wait{Key: "later@v1", Topic: "later"}})
+	if err != nil || sr.Delivered == nil || string(sr.Delivered.Output) != "x" || sr.Delivered.Kind != storage.KindEvent {
 		t.Fatalf("suspend buffered: %v %+v", err, sr)
 	}
-	if err := s.Complete(ctx, runtime.CompleteRequest{Lease: claimed[0].Lease, Status: runtime.StatusComplete, Output: []byte("out")}); err != nil {
+	if err := s.Complete(ctx, storage.CompleteRequest{Lease: claimed[0].Lease, Status: storage.StatusComplete, Output: []byte("out")}); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := s.GetRun(ctx, "r1")
-	if err != nil || rec.Status != runtime.StatusComplete || string(rec.Output) != "out" {
+	if err != nil || rec.Status != storage.StatusComplete || string(rec.Output) != "out" {
 		t.Fatalf("get: %v %+v", err, rec)
 	}
 	steps, err := s.ListSteps(ctx, "r1")
 	if err != nil || len(steps) != 3 || len(steps[0].Attempts) != 1 {
 		t.Fatalf("steps: %v %+v", err, steps)
 	}
-	page, err := s.ListRuns(ctx, runtime.ListRunsQuery{Status: runtime.StatusComplete})
+	page, err := s.ListRuns(ctx, storage.ListRunsQuery{Status: storage.StatusComplete})
 	if err != nil || len(page.Runs) != 1 {
 		t.Fatalf("list: %v %+v", err, page)
 	}
@@ -96,11 +97,11 @@ func TestSmoke(t *testing.T) {
 	if err := s.Resume(ctx, "r1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Terminate(ctx, runtime.TerminateRequest{RunID: "r1", Error: runtime.ErrorInfo{Message: "stop"}}); err != nil {
+	if err := s.Terminate(ctx, storage.TerminateRequest{RunID: "r1", Error: storage.ErrorInfo{Message: "stop"}}); err != nil {
 		t.Fatal(err)
 	}
 	rec, err = s.GetRun(ctx, "r1")
-	if err != nil || rec.Status != runtime.StatusTerminated || rec.Error == nil || rec.Error.Message != "stop" {
+	if err != nil || rec.Status != storage.StatusTerminated || rec.Error == nil || rec.Error.Message != "stop" {
 		t.Fatalf("get: %v %+v", err, rec)
 	}
 }

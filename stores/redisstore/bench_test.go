@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/stemflow/stem/storage"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/redis/go-redis/v9"
 )
 
 // trivialScript is the floor of any store operation: one EVALSHA round trip
@@ -124,14 +124,14 @@ func BenchmarkCheckpoint(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			runs := make([]runtime.NewRun, conc)
+			runs := make([]storage.NewRun, conc)
 			for i := range runs {
-				runs[i] = runtime.NewRun{ID: fmt.Sprintf("run-%03d", i), Workflow: "bench", Input: []byte(`{"n":1}`)}
+				runs[i] = storage.NewRun{ID: fmt.Sprintf("run-%03d", i), Workflow: "bench", Input: []byte(`{"n":1}`)}
 			}
 			if _, err := s.CreateRuns(ctx, runs); err != nil {
 				b.Fatal(err)
 			}
-			claimed, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "bench", Workflows: []string{"bench"}, Limit: conc, LeaseFor: time.Hour})
+			claimed, err := s.Claim(ctx, storage.ClaimRequest{Owner: "bench", Workflows: []string{"bench"}, Limit: conc, LeaseFor: time.Hour})
 			if err != nil || len(claimed) != conc {
 				b.Fatalf("claim: %v, %d runs", err, len(claimed))
 			}
@@ -139,11 +139,11 @@ func BenchmarkCheckpoint(b *testing.B) {
 			now := time.Now()
 			runParallel(b, c, conc, "checkpoints/s", func(w, i int) error {
 				key := "step@v1#" + strconv.Itoa(i)
-				_, err := s.Checkpoint(ctx, runtime.CheckpointRequest{
+				_, err := s.Checkpoint(ctx, storage.CheckpointRequest{
 					Lease:      claimed[w].Lease,
 					LeaseFor:   time.Hour,
-					Checkpoint: runtime.Checkpoint{Key: key, Kind: runtime.KindStep, Output: output},
-					Attempts:   []runtime.Attempt{{Key: key, Number: 1, Started: now, Ended: now}},
+					Checkpoint: storage.Checkpoint{Key: key, Kind: storage.KindStep, Output: output},
+					Attempts:   []storage.Attempt{{Key: key, Number: 1, Started: now, Ended: now}},
 				})
 				return err
 			})
@@ -174,10 +174,10 @@ func BenchmarkRunPath(b *testing.B) {
 				start := time.Now()
 				wf := "bench-" + strconv.Itoa(w)
 				id := fmt.Sprintf("run-%d-%09d", w, i)
-				if _, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: id, Workflow: wf, Input: []byte(`{"n":1}`)}}); err != nil {
+				if _, err := s.CreateRuns(ctx, []storage.NewRun{{ID: id, Workflow: wf, Input: []byte(`{"n":1}`)}}); err != nil {
 					return err
 				}
-				claimed, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "bench", Workflows: []string{wf}, Limit: 1, LeaseFor: time.Minute})
+				claimed, err := s.Claim(ctx, storage.ClaimRequest{Owner: "bench", Workflows: []string{wf}, Limit: 1, LeaseFor: time.Minute})
 				if err != nil {
 					return err
 				}
@@ -191,15 +191,15 @@ func BenchmarkRunPath(b *testing.B) {
 				for k := range steps {
 					key := "step@v1#" + strconv.Itoa(k)
 					now := time.Now()
-					if _, err := s.Checkpoint(ctx, runtime.CheckpointRequest{
+					if _, err := s.Checkpoint(ctx, storage.CheckpointRequest{
 						Lease: l, LeaseFor: time.Minute,
-						Checkpoint: runtime.Checkpoint{Key: key, Kind: runtime.KindStep, Output: output},
-						Attempts:   []runtime.Attempt{{Key: key, Number: 1, Started: now, Ended: now}},
+						Checkpoint: storage.Checkpoint{Key: key, Kind: storage.KindStep, Output: output},
+						Attempts:   []storage.Attempt{{Key: key, Number: 1, Started: now, Ended: now}},
 					}); err != nil {
 						return err
 					}
 				}
-				if err := s.Complete(ctx, runtime.CompleteRequest{Lease: l, Status: runtime.StatusComplete, Output: output}); err != nil {
+				if err := s.Complete(ctx, storage.CompleteRequest{Lease: l, Status: storage.StatusComplete, Output: output}); err != nil {
 					return err
 				}
 				durations[i] = time.Since(start)

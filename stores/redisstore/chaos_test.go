@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stemflow/stem/storage"
+
 	"github.com/stemflow/stem/internal/crashtest"
-	"github.com/stemflow/stem/runtime"
 )
 
 // envCrashPrefix tells a crash-test worker process which prefix the test
@@ -16,7 +17,7 @@ const envCrashPrefix = "STEM_CRASHTEST_REDIS_PREFIX"
 
 // openCrashWorkerStore opens the store in a crash-test worker process. It
 // uses the server's clock, which every process shares.
-func openCrashWorkerStore() (runtime.Store, error) {
+func openCrashWorkerStore() (storage.Store, error) {
 	return Open(context.Background(), os.Getenv("STEM_TEST_REDIS_URL"), Options{
 		Prefix: os.Getenv(envCrashPrefix),
 		Logger: quietLogger(),
@@ -29,7 +30,7 @@ func crashConfig(t *testing.T) crashtest.Config {
 	prefix := testPrefix(t)
 	cleanupPrefix(t, testClient(t), prefix)
 	return crashtest.Config{
-		Open: func(t testing.TB) runtime.Store {
+		Open: func(t testing.TB) storage.Store {
 			s, err := Open(context.Background(), url, Options{Prefix: prefix, Logger: quietLogger()})
 			if err != nil {
 				t.Fatal(err)

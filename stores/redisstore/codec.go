@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 // Payloads are stored "marked" so that nil and empty stay apart: nil is the
@@ -44,7 +44,7 @@ func fromMicros(s string) (time.Time, error) {
 	return time.UnixMicro(n).UTC(), nil
 }
 
-func encodeError(e *runtime.ErrorInfo) (string, error) {
+func encodeError(e *storage.ErrorInfo) (string, error) {
 	if e == nil {
 		return "", nil
 	}
@@ -55,11 +55,11 @@ func encodeError(e *runtime.ErrorInfo) (string, error) {
 	return string(b), nil
 }
 
-func decodeError(s string) (*runtime.ErrorInfo, error) {
+func decodeError(s string) (*storage.ErrorInfo, error) {
 	if s == "" {
 		return nil, nil
 	}
-	var e runtime.ErrorInfo
+	var e storage.ErrorInfo
 	if err := json.Unmarshal([]byte(s), &e); err != nil {
 		return nil, fmt.Errorf("redisstore: bad stored error info: %w", err)
 	}
@@ -68,26 +68,26 @@ func decodeError(s string) (*runtime.ErrorInfo, error) {
 
 // decodeCheckpoint reads the encoding write_cp stores:
 // seq \n created \n kind \n error-json \n marked-output.
-func decodeCheckpoint(key, s string) (runtime.Checkpoint, error) {
+func decodeCheckpoint(key, s string) (storage.Checkpoint, error) {
 	parts := strings.SplitN(s, "\n", 5)
 	if len(parts) != 5 {
-		return runtime.Checkpoint{}, fmt.Errorf("redisstore: bad stored checkpoint %q", key)
+		return storage.Checkpoint{}, fmt.Errorf("redisstore: bad stored checkpoint %q", key)
 	}
 	seq, err := strconv.ParseInt(parts[0], 10, 64)
 	if err != nil {
-		return runtime.Checkpoint{}, fmt.Errorf("redisstore: bad stored checkpoint %q: %w", key, err)
+		return storage.Checkpoint{}, fmt.Errorf("redisstore: bad stored checkpoint %q: %w", key, err)
 	}
 	created, err := fromMicros(parts[1])
 	if err != nil {
-		return runtime.Checkpoint{}, err
+		return storage.Checkpoint{}, err
 	}
 	info, err := decodeError(parts[3])
 	if err != nil {
-		return runtime.Checkpoint{}, err
+		return storage.Checkpoint{}, err
 	}
-	return runtime.Checkpoint{
+	return storage.Checkpoint{
 		Key:       key,
-		Kind:      runtime.CheckpointKind(parts[2]),
+		Kind:      storage.CheckpointKind(parts[2]),
 		Output:    unmark(parts[4]),
 		Error:     info,
 		Seq:       seq,
@@ -97,7 +97,7 @@ func decodeCheckpoint(key, s string) (runtime.Checkpoint, error) {
 
 // encodeAttempt packs an attempt as length-prefixed fields; the scripts
 // store it without looking inside.
-func encodeAttempt(a runtime.Attempt) (string, error) {
+func encodeAttempt(a storage.Attempt) (string, error) {
 	started, err := a.Started.MarshalBinary()
 	if err != nil {
 		return "", fmt.Errorf("redisstore: encoding attempt: %w", err)
@@ -120,7 +120,7 @@ func encodeAttempt(a runtime.Attempt) (string, error) {
 
 var errBadAttempt = errors.New("redisstore: bad stored attempt")
 
-func decodeAttempt(s string) (runtime.Attempt, error) {
+func decodeAttempt(s string) (storage.Attempt, error) {
 	b := []byte(s)
 	field := func() ([]byte, bool) {
 		n, k := binary.Uvarint(b)
@@ -131,7 +131,7 @@ func decodeAttempt(s string) (runtime.Attempt, error) {
 		b = b[k+int(n):]
 		return v, true
 	}
-	var a runtime.Attempt
+	var a storage.Attempt
 	key, ok := field()
 	if !ok {
 		return a, errBadAttempt
@@ -155,7 +155,7 @@ func decodeAttempt(s string) (runtime.Attempt, error) {
 	return a, nil
 }
 
-func encodeAttempts(as []runtime.Attempt) ([]any, error) {
+func encodeAttempts(as []storage.Attempt) ([]any, error) {
 	out := make([]any, 0, len(as))
 	for _, a := range as {
 		s, err := encodeAttempt(a)
@@ -186,13 +186,13 @@ func pairsToMap(v any) (map[string]string, error) {
 }
 
 // decodeRun builds a RunRecord from the run hash's fields.
-func decodeRun(m map[string]string) (runtime.RunRecord, error) {
-	var r runtime.RunRecord
+func decodeRun(m map[string]string) (storage.RunRecord, error) {
+	var r storage.RunRecord
 	var err error
 	r.ID = m["id"]
 	r.Workflow = m["wf"]
 	r.ParentID = m["pa"]
-	r.Status = runtime.RunStatus(m["st"])
+	r.Status = storage.RunStatus(m["st"])
 	r.Input = unmark(m["in"])
 	r.Output = unmark(m["out"])
 	if r.Error, err = decodeError(m["err"]); err != nil {
@@ -232,11 +232,11 @@ func decodeRun(m map[string]string) (runtime.RunRecord, error) {
 	return r, nil
 }
 
-func decodeWait(key, topic, kind, deadline string) (*runtime.Wait, error) {
+func decodeWait(key, topic, kind, deadline string) (*storage.Wait, error) {
 	if key == "" && topic == "" {
 		return nil, nil
 	}
-	w := &runtime.Wait{Key: key, Topic: topic, Kind: runtime.CheckpointKind(kind)}
+	w := &storage.Wait{Key: key, Topic: topic, Kind: storage.CheckpointKind(kind)}
 	if deadline != "" {
 		t, err := fromMicros(deadline)
 		if err != nil {

@@ -2,9 +2,9 @@ package redisstore
 
 import (
 	"testing"
-	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
+
 	"github.com/stemflow/stem/stores/storetest"
 )
 
@@ -12,8 +12,8 @@ import (
 // case on a fresh prefix whose keys are deleted afterwards.
 func TestConformance(t *testing.T) {
 	redisURL(t)
-	storetest.Run(t, func(t *testing.T, now func() time.Time) runtime.Store {
-		s, _ := newTestStore(t, now)
+	storetest.Run(t, func(t *testing.T, clock storage.Clock) storage.Store {
+		s, _ := newTestStore(t, clock)
 		return s
 	})
 }

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/stemflow/stem/storage"
+
 	"github.com/stemflow/stem/internal/benchwork"
-	"github.com/stemflow/stem/runtime"
 )
 
 // benchStore opens a store on a fresh prefix with a client pool that fits
@@ -31,7 +32,7 @@ func BenchmarkEngine(b *testing.B) {
 	for _, workers := range []int{1, 32} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			redisURL(b)
-			benchwork.TenSteps(b, func(b *testing.B) runtime.Store { return benchStore(b, workers) }, workers, 1000)
+			benchwork.TenSteps(b, func(b *testing.B) storage.Store { return benchStore(b, workers) }, workers, 1000)
 		})
 	}
 }

@@ -8,12 +8,12 @@ import (
 	"log/slog"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
 	"github.com/stemflow/stem/internal/crashtest"
+	"github.com/stemflow/stem/storage"
 )
 
 func TestMain(m *testing.M) {
@@ -82,12 +82,12 @@ func cleanupPrefix(tb testing.TB, c *redis.Client, prefix string) {
 // newTestStore opens a store on a fresh prefix over a client of the test's
 // own; the store is closed and its keys deleted at cleanup. It returns the
 // client too, for looking at keys directly.
-func newTestStore(tb testing.TB, now func() time.Time) (*Store, *redis.Client) {
+func newTestStore(tb testing.TB, clock storage.Clock) (*Store, *redis.Client) {
 	tb.Helper()
 	c := testClient(tb)
 	prefix := testPrefix(tb)
 	cleanupPrefix(tb, c, prefix)
-	s, err := New(context.Background(), c, Options{Prefix: prefix, Now: now, Logger: quietLogger()})
+	s, err := New(context.Background(), c, Options{Prefix: prefix, Clock: clock, Logger: quietLogger()})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -13,9 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/stemflow/stem/storage"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/redis/go-redis/v9"
 )
 
 // DefaultPrefix is the key prefix used when Options.Prefix is empty.
@@ -31,17 +31,17 @@ type Options struct {
 	// passed to every script. Nil means the server's own clock (TIME), read
 	// inside the script, which is what production wants: one clock for all
 	// workers however skewed their machines are. Tests substitute it.
-	Now func() time.Time
+	Clock storage.Clock
 	// AllowEvictingPolicy lets the store run on a server whose
 	// maxmemory-policy is not noeviction, with a logged warning. An evicted
 	// key is a lost or corrupted run, so leave it false outside experiments.
 	AllowEvictingPolicy bool
-	// Logger receives warnings about the server's configuration; nil means
-	// slog.Default().
+	// Logger receives warnings about the server's configuration (its
+	// persistence settings, a policy it could not read); nil discards them.
 	Logger *slog.Logger
 }
 
-// Store is a runtime.Store on Redis. It is safe for concurrent use.
+// Store is a storage.Store on Redis. It is safe for concurrent use.
 type Store struct {
 	client redis.UniversalClient
 	owned  bool
@@ -56,8 +56,8 @@ type Store struct {
 }
 
 var (
-	_ runtime.Store    = (*Store)(nil)
-	_ runtime.Notifier = (*Store)(nil)
+	_ storage.Store    = (*Store)(nil)
+	_ storage.Notifier = (*Store)(nil)
 )
 
 // Open connects to the Redis server at url (redis://[user:pass@]host:port/db
@@ -87,25 +87,24 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 // logs a warning and goes on.
 func New(ctx context.Context, client redis.UniversalClient, opts Options) (*Store, error) {
 	if client == nil {
-		return nil, fmt.Errorf("redisstore: nil client: %w", runtime.ErrInvalidArgument)
+		return nil, fmt.Errorf("redisstore: nil client: %w", storage.ErrInvalidArgument)
 	}
 	s := &Store{
 		client: client,
 		prefix: opts.Prefix,
-		now:    opts.Now,
-		logger: opts.Logger,
+		logger: storage.LoggerOr(opts.Logger),
 		done:   make(chan struct{}),
+	}
+	if opts.Clock != nil {
+		s.now = opts.Clock.Now
 	}
 	if s.prefix == "" {
 		s.prefix = DefaultPrefix
 	}
-	if s.logger == nil {
-		s.logger = slog.Default()
-	}
 	switch client.(type) {
 	case *redis.ClusterClient, *redis.Ring:
 		if !hasHashTag(s.prefix) {
-			return nil, fmt.Errorf("redisstore: prefix %q has no hash tag: with a sharded client every key of the store must live in one slot, so use a prefix such as \"{stem}:\": %w", s.prefix, runtime.ErrInvalidArgument)
+			return nil, fmt.Errorf("redisstore: prefix %q has no hash tag: with a sharded client every key of the store must live in one slot, so use a prefix such as \"{stem}:\": %w", s.prefix, storage.ErrInvalidArgument)
 		}
 	}
 	if err := client.Ping(ctx).Err(); err != nil {
@@ -210,12 +209,12 @@ func (s *Store) logPersistence(ctx context.Context) {
 }
 
 // Close releases the store; with Open, it closes the connection too. Calls
-// after Close return runtime.ErrClosed.
+// after Close return storage.ErrClosed.
 func (s *Store) Close() error {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 	if s.closed.Swap(true) {
-		return runtime.ErrClosed
+		return storage.ErrClosed
 	}
 	close(s.done)
 	s.subs.Wait()
@@ -227,7 +226,7 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Notifications implements runtime.Notifier with Redis pub/sub: the scripts
+// Notifications implements storage.Notifier with Redis pub/sub: the scripts
 // publish on the prefix's "wake" channel whenever they make a run ready now.
 // They are hints only; the channel is closed when ctx is done or the store
 // closes.
@@ -292,7 +291,7 @@ func (s *Store) clockArg() string {
 // run calls a script with the prefix and clock as ARGV[1] and ARGV[2].
 func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) (any, error) {
 	if s.closed.Load() {
-		return nil, runtime.ErrClosed
+		return nil, storage.ErrClosed
 	}
 	argv := make([]any, 0, len(args)+2)
 	argv = append(argv, s.prefix, s.clockArg())
@@ -306,7 +305,7 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args .
 
 func (s *Store) wrapErr(err error) error {
 	if errors.Is(err, redis.ErrClosed) || s.closed.Load() {
-		return runtime.ErrClosed
+		return storage.ErrClosed
 	}
 	return err
 }
@@ -321,18 +320,18 @@ func status(op, id string, v any) ([]any, error) {
 	word, _ := list[0].(string)
 	switch word {
 	case "NOTFOUND":
-		return nil, fmt.Errorf("redisstore: %s %q: %w", op, id, runtime.ErrRunNotFound)
+		return nil, fmt.Errorf("redisstore: %s %q: %w", op, id, storage.ErrRunNotFound)
 	case "INVALID":
-		return nil, fmt.Errorf("redisstore: %s %q: %w", op, id, runtime.ErrInvalidState)
+		return nil, fmt.Errorf("redisstore: %s %q: %w", op, id, storage.ErrInvalidState)
 	case "LEASELOST":
-		return nil, fmt.Errorf("redisstore: %s %q: %w", op, id, runtime.ErrLeaseLost)
+		return nil, fmt.Errorf("redisstore: %s %q: %w", op, id, storage.ErrLeaseLost)
 	}
 	return list, nil
 }
 
 func (s *Store) checkOpen() error {
 	if s.closed.Load() {
-		return runtime.ErrClosed
+		return storage.ErrClosed
 	}
 	return nil
 }
@@ -341,20 +340,20 @@ func (s *Store) checkOpen() error {
 // does not hold the server for long.
 const createBatch = 128
 
-// CreateRuns implements runtime.Store.
-func (s *Store) CreateRuns(ctx context.Context, runs []runtime.NewRun) ([]runtime.CreateResult, error) {
+// CreateRuns implements storage.Store.
+func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
 	for _, r := range runs {
 		if r.ID == "" {
-			return nil, fmt.Errorf("redisstore: create: empty run ID: %w", runtime.ErrInvalidArgument)
+			return nil, fmt.Errorf("redisstore: create: empty run ID: %w", storage.ErrInvalidArgument)
 		}
 		if r.Workflow == "" {
-			return nil, fmt.Errorf("redisstore: create %q: empty workflow name: %w", r.ID, runtime.ErrInvalidArgument)
+			return nil, fmt.Errorf("redisstore: create %q: empty workflow name: %w", r.ID, storage.ErrInvalidArgument)
 		}
 	}
-	out := make([]runtime.CreateResult, 0, len(runs))
+	out := make([]storage.CreateResult, 0, len(runs))
 	for chunk := range slices.Chunk(runs, createBatch) {
 		keys := make([]string, len(chunk))
 		args := make([]any, 0, 4*len(chunk))
@@ -384,35 +383,35 @@ func (s *Store) CreateRuns(ctx context.Context, runs []runtime.NewRun) ([]runtim
 				return nil, err
 			}
 			created, _ := pair[0].(int64)
-			out = append(out, runtime.CreateResult{Created: created == 1, Run: rec})
+			out = append(out, storage.CreateResult{Created: created == 1, Run: rec})
 		}
 	}
 	return out, nil
 }
 
-// GetRun implements runtime.Store.
-func (s *Store) GetRun(ctx context.Context, id string) (runtime.RunRecord, error) {
+// GetRun implements storage.Store.
+func (s *Store) GetRun(ctx context.Context, id string) (storage.RunRecord, error) {
 	if err := s.checkOpen(); err != nil {
-		return runtime.RunRecord{}, err
+		return storage.RunRecord{}, err
 	}
 	m, err := s.client.HGetAll(ctx, s.runKey(id)).Result()
 	if err != nil {
-		return runtime.RunRecord{}, fmt.Errorf("redisstore: get %q: %w", id, s.wrapErr(err))
+		return storage.RunRecord{}, fmt.Errorf("redisstore: get %q: %w", id, s.wrapErr(err))
 	}
 	if len(m) == 0 {
-		return runtime.RunRecord{}, fmt.Errorf("redisstore: get %q: %w", id, runtime.ErrRunNotFound)
+		return storage.RunRecord{}, fmt.Errorf("redisstore: get %q: %w", id, storage.ErrRunNotFound)
 	}
 	return decodeRun(m)
 }
 
-// ListRuns implements runtime.Store. It reads the lexicographic index that
+// ListRuns implements storage.Store. It reads the lexicographic index that
 // matches the filter, so a page costs its size, never a scan.
-func (s *Store) ListRuns(ctx context.Context, q runtime.ListRunsQuery) (runtime.RunPage, error) {
+func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.RunPage, error) {
 	if err := s.checkOpen(); err != nil {
-		return runtime.RunPage{}, err
+		return storage.RunPage{}, err
 	}
 	if q.Status != "" && !q.Status.Valid() {
-		return runtime.RunPage{}, fmt.Errorf("redisstore: list: unknown status %q: %w", q.Status, runtime.ErrInvalidArgument)
+		return storage.RunPage{}, fmt.Errorf("redisstore: list: unknown status %q: %w", q.Status, storage.ErrInvalidArgument)
 	}
 	limit := q.Limit
 	if limit <= 0 {
@@ -435,21 +434,21 @@ func (s *Store) ListRuns(ctx context.Context, q runtime.ListRunsQuery) (runtime.
 	}
 	v, err := s.run(ctx, listScript, []string{idx}, start, limit+1)
 	if err != nil {
-		return runtime.RunPage{}, fmt.Errorf("redisstore: list: %w", err)
+		return storage.RunPage{}, fmt.Errorf("redisstore: list: %w", err)
 	}
 	list, ok := v.([]any)
 	if !ok {
-		return runtime.RunPage{}, fmt.Errorf("redisstore: list: unexpected reply")
+		return storage.RunPage{}, fmt.Errorf("redisstore: list: unexpected reply")
 	}
-	var page runtime.RunPage
+	var page storage.RunPage
 	for _, item := range list {
 		m, err := pairsToMap(item)
 		if err != nil {
-			return runtime.RunPage{}, err
+			return storage.RunPage{}, err
 		}
 		rec, err := decodeRun(m)
 		if err != nil {
-			return runtime.RunPage{}, err
+			return storage.RunPage{}, err
 		}
 		page.Runs = append(page.Runs, rec)
 	}
@@ -460,19 +459,19 @@ func (s *Store) ListRuns(ctx context.Context, q runtime.ListRunsQuery) (runtime.
 	return page, nil
 }
 
-// Claim implements runtime.Store. One script reads the ready and lease sets
+// Claim implements storage.Store. One script reads the ready and lease sets
 // of the requested workflows (all workflows when none are named), orders
 // the candidates by ReadyAt (lease expiry for recoveries) and leases up to
 // Limit of them.
-func (s *Store) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.ClaimedRun, error) {
+func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.ClaimedRun, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
 	if req.Owner == "" {
-		return nil, fmt.Errorf("redisstore: claim: empty owner: %w", runtime.ErrInvalidArgument)
+		return nil, fmt.Errorf("redisstore: claim: empty owner: %w", storage.ErrInvalidArgument)
 	}
 	if req.LeaseFor <= 0 {
-		return nil, fmt.Errorf("redisstore: claim: lease length %v: %w", req.LeaseFor, runtime.ErrInvalidArgument)
+		return nil, fmt.Errorf("redisstore: claim: lease length %v: %w", req.LeaseFor, storage.ErrInvalidArgument)
 	}
 	if req.Limit <= 0 || len(req.Workflows) == 0 {
 		return nil, nil
@@ -495,7 +494,7 @@ func (s *Store) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.
 	if !ok {
 		return nil, fmt.Errorf("redisstore: claim: unexpected reply")
 	}
-	out := make([]runtime.ClaimedRun, 0, len(list))
+	out := make([]storage.ClaimedRun, 0, len(list))
 	for _, item := range list {
 		c, err := decodeClaim(req.Owner, item)
 		if err != nil {
@@ -507,8 +506,8 @@ func (s *Store) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.
 }
 
 // decodeClaim reads {id, token, {wf, pa, in, rec, ss, wk, wt, wn, wd, lu}}.
-func decodeClaim(owner string, item any) (runtime.ClaimedRun, error) {
-	var c runtime.ClaimedRun
+func decodeClaim(owner string, item any) (storage.ClaimedRun, error) {
+	var c storage.ClaimedRun
 	parts, ok := item.([]any)
 	if !ok || len(parts) != 3 {
 		return c, fmt.Errorf("redisstore: claim: unexpected reply")
@@ -518,7 +517,7 @@ func decodeClaim(owner string, item any) (runtime.ClaimedRun, error) {
 		return c, fmt.Errorf("redisstore: claim: unexpected reply")
 	}
 	tok, _ := parts[1].(int64)
-	c.Lease = runtime.Lease{RunID: str(parts[0]), Owner: owner, Token: tok}
+	c.Lease = storage.Lease{RunID: str(parts[0]), Owner: owner, Token: tok}
 	c.Workflow = str(f[0])
 	c.ParentID = str(f[1])
 	c.Input = unmark(str(f[2]))
@@ -537,35 +536,35 @@ func decodeClaim(owner string, item any) (runtime.ClaimedRun, error) {
 	return c, nil
 }
 
-// LoadCheckpoints implements runtime.Store.
-func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]runtime.Checkpoint, error) {
+// LoadCheckpoints implements storage.Store.
+func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]storage.Checkpoint, error) {
 	cps, _, err := s.readSteps(ctx, runID, false)
 	return cps, err
 }
 
-// ListSteps implements runtime.Store.
-func (s *Store) ListSteps(ctx context.Context, runID string) ([]runtime.StepRecord, error) {
+// ListSteps implements storage.Store.
+func (s *Store) ListSteps(ctx context.Context, runID string) ([]storage.StepRecord, error) {
 	cps, atts, err := s.readSteps(ctx, runID, true)
 	if err != nil {
 		return nil, err
 	}
-	byKey := make(map[string][]runtime.Attempt)
+	byKey := make(map[string][]storage.Attempt)
 	for _, a := range atts {
 		byKey[a.Key] = append(byKey[a.Key], a)
 	}
 	if len(cps) == 0 {
 		return nil, nil
 	}
-	out := make([]runtime.StepRecord, len(cps))
+	out := make([]storage.StepRecord, len(cps))
 	for i, cp := range cps {
-		out[i] = runtime.StepRecord{Checkpoint: cp, Attempts: byKey[cp.Key]}
+		out[i] = storage.StepRecord{Checkpoint: cp, Attempts: byKey[cp.Key]}
 	}
 	return out, nil
 }
 
 // readSteps reads a run's checkpoints (sorted by sequence) and, if asked,
 // its attempts, in one script so they are consistent with each other.
-func (s *Store) readSteps(ctx context.Context, runID string, attempts bool) ([]runtime.Checkpoint, []runtime.Attempt, error) {
+func (s *Store) readSteps(ctx context.Context, runID string, attempts bool) ([]storage.Checkpoint, []storage.Attempt, error) {
 	flag := ""
 	if attempts {
 		flag = "1"
@@ -585,7 +584,7 @@ func (s *Store) readSteps(ctx context.Context, runID string, attempts bool) ([]r
 	if err != nil {
 		return nil, nil, err
 	}
-	var cps []runtime.Checkpoint
+	var cps []storage.Checkpoint
 	for k, v := range m {
 		cp, err := decodeCheckpoint(k, v)
 		if err != nil {
@@ -593,9 +592,9 @@ func (s *Store) readSteps(ctx context.Context, runID string, attempts bool) ([]r
 		}
 		cps = append(cps, cp)
 	}
-	slices.SortFunc(cps, func(a, b runtime.Checkpoint) int { return cmp.Compare(a.Seq, b.Seq) })
+	slices.SortFunc(cps, func(a, b storage.Checkpoint) int { return cmp.Compare(a.Seq, b.Seq) })
 	raw, _ := list[2].([]any)
-	var atts []runtime.Attempt
+	var atts []storage.Attempt
 	for _, x := range raw {
 		a, err := decodeAttempt(str(x))
 		if err != nil {
@@ -607,25 +606,25 @@ func (s *Store) readSteps(ctx context.Context, runID string, attempts bool) ([]r
 }
 
 // validLease checks a fenced call's lease.
-func validLease(op string, l runtime.Lease) error {
+func validLease(op string, l storage.Lease) error {
 	if l.RunID == "" {
-		return fmt.Errorf("redisstore: %s: empty run ID: %w", op, runtime.ErrInvalidArgument)
+		return fmt.Errorf("redisstore: %s: empty run ID: %w", op, storage.ErrInvalidArgument)
 	}
 	return nil
 }
 
 // validExtension checks a fenced call's lease and the lease length it
 // extends to.
-func validExtension(op string, l runtime.Lease, leaseFor time.Duration) error {
+func validExtension(op string, l storage.Lease, leaseFor time.Duration) error {
 	if leaseFor <= 0 {
-		return fmt.Errorf("redisstore: %s: lease length %v: %w", op, leaseFor, runtime.ErrInvalidArgument)
+		return fmt.Errorf("redisstore: %s: lease length %v: %w", op, leaseFor, storage.ErrInvalidArgument)
 	}
 	return validLease(op, l)
 }
 
-// Checkpoint implements runtime.Store.
-func (s *Store) Checkpoint(ctx context.Context, req runtime.CheckpointRequest) (runtime.CheckpointResult, error) {
-	var res runtime.CheckpointResult
+// Checkpoint implements storage.Store.
+func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (storage.CheckpointResult, error) {
+	var res storage.CheckpointResult
 	if err := validExtension("checkpoint", req.Lease, req.LeaseFor); err != nil {
 		return res, err
 	}
@@ -666,18 +665,19 @@ func (s *Store) Checkpoint(ctx context.Context, req runtime.CheckpointRequest) (
 	return res, nil
 }
 
-func validKey(op, key string, kind runtime.CheckpointKind) error {
+func validKey(op, key string, kind storage.CheckpointKind) error {
 	if key == "" {
-		return fmt.Errorf("redisstore: %s: empty checkpoint key: %w", op, runtime.ErrInvalidArgument)
+		return fmt.Errorf("redisstore: %s: empty checkpoint key: %w", op, storage.ErrInvalidArgument)
 	}
 	if strings.ContainsRune(string(kind), '\n') {
-		return fmt.Errorf("redisstore: %s: checkpoint kind %q: %w", op, kind, runtime.ErrInvalidArgument)
+		return fmt.Errorf("redisstore: %s: checkpoint kind %q: %w", op, kind, storage.ErrInvalidArgument)
 	}
 	return nil
 }
 
-// RecordAttempts implements runtime.Store.
-func (s *Store) RecordAttempts(ctx context.Context, lease runtime.Lease, leaseFor time.Duration, attempts []runtime.Attempt) error {
+// RecordAttempts implements storage.Store.
+func (s *Store) RecordAttempts(ctx context.Context, req storage.RecordAttemptsRequest) error {
+	lease, leaseFor, attempts := req.Lease, req.LeaseFor, req.Attempts
 	if err := validExtension("record attempts", lease, leaseFor); err != nil {
 		return err
 	}
@@ -688,15 +688,16 @@ func (s *Store) RecordAttempts(ctx context.Context, lease runtime.Lease, leaseFo
 	return s.attempts(ctx, "record attempts", lease, leaseFor, atts)
 }
 
-// Heartbeat implements runtime.Store.
-func (s *Store) Heartbeat(ctx context.Context, lease runtime.Lease, leaseFor time.Duration) error {
+// Heartbeat implements storage.Store.
+func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) error {
+	lease, leaseFor := req.Lease, req.LeaseFor
 	if err := validExtension("heartbeat", lease, leaseFor); err != nil {
 		return err
 	}
 	return s.attempts(ctx, "heartbeat", lease, leaseFor, nil)
 }
 
-func (s *Store) attempts(ctx context.Context, op string, lease runtime.Lease, leaseFor time.Duration, atts []any) error {
+func (s *Store) attempts(ctx context.Context, op string, lease storage.Lease, leaseFor time.Duration, atts []any) error {
 	id := lease.RunID
 	args := make([]any, 0, 3+len(atts))
 	args = append(args, lease.Token, durMicros(leaseFor), id)
@@ -709,9 +710,9 @@ func (s *Store) attempts(ctx context.Context, op string, lease runtime.Lease, le
 	return err
 }
 
-// Suspend implements runtime.Store.
-func (s *Store) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtime.SuspendResult, error) {
-	var res runtime.SuspendResult
+// Suspend implements storage.Store.
+func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storage.SuspendResult, error) {
+	var res storage.SuspendResult
 	if err := validLease("suspend", req.Lease); err != nil {
 		return res, err
 	}
@@ -735,7 +736,7 @@ func (s *Store) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtim
 			return res, err
 		}
 		if w.Topic == "" {
-			return res, fmt.Errorf("redisstore: suspend: empty wait topic: %w", runtime.ErrInvalidArgument)
+			return res, fmt.Errorf("redisstore: suspend: empty wait topic: %w", storage.ErrInvalidArgument)
 		}
 		deadline := ""
 		if w.Deadline != nil {
@@ -771,15 +772,15 @@ func (s *Store) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtim
 	return res, nil
 }
 
-// Complete implements runtime.Store. A Notify whose target run does not
+// Complete implements storage.Store. A Notify whose target run does not
 // exist or has finished is dropped: the child's result must not be lost
 // because its parent went away.
-func (s *Store) Complete(ctx context.Context, req runtime.CompleteRequest) error {
+func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error {
 	if err := validLease("complete", req.Lease); err != nil {
 		return err
 	}
-	if req.Status != runtime.StatusComplete && req.Status != runtime.StatusErrored {
-		return fmt.Errorf("redisstore: complete: status %q: %w", req.Status, runtime.ErrInvalidArgument)
+	if req.Status != storage.StatusComplete && req.Status != storage.StatusErrored {
+		return fmt.Errorf("redisstore: complete: status %q: %w", req.Status, storage.ErrInvalidArgument)
 	}
 	errJSON, err := encodeError(req.Error)
 	if err != nil {
@@ -799,27 +800,27 @@ func (s *Store) Complete(ctx context.Context, req runtime.CompleteRequest) error
 	return err
 }
 
-func notifyArgs(op string, ev *runtime.Event) ([]any, error) {
+func notifyArgs(op string, ev *storage.Event) ([]any, error) {
 	if ev == nil {
 		return []any{"", "", ""}, nil
 	}
 	if ev.RunID == "" || ev.Topic == "" {
-		return nil, fmt.Errorf("redisstore: %s: notify needs a run ID and a topic: %w", op, runtime.ErrInvalidArgument)
+		return nil, fmt.Errorf("redisstore: %s: notify needs a run ID and a topic: %w", op, storage.ErrInvalidArgument)
 	}
 	return []any{ev.RunID, ev.Topic, mark(ev.Payload)}, nil
 }
 
-// Pause implements runtime.Store.
+// Pause implements storage.Store.
 func (s *Store) Pause(ctx context.Context, runID string) error {
 	return s.simple(ctx, "pause", pauseScript, runID)
 }
 
-// Resume implements runtime.Store.
+// Resume implements storage.Store.
 func (s *Store) Resume(ctx context.Context, runID string) error {
 	return s.simple(ctx, "resume", resumeScript, runID)
 }
 
-// Restart implements runtime.Store.
+// Restart implements storage.Store.
 func (s *Store) Restart(ctx context.Context, runID string) error {
 	return s.simple(ctx, "restart", restartScript, runID)
 }
@@ -837,8 +838,8 @@ func (s *Store) simple(ctx context.Context, op string, sc *redis.Script, id stri
 	return err
 }
 
-// Terminate implements runtime.Store. A Notify is handled as in Complete.
-func (s *Store) Terminate(ctx context.Context, req runtime.TerminateRequest) error {
+// Terminate implements storage.Store. A Notify is handled as in Complete.
+func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) error {
 	errJSON, err := encodeError(&req.Error)
 	if err != nil {
 		return err
@@ -856,10 +857,11 @@ func (s *Store) Terminate(ctx context.Context, req runtime.TerminateRequest) err
 	return err
 }
 
-// Emit implements runtime.Store.
-func (s *Store) Emit(ctx context.Context, topic string, payload []byte) ([]string, error) {
+// Emit implements storage.Store.
+func (s *Store) Emit(ctx context.Context, req storage.EmitRequest) ([]string, error) {
+	topic, payload := req.Topic, req.Payload
 	if topic == "" {
-		return nil, fmt.Errorf("redisstore: emit: empty topic: %w", runtime.ErrInvalidArgument)
+		return nil, fmt.Errorf("redisstore: emit: empty topic: %w", storage.ErrInvalidArgument)
 	}
 	v, err := s.run(ctx, emitScript, []string{s.key("w:", topic)}, topic, mark(payload), rand.Text())
 	if err != nil {
@@ -879,10 +881,10 @@ func (s *Store) Emit(ctx context.Context, topic string, payload []byte) ([]strin
 	return ids, nil
 }
 
-// SendEvent implements runtime.Store.
-func (s *Store) SendEvent(ctx context.Context, ev runtime.Event) (bool, error) {
+// SendEvent implements storage.Store.
+func (s *Store) SendEvent(ctx context.Context, ev storage.Event) (bool, error) {
 	if ev.RunID == "" || ev.Topic == "" {
-		return false, fmt.Errorf("redisstore: send event: needs a run ID and a topic: %w", runtime.ErrInvalidArgument)
+		return false, fmt.Errorf("redisstore: send event: needs a run ID and a topic: %w", storage.ErrInvalidArgument)
 	}
 	v, err := s.run(ctx, sendScript, []string{s.runKey(ev.RunID)}, ev.RunID, ev.Topic, mark(ev.Payload), rand.Text())
 	if err != nil {

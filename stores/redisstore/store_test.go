@@ -10,27 +10,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stemflow/stem/storage"
+
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/stores/storetest"
 )
 
 // newClock returns the suite's manual clock at its start.
 func newClock() *storetest.Clock { return storetest.NewClock(storetest.Start) }
 
-var claimAll = func(owner string, wfs ...string) runtime.ClaimRequest {
-	return runtime.ClaimRequest{Owner: owner, Workflows: wfs, Limit: 10, LeaseFor: time.Minute}
+var claimAll = func(owner string, wfs ...string) storage.ClaimRequest {
+	return storage.ClaimRequest{Owner: owner, Workflows: wfs, Limit: 10, LeaseFor: time.Minute}
 }
 
-func mustCreate(t *testing.T, s *Store, runs ...runtime.NewRun) {
+func mustCreate(t *testing.T, s *Store, runs ...storage.NewRun) {
 	t.Helper()
 	if _, err := s.CreateRuns(context.Background(), runs); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func mustClaimOne(t *testing.T, s *Store, wf string) runtime.ClaimedRun {
+func mustClaimOne(t *testing.T, s *Store, wf string) storage.ClaimedRun {
 	t.Helper()
 	got, err := s.Claim(context.Background(), claimAll("w", wf))
 	if err != nil {
@@ -48,17 +49,17 @@ func TestLifecycle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newClock()
-	s, _ := newTestStore(t, c.Now)
+	s, _ := newTestStore(t, c)
 
-	res, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "r1", Workflow: "wf", Input: []byte("in\nput")}})
+	res, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "r1", Workflow: "wf", Input: []byte("in\nput")}})
 	if err != nil || len(res) != 1 || !res[0].Created {
 		t.Fatalf("create: %v %+v", err, res)
 	}
 	rec := res[0].Run
-	if rec.Status != runtime.StatusQueued || rec.ReadyAt == nil || !rec.ReadyAt.Equal(c.Now()) || !rec.CreatedAt.Equal(c.Now()) {
+	if rec.Status != storage.StatusQueued || rec.ReadyAt == nil || !rec.ReadyAt.Equal(c.Now()) || !rec.CreatedAt.Equal(c.Now()) {
 		t.Fatalf("new run: %+v", rec)
 	}
-	again, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "r1", Workflow: "other", Input: []byte("x")}})
+	again, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "r1", Workflow: "other", Input: []byte("x")}})
 	if err != nil || again[0].Created || again[0].Run.Workflow != "wf" {
 		t.Fatalf("second create: %v %+v", err, again)
 	}
@@ -68,18 +69,18 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("claim: %+v", cl)
 	}
 	started := c.Now()
-	cres, err := s.Checkpoint(ctx, runtime.CheckpointRequest{
+	cres, err := s.Checkpoint(ctx, storage.CheckpointRequest{
 		Lease: cl.Lease, LeaseFor: time.Minute,
-		Checkpoint: runtime.Checkpoint{Key: "a@v1", Kind: runtime.KindStep, Output: []byte{}},
-		Attempts:   []runtime.Attempt{{Key: "a@v1", Number: 1, Started: started, Ended: started.Add(time.Millisecond), Error: "line1\nline2"}},
+		Checkpoint: storage.Checkpoint{Key: "a@v1", Kind: storage.KindStep, Output: []byte{}},
+		Attempts:   []storage.Attempt{{Key: "a@v1", Number: 1, Started: started, Ended: started.Add(time.Millisecond), Error: "line1\nline2"}},
 	})
 	if err != nil || cres.Existing != nil || cres.Paused {
 		t.Fatalf("checkpoint: %v %+v", err, cres)
 	}
 	wake := c.Now().Add(time.Hour)
-	sres, err := s.Suspend(ctx, runtime.SuspendRequest{
+	sres, err := s.Suspend(ctx, storage.SuspendRequest{
 		Lease: cl.Lease, LeaseFor: time.Minute,
-		Checkpoint:   &runtime.Checkpoint{Key: "nap", Kind: runtime.KindSleep, Output: []byte(`"t"`)},
+		Checkpoint:   &storage.Checkpoint{Key: "nap", Kind: storage.KindSleep, Output: []byte(`"t"`)},
 		ReadyAt:      &wake,
 		SuspendState: []byte{0, 1, 2},
 	})
@@ -94,7 +95,7 @@ func TestLifecycle(t *testing.T) {
 	if cl2.Lease.Token <= cl.Lease.Token || !bytes.Equal(cl2.SuspendState, []byte{0, 1, 2}) || cl2.Recoveries != 0 {
 		t.Fatalf("claim after sleep: %+v", cl2)
 	}
-	if err := s.Heartbeat(ctx, cl.Lease, time.Minute); !errors.Is(err, runtime.ErrLeaseLost) {
+	if err := s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: cl.Lease, LeaseFor: time.Minute}); !errors.Is(err, storage.ErrLeaseLost) {
 		t.Fatalf("stale heartbeat: %v", err)
 	}
 	c.Advance(2 * time.Minute)
@@ -102,15 +103,15 @@ func TestLifecycle(t *testing.T) {
 	if cl3.Recoveries != 1 {
 		t.Fatalf("recovered claim: %+v", cl3)
 	}
-	if err := s.Complete(ctx, runtime.CompleteRequest{Lease: cl2.Lease, Status: runtime.StatusComplete}); !errors.Is(err, runtime.ErrLeaseLost) {
+	if err := s.Complete(ctx, storage.CompleteRequest{Lease: cl2.Lease, Status: storage.StatusComplete}); !errors.Is(err, storage.ErrLeaseLost) {
 		t.Fatalf("complete with the old lease: %v", err)
 	}
-	if err := s.Complete(ctx, runtime.CompleteRequest{Lease: cl3.Lease, Status: runtime.StatusComplete, Output: []byte("out")}); err != nil {
+	if err := s.Complete(ctx, storage.CompleteRequest{Lease: cl3.Lease, Status: storage.StatusComplete, Output: []byte("out")}); err != nil {
 		t.Fatal(err)
 	}
 
 	rec, err = s.GetRun(ctx, "r1")
-	if err != nil || rec.Status != runtime.StatusComplete || string(rec.Output) != "out" || rec.Wait != nil || rec.ReadyAt != nil {
+	if err != nil || rec.Status != storage.StatusComplete || string(rec.Output) != "out" || rec.Wait != nil || rec.ReadyAt != nil {
 		t.Fatalf("get: %v %+v", err, rec)
 	}
 	steps, err := s.ListSteps(ctx, "r1")
@@ -123,7 +124,7 @@ func TestLifecycle(t *testing.T) {
 	if len(steps[0].Attempts) != 1 || steps[0].Attempts[0].Error != "line1\nline2" || !steps[0].Attempts[0].Started.Equal(started) {
 		t.Fatalf("attempts: %+v", steps[0].Attempts)
 	}
-	if steps[1].Key != "nap" || steps[1].Kind != runtime.KindSleep || string(steps[1].Output) != `"t"` {
+	if steps[1].Key != "nap" || steps[1].Kind != storage.KindSleep || string(steps[1].Output) != `"t"` {
 		t.Fatalf("second step: %+v", steps[1])
 	}
 }
@@ -135,7 +136,7 @@ func TestServerClock(t *testing.T) {
 	ctx := context.Background()
 	s, c := newTestStore(t, nil)
 	before := time.Now()
-	mustCreate(t, s, runtime.NewRun{ID: "r", Workflow: "wf"})
+	mustCreate(t, s, storage.NewRun{ID: "r", Workflow: "wf"})
 	cl := mustClaimOne(t, s, "wf")
 	serverNow, err := c.Time(ctx).Result()
 	if err != nil {
@@ -146,14 +147,14 @@ func TestServerClock(t *testing.T) {
 		t.Fatalf("lease until %v, server time %v", cl.LeaseUntil, serverNow)
 	}
 	far := serverNow.Add(24 * time.Hour)
-	if _, err := s.Suspend(ctx, runtime.SuspendRequest{Lease: cl.Lease, ReadyAt: &far}); err != nil {
+	if _, err := s.Suspend(ctx, storage.SuspendRequest{Lease: cl.Lease, ReadyAt: &far}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.Claim(ctx, claimAll("w", "wf")); err != nil || len(got) != 0 {
 		t.Fatalf("claimed a run due tomorrow: %v %+v", err, got)
 	}
 	rec, err := s.GetRun(ctx, "r")
-	if err != nil || rec.Status != runtime.StatusWaiting {
+	if err != nil || rec.Status != storage.StatusWaiting {
 		t.Fatalf("get: %v %+v", err, rec)
 	}
 	if err := s.Restart(ctx, "r"); err != nil {
@@ -170,33 +171,33 @@ func TestPrefixIsolation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newClock()
-	a, client := newTestStore(t, c.Now)
-	b, _ := newTestStore(t, c.Now)
+	a, client := newTestStore(t, c)
+	b, _ := newTestStore(t, c)
 	tag := strings.TrimSuffix(strings.TrimPrefix(testPrefix(t), "stemtest:"), ":")
 	id, wf, topic := "run-"+tag, "wf-"+tag, "topic-"+tag
 
-	mustCreate(t, a, runtime.NewRun{ID: id, Workflow: wf}, runtime.NewRun{ID: id + "-2", Workflow: wf})
+	mustCreate(t, a, storage.NewRun{ID: id, Workflow: wf}, storage.NewRun{ID: id + "-2", Workflow: wf})
 	cl := mustClaimOneLimit(t, a, wf)
-	if _, err := a.Suspend(ctx, runtime.SuspendRequest{Lease: cl.Lease, Wait: &runtime.Wait{Key: "ev", Topic: topic, Kind: runtime.KindEvent}}); err != nil {
+	if _, err := a.Suspend(ctx, storage.SuspendRequest{Lease: cl.Lease, Wait: &storage.Wait{Key: "ev", Topic: topic, Kind: storage.KindEvent}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.SendEvent(ctx, runtime.Event{RunID: id + "-2", Topic: topic + "-other", Payload: []byte("p")}); err != nil {
+	if _, err := a.SendEvent(ctx, storage.Event{RunID: id + "-2", Topic: topic + "-other", Payload: []byte("p")}); err != nil {
 		t.Fatal(err)
 	}
 
-	if _, err := b.GetRun(ctx, id); !errors.Is(err, runtime.ErrRunNotFound) {
+	if _, err := b.GetRun(ctx, id); !errors.Is(err, storage.ErrRunNotFound) {
 		t.Fatalf("b sees a's run: %v", err)
 	}
-	if page, err := b.ListRuns(ctx, runtime.ListRunsQuery{}); err != nil || len(page.Runs) != 0 {
+	if page, err := b.ListRuns(ctx, storage.ListRunsQuery{}); err != nil || len(page.Runs) != 0 {
 		t.Fatalf("b lists: %v %+v", err, page)
 	}
 	if got, err := b.Claim(ctx, claimAll("w", wf)); err != nil || len(got) != 0 {
 		t.Fatalf("b claims: %v %+v", err, got)
 	}
-	if ids, err := b.Emit(ctx, topic, nil); err != nil || len(ids) != 0 {
+	if ids, err := b.Emit(ctx, storage.EmitRequest{Topic: topic, Payload: nil}); err != nil || len(ids) != 0 {
 		t.Fatalf("b emits to a's run: %v %v", err, ids)
 	}
-	if ids, err := a.Emit(ctx, topic, []byte("x")); err != nil || len(ids) != 1 || ids[0] != id {
+	if ids, err := a.Emit(ctx, storage.EmitRequest{Topic: topic, Payload: []byte("x")}); err != nil || len(ids) != 1 || ids[0] != id {
 		t.Fatalf("a emits: %v %v", err, ids)
 	}
 
@@ -223,9 +224,9 @@ func TestPrefixIsolation(t *testing.T) {
 	}
 }
 
-func mustClaimOneLimit(t *testing.T, s *Store, wf string) runtime.ClaimedRun {
+func mustClaimOneLimit(t *testing.T, s *Store, wf string) storage.ClaimedRun {
 	t.Helper()
-	got, err := s.Claim(context.Background(), runtime.ClaimRequest{Owner: "w", Workflows: []string{wf}, Limit: 1, LeaseFor: time.Minute})
+	got, err := s.Claim(context.Background(), storage.ClaimRequest{Owner: "w", Workflows: []string{wf}, Limit: 1, LeaseFor: time.Minute})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("claim: %v %+v", err, got)
 	}
@@ -317,7 +318,7 @@ func TestConfigNotPermitted(t *testing.T) {
 	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "maxmemory-policy") {
 		t.Fatalf("no warning logged: %q", logs.String())
 	}
-	mustCreate(t, s, runtime.NewRun{ID: "r", Workflow: "wf"})
+	mustCreate(t, s, storage.NewRun{ID: "r", Workflow: "wf"})
 }
 
 // captureLogs returns a logger writing text records to the returned buffer.
@@ -359,7 +360,7 @@ func TestOpenOwnsClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCreate(t, s, runtime.NewRun{ID: "r", Workflow: "wf"})
+	mustCreate(t, s, storage.NewRun{ID: "r", Workflow: "wf"})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -375,37 +376,37 @@ func TestClosed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, c := newTestStore(t, nil)
-	mustCreate(t, s, runtime.NewRun{ID: "r", Workflow: "wf"})
+	mustCreate(t, s, storage.NewRun{ID: "r", Workflow: "wf"})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); !errors.Is(err, runtime.ErrClosed) {
+	if err := s.Close(); !errors.Is(err, storage.ErrClosed) {
 		t.Fatalf("second Close: %v", err)
 	}
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatalf("borrowed client closed by the store: %v", err)
 	}
-	lease := runtime.Lease{RunID: "r", Owner: "w", Token: 1}
+	lease := storage.Lease{RunID: "r", Owner: "w", Token: 1}
 	checks := map[string]error{}
-	_, checks["CreateRuns"] = s.CreateRuns(ctx, []runtime.NewRun{{ID: "x", Workflow: "wf"}})
+	_, checks["CreateRuns"] = s.CreateRuns(ctx, []storage.NewRun{{ID: "x", Workflow: "wf"}})
 	_, checks["GetRun"] = s.GetRun(ctx, "r")
-	_, checks["ListRuns"] = s.ListRuns(ctx, runtime.ListRunsQuery{})
+	_, checks["ListRuns"] = s.ListRuns(ctx, storage.ListRunsQuery{})
 	_, checks["Claim"] = s.Claim(ctx, claimAll("w", "wf"))
 	_, checks["LoadCheckpoints"] = s.LoadCheckpoints(ctx, "r")
-	_, checks["Checkpoint"] = s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: lease, LeaseFor: time.Minute, Checkpoint: runtime.Checkpoint{Key: "k"}})
-	checks["RecordAttempts"] = s.RecordAttempts(ctx, lease, time.Minute, nil)
-	checks["Heartbeat"] = s.Heartbeat(ctx, lease, time.Minute)
-	_, checks["Suspend"] = s.Suspend(ctx, runtime.SuspendRequest{Lease: lease})
-	checks["Complete"] = s.Complete(ctx, runtime.CompleteRequest{Lease: lease, Status: runtime.StatusComplete})
+	_, checks["Checkpoint"] = s.Checkpoint(ctx, storage.CheckpointRequest{Lease: lease, LeaseFor: time.Minute, Checkpoint: storage.Checkpoint{Key: "k"}})
+	checks["RecordAttempts"] = s.RecordAttempts(ctx, storage.RecordAttemptsRequest{Lease: lease, LeaseFor: time.Minute, Attempts: nil})
+	checks["Heartbeat"] = s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: lease, LeaseFor: time.Minute})
+	_, checks["Suspend"] = s.Suspend(ctx, storage.SuspendRequest{Lease: lease})
+	checks["Complete"] = s.Complete(ctx, storage.CompleteRequest{Lease: lease, Status: storage.StatusComplete})
 	checks["Pause"] = s.Pause(ctx, "r")
 	checks["Resume"] = s.Resume(ctx, "r")
-	checks["Terminate"] = s.Terminate(ctx, runtime.TerminateRequest{RunID: "r"})
+	checks["Terminate"] = s.Terminate(ctx, storage.TerminateRequest{RunID: "r"})
 	checks["Restart"] = s.Restart(ctx, "r")
-	_, checks["Emit"] = s.Emit(ctx, "t", nil)
-	_, checks["SendEvent"] = s.SendEvent(ctx, runtime.Event{RunID: "r", Topic: "t"})
+	_, checks["Emit"] = s.Emit(ctx, storage.EmitRequest{Topic: "t", Payload: nil})
+	_, checks["SendEvent"] = s.SendEvent(ctx, storage.Event{RunID: "r", Topic: "t"})
 	_, checks["ListSteps"] = s.ListSteps(ctx, "r")
 	for name, err := range checks {
-		if !errors.Is(err, runtime.ErrClosed) {
+		if !errors.Is(err, storage.ErrClosed) {
 			t.Errorf("%s after Close: %v", name, err)
 		}
 	}
@@ -419,7 +420,7 @@ func TestShardedClientNeedsHashTag(t *testing.T) {
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
 	defer cc.Close()
 	_, err := New(context.Background(), cc, Options{Logger: quietLogger()})
-	if !errors.Is(err, runtime.ErrInvalidArgument) || !strings.Contains(err.Error(), "hash tag") {
+	if !errors.Is(err, storage.ErrInvalidArgument) || !strings.Contains(err.Error(), "hash tag") {
 		t.Fatalf("cluster client with prefix %q: %v", DefaultPrefix, err)
 	}
 	for key, want := range map[string]bool{"{stem}:": true, "a{b}c": true, "{}": false, "stem:": false, "x{": false} {
@@ -434,7 +435,7 @@ func TestNotifications(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s, _ := newTestStore(t, nil)
 	ch := s.Notifications(ctx)
-	mustCreate(t, s, runtime.NewRun{ID: "r", Workflow: "wf"})
+	mustCreate(t, s, storage.NewRun{ID: "r", Workflow: "wf"})
 	<-ch // a hint arrives once the run is ready
 	cancel()
 	for range ch {
@@ -457,7 +458,7 @@ func TestScriptCacheFlushed(t *testing.T) {
 	if err := c.ScriptFlush(ctx).Err(); err != nil {
 		t.Skipf("SCRIPT FLUSH not permitted: %v", err)
 	}
-	mustCreate(t, s, runtime.NewRun{ID: "r", Workflow: "wf"})
+	mustCreate(t, s, storage.NewRun{ID: "r", Workflow: "wf"})
 	mustClaimOne(t, s, "wf")
 }
 
@@ -466,16 +467,16 @@ func TestBadInputWritesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, c := newTestStore(t, nil)
-	if _, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "ok", Workflow: "wf"}, {ID: "", Workflow: "wf"}}); !errors.Is(err, runtime.ErrInvalidArgument) {
+	if _, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "ok", Workflow: "wf"}, {ID: "", Workflow: "wf"}}); !errors.Is(err, storage.ErrInvalidArgument) {
 		t.Fatalf("create with an empty ID: %v", err)
 	}
-	if _, err := s.SendEvent(ctx, runtime.Event{RunID: "nope", Topic: "t"}); !errors.Is(err, runtime.ErrRunNotFound) {
+	if _, err := s.SendEvent(ctx, storage.Event{RunID: "nope", Topic: "t"}); !errors.Is(err, storage.ErrRunNotFound) {
 		t.Fatalf("send to unknown run: %v", err)
 	}
-	if _, err := s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: runtime.Lease{RunID: "nope", Token: 1}, LeaseFor: time.Minute, Checkpoint: runtime.Checkpoint{Key: "k"}}); !errors.Is(err, runtime.ErrLeaseLost) {
+	if _, err := s.Checkpoint(ctx, storage.CheckpointRequest{Lease: storage.Lease{RunID: "nope", Token: 1}, LeaseFor: time.Minute, Checkpoint: storage.Checkpoint{Key: "k"}}); !errors.Is(err, storage.ErrLeaseLost) {
 		t.Fatalf("checkpoint of unknown run: %v", err)
 	}
-	if err := s.Terminate(ctx, runtime.TerminateRequest{RunID: "nope"}); !errors.Is(err, runtime.ErrRunNotFound) {
+	if err := s.Terminate(ctx, storage.TerminateRequest{RunID: "nope"}); !errors.Is(err, storage.ErrRunNotFound) {
 		t.Fatalf("terminate unknown run: %v", err)
 	}
 	n, err := c.Keys(ctx, s.prefix+"*").Result()
@@ -495,7 +496,7 @@ func TestCodec(t *testing.T) {
 			t.Errorf("mark round trip of %q gave %q", b, got)
 		}
 	}
-	at := runtime.Attempt{Key: "k\n#1", Number: 3, Started: time.Date(2030, 1, 1, 0, 0, 0, 123456789, time.UTC), Ended: time.Time{}, Error: "boom\nagain"}
+	at := storage.Attempt{Key: "k\n#1", Number: 3, Started: time.Date(2030, 1, 1, 0, 0, 0, 123456789, time.UTC), Ended: time.Time{}, Error: "boom\nagain"}
 	enc, err := encodeAttempt(at)
 	if err != nil {
 		t.Fatal(err)
@@ -508,7 +509,7 @@ func TestCodec(t *testing.T) {
 		t.Fatal("decoded garbage")
 	}
 	cp, err := decodeCheckpoint("k", "7\n1000000\nstep\n{\"message\":\"m\"}\n"+mark([]byte("x\ny")))
-	if err != nil || cp.Seq != 7 || cp.Kind != runtime.KindStep || cp.Error == nil || cp.Error.Message != "m" || string(cp.Output) != "x\ny" || !cp.CreatedAt.Equal(time.Unix(1, 0)) {
+	if err != nil || cp.Seq != 7 || cp.Kind != storage.KindStep || cp.Error == nil || cp.Error.Message != "m" || string(cp.Output) != "x\ny" || !cp.CreatedAt.Equal(time.Unix(1, 0)) {
 		t.Fatalf("checkpoint decode: %v %+v", err, cp)
 	}
 }
@@ -519,8 +520,8 @@ func TestRepeatedEventCalls(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newClock()
-	s, _ := newTestStore(t, c.Now)
-	mustCreate(t, s, runtime.NewRun{ID: "r", Workflow: "wf"}, runtime.NewRun{ID: "w", Workflow: "wf"})
+	s, _ := newTestStore(t, c)
+	mustCreate(t, s, storage.NewRun{ID: "r", Workflow: "wf"}, storage.NewRun{ID: "w", Workflow: "wf"})
 
 	for range 2 {
 		v, err := s.run(ctx, sendScript, []string{s.runKey("r")}, "r", "t", mark([]byte("once")), "op-send")
@@ -535,20 +536,20 @@ func TestRepeatedEventCalls(t *testing.T) {
 	if err != nil || len(claimed) != 2 {
 		t.Fatalf("claim: %v %+v", err, claimed)
 	}
-	byID := map[string]runtime.Lease{}
+	byID := map[string]storage.Lease{}
 	for _, cl := range claimed {
 		byID[cl.Lease.RunID] = cl.Lease
 	}
-	res, err := s.Suspend(ctx, runtime.SuspendRequest{Lease: byID["r"], LeaseFor: time.Minute, Wait: &runtime.Wait{Key: "e1", Topic: "t"}})
-	if err != nil || res.Delivered == nil || string(res.Delivered.Output) != "once" || res.Delivered.Kind != runtime.KindEvent {
+	res, err := s.Suspend(ctx, storage.SuspendRequest{Lease: byID["r"], LeaseFor: time.Minute, Wait: &storage.Wait{Key: "e1", Topic: "t"}})
+	if err != nil || res.Delivered == nil || string(res.Delivered.Output) != "once" || res.Delivered.Kind != storage.KindEvent {
 		t.Fatalf("first wait: %v %+v", err, res)
 	}
-	res, err = s.Suspend(ctx, runtime.SuspendRequest{Lease: byID["r"], LeaseFor: time.Minute, Wait: &runtime.Wait{Key: "e2", Topic: "t"}})
+	res, err = s.Suspend(ctx, storage.SuspendRequest{Lease: byID["r"], LeaseFor: time.Minute, Wait: &storage.Wait{Key: "e2", Topic: "t"}})
 	if err != nil || res.Delivered != nil {
 		t.Fatalf("second wait found a duplicate event: %v %+v", err, res)
 	}
 
-	if _, err := s.Suspend(ctx, runtime.SuspendRequest{Lease: byID["w"], Wait: &runtime.Wait{Key: "e", Topic: "t"}}); err != nil {
+	if _, err := s.Suspend(ctx, storage.SuspendRequest{Lease: byID["w"], Wait: &storage.Wait{Key: "e", Topic: "t"}}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 2 {

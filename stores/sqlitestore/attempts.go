@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 // The attempts written with a checkpoint are stored in the checkpoint's row,
@@ -19,7 +19,7 @@ const attemptsVersion = 1
 
 var errBadAttempts = errors.New("malformed encoded attempts")
 
-func encodeAttempts(as []runtime.Attempt) []byte {
+func encodeAttempts(as []storage.Attempt) []byte {
 	if len(as) == 0 {
 		return nil
 	}
@@ -55,7 +55,7 @@ func encodeAttempts(as []runtime.Attempt) []byte {
 	return b
 }
 
-func decodeAttempts(b []byte) ([]runtime.Attempt, error) {
+func decodeAttempts(b []byte) ([]storage.Attempt, error) {
 	if len(b) == 0 {
 		return nil, nil
 	}
@@ -68,7 +68,7 @@ func decodeAttempts(b []byte) ([]runtime.Attempt, error) {
 		return nil, errBadAttempts
 	}
 	b = b[k:]
-	out := make([]runtime.Attempt, 0, count)
+	out := make([]storage.Attempt, 0, count)
 	str := func() (string, bool) {
 		n, k := binary.Uvarint(b)
 		if k <= 0 || n > uint64(len(b)-k) {
@@ -87,7 +87,7 @@ func decodeAttempts(b []byte) ([]runtime.Attempt, error) {
 		return v, true
 	}
 	for range count {
-		var a runtime.Attempt
+		var a storage.Attempt
 		var ok bool
 		if a.Key, ok = str(); !ok {
 			return nil, errBadAttempts

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 var syncModes = []Synchronous{SyncNormal, SyncFull}
@@ -71,14 +71,14 @@ func benchCheckpoint(b *testing.B, mode Synchronous, callers int) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	runs := make([]runtime.NewRun, callers)
+	runs := make([]storage.NewRun, callers)
 	for i := range runs {
-		runs[i] = runtime.NewRun{ID: fmt.Sprintf("run-%03d", i), Workflow: "bench", Input: []byte(`{"n":1}`)}
+		runs[i] = storage.NewRun{ID: fmt.Sprintf("run-%03d", i), Workflow: "bench", Input: []byte(`{"n":1}`)}
 	}
 	if _, err := s.CreateRuns(ctx, runs); err != nil {
 		b.Fatal(err)
 	}
-	claimed, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "bench", Workflows: []string{"bench"}, Limit: callers, LeaseFor: time.Hour})
+	claimed, err := s.Claim(ctx, storage.ClaimRequest{Owner: "bench", Workflows: []string{"bench"}, Limit: callers, LeaseFor: time.Hour})
 	if err != nil || len(claimed) != callers {
 		b.Fatalf("Claim: %d runs, %v", len(claimed), err)
 	}
@@ -98,11 +98,11 @@ func benchCheckpoint(b *testing.B, mode Synchronous, callers int) {
 			for k := range n {
 				key := fmt.Sprintf("step@v1#%d", k)
 				now := time.Now()
-				if _, err := s.Checkpoint(ctx, runtime.CheckpointRequest{
+				if _, err := s.Checkpoint(ctx, storage.CheckpointRequest{
 					Lease:      cl.Lease,
 					LeaseFor:   time.Hour,
-					Checkpoint: runtime.Checkpoint{Key: key, Kind: runtime.KindStep, Output: output},
-					Attempts:   []runtime.Attempt{{Key: key, Number: 1, Started: now, Ended: now}},
+					Checkpoint: storage.Checkpoint{Key: key, Kind: storage.KindStep, Output: output},
+					Attempts:   []storage.Attempt{{Key: key, Number: 1, Started: now, Ended: now}},
 				}); err != nil {
 					b.Error(err)
 					return

@@ -9,7 +9,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
+
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -198,11 +199,11 @@ func (r row) timePtr(i int) *time.Time {
 
 // errorInfo returns the error stored in the message and code columns at i
 // and i+1; NULL message means no error.
-func (r row) errorInfo(i int) *runtime.ErrorInfo {
+func (r row) errorInfo(i int) *storage.ErrorInfo {
 	if r[i] == nil {
 		return nil
 	}
-	return &runtime.ErrorInfo{Message: r.str(i), Code: r.str(i + 1)}
+	return &storage.ErrorInfo{Message: r.str(i), Code: r.str(i + 1)}
 }
 
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
@@ -231,14 +232,14 @@ func bytesArg(b []byte) any {
 	return b
 }
 
-func errMsg(e *runtime.ErrorInfo) any {
+func errMsg(e *storage.ErrorInfo) any {
 	if e == nil {
 		return nil
 	}
 	return e.Message
 }
 
-func errCode(e *runtime.ErrorInfo) any {
+func errCode(e *storage.ErrorInfo) any {
 	if e == nil {
 		return nil
 	}

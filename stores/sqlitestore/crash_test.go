@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stemflow/stem/storage"
+
 	"github.com/stemflow/stem/internal/crashtest"
-	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/stores/sqlitestore"
 )
 
@@ -19,7 +20,7 @@ const envCrashFile = "STEM_SQLITESTORE_CRASH_FILE"
 func crashConfig(t *testing.T) crashtest.Config {
 	path := filepath.Join(t.TempDir(), "crash.db")
 	return crashtest.Config{
-		Open: func(t testing.TB) runtime.Store {
+		Open: func(t testing.TB) storage.Store {
 			s, err := sqlitestore.Open(path, sqlitestore.Options{})
 			if err != nil {
 				t.Fatal(err)

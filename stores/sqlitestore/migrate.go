@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/stemflow/stem/storage"
+
 	"github.com/stemflow/stem/internal/migrations"
-	"github.com/stemflow/stem/runtime"
 )
 
 //go:embed migrations/*.up.sql
@@ -30,7 +31,7 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 // Open calls it unless Options.SkipMigrate is set.
 func (s *Store) Migrate(ctx context.Context) error {
 	if s.isClosed.Load() {
-		return fmt.Errorf("sqlitestore: migrate: %w", runtime.ErrClosed)
+		return fmt.Errorf("sqlitestore: migrate: %w", storage.ErrClosed)
 	}
 	ms, err := loadMigrations(migrationFiles)
 	if err != nil {

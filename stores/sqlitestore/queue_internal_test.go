@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 // waitFor polls cond; the test's own timeout bounds it.
@@ -48,7 +48,7 @@ func TestCanceledWhileQueuedWritesNothing(t *testing.T) {
 	}
 	first := make(chan error, 1)
 	go func() {
-		_, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "first", Workflow: "wf"}})
+		_, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "first", Workflow: "wf"}})
 		first <- err
 	}()
 	// The writer has taken the first request once the queue is empty
@@ -57,7 +57,7 @@ func TestCanceledWhileQueuedWritesNothing(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	second := make(chan error, 1)
 	go func() {
-		_, err := s.CreateRuns(cctx, []runtime.NewRun{{ID: "second", Workflow: "wf"}})
+		_, err := s.CreateRuns(cctx, []storage.NewRun{{ID: "second", Workflow: "wf"}})
 		second <- err
 	}()
 	waitFor(func() bool { return len(s.queue) == 1 })
@@ -72,10 +72,10 @@ func TestCanceledWhileQueuedWritesNothing(t *testing.T) {
 		t.Fatalf("first CreateRuns: %v", err)
 	}
 	// A later write goes through the same writer after the abandoned one.
-	if _, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "third", Workflow: "wf"}}); err != nil {
+	if _, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "third", Workflow: "wf"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.GetRun(ctx, "second"); !errors.Is(err, runtime.ErrRunNotFound) {
+	if _, err := s.GetRun(ctx, "second"); !errors.Is(err, storage.ErrRunNotFound) {
 		t.Fatalf("GetRun of the canceled run: %v, want ErrRunNotFound", err)
 	}
 	if _, err := s.GetRun(ctx, "first"); err != nil {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 // readPool hands out pinned read-only connections, each with its own
@@ -87,7 +87,7 @@ func (s *Store) read(ctx context.Context, op string, snapshot bool, f func(c *co
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return fmt.Errorf("sqlitestore: %s: %w", op, runtime.ErrClosed)
+		return fmt.Errorf("sqlitestore: %s: %w", op, storage.ErrClosed)
 	}
 	// Opening a connection runs the pragmas, which may meet a lock.
 	rc, err := retryBusy(ctx, s.logger, func() (*readConn, error) { return s.reads.get(ctx) })
@@ -123,7 +123,7 @@ func (s *Store) read(ctx context.Context, op string, snapshot bool, f func(c *co
 		})
 	})
 	if err != nil {
-		if ctx.Err() != nil && !errors.Is(err, runtime.ErrRunNotFound) {
+		if ctx.Err() != nil && !errors.Is(err, storage.ErrRunNotFound) {
 			err = ctx.Err()
 		}
 		return fmt.Errorf("sqlitestore: %s: %w", op, err)

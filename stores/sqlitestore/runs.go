@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 // runCols are the columns scanRun reads, from runFrom.
@@ -15,12 +15,12 @@ const runCols = `r.id, r.workflow, r.parent_id, r.status, d.input, d.output, d.e
 
 const runFrom = `runs r JOIN run_data d ON d.ref = r.ref`
 
-func scanRun(r row) runtime.RunRecord {
-	rec := runtime.RunRecord{
+func scanRun(r row) storage.RunRecord {
+	rec := storage.RunRecord{
 		ID:             r.str(0),
 		Workflow:       r.str(1),
 		ParentID:       r.str(2),
-		Status:         runtime.RunStatus(r.str(3)),
+		Status:         storage.RunStatus(r.str(3)),
 		Input:          r.bytes(4),
 		Output:         r.bytes(5),
 		Error:          r.errorInfo(6),
@@ -38,33 +38,33 @@ func scanRun(r row) runtime.RunRecord {
 }
 
 // scanWait reads wait_key, wait_topic, wait_kind, wait_deadline from i on.
-func scanWait(r row, i int) *runtime.Wait {
+func scanWait(r row, i int) *storage.Wait {
 	if r.isNull(i) {
 		return nil
 	}
-	return &runtime.Wait{
+	return &storage.Wait{
 		Key:      r.str(i),
 		Topic:    r.str(i + 1),
-		Kind:     runtime.CheckpointKind(r.str(i + 2)),
+		Kind:     storage.CheckpointKind(r.str(i + 2)),
 		Deadline: r.timePtr(i + 3),
 	}
 }
 
-func getRun(c *conn, id string) (runtime.RunRecord, bool, error) {
-	var rec runtime.RunRecord
+func getRun(c *conn, id string) (storage.RunRecord, bool, error) {
+	var rec storage.RunRecord
 	found, err := c.queryRow(`SELECT `+runCols+` FROM `+runFrom+` WHERE r.id = ?1`, func(r row) { rec = scanRun(r) }, id)
 	return rec, found, err
 }
 
-// GetRun returns a run's record, or runtime.ErrRunNotFound.
-func (s *Store) GetRun(ctx context.Context, id string) (runtime.RunRecord, error) {
-	var rec runtime.RunRecord
+// GetRun returns a run's record, or storage.ErrRunNotFound.
+func (s *Store) GetRun(ctx context.Context, id string) (storage.RunRecord, error) {
+	var rec storage.RunRecord
 	err := s.read(ctx, "get run", false, func(c *conn) error {
 		var found bool
 		var err error
 		rec, found, err = getRun(c, id)
 		if err == nil && !found {
-			err = runtime.ErrRunNotFound
+			err = storage.ErrRunNotFound
 		}
 		return err
 	})
@@ -73,7 +73,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (runtime.RunRecord, error
 
 // ListRuns returns runs ordered by ID, filtered by the query, at most
 // q.Limit (default 100) of them, after the cursor q.After.
-func (s *Store) ListRuns(ctx context.Context, q runtime.ListRunsQuery) (runtime.RunPage, error) {
+func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.RunPage, error) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 100
@@ -89,16 +89,16 @@ func (s *Store) ListRuns(ctx context.Context, q runtime.ListRunsQuery) (runtime.
 		where += ` AND r.status = ?4`
 	}
 	query := `SELECT ` + runCols + ` FROM ` + runFrom + ` WHERE ` + where + ` ORDER BY r.id LIMIT ?2`
-	var page runtime.RunPage
+	var page storage.RunPage
 	err := s.read(ctx, "list runs", false, func(c *conn) error {
-		page = runtime.RunPage{}
+		page = storage.RunPage{}
 		return c.query(query, func(r row) error {
 			page.Runs = append(page.Runs, scanRun(r))
 			return nil
 		}, q.After, limit+1, q.Workflow, string(q.Status))
 	})
 	if err != nil {
-		return runtime.RunPage{}, err
+		return storage.RunPage{}, err
 	}
 	if len(page.Runs) > limit {
 		page.Runs = page.Runs[:limit]
@@ -109,10 +109,10 @@ func (s *Store) ListRuns(ctx context.Context, q runtime.ListRunsQuery) (runtime.
 
 const checkpointCols = `key, kind, output, error_message, error_code, seq, created_at`
 
-func scanCheckpoint(r row) runtime.Checkpoint {
-	return runtime.Checkpoint{
+func scanCheckpoint(r row) storage.Checkpoint {
+	return storage.Checkpoint{
 		Key:       r.str(0),
-		Kind:      runtime.CheckpointKind(r.str(1)),
+		Kind:      storage.CheckpointKind(r.str(1)),
 		Output:    r.bytes(2),
 		Error:     r.errorInfo(3),
 		Seq:       r.int64(5),
@@ -125,9 +125,9 @@ func runExists(c *conn, id string) (bool, error) {
 }
 
 // LoadCheckpoints returns every checkpoint of a run in sequence order, or
-// runtime.ErrRunNotFound.
-func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]runtime.Checkpoint, error) {
-	var cps []runtime.Checkpoint
+// storage.ErrRunNotFound.
+func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]storage.Checkpoint, error) {
+	var cps []storage.Checkpoint
 	err := s.read(ctx, "load checkpoints", false, func(c *conn) error {
 		cps = nil
 		if err := c.query(`SELECT `+checkpointCols+` FROM checkpoints WHERE run_ref = (SELECT ref FROM runs WHERE id = ?1) ORDER BY seq`, func(r row) error {
@@ -139,7 +139,7 @@ func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]runtime.Ch
 		if len(cps) == 0 {
 			ok, err := runExists(c, runID)
 			if err == nil && !ok {
-				err = runtime.ErrRunNotFound
+				err = storage.ErrRunNotFound
 			}
 			return err
 		}
@@ -149,20 +149,20 @@ func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]runtime.Ch
 }
 
 // ListSteps returns a run's checkpoints in sequence order, each with its
-// attempts in the order recorded, or runtime.ErrRunNotFound.
-func (s *Store) ListSteps(ctx context.Context, runID string) ([]runtime.StepRecord, error) {
-	var steps []runtime.StepRecord
+// attempts in the order recorded, or storage.ErrRunNotFound.
+func (s *Store) ListSteps(ctx context.Context, runID string) ([]storage.StepRecord, error) {
+	var steps []storage.StepRecord
 	err := s.read(ctx, "list steps", true, func(c *conn) error {
 		steps = nil
 		index := map[string]int{}
 		// Attempts in the order recorded: those recorded on their own
 		// before the step's checkpoint, those written with checkpoints,
 		// those recorded on their own after it.
-		var before, with, after []runtime.Attempt
+		var before, with, after []storage.Attempt
 		if err := c.query(`SELECT `+checkpointCols+`, attempts FROM checkpoints WHERE run_ref = (SELECT ref FROM runs WHERE id = ?1) ORDER BY seq`, func(r row) error {
 			cp := scanCheckpoint(r)
 			index[cp.Key] = len(steps)
-			steps = append(steps, runtime.StepRecord{Checkpoint: cp})
+			steps = append(steps, storage.StepRecord{Checkpoint: cp})
 			as, err := decodeAttempts(r.bytes(7))
 			if err != nil {
 				return fmt.Errorf("checkpoint %q of run %q: %w", cp.Key, runID, err)
@@ -175,12 +175,12 @@ func (s *Store) ListSteps(ctx context.Context, runID string) ([]runtime.StepReco
 		if len(steps) == 0 {
 			ok, err := runExists(c, runID)
 			if err == nil && !ok {
-				err = runtime.ErrRunNotFound
+				err = storage.ErrRunNotFound
 			}
 			return err
 		}
 		if err := c.query(`SELECT key, number, started_at, ended_at, error, after_checkpoint FROM attempts WHERE run_ref = (SELECT ref FROM runs WHERE id = ?1) ORDER BY id`, func(r row) error {
-			a := runtime.Attempt{
+			a := storage.Attempt{
 				Key:     r.str(0),
 				Number:  int(r.int64(1)),
 				Started: r.time(2),
@@ -196,7 +196,7 @@ func (s *Store) ListSteps(ctx context.Context, runID string) ([]runtime.StepReco
 		}, runID); err != nil {
 			return err
 		}
-		for _, list := range [][]runtime.Attempt{before, with, after} {
+		for _, list := range [][]storage.Attempt{before, with, after} {
 			for _, a := range list {
 				if i, ok := index[a.Key]; ok { // else: a step with no checkpoint yet
 					steps[i].Attempts = append(steps[i].Attempts, a)

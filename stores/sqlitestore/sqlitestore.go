@@ -1,4 +1,4 @@
-// Package sqlitestore is the embedded default runtime.Store: one SQLite file
+// Package sqlitestore is the embedded default storage.Store: one SQLite file
 // in WAL mode, written through modernc.org/sqlite (pure Go, no cgo).
 //
 //	store, err := sqlitestore.Open("stem.db", sqlitestore.Options{})
@@ -10,7 +10,7 @@
 // store's only write connection. The writer takes every request queued at
 // that moment (up to Options.MaxBatch), opens one BEGIN IMMEDIATE
 // transaction, runs each request inside its own SAVEPOINT, and commits once.
-// A request that fails (runtime.ErrLeaseLost, runtime.ErrInvalidState, a SQL
+// A request that fails (storage.ErrLeaseLost, storage.ErrInvalidState, a SQL
 // error) is rolled back to its savepoint alone; the others in the batch are
 // unaffected, and each is still fenced by its own lease token. Each caller is
 // answered only after the COMMIT holding its request returned, so when a
@@ -72,13 +72,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
+
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
 var (
-	_ runtime.Store    = (*Store)(nil)
-	_ runtime.Notifier = (*Store)(nil)
+	_ storage.Store    = (*Store)(nil)
+	_ storage.Notifier = (*Store)(nil)
 )
 
 // Synchronous is SQLite's synchronous setting, which decides what a committed
@@ -113,9 +114,10 @@ func (s Synchronous) String() string {
 type Options struct {
 	// Synchronous is the durability mode; the zero value is SyncNormal.
 	Synchronous Synchronous
-	// Now is the store's clock: lease expiry, readiness and every stored
-	// timestamp are judged on it. Nil means time.Now. Tests substitute it.
-	Now func() time.Time
+	// Clock is the store's clock: lease expiry, readiness and every stored
+	// timestamp are judged on it. Nil means the system clock. Tests
+	// substitute it.
+	Clock storage.Clock
 	// MaxBatch caps how many write requests share one transaction. Zero
 	// means 256.
 	MaxBatch int
@@ -134,7 +136,7 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Store is a runtime.Store on one SQLite file. It is safe for concurrent use.
+// Store is a storage.Store on one SQLite file. It is safe for concurrent use.
 type Store struct {
 	path   string
 	opts   Options
@@ -171,13 +173,13 @@ type Store struct {
 // embedded migrations (unless Options.SkipMigrate) and starts the writer.
 func Open(path string, opts Options) (*Store, error) {
 	if path == "" || path == ":memory:" || strings.ContainsAny(path, "?#") || strings.HasPrefix(path, "file:") {
-		return nil, fmt.Errorf("sqlitestore: open %q: %w: want the path of a database file (for a store in memory, use memstore)", path, runtime.ErrInvalidArgument)
+		return nil, fmt.Errorf("sqlitestore: open %q: %w: want the path of a database file (for a store in memory, use memstore)", path, storage.ErrInvalidArgument)
 	}
 	if opts.Synchronous != SyncNormal && opts.Synchronous != SyncFull {
-		return nil, fmt.Errorf("sqlitestore: open: %w: unknown synchronous mode %d", runtime.ErrInvalidArgument, int(opts.Synchronous))
+		return nil, fmt.Errorf("sqlitestore: open: %w: unknown synchronous mode %d", storage.ErrInvalidArgument, int(opts.Synchronous))
 	}
 	if opts.MaxBatch < 0 || opts.ReadConns < 0 || opts.BusyTimeout < 0 {
-		return nil, fmt.Errorf("sqlitestore: open: %w: negative option", runtime.ErrInvalidArgument)
+		return nil, fmt.Errorf("sqlitestore: open: %w: negative option", storage.ErrInvalidArgument)
 	}
 	if opts.MaxBatch == 0 {
 		opts.MaxBatch = 256
@@ -191,19 +193,13 @@ func Open(path string, opts Options) (*Store, error) {
 	s := &Store{
 		path:       path,
 		opts:       opts,
-		now:        opts.Now,
-		logger:     opts.Logger,
+		now:        storage.ClockOr(opts.Clock).Now,
+		logger:     storage.LoggerOr(opts.Logger),
 		queue:      make(chan *request, 4*opts.MaxBatch),
 		writerDone: make(chan struct{}),
 		ckptSignal: make(chan struct{}, 1),
 		ckptStop:   make(chan struct{}),
 		ckptDone:   make(chan struct{}),
-	}
-	if s.now == nil {
-		s.now = time.Now
-	}
-	if s.logger == nil {
-		s.logger = slog.New(slog.DiscardHandler)
 	}
 
 	var err error
@@ -287,7 +283,7 @@ func dsn(path string, opts Options, readOnly bool) string {
 
 // Close stops the writer after it has committed every request already
 // queued (which may wait for another process's write lock on the file), and
-// closes the database. Later calls return runtime.ErrClosed.
+// closes the database. Later calls return storage.ErrClosed.
 func (s *Store) Close() error {
 	first := false
 	s.closeOnce.Do(func() {
@@ -313,7 +309,7 @@ func (s *Store) Close() error {
 		}
 	})
 	if !first {
-		return fmt.Errorf("sqlitestore: close: %w", runtime.ErrClosed)
+		return fmt.Errorf("sqlitestore: close: %w", storage.ErrClosed)
 	}
 	return s.closeErr
 }

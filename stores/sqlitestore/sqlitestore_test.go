@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stemflow/stem/storage"
+
 	"go.uber.org/goleak"
 
 	"github.com/stemflow/stem/internal/crashtest"
-	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/stores/sqlitestore"
 	"github.com/stemflow/stem/stores/storetest"
 )
@@ -24,7 +25,7 @@ import (
 func TestMain(m *testing.M) {
 	// In a crash-test worker process: run an engine on the file until
 	// killed; never returns.
-	crashtest.MaybeWorker(func() (runtime.Store, error) {
+	crashtest.MaybeWorker(func() (storage.Store, error) {
 		return sqlitestore.Open(os.Getenv(envCrashFile), sqlitestore.Options{})
 	})
 	goleak.VerifyTestMain(m)
@@ -45,9 +46,9 @@ func open(t testing.TB, path string, opts sqlitestore.Options) *sqlitestore.Stor
 
 func dbPath(t testing.TB) string { return filepath.Join(t.TempDir(), "stem.db") }
 
-func claimOne(t *testing.T, s runtime.Store, owner, workflow string) runtime.ClaimedRun {
+func claimOne(t *testing.T, s storage.Store, owner, workflow string) storage.ClaimedRun {
 	t.Helper()
-	got, err := s.Claim(t.Context(), runtime.ClaimRequest{Owner: owner, Workflows: []string{workflow}, Limit: 1, LeaseFor: time.Minute})
+	got, err := s.Claim(t.Context(), storage.ClaimRequest{Owner: owner, Workflows: []string{workflow}, Limit: 1, LeaseFor: time.Minute})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("Claim = %v, %v; want one run", got, err)
 	}
@@ -59,16 +60,16 @@ func TestRoundTrip(t *testing.T) {
 	ctx := t.Context()
 	c := newClock()
 	path := dbPath(t)
-	s := open(t, path, sqlitestore.Options{Now: c.Now})
-	if _, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "r1", Workflow: "wf", Input: []byte("in")}}); err != nil {
+	s := open(t, path, sqlitestore.Options{Clock: c})
+	if _, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "r1", Workflow: "wf", Input: []byte("in")}}); err != nil {
 		t.Fatal(err)
 	}
 	cl := claimOne(t, s, "w", "wf")
 	for i, out := range [][]byte{[]byte("1"), {}, nil} {
 		key := fmt.Sprintf("s%d@v1", i)
-		res, err := s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: cl.Lease, LeaseFor: time.Minute,
-			Checkpoint: runtime.Checkpoint{Key: key, Kind: runtime.KindStep, Output: out},
-			Attempts:   []runtime.Attempt{{Key: key, Number: 1, Started: c.Now(), Ended: c.Now().Add(time.Millisecond)}}})
+		res, err := s.Checkpoint(ctx, storage.CheckpointRequest{Lease: cl.Lease, LeaseFor: time.Minute,
+			Checkpoint: storage.Checkpoint{Key: key, Kind: storage.KindStep, Output: out},
+			Attempts:   []storage.Attempt{{Key: key, Number: 1, Started: c.Now(), Ended: c.Now().Add(time.Millisecond)}}})
 		if err != nil || res.Existing != nil || res.Paused {
 			t.Fatalf("Checkpoint(%s) = %+v, %v", key, res, err)
 		}
@@ -79,7 +80,7 @@ func TestRoundTrip(t *testing.T) {
 
 	// Reopened, the file holds everything; an empty output stays empty, a
 	// nil one nil.
-	s = open(t, path, sqlitestore.Options{Now: c.Now})
+	s = open(t, path, sqlitestore.Options{Clock: c})
 	cps, err := s.LoadCheckpoints(ctx, "r1")
 	if err != nil || len(cps) != 3 {
 		t.Fatalf("LoadCheckpoints = %+v, %v", cps, err)
@@ -94,11 +95,11 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil || len(steps) != 3 || len(steps[1].Attempts) != 1 || steps[1].Attempts[0].Key != "s1@v1" {
 		t.Fatalf("ListSteps = %+v, %v", steps, err)
 	}
-	if err := s.Complete(ctx, runtime.CompleteRequest{Lease: cl.Lease, Status: runtime.StatusComplete, Output: []byte("out")}); err != nil {
+	if err := s.Complete(ctx, storage.CompleteRequest{Lease: cl.Lease, Status: storage.StatusComplete, Output: []byte("out")}); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := s.GetRun(ctx, "r1")
-	if err != nil || rec.Status != runtime.StatusComplete || string(rec.Output) != "out" {
+	if err != nil || rec.Status != storage.StatusComplete || string(rec.Output) != "out" {
 		t.Fatalf("GetRun = %+v, %v", rec, err)
 	}
 }
@@ -133,10 +134,10 @@ func TestCanceledCallWritesNothing(t *testing.T) {
 	s := open(t, dbPath(t), sqlitestore.Options{})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "r1", Workflow: "wf"}}); !errors.Is(err, context.Canceled) {
+	if _, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "r1", Workflow: "wf"}}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("CreateRuns with a canceled context: %v", err)
 	}
-	if _, err := s.GetRun(t.Context(), "r1"); !errors.Is(err, runtime.ErrRunNotFound) {
+	if _, err := s.GetRun(t.Context(), "r1"); !errors.Is(err, storage.ErrRunNotFound) {
 		t.Fatalf("GetRun after a canceled create: %v", err)
 	}
 }
@@ -155,13 +156,13 @@ func TestClosed(t *testing.T) {
 		t.Fatal("notification channel open after Close")
 	}
 	ctx := t.Context()
-	if _, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "r", Workflow: "wf"}}); !errors.Is(err, runtime.ErrClosed) {
+	if _, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "r", Workflow: "wf"}}); !errors.Is(err, storage.ErrClosed) {
 		t.Fatalf("CreateRuns after Close: %v", err)
 	}
-	if _, err := s.GetRun(ctx, "r"); !errors.Is(err, runtime.ErrClosed) {
+	if _, err := s.GetRun(ctx, "r"); !errors.Is(err, storage.ErrClosed) {
 		t.Fatalf("GetRun after Close: %v", err)
 	}
-	if err := s.Close(); !errors.Is(err, runtime.ErrClosed) {
+	if err := s.Close(); !errors.Is(err, storage.ErrClosed) {
 		t.Fatalf("second Close: %v", err)
 	}
 }
@@ -172,16 +173,16 @@ func TestFailingRequestsDoNotSpoilTheBatch(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	c := newClock()
-	s := open(t, dbPath(t), sqlitestore.Options{Now: c.Now})
+	s := open(t, dbPath(t), sqlitestore.Options{Clock: c})
 	const n = 32
-	var runs []runtime.NewRun
+	var runs []storage.NewRun
 	for i := range n {
-		runs = append(runs, runtime.NewRun{ID: fmt.Sprintf("r%02d", i), Workflow: "wf"})
+		runs = append(runs, storage.NewRun{ID: fmt.Sprintf("r%02d", i), Workflow: "wf"})
 	}
 	if _, err := s.CreateRuns(ctx, runs); err != nil {
 		t.Fatal(err)
 	}
-	claimed, err := s.Claim(ctx, runtime.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: n, LeaseFor: time.Minute})
+	claimed, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: n, LeaseFor: time.Minute})
 	if err != nil || len(claimed) != n {
 		t.Fatalf("Claim = %d runs, %v", len(claimed), err)
 	}
@@ -194,9 +195,9 @@ func TestFailingRequestsDoNotSpoilTheBatch(t *testing.T) {
 				if stale {
 					l.Token-- // an older lease: must fail, write nothing
 				}
-				_, err := s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: l, LeaseFor: time.Minute,
-					Checkpoint: runtime.Checkpoint{Key: fmt.Sprintf("k%d", j), Kind: runtime.KindStep, Output: []byte("x")}})
-				if stale != errors.Is(err, runtime.ErrLeaseLost) || (!stale && err != nil) {
+				_, err := s.Checkpoint(ctx, storage.CheckpointRequest{Lease: l, LeaseFor: time.Minute,
+					Checkpoint: storage.Checkpoint{Key: fmt.Sprintf("k%d", j), Kind: storage.KindStep, Output: []byte("x")}})
+				if stale != errors.Is(err, storage.ErrLeaseLost) || (!stale && err != nil) {
 					t.Errorf("Checkpoint(%s, k%d, stale %v): %v", l.RunID, j, stale, err)
 				}
 			}
@@ -261,16 +262,16 @@ func TestManyStoresOneFile(t *testing.T) {
 		for w := range workers {
 			wg.Go(func() {
 				owner := fmt.Sprintf("store%d-w%d", i, w)
-				var runs []runtime.NewRun
+				var runs []storage.NewRun
 				for r := range runsPerStore / workers {
-					runs = append(runs, runtime.NewRun{ID: fmt.Sprintf("%s-r%d", owner, r), Workflow: "wf"})
+					runs = append(runs, storage.NewRun{ID: fmt.Sprintf("%s-r%d", owner, r), Workflow: "wf"})
 				}
 				if _, err := s.CreateRuns(ctx, runs); err != nil {
 					t.Errorf("CreateRuns: %v", err)
 					return
 				}
 				for {
-					got, err := s.Claim(ctx, runtime.ClaimRequest{Owner: owner, Workflows: []string{"wf"}, Limit: 2, LeaseFor: time.Hour})
+					got, err := s.Claim(ctx, storage.ClaimRequest{Owner: owner, Workflows: []string{"wf"}, Limit: 2, LeaseFor: time.Hour})
 					if err != nil {
 						t.Errorf("Claim: %v", err)
 						return
@@ -286,13 +287,13 @@ func TestManyStoresOneFile(t *testing.T) {
 						claims[cl.Lease.RunID] = owner
 						mu.Unlock()
 						for k := range steps {
-							if _, err := s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: cl.Lease, LeaseFor: time.Hour,
-								Checkpoint: runtime.Checkpoint{Key: fmt.Sprint(k), Kind: runtime.KindStep}}); err != nil {
+							if _, err := s.Checkpoint(ctx, storage.CheckpointRequest{Lease: cl.Lease, LeaseFor: time.Hour,
+								Checkpoint: storage.Checkpoint{Key: fmt.Sprint(k), Kind: storage.KindStep}}); err != nil {
 								t.Errorf("Checkpoint: %v", err)
 								return
 							}
 						}
-						if err := s.Complete(ctx, runtime.CompleteRequest{Lease: cl.Lease, Status: runtime.StatusComplete}); err != nil {
+						if err := s.Complete(ctx, storage.CompleteRequest{Lease: cl.Lease, Status: storage.StatusComplete}); err != nil {
 							t.Errorf("Complete: %v", err)
 							return
 						}
@@ -302,7 +303,7 @@ func TestManyStoresOneFile(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	page, err := all[0].ListRuns(ctx, runtime.ListRunsQuery{Status: runtime.StatusComplete, Limit: 1000})
+	page, err := all[0].ListRuns(ctx, storage.ListRunsQuery{Status: storage.StatusComplete, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +323,7 @@ func TestNotifications(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	s := open(t, dbPath(t), sqlitestore.Options{})
 	ch := s.Notifications(ctx)
-	if _, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "r", Workflow: "wf"}}); err != nil {
+	if _, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "r", Workflow: "wf"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := <-ch; !ok {
@@ -336,7 +337,7 @@ func TestNotifications(t *testing.T) {
 func TestOptionsValidated(t *testing.T) {
 	t.Parallel()
 	for _, opts := range []sqlitestore.Options{{Synchronous: 7}, {MaxBatch: -1}} {
-		if s, err := sqlitestore.Open(dbPath(t), opts); !errors.Is(err, runtime.ErrInvalidArgument) {
+		if s, err := sqlitestore.Open(dbPath(t), opts); !errors.Is(err, storage.ErrInvalidArgument) {
 			if s != nil {
 				s.Close()
 			}
@@ -352,7 +353,7 @@ func TestLockHeldPastBusyTimeout(t *testing.T) {
 	ctx := t.Context()
 	path := dbPath(t)
 	s := open(t, path, sqlitestore.Options{BusyTimeout: 20 * time.Millisecond})
-	if _, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "before", Workflow: "wf"}}); err != nil {
+	if _, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "before", Workflow: "wf"}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -371,7 +372,7 @@ func TestLockHeldPastBusyTimeout(t *testing.T) {
 	}
 	created := make(chan error, 1)
 	go func() {
-		_, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "during", Workflow: "wf"}})
+		_, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "during", Workflow: "wf"}})
 		created <- err
 	}()
 	// Reads do not wait for the writer's lock.
@@ -411,7 +412,7 @@ func TestLargePayloads(t *testing.T) {
 		return b
 	}
 	input := big(1, 2<<20)
-	if _, err := s.CreateRuns(ctx, []runtime.NewRun{{ID: "r", Workflow: "wf", Input: input}}); err != nil {
+	if _, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "r", Workflow: "wf", Input: input}}); err != nil {
 		t.Fatal(err)
 	}
 	cl := claimOne(t, s, "w", "wf")
@@ -419,12 +420,12 @@ func TestLargePayloads(t *testing.T) {
 		t.Fatal("claimed input differs")
 	}
 	out := big(2, 1<<20)
-	if _, err := s.Checkpoint(ctx, runtime.CheckpointRequest{Lease: cl.Lease, LeaseFor: time.Minute,
-		Checkpoint: runtime.Checkpoint{Key: "a@v1", Kind: runtime.KindStep, Output: out}}); err != nil {
+	if _, err := s.Checkpoint(ctx, storage.CheckpointRequest{Lease: cl.Lease, LeaseFor: time.Minute,
+		Checkpoint: storage.Checkpoint{Key: "a@v1", Kind: storage.KindStep, Output: out}}); err != nil {
 		t.Fatal(err)
 	}
 	state := big(3, 300<<10)
-	if _, err := s.Suspend(ctx, runtime.SuspendRequest{Lease: cl.Lease, LeaseFor: time.Minute, ReadyAt: new(time.Now().Add(-time.Second)), SuspendState: state}); err != nil {
+	if _, err := s.Suspend(ctx, storage.SuspendRequest{Lease: cl.Lease, LeaseFor: time.Minute, ReadyAt: new(time.Now().Add(-time.Second)), SuspendState: state}); err != nil {
 		t.Fatal(err)
 	}
 	cl = claimOne(t, s, "w", "wf")
@@ -435,7 +436,7 @@ func TestLargePayloads(t *testing.T) {
 	if err != nil || len(cps) != 1 || !bytes.Equal(cps[0].Output, out) {
 		t.Fatalf("LoadCheckpoints: %d checkpoints, %v", len(cps), err)
 	}
-	if err := s.Complete(ctx, runtime.CompleteRequest{Lease: cl.Lease, Status: runtime.StatusComplete, Output: out}); err != nil {
+	if err := s.Complete(ctx, storage.CompleteRequest{Lease: cl.Lease, Status: storage.StatusComplete, Output: out}); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := s.GetRun(ctx, "r")
@@ -447,7 +448,7 @@ func TestLargePayloads(t *testing.T) {
 func TestPathValidated(t *testing.T) {
 	t.Parallel()
 	for _, path := range []string{"", ":memory:", "file:x.db", filepath.Join(t.TempDir(), "a?b.db")} {
-		if s, err := sqlitestore.Open(path, sqlitestore.Options{}); !errors.Is(err, runtime.ErrInvalidArgument) {
+		if s, err := sqlitestore.Open(path, sqlitestore.Options{}); !errors.Is(err, storage.ErrInvalidArgument) {
 			if s != nil {
 				s.Close()
 			}

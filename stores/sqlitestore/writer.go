@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 // request is one write method's call, queued for the writer.
@@ -60,7 +60,7 @@ func (s *Store) write(ctx context.Context, op string, fn func(w *wtx) error) err
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
-		return fmt.Errorf("sqlitestore: %s: %w", op, runtime.ErrClosed)
+		return fmt.Errorf("sqlitestore: %s: %w", op, storage.ErrClosed)
 	}
 	select {
 	case s.queue <- r:

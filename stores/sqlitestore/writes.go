@@ -8,21 +8,21 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 // CreateRuns inserts runs; an ID that exists is left untouched and reported
 // with Created false and its stored record. All requests are one atomic
 // change.
-func (s *Store) CreateRuns(ctx context.Context, runs []runtime.NewRun) ([]runtime.CreateResult, error) {
+func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
 	for i, r := range runs {
 		if r.ID == "" || r.Workflow == "" {
-			return nil, fmt.Errorf("sqlitestore: create runs: %w: run %d has an empty ID or workflow", runtime.ErrInvalidArgument, i)
+			return nil, fmt.Errorf("sqlitestore: create runs: %w: run %d has an empty ID or workflow", storage.ErrInvalidArgument, i)
 		}
 	}
-	var out []runtime.CreateResult
+	var out []storage.CreateResult
 	err := s.write(ctx, "create runs", func(w *wtx) error {
-		out = make([]runtime.CreateResult, 0, len(runs))
+		out = make([]storage.CreateResult, 0, len(runs))
 		now := s.now()
 		n := now.UnixNano()
 		for _, r := range runs {
@@ -42,7 +42,7 @@ func (s *Store) CreateRuns(ctx context.Context, runs []runtime.NewRun) ([]runtim
 			if err != nil {
 				return err
 			}
-			out = append(out, runtime.CreateResult{Created: changed == 1, Run: rec})
+			out = append(out, storage.CreateResult{Created: changed == 1, Run: rec})
 		}
 		return nil
 	})
@@ -55,21 +55,21 @@ func (s *Store) CreateRuns(ctx context.Context, runs []runtime.NewRun) ([]runtim
 // Claim leases up to req.Limit ready runs of the named workflows: queued or
 // waiting runs whose ReadyAt has come, and running runs whose lease expired,
 // oldest first.
-func (s *Store) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.ClaimedRun, error) {
+func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.ClaimedRun, error) {
 	if req.Owner == "" || req.LeaseFor <= 0 {
-		return nil, fmt.Errorf("sqlitestore: claim: %w: empty owner or lease length %v", runtime.ErrInvalidArgument, req.LeaseFor)
+		return nil, fmt.Errorf("sqlitestore: claim: %w: empty owner or lease length %v", storage.ErrInvalidArgument, req.LeaseFor)
 	}
 	if req.Limit <= 0 || len(req.Workflows) == 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		if s.isClosed.Load() {
-			return nil, runtime.ErrClosed
+			return nil, storage.ErrClosed
 		}
 		return nil, nil
 	}
 	query, args := claimQuery(req.Workflows)
-	var out []runtime.ClaimedRun
+	var out []storage.ClaimedRun
 	err := s.write(ctx, "claim", func(w *wtx) error {
 		out = nil
 		now := s.now()
@@ -84,7 +84,7 @@ func (s *Store) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.
 			return err
 		}
 		for _, id := range ids {
-			var cr runtime.ClaimedRun
+			var cr storage.ClaimedRun
 			var ref int64
 			found, err := w.queryRow(`UPDATE runs SET
 					status = 'running', ready_at = NULL, owner = ?2, lease_until = ?3, token = token + 1,
@@ -92,8 +92,8 @@ func (s *Store) Claim(ctx context.Context, req runtime.ClaimRequest) ([]runtime.
 				WHERE id = ?1
 				RETURNING token, workflow, parent_id, recoveries,
 					wait_key, wait_topic, wait_kind, wait_deadline, lease_until, ref`, func(r row) {
-				cr = runtime.ClaimedRun{
-					Lease:      runtime.Lease{RunID: id, Owner: req.Owner, Token: r.int64(0)},
+				cr = storage.ClaimedRun{
+					Lease:      storage.Lease{RunID: id, Owner: req.Owner, Token: r.int64(0)},
 					Workflow:   r.str(1),
 					ParentID:   r.str(2),
 					Recoveries: int(r.int64(3)),
@@ -158,7 +158,7 @@ type fenceState struct {
 // fence checks, inside the writing transaction, that the run is running
 // and its token is the lease's: otherwise (an unknown run included) the
 // lease is lost.
-func (w *wtx) fence(l runtime.Lease) (fenceState, error) {
+func (w *wtx) fence(l storage.Lease) (fenceState, error) {
 	var st fenceState
 	var status string
 	var token int64
@@ -170,14 +170,14 @@ func (w *wtx) fence(l runtime.Lease) (fenceState, error) {
 	if err != nil {
 		return st, err
 	}
-	if !found || status != string(runtime.StatusRunning) || token != l.Token {
+	if !found || status != string(storage.StatusRunning) || token != l.Token {
 		return st, leaseLost(l)
 	}
 	return st, nil
 }
 
-func leaseLost(l runtime.Lease) error {
-	return fmt.Errorf("run %q token %d: %w", l.RunID, l.Token, runtime.ErrLeaseLost)
+func leaseLost(l storage.Lease) error {
+	return fmt.Errorf("run %q token %d: %w", l.RunID, l.Token, storage.ErrLeaseLost)
 }
 
 // extendLease sets the lease of a fenced run to until.
@@ -188,7 +188,7 @@ func (w *wtx) extendLease(runID string, until, now int64) error {
 
 // insertCheckpoint writes cp, with the attempts that produced it, unless the
 // run has a checkpoint for its key; written reports which.
-func (w *wtx) insertCheckpoint(ref int64, cp *runtime.Checkpoint, attempts []runtime.Attempt, now int64) (written bool, err error) {
+func (w *wtx) insertCheckpoint(ref int64, cp *storage.Checkpoint, attempts []storage.Attempt, now int64) (written bool, err error) {
 	n, err := w.exec(`INSERT INTO checkpoints (run_ref, key, kind, output, error_message, error_code, attempts, created_at)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (run_ref, key) DO NOTHING`,
 		ref, cp.Key, string(cp.Kind), bytesArg(cp.Output), errMsg(cp.Error), errCode(cp.Error),
@@ -197,8 +197,8 @@ func (w *wtx) insertCheckpoint(ref int64, cp *runtime.Checkpoint, attempts []run
 }
 
 // loadCheckpoint returns the run's checkpoint for key, or nil.
-func (w *wtx) loadCheckpoint(ref int64, key string) (*runtime.Checkpoint, error) {
-	var cp *runtime.Checkpoint
+func (w *wtx) loadCheckpoint(ref int64, key string) (*storage.Checkpoint, error) {
+	var cp *storage.Checkpoint
 	_, err := w.queryRow(`SELECT `+checkpointCols+` FROM checkpoints WHERE run_ref = ?1 AND key = ?2`, func(r row) {
 		c := scanCheckpoint(r)
 		cp = &c
@@ -208,7 +208,7 @@ func (w *wtx) loadCheckpoint(ref int64, key string) (*runtime.Checkpoint, error)
 
 // insertAttempts appends attempts recorded on their own, noting for each
 // whether its step's checkpoint exists already.
-func (w *wtx) insertAttempts(ref int64, attempts []runtime.Attempt) error {
+func (w *wtx) insertAttempts(ref int64, attempts []storage.Attempt) error {
 	for _, a := range attempts {
 		if _, err := w.exec(`INSERT INTO attempts (run_ref, key, number, started_at, ended_at, error, after_checkpoint)
 			VALUES (?1, ?2, ?3, ?4, ?5, ?6, EXISTS (SELECT 1 FROM checkpoints WHERE run_ref = ?1 AND key = ?2))`,
@@ -220,28 +220,28 @@ func (w *wtx) insertAttempts(ref int64, attempts []runtime.Attempt) error {
 }
 
 func errLeaseFor(op string, d time.Duration) error {
-	return fmt.Errorf("sqlitestore: %s: %w: lease length %v", op, runtime.ErrInvalidArgument, d)
+	return fmt.Errorf("sqlitestore: %s: %w: lease length %v", op, storage.ErrInvalidArgument, d)
 }
 
-func validCheckpoint(cp *runtime.Checkpoint) error {
+func validCheckpoint(cp *storage.Checkpoint) error {
 	if cp.Key == "" {
-		return fmt.Errorf("%w: empty checkpoint key", runtime.ErrInvalidArgument)
+		return fmt.Errorf("%w: empty checkpoint key", storage.ErrInvalidArgument)
 	}
 	return nil
 }
 
-// Checkpoint records a step's result under the lease; see runtime.Store.
-func (s *Store) Checkpoint(ctx context.Context, req runtime.CheckpointRequest) (runtime.CheckpointResult, error) {
+// Checkpoint records a step's result under the lease; see storage.Store.
+func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (storage.CheckpointResult, error) {
 	if err := validCheckpoint(&req.Checkpoint); err != nil {
-		return runtime.CheckpointResult{}, fmt.Errorf("sqlitestore: checkpoint: %w", err)
+		return storage.CheckpointResult{}, fmt.Errorf("sqlitestore: checkpoint: %w", err)
 	}
 	if req.LeaseFor <= 0 {
-		return runtime.CheckpointResult{}, errLeaseFor("checkpoint", req.LeaseFor)
+		return storage.CheckpointResult{}, errLeaseFor("checkpoint", req.LeaseFor)
 	}
-	var res runtime.CheckpointResult
+	var res storage.CheckpointResult
 	l := req.Lease
 	err := s.write(ctx, "checkpoint", func(w *wtx) error {
-		res = runtime.CheckpointResult{}
+		res = storage.CheckpointResult{}
 		now := s.now()
 		n := now.UnixNano()
 		until := leaseUntil(now, req.LeaseFor)
@@ -291,13 +291,14 @@ func (s *Store) Checkpoint(ctx context.Context, req runtime.CheckpointRequest) (
 		return err
 	})
 	if err != nil {
-		return runtime.CheckpointResult{}, err
+		return storage.CheckpointResult{}, err
 	}
 	return res, nil
 }
 
 // RecordAttempts appends attempts under the lease and extends it.
-func (s *Store) RecordAttempts(ctx context.Context, lease runtime.Lease, leaseFor time.Duration, attempts []runtime.Attempt) error {
+func (s *Store) RecordAttempts(ctx context.Context, req storage.RecordAttemptsRequest) error {
+	lease, leaseFor, attempts := req.Lease, req.LeaseFor, req.Attempts
 	if leaseFor <= 0 {
 		return errLeaseFor("record attempts", leaseFor)
 	}
@@ -315,7 +316,8 @@ func (s *Store) RecordAttempts(ctx context.Context, lease runtime.Lease, leaseFo
 }
 
 // Heartbeat extends the lease to now+leaseFor, fenced.
-func (s *Store) Heartbeat(ctx context.Context, lease runtime.Lease, leaseFor time.Duration) error {
+func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) error {
+	lease, leaseFor := req.Lease, req.LeaseFor
 	if leaseFor <= 0 {
 		return errLeaseFor("heartbeat", leaseFor)
 	}
@@ -334,20 +336,20 @@ func (s *Store) Heartbeat(ctx context.Context, lease runtime.Lease, leaseFor tim
 	})
 }
 
-// Suspend parks a running run, fenced; see runtime.Store.
-func (s *Store) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtime.SuspendResult, error) {
+// Suspend parks a running run, fenced; see storage.Store.
+func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storage.SuspendResult, error) {
 	if req.Checkpoint != nil {
 		if err := validCheckpoint(req.Checkpoint); err != nil {
-			return runtime.SuspendResult{}, fmt.Errorf("sqlitestore: suspend: %w", err)
+			return storage.SuspendResult{}, fmt.Errorf("sqlitestore: suspend: %w", err)
 		}
 	}
 	if req.Wait != nil && (req.Wait.Key == "" || req.Wait.Topic == "") {
-		return runtime.SuspendResult{}, fmt.Errorf("sqlitestore: suspend: %w: wait needs a key and a topic", runtime.ErrInvalidArgument)
+		return storage.SuspendResult{}, fmt.Errorf("sqlitestore: suspend: %w: wait needs a key and a topic", storage.ErrInvalidArgument)
 	}
-	var res runtime.SuspendResult
+	var res storage.SuspendResult
 	l := req.Lease
 	err := s.write(ctx, "suspend", func(w *wtx) error {
-		res = runtime.SuspendResult{}
+		res = storage.SuspendResult{}
 		st, err := w.fence(l)
 		if err != nil {
 			return err
@@ -378,7 +380,7 @@ func (s *Store) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtim
 					if _, err := w.exec(`DELETE FROM events WHERE id = ?1`, evID); err != nil {
 						return err
 					}
-					if _, err := w.insertCheckpoint(st.ref, &runtime.Checkpoint{Key: wt.Key, Kind: kindOf(wt.Kind), Output: payload}, nil, n); err != nil {
+					if _, err := w.insertCheckpoint(st.ref, &storage.Checkpoint{Key: wt.Key, Kind: kindOf(wt.Kind), Output: payload}, nil, n); err != nil {
 						return err
 					}
 					if cp, err = w.loadCheckpoint(st.ref, wt.Key); err != nil {
@@ -401,12 +403,12 @@ func (s *Store) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtim
 			}
 		}
 		// Park.
-		status := runtime.StatusWaiting
+		status := storage.StatusWaiting
 		if req.ReadyAt != nil && !req.ReadyAt.After(now) {
-			status = runtime.StatusQueued
+			status = storage.StatusQueued
 		}
 		if st.pauseRequested {
-			status = runtime.StatusPaused
+			status = storage.StatusPaused
 			res.Paused = true
 		}
 		var waitKey, waitTopic, waitKind, waitDeadline any
@@ -430,22 +432,22 @@ func (s *Store) Suspend(ctx context.Context, req runtime.SuspendRequest) (runtim
 			keepWait, waitKey, waitTopic, waitKind, waitDeadline); err != nil {
 			return err
 		}
-		if status == runtime.StatusQueued {
+		if status == storage.StatusQueued {
 			w.wake = true
 		}
 		return nil
 	})
 	if err != nil {
-		return runtime.SuspendResult{}, err
+		return storage.SuspendResult{}, err
 	}
 	return res, nil
 }
 
 // Complete finishes a run, fenced, and delivers req.Notify in the same
 // change.
-func (s *Store) Complete(ctx context.Context, req runtime.CompleteRequest) error {
-	if req.Status != runtime.StatusComplete && req.Status != runtime.StatusErrored {
-		return fmt.Errorf("sqlitestore: complete: %w: status %q is not complete or errored", runtime.ErrInvalidArgument, req.Status)
+func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error {
+	if req.Status != storage.StatusComplete && req.Status != storage.StatusErrored {
+		return fmt.Errorf("sqlitestore: complete: %w: status %q is not complete or errored", storage.ErrInvalidArgument, req.Status)
 	}
 	if err := validNotify(req.Notify); err != nil {
 		return fmt.Errorf("sqlitestore: complete: %w", err)
@@ -463,7 +465,7 @@ func (s *Store) Complete(ctx context.Context, req runtime.CompleteRequest) error
 }
 
 // finish puts a run in a final status, clearing lease, wait and suspension.
-func (w *wtx) finish(runID string, status runtime.RunStatus, output any, e *runtime.ErrorInfo, now int64) error {
+func (w *wtx) finish(runID string, status storage.RunStatus, output any, e *storage.ErrorInfo, now int64) error {
 	_, err := w.exec(`UPDATE runs SET status = ?2,
 			pause_requested = 0, ready_at = NULL, updated_at = ?3, `+releaseLease("?3")+`,
 			wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL
@@ -476,9 +478,9 @@ func (w *wtx) finish(runID string, status runtime.RunStatus, output any, e *runt
 	return err
 }
 
-func validNotify(ev *runtime.Event) error {
+func validNotify(ev *storage.Event) error {
 	if ev != nil && (ev.RunID == "" || ev.Topic == "") {
-		return fmt.Errorf("%w: notify event needs a run ID and a topic", runtime.ErrInvalidArgument)
+		return fmt.Errorf("%w: notify event needs a run ID and a topic", storage.ErrInvalidArgument)
 	}
 	return nil
 }
@@ -486,18 +488,18 @@ func validNotify(ev *runtime.Event) error {
 // notify delivers a finishing run's event to its target as SendEvent would.
 // A target that no longer exists or has finished cannot take it; the event
 // is dropped rather than keep the sender from finishing.
-func (w *wtx) notify(ev *runtime.Event, now int64) error {
+func (w *wtx) notify(ev *storage.Event, now int64) error {
 	if ev == nil {
 		return nil
 	}
 	_, err := w.sendEvent(*ev, now)
-	if err != nil && (errors.Is(err, runtime.ErrRunNotFound) || errors.Is(err, runtime.ErrInvalidState)) {
+	if err != nil && (errors.Is(err, storage.ErrRunNotFound) || errors.Is(err, storage.ErrInvalidState)) {
 		return nil
 	}
 	return err
 }
 
-// Pause pauses a run; see runtime.Store.
+// Pause pauses a run; see storage.Store.
 func (s *Store) Pause(ctx context.Context, runID string) error {
 	return s.write(ctx, "pause", func(w *wtx) error {
 		status, err := w.status(runID)
@@ -506,19 +508,19 @@ func (s *Store) Pause(ctx context.Context, runID string) error {
 		}
 		n := s.now().UnixNano()
 		switch status {
-		case runtime.StatusQueued, runtime.StatusWaiting:
+		case storage.StatusQueued, storage.StatusWaiting:
 			_, err = w.exec(`UPDATE runs SET status = 'paused', updated_at = ?2 WHERE id = ?1`, runID, n)
-		case runtime.StatusRunning:
+		case storage.StatusRunning:
 			_, err = w.exec(`UPDATE runs SET pause_requested = 1, updated_at = ?2 WHERE id = ?1 AND NOT pause_requested`, runID, n)
-		case runtime.StatusPaused:
+		case storage.StatusPaused:
 		default:
-			err = fmt.Errorf("%w: pause a %s run", runtime.ErrInvalidState, status)
+			err = fmt.Errorf("%w: pause a %s run", storage.ErrInvalidState, status)
 		}
 		return err
 	})
 }
 
-// Resume undoes Pause; see runtime.Store.
+// Resume undoes Pause; see storage.Store.
 func (s *Store) Resume(ctx context.Context, runID string) error {
 	return s.write(ctx, "resume", func(w *wtx) error {
 		status, err := w.status(runID)
@@ -527,24 +529,24 @@ func (s *Store) Resume(ctx context.Context, runID string) error {
 		}
 		n := s.now().UnixNano()
 		switch status {
-		case runtime.StatusPaused:
+		case storage.StatusPaused:
 			_, err = w.exec(`UPDATE runs SET status = iif(ready_at <= ?2, 'queued', 'waiting'), updated_at = ?2 WHERE id = ?1`, runID, n)
 			w.wake = true
-		case runtime.StatusRunning:
+		case storage.StatusRunning:
 			var changed int64
 			changed, err = w.exec(`UPDATE runs SET pause_requested = 0, updated_at = ?2 WHERE id = ?1 AND pause_requested`, runID, n)
 			if err == nil && changed == 0 {
-				err = fmt.Errorf("%w: resume a running run with no pause requested", runtime.ErrInvalidState)
+				err = fmt.Errorf("%w: resume a running run with no pause requested", storage.ErrInvalidState)
 			}
 		default:
-			err = fmt.Errorf("%w: resume a %s run", runtime.ErrInvalidState, status)
+			err = fmt.Errorf("%w: resume a %s run", storage.ErrInvalidState, status)
 		}
 		return err
 	})
 }
 
-// Terminate ends an unfinished run; see runtime.Store.
-func (s *Store) Terminate(ctx context.Context, req runtime.TerminateRequest) error {
+// Terminate ends an unfinished run; see storage.Store.
+func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) error {
 	if err := validNotify(req.Notify); err != nil {
 		return fmt.Errorf("sqlitestore: terminate: %w", err)
 	}
@@ -554,11 +556,11 @@ func (s *Store) Terminate(ctx context.Context, req runtime.TerminateRequest) err
 			return err
 		}
 		if status.Finished() {
-			return fmt.Errorf("%w: terminate a %s run", runtime.ErrInvalidState, status)
+			return fmt.Errorf("%w: terminate a %s run", storage.ErrInvalidState, status)
 		}
 		n := s.now().UnixNano()
 		e := req.Error
-		if err := w.finish(req.RunID, runtime.StatusTerminated, nil, &e, n); err != nil {
+		if err := w.finish(req.RunID, storage.StatusTerminated, nil, &e, n); err != nil {
 			return err
 		}
 		return w.notify(req.Notify, n)
@@ -566,7 +568,7 @@ func (s *Store) Terminate(ctx context.Context, req runtime.TerminateRequest) err
 }
 
 // Restart drops a run's checkpoints, attempts, wait and suspension state and
-// queues it again; see runtime.Store.
+// queues it again; see storage.Store.
 func (s *Store) Restart(ctx context.Context, runID string) error {
 	return s.write(ctx, "restart", func(w *wtx) error {
 		if _, err := w.status(runID); err != nil {
@@ -594,21 +596,22 @@ func (s *Store) Restart(ctx context.Context, runID string) error {
 	})
 }
 
-// status returns a run's status, or runtime.ErrRunNotFound.
-func (w *wtx) status(runID string) (runtime.RunStatus, error) {
-	var status runtime.RunStatus
-	found, err := w.queryRow(`SELECT status FROM runs WHERE id = ?1`, func(r row) { status = runtime.RunStatus(r.str(0)) }, runID)
+// status returns a run's status, or storage.ErrRunNotFound.
+func (w *wtx) status(runID string) (storage.RunStatus, error) {
+	var status storage.RunStatus
+	found, err := w.queryRow(`SELECT status FROM runs WHERE id = ?1`, func(r row) { status = storage.RunStatus(r.str(0)) }, runID)
 	if err == nil && !found {
-		err = runtime.ErrRunNotFound
+		err = storage.ErrRunNotFound
 	}
 	return status, err
 }
 
 // Emit delivers an event to every run waiting on the topic; see
-// runtime.Store.
-func (s *Store) Emit(ctx context.Context, topic string, payload []byte) ([]string, error) {
+// storage.Store.
+func (s *Store) Emit(ctx context.Context, req storage.EmitRequest) ([]string, error) {
+	topic, payload := req.Topic, req.Payload
 	if topic == "" {
-		return nil, fmt.Errorf("sqlitestore: emit: %w: empty topic", runtime.ErrInvalidArgument)
+		return nil, fmt.Errorf("sqlitestore: emit: %w: empty topic", storage.ErrInvalidArgument)
 	}
 	var ids []string
 	err := s.write(ctx, "emit", func(w *wtx) error {
@@ -616,7 +619,7 @@ func (s *Store) Emit(ctx context.Context, topic string, payload []byte) ([]strin
 		n := s.now().UnixNano()
 		var waiting []waiter
 		if err := w.query(`SELECT id, status, wait_key, wait_kind, ref FROM runs WHERE wait_topic = ?1 ORDER BY id`, func(r row) error {
-			waiting = append(waiting, waiter{id: r.str(0), status: runtime.RunStatus(r.str(1)), key: r.str(2), kind: r.str(3), ref: r.int64(4)})
+			waiting = append(waiting, waiter{id: r.str(0), status: storage.RunStatus(r.str(1)), key: r.str(2), kind: r.str(3), ref: r.int64(4)})
 			return nil
 		}, topic); err != nil {
 			return err
@@ -635,10 +638,10 @@ func (s *Store) Emit(ctx context.Context, topic string, payload []byte) ([]strin
 	return ids, nil
 }
 
-// SendEvent delivers an event to one run, or buffers it; see runtime.Store.
-func (s *Store) SendEvent(ctx context.Context, ev runtime.Event) (bool, error) {
+// SendEvent delivers an event to one run, or buffers it; see storage.Store.
+func (s *Store) SendEvent(ctx context.Context, ev storage.Event) (bool, error) {
 	if ev.Topic == "" {
-		return false, fmt.Errorf("sqlitestore: send event: %w: empty topic", runtime.ErrInvalidArgument)
+		return false, fmt.Errorf("sqlitestore: send event: %w: empty topic", storage.ErrInvalidArgument)
 	}
 	var delivered bool
 	err := s.write(ctx, "send event", func(w *wtx) error {
@@ -656,15 +659,15 @@ func (s *Store) SendEvent(ctx context.Context, ev runtime.Event) (bool, error) {
 type waiter struct {
 	ref       int64
 	id        string
-	status    runtime.RunStatus
+	status    storage.RunStatus
 	key, kind string
 }
 
-func (w *wtx) sendEvent(ev runtime.Event, now int64) (bool, error) {
+func (w *wtx) sendEvent(ev storage.Event, now int64) (bool, error) {
 	var wt waiter
 	var topic *string
 	found, err := w.queryRow(`SELECT status, wait_key, wait_kind, wait_topic, ref FROM runs WHERE id = ?1`, func(r row) {
-		wt = waiter{id: ev.RunID, status: runtime.RunStatus(r.str(0)), key: r.str(1), kind: r.str(2), ref: r.int64(4)}
+		wt = waiter{id: ev.RunID, status: storage.RunStatus(r.str(0)), key: r.str(1), kind: r.str(2), ref: r.int64(4)}
 		if !r.isNull(3) {
 			t := r.str(3)
 			topic = &t
@@ -674,10 +677,10 @@ func (w *wtx) sendEvent(ev runtime.Event, now int64) (bool, error) {
 		return false, err
 	}
 	if !found {
-		return false, runtime.ErrRunNotFound
+		return false, storage.ErrRunNotFound
 	}
 	if wt.status.Finished() {
-		return false, fmt.Errorf("%w: send an event to a %s run", runtime.ErrInvalidState, wt.status)
+		return false, fmt.Errorf("%w: send an event to a %s run", storage.ErrInvalidState, wt.status)
 	}
 	if topic != nil && *topic == ev.Topic {
 		return true, w.deliver(wt, ev.Payload, now)
@@ -691,7 +694,7 @@ func (w *wtx) sendEvent(ev runtime.Event, now int64) (bool, error) {
 // wait and makes a waiting run queued (a paused one stays paused), ready
 // now.
 func (w *wtx) deliver(wt waiter, payload []byte, now int64) error {
-	written, err := w.insertCheckpoint(wt.ref, &runtime.Checkpoint{Key: wt.key, Kind: kindOf(runtime.CheckpointKind(wt.kind)), Output: payload}, nil, now)
+	written, err := w.insertCheckpoint(wt.ref, &storage.Checkpoint{Key: wt.key, Kind: kindOf(storage.CheckpointKind(wt.kind)), Output: payload}, nil, now)
 	if err != nil {
 		return err
 	}
@@ -705,7 +708,7 @@ func (w *wtx) deliver(wt waiter, payload []byte, now int64) error {
 			wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL,
 			updated_at = ?2
 		WHERE ref = ?1`, wt.ref, now, written)
-	if wt.status == runtime.StatusWaiting || wt.status == runtime.StatusQueued {
+	if wt.status == storage.StatusWaiting || wt.status == storage.StatusQueued {
 		w.wake = true
 	}
 	return err
@@ -719,9 +722,9 @@ func releaseLease(nowParam string) string {
 
 // kindOf is the kind of a checkpoint written for a wait: KindEvent unless
 // the wait names another.
-func kindOf(k runtime.CheckpointKind) runtime.CheckpointKind {
+func kindOf(k storage.CheckpointKind) storage.CheckpointKind {
 	if k == "" {
-		return runtime.KindEvent
+		return storage.KindEvent
 	}
 	return k
 }

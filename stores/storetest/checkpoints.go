@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 var checkpointCases = []testCase{
@@ -20,10 +20,10 @@ var checkpointCases = []testCase{
 
 func testWriteOnce(f *fixture) {
 	a := f.start("run-1", "")
-	first := runtime.CheckpointRequest{
+	first := storage.CheckpointRequest{
 		Lease: a.Lease, LeaseFor: lease,
-		Checkpoint: runtime.Checkpoint{Key: "charge@v1", Kind: runtime.KindStep, Output: []byte("first")},
-		Attempts:   []runtime.Attempt{{Key: "charge@v1", Number: 1, Started: Start, Ended: Start}},
+		Checkpoint: storage.Checkpoint{Key: "charge@v1", Kind: storage.KindStep, Output: []byte("first")},
+		Attempts:   []storage.Attempt{{Key: "charge@v1", Number: 1, Started: Start, Ended: Start}},
 	}
 	res, err := f.store.Checkpoint(f.ctx, first)
 	if err != nil || res.Existing != nil || res.Paused {
@@ -32,17 +32,17 @@ func testWriteOnce(f *fixture) {
 	stored := f.wantCheckpoints("run-1", "charge@v1=first")[0]
 
 	f.clock.Advance(time.Second)
-	second := runtime.CheckpointRequest{
+	second := storage.CheckpointRequest{
 		Lease: a.Lease, LeaseFor: 2 * lease,
-		Checkpoint: runtime.Checkpoint{Key: "charge@v1", Kind: runtime.KindStep, Output: []byte("second"), Error: &runtime.ErrorInfo{Message: "other"}},
-		Attempts:   []runtime.Attempt{{Key: "charge@v1", Number: 2, Started: f.now(), Ended: f.now(), Error: "again"}},
+		Checkpoint: storage.Checkpoint{Key: "charge@v1", Kind: storage.KindStep, Output: []byte("second"), Error: &storage.ErrorInfo{Message: "other"}},
+		Attempts:   []storage.Attempt{{Key: "charge@v1", Number: 2, Started: f.now(), Ended: f.now(), Error: "again"}},
 	}
 	res, err = f.store.Checkpoint(f.ctx, second)
 	if err != nil {
 		f.t.Fatalf("second Checkpoint: %v", err)
 	}
 	ex := res.Existing
-	if ex == nil || ex.Key != "charge@v1" || ex.Kind != runtime.KindStep || string(ex.Output) != "first" || ex.Error != nil || ex.Seq != stored.Seq {
+	if ex == nil || ex.Key != "charge@v1" || ex.Kind != storage.KindStep || string(ex.Output) != "first" || ex.Error != nil || ex.Seq != stored.Seq {
 		f.t.Fatalf("second Checkpoint Existing = %+v, want the first (seq %d, output first)", ex, stored.Seq)
 	}
 	f.wantTime("Existing CreatedAt", ex.CreatedAt, Start)
@@ -57,18 +57,18 @@ func testWriteOnce(f *fixture) {
 
 func testEmptyOutput(f *fixture) {
 	a := f.start("run-1", "")
-	for _, cp := range []runtime.Checkpoint{
-		{Key: "void@v1", Kind: runtime.KindStep, Output: nil},
-		{Key: "empty@v1", Kind: runtime.KindStep, Output: []byte{}},
+	for _, cp := range []storage.Checkpoint{
+		{Key: "void@v1", Kind: storage.KindStep, Output: nil},
+		{Key: "empty@v1", Kind: storage.KindStep, Output: []byte{}},
 	} {
-		res, err := f.store.Checkpoint(f.ctx, runtime.CheckpointRequest{Lease: a.Lease, LeaseFor: lease, Checkpoint: cp})
+		res, err := f.store.Checkpoint(f.ctx, storage.CheckpointRequest{Lease: a.Lease, LeaseFor: lease, Checkpoint: cp})
 		if err != nil || res.Existing != nil {
 			f.t.Fatalf("Checkpoint(%s) = %+v, %v; want written", cp.Key, res, err)
 		}
 	}
 	cps := f.wantCheckpoints("run-1", "void@v1=", "empty@v1=")
 	for _, cp := range cps {
-		if cp.Kind != runtime.KindStep || cp.Error != nil {
+		if cp.Kind != storage.KindStep || cp.Error != nil {
 			f.t.Fatalf("checkpoint %+v, want a successful step", cp)
 		}
 	}
@@ -118,30 +118,30 @@ func testExecutionOrder(f *fixture) {
 func testAttempts(f *fixture) {
 	a := f.start("run-1", "")
 	at := func(sec int) time.Time { return Start.Add(time.Duration(sec) * time.Second) }
-	want := []runtime.Attempt{
+	want := []storage.Attempt{
 		{Key: "charge@v1", Number: 1, Started: at(0), Ended: at(1), Error: "card reader offline"},
 		{Key: "charge@v1", Number: 2, Started: at(2), Ended: at(3), Error: "timeout"},
 		{Key: "charge@v1", Number: 3, Started: at(4), Ended: at(5)},
 	}
 	for _, att := range want[:2] {
-		if err := f.store.RecordAttempts(f.ctx, a.Lease, lease, []runtime.Attempt{att}); err != nil {
+		if err := f.store.RecordAttempts(f.ctx, storage.RecordAttemptsRequest{Lease: a.Lease, LeaseFor: lease, Attempts: []storage.Attempt{att}}); err != nil {
 			f.t.Fatalf("RecordAttempts: %v", err)
 		}
 		f.clock.Advance(time.Second)
 	}
-	res, err := f.store.Checkpoint(f.ctx, runtime.CheckpointRequest{
+	res, err := f.store.Checkpoint(f.ctx, storage.CheckpointRequest{
 		Lease: a.Lease, LeaseFor: lease,
-		Checkpoint: runtime.Checkpoint{Key: "charge@v1", Kind: runtime.KindStep, Output: []byte(`"ok"`)},
+		Checkpoint: storage.Checkpoint{Key: "charge@v1", Kind: storage.KindStep, Output: []byte(`"ok"`)},
 		Attempts:   want[2:],
 	})
 	if err != nil || res.Existing != nil {
 		f.t.Fatalf("Checkpoint = %+v, %v", res, err)
 	}
-	other := runtime.Attempt{Key: "ship@v1", Number: 1, Started: at(6), Ended: at(7)}
-	if _, err := f.store.Checkpoint(f.ctx, runtime.CheckpointRequest{
+	other := storage.Attempt{Key: "ship@v1", Number: 1, Started: at(6), Ended: at(7)}
+	if _, err := f.store.Checkpoint(f.ctx, storage.CheckpointRequest{
 		Lease: a.Lease, LeaseFor: lease,
-		Checkpoint: runtime.Checkpoint{Key: "ship@v1", Kind: runtime.KindStep},
-		Attempts:   []runtime.Attempt{other},
+		Checkpoint: storage.Checkpoint{Key: "ship@v1", Kind: storage.KindStep},
+		Attempts:   []storage.Attempt{other},
 	}); err != nil {
 		f.t.Fatalf("Checkpoint(ship): %v", err)
 	}
@@ -152,8 +152,8 @@ func testAttempts(f *fixture) {
 	}
 	f.wantBytes("charge output", steps[0].Output, `"ok"`)
 	for i, tc := range []struct {
-		got, want []runtime.Attempt
-	}{{steps[0].Attempts, want}, {steps[1].Attempts, []runtime.Attempt{other}}} {
+		got, want []storage.Attempt
+	}{{steps[0].Attempts, want}, {steps[1].Attempts, []storage.Attempt{other}}} {
 		if len(tc.got) != len(tc.want) {
 			f.t.Fatalf("step %d attempts = %+v, want %+v", i, tc.got, tc.want)
 		}
@@ -168,10 +168,10 @@ func testAttempts(f *fixture) {
 
 func testCheckpointError(f *fixture) {
 	a := f.start("run-1", "")
-	info := runtime.ErrorInfo{Message: "card declined", Code: runtime.CodePermanent}
-	if _, err := f.store.Checkpoint(f.ctx, runtime.CheckpointRequest{
+	info := storage.ErrorInfo{Message: "card declined", Code: storage.CodePermanent}
+	if _, err := f.store.Checkpoint(f.ctx, storage.CheckpointRequest{
 		Lease: a.Lease, LeaseFor: lease,
-		Checkpoint: runtime.Checkpoint{Key: "charge@v1", Kind: runtime.KindStep, Error: &info},
+		Checkpoint: storage.Checkpoint{Key: "charge@v1", Kind: storage.KindStep, Error: &info},
 	}); err != nil {
 		f.t.Fatalf("Checkpoint: %v", err)
 	}
@@ -187,25 +187,25 @@ func testCheckpointError(f *fixture) {
 func testSleep(f *fixture) {
 	a := f.start("run-1", "")
 	wake := Start.Add(time.Hour)
-	res := f.suspend(runtime.SuspendRequest{
+	res := f.suspend(storage.SuspendRequest{
 		Lease:        a.Lease,
-		Checkpoint:   &runtime.Checkpoint{Key: "nap@v1", Kind: runtime.KindSleep, Output: []byte("wake-1")},
+		Checkpoint:   &storage.Checkpoint{Key: "nap@v1", Kind: storage.KindSleep, Output: []byte("wake-1")},
 		ReadyAt:      &wake,
 		SuspendState: []byte("state-1"),
 	})
 	if res.Delivered != nil || res.Paused {
 		f.t.Fatalf("Suspend = %+v, want parked", res)
 	}
-	rec := f.wantStatus("run-1", runtime.StatusWaiting)
+	rec := f.wantStatus("run-1", storage.StatusWaiting)
 	f.wantTimePtr("ReadyAt", rec.ReadyAt, wake)
 	if rec.Wait != nil {
 		f.t.Fatalf("sleeping run has wait %+v", rec.Wait)
 	}
 	cps := f.wantCheckpoints("run-1", "nap@v1=wake-1")
-	if cps[0].Kind != runtime.KindSleep {
-		f.t.Fatalf("sleep checkpoint kind %q, want %q", cps[0].Kind, runtime.KindSleep)
+	if cps[0].Kind != storage.KindSleep {
+		f.t.Fatalf("sleep checkpoint kind %q, want %q", cps[0].Kind, storage.KindSleep)
 	}
-	f.wantErr(f.store.Heartbeat(f.ctx, a.Lease, lease), runtime.ErrLeaseLost, "Heartbeat of a sleeping run")
+	f.wantErr(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease}), storage.ErrLeaseLost, "Heartbeat of a sleeping run")
 
 	f.claimNone()
 	f.clock.Advance(time.Hour - time.Millisecond)
@@ -220,9 +220,9 @@ func testSleep(f *fixture) {
 	// Suspending again with another wake time for the same key keeps the
 	// first: the wake time is read back, never recomputed.
 	wake2 := f.now().Add(2 * time.Hour)
-	res = f.suspend(runtime.SuspendRequest{
+	res = f.suspend(storage.SuspendRequest{
 		Lease:        b.Lease,
-		Checkpoint:   &runtime.Checkpoint{Key: "nap@v1", Kind: runtime.KindSleep, Output: []byte("wake-2")},
+		Checkpoint:   &storage.Checkpoint{Key: "nap@v1", Kind: storage.KindSleep, Output: []byte("wake-2")},
 		ReadyAt:      &wake2,
 		SuspendState: []byte("state-2"),
 	})
@@ -230,7 +230,7 @@ func testSleep(f *fixture) {
 		f.t.Fatalf("second Suspend = %+v, want parked", res)
 	}
 	f.wantCheckpoints("run-1", "nap@v1=wake-1")
-	rec = f.wantStatus("run-1", runtime.StatusWaiting)
+	rec = f.wantStatus("run-1", storage.StatusWaiting)
 	f.wantTimePtr("ReadyAt", rec.ReadyAt, wake2)
 	f.clock.Advance(2 * time.Hour)
 	c := f.claimOne("worker-c")
@@ -239,7 +239,7 @@ func testSleep(f *fixture) {
 
 func testBuffersCopied(f *fixture) {
 	input := []byte("input")
-	if _, err := f.store.CreateRuns(f.ctx, []runtime.NewRun{{ID: "run-1", Workflow: wf, Input: input}}); err != nil {
+	if _, err := f.store.CreateRuns(f.ctx, []storage.NewRun{{ID: "run-1", Workflow: wf, Input: input}}); err != nil {
 		f.t.Fatalf("CreateRuns: %v", err)
 	}
 	copy(input, "XXXXX")
@@ -252,7 +252,7 @@ func testBuffersCopied(f *fixture) {
 	copy(a.Input, "ZZZZZ")
 	out := []byte("output")
 	f.checkpoint(a.Lease, "one@v1", "")
-	if _, err := f.store.Checkpoint(f.ctx, runtime.CheckpointRequest{Lease: a.Lease, LeaseFor: lease, Checkpoint: runtime.Checkpoint{Key: "two@v1", Kind: runtime.KindStep, Output: out}}); err != nil {
+	if _, err := f.store.Checkpoint(f.ctx, storage.CheckpointRequest{Lease: a.Lease, LeaseFor: lease, Checkpoint: storage.Checkpoint{Key: "two@v1", Kind: storage.KindStep, Output: out}}); err != nil {
 		f.t.Fatalf("Checkpoint: %v", err)
 	}
 	copy(out, "XXXXXX")
@@ -262,18 +262,18 @@ func testBuffersCopied(f *fixture) {
 	f.wantCheckpoints("run-1", "one@v1=", "two@v1=output")
 
 	payload := []byte("payload")
-	if _, err := f.store.SendEvent(f.ctx, runtime.Event{RunID: "run-1", Topic: "t", Payload: payload}); err != nil {
+	if _, err := f.store.SendEvent(f.ctx, storage.Event{RunID: "run-1", Topic: "t", Payload: payload}); err != nil {
 		f.t.Fatalf("SendEvent: %v", err)
 	}
 	copy(payload, "XXXXXXX")
 	state := []byte("state")
-	res := f.suspend(runtime.SuspendRequest{Lease: a.Lease, Wait: &runtime.Wait{Key: "ev@v1", Topic: "t"}})
+	res := f.suspend(storage.SuspendRequest{Lease: a.Lease, Wait: &storage.Wait{Key: "ev@v1", Topic: "t"}})
 	if res.Delivered == nil {
 		f.t.Fatal("buffered event not delivered")
 	}
 	f.wantBytes("delivered payload", res.Delivered.Output, "payload")
 	copy(res.Delivered.Output, "YYYYYYY")
-	f.suspend(runtime.SuspendRequest{Lease: a.Lease, ReadyAt: f.after(0), SuspendState: state})
+	f.suspend(storage.SuspendRequest{Lease: a.Lease, ReadyAt: f.after(0), SuspendState: state})
 	copy(state, "XXXXX")
 	b := f.claimOne("worker-b")
 	f.wantBytes("SuspendState", b.SuspendState, "state")

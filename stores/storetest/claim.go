@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 var claimCases = []testCase{
@@ -43,7 +43,7 @@ func testClaimLimit(f *fixture) {
 				f.t.Fatalf("lease owner %q, want worker-a", c.Lease.Owner)
 			}
 			f.wantTime("claimed LeaseUntil", c.LeaseUntil, Start.Add(lease))
-			rec := f.wantStatus(c.Lease.RunID, runtime.StatusRunning)
+			rec := f.wantStatus(c.Lease.RunID, storage.StatusRunning)
 			if rec.Owner != "worker-a" || rec.Token != c.Lease.Token {
 				f.t.Fatalf("record of %s has owner %q token %d, want worker-a token %d", rec.ID, rec.Owner, rec.Token, c.Lease.Token)
 			}
@@ -71,7 +71,7 @@ func testClaimWorkflows(f *fixture) {
 			f.t.Fatalf("claimed %s with workflow %q, want %q", c.Lease.RunID, c.Workflow, want)
 		}
 	}
-	f.wantStatus("b-1", runtime.StatusQueued)
+	f.wantStatus("b-1", storage.StatusQueued)
 	if c := f.claimOne("worker-b", "beta"); c.Lease.RunID != "b-1" || c.Workflow != "beta" {
 		f.t.Fatalf("Claim(beta) = %+v, want b-1", c)
 	}
@@ -80,9 +80,9 @@ func testClaimWorkflows(f *fixture) {
 func testClaimSkipsUnready(f *fixture) {
 	// Each run is created and claimed alone, then put in its state.
 	c := f.start("sleeping", "")
-	f.suspend(runtime.SuspendRequest{Lease: c.Lease, ReadyAt: f.after(time.Hour)})
+	f.suspend(storage.SuspendRequest{Lease: c.Lease, ReadyAt: f.after(time.Hour)})
 	c = f.start("awaiting", "")
-	f.park(c.Lease, "ev@v1", "topic", runtime.KindEvent)
+	f.park(c.Lease, "ev@v1", "topic", storage.KindEvent)
 	f.create("paused", wf, "")
 	if err := f.store.Pause(f.ctx, "paused"); err != nil {
 		f.t.Fatalf("Pause: %v", err)
@@ -90,11 +90,11 @@ func testClaimSkipsUnready(f *fixture) {
 	c = f.start("complete", "")
 	f.complete(c.Lease, "out")
 	c = f.start("errored", "")
-	if err := f.store.Complete(f.ctx, runtime.CompleteRequest{Lease: c.Lease, Status: runtime.StatusErrored, Error: &runtime.ErrorInfo{Message: "boom"}}); err != nil {
+	if err := f.store.Complete(f.ctx, storage.CompleteRequest{Lease: c.Lease, Status: storage.StatusErrored, Error: &storage.ErrorInfo{Message: "boom"}}); err != nil {
 		f.t.Fatalf("Complete(errored): %v", err)
 	}
 	f.create("terminated", wf, "")
-	if err := f.store.Terminate(f.ctx, runtime.TerminateRequest{RunID: "terminated", Error: runtime.ErrorInfo{Message: "stop"}}); err != nil {
+	if err := f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: "terminated", Error: storage.ErrorInfo{Message: "stop"}}); err != nil {
 		f.t.Fatalf("Terminate: %v", err)
 	}
 	f.create("ready", wf, "")
@@ -103,7 +103,7 @@ func testClaimSkipsUnready(f *fixture) {
 	if ids := claimedIDs(got); !slices.Equal(ids, []string{"ready"}) {
 		f.t.Fatalf("Claim leased %v, want only the ready run", ids)
 	}
-	if err := f.store.Complete(f.ctx, runtime.CompleteRequest{Lease: got[0].Lease, Status: runtime.StatusComplete}); err != nil {
+	if err := f.store.Complete(f.ctx, storage.CompleteRequest{Lease: got[0].Lease, Status: storage.StatusComplete}); err != nil {
 		f.t.Fatalf("Complete: %v", err)
 	}
 	f.clock.Advance(time.Hour - time.Millisecond)
@@ -118,9 +118,9 @@ func testClaimSkipsUnready(f *fixture) {
 	if ids := claimedIDs(got); !slices.Equal(ids, []string{"sleeping"}) {
 		f.t.Fatalf("Claim a month later leased %v, want only the sleeping run (its lease expired)", ids)
 	}
-	for id, want := range map[string]runtime.RunStatus{
-		"awaiting": runtime.StatusWaiting, "paused": runtime.StatusPaused, "complete": runtime.StatusComplete,
-		"errored": runtime.StatusErrored, "terminated": runtime.StatusTerminated,
+	for id, want := range map[string]storage.RunStatus{
+		"awaiting": storage.StatusWaiting, "paused": storage.StatusPaused, "complete": storage.StatusComplete,
+		"errored": storage.StatusErrored, "terminated": storage.StatusTerminated,
 	} {
 		f.wantStatus(id, want)
 	}
@@ -129,7 +129,7 @@ func testClaimSkipsUnready(f *fixture) {
 func testClaimTokenGrows(f *fixture) {
 	c := f.start("run-1", "")
 	tokens := []int64{c.Lease.Token}
-	check := func(c runtime.ClaimedRun, how string) {
+	check := func(c storage.ClaimedRun, how string) {
 		f.t.Helper()
 		if last := tokens[len(tokens)-1]; c.Lease.Token <= last {
 			f.t.Fatalf("token after %s = %d, want more than %d", how, c.Lease.Token, last)
@@ -139,7 +139,7 @@ func testClaimTokenGrows(f *fixture) {
 		}
 		tokens = append(tokens, c.Lease.Token)
 	}
-	f.suspend(runtime.SuspendRequest{Lease: c.Lease, ReadyAt: f.after(0)})
+	f.suspend(storage.SuspendRequest{Lease: c.Lease, ReadyAt: f.after(0)})
 	c = f.claimOne("worker-a")
 	check(c, "a release")
 	f.clock.Advance(lease + time.Millisecond)
@@ -150,7 +150,7 @@ func testClaimTokenGrows(f *fixture) {
 	}
 	c = f.claimOne("worker-c")
 	check(c, "a restart")
-	f.suspend(runtime.SuspendRequest{Lease: c.Lease, ReadyAt: f.after(time.Second)})
+	f.suspend(storage.SuspendRequest{Lease: c.Lease, ReadyAt: f.after(time.Second)})
 	f.clock.Advance(time.Second)
 	c = f.claimOne("worker-c")
 	check(c, "a sleep")
@@ -158,23 +158,23 @@ func testClaimTokenGrows(f *fixture) {
 
 func testClaimConcurrent(f *fixture) {
 	const runs, workers = 200, 8
-	var batch []runtime.NewRun
+	var batch []storage.NewRun
 	for i := range runs {
-		batch = append(batch, runtime.NewRun{ID: runID(i), Workflow: wf})
+		batch = append(batch, storage.NewRun{ID: runID(i), Workflow: wf})
 	}
 	if _, err := f.store.CreateRuns(f.ctx, batch); err != nil {
 		f.t.Fatalf("CreateRuns: %v", err)
 	}
 	var (
 		mu      sync.Mutex
-		claimed = map[string][]runtime.ClaimedRun{}
+		claimed = map[string][]storage.ClaimedRun{}
 		wg      sync.WaitGroup
 	)
 	for w := range workers {
 		wg.Go(func() {
 			owner := fmt.Sprintf("worker-%d", w)
 			for range runs { // bounded: each round that leases nothing ends the loop
-				got, err := f.store.Claim(f.ctx, runtime.ClaimRequest{Owner: owner, Workflows: []string{wf}, Limit: 7, LeaseFor: time.Hour})
+				got, err := f.store.Claim(f.ctx, storage.ClaimRequest{Owner: owner, Workflows: []string{wf}, Limit: 7, LeaseFor: time.Hour})
 				if err != nil {
 					f.t.Errorf("Claim(%s): %v", owner, err)
 					return
@@ -205,7 +205,7 @@ func testClaimConcurrent(f *fixture) {
 			f.t.Fatalf("run %s handed to %d claimers: %+v", id, len(cs), cs)
 		}
 		rec := f.get(id)
-		if rec.Status != runtime.StatusRunning || rec.Owner != cs[0].Lease.Owner || rec.Token != cs[0].Lease.Token {
+		if rec.Status != storage.StatusRunning || rec.Owner != cs[0].Lease.Owner || rec.Token != cs[0].Lease.Token {
 			f.t.Fatalf("run %s: status %s owner %q token %d, want running under %+v", id, rec.Status, rec.Owner, rec.Token, cs[0].Lease)
 		}
 	}
@@ -221,13 +221,13 @@ func testLeaseExpired(f *fixture) {
 		f.t.Fatalf("reclaim = %+v, want run-1 for worker-b, a greater token than %d and Recoveries 1", b, a.Lease.Token)
 	}
 	f.wantBytes("reclaimed Input", b.Input, "in")
-	rec := f.wantStatus("run-1", runtime.StatusRunning)
+	rec := f.wantStatus("run-1", storage.StatusRunning)
 	if rec.Owner != "worker-b" || rec.Token != b.Lease.Token || rec.Recoveries != 1 {
 		f.t.Fatalf("record = %+v, want owner worker-b, token %d, Recoveries 1", rec, b.Lease.Token)
 	}
 	_, err := f.store.Checkpoint(f.ctx, stepReq(a.Lease, "step@v1", "from a"))
-	f.wantErr(err, runtime.ErrLeaseLost, "Checkpoint under the expired lease")
-	f.wantErr(f.store.Heartbeat(f.ctx, a.Lease, lease), runtime.ErrLeaseLost, "Heartbeat under the expired lease")
+	f.wantErr(err, storage.ErrLeaseLost, "Checkpoint under the expired lease")
+	f.wantErr(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease}), storage.ErrLeaseLost, "Heartbeat under the expired lease")
 
 	f.clock.Advance(lease + time.Millisecond)
 	c := f.claimOne("worker-c")
@@ -250,27 +250,27 @@ func testFencedWrites(f *fixture) {
 
 	forged := b.Lease
 	forged.Token = b.Lease.Token + 1
-	for _, l := range []runtime.Lease{a.Lease, forged} {
+	for _, l := range []storage.Lease{a.Lease, forged} {
 		what := fmt.Sprintf("token %d (current %d)", l.Token, b.Lease.Token)
-		_, err := f.store.Checkpoint(f.ctx, runtime.CheckpointRequest{
+		_, err := f.store.Checkpoint(f.ctx, storage.CheckpointRequest{
 			Lease: l, LeaseFor: lease,
-			Checkpoint: runtime.Checkpoint{Key: "two@v1", Kind: runtime.KindStep, Output: []byte("2")},
-			Attempts:   []runtime.Attempt{{Key: "two@v1", Number: 1, Started: f.now(), Ended: f.now()}},
+			Checkpoint: storage.Checkpoint{Key: "two@v1", Kind: storage.KindStep, Output: []byte("2")},
+			Attempts:   []storage.Attempt{{Key: "two@v1", Number: 1, Started: f.now(), Ended: f.now()}},
 		})
-		f.wantErr(err, runtime.ErrLeaseLost, "Checkpoint with "+what)
-		err = f.store.RecordAttempts(f.ctx, l, lease, []runtime.Attempt{{Key: "one@v1", Number: 2, Error: "x"}})
-		f.wantErr(err, runtime.ErrLeaseLost, "RecordAttempts with "+what)
-		f.wantErr(f.store.Heartbeat(f.ctx, l, time.Hour), runtime.ErrLeaseLost, "Heartbeat with "+what)
-		_, err = f.store.Suspend(f.ctx, runtime.SuspendRequest{
+		f.wantErr(err, storage.ErrLeaseLost, "Checkpoint with "+what)
+		err = f.store.RecordAttempts(f.ctx, storage.RecordAttemptsRequest{Lease: l, LeaseFor: lease, Attempts: []storage.Attempt{{Key: "one@v1", Number: 2, Error: "x"}}})
+		f.wantErr(err, storage.ErrLeaseLost, "RecordAttempts with "+what)
+		f.wantErr(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: l, LeaseFor: time.Hour}), storage.ErrLeaseLost, "Heartbeat with "+what)
+		_, err = f.store.Suspend(f.ctx, storage.SuspendRequest{
 			Lease: l, LeaseFor: lease,
-			Checkpoint:   &runtime.Checkpoint{Key: "nap@v1", Kind: runtime.KindSleep, Output: []byte("t")},
-			Wait:         &runtime.Wait{Key: "ev@v1", Topic: "topic", Kind: runtime.KindEvent},
+			Checkpoint:   &storage.Checkpoint{Key: "nap@v1", Kind: storage.KindSleep, Output: []byte("t")},
+			Wait:         &storage.Wait{Key: "ev@v1", Topic: "topic", Kind: storage.KindEvent},
 			ReadyAt:      f.after(time.Hour),
 			SuspendState: []byte("state"),
 		})
-		f.wantErr(err, runtime.ErrLeaseLost, "Suspend with "+what)
-		err = f.store.Complete(f.ctx, runtime.CompleteRequest{Lease: l, Status: runtime.StatusComplete, Output: []byte("out")})
-		f.wantErr(err, runtime.ErrLeaseLost, "Complete with "+what)
+		f.wantErr(err, storage.ErrLeaseLost, "Suspend with "+what)
+		err = f.store.Complete(f.ctx, storage.CompleteRequest{Lease: l, Status: storage.StatusComplete, Output: []byte("out")})
+		f.wantErr(err, storage.ErrLeaseLost, "Complete with "+what)
 	}
 	f.wantUnchanged(before, "writes under a stale lease")
 	if ids := f.emit("topic", "p"); len(ids) != 0 {
@@ -282,28 +282,28 @@ func testFencedWrites(f *fixture) {
 
 func testFencedAfterPark(f *fixture) {
 	a := f.start("run-1", "")
-	f.suspend(runtime.SuspendRequest{Lease: a.Lease, ReadyAt: f.after(time.Hour)})
-	f.wantStatus("run-1", runtime.StatusWaiting)
+	f.suspend(storage.SuspendRequest{Lease: a.Lease, ReadyAt: f.after(time.Hour)})
+	f.wantStatus("run-1", storage.StatusWaiting)
 	_, err := f.store.Checkpoint(f.ctx, stepReq(a.Lease, "late@v1", ""))
-	f.wantErr(err, runtime.ErrLeaseLost, "Checkpoint after Suspend")
-	f.wantErr(f.store.Heartbeat(f.ctx, a.Lease, lease), runtime.ErrLeaseLost, "Heartbeat after Suspend")
+	f.wantErr(err, storage.ErrLeaseLost, "Checkpoint after Suspend")
+	f.wantErr(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease}), storage.ErrLeaseLost, "Heartbeat after Suspend")
 
 	b := f.start("run-2", "")
 	f.complete(b.Lease, "done")
 	_, err = f.store.Checkpoint(f.ctx, stepReq(b.Lease, "late@v1", ""))
-	f.wantErr(err, runtime.ErrLeaseLost, "Checkpoint after Complete")
-	err = f.store.Complete(f.ctx, runtime.CompleteRequest{Lease: b.Lease, Status: runtime.StatusErrored, Error: &runtime.ErrorInfo{Message: "again"}})
-	f.wantErr(err, runtime.ErrLeaseLost, "second Complete")
-	if rec := f.get("run-2"); rec.Status != runtime.StatusComplete || string(rec.Output) != "done" || rec.Error != nil {
+	f.wantErr(err, storage.ErrLeaseLost, "Checkpoint after Complete")
+	err = f.store.Complete(f.ctx, storage.CompleteRequest{Lease: b.Lease, Status: storage.StatusErrored, Error: &storage.ErrorInfo{Message: "again"}})
+	f.wantErr(err, storage.ErrLeaseLost, "second Complete")
+	if rec := f.get("run-2"); rec.Status != storage.StatusComplete || string(rec.Output) != "done" || rec.Error != nil {
 		f.t.Fatalf("run-2 = %+v, want complete with output done", rec)
 	}
 	f.wantCheckpoints("run-1")
 	f.wantCheckpoints("run-2")
 }
 
-type extender func(f *fixture, l runtime.Lease, leaseFor time.Duration, i int)
+type extender func(f *fixture, l storage.Lease, leaseFor time.Duration, i int)
 
-func extendByCheckpoint(f *fixture, l runtime.Lease, leaseFor time.Duration, i int) {
+func extendByCheckpoint(f *fixture, l storage.Lease, leaseFor time.Duration, i int) {
 	f.t.Helper()
 	req := stepReq(l, fmt.Sprintf("step@v1#%d", i), "")
 	req.LeaseFor = leaseFor
@@ -312,16 +312,16 @@ func extendByCheckpoint(f *fixture, l runtime.Lease, leaseFor time.Duration, i i
 	}
 }
 
-func extendByHeartbeat(f *fixture, l runtime.Lease, leaseFor time.Duration, _ int) {
+func extendByHeartbeat(f *fixture, l storage.Lease, leaseFor time.Duration, _ int) {
 	f.t.Helper()
-	if err := f.store.Heartbeat(f.ctx, l, leaseFor); err != nil {
+	if err := f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: l, LeaseFor: leaseFor}); err != nil {
 		f.t.Fatalf("Heartbeat: %v", err)
 	}
 }
 
-func extendByAttempts(f *fixture, l runtime.Lease, leaseFor time.Duration, i int) {
+func extendByAttempts(f *fixture, l storage.Lease, leaseFor time.Duration, i int) {
 	f.t.Helper()
-	err := f.store.RecordAttempts(f.ctx, l, leaseFor, []runtime.Attempt{{Key: "step@v1", Number: i + 1, Started: f.now(), Ended: f.now(), Error: "retry"}})
+	err := f.store.RecordAttempts(f.ctx, storage.RecordAttemptsRequest{Lease: l, LeaseFor: leaseFor, Attempts: []storage.Attempt{{Key: "step@v1", Number: i + 1, Started: f.now(), Ended: f.now(), Error: "retry"}}})
 	if err != nil {
 		f.t.Fatalf("RecordAttempts: %v", err)
 	}
@@ -334,7 +334,7 @@ func testLeaseExtendedBy(extend extender) func(f *fixture) {
 	return func(f *fixture) {
 		const l = 10 * time.Second
 		f.create("run-1", wf, "")
-		got, err := f.store.Claim(f.ctx, runtime.ClaimRequest{Owner: "worker-a", Workflows: []string{wf}, Limit: 1, LeaseFor: l})
+		got, err := f.store.Claim(f.ctx, storage.ClaimRequest{Owner: "worker-a", Workflows: []string{wf}, Limit: 1, LeaseFor: l})
 		if err != nil || len(got) != 1 {
 			f.t.Fatalf("Claim = %v, %v", got, err)
 		}
@@ -357,13 +357,13 @@ func testLeaseExtendedBy(extend extender) func(f *fixture) {
 
 func testSuspendRelease(f *fixture) {
 	a := f.start("run-1", "in")
-	res := f.suspend(runtime.SuspendRequest{Lease: a.Lease, ReadyAt: f.after(0), SuspendState: []byte("iterations")})
+	res := f.suspend(storage.SuspendRequest{Lease: a.Lease, ReadyAt: f.after(0), SuspendState: []byte("iterations")})
 	if res.Delivered != nil || res.Paused {
 		f.t.Fatalf("Suspend = %+v, want parked", res)
 	}
-	rec := f.wantStatus("run-1", runtime.StatusQueued)
+	rec := f.wantStatus("run-1", storage.StatusQueued)
 	f.wantTimePtr("ReadyAt", rec.ReadyAt, Start)
-	f.wantErr(f.store.Heartbeat(f.ctx, a.Lease, lease), runtime.ErrLeaseLost, "Heartbeat after release")
+	f.wantErr(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease}), storage.ErrLeaseLost, "Heartbeat after release")
 	b := f.claimOne("worker-b")
 	if b.Lease.Token <= a.Lease.Token || b.Recoveries != 0 || b.Wait != nil {
 		f.t.Fatalf("claim after release = %+v, want a greater token, no recovery, no wait", b)

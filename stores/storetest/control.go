@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 var controlCases = []testCase{
@@ -45,14 +45,14 @@ func (f *fixture) resume(id string) {
 func testPauseQueued(f *fixture) {
 	f.create("run-1", wf, "")
 	f.pause("run-1")
-	rec := f.wantStatus("run-1", runtime.StatusPaused)
+	rec := f.wantStatus("run-1", storage.StatusPaused)
 	f.wantTimePtr("ReadyAt", rec.ReadyAt, Start)
 	f.pause("run-1") // a no-op
-	f.wantStatus("run-1", runtime.StatusPaused)
+	f.wantStatus("run-1", storage.StatusPaused)
 	f.clock.Advance(time.Hour)
 	f.claimNone()
 	f.resume("run-1")
-	f.wantStatus("run-1", runtime.StatusQueued)
+	f.wantStatus("run-1", storage.StatusQueued)
 	if c := f.claimOne("worker-a"); c.Lease.RunID != "run-1" {
 		f.t.Fatalf("claimed %s", c.Lease.RunID)
 	}
@@ -61,26 +61,26 @@ func testPauseQueued(f *fixture) {
 func testPauseWaiting(f *fixture) {
 	a := f.start("sleeper", "")
 	wake := f.now().Add(time.Hour)
-	f.suspend(runtime.SuspendRequest{Lease: a.Lease, ReadyAt: &wake})
+	f.suspend(storage.SuspendRequest{Lease: a.Lease, ReadyAt: &wake})
 	f.pause("sleeper")
-	rec := f.wantStatus("sleeper", runtime.StatusPaused)
+	rec := f.wantStatus("sleeper", storage.StatusPaused)
 	f.wantTimePtr("ReadyAt", rec.ReadyAt, wake)
 	f.resume("sleeper") // before the wake time
-	rec = f.wantStatus("sleeper", runtime.StatusWaiting)
+	rec = f.wantStatus("sleeper", storage.StatusWaiting)
 	f.wantTimePtr("ReadyAt", rec.ReadyAt, wake)
 	f.claimNone()
 
 	b := f.start("awaiter", "")
-	f.park(b.Lease, "ev@v1", "topic", runtime.KindEvent)
+	f.park(b.Lease, "ev@v1", "topic", storage.KindEvent)
 	f.pause("awaiter")
-	rec = f.wantStatus("awaiter", runtime.StatusPaused)
+	rec = f.wantStatus("awaiter", storage.StatusPaused)
 	if rec.Wait == nil || rec.Wait.Key != "ev@v1" {
 		f.t.Fatalf("paused run's wait = %+v, want ev@v1 kept", rec.Wait)
 	}
 	if ids := f.emit("topic", "p"); len(ids) != 1 || ids[0] != "awaiter" {
 		f.t.Fatalf("Emit to a paused waiting run reached %v, want awaiter", ids)
 	}
-	rec = f.wantStatus("awaiter", runtime.StatusPaused)
+	rec = f.wantStatus("awaiter", storage.StatusPaused)
 	if rec.Wait != nil {
 		f.t.Fatalf("wait %+v kept after delivery", rec.Wait)
 	}
@@ -88,7 +88,7 @@ func testPauseWaiting(f *fixture) {
 	f.wantCheckpoints("awaiter", "ev@v1=p")
 	f.claimNone()
 	f.resume("awaiter")
-	f.wantStatus("awaiter", runtime.StatusQueued)
+	f.wantStatus("awaiter", storage.StatusQueued)
 	c := f.claimOne("worker-b")
 	if c.Lease.RunID != "awaiter" {
 		f.t.Fatalf("claimed %s, want awaiter", c.Lease.RunID)
@@ -104,34 +104,34 @@ func testPauseWaiting(f *fixture) {
 func testPauseRunning(f *fixture) {
 	a := f.start("run-1", "")
 	f.pause("run-1")
-	rec := f.wantStatus("run-1", runtime.StatusRunning)
+	rec := f.wantStatus("run-1", storage.StatusRunning)
 	if !rec.PauseRequested {
 		f.t.Fatal("PauseRequested not set on a running run")
 	}
 	f.pause("run-1")
-	if err := f.store.Heartbeat(f.ctx, a.Lease, lease); err != nil {
+	if err := f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease}); err != nil {
 		f.t.Fatalf("Heartbeat with a pause requested: %v", err)
 	}
-	if err := f.store.RecordAttempts(f.ctx, a.Lease, lease, []runtime.Attempt{{Key: "one@v1", Number: 1, Error: "x"}}); err != nil {
+	if err := f.store.RecordAttempts(f.ctx, storage.RecordAttemptsRequest{Lease: a.Lease, LeaseFor: lease, Attempts: []storage.Attempt{{Key: "one@v1", Number: 1, Error: "x"}}}); err != nil {
 		f.t.Fatalf("RecordAttempts with a pause requested: %v", err)
 	}
-	f.wantStatus("run-1", runtime.StatusRunning)
+	f.wantStatus("run-1", storage.StatusRunning)
 	res := f.checkpoint(a.Lease, "one@v1", "1")
 	if !res.Paused || res.Existing != nil {
 		f.t.Fatalf("Checkpoint = %+v, want Paused", res)
 	}
-	rec = f.wantStatus("run-1", runtime.StatusPaused)
+	rec = f.wantStatus("run-1", storage.StatusPaused)
 	if rec.PauseRequested {
 		f.t.Fatal("PauseRequested still set on the paused run")
 	}
 	f.wantCheckpoints("run-1", "one@v1=1")
 	_, err := f.store.Checkpoint(f.ctx, stepReq(a.Lease, "two@v1", "2"))
-	f.wantErr(err, runtime.ErrLeaseLost, "Checkpoint after the pause took effect")
-	f.wantErr(f.store.Heartbeat(f.ctx, a.Lease, lease), runtime.ErrLeaseLost, "Heartbeat after the pause took effect")
+	f.wantErr(err, storage.ErrLeaseLost, "Checkpoint after the pause took effect")
+	f.wantErr(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease}), storage.ErrLeaseLost, "Heartbeat after the pause took effect")
 	f.clock.Advance(2 * lease)
 	f.claimNone()
 	f.resume("run-1")
-	f.wantStatus("run-1", runtime.StatusQueued)
+	f.wantStatus("run-1", storage.StatusQueued)
 	b := f.claimOne("worker-b")
 	if b.Lease.Token <= a.Lease.Token || b.Recoveries != 0 {
 		f.t.Fatalf("claim after resume = %+v, want a greater token than %d and no recovery", b, a.Lease.Token)
@@ -146,30 +146,30 @@ func testResumeCancelsRequest(f *fixture) {
 	a := f.start("run-1", "")
 	f.pause("run-1")
 	f.resume("run-1")
-	rec := f.wantStatus("run-1", runtime.StatusRunning)
+	rec := f.wantStatus("run-1", storage.StatusRunning)
 	if rec.PauseRequested || rec.Token != a.Lease.Token {
 		f.t.Fatalf("record = %+v, want running under the same lease with no pause requested", rec)
 	}
 	if res := f.checkpoint(a.Lease, "one@v1", ""); res.Paused {
 		f.t.Fatal("Checkpoint paused after the request was cancelled")
 	}
-	f.wantStatus("run-1", runtime.StatusRunning)
+	f.wantStatus("run-1", storage.StatusRunning)
 }
 
 func testPauseAtSuspend(f *fixture) {
 	a := f.start("run-1", "")
 	f.pause("run-1")
 	wake := f.now().Add(time.Hour)
-	res := f.suspend(runtime.SuspendRequest{
+	res := f.suspend(storage.SuspendRequest{
 		Lease:        a.Lease,
-		Checkpoint:   &runtime.Checkpoint{Key: "nap@v1", Kind: runtime.KindSleep, Output: []byte("wake")},
+		Checkpoint:   &storage.Checkpoint{Key: "nap@v1", Kind: storage.KindSleep, Output: []byte("wake")},
 		ReadyAt:      &wake,
 		SuspendState: []byte("state"),
 	})
 	if !res.Paused || res.Delivered != nil {
 		f.t.Fatalf("Suspend = %+v, want Paused", res)
 	}
-	rec := f.wantStatus("run-1", runtime.StatusPaused)
+	rec := f.wantStatus("run-1", storage.StatusPaused)
 	if rec.PauseRequested {
 		f.t.Fatal("PauseRequested still set")
 	}
@@ -178,7 +178,7 @@ func testPauseAtSuspend(f *fixture) {
 	f.clock.Advance(2 * time.Hour)
 	f.claimNone()
 	f.resume("run-1")
-	f.wantStatus("run-1", runtime.StatusQueued)
+	f.wantStatus("run-1", storage.StatusQueued)
 	b := f.claimOne("worker-b")
 	f.wantBytes("SuspendState", b.SuspendState, "state")
 }
@@ -188,15 +188,15 @@ func testPauseInvalid(f *fixture) {
 	f.complete(a.Lease, "out")
 	f.create("queued", wf, "")
 	f.create("terminated", wf, "")
-	if err := f.store.Terminate(f.ctx, runtime.TerminateRequest{RunID: "terminated", Error: runtime.ErrorInfo{Message: "stop"}}); err != nil {
+	if err := f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: "terminated", Error: storage.ErrorInfo{Message: "stop"}}); err != nil {
 		f.t.Fatalf("Terminate: %v", err)
 	}
 	before := f.snapshot()
 	for _, id := range []string{"done", "terminated"} {
-		f.wantErr(f.store.Pause(f.ctx, id), runtime.ErrInvalidState, "Pause of the "+id+" run")
-		f.wantErr(f.store.Resume(f.ctx, id), runtime.ErrInvalidState, "Resume of the "+id+" run")
+		f.wantErr(f.store.Pause(f.ctx, id), storage.ErrInvalidState, "Pause of the "+id+" run")
+		f.wantErr(f.store.Resume(f.ctx, id), storage.ErrInvalidState, "Resume of the "+id+" run")
 	}
-	f.wantErr(f.store.Resume(f.ctx, "queued"), runtime.ErrInvalidState, "Resume of a queued run")
+	f.wantErr(f.store.Resume(f.ctx, "queued"), storage.ErrInvalidState, "Resume of a queued run")
 	f.wantUnchanged(before, "rejected Pause and Resume")
 }
 
@@ -205,11 +205,11 @@ func testPauseInvalid(f *fixture) {
 // with ErrLeaseLost, and none succeeds once Terminate has returned.
 func testTerminateRace(f *fixture) {
 	const runs, steps = 20, 50
-	raceRuns(f, runs, func(c runtime.ClaimedRun) (stop func() error) {
+	raceRuns(f, runs, func(c storage.ClaimedRun) (stop func() error) {
 		return func() error {
-			return f.store.Terminate(f.ctx, runtime.TerminateRequest{RunID: c.Lease.RunID, Error: runtime.ErrorInfo{Message: "stop", Code: runtime.CodeTerminated}})
+			return f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: c.Lease.RunID, Error: storage.ErrorInfo{Message: "stop", Code: storage.CodeTerminated}})
 		}
-	}, steps, runtime.StatusTerminated)
+	}, steps, storage.StatusTerminated)
 }
 
 // testPauseRace runs Pause against a worker checkpointing in a loop: the
@@ -217,13 +217,13 @@ func testTerminateRace(f *fixture) {
 // nothing is written after it.
 func testPauseRace(f *fixture) {
 	const runs, steps = 20, 50
-	raceRuns(f, runs, func(c runtime.ClaimedRun) func() error {
+	raceRuns(f, runs, func(c storage.ClaimedRun) func() error {
 		return func() error { return f.store.Pause(f.ctx, c.Lease.RunID) }
-	}, steps, runtime.StatusPaused)
+	}, steps, storage.StatusPaused)
 }
 
-func raceRuns(f *fixture, runs int, stopper func(runtime.ClaimedRun) func() error, steps int, final runtime.RunStatus) {
-	var claimed []runtime.ClaimedRun
+func raceRuns(f *fixture, runs int, stopper func(storage.ClaimedRun) func() error, steps int, final storage.RunStatus) {
+	var claimed []storage.ClaimedRun
 	for i := range runs {
 		claimed = append(claimed, f.start(runID(i), ""))
 	}
@@ -250,8 +250,8 @@ func raceRuns(f *fixture, runs int, stopper func(runtime.ClaimedRun) func() erro
 				key := fmt.Sprintf("step@v1#%d", s)
 				res, err := f.store.Checkpoint(f.ctx, stepReq(c.Lease, key, key))
 				switch {
-				case errors.Is(err, runtime.ErrLeaseLost):
-					if final == runtime.StatusPaused && !lost {
+				case errors.Is(err, storage.ErrLeaseLost):
+					if final == storage.StatusPaused && !lost {
 						f.t.Errorf("%s: Checkpoint(%s) lost the lease before a pause took effect", c.Lease.RunID, key)
 						return
 					}
@@ -268,7 +268,7 @@ func raceRuns(f *fixture, runs int, stopper func(runtime.ClaimedRun) func() erro
 				default:
 					written[i] = append(written[i], key+"="+key)
 					switch {
-					case res.Paused && final != runtime.StatusPaused:
+					case res.Paused && final != storage.StatusPaused:
 						f.t.Errorf("%s: Checkpoint(%s) reported Paused", c.Lease.RunID, key)
 						return
 					case res.Paused:
@@ -286,8 +286,8 @@ func raceRuns(f *fixture, runs int, stopper func(runtime.ClaimedRun) func() erro
 				<-stopped
 				res, err := f.store.Checkpoint(f.ctx, stepReq(c.Lease, "final@v1", ""))
 				switch {
-				case errors.Is(err, runtime.ErrLeaseLost) && final == runtime.StatusTerminated:
-				case err == nil && res.Paused && final == runtime.StatusPaused:
+				case errors.Is(err, storage.ErrLeaseLost) && final == storage.StatusTerminated:
+				case err == nil && res.Paused && final == storage.StatusPaused:
 					written[i] = append(written[i], "final@v1=")
 				default:
 					f.t.Errorf("%s: Checkpoint after the %s returned: %+v, %v", c.Lease.RunID, final, res, err)
@@ -310,34 +310,34 @@ func raceRuns(f *fixture, runs int, stopper func(runtime.ClaimedRun) func() erro
 
 func testTerminate(f *fixture) {
 	p := f.start("parent", "")
-	f.park(p.Lease, "child@v1", "child:run-1", runtime.KindChild)
+	f.park(p.Lease, "child@v1", "child:run-1", storage.KindChild)
 	f.create("run-1", "child", "")
 	c := f.claimOne("worker-c", "child")
 	f.checkpoint(c.Lease, "step@v1", "")
-	info := runtime.ErrorInfo{Message: "stopped by operator", Code: runtime.CodeTerminated}
-	err := f.store.Terminate(f.ctx, runtime.TerminateRequest{
+	info := storage.ErrorInfo{Message: "stopped by operator", Code: storage.CodeTerminated}
+	err := f.store.Terminate(f.ctx, storage.TerminateRequest{
 		RunID: "run-1", Error: info,
-		Notify: &runtime.Event{RunID: "parent", Topic: "child:run-1", Payload: []byte("terminated")},
+		Notify: &storage.Event{RunID: "parent", Topic: "child:run-1", Payload: []byte("terminated")},
 	})
 	if err != nil {
 		f.t.Fatalf("Terminate: %v", err)
 	}
-	rec := f.wantStatus("run-1", runtime.StatusTerminated)
+	rec := f.wantStatus("run-1", storage.StatusTerminated)
 	if rec.Error == nil || *rec.Error != info || rec.Wait != nil || rec.PauseRequested {
 		f.t.Fatalf("terminated record = %+v, want error %+v and nothing pending", rec, info)
 	}
 	_, err = f.store.Checkpoint(f.ctx, stepReq(c.Lease, "late@v1", ""))
-	f.wantErr(err, runtime.ErrLeaseLost, "Checkpoint after Terminate")
-	f.wantErr(f.store.Heartbeat(f.ctx, c.Lease, lease), runtime.ErrLeaseLost, "Heartbeat after Terminate")
-	err = f.store.Complete(f.ctx, runtime.CompleteRequest{Lease: c.Lease, Status: runtime.StatusComplete})
-	f.wantErr(err, runtime.ErrLeaseLost, "Complete after Terminate")
+	f.wantErr(err, storage.ErrLeaseLost, "Checkpoint after Terminate")
+	f.wantErr(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: c.Lease, LeaseFor: lease}), storage.ErrLeaseLost, "Heartbeat after Terminate")
+	err = f.store.Complete(f.ctx, storage.CompleteRequest{Lease: c.Lease, Status: storage.StatusComplete})
+	f.wantErr(err, storage.ErrLeaseLost, "Complete after Terminate")
 	f.wantCheckpoints("run-1", "step@v1=")
 
 	cps := f.wantCheckpoints("parent", "child@v1=terminated")
-	if cps[0].Kind != runtime.KindChild {
+	if cps[0].Kind != storage.KindChild {
 		f.t.Fatalf("parent's checkpoint kind %q, want child", cps[0].Kind)
 	}
-	prec := f.wantStatus("parent", runtime.StatusQueued)
+	prec := f.wantStatus("parent", storage.StatusQueued)
 	if prec.Wait != nil {
 		f.t.Fatalf("parent still waits on %+v", prec.Wait)
 	}
@@ -345,9 +345,9 @@ func testTerminate(f *fixture) {
 	f.claimNone("child")
 
 	before := f.snapshot()
-	err = f.store.Terminate(f.ctx, runtime.TerminateRequest{RunID: "run-1", Error: runtime.ErrorInfo{Message: "again"},
-		Notify: &runtime.Event{RunID: "parent", Topic: "x", Payload: []byte("y")}})
-	f.wantErr(err, runtime.ErrInvalidState, "Terminate of a terminated run")
+	err = f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: "run-1", Error: storage.ErrorInfo{Message: "again"},
+		Notify: &storage.Event{RunID: "parent", Topic: "x", Payload: []byte("y")}})
+	f.wantErr(err, storage.ErrInvalidState, "Terminate of a terminated run")
 	f.wantUnchanged(before, "a rejected Terminate")
 	if got := f.claimOne("worker-p"); got.Lease.RunID != "parent" {
 		f.t.Fatalf("claimed %s, want parent", got.Lease.RunID)
@@ -356,14 +356,14 @@ func testTerminate(f *fixture) {
 
 func testTerminateWaiting(f *fixture) {
 	a := f.start("run-1", "")
-	f.park(a.Lease, "ev@v1", "topic", runtime.KindEvent)
+	f.park(a.Lease, "ev@v1", "topic", storage.KindEvent)
 	f.create("run-2", wf, "")
 	f.pause("run-2")
 	for _, id := range []string{"run-1", "run-2"} {
-		if err := f.store.Terminate(f.ctx, runtime.TerminateRequest{RunID: id, Error: runtime.ErrorInfo{Message: "stop"}}); err != nil {
+		if err := f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: id, Error: storage.ErrorInfo{Message: "stop"}}); err != nil {
 			f.t.Fatalf("Terminate(%s): %v", id, err)
 		}
-		if rec := f.wantStatus(id, runtime.StatusTerminated); rec.Wait != nil || rec.Error == nil || rec.Error.Message != "stop" {
+		if rec := f.wantStatus(id, storage.StatusTerminated); rec.Wait != nil || rec.Error == nil || rec.Error.Message != "stop" {
 			f.t.Fatalf("terminated record = %+v", rec)
 		}
 	}
@@ -377,7 +377,7 @@ func testTerminateWaiting(f *fixture) {
 
 func testRestart(f *fixture) {
 	a := f.start("run-1", "in")
-	if err := f.store.RecordAttempts(f.ctx, a.Lease, lease, []runtime.Attempt{{Key: "s1@v1", Number: 1, Error: "x"}}); err != nil {
+	if err := f.store.RecordAttempts(f.ctx, storage.RecordAttemptsRequest{Lease: a.Lease, LeaseFor: lease, Attempts: []storage.Attempt{{Key: "s1@v1", Number: 1, Error: "x"}}}); err != nil {
 		f.t.Fatalf("RecordAttempts: %v", err)
 	}
 	f.checkpoint(a.Lease, "s1@v1", "1")
@@ -388,7 +388,7 @@ func testRestart(f *fixture) {
 	if err := f.store.Restart(f.ctx, "run-1"); err != nil {
 		f.t.Fatalf("Restart: %v", err)
 	}
-	rec := f.wantStatus("run-1", runtime.StatusQueued)
+	rec := f.wantStatus("run-1", storage.StatusQueued)
 	if rec.Wait != nil || rec.PauseRequested || rec.Recoveries != 0 || rec.Workflow != wf || rec.Error != nil || len(rec.Output) != 0 {
 		f.t.Fatalf("restarted record = %+v, want a clean queued run", rec)
 	}
@@ -399,21 +399,21 @@ func testRestart(f *fixture) {
 		f.t.Fatalf("steps after Restart = %+v", steps)
 	}
 	_, err := f.store.Checkpoint(f.ctx, stepReq(a.Lease, "s2@v1", "2"))
-	f.wantErr(err, runtime.ErrLeaseLost, "Checkpoint under the lease from before Restart")
-	f.wantErr(f.store.Heartbeat(f.ctx, a.Lease, lease), runtime.ErrLeaseLost, "Heartbeat under the lease from before Restart")
+	f.wantErr(err, storage.ErrLeaseLost, "Checkpoint under the lease from before Restart")
+	f.wantErr(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease}), storage.ErrLeaseLost, "Heartbeat under the lease from before Restart")
 
 	b := f.claimOne("worker-b")
 	if b.Lease.Token <= a.Lease.Token || len(b.SuspendState) != 0 || b.Wait != nil || b.Recoveries != 0 {
 		f.t.Fatalf("claim after Restart = %+v, want a greater token, no state, wait or recovery", b)
 	}
 	f.wantBytes("claimed Input", b.Input, "in")
-	f.suspend(runtime.SuspendRequest{Lease: b.Lease, Wait: &runtime.Wait{Key: "ev@v1", Topic: "t"}, SuspendState: []byte("state")})
+	f.suspend(storage.SuspendRequest{Lease: b.Lease, Wait: &storage.Wait{Key: "ev@v1", Topic: "t"}, SuspendState: []byte("state")})
 
 	// Restart of a waiting run drops its wait and SuspendState.
 	if err := f.store.Restart(f.ctx, "run-1"); err != nil {
 		f.t.Fatalf("Restart: %v", err)
 	}
-	if rec := f.wantStatus("run-1", runtime.StatusQueued); rec.Wait != nil {
+	if rec := f.wantStatus("run-1", storage.StatusQueued); rec.Wait != nil {
 		f.t.Fatalf("wait %+v survived Restart", rec.Wait)
 	}
 	if ids := f.emit("t", "p"); len(ids) != 0 {
@@ -424,20 +424,20 @@ func testRestart(f *fixture) {
 		f.t.Fatalf("claim after Restart = %+v, want no state and no wait", c)
 	}
 	// The buffered event survived both restarts.
-	res := f.suspend(runtime.SuspendRequest{Lease: c.Lease, Wait: &runtime.Wait{Key: "ev2@v1", Topic: "later"}})
+	res := f.suspend(storage.SuspendRequest{Lease: c.Lease, Wait: &storage.Wait{Key: "ev2@v1", Topic: "later"}})
 	if res.Delivered == nil || string(res.Delivered.Output) != "kept" {
 		f.t.Fatalf("Suspend after Restart = %+v, want the buffered event", res)
 	}
 
 	// A finished run may be restarted too.
-	err = f.store.Complete(f.ctx, runtime.CompleteRequest{Lease: c.Lease, Status: runtime.StatusErrored, Error: &runtime.ErrorInfo{Message: "boom"}})
+	err = f.store.Complete(f.ctx, storage.CompleteRequest{Lease: c.Lease, Status: storage.StatusErrored, Error: &storage.ErrorInfo{Message: "boom"}})
 	if err != nil {
 		f.t.Fatalf("Complete: %v", err)
 	}
 	if err := f.store.Restart(f.ctx, "run-1"); err != nil {
 		f.t.Fatalf("Restart of an errored run: %v", err)
 	}
-	if rec := f.wantStatus("run-1", runtime.StatusQueued); rec.Error != nil || len(rec.Output) != 0 {
+	if rec := f.wantStatus("run-1", storage.StatusQueued); rec.Error != nil || len(rec.Output) != 0 {
 		f.t.Fatalf("restarted errored run = %+v, want its error cleared", rec)
 	}
 	f.wantCheckpoints("run-1")
@@ -450,12 +450,12 @@ func testComplete(f *fixture) {
 	a := f.start("run-1", "")
 	f.checkpoint(a.Lease, "s@v1", "")
 	f.complete(a.Lease, `{"total":3}`)
-	rec := f.wantStatus("run-1", runtime.StatusComplete)
+	rec := f.wantStatus("run-1", storage.StatusComplete)
 	f.wantBytes("Output", rec.Output, `{"total":3}`)
 	if rec.Error != nil || rec.Wait != nil || rec.PauseRequested {
 		f.t.Fatalf("complete record = %+v", rec)
 	}
-	f.wantErr(f.store.Heartbeat(f.ctx, a.Lease, lease), runtime.ErrLeaseLost, "Heartbeat after Complete")
+	f.wantErr(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease}), storage.ErrLeaseLost, "Heartbeat after Complete")
 	f.clock.Advance(lease + time.Millisecond)
 	f.claimNone()
 	f.wantCheckpoints("run-1", "s@v1=")
@@ -463,11 +463,11 @@ func testComplete(f *fixture) {
 
 func testCompleteErrored(f *fixture) {
 	a := f.start("run-1", "")
-	info := runtime.ErrorInfo{Message: "card declined", Code: runtime.CodePermanent}
-	if err := f.store.Complete(f.ctx, runtime.CompleteRequest{Lease: a.Lease, Status: runtime.StatusErrored, Error: &info}); err != nil {
+	info := storage.ErrorInfo{Message: "card declined", Code: storage.CodePermanent}
+	if err := f.store.Complete(f.ctx, storage.CompleteRequest{Lease: a.Lease, Status: storage.StatusErrored, Error: &info}); err != nil {
 		f.t.Fatalf("Complete: %v", err)
 	}
-	rec := f.wantStatus("run-1", runtime.StatusErrored)
+	rec := f.wantStatus("run-1", storage.StatusErrored)
 	if rec.Error == nil || *rec.Error != info || len(rec.Output) != 0 {
 		f.t.Fatalf("errored record = %+v (error %+v), want error %+v", rec, rec.Error, info)
 	}
@@ -475,25 +475,25 @@ func testCompleteErrored(f *fixture) {
 	f.claimNone()
 }
 
-func childNotify(parent string) *runtime.Event {
-	return &runtime.Event{RunID: parent, Topic: "child:run-1", Payload: []byte(`"child result"`)}
+func childNotify(parent string) *storage.Event {
+	return &storage.Event{RunID: parent, Topic: "child:run-1", Payload: []byte(`"child result"`)}
 }
 
 func testNotifyWaitingParent(f *fixture) {
 	p := f.start("parent", "")
-	f.park(p.Lease, "call@v1", "child:run-1", runtime.KindChild)
+	f.park(p.Lease, "call@v1", "child:run-1", storage.KindChild)
 	f.create("run-1", "child", "")
 	c := f.claimOne("worker-c", "child")
-	err := f.store.Complete(f.ctx, runtime.CompleteRequest{Lease: c.Lease, Status: runtime.StatusComplete, Output: []byte(`"child result"`), Notify: childNotify("parent")})
+	err := f.store.Complete(f.ctx, storage.CompleteRequest{Lease: c.Lease, Status: storage.StatusComplete, Output: []byte(`"child result"`), Notify: childNotify("parent")})
 	if err != nil {
 		f.t.Fatalf("Complete: %v", err)
 	}
-	f.wantStatus("run-1", runtime.StatusComplete)
+	f.wantStatus("run-1", storage.StatusComplete)
 	cps := f.wantCheckpoints("parent", `call@v1="child result"`)
-	if cps[0].Kind != runtime.KindChild {
+	if cps[0].Kind != storage.KindChild {
 		f.t.Fatalf("parent's checkpoint kind %q, want child", cps[0].Kind)
 	}
-	rec := f.wantStatus("parent", runtime.StatusQueued)
+	rec := f.wantStatus("parent", storage.StatusQueued)
 	if rec.Wait != nil {
 		f.t.Fatalf("parent still waits on %+v", rec.Wait)
 	}
@@ -507,28 +507,28 @@ func testNotifyBuffered(f *fixture) {
 	p := f.start("parent", "")
 	f.create("run-1", "child", "")
 	c := f.claimOne("worker-c", "child")
-	err := f.store.Complete(f.ctx, runtime.CompleteRequest{Lease: c.Lease, Status: runtime.StatusComplete, Output: []byte(`"child result"`), Notify: childNotify("parent")})
+	err := f.store.Complete(f.ctx, storage.CompleteRequest{Lease: c.Lease, Status: storage.StatusComplete, Output: []byte(`"child result"`), Notify: childNotify("parent")})
 	if err != nil {
 		f.t.Fatalf("Complete: %v", err)
 	}
-	rec := f.wantStatus("parent", runtime.StatusRunning)
+	rec := f.wantStatus("parent", storage.StatusRunning)
 	if rec.Token != p.Lease.Token {
 		f.t.Fatalf("parent token %d, want %d", rec.Token, p.Lease.Token)
 	}
 	f.wantCheckpoints("parent")
-	res := f.suspend(runtime.SuspendRequest{Lease: p.Lease, Wait: &runtime.Wait{Key: "call@v1", Topic: "child:run-1", Kind: runtime.KindChild}})
+	res := f.suspend(storage.SuspendRequest{Lease: p.Lease, Wait: &storage.Wait{Key: "call@v1", Topic: "child:run-1", Kind: storage.KindChild}})
 	d := res.Delivered
-	if d == nil || d.Key != "call@v1" || d.Kind != runtime.KindChild || string(d.Output) != `"child result"` {
+	if d == nil || d.Key != "call@v1" || d.Kind != storage.KindChild || string(d.Output) != `"child result"` {
 		f.t.Fatalf("parent's Suspend = %+v (delivered %+v), want the child's result as a child checkpoint", res, d)
 	}
-	f.wantStatus("parent", runtime.StatusRunning)
+	f.wantStatus("parent", storage.StatusRunning)
 }
 
 // testNotifyGone: a child's completion is never refused because its parent
 // cannot take the notification.
 func testNotifyGone(f *fixture) {
 	f.create("parent", wf, "")
-	if err := f.store.Terminate(f.ctx, runtime.TerminateRequest{RunID: "parent", Error: runtime.ErrorInfo{Message: "stop"}}); err != nil {
+	if err := f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: "parent", Error: storage.ErrorInfo{Message: "stop"}}); err != nil {
 		f.t.Fatalf("Terminate: %v", err)
 	}
 	f.create("run-1", "child", "")
@@ -539,15 +539,15 @@ func testNotifyGone(f *fixture) {
 	}
 	parents := map[string]string{"run-1": "parent", "run-2": "no-such-run"}
 	for _, c := range claimed {
-		err := f.store.Complete(f.ctx, runtime.CompleteRequest{Lease: c.Lease, Status: runtime.StatusComplete, Output: []byte("r"), Notify: childNotify(parents[c.Lease.RunID])})
+		err := f.store.Complete(f.ctx, storage.CompleteRequest{Lease: c.Lease, Status: storage.StatusComplete, Output: []byte("r"), Notify: childNotify(parents[c.Lease.RunID])})
 		if err != nil {
 			f.t.Fatalf("Complete of %s notifying %s: %v", c.Lease.RunID, parents[c.Lease.RunID], err)
 		}
-		f.wantStatus(c.Lease.RunID, runtime.StatusComplete)
+		f.wantStatus(c.Lease.RunID, storage.StatusComplete)
 	}
-	f.wantStatus("parent", runtime.StatusTerminated)
+	f.wantStatus("parent", storage.StatusTerminated)
 	f.wantCheckpoints("parent")
-	if _, err := f.store.GetRun(f.ctx, "no-such-run"); !errors.Is(err, runtime.ErrRunNotFound) {
+	if _, err := f.store.GetRun(f.ctx, "no-such-run"); !errors.Is(err, storage.ErrRunNotFound) {
 		f.t.Fatalf("GetRun(no-such-run): %v, want ErrRunNotFound", err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 var eventCases = []testCase{
@@ -23,15 +23,15 @@ var eventCases = []testCase{
 
 func testSendAfterWait(f *fixture) {
 	a := f.start("run-1", "")
-	res := f.suspend(runtime.SuspendRequest{
+	res := f.suspend(storage.SuspendRequest{
 		Lease:        a.Lease,
-		Wait:         &runtime.Wait{Key: "approve@v1", Topic: "approval"},
+		Wait:         &storage.Wait{Key: "approve@v1", Topic: "approval"},
 		SuspendState: []byte("state"),
 	})
 	if res.Delivered != nil || res.Paused {
 		f.t.Fatalf("Suspend = %+v, want parked", res)
 	}
-	rec := f.wantStatus("run-1", runtime.StatusWaiting)
+	rec := f.wantStatus("run-1", storage.StatusWaiting)
 	if rec.ReadyAt != nil || rec.Wait == nil || rec.Wait.Key != "approve@v1" || rec.Wait.Topic != "approval" || rec.Wait.Deadline != nil {
 		f.t.Fatalf("record = %+v (wait %+v), want no ReadyAt and the registered wait", rec, rec.Wait)
 	}
@@ -42,11 +42,11 @@ func testSendAfterWait(f *fixture) {
 		f.t.Fatal("SendEvent to a waiting run reported not delivered")
 	}
 	cps := f.wantCheckpoints("run-1", "approve@v1=yes")
-	if cps[0].Kind != runtime.KindEvent || cps[0].Error != nil {
+	if cps[0].Kind != storage.KindEvent || cps[0].Error != nil {
 		f.t.Fatalf("delivered checkpoint %+v, want kind event (the default) without error", cps[0])
 	}
 	f.wantTime("delivered CreatedAt", cps[0].CreatedAt, f.now())
-	rec = f.wantStatus("run-1", runtime.StatusQueued)
+	rec = f.wantStatus("run-1", storage.StatusQueued)
 	if rec.Wait != nil {
 		f.t.Fatalf("wait %+v still registered after delivery", rec.Wait)
 	}
@@ -65,8 +65,8 @@ func testSendAfterWait(f *fixture) {
 func testEmitAfterWait(f *fixture) {
 	for _, w := range []struct {
 		id, topic string
-		kind      runtime.CheckpointKind
-	}{{"run-1", "price", runtime.KindEvent}, {"run-2", "price", ""}, {"run-3", "other", runtime.KindEvent}} {
+		kind      storage.CheckpointKind
+	}{{"run-1", "price", storage.KindEvent}, {"run-2", "price", ""}, {"run-3", "other", storage.KindEvent}} {
 		a := f.start(w.id, "")
 		f.park(a.Lease, "quote@v1", w.topic, w.kind)
 	}
@@ -77,16 +77,16 @@ func testEmitAfterWait(f *fixture) {
 	}
 	for _, id := range []string{"run-1", "run-2"} {
 		cps := f.wantCheckpoints(id, "quote@v1=42")
-		if cps[0].Kind != runtime.KindEvent {
+		if cps[0].Kind != storage.KindEvent {
 			f.t.Fatalf("checkpoint kind %q, want event", cps[0].Kind)
 		}
-		rec := f.wantStatus(id, runtime.StatusQueued)
+		rec := f.wantStatus(id, storage.StatusQueued)
 		if rec.Wait != nil {
 			f.t.Fatalf("%s still waits on %+v", id, rec.Wait)
 		}
 		f.wantTimePtr("ReadyAt of "+id, rec.ReadyAt, f.now())
 	}
-	f.wantStatus("run-3", runtime.StatusWaiting)
+	f.wantStatus("run-3", storage.StatusWaiting)
 	f.wantCheckpoints("run-3")
 	f.wantCheckpoints("run-4")
 	if ids := f.emit("price", "43"); len(ids) != 0 {
@@ -107,16 +107,16 @@ func testSendBeforeWait(f *fixture) {
 	f.wantCheckpoints("run-1")
 	a := f.claimOne("worker-a")
 	f.clock.Advance(time.Second)
-	res := f.suspend(runtime.SuspendRequest{
+	res := f.suspend(storage.SuspendRequest{
 		Lease: a.Lease, LeaseFor: 2 * lease,
-		Wait:         &runtime.Wait{Key: "approve@v1", Topic: "approval"},
+		Wait:         &storage.Wait{Key: "approve@v1", Topic: "approval"},
 		SuspendState: []byte("state"),
 	})
 	d := res.Delivered
-	if d == nil || res.Paused || d.Key != "approve@v1" || d.Kind != runtime.KindEvent || string(d.Output) != "early" {
+	if d == nil || res.Paused || d.Key != "approve@v1" || d.Kind != storage.KindEvent || string(d.Output) != "early" {
 		f.t.Fatalf("Suspend = %+v (delivered %+v), want the buffered event as approve@v1", res, d)
 	}
-	rec := f.wantStatus("run-1", runtime.StatusRunning)
+	rec := f.wantStatus("run-1", storage.StatusRunning)
 	if rec.Token != a.Lease.Token || rec.Owner != "worker-a" || rec.Wait != nil {
 		f.t.Fatalf("record = %+v, want still leased to worker-a with no wait", rec)
 	}
@@ -124,7 +124,7 @@ func testSendBeforeWait(f *fixture) {
 	f.wantCheckpoints("run-1", "approve@v1=early")
 	f.checkpoint(a.Lease, "next@v1", "")
 	// A Suspend on the delivered key again gets the same checkpoint.
-	res = f.suspend(runtime.SuspendRequest{Lease: a.Lease, Wait: &runtime.Wait{Key: "approve@v1", Topic: "approval"}})
+	res = f.suspend(storage.SuspendRequest{Lease: a.Lease, Wait: &storage.Wait{Key: "approve@v1", Topic: "approval"}})
 	if res.Delivered == nil || string(res.Delivered.Output) != "early" || res.Delivered.Seq != d.Seq {
 		f.t.Fatalf("repeated Suspend = %+v, want the stored checkpoint", res)
 	}
@@ -138,13 +138,13 @@ func testBufferedOrder(f *fixture) {
 	f.send("run-1", "t", "b")
 	a := f.claimOne("worker-a")
 	for _, w := range []struct{ key, topic, want string }{{"k1", "t", "a"}, {"k2", "t", "b"}, {"k3", "other", "x"}} {
-		res := f.suspend(runtime.SuspendRequest{Lease: a.Lease, Wait: &runtime.Wait{Key: w.key, Topic: w.topic, Kind: runtime.KindEvent}})
+		res := f.suspend(storage.SuspendRequest{Lease: a.Lease, Wait: &storage.Wait{Key: w.key, Topic: w.topic, Kind: storage.KindEvent}})
 		if res.Delivered == nil || res.Delivered.Key != w.key || string(res.Delivered.Output) != w.want {
 			f.t.Fatalf("Suspend(%s on %s) = %+v, want %q delivered", w.key, w.topic, res.Delivered, w.want)
 		}
 	}
-	f.park(a.Lease, "k4", "t", runtime.KindEvent)
-	f.wantStatus("run-1", runtime.StatusWaiting)
+	f.park(a.Lease, "k4", "t", storage.KindEvent)
+	f.wantStatus("run-1", storage.StatusWaiting)
 	f.wantCheckpoints("run-1", "k1=a", "k2=b", "k3=x")
 }
 
@@ -154,8 +154,8 @@ func testEmitDoesNotBuffer(f *fixture) {
 		f.t.Fatalf("Emit reached %v, want nobody", ids)
 	}
 	a := f.claimOne("worker-a")
-	f.park(a.Lease, "ev@v1", "t", runtime.KindEvent)
-	f.wantStatus("run-1", runtime.StatusWaiting)
+	f.park(a.Lease, "ev@v1", "t", storage.KindEvent)
+	f.wantStatus("run-1", storage.StatusWaiting)
 	f.wantCheckpoints("run-1")
 }
 
@@ -163,7 +163,7 @@ func testConcurrentEmits(f *fixture) {
 	const runs = 20
 	for i := range runs {
 		a := f.start(runID(i), "")
-		f.park(a.Lease, "ev@v1", fmt.Sprintf("topic-%d", i), runtime.KindEvent)
+		f.park(a.Lease, "ev@v1", fmt.Sprintf("topic-%d", i), storage.KindEvent)
 	}
 	type result struct {
 		payload string
@@ -175,7 +175,7 @@ func testConcurrentEmits(f *fixture) {
 		for e := range 2 {
 			wg.Go(func() {
 				payload := fmt.Sprintf("emit-%d", e)
-				ids, err := f.store.Emit(f.ctx, fmt.Sprintf("topic-%d", i), []byte(payload))
+				ids, err := f.store.Emit(f.ctx, storage.EmitRequest{Topic: fmt.Sprintf("topic-%d", i), Payload: []byte(payload)})
 				if err != nil {
 					f.t.Errorf("Emit: %v", err)
 				}
@@ -201,13 +201,13 @@ func testConcurrentEmits(f *fixture) {
 			f.t.Fatalf("run %d: neither emit delivered: %+v", i, results[i])
 		}
 		f.wantCheckpoints(runID(i), "ev@v1="+winner)
-		f.wantStatus(runID(i), runtime.StatusQueued)
+		f.wantStatus(runID(i), storage.StatusQueued)
 	}
 }
 
 func testDeliveryCrash(f *fixture) {
 	a := f.start("run-1", "")
-	f.park(a.Lease, "approve@v1", "approval", runtime.KindEvent)
+	f.park(a.Lease, "approve@v1", "approval", storage.KindEvent)
 	if !f.send("run-1", "approval", "yes") {
 		f.t.Fatal("SendEvent not delivered")
 	}
@@ -219,35 +219,35 @@ func testDeliveryCrash(f *fixture) {
 		f.t.Fatalf("claim after the crash = %+v, want a recovery and no wait", c)
 	}
 	f.wantCheckpoints("run-1", "approve@v1=yes")
-	res := f.suspend(runtime.SuspendRequest{Lease: c.Lease, Wait: &runtime.Wait{Key: "approve@v1", Topic: "approval"}})
+	res := f.suspend(storage.SuspendRequest{Lease: c.Lease, Wait: &storage.Wait{Key: "approve@v1", Topic: "approval"}})
 	if res.Delivered == nil || res.Delivered.Key != "approve@v1" || string(res.Delivered.Output) != "yes" || res.Paused {
 		f.t.Fatalf("re-Suspend on the delivered key = %+v, want the stored payload", res)
 	}
-	rec := f.wantStatus("run-1", runtime.StatusRunning)
+	rec := f.wantStatus("run-1", storage.StatusRunning)
 	if rec.Owner != "worker-c" || rec.Token != c.Lease.Token || rec.Wait != nil {
 		f.t.Fatalf("record = %+v, want leased to worker-c, no wait", rec)
 	}
 	f.wantCheckpoints("run-1", "approve@v1=yes")
-	_, err := f.store.Suspend(f.ctx, runtime.SuspendRequest{Lease: b.Lease, LeaseFor: lease, Wait: &runtime.Wait{Key: "approve@v1", Topic: "approval"}})
-	f.wantErr(err, runtime.ErrLeaseLost, "Suspend by the crashed worker")
+	_, err := f.store.Suspend(f.ctx, storage.SuspendRequest{Lease: b.Lease, LeaseFor: lease, Wait: &storage.Wait{Key: "approve@v1", Topic: "approval"}})
+	f.wantErr(err, storage.ErrLeaseLost, "Suspend by the crashed worker")
 }
 
 // timedWait parks run-1 on an event wait with a deadline a minute away and
 // returns the claim after the deadline.
-func timedWait(f *fixture) (deadline time.Time, claimed runtime.ClaimedRun) {
+func timedWait(f *fixture) (deadline time.Time, claimed storage.ClaimedRun) {
 	f.t.Helper()
 	a := f.start("run-1", "")
 	if a.Wait != nil {
 		f.t.Fatalf("first claim has wait %+v", a.Wait)
 	}
 	deadline = f.now().Add(time.Minute)
-	f.suspend(runtime.SuspendRequest{
+	f.suspend(storage.SuspendRequest{
 		Lease:        a.Lease,
-		Wait:         &runtime.Wait{Key: "approve@v1", Topic: "approval", Kind: runtime.KindEvent, Deadline: &deadline},
+		Wait:         &storage.Wait{Key: "approve@v1", Topic: "approval", Kind: storage.KindEvent, Deadline: &deadline},
 		ReadyAt:      &deadline,
 		SuspendState: []byte("state"),
 	})
-	rec := f.wantStatus("run-1", runtime.StatusWaiting)
+	rec := f.wantStatus("run-1", storage.StatusWaiting)
 	f.wantTimePtr("ReadyAt", rec.ReadyAt, deadline)
 	if rec.Wait == nil {
 		f.t.Fatal("wait not registered")
@@ -258,7 +258,7 @@ func timedWait(f *fixture) (deadline time.Time, claimed runtime.ClaimedRun) {
 	f.clock.Advance(time.Millisecond)
 	b := f.claimOne("worker-b")
 	w := b.Wait
-	if w == nil || w.Key != "approve@v1" || w.Topic != "approval" || w.Kind != runtime.KindEvent {
+	if w == nil || w.Key != "approve@v1" || w.Topic != "approval" || w.Kind != storage.KindEvent {
 		f.t.Fatalf("claim after the deadline has wait %+v, want the timed-out wait", w)
 	}
 	f.wantTimePtr("claimed Wait.Deadline", w.Deadline, deadline)
@@ -269,19 +269,19 @@ func timedWait(f *fixture) (deadline time.Time, claimed runtime.ClaimedRun) {
 	return deadline, b
 }
 
-func timeoutReq(l runtime.Lease) runtime.CheckpointRequest {
-	return runtime.CheckpointRequest{
+func timeoutReq(l storage.Lease) storage.CheckpointRequest {
+	return storage.CheckpointRequest{
 		Lease: l, LeaseFor: lease,
-		Checkpoint: runtime.Checkpoint{
-			Key: "approve@v1", Kind: runtime.KindEvent,
-			Error: &runtime.ErrorInfo{Message: "event wait timed out", Code: runtime.CodeEventTimeout},
+		Checkpoint: storage.Checkpoint{
+			Key: "approve@v1", Kind: storage.KindEvent,
+			Error: &storage.ErrorInfo{Message: "event wait timed out", Code: storage.CodeEventTimeout},
 		},
 	}
 }
 
 func testTimeout(f *fixture) {
 	_, b := timedWait(f)
-	if rec := f.wantStatus("run-1", runtime.StatusRunning); rec.Wait == nil {
+	if rec := f.wantStatus("run-1", storage.StatusRunning); rec.Wait == nil {
 		f.t.Fatal("wait dropped by the claim; the worker could not tell a timeout")
 	}
 	res, err := f.store.Checkpoint(f.ctx, timeoutReq(b.Lease))
@@ -292,14 +292,14 @@ func testTimeout(f *fixture) {
 		f.t.Fatalf("wait %+v still registered after the timeout checkpoint", rec.Wait)
 	}
 	cps := f.wantCheckpoints("run-1", "approve@v1=")
-	if cps[0].Error == nil || cps[0].Error.Code != runtime.CodeEventTimeout {
-		f.t.Fatalf("timeout checkpoint %+v, want error code %s", cps[0], runtime.CodeEventTimeout)
+	if cps[0].Error == nil || cps[0].Error.Code != storage.CodeEventTimeout {
+		f.t.Fatalf("timeout checkpoint %+v, want error code %s", cps[0], storage.CodeEventTimeout)
 	}
 	if f.send("run-1", "approval", "late") {
 		f.t.Fatal("an event after the timeout was delivered to the removed wait")
 	}
 	f.wantCheckpoints("run-1", "approve@v1=")
-	f.suspend(runtime.SuspendRequest{Lease: b.Lease, ReadyAt: f.after(0)})
+	f.suspend(storage.SuspendRequest{Lease: b.Lease, ReadyAt: f.after(0)})
 	if c := f.claimOne("worker-c"); c.Wait != nil {
 		f.t.Fatalf("claim after the timeout was handled has wait %+v", c.Wait)
 	}
@@ -310,7 +310,7 @@ func testTimeoutAfterDelivery(f *fixture) {
 	if !f.send("run-1", "approval", "just in time") {
 		f.t.Fatal("SendEvent to a running run with a registered wait not delivered")
 	}
-	rec := f.wantStatus("run-1", runtime.StatusRunning)
+	rec := f.wantStatus("run-1", storage.StatusRunning)
 	if rec.Wait != nil || rec.Owner != "worker-b" || rec.Token != b.Lease.Token {
 		f.t.Fatalf("record = %+v, want still leased to worker-b with no wait", rec)
 	}

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 var runCases = []testCase{
@@ -19,7 +19,7 @@ var runCases = []testCase{
 
 func testCreateNewRun(f *fixture) {
 	input := []byte(`{"order":1}`)
-	res, err := f.store.CreateRuns(f.ctx, []runtime.NewRun{
+	res, err := f.store.CreateRuns(f.ctx, []storage.NewRun{
 		{ID: "run-1", Workflow: wf, Input: input, ParentID: "parent-0"},
 		{ID: "run-2", Workflow: "other"},
 	})
@@ -30,9 +30,9 @@ func testCreateNewRun(f *fixture) {
 		f.t.Fatalf("CreateRuns = %+v, want two created runs", res)
 	}
 	copy(input, "XXXX") // the caller reuses its buffer
-	check := func(rec runtime.RunRecord) {
+	check := func(rec storage.RunRecord) {
 		f.t.Helper()
-		if rec.ID != "run-1" || rec.Workflow != wf || rec.ParentID != "parent-0" || rec.Status != runtime.StatusQueued {
+		if rec.ID != "run-1" || rec.Workflow != wf || rec.ParentID != "parent-0" || rec.Status != storage.StatusQueued {
 			f.t.Fatalf("record = %+v, want run-1 of %s, parent parent-0, queued", rec, wf)
 		}
 		f.wantBytes("Input", rec.Input, `{"order":1}`)
@@ -63,7 +63,7 @@ func testCreateNewRun(f *fixture) {
 func testCreateExisting(f *fixture) {
 	f.create("run-1", wf, "first")
 	f.clock.Advance(time.Second)
-	res, err := f.store.CreateRuns(f.ctx, []runtime.NewRun{
+	res, err := f.store.CreateRuns(f.ctx, []storage.NewRun{
 		{ID: "run-1", Workflow: "other", Input: []byte("second")},
 		{ID: "run-2", Workflow: "beta", Input: []byte("new")},
 		{ID: "run-2", Workflow: "beta", Input: []byte("duplicate in batch")},
@@ -89,11 +89,11 @@ func testCreateExisting(f *fixture) {
 	c := f.claimOne("worker-a", wf)
 	f.checkpoint(c.Lease, "step@v1", "done")
 	before := f.snapshot()
-	res, err = f.store.CreateRuns(f.ctx, []runtime.NewRun{{ID: c.Lease.RunID, Workflow: wf, Input: []byte("again")}})
+	res, err = f.store.CreateRuns(f.ctx, []storage.NewRun{{ID: c.Lease.RunID, Workflow: wf, Input: []byte("again")}})
 	if err != nil {
 		f.t.Fatalf("CreateRuns again: %v", err)
 	}
-	if res[0].Created || res[0].Run.Status != runtime.StatusRunning || res[0].Run.Token != c.Lease.Token {
+	if res[0].Created || res[0].Run.Status != storage.StatusRunning || res[0].Run.Token != c.Lease.Token {
 		f.t.Fatalf("create of a running run = %+v, want Created false and the running record", res[0])
 	}
 	f.wantUnchanged(before, "CreateRuns of an existing ID")
@@ -105,7 +105,7 @@ func testCreateConcurrent(f *fixture) {
 		mu      sync.Mutex
 		winners = map[string]string{} // ID -> input of the creating call
 		created = map[string]int{}
-		results []runtime.CreateResult
+		results []storage.CreateResult
 		wg      sync.WaitGroup
 	)
 	for g := range goroutines {
@@ -113,7 +113,7 @@ func testCreateConcurrent(f *fixture) {
 			input := fmt.Sprintf("from-%02d", g)
 			for i := range ids {
 				id := runID((i + 7*g) % ids)
-				res, err := f.store.CreateRuns(f.ctx, []runtime.NewRun{{ID: id, Workflow: wf, Input: []byte(input)}})
+				res, err := f.store.CreateRuns(f.ctx, []storage.NewRun{{ID: id, Workflow: wf, Input: []byte(input)}})
 				if err != nil || len(res) != 1 {
 					f.t.Errorf("CreateRuns(%s) = %v, %v", id, res, err)
 					return
@@ -142,7 +142,7 @@ func testCreateConcurrent(f *fixture) {
 			f.t.Fatalf("result for %s has input %q, want the creator's %q", res.Run.ID, res.Run.Input, winners[res.Run.ID])
 		}
 	}
-	all := f.listAll(runtime.ListRunsQuery{Limit: 30})
+	all := f.listAll(storage.ListRunsQuery{Limit: 30})
 	got := recordIDs(all)
 	want := make([]string, ids)
 	for i := range want {
@@ -171,16 +171,16 @@ func testListFilter(f *fixture) {
 		f.t.Fatalf("claimed %v, want b-1 and b-2", claimedIDs(got))
 	}
 	for _, tc := range []struct {
-		q    runtime.ListRunsQuery
+		q    storage.ListRunsQuery
 		want []string
 	}{
-		{runtime.ListRunsQuery{}, []string{"a-1", "a-2", "a-3", "b-1", "b-2"}},
-		{runtime.ListRunsQuery{Workflow: "alpha"}, []string{"a-1", "a-2", "a-3"}},
-		{runtime.ListRunsQuery{Status: runtime.StatusPaused}, []string{"a-2"}},
-		{runtime.ListRunsQuery{Status: runtime.StatusRunning}, []string{"b-1", "b-2"}},
-		{runtime.ListRunsQuery{Workflow: "alpha", Status: runtime.StatusQueued}, []string{"a-1", "a-3"}},
-		{runtime.ListRunsQuery{Workflow: "beta", Status: runtime.StatusQueued}, nil},
-		{runtime.ListRunsQuery{Workflow: "gamma"}, nil},
+		{storage.ListRunsQuery{}, []string{"a-1", "a-2", "a-3", "b-1", "b-2"}},
+		{storage.ListRunsQuery{Workflow: "alpha"}, []string{"a-1", "a-2", "a-3"}},
+		{storage.ListRunsQuery{Status: storage.StatusPaused}, []string{"a-2"}},
+		{storage.ListRunsQuery{Status: storage.StatusRunning}, []string{"b-1", "b-2"}},
+		{storage.ListRunsQuery{Workflow: "alpha", Status: storage.StatusQueued}, []string{"a-1", "a-3"}},
+		{storage.ListRunsQuery{Workflow: "beta", Status: storage.StatusQueued}, nil},
+		{storage.ListRunsQuery{Workflow: "gamma"}, nil},
 	} {
 		page, err := f.store.ListRuns(f.ctx, tc.q)
 		if err != nil {
@@ -199,19 +199,19 @@ func testListFilter(f *fixture) {
 
 func testListPaging(f *fixture) {
 	for _, batch := range [][]string{{"run-07", "run-03", "run-11"}, {"run-01", "run-05", "run-09", "run-02"}} {
-		var runs []runtime.NewRun
+		var runs []storage.NewRun
 		for _, id := range batch {
 			w := wf
 			if id == "run-05" || id == "run-11" {
 				w = "other"
 			}
-			runs = append(runs, runtime.NewRun{ID: id, Workflow: w, Input: []byte(id)})
+			runs = append(runs, storage.NewRun{ID: id, Workflow: w, Input: []byte(id)})
 		}
 		if _, err := f.store.CreateRuns(f.ctx, runs); err != nil {
 			f.t.Fatalf("CreateRuns: %v", err)
 		}
 	}
-	pages := func(q runtime.ListRunsQuery) [][]string {
+	pages := func(q storage.ListRunsQuery) [][]string {
 		f.t.Helper()
 		var out [][]string
 		for range 20 {
@@ -232,16 +232,16 @@ func testListPaging(f *fixture) {
 		return nil
 	}
 	for _, tc := range []struct {
-		q    runtime.ListRunsQuery
+		q    storage.ListRunsQuery
 		want string
 	}{
-		{runtime.ListRunsQuery{Limit: 3}, "[[run-01 run-02 run-03] [run-05 run-07 run-09] [run-11]]"},
-		{runtime.ListRunsQuery{Limit: 7}, "[[run-01 run-02 run-03 run-05 run-07 run-09 run-11]]"},
-		{runtime.ListRunsQuery{}, "[[run-01 run-02 run-03 run-05 run-07 run-09 run-11]]"},
-		{runtime.ListRunsQuery{Limit: 2, After: "run-04"}, "[[run-05 run-07] [run-09 run-11]]"},
-		{runtime.ListRunsQuery{Limit: 2, After: "run-05"}, "[[run-07 run-09] [run-11]]"},
-		{runtime.ListRunsQuery{Limit: 2, Workflow: wf}, "[[run-01 run-02] [run-03 run-07] [run-09]]"},
-		{runtime.ListRunsQuery{Limit: 2, After: "run-11"}, "[[]]"},
+		{storage.ListRunsQuery{Limit: 3}, "[[run-01 run-02 run-03] [run-05 run-07 run-09] [run-11]]"},
+		{storage.ListRunsQuery{Limit: 7}, "[[run-01 run-02 run-03 run-05 run-07 run-09 run-11]]"},
+		{storage.ListRunsQuery{}, "[[run-01 run-02 run-03 run-05 run-07 run-09 run-11]]"},
+		{storage.ListRunsQuery{Limit: 2, After: "run-04"}, "[[run-05 run-07] [run-09 run-11]]"},
+		{storage.ListRunsQuery{Limit: 2, After: "run-05"}, "[[run-07 run-09] [run-11]]"},
+		{storage.ListRunsQuery{Limit: 2, Workflow: wf}, "[[run-01 run-02] [run-03 run-07] [run-09]]"},
+		{storage.ListRunsQuery{Limit: 2, After: "run-11"}, "[[]]"},
 	} {
 		if got := fmt.Sprint(pages(tc.q)); got != tc.want {
 			f.t.Fatalf("pages of %+v = %s, want %s", tc.q, got, tc.want)

@@ -1,12 +1,12 @@
-// Package storetest is the conformance suite every runtime.Store runs
-// unchanged. Each rule of the contract in runtime/store.go has its own
+// Package storetest is the conformance suite every storage.Store runs
+// unchanged. Each rule of the contract in package storage has its own
 // subtest, run in parallel on a fresh store with its own manual clock.
 //
 // A store's test calls Run with a Factory:
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T, now func() time.Time) runtime.Store {
-//			return memstore.New(memstore.Options{Now: now})
+//		storetest.Run(t, func(t *testing.T, clock storage.Clock) storage.Store {
+//			return memstore.New(memstore.Options{Clock: clock})
 //		})
 //	}
 //
@@ -25,19 +25,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 // Factory returns a fresh, empty store whose clock (lease expiry, readiness,
-// timestamps) is now. Run closes the store when the subtest ends.
-type Factory func(t *testing.T, now func() time.Time) runtime.Store
+// timestamps) is clock. Run closes the store when the subtest ends.
+type Factory func(t *testing.T, clock storage.Clock) storage.Store
 
 // Start is the time at which every subtest's clock starts: a whole second,
 // so that stores keeping millisecond precision store it exactly.
 var Start = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// Clock is a manual clock, safe for concurrent use. Its Now method is what
-// Run hands to a Factory.
+// Clock is a manual storage.Clock, safe for concurrent use: what Run hands
+// to a Factory, and what stores' own tests use.
 type Clock struct {
 	mu sync.Mutex
 	t  time.Time
@@ -99,13 +99,13 @@ const (
 type fixture struct {
 	t     *testing.T
 	ctx   context.Context
-	store runtime.Store
+	store storage.Store
 	clock *Clock
 }
 
 func newFixture(t *testing.T, newStore Factory) *fixture {
 	clock := NewClock(Start)
-	s := newStore(t, clock.Now)
+	s := newStore(t, clock)
 	if s == nil {
 		t.Fatal("factory returned a nil store")
 	}
@@ -123,9 +123,9 @@ func (f *fixture) after(d time.Duration) *time.Time {
 	return &t
 }
 
-func (f *fixture) create(id, workflow, input string) runtime.RunRecord {
+func (f *fixture) create(id, workflow, input string) storage.RunRecord {
 	f.t.Helper()
-	res, err := f.store.CreateRuns(f.ctx, []runtime.NewRun{{ID: id, Workflow: workflow, Input: []byte(input)}})
+	res, err := f.store.CreateRuns(f.ctx, []storage.NewRun{{ID: id, Workflow: workflow, Input: []byte(input)}})
 	if err != nil {
 		f.t.Fatalf("CreateRuns(%s): %v", id, err)
 	}
@@ -135,19 +135,19 @@ func (f *fixture) create(id, workflow, input string) runtime.RunRecord {
 	return res[0].Run
 }
 
-func (f *fixture) claim(owner string, limit int, workflows ...string) []runtime.ClaimedRun {
+func (f *fixture) claim(owner string, limit int, workflows ...string) []storage.ClaimedRun {
 	f.t.Helper()
 	if len(workflows) == 0 {
 		workflows = []string{wf}
 	}
-	got, err := f.store.Claim(f.ctx, runtime.ClaimRequest{Owner: owner, Workflows: workflows, Limit: limit, LeaseFor: lease})
+	got, err := f.store.Claim(f.ctx, storage.ClaimRequest{Owner: owner, Workflows: workflows, Limit: limit, LeaseFor: lease})
 	if err != nil {
 		f.t.Fatalf("Claim(%s): %v", owner, err)
 	}
 	return got
 }
 
-func (f *fixture) claimOne(owner string, workflows ...string) runtime.ClaimedRun {
+func (f *fixture) claimOne(owner string, workflows ...string) storage.ClaimedRun {
 	f.t.Helper()
 	got := f.claim(owner, 10, workflows...)
 	if len(got) != 1 {
@@ -164,7 +164,7 @@ func (f *fixture) claimNone(workflows ...string) {
 }
 
 // start creates a run of wf and claims it as worker-a.
-func (f *fixture) start(id, input string) runtime.ClaimedRun {
+func (f *fixture) start(id, input string) storage.ClaimedRun {
 	f.t.Helper()
 	f.create(id, wf, input)
 	c := f.claimOne("worker-a")
@@ -174,7 +174,7 @@ func (f *fixture) start(id, input string) runtime.ClaimedRun {
 	return c
 }
 
-func (f *fixture) get(id string) runtime.RunRecord {
+func (f *fixture) get(id string) storage.RunRecord {
 	f.t.Helper()
 	rec, err := f.store.GetRun(f.ctx, id)
 	if err != nil {
@@ -183,7 +183,7 @@ func (f *fixture) get(id string) runtime.RunRecord {
 	return rec
 }
 
-func (f *fixture) wantStatus(id string, want runtime.RunStatus) runtime.RunRecord {
+func (f *fixture) wantStatus(id string, want storage.RunStatus) storage.RunRecord {
 	f.t.Helper()
 	rec := f.get(id)
 	if rec.Status != want {
@@ -192,7 +192,7 @@ func (f *fixture) wantStatus(id string, want runtime.RunStatus) runtime.RunRecor
 	return rec
 }
 
-func (f *fixture) checkpoint(l runtime.Lease, key, output string) runtime.CheckpointResult {
+func (f *fixture) checkpoint(l storage.Lease, key, output string) storage.CheckpointResult {
 	f.t.Helper()
 	res, err := f.store.Checkpoint(f.ctx, stepReq(l, key, output))
 	if err != nil {
@@ -201,15 +201,15 @@ func (f *fixture) checkpoint(l runtime.Lease, key, output string) runtime.Checkp
 	return res
 }
 
-func stepReq(l runtime.Lease, key, output string) runtime.CheckpointRequest {
-	return runtime.CheckpointRequest{
+func stepReq(l storage.Lease, key, output string) storage.CheckpointRequest {
+	return storage.CheckpointRequest{
 		Lease:      l,
 		LeaseFor:   lease,
-		Checkpoint: runtime.Checkpoint{Key: key, Kind: runtime.KindStep, Output: []byte(output)},
+		Checkpoint: storage.Checkpoint{Key: key, Kind: storage.KindStep, Output: []byte(output)},
 	}
 }
 
-func (f *fixture) suspend(req runtime.SuspendRequest) runtime.SuspendResult {
+func (f *fixture) suspend(req storage.SuspendRequest) storage.SuspendResult {
 	f.t.Helper()
 	if req.LeaseFor == 0 {
 		req.LeaseFor = lease
@@ -222,15 +222,15 @@ func (f *fixture) suspend(req runtime.SuspendRequest) runtime.SuspendResult {
 }
 
 // park registers an event wait on topic under key and parks the run.
-func (f *fixture) park(l runtime.Lease, key, topic string, kind runtime.CheckpointKind) {
+func (f *fixture) park(l storage.Lease, key, topic string, kind storage.CheckpointKind) {
 	f.t.Helper()
-	res := f.suspend(runtime.SuspendRequest{Lease: l, Wait: &runtime.Wait{Key: key, Topic: topic, Kind: kind}})
+	res := f.suspend(storage.SuspendRequest{Lease: l, Wait: &storage.Wait{Key: key, Topic: topic, Kind: kind}})
 	if res.Delivered != nil || res.Paused {
 		f.t.Fatalf("Suspend(%s) = %+v, want parked", l.RunID, res)
 	}
 }
 
-func (f *fixture) checkpoints(id string) []runtime.Checkpoint {
+func (f *fixture) checkpoints(id string) []storage.Checkpoint {
 	f.t.Helper()
 	cps, err := f.store.LoadCheckpoints(f.ctx, id)
 	if err != nil {
@@ -239,7 +239,7 @@ func (f *fixture) checkpoints(id string) []runtime.Checkpoint {
 	return cps
 }
 
-func (f *fixture) steps(id string) []runtime.StepRecord {
+func (f *fixture) steps(id string) []storage.StepRecord {
 	f.t.Helper()
 	steps, err := f.store.ListSteps(f.ctx, id)
 	if err != nil {
@@ -250,7 +250,7 @@ func (f *fixture) steps(id string) []runtime.StepRecord {
 
 // wantCheckpoints checks a run's checkpoints: their keys and outputs, in
 // order, as key=output pairs.
-func (f *fixture) wantCheckpoints(id string, want ...string) []runtime.Checkpoint {
+func (f *fixture) wantCheckpoints(id string, want ...string) []storage.Checkpoint {
 	f.t.Helper()
 	cps := f.checkpoints(id)
 	got := make([]string, len(cps))
@@ -265,7 +265,7 @@ func (f *fixture) wantCheckpoints(id string, want ...string) []runtime.Checkpoin
 
 func (f *fixture) send(id, topic, payload string) bool {
 	f.t.Helper()
-	delivered, err := f.store.SendEvent(f.ctx, runtime.Event{RunID: id, Topic: topic, Payload: []byte(payload)})
+	delivered, err := f.store.SendEvent(f.ctx, storage.Event{RunID: id, Topic: topic, Payload: []byte(payload)})
 	if err != nil {
 		f.t.Fatalf("SendEvent(%s, %s): %v", id, topic, err)
 	}
@@ -274,7 +274,7 @@ func (f *fixture) send(id, topic, payload string) bool {
 
 func (f *fixture) emit(topic, payload string) []string {
 	f.t.Helper()
-	ids, err := f.store.Emit(f.ctx, topic, []byte(payload))
+	ids, err := f.store.Emit(f.ctx, storage.EmitRequest{Topic: topic, Payload: []byte(payload)})
 	if err != nil {
 		f.t.Fatalf("Emit(%s): %v", topic, err)
 	}
@@ -282,9 +282,9 @@ func (f *fixture) emit(topic, payload string) []string {
 	return ids
 }
 
-func (f *fixture) complete(l runtime.Lease, output string) {
+func (f *fixture) complete(l storage.Lease, output string) {
 	f.t.Helper()
-	err := f.store.Complete(f.ctx, runtime.CompleteRequest{Lease: l, Status: runtime.StatusComplete, Output: []byte(output)})
+	err := f.store.Complete(f.ctx, storage.CompleteRequest{Lease: l, Status: storage.StatusComplete, Output: []byte(output)})
 	if err != nil {
 		f.t.Fatalf("Complete(%s): %v", l.RunID, err)
 	}
@@ -292,14 +292,14 @@ func (f *fixture) complete(l runtime.Lease, output string) {
 
 // snapshot is everything a store holds, as the contract shows it.
 type snapshot struct {
-	Runs  []runtime.RunRecord
-	Steps map[string][]runtime.StepRecord
+	Runs  []storage.RunRecord
+	Steps map[string][]storage.StepRecord
 }
 
 func (f *fixture) snapshot() snapshot {
 	f.t.Helper()
-	snap := snapshot{Steps: map[string][]runtime.StepRecord{}}
-	for _, rec := range f.listAll(runtime.ListRunsQuery{Limit: 50}) {
+	snap := snapshot{Steps: map[string][]storage.StepRecord{}}
+	for _, rec := range f.listAll(storage.ListRunsQuery{Limit: 50}) {
 		snap.Runs = append(snap.Runs, normRecord(rec))
 		steps := f.steps(rec.ID)
 		for i := range steps {
@@ -328,9 +328,9 @@ func (f *fixture) wantUnchanged(before snapshot, what string) {
 }
 
 // listAll pages through ListRuns.
-func (f *fixture) listAll(q runtime.ListRunsQuery) []runtime.RunRecord {
+func (f *fixture) listAll(q storage.ListRunsQuery) []storage.RunRecord {
 	f.t.Helper()
-	var all []runtime.RunRecord
+	var all []storage.RunRecord
 	for range 10000 {
 		page, err := f.store.ListRuns(f.ctx, q)
 		if err != nil {
@@ -394,7 +394,7 @@ func normBytes(b []byte) []byte {
 	return b
 }
 
-func normRecord(r runtime.RunRecord) runtime.RunRecord {
+func normRecord(r storage.RunRecord) storage.RunRecord {
 	r.Input, r.Output = normBytes(r.Input), normBytes(r.Output)
 	r.LeaseUntil, r.CreatedAt, r.UpdatedAt = ms(r.LeaseUntil), ms(r.CreatedAt), ms(r.UpdatedAt)
 	if r.ReadyAt != nil {
@@ -412,13 +412,13 @@ func normRecord(r runtime.RunRecord) runtime.RunRecord {
 	return r
 }
 
-func normCheckpoint(cp runtime.Checkpoint) runtime.Checkpoint {
+func normCheckpoint(cp storage.Checkpoint) storage.Checkpoint {
 	cp.Output = normBytes(cp.Output)
 	cp.CreatedAt = ms(cp.CreatedAt)
 	return cp
 }
 
-func claimedIDs(runs []runtime.ClaimedRun) []string {
+func claimedIDs(runs []storage.ClaimedRun) []string {
 	ids := make([]string, len(runs))
 	for i, r := range runs {
 		ids[i] = r.Lease.RunID
@@ -426,7 +426,7 @@ func claimedIDs(runs []runtime.ClaimedRun) []string {
 	return ids
 }
 
-func recordIDs(runs []runtime.RunRecord) []string {
+func recordIDs(runs []storage.RunRecord) []string {
 	ids := make([]string, len(runs))
 	for i, r := range runs {
 		ids[i] = r.ID

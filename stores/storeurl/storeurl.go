@@ -17,7 +17,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
+
 	"github.com/stemflow/stem/stores/memstore"
 	"github.com/stemflow/stem/stores/pgstore"
 	"github.com/stemflow/stem/stores/redisstore"
@@ -25,7 +26,7 @@ import (
 )
 
 // Open opens the store the string names; see the package doc for the forms.
-func Open(ctx context.Context, s string) (runtime.Store, error) {
+func Open(ctx context.Context, s string) (storage.Store, error) {
 	switch {
 	case s == "":
 		return nil, fmt.Errorf("storeurl: empty store URL")
@@ -62,7 +63,7 @@ func Open(ctx context.Context, s string) (runtime.Store, error) {
 	}
 }
 
-func openSQLite(path string) (runtime.Store, error) {
+func openSQLite(path string) (storage.Store, error) {
 	if path == "" {
 		return nil, fmt.Errorf("storeurl: empty SQLite path")
 	}

@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stemflow/stem/storage"
+
 	"github.com/jackc/pgx/v5"
 
-	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/stores/storeurl"
 )
 
@@ -78,4 +79,4 @@ func TestOpenRejectsUnknownSchemes(t *testing.T) {
 	}
 }
 
-func runtimeQuery() runtime.ListRunsQuery { return runtime.ListRunsQuery{Limit: 1} }
+func runtimeQuery() storage.ListRunsQuery { return storage.ListRunsQuery{Limit: 1} }

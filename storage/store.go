@@ -1,9 +1,6 @@
-package runtime
+package storage
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
 // Store is the durable state behind an Engine. Every store (memstore,
 // sqlitestore, pgstore, redisstore) implements it and passes the conformance
@@ -19,7 +16,7 @@ import (
 //     same atomic change that writes. Otherwise they write nothing and return
 //     ErrLeaseLost.
 //   - One clock. Lease expiry and readiness are judged on the store's clock:
-//     the database's own where it has one, or the Now function the store was
+//     the database's own where it has one, or the Clock the store was
 //     constructed with (tests substitute it).
 //   - Checkpoints are written once. The first checkpoint written for a
 //     (run, key) wins; a later write of the same key writes nothing and reports
@@ -27,8 +24,12 @@ import (
 //     Output is still a checkpoint.
 //   - Order. Checkpoints carry a sequence number assigned by the store in
 //     write order; ListSteps returns them in that order, never sorted by key.
-//   - Bad input changes nothing: an unknown run is ErrRunNotFound, a state
-//     that forbids the change is ErrInvalidState, both with nothing written.
+//   - Bad input changes nothing: a request that fails its Validate method is
+//     ErrInvalidArgument, an unknown run is ErrRunNotFound, a state that
+//     forbids the change is ErrInvalidState, each with nothing written. Every
+//     method validates its request with the request type's Validate before
+//     touching the store, so the stores agree on what is malformed and say
+//     it in the same words.
 //
 // Payload bytes (Input, Output, event payloads, SuspendState) are opaque to
 // the store: it stores and returns them byte for byte. Size limits are
@@ -45,7 +46,7 @@ type Store interface {
 	GetRun(ctx context.Context, id string) (RunRecord, error)
 
 	// ListRuns returns runs ordered by ID ascending, filtered by the query,
-	// at most Limit of them, starting after the cursor ID.
+	// at most q.PageSize() of them, starting after the cursor ID.
 	ListRuns(ctx context.Context, q ListRunsQuery) (RunPage, error)
 
 	// Claim leases up to Limit runs of the named workflows that are ready:
@@ -78,11 +79,11 @@ type Store interface {
 
 	// RecordAttempts appends attempts (failed ones, before a retry) under the
 	// lease, fenced, and extends the lease to now+LeaseFor.
-	RecordAttempts(ctx context.Context, lease Lease, leaseFor time.Duration, attempts []Attempt) error
+	RecordAttempts(ctx context.Context, req RecordAttemptsRequest) error
 
 	// Heartbeat extends the lease to now+LeaseFor, fenced. A worker running a
 	// long step calls it so the run is not claimed by another.
-	Heartbeat(ctx context.Context, lease Lease, leaseFor time.Duration) error
+	Heartbeat(ctx context.Context, req HeartbeatRequest) error
 
 	// Suspend parks a running run, fenced, in one atomic change:
 	//
@@ -143,7 +144,7 @@ type Store interface {
 	// paused, ready now). Runs not waiting on the topic are not affected and
 	// nothing is buffered. Concurrent emits resume a waiting run once. It
 	// returns the IDs of the runs it delivered to.
-	Emit(ctx context.Context, topic string, payload []byte) ([]string, error)
+	Emit(ctx context.Context, req EmitRequest) ([]string, error)
 
 	// SendEvent delivers an event to one run: as Emit when the run is waiting
 	// on the topic; otherwise the event is buffered for the run (in order)
@@ -162,263 +163,10 @@ type Store interface {
 
 // Notifier is implemented by stores that can tell a worker that runs may have
 // become ready (Postgres LISTEN/NOTIFY, say). Notifications are hints only:
-// an Engine polls regardless, and correctness never depends on them.
+// an Engine polls regardless, and correctness never depends on them. Stores
+// fan their hints out through a Hub.
 type Notifier interface {
 	// Notifications returns a channel that receives a value when runs may be
 	// ready to claim. It is closed when ctx is done or the store closes.
 	Notifications(ctx context.Context) <-chan struct{}
-}
-
-// RunStatus is the state of a run, as users see it.
-type RunStatus string
-
-// The run statuses.
-const (
-	StatusQueued     RunStatus = "queued"
-	StatusRunning    RunStatus = "running"
-	StatusPaused     RunStatus = "paused"
-	StatusWaiting    RunStatus = "waiting"
-	StatusComplete   RunStatus = "complete"
-	StatusErrored    RunStatus = "errored"
-	StatusTerminated RunStatus = "terminated"
-)
-
-// Finished reports whether the status is final.
-func (s RunStatus) Finished() bool {
-	return s == StatusComplete || s == StatusErrored || s == StatusTerminated
-}
-
-// Valid reports whether s is one of the run statuses.
-func (s RunStatus) Valid() bool {
-	switch s {
-	case StatusQueued, StatusRunning, StatusPaused, StatusWaiting, StatusComplete, StatusErrored, StatusTerminated:
-		return true
-	}
-	return false
-}
-
-// NewRun is a run to create.
-type NewRun struct {
-	ID       string
-	Workflow string
-	Input    []byte
-	// ParentID is the run that started this one as a child, or "".
-	ParentID string
-}
-
-// CreateResult reports what CreateRuns did with one request.
-type CreateResult struct {
-	// Created is false when a run with the ID already existed.
-	Created bool
-	// Run is the stored record: the new run, or the existing one.
-	Run RunRecord
-}
-
-// RunRecord is a run as stored.
-type RunRecord struct {
-	ID       string
-	Workflow string
-	ParentID string
-	Status   RunStatus
-	Input    []byte
-	// Output is the result of a complete run.
-	Output []byte
-	// Error is set for errored and terminated runs.
-	Error *ErrorInfo
-	// PauseRequested is true while a pause waits for a running run's next
-	// step boundary.
-	PauseRequested bool
-	// ReadyAt is when a queued or waiting run may be claimed; nil while it
-	// waits for an event without timeout.
-	ReadyAt *time.Time
-	// Wait is the event wait the run is parked on, if any.
-	Wait *Wait
-	// Owner, LeaseUntil and Token describe the current or last lease.
-	Owner      string
-	LeaseUntil time.Time
-	Token      int64
-	// Recoveries counts claims of this run after an expired lease since its
-	// last checkpoint.
-	Recoveries int
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-}
-
-// ListRunsQuery filters ListRuns. Zero fields do not filter.
-type ListRunsQuery struct {
-	Workflow string
-	Status   RunStatus
-	// After is the cursor: only runs with ID greater than After.
-	After string
-	// Limit caps the page; zero means 100.
-	Limit int
-}
-
-// RunPage is one page of ListRuns.
-type RunPage struct {
-	Runs []RunRecord
-	// Next is the cursor for the following page, or "" at the end.
-	Next string
-}
-
-// ClaimRequest asks for runs to lease.
-type ClaimRequest struct {
-	// Owner identifies the worker, unique per process start.
-	Owner string
-	// Workflows restricts the claim to these workflow names.
-	Workflows []string
-	// Limit caps how many runs one claim leases.
-	Limit int
-	// LeaseFor is the lease length.
-	LeaseFor time.Duration
-}
-
-// Lease is a worker's hold on a run. Every fenced write names it.
-type Lease struct {
-	RunID string
-	Owner string
-	Token int64
-}
-
-// ClaimedRun is a run leased by Claim.
-type ClaimedRun struct {
-	Lease    Lease
-	Workflow string
-	ParentID string
-	Input    []byte
-	// Recoveries is the run's count after this claim.
-	Recoveries int
-	// SuspendState is what the last Suspend stored, or nil.
-	SuspendState []byte
-	// Wait is the event wait the run was parked on, if still registered.
-	Wait *Wait
-	// LeaseUntil is when this lease expires unless extended.
-	LeaseUntil time.Time
-}
-
-// CheckpointKind says what produced a checkpoint.
-type CheckpointKind string
-
-// The checkpoint kinds.
-const (
-	KindStep  CheckpointKind = "step"
-	KindSleep CheckpointKind = "sleep"
-	KindEvent CheckpointKind = "event"
-	KindChild CheckpointKind = "child"
-)
-
-// Checkpoint is the durable result of one step, sleep, event wait or child
-// call of a run.
-type Checkpoint struct {
-	Key  string
-	Kind CheckpointKind
-	// Output is the encoded result; it may be empty.
-	Output []byte
-	// Error is the step's final error, or nil for success.
-	Error *ErrorInfo
-	// Seq orders a run's checkpoints by write; assigned by the store.
-	Seq       int64
-	CreatedAt time.Time
-}
-
-// ErrorInfo is an error as stored.
-type ErrorInfo struct {
-	Message string `json:"message"`
-	// Code names a sentinel the error matched (see the Code constants), so
-	// errors.Is keeps working after a replay.
-	Code string `json:"code,omitempty"`
-}
-
-// Attempt is one execution of a step function.
-type Attempt struct {
-	Key     string
-	Number  int
-	Started time.Time
-	Ended   time.Time
-	// Error is "" for a successful attempt.
-	Error string
-}
-
-// CheckpointRequest is a fenced checkpoint write.
-type CheckpointRequest struct {
-	Lease      Lease
-	LeaseFor   time.Duration
-	Checkpoint Checkpoint
-	Attempts   []Attempt
-}
-
-// CheckpointResult reports a checkpoint write.
-type CheckpointResult struct {
-	// Existing is the checkpoint already stored for the key, when there was
-	// one; the request's checkpoint was then not written.
-	Existing *Checkpoint
-	// Paused is true when a requested pause took effect with this write; the
-	// lease is released.
-	Paused bool
-}
-
-// Wait is an event wait: the run resumes when an event of Topic arrives (its
-// payload becomes the checkpoint of Key) or at Deadline.
-type Wait struct {
-	Key   string
-	Topic string
-	// Kind is the kind of the checkpoint a delivery writes: KindEvent for an
-	// event wait, KindChild for a parent waiting on its child.
-	Kind     CheckpointKind
-	Deadline *time.Time
-}
-
-// SuspendRequest parks a run; see Store.Suspend.
-type SuspendRequest struct {
-	Lease    Lease
-	LeaseFor time.Duration
-	// Checkpoint is written first when set (a sleep's wake time).
-	Checkpoint *Checkpoint
-	// Wait registers an event wait when set.
-	Wait *Wait
-	// ReadyAt is when the run may be claimed again; nil means only an event
-	// makes it ready.
-	ReadyAt *time.Time
-	// SuspendState is opaque engine data handed back by the next Claim.
-	SuspendState []byte
-}
-
-// SuspendResult reports a Suspend.
-type SuspendResult struct {
-	// Delivered is set when the wait was satisfied at once (an existing
-	// checkpoint or a buffered event); the run was not parked and the lease
-	// is still held.
-	Delivered *Checkpoint
-	// Paused is true when the run was parked as paused.
-	Paused bool
-}
-
-// CompleteRequest finishes a run.
-type CompleteRequest struct {
-	Lease  Lease
-	Status RunStatus // StatusComplete or StatusErrored
-	Output []byte
-	Error  *ErrorInfo
-	// Notify is delivered as by SendEvent in the same change, when set.
-	Notify *Event
-}
-
-// TerminateRequest terminates a run.
-type TerminateRequest struct {
-	RunID  string
-	Error  ErrorInfo
-	Notify *Event
-}
-
-// Event is an event addressed to one run.
-type Event struct {
-	RunID   string
-	Topic   string
-	Payload []byte
-}
-
-// StepRecord is a checkpoint with its attempts, as listed for operators.
-type StepRecord struct {
-	Checkpoint
-	Attempts []Attempt
 }

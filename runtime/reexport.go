@@ -1,0 +1,38 @@
+package runtime
+
+import "github.com/stemflow/stem/storage"
+
+// RunStatus is the state of a run: queued, running, paused, waiting,
+// complete, errored or terminated.
+type RunStatus = storage.RunStatus
+
+// The run statuses.
+const (
+	StatusQueued     = storage.StatusQueued
+	StatusRunning    = storage.StatusRunning
+	StatusPaused     = storage.StatusPaused
+	StatusWaiting    = storage.StatusWaiting
+	StatusComplete   = storage.StatusComplete
+	StatusErrored    = storage.StatusErrored
+	StatusTerminated = storage.StatusTerminated
+)
+
+// StepKind says what a step of a run is: a step function, a sleep, an
+// event wait or a child workflow call.
+type StepKind = storage.CheckpointKind
+
+// The step kinds.
+const (
+	KindStep  = storage.KindStep
+	KindSleep = storage.KindSleep
+	KindEvent = storage.KindEvent
+	KindChild = storage.KindChild
+)
+
+// Attempt is one execution of a step function, as operators see it in
+// StepInfo: its number, start and end, and its error ("" for success).
+type Attempt = storage.Attempt
+
+// ListRunsQuery filters Engine.ListRuns: by workflow and status, from a
+// cursor, a page at a time. Zero fields do not filter.
+type ListRunsQuery = storage.ListRunsQuery

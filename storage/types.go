@@ -1,0 +1,313 @@
+package storage
+
+import "time"
+
+// RunStatus is the state of a run, as users see it.
+type RunStatus string
+
+// The run statuses.
+const (
+	StatusQueued     RunStatus = "queued"
+	StatusRunning    RunStatus = "running"
+	StatusPaused     RunStatus = "paused"
+	StatusWaiting    RunStatus = "waiting"
+	StatusComplete   RunStatus = "complete"
+	StatusErrored    RunStatus = "errored"
+	StatusTerminated RunStatus = "terminated"
+)
+
+// Statuses lists every run status, in the order a run usually passes them.
+var Statuses = []RunStatus{StatusQueued, StatusRunning, StatusPaused, StatusWaiting, StatusComplete, StatusErrored, StatusTerminated}
+
+// Finished reports whether the status is final.
+func (s RunStatus) Finished() bool {
+	return s == StatusComplete || s == StatusErrored || s == StatusTerminated
+}
+
+// Valid reports whether s is one of the run statuses.
+func (s RunStatus) Valid() bool {
+	switch s {
+	case StatusQueued, StatusRunning, StatusPaused, StatusWaiting, StatusComplete, StatusErrored, StatusTerminated:
+		return true
+	}
+	return false
+}
+
+// NewRun is a run to create.
+type NewRun struct {
+	ID       string
+	Workflow string
+	Input    []byte
+	// ParentID is the run that started this one as a child, or "".
+	ParentID string
+}
+
+// CreateResult reports what CreateRuns did with one request.
+type CreateResult struct {
+	// Created is false when a run with the ID already existed.
+	Created bool
+	// Run is the stored record: the new run, or the existing one.
+	Run RunRecord
+}
+
+// RunRecord is a run as stored.
+type RunRecord struct {
+	ID       string
+	Workflow string
+	ParentID string
+	Status   RunStatus
+	Input    []byte
+	// Output is the result of a complete run.
+	Output []byte
+	// Error is set for errored and terminated runs.
+	Error *ErrorInfo
+	// PauseRequested is true while a pause waits for a running run's next
+	// step boundary.
+	PauseRequested bool
+	// ReadyAt is when a queued or waiting run may be claimed; nil while it
+	// waits for an event without timeout.
+	ReadyAt *time.Time
+	// Wait is the event wait the run is parked on, if any.
+	Wait *Wait
+	// Owner, LeaseUntil and Token describe the current or last lease.
+	Owner      string
+	LeaseUntil time.Time
+	Token      int64
+	// Recoveries counts claims of this run after an expired lease since its
+	// last checkpoint.
+	Recoveries int
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// DefaultPageSize is the page size of a ListRunsQuery with no Limit.
+const DefaultPageSize = 100
+
+// ListRunsQuery filters ListRuns. Zero fields do not filter.
+type ListRunsQuery struct {
+	Workflow string
+	Status   RunStatus
+	// After is the cursor: only runs with ID greater than After.
+	After string
+	// Limit caps the page; zero means DefaultPageSize.
+	Limit int
+}
+
+// PageSize is how many runs one page of the query holds at most.
+func (q ListRunsQuery) PageSize() int {
+	if q.Limit <= 0 {
+		return DefaultPageSize
+	}
+	return q.Limit
+}
+
+// RunPage is one page of ListRuns.
+type RunPage struct {
+	Runs []RunRecord
+	// Next is the cursor for the following page, or "" at the end.
+	Next string
+}
+
+// ClaimRequest asks for runs to lease.
+type ClaimRequest struct {
+	// Owner identifies the worker, unique per process start.
+	Owner string
+	// Workflows restricts the claim to these workflow names.
+	Workflows []string
+	// Limit caps how many runs one claim leases.
+	Limit int
+	// LeaseFor is the lease length.
+	LeaseFor time.Duration
+}
+
+// Empty reports whether the claim can lease nothing (no workflows or no
+// room), so a store answers it without a round trip.
+func (r ClaimRequest) Empty() bool { return r.Limit <= 0 || len(r.Workflows) == 0 }
+
+// Lease is a worker's hold on a run. Every fenced write names it.
+type Lease struct {
+	RunID string
+	Owner string
+	Token int64
+}
+
+// ClaimedRun is a run leased by Claim.
+type ClaimedRun struct {
+	Lease    Lease
+	Workflow string
+	ParentID string
+	Input    []byte
+	// Recoveries is the run's count after this claim.
+	Recoveries int
+	// SuspendState is what the last Suspend stored, or nil.
+	SuspendState []byte
+	// Wait is the event wait the run was parked on, if still registered.
+	Wait *Wait
+	// LeaseUntil is when this lease expires unless extended.
+	LeaseUntil time.Time
+}
+
+// CheckpointKind says what produced a checkpoint.
+type CheckpointKind string
+
+// The checkpoint kinds.
+const (
+	KindStep  CheckpointKind = "step"
+	KindSleep CheckpointKind = "sleep"
+	KindEvent CheckpointKind = "event"
+	KindChild CheckpointKind = "child"
+)
+
+// Valid reports whether k is one of the checkpoint kinds.
+func (k CheckpointKind) Valid() bool {
+	switch k {
+	case KindStep, KindSleep, KindEvent, KindChild:
+		return true
+	}
+	return false
+}
+
+// Checkpoint is the durable result of one step, sleep, event wait or child
+// call of a run.
+type Checkpoint struct {
+	Key  string
+	Kind CheckpointKind
+	// Output is the encoded result; it may be empty.
+	Output []byte
+	// Error is the step's final error, or nil for success.
+	Error *ErrorInfo
+	// Seq orders a run's checkpoints by write; assigned by the store.
+	Seq       int64
+	CreatedAt time.Time
+}
+
+// ErrorInfo is an error as stored.
+type ErrorInfo struct {
+	Message string `json:"message"`
+	// Code names a sentinel the error matched (see the Code constants), so
+	// errors.Is keeps working after a replay.
+	Code string `json:"code,omitempty"`
+}
+
+// Attempt is one execution of a step function.
+type Attempt struct {
+	Key     string
+	Number  int
+	Started time.Time
+	Ended   time.Time
+	// Error is "" for a successful attempt.
+	Error string
+}
+
+// CheckpointRequest is a fenced checkpoint write.
+type CheckpointRequest struct {
+	Lease      Lease
+	LeaseFor   time.Duration
+	Checkpoint Checkpoint
+	Attempts   []Attempt
+}
+
+// CheckpointResult reports a checkpoint write.
+type CheckpointResult struct {
+	// Existing is the checkpoint already stored for the key, when there was
+	// one; the request's checkpoint was then not written.
+	Existing *Checkpoint
+	// Paused is true when a requested pause took effect with this write; the
+	// lease is released.
+	Paused bool
+}
+
+// RecordAttemptsRequest appends a step's failed attempts under the lease.
+type RecordAttemptsRequest struct {
+	Lease    Lease
+	LeaseFor time.Duration
+	Attempts []Attempt
+}
+
+// HeartbeatRequest extends a lease.
+type HeartbeatRequest struct {
+	Lease    Lease
+	LeaseFor time.Duration
+}
+
+// Wait is an event wait: the run resumes when an event of Topic arrives (its
+// payload becomes the checkpoint of Key) or at Deadline.
+type Wait struct {
+	Key   string
+	Topic string
+	// Kind is the kind of the checkpoint a delivery writes: KindEvent for an
+	// event wait, KindChild for a parent waiting on its child. Empty means
+	// KindEvent; see DeliveryKind.
+	Kind     CheckpointKind
+	Deadline *time.Time
+}
+
+// DeliveryKind is the kind of the checkpoint an event delivered to the wait
+// writes: the wait's Kind, or KindEvent when it has none.
+func (w *Wait) DeliveryKind() CheckpointKind {
+	if w == nil || w.Kind == "" {
+		return KindEvent
+	}
+	return w.Kind
+}
+
+// SuspendRequest parks a run; see Store.Suspend.
+type SuspendRequest struct {
+	Lease    Lease
+	LeaseFor time.Duration
+	// Checkpoint is written first when set (a sleep's wake time).
+	Checkpoint *Checkpoint
+	// Wait registers an event wait when set.
+	Wait *Wait
+	// ReadyAt is when the run may be claimed again; nil means only an event
+	// makes it ready.
+	ReadyAt *time.Time
+	// SuspendState is opaque engine data handed back by the next Claim.
+	SuspendState []byte
+}
+
+// SuspendResult reports a Suspend.
+type SuspendResult struct {
+	// Delivered is set when the wait was satisfied at once (an existing
+	// checkpoint or a buffered event); the run was not parked and the lease
+	// is still held.
+	Delivered *Checkpoint
+	// Paused is true when the run was parked as paused.
+	Paused bool
+}
+
+// CompleteRequest finishes a run.
+type CompleteRequest struct {
+	Lease  Lease
+	Status RunStatus // StatusComplete or StatusErrored
+	Output []byte
+	Error  *ErrorInfo
+	// Notify is delivered as by SendEvent in the same change, when set.
+	Notify *Event
+}
+
+// TerminateRequest terminates a run.
+type TerminateRequest struct {
+	RunID  string
+	Error  ErrorInfo
+	Notify *Event
+}
+
+// EmitRequest is an event for every run waiting on its topic.
+type EmitRequest struct {
+	Topic   string
+	Payload []byte
+}
+
+// Event is an event addressed to one run.
+type Event struct {
+	RunID   string
+	Topic   string
+	Payload []byte
+}
+
+// StepRecord is a checkpoint with its attempts, as listed for operators.
+type StepRecord struct {
+	Checkpoint
+	Attempts []Attempt
+}
