@@ -67,23 +67,38 @@ func (e *Engine) runInfo(r storage.RunRecord) RunInfo {
 	return info
 }
 
-// Run is a typed handle on one run whose workflow returns Out.
+// Run is a typed handle on one run whose workflow returns Out. Start,
+// StartBatch and Get return one.
 type Run[Out any] struct {
-	id     string
-	engine *Engine
-}
-
-// NewRunHandle returns a typed handle on the run with id, without checking
-// that it exists (Get checks).
-func NewRunHandle[Out any](e *Engine, id string) *Run[Out] {
-	return &Run[Out]{id: id, engine: e}
+	id       string
+	workflow string
+	engine   *Engine
 }
 
 // ID returns the run's ID.
 func (r *Run[Out]) ID() string { return r.id }
 
-// Status returns the run's current state.
-func (r *Run[Out]) Status(ctx context.Context) (RunInfo, error) { return r.engine.Get(ctx, r.id) }
+// Workflow returns the durable name of the run's workflow.
+func (r *Run[Out]) Workflow() string { return r.workflow }
+
+// Info returns the run's current state: status, output or error, what it
+// waits for, and when it changed.
+func (r *Run[Out]) Info(ctx context.Context) (RunInfo, error) { return r.engine.Get(ctx, r.id) }
+
+// Status returns the run's current status.
+func (r *Run[Out]) Status(ctx context.Context) (RunStatus, error) {
+	info, err := r.engine.Get(ctx, r.id)
+	return info.Status, err
+}
+
+// IdempotencyKey returns the idempotency key that the step with checkpoint
+// key stepKey saw in this run, with scope ("" for none): what
+// StepContext.IdempotencyKey(scope) returned inside the step. For an
+// autoversion step, pass IterationKey(key, i). Use it to reconcile with the
+// services the step called.
+func (r *Run[Out]) IdempotencyKey(stepKey, scope string) string {
+	return IdempotencyKey(r.workflow, r.id, stepKey, scope)
+}
 
 // Result waits until the run finishes and returns its output, or its error
 // (an errored or terminated run), or ctx's error.
@@ -175,31 +190,9 @@ func StartBatch[In, Out any](ctx context.Context, e *Engine, name string, items 
 	}
 	out := make([]*Run[Out], len(results))
 	for i, r := range results {
-		out[i] = &Run[Out]{id: r.Run.ID, engine: e}
+		out[i] = &Run[Out]{id: r.Run.ID, workflow: name, engine: e}
 	}
 	return out, nil
-}
-
-// StartJSON starts a run of the workflow registered as name with raw JSON
-// input, which must decode into the workflow's input type. id may be "" for a
-// generated ID. It is the untyped door for tools and other languages.
-func (e *Engine) StartJSON(ctx context.Context, name, id string, input json.RawMessage) (RunInfo, error) {
-	def, err := e.workflow(name)
-	if err != nil {
-		return RunInfo{}, err
-	}
-	if err := def.checkInput(input); err != nil {
-		return RunInfo{}, err
-	}
-	in, err := e.payloads.encodeRaw("input of "+name, input)
-	if err != nil {
-		return RunInfo{}, err
-	}
-	res, err := e.create(ctx, []storage.NewRun{{ID: id, Workflow: name, Input: in}})
-	if err != nil {
-		return RunInfo{}, err
-	}
-	return e.runInfo(res[0].Run), nil
 }
 
 func (e *Engine) create(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
@@ -244,7 +237,7 @@ func Get[Out any](ctx context.Context, e *Engine, name, id string) (*Run[Out], e
 	if info.Workflow != name {
 		return nil, fmt.Errorf("%w: run %q is a run of %q, not %q", ErrInvalidArgument, id, info.Workflow, name)
 	}
-	return &Run[Out]{id: id, engine: e}, nil
+	return &Run[Out]{id: id, workflow: name, engine: e}, nil
 }
 
 // Get returns a run's state.

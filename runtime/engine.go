@@ -138,8 +138,6 @@ type workflowDef struct {
 	outType reflect.Type
 	// run decodes the input, runs the workflow and encodes its output.
 	run func(c *WorkflowContext, input []byte) ([]byte, error)
-	// checkInput reports whether raw JSON decodes into the input type.
-	checkInput func(raw []byte) error
 }
 
 // Register registers fn as the workflow named name: the durable name stored
@@ -163,10 +161,6 @@ func Register[In, Out any](e *Engine, name string, fn func(c *WorkflowContext, i
 				return nil, err
 			}
 			return c.exec.engine.payloads.encode("output of "+name, out)
-		},
-		checkInput: func(raw []byte) error {
-			var in In
-			return decodeJSON("input of "+name, raw, e.cfg.MaxPayloadBytes, &in)
 		},
 	}
 	e.mu.Lock()

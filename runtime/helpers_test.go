@@ -215,3 +215,11 @@ func status(t *testing.T, e *runtime.Engine, id string) runtime.RunStatus {
 	}
 	return info.Status
 }
+
+// mustGet returns a typed handle on run id of workflow name through engine e.
+func mustGet[Out any](t *testing.T, e *runtime.Engine, name, id string) *runtime.Run[Out] {
+	t.Helper()
+	r, err := runtime.Get[Out](waitCtx(t), e, name, id)
+	must(t, err)
+	return r
+}

@@ -157,7 +157,7 @@ func TestPauseAtStepBoundarySurvivesRestart(t *testing.T) {
 	must(t, err)
 	<-inStep
 	must(t, run.Pause(waitCtx(t)))
-	info, err := run.Status(waitCtx(t))
+	info, err := run.Info(waitCtx(t))
 	must(t, err)
 	if info.Status != runtime.StatusRunning || !info.PauseRequested {
 		t.Fatalf("status %s pauseRequested %v, want running with a pause requested", info.Status, info.PauseRequested)
@@ -174,7 +174,7 @@ func TestPauseAtStepBoundarySurvivesRestart(t *testing.T) {
 		t.Fatalf("after restart: status %s, second step ran %d times; want paused, 0", st, second.Load())
 	}
 	must(t, b.Resume(waitCtx(t), run.ID()))
-	got, err := runtime.NewRunHandle[string](b, run.ID()).Result(waitCtx(t))
+	got, err := mustGet[string](t, b, "pausable", run.ID()).Result(waitCtx(t))
 	must(t, err)
 	if got != "done" || second.Load() != 1 {
 		t.Fatalf("result %q, second ran %d times", got, second.Load())
@@ -255,7 +255,7 @@ func TestRestartRunsFromTop(t *testing.T) {
 	must(t, err)
 	must(t, run.Restart(waitCtx(t)))
 	eventually(t, "restarted run finishes again", func() bool {
-		info, err := run.Status(context.Background())
+		info, err := run.Info(context.Background())
 		return err == nil && info.Status == runtime.StatusComplete && string(info.Output) == "2"
 	})
 	second, err := run.Result(waitCtx(t))
@@ -532,7 +532,7 @@ func TestShutdownKeepsACompletedStep(t *testing.T) {
 
 	b, _ := f.engine(5*time.Second, register)
 	start(t, b)
-	got, err := runtime.NewRunHandle[int](b, run.ID()).Result(waitCtx(t))
+	got, err := mustGet[int](t, b, "graceful", run.ID()).Result(waitCtx(t))
 	must(t, err)
 	if got != 21 || firstRuns.Load() != 1 || secondRuns.Load() != 1 {
 		t.Fatalf("result %d; slow step ran %d times, next %d; want 21, 1, 1", got, firstRuns.Load(), secondRuns.Load())
@@ -586,7 +586,7 @@ func TestShutdownGraceLetsStepsFinish(t *testing.T) {
 			}
 			b, _ := f.engine(5*time.Second, register)
 			start(t, b)
-			got, err := runtime.NewRunHandle[int](b, run.ID()).Result(waitCtx(t))
+			got, err := mustGet[int](t, b, "careful", run.ID()).Result(waitCtx(t))
 			must(t, err)
 			if got != 7 || runs.Load() != c.wantRuns {
 				t.Fatalf("result %d after %d executions of the step, want 7 after %d", got, runs.Load(), c.wantRuns)

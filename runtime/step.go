@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,6 +65,13 @@ func IdempotencyKey(workflow, runID, stepKey, scope string) string {
 		k += "/" + scope
 	}
 	return k
+}
+
+// IterationKey returns the expanded checkpoint key of iteration i of an
+// autoversion step keyed key: "pack@v1" and 3 give "pack@v1#3". The runtime
+// keys autoversion calls with it, and generated code builds its keys with it.
+func IterationKey(key string, i int) string {
+	return key + "#" + strconv.Itoa(i)
 }
 
 type stepContext struct {

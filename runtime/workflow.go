@@ -336,7 +336,7 @@ func (x *execution) useKey(key string, autoversion bool) (string, error) {
 	if autoversion {
 		i := x.counters[key]
 		x.counters[key] = i + 1
-		key = fmt.Sprintf("%s#%d", key, i)
+		key = IterationKey(key, i)
 	}
 	if x.used[key] {
 		return "", fmt.Errorf("%w: %q is called more than once in run %s; mark the step autoversion to call it in a loop", ErrDuplicateStep, key, x.lease.RunID)

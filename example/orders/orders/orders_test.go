@@ -153,7 +153,7 @@ func TestShipmentTimeout(t *testing.T) {
 	if !errors.Is(err, runtime.ErrEventTimeout) {
 		t.Fatalf("Result error = %v, want ErrEventTimeout", err)
 	}
-	info, err := run.Status(f.ctx)
+	info, err := run.Info(f.ctx)
 	if err != nil || info.Status != runtime.StatusErrored {
 		t.Errorf("status = %v, %v", info.Status, err)
 	}
@@ -182,7 +182,7 @@ func TestShipAll(t *testing.T) {
 	// Emit reaches only runs already waiting: wait for both.
 	for _, r := range runs {
 		for {
-			info, err := r.Status(f.ctx)
+			info, err := r.Info(f.ctx)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -48,7 +48,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	info, err := again.Status(ctx)
+	info, err := again.Info(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
