@@ -317,10 +317,7 @@ func (e *Engine) Terminate(ctx context.Context, id, reason string) error {
 	}
 	info := storage.ErrorInfo{Message: e.payloads.sealText("stem: run terminated: " + reason), Code: storage.CodeTerminated}
 	req := storage.TerminateRequest{RunID: id, Error: info}
-	if r.ParentID != "" {
-		payload, _ := json.Marshal(childOutcome{Error: &info})
-		req.Notify = &storage.Event{RunID: r.ParentID, Topic: childTopic(id), Payload: payload}
-	}
+	req.Notify = parentNotice(r.ParentID, id, childOutcome{Error: &info})
 	if err := e.store.Terminate(ctx, req); err != nil {
 		return err
 	}
@@ -451,18 +448,7 @@ func (e *Engine) ListSteps(ctx context.Context, runID string) ([]StepInfo, error
 		case KindSleep:
 			out[i].Output = s.Output
 		case KindChild:
-			// A child call's checkpoint is the child's outcome (or, for
-			// StartChild, the child's ID); show it like a step's result.
-			var co childOutcome
-			if json.Unmarshal(s.Output, &co) != nil {
-				out[i].Output = s.Output
-				break
-			}
-			if co.Error != nil {
-				out[i].Err = e.payloads.errorFrom(s.Key, co.Error)
-			} else if raw, err := e.payloads.raw("child output "+s.Key, co.stored()); err == nil {
-				out[i].Output = raw
-			}
+			out[i].Output, out[i].Err = e.payloads.childStep(s.Checkpoint)
 		default:
 			if raw, err := e.payloads.raw("checkpoint "+s.Key, s.Output); err == nil {
 				out[i].Output = raw

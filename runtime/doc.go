@@ -63,8 +63,11 @@
 //
 // # Stores
 //
-// Store is the contract every store implements (memstore, sqlitestore,
-// pgstore, redisstore); stores/storetest is its conformance suite. Calls that
+// Config.Store takes any store: memstore, sqlitestore, pgstore or redisstore,
+// or your own. Their contract is package storage, with its conformance suite
+// in stores/storetest; this package re-exports the sentinel errors stores
+// return (ErrRunNotFound, ErrInvalidState, ErrLeaseLost, ErrClosed,
+// ErrInvalidArgument), so errors.Is works without importing it. Calls that
 // are rejected (an unknown workflow, a payload that does not decode or is over
 // the limit, a state that forbids the operation, a closed engine) return a
 // sentinel error and change nothing stored.

@@ -13,10 +13,16 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
-// SupportPackageIsVersion1 is referenced by generated code. Generated code
-// that needs a newer runtime refers to a constant this version lacks and so
-// stops compiling instead of misbehaving.
-const SupportPackageIsVersion1 = true
+// SupportPackageIsVersion1 and SupportPackageIsVersion2 are referenced by
+// generated code: each generated file names the version of the generated API
+// it was written for. Generated code that needs a newer runtime refers to a
+// constant this version lacks and so stops compiling instead of misbehaving.
+// Version 2 builds autoversion keys with IterationKey and idempotency keys
+// with Run.IdempotencyKey.
+const (
+	SupportPackageIsVersion1 = true
+	SupportPackageIsVersion2 = true
+)
 
 // Config configures an Engine. Its zero value, with a Store, works.
 type Config struct {

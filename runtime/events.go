@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -51,95 +49,4 @@ func WaitForEvent[T any](c *WorkflowContext, name, topic string, timeout time.Du
 	}
 	cp := x.suspend(key, storage.SuspendRequest{Wait: w, ReadyAt: w.Deadline})
 	return decodeCheckpoint[T](x, cp)
-}
-
-// CallChild starts the workflow named workflow as a child of this run, with
-// input, and waits for it to end, returning its output (or its error). name
-// is the call's durable key; the child's run ID derives from this run's ID
-// and it, so a replay never starts the child twice.
-func CallChild[Out any](c *WorkflowContext, name, workflow string, input any) (Out, error) {
-	var zero Out
-	x := c.exec
-	x.checkStopped()
-	if err := validKey(name); err != nil {
-		return zero, err
-	}
-	key, err := x.useKey(name, false)
-	if err != nil {
-		return zero, err
-	}
-	if cp, ok := x.checkpoints[key]; ok {
-		return decodeChild[Out](x, cp)
-	}
-	childID, err := x.startChild(key, workflow, input)
-	if err != nil {
-		return zero, err
-	}
-	cp := x.suspend(key, storage.SuspendRequest{Wait: &storage.Wait{Key: key, Topic: childTopic(childID), Kind: KindChild}})
-	return decodeChild[Out](x, cp)
-}
-
-// StartChild starts the workflow named workflow as a child of this run and
-// returns the child's run ID without waiting for it. name is the call's
-// durable key; a replay returns the same child.
-func StartChild(c *WorkflowContext, name, workflow string, input any) (string, error) {
-	x := c.exec
-	x.checkStopped()
-	if err := validKey(name); err != nil {
-		return "", err
-	}
-	key, err := x.useKey(name, false)
-	if err != nil {
-		return "", err
-	}
-	if cp, ok := x.checkpoints[key]; ok {
-		return decodeCheckpoint[string](x, cp)
-	}
-	childID, err := x.startChild(key, workflow, input)
-	if err != nil {
-		return "", err
-	}
-	out, _ := json.Marshal(childID)
-	x.checkpoint(storage.Checkpoint{Key: key, Kind: KindChild, Output: out}, nil)
-	return childID, nil
-}
-
-// startChild creates the child run (idempotently, by its derived ID).
-func (x *execution) startChild(key, workflow string, input any) (string, error) {
-	e := x.engine
-	if _, err := e.registered(workflow); err != nil {
-		return "", err
-	}
-	in, err := e.payloads.encode("input of child "+workflow, input)
-	if err != nil {
-		return "", err
-	}
-	childID := childRunID(x.lease.RunID, key)
-	if _, err := e.store.CreateRuns(context.WithoutCancel(x.ctx), []storage.NewRun{{
-		ID: childID, Workflow: workflow, Input: in, ParentID: x.lease.RunID,
-	}}); err != nil {
-		x.stop(err)
-	}
-	e.signal()
-	return childID, nil
-}
-
-// decodeChild returns a child's outcome, delivered as the wait's checkpoint.
-func decodeChild[Out any](x *execution, cp storage.Checkpoint) (Out, error) {
-	var zero Out
-	if cp.Error != nil {
-		return zero, x.engine.payloads.errorFrom(cp.Key, cp.Error)
-	}
-	var co childOutcome
-	if err := json.Unmarshal(cp.Output, &co); err != nil {
-		return zero, fmt.Errorf("%w: child outcome %q: %v", ErrDecode, cp.Key, err)
-	}
-	if co.Error != nil {
-		return zero, x.engine.payloads.errorFrom(cp.Key, co.Error)
-	}
-	var out Out
-	if err := x.engine.payloads.decode("child output "+cp.Key, co.stored(), &out); err != nil {
-		return zero, err
-	}
-	return out, nil
 }

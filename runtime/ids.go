@@ -23,14 +23,3 @@ func newWorkerID() string {
 	}
 	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.New().String()[:8])
 }
-
-// childRunID derives a child's run ID from its parent's and the call's key,
-// so a replayed parent finds the same child instead of starting another.
-func childRunID(parentID, key string) string {
-	return parentID + "/" + key
-}
-
-// childTopic is the topic on which a parent waits for its child's outcome.
-func childTopic(childID string) string {
-	return "stem.child/" + childID
-}

@@ -11,7 +11,7 @@ import (
 // so a slow subscriber misses nothing it needs. The zero Hub is ready to use.
 type Hub struct {
 	mu     sync.Mutex
-	subs   map[chan struct{}]struct{}
+	subs   map[chan struct{}]func() bool // each subscriber's context.AfterFunc stop
 	closed bool
 }
 
@@ -26,10 +26,11 @@ func (h *Hub) Subscribe(ctx context.Context) <-chan struct{} {
 		return ch
 	}
 	if h.subs == nil {
-		h.subs = make(map[chan struct{}]struct{})
+		h.subs = make(map[chan struct{}]func() bool)
 	}
-	h.subs[ch] = struct{}{}
-	context.AfterFunc(ctx, func() {
+	// The callback takes h.mu in its own goroutine, so registering it while
+	// holding h.mu is safe.
+	h.subs[ch] = context.AfterFunc(ctx, func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if _, ok := h.subs[ch]; ok {
@@ -58,7 +59,8 @@ func (h *Hub) Close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.closed = true
-	for ch := range h.subs {
+	for ch, stop := range h.subs {
+		stop()
 		delete(h.subs, ch)
 		close(ch)
 	}

@@ -1,0 +1,64 @@
+package storage_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stemflow/stem/storage"
+)
+
+func received(ch <-chan struct{}) (got, open bool) {
+	select {
+	case _, ok := <-ch:
+		return true, ok
+	default:
+		return false, true
+	}
+}
+
+func TestHubSignalsEverySubscriberOnceAndMerges(t *testing.T) {
+	var h storage.Hub
+	a := h.Subscribe(t.Context())
+	b := h.Subscribe(t.Context())
+	if got, _ := received(a); got {
+		t.Fatal("a subscriber received a hint before any signal")
+	}
+	h.Signal()
+	h.Signal() // merges into the pending hint: never blocks
+	for name, ch := range map[string]<-chan struct{}{"a": a, "b": b} {
+		if got, open := received(ch); !got || !open {
+			t.Fatalf("subscriber %s: received %v, open %v; want one hint", name, got, open)
+		}
+		if got, _ := received(ch); got {
+			t.Fatalf("subscriber %s received a second hint; two signals must merge into one pending", name)
+		}
+	}
+}
+
+func TestHubClosesOnContextEndAndOnClose(t *testing.T) {
+	var h storage.Hub
+	ctx, cancel := context.WithCancel(t.Context())
+	gone := h.Subscribe(ctx)
+	stays := h.Subscribe(t.Context())
+	cancel()
+	if _, ok := <-gone; ok {
+		t.Fatal("the channel of a subscriber whose context ended is not closed")
+	}
+	h.Signal() // does not panic on the removed subscriber
+	if got, open := received(stays); !got || !open {
+		t.Fatal("the other subscriber missed the signal")
+	}
+	h.Close()
+	if _, ok := <-stays; ok {
+		t.Fatal("Close left a subscriber's channel open")
+	}
+	if _, ok := <-h.Subscribe(t.Context()); ok {
+		t.Fatal("a subscription after Close is not closed at once")
+	}
+	done, stop := context.WithCancel(t.Context())
+	stop()
+	var fresh storage.Hub
+	if _, ok := <-fresh.Subscribe(done); ok {
+		t.Fatal("a subscription with an ended context is not closed at once")
+	}
+}
