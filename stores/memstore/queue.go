@@ -1,10 +1,6 @@
 package memstore
 
-import (
-	"context"
-
-	"github.com/stemflow/stem/storage"
-)
+import "github.com/stemflow/stem/storage"
 
 // queue indexes one workflow's claimable runs in two min-heaps. Entries are
 // never removed when a run changes; Claim discards the ones that no longer
@@ -118,53 +114,5 @@ func (h *entryHeap) compact(keep func(entry) bool) {
 	*h = old[:n]
 	for i := n/2 - 1; i >= 0; i-- {
 		h.down(i)
-	}
-}
-
-type subscriber struct {
-	ch   chan struct{}
-	stop func() bool
-}
-
-// Notifications returns a channel that receives a value when a run becomes
-// ready to claim at once: created, resumed, woken by an event, released
-// ready, or restarted. Runs that become ready by the passing of time (a
-// sleep ending, a lease expiring) are found by polling. The channel is
-// closed when ctx is done or the store closes.
-func (s *Store) Notifications(ctx context.Context) <-chan struct{} {
-	ch := make(chan struct{}, 1)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		close(ch)
-		return ch
-	}
-	sub := &subscriber{ch: ch}
-	s.subs = append(s.subs, sub)
-	sub.stop = context.AfterFunc(ctx, func() { s.unsubscribe(sub) })
-	return ch
-}
-
-func (s *Store) unsubscribe(sub *subscriber) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, x := range s.subs {
-		if x == sub {
-			s.subs[i] = s.subs[len(s.subs)-1]
-			s.subs[len(s.subs)-1] = nil
-			s.subs = s.subs[:len(s.subs)-1]
-			close(sub.ch)
-			return
-		}
-	}
-}
-
-// signal tells every subscriber, without blocking, that a run is ready.
-func (s *Store) signal() {
-	for _, sub := range s.subs {
-		select {
-		case sub.ch <- struct{}{}:
-		default:
-		}
 	}
 }

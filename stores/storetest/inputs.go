@@ -2,14 +2,119 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
+	"strings"
+	"time"
 
 	"github.com/stemflow/stem/storage"
 )
 
 var inputCases = []testCase{
+	{"bad input/malformed requests are refused in the contract's words and change nothing", testMalformed},
 	{"bad input/unknown run is ErrRunNotFound and changes nothing", testUnknownRun},
 	{"bad input/send event to a finished run is ErrInvalidState and changes nothing", testSendToFinished},
 	{"close/calls after Close return ErrClosed", testClose},
+}
+
+// testMalformed sends one malformed request to every method that takes one:
+// each is ErrInvalidArgument, says what its request type's Validate says
+// (so all stores word it alike), and writes nothing.
+func testMalformed(f *fixture) {
+	a := f.start("run-1", "in")
+	f.checkpoint(a.Lease, "s@v1", "1")
+	f.create("run-2", wf, "")
+	before := f.snapshot()
+	ctx, s, l := f.ctx, f.store, a.Lease
+	noRun := storage.Lease{Owner: l.Owner, Token: l.Token}
+	cp := func(key string, kind storage.CheckpointKind) storage.Checkpoint {
+		return storage.Checkpoint{Key: key, Kind: kind, Output: []byte("x")}
+	}
+	type call struct {
+		name string
+		// rule is the Validate error the store must report.
+		rule error
+		do   func() error
+	}
+	newRuns := []storage.NewRun{{ID: "run-3", Workflow: wf}, {ID: "run-4"}}
+	calls := []call{
+		{"CreateRuns with a run without a workflow", storage.ValidateNewRuns(newRuns), func() error {
+			_, err := s.CreateRuns(ctx, newRuns)
+			return err
+		}},
+		{"ListRuns with an unknown status", storage.ListRunsQuery{Status: "done"}.Validate(), func() error {
+			_, err := s.ListRuns(ctx, storage.ListRunsQuery{Status: "done"})
+			return err
+		}},
+		{"Claim without an owner", storage.ClaimRequest{Workflows: []string{wf}, Limit: 1, LeaseFor: lease}.Validate(), func() error {
+			_, err := s.Claim(ctx, storage.ClaimRequest{Workflows: []string{wf}, Limit: 1, LeaseFor: lease})
+			return err
+		}},
+		{"Claim without a lease length", storage.ClaimRequest{Owner: "w", Workflows: []string{wf}, Limit: 1}.Validate(), func() error {
+			_, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{wf}, Limit: 1})
+			return err
+		}},
+	}
+	for _, r := range []storage.CheckpointRequest{
+		{Lease: l, LeaseFor: lease, Checkpoint: cp("", storage.KindStep)},
+		{Lease: l, LeaseFor: lease, Checkpoint: cp("t@v1", "stepp")},
+		{Lease: l, Checkpoint: cp("t@v1", storage.KindStep)},
+		{Lease: noRun, LeaseFor: lease, Checkpoint: cp("t@v1", storage.KindStep)},
+	} {
+		calls = append(calls, call{fmt.Sprintf("Checkpoint %+v", r), r.Validate(), func() error {
+			_, err := s.Checkpoint(ctx, r)
+			return err
+		}})
+	}
+	ra := storage.RecordAttemptsRequest{Lease: l, Attempts: []storage.Attempt{{Key: "t@v1", Number: 1}}}
+	hb := storage.HeartbeatRequest{Lease: noRun, LeaseFor: lease}
+	calls = append(calls,
+		call{"RecordAttempts without a lease length", ra.Validate(), func() error { return s.RecordAttempts(ctx, ra) }},
+		call{"Heartbeat without a run", hb.Validate(), func() error { return s.Heartbeat(ctx, hb) }},
+	)
+	empty := cp("", storage.KindSleep)
+	for _, r := range []storage.SuspendRequest{
+		{Lease: l, LeaseFor: lease, Checkpoint: &empty, ReadyAt: f.after(time.Hour)},
+		{Lease: l, LeaseFor: lease, Wait: &storage.Wait{Key: "ev@v1"}},
+		{Lease: l, LeaseFor: lease, Wait: &storage.Wait{Key: "ev@v1", Topic: "t", Kind: "evnt"}},
+	} {
+		calls = append(calls, call{fmt.Sprintf("Suspend %+v", r), r.Validate(), func() error {
+			_, err := s.Suspend(ctx, r)
+			return err
+		}})
+	}
+	for _, r := range []storage.CompleteRequest{
+		{Lease: l, Status: storage.StatusQueued},
+		{Lease: l, Status: storage.StatusComplete, Notify: &storage.Event{RunID: "run-2"}},
+	} {
+		calls = append(calls, call{fmt.Sprintf("Complete %+v", r), r.Validate(), func() error { return s.Complete(ctx, r) }})
+	}
+	term := storage.TerminateRequest{RunID: "run-2", Error: storage.ErrorInfo{Message: "x"}, Notify: &storage.Event{Topic: "t"}}
+	calls = append(calls,
+		call{"Terminate with a notify without a run", term.Validate(), func() error { return s.Terminate(ctx, term) }},
+		call{"Emit without a topic", storage.EmitRequest{}.Validate(), func() error {
+			_, err := s.Emit(ctx, storage.EmitRequest{Payload: []byte("p")})
+			return err
+		}},
+	)
+	for _, ev := range []storage.Event{{RunID: "run-2", Payload: []byte("p")}, {Topic: "t", Payload: []byte("p")}} {
+		calls = append(calls, call{fmt.Sprintf("SendEvent %+v", ev), ev.Validate(), func() error {
+			_, err := s.SendEvent(ctx, ev)
+			return err
+		}})
+	}
+	for _, c := range calls {
+		if c.rule == nil {
+			f.t.Fatalf("%s: the request is valid by its own Validate; the case is wrong", c.name)
+		}
+		err := c.do()
+		f.wantErr(err, storage.ErrInvalidArgument, c.name)
+		if err != nil && !strings.Contains(err.Error(), c.rule.Error()) {
+			f.t.Errorf("%s: error %q does not say what the contract says: %q", c.name, err, c.rule)
+		}
+	}
+	f.wantUnchanged(before, "malformed requests")
+	// The lease survived every rejected write.
+	f.checkpoint(l, "after@v1", "2")
 }
 
 func testUnknownRun(f *fixture) {

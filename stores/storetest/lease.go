@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -22,6 +23,11 @@ var claimCases = []testCase{
 	{"lease/heartbeat extends the lease", testLeaseExtendedBy(extendByHeartbeat)},
 	{"lease/record attempts extends the lease", testLeaseExtendedBy(extendByAttempts)},
 	{"suspend/release with ready now is claimable at once", testSuspendRelease},
+	{"complete/output", testComplete},
+	{"complete/errored with error info", testCompleteErrored},
+	{"complete/notify wakes a waiting parent", testNotifyWaitingParent},
+	{"complete/notify buffers for a parent not yet waiting", testNotifyBuffered},
+	{"complete/notify to a finished or unknown parent is dropped", testNotifyGone},
 }
 
 func testClaimLimit(f *fixture) {
@@ -370,4 +376,105 @@ func testSuspendRelease(f *fixture) {
 	}
 	f.wantBytes("SuspendState", b.SuspendState, "iterations")
 	f.wantBytes("Input", b.Input, "in")
+}
+func testComplete(f *fixture) {
+	a := f.start("run-1", "")
+	f.checkpoint(a.Lease, "s@v1", "")
+	f.complete(a.Lease, `{"total":3}`)
+	rec := f.wantStatus("run-1", storage.StatusComplete)
+	f.wantBytes("Output", rec.Output, `{"total":3}`)
+	if rec.Error != nil || rec.Wait != nil || rec.PauseRequested {
+		f.t.Fatalf("complete record = %+v", rec)
+	}
+	f.wantErr(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease}), storage.ErrLeaseLost, "Heartbeat after Complete")
+	f.clock.Advance(lease + time.Millisecond)
+	f.claimNone()
+	f.wantCheckpoints("run-1", "s@v1=")
+}
+
+func testCompleteErrored(f *fixture) {
+	a := f.start("run-1", "")
+	info := storage.ErrorInfo{Message: "card declined", Code: storage.CodePermanent}
+	if err := f.store.Complete(f.ctx, storage.CompleteRequest{Lease: a.Lease, Status: storage.StatusErrored, Error: &info}); err != nil {
+		f.t.Fatalf("Complete: %v", err)
+	}
+	rec := f.wantStatus("run-1", storage.StatusErrored)
+	if rec.Error == nil || *rec.Error != info || len(rec.Output) != 0 {
+		f.t.Fatalf("errored record = %+v (error %+v), want error %+v", rec, rec.Error, info)
+	}
+	f.clock.Advance(lease + time.Millisecond)
+	f.claimNone()
+}
+
+func testNotifyWaitingParent(f *fixture) {
+	p := f.start("parent", "")
+	f.park(p.Lease, "call@v1", "child:run-1", storage.KindChild)
+	f.create("run-1", "child", "")
+	c := f.claimOne("worker-c", "child")
+	err := f.store.Complete(f.ctx, storage.CompleteRequest{Lease: c.Lease, Status: storage.StatusComplete, Output: []byte(`"child result"`), Notify: childNotify("parent")})
+	if err != nil {
+		f.t.Fatalf("Complete: %v", err)
+	}
+	f.wantStatus("run-1", storage.StatusComplete)
+	cps := f.wantCheckpoints("parent", `call@v1="child result"`)
+	if cps[0].Kind != storage.KindChild {
+		f.t.Fatalf("parent's checkpoint kind %q, want child", cps[0].Kind)
+	}
+	rec := f.wantStatus("parent", storage.StatusQueued)
+	if rec.Wait != nil {
+		f.t.Fatalf("parent still waits on %+v", rec.Wait)
+	}
+	f.wantTimePtr("parent ReadyAt", rec.ReadyAt, f.now())
+	if got := f.claimOne("worker-p"); got.Lease.RunID != "parent" {
+		f.t.Fatalf("claimed %s, want parent", got.Lease.RunID)
+	}
+}
+
+func testNotifyBuffered(f *fixture) {
+	p := f.start("parent", "")
+	f.create("run-1", "child", "")
+	c := f.claimOne("worker-c", "child")
+	err := f.store.Complete(f.ctx, storage.CompleteRequest{Lease: c.Lease, Status: storage.StatusComplete, Output: []byte(`"child result"`), Notify: childNotify("parent")})
+	if err != nil {
+		f.t.Fatalf("Complete: %v", err)
+	}
+	rec := f.wantStatus("parent", storage.StatusRunning)
+	if rec.Token != p.Lease.Token {
+		f.t.Fatalf("parent token %d, want %d", rec.Token, p.Lease.Token)
+	}
+	f.wantCheckpoints("parent")
+	res := f.suspend(storage.SuspendRequest{Lease: p.Lease, Wait: &storage.Wait{Key: "call@v1", Topic: "child:run-1", Kind: storage.KindChild}})
+	d := res.Delivered
+	if d == nil || d.Key != "call@v1" || d.Kind != storage.KindChild || string(d.Output) != `"child result"` {
+		f.t.Fatalf("parent's Suspend = %+v (delivered %+v), want the child's result as a child checkpoint", res, d)
+	}
+	f.wantStatus("parent", storage.StatusRunning)
+}
+
+// testNotifyGone: a child's completion is never refused because its parent
+// cannot take the notification.
+func testNotifyGone(f *fixture) {
+	f.create("parent", wf, "")
+	if err := f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: "parent", Error: storage.ErrorInfo{Message: "stop"}}); err != nil {
+		f.t.Fatalf("Terminate: %v", err)
+	}
+	f.create("run-1", "child", "")
+	f.create("run-2", "child", "")
+	claimed := f.claim("worker-c", 2, "child")
+	if len(claimed) != 2 {
+		f.t.Fatalf("claimed %v, want run-1 and run-2", claimedIDs(claimed))
+	}
+	parents := map[string]string{"run-1": "parent", "run-2": "no-such-run"}
+	for _, c := range claimed {
+		err := f.store.Complete(f.ctx, storage.CompleteRequest{Lease: c.Lease, Status: storage.StatusComplete, Output: []byte("r"), Notify: childNotify(parents[c.Lease.RunID])})
+		if err != nil {
+			f.t.Fatalf("Complete of %s notifying %s: %v", c.Lease.RunID, parents[c.Lease.RunID], err)
+		}
+		f.wantStatus(c.Lease.RunID, storage.StatusComplete)
+	}
+	f.wantStatus("parent", storage.StatusTerminated)
+	f.wantCheckpoints("parent")
+	if _, err := f.store.GetRun(f.ctx, "no-such-run"); !errors.Is(err, storage.ErrRunNotFound) {
+		f.t.Fatalf("GetRun(no-such-run): %v, want ErrRunNotFound", err)
+	}
 }

@@ -12,6 +12,12 @@
 //
 // The suite uses only the Store interface, so stores backed by real servers
 // run it as they are.
+//
+// The cases live in files named like the stores' own: runs.go (create, get,
+// list), lease.go (claim, leases, suspend, complete), checkpoint.go (write
+// once, order, attempts, sleep), events.go, control.go (pause, terminate,
+// restart and their races) and inputs.go (malformed requests, unknown runs,
+// Close), so a rule and the code that must honour it share a file name.
 package storetest
 
 import (

@@ -1,0 +1,209 @@
+package memstore
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/stemflow/stem/storage"
+)
+
+// Claim leases up to req.Limit ready runs of req.Workflows, oldest ReadyAt
+// (or lease expiry) first.
+func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.ClaimedRun, error) {
+	if err := req.Validate(); err != nil {
+		return nil, refuse(err)
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	if req.Empty() {
+		return nil, nil
+	}
+	now := s.clock()
+	nowNano := now.UnixNano()
+	var out []storage.ClaimedRun
+	for len(out) < req.Limit {
+		var best *entryHeap
+		leases := false
+		for _, wf := range req.Workflows {
+			q := s.queues[wf]
+			if q == nil {
+				continue
+			}
+			if len(q.ready) > 0 && q.ready[0].at <= nowNano && (best == nil || q.ready[0].at < (*best)[0].at) {
+				best, leases = &q.ready, false
+			}
+			if len(q.leases) > 0 && q.leases[0].at <= nowNano && (best == nil || q.leases[0].at < (*best)[0].at) {
+				best, leases = &q.leases, true
+			}
+		}
+		if best == nil {
+			break
+		}
+		e := best.pop()
+		r := e.r
+		recovered := false
+		if leases {
+			if r.rec.Status != storage.StatusRunning || r.rec.Token != int64(e.gen) {
+				continue // a lease that has ended
+			}
+			if until := r.rec.LeaseUntil.UnixNano(); until > nowNano {
+				r.queue.pushLease(entry{at: until, gen: e.gen, r: r})
+				continue // extended since the entry was pushed
+			}
+			recovered = true
+		} else {
+			if e.gen != r.readyGen || !r.readyStatus() || r.rec.ReadyAt == nil {
+				continue // superseded
+			}
+			if at := r.rec.ReadyAt.UnixNano(); at > nowNano {
+				r.readyGen++
+				r.queue.pushReady(entry{at: at, gen: r.readyGen, r: r})
+				continue
+			}
+		}
+		if out == nil {
+			out = make([]storage.ClaimedRun, 0, min(req.Limit, 16))
+		}
+		out = append(out, s.claim(r, req, now, recovered))
+	}
+	return out, nil
+}
+
+func (s *Store) claim(r *run, req storage.ClaimRequest, now time.Time, recovered bool) storage.ClaimedRun {
+	rec := &r.rec
+	rec.Status = storage.StatusRunning
+	rec.ReadyAt = nil
+	rec.Owner = req.Owner
+	rec.LeaseUntil = now.Add(req.LeaseFor)
+	rec.Token++
+	if recovered {
+		rec.Recoveries++
+	}
+	rec.UpdatedAt = now
+	r.queue.pushLease(entry{at: rec.LeaseUntil.UnixNano(), gen: uint64(rec.Token), r: r})
+	return storage.ClaimedRun{
+		Lease:        storage.Lease{RunID: rec.ID, Owner: rec.Owner, Token: rec.Token},
+		Workflow:     rec.Workflow,
+		ParentID:     rec.ParentID,
+		Input:        clone(rec.Input),
+		Recoveries:   rec.Recoveries,
+		SuspendState: clone(r.state),
+		Wait:         cloneWait(rec.Wait),
+		LeaseUntil:   rec.LeaseUntil,
+	}
+}
+
+// Heartbeat extends the lease, fenced.
+func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) error {
+	if err := req.Validate(); err != nil {
+		return refuse(err)
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	r := s.leased(req.Lease)
+	if r == nil {
+		return leaseLost("heartbeat", req.Lease)
+	}
+	now := s.clock()
+	r.rec.LeaseUntil = now.Add(req.LeaseFor)
+	r.rec.UpdatedAt = now
+	return nil
+}
+
+// Suspend parks a running run, fenced, unless its wait is satisfied at once.
+func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storage.SuspendResult, error) {
+	if err := req.Validate(); err != nil {
+		return storage.SuspendResult{}, refuse(err)
+	}
+	if err := s.lock(ctx); err != nil {
+		return storage.SuspendResult{}, err
+	}
+	defer s.mu.Unlock()
+	r := s.leased(req.Lease)
+	if r == nil {
+		return storage.SuspendResult{}, leaseLost("suspend", req.Lease)
+	}
+	now := s.clock()
+	rec := &r.rec
+	rec.UpdatedAt = now
+	if cp := req.Checkpoint; cp != nil {
+		if _, ok := r.find(cp.Key); !ok {
+			r.write(cp.Key, cp.Kind, clone(cp.Output), cp.Error, now)
+		}
+	}
+	if w := req.Wait; w != nil {
+		i, ok := r.find(w.Key)
+		if !ok {
+			if j := r.buffered(w.Topic); j >= 0 {
+				payload := r.events[j].payload
+				r.events = slices.Delete(r.events, j, j+1)
+				i, ok = r.write(w.Key, w.DeliveryKind(), payload, nil, now), true
+			}
+		}
+		if ok {
+			if req.LeaseFor > 0 {
+				rec.LeaseUntil = now.Add(req.LeaseFor)
+			}
+			delivered := cloneCheckpoint(r.cps[i])
+			return storage.SuspendResult{Delivered: &delivered}, nil
+		}
+		s.setWait(r, w)
+	}
+	r.state = clone(req.SuspendState)
+	rec.ReadyAt = cloneTime(req.ReadyAt)
+	r.release(now)
+	var res storage.SuspendResult
+	switch {
+	case rec.PauseRequested:
+		rec.PauseRequested = false
+		rec.Status = storage.StatusPaused
+		res.Paused = true
+	case rec.ReadyAt != nil && !rec.ReadyAt.After(now):
+		rec.Status = storage.StatusQueued
+		s.hub.Signal()
+	default:
+		rec.Status = storage.StatusWaiting
+	}
+	s.schedule(r)
+	return res, nil
+}
+
+// Complete finishes a run, fenced, and delivers req.Notify when set.
+func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error {
+	if err := req.Validate(); err != nil {
+		return refuse(err)
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	r := s.leased(req.Lease)
+	if r == nil {
+		return leaseLost("complete", req.Lease)
+	}
+	now := s.clock()
+	s.finish(r, req.Status, clone(req.Output), cloneError(req.Error), now)
+	if req.Notify != nil {
+		s.sendNotify(req.Notify, now)
+	}
+	return nil
+}
+
+// finish makes r final, clearing its lease, wait and suspension data.
+func (s *Store) finish(r *run, status storage.RunStatus, output []byte, errInfo *storage.ErrorInfo, now time.Time) {
+	rec := &r.rec
+	rec.Status = status
+	rec.Output = output
+	rec.Error = errInfo
+	rec.PauseRequested = false
+	rec.ReadyAt = nil
+	rec.UpdatedAt = now
+	r.release(now)
+	s.clearWait(r)
+	r.state = nil
+}

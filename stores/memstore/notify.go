@@ -1,0 +1,15 @@
+package memstore
+
+import "context"
+
+// Notifications returns a channel that receives a value when a run becomes
+// ready to claim at once: created, resumed, woken by an event, released
+// ready, or restarted. Runs that become ready by the passing of time (a
+// sleep ending, a lease expiring) are found by polling. The channel is
+// closed when ctx is done or the store closes.
+//
+// The methods that make a run ready signal the store's storage.Hub inside
+// their critical section, so a woken subscriber's Claim sees the change.
+func (s *Store) Notifications(ctx context.Context) <-chan struct{} {
+	return s.hub.Subscribe(ctx)
+}

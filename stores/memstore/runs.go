@@ -1,0 +1,110 @@
+package memstore
+
+import (
+	"context"
+	"slices"
+	"sort"
+
+	"github.com/stemflow/stem/storage"
+)
+
+// CreateRuns inserts runs; an existing ID is left untouched and reported
+// with Created false.
+func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
+	if err := storage.ValidateNewRuns(runs); err != nil {
+		return nil, refuse(err)
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	now := s.clock()
+	out := make([]storage.CreateResult, len(runs))
+	created := false
+	for i := range runs {
+		nr := &runs[i]
+		if r := s.runs[nr.ID]; r != nil {
+			out[i] = storage.CreateResult{Run: r.record()}
+			continue
+		}
+		q := s.queues[nr.Workflow]
+		if q == nil {
+			q = &queue{}
+			s.queues[nr.Workflow] = q
+		}
+		q.runs++
+		readyAt := now
+		r := &run{
+			rec: storage.RunRecord{
+				ID:        nr.ID,
+				Workflow:  nr.Workflow,
+				ParentID:  nr.ParentID,
+				Status:    storage.StatusQueued,
+				Input:     clone(nr.Input),
+				ReadyAt:   &readyAt,
+				CreatedAt: now,
+				UpdatedAt: now,
+			},
+			queue: q,
+		}
+		s.runs[nr.ID] = r
+		if n := len(s.ids); n > 0 && s.ids[n-1] > nr.ID {
+			s.idsDirty = true
+		}
+		s.ids = append(s.ids, nr.ID)
+		s.schedule(r)
+		out[i] = storage.CreateResult{Created: true, Run: r.record()}
+		created = true
+	}
+	if created {
+		s.hub.Signal()
+	}
+	return out, nil
+}
+
+// GetRun returns a run's record, or ErrRunNotFound.
+func (s *Store) GetRun(ctx context.Context, id string) (storage.RunRecord, error) {
+	if err := s.lock(ctx); err != nil {
+		return storage.RunRecord{}, err
+	}
+	defer s.mu.Unlock()
+	r := s.runs[id]
+	if r == nil {
+		return storage.RunRecord{}, notFound("get", id)
+	}
+	return r.record(), nil
+}
+
+// ListRuns returns runs ordered by ID ascending, filtered by the query, at
+// most q.PageSize() of them.
+func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.RunPage, error) {
+	if err := q.Validate(); err != nil {
+		return storage.RunPage{}, refuse(err)
+	}
+	limit := q.PageSize()
+	if err := s.lock(ctx); err != nil {
+		return storage.RunPage{}, err
+	}
+	defer s.mu.Unlock()
+	if s.idsDirty {
+		slices.Sort(s.ids)
+		s.idsDirty = false
+	}
+	start := sort.SearchStrings(s.ids, q.After)
+	if start < len(s.ids) && s.ids[start] == q.After {
+		start++
+	}
+	var page storage.RunPage
+	for _, id := range s.ids[start:] {
+		r := s.runs[id]
+		if (q.Workflow != "" && r.rec.Workflow != q.Workflow) || (q.Status != "" && r.rec.Status != q.Status) {
+			continue
+		}
+		if len(page.Runs) == limit {
+			page.Next = page.Runs[limit-1].ID
+			break
+		}
+		page.Runs = append(page.Runs, r.record())
+	}
+	return page, nil
+}
