@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -254,15 +253,4 @@ func isBusy(err error) bool {
 		return se.Code()&0xff == sqlite3.SQLITE_BUSY
 	}
 	return false
-}
-
-// withRaw runs f on the driver connection behind c.
-func withRaw(c *sql.Conn, f func(*conn) error) error {
-	return c.Raw(func(dc any) error {
-		rc, err := newConn(dc)
-		if err != nil {
-			return err
-		}
-		return f(rc)
-	})
 }

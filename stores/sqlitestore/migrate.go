@@ -6,15 +6,13 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/stemflow/stem/storage"
-
 	"github.com/stemflow/stem/internal/migrations"
+	"github.com/stemflow/stem/storage"
 )
 
 //go:embed migrations/*.up.sql
 var migrationFiles embed.FS
 
-// migration is one embedded schema change.
 // migration is one embedded schema change.
 type migration = migrations.Migration
 

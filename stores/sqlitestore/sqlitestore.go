@@ -57,7 +57,18 @@
 // # Clock
 //
 // SQLite has no clock of its own that every process would share, so lease
-// expiry, readiness and every timestamp are judged on Options.Now.
+// expiry, readiness and every timestamp are judged on Options.Clock.
+//
+// # Files
+//
+// The methods sit by the rule they keep, as in every Stem store: runs.go
+// (creating and reading runs), lease.go (claiming, keeping, parking and
+// ending a lease), checkpoint.go (checkpoints and attempts, written and
+// read), events.go, control.go (pause, resume, terminate, restart) and
+// notify.go. This store's own machinery is in writer.go (the group-commit
+// writer and the checkpointer), read.go (the read pool), conn.go
+// (statements on a driver connection), attempts.go (the encoding of the
+// attempts stored with a checkpoint) and migrate.go.
 package sqlitestore
 
 import (
@@ -166,7 +177,9 @@ type Store struct {
 
 	reads readPool
 
-	notify notifier
+	// hub fans the writer's "runs may be ready" hints out to
+	// Notifications.
+	hub storage.Hub
 }
 
 // Open opens (creating if needed) the SQLite database at path, applies the
@@ -296,7 +309,7 @@ func (s *Store) Close() error {
 		<-s.writerDone
 		close(s.ckptStop)
 		<-s.ckptDone
-		s.notify.closeAll()
+		s.hub.Close()
 		err := s.reads.close()
 		if e := s.rdb.Close(); err == nil {
 			err = e

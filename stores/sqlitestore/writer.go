@@ -36,16 +36,9 @@ const (
 // transaction, inside the request's savepoint.
 type wtx struct {
 	*conn
-	s *Store
-	// wake is set by a request that made a run ready to claim now.
+	// wake is set by a request that made a run ready to claim now; after
+	// the commit the writer signals the store's Hub (see Notifications).
 	wake bool
-}
-
-// rollbackToSavepoint undoes what the current request wrote so far; the
-// request may go on writing.
-func (w *wtx) rollbackToSavepoint() error {
-	_, err := w.exec("ROLLBACK TO req")
-	return err
 }
 
 // write queues fn for the writer and waits until the transaction holding it
@@ -103,7 +96,7 @@ func (s *Store) runWriter(sc *sql.Conn, started chan<- error) {
 		}
 		started <- nil
 		started = nil
-		w := &wtx{conn: c, s: s}
+		w := &wtx{conn: c}
 		batch := make([]*request, 0, s.opts.MaxBatch)
 		last := 0 // size of the previous batch
 		for {
@@ -172,7 +165,7 @@ func (s *Store) commitBatch(w *wtx, batch []*request) {
 	}
 	s.stats.busy += time.Since(t0)
 	if w.wake {
-		s.notify.signal()
+		s.hub.Signal()
 	}
 	if s.stats.batches%checkpointEvery == 0 {
 		select {

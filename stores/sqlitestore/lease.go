@@ -1,0 +1,303 @@
+package sqlitestore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/stemflow/stem/storage"
+)
+
+// Claim leases up to req.Limit ready runs of the named workflows: queued or
+// waiting runs whose ReadyAt has come, and running runs whose lease expired,
+// oldest first.
+func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.ClaimedRun, error) {
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	}
+	if req.Empty() {
+		// Nothing to claim: no write, but the answers a write would give.
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("sqlitestore: claim: %w", err)
+		}
+		if s.isClosed.Load() {
+			return nil, fmt.Errorf("sqlitestore: claim: %w", storage.ErrClosed)
+		}
+		return nil, nil
+	}
+	query, args := claimQuery(req.Workflows)
+	var out []storage.ClaimedRun
+	err := s.write(ctx, "claim", func(w *wtx) error {
+		out = nil
+		now := s.now()
+		n := now.UnixNano()
+		until := leaseUntil(now, req.LeaseFor)
+		args[0], args[1] = n, req.Limit
+		var ids []string
+		if err := w.query(query, func(r row) error {
+			ids = append(ids, r.str(0))
+			return nil
+		}, args...); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			var cr storage.ClaimedRun
+			var ref int64
+			found, err := w.queryRow(`UPDATE runs SET
+					status = 'running', ready_at = NULL, owner = ?2, lease_until = ?3, token = token + 1,
+					recoveries = recoveries + (status = 'running'), updated_at = ?4
+				WHERE id = ?1
+				RETURNING token, workflow, parent_id, recoveries,
+					wait_key, wait_topic, wait_kind, wait_deadline, lease_until, ref`, func(r row) {
+				cr = storage.ClaimedRun{
+					Lease:      storage.Lease{RunID: id, Owner: req.Owner, Token: r.int64(0)},
+					Workflow:   r.str(1),
+					ParentID:   r.str(2),
+					Recoveries: int(r.int64(3)),
+					Wait:       scanWait(r, 4),
+					LeaseUntil: r.time(8),
+				}
+				ref = r.int64(9)
+			}, id, req.Owner, until, n)
+			if err != nil {
+				return err
+			}
+			if !found {
+				continue
+			}
+			if _, err := w.queryRow(`SELECT input, suspend_state FROM run_data WHERE ref = ?1`, func(r row) {
+				cr.Input, cr.SuspendState = r.bytes(0), r.bytes(1)
+			}, ref); err != nil {
+				return err
+			}
+			out = append(out, cr)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// claimQuery returns the statement that picks the runs to claim and its
+// arguments (now and the limit first, to be filled in). It is one ordered
+// range scan of runs_claim, pinned with INDEXED BY so that no plan ever
+// sorts the workflow's runs instead, and it stops at the limit however many
+// runs are ready. A few workflows are bound one by one; many as a JSON list.
+func claimQuery(workflows []string) (string, []any) {
+	args := []any{int64(0), 0}
+	var in string
+	if len(workflows) <= 8 {
+		in = "?3"
+		for i := 4; i < 3+len(workflows); i++ {
+			in += ", ?" + strconv.Itoa(i)
+		}
+		for _, wf := range workflows {
+			args = append(args, wf)
+		}
+	} else {
+		b, _ := json.Marshal(workflows)
+		in = "SELECT value FROM json_each(?3)"
+		args = append(args, string(b))
+	}
+	return `SELECT id FROM runs INDEXED BY runs_claim
+		WHERE claim_at <= ?1 AND workflow IN (` + in + `)
+		ORDER BY claim_at LIMIT ?2`, args
+}
+
+// Heartbeat extends the lease to now+leaseFor, fenced.
+func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) error {
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("sqlitestore: %w", err)
+	}
+	lease, leaseFor := req.Lease, req.LeaseFor
+	return s.write(ctx, "heartbeat", func(w *wtx) error {
+		now := s.now()
+		changed, err := w.exec(`UPDATE runs SET lease_until = ?3, updated_at = ?4
+			WHERE id = ?1 AND status = 'running' AND token = ?2`,
+			lease.RunID, lease.Token, leaseUntil(now, leaseFor), now.UnixNano())
+		if err != nil {
+			return err
+		}
+		if changed == 0 {
+			return leaseLost(lease)
+		}
+		return nil
+	})
+}
+
+// Suspend parks a running run, fenced; see storage.Store.
+func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storage.SuspendResult, error) {
+	if err := req.Validate(); err != nil {
+		return storage.SuspendResult{}, fmt.Errorf("sqlitestore: %w", err)
+	}
+	var res storage.SuspendResult
+	l := req.Lease
+	err := s.write(ctx, "suspend", func(w *wtx) error {
+		res = storage.SuspendResult{}
+		st, err := w.fence(l)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		n := now.UnixNano()
+		progressed := false
+		if req.Checkpoint != nil {
+			if progressed, err = w.insertCheckpoint(st.ref, req.Checkpoint, nil, n); err != nil {
+				return err
+			}
+		}
+		if wt := req.Wait; wt != nil {
+			cp, err := w.loadCheckpoint(st.ref, wt.Key)
+			if err != nil {
+				return err
+			}
+			if cp == nil {
+				found, err := w.takeBuffered(st.ref, wt, n)
+				if err != nil {
+					return err
+				}
+				if found {
+					if cp, err = w.loadCheckpoint(st.ref, wt.Key); err != nil {
+						return err
+					}
+					progressed = true
+				}
+			}
+			if cp != nil {
+				// Satisfied at once: not parked, the lease goes on.
+				res.Delivered = cp
+				_, err := w.exec(`UPDATE runs SET lease_until = iif(?6, ?2, lease_until), updated_at = ?3,
+						recoveries = iif(?4, 0, recoveries),
+						wait_topic    = iif(wait_key IS ?5, NULL, wait_topic),
+						wait_kind     = iif(wait_key IS ?5, NULL, wait_kind),
+						wait_deadline = iif(wait_key IS ?5, NULL, wait_deadline),
+						wait_key      = iif(wait_key IS ?5, NULL, wait_key)
+					WHERE id = ?1`, l.RunID, leaseUntil(now, req.LeaseFor), n, progressed, wt.Key, req.LeaseFor > 0)
+				return err
+			}
+		}
+		// Park.
+		status := storage.StatusWaiting
+		if req.ReadyAt != nil && !req.ReadyAt.After(now) {
+			status = storage.StatusQueued
+		}
+		if st.pauseRequested {
+			status = storage.StatusPaused
+			res.Paused = true
+		}
+		var waitKey, waitTopic, waitKind, waitDeadline any
+		keepWait := true
+		if wt := req.Wait; wt != nil {
+			keepWait = false
+			waitKey, waitTopic, waitKind, waitDeadline = wt.Key, wt.Topic, string(wt.Kind), nanosPtr(wt.Deadline)
+		}
+		if _, err := w.exec(`UPDATE run_data SET suspend_state = ?2 WHERE ref = ?1`, st.ref, bytesArg(req.SuspendState)); err != nil {
+			return err
+		}
+		if _, err := w.exec(`UPDATE runs SET status = ?2, ready_at = ?3, pause_requested = 0,
+				updated_at = ?4, `+releaseLease("?4")+`,
+				recoveries = iif(?5, 0, recoveries),
+				wait_key      = iif(?6, wait_key, ?7),
+				wait_topic    = iif(?6, wait_topic, ?8),
+				wait_kind     = iif(?6, wait_kind, ?9),
+				wait_deadline = iif(?6, wait_deadline, ?10)
+			WHERE ref = ?1`,
+			st.ref, string(status), nanosPtr(req.ReadyAt), n, progressed,
+			keepWait, waitKey, waitTopic, waitKind, waitDeadline); err != nil {
+			return err
+		}
+		if status == storage.StatusQueued {
+			w.wake = true
+		}
+		return nil
+	})
+	if err != nil {
+		return storage.SuspendResult{}, err
+	}
+	return res, nil
+}
+
+// Complete finishes a run, fenced, and delivers req.Notify in the same
+// change.
+func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error {
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("sqlitestore: %w", err)
+	}
+	return s.write(ctx, "complete", func(w *wtx) error {
+		if _, err := w.fence(req.Lease); err != nil {
+			return err
+		}
+		n := s.now().UnixNano()
+		if err := w.finish(req.Lease.RunID, req.Status, bytesArg(req.Output), req.Error, n); err != nil {
+			return err
+		}
+		return w.deliverNotify(req.Notify, n)
+	})
+}
+
+// finish puts a run in a final status, clearing lease, wait and suspension.
+func (w *wtx) finish(runID string, status storage.RunStatus, output any, e *storage.ErrorInfo, now int64) error {
+	_, err := w.exec(`UPDATE runs SET status = ?2,
+			pause_requested = 0, ready_at = NULL, updated_at = ?3, `+releaseLease("?3")+`,
+			wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL
+		WHERE id = ?1`, runID, string(status), now)
+	if err != nil {
+		return err
+	}
+	_, err = w.exec(`UPDATE run_data SET output = ?2, error_message = ?3, error_code = ?4, suspend_state = NULL
+		WHERE ref = (SELECT ref FROM runs WHERE id = ?1)`, runID, output, errMsg(e), errCode(e))
+	return err
+}
+
+// fenceState is what fenced writes check and branch on.
+type fenceState struct {
+	ref            int64 // the run's row
+	pauseRequested bool
+}
+
+// fence checks, inside the writing transaction, that the run is running
+// and its token is the lease's: otherwise (an unknown run included) the
+// lease is lost.
+func (w *wtx) fence(l storage.Lease) (fenceState, error) {
+	var st fenceState
+	var status string
+	var token int64
+	found, err := w.queryRow(`SELECT status, token, pause_requested, ref FROM runs WHERE id = ?1`, func(r row) {
+		status, token = r.str(0), r.int64(1)
+		st.pauseRequested = r.int64(2) != 0
+		st.ref = r.int64(3)
+	}, l.RunID)
+	if err != nil {
+		return st, err
+	}
+	if !found || status != string(storage.StatusRunning) || token != l.Token {
+		return st, leaseLost(l)
+	}
+	return st, nil
+}
+
+// leaseLost is the error of a fenced write whose lease is gone.
+func leaseLost(l storage.Lease) error {
+	return fmt.Errorf("run %q token %d: %w", l.RunID, l.Token, storage.ErrLeaseLost)
+}
+
+// extendLease sets the lease of a fenced run to until.
+func (w *wtx) extendLease(runID string, until, now int64) error {
+	_, err := w.exec(`UPDATE runs SET lease_until = ?2, updated_at = ?3 WHERE id = ?1`, runID, until, now)
+	return err
+}
+
+// releaseLease returns the SQL assignment that ends the current lease at
+// now, the parameter nowParam; owner and token keep describing it.
+func releaseLease(nowParam string) string {
+	return `lease_until = iif(lease_until > ` + nowParam + `, ` + nowParam + `, lease_until)`
+}
+
+// leaseUntil is now+leaseFor in the stored form.
+func leaseUntil(now time.Time, leaseFor time.Duration) int64 {
+	return now.Add(leaseFor).UnixNano()
+}
