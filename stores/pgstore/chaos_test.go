@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stemflow/stem/storage"
-
 	"github.com/stemflow/stem/internal/crashtest"
+	"github.com/stemflow/stem/storage"
 )
 
 // envCrashSchema tells a crash-test worker process which schema the test

@@ -2,65 +2,83 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync/atomic"
-
-	"github.com/stemflow/stem/storage"
+	"sort"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/stemflow/stem/storage"
 )
 
-// Checkpoints are written by a few writer goroutines per store, each taking
-// every request queued at that moment (one per run) into one statement and
-// one commit: group commit. With one caller a request is written alone at
-// once; with many, a commit carries many steps, so throughput is not bound
-// by the server's commits per second.
-
-const (
-	// defaultWriters is how many checkpoint statements may be in flight at
-	// once per store.
-	defaultWriters = 2
-	// maxBatch caps the checkpoints one statement writes.
-	maxBatch = 128
-)
-
-// The states of a queued checkpoint.
-const (
-	callQueued    int32 = iota
-	callTaken           // in a batch: the caller waits for its result
-	callWithdrawn       // given up by its caller before any writer took it
-)
-
-// ckptCall is one Checkpoint call waiting for its batch.
-type ckptCall struct {
-	req      storage.CheckpointRequest
-	errJSON  *string
-	attempts *string // JSON
-	state    atomic.Int32
-	res      storage.CheckpointResult
-	err      error
-	done     chan struct{}
+// LoadCheckpoints returns a run's checkpoints in sequence order, or
+// ErrRunNotFound.
+func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]storage.Checkpoint, error) {
+	const op = "load checkpoints"
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	var (
+		cps   []storage.Checkpoint
+		found bool
+	)
+	rows, err := s.pool.Query(ctx, s.q.loadCheckpoint, runID)
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	cps, found, err = collectCheckpoints(rows)
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	if !found {
+		return nil, fmt.Errorf("pgstore: %s of run %q: %w", op, runID, storage.ErrRunNotFound)
+	}
+	return cps, nil
 }
 
-func (c *ckptCall) finish(res storage.CheckpointResult, err error) {
-	c.res, c.err = res, err
-	close(c.done)
+// collectCheckpoints reads the loadCheckpoint query's rows: found is false
+// when there were none (no such run).
+func collectCheckpoints(rows pgx.Rows) (cps []storage.Checkpoint, found bool, err error) {
+	defer rows.Close()
+	for rows.Next() {
+		found = true
+		var (
+			key, kind *string
+			output    []byte
+			errJSON   []byte
+			seq       *int64
+			created   *time.Time
+		)
+		if err := rows.Scan(&key, &kind, &output, &errJSON, &seq, &created); err != nil {
+			return nil, false, err
+		}
+		if key == nil {
+			continue // the run has no checkpoints
+		}
+		info, err := decodeError(errJSON)
+		if err != nil {
+			return nil, false, err
+		}
+		cps = append(cps, storage.Checkpoint{
+			Key: *key, Kind: storage.CheckpointKind(*kind), Output: output, Error: info, Seq: *seq, CreatedAt: *created,
+		})
+	}
+	return cps, found, rows.Err()
 }
 
 // Checkpoint records a step's result under the lease: fence, write-once
 // insert, attempts, lease extension and the pause hand-off, in one statement
-// shared with the other runs' checkpoints queued at the same moment.
+// shared with the other runs' checkpoints queued at the same moment (see
+// writer.go).
 func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (storage.CheckpointResult, error) {
 	const op = "checkpoint"
 	if err := s.check(op); err != nil {
 		return storage.CheckpointResult{}, err
 	}
-	cp := &req.Checkpoint
-	if cp.Key == "" || req.LeaseFor <= 0 {
-		return storage.CheckpointResult{}, fmt.Errorf("pgstore: %s: empty key or lease length %v: %w", op, req.LeaseFor, storage.ErrInvalidArgument)
+	if err := req.Validate(); err != nil {
+		return storage.CheckpointResult{}, fmt.Errorf("pgstore: %w", err)
 	}
-	errJSON, err := encodeError(cp.Error)
+	errJSON, err := encodeError(req.Checkpoint.Error)
 	if err != nil {
 		return storage.CheckpointResult{}, s.wrap(op, err)
 	}
@@ -72,197 +90,114 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 	if call.attempts, err = encodeAttempts(req.Attempts); err != nil {
 		return storage.CheckpointResult{}, s.wrap(op, err)
 	}
-	if err := ctx.Err(); err != nil {
-		return storage.CheckpointResult{}, s.wrap(op, err)
-	}
-	select {
-	case s.ckptQueue <- call:
-	case <-ctx.Done():
-		return storage.CheckpointResult{}, s.wrap(op, ctx.Err())
-	case <-s.stopCtx.Done():
-		return storage.CheckpointResult{}, fmt.Errorf("pgstore: %s: %w", op, storage.ErrClosed)
-	}
-	select {
-	case <-call.done:
-		return call.res, call.err
-	case <-ctx.Done():
-		if call.state.CompareAndSwap(callQueued, callWithdrawn) {
-			return storage.CheckpointResult{}, s.wrap(op, ctx.Err())
-		}
-	case <-s.writersGone:
-		if call.state.CompareAndSwap(callQueued, callWithdrawn) {
-			return storage.CheckpointResult{}, fmt.Errorf("pgstore: %s: %w", op, storage.ErrClosed)
-		}
-	}
-	// A writer took the call: its statement decides, and every writer
-	// finishes its calls before it exits.
-	<-call.done
-	return call.res, call.err
+	return s.submit(ctx, call)
 }
 
-// startWriters starts the checkpoint writers; Close stops them.
-func (s *Store) startWriters(n int) {
-	s.ckptQueue = make(chan *ckptCall, 4*maxBatch)
-	s.writersGone = make(chan struct{})
-	var left atomic.Int32
-	left.Store(int32(n))
-	for range n {
-		s.wg.Go(func() {
-			defer func() {
-				if left.Add(-1) == 0 {
-					close(s.writersGone)
-				}
-			}()
-			s.writeLoop()
-		})
+// RecordAttempts appends attempts under the lease and extends it, in one
+// statement.
+func (s *Store) RecordAttempts(ctx context.Context, req storage.RecordAttemptsRequest) error {
+	const op = "record attempts"
+	if err := s.check(op); err != nil {
+		return err
 	}
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	lease := req.Lease
+	args := append([]any{s.clock(), lease.RunID, lease.Token, micros(req.LeaseFor)}, attemptArrays(req.Attempts)...)
+	var n int
+	if err := s.pool.QueryRow(ctx, s.q.recordAttempts, args...).Scan(&n); err != nil {
+		return s.wrap(op, err)
+	}
+	if n == 0 {
+		return leaseLost(op, lease)
+	}
+	return nil
 }
 
-// writeLoop takes the next queued checkpoint and every other one queued by
-// then (one per run; a second for the same run waits for the next batch),
-// writes them in one statement, and repeats until the store closes.
-func (s *Store) writeLoop() {
+// ListSteps returns a run's checkpoints in sequence order, each with its
+// attempts in the order recorded: those recorded apart (failures before a
+// retry) and those stored with a checkpoint, merged by the one sequence that
+// orders both. Both are read in one implicit transaction.
+func (s *Store) ListSteps(ctx context.Context, runID string) ([]storage.StepRecord, error) {
+	const op = "list steps"
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	type seqAttempt struct {
+		seq int64
+		storage.Attempt
+	}
 	var (
-		batch  = make([]*ckptCall, 0, maxBatch)
-		carry  []*ckptCall
-		runIDs = make(map[string]struct{}, maxBatch)
+		steps []storage.StepRecord
+		found bool
+		all   []seqAttempt
 	)
-	for {
-		batch = batch[:0]
-		clear(runIDs)
-		next := carry[:0:0]
-		take := func(c *ckptCall) {
-			if _, dup := runIDs[c.req.Lease.RunID]; dup {
-				next = append(next, c)
-				return
-			}
-			if c.state.CompareAndSwap(callQueued, callTaken) {
-				runIDs[c.req.Lease.RunID] = struct{}{}
-				batch = append(batch, c)
-			}
-		}
-		for _, c := range carry {
-			take(c)
-		}
-		if len(batch) == 0 && len(next) == 0 {
-			select {
-			case c := <-s.ckptQueue:
-				take(c)
-			case <-s.stopCtx.Done():
-				return
-			}
-		}
-	drain:
-		for len(batch) < maxBatch {
-			select {
-			case c := <-s.ckptQueue:
-				take(c)
-			default:
-				break drain
-			}
-		}
-		carry = next
-		if len(batch) > 0 {
-			s.writeBatch(batch)
-		}
-	}
-}
-
-// writeBatch writes a batch and completes its calls. If the statement
-// fails as a whole, each checkpoint is written again alone, so that one bad
-// request fails only its own call.
-func (s *Store) writeBatch(batch []*ckptCall) {
-	s.batches.Add(1)
-	s.batched.Add(int64(len(batch)))
-	ctx := s.stopCtx
-	results, errs, err := s.writeCheckpoints(ctx, batch)
-	if err == nil {
-		for i, c := range batch {
-			c.finish(results[i], errs[i])
-		}
-		return
-	}
-	if len(batch) == 1 {
-		batch[0].finish(storage.CheckpointResult{}, s.wrap("checkpoint", err))
-		return
-	}
-	for _, c := range batch {
-		res, errs, err := s.writeCheckpoints(ctx, []*ckptCall{c})
-		if err != nil {
-			c.finish(storage.CheckpointResult{}, s.wrap("checkpoint", err))
-		} else {
-			c.finish(res[0], errs[0])
-		}
-	}
-}
-
-// writeCheckpoints runs the checkpoint statement for calls (distinct runs)
-// and returns each call's result and error; err is a failure of the whole.
-func (s *Store) writeCheckpoints(ctx context.Context, calls []*ckptCall) ([]storage.CheckpointResult, []error, error) {
-	n := len(calls)
-	var (
-		runIDs   = make([]string, n)
-		tokens   = make([]int64, n)
-		keys     = make([]string, n)
-		kinds    = make([]string, n)
-		outputs  = make([][]byte, n)
-		errTexts = make([]*string, n)
-		attempts = make([]*string, n)
-		leases   = make([]int64, n)
-	)
-	for i, c := range calls {
-		r := &c.req
-		runIDs[i], tokens[i], keys[i], kinds[i] = r.Lease.RunID, r.Lease.Token, r.Checkpoint.Key, string(r.Checkpoint.Kind)
-		outputs[i], errTexts[i], attempts[i], leases[i] = r.Checkpoint.Output, c.errJSON, c.attempts, micros(r.LeaseFor)
-	}
-	results := make([]storage.CheckpointResult, n)
-	errs := make([]error, n)
-	var reread []int
-	err := s.retrying(ctx, func() error {
-		reread = reread[:0]
-		for i := range calls {
-			results[i], errs[i] = storage.CheckpointResult{}, leaseLost("checkpoint", calls[i].req.Lease)
-		}
-		rows, err := s.pool.Query(ctx, s.q.checkpoint, s.clock(), runIDs, tokens, keys, kinds, outputs, errTexts, attempts, leases)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
+	b := &pgx.Batch{}
+	b.Queue(s.q.listSteps, runID).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
+			found = true
 			var (
-				ord            int64
-				written, pause bool
+				key, kind *string
+				output    []byte
+				errJSON   []byte
+				seq       *int64
+				created   *time.Time
+				attJSON   []byte
 			)
-			if err := rows.Scan(&ord, &written, &pause); err != nil {
+			if err := rows.Scan(&key, &kind, &output, &errJSON, &seq, &created, &attJSON); err != nil {
 				return err
 			}
-			i := int(ord - 1)
-			errs[i] = nil
-			if written {
-				results[i].Paused = pause
-			} else {
-				reread = append(reread, i)
+			if key == nil {
+				continue // the run has no checkpoints
 			}
+			info, err := decodeError(errJSON)
+			if err != nil {
+				return err
+			}
+			as, err := decodeAttempts(attJSON)
+			if err != nil {
+				return err
+			}
+			for _, a := range as {
+				all = append(all, seqAttempt{*seq, a})
+			}
+			steps = append(steps, storage.StepRecord{Checkpoint: storage.Checkpoint{
+				Key: *key, Kind: storage.CheckpointKind(*kind), Output: output, Error: info, Seq: *seq, CreatedAt: *created,
+			}})
 		}
 		return rows.Err()
 	})
-	if err != nil {
-		return nil, nil, err
-	}
-	// The key already had a checkpoint: report it. It is read with a fresh
-	// snapshot, which also sees one committed by a delivery the statement
-	// waited for.
-	for _, i := range reread {
-		existing, err := scanCheckpoint(s.pool.QueryRow(ctx, s.q.getCheckpoint, runIDs[i], keys[i]))
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			// Dropped since by a Restart, which also revoked the lease.
-			errs[i] = leaseLost("checkpoint", calls[i].req.Lease)
-		case err != nil:
-			errs[i] = s.wrap("checkpoint", err)
-		default:
-			results[i].Existing = &existing
+	b.Queue(s.q.listAttempts, runID).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var (
+				a seqAttempt
+				n int32
+			)
+			if err := rows.Scan(&a.seq, &a.Key, &n, &a.Started, &a.Ended, &a.Error); err != nil {
+				return err
+			}
+			a.Number = int(n)
+			all = append(all, a)
 		}
+		return rows.Err()
+	})
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return nil, s.wrap(op, err)
 	}
-	return results, errs, nil
+	if !found {
+		return nil, fmt.Errorf("pgstore: %s of run %q: %w", op, runID, storage.ErrRunNotFound)
+	}
+	if len(steps) == 0 {
+		return nil, nil
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].seq < all[j].seq })
+	byKey := make(map[string][]storage.Attempt)
+	for _, a := range all {
+		byKey[a.Key] = append(byKey[a.Key], a.Attempt)
+	}
+	for i := range steps {
+		steps[i].Attempts = byKey[steps[i].Key]
+	}
+	return steps, nil
 }

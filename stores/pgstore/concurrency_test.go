@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stemflow/stem/storage"
-
 	"github.com/jackc/pgx/v5"
+
+	"github.com/stemflow/stem/storage"
 )
 
 func createN(t *testing.T, s *Store, n int) []string {

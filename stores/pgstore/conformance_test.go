@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/stemflow/stem/storage"
-
 	"github.com/stemflow/stem/stores/storetest"
 )
 

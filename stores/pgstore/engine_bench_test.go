@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/stemflow/stem/storage"
-
 	"github.com/stemflow/stem/internal/benchwork"
 	"github.com/stemflow/stem/internal/crashtest"
+	"github.com/stemflow/stem/storage"
 )
 
 // benchStore opens a store that owns its pool (32 connections) on a fresh

@@ -5,23 +5,22 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/stemflow/stem/storage"
-
 	"github.com/jackc/pgx/v5"
+
+	"github.com/stemflow/stem/storage"
 )
 
 // Emit delivers an event to every run waiting on the topic, in one
 // statement; see the emit query in queries.go.
 func (s *Store) Emit(ctx context.Context, req storage.EmitRequest) ([]string, error) {
-	topic, payload := req.Topic, req.Payload
 	const op = "emit"
 	if err := s.check(op); err != nil {
 		return nil, err
 	}
-	if topic == "" {
-		return nil, fmt.Errorf("pgstore: %s: empty topic: %w", op, storage.ErrInvalidArgument)
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
 	}
-	args := []any{s.clock(), topic, payload}
+	args := []any{s.clock(), req.Topic, req.Payload}
 	if s.notify {
 		args = append(args, s.channel)
 	}
@@ -44,17 +43,6 @@ func (s *Store) Emit(ctx context.Context, req storage.EmitRequest) ([]string, er
 	return ids, nil
 }
 
-// retrying runs fn again while Postgres aborts it as a deadlock victim
-// (Emit locks many runs, Complete a child and then its parent).
-func (s *Store) retrying(ctx context.Context, fn func() error) error {
-	for attempt := 0; ; attempt++ {
-		err := fn()
-		if err == nil || attempt >= 20 || !retryable(err) || ctx.Err() != nil {
-			return err
-		}
-	}
-}
-
 // SendEvent delivers an event to one run, or buffers it for the run's next
 // wait on the topic.
 func (s *Store) SendEvent(ctx context.Context, ev storage.Event) (bool, error) {
@@ -62,8 +50,8 @@ func (s *Store) SendEvent(ctx context.Context, ev storage.Event) (bool, error) {
 	if err := s.check(op); err != nil {
 		return false, err
 	}
-	if ev.Topic == "" {
-		return false, fmt.Errorf("pgstore: %s: empty topic: %w", op, storage.ErrInvalidArgument)
+	if err := ev.Validate(); err != nil {
+		return false, fmt.Errorf("pgstore: %w", err)
 	}
 	var delivered, ready bool
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -109,11 +97,7 @@ func (s *Store) send(ctx context.Context, tx pgx.Tx, r locked, ev storage.Event)
 		_, err := tx.Exec(ctx, s.q.bufferEvent, r.now, r.ID, ev.Topic, ev.Payload)
 		return false, false, err
 	}
-	kind := w.Kind
-	if kind == "" {
-		kind = storage.KindEvent
-	}
-	tag, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, w.Key, string(kind), ev.Payload, nil)
+	tag, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, w.Key, string(w.DeliveryKind()), ev.Payload, nil)
 	if err != nil {
 		return false, false, err
 	}

@@ -7,9 +7,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/stemflow/stem/storage"
-
 	"github.com/jackc/pgx/v5"
+
+	"github.com/stemflow/stem/storage"
 )
 
 // Claim leases up to req.Limit ready runs with one statement; see the claim
@@ -19,10 +19,10 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 	if err := s.check(op); err != nil {
 		return nil, err
 	}
-	if req.Owner == "" || req.LeaseFor <= 0 {
-		return nil, fmt.Errorf("pgstore: %s: empty owner or lease length %v: %w", op, req.LeaseFor, storage.ErrInvalidArgument)
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
 	}
-	if req.Limit <= 0 || len(req.Workflows) == 0 {
+	if req.Empty() {
 		return nil, nil
 	}
 	rows, err := s.pool.Query(ctx, s.q.claim, s.clock(), req.Workflows, req.Limit, req.Owner, micros(req.LeaseFor))
@@ -68,98 +68,17 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 	return runs, nil
 }
 
-// LoadCheckpoints returns a run's checkpoints in sequence order, or
-// ErrRunNotFound.
-func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]storage.Checkpoint, error) {
-	const op = "load checkpoints"
-	if err := s.check(op); err != nil {
-		return nil, err
-	}
-	var (
-		cps   []storage.Checkpoint
-		found bool
-	)
-	rows, err := s.pool.Query(ctx, s.q.loadCheckpoint, runID)
-	if err != nil {
-		return nil, s.wrap(op, err)
-	}
-	cps, found, err = collectCheckpoints(rows)
-	if err != nil {
-		return nil, s.wrap(op, err)
-	}
-	if !found {
-		return nil, fmt.Errorf("pgstore: %s of run %q: %w", op, runID, storage.ErrRunNotFound)
-	}
-	return cps, nil
-}
-
-// collectCheckpoints reads the loadCheckpoint query's rows: found is false
-// when there were none (no such run).
-func collectCheckpoints(rows pgx.Rows) (cps []storage.Checkpoint, found bool, err error) {
-	defer rows.Close()
-	for rows.Next() {
-		found = true
-		var (
-			key, kind *string
-			output    []byte
-			errJSON   []byte
-			seq       *int64
-			created   *time.Time
-		)
-		if err := rows.Scan(&key, &kind, &output, &errJSON, &seq, &created); err != nil {
-			return nil, false, err
-		}
-		if key == nil {
-			continue // the run has no checkpoints
-		}
-		info, err := decodeError(errJSON)
-		if err != nil {
-			return nil, false, err
-		}
-		cps = append(cps, storage.Checkpoint{
-			Key: *key, Kind: storage.CheckpointKind(*kind), Output: output, Error: info, Seq: *seq, CreatedAt: *created,
-		})
-	}
-	return cps, found, rows.Err()
-}
-
-func leaseLost(op string, l storage.Lease) error {
-	return fmt.Errorf("pgstore: %s run %q token %d: %w", op, l.RunID, l.Token, storage.ErrLeaseLost)
-}
-
-// RecordAttempts appends attempts under the lease and extends it, in one
-// statement.
-func (s *Store) RecordAttempts(ctx context.Context, req storage.RecordAttemptsRequest) error {
-	lease, leaseFor, attempts := req.Lease, req.LeaseFor, req.Attempts
-	const op = "record attempts"
-	if err := s.check(op); err != nil {
-		return err
-	}
-	if leaseFor <= 0 {
-		return fmt.Errorf("pgstore: %s: lease length %v: %w", op, leaseFor, storage.ErrInvalidArgument)
-	}
-	args := append([]any{s.clock(), lease.RunID, lease.Token, micros(leaseFor)}, attemptArrays(attempts)...)
-	var n int
-	if err := s.pool.QueryRow(ctx, s.q.recordAttempts, args...).Scan(&n); err != nil {
-		return s.wrap(op, err)
-	}
-	if n == 0 {
-		return leaseLost(op, lease)
-	}
-	return nil
-}
-
 // Heartbeat extends the lease, fenced.
 func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) error {
-	lease, leaseFor := req.Lease, req.LeaseFor
 	const op = "heartbeat"
 	if err := s.check(op); err != nil {
 		return err
 	}
-	if leaseFor <= 0 {
-		return fmt.Errorf("pgstore: %s: lease length %v: %w", op, leaseFor, storage.ErrInvalidArgument)
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("pgstore: %w", err)
 	}
-	tag, err := s.pool.Exec(ctx, s.q.heartbeat, s.clock(), lease.RunID, lease.Token, micros(leaseFor))
+	lease := req.Lease
+	tag, err := s.pool.Exec(ctx, s.q.heartbeat, s.clock(), lease.RunID, lease.Token, micros(req.LeaseFor))
 	if err != nil {
 		return s.wrap(op, err)
 	}
@@ -167,6 +86,12 @@ func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) err
 		return leaseLost(op, lease)
 	}
 	return nil
+}
+
+// leaseLost reports a fenced write refused because the lease no longer
+// holds.
+func leaseLost(op string, l storage.Lease) error {
+	return fmt.Errorf("pgstore: %s run %q token %d: %w", op, l.RunID, l.Token, storage.ErrLeaseLost)
 }
 
 // fenced locks the leased run in tx and checks the lease still holds.
@@ -188,11 +113,8 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 	if err := s.check(op); err != nil {
 		return storage.SuspendResult{}, err
 	}
-	if req.Checkpoint != nil && req.Checkpoint.Key == "" {
-		return storage.SuspendResult{}, fmt.Errorf("pgstore: %s: empty checkpoint key: %w", op, storage.ErrInvalidArgument)
-	}
-	if w := req.Wait; w != nil && (w.Key == "" || w.Topic == "") {
-		return storage.SuspendResult{}, fmt.Errorf("pgstore: %s: wait with empty key or topic: %w", op, storage.ErrInvalidArgument)
+	if err := req.Validate(); err != nil {
+		return storage.SuspendResult{}, fmt.Errorf("pgstore: %w", err)
 	}
 	var cpErr []byte
 	if req.Checkpoint != nil {
@@ -297,11 +219,7 @@ func (s *Store) satisfy(ctx context.Context, tx pgx.Tx, r locked, w *storage.Wai
 	if err != nil {
 		return nil, false, err
 	}
-	kind := w.Kind
-	if kind == "" {
-		kind = storage.KindEvent
-	}
-	if _, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, w.Key, string(kind), payload, nil); err != nil {
+	if _, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, w.Key, string(w.DeliveryKind()), payload, nil); err != nil {
 		return nil, false, err
 	}
 	written, err := scanCheckpoint(tx.QueryRow(ctx, s.q.getCheckpoint, r.ID, w.Key))
@@ -318,11 +236,8 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 	if err := s.check(op); err != nil {
 		return err
 	}
-	if req.Status != storage.StatusComplete && req.Status != storage.StatusErrored {
-		return fmt.Errorf("pgstore: %s: status %q: %w", op, req.Status, storage.ErrInvalidArgument)
-	}
-	if n := req.Notify; n != nil && (n.RunID == "" || n.Topic == "") {
-		return fmt.Errorf("pgstore: %s: notify with empty run ID or topic: %w", op, storage.ErrInvalidArgument)
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("pgstore: %w", err)
 	}
 	errJSON, err := encodeError(req.Error)
 	if err != nil {
@@ -365,91 +280,4 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 		s.poke()
 	}
 	return nil
-}
-
-// ListSteps returns a run's checkpoints in sequence order, each with its
-// attempts in the order recorded: those recorded apart (failures before a
-// retry) and those stored with a checkpoint, merged by the one sequence that
-// orders both. Both are read in one implicit transaction.
-func (s *Store) ListSteps(ctx context.Context, runID string) ([]storage.StepRecord, error) {
-	const op = "list steps"
-	if err := s.check(op); err != nil {
-		return nil, err
-	}
-	type seqAttempt struct {
-		seq int64
-		storage.Attempt
-	}
-	var (
-		steps []storage.StepRecord
-		found bool
-		all   []seqAttempt
-	)
-	b := &pgx.Batch{}
-	b.Queue(s.q.listSteps, runID).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			found = true
-			var (
-				key, kind *string
-				output    []byte
-				errJSON   []byte
-				seq       *int64
-				created   *time.Time
-				attJSON   []byte
-			)
-			if err := rows.Scan(&key, &kind, &output, &errJSON, &seq, &created, &attJSON); err != nil {
-				return err
-			}
-			if key == nil {
-				continue // the run has no checkpoints
-			}
-			info, err := decodeError(errJSON)
-			if err != nil {
-				return err
-			}
-			as, err := decodeAttempts(attJSON)
-			if err != nil {
-				return err
-			}
-			for _, a := range as {
-				all = append(all, seqAttempt{*seq, a})
-			}
-			steps = append(steps, storage.StepRecord{Checkpoint: storage.Checkpoint{
-				Key: *key, Kind: storage.CheckpointKind(*kind), Output: output, Error: info, Seq: *seq, CreatedAt: *created,
-			}})
-		}
-		return rows.Err()
-	})
-	b.Queue(s.q.listAttempts, runID).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var (
-				a seqAttempt
-				n int32
-			)
-			if err := rows.Scan(&a.seq, &a.Key, &n, &a.Started, &a.Ended, &a.Error); err != nil {
-				return err
-			}
-			a.Number = int(n)
-			all = append(all, a)
-		}
-		return rows.Err()
-	})
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return nil, s.wrap(op, err)
-	}
-	if !found {
-		return nil, fmt.Errorf("pgstore: %s of run %q: %w", op, runID, storage.ErrRunNotFound)
-	}
-	if len(steps) == 0 {
-		return nil, nil
-	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].seq < all[j].seq })
-	byKey := make(map[string][]storage.Attempt)
-	for _, a := range all {
-		byKey[a.Key] = append(byKey[a.Key], a.Attempt)
-	}
-	for i := range steps {
-		steps[i].Attempts = byKey[steps[i].Key]
-	}
-	return steps, nil
 }

@@ -24,7 +24,6 @@ var ErrSchemaTooNew = errors.New("pgstore: database schema is newer than this co
 const schemaPlaceholder = "{schema}"
 
 // migration is one embedded, numbered schema change.
-// migration is one embedded schema change.
 type migration = migrations.Migration
 
 // loadMigrations reads the embedded migrations in version order and checks

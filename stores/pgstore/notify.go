@@ -9,19 +9,17 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// hub fans ready hints out to subscribers. Each subscriber channel has room
-// for one value; hints that find it full are merged into the one pending.
-type hub struct {
+// listener is the state of the store's LISTEN connection. Its hints go to
+// the store's storage.Hub, which fans them out to subscribers.
+type listener struct {
 	mu      sync.Mutex
-	subs    map[chan struct{}]struct{}
-	closed  bool
-	started bool
-	// listenerPID is the backend process ID of the listening connection
-	// while it is connected (tests terminate it to force a reconnect).
-	listenerPID atomic.Uint32
-	// listening is closed the first time the listener has subscribed.
-	listening     chan struct{}
-	listeningOnce sync.Once
+	started bool // guarded by mu, as is starting after Close
+	// pid is the backend process ID of the listening connection while it is
+	// connected (tests terminate it to force a reconnect).
+	pid atomic.Uint32
+	// ready is closed the first time the listener has subscribed.
+	ready     chan struct{}
+	readyOnce sync.Once
 }
 
 // Notifications returns a channel that receives a value when runs may have
@@ -35,64 +33,42 @@ type hub struct {
 // reconnected after failures, after which every subscriber is woken once in
 // case a notification was missed.
 func (s *Store) Notifications(ctx context.Context) <-chan struct{} {
-	ch := make(chan struct{}, 1)
-	h := &s.hub
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		close(ch)
-		return ch
-	}
-	h.subs[ch] = struct{}{}
-	context.AfterFunc(ctx, func() { h.unsubscribe(ch) })
-	if s.notify && !h.started {
-		h.started = true
-		s.wg.Add(1)
-		go s.listen()
+	ch := s.hub.Subscribe(ctx)
+	if s.notify {
+		s.startListener()
 	}
 	return ch
 }
 
-func (h *hub) unsubscribe(ch chan struct{}) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if _, ok := h.subs[ch]; ok {
-		delete(h.subs, ch)
-		close(ch)
+// startListener starts the listener goroutine once, unless the store is
+// closed.
+func (s *Store) startListener() {
+	l := &s.listener
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.started || s.closed.Load() {
+		return
 	}
-}
-
-func (h *hub) broadcast() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for ch := range h.subs {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-}
-
-func (h *hub) closeAll() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.closed = true
-	for ch := range h.subs {
-		delete(h.subs, ch)
-		close(ch)
-	}
-}
-
-func (h *hub) markListening() {
-	h.listeningOnce.Do(func() { close(h.listening) })
+	l.started = true
+	s.wg.Add(1)
+	go s.listen()
 }
 
 // poke wakes this process's subscribers at once after a local write made
 // runs ready; other processes learn of it through NOTIFY.
 func (s *Store) poke() {
 	if s.notify {
-		s.hub.broadcast()
+		s.hub.Signal()
 	}
+}
+
+// notifyTx queues a ready notification, sent when tx commits.
+func (s *Store) notifyTx(ctx context.Context, tx pgx.Tx) error {
+	if !s.notify {
+		return nil
+	}
+	_, err := tx.Exec(ctx, s.q.notify, s.channel)
+	return err
 }
 
 // listen keeps one connection LISTENing on the store's channel until the
@@ -131,7 +107,7 @@ func (s *Store) listenOnce(ctx context.Context) (connected bool, err error) {
 		return false, err
 	}
 	defer func() {
-		s.hub.listenerPID.Store(0)
+		s.listener.pid.Store(0)
 		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		conn.Close(closeCtx)
@@ -139,13 +115,13 @@ func (s *Store) listenOnce(ctx context.Context) (connected bool, err error) {
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
 		return false, err
 	}
-	s.hub.broadcast()
-	s.hub.listenerPID.Store(conn.PgConn().PID())
-	s.hub.markListening()
+	s.hub.Signal()
+	s.listener.pid.Store(conn.PgConn().PID())
+	s.listener.readyOnce.Do(func() { close(s.listener.ready) })
 	for {
 		if _, err := conn.WaitForNotification(ctx); err != nil {
 			return true, err
 		}
-		s.hub.broadcast()
+		s.hub.Signal()
 	}
 }

@@ -37,12 +37,12 @@ func drain(ch <-chan struct{}) {
 func awaitListening(t *testing.T, s *Store, not uint32) uint32 {
 	t.Helper()
 	select {
-	case <-s.hub.listening:
+	case <-s.listener.ready:
 	case <-time.After(30 * time.Second):
 		t.Fatal("listener never subscribed")
 	}
 	for range 3000 {
-		if pid := s.hub.listenerPID.Load(); pid != 0 && pid != not {
+		if pid := s.listener.pid.Load(); pid != 0 && pid != not {
 			return pid
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -136,9 +136,9 @@ func TestDisableNotify(t *testing.T) {
 		t.Fatal("a notification with DisableNotify")
 	default:
 	}
-	s.hub.mu.Lock()
-	started := s.hub.started
-	s.hub.mu.Unlock()
+	s.listener.mu.Lock()
+	started := s.listener.started
+	s.listener.mu.Unlock()
 	if started {
 		t.Fatal("listener started with DisableNotify")
 	}

@@ -17,6 +17,14 @@
 // The schema is created and upgraded by Migrate, which Open and New call.
 // Migrations are embedded, numbered, and applied under an advisory lock, so
 // processes starting together never race.
+//
+// The files follow the layout every store shares: runs.go creates, reads
+// and lists runs; lease.go claims, heartbeats, suspends and completes them
+// (the fenced writes); checkpoint.go reads and writes checkpoints and
+// attempts, through the group-commit writers of writer.go; events.go
+// delivers events; control.go pauses, resumes, terminates and restarts;
+// notify.go is the LISTEN/NOTIFY listener. The SQL lives in queries.go,
+// row decoding in scan.go, the schema in migrate.go and migrations/.
 package pgstore
 
 import (
@@ -30,15 +38,17 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/stemflow/stem/storage"
-
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stemflow/stem/storage"
 )
 
-var _ storage.Store = (*Store)(nil)
-var _ storage.Notifier = (*Store)(nil)
+var (
+	_ storage.Store    = (*Store)(nil)
+	_ storage.Notifier = (*Store)(nil)
+)
 
 // DefaultSchema is the schema the store's tables live in when
 // Options.Schema is empty.
@@ -113,7 +123,8 @@ type Store struct {
 	stop      context.CancelFunc
 	stopCtx   context.Context
 	wg        sync.WaitGroup
-	hub       hub
+	hub       storage.Hub
+	listener  listener
 
 	ckptQueue   chan *ckptCall
 	writersGone chan struct{}
@@ -188,8 +199,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, own bool, opts Options) (
 		s.now = opts.Clock.Now
 	}
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
-	s.hub.subs = make(map[chan struct{}]struct{})
-	s.hub.listening = make(chan struct{})
+	s.listener.ready = make(chan struct{})
 	if !opts.SkipMigrate {
 		if err := s.Migrate(ctx); err != nil {
 			s.stop()
@@ -211,10 +221,14 @@ func (s *Store) Close() error {
 	first := false
 	s.closeOnce.Do(func() {
 		first = true
+		// Marked under the listener's lock, so no listener starts once
+		// Close waits for the store's goroutines.
+		s.listener.mu.Lock()
 		s.closed.Store(true)
+		s.listener.mu.Unlock()
 		s.stop()
 		s.wg.Wait()
-		s.hub.closeAll()
+		s.hub.Close()
 		if s.ownPool {
 			s.pool.Close()
 		}
@@ -278,6 +292,18 @@ func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	}
 }
 
+// retrying runs fn again while Postgres aborts it as a deadlock victim or
+// serialization failure, for statements sent outside inTx (Emit locks many
+// runs, a checkpoint batch many more).
+func (s *Store) retrying(ctx context.Context, fn func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := fn()
+		if err == nil || attempt >= 20 || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
 func retryable(err error) bool {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
@@ -288,3 +314,32 @@ func retryable(err error) bool {
 
 // micros is a duration as whole microseconds, Postgres's time resolution.
 func micros(d time.Duration) int64 { return d.Microseconds() }
+
+// locked is a run read under FOR UPDATE, with the store clock's time.
+type locked struct {
+	storage.RunRecord
+	now time.Time
+}
+
+// lock reads and locks a run inside tx; ok is false when no run has the ID.
+func (s *Store) lock(ctx context.Context, tx pgx.Tx, id string) (r locked, ok bool, err error) {
+	rec, err := scanRun(tx.QueryRow(ctx, s.q.lockRun, s.clock(), id), &r.now)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return locked{}, false, nil
+	}
+	if err != nil {
+		return locked{}, false, err
+	}
+	r.RunRecord = rec
+	return r, true, nil
+}
+
+// lockExisting locks the run like lock, and reports a missing run as
+// storage.ErrRunNotFound.
+func (s *Store) lockExisting(ctx context.Context, tx pgx.Tx, id string) (locked, error) {
+	r, ok, err := s.lock(ctx, tx, id)
+	if err == nil && !ok {
+		err = fmt.Errorf("run %q: %w", id, storage.ErrRunNotFound)
+	}
+	return r, err
+}

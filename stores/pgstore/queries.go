@@ -9,7 +9,7 @@ import (
 // store so that pgx's statement cache sees the same text on every call.
 //
 // In every statement that needs the time, $1 is the clock: NULL for the
-// database's now(), or the Options.Now value. Every other value is a bound
+// database's now(), or the Options.Clock value. Every other value is a bound
 // parameter too.
 type queries struct {
 	createRuns     string
@@ -245,7 +245,8 @@ WHERE id = $2 AND status = 'running' AND token = $3`
 	// $2 topic, $3 payload, $4 channel. Locks the waiting runs in ID order
 	// (a run whose wait changed meanwhile is rechecked and skipped), writes
 	// each wait's checkpoint unless the key has one, removes the wait and
-	// wakes the run as deliverRun does.
+	// wakes the run as the deliver statement does. A wait without a kind
+	// writes an event checkpoint, as storage.Wait.DeliveryKind says.
 	q.emit = `WITH ` + clockCTE + `,
 w AS (
 	SELECT id, wait_key, wait_kind FROM {s}.runs WHERE wait_topic = $2 ORDER BY id FOR UPDATE

@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
-
-	"github.com/stemflow/stem/storage"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/stemflow/stem/storage"
 )
 
 // CreateRuns inserts the runs with one INSERT ... ON CONFLICT DO NOTHING and
@@ -20,6 +19,9 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 	if err := s.check(op); err != nil {
 		return nil, err
 	}
+	if err := storage.ValidateNewRuns(runs); err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
 	if len(runs) == 0 {
 		return []storage.CreateResult{}, nil
 	}
@@ -28,9 +30,6 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 	parents := make([]string, len(runs))
 	inputs := make([][]byte, len(runs))
 	for i, r := range runs {
-		if r.ID == "" || r.Workflow == "" {
-			return nil, fmt.Errorf("pgstore: %s: run %d has an empty ID or workflow: %w", op, i, storage.ErrInvalidArgument)
-		}
 		ids[i], workflows[i], parents[i], inputs[i] = r.ID, r.Workflow, r.ParentID, r.Input
 	}
 	args := []any{s.clock(), ids, workflows, parents, inputs}
@@ -109,10 +108,10 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 	if err := s.check(op); err != nil {
 		return storage.RunPage{}, err
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 100
+	if err := q.Validate(); err != nil {
+		return storage.RunPage{}, fmt.Errorf("pgstore: %w", err)
 	}
+	limit := q.PageSize()
 	var (
 		where []string
 		args  []any
@@ -157,199 +156,4 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 		page.Next = page.Runs[limit-1].ID
 	}
 	return page, nil
-}
-
-// locked is a run read under FOR UPDATE, with the store clock's time.
-type locked struct {
-	storage.RunRecord
-	now time.Time
-}
-
-// lock reads and locks a run inside tx; ok is false when no run has the ID.
-func (s *Store) lock(ctx context.Context, tx pgx.Tx, id string) (r locked, ok bool, err error) {
-	rec, err := scanRun(tx.QueryRow(ctx, s.q.lockRun, s.clock(), id), &r.now)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return locked{}, false, nil
-	}
-	if err != nil {
-		return locked{}, false, err
-	}
-	r.RunRecord = rec
-	return r, true, nil
-}
-
-// lockExisting locks the run like lock, and reports a missing run as
-// storage.ErrRunNotFound.
-func (s *Store) lockExisting(ctx context.Context, tx pgx.Tx, id string) (locked, error) {
-	r, ok, err := s.lock(ctx, tx, id)
-	if err == nil && !ok {
-		err = fmt.Errorf("run %q: %w", id, storage.ErrRunNotFound)
-	}
-	return r, err
-}
-
-// notifyTx queues a ready notification, sent when tx commits.
-func (s *Store) notifyTx(ctx context.Context, tx pgx.Tx) error {
-	if !s.notify {
-		return nil
-	}
-	_, err := tx.Exec(ctx, s.q.notify, s.channel)
-	return err
-}
-
-// Pause pauses a queued or waiting run at once and marks a running run to
-// pause at its next step boundary.
-func (s *Store) Pause(ctx context.Context, runID string) error {
-	const op = "pause"
-	if err := s.check(op); err != nil {
-		return err
-	}
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		r, err := s.lockExisting(ctx, tx, runID)
-		if err != nil {
-			return err
-		}
-		var set string
-		switch {
-		case r.Status.Finished():
-			return fmt.Errorf("run %q is %s: %w", runID, r.Status, storage.ErrInvalidState)
-		case r.Status == storage.StatusQueued || r.Status == storage.StatusWaiting:
-			set = `status = 'paused'`
-		case r.Status == storage.StatusRunning:
-			if r.PauseRequested {
-				return nil
-			}
-			set = `pause_requested = true`
-		default: // paused
-			return nil
-		}
-		_, err = tx.Exec(ctx, `UPDATE `+s.schema+`.runs SET `+set+`, updated_at = $1 WHERE id = $2 AND status = $3`,
-			r.now, runID, string(r.Status))
-		return err
-	})
-	return s.wrap(op, err)
-}
-
-// Resume undoes Pause.
-func (s *Store) Resume(ctx context.Context, runID string) error {
-	const op = "resume"
-	if err := s.check(op); err != nil {
-		return err
-	}
-	ready := false
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		ready = false
-		r, err := s.lockExisting(ctx, tx, runID)
-		if err != nil {
-			return err
-		}
-		switch r.Status {
-		case storage.StatusPaused:
-			status := storage.StatusWaiting
-			if r.ReadyAt != nil && !r.ReadyAt.After(r.now) {
-				status = storage.StatusQueued
-				ready = true
-			}
-			if _, err := tx.Exec(ctx, `UPDATE `+s.schema+`.runs SET status = $1, pause_requested = false, updated_at = $2
-				WHERE id = $3 AND status = 'paused'`, string(status), r.now, runID); err != nil {
-				return err
-			}
-			if ready {
-				return s.notifyTx(ctx, tx)
-			}
-			return nil
-		case storage.StatusRunning:
-			if !r.PauseRequested {
-				return fmt.Errorf("run %q is running and no pause was requested: %w", runID, storage.ErrInvalidState)
-			}
-			_, err := tx.Exec(ctx, `UPDATE `+s.schema+`.runs SET pause_requested = false, updated_at = $1
-				WHERE id = $2 AND status = 'running'`, r.now, runID)
-			return err
-		default:
-			return fmt.Errorf("run %q is %s: %w", runID, r.Status, storage.ErrInvalidState)
-		}
-	})
-	if err != nil {
-		return s.wrap(op, err)
-	}
-	if ready {
-		s.poke()
-	}
-	return nil
-}
-
-// Terminate ends an unfinished run and delivers its Notify event.
-func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) error {
-	const op = "terminate"
-	if err := s.check(op); err != nil {
-		return err
-	}
-	errJSON, err := encodeError(&req.Error)
-	if err != nil {
-		return s.wrap(op, err)
-	}
-	ready := false
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		ready = false
-		r, err := s.lockExisting(ctx, tx, req.RunID)
-		if err != nil {
-			return err
-		}
-		if r.Status.Finished() {
-			return fmt.Errorf("run %q is %s: %w", req.RunID, r.Status, storage.ErrInvalidState)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE `+s.schema+`.runs SET status = 'terminated', output = NULL, error = $1,
-			ready_at = NULL, wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL,
-			suspend_state = NULL, pause_requested = false, lease_until = least(lease_until, $2), updated_at = $2
-			WHERE id = $3 AND status = $4`, errJSON, r.now, req.RunID, string(r.Status)); err != nil {
-			return err
-		}
-		if req.Notify != nil {
-			ready, err = s.deliverNotify(ctx, tx, *req.Notify, r.now)
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		return s.wrap(op, err)
-	}
-	if ready {
-		s.poke()
-	}
-	return nil
-}
-
-// Restart drops a run's history and queues it to run again from the top.
-// The previous lease holder is fenced out: the run is no longer running, and
-// the next claim issues a greater token.
-func (s *Store) Restart(ctx context.Context, runID string) error {
-	const op = "restart"
-	if err := s.check(op); err != nil {
-		return err
-	}
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		r, err := s.lockExisting(ctx, tx, runID)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM `+s.schema+`.checkpoints WHERE run_id = $1`, runID); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM `+s.schema+`.attempts WHERE run_id = $1`, runID); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE `+s.schema+`.runs SET status = 'queued', ready_at = $1,
-			output = NULL, error = NULL, wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL,
-			suspend_state = NULL, pause_requested = false, lease_until = least(lease_until, $1), recoveries = 0,
-			updated_at = $1
-			WHERE id = $2`, r.now, runID); err != nil {
-			return err
-		}
-		return s.notifyTx(ctx, tx)
-	})
-	if err != nil {
-		return s.wrap(op, err)
-	}
-	s.poke()
-	return nil
 }

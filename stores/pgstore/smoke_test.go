@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/stemflow/stem/storage"
-
 	"github.com/stemflow/stem/stores/storetest"
 )
 
