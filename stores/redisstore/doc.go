@@ -8,6 +8,13 @@
 // shebang so that a server out of memory refuses it up front instead of
 // failing halfway. Scripts are sent once and then called by their SHA1.
 //
+// The code is laid out as every Stem store is: redisstore.go has Options,
+// Open, New and Close; runs.go, lease.go, checkpoint.go, events.go,
+// control.go and notify.go the methods of storage.Store by concern;
+// keys.go builds the keys listed below; scripts.go assembles and loads the
+// Lua scripts of scripts/ (one file per script, the parts they share in
+// scripts/lib/); codec.go encodes what the scripts store.
+//
 // Readiness and lease expiry are judged on one clock: the server's TIME,
 // read inside the script that decides, or Options.Now when set (tests).
 //

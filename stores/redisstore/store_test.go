@@ -213,8 +213,8 @@ func TestPrefixIsolation(t *testing.T) {
 		t.Fatal("found no keys of the test")
 	}
 	for _, k := range keys {
-		if !strings.HasPrefix(k, a.prefix) {
-			t.Errorf("key %q is outside the prefix %q", k, a.prefix)
+		if !strings.HasPrefix(k, a.keys.prefix) {
+			t.Errorf("key %q is outside the prefix %q", k, a.keys.prefix)
 		}
 	}
 	for _, bare := range []string{"ia", "is:queued", "is:waiting", "r:" + id, "q:" + wf, "w:" + topic} {
@@ -393,7 +393,7 @@ func TestClosed(t *testing.T) {
 	_, checks["ListRuns"] = s.ListRuns(ctx, storage.ListRunsQuery{})
 	_, checks["Claim"] = s.Claim(ctx, claimAll("w", "wf"))
 	_, checks["LoadCheckpoints"] = s.LoadCheckpoints(ctx, "r")
-	_, checks["Checkpoint"] = s.Checkpoint(ctx, storage.CheckpointRequest{Lease: lease, LeaseFor: time.Minute, Checkpoint: storage.Checkpoint{Key: "k"}})
+	_, checks["Checkpoint"] = s.Checkpoint(ctx, storage.CheckpointRequest{Lease: lease, LeaseFor: time.Minute, Checkpoint: storage.Checkpoint{Key: "k", Kind: storage.KindStep}})
 	checks["RecordAttempts"] = s.RecordAttempts(ctx, storage.RecordAttemptsRequest{Lease: lease, LeaseFor: time.Minute, Attempts: nil})
 	checks["Heartbeat"] = s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: lease, LeaseFor: time.Minute})
 	_, checks["Suspend"] = s.Suspend(ctx, storage.SuspendRequest{Lease: lease})
@@ -473,13 +473,13 @@ func TestBadInputWritesNothing(t *testing.T) {
 	if _, err := s.SendEvent(ctx, storage.Event{RunID: "nope", Topic: "t"}); !errors.Is(err, storage.ErrRunNotFound) {
 		t.Fatalf("send to unknown run: %v", err)
 	}
-	if _, err := s.Checkpoint(ctx, storage.CheckpointRequest{Lease: storage.Lease{RunID: "nope", Token: 1}, LeaseFor: time.Minute, Checkpoint: storage.Checkpoint{Key: "k"}}); !errors.Is(err, storage.ErrLeaseLost) {
+	if _, err := s.Checkpoint(ctx, storage.CheckpointRequest{Lease: storage.Lease{RunID: "nope", Token: 1}, LeaseFor: time.Minute, Checkpoint: storage.Checkpoint{Key: "k", Kind: storage.KindStep}}); !errors.Is(err, storage.ErrLeaseLost) {
 		t.Fatalf("checkpoint of unknown run: %v", err)
 	}
 	if err := s.Terminate(ctx, storage.TerminateRequest{RunID: "nope"}); !errors.Is(err, storage.ErrRunNotFound) {
 		t.Fatalf("terminate unknown run: %v", err)
 	}
-	n, err := c.Keys(ctx, s.prefix+"*").Result()
+	n, err := c.Keys(ctx, s.keys.prefix+"*").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,7 +524,7 @@ func TestRepeatedEventCalls(t *testing.T) {
 	mustCreate(t, s, storage.NewRun{ID: "r", Workflow: "wf"}, storage.NewRun{ID: "w", Workflow: "wf"})
 
 	for range 2 {
-		v, err := s.run(ctx, sendScript, []string{s.runKey("r")}, "r", "t", mark([]byte("once")), "op-send")
+		v, err := s.run(ctx, sendScript, []string{s.keys.run("r")}, "r", "t", mark([]byte("once")), "op-send")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -553,7 +553,7 @@ func TestRepeatedEventCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 2 {
-		v, err := s.run(ctx, emitScript, []string{s.key("w:", "t")}, "t", mark([]byte("x")), "op-emit")
+		v, err := s.run(ctx, emitScript, []string{s.keys.waiting("t")}, "t", mark([]byte("x")), "op-emit")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -565,29 +565,5 @@ func TestRepeatedEventCalls(t *testing.T) {
 	cps, err := s.LoadCheckpoints(ctx, "r")
 	if err != nil || len(cps) != 2 || cps[1].Key != "e2" || string(cps[1].Output) != "x" {
 		t.Fatalf("checkpoints of r: %v %+v", err, cps)
-	}
-}
-
-func TestAssemble(t *testing.T) {
-	t.Parallel()
-	src := assemble("local function main() return send('a', 'b', 'c') end")
-	for _, want := range []string{"function send(", "function deliver(", "function write_cp(", "function put_cp(", "function evkey(", "function f(", "local NOW"} {
-		if !strings.Contains(src, want) {
-			t.Errorf("script calling send lacks %q", want)
-		}
-	}
-	for _, unwanted := range []string{"function fence(", "function finish(", "function extend("} {
-		if strings.Contains(src, unwanted) {
-			t.Errorf("script calling send includes %q", unwanted)
-		}
-	}
-	if !strings.HasPrefix(src, "#!lua\n") {
-		t.Error("script lacks its shebang")
-	}
-	if src := assemble("local function main() return redis.call('GET', KEYS[1]) end"); strings.Contains(src, "TIME") || strings.Contains(src, "function") && strings.Count(src, "function") != 1 {
-		t.Errorf("a script using no helper got some:\n%s", src)
-	}
-	if callsHelper("local x = self(1)", "f") || !callsHelper("x = f(1)", "f") || !callsHelper("f(1)", "f") {
-		t.Error("callsHelper matches inside identifiers")
 	}
 }

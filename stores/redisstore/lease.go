@@ -1,0 +1,182 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/stemflow/stem/storage"
+)
+
+// Claim implements storage.Store. One script reads the ready and lease sets
+// of the requested workflows, orders the candidates by ReadyAt (lease
+// expiry for recoveries) and leases up to Limit of them.
+func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.ClaimedRun, error) {
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("redisstore: %w", err)
+	}
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	if req.Empty() {
+		return nil, nil
+	}
+	wfs := slices.Clone(req.Workflows)
+	slices.Sort(wfs)
+	wfs = slices.Compact(wfs)
+	keys := make([]string, 0, 2*len(wfs))
+	args := make([]any, 0, 3+len(wfs))
+	args = append(args, req.Owner, req.Limit, durMicros(req.LeaseFor))
+	for _, wf := range wfs {
+		keys = append(keys, s.keys.ready(wf), s.keys.leases(wf))
+		args = append(args, wf)
+	}
+	v, err := s.run(ctx, claimScript, keys, args...)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: claim: %w", err)
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("redisstore: claim: unexpected reply")
+	}
+	out := make([]storage.ClaimedRun, 0, len(list))
+	for _, item := range list {
+		c, err := decodeClaim(req.Owner, item)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// decodeClaim reads {id, token, {wf, pa, in, rec, ss, wk, wt, wn, wd, lu}}.
+func decodeClaim(owner string, item any) (storage.ClaimedRun, error) {
+	var c storage.ClaimedRun
+	parts, ok := item.([]any)
+	if !ok || len(parts) != 3 {
+		return c, fmt.Errorf("redisstore: claim: unexpected reply")
+	}
+	f, ok := parts[2].([]any)
+	if !ok || len(f) != 10 {
+		return c, fmt.Errorf("redisstore: claim: unexpected reply")
+	}
+	tok, _ := parts[1].(int64)
+	c.Lease = storage.Lease{RunID: str(parts[0]), Owner: owner, Token: tok}
+	c.Workflow = str(f[0])
+	c.ParentID = str(f[1])
+	c.Input = unmark(str(f[2]))
+	rec, err := parseInt(str(f[3]))
+	if err != nil {
+		return c, err
+	}
+	c.Recoveries = int(rec)
+	c.SuspendState = unmark(str(f[4]))
+	if c.Wait, err = decodeWait(str(f[5]), str(f[6]), str(f[7]), str(f[8])); err != nil {
+		return c, err
+	}
+	if c.LeaseUntil, err = fromMicros(str(f[9])); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Heartbeat implements storage.Store.
+func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) error {
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("redisstore: %w", err)
+	}
+	return s.extend(ctx, "heartbeat", req.Lease, req.LeaseFor, nil)
+}
+
+// extend appends encoded attempts (none for a heartbeat) and extends the
+// lease to now+leaseFor, fenced.
+func (s *Store) extend(ctx context.Context, op string, lease storage.Lease, leaseFor time.Duration, atts []any) error {
+	id := lease.RunID
+	args := make([]any, 0, 3+len(atts))
+	args = append(args, lease.Token, durMicros(leaseFor), id)
+	args = append(args, atts...)
+	v, err := s.run(ctx, attemptsScript, []string{s.keys.run(id), s.keys.attempts(id)}, args...)
+	if err != nil {
+		return fmt.Errorf("redisstore: %s %q: %w", op, id, err)
+	}
+	_, err = status(op, id, v)
+	return err
+}
+
+// Suspend implements storage.Store. A wait is stored with its
+// DeliveryKind, the kind of the checkpoint a delivery writes, so the
+// scripts that deliver to it later read the kind as is.
+func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storage.SuspendResult, error) {
+	var res storage.SuspendResult
+	if err := req.Validate(); err != nil {
+		return res, fmt.Errorf("redisstore: %w", err)
+	}
+	id := req.Lease.RunID
+	args := make([]any, 0, 15)
+	args = append(args, req.Lease.Token, durMicros(req.LeaseFor), id)
+	if cp := req.Checkpoint; cp != nil {
+		errJSON, err := encodeError(cp.Error)
+		if err != nil {
+			return res, err
+		}
+		args = append(args, "1", cp.Key, string(cp.Kind), errJSON, mark(cp.Output))
+	} else {
+		args = append(args, "", "", "", "", "")
+	}
+	if w := req.Wait; w != nil {
+		deadline := ""
+		if w.Deadline != nil {
+			deadline = micros(*w.Deadline)
+		}
+		args = append(args, "1", w.Key, w.Topic, string(w.DeliveryKind()), deadline)
+	} else {
+		args = append(args, "", "", "", "", "")
+	}
+	ready := ""
+	if req.ReadyAt != nil {
+		ready = micros(*req.ReadyAt)
+	}
+	args = append(args, ready, mark(req.SuspendState))
+	v, err := s.run(ctx, suspendScript, []string{s.keys.run(id), s.keys.checkpoints(id)}, args...)
+	if err != nil {
+		return res, fmt.Errorf("redisstore: suspend %q: %w", id, err)
+	}
+	list, err := status("suspend", id, v)
+	if err != nil {
+		return res, err
+	}
+	switch list[0] {
+	case "PAUSED":
+		res.Paused = true
+	case "DELIVERED":
+		cp, err := decodeCheckpoint(req.Wait.Key, str(list[1]))
+		if err != nil {
+			return res, err
+		}
+		res.Delivered = &cp
+	}
+	return res, nil
+}
+
+// Complete implements storage.Store. A Notify whose target run does not
+// exist or has finished is dropped: the child's result must not be lost
+// because its parent went away.
+func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error {
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("redisstore: %w", err)
+	}
+	errJSON, err := encodeError(req.Error)
+	if err != nil {
+		return err
+	}
+	id := req.Lease.RunID
+	args := append([]any{req.Lease.Token, "", id, string(req.Status), mark(req.Output), errJSON}, notifyArgs(req.Notify)...)
+	v, err := s.run(ctx, completeScript, []string{s.keys.run(id)}, args...)
+	if err != nil {
+		return fmt.Errorf("redisstore: complete %q: %w", id, err)
+	}
+	_, err = status("complete", id, v)
+	return err
+}

@@ -1,0 +1,113 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/stemflow/stem/storage"
+)
+
+// createBatch caps the runs one create script handles, so a huge batch
+// does not hold the server for long.
+const createBatch = 128
+
+// CreateRuns implements storage.Store.
+func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
+	if err := storage.ValidateNewRuns(runs); err != nil {
+		return nil, fmt.Errorf("redisstore: %w", err)
+	}
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	out := make([]storage.CreateResult, 0, len(runs))
+	for chunk := range slices.Chunk(runs, createBatch) {
+		keys := make([]string, len(chunk))
+		args := make([]any, 0, 4*len(chunk))
+		for i, r := range chunk {
+			keys[i] = s.keys.run(r.ID)
+			args = append(args, r.ID, r.Workflow, r.ParentID, mark(r.Input))
+		}
+		v, err := s.run(ctx, createScript, keys, args...)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: create: %w", err)
+		}
+		list, ok := v.([]any)
+		if !ok || len(list) != len(chunk) {
+			return nil, fmt.Errorf("redisstore: create: unexpected reply")
+		}
+		for _, item := range list {
+			pair, ok := item.([]any)
+			if !ok || len(pair) != 2 {
+				return nil, fmt.Errorf("redisstore: create: unexpected reply")
+			}
+			m, err := pairsToMap(pair[1])
+			if err != nil {
+				return nil, err
+			}
+			rec, err := decodeRun(m)
+			if err != nil {
+				return nil, err
+			}
+			created, _ := pair[0].(int64)
+			out = append(out, storage.CreateResult{Created: created == 1, Run: rec})
+		}
+	}
+	return out, nil
+}
+
+// GetRun implements storage.Store.
+func (s *Store) GetRun(ctx context.Context, id string) (storage.RunRecord, error) {
+	if err := s.checkOpen(); err != nil {
+		return storage.RunRecord{}, err
+	}
+	m, err := s.client.HGetAll(ctx, s.keys.run(id)).Result()
+	if err != nil {
+		return storage.RunRecord{}, fmt.Errorf("redisstore: get %q: %w", id, s.wrapErr(err))
+	}
+	if len(m) == 0 {
+		return storage.RunRecord{}, fmt.Errorf("redisstore: get %q: %w", id, storage.ErrRunNotFound)
+	}
+	return decodeRun(m)
+}
+
+// ListRuns implements storage.Store. It reads the lexicographic index that
+// matches the filter, so a page costs its size, never a scan.
+func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.RunPage, error) {
+	if err := q.Validate(); err != nil {
+		return storage.RunPage{}, fmt.Errorf("redisstore: %w", err)
+	}
+	if err := s.checkOpen(); err != nil {
+		return storage.RunPage{}, err
+	}
+	limit := q.PageSize()
+	start := "-"
+	if q.After != "" {
+		start = "(" + q.After
+	}
+	v, err := s.run(ctx, listScript, []string{s.keys.index(q)}, start, limit+1)
+	if err != nil {
+		return storage.RunPage{}, fmt.Errorf("redisstore: list: %w", err)
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return storage.RunPage{}, fmt.Errorf("redisstore: list: unexpected reply")
+	}
+	var page storage.RunPage
+	for _, item := range list {
+		m, err := pairsToMap(item)
+		if err != nil {
+			return storage.RunPage{}, err
+		}
+		rec, err := decodeRun(m)
+		if err != nil {
+			return storage.RunPage{}, err
+		}
+		page.Runs = append(page.Runs, rec)
+	}
+	if len(page.Runs) > limit {
+		page.Runs = page.Runs[:limit]
+		page.Next = page.Runs[limit-1].ID
+	}
+	return page, nil
+}

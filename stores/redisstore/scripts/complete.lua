@@ -1,0 +1,23 @@
+-- complete finishes a run under its lease (Complete).
+-- KEYS[1]: the run hash.
+-- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3]: token, ARGV[4]: unused,
+-- ARGV[5]: run id, ARGV[6]: final status, ARGV[7]: marked output, ARGV[8]:
+-- error JSON, ARGV[9..11]: the notify's run id ("" for none), topic and
+-- marked payload.
+-- Reply: {OK, notified} where notified is 1 delivered, 0 buffered, -1
+-- target not found, -2 target finished (nothing sent) | {LEASELOST}.
+local function main()
+  local bad, st, wf = fence()
+  if bad then return bad end
+  local r, id = KEYS[1], ARGV[5]
+  local nid = ARGV[9]
+  local nres = 0
+  if nid ~= '' then
+    local why = send_check(nid)
+    if why == 'NOTFOUND' then nres = -1 elseif why == 'INVALID' or nid == id then nres = -2 end
+  end
+  redis.call('HSET', r, 'out', ARGV[7], 'err', ARGV[8])
+  finish(r, id, wf, st, ARGV[6])
+  if nid ~= '' and nres == 0 then nres = send(nid, ARGV[10], ARGV[11]) end
+  return {'OK', nres}
+end

@@ -1,0 +1,26 @@
+-- create inserts runs (CreateRuns).
+-- KEYS: the run hashes, one per run.
+-- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3...]: per run its id, workflow,
+-- parent id and marked input.
+-- Reply: per run {created (1 or 0), HGETALL of the run hash}.
+local function main()
+  local out = {}
+  for i = 1, #KEYS do
+    local r = KEYS[i]
+    local b = 2 + (i - 1) * 4
+    local id, wf, parent, input = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
+    if redis.call('EXISTS', r) == 1 then
+      out[i] = {0, redis.call('HGETALL', r)}
+    else
+      redis.call('HSET', r, 'id', id, 'wf', wf, 'pa', parent, 'in', input,
+        'ready', NOWS, 'tok', '0', 'rec', '0', 'seq', '0', 'ca', NOWS)
+      redis.call('ZADD', idx_all(), 0, id)
+      redis.call('ZADD', idx_wf(wf), 0, id)
+      set_status(r, id, wf, nil, 'queued')
+      redis.call('ZADD', readyq(wf), NOWS, id)
+      WOKE = true
+      out[i] = {1, redis.call('HGETALL', r)}
+    end
+  end
+  return out
+end

@@ -1,0 +1,63 @@
+-- Shared helpers: delivering events, and answering a repeated call once.
+-- KEYS and ARGV: none read.
+
+-- deliver resolves the registered wait of run id with payload: the payload
+-- becomes the checkpoint of the wait's key, of the kind the wait stored
+-- (its DeliveryKind, see lease.go; a wait stored without a kind is an event
+-- wait), the wait is dropped, and a waiting run is queued (a paused one
+-- stays paused, ready now).
+local function deliver(id, payload)
+  local r = rkey(id)
+  local st, wf, wk, wn, ready = unpack(redis.call('HMGET', r, 'st', 'wf', 'wk', 'wn', 'ready'))
+  if not wn or wn == '' then
+    wn = 'event'
+  end
+  write_cp(r, ckey(id), wk, wn, '', payload)
+  clear_wait(r, id)
+  if st == 'waiting' or st == 'queued' then
+    set_status(r, id, wf, st, 'queued')
+    if not ready or tonumber(ready) > NOW then
+      redis.call('HSET', r, 'ready', NOWS)
+      redis.call('ZADD', readyq(wf), NOWS, id)
+    end
+    WOKE = true
+  elseif st == 'paused' then
+    redis.call('HSET', r, 'ready', NOWS)
+  end
+  redis.call('HSET', r, 'ua', NOWS)
+end
+
+-- send delivers an event to one existing, unfinished run: as a delivery
+-- when it waits on the topic, else buffered in order.
+local function send(id, topic, payload)
+  if redis.call('HGET', rkey(id), 'wt') == topic then
+    deliver(id, payload)
+    return 1
+  end
+  redis.call('RPUSH', evkey(id, topic), payload)
+  return 0
+end
+
+-- send_check reports why an event cannot be sent to run id, or nil.
+local function send_check(id)
+  local st = redis.call('HGET', rkey(id), 'st')
+  if not st then return 'NOTFOUND' end
+  if finished(st) then return 'INVALID' end
+  return nil
+end
+
+-- once_get and once_put make a script safe to repeat: go-redis sends a
+-- command again when its reply was lost (a read timeout, a dropped
+-- connection), and a repeated SendEvent must not buffer the event twice.
+-- The caller's operation ID keys the first reply for a minute, longer than
+-- the client's retries take.
+local function once_get(op)
+  local prev = redis.call('GET', opkey(op))
+  if prev then return cmsgpack.unpack(prev) end
+  return nil
+end
+
+local function once_put(op, res)
+  redis.call('SET', opkey(op), cmsgpack.pack(res), 'PX', 60000)
+  return res
+end

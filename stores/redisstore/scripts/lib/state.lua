@@ -1,0 +1,85 @@
+-- Shared helpers: a run's status, lease, wait and checkpoints.
+-- KEYS: only fence reads KEYS[1], the run hash of a fenced script.
+-- ARGV: only fence reads ARGV[3], the lease token of a fenced script.
+
+-- index_status moves run id between the listing indexes of its status; the
+-- caller writes the status field itself.
+local function index_status(id, wf, old, new)
+  if old == new then return end
+  if old then
+    redis.call('ZREM', idx_st(old), id)
+    redis.call('ZREM', idx_wf_st(old, wf), id)
+  end
+  redis.call('ZADD', idx_st(new), 0, id)
+  redis.call('ZADD', idx_wf_st(new, wf), 0, id)
+end
+
+local function set_status(r, id, wf, old, new)
+  index_status(id, wf, old, new)
+  redis.call('HSET', r, 'st', new, 'ua', NOWS)
+end
+
+-- clear_wait drops the run's registered event wait, if any.
+local function clear_wait(r, id)
+  local t = redis.call('HGET', r, 'wt')
+  if t then
+    redis.call('SREM', waitset(t), id)
+    redis.call('HDEL', r, 'wk', 'wt', 'wn', 'wd')
+  end
+end
+
+-- put_cp writes a checkpoint the caller knows is absent and returns its
+-- encoding: seq \n created \n kind \n error-json \n marked-output. The
+-- caller resets the run's recovery count.
+local function put_cp(r, c, key, kind, err, out)
+  local seq = redis.call('HINCRBY', r, 'seq', 1)
+  local b = f(seq) .. '\n' .. NOWS .. '\n' .. kind .. '\n' .. err .. '\n' .. out
+  redis.call('HSET', c, key, b)
+  return b
+end
+
+-- write_cp writes the checkpoint of key unless one exists; it returns the
+-- stored encoding.
+local function write_cp(r, c, key, kind, err, out)
+  local old = redis.call('HGET', c, key)
+  if old then return old end
+  local b = put_cp(r, c, key, kind, err, out)
+  redis.call('HSET', r, 'rec', '0')
+  return b
+end
+
+-- extend renews the lease of a running run to now+lf.
+local function extend(r, id, wf, lf)
+  local lu = f(NOW + lf)
+  redis.call('HSET', r, 'lu', lu, 'ua', NOWS)
+  redis.call('ZADD', leaseq(wf), lu, id)
+end
+
+-- release ends the run's lease: it leaves the lease set, and LeaseUntil
+-- (kept with Owner and Token to describe the last lease) becomes now if it
+-- was later.
+local function release(r, id, wf)
+  redis.call('ZREM', leaseq(wf), id)
+  local lu = redis.call('HGET', r, 'lu')
+  if lu and tonumber(lu) > NOW then redis.call('HSET', r, 'lu', NOWS) end
+end
+
+-- fence checks a fenced script's lease: KEYS[1] is the run hash, ARGV[3]
+-- the token. It returns an error reply, or nil and the run's fields. An
+-- unknown run has no lease to hold: LEASELOST, as for any holder whose run
+-- went away.
+local function fence()
+  local st, tok, wf, wk, preq = unpack(redis.call('HMGET', KEYS[1], 'st', 'tok', 'wf', 'wk', 'preq'))
+  if not st or st ~= 'running' or tok ~= ARGV[3] then return {'LEASELOST'} end
+  return nil, st, wf, wk, preq
+end
+
+-- finish clears what a finished run no longer has: lease, wait, schedule,
+-- suspend state and pause request.
+local function finish(r, id, wf, st, new)
+  clear_wait(r, id)
+  redis.call('HDEL', r, 'ss', 'ready', 'preq')
+  release(r, id, wf)
+  redis.call('ZREM', readyq(wf), id)
+  set_status(r, id, wf, st, new)
+end

@@ -1,0 +1,148 @@
+package redisstore
+
+import (
+	"context"
+	"io/fs"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func TestAssemble(t *testing.T) {
+	t.Parallel()
+	src := assemble("local function main() return send('a', 'b', 'c') end")
+	for _, want := range []string{"function send(", "function deliver(", "function write_cp(", "function put_cp(", "function evkey(", "function f(", "local NOW"} {
+		if !strings.Contains(src, want) {
+			t.Errorf("script calling send lacks %q", want)
+		}
+	}
+	for _, unwanted := range []string{"function fence(", "function finish(", "function extend("} {
+		if strings.Contains(src, unwanted) {
+			t.Errorf("script calling send includes %q", unwanted)
+		}
+	}
+	if !strings.HasPrefix(src, "#!lua\n") {
+		t.Error("script lacks its shebang")
+	}
+	if src := assemble("local function main() return redis.call('GET', KEYS[1]) end"); strings.Contains(src, "TIME") || strings.Contains(src, "function") && strings.Count(src, "function") != 1 {
+		t.Errorf("a script using no helper got some:\n%s", src)
+	}
+	if callsHelper("local x = self(1)", "f") || !callsHelper("x = f(1)", "f") || !callsHelper("f(1)", "f") {
+		t.Error("callsHelper matches inside identifiers")
+	}
+}
+
+// TestScriptFiles: every file under scripts/ starts with a comment, a
+// script's comment says what it reads of KEYS and ARGV and what it
+// replies, and each file of scripts/ is exactly one of the scripts New
+// loads.
+func TestScriptFiles(t *testing.T) {
+	t.Parallel()
+	loaded := make(map[string]bool)
+	for _, sc := range allScripts {
+		loaded[sc.Hash()] = true
+	}
+	if len(loaded) != len(allScripts) {
+		t.Fatalf("%d scripts with %d distinct texts", len(allScripts), len(loaded))
+	}
+	var scripts int
+	err := fs.WalkDir(luaFiles, "scripts", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := luaFiles.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		src := string(b)
+		if !strings.HasPrefix(src, "-- ") {
+			t.Errorf("%s does not start with a comment", path)
+		}
+		if strings.Contains(src, "--[[") {
+			t.Errorf("%s has a block comment, which code() does not strip", path)
+		}
+		lead, _, _ := strings.Cut(src, "local function main()")
+		if strings.HasPrefix(path, "scripts/lib/") {
+			if !strings.Contains(src, "KEYS") && !strings.Contains(src, "ARGV") {
+				t.Errorf("%s does not say what it reads of KEYS and ARGV", path)
+			}
+			return nil
+		}
+		scripts++
+		for _, want := range []string{"KEYS", "ARGV[1]", "Reply:"} {
+			if !strings.Contains(lead, want) {
+				t.Errorf("%s: its leading comment does not mention %s", path, want)
+			}
+		}
+		if !loaded[redis.NewScript(assemble(src)).Hash()] {
+			t.Errorf("%s is not one of the scripts New loads", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scripts != len(allScripts) {
+		t.Errorf("%d script files for %d scripts", scripts, len(allScripts))
+	}
+	var names []string
+	for _, h := range helpers {
+		if slices.Contains(names, h.name) {
+			t.Errorf("helper %s is defined twice", h.name)
+		}
+		names = append(names, h.name)
+	}
+}
+
+// TestScriptKeys: the key helpers of scripts/lib/keys.lua build the same
+// keys as keyspace, the layout's definition in Go, and every key starts
+// with the prefix.
+func TestScriptKeys(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, c := newTestStore(t, nil)
+	k := s.keys
+	const id, topic, wf = "rün:1", "to:pic", "w:f"
+	want := map[string]string{
+		"rkey('" + id + "')":                   k.run(id),
+		"ckey('" + id + "')":                   k.checkpoints(id),
+		"evkey('" + id + "', '" + topic + "')": k.events(id, topic),
+		"readyq('" + wf + "')":                 k.ready(wf),
+		"leaseq('" + wf + "')":                 k.leases(wf),
+		"waitset('" + topic + "')":             k.waiting(topic),
+		"idx_all()":                            k.indexAll(),
+		"idx_wf('" + wf + "')":                 k.indexWorkflow(wf),
+		"idx_st('queued')":                     k.indexStatus("queued"),
+		"idx_wf_st('queued', '" + wf + "')":    k.indexWorkflowStatus("queued", wf),
+		"opkey('op')":                          k.op("op"),
+		"wake_channel()":                       k.wake(),
+	}
+	var calls []string
+	for call := range want {
+		calls = append(calls, call)
+	}
+	slices.Sort(calls)
+	for _, h := range loadHelpers("keys") {
+		if !slices.ContainsFunc(calls, func(call string) bool { return strings.HasPrefix(call, h.name+"(") }) {
+			t.Errorf("key helper %s is not checked against keyspace", h.name)
+		}
+	}
+	src := assemble("local function main() return {" + strings.Join(calls, ", ") + "} end")
+	v, err := c.Eval(ctx, src, nil, k.prefix, "").StringSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v) != len(calls) {
+		t.Fatalf("got %d keys for %d calls: %q", len(v), len(calls), v)
+	}
+	for i, call := range calls {
+		if v[i] != want[call] {
+			t.Errorf("Lua %s = %q, Go builds %q", call, v[i], want[call])
+		}
+		if !strings.HasPrefix(v[i], k.prefix) {
+			t.Errorf("Lua %s = %q lacks the prefix", call, v[i])
+		}
+	}
+}
