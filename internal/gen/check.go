@@ -3,7 +3,6 @@ package gen
 import (
 	"fmt"
 	"go/token"
-	"maps"
 	"slices"
 )
 
@@ -167,10 +166,11 @@ func checkCollisions(m *Package, d *diagnostics) {
 		}
 		first[g.name] = g
 	}
-	// Every workflow context has the same fields, promoted methods, step
-	// methods and event methods (the last two, and two of the fields, by
-	// embedding callsType); each has a child method per other workflow,
-	// and may have methods of the user's, as may callsType.
+	// Every workflow context has the same members: two fields, the methods
+	// promoted from the embedded *runtime.WorkflowContext, and, by
+	// embedding callsType, two more fields and the methods of every step,
+	// event and child workflow. The user may add methods to a context or
+	// to callsType, but not these.
 	type member struct {
 		what string
 		pos  token.Pos
@@ -186,8 +186,8 @@ func checkCollisions(m *Package, d *diagnostics) {
 	addCommon(embeddedField, "the embedded *runtime.WorkflowContext", token.NoPos)
 	addCommon(stepsField, "the field holding the steps", token.NoPos)
 	if m.hasCalls() {
-		addCommon(callsType, "the embedded type holding the step and event methods", token.NoPos)
-		addCommon(runtimeField, "the field holding the runtime's context for the step and event methods", token.NoPos)
+		addCommon(callsType, "the embedded type holding the step, event and child-workflow methods", token.NoPos)
+		addCommon(runtimeField, "the field holding the runtime's context for the step, event and child-workflow methods", token.NoPos)
 	}
 	for _, p := range promoted {
 		addCommon(p, "a method of the embedded *runtime.WorkflowContext", token.NoPos)
@@ -199,23 +199,13 @@ func checkCollisions(m *Package, d *diagnostics) {
 		addCommon(e.awaitMethod(), "the method awaiting event "+e.GoName, e.Pos)
 	}
 	for _, w := range m.Workflows {
+		addCommon(w.callMethod(), "the method calling workflow "+w.GoName+" as a child", w.Pos)
+		addCommon(w.startChildMethod(), "the method starting workflow "+w.GoName+" as a child", w.Pos)
+	}
+	for _, w := range m.Workflows {
 		ctx := w.contextType()
-		members := maps.Clone(common)
-		for _, c := range m.Workflows {
-			if c == w {
-				continue
-			}
-			for _, cm := range [...]struct{ name, what string }{{c.callMethod(), "calling"}, {c.startMethod(), "starting"}} {
-				name, what := cm.name, cm.what
-				if f, ok := members[name]; ok {
-					d.add(c.Pos, "workflow contexts would get %s both as %s and as the method %s workflow %s; rename one of them", name, f.what, what, c.GoName)
-					continue
-				}
-				members[name] = member{"the method " + what + " workflow " + c.GoName, c.Pos}
-			}
-		}
 		for _, um := range m.UserMethods[ctx] {
-			if f, ok := members[um.Name]; ok {
+			if f, ok := common[um.Name]; ok {
 				d.add(um.Pos, "%s on %s: stemgen generates it as %s; rename this method", um.Name, ctx, f.what)
 			}
 		}

@@ -24,32 +24,30 @@ func (w *Workflow) batchFunc() string    { return "Start" + exported(w.GoName) +
 func (w *Workflow) getFunc() string      { return "Get" + exported(w.GoName) }
 func (w *Workflow) nameConst() string    { return exported(w.GoName) + "WorkflowName" }
 
-// stepConst is the checkpoint-key constant of step s in workflow w.
-func (w *Workflow) stepConst(s *Step) string {
-	return exported(w.GoName) + "Step" + exported(s.GoName)
-}
+// Package-level names of a step: its checkpoint-key constant, which the
+// step's method and everything else that names the key use, and, for an
+// autoversion step, the function giving the expanded key of an iteration.
+func (s *Step) keyConst() string      { return "Step" + exported(s.GoName) }
+func (s *Step) iterationFunc() string { return s.keyConst() + "Iteration" }
 
-// idempotencyFunc is the idempotency-key accessor of step s in workflow w.
-func (w *Workflow) idempotencyFunc(s *Step) string {
-	return exported(w.GoName) + exported(s.GoName) + "IdempotencyKey"
-}
+// Methods of every workflow context, all declared once, on callsType: a
+// step's, an event's await, and a workflow's two child calls (named apart
+// from the package-level StartW, which starts a run from outside).
+func (s *Step) method() string               { return s.GoName }
+func (e *Event) awaitMethod() string         { return "Await" + exported(e.GoName) }
+func (w *Workflow) callMethod() string       { return "Call" + exported(w.GoName) }
+func (w *Workflow) startChildMethod() string { return "Start" + exported(w.GoName) + "Child" }
 
-// Methods of every workflow context: those of steps and events are
-// declared once, on callsType; those of child workflows on each context.
-func (s *Step) method() string          { return s.GoName }
-func (e *Event) awaitMethod() string    { return "Await" + exported(e.GoName) }
-func (w *Workflow) callMethod() string  { return "Call" + exported(w.GoName) }
-func (w *Workflow) startMethod() string { return "Start" + exported(w.GoName) }
-
-// callsType is the unexported type that holds the typed step and event
-// methods of a package, declared once whatever the number of workflows;
-// every workflow context embeds it, so they are promoted methods of each.
+// callsType is the unexported type that holds the typed step, event and
+// child-workflow methods of a package, declared once whatever the number
+// of workflows; every workflow context embeds it, so they are promoted
+// methods of each.
 const callsType = "stemCalls"
 
 // hasCalls reports whether the package gets a callsType: it has workflow
-// contexts, and steps or events for them to call.
+// contexts, which can at least call the package's workflows as children.
 func (m *Package) hasCalls() bool {
-	return len(m.Workflows) > 0 && (len(m.Steps) > 0 || len(m.Events) > 0)
+	return len(m.Workflows) > 0
 }
 
 // Package-level names of an event.
@@ -79,7 +77,7 @@ var promoted = []string{"Context", "Logger", "ParentID", "RunID", "Sleep", "Slee
 var locals = map[string]bool{
 	"c": true, "sc": true, "e": true, "ctx": true, "in": true, "opts": true, "r": true,
 	"rs": true, "err": true, "out": true, "i": true, "items": true, "ev": true, "steps": true,
-	"runID": true, "scope": true, "name": true, "timeout": true, "iteration": true, "id": true,
+	"runID": true, "name": true, "timeout": true, "id": true,
 }
 
 // generated is one package-level identifier stemgen declares, and the
@@ -102,8 +100,11 @@ func (m *Package) packageNames() []generated {
 	for _, w := range m.Workflows {
 		what := "workflow " + w.GoName
 		add(w.Pos, what, w.contextType(), w.runType(), w.registerFunc(), w.startFunc(), w.batchFunc(), w.getFunc(), w.nameConst())
-		for _, s := range m.Steps {
-			add(s.Pos, what+" and step "+s.GoName, w.stepConst(s), w.idempotencyFunc(s))
+	}
+	for _, s := range m.Steps {
+		add(s.Pos, "step "+s.String(), s.keyConst())
+		if s.Ann.Autoversion {
+			add(s.Pos, "step "+s.String(), s.iterationFunc())
 		}
 	}
 	for _, e := range m.Events {

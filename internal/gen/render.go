@@ -19,7 +19,6 @@ var fixedImports = []struct{ path, name string }{
 	{runtimePath, "runtime"},
 	{"context", "context"},
 	{"fmt", "fmt"},
-	{"strconv", "strconv"},
 	{"time", "time"},
 }
 
@@ -38,6 +37,17 @@ func render(m *Package) ([]byte, error) {
 	r.imports()
 	r.guards()
 	r.calls()
+	for _, s := range m.Steps {
+		r.step(s)
+	}
+	if m.hasCalls() {
+		for _, e := range m.Events {
+			r.await(e)
+		}
+		for _, w := range m.Workflows {
+			r.children(w)
+		}
+	}
 	for _, w := range m.Workflows {
 		r.workflow(w)
 	}
@@ -258,7 +268,7 @@ func (r *renderer) guards() {
 	m := r.m
 	r.f.Comment("// This file needs a runtime that supports its version of the generated API; with")
 	r.f.Comment("// an older runtime it stops compiling here.")
-	r.f.Const().Id("_").Op("=").Add(rt("SupportPackageIsVersion1"))
+	r.f.Const().Id("_").Op("=").Add(rt("SupportPackageIsVersion2"))
 	r.f.Line()
 	r.f.Comment("// These assignments stop compiling when an annotated function's signature no")
 	r.f.Comment("// longer matches this file: run go generate.")
@@ -294,7 +304,7 @@ func (r *renderer) workflow(w *Workflow) {
 	durable := w.Ann.Name
 
 	f.Line()
-	r.doc(fmt.Sprintf("%s is the durable name of workflow %s, stored with every run.", w.nameConst(), w.GoName), "")
+	r.doc(fmt.Sprintf("%s is the durable name of workflow %s, stored with every run.", w.nameConst(), w.GoName), w.Doc)
 	f.Const().Id(w.nameConst()).Op("=").Lit(durable)
 
 	f.Line()
@@ -307,44 +317,11 @@ func (r *renderer) workflow(w *Workflow) {
 		}
 	})
 
-	if len(m.Steps) > 0 {
-		f.Line()
-		f.Comment(fmt.Sprintf("// Checkpoint keys of the steps of workflow %s.", durable))
-		f.Const().DefsFunc(func(g *jen.Group) {
-			for _, s := range m.Steps {
-				g.Comment(fmt.Sprintf("%s is the checkpoint key of step %s.", w.stepConst(s), s))
-				g.Id(w.stepConst(s)).Op("=").Lit(s.Ann.Key())
-			}
-		})
-	}
-	for _, c := range m.Workflows {
-		if c == w {
-			continue
-		}
-		f.Line()
-		r.doc(fmt.Sprintf("%s runs workflow %s (%s) as a child of this run with input in, and waits for "+
-			"its output. name is the call's durable key within the run: a replay never starts the child twice.",
-			c.callMethod(), c.GoName, c.Ann.Name), c.Doc)
-		f.Func().Params(jen.Id("c").Op("*").Id(ctx)).Id(c.callMethod()).
-			Params(jen.Id("name").String(), jen.Id("in").Add(r.typ(c.Input().Type))).
-			Params(r.typ(c.Output().Type), jen.Error()).
-			Block(jen.Return(rt("CallChild").Types(r.typ(c.Output().Type)).Call(
-				jen.Id("c").Dot(embeddedField), jen.Id("name"), jen.Id(c.nameConst()), jen.Id("in"))))
-		f.Line()
-		r.doc(fmt.Sprintf("%s starts workflow %s (%s) as a child of this run with input in, without "+
-			"waiting, and returns the child's run ID. name is the call's durable key within the run.",
-			c.startMethod(), c.GoName, c.Ann.Name), c.Doc)
-		f.Func().Params(jen.Id("c").Op("*").Id(ctx)).Id(c.startMethod()).
-			Params(jen.Id("name").String(), jen.Id("in").Add(r.typ(c.Input().Type))).
-			Params(jen.String(), jen.Error()).
-			Block(jen.Return(rt("StartChild").Call(
-				jen.Id("c").Dot(embeddedField), jen.Id("name"), jen.Id(c.nameConst()), jen.Id("in"))))
-	}
-
 	run := w.runType()
 	f.Line()
 	r.doc(fmt.Sprintf("%s is a typed handle on a run of workflow %s (%s): ID, Status, Result, Pause, "+
-		"Resume, Terminate and Restart.", run, w.GoName, durable), w.Doc)
+		"Resume, Terminate, Restart, and IdempotencyKey for reconciling with the services its steps called.",
+		run, w.GoName, durable), w.Doc)
 	f.Type().Id(run).Struct(jen.Op("*").Add(rt("Run")).Types(out.Clone()))
 
 	f.Line()
@@ -416,63 +393,103 @@ func (r *renderer) workflow(w *Workflow) {
 			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
 			jen.Return(jen.Op("&").Id(run).Values(jen.Id("r")), jen.Nil()),
 		)
-
-	for _, s := range m.Steps {
-		f.Line()
-		scope := "with scope (\"\" for none)"
-		params := []jen.Code{jen.Id("runID").String(), jen.Id("scope").String()}
-		key := jen.Id(w.stepConst(s))
-		which := "sees"
-		if s.Ann.Autoversion {
-			params = []jen.Code{jen.Id("runID").String(), jen.Id("iteration").Int(), jen.Id("scope").String()}
-			key = jen.Id(w.stepConst(s)).Op("+").Lit("#").Op("+").Qual("strconv", "Itoa").Call(jen.Id("iteration"))
-			which = "sees in the given iteration"
-		}
-		r.doc(fmt.Sprintf("%s returns the idempotency key that step %s %s in run runID of workflow %s, %s: "+
-			"what StepContext.IdempotencyKey(scope) returned inside the step. Use it to reconcile with the services the step called.",
-			w.idempotencyFunc(s), s.Ann.Key(), which, durable, scope), "")
-		f.Func().Id(w.idempotencyFunc(s)).Params(params...).String().Block(
-			jen.Return(rt("IdempotencyKey").Call(jen.Id(w.nameConst()), jen.Id("runID"), key, jen.Id("scope"))))
-	}
 }
 
-// calls writes the package's callsType and, once, the typed method of
-// every step and event on it.
+// calls writes the package's callsType, the type of the typed calls every
+// workflow context shares.
 func (r *renderer) calls() {
 	m, f := r.m, r.f
 	if !m.hasCalls() {
 		return
 	}
 	f.Line()
-	r.doc(fmt.Sprintf("%s holds the typed step and event calls of package %s, declared once: every workflow "+
-		"context embeds it, so they are methods of each.", callsType, m.Name), "")
+	r.doc(fmt.Sprintf("%s holds the typed calls of package %s, each declared once: a method per step, "+
+		"per event and, to run it as a child, per workflow. Every workflow context embeds it, so they are "+
+		"methods of each.", callsType, m.Name), "")
 	f.Type().Id(callsType).StructFunc(func(g *jen.Group) {
 		g.Id(runtimeField).Op("*").Add(rt("WorkflowContext"))
 		if m.Receiver != nil {
 			g.Id(stepsField).Op("*").Id(m.Receiver.Name)
 		}
 	})
-	for _, s := range m.Steps {
-		r.stepMethod(s)
+}
+
+// step writes everything generated for step s, once per package: its
+// checkpoint-key constant, for an autoversion step the key of an
+// iteration, and its typed method on callsType.
+func (r *renderer) step(s *Step) {
+	m, f := r.m, r.f
+	key := s.Ann.Key()
+	kc, it := s.keyConst(), s.iterationFunc()
+	var what string
+	if s.Ann.Autoversion {
+		what = fmt.Sprintf("%s is the checkpoint key of autoversion step %s; the i-th call of the step in a run "+
+			"(from 0) is keyed %s(i). Outside a run, the idempotency key of call i is IdempotencyKey(%s(i), scope) "+
+			"on the run's typed handle, or runtime.IdempotencyKey(workflowName, runID, %s(i), scope).", kc, s, it, it, it)
+	} else {
+		what = fmt.Sprintf("%s is the checkpoint key of step %s. Outside a run, the step's idempotency key "+
+			"is IdempotencyKey(%s, scope) on the run's typed handle, or "+
+			"runtime.IdempotencyKey(workflowName, runID, %s, scope).", kc, s, kc, kc)
 	}
-	for _, e := range m.Events {
+	f.Line()
+	r.doc(what, s.Doc)
+	f.Const().Id(kc).Op("=").Lit(key)
+	if s.Ann.Autoversion {
 		f.Line()
-		r.doc(fmt.Sprintf("%s suspends the run until event %s (topic %s) arrives for it, and returns it. "+
-			"name is the wait's durable key within the run. A timeout above zero bounds the wait: "+
-			"when it passes first, %s returns an error matching runtime.ErrEventTimeout.",
-			e.awaitMethod(), e.GoName, e.Ann.Topic, e.awaitMethod()), e.Doc)
-		f.Func().Params(jen.Id("c").Op("*").Id(callsType)).Id(e.awaitMethod()).
-			Params(jen.Id("name").String(), jen.Id("timeout").Qual("time", "Duration")).
-			Params(r.typ(e.Type), jen.Error()).
-			Block(jen.Return(rt("WaitForEvent").Types(r.typ(e.Type)).Call(
-				jen.Id("c").Dot(runtimeField), jen.Id("name"), jen.Id(e.topicConst()), jen.Id("timeout"))))
+		r.doc(fmt.Sprintf("%s returns the checkpoint key of the i-th call (from 0) of autoversion step %s "+
+			"in a run, built by runtime.IterationKey.", it, s), s.Doc)
+		f.Func().Id(it).Params(jen.Id("i").Int()).String().Block(
+			jen.Return(rt("IterationKey").Call(jen.Id(kc), jen.Id("i"))))
+	}
+	if m.hasCalls() {
+		r.stepMethod(s)
 	}
 }
 
-// stepMethod writes the typed method of step s on callsType. Its
-// checkpoint key is the annotation's, written as a literal: the
-// per-workflow key constants hold the same value, and none of them
-// belongs in a method every workflow shares.
+// await writes the typed method on callsType that awaits event e.
+func (r *renderer) await(e *Event) {
+	f := r.f
+	f.Line()
+	r.doc(fmt.Sprintf("%s suspends the run until event %s (topic %s) arrives for it, and returns it. "+
+		"name is the wait's durable key within the run. A timeout above zero bounds the wait: "+
+		"when it passes first, %s returns an error matching runtime.ErrEventTimeout.",
+		e.awaitMethod(), e.GoName, e.Ann.Topic, e.awaitMethod()), e.Doc)
+	f.Func().Params(jen.Id("c").Op("*").Id(callsType)).Id(e.awaitMethod()).
+		Params(jen.Id("name").String(), jen.Id("timeout").Qual("time", "Duration")).
+		Params(r.typ(e.Type), jen.Error()).
+		Block(jen.Return(rt("WaitForEvent").Types(r.typ(e.Type)).Call(
+			jen.Id("c").Dot(runtimeField), jen.Id("name"), jen.Id(e.topicConst()), jen.Id("timeout"))))
+}
+
+// children writes the two methods on callsType that run workflow w as a
+// child of the calling run: one waits for it, one does not.
+func (r *renderer) children(w *Workflow) {
+	f := r.f
+	in, out := r.typ(w.Input().Type), r.typ(w.Output().Type)
+	f.Line()
+	r.doc(fmt.Sprintf("%s runs workflow %s (%s) as a child of this run with input in, and waits for "+
+		"its output. name is the call's durable key within the run: the child's run ID derives from "+
+		"this run's ID and name, so a replay never starts the child twice.",
+		w.callMethod(), w.GoName, w.Ann.Name), w.Doc)
+	f.Func().Params(jen.Id("c").Op("*").Id(callsType)).Id(w.callMethod()).
+		Params(jen.Id("name").String(), jen.Id("in").Add(in.Clone())).
+		Params(out.Clone(), jen.Error()).
+		Block(jen.Return(rt("CallChild").Types(out.Clone()).Call(
+			jen.Id("c").Dot(runtimeField), jen.Id("name"), jen.Id(w.nameConst()), jen.Id("in"))))
+	f.Line()
+	r.doc(fmt.Sprintf("%s starts workflow %s (%s) as a child of this run with input in, without "+
+		"waiting, and returns the child's run ID (%s gives a typed handle on it). name is the call's "+
+		"durable key within the run. To start a run from outside a workflow, use %s.",
+		w.startChildMethod(), w.GoName, w.Ann.Name, w.getFunc(), w.startFunc()), w.Doc)
+	f.Func().Params(jen.Id("c").Op("*").Id(callsType)).Id(w.startChildMethod()).
+		Params(jen.Id("name").String(), jen.Id("in").Add(in.Clone())).
+		Params(jen.String(), jen.Error()).
+		Block(jen.Return(rt("StartChild").Call(
+			jen.Id("c").Dot(runtimeField), jen.Id("name"), jen.Id(w.nameConst()), jen.Id("in"))))
+}
+
+// stepMethod writes the typed method of step s on callsType, keyed by the
+// step's key constant.
 func (r *renderer) stepMethod(s *Step) {
 	inputs := s.Inputs()
 	names := r.paramNames(inputs)
@@ -493,8 +510,8 @@ func (r *renderer) stepMethod(s *Step) {
 		"a replay of the run returns its recorded result without running it again.", s.method(), key, s)
 	if s.Ann.Autoversion {
 		what = fmt.Sprintf("%s runs step %s (%s) as a checkpointed autoversion step: it may run many times in one run, "+
-			"each call keyed %s#0, #1, ... by call order; a replay returns each call's recorded result without running it again.",
-			s.method(), key, s, key)
+			"the i-th call (from 0) keyed %s(i); a replay returns each call's recorded result without running it again.",
+			s.method(), key, s, s.iterationFunc())
 	}
 	what += policyDoc(s)
 	r.f.Line()
@@ -503,13 +520,13 @@ func (r *renderer) stepMethod(s *Step) {
 	recv := jen.Id("c").Op("*").Id(callsType)
 	if o := s.Output(); o != nil {
 		r.f.Func().Params(recv).Id(s.method()).Params(params...).Params(r.typ(o.Type), jen.Error()).Block(
-			jen.Return(rt("Step").Call(jen.Id("c").Dot(runtimeField), jen.Lit(key), opts,
+			jen.Return(rt("Step").Call(jen.Id("c").Dot(runtimeField), jen.Id(s.keyConst()), opts,
 				jen.Func().Params(jen.Id("sc").Add(rt("StepContext"))).Params(r.typ(o.Type), jen.Error()).Block(
 					jen.Return(call)))))
 		return
 	}
 	r.f.Func().Params(recv).Id(s.method()).Params(params...).Error().Block(
-		jen.Return(rt("Do").Call(jen.Id("c").Dot(runtimeField), jen.Lit(key), opts,
+		jen.Return(rt("Do").Call(jen.Id("c").Dot(runtimeField), jen.Id(s.keyConst()), opts,
 			jen.Func().Params(jen.Id("sc").Add(rt("StepContext"))).Error().Block(
 				jen.Return(call)))))
 }
@@ -598,7 +615,7 @@ func duration(d time.Duration) *jen.Statement {
 func (r *renderer) event(e *Event) {
 	f := r.f
 	f.Line()
-	r.doc(fmt.Sprintf("%s is the topic of event %s.", e.topicConst(), e.GoName), "")
+	r.doc(fmt.Sprintf("%s is the topic of event %s.", e.topicConst(), e.GoName), e.Doc)
 	f.Const().Id(e.topicConst()).Op("=").Lit(e.Ann.Topic)
 
 	f.Line()

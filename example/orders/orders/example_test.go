@@ -48,7 +48,7 @@ func Example() {
 	}
 	fmt.Println(receipt.Payment.ID, receipt.Payment.AmountCents, receipt.Tracking)
 	fmt.Print(receipt.Invoice.Text)
-	fmt.Println(orders.FulfilChargeIdempotencyKey(run.ID(), "payment"))
+	fmt.Println(run.IdempotencyKey(orders.StepCharge, "payment"))
 	// Output:
 	// pay-1 1800 TRK-42
 	// Invoice for order 42 (grace), payment pay-1

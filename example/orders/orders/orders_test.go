@@ -97,8 +97,8 @@ func TestFulfil(t *testing.T) {
 	}
 	// Reconciliation from outside the run finds the charge by the key the
 	// step used.
-	if p, ok := f.payments.Lookup(orders.FulfilChargeIdempotencyKey(run.ID(), "payment")); !ok || p != want {
-		t.Errorf("Lookup(FulfilChargeIdempotencyKey) = %+v, %v", p, ok)
+	if p, ok := f.payments.Lookup(run.IdempotencyKey(orders.StepCharge, "payment")); !ok || p != want {
+		t.Errorf("Lookup(run.IdempotencyKey(StepCharge)) = %+v, %v", p, ok)
 	}
 	var labels []string
 	for _, p := range rec.Parcels {
@@ -118,11 +118,11 @@ func TestFulfil(t *testing.T) {
 	var keys []string
 	for _, s := range steps {
 		keys = append(keys, s.Key)
-		if s.Key == orders.FulfilStepCharge && len(s.Attempts) != 4 {
+		if s.Key == orders.StepCharge && len(s.Attempts) != 4 {
 			t.Errorf("charge attempts = %d, want 4", len(s.Attempts))
 		}
 	}
-	wantKeys := []string{orders.FulfilStepReserve, "cool-off", "shipment", "pack@v1#0", "pack@v1#1", "pack@v1#2", orders.FulfilStepCharge, "invoice"}
+	wantKeys := []string{orders.StepReserve, "cool-off", "shipment", "pack@v1#0", "pack@v1#1", "pack@v1#2", orders.StepCharge, "invoice"}
 	if !slices.Equal(keys, wantKeys) {
 		t.Errorf("steps = %q, want %q", keys, wantKeys)
 	}

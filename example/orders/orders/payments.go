@@ -146,7 +146,7 @@ func (s *PaymentService) Payments() []Payment {
 }
 
 // Lookup returns the charge made with an idempotency key, for
-// reconciliation (see FulfilChargeIdempotencyKey).
+// reconciliation (see StepCharge and FulfilRun.IdempotencyKey).
 func (s *PaymentService) Lookup(key string) (Payment, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -5,7 +5,6 @@ package orders
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/stemflow/stem/runtime"
@@ -13,7 +12,7 @@ import (
 
 // This file needs a runtime that supports its version of the generated API; with
 // an older runtime it stops compiling here.
-const _ = runtime.SupportPackageIsVersion1
+const _ = runtime.SupportPackageIsVersion2
 
 // These assignments stop compiling when an annotated function's signature no
 // longer matches this file: run go generate.
@@ -27,12 +26,23 @@ var (
 	_ func(*Steps, runtime.StepContext, Order) (Reservation, error)         = (*Steps).Reserve
 )
 
-// stemCalls holds the typed step and event calls of package orders, declared
-// once: every workflow context embeds it, so they are methods of each.
+// stemCalls holds the typed calls of package orders, each declared once: a
+// method per step, per event and, to run it as a child, per workflow. Every
+// workflow context embeds it, so they are methods of each.
 type stemCalls struct {
 	wc    *runtime.WorkflowContext
 	steps *Steps
 }
+
+// StepCharge is the checkpoint key of step Steps.Charge. Outside a run, the
+// step's idempotency key is IdempotencyKey(StepCharge, scope) on the run's
+// typed handle, or runtime.IdempotencyKey(workflowName, runID, StepCharge,
+// scope).
+//
+// Charge charges the reservation's amount. The payment service may fail or
+// lose its answer; the idempotency key makes every retry (and a retry
+// after a crash) refer to the same charge.
+const StepCharge = "charge@v1"
 
 // Charge runs step charge@v1 (Steps.Charge) as a checkpointed step: once it
 // succeeds (or exhausts its retries), a replay of the run returns its recorded
@@ -43,7 +53,7 @@ type stemCalls struct {
 // lose its answer; the idempotency key makes every retry (and a retry
 // after a crash) refer to the same charge.
 func (c *stemCalls) Charge(r Reservation) (Payment, error) {
-	return runtime.Step(c.wc, "charge@v1", runtime.StepOptions{
+	return runtime.Step(c.wc, StepCharge, runtime.StepOptions{
 		Backoff:    100 * time.Millisecond,
 		MaxBackoff: 2 * time.Second,
 		Retries:    5,
@@ -53,20 +63,45 @@ func (c *stemCalls) Charge(r Reservation) (Payment, error) {
 	})
 }
 
+// StepPack is the checkpoint key of autoversion step Steps.Pack; the i-th call
+// of the step in a run (from 0) is keyed StepPackIteration(i). Outside a run,
+// the idempotency key of call i is IdempotencyKey(StepPackIteration(i), scope)
+// on the run's typed handle, or runtime.IdempotencyKey(workflowName, runID,
+// StepPackIteration(i), scope).
+//
+// Pack packs one line of the order; it runs once per line.
+const StepPack = "pack@v1"
+
+// StepPackIteration returns the checkpoint key of the i-th call (from 0) of
+// autoversion step Steps.Pack in a run, built by runtime.IterationKey.
+//
+// Pack packs one line of the order; it runs once per line.
+func StepPackIteration(i int) string {
+	return runtime.IterationKey(StepPack, i)
+}
+
 // Pack runs step pack@v1 (Steps.Pack) as a checkpointed autoversion step: it
-// may run many times in one run, each call keyed pack@v1#0, #1, ... by call
-// order; a replay returns each call's recorded result without running it
-// again. Each attempt is bounded by 30s.
+// may run many times in one run, the i-th call (from 0) keyed
+// StepPackIteration(i); a replay returns each call's recorded result without
+// running it again. Each attempt is bounded by 30s.
 //
 // Pack packs one line of the order; it runs once per line.
 func (c *stemCalls) Pack(item Item) (Parcel, error) {
-	return runtime.Step(c.wc, "pack@v1", runtime.StepOptions{
+	return runtime.Step(c.wc, StepPack, runtime.StepOptions{
 		Autoversion: true,
 		Timeout:     30 * time.Second,
 	}, func(sc runtime.StepContext) (Parcel, error) {
 		return c.steps.Pack(sc, item)
 	})
 }
+
+// StepRelease is the checkpoint key of step Steps.Release. Outside a run, the
+// step's idempotency key is IdempotencyKey(StepRelease, scope) on the run's
+// typed handle, or runtime.IdempotencyKey(workflowName, runID, StepRelease,
+// scope).
+//
+// Release gives a reservation's stock back.
+const StepRelease = "release@v1"
 
 // Release runs step release@v1 (Steps.Release) as a checkpointed step: once it
 // succeeds (or exhausts its retries), a replay of the run returns its recorded
@@ -75,7 +110,7 @@ func (c *stemCalls) Pack(item Item) (Parcel, error) {
 //
 // Release gives a reservation's stock back.
 func (c *stemCalls) Release(r Reservation) error {
-	return runtime.Do(c.wc, "release@v1", runtime.StepOptions{
+	return runtime.Do(c.wc, StepRelease, runtime.StepOptions{
 		Backoff:    50 * time.Millisecond,
 		MaxBackoff: time.Second,
 		Retries:    3,
@@ -84,16 +119,32 @@ func (c *stemCalls) Release(r Reservation) error {
 	})
 }
 
+// StepRenderInvoice is the checkpoint key of step Steps.RenderInvoice. Outside
+// a run, the step's idempotency key is IdempotencyKey(StepRenderInvoice,
+// scope) on the run's typed handle, or runtime.IdempotencyKey(workflowName,
+// runID, StepRenderInvoice, scope).
+//
+// RenderInvoice renders an invoice.
+const StepRenderInvoice = "render-invoice@v1"
+
 // RenderInvoice runs step render-invoice@v1 (Steps.RenderInvoice) as a
 // checkpointed step: once it succeeds (or exhausts its retries), a replay of
 // the run returns its recorded result without running it again.
 //
 // RenderInvoice renders an invoice.
 func (c *stemCalls) RenderInvoice(req InvoiceRequest) (InvoiceDoc, error) {
-	return runtime.Step(c.wc, "render-invoice@v1", runtime.StepOptions{}, func(sc runtime.StepContext) (InvoiceDoc, error) {
+	return runtime.Step(c.wc, StepRenderInvoice, runtime.StepOptions{}, func(sc runtime.StepContext) (InvoiceDoc, error) {
 		return c.steps.RenderInvoice(sc, req)
 	})
 }
+
+// StepReserve is the checkpoint key of step Steps.Reserve. Outside a run, the
+// step's idempotency key is IdempotencyKey(StepReserve, scope) on the run's
+// typed handle, or runtime.IdempotencyKey(workflowName, runID, StepReserve,
+// scope).
+//
+// Reserve holds stock for the order.
+const StepReserve = "reserve@v1"
 
 // Reserve runs step reserve@v1 (Steps.Reserve) as a checkpointed step: once it
 // succeeds (or exhausts its retries), a replay of the run returns its recorded
@@ -102,7 +153,7 @@ func (c *stemCalls) RenderInvoice(req InvoiceRequest) (InvoiceDoc, error) {
 //
 // Reserve holds stock for the order.
 func (c *stemCalls) Reserve(order Order) (Reservation, error) {
-	return runtime.Step(c.wc, "reserve@v1", runtime.StepOptions{
+	return runtime.Step(c.wc, StepReserve, runtime.StepOptions{
 		Backoff:    50 * time.Millisecond,
 		MaxBackoff: time.Second,
 		Retries:    3,
@@ -123,8 +174,53 @@ func (c *stemCalls) AwaitShipmentReady(name string, timeout time.Duration) (Ship
 	return runtime.WaitForEvent[ShipmentReady](c.wc, name, ShipmentReadyTopic, timeout)
 }
 
+// CallFulfil runs workflow Fulfil (orders.fulfil) as a child of this run with
+// input in, and waits for its output. name is the call's durable key within
+// the run: the child's run ID derives from this run's ID and name, so a replay
+// never starts the child twice.
+//
+// Fulfil reserves stock, cools off, waits for the warehouse, packs every
+// item, charges the customer, and has the invoice made.
+func (c *stemCalls) CallFulfil(name string, in Order) (Receipt, error) {
+	return runtime.CallChild[Receipt](c.wc, name, FulfilWorkflowName, in)
+}
+
+// StartFulfilChild starts workflow Fulfil (orders.fulfil) as a child of this
+// run with input in, without waiting, and returns the child's run ID
+// (GetFulfil gives a typed handle on it). name is the call's durable key
+// within the run. To start a run from outside a workflow, use StartFulfil.
+//
+// Fulfil reserves stock, cools off, waits for the warehouse, packs every
+// item, charges the customer, and has the invoice made.
+func (c *stemCalls) StartFulfilChild(name string, in Order) (string, error) {
+	return runtime.StartChild(c.wc, name, FulfilWorkflowName, in)
+}
+
+// CallInvoice runs workflow Invoice (orders.invoice) as a child of this run
+// with input in, and waits for its output. name is the call's durable key
+// within the run: the child's run ID derives from this run's ID and name, so a
+// replay never starts the child twice.
+//
+// Invoice renders and files the invoice of a paid order.
+func (c *stemCalls) CallInvoice(name string, in InvoiceRequest) (InvoiceDoc, error) {
+	return runtime.CallChild[InvoiceDoc](c.wc, name, InvoiceWorkflowName, in)
+}
+
+// StartInvoiceChild starts workflow Invoice (orders.invoice) as a child of
+// this run with input in, without waiting, and returns the child's run ID
+// (GetInvoice gives a typed handle on it). name is the call's durable key
+// within the run. To start a run from outside a workflow, use StartInvoice.
+//
+// Invoice renders and files the invoice of a paid order.
+func (c *stemCalls) StartInvoiceChild(name string, in InvoiceRequest) (string, error) {
+	return runtime.StartChild(c.wc, name, InvoiceWorkflowName, in)
+}
+
 // FulfilWorkflowName is the durable name of workflow Fulfil, stored with every
 // run.
+//
+// Fulfil reserves stock, cools off, waits for the warehouse, packs every
+// item, charges the customer, and has the invoice made.
 const FulfilWorkflowName = "orders.fulfil"
 
 // FulfilContext is what workflow Fulfil (orders.fulfil) receives: the
@@ -138,40 +234,9 @@ type FulfilContext struct {
 	stemCalls
 }
 
-// Checkpoint keys of the steps of workflow orders.fulfil.
-const (
-	// FulfilStepCharge is the checkpoint key of step Steps.Charge.
-	FulfilStepCharge = "charge@v1"
-	// FulfilStepPack is the checkpoint key of step Steps.Pack.
-	FulfilStepPack = "pack@v1"
-	// FulfilStepRelease is the checkpoint key of step Steps.Release.
-	FulfilStepRelease = "release@v1"
-	// FulfilStepRenderInvoice is the checkpoint key of step Steps.RenderInvoice.
-	FulfilStepRenderInvoice = "render-invoice@v1"
-	// FulfilStepReserve is the checkpoint key of step Steps.Reserve.
-	FulfilStepReserve = "reserve@v1"
-)
-
-// CallInvoice runs workflow Invoice (orders.invoice) as a child of this run
-// with input in, and waits for its output. name is the call's durable key
-// within the run: a replay never starts the child twice.
-//
-// Invoice renders and files the invoice of a paid order.
-func (c *FulfilContext) CallInvoice(name string, in InvoiceRequest) (InvoiceDoc, error) {
-	return runtime.CallChild[InvoiceDoc](c.WorkflowContext, name, InvoiceWorkflowName, in)
-}
-
-// StartInvoice starts workflow Invoice (orders.invoice) as a child of this run
-// with input in, without waiting, and returns the child's run ID. name is the
-// call's durable key within the run.
-//
-// Invoice renders and files the invoice of a paid order.
-func (c *FulfilContext) StartInvoice(name string, in InvoiceRequest) (string, error) {
-	return runtime.StartChild(c.WorkflowContext, name, InvoiceWorkflowName, in)
-}
-
 // FulfilRun is a typed handle on a run of workflow Fulfil (orders.fulfil): ID,
-// Status, Result, Pause, Resume, Terminate and Restart.
+// Status, Result, Pause, Resume, Terminate, Restart, and IdempotencyKey for
+// reconciling with the services its steps called.
 //
 // Fulfil reserves stock, cools off, waits for the warehouse, packs every
 // item, charges the customer, and has the invoice made.
@@ -244,48 +309,10 @@ func GetFulfil(ctx context.Context, e *runtime.Engine, id string) (*FulfilRun, e
 	return &FulfilRun{r}, nil
 }
 
-// FulfilChargeIdempotencyKey returns the idempotency key that step charge@v1
-// sees in run runID of workflow orders.fulfil, with scope ("" for none): what
-// StepContext.IdempotencyKey(scope) returned inside the step. Use it to
-// reconcile with the services the step called.
-func FulfilChargeIdempotencyKey(runID string, scope string) string {
-	return runtime.IdempotencyKey(FulfilWorkflowName, runID, FulfilStepCharge, scope)
-}
-
-// FulfilPackIdempotencyKey returns the idempotency key that step pack@v1 sees
-// in the given iteration in run runID of workflow orders.fulfil, with scope
-// ("" for none): what StepContext.IdempotencyKey(scope) returned inside the
-// step. Use it to reconcile with the services the step called.
-func FulfilPackIdempotencyKey(runID string, iteration int, scope string) string {
-	return runtime.IdempotencyKey(FulfilWorkflowName, runID, FulfilStepPack+"#"+strconv.Itoa(iteration), scope)
-}
-
-// FulfilReleaseIdempotencyKey returns the idempotency key that step release@v1
-// sees in run runID of workflow orders.fulfil, with scope ("" for none): what
-// StepContext.IdempotencyKey(scope) returned inside the step. Use it to
-// reconcile with the services the step called.
-func FulfilReleaseIdempotencyKey(runID string, scope string) string {
-	return runtime.IdempotencyKey(FulfilWorkflowName, runID, FulfilStepRelease, scope)
-}
-
-// FulfilRenderInvoiceIdempotencyKey returns the idempotency key that step
-// render-invoice@v1 sees in run runID of workflow orders.fulfil, with scope
-// ("" for none): what StepContext.IdempotencyKey(scope) returned inside the
-// step. Use it to reconcile with the services the step called.
-func FulfilRenderInvoiceIdempotencyKey(runID string, scope string) string {
-	return runtime.IdempotencyKey(FulfilWorkflowName, runID, FulfilStepRenderInvoice, scope)
-}
-
-// FulfilReserveIdempotencyKey returns the idempotency key that step reserve@v1
-// sees in run runID of workflow orders.fulfil, with scope ("" for none): what
-// StepContext.IdempotencyKey(scope) returned inside the step. Use it to
-// reconcile with the services the step called.
-func FulfilReserveIdempotencyKey(runID string, scope string) string {
-	return runtime.IdempotencyKey(FulfilWorkflowName, runID, FulfilStepReserve, scope)
-}
-
 // InvoiceWorkflowName is the durable name of workflow Invoice, stored with
 // every run.
+//
+// Invoice renders and files the invoice of a paid order.
 const InvoiceWorkflowName = "orders.invoice"
 
 // InvoiceContext is what workflow Invoice (orders.invoice) receives: the
@@ -298,42 +325,9 @@ type InvoiceContext struct {
 	stemCalls
 }
 
-// Checkpoint keys of the steps of workflow orders.invoice.
-const (
-	// InvoiceStepCharge is the checkpoint key of step Steps.Charge.
-	InvoiceStepCharge = "charge@v1"
-	// InvoiceStepPack is the checkpoint key of step Steps.Pack.
-	InvoiceStepPack = "pack@v1"
-	// InvoiceStepRelease is the checkpoint key of step Steps.Release.
-	InvoiceStepRelease = "release@v1"
-	// InvoiceStepRenderInvoice is the checkpoint key of step Steps.RenderInvoice.
-	InvoiceStepRenderInvoice = "render-invoice@v1"
-	// InvoiceStepReserve is the checkpoint key of step Steps.Reserve.
-	InvoiceStepReserve = "reserve@v1"
-)
-
-// CallFulfil runs workflow Fulfil (orders.fulfil) as a child of this run with
-// input in, and waits for its output. name is the call's durable key within
-// the run: a replay never starts the child twice.
-//
-// Fulfil reserves stock, cools off, waits for the warehouse, packs every
-// item, charges the customer, and has the invoice made.
-func (c *InvoiceContext) CallFulfil(name string, in Order) (Receipt, error) {
-	return runtime.CallChild[Receipt](c.WorkflowContext, name, FulfilWorkflowName, in)
-}
-
-// StartFulfil starts workflow Fulfil (orders.fulfil) as a child of this run
-// with input in, without waiting, and returns the child's run ID. name is the
-// call's durable key within the run.
-//
-// Fulfil reserves stock, cools off, waits for the warehouse, packs every
-// item, charges the customer, and has the invoice made.
-func (c *InvoiceContext) StartFulfil(name string, in Order) (string, error) {
-	return runtime.StartChild(c.WorkflowContext, name, FulfilWorkflowName, in)
-}
-
 // InvoiceRun is a typed handle on a run of workflow Invoice (orders.invoice):
-// ID, Status, Result, Pause, Resume, Terminate and Restart.
+// ID, Status, Result, Pause, Resume, Terminate, Restart, and IdempotencyKey
+// for reconciling with the services its steps called.
 //
 // Invoice renders and files the invoice of a paid order.
 type InvoiceRun struct {
@@ -402,47 +396,9 @@ func GetInvoice(ctx context.Context, e *runtime.Engine, id string) (*InvoiceRun,
 	return &InvoiceRun{r}, nil
 }
 
-// InvoiceChargeIdempotencyKey returns the idempotency key that step charge@v1
-// sees in run runID of workflow orders.invoice, with scope ("" for none): what
-// StepContext.IdempotencyKey(scope) returned inside the step. Use it to
-// reconcile with the services the step called.
-func InvoiceChargeIdempotencyKey(runID string, scope string) string {
-	return runtime.IdempotencyKey(InvoiceWorkflowName, runID, InvoiceStepCharge, scope)
-}
-
-// InvoicePackIdempotencyKey returns the idempotency key that step pack@v1 sees
-// in the given iteration in run runID of workflow orders.invoice, with scope
-// ("" for none): what StepContext.IdempotencyKey(scope) returned inside the
-// step. Use it to reconcile with the services the step called.
-func InvoicePackIdempotencyKey(runID string, iteration int, scope string) string {
-	return runtime.IdempotencyKey(InvoiceWorkflowName, runID, InvoiceStepPack+"#"+strconv.Itoa(iteration), scope)
-}
-
-// InvoiceReleaseIdempotencyKey returns the idempotency key that step
-// release@v1 sees in run runID of workflow orders.invoice, with scope ("" for
-// none): what StepContext.IdempotencyKey(scope) returned inside the step. Use
-// it to reconcile with the services the step called.
-func InvoiceReleaseIdempotencyKey(runID string, scope string) string {
-	return runtime.IdempotencyKey(InvoiceWorkflowName, runID, InvoiceStepRelease, scope)
-}
-
-// InvoiceRenderInvoiceIdempotencyKey returns the idempotency key that step
-// render-invoice@v1 sees in run runID of workflow orders.invoice, with scope
-// ("" for none): what StepContext.IdempotencyKey(scope) returned inside the
-// step. Use it to reconcile with the services the step called.
-func InvoiceRenderInvoiceIdempotencyKey(runID string, scope string) string {
-	return runtime.IdempotencyKey(InvoiceWorkflowName, runID, InvoiceStepRenderInvoice, scope)
-}
-
-// InvoiceReserveIdempotencyKey returns the idempotency key that step
-// reserve@v1 sees in run runID of workflow orders.invoice, with scope ("" for
-// none): what StepContext.IdempotencyKey(scope) returned inside the step. Use
-// it to reconcile with the services the step called.
-func InvoiceReserveIdempotencyKey(runID string, scope string) string {
-	return runtime.IdempotencyKey(InvoiceWorkflowName, runID, InvoiceStepReserve, scope)
-}
-
 // ShipmentReadyTopic is the topic of event ShipmentReady.
+//
+// ShipmentReady says the warehouse has the order's parcels ready to go.
 const ShipmentReadyTopic = "orders.shipment-ready"
 
 // SendShipmentReady delivers ev to the run runID, which receives it when it

@@ -42,3 +42,25 @@ var stemCalls int
 
 //stem:step name=wc
 func wc(ctx runtime.StepContext) error { return nil }
+
+// StepValidate is the user's own.
+const StepValidate = 1
+
+//stem:step name=validate
+func (s *Steps) Validate(ctx runtime.StepContext) error { return nil }
+
+//stem:step name=pack autoversion
+func (s *Steps) Pack(ctx runtime.StepContext) error { return nil }
+
+//stem:step name=pack-iteration
+func (s *Steps) PackIteration(ctx runtime.StepContext) error { return nil }
+
+//stem:step name=start-refund
+func (s *Steps) StartRefundChild(ctx runtime.StepContext) error { return nil }
+
+// CallFoo is the user's own method on a generated context.
+func (c *RefundContext) CallFoo() {}
+
+// StartFoo is fine on a context: the top-level StartFoo starts a run, and
+// the context's child call is StartFooChild.
+func (c *RefundContext) StartFoo() {}

@@ -11,6 +11,6 @@ func W(ctx *WContext, n int) (int, error) {
 
 var _ = StartW
 
-var _ = WStepNope
+var _ = StepNope
 
 var s string = 1

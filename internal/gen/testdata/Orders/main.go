@@ -41,8 +41,8 @@ func main() {
 		fmt.Println("step:", l)
 	}
 	fmt.Println("notified:", notified)
-	fmt.Println("pack key #1:", FulfilPackIdempotencyKey(run.ID(), 1, ""))
-	fmt.Println("keys:", FulfilStepReserve, FulfilStepCharge, FulfilStepPack, RefundWorkflowName)
+	fmt.Println("pack key #1:", run.IdempotencyKey(StepPackIteration(1), ""))
+	fmt.Println("keys:", StepReserve, StepCharge, StepPack, StepPackIteration(1), RefundWorkflowName)
 
 	again, err := GetFulfil(ctx, e, "order-1")
 	if err != nil {

@@ -144,8 +144,8 @@ func (s *Steps) Pack(ctx runtime.StepContext, item string) (Parcel, error) {
 //stem:step name=charge version=2
 func (s *Steps) Charge(ctx runtime.StepContext, r Reservation, sh ShipmentReady) (Receipt, error) {
 	key := ctx.IdempotencyKey("payment")
-	if key != FulfilChargeIdempotencyKey(ctx.RunID(), "payment") {
-		return Receipt{}, runtime.Permanent(fmt.Errorf("idempotency key %q differs from the accessor's", key))
+	if key != runtime.IdempotencyKey(FulfilWorkflowName, ctx.RunID(), StepCharge, "payment") {
+		return Receipt{}, runtime.Permanent(fmt.Errorf("idempotency key %q differs from runtime.IdempotencyKey's", key))
 	}
 	return Receipt{OrderID: r.OrderID, Charged: r.Amount, Payment: key, Tracking: sh.Tracking}, nil
 }

@@ -21,5 +21,5 @@ func (s *Steps) Double(ctx runtime.StepContext, n int) (int, error) { return 2 *
 
 func use() {
 	_, _ = StartFlow(nil, nil, 1)
-	_ = FlowStepDouble
+	_ = StepDouble
 }

@@ -1,5 +1,6 @@
 // Command flows has workflows that call each other as children and nothing
-// else: no steps, no events, so its contexts embed only the runtime's.
+// else: no steps, no events, so its contexts have only the runtime's methods
+// and the child calls.
 package main
 
 import (
@@ -12,7 +13,8 @@ import (
 	"github.com/stemflow/stem/stores/memstore"
 )
 
-// Outer runs Inner as a child and reports where it ran.
+// Outer runs Inner as a child, starts another without waiting, and reports
+// where it ran.
 //
 //stem:workflow name=flows.outer
 func Outer(ctx *OuterContext, n int) (string, error) {
@@ -23,7 +25,11 @@ func Outer(ctx *OuterContext, n int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s ran %s: %d", ctx.Workflow(), ctx.RunID(), got), nil
+	later, err := ctx.StartInnerChild("later", got)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s ran %s: %d, then started %s", ctx.Workflow(), ctx.RunID(), got, later), nil
 }
 
 // Inner doubles n, and says which run is its parent.
@@ -57,6 +63,12 @@ func main() {
 		log.Fatal(err)
 	}
 	fmt.Println(out)
+	later, err := GetInner(ctx, e, "outer-1/later")
+	if err != nil {
+		log.Fatal(err)
+	}
+	n, err := later.Result(ctx)
+	fmt.Println("later:", n, err)
 	e.Close()
 	<-done
 }

@@ -14,7 +14,7 @@ import (
 
 // This file needs a runtime that supports its version of the generated API; with
 // an older runtime it stops compiling here.
-const _ = runtime.SupportPackageIsVersion1
+const _ = runtime.SupportPackageIsVersion2
 
 // These assignments stop compiling when an annotated function's signature no
 // longer matches this file: run go generate.
@@ -26,11 +26,19 @@ var (
 	_ func(context.Context, runtime1.Info, [2]bool) (Page[pgtype.Text], error) = Inspect
 )
 
-// stemCalls holds the typed step and event calls of package imports, declared
-// once: every workflow context embeds it, so they are methods of each.
+// stemCalls holds the typed calls of package imports, each declared once: a
+// method per step, per event and, to run it as a child, per workflow. Every
+// workflow context embeds it, so they are methods of each.
 type stemCalls struct {
 	wc *runtime.WorkflowContext
 }
+
+// StepAssign is the checkpoint key of step Assign. Outside a run, the step's
+// idempotency key is IdempotencyKey(StepAssign, scope) on the run's typed
+// handle, or runtime.IdempotencyKey(workflowName, runID, StepAssign, scope).
+//
+// Assign gives every item an ID.
+const StepAssign = "assign@v1"
 
 // Assign runs step assign@v1 (Assign) as a checkpointed step: once it succeeds
 // (or exhausts its retries), a replay of the run returns its recorded result
@@ -41,7 +49,7 @@ type stemCalls struct {
 func (c *stemCalls) Assign(page Page[pgtype.Text], opts struct {
 	Limit int `json:"limit"`
 }) (map[string]*uuid.UUID, error) {
-	return runtime.Step(c.wc, "assign@v1", runtime.StepOptions{
+	return runtime.Step(c.wc, StepAssign, runtime.StepOptions{
 		Backoff: 1500 * time.Microsecond,
 		Retries: 2,
 	}, func(sc runtime.StepContext) (map[string]*uuid.UUID, error) {
@@ -49,19 +57,48 @@ func (c *stemCalls) Assign(page Page[pgtype.Text], opts struct {
 	})
 }
 
+// StepInspect is the checkpoint key of step Inspect. Outside a run, the step's
+// idempotency key is IdempotencyKey(StepInspect, scope) on the run's typed
+// handle, or runtime.IdempotencyKey(workflowName, runID, StepInspect, scope).
+//
+// Inspect takes a parameter named like the runtime's package.
+const StepInspect = "inspect@v1"
+
 // Inspect runs step inspect@v1 (Inspect) as a checkpointed step: once it
 // succeeds (or exhausts its retries), a replay of the run returns its recorded
 // result without running it again. Each attempt is bounded by 1h30m0s.
 //
 // Inspect takes a parameter named like the runtime's package.
 func (c *stemCalls) Inspect(arg1 runtime1.Info, flags [2]bool) (Page[pgtype.Text], error) {
-	return runtime.Step(c.wc, "inspect@v1", runtime.StepOptions{Timeout: 90 * time.Minute}, func(sc runtime.StepContext) (Page[pgtype.Text], error) {
+	return runtime.Step(c.wc, StepInspect, runtime.StepOptions{Timeout: 90 * time.Minute}, func(sc runtime.StepContext) (Page[pgtype.Text], error) {
 		return Inspect(sc, arg1, flags)
 	})
 }
 
+// CallSync runs workflow Sync (imports.sync) as a child of this run with input
+// in, and waits for its output. name is the call's durable key within the run:
+// the child's run ID derives from this run's ID and name, so a replay never
+// starts the child twice.
+//
+// Sync copies a page of names.
+func (c *stemCalls) CallSync(name string, in Page[pgtype.Text]) (map[string]*uuid.UUID, error) {
+	return runtime.CallChild[map[string]*uuid.UUID](c.wc, name, SyncWorkflowName, in)
+}
+
+// StartSyncChild starts workflow Sync (imports.sync) as a child of this run
+// with input in, without waiting, and returns the child's run ID (GetSync
+// gives a typed handle on it). name is the call's durable key within the run.
+// To start a run from outside a workflow, use StartSync.
+//
+// Sync copies a page of names.
+func (c *stemCalls) StartSyncChild(name string, in Page[pgtype.Text]) (string, error) {
+	return runtime.StartChild(c.wc, name, SyncWorkflowName, in)
+}
+
 // SyncWorkflowName is the durable name of workflow Sync, stored with every
 // run.
+//
+// Sync copies a page of names.
 const SyncWorkflowName = "imports.sync"
 
 // SyncContext is what workflow Sync (imports.sync) receives: the runtime's
@@ -74,16 +111,9 @@ type SyncContext struct {
 	stemCalls
 }
 
-// Checkpoint keys of the steps of workflow imports.sync.
-const (
-	// SyncStepAssign is the checkpoint key of step Assign.
-	SyncStepAssign = "assign@v1"
-	// SyncStepInspect is the checkpoint key of step Inspect.
-	SyncStepInspect = "inspect@v1"
-)
-
 // SyncRun is a typed handle on a run of workflow Sync (imports.sync): ID,
-// Status, Result, Pause, Resume, Terminate and Restart.
+// Status, Result, Pause, Resume, Terminate, Restart, and IdempotencyKey for
+// reconciling with the services its steps called.
 //
 // Sync copies a page of names.
 type SyncRun struct {
@@ -143,22 +173,6 @@ func GetSync(ctx context.Context, e *runtime.Engine, id string) (*SyncRun, error
 		return nil, err
 	}
 	return &SyncRun{r}, nil
-}
-
-// SyncAssignIdempotencyKey returns the idempotency key that step assign@v1
-// sees in run runID of workflow imports.sync, with scope ("" for none): what
-// StepContext.IdempotencyKey(scope) returned inside the step. Use it to
-// reconcile with the services the step called.
-func SyncAssignIdempotencyKey(runID string, scope string) string {
-	return runtime.IdempotencyKey(SyncWorkflowName, runID, SyncStepAssign, scope)
-}
-
-// SyncInspectIdempotencyKey returns the idempotency key that step inspect@v1
-// sees in run runID of workflow imports.sync, with scope ("" for none): what
-// StepContext.IdempotencyKey(scope) returned inside the step. Use it to
-// reconcile with the services the step called.
-func SyncInspectIdempotencyKey(runID string, scope string) string {
-	return runtime.IdempotencyKey(SyncWorkflowName, runID, SyncStepInspect, scope)
 }
 
 // RegisterWorkflows registers every workflow of package imports with e: Sync

@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/stemflow/stem/runtime"
@@ -13,7 +12,7 @@ import (
 
 // This file needs a runtime that supports its version of the generated API; with
 // an older runtime it stops compiling here.
-const _ = runtime.SupportPackageIsVersion1
+const _ = runtime.SupportPackageIsVersion2
 
 // These assignments stop compiling when an annotated function's signature no
 // longer matches this file: run go generate.
@@ -27,12 +26,21 @@ var (
 	_ func(*Steps, runtime.StepContext, Order) (Reservation, error)                  = (*Steps).Reserve
 )
 
-// stemCalls holds the typed step and event calls of package main, declared
-// once: every workflow context embeds it, so they are methods of each.
+// stemCalls holds the typed calls of package main, each declared once: a
+// method per step, per event and, to run it as a child, per workflow. Every
+// workflow context embeds it, so they are methods of each.
 type stemCalls struct {
 	wc    *runtime.WorkflowContext
 	steps *Steps
 }
+
+// StepCharge is the checkpoint key of step Steps.Charge. Outside a run, the
+// step's idempotency key is IdempotencyKey(StepCharge, scope) on the run's
+// typed handle, or runtime.IdempotencyKey(workflowName, runID, StepCharge,
+// scope).
+//
+// Charge charges the reserved amount once, whatever the retries.
+const StepCharge = "charge@v2"
 
 // Charge runs step charge@v2 (Steps.Charge) as a checkpointed step: once it
 // succeeds (or exhausts its retries), a replay of the run returns its recorded
@@ -40,10 +48,18 @@ type stemCalls struct {
 //
 // Charge charges the reserved amount once, whatever the retries.
 func (c *stemCalls) Charge(r Reservation, sh ShipmentReady) (Receipt, error) {
-	return runtime.Step(c.wc, "charge@v2", runtime.StepOptions{}, func(sc runtime.StepContext) (Receipt, error) {
+	return runtime.Step(c.wc, StepCharge, runtime.StepOptions{}, func(sc runtime.StepContext) (Receipt, error) {
 		return c.steps.Charge(sc, r, sh)
 	})
 }
+
+// StepIssueRefund is the checkpoint key of step Steps.IssueRefund. Outside a
+// run, the step's idempotency key is IdempotencyKey(StepIssueRefund, scope) on
+// the run's typed handle, or runtime.IdempotencyKey(workflowName, runID,
+// StepIssueRefund, scope).
+//
+// IssueRefund issues a refund.
+const StepIssueRefund = "issue-refund@v1"
 
 // IssueRefund runs step issue-refund@v1 (Steps.IssueRefund) as a checkpointed
 // step: once it succeeds (or exhausts its retries), a replay of the run
@@ -51,10 +67,18 @@ func (c *stemCalls) Charge(r Reservation, sh ShipmentReady) (Receipt, error) {
 //
 // IssueRefund issues a refund.
 func (c *stemCalls) IssueRefund(in RefundInput) (RefundResult, error) {
-	return runtime.Step(c.wc, "issue-refund@v1", runtime.StepOptions{}, func(sc runtime.StepContext) (RefundResult, error) {
+	return runtime.Step(c.wc, StepIssueRefund, runtime.StepOptions{}, func(sc runtime.StepContext) (RefundResult, error) {
 		return c.steps.IssueRefund(sc, in)
 	})
 }
+
+// StepNotify is the checkpoint key of step Notify. Outside a run, the step's
+// idempotency key is IdempotencyKey(StepNotify, scope) on the run's typed
+// handle, or runtime.IdempotencyKey(workflowName, runID, StepNotify, scope).
+//
+// Notify tells the customer; it is a plain function step taking a
+// context.Context and returning only an error.
+const StepNotify = "notify@v1"
 
 // Notify runs step notify@v1 (Notify) as a checkpointed step: once it succeeds
 // (or exhausts its retries), a replay of the run returns its recorded result
@@ -63,22 +87,47 @@ func (c *stemCalls) IssueRefund(in RefundInput) (RefundResult, error) {
 // Notify tells the customer; it is a plain function step taking a
 // context.Context and returning only an error.
 func (c *stemCalls) Notify(msg string) error {
-	return runtime.Do(c.wc, "notify@v1", runtime.StepOptions{}, func(sc runtime.StepContext) error {
+	return runtime.Do(c.wc, StepNotify, runtime.StepOptions{}, func(sc runtime.StepContext) error {
 		return Notify(sc, msg)
 	})
 }
 
+// StepPack is the checkpoint key of autoversion step Steps.Pack; the i-th call
+// of the step in a run (from 0) is keyed StepPackIteration(i). Outside a run,
+// the idempotency key of call i is IdempotencyKey(StepPackIteration(i), scope)
+// on the run's typed handle, or runtime.IdempotencyKey(workflowName, runID,
+// StepPackIteration(i), scope).
+//
+// Pack packs one item.
+const StepPack = "pack@v1"
+
+// StepPackIteration returns the checkpoint key of the i-th call (from 0) of
+// autoversion step Steps.Pack in a run, built by runtime.IterationKey.
+//
+// Pack packs one item.
+func StepPackIteration(i int) string {
+	return runtime.IterationKey(StepPack, i)
+}
+
 // Pack runs step pack@v1 (Steps.Pack) as a checkpointed autoversion step: it
-// may run many times in one run, each call keyed pack@v1#0, #1, ... by call
-// order; a replay returns each call's recorded result without running it
-// again.
+// may run many times in one run, the i-th call (from 0) keyed
+// StepPackIteration(i); a replay returns each call's recorded result without
+// running it again.
 //
 // Pack packs one item.
 func (c *stemCalls) Pack(item string) (Parcel, error) {
-	return runtime.Step(c.wc, "pack@v1", runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (Parcel, error) {
+	return runtime.Step(c.wc, StepPack, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (Parcel, error) {
 		return c.steps.Pack(sc, item)
 	})
 }
+
+// StepReserve is the checkpoint key of step Steps.Reserve. Outside a run, the
+// step's idempotency key is IdempotencyKey(StepReserve, scope) on the run's
+// typed handle, or runtime.IdempotencyKey(workflowName, runID, StepReserve,
+// scope).
+//
+// Reserve holds stock; the stock service is flaky and fails twice.
+const StepReserve = "reserve@v1"
 
 // Reserve runs step reserve@v1 (Steps.Reserve) as a checkpointed step: once it
 // succeeds (or exhausts its retries), a replay of the run returns its recorded
@@ -87,7 +136,7 @@ func (c *stemCalls) Pack(item string) (Parcel, error) {
 //
 // Reserve holds stock; the stock service is flaky and fails twice.
 func (c *stemCalls) Reserve(order Order) (Reservation, error) {
-	return runtime.Step(c.wc, "reserve@v1", runtime.StepOptions{
+	return runtime.Step(c.wc, StepReserve, runtime.StepOptions{
 		Backoff:    time.Millisecond,
 		MaxBackoff: 4 * time.Millisecond,
 		Retries:    3,
@@ -107,8 +156,57 @@ func (c *stemCalls) AwaitShipmentReady(name string, timeout time.Duration) (Ship
 	return runtime.WaitForEvent[ShipmentReady](c.wc, name, ShipmentReadyTopic, timeout)
 }
 
+// CallFulfil runs workflow Fulfil (orders.fulfil) as a child of this run with
+// input in, and waits for its output. name is the call's durable key within
+// the run: the child's run ID derives from this run's ID and name, so a replay
+// never starts the child twice.
+//
+// Fulfil reserves stock, waits for the warehouse, packs every item, then
+// charges the customer and refunds a goodwill credit.
+func (c *stemCalls) CallFulfil(name string, in Order) (Receipt, error) {
+	return runtime.CallChild[Receipt](c.wc, name, FulfilWorkflowName, in)
+}
+
+// StartFulfilChild starts workflow Fulfil (orders.fulfil) as a child of this
+// run with input in, without waiting, and returns the child's run ID
+// (GetFulfil gives a typed handle on it). name is the call's durable key
+// within the run. To start a run from outside a workflow, use StartFulfil.
+//
+// Fulfil reserves stock, waits for the warehouse, packs every item, then
+// charges the customer and refunds a goodwill credit.
+func (c *stemCalls) StartFulfilChild(name string, in Order) (string, error) {
+	return runtime.StartChild(c.wc, name, FulfilWorkflowName, in)
+}
+
+// CallRefund runs workflow Refund (orders.refund) as a child of this run with
+// input in, and waits for its output. name is the call's durable key within
+// the run: the child's run ID derives from this run's ID and name, so a replay
+// never starts the child twice.
+//
+// Refund returns part of a payment.
+//
+// Deprecated: refunds move to the billing service.
+func (c *stemCalls) CallRefund(name string, in RefundInput) (RefundResult, error) {
+	return runtime.CallChild[RefundResult](c.wc, name, RefundWorkflowName, in)
+}
+
+// StartRefundChild starts workflow Refund (orders.refund) as a child of this
+// run with input in, without waiting, and returns the child's run ID
+// (GetRefund gives a typed handle on it). name is the call's durable key
+// within the run. To start a run from outside a workflow, use StartRefund.
+//
+// Refund returns part of a payment.
+//
+// Deprecated: refunds move to the billing service.
+func (c *stemCalls) StartRefundChild(name string, in RefundInput) (string, error) {
+	return runtime.StartChild(c.wc, name, RefundWorkflowName, in)
+}
+
 // FulfilWorkflowName is the durable name of workflow Fulfil, stored with every
 // run.
+//
+// Fulfil reserves stock, waits for the warehouse, packs every item, then
+// charges the customer and refunds a goodwill credit.
 const FulfilWorkflowName = "orders.fulfil"
 
 // FulfilContext is what workflow Fulfil (orders.fulfil) receives: the
@@ -122,44 +220,9 @@ type FulfilContext struct {
 	stemCalls
 }
 
-// Checkpoint keys of the steps of workflow orders.fulfil.
-const (
-	// FulfilStepCharge is the checkpoint key of step Steps.Charge.
-	FulfilStepCharge = "charge@v2"
-	// FulfilStepIssueRefund is the checkpoint key of step Steps.IssueRefund.
-	FulfilStepIssueRefund = "issue-refund@v1"
-	// FulfilStepNotify is the checkpoint key of step Notify.
-	FulfilStepNotify = "notify@v1"
-	// FulfilStepPack is the checkpoint key of step Steps.Pack.
-	FulfilStepPack = "pack@v1"
-	// FulfilStepReserve is the checkpoint key of step Steps.Reserve.
-	FulfilStepReserve = "reserve@v1"
-)
-
-// CallRefund runs workflow Refund (orders.refund) as a child of this run with
-// input in, and waits for its output. name is the call's durable key within
-// the run: a replay never starts the child twice.
-//
-// Refund returns part of a payment.
-//
-// Deprecated: refunds move to the billing service.
-func (c *FulfilContext) CallRefund(name string, in RefundInput) (RefundResult, error) {
-	return runtime.CallChild[RefundResult](c.WorkflowContext, name, RefundWorkflowName, in)
-}
-
-// StartRefund starts workflow Refund (orders.refund) as a child of this run
-// with input in, without waiting, and returns the child's run ID. name is the
-// call's durable key within the run.
-//
-// Refund returns part of a payment.
-//
-// Deprecated: refunds move to the billing service.
-func (c *FulfilContext) StartRefund(name string, in RefundInput) (string, error) {
-	return runtime.StartChild(c.WorkflowContext, name, RefundWorkflowName, in)
-}
-
 // FulfilRun is a typed handle on a run of workflow Fulfil (orders.fulfil): ID,
-// Status, Result, Pause, Resume, Terminate and Restart.
+// Status, Result, Pause, Resume, Terminate, Restart, and IdempotencyKey for
+// reconciling with the services its steps called.
 //
 // Fulfil reserves stock, waits for the warehouse, packs every item, then
 // charges the customer and refunds a goodwill credit.
@@ -232,48 +295,12 @@ func GetFulfil(ctx context.Context, e *runtime.Engine, id string) (*FulfilRun, e
 	return &FulfilRun{r}, nil
 }
 
-// FulfilChargeIdempotencyKey returns the idempotency key that step charge@v2
-// sees in run runID of workflow orders.fulfil, with scope ("" for none): what
-// StepContext.IdempotencyKey(scope) returned inside the step. Use it to
-// reconcile with the services the step called.
-func FulfilChargeIdempotencyKey(runID string, scope string) string {
-	return runtime.IdempotencyKey(FulfilWorkflowName, runID, FulfilStepCharge, scope)
-}
-
-// FulfilIssueRefundIdempotencyKey returns the idempotency key that step
-// issue-refund@v1 sees in run runID of workflow orders.fulfil, with scope (""
-// for none): what StepContext.IdempotencyKey(scope) returned inside the step.
-// Use it to reconcile with the services the step called.
-func FulfilIssueRefundIdempotencyKey(runID string, scope string) string {
-	return runtime.IdempotencyKey(FulfilWorkflowName, runID, FulfilStepIssueRefund, scope)
-}
-
-// FulfilNotifyIdempotencyKey returns the idempotency key that step notify@v1
-// sees in run runID of workflow orders.fulfil, with scope ("" for none): what
-// StepContext.IdempotencyKey(scope) returned inside the step. Use it to
-// reconcile with the services the step called.
-func FulfilNotifyIdempotencyKey(runID string, scope string) string {
-	return runtime.IdempotencyKey(FulfilWorkflowName, runID, FulfilStepNotify, scope)
-}
-
-// FulfilPackIdempotencyKey returns the idempotency key that step pack@v1 sees
-// in the given iteration in run runID of workflow orders.fulfil, with scope
-// ("" for none): what StepContext.IdempotencyKey(scope) returned inside the
-// step. Use it to reconcile with the services the step called.
-func FulfilPackIdempotencyKey(runID string, iteration int, scope string) string {
-	return runtime.IdempotencyKey(FulfilWorkflowName, runID, FulfilStepPack+"#"+strconv.Itoa(iteration), scope)
-}
-
-// FulfilReserveIdempotencyKey returns the idempotency key that step reserve@v1
-// sees in run runID of workflow orders.fulfil, with scope ("" for none): what
-// StepContext.IdempotencyKey(scope) returned inside the step. Use it to
-// reconcile with the services the step called.
-func FulfilReserveIdempotencyKey(runID string, scope string) string {
-	return runtime.IdempotencyKey(FulfilWorkflowName, runID, FulfilStepReserve, scope)
-}
-
 // RefundWorkflowName is the durable name of workflow Refund, stored with every
 // run.
+//
+// Refund returns part of a payment.
+//
+// Deprecated: refunds move to the billing service.
 const RefundWorkflowName = "orders.refund"
 
 // RefundContext is what workflow Refund (orders.refund) receives: the
@@ -288,42 +315,9 @@ type RefundContext struct {
 	stemCalls
 }
 
-// Checkpoint keys of the steps of workflow orders.refund.
-const (
-	// RefundStepCharge is the checkpoint key of step Steps.Charge.
-	RefundStepCharge = "charge@v2"
-	// RefundStepIssueRefund is the checkpoint key of step Steps.IssueRefund.
-	RefundStepIssueRefund = "issue-refund@v1"
-	// RefundStepNotify is the checkpoint key of step Notify.
-	RefundStepNotify = "notify@v1"
-	// RefundStepPack is the checkpoint key of step Steps.Pack.
-	RefundStepPack = "pack@v1"
-	// RefundStepReserve is the checkpoint key of step Steps.Reserve.
-	RefundStepReserve = "reserve@v1"
-)
-
-// CallFulfil runs workflow Fulfil (orders.fulfil) as a child of this run with
-// input in, and waits for its output. name is the call's durable key within
-// the run: a replay never starts the child twice.
-//
-// Fulfil reserves stock, waits for the warehouse, packs every item, then
-// charges the customer and refunds a goodwill credit.
-func (c *RefundContext) CallFulfil(name string, in Order) (Receipt, error) {
-	return runtime.CallChild[Receipt](c.WorkflowContext, name, FulfilWorkflowName, in)
-}
-
-// StartFulfil starts workflow Fulfil (orders.fulfil) as a child of this run
-// with input in, without waiting, and returns the child's run ID. name is the
-// call's durable key within the run.
-//
-// Fulfil reserves stock, waits for the warehouse, packs every item, then
-// charges the customer and refunds a goodwill credit.
-func (c *RefundContext) StartFulfil(name string, in Order) (string, error) {
-	return runtime.StartChild(c.WorkflowContext, name, FulfilWorkflowName, in)
-}
-
 // RefundRun is a typed handle on a run of workflow Refund (orders.refund): ID,
-// Status, Result, Pause, Resume, Terminate and Restart.
+// Status, Result, Pause, Resume, Terminate, Restart, and IdempotencyKey for
+// reconciling with the services its steps called.
 //
 // Refund returns part of a payment.
 //
@@ -401,47 +395,9 @@ func GetRefund(ctx context.Context, e *runtime.Engine, id string) (*RefundRun, e
 	return &RefundRun{r}, nil
 }
 
-// RefundChargeIdempotencyKey returns the idempotency key that step charge@v2
-// sees in run runID of workflow orders.refund, with scope ("" for none): what
-// StepContext.IdempotencyKey(scope) returned inside the step. Use it to
-// reconcile with the services the step called.
-func RefundChargeIdempotencyKey(runID string, scope string) string {
-	return runtime.IdempotencyKey(RefundWorkflowName, runID, RefundStepCharge, scope)
-}
-
-// RefundIssueRefundIdempotencyKey returns the idempotency key that step
-// issue-refund@v1 sees in run runID of workflow orders.refund, with scope (""
-// for none): what StepContext.IdempotencyKey(scope) returned inside the step.
-// Use it to reconcile with the services the step called.
-func RefundIssueRefundIdempotencyKey(runID string, scope string) string {
-	return runtime.IdempotencyKey(RefundWorkflowName, runID, RefundStepIssueRefund, scope)
-}
-
-// RefundNotifyIdempotencyKey returns the idempotency key that step notify@v1
-// sees in run runID of workflow orders.refund, with scope ("" for none): what
-// StepContext.IdempotencyKey(scope) returned inside the step. Use it to
-// reconcile with the services the step called.
-func RefundNotifyIdempotencyKey(runID string, scope string) string {
-	return runtime.IdempotencyKey(RefundWorkflowName, runID, RefundStepNotify, scope)
-}
-
-// RefundPackIdempotencyKey returns the idempotency key that step pack@v1 sees
-// in the given iteration in run runID of workflow orders.refund, with scope
-// ("" for none): what StepContext.IdempotencyKey(scope) returned inside the
-// step. Use it to reconcile with the services the step called.
-func RefundPackIdempotencyKey(runID string, iteration int, scope string) string {
-	return runtime.IdempotencyKey(RefundWorkflowName, runID, RefundStepPack+"#"+strconv.Itoa(iteration), scope)
-}
-
-// RefundReserveIdempotencyKey returns the idempotency key that step reserve@v1
-// sees in run runID of workflow orders.refund, with scope ("" for none): what
-// StepContext.IdempotencyKey(scope) returned inside the step. Use it to
-// reconcile with the services the step called.
-func RefundReserveIdempotencyKey(runID string, scope string) string {
-	return runtime.IdempotencyKey(RefundWorkflowName, runID, RefundStepReserve, scope)
-}
-
 // ShipmentReadyTopic is the topic of event ShipmentReady.
+//
+// ShipmentReady says the warehouse shipped an order.
 const ShipmentReadyTopic = "shipment.ready"
 
 // SendShipmentReady delivers ev to the run runID, which receives it when it

@@ -11,7 +11,7 @@ import (
 
 // This file needs a runtime that supports its version of the generated API; with
 // an older runtime it stops compiling here.
-const _ = runtime.SupportPackageIsVersion1
+const _ = runtime.SupportPackageIsVersion2
 
 // These assignments stop compiling when an annotated function's signature no
 // longer matches this file: run go generate.
@@ -20,12 +20,21 @@ var (
 	_ func(*Steps, runtime.StepContext, int) (int, error) = (*Steps).Double
 )
 
-// stemCalls holds the typed step and event calls of package stale, declared
-// once: every workflow context embeds it, so they are methods of each.
+// stemCalls holds the typed calls of package stale, each declared once: a
+// method per step, per event and, to run it as a child, per workflow. Every
+// workflow context embeds it, so they are methods of each.
 type stemCalls struct {
 	wc    *runtime.WorkflowContext
 	steps *Steps
 }
+
+// StepDouble is the checkpoint key of step Steps.Double. Outside a run, the
+// step's idempotency key is IdempotencyKey(StepDouble, scope) on the run's
+// typed handle, or runtime.IdempotencyKey(workflowName, runID, StepDouble,
+// scope).
+//
+// Double doubles.
+const StepDouble = "double@v1"
 
 // Double runs step double@v1 (Steps.Double) as a checkpointed step: once it
 // succeeds (or exhausts its retries), a replay of the run returns its recorded
@@ -33,13 +42,35 @@ type stemCalls struct {
 //
 // Double doubles.
 func (c *stemCalls) Double(n int) (int, error) {
-	return runtime.Step(c.wc, "double@v1", runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+	return runtime.Step(c.wc, StepDouble, runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
 		return c.steps.Double(sc, n)
 	})
 }
 
+// CallFlow runs workflow Flow (stale.flow) as a child of this run with input
+// in, and waits for its output. name is the call's durable key within the run:
+// the child's run ID derives from this run's ID and name, so a replay never
+// starts the child twice.
+//
+// Flow calls a step the stale file does not know.
+func (c *stemCalls) CallFlow(name string, in int) (int, error) {
+	return runtime.CallChild[int](c.wc, name, FlowWorkflowName, in)
+}
+
+// StartFlowChild starts workflow Flow (stale.flow) as a child of this run with
+// input in, without waiting, and returns the child's run ID (GetFlow gives a
+// typed handle on it). name is the call's durable key within the run. To start
+// a run from outside a workflow, use StartFlow.
+//
+// Flow calls a step the stale file does not know.
+func (c *stemCalls) StartFlowChild(name string, in int) (string, error) {
+	return runtime.StartChild(c.wc, name, FlowWorkflowName, in)
+}
+
 // FlowWorkflowName is the durable name of workflow Flow, stored with every
 // run.
+//
+// Flow calls a step the stale file does not know.
 const FlowWorkflowName = "stale.flow"
 
 // FlowContext is what workflow Flow (stale.flow) receives: the runtime's
@@ -52,14 +83,9 @@ type FlowContext struct {
 	stemCalls
 }
 
-// Checkpoint keys of the steps of workflow stale.flow.
-const (
-	// FlowStepDouble is the checkpoint key of step Steps.Double.
-	FlowStepDouble = "double@v1"
-)
-
 // FlowRun is a typed handle on a run of workflow Flow (stale.flow): ID,
-// Status, Result, Pause, Resume, Terminate and Restart.
+// Status, Result, Pause, Resume, Terminate, Restart, and IdempotencyKey for
+// reconciling with the services its steps called.
 //
 // Flow calls a step the stale file does not know.
 type FlowRun struct {
@@ -125,14 +151,6 @@ func GetFlow(ctx context.Context, e *runtime.Engine, id string) (*FlowRun, error
 		return nil, err
 	}
 	return &FlowRun{r}, nil
-}
-
-// FlowDoubleIdempotencyKey returns the idempotency key that step double@v1
-// sees in run runID of workflow stale.flow, with scope ("" for none): what
-// StepContext.IdempotencyKey(scope) returned inside the step. Use it to
-// reconcile with the services the step called.
-func FlowDoubleIdempotencyKey(runID string, scope string) string {
-	return runtime.IdempotencyKey(FlowWorkflowName, runID, FlowStepDouble, scope)
 }
 
 // RegisterWorkflows registers every workflow of package stale with e: Flow

@@ -10,7 +10,7 @@ import (
 
 // This file needs a runtime that supports its version of the generated API; with
 // an older runtime it stops compiling here.
-const _ = runtime.SupportPackageIsVersion1
+const _ = runtime.SupportPackageIsVersion2
 
 // These assignments stop compiling when an annotated function's signature no
 // longer matches this file: run go generate.
@@ -19,11 +19,19 @@ var (
 	_ func(runtime.StepContext, int64) (Money, error) = Charge
 )
 
-// stemCalls holds the typed step and event calls of package bump, declared
-// once: every workflow context embeds it, so they are methods of each.
+// stemCalls holds the typed calls of package bump, each declared once: a
+// method per step, per event and, to run it as a child, per workflow. Every
+// workflow context embeds it, so they are methods of each.
 type stemCalls struct {
 	wc *runtime.WorkflowContext
 }
+
+// StepCharge is the checkpoint key of step Charge. Outside a run, the step's
+// idempotency key is IdempotencyKey(StepCharge, scope) on the run's typed
+// handle, or runtime.IdempotencyKey(workflowName, runID, StepCharge, scope).
+//
+// Charge used to return the cents only.
+const StepCharge = "charge@v2"
 
 // Charge runs step charge@v2 (Charge) as a checkpointed step: once it succeeds
 // (or exhausts its retries), a replay of the run returns its recorded result
@@ -31,12 +39,34 @@ type stemCalls struct {
 //
 // Charge used to return the cents only.
 func (c *stemCalls) Charge(amount int64) (Money, error) {
-	return runtime.Step(c.wc, "charge@v2", runtime.StepOptions{}, func(sc runtime.StepContext) (Money, error) {
+	return runtime.Step(c.wc, StepCharge, runtime.StepOptions{}, func(sc runtime.StepContext) (Money, error) {
 		return Charge(sc, amount)
 	})
 }
 
+// CallPay runs workflow Pay (bump.pay) as a child of this run with input in,
+// and waits for its output. name is the call's durable key within the run: the
+// child's run ID derives from this run's ID and name, so a replay never starts
+// the child twice.
+//
+// Pay charges.
+func (c *stemCalls) CallPay(name string, in int64) (Money, error) {
+	return runtime.CallChild[Money](c.wc, name, PayWorkflowName, in)
+}
+
+// StartPayChild starts workflow Pay (bump.pay) as a child of this run with
+// input in, without waiting, and returns the child's run ID (GetPay gives a
+// typed handle on it). name is the call's durable key within the run. To start
+// a run from outside a workflow, use StartPay.
+//
+// Pay charges.
+func (c *stemCalls) StartPayChild(name string, in int64) (string, error) {
+	return runtime.StartChild(c.wc, name, PayWorkflowName, in)
+}
+
 // PayWorkflowName is the durable name of workflow Pay, stored with every run.
+//
+// Pay charges.
 const PayWorkflowName = "bump.pay"
 
 // PayContext is what workflow Pay (bump.pay) receives: the runtime's
@@ -49,14 +79,9 @@ type PayContext struct {
 	stemCalls
 }
 
-// Checkpoint keys of the steps of workflow bump.pay.
-const (
-	// PayStepCharge is the checkpoint key of step Charge.
-	PayStepCharge = "charge@v2"
-)
-
 // PayRun is a typed handle on a run of workflow Pay (bump.pay): ID, Status,
-// Result, Pause, Resume, Terminate and Restart.
+// Result, Pause, Resume, Terminate, Restart, and IdempotencyKey for
+// reconciling with the services its steps called.
 //
 // Pay charges.
 type PayRun struct {
@@ -115,14 +140,6 @@ func GetPay(ctx context.Context, e *runtime.Engine, id string) (*PayRun, error) 
 		return nil, err
 	}
 	return &PayRun{r}, nil
-}
-
-// PayChargeIdempotencyKey returns the idempotency key that step charge@v2 sees
-// in run runID of workflow bump.pay, with scope ("" for none): what
-// StepContext.IdempotencyKey(scope) returned inside the step. Use it to
-// reconcile with the services the step called.
-func PayChargeIdempotencyKey(runID string, scope string) string {
-	return runtime.IdempotencyKey(PayWorkflowName, runID, PayStepCharge, scope)
 }
 
 // RegisterWorkflows registers every workflow of package bump with e: Pay

@@ -10,7 +10,7 @@ import (
 
 // This file needs a runtime that supports its version of the generated API; with
 // an older runtime it stops compiling here.
-const _ = runtime.SupportPackageIsVersion1
+const _ = runtime.SupportPackageIsVersion2
 
 // These assignments stop compiling when an annotated function's signature no
 // longer matches this file: run go generate.
@@ -19,8 +19,59 @@ var (
 	_ func(*OuterContext, int) (string, error) = Outer
 )
 
+// stemCalls holds the typed calls of package main, each declared once: a
+// method per step, per event and, to run it as a child, per workflow. Every
+// workflow context embeds it, so they are methods of each.
+type stemCalls struct {
+	wc *runtime.WorkflowContext
+}
+
+// CallInner runs workflow Inner (flows.inner) as a child of this run with
+// input in, and waits for its output. name is the call's durable key within
+// the run: the child's run ID derives from this run's ID and name, so a replay
+// never starts the child twice.
+//
+// Inner doubles n, and says which run is its parent.
+func (c *stemCalls) CallInner(name string, in int) (int, error) {
+	return runtime.CallChild[int](c.wc, name, InnerWorkflowName, in)
+}
+
+// StartInnerChild starts workflow Inner (flows.inner) as a child of this run
+// with input in, without waiting, and returns the child's run ID (GetInner
+// gives a typed handle on it). name is the call's durable key within the run.
+// To start a run from outside a workflow, use StartInner.
+//
+// Inner doubles n, and says which run is its parent.
+func (c *stemCalls) StartInnerChild(name string, in int) (string, error) {
+	return runtime.StartChild(c.wc, name, InnerWorkflowName, in)
+}
+
+// CallOuter runs workflow Outer (flows.outer) as a child of this run with
+// input in, and waits for its output. name is the call's durable key within
+// the run: the child's run ID derives from this run's ID and name, so a replay
+// never starts the child twice.
+//
+// Outer runs Inner as a child, starts another without waiting, and reports
+// where it ran.
+func (c *stemCalls) CallOuter(name string, in int) (string, error) {
+	return runtime.CallChild[string](c.wc, name, OuterWorkflowName, in)
+}
+
+// StartOuterChild starts workflow Outer (flows.outer) as a child of this run
+// with input in, without waiting, and returns the child's run ID (GetOuter
+// gives a typed handle on it). name is the call's durable key within the run.
+// To start a run from outside a workflow, use StartOuter.
+//
+// Outer runs Inner as a child, starts another without waiting, and reports
+// where it ran.
+func (c *stemCalls) StartOuterChild(name string, in int) (string, error) {
+	return runtime.StartChild(c.wc, name, OuterWorkflowName, in)
+}
+
 // InnerWorkflowName is the durable name of workflow Inner, stored with every
 // run.
+//
+// Inner doubles n, and says which run is its parent.
 const InnerWorkflowName = "flows.inner"
 
 // InnerContext is what workflow Inner (flows.inner) receives: the runtime's
@@ -30,28 +81,12 @@ const InnerWorkflowName = "flows.inner"
 // Inner doubles n, and says which run is its parent.
 type InnerContext struct {
 	*runtime.WorkflowContext
-}
-
-// CallOuter runs workflow Outer (flows.outer) as a child of this run with
-// input in, and waits for its output. name is the call's durable key within
-// the run: a replay never starts the child twice.
-//
-// Outer runs Inner as a child and reports where it ran.
-func (c *InnerContext) CallOuter(name string, in int) (string, error) {
-	return runtime.CallChild[string](c.WorkflowContext, name, OuterWorkflowName, in)
-}
-
-// StartOuter starts workflow Outer (flows.outer) as a child of this run with
-// input in, without waiting, and returns the child's run ID. name is the
-// call's durable key within the run.
-//
-// Outer runs Inner as a child and reports where it ran.
-func (c *InnerContext) StartOuter(name string, in int) (string, error) {
-	return runtime.StartChild(c.WorkflowContext, name, OuterWorkflowName, in)
+	stemCalls
 }
 
 // InnerRun is a typed handle on a run of workflow Inner (flows.inner): ID,
-// Status, Result, Pause, Resume, Terminate and Restart.
+// Status, Result, Pause, Resume, Terminate, Restart, and IdempotencyKey for
+// reconciling with the services its steps called.
 //
 // Inner doubles n, and says which run is its parent.
 type InnerRun struct {
@@ -64,7 +99,10 @@ type InnerRun struct {
 // Inner doubles n, and says which run is its parent.
 func RegisterInner(e *runtime.Engine) error {
 	return runtime.Register(e, InnerWorkflowName, func(c *runtime.WorkflowContext, in int) (int, error) {
-		return Inner(&InnerContext{WorkflowContext: c}, in)
+		return Inner(&InnerContext{
+			WorkflowContext: c,
+			stemCalls:       stemCalls{wc: c},
+		}, in)
 	})
 }
 
@@ -112,39 +150,28 @@ func GetInner(ctx context.Context, e *runtime.Engine, id string) (*InnerRun, err
 
 // OuterWorkflowName is the durable name of workflow Outer, stored with every
 // run.
+//
+// Outer runs Inner as a child, starts another without waiting, and reports
+// where it ran.
 const OuterWorkflowName = "flows.outer"
 
 // OuterContext is what workflow Outer (flows.outer) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package main.
 //
-// Outer runs Inner as a child and reports where it ran.
+// Outer runs Inner as a child, starts another without waiting, and reports
+// where it ran.
 type OuterContext struct {
 	*runtime.WorkflowContext
-}
-
-// CallInner runs workflow Inner (flows.inner) as a child of this run with
-// input in, and waits for its output. name is the call's durable key within
-// the run: a replay never starts the child twice.
-//
-// Inner doubles n, and says which run is its parent.
-func (c *OuterContext) CallInner(name string, in int) (int, error) {
-	return runtime.CallChild[int](c.WorkflowContext, name, InnerWorkflowName, in)
-}
-
-// StartInner starts workflow Inner (flows.inner) as a child of this run with
-// input in, without waiting, and returns the child's run ID. name is the
-// call's durable key within the run.
-//
-// Inner doubles n, and says which run is its parent.
-func (c *OuterContext) StartInner(name string, in int) (string, error) {
-	return runtime.StartChild(c.WorkflowContext, name, InnerWorkflowName, in)
+	stemCalls
 }
 
 // OuterRun is a typed handle on a run of workflow Outer (flows.outer): ID,
-// Status, Result, Pause, Resume, Terminate and Restart.
+// Status, Result, Pause, Resume, Terminate, Restart, and IdempotencyKey for
+// reconciling with the services its steps called.
 //
-// Outer runs Inner as a child and reports where it ran.
+// Outer runs Inner as a child, starts another without waiting, and reports
+// where it ran.
 type OuterRun struct {
 	*runtime.Run[string]
 }
@@ -152,17 +179,22 @@ type OuterRun struct {
 // RegisterOuter registers workflow Outer with e under its durable name,
 // flows.outer.
 //
-// Outer runs Inner as a child and reports where it ran.
+// Outer runs Inner as a child, starts another without waiting, and reports
+// where it ran.
 func RegisterOuter(e *runtime.Engine) error {
 	return runtime.Register(e, OuterWorkflowName, func(c *runtime.WorkflowContext, in int) (string, error) {
-		return Outer(&OuterContext{WorkflowContext: c}, in)
+		return Outer(&OuterContext{
+			WorkflowContext: c,
+			stemCalls:       stemCalls{wc: c},
+		}, in)
 	})
 }
 
 // StartOuter starts a run of workflow Outer (flows.outer) with input in. With
 // runtime.WithID, starting an ID that exists returns the existing run.
 //
-// Outer runs Inner as a child and reports where it ran.
+// Outer runs Inner as a child, starts another without waiting, and reports
+// where it ran.
 func StartOuter(ctx context.Context, e *runtime.Engine, in int, opts ...runtime.StartOption) (*OuterRun, error) {
 	r, err := runtime.Start[int, string](ctx, e, OuterWorkflowName, in, opts...)
 	if err != nil {
@@ -175,7 +207,8 @@ func StartOuter(ctx context.Context, e *runtime.Engine, in int, opts ...runtime.
 // store call. Every input is checked before anything is written; items with an
 // ID that exists return the existing run.
 //
-// Outer runs Inner as a child and reports where it ran.
+// Outer runs Inner as a child, starts another without waiting, and reports
+// where it ran.
 func StartOuterBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[int]) ([]*OuterRun, error) {
 	rs, err := runtime.StartBatch[int, string](ctx, e, OuterWorkflowName, items)
 	if err != nil {
@@ -192,7 +225,8 @@ func StartOuterBatch(ctx context.Context, e *runtime.Engine, items []runtime.Bat
 // (flows.outer): an error matching runtime.ErrRunNotFound if there is none,
 // runtime.ErrInvalidArgument if it is a run of another workflow.
 //
-// Outer runs Inner as a child and reports where it ran.
+// Outer runs Inner as a child, starts another without waiting, and reports
+// where it ran.
 func GetOuter(ctx context.Context, e *runtime.Engine, id string) (*OuterRun, error) {
 	r, err := runtime.Get[string](ctx, e, OuterWorkflowName, id)
 	if err != nil {
