@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 // Bad input gets a sentinel error from the call that caused it, and nothing
@@ -152,7 +153,7 @@ func TestAESGCMCodec(t *testing.T) {
 	if want := "after CARD 4242!: child refused fail card 4242"; err == nil || err.Error() != want {
 		t.Fatalf("result error %v, want %q", err, want)
 	}
-	steps, err := e.ListSteps(waitCtx(t), run.ID())
+	steps, err := e.ListSteps(waitCtx(t), run.ID(), 0)
 	must(t, err)
 	if len(steps) != 3 || steps[0].Attempts[0].Error != "declined card 4242" || steps[2].Err == nil ||
 		!strings.Contains(steps[2].Err.Error(), "child refused fail card 4242") {
@@ -160,8 +161,9 @@ func TestAESGCMCodec(t *testing.T) {
 	}
 	raw, err := f.store.GetRun(waitCtx(t), run.ID())
 	must(t, err)
-	stored, err := f.store.ListSteps(waitCtx(t), run.ID())
+	hist, err := f.store.ListSteps(waitCtx(t), storage.StepsQuery{RunID: run.ID()})
 	must(t, err)
+	stored := hist.Steps
 	atRest := [][]byte{raw.Input, raw.Output, []byte(raw.Error.Message)}
 	for _, s := range stored {
 		atRest = append(atRest, s.Output)

@@ -8,11 +8,25 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
+// ChildOption configures a child workflow call.
+type ChildOption func(*storage.NewRun)
+
+// Abandon lets the child run to its end when its parent is terminated. By
+// default terminating a run terminates its unfinished children (and
+// theirs) with it.
+func Abandon() ChildOption {
+	return func(r *storage.NewRun) { r.ParentPolicy = storage.ParentAbandon }
+}
+
 // CallChild starts the workflow named workflow as a child of this run, with
 // input, and waits for it to end, returning its output (or its error). name
 // is the call's durable key; the child's run ID derives from this run's ID
-// and it, so a replay never starts the child twice.
-func CallChild[Out any](c *WorkflowContext, name, workflow string, input any) (Out, error) {
+// and it, so a replay never starts the child twice, and a replay that finds
+// the child finished (after a restart of this run, say) takes its outcome.
+// If the derived ID is taken by a run that is not this run's child of that
+// workflow, the call fails with an error matching ErrChildCollision that
+// names both runs.
+func CallChild[Out any](c *WorkflowContext, name, workflow string, input any, opts ...ChildOption) (Out, error) {
 	var zero Out
 	x := c.exec
 	x.checkStopped()
@@ -26,57 +40,143 @@ func CallChild[Out any](c *WorkflowContext, name, workflow string, input any) (O
 	if cp, ok := x.checkpoints[key]; ok {
 		return decodeChild[Out](x, cp)
 	}
-	childID, err := x.startChild(key, workflow, input)
-	if err != nil {
+	childID, finished, collision, err := x.startChild(key, workflow, input, opts)
+	switch {
+	case err != nil:
+		return zero, err
+	case collision != nil:
+		return decodeChild[Out](x, x.failChild(key, collision))
+	case finished != nil:
+		return decodeChild[Out](x, x.checkpointChild(key, x.engine.payloads.newChildOutcome(finished.Output, finished.Error)))
+	}
+	return decodeChild[Out](x, x.awaitChild(key, childID))
+}
+
+// ChildRun is a child workflow started with StartChild, whose output is Out.
+type ChildRun[Out any] struct {
+	x   *execution
+	id  string
+	key string
+}
+
+// ID returns the child's run ID.
+func (r *ChildRun[Out]) ID() string { return r.id }
+
+// Result waits for the child to end and returns its output (or its error),
+// durably: the outcome is the checkpoint of "<name>/result", so a replay
+// returns it without waiting again. Calling it again returns the same.
+func (r *ChildRun[Out]) Result() (Out, error) {
+	x := r.x
+	x.checkStopped()
+	key := r.key + "/result"
+	if cp, ok := x.checkpoints[key]; ok {
+		return decodeChild[Out](x, cp)
+	}
+	if _, err := x.useKey(key, false); err != nil {
+		var zero Out
 		return zero, err
 	}
-	cp := x.suspend(key, storage.SuspendRequest{Wait: &storage.Wait{Key: key, Topic: childTopic(childID), Kind: KindChild}})
-	return decodeChild[Out](x, cp)
+	// A child that ended before this execution waited (its notice consumed
+	// by an execution before a restart) is read from the store.
+	child, err := x.engine.store.GetRun(context.WithoutCancel(x.ctx), r.id)
+	if err != nil {
+		x.stop(err)
+	}
+	if child.Status.Finished() {
+		return decodeChild[Out](x, x.checkpointChild(key, x.engine.payloads.newChildOutcome(child.Output, child.Error)))
+	}
+	return decodeChild[Out](x, x.awaitChild(key, r.id))
 }
 
 // StartChild starts the workflow named workflow as a child of this run and
-// returns the child's run ID without waiting for it. name is the call's
-// durable key; a replay returns the same child.
-func StartChild(c *WorkflowContext, name, workflow string, input any) (string, error) {
+// returns a handle on it without waiting; its Result waits for the child
+// later. name is the call's durable key; a replay returns the same child.
+// A derived ID taken by another run fails as in CallChild.
+func StartChild[Out any](c *WorkflowContext, name, workflow string, input any, opts ...ChildOption) (*ChildRun[Out], error) {
 	x := c.exec
 	x.checkStopped()
 	if err := validKey(name); err != nil {
-		return "", err
+		return nil, err
 	}
 	key, err := x.useKey(name, false)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	if cp, ok := x.checkpoints[key]; ok {
-		return decodeCheckpoint[string](x, cp)
+	cp, ok := x.checkpoints[key]
+	if !ok {
+		// A child that ended already is read by Result.
+		childID, _, collision, err := x.startChild(key, workflow, input, opts)
+		if err != nil {
+			return nil, err
+		}
+		if collision != nil {
+			cp = x.failChild(key, collision)
+		} else {
+			out, _ := json.Marshal(childID)
+			cp, _ = x.checkpoint(storage.Checkpoint{Key: key, Kind: KindChild, Output: out}, nil)
+		}
 	}
-	childID, err := x.startChild(key, workflow, input)
+	id, err := decodeCheckpoint[string](x, cp)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	out, _ := json.Marshal(childID)
-	x.checkpoint(storage.Checkpoint{Key: key, Kind: KindChild, Output: out}, nil)
-	return childID, nil
+	return &ChildRun[Out]{x: x, id: id, key: key}, nil
 }
 
-// startChild creates the child run (idempotently, by its derived ID).
-func (x *execution) startChild(key, workflow string, input any) (string, error) {
+// startChild creates the child run (idempotently, by its derived ID). When
+// the ID exists as this parent's child of that workflow and it has ended,
+// finished is its record; when the ID is taken by any other run, collision
+// is the error the call fails with (ErrChildCollision, naming both runs).
+func (x *execution) startChild(key, workflow string, input any, opts []ChildOption) (childID string, finished *storage.RunRecord, collision *storage.ErrorInfo, err error) {
 	e := x.engine
 	if _, err := e.registered(workflow); err != nil {
-		return "", err
+		return "", nil, nil, err
 	}
 	in, err := e.payloads.encode("input of child "+workflow, input)
 	if err != nil {
-		return "", err
+		return "", nil, nil, err
 	}
-	childID := childRunID(x.lease.RunID, key)
-	if _, err := e.store.CreateRuns(context.WithoutCancel(x.ctx), []storage.NewRun{{
-		ID: childID, Workflow: workflow, Input: in, ParentID: x.lease.RunID,
-	}}); err != nil {
+	childID = childRunID(x.lease.RunID, key)
+	req := storage.NewRun{ID: childID, Workflow: workflow, Input: in, ParentID: x.lease.RunID}
+	for _, o := range opts {
+		o(&req)
+	}
+	res, err := e.store.CreateRuns(context.WithoutCancel(x.ctx), []storage.NewRun{req})
+	if err != nil {
 		x.stop(err)
 	}
+	if r := res[0]; !r.Created {
+		if r.Run.ParentID != x.lease.RunID || r.Run.Workflow != workflow {
+			info := &storage.ErrorInfo{Code: storage.CodeChildCollision, Message: e.payloads.sealText(fmt.Sprintf(
+				"stem: child run ID taken by another run: run %s cannot start its child %q (workflow %s) as run %s: that run exists as a run of %s with parent %q",
+				x.lease.RunID, key, workflow, childID, r.Run.Workflow, r.Run.ParentID))}
+			return childID, nil, info, nil
+		}
+		if r.Run.Status.Finished() {
+			return childID, &r.Run, nil, nil
+		}
+	}
 	e.signal()
-	return childID, nil
+	return childID, nil, nil, nil
+}
+
+// failChild checkpoints a child call's failure as its result.
+func (x *execution) failChild(key string, info *storage.ErrorInfo) storage.Checkpoint {
+	cp, _ := x.checkpoint(storage.Checkpoint{Key: key, Kind: KindChild, Error: info}, nil)
+	return cp
+}
+
+// checkpointChild checkpoints a child's outcome as the call's result.
+func (x *execution) checkpointChild(key string, co childOutcome) storage.Checkpoint {
+	out, _ := json.Marshal(co)
+	cp, _ := x.checkpoint(storage.Checkpoint{Key: key, Kind: KindChild, Output: out}, nil)
+	return cp
+}
+
+// awaitChild parks the run until the child's outcome arrives as the
+// checkpoint of key, or returns it at once if it is already buffered.
+func (x *execution) awaitChild(key, childID string) storage.Checkpoint {
+	return x.suspend(key, storage.SuspendRequest{Wait: &storage.Wait{Key: key, Topic: childTopic(childID), Kind: KindChild}})
 }
 
 // decodeChild returns a child's outcome, delivered as the wait's checkpoint.

@@ -43,14 +43,21 @@ type RunInfo struct {
 	WaitingFor string
 	// Recoveries counts recoveries from dead workers since the last step.
 	Recoveries int
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// Execution is the number of the run's current execution: 1 from its
+	// start, one more per restart. StartedAt is when that execution began;
+	// EndedAt when it finished (nil while it has not).
+	Execution int
+	StartedAt time.Time
+	EndedAt   *time.Time
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 func (e *Engine) runInfo(r storage.RunRecord) RunInfo {
 	info := RunInfo{
 		ID: r.ID, Workflow: r.Workflow, ParentID: r.ParentID, Status: r.Status,
 		PauseRequested: r.PauseRequested, ReadyAt: r.ReadyAt, Recoveries: r.Recoveries,
+		Execution: r.Execution, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 	if r.Wait != nil {
@@ -129,8 +136,11 @@ func (r *Run[Out]) Terminate(ctx context.Context, reason string) error {
 	return r.engine.Terminate(ctx, r.id, reason)
 }
 
-// Restart runs the run again from the top; see Engine.Restart.
-func (r *Run[Out]) Restart(ctx context.Context) error { return r.engine.Restart(ctx, r.id) }
+// Restart begins a new execution of the run, from the top or FromStep; see
+// Engine.Restart.
+func (r *Run[Out]) Restart(ctx context.Context, opts ...RestartOption) error {
+	return r.engine.Restart(ctx, r.id, opts...)
+}
 
 // typedWorkflow checks that name is registered with the given types.
 func typedWorkflow[In, Out any](e *Engine, name string) (*workflowDef, error) {
@@ -303,7 +313,9 @@ func (e *Engine) Resume(ctx context.Context, id string) error {
 // Terminate ends an unfinished run with reason. The running step's context
 // is cancelled (at once on this engine, within a heartbeat elsewhere) and no
 // later write of the run lands. A parent waiting on the run gets an error
-// matching ErrTerminated. A finished run: ErrInvalidState.
+// matching ErrTerminated. The run's unfinished children are terminated with
+// it, and theirs, in the same store change, except children started with
+// Abandon. A finished run: ErrInvalidState.
 func (e *Engine) Terminate(ctx context.Context, id, reason string) error {
 	if err := e.checkOpen(); err != nil {
 		return err
@@ -316,24 +328,47 @@ func (e *Engine) Terminate(ctx context.Context, id, reason string) error {
 		reason = "terminated"
 	}
 	info := storage.ErrorInfo{Message: e.payloads.sealText("stem: run terminated: " + reason), Code: storage.CodeTerminated}
-	req := storage.TerminateRequest{RunID: id, Error: info}
+	childInfo := storage.ErrorInfo{Message: e.payloads.sealText(fmt.Sprintf("stem: run terminated: parent %s terminated: %s", id, reason)), Code: storage.CodeTerminated}
+	req := storage.TerminateRequest{RunID: id, Error: info, ChildError: &childInfo}
 	req.Notify = parentNotice(r.ParentID, id, childOutcome{Error: &info})
-	if err := e.store.Terminate(ctx, req); err != nil {
+	ids, err := e.store.Terminate(ctx, req)
+	if err != nil {
 		return err
 	}
-	e.stopLocal(id, ErrTerminated)
+	for _, id := range ids {
+		e.stopLocal(id, ErrTerminated)
+	}
 	e.notifyFinished()
 	e.signal()
 	return nil
 }
 
-// Restart drops a run's checkpoints and runs it again from the top, with the
-// same ID and input. A worker holding it stops without writing.
-func (e *Engine) Restart(ctx context.Context, id string) error {
+// RestartOption configures one Restart.
+type RestartOption func(*storage.RestartRequest)
+
+// FromStep restarts the run from the step with checkpoint key key (an
+// expanded key for an autoversion step, "pack@v1#3"): the new execution
+// keeps the checkpoints written before that step's, so the steps before it
+// do not run again, and runs that step and everything after it anew. The
+// key must have a checkpoint in the run's current execution; restarting an
+// errored run from its failed step is the common use.
+func FromStep(key string) RestartOption {
+	return func(r *storage.RestartRequest) { r.FromKey = key }
+}
+
+// Restart begins a new execution of the run with the same ID and input:
+// from the top, or from a step with FromStep. The previous execution, its
+// steps and attempts stay readable (ListExecutions, ListSteps). A worker
+// holding the run stops without writing.
+func (e *Engine) Restart(ctx context.Context, id string, opts ...RestartOption) error {
 	if err := e.checkOpen(); err != nil {
 		return err
 	}
-	if err := e.store.Restart(ctx, id); err != nil {
+	req := storage.RestartRequest{RunID: id}
+	for _, o := range opts {
+		o(&req)
+	}
+	if err := e.store.Restart(ctx, req); err != nil {
 		return err
 	}
 	e.stopLocal(id, ErrLeaseLost)
@@ -357,8 +392,8 @@ func (e *Engine) Emit(ctx context.Context, topic string, payload any) (int, erro
 	if err := e.checkOpen(); err != nil {
 		return 0, err
 	}
-	if topic == "" {
-		return 0, invalidArg("event topic is empty")
+	if err := validTopic(topic); err != nil {
+		return 0, err
 	}
 	b, err := e.payloads.encode("payload of event "+topic, payload)
 	if err != nil {
@@ -382,8 +417,8 @@ func (e *Engine) SendEvent(ctx context.Context, runID, topic string, payload any
 	if err := e.checkOpen(); err != nil {
 		return err
 	}
-	if topic == "" {
-		return invalidArg("event topic is empty")
+	if err := validTopic(topic); err != nil {
+		return err
 	}
 	b, err := e.payloads.encode("payload of event "+topic, payload)
 	if err != nil {
@@ -416,44 +451,4 @@ func (e *Engine) ListRuns(ctx context.Context, q ListRunsQuery) ([]RunInfo, stri
 		out[i] = e.runInfo(r)
 	}
 	return out, page.Next, nil
-}
-
-// StepInfo is one step of a run as operators see it.
-type StepInfo struct {
-	// Key is the expanded checkpoint key ("pack@v1#10").
-	Key  string
-	Kind StepKind
-	Seq  int64
-	// Output is the step's JSON result.
-	Output json.RawMessage
-	// Err is the step's final error, if it failed.
-	Err       error
-	CreatedAt time.Time
-	Attempts  []Attempt
-}
-
-// ListSteps returns a run's steps in execution order, each with its attempts.
-func (e *Engine) ListSteps(ctx context.Context, runID string) ([]StepInfo, error) {
-	if err := e.checkOpen(); err != nil {
-		return nil, err
-	}
-	steps, err := e.store.ListSteps(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]StepInfo, len(steps))
-	for i, s := range steps {
-		out[i] = StepInfo{Key: s.Key, Kind: s.Kind, Seq: s.Seq, Err: e.payloads.errorFrom(s.Key, s.Error), CreatedAt: s.CreatedAt, Attempts: e.payloads.openAttempts(s.Attempts)}
-		switch s.Kind {
-		case KindSleep:
-			out[i].Output = s.Output
-		case KindChild:
-			out[i].Output, out[i].Err = e.payloads.childStep(s.Checkpoint)
-		default:
-			if raw, err := e.payloads.raw("checkpoint "+s.Key, s.Output); err == nil {
-				out[i].Output = raw
-			}
-		}
-	}
-	return out, nil
 }

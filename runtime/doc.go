@@ -43,6 +43,18 @@
 // checkpoint commits once. StepContext.IdempotencyKey gives outside services a
 // key that is the same on every retry and after every crash.
 //
+// # Retry budgets across crashes
+//
+// Every failed attempt is recorded in the store as it fails, with the time
+// the next attempt is due, so the retry budget of StepOptions.Retries is the
+// run's, not a worker's: after a hand-over (a deploy, a crash) the next
+// worker goes on with the next attempt number, waits out the recorded
+// backoff, and grants no fresh budget. A worker that dies while an attempt
+// runs never records that attempt: such a crash counts against
+// Config.MaxRecoveries (recoveries without progress, after which the run
+// errors with ErrPoisonRun), not against the step's retries, and the next
+// worker runs the attempt under the same number.
+//
 // # Sleeping and waiting
 //
 // WorkflowContext.Sleep and SleepUntil persist the wake time once, release
@@ -50,14 +62,32 @@
 // sleeps. WaitForEvent does the same until an event arrives (Engine.Emit to
 // every waiting run, Engine.SendEvent to one run, kept if it is not waiting
 // yet) or its timeout passes (ErrEventTimeout, checkpointed like any
-// result). CallChild starts another workflow as a child, under an ID derived
-// from the parent's, and waits for it.
+// result); a payload that does not decode into the wait's type is refused,
+// listed as a failed attempt of the wait, and the run waits on. CallChild
+// starts another workflow as a child, under an ID derived from the
+// parent's, and waits for it; StartChild starts it and returns a ChildRun
+// whose Result waits later. A replay that finds the child ended (after the
+// parent restarted) takes its outcome; an ID taken by another run fails the
+// call with ErrChildCollision.
+//
+// # Executions and history
+//
+// A run's life is a series of executions: the first from Start, one more per
+// Restart. Checkpoints and attempts belong to their execution, and a restart
+// keeps the old ones readable: Engine.ListExecutions lists them, and
+// Engine.ListSteps shows any execution's steps in execution order with their
+// status (running, retrying, waiting, complete, failed) and attempts — a
+// step that is running or retrying shows before it has a result.
+// Restart(id, FromStep(key)) forks: the new execution keeps the checkpoints
+// written before key's and runs from that step, so restarting an errored
+// run from its failed step does not repeat the steps before it.
 //
 // # Control
 //
 // Engine.Pause takes effect at the next step boundary and survives restarts;
-// Resume undoes it; Terminate ends a run and cancels its running step;
-// Restart runs it again from the top with the same ID and input. Engine.Close
+// Resume undoes it; Terminate ends a run, cancels its running step and
+// terminates its unfinished children (but those started with Abandon);
+// Restart begins a new execution with the same ID and input. Engine.Close
 // (or the end of Run's context) lets running steps finish within
 // Config.ShutdownGrace and hands every run back.
 //

@@ -13,16 +13,14 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
-// SupportPackageIsVersion1 and SupportPackageIsVersion2 are referenced by
-// generated code: each generated file names the version of the generated API
-// it was written for. Generated code that needs a newer runtime refers to a
-// constant this version lacks and so stops compiling instead of misbehaving.
-// Version 2 builds autoversion keys with IterationKey and idempotency keys
-// with Run.IdempotencyKey.
-const (
-	SupportPackageIsVersion1 = true
-	SupportPackageIsVersion2 = true
-)
+// SupportPackageIsVersion3 is referenced by generated code: each generated
+// file names the version of the generated API it was written for, and
+// generated code for another version refers to a constant this runtime
+// lacks, so it stops compiling at that line (run go generate) instead of
+// misbehaving. Version 3: child calls take ChildOptions and StartChild
+// returns a ChildRun; event types and workflow versions are registered for
+// the catalog.
+const SupportPackageIsVersion3 = true
 
 // Config configures an Engine. Its zero value, with a Store, works.
 type Config struct {
@@ -76,6 +74,7 @@ type Engine struct {
 
 	mu        sync.Mutex
 	workflows map[string]*workflowDef
+	events    map[string]eventDef
 	names     []string // sorted workflow names, for claims
 	active    map[string]*execution
 	closed    bool
@@ -128,6 +127,7 @@ func New(cfg Config) (*Engine, error) {
 		clock:     cfg.Clock,
 		payloads:  payloads{limit: cfg.MaxPayloadBytes, codec: cfg.Codec},
 		workflows: map[string]*workflowDef{},
+		events:    map[string]eventDef{},
 		active:    map[string]*execution{},
 		finished:  make(chan struct{}),
 		wake:      make(chan struct{}, 1),
@@ -140,6 +140,7 @@ func (e *Engine) WorkerID() string { return e.cfg.WorkerID }
 // workflowDef is a registered workflow, type-erased.
 type workflowDef struct {
 	name    string
+	version int
 	inType  reflect.Type
 	outType reflect.Type
 	// run decodes the input, runs the workflow and encodes its output.
@@ -149,12 +150,13 @@ type workflowDef struct {
 // Register registers fn as the workflow named name: the durable name stored
 // with every run, which must not change while runs of it exist. Register
 // before Run. A name registered twice is ErrDuplicateWorkflow.
-func Register[In, Out any](e *Engine, name string, fn func(c *WorkflowContext, in In) (Out, error)) error {
+func Register[In, Out any](e *Engine, name string, fn func(c *WorkflowContext, in In) (Out, error), opts ...RegisterOption) error {
 	if name == "" || fn == nil {
 		return invalidArg("workflow name and function are required")
 	}
 	def := &workflowDef{
 		name:    name,
+		version: 1,
 		inType:  reflect.TypeFor[In](),
 		outType: reflect.TypeFor[Out](),
 		run: func(c *WorkflowContext, input []byte) ([]byte, error) {
@@ -168,6 +170,12 @@ func Register[In, Out any](e *Engine, name string, fn func(c *WorkflowContext, i
 			}
 			return c.exec.engine.payloads.encode("output of "+name, out)
 		},
+	}
+	for _, o := range opts {
+		o(def)
+	}
+	if def.version < 1 {
+		return invalidArg("workflow %q: version %d, want 1 or more", name, def.version)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -259,6 +267,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.runDone = make(chan struct{})
 	names := slices.Clone(e.names)
 	e.mu.Unlock()
+	e.recordCatalog(ctx)
 
 	defer func() {
 		cancel()

@@ -97,7 +97,7 @@ func TestSleepResumeUsesPersistedWakeTime(t *testing.T) {
 	if len(wakes) != 1 || wakes[0].Sub(began) < 200*time.Millisecond {
 		t.Fatalf("step after the sleep ran at %v (start %v), want once, at least 200ms after start", wakes, began)
 	}
-	steps, err := e.ListSteps(waitCtx(t), run.ID())
+	steps, err := e.ListSteps(waitCtx(t), run.ID(), 0)
 	must(t, err)
 	if len(steps) != 2 || steps[0].Key != "nap" || steps[0].Kind != runtime.KindSleep {
 		t.Fatalf("steps %+v, want the sleep checkpoint then the step", steps)
@@ -169,7 +169,7 @@ func TestAwaitedEventPayloadReplayedOnce(t *testing.T) {
 			t.Fatalf("worker %s saw %v, want the payload exactly once", w, v)
 		}
 	}
-	steps, err := b.ListSteps(waitCtx(t), run.ID())
+	steps, err := b.ListSteps(waitCtx(t), run.ID(), 0)
 	must(t, err)
 	var events int
 	for _, s := range steps {
@@ -248,7 +248,7 @@ func TestIdempotencyKeyStableAcrossRetries(t *testing.T) {
 	if !slices.Equal(iterKeys, wantIter) {
 		t.Fatalf("iteration keys %q, want %q", iterKeys, wantIter)
 	}
-	steps, err := e.ListSteps(waitCtx(t), run.ID())
+	steps, err := e.ListSteps(waitCtx(t), run.ID(), 0)
 	must(t, err)
 	if len(steps[0].Attempts) != 3 || steps[0].Attempts[0].Error == "" || steps[0].Attempts[2].Error != "" {
 		t.Fatalf("charge attempts %+v, want two failures then a success", steps[0].Attempts)

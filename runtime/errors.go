@@ -39,6 +39,10 @@ var (
 	ErrTerminated = errors.New("stem: run terminated")
 	// ErrPoisonRun: the run's worker died too many times without progress.
 	ErrPoisonRun = errors.New("stem: run recovered too many times without progress")
+	// ErrChildCollision: a child workflow's derived run ID is taken by a run
+	// that is not this parent's child of that workflow (started by hand, or
+	// of another workflow).
+	ErrChildCollision = errors.New("stem: child run ID taken by another run")
 	// ErrInvalidArgument: a call's argument is malformed (an empty ID, an
 	// empty topic, a bad key).
 	ErrInvalidArgument = storage.ErrInvalidArgument
@@ -51,6 +55,7 @@ var codeSentinels = map[string]error{
 	storage.CodeTerminated:      ErrTerminated,
 	storage.CodePoisonRun:       ErrPoisonRun,
 	storage.CodeDecode:          ErrDecode,
+	storage.CodeChildCollision:  ErrChildCollision,
 	storage.CodeUnknownWorkflow: ErrUnknownWorkflow,
 }
 

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,6 +15,11 @@ import (
 // returns an error matching ErrEventTimeout, checkpointed like any result so
 // the wait never re-arms. The payload is seen exactly once: it is the wait's
 // checkpoint.
+//
+// A payload that does not decode into T (sent by a tool that did not check
+// it) is refused, not returned: it is taken back from the store, recorded as
+// a failed attempt of the wait (visible in ListSteps), and the run waits
+// again, its timeout counted anew from the refusal.
 func WaitForEvent[T any](c *WorkflowContext, name, topic string, timeout time.Duration) (T, error) {
 	var zero T
 	x := c.exec
@@ -21,15 +27,15 @@ func WaitForEvent[T any](c *WorkflowContext, name, topic string, timeout time.Du
 	if err := validKey(name); err != nil {
 		return zero, err
 	}
-	if topic == "" {
-		return zero, invalidArg("event topic is empty")
+	if err := validTopic(topic); err != nil {
+		return zero, err
 	}
 	key, err := x.useKey(name, false)
 	if err != nil {
 		return zero, err
 	}
 	if cp, ok := x.checkpoints[key]; ok {
-		return decodeCheckpoint[T](x, cp)
+		return decodeEvent[T](x, cp, topic, timeout)
 	}
 	w := x.claim.Wait
 	if w == nil || w.Key != key {
@@ -48,5 +54,29 @@ func WaitForEvent[T any](c *WorkflowContext, name, topic string, timeout time.Du
 		return decodeCheckpoint[T](x, cp)
 	}
 	cp := x.suspend(key, storage.SuspendRequest{Wait: w, ReadyAt: w.Deadline})
-	return decodeCheckpoint[T](x, cp)
+	return decodeEvent[T](x, cp, topic, timeout)
+}
+
+// decodeEvent returns a wait's checkpoint as T, refusing delivered payloads
+// that do not decode until one does or the run parks.
+func decodeEvent[T any](x *execution, cp storage.Checkpoint, topic string, timeout time.Duration) (T, error) {
+	for {
+		out, err := decodeCheckpoint[T](x, cp)
+		if err == nil || cp.Error != nil || !(errors.Is(err, ErrDecode) || errors.Is(err, ErrPayloadTooLarge)) {
+			return out, err
+		}
+		e := x.engine
+		now := e.clock.Now()
+		a := storage.Attempt{Key: cp.Key, Number: x.pending[cp.Key].Number + 1, Started: now, Ended: now,
+			Error: e.payloads.sealText(fmt.Sprintf("event payload refused: %v", err))}
+		x.pending[cp.Key] = a
+		delete(x.checkpoints, cp.Key)
+		x.logger().Warn("stem: refused an event payload that does not decode; waiting again", "key", cp.Key, "topic", topic, "err", err)
+		w := &storage.Wait{Key: cp.Key, Topic: topic, Kind: KindEvent}
+		if timeout > 0 {
+			d := now.Add(timeout).UTC()
+			w.Deadline = &d
+		}
+		cp = x.suspend(cp.Key, storage.SuspendRequest{Wait: w, ReadyAt: w.Deadline, Refuse: &storage.Refusal{Key: cp.Key, Attempt: a}})
+	}
 }

@@ -60,7 +60,7 @@ func Example() {
 		panic(err)
 	}
 	fmt.Println(out)
-	steps, _ := engine.ListSteps(ctx, run.ID())
+	steps, _ := engine.ListSteps(ctx, run.ID(), 0)
 	for _, s := range steps {
 		fmt.Println(s.Kind, s.Key)
 	}

@@ -15,6 +15,11 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
+// activeStepAfter is how long a step attempt runs before the heartbeat
+// reports it to the store, so operators see it running. A step that ends
+// sooner costs no store call for it.
+const activeStepAfter = time.Second
+
 // execution is one claimed run being executed by this worker.
 type execution struct {
 	engine   *Engine
@@ -28,14 +33,22 @@ type execution struct {
 	stopping chan struct{}
 
 	checkpoints map[string]storage.Checkpoint
-	used        map[string]bool
-	counters    map[string]int
-	state       suspendState // from the last suspension
+	// pending holds, per key without a checkpoint, the last attempt
+	// recorded in this execution (by this worker or one before it), so a
+	// step's attempt numbers and retry budget go on across hand-overs.
+	pending  map[string]storage.Attempt
+	used     map[string]bool
+	counters map[string]int
+	state    suspendState // from the last suspension
 
 	mu         sync.Mutex
 	lastExtend time.Time
 	outcome    outcome
 	log        *slog.Logger
+	// active is the step attempt running now, and reported whether the
+	// heartbeat has told the store about it.
+	active   *storage.ActiveStep
+	reported bool
 }
 
 type outcome int
@@ -112,15 +125,21 @@ func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
 		x.release()
 		return
 	}
-	cps, err := e.store.LoadCheckpoints(ctx, r.Lease.RunID)
+	replay, err := e.store.LoadReplay(ctx, r.Lease.RunID)
 	if err != nil {
 		x.logger().Error("stem: load checkpoints", "err", err)
 		x.release()
 		return
 	}
-	x.checkpoints = make(map[string]storage.Checkpoint, len(cps))
-	for _, cp := range cps {
+	x.checkpoints = make(map[string]storage.Checkpoint, len(replay.Checkpoints))
+	for _, cp := range replay.Checkpoints {
 		x.checkpoints[cp.Key] = cp
+	}
+	x.pending = make(map[string]storage.Attempt, len(replay.Pending))
+	for _, a := range replay.Pending {
+		if a.Number > x.pending[a.Key].Number {
+			x.pending[a.Key] = a
+		}
 	}
 	if len(r.SuspendState) > 0 {
 		_ = json.Unmarshal(r.SuspendState, &x.state)
@@ -189,7 +208,7 @@ func (x *execution) finish(out []byte, runErr error) {
 // recently.
 func (x *execution) heartbeat(done <-chan struct{}) {
 	lease := x.engine.cfg.LeaseDuration
-	t := time.NewTicker(lease / 4)
+	t := time.NewTicker(min(lease/4, activeStepAfter/4))
 	defer t.Stop()
 	for {
 		select {
@@ -201,11 +220,15 @@ func (x *execution) heartbeat(done <-chan struct{}) {
 		}
 		x.mu.Lock()
 		stale := time.Since(x.lastExtend) >= lease/4
+		var step *storage.ActiveStep
+		if a := x.active; a != nil && !x.reported && x.engine.clock.Now().Sub(a.Started) >= activeStepAfter {
+			step, x.reported = a, true
+		}
 		x.mu.Unlock()
-		if !stale {
+		if !stale && step == nil {
 			continue
 		}
-		if err := x.engine.store.Heartbeat(x.ctx, storage.HeartbeatRequest{Lease: x.lease, LeaseFor: lease}); err != nil {
+		if err := x.engine.store.Heartbeat(x.ctx, storage.HeartbeatRequest{Lease: x.lease, LeaseFor: lease, Step: step}); err != nil {
 			if errors.Is(err, ErrLeaseLost) {
 				x.cancel(ErrLeaseLost)
 				return
@@ -217,6 +240,13 @@ func (x *execution) heartbeat(done <-chan struct{}) {
 		}
 		x.extended()
 	}
+}
+
+// setActive records the step attempt running now (nil when none).
+func (x *execution) setActive(a *storage.ActiveStep) {
+	x.mu.Lock()
+	x.active, x.reported = a, false
+	x.mu.Unlock()
 }
 
 func (x *execution) extended() {

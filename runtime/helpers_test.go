@@ -109,11 +109,11 @@ func (p *probeStore) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]s
 	return p.Store.CreateRuns(ctx, runs)
 }
 
-func (p *probeStore) LoadCheckpoints(ctx context.Context, id string) ([]storage.Checkpoint, error) {
+func (p *probeStore) LoadReplay(ctx context.Context, id string) (storage.Replay, error) {
 	if p.dead.Load() {
-		return nil, errKilled
+		return storage.Replay{}, errKilled
 	}
-	return p.Store.LoadCheckpoints(ctx, id)
+	return p.Store.LoadReplay(ctx, id)
 }
 
 // fixture is a store shared by the engines of one test.

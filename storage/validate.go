@@ -1,6 +1,10 @@
 package storage
 
-import "time"
+import (
+	"encoding/json"
+	"strings"
+	"time"
+)
 
 // The rules of a well-formed request, one method per request type. Every
 // store calls them first, so a malformed request is refused by all stores
@@ -15,6 +19,9 @@ func ValidateNewRuns(runs []NewRun) error {
 		}
 		if r.Workflow == "" {
 			return invalid("create runs", "run %q has an empty workflow name", r.ID)
+		}
+		if !r.ParentPolicy.Valid() {
+			return invalid("create runs", "run %q has unknown parent policy %q", r.ID, r.ParentPolicy)
 		}
 	}
 	return nil
@@ -81,6 +88,14 @@ func (r SuspendRequest) Validate() error {
 			return invalid("suspend", "unknown wait kind %q", w.Kind)
 		}
 	}
+	if f := r.Refuse; f != nil {
+		if r.Wait == nil || f.Key != r.Wait.Key {
+			return invalid("suspend", "a refusal must name the key of the wait it re-registers")
+		}
+		if f.Attempt.Key != f.Key || f.Attempt.Error == "" {
+			return invalid("suspend", "a refusal's attempt must be of key %q and say why", f.Key)
+		}
+	}
 	return nil
 }
 
@@ -98,6 +113,52 @@ func (r CompleteRequest) Validate() error {
 // Validate checks the notification, when set.
 func (r TerminateRequest) Validate() error {
 	return r.Notify.validateNotify("terminate")
+}
+
+// Validate checks the run ID and the fork key.
+func (r RestartRequest) Validate() error {
+	if r.RunID == "" {
+		return invalid("restart", "empty run ID")
+	}
+	if strings.ContainsAny(r.FromKey, "\n") {
+		return invalid("restart", "step key %q has a newline", r.FromKey)
+	}
+	return nil
+}
+
+// Validate checks the run ID and the execution number.
+func (q StepsQuery) Validate() error {
+	if q.RunID == "" {
+		return invalid("list steps", "empty run ID")
+	}
+	if q.Execution < 0 {
+		return invalid("list steps", "execution %d is negative", q.Execution)
+	}
+	return nil
+}
+
+// Validate checks that every workflow and event type is named and its
+// schemas are JSON.
+func (c Catalog) Validate() error {
+	for _, w := range c.Workflows {
+		if w.Name == "" {
+			return invalid("put catalog", "a workflow type has an empty name")
+		}
+		for _, s := range []json.RawMessage{w.InputSchema, w.OutputSchema} {
+			if len(s) > 0 && !json.Valid(s) {
+				return invalid("put catalog", "workflow %q has a schema that is not JSON", w.Name)
+			}
+		}
+	}
+	for _, e := range c.Events {
+		if e.Topic == "" {
+			return invalid("put catalog", "an event type has an empty topic")
+		}
+		if len(e.PayloadSchema) > 0 && !json.Valid(e.PayloadSchema) {
+			return invalid("put catalog", "event %q has a schema that is not JSON", e.Topic)
+		}
+	}
+	return nil
 }
 
 // Validate checks the topic.

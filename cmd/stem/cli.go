@@ -2,344 +2,358 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net/url"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 	"github.com/stemflow/stem/stores/storeurl"
 )
 
-const usage = `usage: stem [--store URL] [--json] COMMAND [ARGS]
+const (
+	// defaultStore is the store when neither --store nor $STEM_STORE names
+	// one: the SQLite file a worker creates by default.
+	defaultStore = "stem.db"
+	// defaultLimit is the page size of runs.
+	defaultLimit = 50
+	// timeout bounds a whole command; dialTimeout each connection attempt.
+	timeout     = 30 * time.Second
+	dialTimeout = 5 * time.Second
+	// sealedPrefix starts an error text sealed by a worker's codec (see
+	// runtime.Codec); without the key it stays sealed.
+	sealedPrefix = "stem-sealed:"
+)
 
-commands:
-  runs [--workflow NAME] [--status STATUS] [--limit N] [--after ID]   list runs
-  show RUN_ID                       a run with its steps and attempts
-  pause RUN_ID                      pause at the next step boundary
-  resume RUN_ID                     resume a paused run
-  terminate RUN_ID [REASON]         end a run; its running step is cancelled
-  restart RUN_ID                    drop checkpoints, run again from the top
-  send RUN_ID TOPIC JSON            deliver an event to one run (kept if it is not waiting yet)
-  emit TOPIC JSON                   deliver an event to every run waiting on TOPIC
-
-The store is a SQLite path (default stem.db, or $STEM_STORE), a postgres://
-or redis:// URL.
-`
-
-// run is the whole command; main only exits with its code.
+// run is the whole command; main only exits with its code: 0 done, 1 the
+// command failed, 2 it was called wrongly (nothing was opened).
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("stem", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	def := os.Getenv("STEM_STORE")
-	if def == "" {
-		def = "stem.db"
-	}
-	storeURL := fs.String("store", def, "the store: SQLite path, postgres:// or redis:// URL")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return 2
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd, rest := fs.Arg(0), fs.Args()[1:]
-	if _, ok := commands[cmd]; !ok {
-		fmt.Fprintf(stderr, "stem: unknown command %q\n\n%s", cmd, usage)
-		return 2
-	}
-	store, err := storeurl.Open(ctx, *storeURL)
-	if err != nil {
-		fmt.Fprintln(stderr, "stem:", err)
-		return 1
-	}
-	defer store.Close()
-	e, err := runtime.New(runtime.Config{Store: store})
-	if err != nil {
-		fmt.Fprintln(stderr, "stem:", err)
-		return 1
-	}
-	defer e.Close()
-	out := &printer{w: stdout, json: *asJSON}
-	if err := commands[cmd](ctx, e, out, rest); err != nil {
-		var u usageError
-		if errors.As(err, &u) {
-			fmt.Fprintf(stderr, "stem %s: %s\n\n%s", cmd, u.msg, usage)
-			return 2
+	// The Redis client logs every failed dial of its pool; the command
+	// reports a failure in one line instead.
+	redis.SetLogger(quietRedis{})
+
+	g := &globals{store: os.Getenv("STEM_STORE")}
+	top := flag.NewFlagSet("stem", flag.ContinueOnError)
+	top.SetOutput(io.Discard)
+	g.register(top)
+	if err := top.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage())
+			return 0
 		}
-		fmt.Fprintf(stderr, "stem %s: %v\n", cmd, err)
+		fmt.Fprintf(stderr, "stem: %v\n\n%s", flagError(top, err), usage())
+		return 2
+	}
+	if top.NArg() == 0 {
+		fmt.Fprint(stderr, usage())
+		return 2
+	}
+	name, rest := top.Arg(0), top.Args()[1:]
+	if name == "help" {
+		return help(rest, stdout, stderr)
+	}
+	cmd := lookup(name)
+	if cmd == nil {
+		fmt.Fprintln(stderr, unknownCommand("stem", name))
+		return 2
+	}
+
+	fs := flag.NewFlagSet("stem "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	g.register(fs)
+	do := cmd.setup(fs)
+	pos, err := parseInterleaved(fs, rest)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, cmd.help(fs))
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "stem %s: %v\n\n%s", cmd.name, flagError(fs, err), cmd.help(fs))
+		return 2
+	case len(pos) < cmd.min:
+		fmt.Fprintf(stderr, "stem %s: want %s\n\n%s", cmd.name, cmd.args, cmd.help(fs))
+		return 2
+	case len(pos) > cmd.max:
+		fmt.Fprintf(stderr, "stem %s: unexpected argument %q\n\n%s", cmd.name, pos[cmd.max], cmd.help(fs))
+		return 2
+	}
+	codec, err := g.codec()
+	if err != nil {
+		fmt.Fprintf(stderr, "stem %s: %v\n", cmd.name, err)
+		return 2
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c := &call{ctx: ctx, g: g, codec: codec, out: &printer{w: stdout, json: g.json}}
+	defer c.close()
+	err = do(c, pos)
+	if err == nil {
+		return 0
+	}
+	var u usageError
+	var o openError
+	switch {
+	case errors.As(err, &u):
+		fmt.Fprintf(stderr, "stem %s: %s\n\n%s", cmd.name, u.msg, cmd.help(fs))
+		return 2
+	case errors.As(err, &o):
+		fmt.Fprintf(stderr, "stem: %s\n", o.msg)
 		return 1
 	}
-	return 0
+	prefix := "stem " + cmd.name
+	if c.subject != "" {
+		prefix += " " + c.subject
+	}
+	fmt.Fprintf(stderr, "%s: %s\n", prefix, c.describe(err))
+	return 1
 }
 
+// globals are the flags every command takes, before or after its name.
+type globals struct {
+	store        string // "" means defaultStore
+	storeSet     bool   // given as --store
+	json         bool
+	codecKey     string
+	codecKeyFile string
+}
+
+func (g *globals) register(fs *flag.FlagSet) {
+	fs.Func("store", "", func(s string) error {
+		if s == "" {
+			return errors.New("empty store")
+		}
+		g.store, g.storeSet = s, true
+		return nil
+	})
+	fs.BoolVar(&g.json, "json", g.json, "")
+	fs.Func("codec-key", "", func(s string) error { g.codecKey = s; return nil })
+	fs.Func("codec-key-file", "", func(s string) error { g.codecKeyFile = s; return nil })
+}
+
+var globalFlags = []string{"store", "json", "codec-key", "codec-key-file"}
+
+func (g *globals) storeURL() string {
+	if g.store == "" {
+		return defaultStore
+	}
+	return g.store
+}
+
+// storeName is the store as errors name it: the path, or the URL without
+// its password.
+func (g *globals) storeName() string {
+	s := g.storeURL()
+	if !strings.Contains(s, "://") {
+		return strings.TrimPrefix(s, "sqlite:")
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	if u.Scheme == "sqlite" {
+		return u.Host + u.Path
+	}
+	return u.Redacted()
+}
+
+// codec returns the payload codec the key flags or $STEM_CODEC_KEY name,
+// or nil without a key.
+func (g *globals) codec() (runtime.Codec, error) {
+	if g.codecKey != "" && g.codecKeyFile != "" {
+		return nil, errors.New("give --codec-key or --codec-key-file, not both")
+	}
+	var key []byte
+	var err error
+	switch {
+	case g.codecKey != "":
+		key, err = decodeKey(g.codecKey, "--codec-key")
+	case g.codecKeyFile != "":
+		b, rerr := os.ReadFile(g.codecKeyFile)
+		if rerr != nil {
+			return nil, fmt.Errorf("--codec-key-file: %v", rerr)
+		}
+		key, err = decodeKey(string(b), "the file "+g.codecKeyFile)
+		if err != nil && validKeyLen(len(b)) {
+			key, err = b, nil // the raw key bytes
+		}
+	case os.Getenv("STEM_CODEC_KEY") != "":
+		key, err = decodeKey(os.Getenv("STEM_CODEC_KEY"), "$STEM_CODEC_KEY")
+	default:
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return runtime.NewAESGCMCodec(key)
+}
+
+func validKeyLen(n int) bool { return n == 16 || n == 24 || n == 32 }
+
+// decodeKey reads an AES key written as hex or base64 (tried in that
+// order). The key itself never appears in an error.
+func decodeKey(s, from string) ([]byte, error) {
+	s = strings.TrimSpace(s)
+	if b, err := hex.DecodeString(s); err == nil && validKeyLen(len(b)) {
+		return b, nil
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil {
+			if validKeyLen(len(b)) {
+				return b, nil
+			}
+			return nil, fmt.Errorf("the codec key in %s is %d bytes; want 16, 24 or 32", from, len(b))
+		}
+	}
+	return nil, fmt.Errorf("the codec key in %s is neither hex nor base64 of 16, 24 or 32 bytes", from)
+}
+
+// quietRedis discards the Redis client's own log lines.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+// call is one command's run: its flags, its output, and the store and
+// engine, opened on first use so a refused call opens nothing.
+type call struct {
+	ctx    context.Context
+	g      *globals
+	codec  runtime.Codec
+	out    *printer
+	store  storage.Store
+	engine *runtime.Engine
+	// subject is what the command acts on (a run ID, a workflow, a topic),
+	// named by its errors.
+	subject string
+}
+
+// openError is a store that could not be opened; it is reported without
+// the command's name.
+type openError struct{ msg string }
+
+func (o openError) Error() string { return o.msg }
+
+// usageError is a call that is wrong whatever the store holds: exit 2 with
+// the command's usage.
 type usageError struct{ msg string }
 
 func (u usageError) Error() string { return u.msg }
 
-func nargs(args []string, min, max int, names string) error {
-	if len(args) < min || len(args) > max {
-		return usageError{"want " + names}
-	}
-	return nil
-}
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-var commands = map[string]func(ctx context.Context, e *runtime.Engine, out *printer, args []string) error{
-	"runs":      listRuns,
-	"show":      show,
-	"pause":     control("paused (takes effect at the next step boundary if running)", (*runtime.Engine).Pause),
-	"resume":    control("resumed", (*runtime.Engine).Resume),
-	"restart":   control("restarted", (*runtime.Engine).Restart),
-	"terminate": terminate,
-	"send":      send,
-	"emit":      emit,
-}
-
-func listRuns(ctx context.Context, e *runtime.Engine, out *printer, args []string) error {
-	fs := flag.NewFlagSet("runs", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	q := runtime.ListRunsQuery{}
-	fs.StringVar(&q.Workflow, "workflow", "", "")
-	status := fs.String("status", "", "")
-	fs.IntVar(&q.Limit, "limit", 50, "")
-	fs.StringVar(&q.After, "after", "", "")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+// open opens the store (which must exist: the command never creates one)
+// and a client engine on it.
+func (c *call) open() (*runtime.Engine, error) {
+	if c.engine != nil {
+		return c.engine, nil
 	}
-	q.Status = runtime.RunStatus(*status)
-	runs, next, err := e.ListRuns(ctx, q)
+	st, err := storeurl.OpenWith(c.ctx, c.g.storeURL(), storeurl.Options{MustExist: true, DialTimeout: dialTimeout})
 	if err != nil {
-		return err
-	}
-	if out.json {
-		return out.encode(map[string]any{"runs": jsonRuns(runs), "next": next})
-	}
-	tw := tabwriter.NewWriter(out.w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tUPDATED\tDETAIL")
-	for _, r := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Workflow, r.Status, r.UpdatedAt.Format(time.RFC3339), detail(r))
-	}
-	tw.Flush()
-	if next != "" {
-		fmt.Fprintf(out.w, "more: stem runs --after %s\n", next)
-	}
-	return nil
-}
-
-func detail(r runtime.RunInfo) string {
-	switch {
-	case r.Err != nil:
-		return firstLine(r.Err.Error())
-	case r.Status == runtime.StatusComplete:
-		return truncate(string(r.Output), 60)
-	case r.WaitingFor != "":
-		s := "waiting for " + r.WaitingFor
-		if r.ReadyAt != nil {
-			s += " until " + r.ReadyAt.Format(time.RFC3339)
-		}
-		return s
-	case r.Status == runtime.StatusWaiting && r.ReadyAt != nil:
-		return "sleeping until " + r.ReadyAt.Format(time.RFC3339)
-	case r.PauseRequested:
-		return "pause requested"
-	}
-	return ""
-}
-
-func show(ctx context.Context, e *runtime.Engine, out *printer, args []string) error {
-	if err := nargs(args, 1, 1, "RUN_ID"); err != nil {
-		return err
-	}
-	r, err := e.Get(ctx, args[0])
-	if err != nil {
-		return err
-	}
-	steps, err := e.ListSteps(ctx, args[0])
-	if err != nil {
-		return err
-	}
-	if out.json {
-		return out.encode(map[string]any{"run": jsonRuns([]runtime.RunInfo{r})[0], "steps": jsonSteps(steps)})
-	}
-	fmt.Fprintf(out.w, "run       %s\nworkflow  %s\nstatus    %s\n", r.ID, r.Workflow, r.Status)
-	if r.ParentID != "" {
-		fmt.Fprintf(out.w, "parent    %s\n", r.ParentID)
-	}
-	if d := detail(r); d != "" {
-		fmt.Fprintf(out.w, "detail    %s\n", d)
-	}
-	fmt.Fprintf(out.w, "created   %s\nupdated   %s\n\n", r.CreatedAt.Format(time.RFC3339Nano), r.UpdatedAt.Format(time.RFC3339Nano))
-	tw := tabwriter.NewWriter(out.w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tSTEP\tKIND\tRESULT\tATTEMPTS")
-	for _, s := range steps {
-		res := truncate(string(s.Output), 50)
-		if s.Err != nil {
-			res = "error: " + truncate(firstLine(s.Err.Error()), 50)
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\n", s.Seq, s.Key, s.Kind, res, len(s.Attempts))
-		for _, a := range s.Attempts {
-			line := fmt.Sprintf("\t  attempt %d\t\t%s\t%s", a.Number, a.Ended.Sub(a.Started).Round(time.Microsecond), a.Started.Format(time.RFC3339Nano))
-			if a.Error != "" {
-				line += "\terror: " + truncate(firstLine(a.Error), 60)
+		if errors.Is(err, storeurl.ErrNoStore) {
+			hint := ""
+			if !c.g.storeSet && os.Getenv("STEM_STORE") == "" {
+				hint = " (name your workers' store with --store or $STEM_STORE)"
 			}
-			fmt.Fprintln(tw, line)
+			return nil, openError{oneLine(trimPrefixes(err.Error())) + hint}
 		}
+		return nil, openError{fmt.Sprintf("cannot open the store %s: %s", c.g.storeName(), oneLine(trimPrefixes(err.Error())))}
 	}
-	return tw.Flush()
-}
-
-func control(done string, op func(*runtime.Engine, context.Context, string) error) func(context.Context, *runtime.Engine, *printer, []string) error {
-	return func(ctx context.Context, e *runtime.Engine, out *printer, args []string) error {
-		if err := nargs(args, 1, 1, "RUN_ID"); err != nil {
-			return err
-		}
-		if err := op(e, ctx, args[0]); err != nil {
-			return err
-		}
-		return out.done(args[0], done)
-	}
-}
-
-func terminate(ctx context.Context, e *runtime.Engine, out *printer, args []string) error {
-	if err := nargs(args, 1, 2, "RUN_ID [REASON]"); err != nil {
-		return err
-	}
-	reason := "terminated by an operator"
-	if len(args) == 2 {
-		reason = args[1]
-	}
-	if err := e.Terminate(ctx, args[0], reason); err != nil {
-		return err
-	}
-	return out.done(args[0], "terminated")
-}
-
-func payload(s string) (json.RawMessage, error) {
-	if !json.Valid([]byte(s)) {
-		return nil, usageError{fmt.Sprintf("payload is not valid JSON: %s", truncate(s, 40))}
-	}
-	return json.RawMessage(s), nil
-}
-
-func send(ctx context.Context, e *runtime.Engine, out *printer, args []string) error {
-	if err := nargs(args, 3, 3, "RUN_ID TOPIC JSON"); err != nil {
-		return err
-	}
-	p, err := payload(args[2])
+	e, err := runtime.New(runtime.Config{Store: st, Codec: c.codec, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		return err
+		st.Close()
+		return nil, openError{trimPrefixes(err.Error())}
 	}
-	if err := e.SendEvent(ctx, args[0], args[1], p); err != nil {
-		return err
-	}
-	return out.done(args[0], "event "+args[1]+" sent")
+	c.store, c.engine = st, e
+	return e, nil
 }
 
-func emit(ctx context.Context, e *runtime.Engine, out *printer, args []string) error {
-	if err := nargs(args, 2, 2, "TOPIC JSON"); err != nil {
-		return err
+func (c *call) close() {
+	if c.engine != nil {
+		c.engine.Close()
 	}
-	p, err := payload(args[1])
-	if err != nil {
-		return err
+	if c.store != nil {
+		c.store.Close()
 	}
-	n, err := e.Emit(ctx, args[0], p)
-	if err != nil {
-		return err
-	}
-	if out.json {
-		return out.encode(map[string]any{"topic": args[0], "delivered": n})
-	}
-	_, err = fmt.Fprintf(out.w, "event %s delivered to %d waiting run(s)\n", args[0], n)
-	return err
 }
 
-type printer struct {
-	w    io.Writer
-	json bool
-}
-
-func (p *printer) encode(v any) error {
-	enc := json.NewEncoder(p.w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-func (p *printer) done(id, what string) error {
-	if p.json {
-		return p.encode(map[string]string{"run": id, "result": what})
+// describe turns an error into one line for an operator, without the
+// layers' prefixes ("sqlitestore: get run: stem: run not found").
+func (c *call) describe(err error) string {
+	switch {
+	case errors.Is(err, runtime.ErrRunNotFound):
+		return "run not found in " + c.g.storeName()
+	case errors.Is(err, runtime.ErrInvalidState):
+		if c.engine != nil && c.subject != "" {
+			if r, gerr := c.engine.Get(c.ctx, c.subject); gerr == nil {
+				return fmt.Sprintf("not allowed: the run is %s", r.Status)
+			}
+		}
+		return "not allowed in the run's state"
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("no answer from the store %s within %v", c.g.storeName(), timeout)
 	}
-	_, err := fmt.Fprintf(p.w, "%s: %s\n", id, what)
-	return err
-}
-
-type jsonRun struct {
-	ID         string          `json:"id"`
-	Workflow   string          `json:"workflow"`
-	ParentID   string          `json:"parent_id,omitempty"`
-	Status     string          `json:"status"`
-	Output     json.RawMessage `json:"output,omitempty"`
-	Error      string          `json:"error,omitempty"`
-	WaitingFor string          `json:"waiting_for,omitempty"`
-	ReadyAt    *time.Time      `json:"ready_at,omitempty"`
-	Created    time.Time       `json:"created_at"`
-	Updated    time.Time       `json:"updated_at"`
-}
-
-func jsonRuns(runs []runtime.RunInfo) []jsonRun {
-	out := make([]jsonRun, len(runs))
-	for i, r := range runs {
-		out[i] = jsonRun{ID: r.ID, Workflow: r.Workflow, ParentID: r.ParentID, Status: string(r.Status),
-			Output: r.Output, WaitingFor: r.WaitingFor, ReadyAt: r.ReadyAt, Created: r.CreatedAt, Updated: r.UpdatedAt}
-		if r.Err != nil {
-			out[i].Error = r.Err.Error()
+	msg := err.Error()
+	for _, s := range []error{runtime.ErrDecode, runtime.ErrPayloadTooLarge, runtime.ErrUnknownWorkflow, runtime.ErrInvalidArgument, runtime.ErrClosed} {
+		if errors.Is(err, s) {
+			if i := strings.Index(msg, s.Error()); i >= 0 {
+				msg = msg[i:]
+			}
+			break
 		}
 	}
-	return out
+	msg = strings.TrimPrefix(msg, runtime.ErrInvalidArgument.Error()+": ")
+	return oneLine(trimPrefixes(msg))
 }
 
-type jsonStep struct {
-	Seq      int64             `json:"seq"`
-	Key      string            `json:"key"`
-	Kind     string            `json:"kind"`
-	Output   json.RawMessage   `json:"output,omitempty"`
-	Error    string            `json:"error,omitempty"`
-	Attempts []runtime.Attempt `json:"attempts,omitempty"`
-}
-
-func jsonSteps(steps []runtime.StepInfo) []jsonStep {
-	out := make([]jsonStep, len(steps))
-	for i, s := range steps {
-		out[i] = jsonStep{Seq: s.Seq, Key: s.Key, Kind: string(s.Kind), Attempts: s.Attempts}
-		if json.Valid(s.Output) {
-			out[i].Output = s.Output
+// trimPrefixes removes the package prefixes errors collect on their way up.
+func trimPrefixes(s string) string {
+	for {
+		t := s
+		for _, p := range []string{"storeurl: ", "sqlitestore: ", "pgstore: ", "redisstore: ", "memstore: ", "stem: "} {
+			t = strings.TrimPrefix(t, p)
 		}
-		if s.Err != nil {
-			out[i].Error = s.Err.Error()
+		if t == s {
+			return s
 		}
+		s = t
 	}
-	return out
 }
 
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
+// parseInterleaved parses flags that may come before, between or after the
+// positional arguments ("show order-1 --json"), and returns the latter. An
+// argument after "--", or one that is a negative number (a JSON payload),
+// is positional.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for len(args) > 0 {
+		a := args[0]
+		if a == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		if len(a) < 2 || a[0] != '-' || json.Valid([]byte(a)) {
+			pos = append(pos, a)
+			args = args[1:]
+			continue
+		}
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if used := args[:len(args)-len(rest)]; len(used) > 0 && used[len(used)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		args = rest
 	}
-	return s
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
+	return pos, nil
 }

@@ -1,15 +1,33 @@
-// Command stem inspects and controls workflow runs in any Stem store.
+// Command stem inspects and controls the workflow runs in a Stem store.
 //
-//	stem [--store URL] runs [--workflow NAME] [--status STATUS] [--limit N] [--after ID]
-//	stem [--store URL] show RUN_ID
-//	stem [--store URL] pause|resume|restart RUN_ID
-//	stem [--store URL] terminate RUN_ID [REASON]
-//	stem [--store URL] send RUN_ID TOPIC JSON
-//	stem [--store URL] emit TOPIC JSON
+//	stem [flags] runs [--workflow NAME] [--status STATUS] [--parent RUN_ID] [--limit N] [--after RUN_ID]
+//	stem [flags] show RUN_ID [--execution N]
+//	stem [flags] start WORKFLOW JSON [--id RUN_ID]
+//	stem [flags] send RUN_ID TOPIC JSON
+//	stem [flags] emit TOPIC JSON
+//	stem [flags] pause|resume RUN_ID
+//	stem [flags] restart RUN_ID [--from STEP_KEY]
+//	stem [flags] terminate RUN_ID [REASON]
+//	stem [flags] workflows              (also: stem catalog)
+//	stem help [COMMAND]                 (also: stem COMMAND --help)
 //
-// The store is a SQLite path (default stem.db, or $STEM_STORE), a
-// postgres:// or redis:// URL; see package storeurl. Add --json for
-// machine-readable output.
+// The flags, before or after the command:
+//
+//	--store URL            a SQLite path (default stem.db, or $STEM_STORE), or a
+//	                       postgres:// or redis:// URL; see package storeurl
+//	--json                 print JSON, with snake_case names throughout
+//	--codec-key KEY        the AES key (hex or base64; 16, 24 or 32 bytes) the
+//	                       workers seal payloads with, or $STEM_CODEC_KEY
+//	--codec-key-file PATH  read that key from a file
+//
+// The command never creates a store: a SQLite path that names no file is
+// refused with "no Stem store at PATH". start, send and emit check the
+// workflow, topic and JSON against what the workers recorded in the store
+// (stem workflows lists it) and write nothing when they do not match.
+//
+// Exit status: 0 done; 1 the command failed (one line on stderr, naming
+// the run and the store); 2 it was called wrongly (with the command's
+// usage), and nothing was opened.
 package main
 
 import (

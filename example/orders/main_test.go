@@ -78,10 +78,11 @@ func TestInterruptedRunResumes(t *testing.T) {
 	defer store.Close()
 	for i := 1; i <= 30; i++ {
 		id := "order-" + leftPad(i)
-		cps, err := store.LoadCheckpoints(context.Background(), id)
+		replay, err := store.LoadReplay(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
+		cps := replay.Checkpoints
 		if len(cps) == 0 || cps[0].Key != "reserve@v1" || !cps[0].CreatedAt.Before(resumedAt) {
 			t.Fatalf("%s: first checkpoint %+v, want reserve@v1 from the first session", id, cps[:min(1, len(cps))])
 		}

@@ -481,10 +481,11 @@ func verifyCheckpoints(ctx context.Context, t *testing.T, s storage.Store, runs 
 	t.Helper()
 	for i := range runs {
 		id := fmt.Sprintf("crash-%05d", i)
-		cps, err := s.LoadCheckpoints(ctx, id)
+		replay, err := s.LoadReplay(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
+		cps := replay.Checkpoints
 		seen := map[string]int{}
 		for _, cp := range cps {
 			seen[cp.Key]++

@@ -58,6 +58,17 @@ func (e *Event) emitFunc() string   { return "Emit" + exported(e.GoName) }
 // registerAllFunc registers every workflow of the package.
 const registerAllFunc = "RegisterWorkflows"
 
+// registerEventsFunc registers the package's event types with an engine,
+// for the store's catalog; every Register<W> calls it. It is declared once
+// whatever the number of workflows, and only when the package has both
+// workflows (to call it) and events.
+const registerEventsFunc = "stemRegisterEvents"
+
+// registersEvents reports whether the package gets registerEventsFunc.
+func (m *Package) registersEvents() bool {
+	return len(m.Workflows) > 0 && len(m.Events) > 0
+}
+
 // Fields of a workflow context: the embedded *runtime.WorkflowContext and
 // callsType (named by the type); and of callsType: the run's
 // *runtime.WorkflowContext, not embedded, so the runtime's methods reach a
@@ -115,6 +126,9 @@ func (m *Package) packageNames() []generated {
 	}
 	if m.hasCalls() {
 		add(m.Workflows[0].Pos, "the package's workflow contexts", callsType)
+	}
+	if m.registersEvents() {
+		add(m.Events[0].Pos, "the package's event types", registerEventsFunc)
 	}
 	return out
 }

@@ -54,6 +54,7 @@ func render(m *Package) ([]byte, error) {
 	for _, e := range m.Events {
 		r.event(e)
 	}
+	r.registerEvents()
 	r.registerAll()
 	var buf bytes.Buffer
 	if err := r.f.Render(&buf); err != nil {
@@ -262,13 +263,22 @@ func (r *renderer) typ(t *Type) *jen.Statement {
 
 func rt(name string) *jen.Statement { return jen.Qual(runtimePath, name) }
 
+// apiVersion is the version of the generated API this generator writes:
+// the file refers to runtime.SupportPackageIsVersion<apiVersion>, so it
+// compiles only against a runtime that supports it. Version 3: child calls
+// take runtime.ChildOptions and Start<W>Child returns a *runtime.ChildRun;
+// Register<W> passes the workflow's version and registers the package's
+// event types.
+const apiVersion = 3
+
 // guards writes the compile-time checks: the runtime version, and the
 // signature of every annotated function.
 func (r *renderer) guards() {
 	m := r.m
-	r.f.Comment("// This file needs a runtime that supports its version of the generated API; with")
-	r.f.Comment("// an older runtime it stops compiling here.")
-	r.f.Const().Id("_").Op("=").Add(rt("SupportPackageIsVersion2"))
+	r.f.Comment("// This file is written for version " + strconv.Itoa(apiVersion) + " of the generated API: with a runtime")
+	r.f.Comment("// that does not support it, it stops compiling here. Run go generate: stemgen")
+	r.f.Comment("// comes with the runtime's module, so the two then agree.")
+	r.f.Const().Id("_").Op("=").Add(rt(fmt.Sprintf("SupportPackageIsVersion%d", apiVersion)))
 	r.f.Line()
 	r.f.Comment("// These assignments stop compiling when an annotated function's signature no")
 	r.f.Comment("// longer matches this file: run go generate.")
@@ -326,7 +336,15 @@ func (r *renderer) workflow(w *Workflow) {
 
 	f.Line()
 	regParams := []jen.Code{jen.Id("e").Op("*").Add(rt("Engine"))}
-	regDoc := fmt.Sprintf("%s registers workflow %s with e under its durable name, %s.", w.registerFunc(), w.GoName, durable)
+	regDoc := fmt.Sprintf("%s registers workflow %s with e under its durable name, %s, at version %d; "+
+		"the engine records them in the store's catalog with the shapes of its input and output, for "+
+		"tools that start runs without its Go types.", w.registerFunc(), w.GoName, durable, w.Ann.Version)
+	if m.registersEvents() {
+		// The list of events is written once, on registerEventsFunc: the
+		// file grows with workflows plus events, not their product.
+		regDoc += fmt.Sprintf(" It also registers the event types of package %s, so such tools can "+
+			"check an event's payload.", m.Name)
+	}
 	if m.Receiver != nil {
 		regParams = append(regParams, jen.Id("steps").Op("*").Id(m.Receiver.Name))
 		regDoc += " Its steps run on steps, which must not be nil."
@@ -338,6 +356,9 @@ func (r *renderer) workflow(w *Workflow) {
 			g.If(jen.Id("steps").Op("==").Nil()).Block(
 				jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%w: "+w.registerFunc()+": steps is nil"), rt("ErrInvalidArgument"))))
 		}
+		if m.registersEvents() {
+			g.If(jen.Err().Op(":=").Id(registerEventsFunc).Call(jen.Id("e")), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err()))
+		}
 		if m.hasCalls() {
 			calls := jen.Dict{jen.Id(runtimeField): jen.Id("c")}
 			if m.Receiver != nil {
@@ -348,7 +369,8 @@ func (r *renderer) workflow(w *Workflow) {
 		g.Return(rt("Register").Call(jen.Id("e"), jen.Id(w.nameConst()),
 			jen.Func().Params(jen.Id("c").Op("*").Add(rt("WorkflowContext")), jen.Id("in").Add(in.Clone())).
 				Params(out.Clone(), jen.Error()).
-				Block(jen.Return(jen.Id(w.GoName).Call(jen.Op("&").Id(ctx).Values(lit), jen.Id("in"))))))
+				Block(jen.Return(jen.Id(w.GoName).Call(jen.Op("&").Id(ctx).Values(lit), jen.Id("in")))),
+			rt("WorkflowVersion").Call(jen.Lit(w.Ann.Version))))
 	})
 
 	f.Line()
@@ -462,30 +484,36 @@ func (r *renderer) await(e *Event) {
 }
 
 // children writes the two methods on callsType that run workflow w as a
-// child of the calling run: one waits for it, one does not.
+// child of the calling run: one waits for it, one returns a handle on it.
 func (r *renderer) children(w *Workflow) {
 	f := r.f
 	in, out := r.typ(w.Input().Type), r.typ(w.Output().Type)
+	policy := "Terminating this run terminates the child, unless opts include runtime.Abandon()."
 	f.Line()
 	r.doc(fmt.Sprintf("%s runs workflow %s (%s) as a child of this run with input in, and waits for "+
-		"its output. name is the call's durable key within the run: the child's run ID derives from "+
-		"this run's ID and name, so a replay never starts the child twice.",
-		w.callMethod(), w.GoName, w.Ann.Name), w.Doc)
+		"its output. name is the call's durable key within the run: the child's run ID derives from this "+
+		"run's ID and name, so a replay never starts the child twice, and takes the outcome of a child "+
+		"that already finished. %s If the derived ID is taken by another run (not this run's child of %s), "+
+		"the call fails with an error matching runtime.ErrChildCollision.",
+		w.callMethod(), w.GoName, w.Ann.Name, policy, w.GoName), w.Doc)
 	f.Func().Params(jen.Id("c").Op("*").Id(callsType)).Id(w.callMethod()).
-		Params(jen.Id("name").String(), jen.Id("in").Add(in.Clone())).
+		Params(jen.Id("name").String(), jen.Id("in").Add(in.Clone()), jen.Id("opts").Op("...").Add(rt("ChildOption"))).
 		Params(out.Clone(), jen.Error()).
 		Block(jen.Return(rt("CallChild").Types(out.Clone()).Call(
-			jen.Id("c").Dot(runtimeField), jen.Id("name"), jen.Id(w.nameConst()), jen.Id("in"))))
+			jen.Id("c").Dot(runtimeField), jen.Id("name"), jen.Id(w.nameConst()), jen.Id("in"), jen.Id("opts").Op("..."))))
 	f.Line()
 	r.doc(fmt.Sprintf("%s starts workflow %s (%s) as a child of this run with input in, without "+
-		"waiting, and returns the child's run ID (%s gives a typed handle on it). name is the call's "+
-		"durable key within the run. To start a run from outside a workflow, use %s.",
-		w.startChildMethod(), w.GoName, w.Ann.Name, w.getFunc(), w.startFunc()), w.Doc)
+		"waiting, and returns a typed handle on it, whose Result waits for the child's output later, "+
+		"durably. name is the call's durable key within the run: the child's run ID derives from this "+
+		"run's ID and name, so a replay returns the same child. %s If the derived ID is taken by another "+
+		"run (not this run's child of %s), the call fails with an error matching runtime.ErrChildCollision. "+
+		"To start a run from outside a workflow, use %s.",
+		w.startChildMethod(), w.GoName, w.Ann.Name, policy, w.GoName, w.startFunc()), w.Doc)
 	f.Func().Params(jen.Id("c").Op("*").Id(callsType)).Id(w.startChildMethod()).
-		Params(jen.Id("name").String(), jen.Id("in").Add(in.Clone())).
-		Params(jen.String(), jen.Error()).
-		Block(jen.Return(rt("StartChild").Call(
-			jen.Id("c").Dot(runtimeField), jen.Id("name"), jen.Id(w.nameConst()), jen.Id("in"))))
+		Params(jen.Id("name").String(), jen.Id("in").Add(in.Clone()), jen.Id("opts").Op("...").Add(rt("ChildOption"))).
+		Params(jen.Op("*").Add(rt("ChildRun")).Types(out.Clone()), jen.Error()).
+		Block(jen.Return(rt("StartChild").Types(out.Clone()).Call(
+			jen.Id("c").Dot(runtimeField), jen.Id("name"), jen.Id(w.nameConst()), jen.Id("in"), jen.Id("opts").Op("..."))))
 }
 
 // stepMethod writes the typed method of step s on callsType, keyed by the
@@ -631,6 +659,34 @@ func (r *renderer) event(e *Event) {
 	f.Func().Id(e.emitFunc()).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
 		jen.Id("ev").Add(r.typ(e.Type))).Params(jen.Int(), jen.Error()).Block(
 		jen.Return(jen.Id("e").Dot("Emit").Call(jen.Id("ctx"), jen.Id(e.topicConst()), jen.Id("ev"))))
+}
+
+// eventList names a package's events with their topics.
+func eventList(events []*Event) string {
+	var list []string
+	for _, e := range events {
+		list = append(list, fmt.Sprintf("%s on %s", e.GoName, e.Ann.Topic))
+	}
+	return strings.Join(list, ", ")
+}
+
+// registerEvents writes the one function that registers every event type
+// of the package, which each Register<W> calls.
+func (r *renderer) registerEvents() {
+	m := r.m
+	if !m.registersEvents() {
+		return
+	}
+	r.f.Line()
+	r.doc(fmt.Sprintf("%s registers the event types of package %s with e, for the store's catalog: %s. "+
+		"Every Register function of the package calls it.", registerEventsFunc, m.Name, eventList(m.Events)), "")
+	r.f.Func().Id(registerEventsFunc).Params(jen.Id("e").Op("*").Add(rt("Engine"))).Error().BlockFunc(func(g *jen.Group) {
+		for _, e := range m.Events {
+			g.If(jen.Err().Op(":=").Add(rt("RegisterEvent")).Types(r.typ(e.Type)).Call(jen.Id("e"), jen.Id(e.topicConst())),
+				jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err()))
+		}
+		g.Return(jen.Nil())
+	})
 }
 
 // registerAll writes the function that registers every workflow.

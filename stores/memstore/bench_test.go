@@ -37,7 +37,7 @@ func BenchmarkRun(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		if _, err := s.LoadCheckpoints(ctx, id); err != nil {
+		if _, err := s.LoadReplay(ctx, id); err != nil {
 			b.Fatal(err)
 		}
 		if err := s.Complete(ctx, storage.CompleteRequest{Lease: l, Status: storage.StatusComplete, Output: out}); err != nil {

@@ -2,6 +2,8 @@ package memstore
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/stemflow/stem/storage"
@@ -10,6 +12,8 @@ import (
 // indexFrom is the checkpoint count from which lookups use cpIndex.
 const indexFrom = 16
 
+// find returns the position in cps of the current execution's checkpoint of
+// key.
 func (r *run) find(key string) (int, bool) {
 	if r.cpIndex != nil {
 		i, ok := r.cpIndex[key]
@@ -23,7 +27,8 @@ func (r *run) find(key string) (int, bool) {
 	return 0, false
 }
 
-// write appends a checkpoint whose Output the run already owns.
+// write appends a checkpoint whose Output the run already owns to the
+// current execution.
 func (r *run) write(key string, kind storage.CheckpointKind, output []byte, errInfo *storage.ErrorInfo, now time.Time) int {
 	r.seq++
 	r.cps = append(r.cps, storage.Checkpoint{
@@ -32,6 +37,7 @@ func (r *run) write(key string, kind storage.CheckpointKind, output []byte, errI
 		Output:    output,
 		Error:     cloneError(errInfo),
 		Seq:       r.seq,
+		Execution: r.rec.Execution,
 		CreatedAt: now,
 	})
 	i := len(r.cps) - 1
@@ -39,27 +45,52 @@ func (r *run) write(key string, kind storage.CheckpointKind, output []byte, errI
 	case r.cpIndex != nil:
 		r.cpIndex[key] = i
 	case len(r.cps) >= indexFrom:
-		r.cpIndex = make(map[string]int, 2*len(r.cps))
-		for j := range r.cps {
-			r.cpIndex[r.cps[j].Key] = j
-		}
+		r.reindex()
 	}
 	r.rec.Recoveries = 0
 	return i
 }
 
-// LoadCheckpoints returns every checkpoint of a run, in sequence order.
-func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]storage.Checkpoint, error) {
+// remove deletes the current execution's checkpoint at position i.
+func (r *run) remove(i int) {
+	r.cps = slices.Delete(r.cps, i, i+1)
+	if r.cpIndex != nil {
+		r.reindex()
+	}
+}
+
+// reindex rebuilds cpIndex from cps.
+func (r *run) reindex() {
+	r.cpIndex = make(map[string]int, 2*len(r.cps))
+	for j := range r.cps {
+		r.cpIndex[r.cps[j].Key] = j
+	}
+}
+
+// LoadReplay returns the current execution's checkpoints, in sequence
+// order, and the attempts of its keys without a checkpoint.
+func (s *Store) LoadReplay(ctx context.Context, runID string) (storage.Replay, error) {
 	if err := s.lock(ctx); err != nil {
-		return nil, err
+		return storage.Replay{}, err
 	}
 	defer s.mu.Unlock()
 	r := s.runs[runID]
 	if r == nil {
-		return nil, notFound("load checkpoints of", runID)
+		return storage.Replay{}, notFound("load replay of", runID)
+	}
+	rp := storage.Replay{Execution: r.rec.Execution}
+	if r.loose {
+		for _, a := range r.attempts {
+			if _, ok := r.find(a.Key); !ok {
+				rp.Pending = append(rp.Pending, cloneAttempt(a, 0))
+			}
+		}
+		// Until the next write that may leave an attempt without its
+		// checkpoint, there is nothing to look for.
+		r.loose = len(rp.Pending) > 0
 	}
 	if len(r.cps) == 0 {
-		return nil, nil
+		return rp, nil
 	}
 	out := make([]storage.Checkpoint, len(r.cps))
 	n := 0
@@ -78,7 +109,8 @@ func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]storage.Ch
 		}
 		out[i].Error = cloneError(r.cps[i].Error)
 	}
-	return out, nil
+	rp.Checkpoints = out
+	return rp, nil
 }
 
 // Checkpoint records a step's result under the lease, fenced.
@@ -98,13 +130,19 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 	rec := &r.rec
 	rec.LeaseUntil = now.Add(req.LeaseFor)
 	rec.UpdatedAt = now
+	rec.Active = nil
 	cp := &req.Checkpoint
 	if i, ok := r.find(cp.Key); ok {
 		existing := cloneCheckpoint(r.cps[i])
 		return storage.CheckpointResult{Existing: &existing}, nil
 	}
 	r.write(cp.Key, cp.Kind, clone(cp.Output), cp.Error, now)
-	r.attempts = append(r.attempts, req.Attempts...)
+	for _, a := range req.Attempts {
+		r.attempts = append(r.attempts, cloneAttempt(a, rec.Execution))
+		if a.Key != cp.Key {
+			r.loose = true
+		}
+	}
 	if rec.Wait != nil && rec.Wait.Key == cp.Key {
 		s.clearWait(r)
 	}
@@ -136,34 +174,66 @@ func (s *Store) RecordAttempts(ctx context.Context, req storage.RecordAttemptsRe
 	now := s.clock()
 	r.rec.LeaseUntil = now.Add(req.LeaseFor)
 	r.rec.UpdatedAt = now
-	r.attempts = append(r.attempts, req.Attempts...)
+	r.rec.Active = nil
+	for _, a := range req.Attempts {
+		r.attempts = append(r.attempts, cloneAttempt(a, r.rec.Execution))
+	}
+	if len(req.Attempts) > 0 {
+		r.loose = true
+	}
 	return nil
 }
 
-// ListSteps returns a run's checkpoints in sequence order with their
-// attempts.
-func (s *Store) ListSteps(ctx context.Context, runID string) ([]storage.StepRecord, error) {
+// ListSteps returns one execution's checkpoints in sequence order with
+// their attempts, and the attempts of its keys without a checkpoint.
+func (s *Store) ListSteps(ctx context.Context, q storage.StepsQuery) (storage.History, error) {
+	if err := q.Validate(); err != nil {
+		return storage.History{}, refuse(err)
+	}
 	if err := s.lock(ctx); err != nil {
-		return nil, err
+		return storage.History{}, err
 	}
 	defer s.mu.Unlock()
-	r := s.runs[runID]
+	r := s.runs[q.RunID]
 	if r == nil {
-		return nil, notFound("list steps of", runID)
+		return storage.History{}, notFound("list steps of", q.RunID)
 	}
-	if len(r.cps) == 0 {
-		return nil, nil
+	n := q.Execution
+	switch {
+	case n == 0 || n == r.rec.Execution:
+		return history(r.rec.Execution, r.cps, r.attempts), nil
+	case n < r.rec.Execution:
+		e := &r.past[n-1]
+		return history(n, e.cps, e.attempts), nil
 	}
+	return storage.History{}, fmt.Errorf("memstore: list steps of run %q: %w: execution %d: the run has %d",
+		q.RunID, storage.ErrInvalidArgument, n, r.rec.Execution)
+}
+
+// history copies one execution's steps: each checkpoint with its attempts,
+// and the attempts of keys without a checkpoint.
+func history(execution int, cps []storage.Checkpoint, attempts []storage.Attempt) storage.History {
+	h := storage.History{Execution: execution}
 	var byKey map[string][]storage.Attempt
-	if len(r.attempts) > 0 {
+	if len(attempts) > 0 {
 		byKey = make(map[string][]storage.Attempt)
-		for _, a := range r.attempts {
-			byKey[a.Key] = append(byKey[a.Key], a)
+		for _, a := range attempts {
+			byKey[a.Key] = append(byKey[a.Key], cloneAttempt(a, 0))
 		}
 	}
-	out := make([]storage.StepRecord, len(r.cps))
-	for i := range r.cps {
-		out[i] = storage.StepRecord{Checkpoint: cloneCheckpoint(r.cps[i]), Attempts: byKey[r.cps[i].Key]}
+	if len(cps) > 0 {
+		h.Steps = make([]storage.StepRecord, len(cps))
+		for i := range cps {
+			h.Steps[i] = storage.StepRecord{Checkpoint: cloneCheckpoint(cps[i]), Attempts: byKey[cps[i].Key]}
+			delete(byKey, cps[i].Key)
+		}
 	}
-	return out, nil
+	if len(byKey) > 0 {
+		for _, a := range attempts {
+			if _, ok := byKey[a.Key]; ok {
+				h.Pending = append(h.Pending, cloneAttempt(a, 0))
+			}
+		}
+	}
+	return h
 }

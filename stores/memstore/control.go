@@ -2,6 +2,9 @@ package memstore
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"time"
 
 	"github.com/stemflow/stem/storage"
 )
@@ -64,8 +67,70 @@ func (s *Store) Resume(ctx context.Context, runID string) error {
 	return nil
 }
 
-// Terminate ends an unfinished run and delivers req.Notify when set.
-func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) error {
+// Terminate ends an unfinished run and delivers req.Notify when set. With
+// req.ChildError it also ends every unfinished descendant that did not
+// abandon its parent. It returns the IDs it terminated, the run's first.
+func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) ([]string, error) {
+	if err := req.Validate(); err != nil {
+		return nil, refuse(err)
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	r := s.runs[req.RunID]
+	if r == nil {
+		return nil, notFound("terminate", req.RunID)
+	}
+	if r.rec.Status.Finished() {
+		return nil, invalidState("terminate", r)
+	}
+	now := s.clock()
+	errInfo := req.Error
+	s.finish(r, storage.StatusTerminated, nil, &errInfo, now)
+	ids := []string{r.rec.ID}
+	if req.ChildError != nil {
+		ids = s.terminateChildren(r, *req.ChildError, ids, now)
+	}
+	if req.Notify != nil {
+		s.sendNotify(req.Notify, now)
+	}
+	return ids, nil
+}
+
+// terminateChildren terminates with errInfo every unfinished descendant of
+// root reached through children that terminate with their parent, appending
+// their IDs, sorted, to ids. A finished child's descendants are still
+// reached; an abandoning child and everything under it are not.
+func (s *Store) terminateChildren(root *run, errInfo storage.ErrorInfo, ids []string, now time.Time) []string {
+	first := len(ids)
+	seen := map[*run]bool{root: true}
+	todo := []*run{root}
+	for len(todo) > 0 {
+		p := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		for _, c := range s.children[p.rec.ID] {
+			if c.rec.ParentPolicy != storage.ParentTerminate || seen[c] {
+				continue
+			}
+			seen[c] = true
+			todo = append(todo, c)
+			if c.rec.Status.Finished() {
+				continue
+			}
+			e := errInfo
+			s.finish(c, storage.StatusTerminated, nil, &e, now)
+			ids = append(ids, c.rec.ID)
+		}
+	}
+	slices.Sort(ids[first:])
+	return ids
+}
+
+// Restart ends a run's current execution and queues it to run again in the
+// next one: from the top, or from req.FromKey with copies of the
+// checkpoints written before it.
+func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 	if err := req.Validate(); err != nil {
 		return refuse(err)
 	}
@@ -75,39 +140,28 @@ func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) err
 	defer s.mu.Unlock()
 	r := s.runs[req.RunID]
 	if r == nil {
-		return notFound("terminate", req.RunID)
+		return notFound("restart", req.RunID)
 	}
-	if r.rec.Status.Finished() {
-		return invalidState("terminate", r)
-	}
-	now := s.clock()
-	errInfo := req.Error
-	s.finish(r, storage.StatusTerminated, nil, &errInfo, now)
-	if req.Notify != nil {
-		s.sendNotify(req.Notify, now)
-	}
-	return nil
-}
-
-// Restart drops a run's progress and queues it to run again from the top.
-func (s *Store) Restart(ctx context.Context, runID string) error {
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	r := s.runs[runID]
-	if r == nil {
-		return notFound("restart", runID)
+	keep := 0
+	if req.FromKey != "" {
+		i, ok := r.find(req.FromKey)
+		if !ok {
+			return fmt.Errorf("memstore: restart run %q: %w: no checkpoint of %q in execution %d",
+				req.RunID, storage.ErrInvalidArgument, req.FromKey, r.rec.Execution)
+		}
+		keep = i
 	}
 	now := s.clock()
 	rec := &r.rec
 	r.release(now)
 	s.clearWait(r)
-	r.cps, r.cpIndex, r.attempts, r.state = nil, nil, nil, nil
+	r.nextExecution(keep, req.FromKey, now)
+	r.state = nil
 	rec.Status = storage.StatusQueued
 	rec.Output, rec.Error = nil, nil
 	rec.PauseRequested = false
 	rec.Recoveries = 0
+	rec.Active = nil
 	readyAt := now
 	rec.ReadyAt = &readyAt
 	rec.UpdatedAt = now

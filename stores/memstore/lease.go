@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -82,6 +83,7 @@ func (s *Store) claim(r *run, req storage.ClaimRequest, now time.Time, recovered
 	if recovered {
 		rec.Recoveries++
 	}
+	rec.Active = nil
 	rec.UpdatedAt = now
 	r.queue.pushLease(entry{at: rec.LeaseUntil.UnixNano(), gen: uint64(rec.Token), r: r})
 	return storage.ClaimedRun{
@@ -96,7 +98,8 @@ func (s *Store) claim(r *run, req storage.ClaimRequest, now time.Time, recovered
 	}
 }
 
-// Heartbeat extends the lease, fenced.
+// Heartbeat extends the lease, fenced, and records the active step when
+// named.
 func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) error {
 	if err := req.Validate(); err != nil {
 		return refuse(err)
@@ -112,10 +115,15 @@ func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) err
 	now := s.clock()
 	r.rec.LeaseUntil = now.Add(req.LeaseFor)
 	r.rec.UpdatedAt = now
+	if req.Step != nil {
+		r.rec.Active = cloneActive(req.Step)
+	}
 	return nil
 }
 
 // Suspend parks a running run, fenced, unless its wait is satisfied at once.
+// A refusal is applied first: the refused event checkpoint is deleted and
+// its attempt recorded.
 func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storage.SuspendResult, error) {
 	if err := req.Validate(); err != nil {
 		return storage.SuspendResult{}, refuse(err)
@@ -128,9 +136,20 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 	if r == nil {
 		return storage.SuspendResult{}, leaseLost("suspend", req.Lease)
 	}
+	if f := req.Refuse; f != nil {
+		i, ok := r.find(f.Key)
+		if !ok || r.cps[i].Kind != storage.KindEvent {
+			return storage.SuspendResult{}, fmt.Errorf("memstore: suspend run %q: refuse %q: no event checkpoint of the key in execution %d: %w",
+				r.rec.ID, f.Key, r.rec.Execution, storage.ErrInvalidState)
+		}
+		r.remove(i)
+		r.attempts = append(r.attempts, cloneAttempt(f.Attempt, r.rec.Execution))
+		r.loose = true
+	}
 	now := s.clock()
 	rec := &r.rec
 	rec.UpdatedAt = now
+	rec.Active = nil
 	if cp := req.Checkpoint; cp != nil {
 		if _, ok := r.find(cp.Key); !ok {
 			r.write(cp.Key, cp.Kind, clone(cp.Output), cp.Error, now)
@@ -202,6 +221,9 @@ func (s *Store) finish(r *run, status storage.RunStatus, output []byte, errInfo 
 	rec.Error = errInfo
 	rec.PauseRequested = false
 	rec.ReadyAt = nil
+	rec.Active = nil
+	ended := now
+	rec.EndedAt = &ended
 	rec.UpdatedAt = now
 	r.release(now)
 	s.clearWait(r)

@@ -8,8 +8,9 @@
 // The files follow the layout every store shares: runs.go creates and reads
 // runs, lease.go takes, keeps, parks and ends leases, checkpoint.go writes and
 // lists checkpoints, events.go delivers events, control.go pauses, resumes,
-// terminates and restarts, notify.go hands out wake-up hints, and queue.go is
-// the claim index.
+// terminates and restarts, executions.go keeps and lists a run's
+// executions, catalog.go records what workers serve, notify.go hands out
+// wake-up hints, and queue.go is the claim index.
 package memstore
 
 import (
@@ -44,6 +45,11 @@ type Store struct {
 	queues map[string]*queue
 	// waits indexes registered event waits: topic, then run ID.
 	waits map[string]map[string]*run
+	// children indexes child runs by parent ID, in creation order.
+	children map[string][]*run
+	// workflows and eventTypes are the catalog, by name and by topic.
+	workflows  map[string]storage.WorkflowType
+	eventTypes map[string]storage.EventType
 	// hub fans out the hints of Notifications.
 	hub storage.Hub
 }
@@ -62,6 +68,10 @@ func New(opts Options) *Store {
 		runs:   make(map[string]*run),
 		queues: make(map[string]*queue),
 		waits:  make(map[string]map[string]*run),
+
+		children:   make(map[string][]*run),
+		workflows:  make(map[string]storage.WorkflowType),
+		eventTypes: make(map[string]storage.EventType),
 	}
 }
 
@@ -75,7 +85,8 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.hub.Close()
-	s.runs, s.ids, s.queues, s.waits = nil, nil, nil, nil
+	s.runs, s.ids, s.queues, s.waits, s.children = nil, nil, nil, nil, nil
+	s.workflows, s.eventTypes = nil, nil
 	return nil
 }
 
@@ -84,12 +95,22 @@ func (s *Store) Close() error {
 type run struct {
 	rec   storage.RunRecord
 	state []byte // SuspendState
-	cps   []storage.Checkpoint
+	// cps and attempts are the current execution's (rec.Execution).
+	cps []storage.Checkpoint
 	// cpIndex maps keys to positions in cps once the run has many.
 	cpIndex  map[string]int
 	attempts []storage.Attempt
-	events   []bufferedEvent
-	seq      int64
+	// loose is set when attempts may hold keys without a checkpoint, so
+	// LoadReplay looks for pending attempts only then.
+	loose bool
+	// forkedFrom and fromKey describe how the current execution began.
+	forkedFrom int
+	fromKey    string
+	// past holds the earlier executions, oldest first.
+	past   []execution
+	events []bufferedEvent
+	// seq numbers the run's checkpoints across all its executions.
+	seq int64
 	// readyGen identifies the run's current entry in its queue's ready heap.
 	readyGen uint64
 	queue    *queue
@@ -114,6 +135,8 @@ func (r *run) record() storage.RunRecord {
 	rec.Error = cloneError(rec.Error)
 	rec.ReadyAt = cloneTime(rec.ReadyAt)
 	rec.Wait = cloneWait(rec.Wait)
+	rec.EndedAt = cloneTime(rec.EndedAt)
+	rec.Active = cloneActive(rec.Active)
 	return rec
 }
 
@@ -189,6 +212,24 @@ func cloneWait(w *storage.Wait) *storage.Wait {
 	c := *w
 	c.Deadline = cloneTime(w.Deadline)
 	return &c
+}
+
+func cloneActive(a *storage.ActiveStep) *storage.ActiveStep {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	return &c
+}
+
+// cloneAttempt copies a, stamping it with the execution it belongs to when
+// execution is not zero.
+func cloneAttempt(a storage.Attempt, execution int) storage.Attempt {
+	a.RetryAt = cloneTime(a.RetryAt)
+	if execution != 0 {
+		a.Execution = execution
+	}
+	return a
 }
 
 func cloneCheckpoint(cp storage.Checkpoint) storage.Checkpoint {

@@ -83,7 +83,7 @@ func TestNotifications(t *testing.T) {
 		return err
 	})
 	step("send event", true, func() error { _, err := s.SendEvent(ctx, storage.Event{RunID: "r2", Topic: "t"}); return err })
-	step("restart", true, func() error { return s.Restart(ctx, "r1") })
+	step("restart", true, func() error { return s.Restart(ctx, storage.RestartRequest{RunID: "r1"}) })
 
 	cancel()
 	for range ch { // closed once the subscription's context is done

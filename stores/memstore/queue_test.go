@@ -48,7 +48,7 @@ func TestQueueStaysBounded(t *testing.T) {
 				t.Fatal(err)
 			}
 			if round%3 != 0 {
-				if err := s.Restart(ctx, c.Lease.RunID); err != nil {
+				if err := s.Restart(ctx, storage.RestartRequest{RunID: c.Lease.RunID}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -36,18 +36,24 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 		readyAt := now
 		r := &run{
 			rec: storage.RunRecord{
-				ID:        nr.ID,
-				Workflow:  nr.Workflow,
-				ParentID:  nr.ParentID,
-				Status:    storage.StatusQueued,
-				Input:     clone(nr.Input),
-				ReadyAt:   &readyAt,
-				CreatedAt: now,
-				UpdatedAt: now,
+				ID:           nr.ID,
+				Workflow:     nr.Workflow,
+				ParentID:     nr.ParentID,
+				ParentPolicy: nr.ParentPolicy,
+				Status:       storage.StatusQueued,
+				Input:        clone(nr.Input),
+				ReadyAt:      &readyAt,
+				Execution:    1,
+				StartedAt:    now,
+				CreatedAt:    now,
+				UpdatedAt:    now,
 			},
 			queue: q,
 		}
 		s.runs[nr.ID] = r
+		if nr.ParentID != "" {
+			s.children[nr.ParentID] = append(s.children[nr.ParentID], r)
+		}
 		if n := len(s.ids); n > 0 && s.ids[n-1] > nr.ID {
 			s.idsDirty = true
 		}
@@ -86,16 +92,20 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 		return storage.RunPage{}, err
 	}
 	defer s.mu.Unlock()
-	if s.idsDirty {
+	ids := s.ids
+	if q.ParentID != "" {
+		ids = s.childIDs(q.ParentID)
+	} else if s.idsDirty {
 		slices.Sort(s.ids)
 		s.idsDirty = false
+		ids = s.ids
 	}
-	start := sort.SearchStrings(s.ids, q.After)
-	if start < len(s.ids) && s.ids[start] == q.After {
+	start := sort.SearchStrings(ids, q.After)
+	if start < len(ids) && ids[start] == q.After {
 		start++
 	}
 	var page storage.RunPage
-	for _, id := range s.ids[start:] {
+	for _, id := range ids[start:] {
 		r := s.runs[id]
 		if (q.Workflow != "" && r.rec.Workflow != q.Workflow) || (q.Status != "" && r.rec.Status != q.Status) {
 			continue
@@ -107,4 +117,15 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 		page.Runs = append(page.Runs, r.record())
 	}
 	return page, nil
+}
+
+// childIDs returns the IDs of the children of parent, sorted.
+func (s *Store) childIDs(parent string) []string {
+	children := s.children[parent]
+	ids := make([]string, len(children))
+	for i, c := range children {
+		ids[i] = c.rec.ID
+	}
+	slices.Sort(ids)
+	return ids
 }

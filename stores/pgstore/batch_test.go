@@ -23,6 +23,12 @@ func claimAll(t *testing.T, s *Store, n int, owner string) []storage.ClaimedRun 
 	return got
 }
 
+// checkpointsOf returns the checkpoints a worker would replay the run from.
+func checkpointsOf(ctx context.Context, s *Store, runID string) ([]storage.Checkpoint, error) {
+	rp, err := s.LoadReplay(ctx, runID)
+	return rp.Checkpoints, err
+}
+
 func stepCall(l storage.Lease, key, output string) *ckptCall {
 	return &ckptCall{
 		req: storage.CheckpointRequest{Lease: l, LeaseFor: time.Minute,
@@ -70,7 +76,7 @@ func TestCheckpointBatchMixed(t *testing.T) {
 	if err := calls[2].err; err != nil || calls[2].res.Existing == nil || string(calls[2].res.Existing.Output) != "first" {
 		t.Fatalf("existing key: %v %+v", err, calls[2].res)
 	}
-	if cps, _ := s.LoadCheckpoints(ctx, b.RunID); len(cps) != 0 {
+	if cps, _ := checkpointsOf(ctx, s, b.RunID); len(cps) != 0 {
 		t.Fatalf("the stale write landed: %+v", cps)
 	}
 }
@@ -93,10 +99,10 @@ func TestCheckpointBatchFallback(t *testing.T) {
 	if bad.err == nil {
 		t.Fatal("bad request succeeded")
 	}
-	if cps, err := s.LoadCheckpoints(ctx, runs[0].Lease.RunID); err != nil || len(cps) != 1 {
+	if cps, err := checkpointsOf(ctx, s, runs[0].Lease.RunID); err != nil || len(cps) != 1 {
 		t.Fatalf("good checkpoint: %v %+v", err, cps)
 	}
-	if cps, err := s.LoadCheckpoints(ctx, runs[1].Lease.RunID); err != nil || len(cps) != 0 {
+	if cps, err := checkpointsOf(ctx, s, runs[1].Lease.RunID); err != nil || len(cps) != 0 {
 		t.Fatalf("bad checkpoint: %v %+v", err, cps)
 	}
 }
@@ -121,7 +127,7 @@ func TestCheckpointSameRunConcurrently(t *testing.T) {
 	}
 	wg.Wait()
 	for _, r := range runs {
-		cps, err := s.LoadCheckpoints(ctx, r.Lease.RunID)
+		cps, err := checkpointsOf(ctx, s, r.Lease.RunID)
 		if err != nil || len(cps) != 20 {
 			t.Fatalf("run %s: %v, %d checkpoints", r.Lease.RunID, err, len(cps))
 		}
@@ -187,7 +193,67 @@ func TestStaleLeaseWritesRejected(t *testing.T) {
 		!after.UpdatedAt.Equal(before.UpdatedAt) {
 		t.Fatalf("stale writes changed the run:\nbefore %+v\nafter  %+v", before, after)
 	}
-	if steps, err := s.ListSteps(ctx, old.RunID); err != nil || len(steps) != 0 {
-		t.Fatalf("stale writes left steps: %v %+v", err, steps)
+	if h, err := s.ListSteps(ctx, storage.StepsQuery{RunID: old.RunID}); err != nil || len(h.Steps) != 0 || len(h.Pending) != 0 {
+		t.Fatalf("stale writes left steps: %v %+v", err, h)
+	}
+}
+
+// TestCheckpointBatchOtherKeys: attempts of keys other than the checkpoint's
+// ride in the batch statement to the attempts table, for the requests whose
+// checkpoint is written only: they are pending until their own key
+// checkpoints, then listed with it; a stale request's are not written.
+func TestCheckpointBatchOtherKeys(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newTestStore(t, Options{})
+	runs := claimAll(t, s, 3, "w")
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	retry := at.Add(time.Minute)
+	calls := make([]*ckptCall, 3)
+	for i, r := range runs {
+		l := r.Lease
+		if i == 2 {
+			l.Token++ // stale
+		}
+		calls[i] = stepCall(l, "k@v1", "out")
+		calls[i].attempts, _ = encodeAttempts([]storage.Attempt{{Key: "k@v1", Number: 1, Started: at, Ended: at}})
+		calls[i].loose = []storage.Attempt{
+			{Key: "other@v1", Number: 1, Started: at, Ended: at, Error: "first", RetryAt: &retry},
+			{Key: "other@v1", Number: 2, Started: at, Ended: at, Error: fmt.Sprint("run ", i)},
+		}
+	}
+	s.writeBatch(calls)
+	for i, c := range calls {
+		if wantLost := i == 2; errors.Is(c.err, storage.ErrLeaseLost) != wantLost || (!wantLost && c.err != nil) {
+			t.Fatalf("call %d: %v", i, c.err)
+		}
+	}
+	for i, r := range runs {
+		id := r.Lease.RunID
+		rp, err := s.LoadReplay(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 2 {
+			if len(rp.Checkpoints) != 0 || len(rp.Pending) != 0 {
+				t.Fatalf("stale request wrote %+v", rp)
+			}
+			continue
+		}
+		if len(rp.Checkpoints) != 1 || len(rp.Pending) != 2 || rp.Pending[0].Number != 1 || rp.Pending[1].Error != fmt.Sprint("run ", i) ||
+			rp.Pending[0].RetryAt == nil || !rp.Pending[0].RetryAt.Equal(retry) || rp.Pending[0].Execution != 1 {
+			t.Fatalf("replay of %s: %+v", id, rp)
+		}
+		if _, err := s.Checkpoint(ctx, storage.CheckpointRequest{Lease: r.Lease, LeaseFor: time.Minute,
+			Checkpoint: storage.Checkpoint{Key: "other@v1", Kind: storage.KindStep}}); err != nil {
+			t.Fatal(err)
+		}
+		h, err := s.ListSteps(ctx, storage.StepsQuery{RunID: id})
+		if err != nil || len(h.Steps) != 2 || len(h.Steps[0].Attempts) != 1 || len(h.Steps[1].Attempts) != 2 || len(h.Pending) != 0 {
+			t.Fatalf("steps of %s: %v %+v", id, err, h)
+		}
+		if rp, err := s.LoadReplay(ctx, id); err != nil || len(rp.Pending) != 0 || len(rp.Checkpoints) != 2 {
+			t.Fatalf("replay of %s after its checkpoint: %v %+v", id, err, rp)
+		}
 	}
 }

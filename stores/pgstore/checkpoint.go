@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -11,65 +12,137 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
-// LoadCheckpoints returns a run's checkpoints in sequence order, or
-// ErrRunNotFound.
-func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]storage.Checkpoint, error) {
-	const op = "load checkpoints"
+// LoadReplay returns the current execution's checkpoints in sequence order
+// and the attempts of its keys without a checkpoint, read by one statement,
+// or ErrRunNotFound.
+func (s *Store) LoadReplay(ctx context.Context, runID string) (storage.Replay, error) {
+	const op = "load replay"
 	if err := s.check(op); err != nil {
-		return nil, err
+		return storage.Replay{}, err
+	}
+	rows, err := s.pool.Query(ctx, s.q.loadReplay, runID)
+	if err != nil {
+		return storage.Replay{}, s.wrap(op, err)
 	}
 	var (
-		cps   []storage.Checkpoint
+		rp    storage.Replay
 		found bool
 	)
-	rows, err := s.pool.Query(ctx, s.q.loadCheckpoint, runID)
-	if err != nil {
-		return nil, s.wrap(op, err)
-	}
-	cps, found, err = collectCheckpoints(rows)
-	if err != nil {
-		return nil, s.wrap(op, err)
-	}
-	if !found {
-		return nil, fmt.Errorf("pgstore: %s of run %q: %w", op, runID, storage.ErrRunNotFound)
-	}
-	return cps, nil
-}
-
-// collectCheckpoints reads the loadCheckpoint query's rows: found is false
-// when there were none (no such run).
-func collectCheckpoints(rows pgx.Rows) (cps []storage.Checkpoint, found bool, err error) {
-	defer rows.Close()
-	for rows.Next() {
+	err = forRows(rows, func() error {
 		found = true
 		var (
-			key, kind *string
-			output    []byte
-			errJSON   []byte
-			seq       *int64
-			created   *time.Time
+			execution int32
+			isAttempt bool
+			c         ckptRow
+			a         attemptRow
 		)
-		if err := rows.Scan(&key, &kind, &output, &errJSON, &seq, &created); err != nil {
-			return nil, false, err
+		if err := rows.Scan(append(append([]any{&execution, &isAttempt}, c.dest()...), a.dest()...)...); err != nil {
+			return err
 		}
-		if key == nil {
-			continue // the run has no checkpoints
+		rp.Execution = int(execution)
+		if isAttempt {
+			rp.Pending = append(rp.Pending, a.attempt(c.key, rp.Execution))
+			return nil
 		}
-		info, err := decodeError(errJSON)
-		if err != nil {
-			return nil, false, err
+		cp, ok, err := c.checkpoint(rp.Execution)
+		if ok {
+			rp.Checkpoints = append(rp.Checkpoints, cp)
 		}
-		cps = append(cps, storage.Checkpoint{
-			Key: *key, Kind: storage.CheckpointKind(*kind), Output: output, Error: info, Seq: *seq, CreatedAt: *created,
-		})
+		return err
+	})
+	if err != nil {
+		return storage.Replay{}, s.wrap(op, err)
 	}
-	return cps, found, rows.Err()
+	if !found {
+		return storage.Replay{}, fmt.Errorf("pgstore: %s of run %q: %w", op, runID, storage.ErrRunNotFound)
+	}
+	return rp, nil
+}
+
+// forRows calls fn for each row, then closes rows and returns the first
+// error.
+func forRows(rows pgx.Rows, fn func() error) error {
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// ckptRow is a checkpoint read by loadReplay or history: every column is
+// NULL in a row that holds no checkpoint. key is also an attempt's key.
+type ckptRow struct {
+	key, kind  *string
+	output     []byte
+	errJSON    []byte
+	seq        *int64
+	created    *time.Time
+	forkedFrom *int32
+}
+
+func (c *ckptRow) dest() []any {
+	return []any{&c.key, &c.kind, &c.output, &c.errJSON, &c.seq, &c.created, &c.forkedFrom}
+}
+
+// checkpoint returns the row's checkpoint of execution; ok is false when
+// the row holds none.
+func (c *ckptRow) checkpoint(execution int) (cp storage.Checkpoint, ok bool, err error) {
+	if c.kind == nil {
+		return storage.Checkpoint{}, false, nil
+	}
+	info, err := decodeError(c.errJSON)
+	if err != nil {
+		return storage.Checkpoint{}, false, err
+	}
+	cp = storage.Checkpoint{
+		Key: *c.key, Kind: storage.CheckpointKind(*c.kind), Output: c.output, Error: info, Seq: *c.seq,
+		Execution: execution, CreatedAt: *c.created,
+	}
+	if c.forkedFrom != nil {
+		cp.ForkedFrom = int(*c.forkedFrom)
+	}
+	return cp, true, nil
+}
+
+// attemptRow is an attempt read by loadReplay or history (its key and
+// sequence number are in the ckptRow columns).
+type attemptRow struct {
+	number         *int32
+	started, ended *time.Time
+	errText        *string
+	retryAt        *time.Time
+}
+
+func (a *attemptRow) dest() []any {
+	return []any{&a.number, &a.started, &a.ended, &a.errText, &a.retryAt}
+}
+
+func (a *attemptRow) attempt(key *string, execution int) storage.Attempt {
+	out := storage.Attempt{RetryAt: a.retryAt, Execution: execution}
+	if key != nil {
+		out.Key = *key
+	}
+	if a.number != nil {
+		out.Number = int(*a.number)
+	}
+	if a.started != nil {
+		out.Started = *a.started
+	}
+	if a.ended != nil {
+		out.Ended = *a.ended
+	}
+	if a.errText != nil {
+		out.Error = *a.errText
+	}
+	return out
 }
 
 // Checkpoint records a step's result under the lease: fence, write-once
-// insert, attempts, lease extension and the pause hand-off, in one statement
-// shared with the other runs' checkpoints queued at the same moment (see
-// writer.go).
+// insert into the current execution, attempts, lease extension and the
+// pause hand-off, in one statement shared with the other runs' checkpoints
+// queued at the same moment (see writer.go).
 func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (storage.CheckpointResult, error) {
 	const op = "checkpoint"
 	if err := s.check(op); err != nil {
@@ -87,14 +160,28 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 		str := string(errJSON)
 		call.errJSON = &str
 	}
-	if call.attempts, err = encodeAttempts(req.Attempts); err != nil {
+	// The step's own attempts ride in its checkpoint row; attempts of other
+	// keys (none, from the runtime) go to the attempts table, so that a key
+	// without a checkpoint finds its attempts there.
+	own, key := req.Attempts, req.Checkpoint.Key
+	if slices.ContainsFunc(own, func(a storage.Attempt) bool { return a.Key != key }) {
+		own = nil
+		for _, a := range req.Attempts {
+			if a.Key == key {
+				own = append(own, a)
+			} else {
+				call.loose = append(call.loose, a)
+			}
+		}
+	}
+	if call.attempts, err = encodeAttempts(own); err != nil {
 		return storage.CheckpointResult{}, s.wrap(op, err)
 	}
 	return s.submit(ctx, call)
 }
 
-// RecordAttempts appends attempts under the lease and extends it, in one
-// statement.
+// RecordAttempts appends attempts to the current execution under the lease
+// and extends it, in one statement.
 func (s *Store) RecordAttempts(ctx context.Context, req storage.RecordAttemptsRequest) error {
 	const op = "record attempts"
 	if err := s.check(op); err != nil {
@@ -115,89 +202,90 @@ func (s *Store) RecordAttempts(ctx context.Context, req storage.RecordAttemptsRe
 	return nil
 }
 
-// ListSteps returns a run's checkpoints in sequence order, each with its
-// attempts in the order recorded: those recorded apart (failures before a
-// retry) and those stored with a checkpoint, merged by the one sequence that
-// orders both. Both are read in one implicit transaction.
-func (s *Store) ListSteps(ctx context.Context, runID string) ([]storage.StepRecord, error) {
+// ListSteps returns one execution's checkpoints in sequence order, each
+// with its attempts in the order recorded: those recorded apart (failures
+// before a retry) and those stored with a checkpoint, merged by the one
+// sequence that orders both; and the attempts of keys without a
+// checkpoint. All of it is read by one statement.
+func (s *Store) ListSteps(ctx context.Context, q storage.StepsQuery) (storage.History, error) {
 	const op = "list steps"
 	if err := s.check(op); err != nil {
-		return nil, err
+		return storage.History{}, err
+	}
+	if err := q.Validate(); err != nil {
+		return storage.History{}, fmt.Errorf("pgstore: %w", err)
 	}
 	type seqAttempt struct {
 		seq int64
 		storage.Attempt
 	}
 	var (
-		steps []storage.StepRecord
-		found bool
-		all   []seqAttempt
+		h        storage.History
+		current  int
+		found    bool
+		attempts []seqAttempt
 	)
-	b := &pgx.Batch{}
-	b.Queue(s.q.listSteps, runID).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			found = true
-			var (
-				key, kind *string
-				output    []byte
-				errJSON   []byte
-				seq       *int64
-				created   *time.Time
-				attJSON   []byte
-			)
-			if err := rows.Scan(&key, &kind, &output, &errJSON, &seq, &created, &attJSON); err != nil {
-				return err
-			}
-			if key == nil {
-				continue // the run has no checkpoints
-			}
-			info, err := decodeError(errJSON)
-			if err != nil {
-				return err
-			}
-			as, err := decodeAttempts(attJSON)
-			if err != nil {
-				return err
-			}
-			for _, a := range as {
-				all = append(all, seqAttempt{*seq, a})
-			}
-			steps = append(steps, storage.StepRecord{Checkpoint: storage.Checkpoint{
-				Key: *key, Kind: storage.CheckpointKind(*kind), Output: output, Error: info, Seq: *seq, CreatedAt: *created,
-			}})
+	rows, err := s.pool.Query(ctx, s.q.history, q.RunID, int32(q.Execution))
+	if err != nil {
+		return storage.History{}, s.wrap(op, err)
+	}
+	err = forRows(rows, func() error {
+		found = true
+		var (
+			cur, ex   int32
+			isAttempt bool
+			c         ckptRow
+			attJSON   []byte
+			a         attemptRow
+		)
+		dest := append([]any{&cur, &ex, &isAttempt}, c.dest()...)
+		dest = append(append(dest, &attJSON), a.dest()...)
+		if err := rows.Scan(dest...); err != nil {
+			return err
 		}
-		return rows.Err()
-	})
-	b.Queue(s.q.listAttempts, runID).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var (
-				a seqAttempt
-				n int32
-			)
-			if err := rows.Scan(&a.seq, &a.Key, &n, &a.Started, &a.Ended, &a.Error); err != nil {
-				return err
-			}
-			a.Number = int(n)
-			all = append(all, a)
+		current, h.Execution = int(cur), int(ex)
+		if isAttempt {
+			attempts = append(attempts, seqAttempt{*c.seq, a.attempt(c.key, h.Execution)})
+			return nil
 		}
-		return rows.Err()
+		cp, ok, err := c.checkpoint(h.Execution)
+		if !ok || err != nil {
+			return err
+		}
+		as, err := decodeAttempts(attJSON, h.Execution)
+		if err != nil {
+			return err
+		}
+		for _, a := range as {
+			attempts = append(attempts, seqAttempt{cp.Seq, a})
+		}
+		h.Steps = append(h.Steps, storage.StepRecord{Checkpoint: cp})
+		return nil
 	})
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return nil, s.wrap(op, err)
+	if err != nil {
+		return storage.History{}, s.wrap(op, err)
 	}
 	if !found {
-		return nil, fmt.Errorf("pgstore: %s of run %q: %w", op, runID, storage.ErrRunNotFound)
+		return storage.History{}, fmt.Errorf("pgstore: %s of run %q: %w", op, q.RunID, storage.ErrRunNotFound)
 	}
-	if len(steps) == 0 {
-		return nil, nil
+	if h.Execution > current {
+		return storage.History{}, fmt.Errorf("pgstore: %s of run %q: %w: execution %d: the run has %d",
+			op, q.RunID, storage.ErrInvalidArgument, h.Execution, current)
 	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].seq < all[j].seq })
-	byKey := make(map[string][]storage.Attempt)
-	for _, a := range all {
-		byKey[a.Key] = append(byKey[a.Key], a.Attempt)
+	if len(attempts) == 0 {
+		return h, nil
 	}
-	for i := range steps {
-		steps[i].Attempts = byKey[steps[i].Key]
+	sort.SliceStable(attempts, func(i, j int) bool { return attempts[i].seq < attempts[j].seq })
+	steps := make(map[string]int, len(h.Steps))
+	for i := range h.Steps {
+		steps[h.Steps[i].Key] = i
 	}
-	return steps, nil
+	for _, a := range attempts {
+		if i, ok := steps[a.Key]; ok {
+			h.Steps[i].Attempts = append(h.Steps[i].Attempts, a.Attempt)
+		} else {
+			h.Pending = append(h.Pending, a.Attempt)
+		}
+	}
+	return h, nil
 }

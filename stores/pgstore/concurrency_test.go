@@ -94,7 +94,8 @@ func TestClaimSkipsLockedRuns(t *testing.T) {
 }
 
 // waitBlocked waits until a statement of this test's schema waits for a
-// row lock.
+// row lock. pg_stat_activity keeps only a statement's first 1024 bytes (by
+// default), so fragment must come early in it.
 func waitBlocked(t *testing.T, s *Store, fragment string) {
 	t.Helper()
 	for range 3000 {
@@ -138,7 +139,7 @@ func TestCheckpointAfterConcurrentDelivery(t *testing.T) {
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM `+s.schema+`.runs WHERE id = $1 FOR UPDATE`, l.RunID); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, s.q.insertCkpt, nil, l.RunID, "k@v1", "event", []byte("delivered"), nil); err != nil {
+		if _, err := tx.Exec(ctx, s.q.insertCkpt, nil, l.RunID, "k@v1", "event", []byte("delivered"), nil, 1); err != nil {
 			return err
 		}
 		go func() {
@@ -146,7 +147,7 @@ func TestCheckpointAfterConcurrentDelivery(t *testing.T) {
 			res, cerr = s.Checkpoint(ctx, storage.CheckpointRequest{Lease: l, LeaseFor: time.Minute,
 				Checkpoint: storage.Checkpoint{Key: "k@v1", Kind: storage.KindEvent, Output: []byte("timeout")}})
 		}()
-		waitBlocked(t, s, "ins.run_id IS NOT NULL AS written")
+		waitBlocked(t, s, "AS q(run_id, token, key, kind")
 		return nil
 	})
 	if err != nil {
@@ -159,7 +160,7 @@ func TestCheckpointAfterConcurrentDelivery(t *testing.T) {
 	if res.Existing == nil || string(res.Existing.Output) != "delivered" {
 		t.Fatalf("Checkpoint = %+v, want the delivered checkpoint as Existing", res)
 	}
-	cps, err := s.LoadCheckpoints(ctx, l.RunID)
+	cps, err := checkpointsOf(ctx, s, l.RunID)
 	if err != nil || len(cps) != 1 || string(cps[0].Output) != "delivered" {
 		t.Fatalf("checkpoints %v %+v", err, cps)
 	}

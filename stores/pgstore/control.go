@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -93,22 +94,31 @@ func (s *Store) Resume(ctx context.Context, runID string) error {
 	return nil
 }
 
-// Terminate ends an unfinished run and delivers its Notify event.
-func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) error {
+// Terminate ends an unfinished run and its execution, delivers its Notify
+// event and, with ChildError, terminates its descendants (see the cascade
+// query in queries.go), all in one transaction.
+func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) ([]string, error) {
 	const op = "terminate"
 	if err := s.check(op); err != nil {
-		return err
+		return nil, err
 	}
 	if err := req.Validate(); err != nil {
-		return fmt.Errorf("pgstore: %w", err)
+		return nil, fmt.Errorf("pgstore: %w", err)
 	}
 	errJSON, err := encodeError(&req.Error)
 	if err != nil {
-		return s.wrap(op, err)
+		return nil, s.wrap(op, err)
 	}
-	ready := false
+	childJSON, err := encodeError(req.ChildError)
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	var (
+		ready bool
+		ids   []string
+	)
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		ready = false
+		ready, ids = false, nil
 		r, err := s.lockExisting(ctx, tx, req.RunID)
 		if err != nil {
 			return err
@@ -116,11 +126,26 @@ func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) err
 		if r.Status.Finished() {
 			return fmt.Errorf("run %q is %s: %w", req.RunID, r.Status, storage.ErrInvalidState)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE `+s.schema+`.runs SET status = 'terminated', output = NULL, error = $1,
-			ready_at = NULL, wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL,
-			suspend_state = NULL, pause_requested = false, lease_until = least(lease_until, $2), updated_at = $2
-			WHERE id = $3 AND status = $4`, errJSON, r.now, req.RunID, string(r.Status)); err != nil {
+		rows, err := tx.Query(ctx, s.q.terminate, r.now, req.RunID, errJSON)
+		if err != nil {
 			return err
+		}
+		if ids, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return err
+		}
+		if len(ids) != 1 {
+			return fmt.Errorf("run %q was not terminated", req.RunID)
+		}
+		if childJSON != nil {
+			rows, err := tx.Query(ctx, s.q.cascade, r.now, req.RunID, childJSON)
+			if err != nil {
+				return err
+			}
+			children, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return err
+			}
+			ids = append(ids, children...)
 		}
 		if req.Notify != nil {
 			ready, err = s.deliverNotify(ctx, tx, *req.Notify, r.now)
@@ -129,38 +154,46 @@ func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) err
 		return nil
 	})
 	if err != nil {
-		return s.wrap(op, err)
+		return nil, s.wrap(op, err)
 	}
 	if ready {
 		s.poke()
 	}
-	return nil
+	return ids, nil
 }
 
-// Restart drops a run's history and queues it to run again from the top.
-// The previous lease holder is fenced out: the run is no longer running, and
-// the next claim issues a greater token.
-func (s *Store) Restart(ctx context.Context, runID string) error {
+// Restart ends the run's current execution and queues it to run again in
+// the next one, from the top or, with FromKey, from that step with copies of
+// the checkpoints written before it. The previous lease holder is fenced
+// out: the run is no longer running, and the next claim issues a greater
+// token.
+func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 	const op = "restart"
 	if err := s.check(op); err != nil {
 		return err
 	}
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("pgstore: %w", err)
+	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		r, err := s.lockExisting(ctx, tx, runID)
+		r, err := s.lockExisting(ctx, tx, req.RunID)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM `+s.schema+`.checkpoints WHERE run_id = $1`, runID); err != nil {
-			return err
+		var fork *int64
+		if req.FromKey != "" {
+			var seq int64
+			err := tx.QueryRow(ctx, s.q.forkSeq, r.ID, r.Execution, req.FromKey).Scan(&seq)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("run %q: restart from step %q: no checkpoint of the key in execution %d: %w",
+					r.ID, req.FromKey, r.Execution, storage.ErrInvalidArgument)
+			}
+			if err != nil {
+				return err
+			}
+			fork = &seq
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM `+s.schema+`.attempts WHERE run_id = $1`, runID); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE `+s.schema+`.runs SET status = 'queued', ready_at = $1,
-			output = NULL, error = NULL, wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL,
-			suspend_state = NULL, pause_requested = false, lease_until = least(lease_until, $1), recoveries = 0,
-			updated_at = $1
-			WHERE id = $2`, r.now, runID); err != nil {
+		if _, err := tx.Exec(ctx, s.q.restart, r.now, r.ID, fork, req.FromKey); err != nil {
 			return err
 		}
 		return s.notifyTx(ctx, tx)

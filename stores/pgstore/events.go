@@ -89,7 +89,8 @@ func (s *Store) deliverNotify(ctx context.Context, tx pgx.Tx, ev storage.Event, 
 }
 
 // send delivers ev to the run locked in tx if it waits on the topic: the
-// payload becomes the wait's checkpoint (unless the key has one), the wait
+// payload becomes the wait's checkpoint in the run's current execution
+// (unless the key has one there), the wait
 // is removed and the run woken. Otherwise the event is buffered.
 func (s *Store) send(ctx context.Context, tx pgx.Tx, r locked, ev storage.Event) (delivered, ready bool, err error) {
 	w := r.Wait
@@ -97,7 +98,7 @@ func (s *Store) send(ctx context.Context, tx pgx.Tx, r locked, ev storage.Event)
 		_, err := tx.Exec(ctx, s.q.bufferEvent, r.now, r.ID, ev.Topic, ev.Payload)
 		return false, false, err
 	}
-	tag, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, w.Key, string(w.DeliveryKind()), ev.Payload, nil)
+	tag, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, w.Key, string(w.DeliveryKind()), ev.Payload, nil, r.Execution)
 	if err != nil {
 		return false, false, err
 	}

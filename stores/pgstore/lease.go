@@ -68,7 +68,8 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 	return runs, nil
 }
 
-// Heartbeat extends the lease, fenced.
+// Heartbeat extends the lease, fenced, and records the active step when the
+// request names one, in one statement.
 func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) error {
 	const op = "heartbeat"
 	if err := s.check(op); err != nil {
@@ -78,7 +79,15 @@ func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) err
 		return fmt.Errorf("pgstore: %w", err)
 	}
 	lease := req.Lease
-	tag, err := s.pool.Exec(ctx, s.q.heartbeat, s.clock(), lease.RunID, lease.Token, micros(req.LeaseFor))
+	var (
+		key     *string
+		attempt int32
+		started time.Time
+	)
+	if a := req.Step; a != nil {
+		key, attempt, started = &a.Key, int32(a.Attempt), a.Started
+	}
+	tag, err := s.pool.Exec(ctx, s.q.heartbeat, s.clock(), lease.RunID, lease.Token, micros(req.LeaseFor), key, attempt, started)
 	if err != nil {
 		return s.wrap(op, err)
 	}
@@ -107,7 +116,8 @@ func (s *Store) fenced(ctx context.Context, tx pgx.Tx, op string, l storage.Leas
 }
 
 // Suspend parks a running run, fenced, in one transaction that first locks
-// the run.
+// the run. A refusal is applied first: the refused event checkpoint of the
+// current execution is deleted and its attempt recorded.
 func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storage.SuspendResult, error) {
 	const op = "suspend"
 	if err := s.check(op); err != nil {
@@ -133,9 +143,14 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 		if err != nil {
 			return err
 		}
+		if f := req.Refuse; f != nil {
+			if err := s.refuse(ctx, tx, r, f); err != nil {
+				return err
+			}
+		}
 		wrote := false
 		if cp := req.Checkpoint; cp != nil {
-			tag, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, cp.Key, string(cp.Kind), cp.Output, cpErr)
+			tag, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, cp.Key, string(cp.Kind), cp.Output, cpErr, r.Execution)
 			if err != nil {
 				return err
 			}
@@ -199,12 +214,28 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 	return res, nil
 }
 
+// refuse takes back the event checkpoint f names from the run locked in tx
+// and records the attempt that says why.
+func (s *Store) refuse(ctx context.Context, tx pgx.Tx, r locked, f *storage.Refusal) error {
+	tag, err := tx.Exec(ctx, s.q.refuseCkpt, r.ID, r.Execution, f.Key)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("run %q: refuse %q: no event checkpoint of the key in execution %d: %w",
+			r.ID, f.Key, r.Execution, storage.ErrInvalidState)
+	}
+	a := f.Attempt
+	_, err = tx.Exec(ctx, s.q.insertAttempt, r.ID, r.Execution, a.Key, int32(a.Number), a.Started, a.Ended, a.Error, a.RetryAt)
+	return err
+}
+
 // satisfy looks for what resolves wait at once, for the run locked in tx:
 // a checkpoint already stored for its key, or the oldest buffered event of
 // its topic, which it consumes and writes as the key's checkpoint
 // (consumed).
 func (s *Store) satisfy(ctx context.Context, tx pgx.Tx, r locked, w *storage.Wait) (cp *storage.Checkpoint, consumed bool, err error) {
-	existing, err := scanCheckpoint(tx.QueryRow(ctx, s.q.getCheckpoint, r.ID, w.Key))
+	existing, err := scanCheckpoint(tx.QueryRow(ctx, s.q.getCheckpoint, r.ID, r.Execution, w.Key))
 	if err == nil {
 		return &existing, false, nil
 	}
@@ -219,18 +250,18 @@ func (s *Store) satisfy(ctx context.Context, tx pgx.Tx, r locked, w *storage.Wai
 	if err != nil {
 		return nil, false, err
 	}
-	if _, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, w.Key, string(w.DeliveryKind()), payload, nil); err != nil {
+	if _, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, w.Key, string(w.DeliveryKind()), payload, nil, r.Execution); err != nil {
 		return nil, false, err
 	}
-	written, err := scanCheckpoint(tx.QueryRow(ctx, s.q.getCheckpoint, r.ID, w.Key))
+	written, err := scanCheckpoint(tx.QueryRow(ctx, s.q.getCheckpoint, r.ID, r.Execution, w.Key))
 	if err != nil {
 		return nil, false, err
 	}
 	return &written, true, nil
 }
 
-// Complete finishes a run, fenced, and delivers req.Notify in the same
-// transaction.
+// Complete finishes a run and its execution, fenced, and delivers
+// req.Notify in the same transaction.
 func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error {
 	const op = "complete"
 	if err := s.check(op); err != nil {
@@ -245,11 +276,12 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 	}
 	if req.Notify == nil {
 		// The fence is checked by the statement that writes: one round trip.
-		tag, err := s.pool.Exec(ctx, s.q.complete, s.clock(), req.Lease.RunID, req.Lease.Token, string(req.Status), req.Output, errJSON)
+		var n int
+		err := s.pool.QueryRow(ctx, s.q.complete, s.clock(), req.Lease.RunID, req.Lease.Token, string(req.Status), req.Output, errJSON).Scan(&n)
 		if err != nil {
 			return s.wrap(op, err)
 		}
-		if tag.RowsAffected() != 1 {
+		if n != 1 {
 			return leaseLost(op, req.Lease)
 		}
 		return nil
@@ -261,11 +293,11 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, s.q.complete, r.now, r.ID, r.Token, string(req.Status), req.Output, errJSON)
-		if err != nil {
+		var n int
+		if err := tx.QueryRow(ctx, s.q.complete, r.now, r.ID, r.Token, string(req.Status), req.Output, errJSON).Scan(&n); err != nil {
 			return err
 		}
-		if tag.RowsAffected() != 1 {
+		if n != 1 {
 			return leaseLost(op, req.Lease)
 		}
 		if req.Notify != nil {

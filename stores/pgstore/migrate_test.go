@@ -7,8 +7,10 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stemflow/stem/storage"
 )
@@ -158,3 +160,80 @@ func TestOpenOwnsPool(t *testing.T) {
 func quote(schema string) string { return `"` + schema + `"` }
 
 func unquote(quoted string) string { return quoted[1 : len(quoted)-1] }
+
+// TestMigrateExecutions: a database migrated by the first schema, holding
+// runs, checkpoints and attempts, is upgraded in place: every run is in its
+// first execution, started when it was created, a finished one ended when
+// it was last updated, and its checkpoints and attempts belong to it.
+func TestMigrateExecutions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema := freshSchema(t)
+	pool := sharedPool(t)
+	ms, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := quote(schema)
+	created := time.Date(2029, 5, 6, 7, 8, 9, 0, time.UTC)
+	updated := created.Add(time.Hour)
+	for _, sql := range []string{
+		`CREATE SCHEMA ` + q,
+		`CREATE TABLE ` + q + `.migrations (version integer NOT NULL PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+		strings.ReplaceAll(ms[0].SQL, schemaPlaceholder, q),
+		`INSERT INTO ` + q + `.migrations (version, name) VALUES (1, 'init')`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO `+q+`.runs (id, workflow, status, error, created_at, updated_at) VALUES
+		('done', 'wf', 'errored', '{"message":"boom"}', $1, $2), ('live', 'wf', 'running', NULL, $1, $2)`, created, updated); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO `+q+`.checkpoints (run_id, key, kind, output, attempts, created_at) VALUES
+		('live', 'a@v1', 'step', '\x31', '[{"k":"a@v1","n":1,"s":"2029-05-06T07:08:09Z","e":"2029-05-06T07:08:09Z"}]', $1)`, created); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO `+q+`.attempts (run_id, key, number, started, ended, error) VALUES
+		('live', 'b@v1', 1, $1, $1, 'x')`, created); err != nil {
+		t.Fatal(err)
+	}
+
+	s := newTestStore(t, Options{Schema: schema})
+	for _, id := range []string{"done", "live"} {
+		rec, err := s.GetRun(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Execution != 1 || !rec.StartedAt.Equal(created) || rec.ParentPolicy != storage.ParentTerminate || rec.Active != nil {
+			t.Fatalf("run %s after the migration: %+v", id, rec)
+		}
+		if (id == "done") != (rec.EndedAt != nil) || (rec.EndedAt != nil && !rec.EndedAt.Equal(updated)) {
+			t.Fatalf("run %s ended at %v", id, rec.EndedAt)
+		}
+		execs, err := s.ListExecutions(ctx, id)
+		if err != nil || len(execs) != 1 || execs[0].Number != 1 || !execs[0].StartedAt.Equal(created) || execs[0].Status != rec.Status {
+			t.Fatalf("executions of %s: %v %+v", id, err, execs)
+		}
+	}
+	rp, err := s.LoadReplay(ctx, "live")
+	if err != nil || rp.Execution != 1 || len(rp.Checkpoints) != 1 || rp.Checkpoints[0].Execution != 1 ||
+		len(rp.Pending) != 1 || rp.Pending[0].Key != "b@v1" || rp.Pending[0].Execution != 1 {
+		t.Fatalf("replay: %v %+v", err, rp)
+	}
+	h, err := s.ListSteps(ctx, storage.StepsQuery{RunID: "live", Execution: 1})
+	if err != nil || len(h.Steps) != 1 || len(h.Steps[0].Attempts) != 1 || h.Steps[0].Attempts[0].Execution != 1 || len(h.Pending) != 1 {
+		t.Fatalf("steps: %v %+v", err, h)
+	}
+	// A checkpoint written now goes to the first execution too, and a
+	// restart from it keeps the earlier one readable.
+	if err := s.Restart(ctx, storage.RestartRequest{RunID: "live", FromKey: "a@v1"}); err != nil {
+		t.Fatal(err)
+	}
+	execs, err := s.ListExecutions(ctx, "live")
+	if err != nil || len(execs) != 2 || execs[0].Status != storage.StatusRunning || execs[0].EndedAt == nil ||
+		execs[1].ForkedFrom != 1 || execs[1].FromKey != "a@v1" || execs[1].Status != storage.StatusQueued {
+		t.Fatalf("executions after restart: %v %+v", err, execs)
+	}
+}

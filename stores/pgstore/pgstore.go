@@ -9,6 +9,14 @@
 // that writes. Lease expiry and readiness are judged on the database clock
 // (now()), so a worker with a skewed clock cannot steal a lease.
 //
+// A run's executions are rows of their own table, written by the statement
+// or transaction that creates, completes, terminates or restarts the run;
+// checkpoints and attempts carry their execution's number, and every read
+// and fenced write names the run's current one, so a restart keeps the
+// earlier executions readable without touching them. Terminate's cascade
+// to a run's descendants is one recursive statement that locks them in ID
+// order.
+//
 // Writes that make runs ready send a NOTIFY on a channel named after the
 // schema; the store implements storage.Notifier with one listening connection
 // that fans the hints out to subscribers. Hints only make workers faster:
@@ -23,8 +31,10 @@
 // (the fenced writes); checkpoint.go reads and writes checkpoints and
 // attempts, through the group-commit writers of writer.go; events.go
 // delivers events; control.go pauses, resumes, terminates and restarts;
-// notify.go is the LISTEN/NOTIFY listener. The SQL lives in queries.go,
-// row decoding in scan.go, the schema in migrate.go and migrations/.
+// executions.go lists a run's executions; catalog.go records what workers
+// serve; notify.go is the LISTEN/NOTIFY listener. The SQL lives in
+// queries.go, row decoding in scan.go, the schema in migrate.go and
+// migrations/.
 package pgstore
 
 import (

@@ -16,13 +16,15 @@ type queries struct {
 	selectRuns     string
 	getRun         string
 	claim          string
-	loadCheckpoint string
+	loadReplay     string
 	getCheckpoint  string
 	checkpoint     string
 	recordAttempts string
 	heartbeat      string
 	lockRun        string
 	insertCkpt     string
+	refuseCkpt     string
+	insertAttempt  string
 	takeEvent      string
 	extendLease    string
 	park           string
@@ -31,15 +33,24 @@ type queries struct {
 	bufferEvent    string
 	deliver        string
 	notify         string
-	listAttempts   string
-	listSteps      string
+	history        string
+	terminate      string
+	cascade        string
+	forkSeq        string
+	restart        string
+	executions     string
+	putWorkflows   string
+	putEvents      string
+	getWorkflows   string
+	getEvents      string
 }
 
 // runColumns are the columns scanRun reads, in its order.
 var runColumns = []string{
 	"id", "workflow", "parent_id", "status", "input", "output", "error",
 	"pause_requested", "ready_at", "wait_key", "wait_topic", "wait_kind", "wait_deadline",
-	"owner", "lease_until", "token", "recoveries", "created_at", "updated_at",
+	"owner", "lease_until", "token", "recoveries", "parent_policy", "execution", "started_at", "ended_at",
+	"active_key", "active_attempt", "active_started", "created_at", "updated_at",
 }
 
 // cols lists runColumns, each prefixed by alias and a dot when alias is set.
@@ -53,29 +64,44 @@ func cols(alias string) string {
 const clockCTE = `clock AS (SELECT coalesce($1::timestamptz, now()) AS now)`
 
 // attemptsFrom is the row source of attempts passed as parallel arrays
-// $N..$N+4 (key, number, started, ended, error).
+// $N..$N+5 (key, number, started, ended, error, retry_at).
 func attemptsFrom(n int) string {
 	p := func(i int) string { return "$" + strconv.Itoa(n+i) }
 	return `unnest(` + p(0) + `::text[], ` + p(1) + `::int[], ` + p(2) + `::timestamptz[], ` + p(3) + `::timestamptz[], ` + p(4) +
-		`::text[]) WITH ORDINALITY AS a(key, number, started, ended, error, ord)`
+		`::text[], ` + p(5) + `::timestamptz[]) WITH ORDINALITY AS a(key, number, started, ended, error, retry_at, ord)`
 }
 
+// finished is the SQL list of the final statuses.
+const finished = `('complete', 'errored', 'terminated')`
+
+// clearActive is the SET list that forgets the run's active step.
+const clearActive = `active_key = NULL, active_attempt = NULL, active_started = NULL`
+
+// ckptColumns are the columns scanCheckpoint reads, in its order.
+const ckptColumns = `key, kind, output, error, seq, created_at, execution, forked_from`
+
 func buildQueries(schema string, notify bool) queries {
-	r := strings.NewReplacer("{s}", schema, "{runs}", cols(""), "{r.runs}", cols("r"))
+	r := strings.NewReplacer("{s}", schema, "{runs}", cols(""), "{r.runs}", cols("r"),
+		"{finished}", finished, "{clearActive}", clearActive, "{ckpt}", ckptColumns)
 	var q queries
 
-	// $2 ids, $3 workflows, $4 parent ids, $5 inputs, $6 channel. Rows go in
-	// in ID order, so that concurrent creates of overlapping IDs wait for
-	// each other instead of deadlocking.
+	// $2 ids, $3 workflows, $4 parent ids, $5 inputs, $6 parent policies,
+	// $7 channel. Rows go in in ID order, so that concurrent creates of
+	// overlapping IDs wait for each other instead of deadlocking. Each new
+	// run's first execution is recorded by the same statement.
 	q.createRuns = `WITH ` + clockCTE + `,
 ins AS (
-	INSERT INTO {s}.runs (id, workflow, parent_id, status, input, ready_at, created_at, updated_at)
-	SELECT t.id, t.workflow, t.parent_id, 'queued', t.input, clock.now, clock.now, clock.now
-	FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[]) AS t(id, workflow, parent_id, input), clock
+	INSERT INTO {s}.runs (id, workflow, parent_id, parent_policy, status, input, ready_at, execution, started_at, created_at, updated_at)
+	SELECT t.id, t.workflow, t.parent_id, t.policy, 'queued', t.input, clock.now, 1, clock.now, clock.now, clock.now
+	FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[]) AS t(id, workflow, parent_id, input, policy), clock
 	ORDER BY t.id
 	ON CONFLICT (id) DO NOTHING
-	RETURNING id
-)` + notifyCTE(notify, "ins", "true", 6) + `
+	RETURNING id, started_at
+),
+ex AS (
+	INSERT INTO {s}.executions (run_id, number, started_at)
+	SELECT id, 1, started_at FROM ins
+)` + notifyCTE(notify, "ins", "true", 7) + `
 SELECT ins.id FROM ins` + notifyJoin(notify)
 
 	q.selectRuns = `SELECT {runs} FROM {s}.runs WHERE id = ANY($1::text[])`
@@ -87,7 +113,8 @@ SELECT ins.id FROM ins` + notifyJoin(notify)
 	// expiry) feed one update. The ready scan bounds ready_at by the clock in
 	// its index condition, so runs sleeping into the future cost nothing. SKIP LOCKED makes concurrent claimers take
 	// disjoint batches without waiting; a row updated since the snapshot is
-	// rechecked against the conditions when it is locked.
+	// rechecked against the conditions when it is locked. The claim forgets
+	// the active step the last holder reported.
 	q.claim = `WITH ` + clockCTE + `,
 ready AS (
 	SELECT r.id, r.ready_at AS since FROM {s}.runs r
@@ -116,30 +143,62 @@ UPDATE {s}.runs r SET
 	lease_until = clock.now + $5::bigint * interval '1 microsecond',
 	token = r.token + 1,
 	recoveries = CASE WHEN r.status = 'running' THEN r.recoveries + 1 ELSE r.recoveries END,
+	{clearActive},
 	updated_at = clock.now
 FROM picked, clock
 WHERE r.id = picked.id
 RETURNING r.id, r.token, r.workflow, r.parent_id, r.input, r.recoveries, r.suspend_state,
 	r.wait_key, r.wait_topic, r.wait_kind, r.wait_deadline, r.lease_until, picked.since`
 
-	// One row with NULL checkpoint columns when the run has none; no rows
-	// when there is no such run.
-	q.loadCheckpoint = `SELECT c.key, c.kind, c.output, c.error, c.seq, c.created_at
-FROM {s}.runs r LEFT JOIN {s}.checkpoints c ON c.run_id = r.id
-WHERE r.id = $1 ORDER BY c.seq`
-	q.getCheckpoint = `SELECT key, kind, output, error, seq, created_at FROM {s}.checkpoints WHERE run_id = $1 AND key = $2`
-	q.listAttempts = `SELECT seq, key, number, started, ended, error FROM {s}.attempts WHERE run_id = $1 ORDER BY seq`
-	q.listSteps = `SELECT c.key, c.kind, c.output, c.error, c.seq, c.created_at, c.attempts
-FROM {s}.runs r LEFT JOIN {s}.checkpoints c ON c.run_id = r.id
-WHERE r.id = $1 ORDER BY c.seq`
+	// $1 run. The current execution's checkpoints and the attempts of its
+	// keys without one, merged in sequence order, in one statement (one
+	// snapshot). Each row: execution, whether it is an attempt, then the
+	// checkpoint's columns (NULL for an attempt, and for the one row of a
+	// run without checkpoints) and the attempt's. No rows: no such run.
+	q.loadReplay = `WITH r AS (SELECT id, execution FROM {s}.runs WHERE id = $1)
+SELECT r.execution, false, c.key, c.kind, c.output, c.error, c.seq, c.created_at, c.forked_from,
+	NULL::int, NULL::timestamptz, NULL::timestamptz, NULL::text, NULL::timestamptz
+FROM r LEFT JOIN {s}.checkpoints c ON c.run_id = r.id AND c.execution = r.execution
+UNION ALL
+SELECT r.execution, true, a.key, NULL, NULL, NULL, a.seq, NULL, NULL,
+	a.number, a.started, a.ended, a.error, a.retry_at
+FROM r JOIN {s}.attempts a ON a.run_id = r.id AND a.execution = r.execution
+WHERE NOT EXISTS (
+	SELECT 1 FROM {s}.checkpoints c WHERE c.run_id = a.run_id AND c.execution = a.execution AND c.key = a.key
+)
+ORDER BY 7`
+
+	// $1 run, $2 execution (0: the current one). Like loadReplay, for any
+	// execution, with every attempt and the attempts kept in checkpoint
+	// rows; the first two columns are the run's current execution and the
+	// one read.
+	q.history = `WITH r AS (
+	SELECT id, execution AS cur, CASE WHEN $2::int = 0 THEN execution ELSE $2::int END AS ex
+	FROM {s}.runs WHERE id = $1
+)
+SELECT r.cur, r.ex, false, c.key, c.kind, c.output, c.error, c.seq, c.created_at, c.forked_from, c.attempts,
+	NULL::int, NULL::timestamptz, NULL::timestamptz, NULL::text, NULL::timestamptz
+FROM r LEFT JOIN {s}.checkpoints c ON c.run_id = r.id AND c.execution = r.ex
+UNION ALL
+SELECT r.cur, r.ex, true, a.key, NULL, NULL, NULL, a.seq, NULL, NULL, NULL,
+	a.number, a.started, a.ended, a.error, a.retry_at
+FROM r JOIN {s}.attempts a ON a.run_id = r.id AND a.execution = r.ex
+ORDER BY 8`
+
+	// $1 run, $2 execution, $3 key.
+	q.getCheckpoint = `SELECT {ckpt} FROM {s}.checkpoints WHERE run_id = $1 AND execution = $2 AND key = $3`
 
 	// Checkpoints of several runs at once (each run at most once), as
 	// parallel arrays: $2 run, $3 token, $4 key, $5 kind, $6 output, $7
-	// error (JSON text), $8 attempts (JSON text), $9 lease micros.
+	// error (JSON text), $8 attempts of the key (JSON text), $9 lease
+	// micros; then the attempts of other keys, flattened: $10 the request's
+	// ordinal, $11..$16 key, number, started, ended, error, retry_at.
 	//
 	// One statement: lock the runs whose lease holds (f, in ID order),
-	// insert each checkpoint with its attempts unless the key has one (ins),
-	// and update the runs: extend the lease or, when a pause was requested
+	// insert each checkpoint into the run's current execution with its
+	// attempts unless the key has one there (ins), record the other keys'
+	// attempts of a written checkpoint (loose), and update the runs: forget
+	// the active step and extend the lease or, when a pause was requested
 	// and the checkpoint was written, park the run paused with its lease
 	// released. Every write reads f, so nothing is written for a request
 	// whose fence fails, and such a request returns no row.
@@ -149,21 +208,29 @@ req AS (
 		WITH ORDINALITY AS q(run_id, token, key, kind, output, error, attempts, lease, ord)
 ),
 f AS (
-	SELECT r.id, r.pause_requested, req.ord, req.key, req.lease
+	SELECT r.id, r.execution, r.pause_requested, req.ord, req.key, req.lease
 	FROM {s}.runs r JOIN req ON req.run_id = r.id AND req.token = r.token
 	WHERE r.id = ANY($2::text[]) AND r.status = 'running'
 	ORDER BY r.id
 	FOR UPDATE OF r
 ),
 ins AS (
-	INSERT INTO {s}.checkpoints (run_id, key, kind, output, error, attempts, created_at)
-	SELECT req.run_id, req.key, req.kind, req.output, req.error::jsonb, req.attempts::jsonb, clock.now
+	INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, attempts, created_at)
+	SELECT req.run_id, f.execution, req.key, req.kind, req.output, req.error::jsonb, req.attempts::jsonb, clock.now
 	FROM f JOIN req ON req.ord = f.ord, clock
-	ON CONFLICT (run_id, key) DO NOTHING
+	ON CONFLICT (run_id, execution, key) DO NOTHING
 	RETURNING run_id
 ),
+loose AS (
+	INSERT INTO {s}.attempts (run_id, execution, key, number, started, ended, error, retry_at)
+	SELECT f.id, f.execution, a.key, a.number, a.started, a.ended, a.error, a.retry_at
+	FROM unnest($10::bigint[], $11::text[], $12::int[], $13::timestamptz[], $14::timestamptz[], $15::text[], $16::timestamptz[])
+		WITH ORDINALITY AS a(req, key, number, started, ended, error, retry_at, ord)
+		JOIN f ON f.ord = a.req JOIN ins ON ins.run_id = f.id
+	ORDER BY a.ord
+),
 w AS (
-	SELECT f.id, f.ord, f.key, f.lease, ins.run_id IS NOT NULL AS written,
+	SELECT f.id, f.execution, f.ord, f.key, f.lease, ins.run_id IS NOT NULL AS written,
 		f.pause_requested AND ins.run_id IS NOT NULL AS pause
 	FROM f LEFT JOIN ins ON ins.run_id = f.id
 )
@@ -177,30 +244,37 @@ UPDATE {s}.runs r SET
 	wait_topic = CASE WHEN w.written AND r.wait_key = w.key THEN NULL ELSE r.wait_topic END,
 	wait_kind = CASE WHEN w.written AND r.wait_key = w.key THEN NULL ELSE r.wait_kind END,
 	wait_deadline = CASE WHEN w.written AND r.wait_key = w.key THEN NULL ELSE r.wait_deadline END,
+	{clearActive},
 	updated_at = clock.now
 FROM w, clock
 WHERE r.id = w.id
-RETURNING w.ord, w.written, w.pause`
+RETURNING w.ord, w.written, w.pause, w.execution`
 
-	// $2 run, $3 token, $4 lease micros, $5..$9 attempts.
+	// $2 run, $3 token, $4 lease micros, $5..$10 attempts, stamped with the
+	// run's current execution.
 	q.recordAttempts = `WITH ` + clockCTE + `,
 f AS (
-	UPDATE {s}.runs r SET lease_until = clock.now + $4::bigint * interval '1 microsecond', updated_at = clock.now
+	UPDATE {s}.runs r SET lease_until = clock.now + $4::bigint * interval '1 microsecond', {clearActive}, updated_at = clock.now
 	FROM clock
 	WHERE r.id = $2 AND r.status = 'running' AND r.token = $3
-	RETURNING r.id
+	RETURNING r.id, r.execution
 ),
 att AS (
-	INSERT INTO {s}.attempts (run_id, key, number, started, ended, error)
-	SELECT f.id, a.key, a.number, a.started, a.ended, a.error
+	INSERT INTO {s}.attempts (run_id, execution, key, number, started, ended, error, retry_at)
+	SELECT f.id, f.execution, a.key, a.number, a.started, a.ended, a.error, a.retry_at
 	FROM f, ` + attemptsFrom(5) + `
 	ORDER BY a.ord
 )
 SELECT count(*) FROM f`
 
-	// $2 run, $3 token, $4 lease micros.
+	// $2 run, $3 token, $4 lease micros, $5 active step key (NULL: keep
+	// the active step), $6 its attempt, $7 its start.
 	q.heartbeat = `WITH ` + clockCTE + `
-UPDATE {s}.runs r SET lease_until = clock.now + $4::bigint * interval '1 microsecond', updated_at = clock.now
+UPDATE {s}.runs r SET lease_until = clock.now + $4::bigint * interval '1 microsecond',
+	active_key = CASE WHEN $5::text IS NULL THEN r.active_key ELSE $5::text END,
+	active_attempt = CASE WHEN $5::text IS NULL THEN r.active_attempt ELSE $6::int END,
+	active_started = CASE WHEN $5::text IS NULL THEN r.active_started ELSE $7::timestamptz END,
+	updated_at = clock.now
 FROM clock
 WHERE r.id = $2 AND r.status = 'running' AND r.token = $3`
 
@@ -208,10 +282,18 @@ WHERE r.id = $2 AND r.status = 'running' AND r.token = $3`
 	// snapshots that see every earlier holder's committed changes.
 	q.lockRun = `SELECT {runs}, coalesce($1::timestamptz, now()) FROM {s}.runs WHERE id = $2 FOR UPDATE`
 
-	// $2 run, $3 key, $4 kind, $5 output, $6 error.
-	q.insertCkpt = `INSERT INTO {s}.checkpoints (run_id, key, kind, output, error, created_at)
-VALUES ($2, $3, $4, $5, $6, coalesce($1::timestamptz, now()))
-ON CONFLICT (run_id, key) DO NOTHING`
+	// $2 run, $3 key, $4 kind, $5 output, $6 error, $7 execution.
+	q.insertCkpt = `INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, created_at)
+VALUES ($2, $7, $3, $4, $5, $6, coalesce($1::timestamptz, now()))
+ON CONFLICT (run_id, execution, key) DO NOTHING`
+
+	// $1 run, $2 execution, $3 key: a refused event checkpoint.
+	q.refuseCkpt = `DELETE FROM {s}.checkpoints WHERE run_id = $1 AND execution = $2 AND key = $3 AND kind = 'event'`
+
+	// $1 run, $2 execution, $3 key, $4 number, $5 started, $6 ended, $7
+	// error, $8 retry_at.
+	q.insertAttempt = `INSERT INTO {s}.attempts (run_id, execution, key, number, started, ended, error, retry_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 
 	// $1 run, $2 topic: consume the oldest buffered event.
 	q.takeEvent = `DELETE FROM {s}.events WHERE (run_id, topic, seq) IN (
@@ -224,6 +306,7 @@ ON CONFLICT (run_id, key) DO NOTHING`
 	lease_until = CASE WHEN $4::bigint IS NULL THEN lease_until
 		ELSE coalesce($1::timestamptz, now()) + $4::bigint * interval '1 microsecond' END,
 	recoveries = CASE WHEN $5::boolean THEN 0 ELSE recoveries END,
+	{clearActive},
 	updated_at = coalesce($1::timestamptz, now())
 WHERE id = $2 AND status = 'running' AND token = $3`
 
@@ -232,29 +315,138 @@ WHERE id = $2 AND status = 'running' AND token = $3`
 	q.park = `UPDATE {s}.runs SET status = $4, ready_at = $5, wait_key = $6, wait_topic = $7, wait_kind = $8, wait_deadline = $9,
 	suspend_state = $10, pause_requested = false, lease_until = least(lease_until, coalesce($1::timestamptz, now())),
 	recoveries = CASE WHEN $11::boolean THEN 0 ELSE recoveries END,
+	{clearActive},
 	updated_at = coalesce($1::timestamptz, now())
 WHERE id = $2 AND status = 'running' AND token = $3`
 
-	// $2 run, $3 token, $4 status, $5 output, $6 error.
-	q.complete = `UPDATE {s}.runs SET status = $4, output = $5, error = $6,
-	ready_at = NULL, wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL,
-	suspend_state = NULL, pause_requested = false, lease_until = least(lease_until, coalesce($1::timestamptz, now())),
-	updated_at = coalesce($1::timestamptz, now())
-WHERE id = $2 AND status = 'running' AND token = $3`
+	// $2 run, $3 token, $4 status, $5 output, $6 error. Ends the run and
+	// its current execution in one statement; the count is 1 when the
+	// fence held.
+	q.complete = `WITH ` + clockCTE + `,
+upd AS (
+	UPDATE {s}.runs r SET status = $4, output = $5, error = $6,
+		ready_at = NULL, wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL,
+		suspend_state = NULL, pause_requested = false, lease_until = least(r.lease_until, clock.now),
+		ended_at = clock.now, {clearActive}, updated_at = clock.now
+	FROM clock
+	WHERE r.id = $2 AND r.status = 'running' AND r.token = $3
+	RETURNING r.id, r.execution, r.status, r.error, r.ended_at
+),
+ex AS (
+	UPDATE {s}.executions e SET ended_at = upd.ended_at, status = upd.status, error = upd.error
+	FROM upd WHERE e.run_id = upd.id AND e.number = upd.execution
+)
+SELECT count(*) FROM upd`
+
+	// $1 now, $2 run, $3 error: terminates the locked, unfinished run and
+	// ends its execution.
+	q.terminate = `WITH upd AS (
+	UPDATE {s}.runs SET ` + terminateSet("$1::timestamptz", "$3::jsonb") + `
+	WHERE id = $2 AND status NOT IN {finished}
+	RETURNING id, execution, error
+),
+ex AS (
+	UPDATE {s}.executions e SET ended_at = $1, status = 'terminated', error = upd.error
+	FROM upd WHERE e.run_id = upd.id AND e.number = upd.execution
+)
+SELECT id FROM upd`
+
+	// $1 now, $2 root run, $3 error: terminates every unfinished
+	// descendant of the root reached through children whose parent policy
+	// is to terminate with the parent (an abandoning child is not entered,
+	// so its own children are left alone too), locking them in ID order.
+	q.cascade = `WITH RECURSIVE tree(id) AS (
+	SELECT c.id FROM {s}.runs c WHERE c.parent_id = $2 AND c.parent_id <> '' AND c.parent_policy = ''
+	UNION
+	SELECT c.id FROM {s}.runs c JOIN tree ON c.parent_id = tree.id WHERE c.parent_id <> '' AND c.parent_policy = ''
+),
+lk AS (
+	SELECT r.id FROM {s}.runs r JOIN tree ON tree.id = r.id
+	WHERE r.status NOT IN {finished}
+	ORDER BY r.id
+	FOR UPDATE OF r
+),
+upd AS (
+	UPDATE {s}.runs r SET ` + terminateSet("$1::timestamptz", "$3::jsonb") + `
+	FROM lk WHERE r.id = lk.id AND r.status NOT IN {finished}
+	RETURNING r.id, r.execution, r.error
+),
+ex AS (
+	UPDATE {s}.executions e SET ended_at = $1, status = 'terminated', error = upd.error
+	FROM upd WHERE e.run_id = upd.id AND e.number = upd.execution
+)
+SELECT id FROM upd ORDER BY id`
+
+	// $1 run, $2 execution, $3 key: where a restart from the key forks.
+	q.forkSeq = `SELECT seq FROM {s}.checkpoints WHERE run_id = $1 AND execution = $2 AND key = $3`
+
+	// $1 now, $2 run, $3 fork sequence number (NULL: from the top), $4
+	// from key. Ends the current execution with the run's status and
+	// error (keeping an earlier end), begins the next one with copies of
+	// the checkpoints written before the fork point, and queues the run in
+	// it with its lease revoked. Every CTE reads the run as it was before
+	// the statement.
+	q.restart = `WITH r AS (SELECT id, execution, status, error FROM {s}.runs WHERE id = $2),
+ended AS (
+	UPDATE {s}.executions e SET ended_at = coalesce(e.ended_at, $1::timestamptz), status = r.status, error = r.error
+	FROM r WHERE e.run_id = r.id AND e.number = r.execution
+),
+began AS (
+	INSERT INTO {s}.executions (run_id, number, started_at, forked_from, from_key)
+	SELECT r.id, r.execution + 1, $1::timestamptz, CASE WHEN $4::text = '' THEN 0 ELSE r.execution END, $4::text FROM r
+),
+copied AS (
+	INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, created_at, forked_from)
+	SELECT c.run_id, r.execution + 1, c.key, c.kind, c.output, c.error, c.created_at, r.execution
+	FROM r JOIN {s}.checkpoints c ON c.run_id = r.id AND c.execution = r.execution
+	WHERE c.seq < $3::bigint
+	ORDER BY c.seq
+)
+UPDATE {s}.runs SET status = 'queued', ready_at = $1, execution = execution + 1, started_at = $1, ended_at = NULL,
+	output = NULL, error = NULL, wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL,
+	suspend_state = NULL, pause_requested = false, lease_until = least(lease_until, $1), recoveries = 0,
+	{clearActive}, updated_at = $1
+WHERE id = $2`
+
+	// $1 run. One row with NULL execution columns when the run has no
+	// executions recorded; no rows when there is no such run. The current
+	// execution's end, status and error are the run's.
+	q.executions = `SELECT e.number, e.started_at,
+	CASE WHEN e.number = r.execution THEN r.ended_at ELSE e.ended_at END,
+	CASE WHEN e.number = r.execution THEN r.status ELSE e.status END,
+	CASE WHEN e.number = r.execution THEN r.error ELSE e.error END,
+	e.forked_from, e.from_key
+FROM {s}.runs r LEFT JOIN {s}.executions e ON e.run_id = r.id
+WHERE r.id = $1 ORDER BY e.number`
+
+	// $1 names, $2 versions, $3 input schemas, $4 output schemas, $5
+	// workers, $6 updated: one row per name.
+	q.putWorkflows = `INSERT INTO {s}.workflow_types (name, version, input_schema, output_schema, worker, updated_at)
+SELECT * FROM unnest($1::text[], $2::int[], $3::bytea[], $4::bytea[], $5::text[], $6::timestamptz[])
+ON CONFLICT (name) DO UPDATE SET version = excluded.version, input_schema = excluded.input_schema,
+	output_schema = excluded.output_schema, worker = excluded.worker, updated_at = excluded.updated_at`
+	// $1 topics, $2 payload schemas, $3 workers, $4 updated.
+	q.putEvents = `INSERT INTO {s}.event_types (topic, payload_schema, worker, updated_at)
+SELECT * FROM unnest($1::text[], $2::bytea[], $3::text[], $4::timestamptz[])
+ON CONFLICT (topic) DO UPDATE SET payload_schema = excluded.payload_schema, worker = excluded.worker,
+	updated_at = excluded.updated_at`
+	q.getWorkflows = `SELECT name, version, input_schema, output_schema, worker, updated_at FROM {s}.workflow_types ORDER BY name COLLATE "C"`
+	q.getEvents = `SELECT topic, payload_schema, worker, updated_at FROM {s}.event_types ORDER BY topic COLLATE "C"`
 
 	// $2 topic, $3 payload, $4 channel. Locks the waiting runs in ID order
 	// (a run whose wait changed meanwhile is rechecked and skipped), writes
-	// each wait's checkpoint unless the key has one, removes the wait and
-	// wakes the run as the deliver statement does. A wait without a kind
-	// writes an event checkpoint, as storage.Wait.DeliveryKind says.
+	// each wait's checkpoint into the run's current execution unless the
+	// key has one there, removes the wait and wakes the run as the deliver
+	// statement does. A wait without a kind writes an event checkpoint, as
+	// storage.Wait.DeliveryKind says.
 	q.emit = `WITH ` + clockCTE + `,
 w AS (
-	SELECT id, wait_key, wait_kind FROM {s}.runs WHERE wait_topic = $2 ORDER BY id FOR UPDATE
+	SELECT id, execution, wait_key, wait_kind FROM {s}.runs WHERE wait_topic = $2 ORDER BY id FOR UPDATE
 ),
 ins AS (
-	INSERT INTO {s}.checkpoints (run_id, key, kind, output, created_at)
-	SELECT w.id, w.wait_key, coalesce(nullif(w.wait_kind, ''), 'event'), $3::bytea, clock.now FROM w, clock
-	ON CONFLICT (run_id, key) DO NOTHING
+	INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, created_at)
+	SELECT w.id, w.execution, w.wait_key, coalesce(nullif(w.wait_kind, ''), 'event'), $3::bytea, clock.now FROM w, clock
+	ON CONFLICT (run_id, execution, key) DO NOTHING
 	RETURNING run_id
 ),
 upd AS (
@@ -276,13 +468,25 @@ WHERE r.id = $2`
 	q.notify = `SELECT pg_notify($1, '')`
 
 	for _, p := range []*string{
-		&q.createRuns, &q.selectRuns, &q.getRun, &q.claim, &q.loadCheckpoint, &q.getCheckpoint,
-		&q.checkpoint, &q.recordAttempts, &q.heartbeat, &q.lockRun, &q.insertCkpt, &q.takeEvent,
-		&q.extendLease, &q.park, &q.complete, &q.emit, &q.bufferEvent, &q.deliver, &q.listAttempts, &q.listSteps,
+		&q.createRuns, &q.selectRuns, &q.getRun, &q.claim, &q.loadReplay, &q.getCheckpoint,
+		&q.checkpoint, &q.recordAttempts, &q.heartbeat, &q.lockRun, &q.insertCkpt, &q.refuseCkpt, &q.insertAttempt,
+		&q.takeEvent, &q.extendLease, &q.park, &q.complete, &q.emit, &q.bufferEvent, &q.deliver, &q.history,
+		&q.terminate, &q.cascade, &q.forkSeq, &q.restart, &q.executions,
+		&q.putWorkflows, &q.putEvents, &q.getWorkflows, &q.getEvents,
 	} {
 		*p = r.Replace(*p)
 	}
 	return q
+}
+
+// terminateSet is the SET list that terminates a run at now with errJSON:
+// no output, wait, ready time, suspend state, pause request or active
+// step, its lease released and its execution ended.
+func terminateSet(now, errJSON string) string {
+	return `status = 'terminated', output = NULL, error = ` + errJSON + `,
+		ready_at = NULL, wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL,
+		suspend_state = NULL, pause_requested = false, lease_until = least(lease_until, ` + now + `),
+		ended_at = ` + now + `, {clearActive}, updated_at = ` + now
 }
 
 // notifyCTE is a CTE named notify that sends one notification on channel

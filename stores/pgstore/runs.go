@@ -11,9 +11,10 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
-// CreateRuns inserts the runs with one INSERT ... ON CONFLICT DO NOTHING and
-// reads back every requested ID, both in one implicit transaction (one round
-// trip). Runs that already existed are reported with Created false.
+// CreateRuns inserts the runs with one INSERT ... ON CONFLICT DO NOTHING,
+// which also records each new run's first execution, and reads back every
+// requested ID, both in one implicit transaction (one round trip). Runs that
+// already existed are reported with Created false.
 func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
 	const op = "create runs"
 	if err := s.check(op); err != nil {
@@ -29,10 +30,11 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 	workflows := make([]string, len(runs))
 	parents := make([]string, len(runs))
 	inputs := make([][]byte, len(runs))
+	policies := make([]string, len(runs))
 	for i, r := range runs {
-		ids[i], workflows[i], parents[i], inputs[i] = r.ID, r.Workflow, r.ParentID, r.Input
+		ids[i], workflows[i], parents[i], inputs[i], policies[i] = r.ID, r.Workflow, r.ParentID, r.Input, string(r.ParentPolicy)
 	}
-	args := []any{s.clock(), ids, workflows, parents, inputs}
+	args := []any{s.clock(), ids, workflows, parents, inputs, policies}
 	if s.notify {
 		args = append(args, s.channel)
 	}
@@ -125,6 +127,11 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 	}
 	if q.Status != "" {
 		add("status = $%d", string(q.Status))
+	}
+	if q.ParentID != "" {
+		// The second condition lets the planner use the partial index of
+		// children.
+		add("parent_id = $%d AND parent_id <> ''", q.ParentID)
 	}
 	if q.After != "" {
 		add("id > $%d", q.After)

@@ -23,11 +23,17 @@ func scanRun(row scanner, extra ...any) (storage.RunRecord, error) {
 		waitKind     *string
 		waitDeadline *time.Time
 		leaseUntil   *time.Time
+		policy       string
+		execution    int32
+		activeKey    *string
+		activeNumber *int32
+		activeStart  *time.Time
 	)
 	dest := []any{
 		&rec.ID, &rec.Workflow, &rec.ParentID, &status, &rec.Input, &rec.Output, &errJSON,
 		&rec.PauseRequested, &rec.ReadyAt, &waitKey, &waitTopic, &waitKind, &waitDeadline,
-		&rec.Owner, &leaseUntil, &rec.Token, &rec.Recoveries, &rec.CreatedAt, &rec.UpdatedAt,
+		&rec.Owner, &leaseUntil, &rec.Token, &rec.Recoveries, &policy, &execution, &rec.StartedAt, &rec.EndedAt,
+		&activeKey, &activeNumber, &activeStart, &rec.CreatedAt, &rec.UpdatedAt,
 	}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return storage.RunRecord{}, err
@@ -41,6 +47,17 @@ func scanRun(row scanner, extra ...any) (storage.RunRecord, error) {
 	rec.Wait = makeWait(waitKey, waitTopic, waitKind, waitDeadline)
 	if leaseUntil != nil {
 		rec.LeaseUntil = *leaseUntil
+	}
+	rec.ParentPolicy = storage.ParentPolicy(policy)
+	rec.Execution = int(execution)
+	if activeKey != nil {
+		rec.Active = &storage.ActiveStep{Key: *activeKey}
+		if activeNumber != nil {
+			rec.Active.Attempt = int(*activeNumber)
+		}
+		if activeStart != nil {
+			rec.Active.Started = *activeStart
+		}
 	}
 	return rec, nil
 }
@@ -81,16 +98,19 @@ func decodeError(b []byte) (*storage.ErrorInfo, error) {
 	return &info, nil
 }
 
-// scanCheckpoint reads key, kind, output, error, seq, created_at.
+// scanCheckpoint reads the ckptColumns: key, kind, output, error, seq,
+// created_at, execution, forked_from.
 func scanCheckpoint(row scanner) (storage.Checkpoint, error) {
 	var (
-		c       storage.Checkpoint
-		kind    string
-		errJSON []byte
+		c                     storage.Checkpoint
+		kind                  string
+		errJSON               []byte
+		execution, forkedFrom int32
 	)
-	if err := row.Scan(&c.Key, &kind, &c.Output, &errJSON, &c.Seq, &c.CreatedAt); err != nil {
+	if err := row.Scan(&c.Key, &kind, &c.Output, &errJSON, &c.Seq, &c.CreatedAt, &execution, &forkedFrom); err != nil {
 		return storage.Checkpoint{}, err
 	}
+	c.Execution, c.ForkedFrom = int(execution), int(forkedFrom)
 	c.Kind = storage.CheckpointKind(kind)
 	info, err := decodeError(errJSON)
 	if err != nil {
@@ -108,19 +128,21 @@ func attemptArrays(as []storage.Attempt) []any {
 	started := make([]time.Time, len(as))
 	ended := make([]time.Time, len(as))
 	errs := make([]string, len(as))
+	retryAt := make([]*time.Time, len(as))
 	for i, a := range as {
-		keys[i], numbers[i], started[i], ended[i], errs[i] = a.Key, int32(a.Number), a.Started, a.Ended, a.Error
+		keys[i], numbers[i], started[i], ended[i], errs[i], retryAt[i] = a.Key, int32(a.Number), a.Started, a.Ended, a.Error, a.RetryAt
 	}
-	return []any{keys, numbers, started, ended, errs}
+	return []any{keys, numbers, started, ended, errs, retryAt}
 }
 
 // attemptJSON is an attempt as stored in a checkpoint row.
 type attemptJSON struct {
-	Key     string    `json:"k"`
-	Number  int       `json:"n"`
-	Started time.Time `json:"s"`
-	Ended   time.Time `json:"e"`
-	Error   string    `json:"err,omitempty"`
+	Key     string     `json:"k"`
+	Number  int        `json:"n"`
+	Started time.Time  `json:"s"`
+	Ended   time.Time  `json:"e"`
+	Error   string     `json:"err,omitempty"`
+	RetryAt *time.Time `json:"r,omitempty"`
 }
 
 // encodeAttempts returns the attempts as JSON text, or nil for none.
@@ -130,7 +152,7 @@ func encodeAttempts(as []storage.Attempt) (*string, error) {
 	}
 	js := make([]attemptJSON, len(as))
 	for i, a := range as {
-		js[i] = attemptJSON{Key: a.Key, Number: a.Number, Started: a.Started, Ended: a.Ended, Error: a.Error}
+		js[i] = attemptJSON{Key: a.Key, Number: a.Number, Started: a.Started, Ended: a.Ended, Error: a.Error, RetryAt: a.RetryAt}
 	}
 	b, err := json.Marshal(js)
 	if err != nil {
@@ -140,7 +162,9 @@ func encodeAttempts(as []storage.Attempt) (*string, error) {
 	return &str, nil
 }
 
-func decodeAttempts(b []byte) ([]storage.Attempt, error) {
+// decodeAttempts reads the attempts of a checkpoint row, stamped with the
+// checkpoint's execution.
+func decodeAttempts(b []byte, execution int) ([]storage.Attempt, error) {
 	if b == nil {
 		return nil, nil
 	}
@@ -150,7 +174,8 @@ func decodeAttempts(b []byte) ([]storage.Attempt, error) {
 	}
 	as := make([]storage.Attempt, len(js))
 	for i, a := range js {
-		as[i] = storage.Attempt{Key: a.Key, Number: a.Number, Started: a.Started, Ended: a.Ended, Error: a.Error}
+		as[i] = storage.Attempt{Key: a.Key, Number: a.Number, Started: a.Started, Ended: a.Ended, Error: a.Error,
+			RetryAt: a.RetryAt, Execution: execution}
 	}
 	return as, nil
 }

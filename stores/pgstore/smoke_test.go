@@ -60,7 +60,7 @@ func TestSmoke(t *testing.T) {
 	if err != nil || len(claimed) != 1 || string(claimed[0].SuspendState) != "st" {
 		t.Fatalf("claim after emit: %v %+v", err, claimed)
 	}
-	cps, err := s.LoadCheckpoints(ctx, "r1")
+	cps, err := checkpointsOf(ctx, s, "r1")
 	if err != nil || len(cps) != 2 || cps[1].Key != "ev@v1" || string(cps[1].Output) != "payload" {
 		t.Fatalf("load: %v %+v", err, cps)
 	}
@@ -79,15 +79,16 @@ func TestSmoke(t *testing.T) {
 	if err != nil || rec.Status != storage.StatusComplete || string(rec.Output) != "out" {
 		t.Fatalf("get: %v %+v", err, rec)
 	}
-	steps, err := s.ListSteps(ctx, "r1")
-	if err != nil || len(steps) != 3 || len(steps[0].Attempts) != 1 {
-		t.Fatalf("steps: %v %+v", err, steps)
+	h, err := s.ListSteps(ctx, storage.StepsQuery{RunID: "r1"})
+	if err != nil || h.Execution != 1 || len(h.Steps) != 3 || len(h.Steps[0].Attempts) != 1 ||
+		len(h.Pending) != 1 || h.Pending[0].Key != "b@v1" || h.Pending[0].Execution != 1 {
+		t.Fatalf("steps: %v %+v", err, h)
 	}
 	page, err := s.ListRuns(ctx, storage.ListRunsQuery{Status: storage.StatusComplete})
 	if err != nil || len(page.Runs) != 1 {
 		t.Fatalf("list: %v %+v", err, page)
 	}
-	if err := s.Restart(ctx, "r1"); err != nil {
+	if err := s.Restart(ctx, storage.RestartRequest{RunID: "r1"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Pause(ctx, "r1"); err != nil {
@@ -96,11 +97,16 @@ func TestSmoke(t *testing.T) {
 	if err := s.Resume(ctx, "r1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Terminate(ctx, storage.TerminateRequest{RunID: "r1", Error: storage.ErrorInfo{Message: "stop"}}); err != nil {
-		t.Fatal(err)
+	if ids, err := s.Terminate(ctx, storage.TerminateRequest{RunID: "r1", Error: storage.ErrorInfo{Message: "stop"}}); err != nil || len(ids) != 1 || ids[0] != "r1" {
+		t.Fatalf("terminate: %v %v", err, ids)
 	}
 	rec, err = s.GetRun(ctx, "r1")
-	if err != nil || rec.Status != storage.StatusTerminated || rec.Error == nil || rec.Error.Message != "stop" {
+	if err != nil || rec.Status != storage.StatusTerminated || rec.Error == nil || rec.Error.Message != "stop" ||
+		rec.Execution != 2 || rec.EndedAt == nil {
 		t.Fatalf("get: %v %+v", err, rec)
+	}
+	execs, err := s.ListExecutions(ctx, "r1")
+	if err != nil || len(execs) != 2 || execs[0].Status != storage.StatusComplete || execs[1].Status != storage.StatusTerminated {
+		t.Fatalf("executions: %v %+v", err, execs)
 	}
 }

@@ -36,11 +36,13 @@ const (
 type ckptCall struct {
 	req      storage.CheckpointRequest
 	errJSON  *string
-	attempts *string // JSON
-	state    atomic.Int32
-	res      storage.CheckpointResult
-	err      error
-	done     chan struct{}
+	attempts *string // JSON, of the checkpoint's own key
+	// loose are the request's attempts of other keys, recorded apart.
+	loose []storage.Attempt
+	state atomic.Int32
+	res   storage.CheckpointResult
+	err   error
+	done  chan struct{}
 }
 
 // finish hands the call its result and wakes its caller.
@@ -193,20 +195,32 @@ func (s *Store) writeCheckpoints(ctx context.Context, calls []*ckptCall) ([]stor
 		attempts = make([]*string, n)
 		leases   = make([]int64, n)
 	)
+	var (
+		looseReq []int64
+		loose    []storage.Attempt
+	)
 	for i, c := range calls {
 		r := &c.req
 		runIDs[i], tokens[i], keys[i], kinds[i] = r.Lease.RunID, r.Lease.Token, r.Checkpoint.Key, string(r.Checkpoint.Kind)
 		outputs[i], errTexts[i], attempts[i], leases[i] = r.Checkpoint.Output, c.errJSON, c.attempts, micros(r.LeaseFor)
+		for range c.loose {
+			looseReq = append(looseReq, int64(i+1))
+		}
+		loose = append(loose, c.loose...)
 	}
+	args := append([]any{s.clock(), runIDs, tokens, keys, kinds, outputs, errTexts, attempts, leases, looseReq},
+		attemptArrays(loose)...)
 	results := make([]storage.CheckpointResult, n)
 	errs := make([]error, n)
+	executions := make([]int32, n)
 	var reread []int
 	err := s.retrying(ctx, func() error {
 		reread = reread[:0]
 		for i := range calls {
 			results[i], errs[i] = storage.CheckpointResult{}, leaseLost("checkpoint", calls[i].req.Lease)
 		}
-		rows, err := s.pool.Query(ctx, s.q.checkpoint, s.clock(), runIDs, tokens, keys, kinds, outputs, errTexts, attempts, leases)
+		args[0] = s.clock()
+		rows, err := s.pool.Query(ctx, s.q.checkpoint, args...)
 		if err != nil {
 			return err
 		}
@@ -215,12 +229,13 @@ func (s *Store) writeCheckpoints(ctx context.Context, calls []*ckptCall) ([]stor
 			var (
 				ord            int64
 				written, pause bool
+				execution      int32
 			)
-			if err := rows.Scan(&ord, &written, &pause); err != nil {
+			if err := rows.Scan(&ord, &written, &pause, &execution); err != nil {
 				return err
 			}
 			i := int(ord - 1)
-			errs[i] = nil
+			errs[i], executions[i] = nil, execution
 			if written {
 				results[i].Paused = pause
 			} else {
@@ -232,14 +247,14 @@ func (s *Store) writeCheckpoints(ctx context.Context, calls []*ckptCall) ([]stor
 	if err != nil {
 		return nil, nil, err
 	}
-	// The key already had a checkpoint: report it. It is read with a fresh
-	// snapshot, which also sees one committed by a delivery the statement
-	// waited for.
+	// The key already had a checkpoint in the run's current execution:
+	// report it. It is read with a fresh snapshot, which also sees one
+	// committed by a delivery the statement waited for.
 	for _, i := range reread {
-		existing, err := scanCheckpoint(s.pool.QueryRow(ctx, s.q.getCheckpoint, runIDs[i], keys[i]))
+		existing, err := scanCheckpoint(s.pool.QueryRow(ctx, s.q.getCheckpoint, runIDs[i], executions[i], keys[i]))
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			// Dropped since by a Restart, which also revoked the lease.
+			// Taken back since by a refusal, which needs the lease too.
 			errs[i] = leaseLost("checkpoint", calls[i].req.Lease)
 		case err != nil:
 			errs[i] = s.wrap("checkpoint", err)

@@ -185,7 +185,7 @@ func BenchmarkRunPath(b *testing.B) {
 					return fmt.Errorf("claimed %d runs", len(claimed))
 				}
 				l := claimed[0].Lease
-				if _, err := s.LoadCheckpoints(ctx, id); err != nil {
+				if _, err := s.LoadReplay(ctx, id); err != nil {
 					return err
 				}
 				for k := range steps {

@@ -9,10 +9,20 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
-// LoadCheckpoints implements storage.Store.
-func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]storage.Checkpoint, error) {
-	cps, _, err := s.readSteps(ctx, runID, false)
-	return cps, err
+// LoadReplay implements storage.Store. It reads the current execution's
+// attempts only when some may lack their checkpoint (the run hash's pend
+// flag), so replaying a run whose steps all succeeded at once costs what
+// reading its checkpoints does.
+func (s *Store) LoadReplay(ctx context.Context, runID string) (storage.Replay, error) {
+	n, cps, atts, err := s.readSteps(ctx, "load replay of", runID, 0, false)
+	if err != nil {
+		return storage.Replay{}, err
+	}
+	rp := storage.Replay{Execution: n, Checkpoints: cps}
+	if len(atts) > 0 {
+		rp.Pending = pending(cps, atts)
+	}
+	return rp, nil
 }
 
 // Checkpoint implements storage.Store.
@@ -30,9 +40,14 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 	if err != nil {
 		return res, err
 	}
+	// An attempt of another key stays pending until that key's checkpoint.
+	loose := ""
+	if slices.ContainsFunc(req.Attempts, func(a storage.Attempt) bool { return a.Key != cp.Key }) {
+		loose = "1"
+	}
 	id := req.Lease.RunID
-	args := make([]any, 0, 7+len(atts))
-	args = append(args, req.Lease.Token, durMicros(req.LeaseFor), id, cp.Key, string(cp.Kind), errJSON, mark(cp.Output))
+	args := make([]any, 0, 8+len(atts))
+	args = append(args, req.Lease.Token, durMicros(req.LeaseFor), id, cp.Key, string(cp.Kind), errJSON, mark(cp.Output), loose)
 	args = append(args, atts...)
 	v, err := s.run(ctx, checkpointScript, []string{s.keys.run(id), s.keys.checkpoints(id), s.keys.attempts(id)}, args...)
 	if err != nil {
@@ -64,69 +79,98 @@ func (s *Store) RecordAttempts(ctx context.Context, req storage.RecordAttemptsRe
 	if err != nil {
 		return err
 	}
-	return s.extend(ctx, "record attempts", req.Lease, req.LeaseFor, atts)
+	return s.extend(ctx, "record attempts", req.Lease, req.LeaseFor, "a", "", atts)
 }
 
 // ListSteps implements storage.Store.
-func (s *Store) ListSteps(ctx context.Context, runID string) ([]storage.StepRecord, error) {
-	cps, atts, err := s.readSteps(ctx, runID, true)
-	if err != nil {
-		return nil, err
+func (s *Store) ListSteps(ctx context.Context, q storage.StepsQuery) (storage.History, error) {
+	if err := q.Validate(); err != nil {
+		return storage.History{}, fmt.Errorf("redisstore: %w", err)
 	}
+	n, cps, atts, err := s.readSteps(ctx, "list steps of", q.RunID, q.Execution, true)
+	if err != nil {
+		return storage.History{}, err
+	}
+	h := storage.History{Execution: n}
 	byKey := make(map[string][]storage.Attempt)
 	for _, a := range atts {
 		byKey[a.Key] = append(byKey[a.Key], a)
 	}
-	if len(cps) == 0 {
-		return nil, nil
+	if len(cps) > 0 {
+		h.Steps = make([]storage.StepRecord, len(cps))
+		for i, cp := range cps {
+			h.Steps[i] = storage.StepRecord{Checkpoint: cp, Attempts: byKey[cp.Key]}
+		}
 	}
-	out := make([]storage.StepRecord, len(cps))
-	for i, cp := range cps {
-		out[i] = storage.StepRecord{Checkpoint: cp, Attempts: byKey[cp.Key]}
-	}
-	return out, nil
+	h.Pending = pending(cps, atts)
+	return h, nil
 }
 
-// readSteps reads a run's checkpoints (sorted by sequence) and, if asked,
-// its attempts, in one script so they are consistent with each other.
-func (s *Store) readSteps(ctx context.Context, runID string, attempts bool) ([]storage.Checkpoint, []storage.Attempt, error) {
+// pending returns the attempts of keys without a checkpoint, in order.
+func pending(cps []storage.Checkpoint, atts []storage.Attempt) []storage.Attempt {
+	have := make(map[string]bool, len(cps))
+	for _, cp := range cps {
+		have[cp.Key] = true
+	}
+	var out []storage.Attempt
+	for _, a := range atts {
+		if !have[a.Key] {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// readSteps reads execution n of a run (0: the current one): its number,
+// its checkpoints (sorted by sequence) and its attempts (always when
+// allAttempts, else only when some may be pending), in one script so they
+// are consistent with each other.
+func (s *Store) readSteps(ctx context.Context, op, runID string, n int, allAttempts bool) (int, []storage.Checkpoint, []storage.Attempt, error) {
 	flag := ""
-	if attempts {
+	if allAttempts {
 		flag = "1"
 	}
 	keys := []string{s.keys.run(runID), s.keys.checkpoints(runID), s.keys.attempts(runID)}
-	v, err := s.run(ctx, stepsScript, keys, flag)
+	v, err := s.run(ctx, stepsScript, keys, runID, n, flag)
 	if err != nil {
-		return nil, nil, fmt.Errorf("redisstore: reading steps of %q: %w", runID, err)
+		return 0, nil, nil, fmt.Errorf("redisstore: %s %q: %w", op, runID, err)
 	}
-	list, err := status("read steps of", runID, v)
+	if list, ok := v.([]any); ok && len(list) == 2 && list[0] == "BADARG" {
+		return 0, nil, nil, fmt.Errorf("redisstore: %s %q: execution %d: the run has %s: %w", op, runID, n, str(list[1]), storage.ErrInvalidArgument)
+	}
+	list, err := status(op, runID, v)
 	if err != nil {
-		return nil, nil, err
+		return 0, nil, nil, err
 	}
-	if len(list) != 3 {
-		return nil, nil, fmt.Errorf("redisstore: reading steps of %q: unexpected reply", runID)
+	if len(list) != 4 {
+		return 0, nil, nil, fmt.Errorf("redisstore: %s %q: unexpected reply", op, runID)
 	}
-	m, err := pairsToMap(list[1])
+	num, ok := list[1].(int64)
+	if !ok {
+		return 0, nil, nil, fmt.Errorf("redisstore: %s %q: unexpected reply", op, runID)
+	}
+	ex := int(num)
+	m, err := pairsToMap(list[2])
 	if err != nil {
-		return nil, nil, err
+		return 0, nil, nil, err
 	}
 	var cps []storage.Checkpoint
 	for k, v := range m {
 		cp, err := decodeCheckpoint(k, v)
 		if err != nil {
-			return nil, nil, err
+			return 0, nil, nil, err
 		}
 		cps = append(cps, cp)
 	}
 	slices.SortFunc(cps, func(a, b storage.Checkpoint) int { return cmp.Compare(a.Seq, b.Seq) })
-	raw, _ := list[2].([]any)
+	raw, _ := list[3].([]any)
 	var atts []storage.Attempt
 	for _, x := range raw {
-		a, err := decodeAttempt(str(x))
+		a, err := decodeAttempt(str(x), ex)
 		if err != nil {
-			return nil, nil, err
+			return 0, nil, nil, err
 		}
 		atts = append(atts, a)
 	}
-	return cps, atts, nil
+	return ex, cps, atts, nil
 }

@@ -66,61 +66,81 @@ func decodeError(s string) (*storage.ErrorInfo, error) {
 	return &e, nil
 }
 
-// decodeCheckpoint reads the encoding write_cp stores:
-// seq \n created \n kind \n error-json \n marked-output.
+// decodeCheckpoint reads the encoding put_cp stores: seq \n created \n
+// kind \n error-json \n execution \n forked-from \n marked-output.
 func decodeCheckpoint(key, s string) (storage.Checkpoint, error) {
-	parts := strings.SplitN(s, "\n", 5)
-	if len(parts) != 5 {
-		return storage.Checkpoint{}, fmt.Errorf("redisstore: bad stored checkpoint %q", key)
+	bad := func(err error) (storage.Checkpoint, error) {
+		if err == nil {
+			return storage.Checkpoint{}, fmt.Errorf("redisstore: bad stored checkpoint %q", key)
+		}
+		return storage.Checkpoint{}, fmt.Errorf("redisstore: bad stored checkpoint %q: %w", key, err)
+	}
+	parts := strings.SplitN(s, "\n", 7)
+	if len(parts) != 7 {
+		return bad(nil)
 	}
 	seq, err := strconv.ParseInt(parts[0], 10, 64)
 	if err != nil {
-		return storage.Checkpoint{}, fmt.Errorf("redisstore: bad stored checkpoint %q: %w", key, err)
+		return bad(err)
 	}
 	created, err := fromMicros(parts[1])
 	if err != nil {
-		return storage.Checkpoint{}, err
+		return bad(err)
 	}
 	info, err := decodeError(parts[3])
 	if err != nil {
-		return storage.Checkpoint{}, err
+		return bad(err)
+	}
+	ex, err := strconv.Atoi(parts[4])
+	if err != nil {
+		return bad(err)
+	}
+	forked, err := strconv.Atoi(parts[5])
+	if err != nil {
+		return bad(err)
 	}
 	return storage.Checkpoint{
-		Key:       key,
-		Kind:      storage.CheckpointKind(parts[2]),
-		Output:    unmark(parts[4]),
-		Error:     info,
-		Seq:       seq,
-		CreatedAt: created,
+		Key:        key,
+		Kind:       storage.CheckpointKind(parts[2]),
+		Output:     unmark(parts[6]),
+		Error:      info,
+		Seq:        seq,
+		Execution:  ex,
+		ForkedFrom: forked,
+		CreatedAt:  created,
 	}, nil
 }
 
-// encodeAttempt packs an attempt as length-prefixed fields; the scripts
-// store it without looking inside.
+// encodeAttempt packs an attempt as length-prefixed fields (key, number,
+// start, end, retry time, empty for none) followed by the error; the
+// scripts store it without looking inside. Its execution is not stored:
+// the list that holds it says which.
 func encodeAttempt(a storage.Attempt) (string, error) {
-	started, err := a.Started.MarshalBinary()
-	if err != nil {
-		return "", fmt.Errorf("redisstore: encoding attempt: %w", err)
-	}
-	ended, err := a.Ended.MarshalBinary()
-	if err != nil {
-		return "", fmt.Errorf("redisstore: encoding attempt: %w", err)
-	}
 	var b []byte
 	b = binary.AppendUvarint(b, uint64(len(a.Key)))
 	b = append(b, a.Key...)
 	b = binary.AppendVarint(b, int64(a.Number))
-	b = binary.AppendUvarint(b, uint64(len(started)))
-	b = append(b, started...)
-	b = binary.AppendUvarint(b, uint64(len(ended)))
-	b = append(b, ended...)
+	times := []*time.Time{&a.Started, &a.Ended, a.RetryAt}
+	for _, t := range times {
+		var enc []byte
+		if t != nil {
+			var err error
+			if enc, err = t.MarshalBinary(); err != nil {
+				return "", fmt.Errorf("redisstore: encoding attempt: %w", err)
+			}
+		}
+		b = binary.AppendUvarint(b, uint64(len(enc)))
+		b = append(b, enc...)
+	}
 	b = append(b, a.Error...)
 	return string(b), nil
 }
 
 var errBadAttempt = errors.New("redisstore: bad stored attempt")
 
-func decodeAttempt(s string) (storage.Attempt, error) {
+// decodeAttempt reads what encodeAttempt wrote, stamped with the
+// execution whose list held it.
+func decodeAttempt(s string, execution int) (storage.Attempt, error) {
 	b := []byte(s)
 	field := func() ([]byte, bool) {
 		n, k := binary.Uvarint(b)
@@ -131,7 +151,7 @@ func decodeAttempt(s string) (storage.Attempt, error) {
 		b = b[k+int(n):]
 		return v, true
 	}
-	var a storage.Attempt
+	a := storage.Attempt{Execution: execution}
 	key, ok := field()
 	if !ok {
 		return a, errBadAttempt
@@ -151,8 +171,59 @@ func decodeAttempt(s string) (storage.Attempt, error) {
 	if !ok || a.Ended.UnmarshalBinary(ended) != nil {
 		return a, errBadAttempt
 	}
+	retry, ok := field()
+	if !ok {
+		return a, errBadAttempt
+	}
+	if len(retry) > 0 {
+		a.RetryAt = new(time.Time)
+		if a.RetryAt.UnmarshalBinary(retry) != nil {
+			return a, errBadAttempt
+		}
+	}
 	a.Error = string(b)
 	return a, nil
+}
+
+// encodeActive packs a heartbeat's active step: its key, length-prefixed,
+// the attempt number and the start time.
+func encodeActive(as *storage.ActiveStep) (string, error) {
+	if as == nil {
+		return "", nil
+	}
+	started, err := as.Started.MarshalBinary()
+	if err != nil {
+		return "", fmt.Errorf("redisstore: encoding active step: %w", err)
+	}
+	var b []byte
+	b = binary.AppendUvarint(b, uint64(len(as.Key)))
+	b = append(b, as.Key...)
+	b = binary.AppendVarint(b, int64(as.Attempt))
+	b = append(b, started...)
+	return string(b), nil
+}
+
+func decodeActive(s string) (*storage.ActiveStep, error) {
+	if s == "" {
+		return nil, nil
+	}
+	bad := errors.New("redisstore: bad stored active step")
+	b := []byte(s)
+	n, k := binary.Uvarint(b)
+	if k <= 0 || uint64(len(b)-k) < n {
+		return nil, bad
+	}
+	as := &storage.ActiveStep{Key: string(b[k : k+int(n)])}
+	b = b[k+int(n):]
+	num, k := binary.Varint(b)
+	if k <= 0 {
+		return nil, bad
+	}
+	as.Attempt = int(num)
+	if as.Started.UnmarshalBinary(b[k:]) != nil {
+		return nil, bad
+	}
+	return as, nil
 }
 
 func encodeAttempts(as []storage.Attempt) ([]any, error) {
@@ -223,13 +294,106 @@ func decodeRun(m map[string]string) (storage.RunRecord, error) {
 		return r, err
 	}
 	r.Recoveries = int(rec)
+	r.ParentPolicy = storage.ParentPolicy(m["pp"])
+	ex, err := parseInt(m["ex"])
+	if err != nil {
+		return r, err
+	}
+	r.Execution = max(int(ex), 1)
 	if r.CreatedAt, err = fromMicros(m["ca"]); err != nil {
 		return r, err
 	}
 	if r.UpdatedAt, err = fromMicros(m["ua"]); err != nil {
 		return r, err
 	}
+	r.StartedAt = r.CreatedAt
+	if s := m["sa"]; s != "" {
+		if r.StartedAt, err = fromMicros(s); err != nil {
+			return r, err
+		}
+	}
+	if s := m["ea"]; s != "" {
+		t, err := fromMicros(s)
+		if err != nil {
+			return r, err
+		}
+		r.EndedAt = &t
+	}
+	if r.Active, err = decodeActive(m["act"]); err != nil {
+		return r, err
+	}
 	return r, nil
+}
+
+// decodeExecution reads an entry of a run's executions list, as
+// restart.lua writes it: number \n started \n ended \n status \n
+// forked-from \n error-json \n fork key.
+func decodeExecution(s string) (storage.ExecutionRecord, error) {
+	var e storage.ExecutionRecord
+	parts := strings.SplitN(s, "\n", 7)
+	if len(parts) != 7 {
+		return e, fmt.Errorf("redisstore: bad stored execution %q", s)
+	}
+	return currentExecution(parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6])
+}
+
+// currentExecution builds an execution record from its stored fields:
+// number, started, ended ("" while unfinished), status, forked-from ("" or
+// "0" for none), error JSON and fork key.
+func currentExecution(num, started, ended, st, forked, errJSON, fromKey string) (storage.ExecutionRecord, error) {
+	e := storage.ExecutionRecord{Status: storage.RunStatus(st), FromKey: fromKey}
+	n, err := parseInt(num)
+	if err != nil {
+		return e, err
+	}
+	e.Number = max(int(n), 1)
+	if e.StartedAt, err = fromMicros(started); err != nil {
+		return e, err
+	}
+	if ended != "" {
+		t, err := fromMicros(ended)
+		if err != nil {
+			return e, err
+		}
+		e.EndedAt = &t
+	}
+	ff, err := parseInt(forked)
+	if err != nil {
+		return e, err
+	}
+	e.ForkedFrom = int(ff)
+	if e.Error, err = decodeError(errJSON); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+// catalogEntry is how a WorkflowType or EventType is stored, under its
+// name or topic: the schemas byte for byte (nil stays nil), the time in
+// full.
+type catalogEntry struct {
+	Version int       `json:"v,omitempty"`
+	Input   []byte    `json:"i"`
+	Output  []byte    `json:"o"`
+	Payload []byte    `json:"p"`
+	Worker  string    `json:"w,omitempty"`
+	Updated time.Time `json:"u"`
+}
+
+func encodeCatalogEntry(e catalogEntry) (string, error) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return "", fmt.Errorf("redisstore: encoding catalog: %w", err)
+	}
+	return string(b), nil
+}
+
+func decodeCatalogEntry(name, s string) (catalogEntry, error) {
+	var e catalogEntry
+	if err := json.Unmarshal([]byte(s), &e); err != nil {
+		return e, fmt.Errorf("redisstore: bad stored catalog entry %q: %w", name, err)
+	}
+	return e, nil
 }
 
 func decodeWait(key, topic, kind, deadline string) (*storage.Wait, error) {

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -20,27 +21,61 @@ func (s *Store) Resume(ctx context.Context, runID string) error {
 }
 
 // Terminate implements storage.Store. A Notify is handled as in Complete.
-func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) error {
+// With ChildError the script walks the children indexes (ch:<id>) from the
+// run and terminates the descendants in the same script.
+func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) ([]string, error) {
 	if err := req.Validate(); err != nil {
-		return fmt.Errorf("redisstore: %w", err)
+		return nil, fmt.Errorf("redisstore: %w", err)
 	}
 	errJSON, err := encodeError(&req.Error)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	childJSON, err := encodeError(req.ChildError)
+	if err != nil {
+		return nil, err
 	}
 	id := req.RunID
-	v, err := s.run(ctx, terminateScript, []string{s.keys.run(id)}, append([]any{id, errJSON}, notifyArgs(req.Notify)...)...)
+	args := append([]any{id, errJSON}, notifyArgs(req.Notify)...)
+	args = append(args, childJSON)
+	v, err := s.run(ctx, terminateScript, []string{s.keys.run(id)}, args...)
 	if err != nil {
-		return fmt.Errorf("redisstore: terminate %q: %w", id, err)
+		return nil, fmt.Errorf("redisstore: terminate %q: %w", id, err)
 	}
-	_, err = status("terminate", id, v)
-	return err
+	list, err := status("terminate", id, v)
+	if err != nil {
+		return nil, err
+	}
+	raw, ok := list[len(list)-1].([]any)
+	if len(list) != 3 || !ok {
+		return nil, fmt.Errorf("redisstore: terminate %q: unexpected reply", id)
+	}
+	ids := make([]string, len(raw))
+	for i, x := range raw {
+		ids[i] = str(x)
+	}
+	return ids, nil
 }
 
-// Restart implements storage.Store.
-func (s *Store) Restart(ctx context.Context, runID string) error {
-	return s.control(ctx, "restart", restartScript, runID,
-		s.keys.run(runID), s.keys.checkpoints(runID), s.keys.attempts(runID))
+// Restart implements storage.Store. The call carries a random operation
+// ID, as SendEvent does, so that a script the client sends again returns
+// its first reply instead of beginning yet another execution.
+func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("redisstore: %w", err)
+	}
+	id := req.RunID
+	keys := []string{s.keys.run(id), s.keys.checkpoints(id), s.keys.attempts(id), s.keys.executions(id)}
+	v, err := s.run(ctx, restartScript, keys, id, req.FromKey, rand.Text())
+	if err != nil {
+		return fmt.Errorf("redisstore: restart %q: %w", id, err)
+	}
+	if list, ok := v.([]any); ok && len(list) == 2 && list[0] == "BADARG" {
+		return fmt.Errorf("redisstore: restart %q from %q: execution %s has no checkpoint of the key: %w",
+			id, req.FromKey, str(list[1]), storage.ErrInvalidArgument)
+	}
+	_, err = status("restart", id, v)
+	return err
 }
 
 // control runs one of the scripts that take only a run ID.

@@ -10,7 +10,8 @@
 //
 // The code is laid out as every Stem store is: redisstore.go has Options,
 // Open, New and Close; runs.go, lease.go, checkpoint.go, events.go,
-// control.go and notify.go the methods of storage.Store by concern;
+// control.go, executions.go, catalog.go and notify.go the methods of
+// storage.Store by concern;
 // keys.go builds the keys listed below; scripts.go assembles and loads the
 // Lua scripts of scripts/ (one file per script, the parts they share in
 // scripts/lib/); codec.go encodes what the scripts store.
@@ -51,9 +52,20 @@
 // Every key starts with Options.Prefix (default "stem:"), so applications
 // sharing a server do not see each other. Under the prefix:
 //
-//	r:<id>          hash: the run record
-//	c:<id>          hash: checkpoint key → encoded checkpoint (with its sequence number)
-//	a:<id>          list: encoded attempts, in the order recorded
+//	r:<id>          hash: the run record, which also describes its current
+//	                execution (number, start, end, where it was forked)
+//	c:<id>          hash: checkpoint key → encoded checkpoint (with its sequence
+//	                number and execution) of the current execution
+//	a:<id>          list: encoded attempts of the current execution, in the
+//	                order recorded
+//	x:<id>          list: the run's ended executions that a restart replaced,
+//	                oldest first
+//	cx:<n>:<id>     hash: the checkpoints of ended execution n (c:<id> renamed
+//	                by the restart that ended it)
+//	ax:<n>:<id>     list: the attempts of ended execution n (a:<id> renamed)
+//	ch:<id>         sorted set (all scores 0): the runs created with <id> as
+//	                their parent, read in lexicographic order (ListRuns by
+//	                parent, Terminate's cascade)
 //	e:<n>:<id>:<t>  list: events buffered for run <id> on topic <t> (n = length of id)
 //	q:<workflow>    sorted set: runs ready to claim, scored by ReadyAt (µs)
 //	l:<workflow>    sorted set: running runs, scored by lease expiry (µs)
@@ -61,9 +73,12 @@
 //	ia, iw:<wf>, is:<status>, iws:<status>:<wf>
 //	                sorted sets (all scores 0): the listing indexes, read in
 //	                lexicographic order
+//	cat:w, cat:e    hashes: the catalog, workflow name → encoded
+//	                WorkflowType and topic → encoded EventType
 //	op:<random>     string, expires after a minute: the reply of one
-//	                SendEvent or Emit call, so that a repeated call is answered
-//	                without delivering twice
+//	                SendEvent, Emit or Restart call, so that a repeated call
+//	                is answered without delivering twice or beginning another
+//	                execution
 //	wake            pub/sub channel: runs may be ready (see Notifications)
 //
 // With Redis Cluster every script must find its keys in one slot, so the
@@ -74,9 +89,12 @@
 // dropped connection), so a script may run twice. Each is safe to repeat: a
 // repeated checkpoint finds its own write and reports it as Existing; a
 // repeated Suspend, Complete or Terminate finds the run already changed and
-// reports a lost lease or an invalid state; SendEvent and Emit carry an
-// operation ID and a repeat returns the first reply, so an event is never
-// buffered or delivered twice; a repeated CreateRuns reports the runs it had
-// just created as existing; a repeated Claim leaves the first reply's runs
-// leased to nobody until their lease expires (they are then recovered).
+// reports a lost lease or an invalid state; SendEvent, Emit and Restart
+// carry an operation ID and a repeat returns the first reply, so an event
+// is never buffered or delivered twice and a restart begins one execution,
+// not two; a repeated RecordAttempts records its attempts twice, which
+// changes no attempt count (the runtime counts by attempt number); a
+// repeated CreateRuns reports the runs it had just created as existing; a
+// repeated Claim leaves the first reply's runs leased to nobody until their
+// lease expires (they are then recovered).
 package redisstore

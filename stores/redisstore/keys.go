@@ -26,6 +26,38 @@ func (k keyspace) checkpoints(id string) string { return k.prefix + "c:" + id }
 // (a:<id>).
 func (k keyspace) attempts(id string) string { return k.prefix + "a:" + id }
 
+// executions is the run's list of its ended executions that a restart
+// replaced, oldest first (x:<id>); the current execution is described by
+// the run hash itself.
+func (k keyspace) executions(id string) string { return k.prefix + "x:" + id }
+
+// pastCheckpoints is the hash of checkpoint key → encoded checkpoint of
+// the run's ended execution n (cx:<n>:<id>): a restart renames the run's
+// checkpoints hash to it.
+func (k keyspace) pastCheckpoints(n int, id string) string {
+	return k.prefix + "cx:" + strconv.Itoa(n) + ":" + id
+}
+
+// pastAttempts is the list of encoded attempts of the run's ended
+// execution n (ax:<n>:<id>): a restart renames the run's attempts list to
+// it.
+func (k keyspace) pastAttempts(n int, id string) string {
+	return k.prefix + "ax:" + strconv.Itoa(n) + ":" + id
+}
+
+// children is the children index of run id: the runs created with it as
+// their parent, a sorted set with all scores 0 read in lexicographic order
+// (ch:<id>).
+func (k keyspace) children(id string) string { return k.prefix + "ch:" + id }
+
+// catalogWorkflows is the catalog's hash of workflow name → encoded
+// storage.WorkflowType (cat:w).
+func (k keyspace) catalogWorkflows() string { return k.prefix + "cat:w" }
+
+// catalogEvents is the catalog's hash of topic → encoded
+// storage.EventType (cat:e).
+func (k keyspace) catalogEvents() string { return k.prefix + "cat:e" }
+
 // events is the list of events buffered for the run on the topic
 // (e:<n>:<id>:<topic>, n the length of id, so that no run ID and topic
 // pair shares a key with another).
@@ -61,9 +93,13 @@ func (k keyspace) indexWorkflowStatus(st storage.RunStatus, wf string) string {
 	return k.prefix + "iws:" + string(st) + ":" + wf
 }
 
-// index is the listing index that serves the query's filters.
+// index is the listing index that serves the query's filters. A parent
+// filter reads the parent's children index, which the list script filters
+// by workflow and status itself.
 func (k keyspace) index(q storage.ListRunsQuery) string {
 	switch {
+	case q.ParentID != "":
+		return k.children(q.ParentID)
 	case q.Workflow != "" && q.Status != "":
 		return k.indexWorkflowStatus(q.Status, q.Workflow)
 	case q.Workflow != "":

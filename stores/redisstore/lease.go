@@ -87,15 +87,20 @@ func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) err
 	if err := req.Validate(); err != nil {
 		return fmt.Errorf("redisstore: %w", err)
 	}
-	return s.extend(ctx, "heartbeat", req.Lease, req.LeaseFor, nil)
+	act, err := encodeActive(req.Step)
+	if err != nil {
+		return err
+	}
+	return s.extend(ctx, "heartbeat", req.Lease, req.LeaseFor, "h", act, nil)
 }
 
-// extend appends encoded attempts (none for a heartbeat) and extends the
-// lease to now+leaseFor, fenced.
-func (s *Store) extend(ctx context.Context, op string, lease storage.Lease, leaseFor time.Duration, atts []any) error {
+// extend extends the lease to now+leaseFor, fenced, and then in mode "a"
+// (RecordAttempts) clears the active step and appends encoded attempts,
+// in mode "h" (Heartbeat) records the encoded active step act, if any.
+func (s *Store) extend(ctx context.Context, op string, lease storage.Lease, leaseFor time.Duration, mode, act string, atts []any) error {
 	id := lease.RunID
-	args := make([]any, 0, 3+len(atts))
-	args = append(args, lease.Token, durMicros(leaseFor), id)
+	args := make([]any, 0, 5+len(atts))
+	args = append(args, lease.Token, durMicros(leaseFor), id, mode, act)
 	args = append(args, atts...)
 	v, err := s.run(ctx, attemptsScript, []string{s.keys.run(id), s.keys.attempts(id)}, args...)
 	if err != nil {
@@ -107,14 +112,15 @@ func (s *Store) extend(ctx context.Context, op string, lease storage.Lease, leas
 
 // Suspend implements storage.Store. A wait is stored with its
 // DeliveryKind, the kind of the checkpoint a delivery writes, so the
-// scripts that deliver to it later read the kind as is.
+// scripts that deliver to it later read the kind as is. A refusal is
+// checked and applied by the same script before anything else.
 func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storage.SuspendResult, error) {
 	var res storage.SuspendResult
 	if err := req.Validate(); err != nil {
 		return res, fmt.Errorf("redisstore: %w", err)
 	}
 	id := req.Lease.RunID
-	args := make([]any, 0, 15)
+	args := make([]any, 0, 18)
 	args = append(args, req.Lease.Token, durMicros(req.LeaseFor), id)
 	if cp := req.Checkpoint; cp != nil {
 		errJSON, err := encodeError(cp.Error)
@@ -139,9 +145,22 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 		ready = micros(*req.ReadyAt)
 	}
 	args = append(args, ready, mark(req.SuspendState))
-	v, err := s.run(ctx, suspendScript, []string{s.keys.run(id), s.keys.checkpoints(id)}, args...)
+	if f := req.Refuse; f != nil {
+		att, err := encodeAttempt(f.Attempt)
+		if err != nil {
+			return res, err
+		}
+		args = append(args, "1", f.Key, att)
+	} else {
+		args = append(args, "", "", "")
+	}
+	v, err := s.run(ctx, suspendScript, []string{s.keys.run(id), s.keys.checkpoints(id), s.keys.attempts(id)}, args...)
 	if err != nil {
 		return res, fmt.Errorf("redisstore: suspend %q: %w", id, err)
+	}
+	if list, ok := v.([]any); ok && len(list) > 0 && list[0] == "INVALID" {
+		return res, fmt.Errorf("redisstore: suspend %q: refuse %q: no event checkpoint of the key in the current execution: %w",
+			id, req.Refuse.Key, storage.ErrInvalidState)
 	}
 	list, err := status("suspend", id, v)
 	if err != nil {

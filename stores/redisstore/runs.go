@@ -23,10 +23,10 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 	out := make([]storage.CreateResult, 0, len(runs))
 	for chunk := range slices.Chunk(runs, createBatch) {
 		keys := make([]string, len(chunk))
-		args := make([]any, 0, 4*len(chunk))
+		args := make([]any, 0, 5*len(chunk))
 		for i, r := range chunk {
 			keys[i] = s.keys.run(r.ID)
-			args = append(args, r.ID, r.Workflow, r.ParentID, mark(r.Input))
+			args = append(args, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), mark(r.Input))
 		}
 		v, err := s.run(ctx, createScript, keys, args...)
 		if err != nil {
@@ -72,7 +72,9 @@ func (s *Store) GetRun(ctx context.Context, id string) (storage.RunRecord, error
 }
 
 // ListRuns implements storage.Store. It reads the lexicographic index that
-// matches the filter, so a page costs its size, never a scan.
+// matches the filter, so a page costs its size, never a scan; with a
+// parent filter, the parent's children index, which the script filters by
+// workflow and status (a scan of that parent's children only).
 func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.RunPage, error) {
 	if err := q.Validate(); err != nil {
 		return storage.RunPage{}, fmt.Errorf("redisstore: %w", err)
@@ -85,7 +87,11 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 	if q.After != "" {
 		start = "(" + q.After
 	}
-	v, err := s.run(ctx, listScript, []string{s.keys.index(q)}, start, limit+1)
+	var wf, st string
+	if q.ParentID != "" {
+		wf, st = q.Workflow, string(q.Status)
+	}
+	v, err := s.run(ctx, listScript, []string{s.keys.index(q)}, start, limit+1, wf, st)
 	if err != nil {
 		return storage.RunPage{}, fmt.Errorf("redisstore: list: %w", err)
 	}

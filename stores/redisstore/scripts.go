@@ -33,7 +33,8 @@ import (
 // microseconds since the epoch ("" means the server's TIME). Every time is
 // an integer number of microseconds, formatted with f() before it reaches a
 // command: Lua's own number-to-string conversion keeps 14 digits only.
-// Replies start with a status word (OK, NOTFOUND, INVALID, LEASELOST, ...).
+// Replies start with a status word (OK, NOTFOUND, INVALID, LEASELOST,
+// BADARG, ...).
 //
 //go:embed scripts/*.lua scripts/lib/*.lua
 var luaFiles embed.FS
@@ -54,13 +55,16 @@ var (
 	restartScript    = newScript("restart")
 	emitScript       = newScript("emit")
 	sendScript       = newScript("send")
+	executionsScript = newScript("executions")
+	putCatalogScript = newScript("putcatalog")
+	getCatalogScript = newScript("getcatalog")
 )
 
 // allScripts are the scripts New loads.
 var allScripts = []*redis.Script{
 	createScript, listScript, stepsScript, claimScript, checkpointScript, attemptsScript,
 	suspendScript, completeScript, terminateScript, pauseScript, resumeScript,
-	restartScript, emitScript, sendScript,
+	restartScript, emitScript, sendScript, executionsScript, putCatalogScript, getCatalogScript,
 }
 
 // shebang starts every script; see the comment on luaFiles.
@@ -250,6 +254,8 @@ func status(op, id string, v any) ([]any, error) {
 		return nil, fmt.Errorf("redisstore: %s %q: %w", op, id, storage.ErrInvalidState)
 	case "LEASELOST":
 		return nil, fmt.Errorf("redisstore: %s %q: %w", op, id, storage.ErrLeaseLost)
+	case "BADARG":
+		return nil, fmt.Errorf("redisstore: %s %q: %w", op, id, storage.ErrInvalidArgument)
 	}
 	return list, nil
 }

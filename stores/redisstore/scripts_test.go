@@ -117,6 +117,12 @@ func TestScriptKeys(t *testing.T) {
 		"idx_st('queued')":                     k.indexStatus("queued"),
 		"idx_wf_st('queued', '" + wf + "')":    k.indexWorkflowStatus("queued", wf),
 		"opkey('op')":                          k.op("op"),
+		"xkey('" + id + "')":                   k.executions(id),
+		"cxkey(12, '" + id + "')":              k.pastCheckpoints(12, id),
+		"axkey(12, '" + id + "')":              k.pastAttempts(12, id),
+		"chkey('" + id + "')":                  k.children(id),
+		"cat_wf()":                             k.catalogWorkflows(),
+		"cat_ev()":                             k.catalogEvents(),
 		"wake_channel()":                       k.wake(),
 	}
 	var calls []string

@@ -114,9 +114,10 @@ func TestLifecycle(t *testing.T) {
 	if err != nil || rec.Status != storage.StatusComplete || string(rec.Output) != "out" || rec.Wait != nil || rec.ReadyAt != nil {
 		t.Fatalf("get: %v %+v", err, rec)
 	}
-	steps, err := s.ListSteps(ctx, "r1")
-	if err != nil || len(steps) != 2 {
-		t.Fatalf("steps: %v %+v", err, steps)
+	h, err := s.ListSteps(ctx, storage.StepsQuery{RunID: "r1"})
+	steps := h.Steps
+	if err != nil || len(steps) != 2 || h.Execution != 1 || len(h.Pending) != 0 {
+		t.Fatalf("steps: %v %+v", err, h)
 	}
 	if steps[0].Key != "a@v1" || steps[0].Output == nil || len(steps[0].Output) != 0 || steps[0].Seq >= steps[1].Seq {
 		t.Fatalf("first step: %+v", steps[0])
@@ -157,7 +158,7 @@ func TestServerClock(t *testing.T) {
 	if err != nil || rec.Status != storage.StatusWaiting {
 		t.Fatalf("get: %v %+v", err, rec)
 	}
-	if err := s.Restart(ctx, "r"); err != nil {
+	if err := s.Restart(ctx, storage.RestartRequest{RunID: "r"}); err != nil {
 		t.Fatal(err)
 	}
 	if cl2 := mustClaimOne(t, s, "wf"); cl2.Lease.Token <= cl.Lease.Token {
@@ -392,7 +393,7 @@ func TestClosed(t *testing.T) {
 	_, checks["GetRun"] = s.GetRun(ctx, "r")
 	_, checks["ListRuns"] = s.ListRuns(ctx, storage.ListRunsQuery{})
 	_, checks["Claim"] = s.Claim(ctx, claimAll("w", "wf"))
-	_, checks["LoadCheckpoints"] = s.LoadCheckpoints(ctx, "r")
+	_, checks["LoadReplay"] = s.LoadReplay(ctx, "r")
 	_, checks["Checkpoint"] = s.Checkpoint(ctx, storage.CheckpointRequest{Lease: lease, LeaseFor: time.Minute, Checkpoint: storage.Checkpoint{Key: "k", Kind: storage.KindStep}})
 	checks["RecordAttempts"] = s.RecordAttempts(ctx, storage.RecordAttemptsRequest{Lease: lease, LeaseFor: time.Minute, Attempts: nil})
 	checks["Heartbeat"] = s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: lease, LeaseFor: time.Minute})
@@ -400,11 +401,14 @@ func TestClosed(t *testing.T) {
 	checks["Complete"] = s.Complete(ctx, storage.CompleteRequest{Lease: lease, Status: storage.StatusComplete})
 	checks["Pause"] = s.Pause(ctx, "r")
 	checks["Resume"] = s.Resume(ctx, "r")
-	checks["Terminate"] = s.Terminate(ctx, storage.TerminateRequest{RunID: "r"})
-	checks["Restart"] = s.Restart(ctx, "r")
+	_, checks["Terminate"] = s.Terminate(ctx, storage.TerminateRequest{RunID: "r"})
+	checks["Restart"] = s.Restart(ctx, storage.RestartRequest{RunID: "r"})
+	_, checks["ListExecutions"] = s.ListExecutions(ctx, "r")
+	checks["PutCatalog"] = s.PutCatalog(ctx, storage.Catalog{Workflows: []storage.WorkflowType{{Name: "wf"}}})
+	_, checks["GetCatalog"] = s.GetCatalog(ctx)
 	_, checks["Emit"] = s.Emit(ctx, storage.EmitRequest{Topic: "t", Payload: nil})
 	_, checks["SendEvent"] = s.SendEvent(ctx, storage.Event{RunID: "r", Topic: "t"})
-	_, checks["ListSteps"] = s.ListSteps(ctx, "r")
+	_, checks["ListSteps"] = s.ListSteps(ctx, storage.StepsQuery{RunID: "r"})
 	for name, err := range checks {
 		if !errors.Is(err, storage.ErrClosed) {
 			t.Errorf("%s after Close: %v", name, err)
@@ -476,7 +480,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 	if _, err := s.Checkpoint(ctx, storage.CheckpointRequest{Lease: storage.Lease{RunID: "nope", Token: 1}, LeaseFor: time.Minute, Checkpoint: storage.Checkpoint{Key: "k", Kind: storage.KindStep}}); !errors.Is(err, storage.ErrLeaseLost) {
 		t.Fatalf("checkpoint of unknown run: %v", err)
 	}
-	if err := s.Terminate(ctx, storage.TerminateRequest{RunID: "nope"}); !errors.Is(err, storage.ErrRunNotFound) {
+	if _, err := s.Terminate(ctx, storage.TerminateRequest{RunID: "nope"}); !errors.Is(err, storage.ErrRunNotFound) {
 		t.Fatalf("terminate unknown run: %v", err)
 	}
 	n, err := c.Keys(ctx, s.keys.prefix+"*").Result()
@@ -496,21 +500,45 @@ func TestCodec(t *testing.T) {
 			t.Errorf("mark round trip of %q gave %q", b, got)
 		}
 	}
-	at := storage.Attempt{Key: "k\n#1", Number: 3, Started: time.Date(2030, 1, 1, 0, 0, 0, 123456789, time.UTC), Ended: time.Time{}, Error: "boom\nagain"}
-	enc, err := encodeAttempt(at)
-	if err != nil {
-		t.Fatal(err)
+	retry := time.Date(2030, 1, 1, 0, 0, 1, 5, time.UTC)
+	for _, at := range []storage.Attempt{
+		{Key: "k\n#1", Number: 3, Started: time.Date(2030, 1, 1, 0, 0, 0, 123456789, time.UTC), Ended: time.Time{}, Error: "boom\nagain"},
+		{Key: "k", Number: 1, Started: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), Ended: time.Date(2030, 1, 1, 0, 0, 0, 1, time.UTC), Error: "x", RetryAt: &retry},
+		{Key: "", Number: 0},
+	} {
+		enc, err := encodeAttempt(at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec, err := decodeAttempt(enc, 4)
+		if err != nil || dec.Key != at.Key || dec.Number != at.Number || !dec.Started.Equal(at.Started) || !dec.Ended.Equal(at.Ended) ||
+			dec.Error != at.Error || dec.Execution != 4 || (dec.RetryAt == nil) != (at.RetryAt == nil) || dec.RetryAt != nil && !dec.RetryAt.Equal(*at.RetryAt) {
+			t.Fatalf("attempt round trip of %+v: %v %+v", at, err, dec)
+		}
 	}
-	dec, err := decodeAttempt(enc)
-	if err != nil || dec.Key != at.Key || dec.Number != at.Number || !dec.Started.Equal(at.Started) || !dec.Ended.IsZero() || dec.Error != at.Error {
-		t.Fatalf("attempt round trip: %v %+v", err, dec)
-	}
-	if _, err := decodeAttempt("\xff"); err == nil {
+	if _, err := decodeAttempt("\xff", 1); err == nil {
 		t.Fatal("decoded garbage")
 	}
-	cp, err := decodeCheckpoint("k", "7\n1000000\nstep\n{\"message\":\"m\"}\n"+mark([]byte("x\ny")))
-	if err != nil || cp.Seq != 7 || cp.Kind != storage.KindStep || cp.Error == nil || cp.Error.Message != "m" || string(cp.Output) != "x\ny" || !cp.CreatedAt.Equal(time.Unix(1, 0)) {
+	cp, err := decodeCheckpoint("k", "7\n1000000\nstep\n{\"message\":\"m\"}\n3\n2\n"+mark([]byte("x\ny")))
+	if err != nil || cp.Seq != 7 || cp.Kind != storage.KindStep || cp.Error == nil || cp.Error.Message != "m" || string(cp.Output) != "x\ny" ||
+		!cp.CreatedAt.Equal(time.Unix(1, 0)) || cp.Execution != 3 || cp.ForkedFrom != 2 {
 		t.Fatalf("checkpoint decode: %v %+v", err, cp)
+	}
+	if _, err := decodeCheckpoint("k", "7\n1000000\nstep\n\n"+mark([]byte("x"))); err == nil {
+		t.Fatal("decoded a checkpoint without its execution")
+	}
+	for _, as := range []*storage.ActiveStep{nil, {Key: "k\n@v1#3", Attempt: 2, Started: time.Date(2030, 1, 1, 0, 0, 0, 7, time.UTC)}, {}} {
+		enc, err := encodeActive(as)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec, err := decodeActive(enc)
+		if err != nil || (dec == nil) != (as == nil) || dec != nil && (dec.Key != as.Key || dec.Attempt != as.Attempt || !dec.Started.Equal(as.Started)) {
+			t.Fatalf("active step round trip of %+v: %v %+v", as, err, dec)
+		}
+	}
+	if _, err := decodeActive("\x05ab"); err == nil {
+		t.Fatal("decoded a truncated active step")
 	}
 }
 
@@ -562,7 +590,8 @@ func TestRepeatedEventCalls(t *testing.T) {
 			t.Fatalf("emit %d delivered to %v, want [r w] both times", i, ids)
 		}
 	}
-	cps, err := s.LoadCheckpoints(ctx, "r")
+	rp, err := s.LoadReplay(ctx, "r")
+	cps := rp.Checkpoints
 	if err != nil || len(cps) != 2 || cps[1].Key != "e2" || string(cps[1].Output) != "x" {
 		t.Fatalf("checkpoints of r: %v %+v", err, cps)
 	}

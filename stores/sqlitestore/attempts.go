@@ -10,12 +10,15 @@ import (
 // The attempts written with a checkpoint are stored in the checkpoint's row,
 // in this encoding:
 //
-//	version byte (1), uvarint count, then per attempt:
+//	version byte (2), uvarint count, then per attempt:
 //	uvarint len(Key), Key, varint Number, flags byte
-//	(bit 0: Started is zero, bit 1: Ended is zero),
-//	varint Started and varint Ended in Unix nanoseconds (each only when
-//	not zero), uvarint len(Error), Error.
-const attemptsVersion = 1
+//	(bit 0: Started is zero, bit 1: Ended is zero, bit 2: RetryAt is set),
+//	varint Started, varint Ended and varint RetryAt in Unix nanoseconds
+//	(each only when its flag says so), uvarint len(Error), Error.
+//
+// Version 1, written before RetryAt existed, is the same without bit 2; it
+// is still read. An attempt's Execution is its checkpoint's, not encoded.
+const attemptsVersion = 2
 
 var errBadAttempts = errors.New("malformed encoded attempts")
 
@@ -25,7 +28,7 @@ func encodeAttempts(as []storage.Attempt) []byte {
 	}
 	n := 2
 	for i := range as {
-		n += len(as[i].Key) + len(as[i].Error) + 40
+		n += len(as[i].Key) + len(as[i].Error) + 50
 	}
 	b := make([]byte, 0, n)
 	b = append(b, attemptsVersion)
@@ -42,12 +45,18 @@ func encodeAttempts(as []storage.Attempt) []byte {
 		if a.Ended.IsZero() {
 			flags |= 2
 		}
+		if a.RetryAt != nil {
+			flags |= 4
+		}
 		b = append(b, flags)
 		if flags&1 == 0 {
 			b = binary.AppendVarint(b, a.Started.UnixNano())
 		}
 		if flags&2 == 0 {
 			b = binary.AppendVarint(b, a.Ended.UnixNano())
+		}
+		if flags&4 != 0 {
+			b = binary.AppendVarint(b, a.RetryAt.UnixNano())
 		}
 		b = binary.AppendUvarint(b, uint64(len(a.Error)))
 		b = append(b, a.Error...)
@@ -59,7 +68,8 @@ func decodeAttempts(b []byte) ([]storage.Attempt, error) {
 	if len(b) == 0 {
 		return nil, nil
 	}
-	if b[0] != attemptsVersion {
+	version := b[0]
+	if version != 1 && version != attemptsVersion {
 		return nil, errBadAttempts
 	}
 	b = b[1:]
@@ -99,6 +109,9 @@ func decodeAttempts(b []byte) ([]storage.Attempt, error) {
 		a.Number = int(num)
 		flags := b[0]
 		b = b[1:]
+		if version == 1 && flags&4 != 0 {
+			return nil, errBadAttempts
+		}
 		if flags&1 == 0 {
 			v, ok := varint()
 			if !ok {
@@ -112,6 +125,14 @@ func decodeAttempts(b []byte) ([]storage.Attempt, error) {
 				return nil, errBadAttempts
 			}
 			a.Ended = fromNanos(v)
+		}
+		if flags&4 != 0 {
+			v, ok := varint()
+			if !ok {
+				return nil, errBadAttempts
+			}
+			t := fromNanos(v)
+			a.RetryAt = &t
 		}
 		if a.Error, ok = str(); !ok {
 			return nil, errBadAttempts

@@ -7,25 +7,50 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
-// LoadCheckpoints returns every checkpoint of a run in sequence order, or
-// storage.ErrRunNotFound.
-func (s *Store) LoadCheckpoints(ctx context.Context, runID string) ([]storage.Checkpoint, error) {
-	var cps []storage.Checkpoint
-	err := s.read(ctx, "load checkpoints", false, func(c *conn) error {
-		cps = nil
-		if err := c.query(`SELECT `+checkpointCols+` FROM checkpoints WHERE run_ref = (SELECT ref FROM runs WHERE id = ?1) ORDER BY seq`, func(r row) error {
-			cps = append(cps, scanCheckpoint(r))
+// LoadReplay returns the run's current execution, its checkpoints in
+// sequence order and the attempts of its keys without a checkpoint, or
+// storage.ErrRunNotFound. It is one statement, so it reads one state of the
+// database without a read transaction.
+func (s *Store) LoadReplay(ctx context.Context, runID string) (storage.Replay, error) {
+	var rp storage.Replay
+	err := s.read(ctx, "load replay", false, func(c *conn) error {
+		rp = storage.Replay{}
+		found := false
+		if err := c.query(replayQuery, func(r row) error {
+			found = true
+			rp.Execution = int(r.int64(0))
+			switch {
+			case r.isNull(2): // the run, with no checkpoint
+			case r.int64(1) == 0:
+				rp.Checkpoints = append(rp.Checkpoints, scanCheckpoint(r[3:]))
+			default:
+				rp.Pending = append(rp.Pending, scanAttempt(r[3:]))
+			}
 			return nil
 		}, runID); err != nil {
 			return err
 		}
-		if len(cps) == 0 {
-			return runMustExist(c, runID)
+		if !found {
+			return storage.ErrRunNotFound
 		}
 		return nil
 	})
-	return cps, err
+	return rp, err
 }
+
+// replayQuery selects, after the run's execution, a part (0: checkpoints,
+// 1: pending attempts) and an order within it, the columns scanCheckpoint
+// or scanAttempt reads. A run with no checkpoint has one row of part 0 with
+// NULL order.
+const replayQuery = `SELECT r.execution, 0, c.seq, ` + checkpointColsC + `
+	FROM runs r LEFT JOIN checkpoints c ON c.run_ref = r.ref AND c.execution = r.execution
+	WHERE r.id = ?1
+UNION ALL
+SELECT r.execution, 1, a.id, ` + attemptColsA + `, NULL, NULL
+	FROM runs r JOIN attempts a ON a.run_ref = r.ref AND a.execution = r.execution
+	WHERE r.id = ?1 AND NOT EXISTS (SELECT 1 FROM checkpoints c
+		WHERE c.run_ref = a.run_ref AND c.execution = a.execution AND c.key = a.key)
+ORDER BY 2, 3`
 
 // Checkpoint records a step's result under the lease; see storage.Store.
 func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (storage.CheckpointResult, error) {
@@ -39,13 +64,14 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 		now := s.now()
 		n := now.UnixNano()
 		until := leaseUntil(now, req.LeaseFor)
-		// The fence, and what the write depends on: a requested pause, a
-		// wait this checkpoint resolves (an event wait that timed out).
+		// The fence, and what the write depends on: the execution it
+		// belongs to, a requested pause, a wait this checkpoint resolves
+		// (an event wait that timed out).
 		var pause, resolvesWait bool
-		var ref int64
-		found, err := w.queryRow(`SELECT pause_requested, wait_key IS ?3, ref FROM runs
+		var ref, exec int64
+		found, err := w.queryRow(`SELECT pause_requested, wait_key IS ?3, ref, execution FROM runs
 			WHERE id = ?1 AND status = 'running' AND token = ?2`,
-			func(r row) { pause, resolvesWait, ref = r.int64(0) != 0, r.int64(1) != 0, r.int64(2) },
+			func(r row) { pause, resolvesWait, ref, exec = r.int64(0) != 0, r.int64(1) != 0, r.int64(2), r.int64(3) },
 			l.RunID, l.Token, req.Checkpoint.Key)
 		if err != nil {
 			return err
@@ -53,7 +79,7 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 		if !found {
 			return leaseLost(l)
 		}
-		written, err := w.insertCheckpoint(ref, &req.Checkpoint, req.Attempts, n)
+		written, err := w.insertCheckpoint(ref, exec, &req.Checkpoint, req.Attempts, n)
 		if err != nil {
 			return err
 		}
@@ -63,24 +89,24 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 			if err := w.extendLease(l.RunID, until, n); err != nil {
 				return err
 			}
-			res.Existing, err = w.loadCheckpoint(ref, req.Checkpoint.Key)
+			res.Existing, err = w.loadCheckpoint(ref, exec, req.Checkpoint.Key)
 			return err
 		}
 		switch {
 		case pause:
 			// The pause takes effect: the run is parked, its lease released.
 			_, err = w.exec(`UPDATE runs SET status = 'paused', pause_requested = 0, recoveries = 0,
-					ready_at = ?2, updated_at = ?2, `+releaseLease("?2")+`,
+					ready_at = ?2, updated_at = ?2, `+releaseLease("?2")+`, `+clearActive+`,
 					wait_key = iif(?3, NULL, wait_key), wait_topic = iif(?3, NULL, wait_topic),
 					wait_kind = iif(?3, NULL, wait_kind), wait_deadline = iif(?3, NULL, wait_deadline)
 				WHERE ref = ?1`, ref, n, resolvesWait)
 			res.Paused = true
 		case resolvesWait:
-			_, err = w.exec(`UPDATE runs SET lease_until = ?2, recoveries = 0, updated_at = ?3,
+			_, err = w.exec(`UPDATE runs SET lease_until = ?2, recoveries = 0, updated_at = ?3, `+clearActive+`,
 					wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL
 				WHERE ref = ?1`, ref, until, n)
 		default:
-			_, err = w.exec(`UPDATE runs SET lease_until = ?2, recoveries = 0, updated_at = ?3 WHERE ref = ?1`, ref, until, n)
+			_, err = w.exec(`UPDATE runs SET lease_until = ?2, recoveries = 0, updated_at = ?3, `+clearActive+` WHERE ref = ?1`, ref, until, n)
 		}
 		return err
 	})
@@ -102,121 +128,157 @@ func (s *Store) RecordAttempts(ctx context.Context, req storage.RecordAttemptsRe
 			return err
 		}
 		now := s.now()
-		if err := w.insertAttempts(st.ref, attempts); err != nil {
+		if err := w.insertAttempts(st.ref, st.execution, attempts); err != nil {
 			return err
 		}
 		return w.extendLease(lease.RunID, leaseUntil(now, leaseFor), now.UnixNano())
 	})
 }
 
-// ListSteps returns a run's checkpoints in sequence order, each with its
-// attempts in the order recorded, or storage.ErrRunNotFound.
-func (s *Store) ListSteps(ctx context.Context, runID string) ([]storage.StepRecord, error) {
-	var steps []storage.StepRecord
+// ListSteps returns one execution's checkpoints in sequence order, each with
+// its attempts in the order recorded, and the attempts of its keys without
+// a checkpoint; see storage.Store.
+func (s *Store) ListSteps(ctx context.Context, q storage.StepsQuery) (storage.History, error) {
+	if err := q.Validate(); err != nil {
+		return storage.History{}, fmt.Errorf("sqlitestore: %w", err)
+	}
+	var h storage.History
 	err := s.read(ctx, "list steps", true, func(c *conn) error {
-		steps = nil
+		h = storage.History{}
+		var ref, current int64
+		found, err := c.queryRow(`SELECT ref, execution FROM runs WHERE id = ?1`, func(r row) { ref, current = r.int64(0), r.int64(1) }, q.RunID)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return storage.ErrRunNotFound
+		}
+		exec := int64(q.Execution)
+		if exec == 0 {
+			exec = current
+		}
+		if exec > current {
+			return fmt.Errorf("%w: run %q has no execution %d (its current one is %d)", storage.ErrInvalidArgument, q.RunID, exec, current)
+		}
+		h.Execution = int(exec)
 		index := map[string]int{}
 		// Attempts in the order recorded: those recorded on their own
 		// before the step's checkpoint, those written with checkpoints,
 		// those recorded on their own after it.
 		var before, with, after []storage.Attempt
-		if err := c.query(`SELECT `+checkpointCols+`, attempts FROM checkpoints WHERE run_ref = (SELECT ref FROM runs WHERE id = ?1) ORDER BY seq`, func(r row) error {
+		if err := c.query(`SELECT `+checkpointCols+`, attempts FROM checkpoints WHERE run_ref = ?1 AND execution = ?2 ORDER BY seq`, func(r row) error {
 			cp := scanCheckpoint(r)
-			index[cp.Key] = len(steps)
-			steps = append(steps, storage.StepRecord{Checkpoint: cp})
-			as, err := decodeAttempts(r.bytes(7))
+			index[cp.Key] = len(h.Steps)
+			h.Steps = append(h.Steps, storage.StepRecord{Checkpoint: cp})
+			as, err := decodeAttempts(r.bytes(9))
 			if err != nil {
-				return fmt.Errorf("checkpoint %q of run %q: %w", cp.Key, runID, err)
+				return fmt.Errorf("checkpoint %q of run %q: %w", cp.Key, q.RunID, err)
+			}
+			for i := range as {
+				as[i].Execution = cp.Execution
 			}
 			with = append(with, as...)
 			return nil
-		}, runID); err != nil {
+		}, ref, exec); err != nil {
 			return err
 		}
-		if len(steps) == 0 {
-			return runMustExist(c, runID)
-		}
-		if err := c.query(`SELECT key, number, started_at, ended_at, error, after_checkpoint FROM attempts WHERE run_ref = (SELECT ref FROM runs WHERE id = ?1) ORDER BY id`, func(r row) error {
-			a := storage.Attempt{
-				Key:     r.str(0),
-				Number:  int(r.int64(1)),
-				Started: r.time(2),
-				Ended:   r.time(3),
-				Error:   r.str(4),
-			}
-			if r.int64(5) != 0 {
+		if err := c.query(`SELECT `+attemptCols+`, after_checkpoint FROM attempts WHERE run_ref = ?1 AND execution = ?2 ORDER BY id`, func(r row) error {
+			a := scanAttempt(r)
+			if _, ok := index[a.Key]; !ok {
+				h.Pending = append(h.Pending, a)
+			} else if r.int64(7) != 0 {
 				after = append(after, a)
 			} else {
 				before = append(before, a)
 			}
 			return nil
-		}, runID); err != nil {
+		}, ref, exec); err != nil {
 			return err
 		}
 		for _, list := range [][]storage.Attempt{before, with, after} {
 			for _, a := range list {
-				if i, ok := index[a.Key]; ok { // else: a step with no checkpoint yet
-					steps[i].Attempts = append(steps[i].Attempts, a)
-				}
+				i := index[a.Key]
+				h.Steps[i].Attempts = append(h.Steps[i].Attempts, a)
 			}
 		}
 		return nil
 	})
-	return steps, err
+	if err != nil {
+		return storage.History{}, err
+	}
+	return h, nil
 }
 
-// checkpointCols are the columns scanCheckpoint reads, from checkpoints.
-const checkpointCols = `key, kind, output, error_message, error_code, seq, created_at`
+// checkpointCols are the columns scanCheckpoint reads, from checkpoints;
+// checkpointColsC the same of checkpoints c.
+const (
+	checkpointCols  = `key, kind, output, error_message, error_code, seq, created_at, execution, forked_from`
+	checkpointColsC = `c.key, c.kind, c.output, c.error_message, c.error_code, c.seq, c.created_at, c.execution, c.forked_from`
+)
 
 func scanCheckpoint(r row) storage.Checkpoint {
 	return storage.Checkpoint{
+		Key:        r.str(0),
+		Kind:       storage.CheckpointKind(r.str(1)),
+		Output:     r.bytes(2),
+		Error:      r.errorInfo(3),
+		Seq:        r.int64(5),
+		CreatedAt:  r.time(6),
+		Execution:  int(r.int64(7)),
+		ForkedFrom: int(r.int64(8)),
+	}
+}
+
+// attemptCols are the columns scanAttempt reads, from attempts;
+// attemptColsA the same of attempts a.
+const (
+	attemptCols  = `key, number, started_at, ended_at, error, retry_at, execution`
+	attemptColsA = `a.key, a.number, a.started_at, a.ended_at, a.error, a.retry_at, a.execution`
+)
+
+func scanAttempt(r row) storage.Attempt {
+	return storage.Attempt{
 		Key:       r.str(0),
-		Kind:      storage.CheckpointKind(r.str(1)),
-		Output:    r.bytes(2),
-		Error:     r.errorInfo(3),
-		Seq:       r.int64(5),
-		CreatedAt: r.time(6),
+		Number:    int(r.int64(1)),
+		Started:   r.time(2),
+		Ended:     r.time(3),
+		Error:     r.str(4),
+		RetryAt:   r.timePtr(5),
+		Execution: int(r.int64(6)),
 	}
 }
 
-// runMustExist returns storage.ErrRunNotFound when no run has the ID. The
-// readers call it when a run's listing came back empty, to tell a run with
-// no checkpoints from no run at all.
-func runMustExist(c *conn, id string) error {
-	found, err := c.queryRow(`SELECT 1 FROM runs WHERE id = ?1`, func(row) {}, id)
-	if err == nil && !found {
-		err = storage.ErrRunNotFound
-	}
-	return err
-}
-
-// insertCheckpoint writes cp, with the attempts that produced it, unless the
-// run has a checkpoint for its key; written reports which.
-func (w *wtx) insertCheckpoint(ref int64, cp *storage.Checkpoint, attempts []storage.Attempt, now int64) (written bool, err error) {
-	n, err := w.exec(`INSERT INTO checkpoints (run_ref, key, kind, output, error_message, error_code, attempts, created_at)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (run_ref, key) DO NOTHING`,
-		ref, cp.Key, string(cp.Kind), bytesArg(cp.Output), errMsg(cp.Error), errCode(cp.Error),
+// insertCheckpoint writes cp in the run's execution exec, with the attempts
+// that produced it, unless the execution has a checkpoint for its key;
+// written reports which.
+func (w *wtx) insertCheckpoint(ref, exec int64, cp *storage.Checkpoint, attempts []storage.Attempt, now int64) (written bool, err error) {
+	n, err := w.exec(`INSERT INTO checkpoints (run_ref, execution, key, kind, output, error_message, error_code, attempts, created_at)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (run_ref, execution, key) DO NOTHING`,
+		ref, exec, cp.Key, string(cp.Kind), bytesArg(cp.Output), errMsg(cp.Error), errCode(cp.Error),
 		bytesArg(encodeAttempts(attempts)), now)
 	return n == 1, err
 }
 
-// loadCheckpoint returns the run's checkpoint for key, or nil.
-func (w *wtx) loadCheckpoint(ref int64, key string) (*storage.Checkpoint, error) {
+// loadCheckpoint returns the checkpoint for key of the run's execution
+// exec, or nil.
+func (w *wtx) loadCheckpoint(ref, exec int64, key string) (*storage.Checkpoint, error) {
 	var cp *storage.Checkpoint
-	_, err := w.queryRow(`SELECT `+checkpointCols+` FROM checkpoints WHERE run_ref = ?1 AND key = ?2`, func(r row) {
+	_, err := w.queryRow(`SELECT `+checkpointCols+` FROM checkpoints WHERE run_ref = ?1 AND execution = ?2 AND key = ?3`, func(r row) {
 		c := scanCheckpoint(r)
 		cp = &c
-	}, ref, key)
+	}, ref, exec, key)
 	return cp, err
 }
 
-// insertAttempts appends attempts recorded on their own, noting for each
-// whether its step's checkpoint exists already.
-func (w *wtx) insertAttempts(ref int64, attempts []storage.Attempt) error {
+// insertAttempts appends attempts recorded on their own to the run's
+// execution exec, noting for each whether its step's checkpoint exists
+// already.
+func (w *wtx) insertAttempts(ref, exec int64, attempts []storage.Attempt) error {
 	for _, a := range attempts {
-		if _, err := w.exec(`INSERT INTO attempts (run_ref, key, number, started_at, ended_at, error, after_checkpoint)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, EXISTS (SELECT 1 FROM checkpoints WHERE run_ref = ?1 AND key = ?2))`,
-			ref, a.Key, a.Number, nanos(a.Started), nanos(a.Ended), a.Error); err != nil {
+		if _, err := w.exec(`INSERT INTO attempts (run_ref, execution, key, number, started_at, ended_at, error, retry_at, after_checkpoint)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,
+				EXISTS (SELECT 1 FROM checkpoints WHERE run_ref = ?1 AND execution = ?2 AND key = ?3))`,
+			ref, exec, a.Key, a.Number, nanos(a.Started), nanos(a.Ended), a.Error, nanosPtr(a.RetryAt)); err != nil {
 			return err
 		}
 	}

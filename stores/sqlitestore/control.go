@@ -53,12 +53,16 @@ func (s *Store) Resume(ctx context.Context, runID string) error {
 	})
 }
 
-// Terminate ends an unfinished run; see storage.Store.
-func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) error {
+// Terminate ends an unfinished run and, with req.ChildError, its
+// unfinished descendants that terminate with their parent; see
+// storage.Store.
+func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) ([]string, error) {
 	if err := req.Validate(); err != nil {
-		return fmt.Errorf("sqlitestore: %w", err)
+		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	return s.write(ctx, "terminate", func(w *wtx) error {
+	var ids []string
+	err := s.write(ctx, "terminate", func(w *wtx) error {
+		ids = nil
 		status, err := w.status(req.RunID)
 		if err != nil {
 			return err
@@ -71,32 +75,103 @@ func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) err
 		if err := w.finish(req.RunID, storage.StatusTerminated, nil, &e, n); err != nil {
 			return err
 		}
+		ids = append(ids, req.RunID)
+		if req.ChildError != nil {
+			var children []string
+			if err := w.query(descendantsQuery, func(r row) error {
+				children = append(children, r.str(0))
+				return nil
+			}, req.RunID); err != nil {
+				return err
+			}
+			for _, id := range children {
+				if err := w.finish(id, storage.StatusTerminated, nil, req.ChildError, n); err != nil {
+					return err
+				}
+			}
+			ids = append(ids, children...)
+		}
 		return w.deliverNotify(req.Notify, n)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
 }
 
-// Restart drops a run's checkpoints, attempts, wait and suspension state and
-// queues it again; see storage.Store.
-func (s *Store) Restart(ctx context.Context, runID string) error {
+// descendantsQuery selects the unfinished descendants of run ?1 reached
+// through children that terminate with their parent (an abandoning child
+// and everything under it are left out; a finished child does not stop the
+// walk), nearest first, then by ID. Each run has one parent, so the walk
+// meets a run at most once, unless the parents loop back to ?1 itself,
+// which is left out.
+const descendantsQuery = `WITH RECURSIVE tree (id, depth, finished) AS (
+		SELECT id, 1, status IN ('complete', 'errored', 'terminated') FROM runs
+			WHERE parent_id = ?1 AND parent_policy = '' AND id != ?1
+		UNION ALL
+		SELECT r.id, t.depth + 1, r.status IN ('complete', 'errored', 'terminated') FROM tree t JOIN runs r ON r.parent_id = t.id
+			WHERE r.parent_policy = '' AND r.id != ?1
+	)
+	SELECT id FROM tree WHERE NOT finished ORDER BY depth, id`
+
+// Restart begins a run's next execution, from the top or, with
+// req.FromKey, with copies of the checkpoints written before that key's;
+// see storage.Store.
+func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("sqlitestore: %w", err)
+	}
 	return s.write(ctx, "restart", func(w *wtx) error {
-		if _, err := w.status(runID); err != nil {
+		var ref, exec int64
+		var status string
+		found, err := w.queryRow(`SELECT ref, execution, status FROM runs WHERE id = ?1`, func(r row) {
+			ref, exec, status = r.int64(0), r.int64(1), r.str(2)
+		}, req.RunID)
+		if err != nil {
 			return err
+		}
+		if !found {
+			return storage.ErrRunNotFound
 		}
 		n := s.now().UnixNano()
-		if _, err := w.exec(`DELETE FROM checkpoints WHERE run_ref = (SELECT ref FROM runs WHERE id = ?1)`, runID); err != nil {
+		next := exec + 1
+		var forkedFrom int64
+		if req.FromKey != "" {
+			var seq int64
+			found, err := w.queryRow(`SELECT seq FROM checkpoints WHERE run_ref = ?1 AND execution = ?2 AND key = ?3`,
+				func(r row) { seq = r.int64(0) }, ref, exec, req.FromKey)
+			if err != nil {
+				return err
+			}
+			if !found {
+				return fmt.Errorf("%w: restart run %q from step %q: execution %d has no checkpoint of it", storage.ErrInvalidArgument, req.RunID, req.FromKey, exec)
+			}
+			// The copies get new sequence numbers, in the same order.
+			if _, err := w.exec(`INSERT INTO checkpoints (run_ref, execution, key, kind, output, error_message, error_code, forked_from, created_at)
+				SELECT run_ref, ?3, key, kind, output, error_message, error_code, execution, created_at FROM checkpoints
+				WHERE run_ref = ?1 AND execution = ?2 AND seq < ?4 ORDER BY seq`, ref, exec, next, seq); err != nil {
+				return err
+			}
+			forkedFrom = exec
+		}
+		// The current execution ends now with the run's status, unless it
+		// ended already (a finished run).
+		if _, err := w.exec(`UPDATE executions SET ended_at = ?3, status = ?4 WHERE run_ref = ?1 AND number = ?2 AND ended_at IS NULL`,
+			ref, exec, n, status); err != nil {
 			return err
 		}
-		if _, err := w.exec(`DELETE FROM attempts WHERE run_ref = (SELECT ref FROM runs WHERE id = ?1)`, runID); err != nil {
+		if _, err := w.exec(`INSERT INTO executions (run_ref, number, started_at, forked_from, from_key) VALUES (?1, ?2, ?3, ?4, ?5)`,
+			ref, next, n, forkedFrom, req.FromKey); err != nil {
 			return err
 		}
 		if _, err := w.exec(`UPDATE run_data SET output = NULL, error_message = NULL, error_code = NULL, suspend_state = NULL
-			WHERE ref = (SELECT ref FROM runs WHERE id = ?1)`, runID); err != nil {
+			WHERE ref = ?1`, ref); err != nil {
 			return err
 		}
-		if _, err := w.exec(`UPDATE runs SET status = 'queued', ready_at = ?2, pause_requested = 0, recoveries = 0,
-				updated_at = ?2, `+releaseLease("?2")+`,
+		if _, err := w.exec(`UPDATE runs SET execution = ?3, status = 'queued', ready_at = ?2, pause_requested = 0, recoveries = 0,
+				updated_at = ?2, `+releaseLease("?2")+`, `+clearActive+`,
 				wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL
-			WHERE id = ?1`, runID, n); err != nil {
+			WHERE ref = ?1`, ref, n, next); err != nil {
 			return err
 		}
 		w.wake = true

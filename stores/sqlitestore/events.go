@@ -20,8 +20,8 @@ func (s *Store) Emit(ctx context.Context, req storage.EmitRequest) ([]string, er
 		ids = nil
 		n := s.now().UnixNano()
 		var waiting []waiter
-		if err := w.query(`SELECT id, status, wait_key, wait_kind, ref FROM runs WHERE wait_topic = ?1 ORDER BY id`, func(r row) error {
-			waiting = append(waiting, waiter{id: r.str(0), status: storage.RunStatus(r.str(1)), wait: scanWaitKey(r, 2), ref: r.int64(4)})
+		if err := w.query(`SELECT id, status, wait_key, wait_kind, ref, execution FROM runs WHERE wait_topic = ?1 ORDER BY id`, func(r row) error {
+			waiting = append(waiting, waiter{id: r.str(0), status: storage.RunStatus(r.str(1)), wait: scanWaitKey(r, 2), ref: r.int64(4), execution: r.int64(5)})
 			return nil
 		}, topic); err != nil {
 			return err
@@ -59,9 +59,10 @@ func (s *Store) SendEvent(ctx context.Context, ev storage.Event) (bool, error) {
 
 // waiter is a run waiting on a topic.
 type waiter struct {
-	ref    int64
-	id     string
-	status storage.RunStatus
+	ref       int64
+	execution int64
+	id        string
+	status    storage.RunStatus
 	// wait holds the wait's Key and Kind.
 	wait storage.Wait
 }
@@ -77,8 +78,8 @@ func scanWaitKey(r row, i int) storage.Wait {
 func (w *wtx) sendEvent(ev storage.Event, now int64) (bool, error) {
 	var wt waiter
 	var topic *string
-	found, err := w.queryRow(`SELECT status, wait_key, wait_kind, wait_topic, ref FROM runs WHERE id = ?1`, func(r row) {
-		wt = waiter{id: ev.RunID, status: storage.RunStatus(r.str(0)), wait: scanWaitKey(r, 1), ref: r.int64(4)}
+	found, err := w.queryRow(`SELECT status, wait_key, wait_kind, wait_topic, ref, execution FROM runs WHERE id = ?1`, func(r row) {
+		wt = waiter{id: ev.RunID, status: storage.RunStatus(r.str(0)), wait: scanWaitKey(r, 1), ref: r.int64(4), execution: r.int64(5)}
 		if !r.isNull(3) {
 			t := r.str(3)
 			topic = &t
@@ -105,7 +106,7 @@ func (w *wtx) sendEvent(ev storage.Event, now int64) (bool, error) {
 // wait and makes a waiting run queued (a paused one stays paused), ready
 // now.
 func (w *wtx) deliver(wt waiter, payload []byte, now int64) error {
-	written, err := w.insertCheckpoint(wt.ref, &storage.Checkpoint{Key: wt.wait.Key, Kind: wt.wait.DeliveryKind(), Output: payload}, nil, now)
+	written, err := w.insertCheckpoint(wt.ref, wt.execution, &storage.Checkpoint{Key: wt.wait.Key, Kind: wt.wait.DeliveryKind(), Output: payload}, nil, now)
 	if err != nil {
 		return err
 	}
@@ -126,9 +127,10 @@ func (w *wtx) deliver(wt waiter, payload []byte, now int64) error {
 }
 
 // takeBuffered consumes the run's oldest buffered event of the wait's topic
-// and writes its payload as the checkpoint of the wait's key; found reports
+// and writes its payload as the checkpoint of the wait's key in the run's
+// execution exec; found reports
 // whether there was one.
-func (w *wtx) takeBuffered(ref int64, wt *storage.Wait, now int64) (found bool, err error) {
+func (w *wtx) takeBuffered(ref, exec int64, wt *storage.Wait, now int64) (found bool, err error) {
 	var evID int64
 	var payload []byte
 	found, err = w.queryRow(`SELECT id, payload FROM events WHERE run_ref = ?1 AND topic = ?2 ORDER BY id LIMIT 1`,
@@ -139,7 +141,7 @@ func (w *wtx) takeBuffered(ref int64, wt *storage.Wait, now int64) (found bool, 
 	if _, err := w.exec(`DELETE FROM events WHERE id = ?1`, evID); err != nil {
 		return false, err
 	}
-	if _, err := w.insertCheckpoint(ref, &storage.Checkpoint{Key: wt.Key, Kind: wt.DeliveryKind(), Output: payload}, nil, now); err != nil {
+	if _, err := w.insertCheckpoint(ref, exec, &storage.Checkpoint{Key: wt.Key, Kind: wt.DeliveryKind(), Output: payload}, nil, now); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 	"github.com/stemflow/stem/stores/sqlitestore"
 )
 
@@ -51,11 +52,11 @@ func ExampleOpen() {
 	out, err := run.Result(ctx)
 	fmt.Println(out, err)
 
-	steps, err := store.ListSteps(ctx, "greet-1")
+	h, err := store.ListSteps(ctx, storage.StepsQuery{RunID: "greet-1"})
 	if err != nil {
 		panic(err)
 	}
-	for _, s := range steps {
+	for _, s := range h.Steps {
 		fmt.Printf("%s %s %d attempt(s)\n", s.Key, s.Output, len(s.Attempts))
 	}
 	// Output:

@@ -47,7 +47,7 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 			var ref int64
 			found, err := w.queryRow(`UPDATE runs SET
 					status = 'running', ready_at = NULL, owner = ?2, lease_until = ?3, token = token + 1,
-					recoveries = recoveries + (status = 'running'), updated_at = ?4
+					recoveries = recoveries + (status = 'running'), updated_at = ?4, `+clearActive+`
 				WHERE id = ?1
 				RETURNING token, workflow, parent_id, recoveries,
 					wait_key, wait_topic, wait_kind, wait_deadline, lease_until, ref`, func(r row) {
@@ -108,17 +108,28 @@ func claimQuery(workflows []string) (string, []any) {
 		ORDER BY claim_at LIMIT ?2`, args
 }
 
-// Heartbeat extends the lease to now+leaseFor, fenced.
+// Heartbeat extends the lease to now+leaseFor, fenced, and stores the step
+// running, when named, as the run's Active step.
 func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) error {
 	if err := req.Validate(); err != nil {
 		return fmt.Errorf("sqlitestore: %w", err)
 	}
-	lease, leaseFor := req.Lease, req.LeaseFor
+	lease, leaseFor, step := req.Lease, req.LeaseFor, req.Step
 	return s.write(ctx, "heartbeat", func(w *wtx) error {
 		now := s.now()
-		changed, err := w.exec(`UPDATE runs SET lease_until = ?3, updated_at = ?4
-			WHERE id = ?1 AND status = 'running' AND token = ?2`,
-			lease.RunID, lease.Token, leaseUntil(now, leaseFor), now.UnixNano())
+		var changed int64
+		var err error
+		if step == nil {
+			changed, err = w.exec(`UPDATE runs SET lease_until = ?3, updated_at = ?4
+				WHERE id = ?1 AND status = 'running' AND token = ?2`,
+				lease.RunID, lease.Token, leaseUntil(now, leaseFor), now.UnixNano())
+		} else {
+			changed, err = w.exec(`UPDATE runs SET lease_until = ?3, updated_at = ?4,
+					active_key = ?5, active_attempt = ?6, active_started = ?7
+				WHERE id = ?1 AND status = 'running' AND token = ?2`,
+				lease.RunID, lease.Token, leaseUntil(now, leaseFor), now.UnixNano(),
+				step.Key, step.Attempt, nanos(step.Started))
+		}
 		if err != nil {
 			return err
 		}
@@ -144,24 +155,38 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 		}
 		now := s.now()
 		n := now.UnixNano()
+		if f := req.Refuse; f != nil {
+			// Take the delivered event back, and record why.
+			deleted, err := w.exec(`DELETE FROM checkpoints WHERE run_ref = ?1 AND execution = ?2 AND key = ?3 AND kind = ?4`,
+				st.ref, st.execution, f.Key, string(storage.KindEvent))
+			if err != nil {
+				return err
+			}
+			if deleted == 0 {
+				return fmt.Errorf("%w: refuse the event of %q: run %q has no event checkpoint of it", storage.ErrInvalidState, f.Key, l.RunID)
+			}
+			if err := w.insertAttempts(st.ref, st.execution, []storage.Attempt{f.Attempt}); err != nil {
+				return err
+			}
+		}
 		progressed := false
 		if req.Checkpoint != nil {
-			if progressed, err = w.insertCheckpoint(st.ref, req.Checkpoint, nil, n); err != nil {
+			if progressed, err = w.insertCheckpoint(st.ref, st.execution, req.Checkpoint, nil, n); err != nil {
 				return err
 			}
 		}
 		if wt := req.Wait; wt != nil {
-			cp, err := w.loadCheckpoint(st.ref, wt.Key)
+			cp, err := w.loadCheckpoint(st.ref, st.execution, wt.Key)
 			if err != nil {
 				return err
 			}
 			if cp == nil {
-				found, err := w.takeBuffered(st.ref, wt, n)
+				found, err := w.takeBuffered(st.ref, st.execution, wt, n)
 				if err != nil {
 					return err
 				}
 				if found {
-					if cp, err = w.loadCheckpoint(st.ref, wt.Key); err != nil {
+					if cp, err = w.loadCheckpoint(st.ref, st.execution, wt.Key); err != nil {
 						return err
 					}
 					progressed = true
@@ -171,7 +196,7 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 				// Satisfied at once: not parked, the lease goes on.
 				res.Delivered = cp
 				_, err := w.exec(`UPDATE runs SET lease_until = iif(?6, ?2, lease_until), updated_at = ?3,
-						recoveries = iif(?4, 0, recoveries),
+						recoveries = iif(?4, 0, recoveries), `+clearActive+`,
 						wait_topic    = iif(wait_key IS ?5, NULL, wait_topic),
 						wait_kind     = iif(wait_key IS ?5, NULL, wait_kind),
 						wait_deadline = iif(wait_key IS ?5, NULL, wait_deadline),
@@ -199,7 +224,7 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 			return err
 		}
 		if _, err := w.exec(`UPDATE runs SET status = ?2, ready_at = ?3, pause_requested = 0,
-				updated_at = ?4, `+releaseLease("?4")+`,
+				updated_at = ?4, `+releaseLease("?4")+`, `+clearActive+`,
 				recoveries = iif(?5, 0, recoveries),
 				wait_key      = iif(?6, wait_key, ?7),
 				wait_topic    = iif(?6, wait_topic, ?8),
@@ -239,23 +264,29 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 	})
 }
 
-// finish puts a run in a final status, clearing lease, wait and suspension.
+// finish puts a run in a final status, clearing lease, wait, active step
+// and suspension, and ends its execution.
 func (w *wtx) finish(runID string, status storage.RunStatus, output any, e *storage.ErrorInfo, now int64) error {
-	_, err := w.exec(`UPDATE runs SET status = ?2,
-			pause_requested = 0, ready_at = NULL, updated_at = ?3, `+releaseLease("?3")+`,
+	var ref, exec int64
+	if _, err := w.queryRow(`UPDATE runs SET status = ?2,
+			pause_requested = 0, ready_at = NULL, updated_at = ?3, `+releaseLease("?3")+`, `+clearActive+`,
 			wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL
-		WHERE id = ?1`, runID, string(status), now)
-	if err != nil {
+		WHERE id = ?1 RETURNING ref, execution`, func(r row) { ref, exec = r.int64(0), r.int64(1) }, runID, string(status), now); err != nil {
 		return err
 	}
-	_, err = w.exec(`UPDATE run_data SET output = ?2, error_message = ?3, error_code = ?4, suspend_state = NULL
-		WHERE ref = (SELECT ref FROM runs WHERE id = ?1)`, runID, output, errMsg(e), errCode(e))
+	if _, err := w.exec(`UPDATE run_data SET output = ?2, error_message = ?3, error_code = ?4, suspend_state = NULL
+		WHERE ref = ?1`, ref, output, errMsg(e), errCode(e)); err != nil {
+		return err
+	}
+	_, err := w.exec(`UPDATE executions SET ended_at = ?3, status = ?4, error_message = ?5, error_code = ?6
+		WHERE run_ref = ?1 AND number = ?2`, ref, exec, now, string(status), errMsg(e), errCode(e))
 	return err
 }
 
 // fenceState is what fenced writes check and branch on.
 type fenceState struct {
 	ref            int64 // the run's row
+	execution      int64 // the run's current execution
 	pauseRequested bool
 }
 
@@ -266,10 +297,10 @@ func (w *wtx) fence(l storage.Lease) (fenceState, error) {
 	var st fenceState
 	var status string
 	var token int64
-	found, err := w.queryRow(`SELECT status, token, pause_requested, ref FROM runs WHERE id = ?1`, func(r row) {
+	found, err := w.queryRow(`SELECT status, token, pause_requested, ref, execution FROM runs WHERE id = ?1`, func(r row) {
 		status, token = r.str(0), r.int64(1)
 		st.pauseRequested = r.int64(2) != 0
-		st.ref = r.int64(3)
+		st.ref, st.execution = r.int64(3), r.int64(4)
 	}, l.RunID)
 	if err != nil {
 		return st, err
@@ -285,11 +316,15 @@ func leaseLost(l storage.Lease) error {
 	return fmt.Errorf("run %q token %d: %w", l.RunID, l.Token, storage.ErrLeaseLost)
 }
 
-// extendLease sets the lease of a fenced run to until.
+// extendLease sets the lease of a fenced run to until, and clears its
+// active step (a step's write ends it).
 func (w *wtx) extendLease(runID string, until, now int64) error {
-	_, err := w.exec(`UPDATE runs SET lease_until = ?2, updated_at = ?3 WHERE id = ?1`, runID, until, now)
+	_, err := w.exec(`UPDATE runs SET lease_until = ?2, updated_at = ?3, `+clearActive+` WHERE id = ?1`, runID, until, now)
 	return err
 }
+
+// clearActive is the SQL assignment that clears a run's active step.
+const clearActive = `active_key = NULL, active_attempt = NULL, active_started = NULL`
 
 // releaseLease returns the SQL assignment that ends the current lease at
 // now, the parameter nowParam; owner and token keep describing it.

@@ -20,14 +20,18 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 		now := s.now()
 		n := now.UnixNano()
 		for _, r := range runs {
-			changed, err := w.exec(`INSERT INTO runs (id, workflow, parent_id, status, ready_at, created_at, updated_at)
-				VALUES (?1, ?2, ?3, 'queued', ?4, ?4, ?4) ON CONFLICT (id) DO NOTHING`,
-				r.ID, r.Workflow, r.ParentID, n)
+			var ref int64
+			created, err := w.queryRow(`INSERT INTO runs (id, workflow, parent_id, parent_policy, status, ready_at, created_at, updated_at)
+				VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?5, ?5) ON CONFLICT (id) DO NOTHING RETURNING ref`,
+				func(r row) { ref = r.int64(0) }, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), n)
 			if err != nil {
 				return err
 			}
-			if changed == 1 {
-				if _, err := w.exec(`INSERT INTO run_data (ref, input) VALUES (last_insert_rowid(), ?1)`, bytesArg(r.Input)); err != nil {
+			if created {
+				if _, err := w.exec(`INSERT INTO run_data (ref, input) VALUES (?1, ?2)`, ref, bytesArg(r.Input)); err != nil {
+					return err
+				}
+				if _, err := w.exec(`INSERT INTO executions (run_ref, number, started_at) VALUES (?1, 1, ?2)`, ref, n); err != nil {
 					return err
 				}
 				w.wake = true
@@ -36,7 +40,7 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 			if err != nil {
 				return err
 			}
-			out = append(out, storage.CreateResult{Created: changed == 1, Run: rec})
+			out = append(out, storage.CreateResult{Created: created, Run: rec})
 		}
 		return nil
 	})
@@ -70,13 +74,14 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 	limit := q.PageSize()
 	// One statement per filter combination, so each uses its index.
 	where := `r.id > ?1`
-	switch {
-	case q.Workflow != "" && q.Status != "":
-		where += ` AND r.workflow = ?3 AND r.status = ?4`
-	case q.Workflow != "":
+	if q.Workflow != "" {
 		where += ` AND r.workflow = ?3`
-	case q.Status != "":
+	}
+	if q.Status != "" {
 		where += ` AND r.status = ?4`
+	}
+	if q.ParentID != "" {
+		where += ` AND r.parent_id = ?5`
 	}
 	query := `SELECT ` + runCols + ` FROM ` + runFrom + ` WHERE ` + where + ` ORDER BY r.id LIMIT ?2`
 	var page storage.RunPage
@@ -85,7 +90,7 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 		return c.query(query, func(r row) error {
 			page.Runs = append(page.Runs, scanRun(r))
 			return nil
-		}, q.After, limit+1, q.Workflow, string(q.Status))
+		}, q.After, limit+1, q.Workflow, string(q.Status), q.ParentID)
 	})
 	if err != nil {
 		return storage.RunPage{}, err
@@ -100,9 +105,11 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 // runCols are the columns scanRun reads, from runFrom.
 const runCols = `r.id, r.workflow, r.parent_id, r.status, d.input, d.output, d.error_message, d.error_code,
 	r.pause_requested, r.ready_at, r.wait_key, r.wait_topic, r.wait_kind, r.wait_deadline,
-	r.owner, r.lease_until, r.token, r.recoveries, r.created_at, r.updated_at`
+	r.owner, r.lease_until, r.token, r.recoveries, r.created_at, r.updated_at,
+	r.parent_policy, r.execution, e.started_at, e.ended_at, r.active_key, r.active_attempt, r.active_started`
 
-const runFrom = `runs r JOIN run_data d ON d.ref = r.ref`
+// runFrom joins a run's state, its data and its current execution.
+const runFrom = `runs r JOIN run_data d ON d.ref = r.ref JOIN executions e ON e.run_ref = r.ref AND e.number = r.execution`
 
 func scanRun(r row) storage.RunRecord {
 	rec := storage.RunRecord{
@@ -122,6 +129,13 @@ func scanRun(r row) storage.RunRecord {
 		Recoveries:     int(r.int64(17)),
 		CreatedAt:      r.time(18),
 		UpdatedAt:      r.time(19),
+		ParentPolicy:   storage.ParentPolicy(r.str(20)),
+		Execution:      int(r.int64(21)),
+		StartedAt:      r.time(22),
+		EndedAt:        r.timePtr(23),
+	}
+	if !r.isNull(24) {
+		rec.Active = &storage.ActiveStep{Key: r.str(24), Attempt: int(r.int64(25)), Started: r.time(26)}
 	}
 	return rec
 }

@@ -27,21 +27,32 @@
 //
 // The embedded, numbered migrations (migrations/NNN_name.up.sql, applied by
 // Migrate) create: runs, one small row per run with the state a step
-// changes (status, lease, token, wait, readiness), so the per-step update
-// stays cheap whatever the payload sizes; run_data, the run's input, output,
-// error and suspension state; checkpoints, appended in write order (their
-// rowid is the sequence number), with the attempts that produced each
-// encoded in its row; attempts recorded on their own (failed attempts before
-// a retry); and events buffered for runs not yet waiting on them. Tables
-// keyed by run use the run's row number, assigned in creation order, so runs
-// created and claimed together share pages. A claim is one ordered scan of
-// an index over when each run becomes claimable (ready, or its lease
-// expired), which stops at the limit however many runs are ready.
+// changes (status, lease, token, wait, readiness, current execution, the
+// step running now), so the per-step update stays cheap whatever the
+// payload sizes; run_data, the run's input, output, error and suspension
+// state; executions, one row per execution of a run (started, ended, the
+// status and error it ended with, where a restart from a step forked it);
+// checkpoints, appended in write order (their rowid is the sequence
+// number), each belonging to an execution and unique per (run, execution,
+// key), with the attempts that produced each encoded in its row; attempts
+// recorded on their own (failed attempts before a retry, refused event
+// payloads), in their execution too; events buffered for runs not yet
+// waiting on them; and the catalog (workflow_types, event_types). Tables
+// keyed by run use the run's row number, assigned in creation order, so
+// runs created and claimed together share pages. A claim is one ordered
+// scan of an index over when each run becomes claimable (ready, or its
+// lease expired), which stops at the limit however many runs are ready.
+//
+// A write method finds the run's current execution in the row it already
+// reads to check the lease, so stamping checkpoints and attempts with it
+// costs no statement; creating, finishing and restarting a run write its
+// execution's row in the same transaction.
 //
 // # Reads
 //
-// GetRun, ListRuns, LoadCheckpoints and ListSteps use a separate pool of
-// read-only connections; WAL lets them run while the writer commits.
+// GetRun, ListRuns, LoadReplay, ListSteps, ListExecutions and GetCatalog
+// use a separate pool of read-only connections; WAL lets them run while
+// the writer commits. LoadReplay is one statement.
 //
 // # Several stores on one file
 //
@@ -64,8 +75,8 @@
 // The methods sit by the rule they keep, as in every Stem store: runs.go
 // (creating and reading runs), lease.go (claiming, keeping, parking and
 // ending a lease), checkpoint.go (checkpoints and attempts, written and
-// read), events.go, control.go (pause, resume, terminate, restart) and
-// notify.go. This store's own machinery is in writer.go (the group-commit
+// read), events.go, control.go (pause, resume, terminate, restart),
+// executions.go, catalog.go and notify.go. This store's own machinery is in writer.go (the group-commit
 // writer and the checkpointer), read.go (the read pool), conn.go
 // (statements on a driver connection), attempts.go (the encoding of the
 // attempts stored with a checkpoint) and migrate.go.

@@ -81,19 +81,20 @@ func TestRoundTrip(t *testing.T) {
 	// Reopened, the file holds everything; an empty output stays empty, a
 	// nil one nil.
 	s = open(t, path, sqlitestore.Options{Clock: c})
-	cps, err := s.LoadCheckpoints(ctx, "r1")
-	if err != nil || len(cps) != 3 {
-		t.Fatalf("LoadCheckpoints = %+v, %v", cps, err)
+	rp, err := s.LoadReplay(ctx, "r1")
+	if err != nil || rp.Execution != 1 || len(rp.Checkpoints) != 3 {
+		t.Fatalf("LoadReplay = %+v, %v", rp, err)
 	}
+	cps := rp.Checkpoints
 	if !bytes.Equal(cps[0].Output, []byte("1")) || cps[1].Output == nil || len(cps[1].Output) != 0 || cps[2].Output != nil {
 		t.Fatalf("outputs = %q %#v %#v, want \"1\", empty, nil", cps[0].Output, cps[1].Output, cps[2].Output)
 	}
 	if !(cps[0].Seq < cps[1].Seq && cps[1].Seq < cps[2].Seq) {
 		t.Fatalf("seqs %d %d %d not increasing", cps[0].Seq, cps[1].Seq, cps[2].Seq)
 	}
-	steps, err := s.ListSteps(ctx, "r1")
-	if err != nil || len(steps) != 3 || len(steps[1].Attempts) != 1 || steps[1].Attempts[0].Key != "s1@v1" {
-		t.Fatalf("ListSteps = %+v, %v", steps, err)
+	h, err := s.ListSteps(ctx, storage.StepsQuery{RunID: "r1"})
+	if err != nil || h.Execution != 1 || len(h.Steps) != 3 || len(h.Steps[1].Attempts) != 1 || h.Steps[1].Attempts[0].Key != "s1@v1" || h.Steps[1].Attempts[0].Execution != 1 {
+		t.Fatalf("ListSteps = %+v, %v", h, err)
 	}
 	if err := s.Complete(ctx, storage.CompleteRequest{Lease: cl.Lease, Status: storage.StatusComplete, Output: []byte("out")}); err != nil {
 		t.Fatal(err)
@@ -205,10 +206,11 @@ func TestFailingRequestsDoNotSpoilTheBatch(t *testing.T) {
 	}
 	wg.Wait()
 	for i, cl := range claimed {
-		cps, err := s.LoadCheckpoints(ctx, cl.Lease.RunID)
+		rp, err := s.LoadReplay(ctx, cl.Lease.RunID)
 		if err != nil {
 			t.Fatal(err)
 		}
+		cps := rp.Checkpoints
 		var want []string
 		for j := range 20 {
 			if (i+j)%3 != 0 {
@@ -311,9 +313,9 @@ func TestManyStoresOneFile(t *testing.T) {
 		t.Fatalf("%d runs complete, want %d", len(page.Runs), stores*runsPerStore)
 	}
 	for _, r := range page.Runs {
-		cps, err := all[len(all)-1].LoadCheckpoints(ctx, r.ID)
-		if err != nil || len(cps) != steps {
-			t.Fatalf("checkpoints of %s: %d, %v", r.ID, len(cps), err)
+		rp, err := all[len(all)-1].LoadReplay(ctx, r.ID)
+		if err != nil || len(rp.Checkpoints) != steps {
+			t.Fatalf("checkpoints of %s: %d, %v", r.ID, len(rp.Checkpoints), err)
 		}
 	}
 }
@@ -432,9 +434,9 @@ func TestLargePayloads(t *testing.T) {
 	if !bytes.Equal(cl.SuspendState, state) || !bytes.Equal(cl.Input, input) {
 		t.Fatal("suspend state or input differs after a suspension")
 	}
-	cps, err := s.LoadCheckpoints(ctx, "r")
-	if err != nil || len(cps) != 1 || !bytes.Equal(cps[0].Output, out) {
-		t.Fatalf("LoadCheckpoints: %d checkpoints, %v", len(cps), err)
+	rp, err := s.LoadReplay(ctx, "r")
+	if err != nil || len(rp.Checkpoints) != 1 || !bytes.Equal(rp.Checkpoints[0].Output, out) {
+		t.Fatalf("LoadReplay: %d checkpoints, %v", len(rp.Checkpoints), err)
 	}
 	if err := s.Complete(ctx, storage.CompleteRequest{Lease: cl.Lease, Status: storage.StatusComplete, Output: out}); err != nil {
 		t.Fatal(err)

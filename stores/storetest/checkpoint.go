@@ -14,6 +14,8 @@ var checkpointCases = []testCase{
 	{"checkpoint/execution order, not key order", testExecutionOrder},
 	{"checkpoint/attempts recorded in order with the step", testAttempts},
 	{"checkpoint/step error round-trips", testCheckpointError},
+	{"attempts/pending attempts survive a hand-over, then belong to their step", testPendingAttempts},
+	{"attempts/pending attempts of an earlier execution are not pending after Restart", testPendingAfterRestart},
 	{"sleep/wake time stored once, run claimable at the wake time", testSleep},
 	{"bytes/caller buffers are copied in and out", testBuffersCopied},
 }
@@ -279,4 +281,98 @@ func testBuffersCopied(f *fixture) {
 	f.wantBytes("SuspendState", b.SuspendState, "state")
 	f.wantBytes("Input", b.Input, "input")
 	f.wantCheckpoints("run-1", "one@v1=", "two@v1=output", "ev@v1=payload")
+}
+
+func testPendingAttempts(f *fixture) {
+	a := f.start("run-1", "")
+	at := func(sec int) time.Time { return Start.Add(time.Duration(sec) * time.Second) }
+	k1 := storage.Attempt{Key: "k@v1", Number: 1, Started: at(0), Ended: at(1), Error: "timeout", RetryAt: timePtr(at(3))}
+	j1 := storage.Attempt{Key: "j@v1", Number: 1, Started: at(0), Ended: at(1), Error: "refused", RetryAt: timePtr(at(2).Add(250 * time.Millisecond))}
+	k2 := storage.Attempt{Key: "k@v1", Number: 2, Started: at(3), Ended: at(4), Error: "timeout again", RetryAt: timePtr(at(8))}
+	done := storage.Attempt{Key: "done@v1", Number: 1, Started: at(0), Ended: at(0)}
+	if _, err := f.store.Checkpoint(f.ctx, storage.CheckpointRequest{
+		Lease: a.Lease, LeaseFor: lease,
+		Checkpoint: storage.Checkpoint{Key: "done@v1", Kind: storage.KindStep},
+		Attempts:   []storage.Attempt{done},
+	}); err != nil {
+		f.t.Fatalf("Checkpoint: %v", err)
+	}
+	for _, batch := range [][]storage.Attempt{{k1, j1}, {k2}} {
+		if err := f.store.RecordAttempts(f.ctx, storage.RecordAttemptsRequest{Lease: a.Lease, LeaseFor: lease, Attempts: batch}); err != nil {
+			f.t.Fatalf("RecordAttempts: %v", err)
+		}
+	}
+	for _, att := range []*storage.Attempt{&k1, &j1, &k2, &done} {
+		att.Execution = 1
+	}
+	// worker-a dies; worker-b takes over and sees the attempts so far.
+	f.clock.Advance(lease + time.Millisecond)
+	b := f.claimOne("worker-b")
+	r := f.replay("run-1")
+	if r.Execution != 1 || len(r.Checkpoints) != 1 || r.Checkpoints[0].Key != "done@v1" {
+		f.t.Fatalf("LoadReplay = %+v, want execution 1 with done@v1", r)
+	}
+	f.wantAttempts("LoadReplay Pending", r.Pending, []storage.Attempt{k1, j1, k2})
+	h := f.history("run-1", 0)
+	f.wantAttempts("ListSteps Pending", h.Pending, []storage.Attempt{k1, j1, k2})
+	if len(h.Steps) != 1 {
+		f.t.Fatalf("ListSteps = %+v, want done@v1 only", h)
+	}
+	f.wantAttempts("attempts of done@v1", h.Steps[0].Attempts, []storage.Attempt{done})
+
+	// k's third attempt succeeds: k's attempts are no longer pending but
+	// listed with its step; j's still are.
+	k3 := storage.Attempt{Key: "k@v1", Number: 3, Started: f.now(), Ended: f.now()}
+	if _, err := f.store.Checkpoint(f.ctx, storage.CheckpointRequest{
+		Lease: b.Lease, LeaseFor: lease,
+		Checkpoint: storage.Checkpoint{Key: "k@v1", Kind: storage.KindStep, Output: []byte("K")},
+		Attempts:   []storage.Attempt{k3},
+	}); err != nil {
+		f.t.Fatalf("Checkpoint: %v", err)
+	}
+	k3.Execution = 1
+	r = f.replay("run-1")
+	f.wantAttempts("LoadReplay Pending after k's checkpoint", r.Pending, []storage.Attempt{j1})
+	h = f.history("run-1", 0)
+	f.wantAttempts("ListSteps Pending after k's checkpoint", h.Pending, []storage.Attempt{j1})
+	if len(h.Steps) != 2 || h.Steps[1].Key != "k@v1" {
+		f.t.Fatalf("ListSteps = %+v, want done@v1 then k@v1", h)
+	}
+	f.wantAttempts("attempts of k@v1", h.Steps[1].Attempts, []storage.Attempt{k1, k2, k3})
+}
+
+func testPendingAfterRestart(f *fixture) {
+	a := f.start("run-1", "")
+	k1 := storage.Attempt{Key: "k@v1", Number: 1, Started: f.now(), Ended: f.now(), Error: "x", RetryAt: f.after(time.Second)}
+	if err := f.store.RecordAttempts(f.ctx, storage.RecordAttemptsRequest{Lease: a.Lease, LeaseFor: lease, Attempts: []storage.Attempt{k1}}); err != nil {
+		f.t.Fatalf("RecordAttempts: %v", err)
+	}
+	f.restart("run-1", "")
+	if r := f.replay("run-1"); r.Execution != 2 || len(r.Pending) != 0 {
+		f.t.Fatalf("LoadReplay after Restart = %+v, want execution 2 with no pending attempts", r)
+	}
+	if h := f.history("run-1", 0); len(h.Pending) != 0 {
+		f.t.Fatalf("ListSteps after Restart = %+v, want no pending attempts", h)
+	}
+	k1.Execution = 1
+	f.wantAttempts("pending of execution 1", f.history("run-1", 1).Pending, []storage.Attempt{k1})
+
+	// The new execution counts k's attempts afresh, and its checkpoint of k
+	// takes none of execution 1's.
+	b := f.claimOne("worker-b")
+	k1b := storage.Attempt{Key: "k@v1", Number: 1, Started: f.now(), Ended: f.now()}
+	if _, err := f.store.Checkpoint(f.ctx, storage.CheckpointRequest{
+		Lease: b.Lease, LeaseFor: lease,
+		Checkpoint: storage.Checkpoint{Key: "k@v1", Kind: storage.KindStep},
+		Attempts:   []storage.Attempt{k1b},
+	}); err != nil {
+		f.t.Fatalf("Checkpoint: %v", err)
+	}
+	k1b.Execution = 2
+	h := f.history("run-1", 0)
+	if len(h.Steps) != 1 || len(h.Pending) != 0 {
+		f.t.Fatalf("ListSteps = %+v, want k@v1 and nothing pending", h)
+	}
+	f.wantAttempts("attempts of k@v1 in execution 2", h.Steps[0].Attempts, []storage.Attempt{k1b})
+	f.wantAttempts("pending of execution 1", f.history("run-1", 1).Pending, []storage.Attempt{k1})
 }

@@ -3,6 +3,8 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,6 +23,8 @@ var controlCases = []testCase{
 	{"terminate/fences the holder and notifies the parent", testTerminate},
 	{"terminate/waiting run drops its wait", testTerminateWaiting},
 	{"restart/drops progress, keeps input and events, revokes the lease", testRestart},
+	{"terminate/child error terminates unfinished descendants, leaves abandoned and finished ones", testTerminateTree},
+	{"terminate/without child error no child is touched", testTerminateNoChildError},
 }
 
 func (f *fixture) pause(id string) {
@@ -183,7 +187,7 @@ func testPauseInvalid(f *fixture) {
 	f.complete(a.Lease, "out")
 	f.create("queued", wf, "")
 	f.create("terminated", wf, "")
-	if err := f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: "terminated", Error: storage.ErrorInfo{Message: "stop"}}); err != nil {
+	if _, err := f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: "terminated", Error: storage.ErrorInfo{Message: "stop"}}); err != nil {
 		f.t.Fatalf("Terminate: %v", err)
 	}
 	before := f.snapshot()
@@ -202,7 +206,8 @@ func testTerminateRace(f *fixture) {
 	const runs, steps = 20, 50
 	raceRuns(f, runs, func(c storage.ClaimedRun) (stop func() error) {
 		return func() error {
-			return f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: c.Lease.RunID, Error: storage.ErrorInfo{Message: "stop", Code: storage.CodeTerminated}})
+			_, err := f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: c.Lease.RunID, Error: storage.ErrorInfo{Message: "stop", Code: storage.CodeTerminated}})
+			return err
 		}
 	}, steps, storage.StatusTerminated)
 }
@@ -310,17 +315,22 @@ func testTerminate(f *fixture) {
 	c := f.claimOne("worker-c", "child")
 	f.checkpoint(c.Lease, "step@v1", "")
 	info := storage.ErrorInfo{Message: "stopped by operator", Code: storage.CodeTerminated}
-	err := f.store.Terminate(f.ctx, storage.TerminateRequest{
+	f.clock.Advance(time.Second)
+	ids, err := f.store.Terminate(f.ctx, storage.TerminateRequest{
 		RunID: "run-1", Error: info,
 		Notify: &storage.Event{RunID: "parent", Topic: "child:run-1", Payload: []byte("terminated")},
 	})
 	if err != nil {
 		f.t.Fatalf("Terminate: %v", err)
 	}
+	if !slices.Equal(ids, []string{"run-1"}) {
+		f.t.Fatalf("Terminate returned %v, want [run-1]", ids)
+	}
 	rec := f.wantStatus("run-1", storage.StatusTerminated)
 	if rec.Error == nil || *rec.Error != info || rec.Wait != nil || rec.PauseRequested {
 		f.t.Fatalf("terminated record = %+v, want error %+v and nothing pending", rec, info)
 	}
+	f.wantTimePtr("EndedAt", rec.EndedAt, f.now())
 	_, err = f.store.Checkpoint(f.ctx, stepReq(c.Lease, "late@v1", ""))
 	f.wantErr(err, storage.ErrLeaseLost, "Checkpoint after Terminate")
 	f.wantErr(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: c.Lease, LeaseFor: lease}), storage.ErrLeaseLost, "Heartbeat after Terminate")
@@ -340,7 +350,7 @@ func testTerminate(f *fixture) {
 	f.claimNone("child")
 
 	before := f.snapshot()
-	err = f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: "run-1", Error: storage.ErrorInfo{Message: "again"},
+	_, err = f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: "run-1", Error: storage.ErrorInfo{Message: "again"},
 		Notify: &storage.Event{RunID: "parent", Topic: "x", Payload: []byte("y")}})
 	f.wantErr(err, storage.ErrInvalidState, "Terminate of a terminated run")
 	f.wantUnchanged(before, "a rejected Terminate")
@@ -355,7 +365,7 @@ func testTerminateWaiting(f *fixture) {
 	f.create("run-2", wf, "")
 	f.pause("run-2")
 	for _, id := range []string{"run-1", "run-2"} {
-		if err := f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: id, Error: storage.ErrorInfo{Message: "stop"}}); err != nil {
+		if _, err := f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: id, Error: storage.ErrorInfo{Message: "stop"}}); err != nil {
 			f.t.Fatalf("Terminate(%s): %v", id, err)
 		}
 		if rec := f.wantStatus(id, storage.StatusTerminated); rec.Wait != nil || rec.Error == nil || rec.Error.Message != "stop" {
@@ -380,13 +390,17 @@ func testRestart(f *fixture) {
 	f.pause("run-1")
 	f.clock.Advance(time.Second)
 
-	if err := f.store.Restart(f.ctx, "run-1"); err != nil {
+	if err := f.store.Restart(f.ctx, storage.RestartRequest{RunID: "run-1"}); err != nil {
 		f.t.Fatalf("Restart: %v", err)
 	}
 	rec := f.wantStatus("run-1", storage.StatusQueued)
 	if rec.Wait != nil || rec.PauseRequested || rec.Recoveries != 0 || rec.Workflow != wf || rec.Error != nil || len(rec.Output) != 0 {
 		f.t.Fatalf("restarted record = %+v, want a clean queued run", rec)
 	}
+	if rec.Execution != 2 || rec.EndedAt != nil {
+		f.t.Fatalf("restarted record in execution %d, ended %v; want execution 2, not ended", rec.Execution, rec.EndedAt)
+	}
+	f.wantTime("StartedAt", rec.StartedAt, f.now())
 	f.wantBytes("Input", rec.Input, "in")
 	f.wantTimePtr("ReadyAt", rec.ReadyAt, f.now())
 	f.wantCheckpoints("run-1")
@@ -395,6 +409,11 @@ func testRestart(f *fixture) {
 	}
 	_, err := f.store.Checkpoint(f.ctx, stepReq(a.Lease, "s2@v1", "2"))
 	f.wantErr(err, storage.ErrLeaseLost, "Checkpoint under the lease from before Restart")
+	err = f.store.RecordAttempts(f.ctx, storage.RecordAttemptsRequest{Lease: a.Lease, LeaseFor: lease, Attempts: []storage.Attempt{{Key: "s2@v1", Number: 1, Error: "x"}}})
+	f.wantErr(err, storage.ErrLeaseLost, "RecordAttempts under the lease from before Restart")
+	if h := f.history("run-1", 1); len(h.Steps) != 1 || h.Steps[0].Key != "s1@v1" || len(h.Pending) != 0 {
+		f.t.Fatalf("execution 1 after fenced writes = %+v, want only s1@v1", h)
+	}
 	f.wantErr(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease}), storage.ErrLeaseLost, "Heartbeat under the lease from before Restart")
 
 	b := f.claimOne("worker-b")
@@ -405,11 +424,11 @@ func testRestart(f *fixture) {
 	f.suspend(storage.SuspendRequest{Lease: b.Lease, Wait: &storage.Wait{Key: "ev@v1", Topic: "t"}, SuspendState: []byte("state")})
 
 	// Restart of a waiting run drops its wait and SuspendState.
-	if err := f.store.Restart(f.ctx, "run-1"); err != nil {
+	if err := f.store.Restart(f.ctx, storage.RestartRequest{RunID: "run-1"}); err != nil {
 		f.t.Fatalf("Restart: %v", err)
 	}
-	if rec := f.wantStatus("run-1", storage.StatusQueued); rec.Wait != nil {
-		f.t.Fatalf("wait %+v survived Restart", rec.Wait)
+	if rec := f.wantStatus("run-1", storage.StatusQueued); rec.Wait != nil || rec.Execution != 3 {
+		f.t.Fatalf("record after the second Restart = %+v, want no wait, execution 3", rec)
 	}
 	if ids := f.emit("t", "p"); len(ids) != 0 {
 		f.t.Fatalf("Emit reached %v after Restart", ids)
@@ -429,11 +448,14 @@ func testRestart(f *fixture) {
 	if err != nil {
 		f.t.Fatalf("Complete: %v", err)
 	}
-	if err := f.store.Restart(f.ctx, "run-1"); err != nil {
+	if err := f.store.Restart(f.ctx, storage.RestartRequest{RunID: "run-1"}); err != nil {
 		f.t.Fatalf("Restart of an errored run: %v", err)
 	}
-	if rec := f.wantStatus("run-1", storage.StatusQueued); rec.Error != nil || len(rec.Output) != 0 {
-		f.t.Fatalf("restarted errored run = %+v, want its error cleared", rec)
+	if rec := f.wantStatus("run-1", storage.StatusQueued); rec.Error != nil || len(rec.Output) != 0 || rec.Execution != 4 || rec.EndedAt != nil {
+		f.t.Fatalf("restarted errored run = %+v, want its error cleared, execution 4, not ended", rec)
+	}
+	if execs := f.executions("run-1"); len(execs) != 4 || execs[2].Status != storage.StatusErrored || execs[3].Number != 4 {
+		f.t.Fatalf("executions = %+v, want four, the third errored", execs)
 	}
 	f.wantCheckpoints("run-1")
 	if d := f.claimOne("worker-d"); d.Lease.Token <= c.Lease.Token {
@@ -443,4 +465,129 @@ func testRestart(f *fixture) {
 
 func childNotify(parent string) *storage.Event {
 	return &storage.Event{RunID: parent, Topic: "child:run-1", Payload: []byte(`"child result"`)}
+}
+
+// family creates run-tree under root, a running run of wf:
+//
+//	root (running)
+//	├── c-run (running) ── g-run (queued) ── gg-wait (waiting on an event)
+//	├── c-paused (paused)
+//	├── c-done (complete) ── d-kid (queued)
+//	├── c-failed (errored)
+//	├── c-gone (terminated)
+//	└── c-abandon (abandon, queued) ── a-kid (queued) ── a-grandkid (queued)
+//
+// and a run outside it, stranger; each run but root has a workflow of its
+// own. It returns the claims of root and c-run.
+func family(f *fixture) (root, crun storage.ClaimedRun) {
+	f.t.Helper()
+	root = f.startAs(storage.NewRun{ID: "root", Workflow: wf})
+	crun = f.startAs(storage.NewRun{ID: "c-run", ParentID: "root"})
+	f.createRun(storage.NewRun{ID: "g-run", Workflow: "wf-g-run", ParentID: "c-run"})
+	w := f.startAs(storage.NewRun{ID: "gg-wait", ParentID: "g-run"})
+	f.park(w.Lease, "ev@v1", "topic", storage.KindEvent)
+	f.createRun(storage.NewRun{ID: "c-paused", Workflow: "wf-c-paused", ParentID: "root"})
+	f.pause("c-paused")
+	d := f.startAs(storage.NewRun{ID: "c-done", ParentID: "root"})
+	f.complete(d.Lease, "out")
+	f.createRun(storage.NewRun{ID: "d-kid", Workflow: "wf-d-kid", ParentID: "c-done"})
+	e := f.startAs(storage.NewRun{ID: "c-failed", ParentID: "root"})
+	if err := f.store.Complete(f.ctx, storage.CompleteRequest{Lease: e.Lease, Status: storage.StatusErrored, Error: &storage.ErrorInfo{Message: "boom"}}); err != nil {
+		f.t.Fatalf("Complete: %v", err)
+	}
+	f.createRun(storage.NewRun{ID: "c-gone", Workflow: "wf-c-gone", ParentID: "root"})
+	f.terminate(storage.TerminateRequest{RunID: "c-gone", Error: storage.ErrorInfo{Message: "earlier"}})
+	f.createRun(storage.NewRun{ID: "c-abandon", Workflow: "wf-c-abandon", ParentID: "root", ParentPolicy: storage.ParentAbandon})
+	f.createRun(storage.NewRun{ID: "a-kid", Workflow: "wf-a-kid", ParentID: "c-abandon"})
+	f.createRun(storage.NewRun{ID: "a-grandkid", Workflow: "wf-a-grandkid", ParentID: "a-kid"})
+	f.createRun(storage.NewRun{ID: "stranger", Workflow: "wf-stranger"})
+	return root, crun
+}
+
+func testTerminateTree(f *fixture) {
+	root, crun := family(f)
+	f.clock.Advance(time.Second)
+	untouched := map[string]storage.RunRecord{}
+	for _, id := range []string{"c-done", "c-failed", "c-gone", "c-abandon", "a-kid", "a-grandkid", "stranger"} {
+		untouched[id] = normRecord(f.get(id))
+	}
+	stop := storage.ErrorInfo{Message: "stopped by operator", Code: storage.CodeTerminated}
+	childErr := storage.ErrorInfo{Message: "parent root terminated", Code: storage.CodeTerminated}
+	ids := f.terminate(storage.TerminateRequest{RunID: "root", Error: stop, ChildError: &childErr})
+	if len(ids) == 0 || ids[0] != "root" {
+		f.t.Fatalf("Terminate returned %v, want root first", ids)
+	}
+	rest := slices.Clone(ids[1:])
+	slices.Sort(rest)
+	// d-kid is reached through its finished parent: it is a descendant all
+	// the same.
+	if want := []string{"c-paused", "c-run", "d-kid", "g-run", "gg-wait"}; !slices.Equal(rest, want) {
+		f.t.Fatalf("Terminate returned %v, want root then %v in any order", ids, want)
+	}
+	rec := f.wantStatus("root", storage.StatusTerminated)
+	if rec.Error == nil || *rec.Error != stop {
+		f.t.Fatalf("root error %+v, want %+v", rec.Error, stop)
+	}
+	f.wantTimePtr("EndedAt of root", rec.EndedAt, f.now())
+	for _, id := range rest {
+		rec := f.wantStatus(id, storage.StatusTerminated)
+		if rec.Error == nil || *rec.Error != childErr || rec.Wait != nil || rec.PauseRequested {
+			f.t.Fatalf("terminated child %s = %+v (error %+v), want error %+v and nothing pending", id, rec, rec.Error, childErr)
+		}
+		f.wantTimePtr("EndedAt of "+id, rec.EndedAt, f.now())
+		f.wantExecutions(id, storage.ExecutionRecord{Number: 1, StartedAt: rec.StartedAt, EndedAt: f.after(0), Status: storage.StatusTerminated, Error: &childErr})
+	}
+	for id, before := range untouched {
+		if after := normRecord(f.get(id)); !reflect.DeepEqual(after, before) {
+			f.t.Fatalf("Terminate with a child error changed %s:\nbefore %+v\nafter  %+v", id, before, after)
+		}
+	}
+	// The holders of running descendants are fenced, and so is the root's.
+	for _, l := range []storage.Lease{root.Lease, crun.Lease} {
+		_, err := f.store.Checkpoint(f.ctx, stepReq(l, "late@v1", ""))
+		f.wantErr(err, storage.ErrLeaseLost, "Checkpoint by the holder of "+l.RunID)
+		f.wantErr(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: l, LeaseFor: lease}), storage.ErrLeaseLost, "Heartbeat by the holder of "+l.RunID)
+	}
+	if ids := f.emit("topic", "p"); len(ids) != 0 {
+		f.t.Fatalf("Emit reached %v: a terminated descendant kept its wait", ids)
+	}
+	// The abandoned branch still runs.
+	f.clock.Advance(lease + time.Millisecond)
+	if c := f.claimOne("worker-z", "wf-a-grandkid"); c.Lease.RunID != "a-grandkid" {
+		f.t.Fatalf("claimed %s, want a-grandkid", c.Lease.RunID)
+	}
+	f.claimNone("wf-root", wf, "wf-c-run", "wf-g-run", "wf-gg-wait", "wf-c-paused", "wf-d-kid")
+}
+
+func testTerminateNoChildError(f *fixture) {
+	root, crun := family(f)
+	f.clock.Advance(time.Second)
+	var before []storage.RunRecord
+	for _, r := range f.listAll(storage.ListRunsQuery{}) {
+		if r.ID != "root" {
+			before = append(before, normRecord(r))
+		}
+	}
+	if ids := f.terminate(storage.TerminateRequest{RunID: "root", Error: storage.ErrorInfo{Message: "stop"}}); !slices.Equal(ids, []string{"root"}) {
+		f.t.Fatalf("Terminate returned %v, want [root]", ids)
+	}
+	f.wantStatus("root", storage.StatusTerminated)
+	var after []storage.RunRecord
+	for _, r := range f.listAll(storage.ListRunsQuery{}) {
+		if r.ID != "root" {
+			after = append(after, normRecord(r))
+		}
+	}
+	if !reflect.DeepEqual(before, after) {
+		f.t.Fatalf("Terminate without a child error changed other runs:\nbefore %+v\nafter  %+v", before, after)
+	}
+	_, err := f.store.Checkpoint(f.ctx, stepReq(root.Lease, "late@v1", ""))
+	f.wantErr(err, storage.ErrLeaseLost, "Checkpoint by the root's holder")
+	f.checkpoint(crun.Lease, "s@v1", "child goes on")
+
+	// A finished run with a child error: ErrInvalidState, nothing written.
+	snap := f.snapshot()
+	_, err = f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: "root", Error: storage.ErrorInfo{Message: "again"}, ChildError: &storage.ErrorInfo{Message: "x"}})
+	f.wantErr(err, storage.ErrInvalidState, "Terminate of a terminated run with a child error")
+	f.wantUnchanged(snap, "a rejected Terminate with a child error")
 }

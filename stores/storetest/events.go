@@ -19,6 +19,9 @@ var eventCases = []testCase{
 	{"event/payload exactly once across a crash after delivery", testDeliveryCrash},
 	{"event/timeout is distinguishable from a first wait", testTimeout},
 	{"event/timeout checkpoint after a delivery returns the event", testTimeoutAfterDelivery},
+	{"refuse/a refused event is taken back, its attempt kept, and the run waits again", testRefuse},
+	{"refuse/a buffered event behind the refused one is delivered at once", testRefuseBuffered},
+	{"refuse/a key without an event checkpoint is ErrInvalidState and changes nothing", testRefuseInvalid},
 }
 
 func testSendAfterWait(f *fixture) {
@@ -323,4 +326,138 @@ func testTimeoutAfterDelivery(f *fixture) {
 		f.t.Fatalf("timeout Checkpoint Existing = %+v, want the delivered event", ex)
 	}
 	f.wantCheckpoints("run-1", "approve@v1=just in time")
+}
+
+func refusal(key string, number int, why string, at time.Time) *storage.Refusal {
+	return &storage.Refusal{Key: key, Attempt: storage.Attempt{Key: key, Number: number, Started: at, Ended: at, Error: why}}
+}
+
+func testRefuse(f *fixture) {
+	a := f.start("run-1", "")
+	f.checkpoint(a.Lease, "before@v1", "B")
+	f.park(a.Lease, "approve@v1", "approval", storage.KindEvent)
+	if !f.send("run-1", "approval", "garbage") {
+		f.t.Fatal("SendEvent not delivered")
+	}
+	b := f.claimOne("worker-b")
+	f.wantCheckpoints("run-1", "before@v1=B", "approve@v1=garbage")
+
+	f.clock.Advance(time.Second)
+	ref := refusal("approve@v1", 1, "cannot decode payload", f.now())
+	res := f.suspend(storage.SuspendRequest{
+		Lease:        b.Lease,
+		Wait:         &storage.Wait{Key: "approve@v1", Topic: "approval", Kind: storage.KindEvent},
+		SuspendState: []byte("state"),
+		Refuse:       ref,
+	})
+	if res.Delivered != nil || res.Paused {
+		f.t.Fatalf("Suspend with a refusal = %+v, want parked", res)
+	}
+	rec := f.wantStatus("run-1", storage.StatusWaiting)
+	if rec.Wait == nil || rec.Wait.Key != "approve@v1" || rec.Wait.Topic != "approval" {
+		f.t.Fatalf("wait after the refusal = %+v, want approve@v1 on approval", rec.Wait)
+	}
+	want := ref.Attempt
+	want.Execution = 1
+	r := f.replay("run-1")
+	f.wantCheckpoints("run-1", "before@v1=B")
+	f.wantAttempts("LoadReplay Pending after the refusal", r.Pending, []storage.Attempt{want})
+	h := f.history("run-1", 0)
+	if len(h.Steps) != 1 {
+		f.t.Fatalf("ListSteps after the refusal = %+v, want before@v1 only", h)
+	}
+	f.wantAttempts("ListSteps Pending after the refusal", h.Pending, []storage.Attempt{want})
+
+	// A second event is delivered as to any waiting run.
+	if !f.send("run-1", "approval", "yes") {
+		f.t.Fatal("second SendEvent not delivered")
+	}
+	cps := f.wantCheckpoints("run-1", "before@v1=B", "approve@v1=yes")
+	if cps[1].Kind != storage.KindEvent {
+		f.t.Fatalf("second delivery kind %q, want event", cps[1].Kind)
+	}
+	c := f.claimOne("worker-c")
+	f.wantBytes("SuspendState", c.SuspendState, "state")
+	h = f.history("run-1", 0)
+	if len(h.Pending) != 0 || len(h.Steps) != 2 || h.Steps[1].Key != "approve@v1" {
+		f.t.Fatalf("ListSteps after the second event = %+v, want approve@v1 with nothing pending", h)
+	}
+	f.wantAttempts("attempts of approve@v1", h.Steps[1].Attempts, []storage.Attempt{want})
+	if r := f.replay("run-1"); len(r.Pending) != 0 {
+		f.t.Fatalf("LoadReplay Pending = %+v, want none", r.Pending)
+	}
+}
+
+func testRefuseBuffered(f *fixture) {
+	a := f.start("run-1", "")
+	f.park(a.Lease, "approve@v1", "approval", storage.KindEvent)
+	if !f.send("run-1", "approval", "garbage") {
+		f.t.Fatal("SendEvent not delivered")
+	}
+	// The run is queued, not waiting: the next event is buffered.
+	if f.send("run-1", "approval", "yes") {
+		f.t.Fatal("SendEvent to a run no longer waiting reported delivered")
+	}
+	b := f.claimOne("worker-b")
+	f.clock.Advance(time.Second)
+	ref := refusal("approve@v1", 1, "cannot decode payload", f.now())
+	res := f.suspend(storage.SuspendRequest{
+		Lease: b.Lease, LeaseFor: 2 * lease,
+		Wait:   &storage.Wait{Key: "approve@v1", Topic: "approval"},
+		Refuse: ref,
+	})
+	d := res.Delivered
+	if d == nil || res.Paused || d.Key != "approve@v1" || d.Kind != storage.KindEvent || string(d.Output) != "yes" {
+		f.t.Fatalf("Suspend with a refusal = %+v (delivered %+v), want the buffered event as approve@v1", res, d)
+	}
+	rec := f.wantStatus("run-1", storage.StatusRunning)
+	if rec.Token != b.Lease.Token || rec.Wait != nil {
+		f.t.Fatalf("record = %+v, want still leased to worker-b with no wait", rec)
+	}
+	f.wantLeaseUntil("run-1", f.now().Add(2*lease))
+	f.wantCheckpoints("run-1", "approve@v1=yes")
+	want := ref.Attempt
+	want.Execution = 1
+	h := f.history("run-1", 0)
+	if len(h.Pending) != 0 || len(h.Steps) != 1 {
+		f.t.Fatalf("ListSteps = %+v, want approve@v1 with nothing pending", h)
+	}
+	f.wantAttempts("attempts of approve@v1", h.Steps[0].Attempts, []storage.Attempt{want})
+	// The buffer is empty now.
+	f.checkpoint(b.Lease, "next@v1", "")
+	f.park(b.Lease, "again@v1", "approval", storage.KindEvent)
+}
+
+func testRefuseInvalid(f *fixture) {
+	a := f.start("run-1", "")
+	f.checkpoint(a.Lease, "step@v1", "S")
+	f.send("run-1", "approval", "buffered")
+	before := f.snapshot()
+	for _, key := range []string{"step@v1", "absent@v1"} {
+		_, err := f.store.Suspend(f.ctx, storage.SuspendRequest{
+			Lease: a.Lease, LeaseFor: lease,
+			Wait:         &storage.Wait{Key: key, Topic: "approval"},
+			SuspendState: []byte("state"),
+			Refuse:       refusal(key, 1, "bad", f.now()),
+		})
+		f.wantErr(err, storage.ErrInvalidState, "Suspend refusing "+key)
+	}
+	f.wantUnchanged(before, "a Suspend refusing a key without an event checkpoint")
+	// The buffered event was not consumed and the lease holds.
+	res := f.suspend(storage.SuspendRequest{Lease: a.Lease, Wait: &storage.Wait{Key: "ev@v1", Topic: "approval"}})
+	if res.Delivered == nil || string(res.Delivered.Output) != "buffered" {
+		f.t.Fatalf("Suspend = %+v, want the buffered event", res)
+	}
+	// A refusal of an event checkpoint of an earlier execution is refused
+	// too: only the current execution's count.
+	f.restart("run-1", "")
+	b := f.claimOne("worker-b")
+	before = f.snapshot()
+	_, err := f.store.Suspend(f.ctx, storage.SuspendRequest{
+		Lease: b.Lease, LeaseFor: lease,
+		Wait:   &storage.Wait{Key: "ev@v1", Topic: "approval"},
+		Refuse: refusal("ev@v1", 1, "bad", f.now()),
+	})
+	f.wantErr(err, storage.ErrInvalidState, "Suspend refusing an event of an earlier execution")
+	f.wantUnchanged(before, "a Suspend refusing an event of an earlier execution")
 }

@@ -36,9 +36,14 @@ func testMalformed(f *fixture) {
 		do   func() error
 	}
 	newRuns := []storage.NewRun{{ID: "run-3", Workflow: wf}, {ID: "run-4"}}
+	orphan := []storage.NewRun{{ID: "run-3", Workflow: wf}, {ID: "run-4", Workflow: wf, ParentID: "run-1", ParentPolicy: "orphan"}}
 	calls := []call{
 		{"CreateRuns with a run without a workflow", storage.ValidateNewRuns(newRuns), func() error {
 			_, err := s.CreateRuns(ctx, newRuns)
+			return err
+		}},
+		{"CreateRuns with an unknown parent policy", storage.ValidateNewRuns(orphan), func() error {
+			_, err := s.CreateRuns(ctx, orphan)
 			return err
 		}},
 		{"ListRuns with an unknown status", storage.ListRunsQuery{Status: "done"}.Validate(), func() error {
@@ -76,6 +81,12 @@ func testMalformed(f *fixture) {
 		{Lease: l, LeaseFor: lease, Checkpoint: &empty, ReadyAt: f.after(time.Hour)},
 		{Lease: l, LeaseFor: lease, Wait: &storage.Wait{Key: "ev@v1"}},
 		{Lease: l, LeaseFor: lease, Wait: &storage.Wait{Key: "ev@v1", Topic: "t", Kind: "evnt"}},
+		// Refusals: without a wait, of another key than the wait's, with an
+		// attempt of another key, with an attempt that does not say why.
+		{Lease: l, LeaseFor: lease, ReadyAt: f.after(0), Refuse: refusal("s@v1", 1, "bad", Start)},
+		{Lease: l, LeaseFor: lease, Wait: &storage.Wait{Key: "ev@v1", Topic: "t"}, Refuse: refusal("s@v1", 1, "bad", Start)},
+		{Lease: l, LeaseFor: lease, Wait: &storage.Wait{Key: "s@v1", Topic: "t"}, Refuse: &storage.Refusal{Key: "s@v1", Attempt: storage.Attempt{Key: "ev@v1", Number: 1, Error: "bad"}}},
+		{Lease: l, LeaseFor: lease, Wait: &storage.Wait{Key: "s@v1", Topic: "t"}, Refuse: &storage.Refusal{Key: "s@v1", Attempt: storage.Attempt{Key: "s@v1", Number: 1}}},
 	} {
 		calls = append(calls, call{fmt.Sprintf("Suspend %+v", r), r.Validate(), func() error {
 			_, err := s.Suspend(ctx, r)
@@ -90,12 +101,30 @@ func testMalformed(f *fixture) {
 	}
 	term := storage.TerminateRequest{RunID: "run-2", Error: storage.ErrorInfo{Message: "x"}, Notify: &storage.Event{Topic: "t"}}
 	calls = append(calls,
-		call{"Terminate with a notify without a run", term.Validate(), func() error { return s.Terminate(ctx, term) }},
+		call{"Terminate with a notify without a run", term.Validate(), func() error { _, err := s.Terminate(ctx, term); return err }},
 		call{"Emit without a topic", storage.EmitRequest{}.Validate(), func() error {
 			_, err := s.Emit(ctx, storage.EmitRequest{Payload: []byte("p")})
 			return err
 		}},
 	)
+	for _, r := range []storage.RestartRequest{{}, {FromKey: "s@v1"}, {RunID: "run-1", FromKey: "s@v1\nx"}} {
+		calls = append(calls, call{fmt.Sprintf("Restart %+v", r), r.Validate(), func() error { return s.Restart(ctx, r) }})
+	}
+	for _, q := range []storage.StepsQuery{{}, {Execution: 1}, {RunID: "run-1", Execution: -1}} {
+		calls = append(calls, call{fmt.Sprintf("ListSteps %+v", q), q.Validate(), func() error {
+			_, err := s.ListSteps(ctx, q)
+			return err
+		}})
+	}
+	for _, c := range []storage.Catalog{
+		{Workflows: []storage.WorkflowType{{Name: "ok", Version: 1}, {Version: 1}}},
+		{Workflows: []storage.WorkflowType{{Name: "bad", InputSchema: []byte(`{"type":`)}}},
+		{Workflows: []storage.WorkflowType{{Name: "bad", OutputSchema: []byte(`not json`)}}},
+		{Workflows: []storage.WorkflowType{{Name: "ok"}}, Events: []storage.EventType{{Topic: "ok"}, {}}},
+		{Events: []storage.EventType{{Topic: "bad", PayloadSchema: []byte(`{`)}}},
+	} {
+		calls = append(calls, call{fmt.Sprintf("PutCatalog %+v", c), c.Validate(), func() error { return s.PutCatalog(ctx, c) }})
+	}
 	for _, ev := range []storage.Event{{RunID: "run-2", Payload: []byte("p")}, {Topic: "t", Payload: []byte("p")}} {
 		calls = append(calls, call{fmt.Sprintf("SendEvent %+v", ev), ev.Validate(), func() error {
 			_, err := s.SendEvent(ctx, ev)
@@ -127,16 +156,21 @@ func testUnknownRun(f *fixture) {
 	f.wantErr(err, storage.ErrRunNotFound, "GetRun")
 	f.wantErr(f.store.Pause(f.ctx, id), storage.ErrRunNotFound, "Pause")
 	f.wantErr(f.store.Resume(f.ctx, id), storage.ErrRunNotFound, "Resume")
-	err = f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: id, Error: storage.ErrorInfo{Message: "stop"},
+	_, err = f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: id, Error: storage.ErrorInfo{Message: "stop"},
 		Notify: &storage.Event{RunID: "run-2", Topic: "t", Payload: []byte("p")}})
 	f.wantErr(err, storage.ErrRunNotFound, "Terminate")
-	f.wantErr(f.store.Restart(f.ctx, id), storage.ErrRunNotFound, "Restart")
+	f.wantErr(f.store.Restart(f.ctx, storage.RestartRequest{RunID: id}), storage.ErrRunNotFound, "Restart")
 	_, err = f.store.SendEvent(f.ctx, storage.Event{RunID: id, Topic: "t", Payload: []byte("p")})
 	f.wantErr(err, storage.ErrRunNotFound, "SendEvent")
-	_, err = f.store.LoadCheckpoints(f.ctx, id)
-	f.wantErr(err, storage.ErrRunNotFound, "LoadCheckpoints")
-	_, err = f.store.ListSteps(f.ctx, id)
+	_, err = f.store.LoadReplay(f.ctx, id)
+	f.wantErr(err, storage.ErrRunNotFound, "LoadReplay")
+	_, err = f.store.ListSteps(f.ctx, storage.StepsQuery{RunID: id})
 	f.wantErr(err, storage.ErrRunNotFound, "ListSteps")
+	_, err = f.store.ListExecutions(f.ctx, id)
+	f.wantErr(err, storage.ErrRunNotFound, "ListExecutions")
+	f.wantErr(f.store.Restart(f.ctx, storage.RestartRequest{RunID: id, FromKey: "s@v1"}), storage.ErrRunNotFound, "Restart from a step")
+	_, err = f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: id, Error: storage.ErrorInfo{Message: "stop"}, ChildError: &storage.ErrorInfo{Message: "parent gone"}})
+	f.wantErr(err, storage.ErrRunNotFound, "Terminate with a child error")
 	f.wantUnchanged(before, "calls naming an unknown run")
 	// The rejected Terminate delivered nothing to run-2.
 	b := f.claimOne("worker-b")
@@ -149,7 +183,7 @@ func testSendToFinished(f *fixture) {
 	a := f.start("run-1", "")
 	f.complete(a.Lease, "out")
 	f.create("run-2", wf, "")
-	if err := f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: "run-2", Error: storage.ErrorInfo{Message: "stop"}}); err != nil {
+	if _, err := f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: "run-2", Error: storage.ErrorInfo{Message: "stop"}}); err != nil {
 		f.t.Fatalf("Terminate: %v", err)
 	}
 	before := f.snapshot()
@@ -159,7 +193,7 @@ func testSendToFinished(f *fixture) {
 	}
 	f.wantUnchanged(before, "SendEvent to a finished run")
 	// Nothing was buffered either: after a restart the run waits.
-	if err := f.store.Restart(f.ctx, "run-1"); err != nil {
+	if err := f.store.Restart(f.ctx, storage.RestartRequest{RunID: "run-1"}); err != nil {
 		f.t.Fatalf("Restart: %v", err)
 	}
 	b := f.claimOne("worker-b")
@@ -179,11 +213,11 @@ func testClose(f *fixture) {
 			_, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "run-2", Workflow: wf}})
 			return err
 		},
-		"GetRun":          func() error { _, err := s.GetRun(ctx, "run-1"); return err },
-		"ListRuns":        func() error { _, err := s.ListRuns(ctx, storage.ListRunsQuery{}); return err },
-		"Claim":           func() error { _, err := s.Claim(ctx, claimReq("worker-b")); return err },
-		"LoadCheckpoints": func() error { _, err := s.LoadCheckpoints(ctx, "run-1"); return err },
-		"Checkpoint":      func() error { _, err := s.Checkpoint(ctx, stepReq(l, "s@v1", "")); return err },
+		"GetRun":     func() error { _, err := s.GetRun(ctx, "run-1"); return err },
+		"ListRuns":   func() error { _, err := s.ListRuns(ctx, storage.ListRunsQuery{}); return err },
+		"Claim":      func() error { _, err := s.Claim(ctx, claimReq("worker-b")); return err },
+		"LoadReplay": func() error { _, err := s.LoadReplay(ctx, "run-1"); return err },
+		"Checkpoint": func() error { _, err := s.Checkpoint(ctx, stepReq(l, "s@v1", "")); return err },
 		"RecordAttempts": func() error {
 			return s.RecordAttempts(ctx, storage.RecordAttemptsRequest{Lease: l, LeaseFor: lease, Attempts: []storage.Attempt{{Key: "s@v1", Number: 1}}})
 		},
@@ -198,12 +232,24 @@ func testClose(f *fixture) {
 		"Pause":  func() error { return s.Pause(ctx, "run-1") },
 		"Resume": func() error { return s.Resume(ctx, "run-1") },
 		"Terminate": func() error {
-			return s.Terminate(ctx, storage.TerminateRequest{RunID: "run-1", Error: storage.ErrorInfo{Message: "x"}})
+			_, err := s.Terminate(ctx, storage.TerminateRequest{RunID: "run-1", Error: storage.ErrorInfo{Message: "x"}})
+			return err
 		},
-		"Restart":   func() error { return s.Restart(ctx, "run-1") },
-		"Emit":      func() error { _, err := s.Emit(ctx, storage.EmitRequest{Topic: "t", Payload: nil}); return err },
-		"SendEvent": func() error { _, err := s.SendEvent(ctx, storage.Event{RunID: "run-1", Topic: "t"}); return err },
-		"ListSteps": func() error { _, err := s.ListSteps(ctx, "run-1"); return err },
+		"Restart":        func() error { return s.Restart(ctx, storage.RestartRequest{RunID: "run-1"}) },
+		"Emit":           func() error { _, err := s.Emit(ctx, storage.EmitRequest{Topic: "t", Payload: nil}); return err },
+		"SendEvent":      func() error { _, err := s.SendEvent(ctx, storage.Event{RunID: "run-1", Topic: "t"}); return err },
+		"ListSteps":      func() error { _, err := s.ListSteps(ctx, storage.StepsQuery{RunID: "run-1"}); return err },
+		"ListExecutions": func() error { _, err := s.ListExecutions(ctx, "run-1"); return err },
+		"Restart from a step": func() error {
+			return s.Restart(ctx, storage.RestartRequest{RunID: "run-1", FromKey: "s@v1"})
+		},
+		"Heartbeat with a step": func() error {
+			return s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: l, LeaseFor: lease, Step: &storage.ActiveStep{Key: "s@v1", Attempt: 1}})
+		},
+		"PutCatalog": func() error {
+			return s.PutCatalog(ctx, storage.Catalog{Workflows: []storage.WorkflowType{{Name: wf, Version: 1}}})
+		},
+		"GetCatalog": func() error { _, err := s.GetCatalog(ctx); return err },
 	}
 	for name, call := range calls {
 		if err := call(); !errors.Is(err, storage.ErrClosed) {

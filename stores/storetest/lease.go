@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +23,9 @@ var claimCases = []testCase{
 	{"lease/checkpoint extends the lease", testLeaseExtendedBy(extendByCheckpoint)},
 	{"lease/heartbeat extends the lease", testLeaseExtendedBy(extendByHeartbeat)},
 	{"lease/record attempts extends the lease", testLeaseExtendedBy(extendByAttempts)},
+	{"active step/heartbeat with a step sets it, without one keeps it", testActiveStep},
+	{"active step/every later write of the run clears it", testActiveCleared},
+	{"active step/stale heartbeat with a step writes nothing", testActiveStale},
 	{"suspend/release with ready now is claimable at once", testSuspendRelease},
 	{"complete/output", testComplete},
 	{"complete/errored with error info", testCompleteErrored},
@@ -100,7 +104,7 @@ func testClaimSkipsUnready(f *fixture) {
 		f.t.Fatalf("Complete(errored): %v", err)
 	}
 	f.create("terminated", wf, "")
-	if err := f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: "terminated", Error: storage.ErrorInfo{Message: "stop"}}); err != nil {
+	if _, err := f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: "terminated", Error: storage.ErrorInfo{Message: "stop"}}); err != nil {
 		f.t.Fatalf("Terminate: %v", err)
 	}
 	f.create("ready", wf, "")
@@ -151,7 +155,7 @@ func testClaimTokenGrows(f *fixture) {
 	f.clock.Advance(lease + time.Millisecond)
 	c = f.claimOne("worker-b")
 	check(c, "an expired lease")
-	if err := f.store.Restart(f.ctx, "run-1"); err != nil {
+	if err := f.store.Restart(f.ctx, storage.RestartRequest{RunID: "run-1"}); err != nil {
 		f.t.Fatalf("Restart: %v", err)
 	}
 	c = f.claimOne("worker-c")
@@ -455,7 +459,7 @@ func testNotifyBuffered(f *fixture) {
 // cannot take the notification.
 func testNotifyGone(f *fixture) {
 	f.create("parent", wf, "")
-	if err := f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: "parent", Error: storage.ErrorInfo{Message: "stop"}}); err != nil {
+	if _, err := f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: "parent", Error: storage.ErrorInfo{Message: "stop"}}); err != nil {
 		f.t.Fatalf("Terminate: %v", err)
 	}
 	f.create("run-1", "child", "")
@@ -477,4 +481,121 @@ func testNotifyGone(f *fixture) {
 	if _, err := f.store.GetRun(f.ctx, "no-such-run"); !errors.Is(err, storage.ErrRunNotFound) {
 		f.t.Fatalf("GetRun(no-such-run): %v, want ErrRunNotFound", err)
 	}
+}
+
+// heartbeatStep reports the step attempt running under the lease.
+func (f *fixture) heartbeatStep(l storage.Lease, key string, attempt int) storage.ActiveStep {
+	f.t.Helper()
+	step := storage.ActiveStep{Key: key, Attempt: attempt, Started: f.now().Add(-1500 * time.Millisecond)}
+	if err := f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: l, LeaseFor: lease, Step: &step}); err != nil {
+		f.t.Fatalf("Heartbeat(%s, step %s): %v", l.RunID, key, err)
+	}
+	return step
+}
+
+func (f *fixture) wantActive(id string, want *storage.ActiveStep) {
+	f.t.Helper()
+	got := f.get(id).Active
+	switch {
+	case want == nil && got != nil:
+		f.t.Fatalf("Active of %s = %+v, want none", id, *got)
+	case want == nil:
+	case got == nil:
+		f.t.Fatalf("Active of %s = nil, want %+v", id, *want)
+	case got.Key != want.Key || got.Attempt != want.Attempt || !ms(got.Started).Equal(ms(want.Started)):
+		f.t.Fatalf("Active of %s = %+v, want %+v", id, *got, *want)
+	}
+}
+
+func testActiveStep(f *fixture) {
+	a := f.start("run-1", "")
+	f.wantActive("run-1", nil)
+	f.clock.Advance(time.Second)
+	step := f.heartbeatStep(a.Lease, "charge@v1", 3)
+	f.wantActive("run-1", &step)
+	f.wantLeaseUntil("run-1", f.now().Add(lease))
+	if cps := f.wantCheckpoints("run-1"); len(cps) != 0 {
+		f.t.Fatalf("a heartbeat wrote checkpoints %+v", cps)
+	}
+	// A heartbeat without a step extends the lease and keeps the step.
+	f.clock.Advance(time.Second)
+	if err := f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease}); err != nil {
+		f.t.Fatalf("Heartbeat: %v", err)
+	}
+	f.wantActive("run-1", &step)
+	f.wantLeaseUntil("run-1", f.now().Add(lease))
+	// A later step replaces it.
+	next := f.heartbeatStep(a.Lease, "charge@v1", 4)
+	f.wantActive("run-1", &next)
+	if r := f.replay("run-1"); len(r.Pending) != 0 {
+		f.t.Fatalf("a heartbeat recorded attempts: %+v", r.Pending)
+	}
+}
+
+// testActiveCleared gives each clearing write its own run (and workflow,
+// so claims do not mix them up).
+func testActiveCleared(f *fixture) {
+	for _, tc := range []struct {
+		name  string
+		clear func(l storage.Lease)
+	}{
+		{"Checkpoint", func(l storage.Lease) { f.checkpoint(l, "charge@v1", "ok") }},
+		{"RecordAttempts", func(l storage.Lease) {
+			err := f.store.RecordAttempts(f.ctx, storage.RecordAttemptsRequest{Lease: l, LeaseFor: lease, Attempts: []storage.Attempt{{Key: "charge@v1", Number: 1, Started: f.now(), Ended: f.now(), Error: "x"}}})
+			if err != nil {
+				f.t.Fatalf("RecordAttempts: %v", err)
+			}
+		}},
+		{"Suspend", func(l storage.Lease) { f.suspend(storage.SuspendRequest{Lease: l, ReadyAt: f.after(time.Hour)}) }},
+		{"Suspend delivering at once", func(l storage.Lease) {
+			f.send(l.RunID, "t", "p")
+			if res := f.suspend(storage.SuspendRequest{Lease: l, Wait: &storage.Wait{Key: "ev@v1", Topic: "t"}}); res.Delivered == nil {
+				f.t.Fatalf("Suspend = %+v, want the buffered event delivered", res)
+			}
+		}},
+		{"Complete", func(l storage.Lease) { f.complete(l, "out") }},
+		{"Claim", func(l storage.Lease) {
+			f.clock.Advance(lease + time.Millisecond)
+			if c := f.claimOne("worker-b", "wf-"+l.RunID); c.Recoveries != 1 {
+				f.t.Fatalf("reclaim = %+v, want a recovery", c)
+			}
+		}},
+		{"Terminate", func(l storage.Lease) {
+			f.terminate(storage.TerminateRequest{RunID: l.RunID, Error: storage.ErrorInfo{Message: "stop"}})
+		}},
+		{"Restart", func(l storage.Lease) { f.restart(l.RunID, "") }},
+		{"Restart from a step", func(l storage.Lease) {
+			f.checkpoint(l, "first@v1", "")
+			f.heartbeatStep(l, "charge@v1", 1)
+			f.restart(l.RunID, "first@v1")
+		}},
+	} {
+		id := strings.ReplaceAll(strings.ToLower(tc.name), " ", "-")
+		a := f.startAs(storage.NewRun{ID: id})
+		step := f.heartbeatStep(a.Lease, "charge@v1", 2)
+		f.wantActive(id, &step)
+		tc.clear(a.Lease)
+		if got := f.get(id).Active; got != nil {
+			f.t.Fatalf("Active after %s = %+v, want cleared", tc.name, *got)
+		}
+	}
+}
+
+func testActiveStale(f *fixture) {
+	a := f.start("run-1", "")
+	f.heartbeatStep(a.Lease, "charge@v1", 1)
+	f.clock.Advance(lease + time.Millisecond)
+	b := f.claimOne("worker-b")
+	f.wantActive("run-1", nil)
+	before := f.snapshot()
+	stale := storage.ActiveStep{Key: "charge@v1", Attempt: 2, Started: f.now()}
+	err := f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease, Step: &stale})
+	f.wantErr(err, storage.ErrLeaseLost, "Heartbeat with a step under a stale lease")
+	f.wantUnchanged(before, "a stale Heartbeat with a step")
+	f.heartbeatStep(b.Lease, "charge@v1", 2)
+	f.complete(b.Lease, "")
+	before = f.snapshot()
+	err = f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: b.Lease, LeaseFor: lease, Step: &stale})
+	f.wantErr(err, storage.ErrLeaseLost, "Heartbeat with a step after Complete")
+	f.wantUnchanged(before, "a Heartbeat with a step after Complete")
 }

@@ -15,6 +15,8 @@ var runCases = []testCase{
 	{"create/concurrent creates of one ID create it once", testCreateConcurrent},
 	{"list runs/filter by workflow and status", testListFilter},
 	{"list runs/pages by ID ascending with the Next cursor", testListPaging},
+	{"list runs/filter by parent, with paging", testListByParent},
+	{"create/parent policy round-trips", testParentPolicy},
 }
 
 func testCreateNewRun(f *fixture) {
@@ -245,6 +247,92 @@ func testListPaging(f *fixture) {
 	} {
 		if got := fmt.Sprint(pages(tc.q)); got != tc.want {
 			f.t.Fatalf("pages of %+v = %s, want %s", tc.q, got, tc.want)
+		}
+	}
+}
+
+func testListByParent(f *fixture) {
+	var runs []storage.NewRun
+	for _, r := range []struct{ id, parent, wf string }{
+		{"p-1", "", wf}, {"p-2", "", wf},
+		{"c-5", "p-1", "child"}, {"c-1", "p-1", "child"}, {"c-3", "p-1", "other"}, {"c-4", "p-1", "child"}, {"c-2", "p-1", "child"},
+		{"d-1", "p-2", "child"}, {"g-1", "c-1", "child"}, {"a-0", "", "child"},
+	} {
+		runs = append(runs, storage.NewRun{ID: r.id, Workflow: r.wf, ParentID: r.parent})
+	}
+	if _, err := f.store.CreateRuns(f.ctx, runs); err != nil {
+		f.t.Fatalf("CreateRuns: %v", err)
+	}
+	f.pause("c-4")
+	for _, tc := range []struct {
+		q    storage.ListRunsQuery
+		want []string
+	}{
+		{storage.ListRunsQuery{ParentID: "p-1", Limit: 2}, []string{"c-1", "c-2", "c-3", "c-4", "c-5"}},
+		{storage.ListRunsQuery{ParentID: "p-1"}, []string{"c-1", "c-2", "c-3", "c-4", "c-5"}},
+		{storage.ListRunsQuery{ParentID: "p-1", After: "c-2", Limit: 1}, []string{"c-3", "c-4", "c-5"}},
+		{storage.ListRunsQuery{ParentID: "p-1", Workflow: "child", Limit: 2}, []string{"c-1", "c-2", "c-4", "c-5"}},
+		{storage.ListRunsQuery{ParentID: "p-1", Status: storage.StatusPaused}, []string{"c-4"}},
+		{storage.ListRunsQuery{ParentID: "p-2", Limit: 1}, []string{"d-1"}},
+		{storage.ListRunsQuery{ParentID: "c-1"}, []string{"g-1"}},
+		{storage.ListRunsQuery{ParentID: "c-2"}, nil},
+		{storage.ListRunsQuery{ParentID: "no-such-run"}, nil},
+	} {
+		got := recordIDs(f.listAll(tc.q))
+		if !slices.Equal(got, tc.want) {
+			f.t.Fatalf("ListRuns(%+v) = %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	// A full page is followed by a page that ends the listing.
+	page, err := f.store.ListRuns(f.ctx, storage.ListRunsQuery{ParentID: "p-1", Limit: 3})
+	if err != nil {
+		f.t.Fatalf("ListRuns: %v", err)
+	}
+	if got := recordIDs(page.Runs); !slices.Equal(got, []string{"c-1", "c-2", "c-3"}) || page.Next == "" {
+		f.t.Fatalf("first page = %v next %q, want c-1 c-2 c-3 and a next page", got, page.Next)
+	}
+	for _, r := range page.Runs {
+		if r.ParentID != "p-1" {
+			f.t.Fatalf("ListRuns(parent p-1) returned %+v", r)
+		}
+	}
+}
+
+func testParentPolicy(f *fixture) {
+	res, err := f.store.CreateRuns(f.ctx, []storage.NewRun{
+		{ID: "child-1", Workflow: wf, ParentID: "parent", ParentPolicy: storage.ParentAbandon},
+		{ID: "child-2", Workflow: wf, ParentID: "parent", ParentPolicy: storage.ParentTerminate},
+		{ID: "child-3", Workflow: wf, ParentID: "parent"},
+	})
+	if err != nil {
+		f.t.Fatalf("CreateRuns: %v", err)
+	}
+	want := []storage.ParentPolicy{storage.ParentAbandon, storage.ParentTerminate, storage.ParentTerminate}
+	for i, r := range res {
+		if r.Run.ParentPolicy != want[i] || r.Run.ParentID != "parent" {
+			f.t.Fatalf("created %s with parent %q policy %q, want parent policy %q", r.Run.ID, r.Run.ParentID, r.Run.ParentPolicy, want[i])
+		}
+		if got := f.get(r.Run.ID).ParentPolicy; got != want[i] {
+			f.t.Fatalf("GetRun(%s).ParentPolicy = %q, want %q", r.Run.ID, got, want[i])
+		}
+	}
+	// The stored policy is kept through a claim, a restart and a repeated
+	// create that asks for another.
+	if got := f.claim("worker-a", 10); len(got) != 3 {
+		f.t.Fatalf("claimed %v, want the three children", claimedIDs(got))
+	}
+	f.restart("child-1", "")
+	res, err = f.store.CreateRuns(f.ctx, []storage.NewRun{{ID: "child-1", Workflow: wf, ParentID: "parent"}})
+	if err != nil || res[0].Created || res[0].Run.ParentPolicy != storage.ParentAbandon {
+		f.t.Fatalf("create of an existing child = %+v, %v; want the stored abandon policy", res, err)
+	}
+	page, err := f.store.ListRuns(f.ctx, storage.ListRunsQuery{ParentID: "parent"})
+	if err != nil {
+		f.t.Fatalf("ListRuns: %v", err)
+	}
+	for i, r := range page.Runs {
+		if r.ParentPolicy != want[i] {
+			f.t.Fatalf("listed %s with policy %q, want %q", r.ID, r.ParentPolicy, want[i])
 		}
 	}
 }

@@ -14,10 +14,13 @@
 // run it as they are.
 //
 // The cases live in files named like the stores' own: runs.go (create, get,
-// list), lease.go (claim, leases, suspend, complete), checkpoint.go (write
-// once, order, attempts, sleep), events.go, control.go (pause, terminate,
-// restart and their races) and inputs.go (malformed requests, unknown runs,
-// Close), so a rule and the code that must honour it share a file name.
+// list, parents), lease.go (claim, leases, active step, suspend, complete),
+// checkpoint.go (write once, order, attempts, pending attempts, sleep),
+// events.go (delivery, refusals), control.go (pause, terminate with its
+// descendants, restart and their races), executions.go (executions,
+// restart from a step), catalog.go and inputs.go (malformed requests,
+// unknown runs, Close), so a rule and the code that must honour it share a
+// file name.
 package storetest
 
 import (
@@ -27,6 +30,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -88,6 +92,8 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, eventCases...)
 	all = append(all, controlCases...)
 	all = append(all, inputCases...)
+	all = append(all, executionCases...)
+	all = append(all, catalogCases...)
 	for _, c := range all {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -139,6 +145,34 @@ func (f *fixture) create(id, workflow, input string) storage.RunRecord {
 		f.t.Fatalf("CreateRuns(%s) = %+v, want one created run", id, res)
 	}
 	return res[0].Run
+}
+
+// createRun creates one run as given.
+func (f *fixture) createRun(r storage.NewRun) storage.RunRecord {
+	f.t.Helper()
+	res, err := f.store.CreateRuns(f.ctx, []storage.NewRun{r})
+	if err != nil {
+		f.t.Fatalf("CreateRuns(%s): %v", r.ID, err)
+	}
+	if len(res) != 1 || !res[0].Created {
+		f.t.Fatalf("CreateRuns(%s) = %+v, want one created run", r.ID, res)
+	}
+	return res[0].Run
+}
+
+// startAs creates a run of its own workflow (named after the run) and
+// claims it as worker-a.
+func (f *fixture) startAs(r storage.NewRun) storage.ClaimedRun {
+	f.t.Helper()
+	if r.Workflow == "" {
+		r.Workflow = "wf-" + r.ID
+	}
+	f.createRun(r)
+	c := f.claimOne("worker-a", r.Workflow)
+	if c.Lease.RunID != r.ID {
+		f.t.Fatalf("claimed %s, want %s", c.Lease.RunID, r.ID)
+	}
+	return c
 }
 
 func (f *fixture) claim(owner string, limit int, workflows ...string) []storage.ClaimedRun {
@@ -238,21 +272,109 @@ func (f *fixture) park(l storage.Lease, key, topic string, kind storage.Checkpoi
 
 func (f *fixture) checkpoints(id string) []storage.Checkpoint {
 	f.t.Helper()
-	cps, err := f.store.LoadCheckpoints(f.ctx, id)
-	if err != nil {
-		f.t.Fatalf("LoadCheckpoints(%s): %v", id, err)
-	}
-	return cps
+	return f.replay(id).Checkpoints
 }
 
 func (f *fixture) steps(id string) []storage.StepRecord {
 	f.t.Helper()
-	steps, err := f.store.ListSteps(f.ctx, id)
-	if err != nil {
-		f.t.Fatalf("ListSteps(%s): %v", id, err)
-	}
-	return steps
+	return f.history(id, 0).Steps
 }
+
+// replay is LoadReplay of the run.
+func (f *fixture) replay(id string) storage.Replay {
+	f.t.Helper()
+	r, err := f.store.LoadReplay(f.ctx, id)
+	if err != nil {
+		f.t.Fatalf("LoadReplay(%s): %v", id, err)
+	}
+	return r
+}
+
+// history is ListSteps of one execution of the run (0: the current one).
+func (f *fixture) history(id string, execution int) storage.History {
+	f.t.Helper()
+	h, err := f.store.ListSteps(f.ctx, storage.StepsQuery{RunID: id, Execution: execution})
+	if err != nil {
+		f.t.Fatalf("ListSteps(%s, execution %d): %v", id, execution, err)
+	}
+	return h
+}
+
+func (f *fixture) executions(id string) []storage.ExecutionRecord {
+	f.t.Helper()
+	execs, err := f.store.ListExecutions(f.ctx, id)
+	if err != nil {
+		f.t.Fatalf("ListExecutions(%s): %v", id, err)
+	}
+	return execs
+}
+
+func (f *fixture) catalog() storage.Catalog {
+	f.t.Helper()
+	c, err := f.store.GetCatalog(f.ctx)
+	if err != nil {
+		f.t.Fatalf("GetCatalog: %v", err)
+	}
+	return c
+}
+
+func (f *fixture) restart(id, fromKey string) {
+	f.t.Helper()
+	if err := f.store.Restart(f.ctx, storage.RestartRequest{RunID: id, FromKey: fromKey}); err != nil {
+		f.t.Fatalf("Restart(%s, from %q): %v", id, fromKey, err)
+	}
+}
+
+// terminate terminates a run and returns the IDs terminated.
+func (f *fixture) terminate(req storage.TerminateRequest) []string {
+	f.t.Helper()
+	ids, err := f.store.Terminate(f.ctx, req)
+	if err != nil {
+		f.t.Fatalf("Terminate(%s): %v", req.RunID, err)
+	}
+	return ids
+}
+
+// wantAttempts compares attempts field by field, times to the millisecond,
+// Execution included.
+func (f *fixture) wantAttempts(what string, got, want []storage.Attempt) {
+	f.t.Helper()
+	if !reflect.DeepEqual(normAttempts(got), normAttempts(want)) {
+		f.t.Fatalf("%s = %+v, want %+v", what, got, want)
+	}
+}
+
+// wantExecutions compares a run's executions with want, times to the
+// millisecond.
+func (f *fixture) wantExecutions(id string, want ...storage.ExecutionRecord) {
+	f.t.Helper()
+	got := f.executions(id)
+	for i := range got {
+		got[i] = normExecution(got[i])
+	}
+	for i := range want {
+		want[i] = normExecution(want[i])
+	}
+	if !reflect.DeepEqual(got, want) {
+		f.t.Fatalf("executions of %s =\n%s\nwant\n%s", id, fmtExecutions(got), fmtExecutions(want))
+	}
+}
+
+func fmtExecutions(es []storage.ExecutionRecord) string {
+	var b strings.Builder
+	for _, e := range es {
+		ended := "nil"
+		if e.EndedAt != nil {
+			ended = e.EndedAt.Format(time.RFC3339Nano)
+		}
+		fmt.Fprintf(&b, "  #%d started %s ended %s status %s error %+v forked from %d at %q\n",
+			e.Number, e.StartedAt.Format(time.RFC3339Nano), ended, e.Status, e.Error, e.ForkedFrom, e.FromKey)
+	}
+	return b.String()
+}
+
+// timePtr returns a pointer to t.
+func timePtr(t time.Time) *time.Time { return &t }
 
 // wantCheckpoints checks a run's checkpoints: their keys and outputs, in
 // order, as key=output pairs.
@@ -296,32 +418,32 @@ func (f *fixture) complete(l storage.Lease, output string) {
 	}
 }
 
-// snapshot is everything a store holds, as the contract shows it.
+// snapshot is everything a store holds, as the contract shows it: the
+// runs, each run's executions and every execution's steps and pending
+// attempts, and the catalog.
 type snapshot struct {
-	Runs  []storage.RunRecord
-	Steps map[string][]storage.StepRecord
+	Runs       []storage.RunRecord
+	Executions map[string][]storage.ExecutionRecord
+	// Histories holds each run's executions' steps, oldest first.
+	Histories map[string][]storage.History
+	Catalog   storage.Catalog
 }
 
 func (f *fixture) snapshot() snapshot {
 	f.t.Helper()
-	snap := snapshot{Steps: map[string][]storage.StepRecord{}}
+	snap := snapshot{Executions: map[string][]storage.ExecutionRecord{}, Histories: map[string][]storage.History{}}
 	for _, rec := range f.listAll(storage.ListRunsQuery{Limit: 50}) {
 		snap.Runs = append(snap.Runs, normRecord(rec))
-		steps := f.steps(rec.ID)
-		for i := range steps {
-			steps[i].Checkpoint = normCheckpoint(steps[i].Checkpoint)
-			for j := range steps[i].Attempts {
-				a := &steps[i].Attempts[j]
-				a.Started, a.Ended = ms(a.Started), ms(a.Ended)
-			}
-			if len(steps[i].Attempts) == 0 {
-				steps[i].Attempts = nil
-			}
+		execs := f.executions(rec.ID)
+		for i := range execs {
+			execs[i] = normExecution(execs[i])
 		}
-		if len(steps) > 0 {
-			snap.Steps[rec.ID] = steps
+		snap.Executions[rec.ID] = execs
+		for n := 1; n <= rec.Execution; n++ {
+			snap.Histories[rec.ID] = append(snap.Histories[rec.ID], normHistory(f.history(rec.ID, n)))
 		}
 	}
+	snap.Catalog = normCatalog(f.catalog())
 	return snap
 }
 
@@ -403,6 +525,12 @@ func normBytes(b []byte) []byte {
 func normRecord(r storage.RunRecord) storage.RunRecord {
 	r.Input, r.Output = normBytes(r.Input), normBytes(r.Output)
 	r.LeaseUntil, r.CreatedAt, r.UpdatedAt = ms(r.LeaseUntil), ms(r.CreatedAt), ms(r.UpdatedAt)
+	r.StartedAt, r.EndedAt = ms(r.StartedAt), msPtr(r.EndedAt)
+	if r.Active != nil {
+		a := *r.Active
+		a.Started = ms(a.Started)
+		r.Active = &a
+	}
 	if r.ReadyAt != nil {
 		t := ms(*r.ReadyAt)
 		r.ReadyAt = &t
@@ -422,6 +550,63 @@ func normCheckpoint(cp storage.Checkpoint) storage.Checkpoint {
 	cp.Output = normBytes(cp.Output)
 	cp.CreatedAt = ms(cp.CreatedAt)
 	return cp
+}
+
+func msPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	m := ms(*t)
+	return &m
+}
+
+func normAttempts(as []storage.Attempt) []storage.Attempt {
+	if len(as) == 0 {
+		return nil
+	}
+	out := make([]storage.Attempt, len(as))
+	for i, a := range as {
+		a.Started, a.Ended, a.RetryAt = ms(a.Started), ms(a.Ended), msPtr(a.RetryAt)
+		out[i] = a
+	}
+	return out
+}
+
+func normHistory(h storage.History) storage.History {
+	if len(h.Steps) == 0 {
+		h.Steps = nil
+	}
+	for i := range h.Steps {
+		h.Steps[i].Checkpoint = normCheckpoint(h.Steps[i].Checkpoint)
+		h.Steps[i].Attempts = normAttempts(h.Steps[i].Attempts)
+	}
+	h.Pending = normAttempts(h.Pending)
+	return h
+}
+
+func normExecution(e storage.ExecutionRecord) storage.ExecutionRecord {
+	e.StartedAt, e.EndedAt = ms(e.StartedAt), msPtr(e.EndedAt)
+	return e
+}
+
+func normCatalog(c storage.Catalog) storage.Catalog {
+	if len(c.Workflows) == 0 {
+		c.Workflows = nil
+	}
+	if len(c.Events) == 0 {
+		c.Events = nil
+	}
+	for i := range c.Workflows {
+		w := &c.Workflows[i]
+		w.InputSchema, w.OutputSchema = normBytes(w.InputSchema), normBytes(w.OutputSchema)
+		w.UpdatedAt = ms(w.UpdatedAt)
+	}
+	for i := range c.Events {
+		e := &c.Events[i]
+		e.PayloadSchema = normBytes(e.PayloadSchema)
+		e.UpdatedAt = ms(e.UpdatedAt)
+	}
+	return c
 }
 
 func claimedIDs(runs []storage.ClaimedRun) []string {

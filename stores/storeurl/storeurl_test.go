@@ -2,6 +2,7 @@ package storeurl_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -80,3 +81,57 @@ func TestOpenRejectsUnknownSchemes(t *testing.T) {
 }
 
 func runtimeQuery() storage.ListRunsQuery { return storage.ListRunsQuery{Limit: 1} }
+
+// MustExist opens an existing SQLite file and refuses a missing one (or an
+// empty file, or a directory) with ErrNoStore naming the path, creating
+// nothing.
+func TestOpenMustExist(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	made := filepath.Join(dir, "made.db")
+	st, err := storeurl.Open(ctx, made)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	for _, s := range []string{made, "sqlite:" + made} {
+		st, err := storeurl.OpenWith(ctx, s, storeurl.Options{MustExist: true})
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		st.Close()
+	}
+	empty := filepath.Join(dir, "empty.db")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "sub", "missing.db")
+	for _, path := range []string{missing, "sqlite:" + missing, empty, dir} {
+		_, err := storeurl.OpenWith(ctx, path, storeurl.Options{MustExist: true})
+		want := "no Stem store at " + strings.TrimPrefix(path, "sqlite:")
+		if !errors.Is(err, storeurl.ErrNoStore) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: err %v, want ErrNoStore saying %q", path, err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Dir(missing)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused open created something: %v", err)
+	}
+	if fi, err := os.Stat(empty); err != nil || fi.Size() != 0 {
+		t.Fatalf("a refused open wrote to the empty file: %v %v", fi, err)
+	}
+}
+
+// DialTimeout bounds a connection to a server that does not answer: the
+// open fails within about the timeout, not the drivers' defaults.
+func TestOpenDialTimeout(t *testing.T) {
+	for _, u := range []string{"postgres://postgres@127.0.0.1:1/x?sslmode=disable", "redis://127.0.0.1:1/0"} {
+		start := time.Now()
+		_, err := storeurl.OpenWith(context.Background(), u, storeurl.Options{MustExist: true, DialTimeout: time.Second})
+		if err == nil {
+			t.Fatalf("%s: opened", u)
+		}
+		if d := time.Since(start); d > 15*time.Second {
+			t.Fatalf("%s: failed after %v", u, d)
+		}
+	}
+}

@@ -111,7 +111,7 @@ func TestFulfil(t *testing.T) {
 		t.Errorf("invoice text = %q", rec.Invoice.Text)
 	}
 
-	steps, err := f.engine.ListSteps(f.ctx, run.ID())
+	steps, err := f.engine.ListSteps(f.ctx, run.ID(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,10 @@ import (
 	"github.com/stemflow/stem/runtime"
 )
 
-// This file needs a runtime that supports its version of the generated API; with
-// an older runtime it stops compiling here.
-const _ = runtime.SupportPackageIsVersion2
+// This file is written for version 3 of the generated API: with a runtime
+// that does not support it, it stops compiling here. Run go generate: stemgen
+// comes with the runtime's module, so the two then agree.
+const _ = runtime.SupportPackageIsVersion3
 
 // These assignments stop compiling when an annotated function's signature no
 // longer matches this file: run go generate.
@@ -177,43 +178,61 @@ func (c *stemCalls) AwaitShipmentReady(name string, timeout time.Duration) (Ship
 // CallFulfil runs workflow Fulfil (orders.fulfil) as a child of this run with
 // input in, and waits for its output. name is the call's durable key within
 // the run: the child's run ID derives from this run's ID and name, so a replay
-// never starts the child twice.
+// never starts the child twice, and takes the outcome of a child that already
+// finished. Terminating this run terminates the child, unless opts include
+// runtime.Abandon(). If the derived ID is taken by another run (not this run's
+// child of Fulfil), the call fails with an error matching
+// runtime.ErrChildCollision.
 //
 // Fulfil reserves stock, cools off, waits for the warehouse, packs every
 // item, charges the customer, and has the invoice made.
-func (c *stemCalls) CallFulfil(name string, in Order) (Receipt, error) {
-	return runtime.CallChild[Receipt](c.wc, name, FulfilWorkflowName, in)
+func (c *stemCalls) CallFulfil(name string, in Order, opts ...runtime.ChildOption) (Receipt, error) {
+	return runtime.CallChild[Receipt](c.wc, name, FulfilWorkflowName, in, opts...)
 }
 
 // StartFulfilChild starts workflow Fulfil (orders.fulfil) as a child of this
-// run with input in, without waiting, and returns the child's run ID
-// (GetFulfil gives a typed handle on it). name is the call's durable key
-// within the run. To start a run from outside a workflow, use StartFulfil.
+// run with input in, without waiting, and returns a typed handle on it, whose
+// Result waits for the child's output later, durably. name is the call's
+// durable key within the run: the child's run ID derives from this run's ID
+// and name, so a replay returns the same child. Terminating this run
+// terminates the child, unless opts include runtime.Abandon(). If the derived
+// ID is taken by another run (not this run's child of Fulfil), the call fails
+// with an error matching runtime.ErrChildCollision. To start a run from
+// outside a workflow, use StartFulfil.
 //
 // Fulfil reserves stock, cools off, waits for the warehouse, packs every
 // item, charges the customer, and has the invoice made.
-func (c *stemCalls) StartFulfilChild(name string, in Order) (string, error) {
-	return runtime.StartChild(c.wc, name, FulfilWorkflowName, in)
+func (c *stemCalls) StartFulfilChild(name string, in Order, opts ...runtime.ChildOption) (*runtime.ChildRun[Receipt], error) {
+	return runtime.StartChild[Receipt](c.wc, name, FulfilWorkflowName, in, opts...)
 }
 
 // CallInvoice runs workflow Invoice (orders.invoice) as a child of this run
 // with input in, and waits for its output. name is the call's durable key
 // within the run: the child's run ID derives from this run's ID and name, so a
-// replay never starts the child twice.
+// replay never starts the child twice, and takes the outcome of a child that
+// already finished. Terminating this run terminates the child, unless opts
+// include runtime.Abandon(). If the derived ID is taken by another run (not
+// this run's child of Invoice), the call fails with an error matching
+// runtime.ErrChildCollision.
 //
 // Invoice renders and files the invoice of a paid order.
-func (c *stemCalls) CallInvoice(name string, in InvoiceRequest) (InvoiceDoc, error) {
-	return runtime.CallChild[InvoiceDoc](c.wc, name, InvoiceWorkflowName, in)
+func (c *stemCalls) CallInvoice(name string, in InvoiceRequest, opts ...runtime.ChildOption) (InvoiceDoc, error) {
+	return runtime.CallChild[InvoiceDoc](c.wc, name, InvoiceWorkflowName, in, opts...)
 }
 
 // StartInvoiceChild starts workflow Invoice (orders.invoice) as a child of
-// this run with input in, without waiting, and returns the child's run ID
-// (GetInvoice gives a typed handle on it). name is the call's durable key
-// within the run. To start a run from outside a workflow, use StartInvoice.
+// this run with input in, without waiting, and returns a typed handle on it,
+// whose Result waits for the child's output later, durably. name is the call's
+// durable key within the run: the child's run ID derives from this run's ID
+// and name, so a replay returns the same child. Terminating this run
+// terminates the child, unless opts include runtime.Abandon(). If the derived
+// ID is taken by another run (not this run's child of Invoice), the call fails
+// with an error matching runtime.ErrChildCollision. To start a run from
+// outside a workflow, use StartInvoice.
 //
 // Invoice renders and files the invoice of a paid order.
-func (c *stemCalls) StartInvoiceChild(name string, in InvoiceRequest) (string, error) {
-	return runtime.StartChild(c.wc, name, InvoiceWorkflowName, in)
+func (c *stemCalls) StartInvoiceChild(name string, in InvoiceRequest, opts ...runtime.ChildOption) (*runtime.ChildRun[InvoiceDoc], error) {
+	return runtime.StartChild[InvoiceDoc](c.wc, name, InvoiceWorkflowName, in, opts...)
 }
 
 // FulfilWorkflowName is the durable name of workflow Fulfil, stored with every
@@ -245,13 +264,20 @@ type FulfilRun struct {
 }
 
 // RegisterFulfil registers workflow Fulfil with e under its durable name,
-// orders.fulfil. Its steps run on steps, which must not be nil.
+// orders.fulfil, at version 1; the engine records them in the store's catalog
+// with the shapes of its input and output, for tools that start runs without
+// its Go types. It also registers the event types of package orders, so such
+// tools can check an event's payload. Its steps run on steps, which must not
+// be nil.
 //
 // Fulfil reserves stock, cools off, waits for the warehouse, packs every
 // item, charges the customer, and has the invoice made.
 func RegisterFulfil(e *runtime.Engine, steps *Steps) error {
 	if steps == nil {
 		return fmt.Errorf("%w: RegisterFulfil: steps is nil", runtime.ErrInvalidArgument)
+	}
+	if err := stemRegisterEvents(e); err != nil {
+		return err
 	}
 	return runtime.Register(e, FulfilWorkflowName, func(c *runtime.WorkflowContext, in Order) (Receipt, error) {
 		return Fulfil(&FulfilContext{
@@ -261,7 +287,7 @@ func RegisterFulfil(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	})
+	}, runtime.WorkflowVersion(1))
 }
 
 // StartFulfil starts a run of workflow Fulfil (orders.fulfil) with input in.
@@ -335,12 +361,19 @@ type InvoiceRun struct {
 }
 
 // RegisterInvoice registers workflow Invoice with e under its durable name,
-// orders.invoice. Its steps run on steps, which must not be nil.
+// orders.invoice, at version 1; the engine records them in the store's catalog
+// with the shapes of its input and output, for tools that start runs without
+// its Go types. It also registers the event types of package orders, so such
+// tools can check an event's payload. Its steps run on steps, which must not
+// be nil.
 //
 // Invoice renders and files the invoice of a paid order.
 func RegisterInvoice(e *runtime.Engine, steps *Steps) error {
 	if steps == nil {
 		return fmt.Errorf("%w: RegisterInvoice: steps is nil", runtime.ErrInvalidArgument)
+	}
+	if err := stemRegisterEvents(e); err != nil {
+		return err
 	}
 	return runtime.Register(e, InvoiceWorkflowName, func(c *runtime.WorkflowContext, in InvoiceRequest) (InvoiceDoc, error) {
 		return Invoice(&InvoiceContext{
@@ -350,7 +383,7 @@ func RegisterInvoice(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	})
+	}, runtime.WorkflowVersion(1))
 }
 
 // StartInvoice starts a run of workflow Invoice (orders.invoice) with input
@@ -416,6 +449,16 @@ func SendShipmentReady(ctx context.Context, e *runtime.Engine, runID string, ev 
 // ShipmentReady says the warehouse has the order's parcels ready to go.
 func EmitShipmentReady(ctx context.Context, e *runtime.Engine, ev ShipmentReady) (int, error) {
 	return e.Emit(ctx, ShipmentReadyTopic, ev)
+}
+
+// stemRegisterEvents registers the event types of package orders with e, for
+// the store's catalog: ShipmentReady on orders.shipment-ready. Every Register
+// function of the package calls it.
+func stemRegisterEvents(e *runtime.Engine) error {
+	if err := runtime.RegisterEvent[ShipmentReady](e, ShipmentReadyTopic); err != nil {
+		return err
+	}
+	return nil
 }
 
 // RegisterWorkflows registers every workflow of package orders with e: Fulfil

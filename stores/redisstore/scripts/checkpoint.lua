@@ -1,24 +1,30 @@
 -- checkpoint writes a step's checkpoint under the lease (Checkpoint).
--- KEYS[1]: the run hash, KEYS[2]: its checkpoints, KEYS[3]: its attempts.
+-- KEYS[1]: the run hash, KEYS[2]: its checkpoints, KEYS[3]: its attempts
+-- (the current execution's).
 -- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3]: token, ARGV[4]: lease length
 -- (µs), ARGV[5]: run id, ARGV[6]: checkpoint key, ARGV[7]: kind, ARGV[8]:
--- error JSON, ARGV[9]: marked output, ARGV[10...]: encoded attempts.
+-- error JSON, ARGV[9]: marked output, ARGV[10]: "1" when an attempt is of
+-- another key than the checkpoint's, ARGV[11...]: encoded attempts.
 -- Reply: {OK} | {PAUSED} | {EXISTS, encoding of the stored checkpoint} |
 -- {LEASELOST}.
 local function main()
-  local bad, st, wf, wk, preq = fence()
+  local bad, st, wf, wk, preq, ex = fence()
   if bad then return bad end
   local r, c, a, id, lf, key = KEYS[1], KEYS[2], KEYS[3], ARGV[5], tonumber(ARGV[4]), ARGV[6]
   local old = redis.call('HGET', c, key)
   local lu = f(NOW + lf)
   redis.call('ZADD', leaseq(wf), lu, id)
+  redis.call('HDEL', r, 'act')
   if old then
     redis.call('HSET', r, 'lu', lu, 'ua', NOWS)
     return {'EXISTS', old}
   end
-  put_cp(r, c, key, ARGV[7], ARGV[8], ARGV[9])
+  put_cp(r, c, key, ARGV[7], ARGV[8], ARGV[9], ex)
   redis.call('HSET', r, 'lu', lu, 'ua', NOWS, 'rec', '0')
-  if #ARGV >= 10 then redis.call('RPUSH', a, unpack(ARGV, 10)) end
+  if #ARGV >= 11 then
+    redis.call('RPUSH', a, unpack(ARGV, 11))
+    if ARGV[10] == '1' then redis.call('HSET', r, 'pend', '1') end
+  end
   if wk == key then clear_wait(r, id) end
   if preq then
     redis.call('HDEL', r, 'preq')

@@ -33,7 +33,7 @@ local function main()
       if expired then rec = rec + 1 end
       local tok = redis.call('HINCRBY', r, 'tok', 1)
       redis.call('HSET', r, 'st', 'running', 'own', owner, 'lu', lu, 'rec', f(rec), 'ua', NOWS)
-      redis.call('HDEL', r, 'ready')
+      redis.call('HDEL', r, 'ready', 'act')
       if not expired then redis.call('ZREM', readyq(wf), id) end
       redis.call('ZADD', leaseq(wf), lu, id)
       index_status(id, wf, st, 'running')

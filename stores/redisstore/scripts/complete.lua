@@ -1,4 +1,5 @@
--- complete finishes a run under its lease (Complete).
+-- complete finishes a run under its lease, ending its execution
+-- (Complete).
 -- KEYS[1]: the run hash.
 -- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3]: token, ARGV[4]: unused,
 -- ARGV[5]: run id, ARGV[6]: final status, ARGV[7]: marked output, ARGV[8]:

@@ -1,13 +1,35 @@
--- list reads one page of a listing index (ListRuns).
+-- list reads one page of a listing index (ListRuns). A parent's children
+-- index serves the parent filter alone: the workflow and status filters
+-- are then applied here, reading the children in batches until the page
+-- is full.
 -- KEYS[1]: the index.
 -- ARGV[1]: prefix, ARGV[2]: clock (unused); ARGV[3]: the lexicographic
--- start, ARGV[4]: how many runs at most.
+-- start, ARGV[4]: how many runs at most, ARGV[5]: the workflow to keep
+-- ("" for any), ARGV[6]: the status to keep ("" for any).
 -- Reply: HGETALL of each run's hash, in index order.
 local function main()
-  local ids = redis.call('ZRANGEBYLEX', KEYS[1], ARGV[3], '+', 'LIMIT', 0, tonumber(ARGV[4]))
+  local start, limit, wf, st = ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
   local out = {}
-  for i, id in ipairs(ids) do
-    out[i] = redis.call('HGETALL', rkey(id))
+  if wf == '' and st == '' then
+    local ids = redis.call('ZRANGEBYLEX', KEYS[1], start, '+', 'LIMIT', 0, limit)
+    for i, id in ipairs(ids) do
+      out[i] = redis.call('HGETALL', rkey(id))
+    end
+    return out
+  end
+  local batch = math.max(limit, 100)
+  while #out < limit do
+    local ids = redis.call('ZRANGEBYLEX', KEYS[1], start, '+', 'LIMIT', 0, batch)
+    for _, id in ipairs(ids) do
+      local r = rkey(id)
+      local rwf, rst = unpack(redis.call('HMGET', r, 'wf', 'st'))
+      if (wf == '' or rwf == wf) and (st == '' or rst == st) then
+        out[#out + 1] = redis.call('HGETALL', r)
+        if #out >= limit then break end
+      end
+    end
+    if #ids < batch then break end
+    start = '(' .. ids[#ids]
   end
   return out
 end

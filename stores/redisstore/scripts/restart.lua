@@ -1,19 +1,56 @@
--- restart runs a run again from the top (Restart).
--- KEYS[1]: the run hash, KEYS[2]: its checkpoints, KEYS[3]: its attempts.
--- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3]: run id.
--- Reply: {OK} | {NOTFOUND}.
+-- restart begins a run's next execution (Restart): the current one ends,
+-- recorded in the executions list, its checkpoints and attempts renamed to
+-- the ended execution's keys; the run is queued afresh, from the top or,
+-- with a fork key, with copies of the checkpoints written before that
+-- key's.
+-- KEYS[1]: the run hash, KEYS[2]: its checkpoints, KEYS[3]: its attempts,
+-- KEYS[4]: its executions list.
+-- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3]: run id, ARGV[4]: the fork key
+-- ("" to run from the top), ARGV[5]: operation ID (a repeated call returns
+-- the first reply instead of beginning yet another execution).
+-- Reply: {OK} | {NOTFOUND} | {BADARG, current execution} when the current
+-- execution has no checkpoint of the fork key.
 local function main()
-  local r, id = KEYS[1], ARGV[3]
-  local st, wf = unpack(redis.call('HMGET', r, 'st', 'wf'))
+  local prev = once_get(ARGV[5])
+  if prev then return prev end
+  local r, c, a, x, id, from = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[3], ARGV[4]
+  local st, wf, ex, sa, ca, ea, err, xf, xk = unpack(redis.call('HMGET', r,
+    'st', 'wf', 'ex', 'sa', 'ca', 'ea', 'err', 'xf', 'xk'))
   if not st then return {'NOTFOUND'} end
-  redis.call('DEL', KEYS[2], KEYS[3])
+  ex = tonumber(ex or '1')
+  local keep = {}
+  if from ~= '' then
+    local cut = redis.call('HGET', c, from)
+    if not cut then return {'BADARG', f(ex)} end
+    local cutseq = tonumber((cp_split(cut)))
+    local all = redis.call('HGETALL', c)
+    for i = 1, #all, 2 do
+      local seq, created, kind, cerr, _, _, out = cp_split(all[i + 1])
+      seq = tonumber(seq)
+      if seq < cutseq then keep[#keep + 1] = {seq, all[i], created, kind, cerr, out} end
+    end
+    table.sort(keep, function(p, q) return p[1] < q[1] end)
+  end
+  -- the ended execution: number, started, ended, status, forked from,
+  -- error JSON and fork key
+  redis.call('RPUSH', x, f(ex) .. '\n' .. (sa or ca) .. '\n' .. (ea or NOWS) .. '\n' .. st .. '\n' ..
+    (xf or '0') .. '\n' .. (err or '') .. '\n' .. (xk or ''))
+  if redis.call('EXISTS', c) == 1 then redis.call('RENAME', c, cxkey(ex, id)) end
+  if redis.call('EXISTS', a) == 1 then redis.call('RENAME', a, axkey(ex, id)) end
+  local nex = f(ex + 1)
+  for _, k in ipairs(keep) do
+    local seq = redis.call('HINCRBY', r, 'seq', 1)
+    redis.call('HSET', c, k[2], f(seq) .. '\n' .. k[3] .. '\n' .. k[4] .. '\n' .. k[5] .. '\n' ..
+      nex .. '\n' .. f(ex) .. '\n' .. k[6])
+  end
   clear_wait(r, id)
-  redis.call('HDEL', r, 'ss', 'out', 'err', 'preq')
-  redis.call('HSET', r, 'rec', '0', 'ready', NOWS)
+  redis.call('HDEL', r, 'ss', 'out', 'err', 'preq', 'act', 'ea', 'pend', 'xf', 'xk')
+  redis.call('HSET', r, 'rec', '0', 'ready', NOWS, 'ex', nex, 'sa', NOWS)
+  if from ~= '' then redis.call('HSET', r, 'xf', f(ex), 'xk', from) end
   release(r, id, wf)
   redis.call('ZADD', readyq(wf), NOWS, id)
   set_status(r, id, wf, st, 'queued')
   redis.call('HSET', r, 'ua', NOWS)
   WOKE = true
-  return {'OK'}
+  return once_put(ARGV[5], {'OK'})
 end

@@ -1,25 +1,37 @@
--- suspend parks a running run under its lease (Suspend).
--- KEYS[1]: the run hash, KEYS[2]: its checkpoints.
+-- suspend parks a running run under its lease (Suspend), first taking back
+-- a refused event when asked.
+-- KEYS[1]: the run hash, KEYS[2]: its checkpoints, KEYS[3]: its attempts
+-- (the current execution's).
 -- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3]: token, ARGV[4]: lease length
 -- (µs, 0 for none), ARGV[5]: run id, ARGV[6]: "1" when a checkpoint is
 -- given, ARGV[7..10]: its key, kind, error JSON and marked output,
 -- ARGV[11]: "1" when a wait is given, ARGV[12..15]: its key, topic,
 -- delivery kind and deadline (µs, "" for none), ARGV[16]: ready time (µs,
--- "" for none), ARGV[17]: marked suspend state.
+-- "" for none), ARGV[17]: marked suspend state, ARGV[18]: "1" when a
+-- refusal is given, ARGV[19..20]: the key of the event checkpoint it
+-- takes back and the encoded attempt that records why.
 -- Reply: {PARKED} | {PAUSED} | {DELIVERED, encoding of the checkpoint} |
--- {LEASELOST}.
+-- {LEASELOST} | {INVALID} when the refused key has no event checkpoint.
 local function main()
-  local bad, st, wf, wk, preq = fence()
+  local bad, st, wf, wk, preq, ex = fence()
   if bad then return bad end
   local r, c, lf, id = KEYS[1], KEYS[2], tonumber(ARGV[4]), ARGV[5]
+  if ARGV[18] == '1' then
+    local old = redis.call('HGET', c, ARGV[19])
+    if not old or select(3, cp_split(old)) ~= 'event' then return {'INVALID'} end
+    redis.call('HDEL', c, ARGV[19])
+    redis.call('RPUSH', KEYS[3], ARGV[20])
+    redis.call('HSET', r, 'pend', '1')
+  end
   redis.call('HSET', r, 'ua', NOWS)
-  if ARGV[6] == '1' then write_cp(r, c, ARGV[7], ARGV[8], ARGV[9], ARGV[10]) end
+  redis.call('HDEL', r, 'act')
+  if ARGV[6] == '1' then write_cp(r, c, ARGV[7], ARGV[8], ARGV[9], ARGV[10], ex) end
   if ARGV[11] == '1' then
     local key, topic, kind, deadline = ARGV[12], ARGV[13], ARGV[14], ARGV[15]
     local have = redis.call('HGET', c, key)
     if not have then
       local ev = redis.call('LPOP', evkey(id, topic))
-      if ev then have = write_cp(r, c, key, kind, '', ev) end
+      if ev then have = write_cp(r, c, key, kind, '', ev, ex) end
     end
     if have then
       if lf > 0 then extend(r, id, wf, lf) end

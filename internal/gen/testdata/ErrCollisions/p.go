@@ -64,3 +64,6 @@ func (c *RefundContext) CallFoo() {}
 // StartFoo is fine on a context: the top-level StartFoo starts a run, and
 // the context's child call is StartFooChild.
 func (c *RefundContext) StartFoo() {}
+
+// stemRegisterEvents is the user's own.
+func stemRegisterEvents() {}

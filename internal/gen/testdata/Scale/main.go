@@ -46,12 +46,13 @@ func main() {
 		log.Fatal(err)
 	}
 	fmt.Printf("receipt: %+v\n", rec)
-	audit, err := GetAudit(ctx, e, rec.AuditID)
+	// The audit the checkout awaited through its handle, from outside.
+	audit, err := GetAudit(ctx, e, rec.AuditRun)
 	if err != nil {
 		log.Fatal(err)
 	}
 	id, err := audit.Result(ctx)
-	fmt.Println("audit:", id, err)
+	fmt.Println("audit:", id, err, "same as awaited:", id == rec.AuditID)
 
 	refund, err := StartRefund(ctx, e, RefundRequest{PaymentID: rec.Payment.ID, Cents: 200, Reason: "pen broke"}, runtime.WithID("refund-1"))
 	if err != nil {
@@ -64,7 +65,7 @@ func main() {
 	fmt.Printf("refund: %+v %v\n", ret, err)
 
 	for _, id := range []string{"cart-1", "cart-1/pay", "cart-1/deliver", "refund-1"} {
-		steps, err := e.ListSteps(ctx, id)
+		steps, err := e.ListSteps(ctx, id, 0)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -73,6 +74,18 @@ func main() {
 			keys = append(keys, s.Key)
 		}
 		fmt.Println("steps of", id+":", keys)
+	}
+	// What the engine recorded in the store for tools that do not run the
+	// workflows: each workflow's version and shapes, each event's payload.
+	catalog, err := e.Catalog(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, w := range catalog.Workflows {
+		fmt.Printf("catalog: workflow %s v%d, schemas %v\n", w.Name, w.Version, len(w.InputSchema) > 0 && len(w.OutputSchema) > 0)
+	}
+	for _, ev := range catalog.Events {
+		fmt.Printf("catalog: event %s, schema %v\n", ev.Topic, len(ev.PayloadSchema) > 0)
 	}
 	// Keys and idempotency keys, from outside the runs.
 	fmt.Println("keys:", StepValidate, StepPrice, StepPriceIteration(1), StepCapture, StepReturn, StepNotify)

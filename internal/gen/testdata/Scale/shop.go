@@ -54,6 +54,7 @@ type Receipt struct {
 	CartID   string   `json:"cart_id"`
 	Payment  Payment  `json:"payment"`
 	Shipment Shipment `json:"shipment"`
+	AuditRun string   `json:"audit_run"`
 	AuditID  string   `json:"audit_id"`
 }
 
@@ -92,7 +93,10 @@ type RefundApproved struct {
 }
 
 // Checkout validates and prices a cart, reserves its stock, has it paid
-// and delivered by child workflows, and starts its audit.
+// and delivered by child workflows, and has it audited by a child it starts
+// early and awaits last, through the typed handle (a child that outlives
+// its parent if the checkout is terminated). The settling sleep between
+// makes the run replay the start of the audit before awaiting it.
 //
 //stem:workflow name=shop.checkout
 func Checkout(ctx *CheckoutContext, cart Cart) (Receipt, error) {
@@ -122,14 +126,21 @@ func Checkout(ctx *CheckoutContext, cart Cart) (Receipt, error) {
 	if err != nil {
 		return Receipt{}, err
 	}
-	audit, err := ctx.StartAuditChild("audit", Entry{Subject: cart.ID, What: "checkout " + pay.ID})
+	audit, err := ctx.StartAuditChild("audit", Entry{Subject: cart.ID, What: "checkout " + pay.ID}, runtime.Abandon())
 	if err != nil {
 		return Receipt{}, err
 	}
 	if _, err := ctx.Invoice(cart, pay); err != nil {
 		return Receipt{}, err
 	}
-	return Receipt{CartID: cart.ID, Payment: pay, Shipment: ship, AuditID: audit}, nil
+	if err := ctx.Sleep("settle", time.Millisecond); err != nil {
+		return Receipt{}, err
+	}
+	auditID, err := audit.Result()
+	if err != nil {
+		return Receipt{}, err
+	}
+	return Receipt{CartID: cart.ID, Payment: pay, Shipment: ship, AuditRun: audit.ID(), AuditID: auditID}, nil
 }
 
 // Pay authorizes a charge, waits for the provider's confirmation, and

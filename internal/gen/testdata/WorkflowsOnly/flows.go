@@ -29,7 +29,7 @@ func Outer(ctx *OuterContext, n int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s ran %s: %d, then started %s", ctx.Workflow(), ctx.RunID(), got, later), nil
+	return fmt.Sprintf("%s ran %s: %d, then started %s", ctx.Workflow(), ctx.RunID(), got, later.ID()), nil
 }
 
 // Inner doubles n, and says which run is its parent.

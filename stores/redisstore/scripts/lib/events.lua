@@ -2,17 +2,17 @@
 -- KEYS and ARGV: none read.
 
 -- deliver resolves the registered wait of run id with payload: the payload
--- becomes the checkpoint of the wait's key, of the kind the wait stored
+-- becomes the checkpoint of the wait's key in the current execution, of the kind the wait stored
 -- (its DeliveryKind, see lease.go; a wait stored without a kind is an event
 -- wait), the wait is dropped, and a waiting run is queued (a paused one
 -- stays paused, ready now).
 local function deliver(id, payload)
   local r = rkey(id)
-  local st, wf, wk, wn, ready = unpack(redis.call('HMGET', r, 'st', 'wf', 'wk', 'wn', 'ready'))
+  local st, wf, wk, wn, ready, ex = unpack(redis.call('HMGET', r, 'st', 'wf', 'wk', 'wn', 'ready', 'ex'))
   if not wn or wn == '' then
     wn = 'event'
   end
-  write_cp(r, ckey(id), wk, wn, '', payload)
+  write_cp(r, ckey(id), wk, wn, '', payload, ex or '1')
   clear_wait(r, id)
   if st == 'waiting' or st == 'queued' then
     set_status(r, id, wf, st, 'queued')

@@ -6,6 +6,12 @@
 
 local function rkey(id) return P .. 'r:' .. id end
 local function ckey(id) return P .. 'c:' .. id end
+local function xkey(id) return P .. 'x:' .. id end
+local function cxkey(n, id) return P .. 'cx:' .. n .. ':' .. id end
+local function axkey(n, id) return P .. 'ax:' .. n .. ':' .. id end
+local function chkey(id) return P .. 'ch:' .. id end
+local function cat_wf() return P .. 'cat:w' end
+local function cat_ev() return P .. 'cat:e' end
 local function evkey(id, topic) return P .. 'e:' .. #id .. ':' .. id .. ':' .. topic end
 local function readyq(wf) return P .. 'q:' .. wf end
 local function leaseq(wf) return P .. 'l:' .. wf end

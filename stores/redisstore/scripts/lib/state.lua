@@ -28,24 +28,31 @@ local function clear_wait(r, id)
   end
 end
 
--- put_cp writes a checkpoint the caller knows is absent and returns its
--- encoding: seq \n created \n kind \n error-json \n marked-output. The
--- caller resets the run's recovery count.
-local function put_cp(r, c, key, kind, err, out)
+-- put_cp writes a checkpoint of execution ex the caller knows is absent
+-- and returns its encoding: seq \n created \n kind \n error-json \n
+-- execution \n forked-from \n marked-output (forked-from 0: written in
+-- its own execution). The caller resets the run's recovery count.
+local function put_cp(r, c, key, kind, err, out, ex)
   local seq = redis.call('HINCRBY', r, 'seq', 1)
-  local b = f(seq) .. '\n' .. NOWS .. '\n' .. kind .. '\n' .. err .. '\n' .. out
+  local b = f(seq) .. '\n' .. NOWS .. '\n' .. kind .. '\n' .. err .. '\n' .. ex .. '\n0\n' .. out
   redis.call('HSET', c, key, b)
   return b
 end
 
--- write_cp writes the checkpoint of key unless one exists; it returns the
--- stored encoding.
-local function write_cp(r, c, key, kind, err, out)
+-- write_cp writes the checkpoint of key in execution ex unless one exists;
+-- it returns the stored encoding.
+local function write_cp(r, c, key, kind, err, out, ex)
   local old = redis.call('HGET', c, key)
   if old then return old end
-  local b = put_cp(r, c, key, kind, err, out)
+  local b = put_cp(r, c, key, kind, err, out, ex)
   redis.call('HSET', r, 'rec', '0')
   return b
+end
+
+-- cp_split splits a checkpoint's encoding (see put_cp) into its seq,
+-- created, kind, error JSON, execution, forked-from and marked output.
+local function cp_split(b)
+  return string.match(b, '^([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n(.*)$')
 end
 
 -- extend renews the lease of a running run to now+lf.
@@ -65,21 +72,23 @@ local function release(r, id, wf)
 end
 
 -- fence checks a fenced script's lease: KEYS[1] is the run hash, ARGV[3]
--- the token. It returns an error reply, or nil and the run's fields. An
--- unknown run has no lease to hold: LEASELOST, as for any holder whose run
--- went away.
+-- the token. It returns an error reply, or nil and the run's fields (ex,
+-- the current execution, as a string). An unknown run has no lease to
+-- hold: LEASELOST, as for any holder whose run went away.
 local function fence()
-  local st, tok, wf, wk, preq = unpack(redis.call('HMGET', KEYS[1], 'st', 'tok', 'wf', 'wk', 'preq'))
+  local st, tok, wf, wk, preq, ex = unpack(redis.call('HMGET', KEYS[1], 'st', 'tok', 'wf', 'wk', 'preq', 'ex'))
   if not st or st ~= 'running' or tok ~= ARGV[3] then return {'LEASELOST'} end
-  return nil, st, wf, wk, preq
+  return nil, st, wf, wk, preq, ex or '1'
 end
 
 -- finish clears what a finished run no longer has: lease, wait, schedule,
--- suspend state and pause request.
+-- suspend state, pause request and active step; and ends its execution
+-- now.
 local function finish(r, id, wf, st, new)
   clear_wait(r, id)
-  redis.call('HDEL', r, 'ss', 'ready', 'preq')
+  redis.call('HDEL', r, 'ss', 'ready', 'preq', 'act')
   release(r, id, wf)
   redis.call('ZREM', readyq(wf), id)
   set_status(r, id, wf, st, new)
+  redis.call('HSET', r, 'ea', NOWS)
 end

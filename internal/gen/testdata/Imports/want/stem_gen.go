@@ -12,9 +12,10 @@ import (
 	"github.com/stemflow/stem/runtime"
 )
 
-// This file needs a runtime that supports its version of the generated API; with
-// an older runtime it stops compiling here.
-const _ = runtime.SupportPackageIsVersion2
+// This file is written for version 3 of the generated API: with a runtime
+// that does not support it, it stops compiling here. Run go generate: stemgen
+// comes with the runtime's module, so the two then agree.
+const _ = runtime.SupportPackageIsVersion3
 
 // These assignments stop compiling when an annotated function's signature no
 // longer matches this file: run go generate.
@@ -78,21 +79,30 @@ func (c *stemCalls) Inspect(arg1 runtime1.Info, flags [2]bool) (Page[pgtype.Text
 // CallSync runs workflow Sync (imports.sync) as a child of this run with input
 // in, and waits for its output. name is the call's durable key within the run:
 // the child's run ID derives from this run's ID and name, so a replay never
-// starts the child twice.
+// starts the child twice, and takes the outcome of a child that already
+// finished. Terminating this run terminates the child, unless opts include
+// runtime.Abandon(). If the derived ID is taken by another run (not this run's
+// child of Sync), the call fails with an error matching
+// runtime.ErrChildCollision.
 //
 // Sync copies a page of names.
-func (c *stemCalls) CallSync(name string, in Page[pgtype.Text]) (map[string]*uuid.UUID, error) {
-	return runtime.CallChild[map[string]*uuid.UUID](c.wc, name, SyncWorkflowName, in)
+func (c *stemCalls) CallSync(name string, in Page[pgtype.Text], opts ...runtime.ChildOption) (map[string]*uuid.UUID, error) {
+	return runtime.CallChild[map[string]*uuid.UUID](c.wc, name, SyncWorkflowName, in, opts...)
 }
 
 // StartSyncChild starts workflow Sync (imports.sync) as a child of this run
-// with input in, without waiting, and returns the child's run ID (GetSync
-// gives a typed handle on it). name is the call's durable key within the run.
-// To start a run from outside a workflow, use StartSync.
+// with input in, without waiting, and returns a typed handle on it, whose
+// Result waits for the child's output later, durably. name is the call's
+// durable key within the run: the child's run ID derives from this run's ID
+// and name, so a replay returns the same child. Terminating this run
+// terminates the child, unless opts include runtime.Abandon(). If the derived
+// ID is taken by another run (not this run's child of Sync), the call fails
+// with an error matching runtime.ErrChildCollision. To start a run from
+// outside a workflow, use StartSync.
 //
 // Sync copies a page of names.
-func (c *stemCalls) StartSyncChild(name string, in Page[pgtype.Text]) (string, error) {
-	return runtime.StartChild(c.wc, name, SyncWorkflowName, in)
+func (c *stemCalls) StartSyncChild(name string, in Page[pgtype.Text], opts ...runtime.ChildOption) (*runtime.ChildRun[map[string]*uuid.UUID], error) {
+	return runtime.StartChild[map[string]*uuid.UUID](c.wc, name, SyncWorkflowName, in, opts...)
 }
 
 // SyncWorkflowName is the durable name of workflow Sync, stored with every
@@ -121,7 +131,9 @@ type SyncRun struct {
 }
 
 // RegisterSync registers workflow Sync with e under its durable name,
-// imports.sync.
+// imports.sync, at version 1; the engine records them in the store's catalog
+// with the shapes of its input and output, for tools that start runs without
+// its Go types.
 //
 // Sync copies a page of names.
 func RegisterSync(e *runtime.Engine) error {
@@ -130,7 +142,7 @@ func RegisterSync(e *runtime.Engine) error {
 			WorkflowContext: c,
 			stemCalls:       stemCalls{wc: c},
 		}, in)
-	})
+	}, runtime.WorkflowVersion(1))
 }
 
 // StartSync starts a run of workflow Sync (imports.sync) with input in. With

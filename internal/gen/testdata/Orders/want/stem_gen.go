@@ -10,9 +10,10 @@ import (
 	"github.com/stemflow/stem/runtime"
 )
 
-// This file needs a runtime that supports its version of the generated API; with
-// an older runtime it stops compiling here.
-const _ = runtime.SupportPackageIsVersion2
+// This file is written for version 3 of the generated API: with a runtime
+// that does not support it, it stops compiling here. Run go generate: stemgen
+// comes with the runtime's module, so the two then agree.
+const _ = runtime.SupportPackageIsVersion3
 
 // These assignments stop compiling when an annotated function's signature no
 // longer matches this file: run go generate.
@@ -159,47 +160,65 @@ func (c *stemCalls) AwaitShipmentReady(name string, timeout time.Duration) (Ship
 // CallFulfil runs workflow Fulfil (orders.fulfil) as a child of this run with
 // input in, and waits for its output. name is the call's durable key within
 // the run: the child's run ID derives from this run's ID and name, so a replay
-// never starts the child twice.
+// never starts the child twice, and takes the outcome of a child that already
+// finished. Terminating this run terminates the child, unless opts include
+// runtime.Abandon(). If the derived ID is taken by another run (not this run's
+// child of Fulfil), the call fails with an error matching
+// runtime.ErrChildCollision.
 //
 // Fulfil reserves stock, waits for the warehouse, packs every item, then
 // charges the customer and refunds a goodwill credit.
-func (c *stemCalls) CallFulfil(name string, in Order) (Receipt, error) {
-	return runtime.CallChild[Receipt](c.wc, name, FulfilWorkflowName, in)
+func (c *stemCalls) CallFulfil(name string, in Order, opts ...runtime.ChildOption) (Receipt, error) {
+	return runtime.CallChild[Receipt](c.wc, name, FulfilWorkflowName, in, opts...)
 }
 
 // StartFulfilChild starts workflow Fulfil (orders.fulfil) as a child of this
-// run with input in, without waiting, and returns the child's run ID
-// (GetFulfil gives a typed handle on it). name is the call's durable key
-// within the run. To start a run from outside a workflow, use StartFulfil.
+// run with input in, without waiting, and returns a typed handle on it, whose
+// Result waits for the child's output later, durably. name is the call's
+// durable key within the run: the child's run ID derives from this run's ID
+// and name, so a replay returns the same child. Terminating this run
+// terminates the child, unless opts include runtime.Abandon(). If the derived
+// ID is taken by another run (not this run's child of Fulfil), the call fails
+// with an error matching runtime.ErrChildCollision. To start a run from
+// outside a workflow, use StartFulfil.
 //
 // Fulfil reserves stock, waits for the warehouse, packs every item, then
 // charges the customer and refunds a goodwill credit.
-func (c *stemCalls) StartFulfilChild(name string, in Order) (string, error) {
-	return runtime.StartChild(c.wc, name, FulfilWorkflowName, in)
+func (c *stemCalls) StartFulfilChild(name string, in Order, opts ...runtime.ChildOption) (*runtime.ChildRun[Receipt], error) {
+	return runtime.StartChild[Receipt](c.wc, name, FulfilWorkflowName, in, opts...)
 }
 
 // CallRefund runs workflow Refund (orders.refund) as a child of this run with
 // input in, and waits for its output. name is the call's durable key within
 // the run: the child's run ID derives from this run's ID and name, so a replay
-// never starts the child twice.
+// never starts the child twice, and takes the outcome of a child that already
+// finished. Terminating this run terminates the child, unless opts include
+// runtime.Abandon(). If the derived ID is taken by another run (not this run's
+// child of Refund), the call fails with an error matching
+// runtime.ErrChildCollision.
 //
 // Refund returns part of a payment.
 //
 // Deprecated: refunds move to the billing service.
-func (c *stemCalls) CallRefund(name string, in RefundInput) (RefundResult, error) {
-	return runtime.CallChild[RefundResult](c.wc, name, RefundWorkflowName, in)
+func (c *stemCalls) CallRefund(name string, in RefundInput, opts ...runtime.ChildOption) (RefundResult, error) {
+	return runtime.CallChild[RefundResult](c.wc, name, RefundWorkflowName, in, opts...)
 }
 
 // StartRefundChild starts workflow Refund (orders.refund) as a child of this
-// run with input in, without waiting, and returns the child's run ID
-// (GetRefund gives a typed handle on it). name is the call's durable key
-// within the run. To start a run from outside a workflow, use StartRefund.
+// run with input in, without waiting, and returns a typed handle on it, whose
+// Result waits for the child's output later, durably. name is the call's
+// durable key within the run: the child's run ID derives from this run's ID
+// and name, so a replay returns the same child. Terminating this run
+// terminates the child, unless opts include runtime.Abandon(). If the derived
+// ID is taken by another run (not this run's child of Refund), the call fails
+// with an error matching runtime.ErrChildCollision. To start a run from
+// outside a workflow, use StartRefund.
 //
 // Refund returns part of a payment.
 //
 // Deprecated: refunds move to the billing service.
-func (c *stemCalls) StartRefundChild(name string, in RefundInput) (string, error) {
-	return runtime.StartChild(c.wc, name, RefundWorkflowName, in)
+func (c *stemCalls) StartRefundChild(name string, in RefundInput, opts ...runtime.ChildOption) (*runtime.ChildRun[RefundResult], error) {
+	return runtime.StartChild[RefundResult](c.wc, name, RefundWorkflowName, in, opts...)
 }
 
 // FulfilWorkflowName is the durable name of workflow Fulfil, stored with every
@@ -231,13 +250,20 @@ type FulfilRun struct {
 }
 
 // RegisterFulfil registers workflow Fulfil with e under its durable name,
-// orders.fulfil. Its steps run on steps, which must not be nil.
+// orders.fulfil, at version 1; the engine records them in the store's catalog
+// with the shapes of its input and output, for tools that start runs without
+// its Go types. It also registers the event types of package main, so such
+// tools can check an event's payload. Its steps run on steps, which must not
+// be nil.
 //
 // Fulfil reserves stock, waits for the warehouse, packs every item, then
 // charges the customer and refunds a goodwill credit.
 func RegisterFulfil(e *runtime.Engine, steps *Steps) error {
 	if steps == nil {
 		return fmt.Errorf("%w: RegisterFulfil: steps is nil", runtime.ErrInvalidArgument)
+	}
+	if err := stemRegisterEvents(e); err != nil {
+		return err
 	}
 	return runtime.Register(e, FulfilWorkflowName, func(c *runtime.WorkflowContext, in Order) (Receipt, error) {
 		return Fulfil(&FulfilContext{
@@ -247,7 +273,7 @@ func RegisterFulfil(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	})
+	}, runtime.WorkflowVersion(1))
 }
 
 // StartFulfil starts a run of workflow Fulfil (orders.fulfil) with input in.
@@ -327,7 +353,11 @@ type RefundRun struct {
 }
 
 // RegisterRefund registers workflow Refund with e under its durable name,
-// orders.refund. Its steps run on steps, which must not be nil.
+// orders.refund, at version 2; the engine records them in the store's catalog
+// with the shapes of its input and output, for tools that start runs without
+// its Go types. It also registers the event types of package main, so such
+// tools can check an event's payload. Its steps run on steps, which must not
+// be nil.
 //
 // Refund returns part of a payment.
 //
@@ -335,6 +365,9 @@ type RefundRun struct {
 func RegisterRefund(e *runtime.Engine, steps *Steps) error {
 	if steps == nil {
 		return fmt.Errorf("%w: RegisterRefund: steps is nil", runtime.ErrInvalidArgument)
+	}
+	if err := stemRegisterEvents(e); err != nil {
+		return err
 	}
 	return runtime.Register(e, RefundWorkflowName, func(c *runtime.WorkflowContext, in RefundInput) (RefundResult, error) {
 		return Refund(&RefundContext{
@@ -344,7 +377,7 @@ func RegisterRefund(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	})
+	}, runtime.WorkflowVersion(2))
 }
 
 // StartRefund starts a run of workflow Refund (orders.refund) with input in.
@@ -415,6 +448,16 @@ func SendShipmentReady(ctx context.Context, e *runtime.Engine, runID string, ev 
 // ShipmentReady says the warehouse shipped an order.
 func EmitShipmentReady(ctx context.Context, e *runtime.Engine, ev ShipmentReady) (int, error) {
 	return e.Emit(ctx, ShipmentReadyTopic, ev)
+}
+
+// stemRegisterEvents registers the event types of package main with e, for the
+// store's catalog: ShipmentReady on shipment.ready. Every Register function of
+// the package calls it.
+func stemRegisterEvents(e *runtime.Engine) error {
+	if err := runtime.RegisterEvent[ShipmentReady](e, ShipmentReadyTopic); err != nil {
+		return err
+	}
+	return nil
 }
 
 // RegisterWorkflows registers every workflow of package main with e: Fulfil

@@ -10,9 +10,10 @@ import (
 	"github.com/stemflow/stem/runtime"
 )
 
-// This file needs a runtime that supports its version of the generated API; with
-// an older runtime it stops compiling here.
-const _ = runtime.SupportPackageIsVersion2
+// This file is written for version 3 of the generated API: with a runtime
+// that does not support it, it stops compiling here. Run go generate: stemgen
+// comes with the runtime's module, so the two then agree.
+const _ = runtime.SupportPackageIsVersion3
 
 // These assignments stop compiling when an annotated function's signature no
 // longer matches this file: run go generate.
@@ -417,111 +418,162 @@ func (c *stemCalls) AwaitRefundApproved(name string, timeout time.Duration) (Ref
 // CallAudit runs workflow Audit (shop.audit) as a child of this run with input
 // in, and waits for its output. name is the call's durable key within the run:
 // the child's run ID derives from this run's ID and name, so a replay never
-// starts the child twice.
+// starts the child twice, and takes the outcome of a child that already
+// finished. Terminating this run terminates the child, unless opts include
+// runtime.Abandon(). If the derived ID is taken by another run (not this run's
+// child of Audit), the call fails with an error matching
+// runtime.ErrChildCollision.
 //
 // Audit records an entry, scores it and archives it.
-func (c *stemCalls) CallAudit(name string, in Entry) (string, error) {
-	return runtime.CallChild[string](c.wc, name, AuditWorkflowName, in)
+func (c *stemCalls) CallAudit(name string, in Entry, opts ...runtime.ChildOption) (string, error) {
+	return runtime.CallChild[string](c.wc, name, AuditWorkflowName, in, opts...)
 }
 
 // StartAuditChild starts workflow Audit (shop.audit) as a child of this run
-// with input in, without waiting, and returns the child's run ID (GetAudit
-// gives a typed handle on it). name is the call's durable key within the run.
-// To start a run from outside a workflow, use StartAudit.
+// with input in, without waiting, and returns a typed handle on it, whose
+// Result waits for the child's output later, durably. name is the call's
+// durable key within the run: the child's run ID derives from this run's ID
+// and name, so a replay returns the same child. Terminating this run
+// terminates the child, unless opts include runtime.Abandon(). If the derived
+// ID is taken by another run (not this run's child of Audit), the call fails
+// with an error matching runtime.ErrChildCollision. To start a run from
+// outside a workflow, use StartAudit.
 //
 // Audit records an entry, scores it and archives it.
-func (c *stemCalls) StartAuditChild(name string, in Entry) (string, error) {
-	return runtime.StartChild(c.wc, name, AuditWorkflowName, in)
+func (c *stemCalls) StartAuditChild(name string, in Entry, opts ...runtime.ChildOption) (*runtime.ChildRun[string], error) {
+	return runtime.StartChild[string](c.wc, name, AuditWorkflowName, in, opts...)
 }
 
 // CallCheckout runs workflow Checkout (shop.checkout) as a child of this run
 // with input in, and waits for its output. name is the call's durable key
 // within the run: the child's run ID derives from this run's ID and name, so a
-// replay never starts the child twice.
+// replay never starts the child twice, and takes the outcome of a child that
+// already finished. Terminating this run terminates the child, unless opts
+// include runtime.Abandon(). If the derived ID is taken by another run (not
+// this run's child of Checkout), the call fails with an error matching
+// runtime.ErrChildCollision.
 //
 // Checkout validates and prices a cart, reserves its stock, has it paid
-// and delivered by child workflows, and starts its audit.
-func (c *stemCalls) CallCheckout(name string, in Cart) (Receipt, error) {
-	return runtime.CallChild[Receipt](c.wc, name, CheckoutWorkflowName, in)
+// and delivered by child workflows, and has it audited by a child it starts
+// early and awaits last, through the typed handle (a child that outlives
+// its parent if the checkout is terminated). The settling sleep between
+// makes the run replay the start of the audit before awaiting it.
+func (c *stemCalls) CallCheckout(name string, in Cart, opts ...runtime.ChildOption) (Receipt, error) {
+	return runtime.CallChild[Receipt](c.wc, name, CheckoutWorkflowName, in, opts...)
 }
 
 // StartCheckoutChild starts workflow Checkout (shop.checkout) as a child of
-// this run with input in, without waiting, and returns the child's run ID
-// (GetCheckout gives a typed handle on it). name is the call's durable key
-// within the run. To start a run from outside a workflow, use StartCheckout.
+// this run with input in, without waiting, and returns a typed handle on it,
+// whose Result waits for the child's output later, durably. name is the call's
+// durable key within the run: the child's run ID derives from this run's ID
+// and name, so a replay returns the same child. Terminating this run
+// terminates the child, unless opts include runtime.Abandon(). If the derived
+// ID is taken by another run (not this run's child of Checkout), the call
+// fails with an error matching runtime.ErrChildCollision. To start a run from
+// outside a workflow, use StartCheckout.
 //
 // Checkout validates and prices a cart, reserves its stock, has it paid
-// and delivered by child workflows, and starts its audit.
-func (c *stemCalls) StartCheckoutChild(name string, in Cart) (string, error) {
-	return runtime.StartChild(c.wc, name, CheckoutWorkflowName, in)
+// and delivered by child workflows, and has it audited by a child it starts
+// early and awaits last, through the typed handle (a child that outlives
+// its parent if the checkout is terminated). The settling sleep between
+// makes the run replay the start of the audit before awaiting it.
+func (c *stemCalls) StartCheckoutChild(name string, in Cart, opts ...runtime.ChildOption) (*runtime.ChildRun[Receipt], error) {
+	return runtime.StartChild[Receipt](c.wc, name, CheckoutWorkflowName, in, opts...)
 }
 
 // CallDeliver runs workflow Deliver (shop.deliver) as a child of this run with
 // input in, and waits for its output. name is the call's durable key within
 // the run: the child's run ID derives from this run's ID and name, so a replay
-// never starts the child twice.
+// never starts the child twice, and takes the outcome of a child that already
+// finished. Terminating this run terminates the child, unless opts include
+// runtime.Abandon(). If the derived ID is taken by another run (not this run's
+// child of Deliver), the call fails with an error matching
+// runtime.ErrChildCollision.
 //
 // Deliver packs every line, labels and dispatches the parcels, and
 // notifies the customer of each step; a delivery not confirmed in time is
 // still a shipment.
-func (c *stemCalls) CallDeliver(name string, in Cart) (Shipment, error) {
-	return runtime.CallChild[Shipment](c.wc, name, DeliverWorkflowName, in)
+func (c *stemCalls) CallDeliver(name string, in Cart, opts ...runtime.ChildOption) (Shipment, error) {
+	return runtime.CallChild[Shipment](c.wc, name, DeliverWorkflowName, in, opts...)
 }
 
 // StartDeliverChild starts workflow Deliver (shop.deliver) as a child of this
-// run with input in, without waiting, and returns the child's run ID
-// (GetDeliver gives a typed handle on it). name is the call's durable key
-// within the run. To start a run from outside a workflow, use StartDeliver.
+// run with input in, without waiting, and returns a typed handle on it, whose
+// Result waits for the child's output later, durably. name is the call's
+// durable key within the run: the child's run ID derives from this run's ID
+// and name, so a replay returns the same child. Terminating this run
+// terminates the child, unless opts include runtime.Abandon(). If the derived
+// ID is taken by another run (not this run's child of Deliver), the call fails
+// with an error matching runtime.ErrChildCollision. To start a run from
+// outside a workflow, use StartDeliver.
 //
 // Deliver packs every line, labels and dispatches the parcels, and
 // notifies the customer of each step; a delivery not confirmed in time is
 // still a shipment.
-func (c *stemCalls) StartDeliverChild(name string, in Cart) (string, error) {
-	return runtime.StartChild(c.wc, name, DeliverWorkflowName, in)
+func (c *stemCalls) StartDeliverChild(name string, in Cart, opts ...runtime.ChildOption) (*runtime.ChildRun[Shipment], error) {
+	return runtime.StartChild[Shipment](c.wc, name, DeliverWorkflowName, in, opts...)
 }
 
 // CallPay runs workflow Pay (shop.pay) as a child of this run with input in,
 // and waits for its output. name is the call's durable key within the run: the
 // child's run ID derives from this run's ID and name, so a replay never starts
-// the child twice.
+// the child twice, and takes the outcome of a child that already finished.
+// Terminating this run terminates the child, unless opts include
+// runtime.Abandon(). If the derived ID is taken by another run (not this run's
+// child of Pay), the call fails with an error matching
+// runtime.ErrChildCollision.
 //
 // Pay authorizes a charge, waits for the provider's confirmation, and
 // captures it.
-func (c *stemCalls) CallPay(name string, in Charge) (Payment, error) {
-	return runtime.CallChild[Payment](c.wc, name, PayWorkflowName, in)
+func (c *stemCalls) CallPay(name string, in Charge, opts ...runtime.ChildOption) (Payment, error) {
+	return runtime.CallChild[Payment](c.wc, name, PayWorkflowName, in, opts...)
 }
 
 // StartPayChild starts workflow Pay (shop.pay) as a child of this run with
-// input in, without waiting, and returns the child's run ID (GetPay gives a
-// typed handle on it). name is the call's durable key within the run. To start
-// a run from outside a workflow, use StartPay.
+// input in, without waiting, and returns a typed handle on it, whose Result
+// waits for the child's output later, durably. name is the call's durable key
+// within the run: the child's run ID derives from this run's ID and name, so a
+// replay returns the same child. Terminating this run terminates the child,
+// unless opts include runtime.Abandon(). If the derived ID is taken by another
+// run (not this run's child of Pay), the call fails with an error matching
+// runtime.ErrChildCollision. To start a run from outside a workflow, use
+// StartPay.
 //
 // Pay authorizes a charge, waits for the provider's confirmation, and
 // captures it.
-func (c *stemCalls) StartPayChild(name string, in Charge) (string, error) {
-	return runtime.StartChild(c.wc, name, PayWorkflowName, in)
+func (c *stemCalls) StartPayChild(name string, in Charge, opts ...runtime.ChildOption) (*runtime.ChildRun[Payment], error) {
+	return runtime.StartChild[Payment](c.wc, name, PayWorkflowName, in, opts...)
 }
 
 // CallRefund runs workflow Refund (shop.refund) as a child of this run with
 // input in, and waits for its output. name is the call's durable key within
 // the run: the child's run ID derives from this run's ID and name, so a replay
-// never starts the child twice.
+// never starts the child twice, and takes the outcome of a child that already
+// finished. Terminating this run terminates the child, unless opts include
+// runtime.Abandon(). If the derived ID is taken by another run (not this run's
+// child of Refund), the call fails with an error matching
+// runtime.ErrChildCollision.
 //
 // Refund waits for a person's approval, refunds the payment, and has the
 // refund audited.
-func (c *stemCalls) CallRefund(name string, in RefundRequest) (Payment, error) {
-	return runtime.CallChild[Payment](c.wc, name, RefundWorkflowName, in)
+func (c *stemCalls) CallRefund(name string, in RefundRequest, opts ...runtime.ChildOption) (Payment, error) {
+	return runtime.CallChild[Payment](c.wc, name, RefundWorkflowName, in, opts...)
 }
 
 // StartRefundChild starts workflow Refund (shop.refund) as a child of this run
-// with input in, without waiting, and returns the child's run ID (GetRefund
-// gives a typed handle on it). name is the call's durable key within the run.
-// To start a run from outside a workflow, use StartRefund.
+// with input in, without waiting, and returns a typed handle on it, whose
+// Result waits for the child's output later, durably. name is the call's
+// durable key within the run: the child's run ID derives from this run's ID
+// and name, so a replay returns the same child. Terminating this run
+// terminates the child, unless opts include runtime.Abandon(). If the derived
+// ID is taken by another run (not this run's child of Refund), the call fails
+// with an error matching runtime.ErrChildCollision. To start a run from
+// outside a workflow, use StartRefund.
 //
 // Refund waits for a person's approval, refunds the payment, and has the
 // refund audited.
-func (c *stemCalls) StartRefundChild(name string, in RefundRequest) (string, error) {
-	return runtime.StartChild(c.wc, name, RefundWorkflowName, in)
+func (c *stemCalls) StartRefundChild(name string, in RefundRequest, opts ...runtime.ChildOption) (*runtime.ChildRun[Payment], error) {
+	return runtime.StartChild[Payment](c.wc, name, RefundWorkflowName, in, opts...)
 }
 
 // AuditWorkflowName is the durable name of workflow Audit, stored with every
@@ -550,12 +602,19 @@ type AuditRun struct {
 }
 
 // RegisterAudit registers workflow Audit with e under its durable name,
-// shop.audit. Its steps run on steps, which must not be nil.
+// shop.audit, at version 1; the engine records them in the store's catalog
+// with the shapes of its input and output, for tools that start runs without
+// its Go types. It also registers the event types of package main, so such
+// tools can check an event's payload. Its steps run on steps, which must not
+// be nil.
 //
 // Audit records an entry, scores it and archives it.
 func RegisterAudit(e *runtime.Engine, steps *Steps) error {
 	if steps == nil {
 		return fmt.Errorf("%w: RegisterAudit: steps is nil", runtime.ErrInvalidArgument)
+	}
+	if err := stemRegisterEvents(e); err != nil {
+		return err
 	}
 	return runtime.Register(e, AuditWorkflowName, func(c *runtime.WorkflowContext, in Entry) (string, error) {
 		return Audit(&AuditContext{
@@ -565,7 +624,7 @@ func RegisterAudit(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	})
+	}, runtime.WorkflowVersion(1))
 }
 
 // StartAudit starts a run of workflow Audit (shop.audit) with input in. With
@@ -614,7 +673,10 @@ func GetAudit(ctx context.Context, e *runtime.Engine, id string) (*AuditRun, err
 // every run.
 //
 // Checkout validates and prices a cart, reserves its stock, has it paid
-// and delivered by child workflows, and starts its audit.
+// and delivered by child workflows, and has it audited by a child it starts
+// early and awaits last, through the typed handle (a child that outlives
+// its parent if the checkout is terminated). The settling sleep between
+// makes the run replay the start of the audit before awaiting it.
 const CheckoutWorkflowName = "shop.checkout"
 
 // CheckoutContext is what workflow Checkout (shop.checkout) receives: the
@@ -622,7 +684,10 @@ const CheckoutWorkflowName = "shop.checkout"
 // event and child workflow of package main.
 //
 // Checkout validates and prices a cart, reserves its stock, has it paid
-// and delivered by child workflows, and starts its audit.
+// and delivered by child workflows, and has it audited by a child it starts
+// early and awaits last, through the typed handle (a child that outlives
+// its parent if the checkout is terminated). The settling sleep between
+// makes the run replay the start of the audit before awaiting it.
 type CheckoutContext struct {
 	*runtime.WorkflowContext
 	stemCalls
@@ -633,19 +698,32 @@ type CheckoutContext struct {
 // for reconciling with the services its steps called.
 //
 // Checkout validates and prices a cart, reserves its stock, has it paid
-// and delivered by child workflows, and starts its audit.
+// and delivered by child workflows, and has it audited by a child it starts
+// early and awaits last, through the typed handle (a child that outlives
+// its parent if the checkout is terminated). The settling sleep between
+// makes the run replay the start of the audit before awaiting it.
 type CheckoutRun struct {
 	*runtime.Run[Receipt]
 }
 
 // RegisterCheckout registers workflow Checkout with e under its durable name,
-// shop.checkout. Its steps run on steps, which must not be nil.
+// shop.checkout, at version 1; the engine records them in the store's catalog
+// with the shapes of its input and output, for tools that start runs without
+// its Go types. It also registers the event types of package main, so such
+// tools can check an event's payload. Its steps run on steps, which must not
+// be nil.
 //
 // Checkout validates and prices a cart, reserves its stock, has it paid
-// and delivered by child workflows, and starts its audit.
+// and delivered by child workflows, and has it audited by a child it starts
+// early and awaits last, through the typed handle (a child that outlives
+// its parent if the checkout is terminated). The settling sleep between
+// makes the run replay the start of the audit before awaiting it.
 func RegisterCheckout(e *runtime.Engine, steps *Steps) error {
 	if steps == nil {
 		return fmt.Errorf("%w: RegisterCheckout: steps is nil", runtime.ErrInvalidArgument)
+	}
+	if err := stemRegisterEvents(e); err != nil {
+		return err
 	}
 	return runtime.Register(e, CheckoutWorkflowName, func(c *runtime.WorkflowContext, in Cart) (Receipt, error) {
 		return Checkout(&CheckoutContext{
@@ -655,7 +733,7 @@ func RegisterCheckout(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	})
+	}, runtime.WorkflowVersion(1))
 }
 
 // StartCheckout starts a run of workflow Checkout (shop.checkout) with input
@@ -663,7 +741,10 @@ func RegisterCheckout(e *runtime.Engine, steps *Steps) error {
 // run.
 //
 // Checkout validates and prices a cart, reserves its stock, has it paid
-// and delivered by child workflows, and starts its audit.
+// and delivered by child workflows, and has it audited by a child it starts
+// early and awaits last, through the typed handle (a child that outlives
+// its parent if the checkout is terminated). The settling sleep between
+// makes the run replay the start of the audit before awaiting it.
 func StartCheckout(ctx context.Context, e *runtime.Engine, in Cart, opts ...runtime.StartOption) (*CheckoutRun, error) {
 	r, err := runtime.Start[Cart, Receipt](ctx, e, CheckoutWorkflowName, in, opts...)
 	if err != nil {
@@ -677,7 +758,10 @@ func StartCheckout(ctx context.Context, e *runtime.Engine, in Cart, opts ...runt
 // with an ID that exists return the existing run.
 //
 // Checkout validates and prices a cart, reserves its stock, has it paid
-// and delivered by child workflows, and starts its audit.
+// and delivered by child workflows, and has it audited by a child it starts
+// early and awaits last, through the typed handle (a child that outlives
+// its parent if the checkout is terminated). The settling sleep between
+// makes the run replay the start of the audit before awaiting it.
 func StartCheckoutBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[Cart]) ([]*CheckoutRun, error) {
 	rs, err := runtime.StartBatch[Cart, Receipt](ctx, e, CheckoutWorkflowName, items)
 	if err != nil {
@@ -695,7 +779,10 @@ func StartCheckoutBatch(ctx context.Context, e *runtime.Engine, items []runtime.
 // is none, runtime.ErrInvalidArgument if it is a run of another workflow.
 //
 // Checkout validates and prices a cart, reserves its stock, has it paid
-// and delivered by child workflows, and starts its audit.
+// and delivered by child workflows, and has it audited by a child it starts
+// early and awaits last, through the typed handle (a child that outlives
+// its parent if the checkout is terminated). The settling sleep between
+// makes the run replay the start of the audit before awaiting it.
 func GetCheckout(ctx context.Context, e *runtime.Engine, id string) (*CheckoutRun, error) {
 	r, err := runtime.Get[Receipt](ctx, e, CheckoutWorkflowName, id)
 	if err != nil {
@@ -736,7 +823,11 @@ type DeliverRun struct {
 }
 
 // RegisterDeliver registers workflow Deliver with e under its durable name,
-// shop.deliver. Its steps run on steps, which must not be nil.
+// shop.deliver, at version 1; the engine records them in the store's catalog
+// with the shapes of its input and output, for tools that start runs without
+// its Go types. It also registers the event types of package main, so such
+// tools can check an event's payload. Its steps run on steps, which must not
+// be nil.
 //
 // Deliver packs every line, labels and dispatches the parcels, and
 // notifies the customer of each step; a delivery not confirmed in time is
@@ -744,6 +835,9 @@ type DeliverRun struct {
 func RegisterDeliver(e *runtime.Engine, steps *Steps) error {
 	if steps == nil {
 		return fmt.Errorf("%w: RegisterDeliver: steps is nil", runtime.ErrInvalidArgument)
+	}
+	if err := stemRegisterEvents(e); err != nil {
+		return err
 	}
 	return runtime.Register(e, DeliverWorkflowName, func(c *runtime.WorkflowContext, in Cart) (Shipment, error) {
 		return Deliver(&DeliverContext{
@@ -753,7 +847,7 @@ func RegisterDeliver(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	})
+	}, runtime.WorkflowVersion(1))
 }
 
 // StartDeliver starts a run of workflow Deliver (shop.deliver) with input in.
@@ -831,14 +925,20 @@ type PayRun struct {
 	*runtime.Run[Payment]
 }
 
-// RegisterPay registers workflow Pay with e under its durable name, shop.pay.
-// Its steps run on steps, which must not be nil.
+// RegisterPay registers workflow Pay with e under its durable name, shop.pay,
+// at version 1; the engine records them in the store's catalog with the shapes
+// of its input and output, for tools that start runs without its Go types. It
+// also registers the event types of package main, so such tools can check an
+// event's payload. Its steps run on steps, which must not be nil.
 //
 // Pay authorizes a charge, waits for the provider's confirmation, and
 // captures it.
 func RegisterPay(e *runtime.Engine, steps *Steps) error {
 	if steps == nil {
 		return fmt.Errorf("%w: RegisterPay: steps is nil", runtime.ErrInvalidArgument)
+	}
+	if err := stemRegisterEvents(e); err != nil {
+		return err
 	}
 	return runtime.Register(e, PayWorkflowName, func(c *runtime.WorkflowContext, in Charge) (Payment, error) {
 		return Pay(&PayContext{
@@ -848,7 +948,7 @@ func RegisterPay(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	})
+	}, runtime.WorkflowVersion(1))
 }
 
 // StartPay starts a run of workflow Pay (shop.pay) with input in. With
@@ -925,13 +1025,20 @@ type RefundRun struct {
 }
 
 // RegisterRefund registers workflow Refund with e under its durable name,
-// shop.refund. Its steps run on steps, which must not be nil.
+// shop.refund, at version 2; the engine records them in the store's catalog
+// with the shapes of its input and output, for tools that start runs without
+// its Go types. It also registers the event types of package main, so such
+// tools can check an event's payload. Its steps run on steps, which must not
+// be nil.
 //
 // Refund waits for a person's approval, refunds the payment, and has the
 // refund audited.
 func RegisterRefund(e *runtime.Engine, steps *Steps) error {
 	if steps == nil {
 		return fmt.Errorf("%w: RegisterRefund: steps is nil", runtime.ErrInvalidArgument)
+	}
+	if err := stemRegisterEvents(e); err != nil {
+		return err
 	}
 	return runtime.Register(e, RefundWorkflowName, func(c *runtime.WorkflowContext, in RefundRequest) (Payment, error) {
 		return Refund(&RefundContext{
@@ -941,7 +1048,7 @@ func RegisterRefund(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	})
+	}, runtime.WorkflowVersion(2))
 }
 
 // StartRefund starts a run of workflow Refund (shop.refund) with input in.
@@ -1053,6 +1160,23 @@ func SendRefundApproved(ctx context.Context, e *runtime.Engine, runID string, ev
 // RefundApproved says a person approved a refund.
 func EmitRefundApproved(ctx context.Context, e *runtime.Engine, ev RefundApproved) (int, error) {
 	return e.Emit(ctx, RefundApprovedTopic, ev)
+}
+
+// stemRegisterEvents registers the event types of package main with e, for the
+// store's catalog: Delivered on shop.delivered, PaymentConfirmed on
+// shop.payment-confirmed, RefundApproved on shop.refund-approved. Every
+// Register function of the package calls it.
+func stemRegisterEvents(e *runtime.Engine) error {
+	if err := runtime.RegisterEvent[Delivered](e, DeliveredTopic); err != nil {
+		return err
+	}
+	if err := runtime.RegisterEvent[PaymentConfirmed](e, PaymentConfirmedTopic); err != nil {
+		return err
+	}
+	if err := runtime.RegisterEvent[RefundApproved](e, RefundApprovedTopic); err != nil {
+		return err
+	}
+	return nil
 }
 
 // RegisterWorkflows registers every workflow of package main with e: Audit

@@ -9,9 +9,10 @@ import (
 	"github.com/stemflow/stem/runtime"
 )
 
-// This file needs a runtime that supports its version of the generated API; with
-// an older runtime it stops compiling here.
-const _ = runtime.SupportPackageIsVersion2
+// This file is written for version 3 of the generated API: with a runtime
+// that does not support it, it stops compiling here. Run go generate: stemgen
+// comes with the runtime's module, so the two then agree.
+const _ = runtime.SupportPackageIsVersion3
 
 // These assignments stop compiling when an annotated function's signature no
 // longer matches this file: run go generate.
@@ -50,21 +51,30 @@ func (c *stemCalls) Double(n int) (int, error) {
 // CallFlow runs workflow Flow (stale.flow) as a child of this run with input
 // in, and waits for its output. name is the call's durable key within the run:
 // the child's run ID derives from this run's ID and name, so a replay never
-// starts the child twice.
+// starts the child twice, and takes the outcome of a child that already
+// finished. Terminating this run terminates the child, unless opts include
+// runtime.Abandon(). If the derived ID is taken by another run (not this run's
+// child of Flow), the call fails with an error matching
+// runtime.ErrChildCollision.
 //
 // Flow calls a step the stale file does not know.
-func (c *stemCalls) CallFlow(name string, in int) (int, error) {
-	return runtime.CallChild[int](c.wc, name, FlowWorkflowName, in)
+func (c *stemCalls) CallFlow(name string, in int, opts ...runtime.ChildOption) (int, error) {
+	return runtime.CallChild[int](c.wc, name, FlowWorkflowName, in, opts...)
 }
 
 // StartFlowChild starts workflow Flow (stale.flow) as a child of this run with
-// input in, without waiting, and returns the child's run ID (GetFlow gives a
-// typed handle on it). name is the call's durable key within the run. To start
-// a run from outside a workflow, use StartFlow.
+// input in, without waiting, and returns a typed handle on it, whose Result
+// waits for the child's output later, durably. name is the call's durable key
+// within the run: the child's run ID derives from this run's ID and name, so a
+// replay returns the same child. Terminating this run terminates the child,
+// unless opts include runtime.Abandon(). If the derived ID is taken by another
+// run (not this run's child of Flow), the call fails with an error matching
+// runtime.ErrChildCollision. To start a run from outside a workflow, use
+// StartFlow.
 //
 // Flow calls a step the stale file does not know.
-func (c *stemCalls) StartFlowChild(name string, in int) (string, error) {
-	return runtime.StartChild(c.wc, name, FlowWorkflowName, in)
+func (c *stemCalls) StartFlowChild(name string, in int, opts ...runtime.ChildOption) (*runtime.ChildRun[int], error) {
+	return runtime.StartChild[int](c.wc, name, FlowWorkflowName, in, opts...)
 }
 
 // FlowWorkflowName is the durable name of workflow Flow, stored with every
@@ -93,7 +103,9 @@ type FlowRun struct {
 }
 
 // RegisterFlow registers workflow Flow with e under its durable name,
-// stale.flow. Its steps run on steps, which must not be nil.
+// stale.flow, at version 1; the engine records them in the store's catalog
+// with the shapes of its input and output, for tools that start runs without
+// its Go types. Its steps run on steps, which must not be nil.
 //
 // Flow calls a step the stale file does not know.
 func RegisterFlow(e *runtime.Engine, steps *Steps) error {
@@ -108,7 +120,7 @@ func RegisterFlow(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	})
+	}, runtime.WorkflowVersion(1))
 }
 
 // StartFlow starts a run of workflow Flow (stale.flow) with input in. With

@@ -8,9 +8,10 @@ import (
 	"github.com/stemflow/stem/runtime"
 )
 
-// This file needs a runtime that supports its version of the generated API; with
-// an older runtime it stops compiling here.
-const _ = runtime.SupportPackageIsVersion2
+// This file is written for version 3 of the generated API: with a runtime
+// that does not support it, it stops compiling here. Run go generate: stemgen
+// comes with the runtime's module, so the two then agree.
+const _ = runtime.SupportPackageIsVersion3
 
 // These assignments stop compiling when an annotated function's signature no
 // longer matches this file: run go generate.
@@ -47,21 +48,30 @@ func (c *stemCalls) Charge(amount int64) (Money, error) {
 // CallPay runs workflow Pay (bump.pay) as a child of this run with input in,
 // and waits for its output. name is the call's durable key within the run: the
 // child's run ID derives from this run's ID and name, so a replay never starts
-// the child twice.
+// the child twice, and takes the outcome of a child that already finished.
+// Terminating this run terminates the child, unless opts include
+// runtime.Abandon(). If the derived ID is taken by another run (not this run's
+// child of Pay), the call fails with an error matching
+// runtime.ErrChildCollision.
 //
 // Pay charges.
-func (c *stemCalls) CallPay(name string, in int64) (Money, error) {
-	return runtime.CallChild[Money](c.wc, name, PayWorkflowName, in)
+func (c *stemCalls) CallPay(name string, in int64, opts ...runtime.ChildOption) (Money, error) {
+	return runtime.CallChild[Money](c.wc, name, PayWorkflowName, in, opts...)
 }
 
 // StartPayChild starts workflow Pay (bump.pay) as a child of this run with
-// input in, without waiting, and returns the child's run ID (GetPay gives a
-// typed handle on it). name is the call's durable key within the run. To start
-// a run from outside a workflow, use StartPay.
+// input in, without waiting, and returns a typed handle on it, whose Result
+// waits for the child's output later, durably. name is the call's durable key
+// within the run: the child's run ID derives from this run's ID and name, so a
+// replay returns the same child. Terminating this run terminates the child,
+// unless opts include runtime.Abandon(). If the derived ID is taken by another
+// run (not this run's child of Pay), the call fails with an error matching
+// runtime.ErrChildCollision. To start a run from outside a workflow, use
+// StartPay.
 //
 // Pay charges.
-func (c *stemCalls) StartPayChild(name string, in int64) (string, error) {
-	return runtime.StartChild(c.wc, name, PayWorkflowName, in)
+func (c *stemCalls) StartPayChild(name string, in int64, opts ...runtime.ChildOption) (*runtime.ChildRun[Money], error) {
+	return runtime.StartChild[Money](c.wc, name, PayWorkflowName, in, opts...)
 }
 
 // PayWorkflowName is the durable name of workflow Pay, stored with every run.
@@ -88,7 +98,9 @@ type PayRun struct {
 	*runtime.Run[Money]
 }
 
-// RegisterPay registers workflow Pay with e under its durable name, bump.pay.
+// RegisterPay registers workflow Pay with e under its durable name, bump.pay,
+// at version 1; the engine records them in the store's catalog with the shapes
+// of its input and output, for tools that start runs without its Go types.
 //
 // Pay charges.
 func RegisterPay(e *runtime.Engine) error {
@@ -97,7 +109,7 @@ func RegisterPay(e *runtime.Engine) error {
 			WorkflowContext: c,
 			stemCalls:       stemCalls{wc: c},
 		}, in)
-	})
+	}, runtime.WorkflowVersion(1))
 }
 
 // StartPay starts a run of workflow Pay (bump.pay) with input in. With

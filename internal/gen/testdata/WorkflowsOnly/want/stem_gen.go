@@ -8,9 +8,10 @@ import (
 	"github.com/stemflow/stem/runtime"
 )
 
-// This file needs a runtime that supports its version of the generated API; with
-// an older runtime it stops compiling here.
-const _ = runtime.SupportPackageIsVersion2
+// This file is written for version 3 of the generated API: with a runtime
+// that does not support it, it stops compiling here. Run go generate: stemgen
+// comes with the runtime's module, so the two then agree.
+const _ = runtime.SupportPackageIsVersion3
 
 // These assignments stop compiling when an annotated function's signature no
 // longer matches this file: run go generate.
@@ -29,43 +30,61 @@ type stemCalls struct {
 // CallInner runs workflow Inner (flows.inner) as a child of this run with
 // input in, and waits for its output. name is the call's durable key within
 // the run: the child's run ID derives from this run's ID and name, so a replay
-// never starts the child twice.
+// never starts the child twice, and takes the outcome of a child that already
+// finished. Terminating this run terminates the child, unless opts include
+// runtime.Abandon(). If the derived ID is taken by another run (not this run's
+// child of Inner), the call fails with an error matching
+// runtime.ErrChildCollision.
 //
 // Inner doubles n, and says which run is its parent.
-func (c *stemCalls) CallInner(name string, in int) (int, error) {
-	return runtime.CallChild[int](c.wc, name, InnerWorkflowName, in)
+func (c *stemCalls) CallInner(name string, in int, opts ...runtime.ChildOption) (int, error) {
+	return runtime.CallChild[int](c.wc, name, InnerWorkflowName, in, opts...)
 }
 
 // StartInnerChild starts workflow Inner (flows.inner) as a child of this run
-// with input in, without waiting, and returns the child's run ID (GetInner
-// gives a typed handle on it). name is the call's durable key within the run.
-// To start a run from outside a workflow, use StartInner.
+// with input in, without waiting, and returns a typed handle on it, whose
+// Result waits for the child's output later, durably. name is the call's
+// durable key within the run: the child's run ID derives from this run's ID
+// and name, so a replay returns the same child. Terminating this run
+// terminates the child, unless opts include runtime.Abandon(). If the derived
+// ID is taken by another run (not this run's child of Inner), the call fails
+// with an error matching runtime.ErrChildCollision. To start a run from
+// outside a workflow, use StartInner.
 //
 // Inner doubles n, and says which run is its parent.
-func (c *stemCalls) StartInnerChild(name string, in int) (string, error) {
-	return runtime.StartChild(c.wc, name, InnerWorkflowName, in)
+func (c *stemCalls) StartInnerChild(name string, in int, opts ...runtime.ChildOption) (*runtime.ChildRun[int], error) {
+	return runtime.StartChild[int](c.wc, name, InnerWorkflowName, in, opts...)
 }
 
 // CallOuter runs workflow Outer (flows.outer) as a child of this run with
 // input in, and waits for its output. name is the call's durable key within
 // the run: the child's run ID derives from this run's ID and name, so a replay
-// never starts the child twice.
+// never starts the child twice, and takes the outcome of a child that already
+// finished. Terminating this run terminates the child, unless opts include
+// runtime.Abandon(). If the derived ID is taken by another run (not this run's
+// child of Outer), the call fails with an error matching
+// runtime.ErrChildCollision.
 //
 // Outer runs Inner as a child, starts another without waiting, and reports
 // where it ran.
-func (c *stemCalls) CallOuter(name string, in int) (string, error) {
-	return runtime.CallChild[string](c.wc, name, OuterWorkflowName, in)
+func (c *stemCalls) CallOuter(name string, in int, opts ...runtime.ChildOption) (string, error) {
+	return runtime.CallChild[string](c.wc, name, OuterWorkflowName, in, opts...)
 }
 
 // StartOuterChild starts workflow Outer (flows.outer) as a child of this run
-// with input in, without waiting, and returns the child's run ID (GetOuter
-// gives a typed handle on it). name is the call's durable key within the run.
-// To start a run from outside a workflow, use StartOuter.
+// with input in, without waiting, and returns a typed handle on it, whose
+// Result waits for the child's output later, durably. name is the call's
+// durable key within the run: the child's run ID derives from this run's ID
+// and name, so a replay returns the same child. Terminating this run
+// terminates the child, unless opts include runtime.Abandon(). If the derived
+// ID is taken by another run (not this run's child of Outer), the call fails
+// with an error matching runtime.ErrChildCollision. To start a run from
+// outside a workflow, use StartOuter.
 //
 // Outer runs Inner as a child, starts another without waiting, and reports
 // where it ran.
-func (c *stemCalls) StartOuterChild(name string, in int) (string, error) {
-	return runtime.StartChild(c.wc, name, OuterWorkflowName, in)
+func (c *stemCalls) StartOuterChild(name string, in int, opts ...runtime.ChildOption) (*runtime.ChildRun[string], error) {
+	return runtime.StartChild[string](c.wc, name, OuterWorkflowName, in, opts...)
 }
 
 // InnerWorkflowName is the durable name of workflow Inner, stored with every
@@ -94,7 +113,9 @@ type InnerRun struct {
 }
 
 // RegisterInner registers workflow Inner with e under its durable name,
-// flows.inner.
+// flows.inner, at version 1; the engine records them in the store's catalog
+// with the shapes of its input and output, for tools that start runs without
+// its Go types.
 //
 // Inner doubles n, and says which run is its parent.
 func RegisterInner(e *runtime.Engine) error {
@@ -103,7 +124,7 @@ func RegisterInner(e *runtime.Engine) error {
 			WorkflowContext: c,
 			stemCalls:       stemCalls{wc: c},
 		}, in)
-	})
+	}, runtime.WorkflowVersion(1))
 }
 
 // StartInner starts a run of workflow Inner (flows.inner) with input in. With
@@ -177,7 +198,9 @@ type OuterRun struct {
 }
 
 // RegisterOuter registers workflow Outer with e under its durable name,
-// flows.outer.
+// flows.outer, at version 1; the engine records them in the store's catalog
+// with the shapes of its input and output, for tools that start runs without
+// its Go types.
 //
 // Outer runs Inner as a child, starts another without waiting, and reports
 // where it ran.
@@ -187,7 +210,7 @@ func RegisterOuter(e *runtime.Engine) error {
 			WorkflowContext: c,
 			stemCalls:       stemCalls{wc: c},
 		}, in)
-	})
+	}, runtime.WorkflowVersion(1))
 }
 
 // StartOuter starts a run of workflow Outer (flows.outer) with input in. With

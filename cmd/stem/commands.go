@@ -1,0 +1,101 @@
+package main
+
+import (
+	"flag"
+	"slices"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+// command is one of stem's commands.
+type command struct {
+	name    string
+	aliases []string
+	// args is the synopsis of the positional arguments; min and max bound
+	// their count.
+	args     string
+	min, max int
+	summary  string
+	detail   string
+	// setup declares the command's flags and returns what runs it; it
+	// checks its arguments before it opens the store.
+	setup func(fs *flag.FlagSet) func(c *call, args []string) error
+}
+
+// commands are stem's commands in the order usage lists them.
+var commands []*command
+
+func init() {
+	commands = []*command{
+		{name: "runs", max: 0, setup: listRuns,
+			args:    "[--workflow NAME] [--status STATUS] [--parent RUN_ID] [--limit N] [--after RUN_ID]",
+			summary: "list runs, a page at a time",
+			detail: `Lists runs by ID with their workflow, status, execution and what they
+are doing. Filters combine. Under a full page, a "more:" line gives the
+command for the next one.`},
+		{name: "show", min: 1, max: 1, setup: show,
+			args:    "RUN_ID [--execution N]",
+			summary: "a run: its executions, steps and attempts",
+			detail: `Shows the run (its current execution, with start and end), the list of
+its executions (each start or restart), and the steps of one execution in
+the order they ran, with their status (running, retrying, waiting,
+complete, failed, interrupted), result, and each attempt with its error.
+A multi-line error (a panic's stack) is shortened to its first line;
+--json prints it whole.`},
+		{name: "start", min: 2, max: 2, setup: start,
+			args:    "WORKFLOW JSON [--id RUN_ID]",
+			summary: "start a run of a workflow with a JSON input",
+			detail: `Starts a run of WORKFLOW, which a worker sharing the store serves (it
+records its workflows in the store when it runs; see 'stem workflows'). The
+input is checked against the workflow's input type first: a mismatch is
+refused and nothing is written. With --id, an existing run of the same
+workflow with that ID is left as it is.`},
+		{name: "send", min: 3, max: 3, setup: send,
+			args:    "RUN_ID TOPIC JSON",
+			summary: "deliver an event to one run",
+			detail: `Delivers an event to one run; it is kept if the run is not waiting for it
+yet. The topic must be one a worker awaits and the payload must match its
+type (see 'stem workflows'), else it is refused and nothing is written.`},
+		{name: "emit", min: 2, max: 2, setup: emit,
+			args:    "TOPIC JSON",
+			summary: "deliver an event to every run waiting on TOPIC",
+			detail:  `Delivers an event to every run waiting on TOPIC now. The topic and the payload are checked as by send.`},
+		{name: "pause", min: 1, max: 1, setup: control("paused (takes effect at the next step boundary if running)", (*runtime.Engine).Pause),
+			args:    "RUN_ID",
+			summary: "pause a run at its next step boundary",
+			detail:  `Pauses a run: a running one at its next step boundary, a waiting or queued one at once.`},
+		{name: "resume", min: 1, max: 1, setup: control("resumed", (*runtime.Engine).Resume),
+			args:    "RUN_ID",
+			summary: "resume a paused run",
+			detail:  `Resumes a paused run, or cancels a pause that has not taken effect yet.`},
+		{name: "restart", min: 1, max: 1, setup: restart,
+			args:    "RUN_ID [--from STEP_KEY]",
+			summary: "run a run again in a new execution, from the top or a step",
+			detail: `Begins a new execution of the run with the same ID and input. From the
+top by default; with --from, the steps before STEP_KEY (a checkpoint key
+of the current execution, as 'stem show' lists them) keep their results
+and the run goes on from that step. The previous execution stays readable
+with 'stem show RUN_ID --execution N'.`},
+		{name: "terminate", min: 1, max: 2, setup: terminate,
+			args:    "RUN_ID [REASON]",
+			summary: "end a run and its unfinished children",
+			detail: `Ends an unfinished run with REASON; its running step is cancelled, and
+its unfinished children (and theirs) are terminated with it, except those
+started to be abandoned.`},
+		{name: "workflows", aliases: []string{"catalog"}, max: 0, setup: catalog,
+			summary: "the workflows and event topics the workers serve",
+			detail: `Lists the workflows and event topics that the workers sharing the store
+recorded, with their versions and the shape of their JSON (in brief);
+--json prints their JSON Schemas whole.`},
+	}
+}
+
+// lookup returns the command called name or one of its aliases, or nil.
+func lookup(name string) *command {
+	for _, c := range commands {
+		if c.name == name || slices.Contains(c.aliases, name) {
+			return c
+		}
+	}
+	return nil
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+func usage() string {
+	var b strings.Builder
+	b.WriteString(`usage: stem [--store URL] [--json] [--codec-key KEY | --codec-key-file PATH] COMMAND [ARGS]
+
+Inspects and controls the workflow runs in a Stem store.
+
+commands:
+`)
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	for _, c := range commands {
+		name := c.name
+		for _, a := range c.aliases {
+			name += ", " + a
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", name, c.summary)
+	}
+	fmt.Fprintf(tw, "  help\thelp on a command: stem help COMMAND (or stem COMMAND --help)\n")
+	tw.Flush()
+	b.WriteString(`
+flags (before or after the command):
+  --store URL            the store: a SQLite file (default stem.db, or $STEM_STORE),
+                         or a postgres:// or redis:// URL; it must exist
+  --json                 print JSON (snake_case names throughout)
+  --codec-key KEY        the AES key (hex or base64, 16, 24 or 32 bytes) the workers
+                         seal payloads with (Config.Codec); or $STEM_CODEC_KEY
+  --codec-key-file PATH  read that key from a file
+
+Exit status: 0 done; 1 the command failed; 2 it was called wrongly (nothing
+was opened).
+`)
+	return b.String()
+}
+
+// help prints the command's help (or stem's) on stdout.
+func (c *command) help(fs *flag.FlagSet) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "usage: stem %s %s\n", c.name, c.args)
+	if len(c.aliases) > 0 {
+		fmt.Fprintf(&b, "       (also: stem %s)\n", strings.Join(c.aliases, ", "))
+	}
+	fmt.Fprintf(&b, "\n%s\n", c.detail)
+	var lines []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if slices.Contains(globalFlags, f.Name) {
+			return
+		}
+		name, use := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		line += "\t" + use
+		if f.DefValue != "" && f.DefValue != "0" {
+			line += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		lines = append(lines, line)
+	})
+	if len(lines) > 0 {
+		b.WriteString("\nflags:\n")
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		for _, l := range lines {
+			fmt.Fprintln(tw, l)
+		}
+		tw.Flush()
+	}
+	b.WriteString("\nand stem's flags: --store URL, --json, --codec-key KEY, --codec-key-file PATH (see stem help)\n")
+	return b.String()
+}
+
+func help(args []string, stdout, stderr io.Writer) int {
+	switch len(args) {
+	case 0:
+		fmt.Fprint(stdout, usage())
+		return 0
+	case 1:
+		c := lookup(args[0])
+		if c == nil {
+			fmt.Fprintln(stderr, unknownCommand("stem help", args[0]))
+			return 2
+		}
+		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+		c.setup(fs)
+		fmt.Fprint(stdout, c.help(fs))
+		return 0
+	}
+	fmt.Fprintf(stderr, "stem help: unexpected argument %q\n\nusage: stem help [COMMAND]\n", args[1])
+	return 2
+}
+
+// flagError rewords the flag package's "flag provided but not defined: -x"
+// in the command's own terms, suggesting the nearest flag fs defines.
+func flagError(fs *flag.FlagSet, err error) error {
+	const undefined = "flag provided but not defined: -"
+	name, ok := strings.CutPrefix(err.Error(), undefined)
+	if !ok {
+		return err
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if best := nearest(name, names); best != "" {
+		return fmt.Errorf("unknown flag --%s; did you mean --%s?", name, best)
+	}
+	return fmt.Errorf("unknown flag --%s", name)
+}
+
+// nearest returns the candidate closest to name (an edit or two away, or
+// one it begins), or "" when none is close.
+func nearest(name string, candidates []string) string {
+	best, dist := "", 3
+	for _, n := range candidates {
+		d := editDistance(name, n)
+		if strings.HasPrefix(n, name) && len(name) >= 2 {
+			d = min(d, 1)
+		}
+		if d < dist {
+			best, dist = n, d
+		}
+	}
+	return best
+}
+
+// unknownCommand says so, suggesting the nearest command.
+func unknownCommand(prefix, name string) string {
+	candidates := []string{"help"}
+	for _, c := range commands {
+		candidates = append(append(candidates, c.name), c.aliases...)
+	}
+	if best := nearest(name, candidates); best != "" {
+		return fmt.Sprintf("%s: unknown command %q; did you mean %q? (stem help lists the commands)", prefix, name, best)
+	}
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	return fmt.Sprintf("%s: unknown command %q; the commands are %s, help", prefix, name, strings.Join(names, ", "))
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,288 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
+)
+
+// parseStatus reads a status in any case; an unknown one lists the valid.
+func parseStatus(s string) (runtime.RunStatus, error) {
+	if s == "" {
+		return "", nil
+	}
+	st := runtime.RunStatus(strings.ToLower(s))
+	if !st.Valid() {
+		names := make([]string, len(storage.Statuses))
+		for i, v := range storage.Statuses {
+			names[i] = string(v)
+		}
+		return "", usagef("unknown status %q; want one of %s", s, strings.Join(names, ", "))
+	}
+	return st, nil
+}
+
+func listRuns(fs *flag.FlagSet) func(*call, []string) error {
+	wf := fs.String("workflow", "", "only runs of workflow `NAME`")
+	status := fs.String("status", "", "only runs in `STATUS`: queued, running, paused, waiting, complete, errored or terminated (any case)")
+	parent := fs.String("parent", "", "only the children of run `RUN_ID`")
+	limit := fs.Int("limit", defaultLimit, "at most `N` runs per page")
+	after := fs.String("after", "", "the page after run `RUN_ID` (the \"more:\" line gives it)")
+	return func(c *call, _ []string) error {
+		if *limit < 1 {
+			return usagef("--limit %d: want 1 or more", *limit)
+		}
+		st, err := parseStatus(*status)
+		if err != nil {
+			return err
+		}
+		e, err := c.open()
+		if err != nil {
+			return err
+		}
+		runs, next, err := e.ListRuns(c.ctx, runtime.ListRunsQuery{Workflow: *wf, Status: st, ParentID: *parent, Limit: *limit, After: *after})
+		if err != nil {
+			return err
+		}
+		if c.out.json {
+			return c.out.encode(jsonRunPage{Runs: jsonRuns(runs), Next: next})
+		}
+		if len(runs) == 0 {
+			if *wf != "" || st != "" || *parent != "" || *after != "" {
+				_, err := fmt.Fprintln(c.out.w, "no runs match")
+				return err
+			}
+			_, err := fmt.Fprintln(c.out.w, "no runs")
+			return err
+		}
+		tw := tabwriter.NewWriter(c.out.w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tEXEC\tUPDATED\tDETAIL")
+		for _, r := range runs {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Workflow, r.Status, r.Execution, stamp(r.UpdatedAt), detail(r))
+		}
+		tw.Flush()
+		if next != "" {
+			more := []string{"stem"}
+			if c.g.storeSet {
+				more = append(more, "--store", c.g.store)
+			}
+			if c.g.codecKeyFile != "" {
+				more = append(more, "--codec-key-file", c.g.codecKeyFile)
+			}
+			more = append(more, "runs")
+			if *wf != "" {
+				more = append(more, "--workflow", *wf)
+			}
+			if st != "" {
+				more = append(more, "--status", string(st))
+			}
+			if *parent != "" {
+				more = append(more, "--parent", *parent)
+			}
+			if *limit != defaultLimit {
+				more = append(more, "--limit", fmt.Sprint(*limit))
+			}
+			more = append(more, "--after", next)
+			for i, a := range more {
+				more[i] = shellQuote(a)
+			}
+			fmt.Fprintf(c.out.w, "more: %s\n", strings.Join(more, " "))
+		}
+		return nil
+	}
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@=+,%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func detail(r runtime.RunInfo) string {
+	switch {
+	case r.Err != nil:
+		return errText(r.Err.Error(), false)
+	case r.Status == runtime.StatusComplete:
+		return result(r.Output, 60)
+	case r.WaitingFor != "":
+		s := "waiting for " + r.WaitingFor
+		if r.ReadyAt != nil {
+			s += " until " + stamp(*r.ReadyAt)
+		}
+		return s
+	case r.Status == runtime.StatusWaiting && r.ReadyAt != nil:
+		return "sleeping until " + stamp(*r.ReadyAt)
+	case r.PauseRequested:
+		return "pause requested"
+	}
+	return ""
+}
+
+// result shows a JSON payload in at most n bytes; a payload that is not
+// JSON was sealed by a codec this command lacks.
+func result(raw json.RawMessage, n int) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	if !json.Valid(raw) {
+		return "(sealed: pass the workers' --codec-key to read it)"
+	}
+	return truncate(string(raw), n)
+}
+
+// errText is an error text for a terminal: its first line, unless whole,
+// and a note instead of a sealed text.
+func errText(s string, whole bool) string {
+	if strings.HasPrefix(s, sealedPrefix) {
+		return "(sealed error: pass the workers' --codec-key to read it)"
+	}
+	if whole {
+		return s
+	}
+	return firstLine(s)
+}
+
+func show(fs *flag.FlagSet) func(*call, []string) error {
+	execution := fs.Int("execution", 0, "the steps of execution `N` (default: the current one)")
+	return func(c *call, args []string) error {
+		c.subject = args[0]
+		asked := false
+		fs.Visit(func(f *flag.Flag) { asked = asked || f.Name == "execution" })
+		if asked && *execution < 1 {
+			return usagef("--execution %d: want 1 or more", *execution)
+		}
+		e, err := c.open()
+		if err != nil {
+			return err
+		}
+		r, err := e.Get(c.ctx, args[0])
+		if err != nil {
+			return err
+		}
+		xs, err := e.ListExecutions(c.ctx, args[0])
+		if err != nil {
+			return err
+		}
+		n := *execution
+		if n == 0 || n == r.Execution {
+			// 0 asks for the current execution with its running step.
+			n = 0
+		} else if !slices.ContainsFunc(xs, func(x runtime.ExecutionInfo) bool { return x.Number == n }) {
+			return fmt.Errorf("the run has no execution %d (it has 1 to %d)", n, r.Execution)
+		}
+		steps, err := e.ListSteps(c.ctx, args[0], n)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			n = r.Execution
+		}
+		if c.out.json {
+			return c.out.encode(jsonShow{Run: jsonRuns([]runtime.RunInfo{r})[0], Executions: jsonExecutions(xs), Execution: n, Steps: jsonSteps(steps)})
+		}
+		return printShow(c.out.w, r, xs, n, steps)
+	}
+}
+
+func printShow(w io.Writer, r runtime.RunInfo, xs []runtime.ExecutionInfo, n int, steps []runtime.StepInfo) error {
+	fmt.Fprintf(w, "run        %s\nworkflow   %s\nstatus     %s\n", r.ID, r.Workflow, r.Status)
+	if r.ParentID != "" {
+		fmt.Fprintf(w, "parent     %s\n", r.ParentID)
+	}
+	if d := detail(r); d != "" {
+		fmt.Fprintf(w, "detail     %s\n", d)
+	}
+	ex := fmt.Sprintf("%d, started %s", r.Execution, stamp(r.StartedAt))
+	if r.EndedAt != nil {
+		ex += ", ended " + stamp(*r.EndedAt)
+	}
+	fmt.Fprintf(w, "execution  %s\ncreated    %s\nupdated    %s\n", ex, stamp(r.CreatedAt), stamp(r.UpdatedAt))
+
+	fmt.Fprintf(w, "\nexecutions\n")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  #\tSTARTED\tENDED\tSTATUS\tNOTE")
+	for _, x := range xs {
+		ended := "-"
+		if x.EndedAt != nil {
+			ended = stamp(*x.EndedAt)
+		}
+		var note []string
+		switch {
+		case x.FromStep != "":
+			note = append(note, fmt.Sprintf("restart of %d from %s", x.ForkedFrom, x.FromStep))
+		case x.Number > 1:
+			note = append(note, "restart from the top")
+		}
+		if x.Err != nil {
+			note = append(note, errText(x.Err.Error(), false))
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", x.Number, stamp(x.StartedAt), ended, x.Status, strings.Join(note, "; "))
+	}
+	tw.Flush()
+
+	fmt.Fprintf(w, "\nsteps of execution %d\n", n)
+	if len(steps) == 0 {
+		_, err := fmt.Fprintln(w, "  no steps yet")
+		return err
+	}
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  #\tSTEP\tKIND\tSTATUS\tRESULT")
+	for _, s := range steps {
+		seq := "-"
+		if s.Seq > 0 {
+			seq = fmt.Sprint(s.Seq)
+		}
+		status := string(s.Status)
+		if s.ForkedFrom != 0 {
+			status += fmt.Sprintf(" (kept from %d)", s.ForkedFrom)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", seq, s.Key, s.Kind, status, stepResult(r, s))
+		for _, a := range s.Attempts {
+			line := fmt.Sprintf("  \t  attempt %d\t\t%s\tstarted %s", a.Number, duration(a.Ended.Sub(a.Started)), stamp(a.Started))
+			if a.Error != "" {
+				line += "  error: " + truncate(errText(a.Error, false), 100)
+			}
+			fmt.Fprintln(tw, line)
+		}
+	}
+	return tw.Flush()
+}
+
+// stepResult is a step's RESULT cell: its output or error, or what it is
+// doing.
+func stepResult(r runtime.RunInfo, s runtime.StepInfo) string {
+	switch s.Status {
+	case runtime.StepRunning:
+		return fmt.Sprintf("attempt %d running since %s", s.Attempt, stamp(s.Started))
+	case runtime.StepRetrying:
+		if s.NextAttemptAt != nil {
+			return "next attempt at " + stamp(*s.NextAttemptAt)
+		}
+		return "to be retried"
+	case runtime.StepWaiting:
+		if s.Kind == runtime.KindChild {
+			return "waiting for the child run"
+		}
+		if r.WaitingFor != "" {
+			return "waiting for " + r.WaitingFor
+		}
+		return "waiting for its event"
+	case runtime.StepInterrupted:
+		return "no result: its execution ended"
+	}
+	if s.Err != nil {
+		return "error: " + truncate(errText(s.Err.Error(), false), 80)
+	}
+	return result(s.Output, 60)
+}

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
+)
+
+// printer writes a command's result as text or, with --json, as JSON. Every
+// JSON document is one of the types below, all with snake_case names.
+type printer struct {
+	w    io.Writer
+	json bool
+}
+
+func (p *printer) encode(v any) error {
+	enc := json.NewEncoder(p.w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// done reports a change to one run.
+func (p *printer) done(id, what string) error {
+	if p.json {
+		return p.encode(jsonDone{RunID: id, Result: what})
+	}
+	_, err := fmt.Fprintf(p.w, "%s: %s\n", id, what)
+	return err
+}
+
+type jsonDone struct {
+	RunID  string `json:"run_id"`
+	Result string `json:"result"`
+}
+
+type jsonEmit struct {
+	Topic     string `json:"topic"`
+	Delivered int    `json:"delivered"`
+}
+
+type jsonRunPage struct {
+	Runs []jsonRun `json:"runs"`
+	// Next is the --after of the next page, "" at the end.
+	Next string `json:"next"`
+}
+
+type jsonRun struct {
+	ID             string          `json:"id"`
+	Workflow       string          `json:"workflow"`
+	ParentID       string          `json:"parent_id,omitempty"`
+	Status         string          `json:"status"`
+	Output         json.RawMessage `json:"output,omitempty"`
+	OutputSealed   bool            `json:"output_sealed,omitempty"`
+	Error          string          `json:"error,omitempty"`
+	WaitingFor     string          `json:"waiting_for,omitempty"`
+	ReadyAt        *time.Time      `json:"ready_at,omitempty"`
+	PauseRequested bool            `json:"pause_requested,omitempty"`
+	Recoveries     int             `json:"recoveries,omitempty"`
+	Execution      int             `json:"execution"`
+	StartedAt      time.Time       `json:"started_at"`
+	EndedAt        *time.Time      `json:"ended_at,omitempty"`
+	CreatedAt      time.Time       `json:"created_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+}
+
+func jsonRuns(runs []runtime.RunInfo) []jsonRun {
+	out := make([]jsonRun, len(runs))
+	for i, r := range runs {
+		out[i] = jsonRun{ID: r.ID, Workflow: r.Workflow, ParentID: r.ParentID, Status: string(r.Status),
+			WaitingFor: r.WaitingFor, ReadyAt: r.ReadyAt, PauseRequested: r.PauseRequested, Recoveries: r.Recoveries,
+			Execution: r.Execution, StartedAt: r.StartedAt, EndedAt: r.EndedAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		out[i].Output, out[i].OutputSealed = jsonPayload(r.Output)
+		if r.Err != nil {
+			out[i].Error = errText(r.Err.Error(), true)
+		}
+	}
+	return out
+}
+
+// jsonPayload passes JSON through; anything else is a payload sealed by a
+// codec this command lacks.
+func jsonPayload(raw json.RawMessage) (json.RawMessage, bool) {
+	if len(raw) == 0 {
+		return nil, false
+	}
+	if !json.Valid(raw) {
+		return nil, true
+	}
+	return raw, false
+}
+
+type jsonShow struct {
+	Run        jsonRun         `json:"run"`
+	Executions []jsonExecution `json:"executions"`
+	// Execution is the execution whose steps follow.
+	Execution int        `json:"execution"`
+	Steps     []jsonStep `json:"steps"`
+}
+
+type jsonExecution struct {
+	Number     int        `json:"number"`
+	StartedAt  time.Time  `json:"started_at"`
+	EndedAt    *time.Time `json:"ended_at,omitempty"`
+	Status     string     `json:"status"`
+	Error      string     `json:"error,omitempty"`
+	ForkedFrom int        `json:"forked_from,omitempty"`
+	FromStep   string     `json:"from_step,omitempty"`
+}
+
+func jsonExecutions(xs []runtime.ExecutionInfo) []jsonExecution {
+	out := make([]jsonExecution, len(xs))
+	for i, x := range xs {
+		out[i] = jsonExecution{Number: x.Number, StartedAt: x.StartedAt, EndedAt: x.EndedAt, Status: string(x.Status),
+			ForkedFrom: x.ForkedFrom, FromStep: x.FromStep}
+		if x.Err != nil {
+			out[i].Error = errText(x.Err.Error(), true)
+		}
+	}
+	return out
+}
+
+type jsonStep struct {
+	Seq           int64           `json:"seq,omitempty"`
+	Key           string          `json:"key"`
+	Kind          string          `json:"kind"`
+	Status        string          `json:"status"`
+	Execution     int             `json:"execution"`
+	ForkedFrom    int             `json:"forked_from,omitempty"`
+	Output        json.RawMessage `json:"output,omitempty"`
+	OutputSealed  bool            `json:"output_sealed,omitempty"`
+	Error         string          `json:"error,omitempty"`
+	CreatedAt     *time.Time      `json:"created_at,omitempty"`
+	Attempt       int             `json:"attempt,omitempty"`
+	StartedAt     *time.Time      `json:"started_at,omitempty"`
+	NextAttemptAt *time.Time      `json:"next_attempt_at,omitempty"`
+	Attempts      []jsonAttempt   `json:"attempts"`
+}
+
+type jsonAttempt struct {
+	Number    int        `json:"number"`
+	StartedAt time.Time  `json:"started_at"`
+	EndedAt   time.Time  `json:"ended_at"`
+	Error     string     `json:"error,omitempty"`
+	RetryAt   *time.Time `json:"retry_at,omitempty"`
+	Execution int        `json:"execution,omitempty"`
+}
+
+func jsonSteps(steps []runtime.StepInfo) []jsonStep {
+	out := make([]jsonStep, len(steps))
+	for i, s := range steps {
+		j := jsonStep{Seq: s.Seq, Key: s.Key, Kind: string(s.Kind), Status: string(s.Status), Execution: s.Execution,
+			ForkedFrom: s.ForkedFrom, Attempt: s.Attempt, NextAttemptAt: s.NextAttemptAt, Attempts: []jsonAttempt{}}
+		j.Output, j.OutputSealed = jsonPayload(s.Output)
+		if s.Err != nil {
+			j.Error = errText(s.Err.Error(), true)
+		}
+		if !s.CreatedAt.IsZero() {
+			j.CreatedAt = &s.CreatedAt
+		}
+		if !s.Started.IsZero() {
+			j.StartedAt = &s.Started
+		}
+		for _, a := range s.Attempts {
+			j.Attempts = append(j.Attempts, jsonAttempt{Number: a.Number, StartedAt: a.Started, EndedAt: a.Ended,
+				Error: errText(a.Error, true), RetryAt: a.RetryAt, Execution: a.Execution})
+		}
+		out[i] = j
+	}
+	return out
+}
+
+type jsonCatalog struct {
+	Workflows []jsonWorkflow `json:"workflows"`
+	Events    []jsonEvent    `json:"events"`
+}
+
+type jsonWorkflow struct {
+	Name         string          `json:"name"`
+	Version      int             `json:"version"`
+	InputSchema  json.RawMessage `json:"input_schema,omitempty"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	Worker       string          `json:"worker"`
+	UpdatedAt    time.Time       `json:"updated_at"`
+}
+
+type jsonEvent struct {
+	Topic         string          `json:"topic"`
+	PayloadSchema json.RawMessage `json:"payload_schema,omitempty"`
+	Worker        string          `json:"worker"`
+	UpdatedAt     time.Time       `json:"updated_at"`
+}
+
+func jsonCatalogOf(c storage.Catalog) jsonCatalog {
+	out := jsonCatalog{Workflows: []jsonWorkflow{}, Events: []jsonEvent{}}
+	for _, w := range c.Workflows {
+		out.Workflows = append(out.Workflows, jsonWorkflow{Name: w.Name, Version: w.Version, InputSchema: w.InputSchema,
+			OutputSchema: w.OutputSchema, Worker: w.Worker, UpdatedAt: w.UpdatedAt})
+	}
+	for _, e := range c.Events {
+		out.Events = append(out.Events, jsonEvent{Topic: e.Topic, PayloadSchema: e.PayloadSchema, Worker: e.Worker, UpdatedAt: e.UpdatedAt})
+	}
+	return out
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+func duration(d time.Duration) string {
+	if d < time.Millisecond {
+		return d.Round(time.Microsecond).String()
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return strings.TrimRight(s[:i], "\r :") + " …"
+	}
+	return s
+}
+
+// oneLine joins the lines of a driver's error (pgx lists one per address
+// tried), dropping repeats.
+func oneLine(s string) string {
+	var parts []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !slices.Contains(parts, l) {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n-- // not inside a UTF-8 sequence
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,251 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/stemflow/stem/internal/jsonschema"
+	"github.com/stemflow/stem/storage"
+)
+
+// RegisterOption configures one Register.
+type RegisterOption func(*workflowDef)
+
+// WorkflowVersion records the workflow's version (from its annotation's
+// version=, default 1) in the store's catalog with its input and output
+// shapes.
+func WorkflowVersion(n int) RegisterOption {
+	return func(d *workflowDef) { d.version = n }
+}
+
+// eventDef is an event type registered with RegisterEvent.
+type eventDef struct {
+	topic string
+	typ   reflect.Type
+}
+
+// RegisterEvent declares that payloads of topic are T: the engine records
+// the topic with T's JSON Schema in the store's catalog when it runs, so
+// tools that send events by hand (the operator command) can refuse a
+// payload that would not decode. Generated code registers every annotated
+// event. A topic registered again with another type is ErrInvalidArgument.
+func RegisterEvent[T any](e *Engine, topic string) error {
+	if err := validTopic(topic); err != nil {
+		return err
+	}
+	t := reflect.TypeFor[T]()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	if old, ok := e.events[topic]; ok && old.typ != t {
+		return invalidArg("event topic %q is registered with payload %v, not %v", topic, old.typ, t)
+	}
+	e.events[topic] = eventDef{topic: topic, typ: t}
+	return nil
+}
+
+// reservedTopicPrefix starts the topics the runtime uses itself (a child's
+// outcome travels on one); users' topics may not, so nobody can forge a
+// child's outcome.
+const reservedTopicPrefix = "stem."
+
+// validTopic refuses an empty topic and the reserved ones.
+func validTopic(topic string) error {
+	if topic == "" {
+		return invalidArg("event topic is empty")
+	}
+	if strings.HasPrefix(topic, reservedTopicPrefix) {
+		return invalidArg("event topic %q: topics starting with %q are reserved", topic, reservedTopicPrefix)
+	}
+	return nil
+}
+
+// recordCatalog records the engine's workflows and event types in the
+// store, for tools that do not run them. A failure is logged: workers do
+// not depend on the catalog.
+func (e *Engine) recordCatalog(ctx context.Context) {
+	e.mu.Lock()
+	var c storage.Catalog
+	now := e.clock.Now().UTC()
+	for _, name := range e.names {
+		d := e.workflows[name]
+		in, errIn := jsonschema.For(d.inType)
+		out, errOut := jsonschema.For(d.outType)
+		if err := cmpErr(errIn, errOut); err != nil {
+			e.log.Warn("stem: no schema for a workflow's input or output; tools will not check it", "workflow", name, "err", err)
+		}
+		c.Workflows = append(c.Workflows, storage.WorkflowType{
+			Name: name, Version: d.version, InputSchema: in, OutputSchema: out, Worker: e.cfg.WorkerID, UpdatedAt: now,
+		})
+	}
+	topics := make([]string, 0, len(e.events))
+	for t := range e.events {
+		topics = append(topics, t)
+	}
+	slices.Sort(topics)
+	for _, t := range topics {
+		s, err := jsonschema.For(e.events[t].typ)
+		if err != nil {
+			e.log.Warn("stem: no schema for an event's payload; tools will not check it", "topic", t, "err", err)
+		}
+		c.Events = append(c.Events, storage.EventType{Topic: t, PayloadSchema: s, Worker: e.cfg.WorkerID, UpdatedAt: now})
+	}
+	e.mu.Unlock()
+	if err := e.store.PutCatalog(ctx, c); err != nil {
+		e.log.Error("stem: recording the catalog of workflows and events", "err", err)
+	}
+}
+
+func cmpErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Catalog returns the workflows and event types recorded in the store by
+// the engines that share it, with their versions and JSON Schemas.
+func (e *Engine) Catalog(ctx context.Context) (storage.Catalog, error) {
+	if err := e.checkOpen(); err != nil {
+		return storage.Catalog{}, err
+	}
+	return e.store.GetCatalog(ctx)
+}
+
+// StartJSON starts a run of the workflow named workflow with raw JSON input,
+// for tools that do not have the workflow's Go types: the workflow must be
+// registered with this engine or recorded in the store's catalog by one that
+// runs it, and the input must match its input (checked against the Go type
+// here, or against the recorded JSON Schema), else ErrUnknownWorkflow or
+// ErrDecode saying what and where, with nothing written. id may be "" for a
+// generated ID; an existing ID returns the existing run when it is of the
+// same workflow.
+func (e *Engine) StartJSON(ctx context.Context, workflow, id string, input json.RawMessage) (RunInfo, error) {
+	if err := e.checkOpen(); err != nil {
+		return RunInfo{}, err
+	}
+	what := "input of " + workflow
+	if err := e.checkJSON(what, input); err != nil {
+		return RunInfo{}, err
+	}
+	if def, err := e.registered(workflow); err == nil {
+		if err := decodeJSON(what, input, e.cfg.MaxPayloadBytes, reflect.New(def.inType).Interface()); err != nil {
+			return RunInfo{}, err
+		}
+	} else {
+		c, err := e.store.GetCatalog(ctx)
+		if err != nil {
+			return RunInfo{}, err
+		}
+		i := slices.IndexFunc(c.Workflows, func(w storage.WorkflowType) bool { return w.Name == workflow })
+		if i < 0 {
+			names := make([]string, len(c.Workflows))
+			for i, w := range c.Workflows {
+				names[i] = w.Name
+			}
+			return RunInfo{}, fmt.Errorf("%w: %q: no engine that shares this store serves it (known: %s)", ErrUnknownWorkflow, workflow, listOrNone(names))
+		}
+		if err := checkSchema(what, c.Workflows[i].InputSchema, input); err != nil {
+			return RunInfo{}, err
+		}
+	}
+	in, err := e.payloads.encodeRaw(what, input)
+	if err != nil {
+		return RunInfo{}, err
+	}
+	res, err := e.create(ctx, []storage.NewRun{{ID: id, Workflow: workflow, Input: in}})
+	if err != nil {
+		return RunInfo{}, err
+	}
+	return e.runInfo(res[0].Run), nil
+}
+
+// SendEventJSON is SendEvent for tools that have the payload as JSON and not
+// its Go type: the topic must be registered with this engine or recorded in
+// the store's catalog, and the payload must match its type, else
+// ErrInvalidArgument or ErrDecode, with nothing written.
+func (e *Engine) SendEventJSON(ctx context.Context, runID, topic string, payload json.RawMessage) error {
+	if err := e.checkEventJSON(ctx, topic, payload); err != nil {
+		return err
+	}
+	return e.SendEvent(ctx, runID, topic, payload)
+}
+
+// EmitJSON is Emit for tools that have the payload as JSON; the topic and
+// payload are checked as by SendEventJSON.
+func (e *Engine) EmitJSON(ctx context.Context, topic string, payload json.RawMessage) (int, error) {
+	if err := e.checkEventJSON(ctx, topic, payload); err != nil {
+		return 0, err
+	}
+	return e.Emit(ctx, topic, payload)
+}
+
+func (e *Engine) checkEventJSON(ctx context.Context, topic string, payload json.RawMessage) error {
+	if err := e.checkOpen(); err != nil {
+		return err
+	}
+	if err := validTopic(topic); err != nil {
+		return err
+	}
+	what := "payload of event " + topic
+	if err := e.checkJSON(what, payload); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	def, ok := e.events[topic]
+	e.mu.Unlock()
+	if ok {
+		return decodeJSON(what, payload, e.cfg.MaxPayloadBytes, reflect.New(def.typ).Interface())
+	}
+	c, err := e.store.GetCatalog(ctx)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(c.Events, func(ev storage.EventType) bool { return ev.Topic == topic })
+	if i < 0 {
+		topics := make([]string, len(c.Events))
+		for i, ev := range c.Events {
+			topics[i] = ev.Topic
+		}
+		return invalidArg("event topic %q: no engine that shares this store awaits it (known: %s)", topic, listOrNone(topics))
+	}
+	return checkSchema(what, c.Events[i].PayloadSchema, payload)
+}
+
+// checkJSON refuses a payload over the size limit or that is not JSON.
+func (e *Engine) checkJSON(what string, raw json.RawMessage) error {
+	if len(raw) > e.cfg.MaxPayloadBytes {
+		return fmt.Errorf("%w: %s is %d bytes, limit %d", ErrPayloadTooLarge, what, len(raw), e.cfg.MaxPayloadBytes)
+	}
+	if !json.Valid(raw) {
+		return fmt.Errorf("%w: %s is not JSON", ErrDecode, what)
+	}
+	return nil
+}
+
+// checkSchema validates a payload against a recorded schema; a type
+// recorded without one is not checked.
+func checkSchema(what string, schema, raw json.RawMessage) error {
+	if len(schema) == 0 {
+		return nil
+	}
+	if err := jsonschema.Validate(schema, raw); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrDecode, what, err)
+	}
+	return nil
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none recorded"
+	}
+	return strings.Join(names, ", ")
+}

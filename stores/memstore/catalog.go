@@ -1,0 +1,56 @@
+package memstore
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/stemflow/stem/storage"
+)
+
+// PutCatalog records workflow and event types, replacing earlier records of
+// the same name or topic.
+func (s *Store) PutCatalog(ctx context.Context, c storage.Catalog) error {
+	if err := c.Validate(); err != nil {
+		return refuse(err)
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	for _, w := range c.Workflows {
+		w.InputSchema, w.OutputSchema = cloneJSON(w.InputSchema), cloneJSON(w.OutputSchema)
+		s.workflows[w.Name] = w
+	}
+	for _, e := range c.Events {
+		e.PayloadSchema = cloneJSON(e.PayloadSchema)
+		s.eventTypes[e.Topic] = e
+	}
+	return nil
+}
+
+// GetCatalog returns every recorded workflow and event type, sorted by name
+// and topic.
+func (s *Store) GetCatalog(ctx context.Context) (storage.Catalog, error) {
+	if err := s.lock(ctx); err != nil {
+		return storage.Catalog{}, err
+	}
+	defer s.mu.Unlock()
+	var c storage.Catalog
+	for _, w := range s.workflows {
+		w.InputSchema, w.OutputSchema = cloneJSON(w.InputSchema), cloneJSON(w.OutputSchema)
+		c.Workflows = append(c.Workflows, w)
+	}
+	for _, e := range s.eventTypes {
+		e.PayloadSchema = cloneJSON(e.PayloadSchema)
+		c.Events = append(c.Events, e)
+	}
+	slices.SortFunc(c.Workflows, func(a, b storage.WorkflowType) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(c.Events, func(a, b storage.EventType) int { return strings.Compare(a.Topic, b.Topic) })
+	return c, nil
+}
+
+func cloneJSON(m json.RawMessage) json.RawMessage {
+	return json.RawMessage(clone(m))
+}

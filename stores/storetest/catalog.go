@@ -1,0 +1,164 @@
+package storetest
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/stemflow/stem/storage"
+)
+
+var catalogCases = []testCase{
+	{"catalog/fresh store has an empty catalog", testCatalogEmpty},
+	{"catalog/put then get round-trips, sorted, schemas byte for byte", testCatalogRoundTrip},
+	{"catalog/a second put replaces by name and topic and keeps the others", testCatalogReplace},
+}
+
+func (f *fixture) putCatalog(c storage.Catalog) {
+	f.t.Helper()
+	if err := f.store.PutCatalog(f.ctx, c); err != nil {
+		f.t.Fatalf("PutCatalog: %v", err)
+	}
+}
+
+// wantCatalog compares the stored catalog with want, times to the
+// millisecond and empty schemas as nil.
+func (f *fixture) wantCatalog(want storage.Catalog) {
+	f.t.Helper()
+	got := normCatalog(f.catalog())
+	want = normCatalog(want)
+	if len(got.Workflows) != len(want.Workflows) || len(got.Events) != len(want.Events) {
+		f.t.Fatalf("catalog = %+v, want %+v", got, want)
+	}
+	for i, w := range want.Workflows {
+		g := got.Workflows[i]
+		if g.Name != w.Name || g.Version != w.Version || string(g.InputSchema) != string(w.InputSchema) ||
+			string(g.OutputSchema) != string(w.OutputSchema) || g.Worker != w.Worker || !g.UpdatedAt.Equal(w.UpdatedAt) {
+			f.t.Fatalf("workflow %d = %+v\n(input %s, output %s)\nwant %+v\n(input %s, output %s)", i, g, g.InputSchema, g.OutputSchema, w, w.InputSchema, w.OutputSchema)
+		}
+	}
+	for i, e := range want.Events {
+		g := got.Events[i]
+		if g.Topic != e.Topic || string(g.PayloadSchema) != string(e.PayloadSchema) || g.Worker != e.Worker || !g.UpdatedAt.Equal(e.UpdatedAt) {
+			f.t.Fatalf("event %d = %+v (schema %s), want %+v (schema %s)", i, g, g.PayloadSchema, e, e.PayloadSchema)
+		}
+	}
+}
+
+func testCatalogEmpty(f *fixture) {
+	c := f.catalog()
+	if len(c.Workflows) != 0 || len(c.Events) != 0 {
+		f.t.Fatalf("catalog of a fresh store = %+v, want empty", c)
+	}
+	// An empty put changes nothing.
+	f.putCatalog(storage.Catalog{})
+	if c := f.catalog(); len(c.Workflows) != 0 || len(c.Events) != 0 {
+		f.t.Fatalf("catalog after an empty put = %+v, want empty", c)
+	}
+}
+
+// Schemas with their own spacing and key order: the store keeps the bytes,
+// not a normalised form.
+var (
+	orderSchema = json.RawMessage(`{"type":"object",  "required":["id"], "properties":{"id":{"type":"string"},"amount":{"type":"number"}}}`)
+	quoteSchema = json.RawMessage("{\n  \"type\": \"object\",\n  \"properties\": {\"price\": {\"type\": \"integer\"}}\n}")
+	stringOnly  = json.RawMessage(`{"type":"string"}`)
+)
+
+func testCatalogRoundTrip(f *fixture) {
+	// UpdatedAt is stored as given, not read from the store's clock.
+	t1 := Start.Add(-time.Hour).Add(123 * time.Millisecond)
+	in := storage.Catalog{
+		Workflows: []storage.WorkflowType{
+			{Name: "orders.fulfil", Version: 2, InputSchema: clone(orderSchema), OutputSchema: clone(stringOnly), Worker: "host-1/42", UpdatedAt: t1},
+			{Name: "billing.charge", Version: 1, InputSchema: clone(stringOnly), Worker: "host-1/42", UpdatedAt: t1},
+		},
+		Events: []storage.EventType{
+			{Topic: "shipment.ready", PayloadSchema: clone(quoteSchema), Worker: "host-1/42", UpdatedAt: t1},
+			{Topic: "approval", Worker: "host-1/42", UpdatedAt: t1},
+		},
+	}
+	want := storage.Catalog{
+		Workflows: []storage.WorkflowType{
+			{Name: "billing.charge", Version: 1, InputSchema: stringOnly, Worker: "host-1/42", UpdatedAt: t1},
+			{Name: "orders.fulfil", Version: 2, InputSchema: orderSchema, OutputSchema: stringOnly, Worker: "host-1/42", UpdatedAt: t1},
+		},
+		Events: []storage.EventType{
+			{Topic: "approval", Worker: "host-1/42", UpdatedAt: t1},
+			{Topic: "shipment.ready", PayloadSchema: quoteSchema, Worker: "host-1/42", UpdatedAt: t1},
+		},
+	}
+	f.putCatalog(in)
+	// The caller may reuse its buffers.
+	copy(in.Workflows[0].InputSchema, `{"XXXX"`)
+	copy(in.Events[0].PayloadSchema, `{"XXXX"`)
+	f.wantCatalog(want)
+	// A returned catalog is the caller's to change.
+	got := f.catalog()
+	copy(got.Workflows[1].InputSchema, `{"XXXX"`)
+	f.wantCatalog(want)
+
+	// Many more, put in no order, come back sorted.
+	var more storage.Catalog
+	for _, i := range []int{7, 2, 11, 0, 5, 9, 3, 10, 1, 8, 4, 6} {
+		more.Workflows = append(more.Workflows, storage.WorkflowType{Name: fmt.Sprintf("m.%02d", i), Version: 1, UpdatedAt: t1})
+		more.Events = append(more.Events, storage.EventType{Topic: fmt.Sprintf("m.%02d", i), UpdatedAt: t1})
+	}
+	f.putCatalog(more)
+	got = f.catalog()
+	var names, topics []string
+	for _, w := range got.Workflows {
+		names = append(names, w.Name)
+	}
+	for _, e := range got.Events {
+		topics = append(topics, e.Topic)
+	}
+	if len(names) != 14 || !slices.IsSorted(names) || len(topics) != 14 || !slices.IsSorted(topics) {
+		f.t.Fatalf("catalog names %v, topics %v: want 14 of each, sorted", names, topics)
+	}
+}
+
+func clone(b json.RawMessage) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return append(json.RawMessage{}, b...)
+}
+
+func testCatalogReplace(f *fixture) {
+	t1 := Start.Add(-time.Hour)
+	t2 := Start.Add(time.Minute)
+	f.putCatalog(storage.Catalog{
+		Workflows: []storage.WorkflowType{
+			{Name: "a.one", Version: 1, InputSchema: clone(stringOnly), Worker: "w1", UpdatedAt: t1},
+			{Name: "b.two", Version: 1, OutputSchema: clone(stringOnly), Worker: "w1", UpdatedAt: t1},
+		},
+		Events: []storage.EventType{
+			{Topic: "t.one", PayloadSchema: clone(stringOnly), Worker: "w1", UpdatedAt: t1},
+			{Topic: "t.two", Worker: "w1", UpdatedAt: t1},
+		},
+	})
+	f.clock.Advance(time.Minute)
+	f.putCatalog(storage.Catalog{
+		Workflows: []storage.WorkflowType{
+			{Name: "a.one", Version: 2, OutputSchema: clone(orderSchema), Worker: "w2", UpdatedAt: t2},
+			{Name: "c.three", Version: 1, Worker: "w2", UpdatedAt: t2},
+		},
+		Events: []storage.EventType{
+			{Topic: "t.one", Worker: "w2", UpdatedAt: t2},
+		},
+	})
+	f.wantCatalog(storage.Catalog{
+		Workflows: []storage.WorkflowType{
+			// Replaced whole: the old input schema is gone.
+			{Name: "a.one", Version: 2, OutputSchema: orderSchema, Worker: "w2", UpdatedAt: t2},
+			{Name: "b.two", Version: 1, OutputSchema: stringOnly, Worker: "w1", UpdatedAt: t1},
+			{Name: "c.three", Version: 1, Worker: "w2", UpdatedAt: t2},
+		},
+		Events: []storage.EventType{
+			{Topic: "t.one", Worker: "w2", UpdatedAt: t2},
+			{Topic: "t.two", Worker: "w1", UpdatedAt: t1},
+		},
+	})
+}
