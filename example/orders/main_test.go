@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/stores/sqlitestore"
 )
@@ -96,4 +99,48 @@ func TestInterruptedRunResumes(t *testing.T) {
 func leftPad(i int) string {
 	s := strconv.Itoa(i)
 	return strings.Repeat("0", 4-len(s)) + s
+}
+
+// On a Redis server without an append-only file the worker says once, on
+// stderr, what that means for durability; the progress on stdout is left
+// alone.
+func TestRedisDurabilityWarnedOnce(t *testing.T) {
+	url := os.Getenv("STEM_TEST_REDIS_URL")
+	if url == "" {
+		t.Skip("STEM_TEST_REDIS_URL is not set; set it to a Redis server to run this test")
+	}
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opts)
+	defer c.Close()
+	aof, err := c.ConfigGet(context.Background(), "appendonly").Result()
+	if err != nil {
+		t.Skipf("cannot read the server's appendonly setting: %v", err)
+	}
+	if aof["appendonly"] == "yes" {
+		t.Skip("the test server has an append-only file, so there is nothing to warn about")
+	}
+	prefix := fmt.Sprintf("orders-test-%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		keys, _ := c.Keys(context.Background(), prefix+"*").Result()
+		if len(keys) > 0 {
+			c.Del(context.Background(), keys...)
+		}
+	})
+	store := url + "?stem_prefix=" + prefix
+	if strings.Contains(url, "?") {
+		store = url + "&stem_prefix=" + prefix
+	}
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"--store", store, "--orders", "2", "--cool-off", "10ms", "--truck", "10ms", "--plain"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	if n := strings.Count(errOut.String(), "append-only file is off"); n != 1 {
+		t.Fatalf("stderr warned %d times, want once:\n%s", n, errOut.String())
+	}
+	if strings.Contains(out.String(), "append-only") {
+		t.Fatalf("the warning reached the progress output:\n%s", out.String())
+	}
 }

@@ -36,7 +36,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err := fulfil(ctx, config{
 		store: *storeURL, orders: *count, workers: *workers, coolOff: *coolOff, truck: *truck,
-		out: stdout, terminal: !*plain && isTerminal(stdout),
+		out: stdout, warnings: stderr, terminal: !*plain && isTerminal(stdout),
 	}); err != nil {
 		if errors.Is(err, context.Canceled) {
 			return 130
@@ -54,11 +54,16 @@ type config struct {
 	coolOff  time.Duration
 	truck    time.Duration
 	out      io.Writer
+	warnings io.Writer // the store's warnings about the server's settings
 	terminal bool
 }
 
 func fulfil(ctx context.Context, cfg config) error {
-	store, err := storeurl.Open(ctx, cfg.store)
+	// A worker says once, when it opens the store, what the server's settings
+	// mean for durability (Redis without an append-only file, say).
+	store, err := storeurl.OpenWith(ctx, cfg.store, storeurl.Options{
+		Logger: slog.New(slog.NewTextHandler(cmpOr(cfg.warnings, io.Discard), nil)),
+	})
 	if err != nil {
 		return err
 	}
@@ -284,4 +289,12 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// cmpOr returns w, or def when w is nil.
+func cmpOr(w, def io.Writer) io.Writer {
+	if w == nil {
+		return def
+	}
+	return w
 }
