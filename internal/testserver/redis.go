@@ -1,0 +1,246 @@
+package testserver
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisServer is a private redis-server: its own directory under the test's temp
+// dir (where an AOF or RDB file goes), listening on 127.0.0.1 on a port of
+// its own. The methods fail the test on error, so call them from the test's
+// goroutine (or one that the test waits for and that does not outlive it).
+type RedisServer struct {
+	tb   testing.TB
+	bin  string
+	dir  string
+	port int
+	args []string
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	waitErr error
+	frozen  bool
+	client  *redis.Client
+}
+
+// Redis starts a private redis-server for the test and stops it when the
+// test ends; it skips the test when redis-server is not installed. Without
+// args the server keeps nothing on disk (no RDB snapshots, no AOF); args are
+// extra configuration given after the defaults, as redis-server takes them
+// on its command line, e.g. "--appendonly", "yes", "--appendfsync",
+// "always" or "--maxmemory", "2mb".
+func Redis(t testing.TB, args ...string) *RedisServer {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skipf("testserver: no redis-server binary: %v; install the distribution's redis-server package", err)
+	}
+	r := &RedisServer{tb: t, bin: bin, dir: t.TempDir(), args: args}
+	t.Cleanup(r.cleanup)
+	for attempt := 1; ; attempt++ {
+		if r.port, err = freePort(); err != nil {
+			t.Fatalf("testserver: %v", err)
+		}
+		err = r.start()
+		if err == nil {
+			return r
+		}
+		if attempt == 3 || !strings.Contains(err.Error(), "already in use") {
+			t.Fatalf("testserver: %v", err)
+		}
+	}
+}
+
+// URL is the server's URL, redis://127.0.0.1:PORT/0. It stays the same
+// across Kill and Start.
+func (r *RedisServer) URL() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", r.port) }
+
+// Addr is the server's host:port.
+func (r *RedisServer) Addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
+
+// Dir is the server's working directory, where its AOF and RDB files go,
+// and its log, Dir()/redis.log.
+func (r *RedisServer) Dir() string { return r.dir }
+
+func (r *RedisServer) logPath() string { return filepath.Join(r.dir, "redis.log") }
+
+// Client returns a client of the server, the same one on every call,
+// closed when the test ends.
+func (r *RedisServer) Client() *redis.Client {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.client == nil {
+		r.client = redis.NewClient(&redis.Options{Addr: r.Addr()})
+	}
+	return r.client
+}
+
+// Start starts the killed server again on the same port, directory and
+// configuration (so an append-only file is replayed), and returns once it
+// answers PING (its data loaded).
+func (r *RedisServer) Start() {
+	r.tb.Helper()
+	if err := r.start(); err != nil {
+		r.tb.Fatalf("testserver: %v", err)
+	}
+}
+
+func (r *RedisServer) start() error {
+	r.mu.Lock()
+	if r.cmd != nil {
+		r.mu.Unlock()
+		return fmt.Errorf("start redis-server on port %d: already running", r.port)
+	}
+	args := append([]string{
+		"--port", strconv.Itoa(r.port),
+		"--bind", "127.0.0.1",
+		"--dir", r.dir,
+		"--daemonize", "no",
+		"--save", "",
+		"--appendonly", "no",
+		"--logfile", "",
+	}, r.args...)
+	logf, err := os.OpenFile(r.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		r.mu.Unlock()
+		return fmt.Errorf("start redis-server: open log: %w", err)
+	}
+	defer logf.Close()
+	logStart, _ := logf.Seek(0, 2)
+	cmd := exec.Command(r.bin, args...)
+	cmd.Dir = r.dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		r.mu.Unlock()
+		return fmt.Errorf("start redis-server in %s: %w", r.dir, err)
+	}
+	exited := make(chan struct{})
+	r.cmd, r.exited = cmd, exited
+	go func() {
+		err := cmd.Wait()
+		r.mu.Lock()
+		r.waitErr = err
+		r.mu.Unlock()
+		close(exited)
+	}()
+	r.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	for {
+		select {
+		case <-exited:
+			r.mu.Lock()
+			err := r.waitErr
+			r.cmd = nil
+			r.mu.Unlock()
+			return fmt.Errorf("redis-server on port %d exited while starting (%v); log %s:\n%s", r.port, err, r.logPath(), logSince(r.logPath(), logStart))
+		case <-ctx.Done():
+			return fmt.Errorf("redis-server on port %d not answering PING after %v; log %s:\n%s", r.port, startTimeout, r.logPath(), logSince(r.logPath(), logStart))
+		case <-time.After(10 * time.Millisecond):
+		}
+		// PING answers -LOADING while the server replays its files.
+		if pong(r.Addr()) {
+			return nil
+		}
+	}
+}
+
+// pong reports whether the server at addr answers PING with PONG. It
+// speaks the protocol itself: a go-redis client backs off for a second
+// after failed dials, which a server that is starting gives it.
+func pong(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	return err == nil && strings.HasPrefix(line, "+PONG")
+}
+
+// Kill kills the server with SIGKILL (thawing it first if frozen) and
+// waits for it to exit: what it had not written to disk is lost, as in a
+// crash. Killing a stopped server does nothing.
+func (r *RedisServer) Kill() {
+	r.tb.Helper()
+	r.kill()
+}
+
+func (r *RedisServer) kill() {
+	r.mu.Lock()
+	cmd, exited := r.cmd, r.exited
+	r.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	// SIGKILL ends a stopped process too, so no thaw is needed.
+	if err := cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		r.tb.Errorf("testserver: kill redis-server on port %d: %v", r.port, err)
+	}
+	<-exited
+	r.mu.Lock()
+	r.cmd, r.frozen = nil, false
+	r.mu.Unlock()
+}
+
+// Freeze stops the server (and any child it forked to save) with SIGSTOP:
+// the port still accepts TCP connections, but nothing answers until Thaw.
+func (r *RedisServer) Freeze() {
+	r.tb.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil {
+		r.tb.Fatalf("testserver: freeze redis-server on port %d: not running", r.port)
+	}
+	if err := signalTree(r.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		r.tb.Fatalf("testserver: freeze redis-server on port %d: %v", r.port, err)
+	}
+	r.frozen = true
+}
+
+// Thaw resumes a frozen server with SIGCONT.
+func (r *RedisServer) Thaw() {
+	r.tb.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil {
+		r.tb.Fatalf("testserver: thaw redis-server on port %d: not running", r.port)
+	}
+	if err := signalTree(r.cmd.Process.Pid, syscall.SIGCONT); err != nil {
+		r.tb.Fatalf("testserver: thaw redis-server on port %d: %v", r.port, err)
+	}
+	r.frozen = false
+}
+
+// cleanup closes the client and kills the server at the end of the test.
+func (r *RedisServer) cleanup() {
+	r.mu.Lock()
+	c := r.client
+	r.client = nil
+	r.mu.Unlock()
+	if c != nil {
+		_ = c.Close()
+	}
+	r.kill()
+}

@@ -1,0 +1,114 @@
+// Package testserver starts private PostgreSQL and Redis servers for tests
+// that restart, freeze, fill or misconfigure a server, so that no test ever
+// does that to the shared servers named by STEM_TEST_POSTGRES_URL and
+// STEM_TEST_REDIS_URL.
+//
+// Each server lives in a directory under t.TempDir(), listens on 127.0.0.1
+// on a free port, and is stopped when the test ends. When the binaries are
+// not installed the test is skipped with a reason (CI installs them: see
+// .ci/run). Postgres runs with its defaults' crash semantics (fsync on), so
+// an immediate restart is a real crash and recovery.
+//
+//	pg := testserver.Postgres(t)
+//	store := open(pg.URL())
+//	pg.Restart("immediate") // crash the server, start it again on the same port
+//
+//	rd := testserver.Redis(t, "--appendonly", "yes", "--appendfsync", "always")
+//	rd.Kill()  // SIGKILL
+//	rd.Start() // same port, dir and config: the AOF is replayed
+package testserver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// startTimeout bounds how long a server may take to accept connections.
+const startTimeout = 60 * time.Second
+
+// freePort returns a TCP port on 127.0.0.1 that nothing listens on right
+// now. Another process may take it before the server binds it; the callers
+// retry with a new port when the first start fails.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port on 127.0.0.1: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tail returns the last n bytes of the file at path, for error messages.
+func tail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := max(st.Size()-n, 0)
+	b := make([]byte, st.Size()-off)
+	if _, err := f.ReadAt(b, off); err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// signalTree sends sig to pid and to every descendant of pid, parents
+// first, so a stopped parent cannot start a child that escapes the signal.
+func signalTree(pid int, sig syscall.Signal) error {
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("signal %v to pid %d: %w", sig, pid, err)
+	}
+	for _, c := range children(pid) {
+		// A child may have exited since the listing: not an error.
+		if err := signalTree(c, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return err
+		}
+	}
+	return nil
+}
+
+// children lists the direct children of pid from /proc.
+func children(pid int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The command name is in parentheses and may contain spaces: the
+		// fields after the last ')' are state, then the parent's pid.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, err := strconv.Atoi(f[1]); err == nil && ppid == pid {
+			out = append(out, child)
+		}
+	}
+	return out
+}
