@@ -1,6 +1,7 @@
 package annotations
 
 import (
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/token"
@@ -8,10 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// maxNameLen bounds names and topics.
-const maxNameLen = 128
+	"github.com/stemflow/stem/storage"
+)
 
 // keySpec describes one key of a directive.
 type keySpec struct {
@@ -230,6 +230,13 @@ func Parse(slash token.Pos, text string) (Annotation, error) {
 			fail(namePos, "%s%s needs %s=<%s>", Prefix, d.Name, spec.key, what(d.Name, spec.key))
 		}
 	}
+	// A step's key (name@vN) is what the runtime checks at Step: a name at
+	// the length limit leaves no room for the version.
+	if s, ok := a.(*Step); ok && len(errs) == 0 {
+		if msg, _ := nameMessage(storage.CheckStepKey(s.Key())); msg != "" {
+			fail(pos.Keys["name"]+token.Pos(len("name=")), "%s", msg)
+		}
+	}
 	if len(errs) == 0 {
 		return a, nil
 	}
@@ -244,28 +251,29 @@ func what(directive, key string) string {
 	return directive + " name"
 }
 
-// checkName checks a workflow or step name, or (topic) an event topic,
-// returning a message and the offset of the offending character.
+// checkName checks a workflow or step name, or (topic) an event topic, by
+// the rules every store and the runtime share (package storage), returning
+// a message and the offset of the offending character.
 func checkName(kind, v string, topic bool) (string, int) {
-	if len(v) > maxNameLen {
-		return fmt.Sprintf("%s is %d bytes long, at most %d", kind, len(v), maxNameLen), 0
+	var err error
+	switch {
+	case topic:
+		err = storage.CheckTopic(v)
+	case kind == "step name":
+		err = storage.CheckStepName(v)
+	default:
+		err = storage.CheckWorkflowName(v)
 	}
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		ok := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-			c == '.' || c == '_' || c == '-' || topic && (c == '/' || c == ':')
-		if !ok {
-			allowed := "ASCII letters, digits, '.', '_' and '-'"
-			if topic {
-				allowed = "ASCII letters, digits, '.', '_', '-', '/' and ':'"
-			}
-			return fmt.Sprintf("invalid character %q in %s %q: use %s", rune(c), kind, v, allowed), i
-		}
+	return nameMessage(err)
+}
+
+// nameMessage is a storage name error as a message and an offset.
+func nameMessage(err error) (string, int) {
+	var ne *storage.NameError
+	if !errors.As(err, &ne) {
+		return "", 0
 	}
-	if topic && strings.HasPrefix(v, "stem.") {
-		return fmt.Sprintf("topic %q starts with \"stem.\", which the runtime reserves", v), 0
-	}
-	return "", 0
+	return ne.Reason, max(ne.Offset, 0)
 }
 
 // parseUint parses a decimal integer without sign or leading zeros.

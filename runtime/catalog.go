@@ -50,20 +50,12 @@ func RegisterEvent[T any](e *Engine, topic string) error {
 	return nil
 }
 
-// reservedTopicPrefix starts the topics the runtime uses itself (a child's
-// outcome travels on one); users' topics may not, so nobody can forge a
-// child's outcome.
-const reservedTopicPrefix = "stem."
-
-// validTopic refuses an empty topic and the reserved ones.
+// validTopic checks a topic a caller emits, sends, waits on or registers
+// (storage.CheckTopic): an empty or malformed topic, and the reserved ones
+// ("stem.", on which a child's outcome travels, so nobody can forge one),
+// are ErrInvalidArgument.
 func validTopic(topic string) error {
-	if topic == "" {
-		return invalidArg("event topic is empty")
-	}
-	if strings.HasPrefix(topic, reservedTopicPrefix) {
-		return invalidArg("event topic %q: topics starting with %q are reserved", topic, reservedTopicPrefix)
-	}
-	return nil
+	return storage.CheckTopic(topic)
 }
 
 // recordCatalog records the engine's workflows and event types in the
@@ -127,10 +119,15 @@ func (e *Engine) Catalog(ctx context.Context) (storage.Catalog, error) {
 // here, or against the recorded JSON Schema), else ErrUnknownWorkflow or
 // ErrDecode saying what and where, with nothing written. id may be "" for a
 // generated ID; an existing ID returns the existing run when it is of the
-// same workflow.
+// same workflow; an ID WithID would refuse is ErrInvalidArgument.
 func (e *Engine) StartJSON(ctx context.Context, workflow, id string, input json.RawMessage) (RunInfo, error) {
 	if err := e.checkOpen(); err != nil {
 		return RunInfo{}, err
+	}
+	if id != "" {
+		if err := validRunID(id); err != nil {
+			return RunInfo{}, err
+		}
 	}
 	what := "input of " + workflow
 	if err := e.checkJSON(what, input); err != nil {

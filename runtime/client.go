@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -18,7 +19,10 @@ type startOptions struct {
 }
 
 // WithID starts the run under a caller-chosen ID. Starting an ID that exists
-// returns the existing run and never creates a second one.
+// returns the existing run and never creates a second one. An ID is 1 to
+// 128 bytes of UTF-8 without control characters or '/' ('/' is reserved
+// for child runs, whose IDs are <parent>/<call>); another is
+// ErrInvalidArgument, with nothing written.
 func WithID(id string) StartOption {
 	return func(o *startOptions) { o.id = id }
 }
@@ -32,8 +36,14 @@ type RunInfo struct {
 	Status   RunStatus
 	// Output is the JSON result of a complete run.
 	Output json.RawMessage
-	// Err is the error of an errored or terminated run.
+	// Err is the error of an errored or terminated run. If its text is
+	// sealed and cannot be opened, Err is a *SealedError (matching
+	// ErrSealed and the error's own sentinel).
 	Err error
+	// OpenErr, when not nil, says why the run's output or error could not be
+	// opened with this engine's codec: a *SealedError, matching ErrSealed,
+	// naming the run and the key ID it needs. Output is then nil.
+	OpenErr error
 	// PauseRequested is true while a pause waits for the next step boundary.
 	PauseRequested bool
 	// ReadyAt is when a waiting run wakes (a sleep's end or a wait's
@@ -64,12 +74,17 @@ func (e *Engine) runInfo(r storage.RunRecord) RunInfo {
 		info.WaitingFor = r.Wait.Topic
 	}
 	if r.Error != nil {
-		info.Err = e.payloads.errorFrom("", r.Error)
+		info.Err = e.payloads.errorOf("error text of run "+r.ID, "", r.Error)
+		if errors.Is(info.Err, ErrSealed) {
+			info.OpenErr = info.Err
+		}
 	}
 	if len(r.Output) > 0 {
-		if raw, err := e.payloads.raw("output of run "+r.ID, r.Output); err == nil {
-			info.Output = raw
+		out, err := e.payloads.raw("output of run "+r.ID, r.Output)
+		if err != nil {
+			info.OpenErr = err
 		}
+		info.Output = out
 	}
 	return info
 }
@@ -108,7 +123,9 @@ func (r *Run[Out]) IdempotencyKey(stepKey, scope string) string {
 }
 
 // Result waits until the run finishes and returns its output, or its error
-// (an errored or terminated run), or ctx's error.
+// (an errored or terminated run), or ctx's error. An output or error this
+// engine's codec cannot open is an error matching ErrSealed, never a zero
+// value.
 func (r *Run[Out]) Result(ctx context.Context) (Out, error) {
 	var zero Out
 	info, err := r.engine.Wait(ctx, r.id)
@@ -117,6 +134,9 @@ func (r *Run[Out]) Result(ctx context.Context) (Out, error) {
 	}
 	if info.Err != nil {
 		return zero, info.Err
+	}
+	if info.OpenErr != nil {
+		return zero, info.OpenErr
 	}
 	var out Out
 	if err := decodeJSON("output of run "+r.id, info.Output, r.engine.cfg.MaxPayloadBytes, &out); err != nil {
@@ -172,8 +192,8 @@ func startID(opts []StartOption) string {
 	return o.id
 }
 
-// BatchItem is one run of a StartBatch: an optional caller-chosen ID and the
-// input.
+// BatchItem is one run of a StartBatch: an optional caller-chosen ID (as
+// for WithID) and the input.
 type BatchItem[In any] struct {
 	ID    string
 	Input In
@@ -229,11 +249,11 @@ func (e *Engine) create(ctx context.Context, runs []storage.NewRun) ([]storage.C
 	return res, nil
 }
 
+// validRunID checks a run ID a caller chose (storage.CheckRunID): at most
+// storage.MaxNameLen bytes of UTF-8 without control characters, and no
+// '/', which is reserved for child runs' IDs.
 func validRunID(id string) error {
-	if len(id) > 512 {
-		return invalidArg("run ID is %d bytes long, at most 512", len(id))
-	}
-	return nil
+	return storage.CheckRunID(id)
 }
 
 // Get returns a typed handle on an existing run of the workflow registered
@@ -359,7 +379,11 @@ func FromStep(key string) RestartOption {
 // Restart begins a new execution of the run with the same ID and input:
 // from the top, or from a step with FromStep. The previous execution, its
 // steps and attempts stay readable (ListExecutions, ListSteps). A worker
-// holding the run stops without writing.
+// holding the run stops without writing: its running step's context is
+// cancelled with cause ErrRestarted (at once on this engine, within a
+// heartbeat elsewhere), and the new execution starts once that step has
+// returned, or when the old lease expires, so two executions never run at
+// once.
 func (e *Engine) Restart(ctx context.Context, id string, opts ...RestartOption) error {
 	if err := e.checkOpen(); err != nil {
 		return err
@@ -371,7 +395,7 @@ func (e *Engine) Restart(ctx context.Context, id string, opts ...RestartOption) 
 	if err := e.store.Restart(ctx, req); err != nil {
 		return err
 	}
-	e.stopLocal(id, ErrLeaseLost)
+	e.stopLocal(id, fmt.Errorf("run %s: %w", id, ErrRestarted))
 	e.signal()
 	return nil
 }

@@ -36,12 +36,19 @@
 // Workers claim ready runs under a lease: an owner, an expiry judged on the
 // store's clock, and a fencing token that grows on every claim. Every write
 // of a run is conditional on its token and extends its lease in the same
-// atomic store operation; a heartbeat extends it during long steps. A worker
-// that lost its lease (it expired and another worker claimed the run, or the
-// run was terminated, restarted or paused) writes nothing more, and its step's
-// context is cancelled. A step may execute more than once after a crash; its
-// checkpoint commits once. StepContext.IdempotencyKey gives outside services a
-// key that is the same on every retry and after every crash.
+// atomic store operation; a heartbeat extends it during long steps (every
+// Config.HeartbeatInterval), and a step whose Timeout is longer than the
+// lease extends it up front. A worker that lost its lease (it expired and
+// another worker claimed the run, or the run was terminated or restarted,
+// in any process) writes nothing more, and its step's context is cancelled
+// within a heartbeat, with cause ErrTerminated or ErrRestarted when that is
+// why; a restart's new execution starts once the old step has returned (or
+// its lease expired), never beside it. A worker whose store write failed
+// hands the run back at once. A pause does not cancel a step: it takes
+// effect at the next step boundary. A step may execute more than once after
+// a crash; its checkpoint commits once. StepContext.IdempotencyKey gives
+// outside services a key that is the same on every retry and after every
+// crash.
 //
 // # Retry budgets across crashes
 //
@@ -101,4 +108,19 @@
 // are rejected (an unknown workflow, a payload that does not decode or is over
 // the limit, a state that forbids the operation, a closed engine) return a
 // sentinel error and change nothing stored.
+//
+// # Encryption at rest
+//
+// Config.Codec seals inputs, outputs, checkpoints, event payloads and error
+// texts before they reach the store. NewAESGCMCodec(newest, older...)
+// encrypts with AES-GCM under the newest key and marks each payload with
+// that key's ID (AESGCMKeyID, a hash that does not reveal the key); it
+// opens what any of its keys sealed, so keys rotate without downtime.
+// Sealed payloads begin with a marker no JSON begins with, so enabling a
+// codec on a store written without one keeps its runs readable. Nothing
+// that cannot be opened is taken for a value: reading it (Result, Get,
+// ListSteps, ListExecutions) is an error matching ErrSealed, a *SealedError
+// naming the run and the key ID it needs; and an engine that claims a run it
+// cannot open hands it back untouched, logging why once, for an engine
+// that holds the key.
 package runtime

@@ -32,6 +32,18 @@ type Config struct {
 	// heartbeat. A worker that dies is replaced after at most this long.
 	// Default 30s.
 	LeaseDuration time.Duration
+	// HeartbeatInterval is how often a run's lease is extended while a step
+	// runs (or a retry waits) without a write extending it, and so how soon
+	// the engine learns what another process did to the run: a running
+	// step's context is cancelled with cause ErrTerminated or ErrRestarted
+	// when the run was terminated or restarted, and a requested pause parks
+	// the run at its next step boundary. A step that ends sooner costs no
+	// heartbeat. Default 1s, or LeaseDuration/4 when shorter. Negative: no
+	// heartbeats; a step with a Timeout longer than LeaseDuration still
+	// keeps its lease (see StepOptions.Timeout), but one without a Timeout
+	// may outlive its lease and run twice (the engine warns once per
+	// workflow and step), as with an interval as long as LeaseDuration.
+	HeartbeatInterval time.Duration
 	// PollInterval is how often an idle worker asks the store for ready runs
 	// when nothing signals it sooner. Default 1s.
 	PollInterval time.Duration
@@ -52,7 +64,13 @@ type Config struct {
 	// WorkerID names this engine's worker in leases. Default: unique per
 	// process start.
 	WorkerID string
-	// Codec, when set, transforms every payload at rest (encryption).
+	// Codec, when set, seals every payload and error text at rest
+	// (NewAESGCMCodec encrypts; give it the new key first and the old ones
+	// after to rotate). Plaintext written before it was set still reads.
+	// What it cannot open (another key's, tampered, or sealed while the
+	// engine has none) is an error matching ErrSealed wherever it is read,
+	// and a run the engine cannot open is handed back untouched, for an
+	// engine that holds the key.
 	Codec Codec
 	// ShutdownGrace is how long running steps may go on once Run's context
 	// is done (or Close is called) before their contexts are cancelled. Each
@@ -84,6 +102,13 @@ type Engine struct {
 	finished  chan struct{} // closed and replaced when a local run finishes
 
 	wake chan struct{} // local dispatch: runs became ready
+
+	// sealedRuns holds the IDs of runs handed back because this engine
+	// cannot open them, so why is logged once per run.
+	sealedRuns sync.Map
+	// unheld holds the workflow and step keys warned of running without a
+	// lease the heartbeats keep, so each is warned of once.
+	unheld sync.Map
 }
 
 // New returns an Engine for the config.
@@ -100,6 +125,9 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.LeaseDuration == 0 {
 		cfg.LeaseDuration = 30 * time.Second
 	}
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = min(time.Second, cfg.LeaseDuration/4)
+	}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = time.Second
 	}
@@ -107,7 +135,11 @@ func New(cfg Config) (*Engine, error) {
 		cfg.ClaimBatch = cfg.Workers
 	}
 	cfg.Clock = storage.ClockOr(cfg.Clock)
-	cfg.Logger = storage.LoggerOr(cfg.Logger)
+	if cfg.Logger == nil {
+		// Discarded, as documented; storage.LoggerOr's default (warnings
+		// to stderr) is the stores'.
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	if cfg.MaxPayloadBytes == 0 {
 		cfg.MaxPayloadBytes = DefaultMaxPayloadBytes
 	}
@@ -149,10 +181,15 @@ type workflowDef struct {
 
 // Register registers fn as the workflow named name: the durable name stored
 // with every run, which must not change while runs of it exist. Register
-// before Run. A name registered twice is ErrDuplicateWorkflow.
+// before Run. A name registered twice is ErrDuplicateWorkflow. A name is 1
+// to 128 ASCII letters, digits, '.', '_' and '-' (storage.CheckWorkflowName,
+// the generator's rule); another is ErrInvalidArgument.
 func Register[In, Out any](e *Engine, name string, fn func(c *WorkflowContext, in In) (Out, error), opts ...RegisterOption) error {
 	if name == "" || fn == nil {
 		return invalidArg("workflow name and function are required")
+	}
+	if err := storage.CheckWorkflowName(name); err != nil {
+		return err
 	}
 	def := &workflowDef{
 		name:    name,

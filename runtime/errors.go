@@ -26,6 +26,11 @@ var (
 	// ErrDecode: a payload (input, output, event) does not decode into the
 	// type it is meant for.
 	ErrDecode = errors.New("stem: payload does not decode")
+	// ErrSealed: a payload or error text is sealed by a codec and cannot be
+	// opened here: sealed with a key the engine's codec does not hold, failing
+	// authentication (tampered or corrupt), or read by an engine without a
+	// codec. The error is a *SealedError naming the run and the key ID.
+	ErrSealed = errors.New("stem: sealed payload cannot be opened")
 	// ErrPayloadTooLarge: a payload exceeds Config.MaxPayloadBytes.
 	ErrPayloadTooLarge = errors.New("stem: payload too large")
 	// ErrEventTimeout: an event wait timed out.
@@ -37,6 +42,11 @@ var (
 	ErrDuplicateStep = errors.New("stem: step called twice")
 	// ErrTerminated: the run was terminated.
 	ErrTerminated = errors.New("stem: run terminated")
+	// ErrRestarted: the run was restarted (Engine.Restart, here or in
+	// another process) while this engine executed it: the cause of its
+	// running step's context. The engine writes nothing more of the old
+	// execution and lets the new one start.
+	ErrRestarted = errors.New("stem: run restarted")
 	// ErrPoisonRun: the run's worker died too many times without progress.
 	ErrPoisonRun = errors.New("stem: run recovered too many times without progress")
 	// ErrChildCollision: a child workflow's derived run ID is taken by a run

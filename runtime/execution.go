@@ -15,10 +15,10 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
-// activeStepAfter is how long a step attempt runs before the heartbeat
-// reports it to the store, so operators see it running. A step that ends
-// sooner costs no store call for it.
-const activeStepAfter = time.Second
+// letGoTimeout bounds the release that hands a run back after a failed
+// store write or a restart: when the store does not answer by then, the
+// lease's expiry hands the run over instead.
+const letGoTimeout = 2 * time.Second
 
 // execution is one claimed run being executed by this worker.
 type execution struct {
@@ -43,12 +43,23 @@ type execution struct {
 
 	mu         sync.Mutex
 	lastExtend time.Time
-	outcome    outcome
-	log        *slog.Logger
+	// holdUntil is when the lease must last until, at least, while a step
+	// whose timeout is longer than the lease runs (zero otherwise).
+	holdUntil time.Time
+	outcome   outcome
+	log       *slog.Logger
 	// active is the step attempt running now, and reported whether the
 	// heartbeat has told the store about it.
 	active   *storage.ActiveStep
 	reported bool
+
+	// pauseSeen is closed when a heartbeat finds a pause requested: the
+	// run parks at its next step boundary, a retry's wait included.
+	pauseSeen chan struct{}
+	pauseOnce sync.Once
+	// steps counts the step functions running, an abandoned one (past its
+	// timeout) included, so that a run is not handed over while one runs.
+	steps sync.WaitGroup
 }
 
 type outcome int
@@ -85,6 +96,7 @@ func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
 		cancel:     cancel,
 		stopping:   make(chan struct{}),
 		log:        e.log.With("run", r.Lease.RunID, "workflow", r.Workflow),
+		pauseSeen:  make(chan struct{}),
 		used:       map[string]bool{},
 		counters:   map[string]int{},
 		lastExtend: time.Now(),
@@ -131,8 +143,19 @@ func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
 		x.release()
 		return
 	}
+	// A run this engine cannot open (input or checkpoints sealed with a key
+	// its codec lacks) is handed back untouched, before anything runs.
+	input, err := e.payloads.raw(fmt.Sprintf("input of run %s (workflow %s)", r.Lease.RunID, r.Workflow), r.Input)
+	if err != nil {
+		x.handBack(err)
+		return
+	}
 	x.checkpoints = make(map[string]storage.Checkpoint, len(replay.Checkpoints))
 	for _, cp := range replay.Checkpoints {
+		if cp, err = e.payloads.openCheckpoint(r.Lease.RunID, cp); err != nil {
+			x.handBack(err)
+			return
+		}
 		x.checkpoints[cp.Key] = cp
 	}
 	x.pending = make(map[string]storage.Attempt, len(replay.Pending))
@@ -163,7 +186,7 @@ func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
 				returned = true
 			}
 		}()
-		out, runErr = def.run(&WorkflowContext{exec: x}, r.Input)
+		out, runErr = def.run(&WorkflowContext{exec: x}, input)
 		returned = true
 	}()
 	<-done
@@ -173,9 +196,10 @@ func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
 		return
 	}
 	if cause := context.Cause(x.ctx); cause != nil && !errors.Is(cause, errShutdown) {
-		// Terminated or lease lost while finishing: write nothing. (A run
-		// that finished while the engine shuts down still completes.)
-		x.outcome = outcomeStopped
+		// Terminated, restarted or lease lost while finishing: write
+		// nothing, but let a restart's new execution go. (A run that
+		// finished while the engine shuts down still completes.)
+		x.onStopped()
 		return
 	}
 	x.finish(out, runErr)
@@ -193,7 +217,10 @@ func (x *execution) finish(out []byte, runErr error) {
 	req.Notify = parentNotice(x.claim.ParentID, x.lease.RunID, e.payloads.newChildOutcome(req.Output, req.Error))
 	if err := e.store.Complete(context.WithoutCancel(x.ctx), req); err != nil {
 		if !errors.Is(err, ErrLeaseLost) {
-			x.logger().Error("stem: complete", "err", err)
+			x.logger().Error("stem: complete failed; handing the run over", "err", err)
+		}
+		if lettingGo(err) {
+			x.letGo(err)
 		}
 		return
 	}
@@ -204,11 +231,18 @@ func (x *execution) finish(out []byte, runErr error) {
 	}
 }
 
-// heartbeat extends the lease while the run executes, unless a write did so
-// recently.
+// heartbeat extends the lease while the run executes, each time
+// Config.HeartbeatInterval has passed without a write extending it: while a
+// step runs or a retry waits, then. It reports the step running (once per
+// attempt), learns of a requested pause, and cancels the execution when the
+// lease is lost, with a cause that says why (ErrTerminated, ErrRestarted,
+// or the lost lease).
 func (x *execution) heartbeat(done <-chan struct{}) {
-	lease := x.engine.cfg.LeaseDuration
-	t := time.NewTicker(min(lease/4, activeStepAfter/4))
+	every := x.engine.cfg.HeartbeatInterval
+	if every <= 0 {
+		return
+	}
+	t := time.NewTicker(max(every/4, time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
@@ -219,33 +253,114 @@ func (x *execution) heartbeat(done <-chan struct{}) {
 		case <-t.C:
 		}
 		x.mu.Lock()
-		stale := time.Since(x.lastExtend) >= lease/4
-		var step *storage.ActiveStep
-		if a := x.active; a != nil && !x.reported && x.engine.clock.Now().Sub(a.Started) >= activeStepAfter {
-			step, x.reported = a, true
-		}
-		x.mu.Unlock()
-		if !stale && step == nil {
+		if time.Since(x.lastExtend) < every {
+			x.mu.Unlock()
 			continue
 		}
-		if err := x.engine.store.Heartbeat(x.ctx, storage.HeartbeatRequest{Lease: x.lease, LeaseFor: lease, Step: step}); err != nil {
+		step := x.active
+		if x.reported {
+			step = nil
+		}
+		x.reported = x.active != nil
+		leaseFor := x.leaseFor()
+		x.mu.Unlock()
+		res, err := x.engine.store.Heartbeat(x.ctx, storage.HeartbeatRequest{Lease: x.lease, LeaseFor: leaseFor, Step: step})
+		if err != nil {
 			if errors.Is(err, ErrLeaseLost) {
-				x.cancel(ErrLeaseLost)
+				x.cancel(x.lostCause(err))
 				return
 			}
 			if x.ctx.Err() == nil {
 				x.logger().Warn("stem: heartbeat", "err", err)
 			}
+			if step != nil {
+				x.mu.Lock()
+				x.reported = x.active != step // report it with the next one
+				x.mu.Unlock()
+			}
 			continue
 		}
 		x.extended()
+		if res.PauseRequested {
+			x.pauseOnce.Do(func() { close(x.pauseSeen) })
+		}
 	}
 }
 
-// setActive records the step attempt running now (nil when none).
+// leaseFor is the lease length a heartbeat asks for: the engine's, or
+// longer while a step's timeout needs it. The caller holds x.mu.
+func (x *execution) leaseFor() time.Duration {
+	return max(x.engine.cfg.LeaseDuration, time.Until(x.holdUntil))
+}
+
+// holdFor extends the lease up front for a step attempt whose timeout is
+// longer than the lease, to the timeout plus a lease's length, so the
+// attempt keeps its lease however the heartbeats fare. It reports the
+// attempt as the active step. A refused extension stops the run as a
+// failed write does.
+func (x *execution) holdFor(a *storage.ActiveStep, timeout time.Duration) {
+	leaseFor := timeout + x.engine.cfg.LeaseDuration
+	x.mu.Lock()
+	x.holdUntil = time.Now().Add(leaseFor)
+	x.reported = true
+	x.mu.Unlock()
+	res, err := x.engine.store.Heartbeat(context.WithoutCancel(x.ctx), storage.HeartbeatRequest{Lease: x.lease, LeaseFor: leaseFor, Step: a})
+	if err != nil {
+		x.stop(err)
+	}
+	x.extended()
+	if res.PauseRequested {
+		x.pauseOnce.Do(func() { close(x.pauseSeen) })
+	}
+}
+
+// lostCause is the cause an execution is cancelled with when its lease is
+// lost: ErrTerminated or ErrRestarted when the store says so, or the lost
+// lease (ErrLeaseLost).
+func (x *execution) lostCause(err error) error {
+	var lost *storage.LeaseLostError
+	if errors.As(err, &lost) {
+		switch lost.Loss {
+		case storage.LossTerminated:
+			return fmt.Errorf("run %s: %w", x.lease.RunID, ErrTerminated)
+		case storage.LossRestarted:
+			return fmt.Errorf("run %s: %w", x.lease.RunID, ErrRestarted)
+		}
+	}
+	return err
+}
+
+// lettingGo reports whether a run stopped by err is handed back: after a
+// restart, whose new execution waits until the old holder lets go; after a
+// lost lease whose store did not say why (it may be a restart: the release
+// then lets go, and fails harmlessly otherwise); and after a store write
+// that failed for a passing reason (a timeout, a lost connection). A write
+// the store refused as malformed or out of place would fail again: that
+// run is left to its lease, whose expiry counts towards MaxRecoveries.
+func lettingGo(err error) bool {
+	if errors.Is(err, ErrRestarted) {
+		return true
+	}
+	var lost *storage.LeaseLostError
+	if errors.As(err, &lost) {
+		return lost.Loss == storage.LossRestarted || lost.Loss == storage.LossUnknown
+	}
+	for _, final := range []error{ErrLeaseLost, ErrTerminated, errShutdown, ErrInvalidArgument, ErrInvalidState, ErrRunNotFound, ErrClosed} {
+		if errors.Is(err, final) {
+			return errors.Is(err, ErrLeaseLost) // not said why: see above
+		}
+	}
+	return true
+}
+
+// setActive records the step attempt running now (nil when none, which
+// also ends a longer lease the attempt's timeout asked for).
 func (x *execution) setActive(a *storage.ActiveStep) {
 	x.mu.Lock()
 	x.active, x.reported = a, false
+	if a == nil {
+		x.holdUntil = time.Time{}
+	}
 	x.mu.Unlock()
 }
 
@@ -303,17 +418,22 @@ func (x *execution) keepsResult() bool {
 	return cause == nil || errors.Is(cause, errShutdown)
 }
 
-// onStopped writes what a stopped run needs: nothing after a lost lease or a
-// termination; a release when the engine shuts down.
+// onStopped writes what a stopped run needs: nothing after a termination
+// or a lease taken by another; a release when the engine shuts down; a
+// letting go after a restart.
 func (x *execution) onStopped() {
 	if x.outcome != outcomeNone {
 		return
 	}
-	if errors.Is(context.Cause(x.ctx), errShutdown) {
+	cause := context.Cause(x.ctx)
+	if errors.Is(cause, errShutdown) {
 		x.release()
 		return
 	}
 	x.outcome = outcomeStopped
+	if lettingGo(cause) {
+		x.letGo(cause)
+	}
 }
 
 // release hands the run back, ready now, for any worker.
@@ -328,22 +448,98 @@ func (x *execution) release() {
 	x.outcome = outcomeReleased
 }
 
+// letGo hands back, best effort, a run this engine stopped executing for
+// why: a failed store write (so another worker takes the run at once
+// instead of at the lease's expiry), or a restart (whose new execution
+// waits until the old holder lets go; see storage.Store.Restart). It first
+// waits for this execution's step functions to return, until the lease
+// would expire anyway, so the run is never handed over while one still
+// runs. The release is fenced and bounded by letGoTimeout; when it fails,
+// the lease's expiry hands the run over.
+func (x *execution) letGo(why error) {
+	x.mu.Lock()
+	until := x.lastExtend.Add(x.leaseFor())
+	x.mu.Unlock()
+	returned := make(chan struct{})
+	go func() {
+		x.steps.Wait()
+		close(returned)
+	}()
+	timer := time.NewTimer(time.Until(until))
+	defer timer.Stop()
+	select {
+	case <-returned:
+	case <-timer.C:
+		x.logger().Warn("stem: a step still runs after its context was cancelled; the run waits for its lease to expire", "why", why)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.ctx), letGoTimeout)
+	defer cancel()
+	now := x.engine.clock.Now()
+	_, err := x.engine.store.Suspend(ctx, storage.SuspendRequest{
+		Lease: x.lease, LeaseFor: x.engine.cfg.LeaseDuration, ReadyAt: &now,
+	})
+	switch {
+	case err == nil:
+		x.outcome = outcomeReleased
+		x.engine.signal()
+	case !errors.Is(err, ErrLeaseLost):
+		x.logger().Warn("stem: hand over; the run waits for its lease to expire", "why", why, "err", err)
+	}
+}
+
+// handBack hands back a run this engine cannot open, untouched: no
+// checkpoint, attempt or error is written, its wait and suspension state
+// are kept, and it is ready again a little later (not at once, so no
+// engine spins on it), for an engine that holds the key. Why is logged once
+// per run.
+func (x *execution) handBack(err error) {
+	e := x.engine
+	if _, warned := e.sealedRuns.LoadOrStore(x.lease.RunID, true); !warned {
+		x.logger().Warn("stem: cannot open the run with this engine's codec; handing it back untouched for an engine that holds the key", "err", err)
+	}
+	readyAt := e.clock.Now().Add(min(max(10*e.cfg.PollInterval, time.Second), time.Minute))
+	_, serr := e.store.Suspend(context.WithoutCancel(x.ctx), storage.SuspendRequest{
+		Lease: x.lease, LeaseFor: e.cfg.LeaseDuration, ReadyAt: &readyAt, SuspendState: x.claim.SuspendState,
+	})
+	if serr != nil && !errors.Is(serr, ErrLeaseLost) {
+		x.logger().Warn("stem: hand back", "err", serr)
+	}
+	x.outcome = outcomeReleased
+}
+
+// opened returns cp opened for the replay; one this engine cannot open
+// hands the run back and unwinds the workflow goroutine.
+func (x *execution) opened(cp storage.Checkpoint) storage.Checkpoint {
+	cp, err := x.engine.payloads.openCheckpoint(x.lease.RunID, cp)
+	if err != nil {
+		x.handBack(err)
+		x.cancel(err)
+		runtime.Goexit()
+	}
+	return cp
+}
+
 // stop ends the execution after a store error: a lost lease writes nothing
-// more; any other error leaves the run to its lease, which expires and lets
-// another worker take it.
+// more (but lets a restart's new execution go); any other error hands the
+// run back at once, best effort, for another worker.
 func (x *execution) stop(err error) {
 	if !errors.Is(err, ErrLeaseLost) {
-		x.logger().Error("stem: store write failed; leaving the run to its lease", "err", err)
+		x.logger().Error("stem: store write failed; handing the run over", "err", err)
 	}
+	cause := x.lostCause(err)
+	x.cancel(cause)
 	x.outcome = outcomeStopped
-	x.cancel(err)
+	if lettingGo(cause) {
+		x.letGo(cause)
+	}
 	runtime.Goexit()
 }
 
 // fail ends the run as errored from inside the workflow goroutine.
 func (x *execution) fail(err error) {
 	x.finish(nil, err)
-	if x.outcome != outcomeFinished {
+	if x.outcome == outcomeNone {
 		x.outcome = outcomeStopped
 	}
 	runtime.Goexit()
@@ -363,6 +559,11 @@ func (x *execution) checkpoint(cp storage.Checkpoint, attempts []Attempt) (store
 	x.extended()
 	if res.Existing != nil {
 		cp = *res.Existing
+	}
+	if res.Existing != nil || cp.Kind == KindChild {
+		// Written by another (an event delivered first), or carrying a
+		// child's output sealed by the child's engine: it may not open here.
+		cp = x.opened(cp)
 	}
 	x.checkpoints[cp.Key] = cp
 	if res.Paused {
@@ -387,8 +588,9 @@ func (x *execution) suspend(key string, req storage.SuspendRequest) storage.Chec
 	}
 	if res.Delivered != nil {
 		x.extended()
-		x.checkpoints[res.Delivered.Key] = *res.Delivered
-		return *res.Delivered
+		cp := x.opened(*res.Delivered)
+		x.checkpoints[cp.Key] = cp
+		return cp
 	}
 	x.outcome = outcomeSuspended
 	if req.ReadyAt != nil && !req.ReadyAt.After(x.engine.clock.Now()) {

@@ -81,9 +81,9 @@ func (p *probeStore) Suspend(ctx context.Context, req storage.SuspendRequest) (s
 	return res, err
 }
 
-func (p *probeStore) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) error {
+func (p *probeStore) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) (storage.HeartbeatResult, error) {
 	if p.dead.Load() {
-		return errKilled
+		return storage.HeartbeatResult{}, errKilled
 	}
 	return p.Store.Heartbeat(ctx, req)
 }

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/stemflow/stem/storage"
@@ -46,8 +47,15 @@ type StepInfo struct {
 	ForkedFrom int
 	// Output is the step's JSON result.
 	Output json.RawMessage
-	// Err is the step's final error, if it failed.
+	// Err is the step's final error, if it failed (a *SealedError when its
+	// text cannot be opened).
 	Err error
+	// OpenErr, when not nil, says why the step's output, error or an
+	// attempt's error could not be opened with this engine's codec: a
+	// *SealedError, matching ErrSealed, naming the run and the key ID it
+	// needs. What could not be opened is left out (an attempt's error text
+	// says why instead).
+	OpenErr error
 	// CreatedAt is when its checkpoint was written.
 	CreatedAt time.Time
 	// Attempt and Started describe the attempt of a running step.
@@ -90,7 +98,8 @@ func (e *Engine) ListExecutions(ctx context.Context, runID string) ([]ExecutionI
 	for i, x := range xs {
 		out[i] = ExecutionInfo{
 			Number: x.Number, StartedAt: x.StartedAt, EndedAt: x.EndedAt, Status: x.Status,
-			Err: e.payloads.errorFrom("", x.Error), ForkedFrom: x.ForkedFrom, FromStep: x.FromKey,
+			Err:        e.payloads.errorOf(fmt.Sprintf("error text of execution %d of run %s", x.Number, runID), "", x.Error),
+			ForkedFrom: x.ForkedFrom, FromStep: x.FromKey,
 		}
 	}
 	return out, nil
@@ -122,31 +131,38 @@ func (e *Engine) ListSteps(ctx context.Context, runID string, execution int) ([]
 	for _, s := range h.Steps {
 		info := StepInfo{
 			Key: s.Key, Kind: s.Kind, Status: StepComplete, Seq: s.Seq, Execution: s.Execution, ForkedFrom: s.ForkedFrom,
-			Err: e.payloads.errorFrom(s.Key, s.Error), CreatedAt: s.CreatedAt, Attempts: e.payloads.openAttempts(s.Attempts),
+			CreatedAt: s.CreatedAt,
 		}
-		switch s.Kind {
-		case KindSleep:
-			info.Output = s.Output
-		case KindChild:
-			info.Output, info.Err = e.payloads.childStep(s.Checkpoint)
-		default:
-			if raw, err := e.payloads.raw("checkpoint "+s.Key, s.Output); err == nil {
-				info.Output = raw
+		// An opened checkpoint holds plain JSON and text.
+		cp, err := e.payloads.openCheckpoint(runID, s.Checkpoint)
+		switch {
+		case err != nil:
+			info.OpenErr = err
+			if failed(s.Checkpoint) {
+				info.Err = err
 			}
+		case cp.Kind == KindChild:
+			info.Output, info.Err = e.payloads.childStep(cp)
+		default:
+			info.Output, info.Err = cp.Output, e.payloads.errorFrom(cp.Key, cp.Error)
+		}
+		info.Attempts, err = e.payloads.openAttempts(runID, s.Attempts)
+		if info.OpenErr == nil {
+			info.OpenErr = err
 		}
 		if info.Err != nil {
 			info.Status = StepFailed
 		}
 		out = append(out, info)
 	}
-	return append(out, e.inFlight(h, run)...), nil
+	return append(out, e.inFlight(runID, h, run)...), nil
 }
 
 // inFlight lists the steps of an execution that have no checkpoint: those
 // with recorded attempts, in the order of their first, then the step the
 // run's worker reports running and the wait it is parked on. run is the
 // run's record when h is its current execution, else nil.
-func (e *Engine) inFlight(h storage.History, run *storage.RunRecord) []StepInfo {
+func (e *Engine) inFlight(runID string, h storage.History, run *storage.RunRecord) []StepInfo {
 	var out []StepInfo
 	at := map[string]int{}
 	for _, a := range h.Pending {
@@ -156,7 +172,11 @@ func (e *Engine) inFlight(h storage.History, run *storage.RunRecord) []StepInfo 
 			at[a.Key] = i
 			out = append(out, StepInfo{Key: a.Key, Kind: KindStep, Status: StepInterrupted, Execution: h.Execution})
 		}
-		out[i].Attempts = append(out[i].Attempts, e.payloads.openAttempts([]Attempt{a})...)
+		opened, err := e.payloads.openAttempts(runID, []Attempt{a})
+		if out[i].OpenErr == nil {
+			out[i].OpenErr = err
+		}
+		out[i].Attempts = append(out[i].Attempts, opened...)
 		out[i].NextAttemptAt = a.RetryAt
 	}
 	if run == nil || run.Status.Finished() {

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/stemflow/stem/storage"
@@ -25,7 +24,11 @@ type StepOptions struct {
 	// MaxBackoff caps the delay. Default 1m.
 	MaxBackoff time.Duration
 	// Timeout bounds each attempt; the attempt's context is cancelled and the
-	// attempt fails when it passes. Zero: no limit.
+	// attempt fails when it passes. Zero: no limit. A timeout longer than the
+	// engine's LeaseDuration extends the run's lease before each attempt,
+	// to the timeout plus a LeaseDuration, so the attempt keeps its lease
+	// even when heartbeats are off or fail (a worker that dies meanwhile is
+	// then replaced only after that long).
 	Timeout time.Duration
 	// Autoversion lets the step run many times in one run: its calls get the
 	// keys key#0, key#1, ... by call order.
@@ -33,8 +36,12 @@ type StepOptions struct {
 }
 
 // StepContext is what a step function receives: a context.Context that is
-// cancelled when the attempt times out or the run stops on this worker
-// (terminated, lease lost, engine shutting down), and facts about the call.
+// cancelled when the attempt times out or the run stops on this worker, and
+// facts about the call. context.Cause tells why: ErrTerminated or
+// ErrRestarted (by this engine or, within a heartbeat, by another
+// process), ErrLeaseLost (another worker took the run), or the engine
+// shutting down. A pause does not cancel a running step: it takes effect at
+// the next step boundary.
 type StepContext interface {
 	context.Context
 	// RunID returns the run's ID.
@@ -110,11 +117,11 @@ func Do(c *WorkflowContext, key string, opts StepOptions, fn func(sc StepContext
 	return err
 }
 
+// validKey checks a key a workflow passes to a step, wait or child call
+// (storage.CheckStepKey): 1 to 128 bytes of UTF-8 without control
+// characters or '#'.
 func validKey(key string) error {
-	if key == "" || strings.ContainsAny(key, "#\n") {
-		return invalidArg("checkpoint key %q must be non-empty and contain no '#' or newline", key)
-	}
-	return nil
+	return storage.CheckStepKey(key)
 }
 
 func runStep[T any](c *WorkflowContext, key string, opts StepOptions, fn func(sc StepContext) (T, error), void bool) (T, error) {
@@ -136,16 +143,24 @@ func runStep[T any](c *WorkflowContext, key string, opts StepOptions, fn func(sc
 		return decodeCheckpoint[T](x, cp)
 	}
 	e := x.engine
+	if opts.Timeout <= 0 {
+		e.warnUnheld(x.workflow, key)
+	}
 	// Attempts recorded before a hand-over count: the numbers go on and the
 	// retry budget is not granted again. A retry whose backoff was recorded
 	// waits until its due time, on this worker as on the one before.
 	last := x.pending[full]
 	if last.RetryAt != nil {
-		x.waitUntil(*last.RetryAt)
+		x.retryWait(full, *last.RetryAt)
 	}
 	for attempt := last.Number + 1; ; attempt++ {
 		start := e.clock.Now()
-		x.setActive(&storage.ActiveStep{Key: full, Attempt: attempt, Started: start})
+		x.parkIfPaused(full, start)
+		active := &storage.ActiveStep{Key: full, Attempt: attempt, Started: start}
+		x.setActive(active)
+		if opts.Timeout > e.cfg.LeaseDuration {
+			x.holdFor(active, opts.Timeout)
+		}
 		out, err := callStep(x, full, iteration, attempt, opts.Timeout, fn)
 		x.setActive(nil)
 		end := e.clock.Now()
@@ -182,12 +197,52 @@ func runStep[T any](c *WorkflowContext, key string, opts StepOptions, fn func(sc
 			x.stop(err)
 		}
 		x.extended()
-		x.waitUntil(retryAt)
+		x.retryWait(full, retryAt)
 	}
 }
 
+// retryWait waits until t, when the retry of the step keyed key is due. A
+// pause the heartbeat learns of meanwhile parks the run, ready at t, so it
+// takes effect before the next attempt.
+func (x *execution) retryWait(key string, t time.Time) {
+	x.waitUntil(t)
+	x.parkIfPaused(key, t)
+}
+
+// parkIfPaused parks the run at the step keyed key, ready at readyAt, when
+// a heartbeat found a pause requested: the store parks it paused (or, if
+// resumed since, waiting). It returns only when no pause was seen.
+func (x *execution) parkIfPaused(key string, readyAt time.Time) {
+	select {
+	case <-x.pauseSeen:
+		x.suspend(key, storage.SuspendRequest{ReadyAt: &readyAt})
+	default:
+	}
+}
+
+// heartbeatsHold reports whether heartbeats keep a running step's lease:
+// they are on and come more often than the lease expires.
+func (e *Engine) heartbeatsHold() bool {
+	return e.cfg.HeartbeatInterval > 0 && e.cfg.HeartbeatInterval < e.cfg.LeaseDuration
+}
+
+// warnUnheld warns, once per workflow and step key, that a step without a
+// timeout runs while heartbeats do not keep its lease: it may outlive the
+// lease, and another worker may then run it too.
+func (e *Engine) warnUnheld(workflow, key string) {
+	if e.heartbeatsHold() {
+		return
+	}
+	if _, warned := e.unheld.LoadOrStore(workflow+"\x00"+key, true); warned {
+		return
+	}
+	e.log.Warn("stem: heartbeats do not keep this step's lease (Config.HeartbeatInterval is off or not shorter than LeaseDuration) and it has no timeout: if it outlives the lease, another worker may run it too; give it a Timeout",
+		"workflow", workflow, "step", key, "lease", e.cfg.LeaseDuration, "heartbeat", e.cfg.HeartbeatInterval)
+}
+
 // waitUntil waits until t on the engine's clock, or unwinds the workflow if
-// the run stops or the engine shuts down meanwhile.
+// the run stops or the engine shuts down meanwhile. It returns early when a
+// heartbeat finds a pause requested.
 func (x *execution) waitUntil(t time.Time) {
 	d := t.Sub(x.engine.clock.Now())
 	if d <= 0 {
@@ -200,6 +255,7 @@ func (x *execution) waitUntil(t time.Time) {
 		x.checkStopped()
 	case <-x.stopping:
 		x.checkStopped()
+	case <-x.pauseSeen:
 	case <-timer.C:
 	}
 }
@@ -233,7 +289,9 @@ func callStep[T any](x *execution, key string, iteration, attempt int, timeout t
 		defer cancel()
 	}
 	sc := &stepContext{Context: ctx, x: x, key: key, attempt: attempt, iteration: iteration}
+	x.steps.Add(1)
 	call := func() (out T, err error) {
+		defer x.steps.Done()
 		defer func() {
 			if p := recover(); p != nil {
 				err = fmt.Errorf("step %q panicked: %v\n%s", key, p, debug.Stack())

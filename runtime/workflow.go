@@ -55,6 +55,9 @@ func (c *WorkflowContext) SleepUntil(name string, t time.Time) error {
 func (c *WorkflowContext) sleep(name string, wakeAt func(now time.Time) time.Time) error {
 	x := c.exec
 	x.checkStopped()
+	if err := validKey(name); err != nil {
+		return err
+	}
 	key, err := x.useKey(name, false)
 	if err != nil {
 		return err

@@ -1,7 +1,7 @@
 package storage
 
 import (
-	"io"
+	"context"
 	"log/slog"
 	"time"
 )
@@ -28,11 +28,52 @@ func ClockOr(c Clock) Clock {
 	return c
 }
 
-// LoggerOr returns l, or a logger that discards everything when l is nil:
-// the default every config's zero value uses.
+// LoggerOr returns l, or the default every store config's zero value uses
+// when l is nil: a logger that passes warnings and errors to slog.Default()'s
+// handler (so to stderr, unless the program set another default) and drops
+// info and debug records. A store that stops answering, or a Redis server
+// that may evict runs, is then reported even by a program that configured
+// no logger; a program that wants silence passes a discarding logger.
 func LoggerOr(l *slog.Logger) *slog.Logger {
 	if l == nil {
-		return slog.New(slog.NewTextHandler(io.Discard, nil))
+		return slog.New(warnHandler{})
 	}
 	return l
+}
+
+// warnHandler passes records of level Warn and above to the handler of
+// slog.Default() as it is when each record is logged, with the attributes
+// and groups added through it.
+type warnHandler struct {
+	// with replays, in order, the WithAttrs and WithGroup calls made
+	// through this handler onto the default's handler.
+	with []func(slog.Handler) slog.Handler
+}
+
+func (h warnHandler) target() slog.Handler {
+	t := slog.Default().Handler()
+	for _, w := range h.with {
+		t = w(t)
+	}
+	return t
+}
+
+func (h warnHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return level >= slog.LevelWarn && slog.Default().Handler().Enabled(ctx, level)
+}
+
+func (h warnHandler) Handle(ctx context.Context, r slog.Record) error {
+	return h.target().Handle(ctx, r)
+}
+
+func (h warnHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return h.and(func(t slog.Handler) slog.Handler { return t.WithAttrs(attrs) })
+}
+
+func (h warnHandler) WithGroup(name string) slog.Handler {
+	return h.and(func(t slog.Handler) slog.Handler { return t.WithGroup(name) })
+}
+
+func (h warnHandler) and(w func(slog.Handler) slog.Handler) warnHandler {
+	return warnHandler{with: append(h.with[:len(h.with):len(h.with)], w)}
 }

@@ -21,6 +21,10 @@ var (
 	// ErrInvalidArgument: a call's argument is malformed (an empty ID, an
 	// empty topic, a bad key).
 	ErrInvalidArgument = errors.New("stem: invalid argument")
+	// ErrNotStore: opened without creating (a tool that only inspects), the
+	// file, schema or key prefix holds no Stem store, or one at a schema
+	// version this code does not know. Nothing was created or changed.
+	ErrNotStore = errors.New("stem: not a Stem store")
 )
 
 // The ErrorInfo codes, which carry a sentinel's identity through storage so

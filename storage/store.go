@@ -14,7 +14,10 @@ import "context"
 //   - Fencing. Methods that take a Lease change the run only while the run is
 //     StatusRunning and its stored token equals Lease.Token, checked in the
 //     same atomic change that writes. Otherwise they write nothing and return
-//     ErrLeaseLost.
+//     ErrLeaseLost; Heartbeat's is a *LeaseLostError that says why
+//     (LeaseLost judges it), so a worker learns of a termination or restart
+//     by its next heartbeat. The one exception is a release after a live
+//     restart: see Restart.
 //   - One clock. Lease expiry and readiness are judged on the store's clock:
 //     the database's own where it has one, or the Clock the store was
 //     constructed with (tests substitute it).
@@ -95,10 +98,18 @@ type Store interface {
 
 	// Heartbeat extends the lease to now+LeaseFor, fenced, and stores
 	// req.Step (when set; without it Active is kept) as the run's Active
-	// step. A worker running a long
-	// step calls it so the run is not claimed by another and operators see
-	// the step running.
-	Heartbeat(ctx context.Context, req HeartbeatRequest) error
+	// step. It reports whether a pause is requested. A worker calls it
+	// while a step runs (about every second, unless a write extended the
+	// lease meanwhile), so the run is not claimed by another, operators see
+	// the step running, and the worker learns soon of what another process
+	// did to the run.
+	//
+	// When the lease no longer holds, nothing is written and the error is a
+	// *LeaseLostError (matching ErrLeaseLost) whose Loss says why, judged
+	// in the same atomic change: LossTerminated, LossRestarted (a Restart
+	// while the lease was live), LossTaken (another claim holds the run), or
+	// LossEnded.
+	Heartbeat(ctx context.Context, req HeartbeatRequest) (HeartbeatResult, error)
 
 	// Suspend parks a running run, fenced, in one atomic change:
 	//
@@ -118,7 +129,9 @@ type Store interface {
 	//     running makes the parked run StatusPaused instead, keeping ReadyAt.
 	//
 	// Suspend with neither Checkpoint nor Wait and ReadyAt = now releases the
-	// run for any worker to claim at once (an engine shutting down).
+	// run for any worker to claim at once (an engine shutting down). Such a
+	// release also lets go of a run restarted while the lease was live (see
+	// Restart): it succeeds with nothing but that written.
 	//
 	// Refuse, when set, is applied first: the event checkpoint of
 	// Refuse.Key is deleted and Refuse.Attempt recorded (so a payload the
@@ -159,14 +172,23 @@ type Store interface {
 
 	// Restart begins a run's next execution: the current one ends (keeping
 	// its checkpoints, attempts and final status, readable through
-	// ListExecutions and ListSteps), and the run becomes StatusQueued and
-	// ready now in execution Execution+1, started now, keeping its ID,
-	// workflow, input and buffered events; wait, SuspendState, output, error
-	// and recoveries are cleared. Any lease is revoked: the old holder's next
-	// fenced write fails. With FromKey the new execution starts with copies
-	// of the checkpoints written before FromKey's (ForkedFrom set); a FromKey
-	// with no checkpoint in the current execution is ErrInvalidArgument with
+	// ListExecutions and ListSteps), and the run becomes StatusQueued in
+	// execution Execution+1, started now, keeping its ID, workflow, input
+	// and buffered events; wait, SuspendState, output, error and recoveries
+	// are cleared. With FromKey the new execution starts with copies of the
+	// checkpoints written before FromKey's (ForkedFrom set); a FromKey with
+	// no checkpoint in the current execution is ErrInvalidArgument with
 	// nothing written. Allowed in every state.
+	//
+	// Any lease is revoked: the old holder's fenced writes fail (Heartbeat's
+	// with LossRestarted). A lease that has not expired also fences the new
+	// execution, so that two executions never run at once: the run is ready
+	// only at the old lease's expiry (ReadyAt; Owner, Token and LeaseUntil
+	// keep describing the old lease), unless the holder lets go first with
+	// a release (Suspend with neither Checkpoint, Wait nor Refuse and
+	// ReadyAt at or before now, under the old lease), which makes it ready
+	// now (queued; paused if paused since) and ends the old lease, and
+	// succeeds. Without a live lease the run is ready now.
 	Restart(ctx context.Context, req RestartRequest) error
 
 	// ListExecutions returns a run's executions, oldest first.

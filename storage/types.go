@@ -286,6 +286,14 @@ type HeartbeatRequest struct {
 	Step *ActiveStep
 }
 
+// HeartbeatResult reports a heartbeat that held.
+type HeartbeatResult struct {
+	// PauseRequested is true while a pause waits for the run's next step
+	// boundary (see Store.Pause), so the worker learns of it between
+	// writes.
+	PauseRequested bool
+}
+
 // Replay is what a worker replays a run from: the current execution's
 // checkpoints, and the attempts recorded for its steps that have none yet
 // (so a step's attempt count survives a hand-over).

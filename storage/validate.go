@@ -10,15 +10,22 @@ import (
 // store calls them first, so a malformed request is refused by all stores
 // alike, in the same words, with nothing written.
 
-// ValidateNewRuns checks the runs of a CreateRuns call: each needs an ID and
-// a workflow.
+// ValidateNewRuns checks the runs of a CreateRuns call: each needs a
+// workflow name (CheckWorkflowName) and an ID. An ID chosen by a caller
+// follows CheckRunID, so it holds no '/'. An ID with '/' is a child's,
+// derived by the runtime from its parent's: ParentID + "/" + the call's
+// key, with ParentID set. So no run can take the ID a parent will give its
+// child. (Runs stored before these rules are not touched.)
 func ValidateNewRuns(runs []NewRun) error {
 	for i, r := range runs {
 		if r.ID == "" {
 			return invalid("create runs", "run %d has an empty ID", i)
 		}
-		if r.Workflow == "" {
-			return invalid("create runs", "run %q has an empty workflow name", r.ID)
+		if err := r.checkID(); err != nil {
+			return err
+		}
+		if err := CheckWorkflowName(r.Workflow); err != nil {
+			return invalid("create runs", "run %q: %s", r.ID, reason(err))
 		}
 		if !r.ParentPolicy.Valid() {
 			return invalid("create runs", "run %q has unknown parent policy %q", r.ID, r.ParentPolicy)
@@ -27,23 +34,92 @@ func ValidateNewRuns(runs []NewRun) error {
 	return nil
 }
 
-// Validate checks the query's status filter.
-func (q ListRunsQuery) Validate() error {
-	if q.Status != "" && !q.Status.Valid() {
-		return invalid("list runs", "unknown run status %q", q.Status)
+func (r NewRun) checkID() error {
+	if r.ParentID == "" || !strings.Contains(r.ID, "/") {
+		if err := CheckRunID(r.ID); err != nil {
+			return invalid("create runs", "%s", reason(err))
+		}
+	}
+	if r.ParentID == "" {
+		return nil
+	}
+	// The parent may be a run stored before these rules: its ID is only
+	// held to what every store can hold. The call's key is the runtime's,
+	// checked as a key.
+	if err := checkDerived("run ID", r.ParentID, MaxDerivedLen); err != nil {
+		return invalid("create runs", "run %q: parent %s", r.ID, reason(err))
+	}
+	if !strings.Contains(r.ID, "/") {
+		return nil
+	}
+	call, ok := strings.CutPrefix(r.ID, r.ParentID+"/")
+	if !ok || call == "" {
+		return invalid("create runs", "run %q has parent %q: an ID with '/' is a child run's, its parent's ID, '/' and its call's key (%s/<call>)", r.ID, r.ParentID, r.ParentID)
+	}
+	if err := checkText("call key", call, MaxDerivedLen); err != nil {
+		return invalid("create runs", "child run %q: %s", r.ID, reason(err))
+	}
+	if err := checkLen("run ID", r.ID, MaxDerivedLen); err != nil {
+		return invalid("create runs", "child %s", reason(err))
 	}
 	return nil
 }
 
-// Validate checks that the claim names its owner and a lease length.
+// checkDerived checks a name derived from a run ID, which may be one stored
+// before these rules: 1 to max bytes a store can hold.
+func checkDerived(field, v string, max int) error {
+	if err := checkLen(field, v, max); err != nil {
+		return err
+	}
+	return checkStorable(field, v)
+}
+
+// maxChildTopicLen bounds the topic a parent waits on for its child:
+// "stem.child/" and the child's ID.
+const maxChildTopicLen = len(ReservedTopicPrefix+"child/") + MaxDerivedLen
+
+// reason is a name error's text without the sentinel, for a message that
+// wraps the sentinel itself.
+func reason(err error) string {
+	if ne, ok := err.(*NameError); ok {
+		return ne.Reason
+	}
+	return err.Error()
+}
+
+// Validate checks the query's status filter, and that its other filters
+// and cursor are strings a store can hold (valid UTF-8 without NUL).
+func (q ListRunsQuery) Validate() error {
+	if q.Status != "" && !q.Status.Valid() {
+		return invalid("list runs", "unknown run status %q", q.Status)
+	}
+	for _, f := range []struct{ field, v string }{{"workflow filter", q.Workflow}, {"parent filter", q.ParentID}, {"cursor", q.After}} {
+		if err := checkStorable(f.field, f.v); err != nil {
+			return invalid("list runs", "%s", reason(err))
+		}
+	}
+	return nil
+}
+
+// Validate checks that the claim names its owner, well-formed workflow
+// names (CheckWorkflowName) and a lease length.
 func (r ClaimRequest) Validate() error {
 	if r.Owner == "" {
 		return invalid("claim", "empty owner")
 	}
+	if err := checkStorable("owner", r.Owner); err != nil {
+		return invalid("claim", "%s", reason(err))
+	}
+	for _, w := range r.Workflows {
+		if err := CheckWorkflowName(w); err != nil {
+			return invalid("claim", "%s", reason(err))
+		}
+	}
 	return validLeaseFor("claim", r.LeaseFor)
 }
 
-// Validate checks the lease, the lease length and the checkpoint.
+// Validate checks the lease, the lease length, the checkpoint and the
+// attempts' keys.
 func (r CheckpointRequest) Validate() error {
 	if err := r.Lease.validate("checkpoint"); err != nil {
 		return err
@@ -51,21 +127,32 @@ func (r CheckpointRequest) Validate() error {
 	if err := validLeaseFor("checkpoint", r.LeaseFor); err != nil {
 		return err
 	}
-	return r.Checkpoint.validate("checkpoint")
+	if err := r.Checkpoint.validate("checkpoint"); err != nil {
+		return err
+	}
+	return validAttempts("checkpoint", r.Attempts)
 }
 
-// Validate checks the lease and the lease length.
+// Validate checks the lease, the lease length and the attempts' keys.
 func (r RecordAttemptsRequest) Validate() error {
 	if err := r.Lease.validate("record attempts"); err != nil {
 		return err
 	}
-	return validLeaseFor("record attempts", r.LeaseFor)
+	if err := validLeaseFor("record attempts", r.LeaseFor); err != nil {
+		return err
+	}
+	return validAttempts("record attempts", r.Attempts)
 }
 
-// Validate checks the lease and the lease length.
+// Validate checks the lease, the lease length and the active step's key.
 func (r HeartbeatRequest) Validate() error {
 	if err := r.Lease.validate("heartbeat"); err != nil {
 		return err
+	}
+	if r.Step != nil {
+		if err := validStoredKey("heartbeat", r.Step.Key); err != nil {
+			return err
+		}
 	}
 	return validLeaseFor("heartbeat", r.LeaseFor)
 }
@@ -87,6 +174,12 @@ func (r SuspendRequest) Validate() error {
 		if w.Kind != "" && !w.Kind.Valid() {
 			return invalid("suspend", "unknown wait kind %q", w.Kind)
 		}
+		if err := validStoredKey("suspend", w.Key); err != nil {
+			return err
+		}
+		if err := w.validTopic(); err != nil {
+			return invalid("suspend", "wait %q: %s", w.Key, reason(err))
+		}
 	}
 	if f := r.Refuse; f != nil {
 		if r.Wait == nil || f.Key != r.Wait.Key {
@@ -97,6 +190,17 @@ func (r SuspendRequest) Validate() error {
 		}
 	}
 	return nil
+}
+
+// validTopic checks a wait's topic: a caller's event wait needs a topic
+// by CheckTopic (never a reserved one); a parent waiting on its child
+// (KindChild) waits on the runtime's own topic for it, derived from the
+// child's ID.
+func (w *Wait) validTopic() error {
+	if w.DeliveryKind() == KindChild {
+		return checkDerived("event topic", w.Topic, maxChildTopicLen)
+	}
+	return CheckTopic(w.Topic)
 }
 
 // Validate checks the lease, the final status and the notification.
@@ -115,13 +219,13 @@ func (r TerminateRequest) Validate() error {
 	return r.Notify.validateNotify("terminate")
 }
 
-// Validate checks the run ID and the fork key.
+// Validate checks the run ID and the fork key, when set.
 func (r RestartRequest) Validate() error {
 	if r.RunID == "" {
 		return invalid("restart", "empty run ID")
 	}
-	if strings.ContainsAny(r.FromKey, "\n") {
-		return invalid("restart", "step key %q has a newline", r.FromKey)
+	if r.FromKey != "" {
+		return validStoredKey("restart", r.FromKey)
 	}
 	return nil
 }
@@ -137,12 +241,18 @@ func (q StepsQuery) Validate() error {
 	return nil
 }
 
-// Validate checks that every workflow and event type is named and its
-// schemas are JSON.
+// Validate checks that every workflow and event type is well named
+// (CheckWorkflowName, CheckTopic) and its schemas are JSON.
 func (c Catalog) Validate() error {
 	for _, w := range c.Workflows {
 		if w.Name == "" {
 			return invalid("put catalog", "a workflow type has an empty name")
+		}
+		if err := CheckWorkflowName(w.Name); err != nil {
+			return invalid("put catalog", "%s", reason(err))
+		}
+		if err := checkStorable("worker", w.Worker); err != nil {
+			return invalid("put catalog", "workflow %q: %s", w.Name, reason(err))
 		}
 		for _, s := range []json.RawMessage{w.InputSchema, w.OutputSchema} {
 			if len(s) > 0 && !json.Valid(s) {
@@ -154,6 +264,12 @@ func (c Catalog) Validate() error {
 		if e.Topic == "" {
 			return invalid("put catalog", "an event type has an empty topic")
 		}
+		if err := CheckTopic(e.Topic); err != nil {
+			return invalid("put catalog", "%s", reason(err))
+		}
+		if err := checkStorable("worker", e.Worker); err != nil {
+			return invalid("put catalog", "event %q: %s", e.Topic, reason(err))
+		}
 		if len(e.PayloadSchema) > 0 && !json.Valid(e.PayloadSchema) {
 			return invalid("put catalog", "event %q has a schema that is not JSON", e.Topic)
 		}
@@ -161,17 +277,31 @@ func (c Catalog) Validate() error {
 	return nil
 }
 
-// Validate checks the topic.
+// Validate checks the topic (CheckTopic: a reserved topic is refused).
 func (r EmitRequest) Validate() error {
 	if r.Topic == "" {
 		return invalid("emit", "empty topic")
 	}
+	if err := CheckTopic(r.Topic); err != nil {
+		return invalid("emit", "%s", reason(err))
+	}
 	return nil
 }
 
-// Validate checks that the event names a run and a topic.
+// Validate checks that the event names a run and a topic (CheckTopic: a
+// reserved topic is refused).
 func (e Event) Validate() error {
-	return e.check("send event")
+	const what = "send event"
+	if err := e.check(what); err != nil {
+		return err
+	}
+	if err := checkStorable("run ID", e.RunID); err != nil {
+		return invalid(what, "%s", reason(err))
+	}
+	if err := CheckTopic(e.Topic); err != nil {
+		return invalid(what, "%s", reason(err))
+	}
+	return nil
 }
 
 func (e Event) check(what string) error {
@@ -184,11 +314,20 @@ func (e Event) check(what string) error {
 	return nil
 }
 
+// validateNotify checks a notification, which the runtime sends on its own
+// (reserved) topics: a child's outcome to its parent.
 func (e *Event) validateNotify(what string) error {
 	if e == nil {
 		return nil
 	}
-	return e.check(what + ": notify")
+	what += ": notify"
+	if err := e.check(what); err != nil {
+		return err
+	}
+	if err := checkDerived("event topic", e.Topic, maxChildTopicLen); err != nil {
+		return invalid(what, "%s", reason(err))
+	}
+	return nil
 }
 
 func (l Lease) validate(what string) error {
@@ -202,8 +341,30 @@ func (c *Checkpoint) validate(what string) error {
 	if c.Key == "" {
 		return invalid(what, "empty checkpoint key")
 	}
+	if err := validStoredKey(what, c.Key); err != nil {
+		return err
+	}
 	if !c.Kind.Valid() {
 		return invalid(what, "checkpoint %q has unknown kind %q", c.Key, c.Kind)
+	}
+	return nil
+}
+
+// validStoredKey checks a checkpoint key as stored: a step key (see
+// CheckStepKey) with what the runtime appends ("#N", "/result"), so '#'
+// is allowed and the bound is MaxDerivedLen.
+func validStoredKey(what, key string) error {
+	if err := checkText("step key", key, MaxDerivedLen); err != nil {
+		return invalid(what, "%s", reason(err))
+	}
+	return nil
+}
+
+func validAttempts(what string, as []Attempt) error {
+	for _, a := range as {
+		if err := validStoredKey(what, a.Key); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -174,11 +174,11 @@ func (r *recorder) Checkpoint(ctx context.Context, req storage.CheckpointRequest
 	return res, err
 }
 
-func (r *recorder) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) error {
+func (r *recorder) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) (storage.HeartbeatResult, error) {
 	began := time.Now()
-	err := r.Store.Heartbeat(ctx, req)
+	res, err := r.Store.Heartbeat(ctx, req)
 	r.note(began, "heartbeat", req.Lease.RunID, req.Lease.Token, err)
-	return err
+	return res, err
 }
 
 func (r *recorder) Complete(ctx context.Context, req storage.CompleteRequest) error {
@@ -222,6 +222,13 @@ type Config struct {
 	// under a superseded lease is rejected. Not for stores whose writers
 	// block each other (a frozen SQLite writer may hold the file's lock).
 	Freeze bool
+	// Disrupt, when set, is called once on the test's goroutine when a
+	// third of the runs are complete, while the workers keep running: to
+	// restart the store's server under them, say. The workers are never
+	// restarted: they must recover by themselves. The harness reopens its
+	// own store (Open) afterwards, and fails the test when the runs all
+	// finished before Disrupt returned.
+	Disrupt func(t *testing.T)
 	// Timeout bounds the whole test.
 	Timeout time.Duration
 }
@@ -279,11 +286,24 @@ func Run(t *testing.T, cfg Config) Report {
 	}
 
 	rep := Report{}
+	if cfg.Disrupt != nil {
+		waitProgress(ctx, t, store, cfg.Runs/3, procs)
+		cfg.Disrupt(t)
+		store = cfg.Open(t)
+		done, err := countComplete(ctx, store)
+		if err != nil {
+			t.Fatalf("after the disruption: %v", err)
+		}
+		if done == cfg.Runs {
+			t.Fatal("the runs all finished before the disruption ended: the test disrupted nothing; give it more work")
+		}
+		t.Logf("crash test: disruption over with %d of %d runs complete", done, cfg.Runs)
+	}
 	var frozenPid int
 	var contAt time.Time
 	if cfg.Freeze {
 		// Let the workers get going, then freeze one mid-flight.
-		waitProgress(ctx, t, store, cfg.Runs/10)
+		waitProgress(ctx, t, store, cfg.Runs/10, procs)
 		p := procs.random()
 		frozenPid = p.Process.Pid
 		if err := p.Process.Signal(syscall.SIGSTOP); err != nil {
@@ -292,7 +312,7 @@ func Run(t *testing.T, cfg Config) Report {
 		// Frozen for three leases at least, and until the other workers have
 		// finished every run, which makes them take over the frozen one's.
 		time.Sleep(3 * cfg.Lease)
-		waitProgress(ctx, t, store, cfg.Runs)
+		waitProgress(ctx, t, store, cfg.Runs, procs)
 		contAt = time.Now()
 		if err := p.Process.Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
@@ -346,11 +366,13 @@ func Run(t *testing.T, cfg Config) Report {
 		if n == cfg.Runs {
 			break
 		}
+		procs.checkAlive()
 		if ctx.Err() != nil {
 			t.Fatalf("only %d of %d runs complete before the timeout (%d kills)", n, cfg.Runs, rep.Kills)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	procs.checkAlive()
 	procs.stopAll()
 	rep.Elapsed = time.Since(began)
 
@@ -368,11 +390,12 @@ func Run(t *testing.T, cfg Config) Report {
 }
 
 type processes struct {
-	t    testing.TB
-	cfg  Config
-	dir  string
-	mu   sync.Mutex
-	live []*exec.Cmd
+	t      testing.TB
+	cfg    Config
+	dir    string
+	mu     sync.Mutex
+	live   []*exec.Cmd
+	exited map[*exec.Cmd]chan struct{} // closed when the process has exited
 }
 
 func (p *processes) start() {
@@ -389,9 +412,29 @@ func (p *processes) start() {
 	if err := cmd.Start(); err != nil {
 		p.t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	p.mu.Lock()
+	if p.exited == nil {
+		p.exited = map[*exec.Cmd]chan struct{}{}
+	}
 	p.live = append(p.live, cmd)
+	p.exited[cmd] = exited
 	p.mu.Unlock()
+}
+
+// checkAlive fails the test when a worker process exited without being
+// killed: a worker must outlive whatever happens to the store.
+func (p *processes) checkAlive() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.live {
+		select {
+		case <-p.exited[c]:
+			p.t.Fatalf("worker process %d exited by itself (%v): workers must survive what the test does to the store", c.Process.Pid, c.ProcessState)
+		default:
+		}
+	}
 }
 
 func (p *processes) random() *exec.Cmd {
@@ -403,7 +446,10 @@ func (p *processes) random() *exec.Cmd {
 func (p *processes) kill(cmd *exec.Cmd) {
 	_ = cmd.Process.Signal(syscall.SIGCONT)
 	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
+	p.mu.Lock()
+	exited := p.exited[cmd]
+	p.mu.Unlock()
+	<-exited
 	p.mu.Lock()
 	for i, c := range p.live {
 		if c == cmd {
@@ -411,6 +457,7 @@ func (p *processes) kill(cmd *exec.Cmd) {
 			break
 		}
 	}
+	delete(p.exited, cmd)
 	p.mu.Unlock()
 }
 
@@ -438,7 +485,7 @@ func countComplete(ctx context.Context, s storage.Store) (int, error) {
 	}
 }
 
-func waitProgress(ctx context.Context, t testing.TB, s storage.Store, n int) {
+func waitProgress(ctx context.Context, t testing.TB, s storage.Store, n int, procs *processes) {
 	for {
 		done, err := countComplete(ctx, s)
 		if err != nil {
@@ -447,6 +494,7 @@ func waitProgress(ctx context.Context, t testing.TB, s storage.Store, n int) {
 		if done >= n {
 			return
 		}
+		procs.checkAlive()
 		if ctx.Err() != nil {
 			t.Fatal("no progress before the timeout")
 		}

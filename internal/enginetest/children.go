@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 var childScenarios = []scenario{
@@ -80,14 +81,20 @@ func testChildCollision(f *fixture) {
 		family(f, &childRuns)(e)
 		f.must(runtime.Register(e, "fam.other", func(c *runtime.WorkflowContext, n int) (int, error) { return n, nil }))
 	})
-	// A run of another workflow, and a run of the child's workflow started
-	// by hand, hold the IDs the parents' children would get.
-	_, err := runtime.Start[int, int](f.ctx, e, "fam.other", 1, runtime.WithID("p1/child"))
-	f.must(err)
-	_, err = runtime.Start[int, int](f.ctx, e, "fam.child", 1, runtime.WithID("p2/child"))
+	// Nobody can take a child's ID by hand: '/' is reserved for children.
+	if _, err := runtime.Start[int, int](f.ctx, e, "fam.child", 1, runtime.WithID("p1/child")); !errors.Is(err, runtime.ErrInvalidArgument) {
+		f.t.Fatalf("starting run p1/child by hand: %v, want ErrInvalidArgument", err)
+	}
+	// Children of another workflow under the same call (started by an
+	// earlier version of the parents' code) hold the IDs the parents'
+	// children would get.
+	_, err := f.store.CreateRuns(f.ctx, []storage.NewRun{
+		{ID: "p1/child", Workflow: "fam.other", ParentID: "p1"},
+		{ID: "p2/child", Workflow: "fam.other", ParentID: "p2"},
+	})
 	f.must(err)
 	f.start(e)
-	for _, c := range []struct{ parent, how, holder string }{{"p1", "call", "fam.other"}, {"p2", "start", "fam.child"}} {
+	for _, c := range []struct{ parent, how, holder string }{{"p1", "call", "fam.other"}, {"p2", "start", "fam.other"}} {
 		run, err := runtime.Start[string, int](f.ctx, e, "fam.parent", c.how, runtime.WithID(c.parent))
 		f.must(err)
 		_, err = run.Result(f.ctx)
@@ -104,7 +111,7 @@ func testChildCollision(f *fixture) {
 		}
 	}
 	// The runs holding the IDs were not touched.
-	if info := f.info(e, "p1/child"); info.Workflow != "fam.other" || info.ParentID != "" {
+	if info := f.info(e, "p1/child"); info.Workflow != "fam.other" || info.ParentID != "p1" {
 		f.t.Fatalf("holder changed: %+v", info)
 	}
 }

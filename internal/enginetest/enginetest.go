@@ -36,6 +36,8 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, historyScenarios...)
 	all = append(all, eventScenarios...)
 	all = append(all, timeScenarios...)
+	all = append(all, codecScenarios...)
+	all = append(all, cancelScenarios...)
 	for _, s := range all {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
@@ -217,9 +219,9 @@ func (d *dyingStore) RecordAttempts(ctx context.Context, req storage.RecordAttem
 	return err
 }
 
-func (d *dyingStore) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) error {
+func (d *dyingStore) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) (storage.HeartbeatResult, error) {
 	if err := d.check(); err != nil {
-		return err
+		return storage.HeartbeatResult{}, err
 	}
 	return d.Store.Heartbeat(ctx, req)
 }

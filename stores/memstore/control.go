@@ -153,7 +153,13 @@ func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 	}
 	now := s.clock()
 	rec := &r.rec
-	r.release(now)
+	// A live lease fences the new execution until it expires or its
+	// holder lets go (Suspend); only a running run or one restarted under
+	// a live lease has a lease that has not expired.
+	readyAt := now
+	if rec.LeaseUntil.After(now) {
+		readyAt = rec.LeaseUntil
+	}
 	s.clearWait(r)
 	r.nextExecution(keep, req.FromKey, now)
 	r.state = nil
@@ -162,10 +168,11 @@ func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 	rec.PauseRequested = false
 	rec.Recoveries = 0
 	rec.Active = nil
-	readyAt := now
 	rec.ReadyAt = &readyAt
 	rec.UpdatedAt = now
 	s.schedule(r)
-	s.hub.Signal()
+	if !readyAt.After(now) {
+		s.hub.Signal()
+	}
 	return nil
 }

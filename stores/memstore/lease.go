@@ -98,19 +98,19 @@ func (s *Store) claim(r *run, req storage.ClaimRequest, now time.Time, recovered
 	}
 }
 
-// Heartbeat extends the lease, fenced, and records the active step when
-// named.
-func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) error {
+// Heartbeat extends the lease, fenced, records the active step when named,
+// and reports a requested pause. A lost lease says why.
+func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) (storage.HeartbeatResult, error) {
 	if err := req.Validate(); err != nil {
-		return refuse(err)
+		return storage.HeartbeatResult{}, refuse(err)
 	}
 	if err := s.lock(ctx); err != nil {
-		return err
+		return storage.HeartbeatResult{}, err
 	}
 	defer s.mu.Unlock()
 	r := s.leased(req.Lease)
 	if r == nil {
-		return leaseLost("heartbeat", req.Lease)
+		return storage.HeartbeatResult{}, s.lost("heartbeat", req.Lease)
 	}
 	now := s.clock()
 	r.rec.LeaseUntil = now.Add(req.LeaseFor)
@@ -118,7 +118,40 @@ func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) err
 	if req.Step != nil {
 		r.rec.Active = cloneActive(req.Step)
 	}
-	return nil
+	return storage.HeartbeatResult{PauseRequested: r.rec.PauseRequested}, nil
+}
+
+// lost is the error of a fenced write op whose lease l does not hold, with
+// the reason judged from the run as it is; the caller holds the mutex.
+func (s *Store) lost(op string, l storage.Lease) error {
+	r := s.runs[l.RunID]
+	if r == nil {
+		return fmt.Errorf("memstore: %s: %w", op, storage.LeaseLost(op, l, false, "", 0, time.Time{}, s.clock()))
+	}
+	return fmt.Errorf("memstore: %s: %w", op, storage.LeaseLost(op, l, true, r.rec.Status, r.rec.Token, r.rec.LeaseUntil, s.clock()))
+}
+
+// letGo applies a release by the holder of a lease that a Restart revoked
+// while it was live: the new execution becomes ready now and the old lease
+// ends. It reports false, changing nothing, when l is not such a lease.
+func (s *Store) letGo(l storage.Lease, now time.Time) bool {
+	r := s.runs[l.RunID]
+	if r == nil || storage.LeaseLost("suspend", l, true, r.rec.Status, r.rec.Token, r.rec.LeaseUntil, now).Loss != storage.LossRestarted {
+		return false
+	}
+	rec := &r.rec
+	r.release(now)
+	ready := now
+	rec.ReadyAt = &ready
+	if rec.Status == storage.StatusWaiting {
+		rec.Status = storage.StatusQueued
+	}
+	rec.UpdatedAt = now
+	s.schedule(r)
+	if rec.Status == storage.StatusQueued {
+		s.hub.Signal()
+	}
+	return true
 }
 
 // Suspend parks a running run, fenced, unless its wait is satisfied at once.
@@ -134,7 +167,10 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 	defer s.mu.Unlock()
 	r := s.leased(req.Lease)
 	if r == nil {
-		return storage.SuspendResult{}, leaseLost("suspend", req.Lease)
+		if now := s.clock(); req.Releases(now) && s.letGo(req.Lease, now) {
+			return storage.SuspendResult{}, nil
+		}
+		return storage.SuspendResult{}, s.lost("suspend", req.Lease)
 	}
 	if f := req.Refuse; f != nil {
 		i, ok := r.find(f.Key)
@@ -203,7 +239,7 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 	defer s.mu.Unlock()
 	r := s.leased(req.Lease)
 	if r == nil {
-		return leaseLost("complete", req.Lease)
+		return s.lost("complete", req.Lease)
 	}
 	now := s.clock()
 	s.finish(r, req.Status, clone(req.Output), cloneError(req.Error), now)

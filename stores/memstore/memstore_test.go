@@ -39,7 +39,7 @@ func TestSmoke(t *testing.T) {
 	if err != nil || len(again) != 1 || again[0].Recoveries != 1 || again[0].Lease.Token <= lease.Token {
 		t.Fatalf("reclaim: %v %+v", err, again)
 	}
-	if err := s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: lease, LeaseFor: time.Minute}); err == nil {
+	if _, err := s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: lease, LeaseFor: time.Minute}); err == nil {
 		t.Fatal("stale heartbeat succeeded")
 	}
 	if err := s.Complete(ctx, storage.CompleteRequest{Lease: again[0].Lease, Status: storage.StatusComplete, Output: []byte("out")}); err != nil {

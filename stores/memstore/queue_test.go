@@ -33,7 +33,7 @@ func TestQueueStaysBounded(t *testing.T) {
 		}
 		for _, c := range got {
 			for range 3 {
-				if err := s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: c.Lease, LeaseFor: time.Minute}); err != nil {
+				if _, err := s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: c.Lease, LeaseFor: time.Minute}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -55,7 +55,7 @@ func TestCheckpointBatchMixed(t *testing.T) {
 	// extend theirs first.
 	clock.Advance(30 * time.Second)
 	for _, l := range []storage.Lease{a, c} {
-		if err := s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: l, LeaseFor: time.Minute}); err != nil {
+		if _, err := s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: l, LeaseFor: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -167,7 +167,10 @@ func TestStaleLeaseWritesRejected(t *testing.T) {
 		"RecordAttempts": func() error {
 			return s.RecordAttempts(ctx, storage.RecordAttemptsRequest{Lease: old, LeaseFor: time.Minute, Attempts: []storage.Attempt{{Key: "k@v1", Number: 1, Error: "x"}}})
 		},
-		"Heartbeat": func() error { return s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: old, LeaseFor: time.Minute}) },
+		"Heartbeat": func() error {
+			_, err := s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: old, LeaseFor: time.Minute})
+			return err
+		},
 		"Suspend": func() error {
 			_, err := s.Suspend(ctx, storage.SuspendRequest{Lease: old, LeaseFor: time.Minute, Checkpoint: &cp, ReadyAt: &ready})
 			return err

@@ -68,15 +68,16 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 	return runs, nil
 }
 
-// Heartbeat extends the lease, fenced, and records the active step when the
-// request names one, in one statement.
-func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) error {
+// Heartbeat extends the lease, fenced, records the active step when the
+// request names one, and reports a requested pause, in one statement. A
+// lost lease says why, judged by a second statement.
+func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) (storage.HeartbeatResult, error) {
 	const op = "heartbeat"
 	if err := s.check(op); err != nil {
-		return err
+		return storage.HeartbeatResult{}, err
 	}
 	if err := req.Validate(); err != nil {
-		return fmt.Errorf("pgstore: %w", err)
+		return storage.HeartbeatResult{}, fmt.Errorf("pgstore: %w", err)
 	}
 	lease := req.Lease
 	var (
@@ -87,14 +88,38 @@ func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) err
 	if a := req.Step; a != nil {
 		key, attempt, started = &a.Key, int32(a.Attempt), a.Started
 	}
-	tag, err := s.pool.Exec(ctx, s.q.heartbeat, s.clock(), lease.RunID, lease.Token, micros(req.LeaseFor), key, attempt, started)
+	var res storage.HeartbeatResult
+	err := s.pool.QueryRow(ctx, s.q.heartbeat, s.clock(), lease.RunID, lease.Token, micros(req.LeaseFor), key, attempt, started).
+		Scan(&res.PauseRequested)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return res, s.lost(ctx, op, lease)
+	}
 	if err != nil {
+		return res, s.wrap(op, err)
+	}
+	return res, nil
+}
+
+// lost is the error of a fenced write op whose lease l does not hold, with
+// the reason judged from the run as it is now.
+func (s *Store) lost(ctx context.Context, op string, l storage.Lease) error {
+	var (
+		status string
+		token  int64
+		until  *time.Time
+		now    time.Time
+	)
+	err := s.pool.QueryRow(ctx, `SELECT status, token, lease_until, coalesce($1::timestamptz, now()) FROM `+s.schema+`.runs WHERE id = $2`,
+		s.clock(), l.RunID).Scan(&status, &token, &until, &now)
+	found := err == nil
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return s.wrap(op, err)
 	}
-	if tag.RowsAffected() == 0 {
-		return leaseLost(op, lease)
+	var lu time.Time
+	if until != nil {
+		lu = *until
 	}
-	return nil
+	return fmt.Errorf("pgstore: %s: %w", op, storage.LeaseLost(op, l, found, storage.RunStatus(status), token, lu, now))
 }
 
 // leaseLost reports a fenced write refused because the lease no longer
@@ -103,16 +128,36 @@ func leaseLost(op string, l storage.Lease) error {
 	return fmt.Errorf("pgstore: %s run %q token %d: %w", op, l.RunID, l.Token, storage.ErrLeaseLost)
 }
 
-// fenced locks the leased run in tx and checks the lease still holds.
+// fenced locks the leased run in tx and checks the lease still holds. A
+// lost lease says why; the locked run is returned with it (the zero value
+// for an unknown run).
 func (s *Store) fenced(ctx context.Context, tx pgx.Tx, op string, l storage.Lease) (locked, error) {
 	r, ok, err := s.lock(ctx, tx, l.RunID)
 	if err != nil {
 		return locked{}, err
 	}
 	if !ok || r.Status != storage.StatusRunning || r.Token != l.Token {
-		return locked{}, leaseLost(op, l)
+		return r, storage.LeaseLost(op, l, ok, r.Status, r.Token, r.LeaseUntil, r.now)
 	}
 	return r, nil
+}
+
+// letGo applies a release by the holder of a lease that a Restart revoked
+// while it was live, for run r locked in tx: the new execution becomes
+// ready now and the old lease ends. It reports whether the run became
+// queued.
+func (s *Store) letGo(ctx context.Context, tx pgx.Tx, r locked) (ready bool, err error) {
+	var status string
+	err = tx.QueryRow(ctx, `UPDATE `+s.schema+`.runs SET ready_at = $1, lease_until = least(lease_until, $1),
+			status = CASE WHEN status = 'waiting' THEN 'queued' ELSE status END, updated_at = $1
+		WHERE id = $2 RETURNING status`, r.now, r.ID).Scan(&status)
+	if err != nil {
+		return false, err
+	}
+	if status == string(storage.StatusQueued) {
+		return true, s.notifyTx(ctx, tx)
+	}
+	return false, nil
 }
 
 // Suspend parks a running run, fenced, in one transaction that first locks
@@ -140,6 +185,12 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		res, ready = storage.SuspendResult{}, false
 		r, err := s.fenced(ctx, tx, op, req.Lease)
+		var lost *storage.LeaseLostError
+		if errors.As(err, &lost) && lost.Loss == storage.LossRestarted && req.Releases(r.now) {
+			// The holder of a lease a restart revoked lets go.
+			ready, err = s.letGo(ctx, tx, r)
+			return err
+		}
 		if err != nil {
 			return err
 		}

@@ -85,7 +85,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("pgstore: migrate: %w", err)
+		return s.wrap("migrate schema "+s.schemaName, err)
 	}
 	for _, v := range applied {
 		s.log.Info("applied migration", "version", v)

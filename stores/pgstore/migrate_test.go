@@ -110,7 +110,7 @@ func TestSchemaTooNew(t *testing.T) {
 	if !regexp.MustCompile(`version 999`).MatchString(err.Error()) {
 		t.Fatalf("error %q does not name the database's version", err)
 	}
-	_, err = New(ctx, s.pool, Options{Schema: unquote(s.schema)})
+	_, err = New(ctx, s.Pool(), Options{Schema: unquote(s.schema)})
 	if !errors.Is(err, ErrSchemaTooNew) {
 		t.Fatalf("New on a newer schema: %v, want ErrSchemaTooNew", err)
 	}

@@ -85,7 +85,7 @@ func (s *Store) listen() {
 		if connected {
 			backoff = 50 * time.Millisecond
 		}
-		s.log.Warn("notification listener failed; reconnecting", "err", err, "after", backoff)
+		s.listenerFailed(err, backoff)
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -112,14 +112,14 @@ func (s *Store) listenOnce(ctx context.Context) (connected bool, err error) {
 		defer cancel()
 		conn.Close(closeCtx)
 	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
+	if err := s.listenOn(ctx, conn); err != nil {
 		return false, err
 	}
 	s.hub.Signal()
 	s.listener.pid.Store(conn.PgConn().PID())
 	s.listener.readyOnce.Do(func() { close(s.listener.ready) })
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		if err := s.waitNotification(ctx, conn); err != nil {
 			return true, err
 		}
 		s.hub.Signal()

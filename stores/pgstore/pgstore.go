@@ -24,7 +24,15 @@
 //
 // The schema is created and upgraded by Migrate, which Open and New call.
 // Migrations are embedded, numbered, and applied under an advisory lock, so
-// processes starting together never race.
+// processes starting together never race. A tool that only inspects or
+// operates a store opens it with Options.OpenExisting, which creates
+// nothing and refuses a schema that holds no current store.
+//
+// Connecting is bounded by Options.ConnectTimeout and every statement,
+// batch and transaction by Options.CallTimeout, whatever the caller's
+// context; an error names the operation and the server ("pgstore: claim on
+// 127.0.0.1:5432: no answer within 30s: ..."), and a server that stops
+// answering is logged once, not once per failed call.
 //
 // The files follow the layout every store shares: runs.go creates, reads
 // and lists runs; lease.go claims, heartbeats, suspends and completes them
@@ -32,12 +40,15 @@
 // attempts, through the group-commit writers of writer.go; events.go
 // delivers events; control.go pauses, resumes, terminates and restarts;
 // executions.go lists a run's executions; catalog.go records what workers
-// serve; notify.go is the LISTEN/NOTIFY listener. The SQL lives in
-// queries.go, row decoding in scan.go, the schema in migrate.go and
-// migrations/.
+// serve; notify.go and listen.go are the LISTEN/NOTIFY listener. The SQL
+// lives in queries.go, row decoding in scan.go, the schema in migrate.go
+// and migrations/, the check of OpenExisting in existing.go; timeout.go
+// bounds every statement, and health.go logs a server that stops
+// answering.
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -110,23 +121,54 @@ type Options struct {
 	// runs Migrate itself (or the schema is managed elsewhere).
 	SkipMigrate bool
 
-	// Logger receives the store's diagnostics (listener reconnects,
-	// migrations applied); nil discards them.
+	// OpenExisting is for tools that inspect or operate a store a worker
+	// created: Open and New create no schema, table or row, and fail with
+	// storage.ErrNotStore, naming the server and the schema, when the
+	// schema is missing, holds no Stem store, or is at a schema version
+	// other than the one this code reads (older: a worker's Open, or
+	// Migrate, upgrades it; newer: upgrade the tool).
+	OpenExisting bool
+
+	// ConnectTimeout bounds establishing each connection (TCP, TLS and
+	// authentication). Zero means the URL's connect_timeout, or
+	// DefaultConnectTimeout (5s) when the URL sets none. Open only: with
+	// New, the caller's pool config decides.
+	ConnectTimeout time.Duration
+
+	// CallTimeout bounds every statement, batch and transaction the store
+	// sends, even when the caller's context has no deadline, so that a
+	// server that stops answering fails calls instead of hanging them; a
+	// call it ends reports "no answer within" the timeout and the server.
+	// Zero means DefaultCallTimeout (30s). The LISTEN connection is exempt
+	// but pings the server after a quiet CallTimeout, so it notices a dead
+	// connection.
+	CallTimeout time.Duration
+
+	// Logger receives the store's diagnostics: at warn level, a server
+	// that stops answering (once per episode: "not answering since", then
+	// "answering again after") and a notification listener that fails
+	// otherwise (its connection terminated, say); at info, migrations
+	// applied. Nil means storage.LoggerOr's default, which passes warnings
+	// and errors to slog.Default() (stderr unless the program set another)
+	// and drops the rest; pass a discarding logger for silence.
 	Logger *slog.Logger
 }
 
 // Store is a storage.Store on Postgres. It is safe for concurrent use by
 // many goroutines and many processes.
 type Store struct {
-	pool    *pgxpool.Pool
-	ownPool bool
-	schema  string // quoted identifier
-	channel string // notification channel (raw name)
-	now     func() time.Time
-	notify  bool
-	retry   time.Duration
-	log     *slog.Logger
-	q       queries
+	pool       *dbPool
+	ownPool    bool
+	schema     string // quoted identifier
+	schemaName string // the schema as given, for messages
+	host       string // the server, host:port, for messages
+	health     health
+	channel    string // notification channel (raw name)
+	now        func() time.Time
+	notify     bool
+	retry      time.Duration
+	log        *slog.Logger
+	q          queries
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -144,20 +186,31 @@ type Store struct {
 }
 
 // Open connects to the database at url (a Postgres URL or DSN, as pgxpool
-// parses it), migrates the schema unless Options.SkipMigrate, and returns a
-// Store that owns its pool: Close closes it. Unless the URL sets
-// pool_max_conns the pool holds up to 32 connections.
+// parses it), migrates the schema unless Options.SkipMigrate or
+// Options.OpenExisting, and returns a Store that owns its pool: Close
+// closes it. Unless the URL sets pool_max_conns the pool holds up to 32
+// connections. Connecting is bounded by Options.ConnectTimeout.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	if opts.ConnectTimeout < 0 {
+		return nil, fmt.Errorf("pgstore: negative ConnectTimeout %v: %w", opts.ConnectTimeout, storage.ErrInvalidArgument)
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
+		// pgx's parse errors redact the password.
 		return nil, fmt.Errorf("pgstore: parse url: %w", err)
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = defaultMaxConns
 	}
+	switch {
+	case opts.ConnectTimeout > 0:
+		cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
+	case cfg.ConnConfig.ConnectTimeout == 0:
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: connect: %w", err)
+		return nil, fmt.Errorf("pgstore: connect to %s: %w", hostOf(&cfg.ConnConfig.Config), err)
 	}
 	s, err := newStore(ctx, pool, true, opts)
 	if err != nil {
@@ -186,8 +239,8 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, own bool, opts Options) (
 		return nil, fmt.Errorf("pgstore: schema %q is not a plain identifier of at most %d bytes: %w",
 			schema, maxSchemaLen, storage.ErrInvalidArgument)
 	}
-	if opts.ListenerRetry < 0 || opts.CheckpointWriters < 0 {
-		return nil, fmt.Errorf("pgstore: negative ListenerRetry or CheckpointWriters: %w", storage.ErrInvalidArgument)
+	if opts.ListenerRetry < 0 || opts.CheckpointWriters < 0 || opts.CallTimeout < 0 || opts.ConnectTimeout < 0 {
+		return nil, fmt.Errorf("pgstore: negative ListenerRetry, CheckpointWriters, CallTimeout or ConnectTimeout: %w", storage.ErrInvalidArgument)
 	}
 	log := storage.LoggerOr(opts.Logger)
 	retry := opts.ListenerRetry
@@ -195,22 +248,32 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, own bool, opts Options) (
 		retry = 5 * time.Second
 	}
 	quoted := pgx.Identifier{schema}.Sanitize()
+	host := hostOf(&pool.Config().ConnConfig.Config)
 	s := &Store{
-		pool:    pool,
-		ownPool: own,
-		schema:  quoted,
-		channel: schema + channelSuffix,
-		notify:  !opts.DisableNotify,
-		retry:   retry,
-		log:     log.With("store", "pgstore", "schema", schema),
-		q:       buildQueries(quoted, !opts.DisableNotify),
+		ownPool:    own,
+		schema:     quoted,
+		schemaName: schema,
+		host:       host,
+		channel:    schema + channelSuffix,
+		notify:     !opts.DisableNotify,
+		retry:      retry,
+		log:        log.With("store", "pgstore", "schema", schema),
+		q:          buildQueries(quoted, !opts.DisableNotify),
 	}
+	s.health = health{log: s.log, what: "pgstore: database at " + host}
+	s.pool = &dbPool{Pool: pool, timeout: cmp.Or(opts.CallTimeout, DefaultCallTimeout), health: &s.health}
 	if opts.Clock != nil {
 		s.now = opts.Clock.Now
 	}
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
 	s.listener.ready = make(chan struct{})
-	if !opts.SkipMigrate {
+	switch {
+	case opts.OpenExisting:
+		if err := s.checkExisting(ctx); err != nil {
+			s.stop()
+			return nil, err
+		}
+	case !opts.SkipMigrate:
 		if err := s.Migrate(ctx); err != nil {
 			s.stop()
 			return nil, err
@@ -240,7 +303,7 @@ func (s *Store) Close() error {
 		s.wg.Wait()
 		s.hub.Close()
 		if s.ownPool {
-			s.pool.Close()
+			s.pool.Pool.Close()
 		}
 	})
 	if !first {
@@ -250,7 +313,7 @@ func (s *Store) Close() error {
 }
 
 // Pool returns the connection pool the store uses.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+func (s *Store) Pool() *pgxpool.Pool { return s.pool.Pool }
 
 // clock is the bound value of every statement's clock parameter: NULL means
 // the database's now().
@@ -269,16 +332,27 @@ func (s *Store) check(op string) error {
 	return nil
 }
 
-// wrap prefixes err with the operation, leaving sentinels matchable. An
-// error caused by closing the store underneath a call reports ErrClosed.
+// wrap prefixes err with the operation, leaving sentinels matchable; an
+// error that is not one of the contract's sentinels names the server too
+// ("pgstore: claim on 127.0.0.1:5432: ..."). An error caused by closing
+// the store underneath a call reports ErrClosed. An error that means the
+// server did not answer is recorded in the store's health, which logs the
+// first of an episode.
 func (s *Store) wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if s.closed.Load() && !isSentinel(err) {
-		return fmt.Errorf("pgstore: %s: %w (%v)", op, storage.ErrClosed, err)
+	if isSentinel(err) {
+		return fmt.Errorf("pgstore: %s: %w", op, err)
 	}
-	return fmt.Errorf("pgstore: %s: %w", op, err)
+	if s.closed.Load() {
+		return fmt.Errorf("pgstore: %s on %s: %w (%v)", op, s.host, storage.ErrClosed, err)
+	}
+	err = fmt.Errorf("pgstore: %s on %s: %w", op, s.host, err)
+	if notAnswering(err) {
+		s.health.fail(op, err)
+	}
+	return err
 }
 
 func isSentinel(err error) bool {

@@ -276,7 +276,8 @@ UPDATE {s}.runs r SET lease_until = clock.now + $4::bigint * interval '1 microse
 	active_started = CASE WHEN $5::text IS NULL THEN r.active_started ELSE $7::timestamptz END,
 	updated_at = clock.now
 FROM clock
-WHERE r.id = $2 AND r.status = 'running' AND r.token = $3`
+WHERE r.id = $2 AND r.status = 'running' AND r.token = $3
+RETURNING r.pause_requested`
 
 	// Transactions lock the run first, then read and write with fresh
 	// snapshots that see every earlier holder's committed changes.
@@ -384,8 +385,11 @@ SELECT id FROM upd ORDER BY id`
 	// from key. Ends the current execution with the run's status and
 	// error (keeping an earlier end), begins the next one with copies of
 	// the checkpoints written before the fork point, and queues the run in
-	// it with its lease revoked. Every CTE reads the run as it was before
-	// the statement.
+	// it with its lease revoked. A lease that has not expired (a running
+	// run's, or one a restart fenced already) is kept and fences the new
+	// execution: the run is ready at its expiry unless its holder lets go
+	// first (see Suspend). Every CTE reads the run as it was before the
+	// statement.
 	q.restart = `WITH r AS (SELECT id, execution, status, error FROM {s}.runs WHERE id = $2),
 ended AS (
 	UPDATE {s}.executions e SET ended_at = coalesce(e.ended_at, $1::timestamptz), status = r.status, error = r.error
@@ -402,9 +406,9 @@ copied AS (
 	WHERE c.seq < $3::bigint
 	ORDER BY c.seq
 )
-UPDATE {s}.runs SET status = 'queued', ready_at = $1, execution = execution + 1, started_at = $1, ended_at = NULL,
+UPDATE {s}.runs SET status = 'queued', ready_at = greatest($1, lease_until), execution = execution + 1, started_at = $1, ended_at = NULL,
 	output = NULL, error = NULL, wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL,
-	suspend_state = NULL, pause_requested = false, lease_until = least(lease_until, $1), recoveries = 0,
+	suspend_state = NULL, pause_requested = false, recoveries = 0,
 	{clearActive}, updated_at = $1
 WHERE id = $2`
 

@@ -40,7 +40,7 @@ func TestSmoke(t *testing.T) {
 	if err != nil || len(again) != 1 || again[0].Recoveries != 1 || again[0].Lease.Token <= lease.Token {
 		t.Fatalf("reclaim: %v %+v", err, again)
 	}
-	if err := s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: lease, LeaseFor: time.Minute}); !errors.Is(err, storage.ErrLeaseLost) {
+	if _, err := s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: lease, LeaseFor: time.Minute}); !errors.Is(err, storage.ErrLeaseLost) {
 		t.Fatalf("stale heartbeat: %v", err)
 	}
 	lease = again[0].Lease

@@ -6,7 +6,9 @@
 // does not roll back, so each one validates everything (run status, fencing
 // token, event target) before its first write, and each carries a "#!lua"
 // shebang so that a server out of memory refuses it up front instead of
-// failing halfway. Scripts are sent once and then called by their SHA1.
+// failing halfway; the scripts that only read are declared no-writes, so
+// a full server still answers them. Scripts are sent once and then called
+// by their SHA1.
 //
 // The code is laid out as every Stem store is: redisstore.go has Options,
 // Open, New and Close; runs.go, lease.go, checkpoint.go, events.go,
@@ -14,7 +16,11 @@
 // storage.Store by concern;
 // keys.go builds the keys listed below; scripts.go assembles and loads the
 // Lua scripts of scripts/ (one file per script, the parts they share in
-// scripts/lib/); codec.go encodes what the scripts store.
+// scripts/lib/); codec.go encodes what the scripts store; timeout.go
+// bounds every call by Options.CallTimeout and health.go logs a server that
+// stops answering, once per episode; policy.go re-checks the eviction
+// policy for Claim; existing.go marks and recognises a prefix that holds a
+// store (Options.OpenExisting).
 //
 // Readiness and lease expiry are judged on one clock: the server's TIME,
 // read inside the script that decides, or Options.Now when set (tests).
@@ -44,8 +50,10 @@
 // The store also needs maxmemory-policy noeviction: an evicting policy
 // silently deletes keys, and an evicted key is a lost or corrupted run. Open
 // and New refuse any other policy unless Options.AllowEvictingPolicy is set,
-// and then log a warning. With noeviction, a full server rejects writes with
-// an error and nothing is lost.
+// and then log a warning; Claim reads the policy again every
+// Options.PolicyCheckInterval and refuses to take work while it is not
+// noeviction. With noeviction, a full server rejects writes with an error
+// and nothing is lost, and the read methods still answer.
 //
 // # Keys
 //
@@ -79,6 +87,8 @@
 //	                SendEvent, Emit or Restart call, so that a repeated call
 //	                is answered without delivering twice or beginning another
 //	                execution
+//	v               string: the version of this key layout (1), which marks
+//	                the prefix as a Stem store (see Options.OpenExisting)
 //	wake            pub/sub channel: runs may be ready (see Notifications)
 //
 // With Redis Cluster every script must find its keys in one slot, so the

@@ -82,16 +82,63 @@ func decodeClaim(owner string, item any) (storage.ClaimedRun, error) {
 	return c, nil
 }
 
-// Heartbeat implements storage.Store.
-func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) error {
+// The scripts of leases that scripts.go does not list: a heartbeat that
+// says why a lease was lost, and the release that lets go of a run a live
+// restart took.
+var (
+	heartbeatScript = newScript("heartbeat")
+	letGoScript     = newScript("letgo")
+)
+
+func init() { allScripts = append(allScripts, heartbeatScript, letGoScript) }
+
+// Heartbeat implements storage.Store. A lost lease says why.
+func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) (storage.HeartbeatResult, error) {
+	var res storage.HeartbeatResult
 	if err := req.Validate(); err != nil {
-		return fmt.Errorf("redisstore: %w", err)
+		return res, fmt.Errorf("redisstore: %w", err)
 	}
 	act, err := encodeActive(req.Step)
 	if err != nil {
-		return err
+		return res, err
 	}
-	return s.extend(ctx, "heartbeat", req.Lease, req.LeaseFor, "h", act, nil)
+	id := req.Lease.RunID
+	v, err := s.run(ctx, heartbeatScript, []string{s.keys.run(id)}, req.Lease.Token, durMicros(req.LeaseFor), id, act)
+	if err != nil {
+		return res, fmt.Errorf("redisstore: heartbeat %q: %w", id, err)
+	}
+	list, err := judged("heartbeat", req.Lease, v)
+	if err != nil {
+		return res, err
+	}
+	res.PauseRequested = len(list) > 1 && str(list[1]) == "1"
+	return res, nil
+}
+
+// judged is status for the scripts that reply {LEASELOST, status, token,
+// lease until, now}: the lost lease says why.
+func judged(op string, l storage.Lease, v any) ([]any, error) {
+	list, ok := v.([]any)
+	if !ok || len(list) != 5 || str(list[0]) != "LEASELOST" {
+		return status(op, l.RunID, v)
+	}
+	tok, err := parseInt(str(list[2]))
+	if err != nil {
+		return nil, err
+	}
+	var until time.Time
+	if lu := str(list[3]); lu != "" {
+		if until, err = fromMicros(lu); err != nil {
+			return nil, err
+		}
+	}
+	now, err := fromMicros(str(list[4]))
+	if err != nil {
+		return nil, err
+	}
+	st := str(list[1])
+	return nil, fmt.Errorf("redisstore: %s %q: %w", op, l.RunID,
+		storage.LeaseLost(op, l, st != "", storage.RunStatus(st), tok, until, now))
 }
 
 // extend extends the lease to now+leaseFor, fenced, and then in mode "a"
@@ -157,6 +204,15 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 	v, err := s.run(ctx, suspendScript, []string{s.keys.run(id), s.keys.checkpoints(id), s.keys.attempts(id)}, args...)
 	if err != nil {
 		return res, fmt.Errorf("redisstore: suspend %q: %w", id, err)
+	}
+	if list, ok := v.([]any); ok && len(list) > 0 && list[0] == "LEASELOST" && req.Checkpoint == nil && req.Wait == nil && req.Refuse == nil && ready != "" {
+		// A release: it may let go of a run a live restart took.
+		v, err := s.run(ctx, letGoScript, []string{s.keys.run(id)}, req.Lease.Token, id, ready)
+		if err != nil {
+			return res, fmt.Errorf("redisstore: suspend %q: %w", id, err)
+		}
+		_, err = judged("suspend", req.Lease, v)
+		return res, err
 	}
 	if list, ok := v.([]any); ok && len(list) > 0 && list[0] == "INVALID" {
 		return res, fmt.Errorf("redisstore: suspend %q: refuse %q: no event checkpoint of the key in the current execution: %w",

@@ -26,7 +26,9 @@ func (s *Store) Notifications(ctx context.Context) <-chan struct{} {
 func (s *Store) listen(ctx context.Context) {
 	s.listening = true
 	ps := s.client.Subscribe(context.WithoutCancel(ctx), s.keys.wake())
-	if _, err := ps.Receive(ctx); err != nil && ctx.Err() == nil {
+	rctx, cancel := s.bound(ctx)
+	defer cancel()
+	if _, err := ps.Receive(rctx); err != nil && ctx.Err() == nil {
 		s.logger.Warn("redisstore: subscribing to wake-ups failed; workers fall back to polling", "error", err)
 	}
 	msgs := ps.Channel()

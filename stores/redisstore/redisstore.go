@@ -35,18 +35,63 @@ type Options struct {
 	// maxmemory-policy is not noeviction, with a logged warning. An evicted
 	// key is a lost or corrupted run, so leave it false outside experiments.
 	AllowEvictingPolicy bool
-	// Logger receives warnings about the server's configuration (its
-	// persistence settings, a policy it could not read); nil discards them.
+	// PolicyCheckInterval is how often Claim reads the server's
+	// maxmemory-policy again (New reads it first): while it is not
+	// noeviction, and AllowEvictingPolicy is not set, Claim refuses to take
+	// work. Zero means DefaultPolicyCheckInterval (15s).
+	PolicyCheckInterval time.Duration
+	// OpenExisting is for tools that inspect or operate a store a worker
+	// created: Open and New write no key, and fail with
+	// storage.ErrNotStore, naming the server and the prefix, when the
+	// prefix holds no Stem store or one of a version this code does not
+	// know. A prefix holds a store when its version key (v) is set, which
+	// a worker's Open and New do, or, for a store from before version
+	// keys, when it has the all-runs index or a catalog. Opened so, a
+	// store does not refuse an evicting maxmemory-policy (it logs a
+	// warning), since reading loses nothing; Claim still refuses.
+	OpenExisting bool
+	// ConnectTimeout bounds connecting: with Open, establishing each
+	// connection and the first PING (connection, handshake and reply), so
+	// that a server that accepts connections and never answers fails Open
+	// in time. Zero means the URL's dial_timeout, or DefaultConnectTimeout
+	// (5s) when the URL sets none. With New it bounds the first PING only;
+	// the caller's client dials with its own DialTimeout.
+	ConnectTimeout time.Duration
+	// CallTimeout bounds every call the store makes, even when the caller's
+	// context has no deadline, so that a server that stops answering fails
+	// calls instead of hanging them; a call it ends reports "no answer
+	// within" the timeout and the server. Zero means DefaultCallTimeout
+	// (10s). With Open it bounds every command, retries included, and is
+	// the client's socket timeout unless the URL sets read_timeout or
+	// write_timeout. With New it bounds the scripts through their context,
+	// which the caller's client honours only with ContextTimeoutEnabled;
+	// its ReadTimeout and WriteTimeout bound the rest. The wake-up
+	// subscription is exempt: go-redis pings it when it is quiet.
+	CallTimeout time.Duration
+	// Logger receives the store's diagnostics: at error level, Claim
+	// refusing an evicting maxmemory-policy (once per episode); at warn
+	// level, a server that stops answering (once per episode: "not
+	// answering since", then "answering again after"), an evicting policy
+	// allowed or one that cannot be read; at info level, what the server's
+	// persistence settings mean for durability (a worker that wants that
+	// note once passes a logger that shows info). Nil means
+	// storage.LoggerOr's default, which passes warnings and errors to
+	// slog.Default() (stderr unless the program set another) and drops the
+	// rest; pass a discarding logger for silence.
 	Logger *slog.Logger
 }
 
 // Store is a storage.Store on Redis. It is safe for concurrent use.
 type Store struct {
-	client redis.UniversalClient
-	owned  bool
-	keys   keyspace
-	now    func() time.Time
-	logger *slog.Logger
+	client      redis.UniversalClient
+	owned       bool
+	keys        keyspace
+	now         func() time.Time
+	logger      *slog.Logger
+	host        string // the server, host:port, for messages
+	callTimeout time.Duration
+	health      health
+	gate        policyGate
 
 	// hub fans the wake channel's messages out to Notifications.
 	hub    storage.Hub
@@ -66,14 +111,23 @@ var (
 
 // Open connects to the Redis server at url (redis://[user:pass@]host:port/db
 // or rediss:// for TLS) and returns a store that owns the connection: Close
-// closes it.
+// closes it. Connecting is bounded by Options.ConnectTimeout, and every
+// command by Options.CallTimeout.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	if opts.ConnectTimeout < 0 || opts.CallTimeout < 0 {
+		return nil, fmt.Errorf("redisstore: negative ConnectTimeout or CallTimeout: %w", storage.ErrInvalidArgument)
+	}
 	o, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: parsing url: %w", err)
 	}
+	call := cmp.Or(opts.CallTimeout, DefaultCallTimeout)
+	o.DialTimeout = cmp.Or(opts.ConnectTimeout, o.DialTimeout, DefaultConnectTimeout)
+	o.ReadTimeout = cmp.Or(o.ReadTimeout, call)
+	o.WriteTimeout = cmp.Or(o.WriteTimeout, call)
+	o.ContextTimeoutEnabled = true
 	client := redis.NewClient(o)
-	s, err := New(ctx, client, opts)
+	s, err := newStore(ctx, client, opts, o.DialTimeout)
 	if err != nil {
 		_ = client.Close()
 		return nil, err
@@ -88,16 +142,43 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 // shebangs (Redis 7.0 or later), and have maxmemory-policy noeviction
 // (see Options.AllowEvictingPolicy). When the server does not permit
 // CONFIG (managed Redis often does not), the policy cannot be checked: New
-// logs a warning and goes on.
+// logs a warning and goes on. Then, unless Options.OpenExisting, it marks
+// the prefix as a Stem store (its version key) if it is not one yet.
 func New(ctx context.Context, client redis.UniversalClient, opts Options) (*Store, error) {
+	if opts.ConnectTimeout < 0 {
+		return nil, fmt.Errorf("redisstore: negative ConnectTimeout: %w", storage.ErrInvalidArgument)
+	}
+	return newStore(ctx, client, opts, 0)
+}
+
+// newStore is New. A client Open made comes with the timeout it dials
+// with: then a hook bounds every command of the client by the call
+// timeout, and the first PING (connecting and the handshake) by the
+// connect timeout.
+func newStore(ctx context.Context, client redis.UniversalClient, opts Options, dialTimeout time.Duration) (*Store, error) {
 	if client == nil {
 		return nil, fmt.Errorf("redisstore: nil client: %w", storage.ErrInvalidArgument)
 	}
+	if opts.CallTimeout < 0 || opts.PolicyCheckInterval < 0 {
+		return nil, fmt.Errorf("redisstore: negative CallTimeout or PolicyCheckInterval: %w", storage.ErrInvalidArgument)
+	}
+	hooked := dialTimeout > 0
+	connect := cmp.Or(dialTimeout, opts.ConnectTimeout, DefaultConnectTimeout)
 	s := &Store{
-		client: client,
-		keys:   keyspace{prefix: cmp.Or(opts.Prefix, DefaultPrefix)},
-		logger: storage.LoggerOr(opts.Logger),
-		done:   make(chan struct{}),
+		client:      client,
+		keys:        keyspace{prefix: cmp.Or(opts.Prefix, DefaultPrefix)},
+		logger:      storage.LoggerOr(opts.Logger),
+		host:        hostOf(client),
+		callTimeout: cmp.Or(opts.CallTimeout, DefaultCallTimeout),
+		gate: policyGate{
+			allow:    opts.AllowEvictingPolicy,
+			interval: cmp.Or(opts.PolicyCheckInterval, DefaultPolicyCheckInterval),
+		},
+		done: make(chan struct{}),
+	}
+	s.health = health{log: s.logger, what: "redisstore: server at " + s.host}
+	if hooked {
+		client.AddHook(boundHook{s})
 	}
 	if opts.Clock != nil {
 		s.now = opts.Clock.Now
@@ -108,18 +189,39 @@ func New(ctx context.Context, client redis.UniversalClient, opts Options) (*Stor
 			return nil, fmt.Errorf("redisstore: prefix %q has no hash tag: with a sharded client every key of the store must live in one slot, so use a prefix such as \"{stem}:\": %w", s.keys.prefix, storage.ErrInvalidArgument)
 		}
 	}
-	if err := client.Ping(ctx).Err(); err != nil {
-		return nil, fmt.Errorf("redisstore: connecting: %w", err)
+	start := time.Now()
+	if err := s.ping(ctx, connect); err != nil {
+		return nil, fmt.Errorf("redisstore: connect: %w", s.onHost(err))
 	}
-	if err := s.checkServer(ctx, opts.AllowEvictingPolicy); err != nil {
+	// The checks and loads that follow are bounded as a whole, for a
+	// client the caller made too.
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	if err := s.checkServer(ctx, opts.AllowEvictingPolicy || opts.OpenExisting); err != nil {
+		return nil, err
+	}
+	if err := s.checkStore(ctx, opts.OpenExisting); err != nil {
 		return nil, err
 	}
 	for _, sc := range allScripts {
-		if err := sc.Load(ctx, client).Err(); err != nil {
-			return nil, fmt.Errorf("redisstore: loading scripts (Redis 7.0 or later is required): %w", err)
+		if err := s.outcome(ctx, start, "script load", sc.Load(ctx, client).Err()); err != nil {
+			return nil, fmt.Errorf("redisstore: loading scripts (Redis 7.0 or later is required): %w", s.onHost(err))
 		}
 	}
 	return s, nil
+}
+
+// ping sends PING, bounded by timeout: on a new client, that is connecting
+// and the handshake too.
+func (s *Store) ping(ctx context.Context, timeout time.Duration) error {
+	start := time.Now()
+	pctx, cancel := context.WithDeadlineCause(ctx, start.Add(timeout), errConnectTimeout)
+	defer cancel()
+	err := s.client.Ping(pctx).Err()
+	if err != nil && context.Cause(pctx) == errConnectTimeout {
+		err = &noAnswerError{timeout: timeout, err: err}
+	}
+	return s.outcome(pctx, start, "ping", err)
 }
 
 // hasHashTag reports whether key has a non-empty {...} section, which Redis
@@ -142,6 +244,7 @@ func (s *Store) checkServer(ctx context.Context, allowEvicting bool) error {
 	if err := s.judgePolicy(policy, allowEvicting); err != nil {
 		return err
 	}
+	s.gate.set(policy)
 	s.logPersistence(ctx)
 	return nil
 }
@@ -156,7 +259,7 @@ func (s *Store) readPolicy(ctx context.Context) (string, error) {
 		s.logger.Debug("redisstore: CONFIG GET maxmemory-policy refused", "error", err)
 		return "", nil
 	case err != nil:
-		return "", fmt.Errorf("redisstore: reading maxmemory-policy: %w", err)
+		return "", fmt.Errorf("redisstore: reading maxmemory-policy: %w", s.onHost(err))
 	}
 	return res["maxmemory-policy"], nil
 }
@@ -245,10 +348,16 @@ func (s *Store) checkOpen() error {
 	return nil
 }
 
-// wrapErr turns the client's errors after Close into ErrClosed.
+// wrapErr turns the client's errors after Close into ErrClosed, and names
+// the server in any other error that is not the server's own reply. (The
+// calls record in the store's health whether the server answered: run for
+// scripts, the hook for every command of a client Open made.)
 func (s *Store) wrapErr(err error) error {
 	if errors.Is(err, redis.ErrClosed) || s.closed.Load() {
 		return storage.ErrClosed
 	}
-	return err
+	if answered(err) {
+		return err
+	}
+	return s.onHost(err)
 }

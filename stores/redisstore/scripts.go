@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -28,6 +29,18 @@ import (
 // server refuses it up front when out of memory instead of failing a write
 // halfway through (a script does not roll back). Each body validates
 // everything it needs before its first write for the same reason.
+//
+// A script that only reads starts its file with the shebang
+// "#!lua flags=no-writes", which assemble keeps in place of the plain one:
+// the server then runs it even when out of memory under noeviction (it
+// refuses writes, not reads), so GetRun, ListRuns, ListSteps, LoadReplay,
+// ListExecutions and GetCatalog still answer on a full server. Such a
+// script may call no command that writes or publishes (Redis refuses it at
+// the call), so it must never set WOKE. Like every script it is loaded by
+// SCRIPT LOAD and called by EVALSHA (the flags are part of its text), and
+// it names in KEYS the keys it is given, building the others from the
+// prefix as the other scripts do: this store's prefix keeps them in one
+// slot.
 //
 // Conventions: ARGV[1] is the key prefix, ARGV[2] the clock override in
 // microseconds since the epoch ("" means the server's TIME). Every time is
@@ -67,8 +80,9 @@ var allScripts = []*redis.Script{
 	restartScript, emitScript, sendScript, executionsScript, putCatalogScript, getCatalogScript,
 }
 
-// shebang starts every script; see the comment on luaFiles.
-const shebang = "#!lua\n"
+// shebang starts every script whose file has no shebang of its own; see
+// the comment on luaFiles.
+const shebang = "#!lua"
 
 // quietEnd ends a script that never makes a run ready: it has no wake-up
 // to publish (lib/epilogue.lua ends the others).
@@ -92,9 +106,40 @@ type luaHelper struct {
 // every call and each local function costs a closure allocation.
 var helpers = loadHelpers("util", "keys", "state", "events")
 
+// scriptNames names each script, for the store's health log.
+var scriptNames = map[*redis.Script]string{}
+
 // newScript assembles scripts/<name>.lua.
 func newScript(name string) *redis.Script {
-	return redis.NewScript(assemble(readLua(name + ".lua")))
+	sc := redis.NewScript(assemble(readLua(name + ".lua")))
+	scriptNames[sc] = name
+	return sc
+}
+
+// splitShebang returns the "#!lua ..." first line of a script file, or the
+// plain shebang when it has none, and the rest of the file.
+func splitShebang(src string) (bang, body string) {
+	if !strings.HasPrefix(src, "#!") {
+		return shebang, src
+	}
+	bang, body, _ = strings.Cut(src, "\n")
+	return strings.TrimSpace(bang), body
+}
+
+// readOnly reports whether a script's shebang declares it no-writes.
+func readOnly(text string) bool {
+	bang, _, _ := strings.Cut(text, "\n")
+	_, flags, ok := strings.Cut(bang, "flags=")
+	if !ok {
+		return false
+	}
+	flags, _, _ = strings.Cut(flags, " ")
+	for f := range strings.SplitSeq(flags, ",") {
+		if f == "no-writes" {
+			return true
+		}
+	}
+	return false
 }
 
 // readLua returns the text of a file under scripts/; the files are part of
@@ -154,21 +199,28 @@ func loadHelpers(files ...string) []luaHelper {
 	return hs
 }
 
-// assemble builds a script's text: the shebang and header, the clock when
-// the script reads it, the helpers the body uses (directly or through other
-// helpers), the body, and the epilogue that publishes a wake-up when the
-// script may make a run ready (sets WOKE), or a plain return otherwise.
-func assemble(body string) string {
+// assemble builds a script's text: the shebang (the file's own, or the
+// plain one) and header, the clock when the script reads it, the helpers
+// the body uses (directly or through other helpers), the body, and the
+// epilogue that publishes a wake-up when the script may make a run ready
+// (sets WOKE), or a plain return otherwise. A read-only script that sets
+// WOKE is a bug, caught when the package loads.
+func assemble(src string) string {
+	bang, body := splitShebang(src)
 	body = code(body)
 	used := make([]bool, len(helpers))
 	text := withHelpers(body, used)
 	end := quietEnd
 	if strings.Contains(text, "WOKE = true") {
+		if readOnly(bang) {
+			panic("redisstore: a no-writes script sets WOKE, whose epilogue publishes: " + bang)
+		}
 		end = luaEpilogue
 		text = withHelpers(text+"\n"+end, used)
 	}
 	var b strings.Builder
-	b.WriteString(shebang)
+	b.WriteString(bang)
+	b.WriteByte('\n')
 	b.WriteString(luaHeader)
 	b.WriteByte('\n')
 	if strings.Contains(text, "NOW") {
@@ -224,16 +276,26 @@ func isIdentByte(c byte) bool {
 }
 
 // run calls a script (EVALSHA) with the prefix and clock as ARGV[1] and
-// ARGV[2], followed by args.
+// ARGV[2], followed by args, bounded by the call timeout. The claim script
+// is refused while the server's maxmemory-policy may evict keys (see
+// claimAllowed).
 func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) (any, error) {
 	if s.closed.Load() {
 		return nil, storage.ErrClosed
 	}
+	if sc == claimScript {
+		if err := s.claimAllowed(ctx); err != nil {
+			return nil, err
+		}
+	}
 	argv := make([]any, 0, len(args)+2)
 	argv = append(argv, s.keys.prefix, s.clockArg())
 	argv = append(argv, args...)
-	v, err := sc.Run(ctx, s.client, keys, argv...).Result()
-	if err != nil {
+	start := time.Now()
+	cctx, cancel := s.bound(ctx)
+	defer cancel()
+	v, err := sc.Run(cctx, s.client, keys, argv...).Result()
+	if err = s.outcome(cctx, start, scriptNames[sc]+" script", err); err != nil {
 		return nil, s.wrapErr(err)
 	}
 	return v, nil

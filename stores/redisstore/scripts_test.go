@@ -57,6 +57,12 @@ func TestScriptFiles(t *testing.T) {
 			return err
 		}
 		src := string(b)
+		if bang, rest, _ := strings.Cut(src, "\n"); strings.HasPrefix(bang, "#!") {
+			if strings.HasPrefix(path, "scripts/lib/") || bang != "#!lua flags=no-writes" {
+				t.Errorf("%s starts with %q; only a script may have a shebang of its own, #!lua flags=no-writes", path, bang)
+			}
+			src = rest
+		}
 		if !strings.HasPrefix(src, "-- ") {
 			t.Errorf("%s does not start with a comment", path)
 		}
@@ -76,7 +82,7 @@ func TestScriptFiles(t *testing.T) {
 				t.Errorf("%s: its leading comment does not mention %s", path, want)
 			}
 		}
-		if !loaded[redis.NewScript(assemble(src)).Hash()] {
+		if !loaded[redis.NewScript(assemble(string(b))).Hash()] {
 			t.Errorf("%s is not one of the scripts New loads", path)
 		}
 		return nil
@@ -149,6 +155,24 @@ func TestScriptKeys(t *testing.T) {
 		}
 		if !strings.HasPrefix(v[i], k.prefix) {
 			t.Errorf("Lua %s = %q lacks the prefix", call, v[i])
+		}
+	}
+}
+
+// TestReadOnlyScripts: the scripts behind the read methods (GetRun reads
+// with HGETALL) are declared no-writes, so a server out of memory under
+// noeviction still runs them, and no other script is.
+func TestReadOnlyScripts(t *testing.T) {
+	t.Parallel()
+	reads := map[*redis.Script]bool{listScript: true, stepsScript: true, executionsScript: true, getCatalogScript: true}
+	for _, sc := range allScripts {
+		text := redis.NewScript(assemble(readLua(scriptNames[sc] + ".lua")))
+		if text.Hash() != sc.Hash() {
+			t.Fatalf("%s: assembled twice differently", scriptNames[sc])
+		}
+		bang, _, _ := strings.Cut(assemble(readLua(scriptNames[sc]+".lua")), "\n")
+		if want := reads[sc]; readOnly(bang) != want {
+			t.Errorf("%s: shebang %q, want no-writes %v", scriptNames[sc], bang, want)
 		}
 	}
 }

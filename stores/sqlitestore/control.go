@@ -122,10 +122,10 @@ func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 		return fmt.Errorf("sqlitestore: %w", err)
 	}
 	return s.write(ctx, "restart", func(w *wtx) error {
-		var ref, exec int64
+		var ref, exec, until int64
 		var status string
-		found, err := w.queryRow(`SELECT ref, execution, status FROM runs WHERE id = ?1`, func(r row) {
-			ref, exec, status = r.int64(0), r.int64(1), r.str(2)
+		found, err := w.queryRow(`SELECT ref, execution, status, coalesce(lease_until, 0) FROM runs WHERE id = ?1`, func(r row) {
+			ref, exec, status, until = r.int64(0), r.int64(1), r.str(2), r.int64(3)
 		}, req.RunID)
 		if err != nil {
 			return err
@@ -168,13 +168,18 @@ func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 			WHERE ref = ?1`, ref); err != nil {
 			return err
 		}
-		if _, err := w.exec(`UPDATE runs SET execution = ?3, status = 'queued', ready_at = ?2, pause_requested = 0, recoveries = 0,
-				updated_at = ?2, `+releaseLease("?2")+`, `+clearActive+`,
+		// A live lease fences the new execution until it expires or its
+		// holder lets go (Suspend); only a running run or one restarted
+		// under a live lease has a lease that has not expired. The lease
+		// is kept, to be judged.
+		readyAt := max(n, until)
+		if _, err := w.exec(`UPDATE runs SET execution = ?3, status = 'queued', ready_at = ?4, pause_requested = 0, recoveries = 0,
+				updated_at = ?2, `+clearActive+`,
 				wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL
-			WHERE ref = ?1`, ref, n, next); err != nil {
+			WHERE ref = ?1`, ref, n, next, readyAt); err != nil {
 			return err
 		}
-		w.wake = true
+		w.wake = readyAt == n
 		return nil
 	})
 }

@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -108,36 +109,75 @@ func claimQuery(workflows []string) (string, []any) {
 		ORDER BY claim_at LIMIT ?2`, args
 }
 
-// Heartbeat extends the lease to now+leaseFor, fenced, and stores the step
-// running, when named, as the run's Active step.
-func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) error {
+// Heartbeat extends the lease to now+leaseFor, fenced, stores the step
+// running, when named, as the run's Active step, and reports a requested
+// pause. A lost lease says why.
+func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) (storage.HeartbeatResult, error) {
 	if err := req.Validate(); err != nil {
-		return fmt.Errorf("sqlitestore: %w", err)
+		return storage.HeartbeatResult{}, fmt.Errorf("sqlitestore: %w", err)
 	}
 	lease, leaseFor, step := req.Lease, req.LeaseFor, req.Step
-	return s.write(ctx, "heartbeat", func(w *wtx) error {
+	var res storage.HeartbeatResult
+	err := s.write(ctx, "heartbeat", func(w *wtx) error {
+		res = storage.HeartbeatResult{}
 		now := s.now()
-		var changed int64
-		var err error
-		if step == nil {
-			changed, err = w.exec(`UPDATE runs SET lease_until = ?3, updated_at = ?4
-				WHERE id = ?1 AND status = 'running' AND token = ?2`,
-				lease.RunID, lease.Token, leaseUntil(now, leaseFor), now.UnixNano())
-		} else {
-			changed, err = w.exec(`UPDATE runs SET lease_until = ?3, updated_at = ?4,
-					active_key = ?5, active_attempt = ?6, active_started = ?7
-				WHERE id = ?1 AND status = 'running' AND token = ?2`,
-				lease.RunID, lease.Token, leaseUntil(now, leaseFor), now.UnixNano(),
-				step.Key, step.Attempt, nanos(step.Started))
+		var key, attempt, started any
+		if step != nil {
+			key, attempt, started = step.Key, step.Attempt, nanos(step.Started)
 		}
+		found, err := w.queryRow(`UPDATE runs SET lease_until = ?3, updated_at = ?4,
+				active_key = iif(?5 IS NULL, active_key, ?5),
+				active_attempt = iif(?5 IS NULL, active_attempt, ?6),
+				active_started = iif(?5 IS NULL, active_started, ?7)
+			WHERE id = ?1 AND status = 'running' AND token = ?2
+			RETURNING pause_requested`, func(r row) { res.PauseRequested = r.int64(0) != 0 },
+			lease.RunID, lease.Token, leaseUntil(now, leaseFor), now.UnixNano(), key, attempt, started)
 		if err != nil {
 			return err
 		}
-		if changed == 0 {
-			return leaseLost(lease)
+		if !found {
+			return w.lost(lease, now)
 		}
 		return nil
 	})
+	if err != nil {
+		return storage.HeartbeatResult{}, err
+	}
+	return res, nil
+}
+
+// lost is the error of a fenced write whose lease l does not hold, with the
+// reason judged from the run as this transaction sees it.
+func (w *wtx) lost(l storage.Lease, now time.Time) error {
+	var status string
+	var token int64
+	var until time.Time
+	found, err := w.queryRow(`SELECT status, token, lease_until FROM runs WHERE id = ?1`, func(r row) {
+		status, token, until = r.str(0), r.int64(1), r.time(2)
+	}, l.RunID)
+	if err != nil {
+		return err
+	}
+	return storage.LeaseLost("", l, found, storage.RunStatus(status), token, until, now)
+}
+
+// letGo applies a release by the holder of a lease that a Restart revoked
+// while it was live: the new execution becomes ready now and the old lease
+// ends. It reports false, changing nothing, when l is not such a lease.
+func (w *wtx) letGo(l storage.Lease, now time.Time) (bool, error) {
+	n := now.UnixNano()
+	var status string
+	found, err := w.queryRow(`UPDATE runs SET ready_at = ?3, `+releaseLease("?3")+`,
+			status = iif(status = 'waiting', 'queued', status), updated_at = ?3
+		WHERE id = ?1 AND token = ?2 AND status IN ('queued', 'waiting', 'paused') AND lease_until > ?3
+		RETURNING status`, func(r row) { status = r.str(0) }, l.RunID, l.Token, n)
+	if err != nil || !found {
+		return false, err
+	}
+	if status == string(storage.StatusQueued) {
+		w.wake = true
+	}
+	return true, nil
 }
 
 // Suspend parks a running run, fenced; see storage.Store.
@@ -149,11 +189,17 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 	l := req.Lease
 	err := s.write(ctx, "suspend", func(w *wtx) error {
 		res = storage.SuspendResult{}
-		st, err := w.fence(l)
+		now := s.now()
+		st, err := w.fenceAt(l, now)
+		if errors.Is(err, storage.ErrLeaseLost) && req.Releases(now) {
+			// The holder of a lease a restart revoked lets go.
+			if ok, lerr := w.letGo(l, now); lerr != nil || ok {
+				return lerr
+			}
+		}
 		if err != nil {
 			return err
 		}
-		now := s.now()
 		n := now.UnixNano()
 		if f := req.Refuse; f != nil {
 			// Take the delivered event back, and record why.
@@ -253,7 +299,7 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 		return fmt.Errorf("sqlitestore: %w", err)
 	}
 	return s.write(ctx, "complete", func(w *wtx) error {
-		if _, err := w.fence(req.Lease); err != nil {
+		if _, err := w.fenceAt(req.Lease, s.now()); err != nil {
 			return err
 		}
 		n := s.now().UnixNano()
@@ -293,25 +339,35 @@ type fenceState struct {
 // fence checks, inside the writing transaction, that the run is running
 // and its token is the lease's: otherwise (an unknown run included) the
 // lease is lost.
-func (w *wtx) fence(l storage.Lease) (fenceState, error) {
+func (w *wtx) fence(l storage.Lease) (fenceState, error) { return w.fenceAt(l, time.Time{}) }
+
+// fenceAt is fence, and a lost lease says why, judged at now (the zero time:
+// not judged).
+func (w *wtx) fenceAt(l storage.Lease, now time.Time) (fenceState, error) {
 	var st fenceState
 	var status string
 	var token int64
-	found, err := w.queryRow(`SELECT status, token, pause_requested, ref, execution FROM runs WHERE id = ?1`, func(r row) {
+	var until time.Time
+	found, err := w.queryRow(`SELECT status, token, pause_requested, ref, execution, lease_until FROM runs WHERE id = ?1`, func(r row) {
 		status, token = r.str(0), r.int64(1)
 		st.pauseRequested = r.int64(2) != 0
 		st.ref, st.execution = r.int64(3), r.int64(4)
+		until = r.time(5)
 	}, l.RunID)
 	if err != nil {
 		return st, err
 	}
 	if !found || status != string(storage.StatusRunning) || token != l.Token {
-		return st, leaseLost(l)
+		if now.IsZero() {
+			return st, leaseLost(l)
+		}
+		return st, storage.LeaseLost("", l, found, storage.RunStatus(status), token, until, now)
 	}
 	return st, nil
 }
 
-// leaseLost is the error of a fenced write whose lease is gone.
+// leaseLost is the error of a fenced write whose lease is gone, when the
+// write does not judge why.
 func leaseLost(l storage.Lease) error {
 	return fmt.Errorf("run %q token %d: %w", l.RunID, l.Token, storage.ErrLeaseLost)
 }

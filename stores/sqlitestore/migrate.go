@@ -31,6 +31,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if s.isClosed.Load() {
 		return fmt.Errorf("sqlitestore: migrate: %w", storage.ErrClosed)
 	}
+	if s.opts.ReadOnly {
+		return s.refuseReadOnly("migrate")
+	}
 	ms, err := loadMigrations(migrationFiles)
 	if err != nil {
 		return fmt.Errorf("sqlitestore: migrate: %w", err)

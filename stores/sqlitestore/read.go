@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/stemflow/stem/storage"
 )
@@ -18,6 +19,34 @@ type readPool struct {
 	mu   sync.Mutex
 	all  []*readConn
 	max  int
+	// paused is set while the writer checkpoints the WAL and wants it to
+	// itself: a channel closed when the checkpoint ends, which new reads
+	// wait for (reads already under way finish). Without it, reads started
+	// one after another can keep the checkpoint from ever copying the
+	// whole log (see walWatch).
+	paused atomic.Pointer[chan struct{}]
+}
+
+// pause holds new reads back until resume is called.
+func (p *readPool) pause() (resume func()) {
+	ch := make(chan struct{})
+	p.paused.Store(&ch)
+	return func() {
+		p.paused.Store(nil)
+		close(ch)
+	}
+}
+
+// admit waits while the pool is paused.
+func (p *readPool) admit(ctx context.Context) error {
+	if ch := p.paused.Load(); ch != nil {
+		select {
+		case <-*ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 type readConn struct {
@@ -82,6 +111,9 @@ func (p *readPool) close() error {
 // the database busy.
 func (s *Store) read(ctx context.Context, op string, snapshot bool, f func(c *conn) error) error {
 	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sqlitestore: %s: %w", op, err)
+	}
+	if err := s.reads.admit(ctx); err != nil {
 		return fmt.Errorf("sqlitestore: %s: %w", op, err)
 	}
 	s.mu.RLock()

@@ -21,7 +21,12 @@
 // waits for the outcome, so an error always means nothing was written.
 //
 // Copying the WAL into the database file (a WAL checkpoint, which fsyncs)
-// happens on a connection of its own, off the commit path.
+// happens on a connection of its own, off the commit path, except when the
+// WAL file passes Options.MaxWAL: then the writer finishes the copy between
+// two batches, so that the log starts over and the file stays bounded under
+// steady load; an idle writer truncates it to zero bytes (see wal.go). A
+// write that fails because the disk is full says so, naming the file, and
+// writes resume on the same Store once space is freed.
 //
 // # Schema
 //
@@ -65,6 +70,17 @@
 // A process stopped (not killed) while it holds the write lock stops every
 // writer on the file until it resumes.
 //
+// # Opening without creating
+//
+// Open creates the file and migrates its schema, as a worker wants. A tool
+// that must not sets Options.OpenExisting (read-write, never creating or
+// migrating) or Options.ReadOnly (read-only connections, no writer, no
+// pragma that writes): either refuses with storage.ErrNotStore a path that
+// holds no file, an empty file, another application's database or a Stem
+// store at a schema version other than SchemaVersion, and leaves the file
+// exactly as it was. StoredSchemaVersion reads a file's version the same
+// way.
+//
 // # Clock
 //
 // SQLite has no clock of its own that every process would share, so lease
@@ -77,9 +93,10 @@
 // ending a lease), checkpoint.go (checkpoints and attempts, written and
 // read), events.go, control.go (pause, resume, terminate, restart),
 // executions.go, catalog.go and notify.go. This store's own machinery is in writer.go (the group-commit
-// writer and the checkpointer), read.go (the read pool), conn.go
+// writer and the checkpointer), wal.go (bounding the WAL), read.go (the read pool), conn.go
 // (statements on a driver connection), attempts.go (the encoding of the
-// attempts stored with a checkpoint) and migrate.go.
+// attempts stored with a checkpoint), migrate.go and existing.go (opening
+// without creating: OpenExisting, ReadOnly).
 package sqlitestore
 
 import (
@@ -89,7 +106,6 @@ import (
 	"log/slog"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -153,8 +169,38 @@ type Options struct {
 	// SkipMigrate stops Open from calling Migrate; the caller must call it
 	// before using the store.
 	SkipMigrate bool
+	// OpenExisting opens a Stem store that is already there, read-write,
+	// and never creates or migrates one: a missing or empty file, a file
+	// another application made (no Stem tables) or a store at a schema
+	// version other than SchemaVersion is refused with storage.ErrNotStore,
+	// and nothing about the file changes (not even its journal mode).
+	OpenExisting bool
+	// ReadOnly opens an existing Stem store (refused as with OpenExisting)
+	// for reading only: read-only connections, no writer, no migration, no
+	// pragma that writes. Every write method returns ErrReadOnly. Other
+	// Stores, in this process or others, may write the file meanwhile.
+	ReadOnly bool
+	// MaxWAL bounds the write-ahead log file (<path>-wal), in bytes. Every
+	// commit appends to the log until a checkpoint copies it into the
+	// database file and the log starts over. Once the file passes MaxWAL the
+	// writer checkpoints it between two batches, waiting up to a second for
+	// reads still using it, so the file stays within MaxWAL plus one batch's
+	// pages however steady the load; a reader in another process that
+	// holds one snapshot for long can hold it past that until it ends. When
+	// the log starts over, its file is truncated to MaxWAL/2 (SQLite's
+	// journal_size_limit), kept for the next commits. After the disk was
+	// full, this is also what lets writes resume once the space to copy the
+	// log into the database file is freed. Zero means DefaultMaxWAL (4 MiB).
+	MaxWAL int64
+	// IdleCheckpoint is how long the writer waits with nothing to write
+	// before copying the whole log into the database file and truncating
+	// the log's file to zero bytes, returning its disk space. Zero means
+	// DefaultIdleCheckpoint (one second); negative never truncates it (the
+	// log's file then keeps up to MaxWAL/2).
+	IdleCheckpoint time.Duration
 	// Logger receives warnings (a lock held long by another writer).
-	// Nil discards them.
+	// Nil means storage.LoggerOr's default: warnings and errors go to
+	// slog.Default() (stderr unless the program set another).
 	Logger *slog.Logger
 }
 
@@ -195,9 +241,11 @@ type Store struct {
 
 // Open opens (creating if needed) the SQLite database at path, applies the
 // embedded migrations (unless Options.SkipMigrate) and starts the writer.
+// With Options.OpenExisting or Options.ReadOnly it creates and migrates
+// nothing, and refuses a path that holds no current Stem store.
 func Open(path string, opts Options) (*Store, error) {
-	if path == "" || path == ":memory:" || strings.ContainsAny(path, "?#") || strings.HasPrefix(path, "file:") {
-		return nil, fmt.Errorf("sqlitestore: open %q: %w: want the path of a database file (for a store in memory, use memstore)", path, storage.ErrInvalidArgument)
+	if err := checkPath(path); err != nil {
+		return nil, err
 	}
 	if opts.Synchronous != SyncNormal && opts.Synchronous != SyncFull {
 		return nil, fmt.Errorf("sqlitestore: open: %w: unknown synchronous mode %d", storage.ErrInvalidArgument, int(opts.Synchronous))
@@ -214,6 +262,9 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.BusyTimeout == 0 {
 		opts.BusyTimeout = 10 * time.Second
 	}
+	if err := walDefaults(&opts); err != nil {
+		return nil, err
+	}
 	s := &Store{
 		path:       path,
 		opts:       opts,
@@ -224,6 +275,14 @@ func Open(path string, opts Options) (*Store, error) {
 		ckptSignal: make(chan struct{}, 1),
 		ckptStop:   make(chan struct{}),
 		ckptDone:   make(chan struct{}),
+	}
+	if opts.ReadOnly || opts.OpenExisting {
+		if err := checkExisting(context.Background(), path, opts); err != nil {
+			return nil, err
+		}
+	}
+	if opts.ReadOnly {
+		return s.openReadOnly()
 	}
 
 	var err error
@@ -239,7 +298,7 @@ func Open(path string, opts Options) (*Store, error) {
 	s.wdb.SetConnMaxIdleTime(0)
 
 	ctx := context.Background()
-	if !opts.SkipMigrate {
+	if !opts.SkipMigrate && !opts.OpenExisting {
 		if err := s.Migrate(ctx); err != nil {
 			s.wdb.Close()
 			return nil, err
@@ -325,8 +384,10 @@ func (s *Store) Close() error {
 		if e := s.rdb.Close(); err == nil {
 			err = e
 		}
-		if e := s.wdb.Close(); err == nil {
-			err = e
+		if s.wdb != nil { // nil when opened read-only
+			if e := s.wdb.Close(); err == nil {
+				err = e
+			}
 		}
 		if err != nil {
 			s.closeErr = fmt.Errorf("sqlitestore: close: %w", err)

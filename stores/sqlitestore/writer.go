@@ -49,6 +49,9 @@ func (s *Store) write(ctx context.Context, op string, fn func(w *wtx) error) err
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sqlitestore: %s: %w", op, err)
 	}
+	if s.opts.ReadOnly && !s.isClosed.Load() {
+		return s.refuseReadOnly(op)
+	}
 	r := &request{fn: fn, done: make(chan struct{})}
 	s.mu.RLock()
 	if s.closed {
@@ -71,7 +74,7 @@ func (s *Store) write(ctx context.Context, op string, fn func(w *wtx) error) err
 		<-r.done
 	}
 	if r.err != nil {
-		return fmt.Errorf("sqlitestore: %s: %w", op, r.err)
+		return fmt.Errorf("sqlitestore: %s: %w", op, s.fileError(r.err))
 	}
 	return nil
 }
@@ -94,13 +97,17 @@ func (s *Store) runWriter(sc *sql.Conn, started chan<- error) {
 				return err
 			}
 		}
+		wal := s.newWALWatch()
+		if err := wal.init(c); err != nil {
+			return err
+		}
 		started <- nil
 		started = nil
 		w := &wtx{conn: c}
 		batch := make([]*request, 0, s.opts.MaxBatch)
 		last := 0 // size of the previous batch
 		for {
-			r, ok := <-s.queue
+			r, ok := wal.next(c, s.queue)
 			if !ok {
 				return nil
 			}
@@ -124,7 +131,10 @@ func (s *Store) runWriter(sc *sql.Conn, started chan<- error) {
 				}
 			}
 			last = len(batch)
-			s.commitBatch(w, batch)
+			wal.beforeBatch(c)
+			if wrote, full := s.commitBatch(w, batch); wrote {
+				wal.afterBatch(c, full)
+			}
 			clear(batch)
 		}
 	})
@@ -137,8 +147,9 @@ func (s *Store) runWriter(sc *sql.Conn, started chan<- error) {
 }
 
 // commitBatch runs the batch's requests in one transaction, each in its own
-// savepoint, commits, and answers every caller.
-func (s *Store) commitBatch(w *wtx, batch []*request) {
+// savepoint, commits, and answers every caller. wrote reports that it tried
+// (some request was still wanted); full that the disk was full.
+func (s *Store) commitBatch(w *wtx, batch []*request) (wrote, full bool) {
 	n := 0
 	for _, r := range batch {
 		if r.state.CompareAndSwap(statePending, stateTaken) {
@@ -149,7 +160,7 @@ func (s *Store) commitBatch(w *wtx, batch []*request) {
 	batch = batch[:n]
 	s.taken.Add(int64(n))
 	if n == 0 {
-		return
+		return false, false
 	}
 	w.wake = false
 	t0 := time.Now()
@@ -167,15 +178,13 @@ func (s *Store) commitBatch(w *wtx, batch []*request) {
 	if w.wake {
 		s.hub.Signal()
 	}
-	if s.stats.batches%checkpointEvery == 0 {
-		select {
-		case s.ckptSignal <- struct{}{}:
-		default:
-		}
-	}
 	for _, r := range batch {
+		if r.err != nil && isFull(r.err) {
+			full = true
+		}
 		close(r.done)
 	}
+	return true, full
 }
 
 func (s *Store) runBatch(w *wtx, batch []*request) error {
@@ -215,14 +224,11 @@ func (s *Store) runBatch(w *wtx, batch []*request) error {
 // yieldRounds bounds how often the writer yields waiting for callers.
 const yieldRounds = 4
 
-// checkpointEvery is how many commits the writer makes between signals to
-// the checkpointer.
-const checkpointEvery = 128
-
 // runCheckpointer copies the WAL into the database file (a PASSIVE
-// checkpoint: it never blocks the writer or readers) when signalled and
-// every second, until the store closes. Once the whole log is copied, the
-// writer starts the log over, so the WAL file stays small.
+// checkpoint: it never blocks the writer or readers) when the writer
+// signals that the log has grown (see walWatch) and every second, until the
+// store closes. Once the whole log is copied, the writer's next transaction
+// starts the log over; walWatch makes sure that happens under load too.
 func (s *Store) runCheckpointer(sc *sql.Conn) {
 	defer close(s.ckptDone)
 	defer sc.Close()
@@ -238,7 +244,7 @@ func (s *Store) runCheckpointer(sc *sql.Conn) {
 		}
 		var busy, logFrames, done int
 		if err := sc.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &logFrames, &done); err != nil {
-			s.logger.Warn("sqlitestore: wal checkpoint", "err", err)
+			s.logger.Warn("sqlitestore: wal checkpoint", "path", s.path, "err", err)
 		}
 	}
 }

@@ -207,7 +207,7 @@ func testSleep(f *fixture) {
 	if cps[0].Kind != storage.KindSleep {
 		f.t.Fatalf("sleep checkpoint kind %q, want %q", cps[0].Kind, storage.KindSleep)
 	}
-	f.wantErr(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease}), storage.ErrLeaseLost, "Heartbeat of a sleeping run")
+	f.wantErr(errOf(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease})), storage.ErrLeaseLost, "Heartbeat of a sleeping run")
 
 	f.claimNone()
 	f.clock.Advance(time.Hour - time.Millisecond)
@@ -359,6 +359,7 @@ func testPendingAfterRestart(f *fixture) {
 
 	// The new execution counts k's attempts afresh, and its checkpoint of k
 	// takes none of execution 1's.
+	f.letGo(a.Lease)
 	b := f.claimOne("worker-b")
 	k1b := storage.Attempt{Key: "k@v1", Number: 1, Started: f.now(), Ended: f.now()}
 	if _, err := f.store.Checkpoint(f.ctx, storage.CheckpointRequest{

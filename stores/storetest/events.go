@@ -451,6 +451,7 @@ func testRefuseInvalid(f *fixture) {
 	// A refusal of an event checkpoint of an earlier execution is refused
 	// too: only the current execution's count.
 	f.restart("run-1", "")
+	f.letGo(a.Lease)
 	b := f.claimOne("worker-b")
 	before = f.snapshot()
 	_, err := f.store.Suspend(f.ctx, storage.SuspendRequest{

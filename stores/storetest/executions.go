@@ -183,6 +183,7 @@ func testExecutionWriteOnce(f *fixture) {
 	a := f.start("run-1", "")
 	f.checkpoint(a.Lease, "k@v1", "first")
 	f.restart("run-1", "")
+	f.letGo(a.Lease)
 	b := f.claimOne("worker-b")
 	if res := f.checkpoint(b.Lease, "k@v1", "second"); res.Existing != nil {
 		f.t.Fatalf("Checkpoint of k@v1 in execution 2 = %+v, want written (write-once is per execution)", res)
@@ -292,6 +293,7 @@ func testForkCopies(f *fixture) {
 	)
 
 	// The new execution runs on from c: the copies count as written.
+	f.letGo(a.Lease)
 	b := f.claimOne("worker-b")
 	if res := f.checkpoint(b.Lease, "a@v1", "again"); res.Existing == nil || string(res.Existing.Output) != "A" || res.Existing.ForkedFrom != 1 {
 		f.t.Fatalf("Checkpoint of a copied key = %+v, want the copy in Existing", res)

@@ -74,7 +74,7 @@ func testMalformed(f *fixture) {
 	hb := storage.HeartbeatRequest{Lease: noRun, LeaseFor: lease}
 	calls = append(calls,
 		call{"RecordAttempts without a lease length", ra.Validate(), func() error { return s.RecordAttempts(ctx, ra) }},
-		call{"Heartbeat without a run", hb.Validate(), func() error { return s.Heartbeat(ctx, hb) }},
+		call{"Heartbeat without a run", hb.Validate(), func() error { return errOf(s.Heartbeat(ctx, hb)) }},
 	)
 	empty := cp("", storage.KindSleep)
 	for _, r := range []storage.SuspendRequest{
@@ -221,7 +221,7 @@ func testClose(f *fixture) {
 		"RecordAttempts": func() error {
 			return s.RecordAttempts(ctx, storage.RecordAttemptsRequest{Lease: l, LeaseFor: lease, Attempts: []storage.Attempt{{Key: "s@v1", Number: 1}}})
 		},
-		"Heartbeat": func() error { return s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: l, LeaseFor: lease}) },
+		"Heartbeat": func() error { return errOf(s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: l, LeaseFor: lease})) },
 		"Suspend": func() error {
 			_, err := s.Suspend(ctx, storage.SuspendRequest{Lease: l, LeaseFor: lease, ReadyAt: f.after(0)})
 			return err
@@ -244,7 +244,7 @@ func testClose(f *fixture) {
 			return s.Restart(ctx, storage.RestartRequest{RunID: "run-1", FromKey: "s@v1"})
 		},
 		"Heartbeat with a step": func() error {
-			return s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: l, LeaseFor: lease, Step: &storage.ActiveStep{Key: "s@v1", Attempt: 1}})
+			return errOf(s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: l, LeaseFor: lease, Step: &storage.ActiveStep{Key: "s@v1", Attempt: 1}}))
 		},
 		"PutCatalog": func() error {
 			return s.PutCatalog(ctx, storage.Catalog{Workflows: []storage.WorkflowType{{Name: wf, Version: 1}}})

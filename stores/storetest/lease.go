@@ -158,6 +158,7 @@ func testClaimTokenGrows(f *fixture) {
 	if err := f.store.Restart(f.ctx, storage.RestartRequest{RunID: "run-1"}); err != nil {
 		f.t.Fatalf("Restart: %v", err)
 	}
+	f.letGo(c.Lease)
 	c = f.claimOne("worker-c")
 	check(c, "a restart")
 	f.suspend(storage.SuspendRequest{Lease: c.Lease, ReadyAt: f.after(time.Second)})
@@ -237,7 +238,7 @@ func testLeaseExpired(f *fixture) {
 	}
 	_, err := f.store.Checkpoint(f.ctx, stepReq(a.Lease, "step@v1", "from a"))
 	f.wantErr(err, storage.ErrLeaseLost, "Checkpoint under the expired lease")
-	f.wantErr(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease}), storage.ErrLeaseLost, "Heartbeat under the expired lease")
+	f.wantErr(errOf(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease})), storage.ErrLeaseLost, "Heartbeat under the expired lease")
 
 	f.clock.Advance(lease + time.Millisecond)
 	c := f.claimOne("worker-c")
@@ -270,7 +271,7 @@ func testFencedWrites(f *fixture) {
 		f.wantErr(err, storage.ErrLeaseLost, "Checkpoint with "+what)
 		err = f.store.RecordAttempts(f.ctx, storage.RecordAttemptsRequest{Lease: l, LeaseFor: lease, Attempts: []storage.Attempt{{Key: "one@v1", Number: 2, Error: "x"}}})
 		f.wantErr(err, storage.ErrLeaseLost, "RecordAttempts with "+what)
-		f.wantErr(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: l, LeaseFor: time.Hour}), storage.ErrLeaseLost, "Heartbeat with "+what)
+		f.wantErr(errOf(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: l, LeaseFor: time.Hour})), storage.ErrLeaseLost, "Heartbeat with "+what)
 		_, err = f.store.Suspend(f.ctx, storage.SuspendRequest{
 			Lease: l, LeaseFor: lease,
 			Checkpoint:   &storage.Checkpoint{Key: "nap@v1", Kind: storage.KindSleep, Output: []byte("t")},
@@ -296,7 +297,7 @@ func testFencedAfterPark(f *fixture) {
 	f.wantStatus("run-1", storage.StatusWaiting)
 	_, err := f.store.Checkpoint(f.ctx, stepReq(a.Lease, "late@v1", ""))
 	f.wantErr(err, storage.ErrLeaseLost, "Checkpoint after Suspend")
-	f.wantErr(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease}), storage.ErrLeaseLost, "Heartbeat after Suspend")
+	f.wantErr(errOf(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease})), storage.ErrLeaseLost, "Heartbeat after Suspend")
 
 	b := f.start("run-2", "")
 	f.complete(b.Lease, "done")
@@ -324,7 +325,7 @@ func extendByCheckpoint(f *fixture, l storage.Lease, leaseFor time.Duration, i i
 
 func extendByHeartbeat(f *fixture, l storage.Lease, leaseFor time.Duration, _ int) {
 	f.t.Helper()
-	if err := f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: l, LeaseFor: leaseFor}); err != nil {
+	if _, err := f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: l, LeaseFor: leaseFor}); err != nil {
 		f.t.Fatalf("Heartbeat: %v", err)
 	}
 }
@@ -373,7 +374,7 @@ func testSuspendRelease(f *fixture) {
 	}
 	rec := f.wantStatus("run-1", storage.StatusQueued)
 	f.wantTimePtr("ReadyAt", rec.ReadyAt, Start)
-	f.wantErr(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease}), storage.ErrLeaseLost, "Heartbeat after release")
+	f.wantErr(errOf(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease})), storage.ErrLeaseLost, "Heartbeat after release")
 	b := f.claimOne("worker-b")
 	if b.Lease.Token <= a.Lease.Token || b.Recoveries != 0 || b.Wait != nil {
 		f.t.Fatalf("claim after release = %+v, want a greater token, no recovery, no wait", b)
@@ -390,7 +391,7 @@ func testComplete(f *fixture) {
 	if rec.Error != nil || rec.Wait != nil || rec.PauseRequested {
 		f.t.Fatalf("complete record = %+v", rec)
 	}
-	f.wantErr(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease}), storage.ErrLeaseLost, "Heartbeat after Complete")
+	f.wantErr(errOf(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease})), storage.ErrLeaseLost, "Heartbeat after Complete")
 	f.clock.Advance(lease + time.Millisecond)
 	f.claimNone()
 	f.wantCheckpoints("run-1", "s@v1=")
@@ -487,7 +488,7 @@ func testNotifyGone(f *fixture) {
 func (f *fixture) heartbeatStep(l storage.Lease, key string, attempt int) storage.ActiveStep {
 	f.t.Helper()
 	step := storage.ActiveStep{Key: key, Attempt: attempt, Started: f.now().Add(-1500 * time.Millisecond)}
-	if err := f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: l, LeaseFor: lease, Step: &step}); err != nil {
+	if _, err := f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: l, LeaseFor: lease, Step: &step}); err != nil {
 		f.t.Fatalf("Heartbeat(%s, step %s): %v", l.RunID, key, err)
 	}
 	return step
@@ -519,7 +520,7 @@ func testActiveStep(f *fixture) {
 	}
 	// A heartbeat without a step extends the lease and keeps the step.
 	f.clock.Advance(time.Second)
-	if err := f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease}); err != nil {
+	if _, err := f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease}); err != nil {
 		f.t.Fatalf("Heartbeat: %v", err)
 	}
 	f.wantActive("run-1", &step)
@@ -589,13 +590,13 @@ func testActiveStale(f *fixture) {
 	f.wantActive("run-1", nil)
 	before := f.snapshot()
 	stale := storage.ActiveStep{Key: "charge@v1", Attempt: 2, Started: f.now()}
-	err := f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease, Step: &stale})
+	_, err := f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: a.Lease, LeaseFor: lease, Step: &stale})
 	f.wantErr(err, storage.ErrLeaseLost, "Heartbeat with a step under a stale lease")
 	f.wantUnchanged(before, "a stale Heartbeat with a step")
 	f.heartbeatStep(b.Lease, "charge@v1", 2)
 	f.complete(b.Lease, "")
 	before = f.snapshot()
-	err = f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: b.Lease, LeaseFor: lease, Step: &stale})
+	_, err = f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: b.Lease, LeaseFor: lease, Step: &stale})
 	f.wantErr(err, storage.ErrLeaseLost, "Heartbeat with a step after Complete")
 	f.wantUnchanged(before, "a Heartbeat with a step after Complete")
 }

@@ -20,7 +20,10 @@
 // descendants, restart and their races), executions.go (executions,
 // restart from a step), catalog.go and inputs.go (malformed requests,
 // unknown runs, Close), so a rule and the code that must honour it share a
-// file name.
+// file name; cancel.go holds what a heartbeat tells a lease holder and the
+// restart that waits for it to let go (lease.go and control.go in stores);
+// names.go holds the rules for names, IDs, keys and topics, which every
+// request's Validate applies.
 package storetest
 
 import (
@@ -94,6 +97,8 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, inputCases...)
 	all = append(all, executionCases...)
 	all = append(all, catalogCases...)
+	all = append(all, cancelCases...)
+	all = append(all, nameCases...)
 	for _, c := range all {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- executions reads a run's executions in one consistent read
 -- (ListExecutions): the ended ones from its executions list, the current
 -- one from the run hash.

@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- list reads one page of a listing index (ListRuns). A parent's children
 -- index serves the parent filter alone: the workflow and status filters
 -- are then applied here, reading the children in batches until the page

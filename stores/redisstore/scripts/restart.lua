@@ -10,12 +10,13 @@
 -- the first reply instead of beginning yet another execution).
 -- Reply: {OK} | {NOTFOUND} | {BADARG, current execution} when the current
 -- execution has no checkpoint of the fork key.
+-- A live lease fences the new execution (see storage.Store.Restart).
 local function main()
   local prev = once_get(ARGV[5])
   if prev then return prev end
   local r, c, a, x, id, from = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[3], ARGV[4]
-  local st, wf, ex, sa, ca, ea, err, xf, xk = unpack(redis.call('HMGET', r,
-    'st', 'wf', 'ex', 'sa', 'ca', 'ea', 'err', 'xf', 'xk'))
+  local st, wf, ex, sa, ca, ea, err, xf, xk, lu = unpack(redis.call('HMGET', r,
+    'st', 'wf', 'ex', 'sa', 'ca', 'ea', 'err', 'xf', 'xk', 'lu'))
   if not st then return {'NOTFOUND'} end
   ex = tonumber(ex or '1')
   local keep = {}
@@ -45,12 +46,21 @@ local function main()
   end
   clear_wait(r, id)
   redis.call('HDEL', r, 'ss', 'out', 'err', 'preq', 'act', 'ea', 'pend', 'xf', 'xk')
-  redis.call('HSET', r, 'rec', '0', 'ready', NOWS, 'ex', nex, 'sa', NOWS)
+  -- A lease that has not expired (a running run's, or one a restart
+  -- fenced already) is kept, to be judged, and fences the new execution:
+  -- ready at its expiry unless its holder lets go first (letgo.lua).
+  local ready = NOWS
+  if lu and tonumber(lu) > NOW then
+    ready = lu
+    redis.call('ZREM', leaseq(wf), id)
+  else
+    release(r, id, wf)
+  end
+  redis.call('HSET', r, 'rec', '0', 'ready', ready, 'ex', nex, 'sa', NOWS)
   if from ~= '' then redis.call('HSET', r, 'xf', f(ex), 'xk', from) end
-  release(r, id, wf)
-  redis.call('ZADD', readyq(wf), NOWS, id)
+  redis.call('ZADD', readyq(wf), ready, id)
   set_status(r, id, wf, st, 'queued')
   redis.call('HSET', r, 'ua', NOWS)
-  WOKE = true
+  if ready == NOWS then WOKE = true end
   return once_put(ARGV[5], {'OK'})
 end

@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- steps reads one execution's checkpoints and attempts in one consistent
 -- read (LoadReplay, ListSteps): the current execution's from the run's
 -- own keys, an ended one's from the keys a restart renamed them to.

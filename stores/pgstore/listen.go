@@ -1,0 +1,62 @@
+package pgstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The LISTEN connection (notify.go) is a long poll: waiting for a
+// notification has no deadline. What it sends is bounded like any call, and
+// a quiet connection is pinged, so that a dead connection or a server that
+// stopped answering is noticed and the listener reconnects.
+
+// listenOn subscribes conn to the store's channel, bounded by the call
+// timeout.
+func (s *Store) listenOn(ctx context.Context, conn *pgx.Conn) error {
+	return s.listenerCall(ctx, func(ctx context.Context) error {
+		_, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize())
+		return err
+	})
+}
+
+// waitNotification waits on the LISTEN connection for one notification.
+// After a quiet call timeout it pings the server, bounded by the call
+// timeout too, and returns the ping's error, if any.
+func (s *Store) waitNotification(ctx context.Context, conn *pgx.Conn) error {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, s.pool.timeout)
+		_, err := conn.WaitForNotification(wctx)
+		quiet := err != nil && ctx.Err() == nil && wctx.Err() != nil
+		cancel()
+		if !quiet {
+			return err
+		}
+		if err := s.listenerCall(ctx, conn.Ping); err != nil {
+			return err
+		}
+	}
+}
+
+// listenerCall runs fn under the call timeout, recording an answer in the
+// store's health and reporting the timeout as a noAnswerError.
+func (s *Store) listenerCall(ctx context.Context, fn func(context.Context) error) error {
+	start := time.Now()
+	cctx, cancel := bound(ctx, start.Add(s.pool.timeout))
+	defer cancel()
+	return s.pool.result(cctx, start, fn(cctx))
+}
+
+// listenerFailed reports a failure of the LISTEN connection. One that
+// means the server does not answer goes to the store's health, which logs
+// once per episode; the listener retries every few seconds meanwhile and
+// says so at debug level only.
+func (s *Store) listenerFailed(err error, backoff time.Duration) {
+	if notAnswering(err) {
+		s.health.fail("listen", err)
+		s.log.Debug("pgstore: notification listener failed; reconnecting", "err", err, "after", backoff)
+		return
+	}
+	s.log.Warn("pgstore: notification listener failed; reconnecting", "err", err, "after", backoff)
+}

@@ -1,0 +1,19 @@
+-- heartbeat extends the lease of a running run, fenced, and records the
+-- step running (Heartbeat).
+-- KEYS[1]: the run hash.
+-- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3]: token, ARGV[4]: lease length
+-- (µs), ARGV[5]: run id, ARGV[6]: the encoded active step ("" for none).
+-- Reply: {OK, "1" when a pause is requested, else ""} | {LEASELOST,
+-- status, token, lease until, now}: what the caller judges the loss by
+-- (storage.LeaseLost), "" for what the run lacks.
+local function main()
+  local r = KEYS[1]
+  local st, tok, wf, lu, preq = unpack(redis.call('HMGET', r, 'st', 'tok', 'wf', 'lu', 'preq'))
+  if st ~= 'running' or tok ~= ARGV[3] then
+    return {'LEASELOST', st or '', tok or '', lu or '', NOWS}
+  end
+  if ARGV[6] ~= '' then redis.call('HSET', r, 'act', ARGV[6]) end
+  extend(r, ARGV[5], wf, tonumber(ARGV[4]))
+  if preq then return {'OK', '1'} end
+  return {'OK', ''}
+end
