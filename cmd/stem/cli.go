@@ -96,7 +96,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	c := &call{ctx: ctx, g: g, codec: codec, out: &printer{w: stdout, json: g.json}}
+	c := &call{ctx: ctx, g: g, codec: codec, out: newPrinter(stdout, g.json), readOnly: cmd.readOnly}
 	defer c.close()
 	err = do(c, pos)
 	if err == nil {
@@ -109,14 +109,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "stem %s: %s\n\n%s", cmd.name, u.msg, cmd.help(fs))
 		return 2
 	case errors.As(err, &o):
-		fmt.Fprintf(stderr, "stem: %s\n", o.msg)
+		fmt.Fprintf(stderr, "stem: %s\n", clean(o.msg))
 		return 1
 	}
 	prefix := "stem " + cmd.name
 	if c.subject != "" {
 		prefix += " " + c.subject
 	}
-	fmt.Fprintf(stderr, "%s: %s\n", prefix, c.describe(err))
+	fmt.Fprintf(stderr, "%s: %s\n", clean(prefix), clean(c.describe(err)))
 	return 1
 }
 
@@ -138,8 +138,25 @@ func (g *globals) register(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.BoolVar(&g.json, "json", g.json, "")
-	fs.Func("codec-key", "", func(s string) error { g.codecKey = s; return nil })
-	fs.Func("codec-key-file", "", func(s string) error { g.codecKeyFile = s; return nil })
+	// --codec-key may be given again, and a value may list keys separated
+	// by commas: newest first, in the order given.
+	fs.Func("codec-key", "", func(s string) error {
+		if strings.TrimSpace(s) == "" {
+			return nil
+		}
+		if g.codecKey != "" {
+			g.codecKey += ","
+		}
+		g.codecKey += s
+		return nil
+	})
+	fs.Func("codec-key-file", "", func(s string) error {
+		if g.codecKeyFile != "" && g.codecKeyFile != s {
+			return errors.New("give --codec-key-file once: the file lists the keys, one a line, newest first")
+		}
+		g.codecKeyFile = s
+		return nil
+	})
 }
 
 var globalFlags = []string{"store", "json", "codec-key", "codec-key-file"}
@@ -169,54 +186,82 @@ func (g *globals) storeName() string {
 }
 
 // codec returns the payload codec the key flags or $STEM_CODEC_KEY name,
-// or nil without a key.
+// or nil without a key. Each names one key or several, newest first: the
+// codec seals with the first and opens what any of them sealed, so a
+// command keeps reading a store whose workers are rotating keys.
 func (g *globals) codec() (runtime.Codec, error) {
 	if g.codecKey != "" && g.codecKeyFile != "" {
 		return nil, errors.New("give --codec-key or --codec-key-file, not both")
 	}
-	var key []byte
+	var keys [][]byte
 	var err error
 	switch {
 	case g.codecKey != "":
-		key, err = decodeKey(g.codecKey, "--codec-key")
+		keys, err = decodeKey(g.codecKey, "--codec-key")
 	case g.codecKeyFile != "":
 		b, rerr := os.ReadFile(g.codecKeyFile)
 		if rerr != nil {
 			return nil, fmt.Errorf("--codec-key-file: %v", rerr)
 		}
-		key, err = decodeKey(string(b), "the file "+g.codecKeyFile)
+		keys, err = decodeKey(string(b), "the file "+g.codecKeyFile)
 		if err != nil && validKeyLen(len(b)) {
-			key, err = b, nil // the raw key bytes
+			keys, err = [][]byte{b}, nil // the raw key bytes
 		}
 	case os.Getenv("STEM_CODEC_KEY") != "":
-		key, err = decodeKey(os.Getenv("STEM_CODEC_KEY"), "$STEM_CODEC_KEY")
+		keys, err = decodeKey(os.Getenv("STEM_CODEC_KEY"), "$STEM_CODEC_KEY")
 	default:
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return runtime.NewAESGCMCodec(key)
+	return runtime.NewAESGCMCodec(keys[0], keys[1:]...)
 }
 
 func validKeyLen(n int) bool { return n == 16 || n == 24 || n == 32 }
 
-// decodeKey reads an AES key written as hex or base64 (tried in that
-// order). The key itself never appears in an error.
-func decodeKey(s, from string) ([]byte, error) {
-	s = strings.TrimSpace(s)
-	if b, err := hex.DecodeString(s); err == nil && validKeyLen(len(b)) {
-		return b, nil
-	}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(s); err == nil {
-			if validKeyLen(len(b)) {
-				return b, nil
+// decodeKey reads the AES keys in s, newest first: separated by commas or
+// on lines of their own (blank lines and lines starting with # are
+// skipped), each written as hex or base64 (tried in that order). A key
+// itself never appears in an error.
+func decodeKey(s, from string) ([][]byte, error) {
+	var fields []string
+	for _, line := range strings.Split(s, "\n") {
+		if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		for _, f := range strings.Split(line, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				fields = append(fields, f)
 			}
-			return nil, fmt.Errorf("the codec key in %s is %d bytes; want 16, 24 or 32", from, len(b))
 		}
 	}
-	return nil, fmt.Errorf("the codec key in %s is neither hex nor base64 of 16, 24 or 32 bytes", from)
+	if len(fields) == 0 {
+		return nil, fmt.Errorf("%s holds no codec key", from)
+	}
+	keys := make([][]byte, len(fields))
+next:
+	for i, f := range fields {
+		which := "the codec key in " + from
+		if len(fields) > 1 {
+			which = fmt.Sprintf("codec key %d of %d in %s", i+1, len(fields), from)
+		}
+		if b, err := hex.DecodeString(f); err == nil && validKeyLen(len(b)) {
+			keys[i] = b
+			continue
+		}
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+			if b, err := enc.DecodeString(f); err == nil {
+				if !validKeyLen(len(b)) {
+					return nil, fmt.Errorf("%s is %d bytes; want 16, 24 or 32", which, len(b))
+				}
+				keys[i] = b
+				continue next
+			}
+		}
+		return nil, fmt.Errorf("%s is neither hex nor base64 of 16, 24 or 32 bytes", which)
+	}
+	return keys, nil
 }
 
 // quietRedis discards the Redis client's own log lines.
@@ -233,6 +278,9 @@ type call struct {
 	out    *printer
 	store  storage.Store
 	engine *runtime.Engine
+	// readOnly opens the store read-only (the command only reads);
+	// otherwise it is opened read-write, but only if it exists already.
+	readOnly bool
 	// subject is what the command acts on (a run ID, a workflow, a topic),
 	// named by its errors.
 	subject string
@@ -252,22 +300,23 @@ func (u usageError) Error() string { return u.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-// open opens the store (which must exist: the command never creates one)
-// and a client engine on it.
+// open opens the store and a client engine on it. The store must be a Stem
+// store at the schema version this program knows: open never creates,
+// migrates or converts one (stem init does), and a command that only reads
+// opens it read-only.
 func (c *call) open() (*runtime.Engine, error) {
 	if c.engine != nil {
 		return c.engine, nil
 	}
-	st, err := storeurl.OpenWith(c.ctx, c.g.storeURL(), storeurl.Options{MustExist: true, DialTimeout: dialTimeout})
+	opts := storeurl.Options{DialTimeout: dialTimeout, Logger: slog.New(slog.DiscardHandler)}
+	if c.readOnly {
+		opts.ReadOnly = true
+	} else {
+		opts.OpenExisting = true
+	}
+	st, err := storeurl.OpenWith(c.ctx, c.g.storeURL(), opts)
 	if err != nil {
-		if errors.Is(err, storeurl.ErrNoStore) {
-			hint := ""
-			if !c.g.storeSet && os.Getenv("STEM_STORE") == "" {
-				hint = " (name your workers' store with --store or $STEM_STORE)"
-			}
-			return nil, openError{oneLine(trimPrefixes(err.Error())) + hint}
-		}
-		return nil, openError{fmt.Sprintf("cannot open the store %s: %s", c.g.storeName(), oneLine(trimPrefixes(err.Error())))}
+		return nil, c.openError(err)
 	}
 	e, err := runtime.New(runtime.Config{Store: st, Codec: c.codec, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -276,6 +325,22 @@ func (c *call) open() (*runtime.Engine, error) {
 	}
 	c.store, c.engine = st, e
 	return e, nil
+}
+
+// openError says in one line why the store could not be opened. A store
+// that is not there, or not Stem's, is named by the message itself.
+func (c *call) openError(err error) error {
+	if errors.Is(err, storage.ErrNotStore) {
+		// The stores' messages say what is missing; the sentinel's own
+		// text adds nothing.
+		msg := strings.Replace(trimPrefixes(err.Error()), storage.ErrNotStore.Error()+": ", "", 1)
+		msg = strings.TrimSuffix(msg, ": "+storage.ErrNotStore.Error())
+		if !c.g.storeSet && os.Getenv("STEM_STORE") == "" {
+			msg += " (name your workers' store with --store or $STEM_STORE)"
+		}
+		return openError{oneLine(msg)}
+	}
+	return openError{fmt.Sprintf("cannot open the store %s: %s", c.g.storeName(), oneLine(trimPrefixes(err.Error())))}
 }
 
 func (c *call) close() {

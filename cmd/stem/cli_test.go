@@ -590,7 +590,13 @@ func TestRedisPrintsNoWarnings(t *testing.T) {
 	if strings.Contains(u, "?") {
 		sep = "&"
 	}
-	u += sep + "stem_prefix=" + "stem-cli-test-" + strings.ReplaceAll(time.Now().Format("150405.000000000"), ".", "") + ":"
+	prefix := "stem-cli-test-" + strings.ReplaceAll(time.Now().Format("150405.000000000"), ".", "") + ":"
+	u += sep + "stem_prefix=" + prefix
+	cleanRedisPrefix(t, prefix)
+	// The prefix holds no store until stem init makes it one.
+	if code, out, errOut, _ := runChild(t, "--store", u, "init"); code != 0 || !strings.HasPrefix(out, "created a Stem store at ") || errOut != "" {
+		t.Fatalf("init: exit %d\nstdout: %q\nstderr: %q", code, out, errOut)
+	}
 	code, out, errOut, _ := runChild(t, "--store", u, "runs")
 	if code != 0 || out != "no runs\n" || errOut != "" {
 		t.Fatalf("exit %d\nstdout: %q\nstderr: %q", code, out, errOut)

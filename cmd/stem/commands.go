@@ -17,6 +17,10 @@ type command struct {
 	min, max int
 	summary  string
 	detail   string
+	// readOnly commands only read: they open the store read-only. The
+	// others open it read-write, but never create or migrate it (see
+	// call.open); init is the one that does.
+	readOnly bool
 	// setup declares the command's flags and returns what runs it; it
 	// checks its arguments before it opens the store.
 	setup func(fs *flag.FlagSet) func(c *call, args []string) error
@@ -27,13 +31,13 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		{name: "runs", max: 0, setup: listRuns,
+		{name: "runs", max: 0, setup: listRuns, readOnly: true,
 			args:    "[--workflow NAME] [--status STATUS] [--parent RUN_ID] [--limit N] [--after RUN_ID]",
 			summary: "list runs, a page at a time",
 			detail: `Lists runs by ID with their workflow, status, execution and what they
 are doing. Filters combine. Under a full page, a "more:" line gives the
 command for the next one.`},
-		{name: "show", min: 1, max: 1, setup: show,
+		{name: "show", min: 1, max: 1, setup: show, readOnly: true,
 			args:    "RUN_ID [--execution N]",
 			summary: "a run: its executions, steps and attempts",
 			detail: `Shows the run (its current execution, with start and end), the list of
@@ -82,11 +86,19 @@ with 'stem show RUN_ID --execution N'.`},
 			detail: `Ends an unfinished run with REASON; its running step is cancelled, and
 its unfinished children (and theirs) are terminated with it, except those
 started to be abandoned.`},
-		{name: "workflows", aliases: []string{"catalog"}, max: 0, setup: catalog,
+		{name: "workflows", aliases: []string{"catalog"}, max: 0, setup: catalog, readOnly: true,
 			summary: "the workflows and event topics the workers serve",
 			detail: `Lists the workflows and event topics that the workers sharing the store
 recorded, with their versions and the shape of their JSON (in brief);
 --json prints their JSON Schemas whole.`},
+		{name: "init", max: 0, setup: initStore,
+			summary: "create the store, or migrate it to this version's schema",
+			detail: `Creates a Stem store where --store points (a SQLite file, or the tables
+in a Postgres schema) or migrates the one there to the schema this version
+of stem uses, and says which it did. It is the only command that creates
+or changes a store's schema: the others refuse a store that is not there
+or is at another schema version, and never change it. Another
+application's database is refused and left as it was.`},
 	}
 }
 

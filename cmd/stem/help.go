@@ -30,11 +30,16 @@ commands:
 	b.WriteString(`
 flags (before or after the command):
   --store URL            the store: a SQLite file (default stem.db, or $STEM_STORE),
-                         or a postgres:// or redis:// URL; it must exist
+                         or a postgres:// or redis:// URL; it must exist, at this
+                         version's schema: stem init creates or migrates it, no
+                         other command changes it (runs, show, workflows only read)
   --json                 print JSON (snake_case names throughout)
   --codec-key KEY        the AES key (hex or base64, 16, 24 or 32 bytes) the workers
-                         seal payloads with (Config.Codec); or $STEM_CODEC_KEY
-  --codec-key-file PATH  read that key from a file
+                         seal payloads with (Config.Codec); or $STEM_CODEC_KEY.
+                         Several while keys rotate: repeat the flag or separate
+                         them with commas, newest first; the command seals with
+                         the first and opens what any of them sealed
+  --codec-key-file PATH  read the keys from a file: one a line, newest first
 
 Exit status: 0 done; 1 the command failed; 2 it was called wrongly (nothing
 was opened).

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/storage"
@@ -65,7 +66,7 @@ func listRuns(fs *flag.FlagSet) func(*call, []string) error {
 		tw := tabwriter.NewWriter(c.out.w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tEXEC\tUPDATED\tDETAIL")
 		for _, r := range runs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Workflow, r.Status, r.Execution, stamp(r.UpdatedAt), detail(r))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", clean(r.ID), clean(r.Workflow), clean(string(r.Status)), r.Execution, stamp(r.UpdatedAt), clean(detail(r)))
 		}
 		tw.Flush()
 		if next != "" {
@@ -93,30 +94,63 @@ func listRuns(fs *flag.FlagSet) func(*call, []string) error {
 			for i, a := range more {
 				more[i] = shellQuote(a)
 			}
-			fmt.Fprintf(c.out.w, "more: %s\n", strings.Join(more, " "))
+			// Quoted, the line holds no hidden character: clean changes
+			// nothing, and the terminal writer has nothing to escape.
+			fmt.Fprintf(c.out.w, "more: %s\n", clean(strings.Join(more, " ")))
 		}
 		return nil
 	}
 }
 
-// shellQuote quotes s for a POSIX shell when it needs it.
+// shellQuote quotes s as one word for a POSIX shell (sh, bash, zsh), so a
+// suggested command can be pasted whatever the argument holds: as it is
+// when every character is plain (letters, digits and -_./:@=+,%, but '='
+// not first, which zsh expands); in single quotes otherwise; and in $'...'
+// (POSIX.1-2024, bash, zsh, ksh), with \xHH escapes, when it holds a
+// character a terminal would not show as it is (see hidden) or bytes that
+// are not UTF-8, so the line printed holds none of them raw.
 func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+	plain := s != "" && s[0] != '=' && strings.IndexFunc(s, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@=+,%", r))
-	}) < 0 {
+	}) < 0
+	switch {
+	case plain:
 		return s
+	case utf8.ValidString(s) && !strings.ContainsFunc(s, hidden):
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	var b strings.Builder
+	b.WriteString("$'")
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1, hidden(r):
+			for _, c := range []byte(s[i : i+n]) {
+				fmt.Fprintf(&b, `\x%02x`, c)
+			}
+		case r == '\\' || r == '\'':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	b.WriteByte('\'')
+	return b.String()
 }
 
 func detail(r runtime.RunInfo) string {
 	switch {
 	case r.Err != nil:
-		return errText(r.Err.Error(), false)
+		return errNote(r.Err, false)
+	case r.OpenErr != nil:
+		note, _ := sealedNote(r.OpenErr, "")
+		return note
 	case r.Status == runtime.StatusComplete:
 		return result(r.Output, 60)
 	case r.WaitingFor != "":
-		s := "waiting for " + r.WaitingFor
+		s := "waiting for " + clean(r.WaitingFor)
 		if r.ReadyAt != nil {
 			s += " until " + stamp(*r.ReadyAt)
 		}
@@ -138,11 +172,12 @@ func result(raw json.RawMessage, n int) string {
 	if !json.Valid(raw) {
 		return "(sealed: pass the workers' --codec-key to read it)"
 	}
-	return truncate(string(raw), n)
+	return clean(truncate(string(raw), n))
 }
 
-// errText is an error text for a terminal: its first line, unless whole,
-// and a note instead of a sealed text.
+// errText is an error text for a terminal: its first line (escaped by
+// clean), unless whole (for JSON, which escapes it itself), and a note
+// instead of a sealed text.
 func errText(s string, whole bool) string {
 	if strings.HasPrefix(s, sealedPrefix) {
 		return "(sealed error: pass the workers' --codec-key to read it)"
@@ -150,7 +185,7 @@ func errText(s string, whole bool) string {
 	if whole {
 		return s
 	}
-	return firstLine(s)
+	return clean(firstLine(s))
 }
 
 func show(fs *flag.FlagSet) func(*call, []string) error {
@@ -196,12 +231,12 @@ func show(fs *flag.FlagSet) func(*call, []string) error {
 }
 
 func printShow(w io.Writer, r runtime.RunInfo, xs []runtime.ExecutionInfo, n int, steps []runtime.StepInfo) error {
-	fmt.Fprintf(w, "run        %s\nworkflow   %s\nstatus     %s\n", r.ID, r.Workflow, r.Status)
+	fmt.Fprintf(w, "run        %s\nworkflow   %s\nstatus     %s\n", clean(r.ID), clean(r.Workflow), clean(string(r.Status)))
 	if r.ParentID != "" {
-		fmt.Fprintf(w, "parent     %s\n", r.ParentID)
+		fmt.Fprintf(w, "parent     %s\n", clean(r.ParentID))
 	}
 	if d := detail(r); d != "" {
-		fmt.Fprintf(w, "detail     %s\n", d)
+		fmt.Fprintf(w, "detail     %s\n", clean(d))
 	}
 	ex := fmt.Sprintf("%d, started %s", r.Execution, stamp(r.StartedAt))
 	if r.EndedAt != nil {
@@ -220,14 +255,14 @@ func printShow(w io.Writer, r runtime.RunInfo, xs []runtime.ExecutionInfo, n int
 		var note []string
 		switch {
 		case x.FromStep != "":
-			note = append(note, fmt.Sprintf("restart of %d from %s", x.ForkedFrom, x.FromStep))
+			note = append(note, fmt.Sprintf("restart of %d from %s", x.ForkedFrom, clean(x.FromStep)))
 		case x.Number > 1:
 			note = append(note, "restart from the top")
 		}
 		if x.Err != nil {
-			note = append(note, errText(x.Err.Error(), false))
+			note = append(note, errNote(x.Err, false))
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", x.Number, stamp(x.StartedAt), ended, x.Status, strings.Join(note, "; "))
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", x.Number, stamp(x.StartedAt), ended, clean(string(x.Status)), clean(strings.Join(note, "; ")))
 	}
 	tw.Flush()
 
@@ -247,7 +282,7 @@ func printShow(w io.Writer, r runtime.RunInfo, xs []runtime.ExecutionInfo, n int
 		if s.ForkedFrom != 0 {
 			status += fmt.Sprintf(" (kept from %d)", s.ForkedFrom)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", seq, s.Key, s.Kind, status, stepResult(r, s))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", seq, clean(s.Key), clean(string(s.Kind)), clean(status), clean(stepResult(r, s)))
 		for _, a := range s.Attempts {
 			line := fmt.Sprintf("  \t  attempt %d\t\t%s\tstarted %s", a.Number, duration(a.Ended.Sub(a.Started)), stamp(a.Started))
 			if a.Error != "" {
@@ -275,14 +310,20 @@ func stepResult(r runtime.RunInfo, s runtime.StepInfo) string {
 			return "waiting for the child run"
 		}
 		if r.WaitingFor != "" {
-			return "waiting for " + r.WaitingFor
+			return "waiting for " + clean(r.WaitingFor)
 		}
 		return "waiting for its event"
 	case runtime.StepInterrupted:
 		return "no result: its execution ended"
 	}
+	if note, ok := sealedNote(s.Err, " error"); ok {
+		return "error: " + note
+	}
 	if s.Err != nil {
 		return "error: " + truncate(errText(s.Err.Error(), false), 80)
+	}
+	if note, ok := sealedNote(s.OpenErr, ""); ok && s.Output == nil {
+		return note
 	}
 	return result(s.Output, 60)
 }

@@ -9,6 +9,7 @@
 //	stem [flags] restart RUN_ID [--from STEP_KEY]
 //	stem [flags] terminate RUN_ID [REASON]
 //	stem [flags] workflows              (also: stem catalog)
+//	stem [flags] init
 //	stem help [COMMAND]                 (also: stem COMMAND --help)
 //
 // The flags, before or after the command:
@@ -17,11 +18,18 @@
 //	                       postgres:// or redis:// URL; see package storeurl
 //	--json                 print JSON, with snake_case names throughout
 //	--codec-key KEY        the AES key (hex or base64; 16, 24 or 32 bytes) the
-//	                       workers seal payloads with, or $STEM_CODEC_KEY
-//	--codec-key-file PATH  read that key from a file
+//	                       workers seal payloads with, or $STEM_CODEC_KEY;
+//	                       several, newest first, while keys rotate (repeat
+//	                       the flag or separate them with commas)
+//	--codec-key-file PATH  read the keys from a file, one a line, newest first
 //
-// The command never creates a store: a SQLite path that names no file is
-// refused with "no Stem store at PATH". start, send and emit check the
+// No command but init creates, migrates or converts a store: a SQLite path
+// that names no file is refused with "no Stem store at PATH", and so is
+// another application's database, a Postgres schema or Redis prefix that
+// holds no Stem store, and a store at a schema version other than this
+// program's; each is left exactly as it was. runs, show and workflows open
+// the store read-only. stem init creates the store, or migrates it to this
+// program's schema, and says which it did. start, send and emit check the
 // workflow, topic and JSON against what the workers recorded in the store
 // (stem workflows lists it) and write nothing when they do not match.
 //

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/storage"
@@ -14,15 +15,37 @@ import (
 
 // printer writes a command's result as text or, with --json, as JSON. Every
 // JSON document is one of the types below, all with snake_case names.
+//
+// Nothing the store holds reaches a terminal raw (a run ID, workflow name,
+// topic, step key, error text or result could hold an escape sequence that
+// rewrites the screen): text goes through a terminal writer that escapes
+// control characters, and each value shown in a line or a table cell is
+// passed through clean, which escapes tabs and newlines too. Text output
+// is one line per value: an error shows its first line (--json has it
+// whole). JSON escapes them as JSON does.
 type printer struct {
 	w    io.Writer
 	json bool
 }
 
+// newPrinter returns the printer of a command's output to w: with asJSON,
+// JSON documents; otherwise text, escaped for a terminal.
+func newPrinter(w io.Writer, asJSON bool) *printer {
+	if asJSON {
+		return &printer{w: w, json: true}
+	}
+	return &printer{w: terminal(w)}
+}
+
 func (p *printer) encode(v any) error {
-	enc := json.NewEncoder(p.w)
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := io.WriteString(p.w, jsonEscape(b.String()))
+	return err
 }
 
 // done reports a change to one run.
@@ -30,8 +53,109 @@ func (p *printer) done(id, what string) error {
 	if p.json {
 		return p.encode(jsonDone{RunID: id, Result: what})
 	}
-	_, err := fmt.Fprintf(p.w, "%s: %s\n", id, what)
+	_, err := fmt.Fprintf(p.w, "%s: %s\n", clean(id), clean(what))
 	return err
+}
+
+// hidden reports whether r must not reach a terminal as it is: a control
+// character (C0, DEL, C1), a line or paragraph separator, or a formatting
+// character that reorders or hides text (bidirectional overrides and
+// isolates, zero-width marks).
+func hidden(r rune) bool {
+	switch {
+	case r < 0x20, r >= 0x7f && r < 0xa0:
+		return true
+	case r == 0x2028, r == 0x2029, r == 0x061c, r == 0xfeff:
+		return true
+	case r >= 0x200b && r <= 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
+}
+
+// clean escapes a value for one line of text: every hidden character
+// (tabs and newlines too) and every byte that is not UTF-8, as Go writes
+// them in a string literal (\t, \n, \x1b, \u202e, \xff). A backslash is
+// left as it is, so IDs that hold one stay as typed.
+func clean(s string) string { return escapeText(s, false) }
+
+func escapeText(s string, keepLines bool) string {
+	i := 0
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n <= 1 || hidden(r) && !(keepLines && (r == '\n' || r == '\t')) {
+			break
+		}
+		i += n
+	}
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case keepLines && (r == '\n' || r == '\t'):
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x80 && hidden(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case hidden(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// terminal wraps w so that what is written to it keeps its tabs and
+// newlines (the layout of the text) and has every other hidden character
+// escaped: what a value passed through clean already is, and a catch-all
+// for the rest. Each Write is escaped by itself, so a value must be written
+// whole (fmt and tabwriter do).
+func terminal(w io.Writer) io.Writer { return termWriter{w} }
+
+type termWriter struct{ w io.Writer }
+
+func (t termWriter) Write(p []byte) (int, error) {
+	s := string(p)
+	if e := escapeText(s, true); e != s {
+		if _, err := io.WriteString(t.w, e); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	return t.w.Write(p)
+}
+
+// jsonEscape escapes in encoded JSON the hidden characters encoding/json
+// leaves raw (DEL, C1 controls, formatting characters) as \u escapes: they
+// only occur inside strings, so the document means the same.
+func jsonEscape(s string) string {
+	if !strings.ContainsFunc(s, hidden) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if hidden(r) && r >= 0x20 {
+			fmt.Fprintf(&b, `\u%04x`, r)
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 type jsonDone struct {
@@ -57,6 +181,7 @@ type jsonRun struct {
 	Status         string          `json:"status"`
 	Output         json.RawMessage `json:"output,omitempty"`
 	OutputSealed   bool            `json:"output_sealed,omitempty"`
+	Sealed         string          `json:"sealed,omitempty"`
 	Error          string          `json:"error,omitempty"`
 	WaitingFor     string          `json:"waiting_for,omitempty"`
 	ReadyAt        *time.Time      `json:"ready_at,omitempty"`
@@ -76,8 +201,12 @@ func jsonRuns(runs []runtime.RunInfo) []jsonRun {
 			WaitingFor: r.WaitingFor, ReadyAt: r.ReadyAt, PauseRequested: r.PauseRequested, Recoveries: r.Recoveries,
 			Execution: r.Execution, StartedAt: r.StartedAt, EndedAt: r.EndedAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 		out[i].Output, out[i].OutputSealed = jsonPayload(r.Output)
+		if note, ok := sealedNote(r.OpenErr, ""); ok {
+			out[i].OutputSealed = r.Output == nil && r.Err == nil
+			out[i].Sealed = note
+		}
 		if r.Err != nil {
-			out[i].Error = errText(r.Err.Error(), true)
+			out[i].Error = errNote(r.Err, true)
 		}
 	}
 	return out
@@ -119,7 +248,7 @@ func jsonExecutions(xs []runtime.ExecutionInfo) []jsonExecution {
 		out[i] = jsonExecution{Number: x.Number, StartedAt: x.StartedAt, EndedAt: x.EndedAt, Status: string(x.Status),
 			ForkedFrom: x.ForkedFrom, FromStep: x.FromStep}
 		if x.Err != nil {
-			out[i].Error = errText(x.Err.Error(), true)
+			out[i].Error = errNote(x.Err, true)
 		}
 	}
 	return out
@@ -134,6 +263,7 @@ type jsonStep struct {
 	ForkedFrom    int             `json:"forked_from,omitempty"`
 	Output        json.RawMessage `json:"output,omitempty"`
 	OutputSealed  bool            `json:"output_sealed,omitempty"`
+	Sealed        string          `json:"sealed,omitempty"`
 	Error         string          `json:"error,omitempty"`
 	CreatedAt     *time.Time      `json:"created_at,omitempty"`
 	Attempt       int             `json:"attempt,omitempty"`
@@ -157,8 +287,12 @@ func jsonSteps(steps []runtime.StepInfo) []jsonStep {
 		j := jsonStep{Seq: s.Seq, Key: s.Key, Kind: string(s.Kind), Status: string(s.Status), Execution: s.Execution,
 			ForkedFrom: s.ForkedFrom, Attempt: s.Attempt, NextAttemptAt: s.NextAttemptAt, Attempts: []jsonAttempt{}}
 		j.Output, j.OutputSealed = jsonPayload(s.Output)
+		if note, ok := sealedNote(s.OpenErr, ""); ok {
+			j.OutputSealed = s.Output == nil && s.Err == nil
+			j.Sealed = note
+		}
 		if s.Err != nil {
-			j.Error = errText(s.Err.Error(), true)
+			j.Error = errNote(s.Err, true)
 		}
 		if !s.CreatedAt.IsZero() {
 			j.CreatedAt = &s.CreatedAt

@@ -6,24 +6,29 @@
 //	redis://host:6379/0, rediss://...                                Redis
 //	mem:                                                             in memory, gone at exit
 //
-// Store options that URLs cannot carry (a Postgres schema, a Redis key
-// prefix) are taken from the query parameters stem_schema and stem_prefix,
-// which are removed before the URL reaches the driver.
+// Store options that URLs cannot carry are taken from query parameters,
+// which are removed before the URL reaches the driver: stem_schema, the
+// Postgres schema (a Postgres identifier written unquoted: letters, digits
+// and _, not starting with a digit, at most 63 bytes), and stem_prefix, the
+// Redis key prefix (letters, digits and _ - . : / { }, at most 64 bytes).
+// Any other value, a repeated parameter, or a ';' anywhere in the query
+// (which Go's URL parser would silently drop with its parameter) is an
+// error naming the parameter.
 //
-// Open creates a SQLite file that does not exist, as a worker wants; a tool
-// that only inspects a store passes Options.MustExist to OpenWith, so a
-// mistyped path is refused with ErrNoStore instead of creating an empty
-// store.
+// Open creates a store that is not there (a SQLite file, a Postgres schema)
+// and migrates an older one, as a worker wants. A tool passes
+// Options.OpenExisting or Options.ReadOnly to OpenWith instead, so that a
+// mistyped path or schema, another application's database or a store at
+// another schema version is refused with storage.ErrNotStore and nothing is
+// created or changed; Init is the explicit way to create or migrate a store.
 package storeurl
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -35,17 +40,20 @@ import (
 	"github.com/stemflow/stem/stores/sqlitestore"
 )
 
-// ErrNoStore: Options.MustExist was set and the SQLite file does not exist.
-// The error that wraps it names the path: "storeurl: no Stem store at
-// PATH".
-var ErrNoStore = errors.New("no Stem store")
-
 // Options configures OpenWith. The zero value is Open's behaviour.
 type Options struct {
-	// MustExist refuses a SQLite path that names no file with ErrNoStore,
-	// instead of creating the file, so nothing is written to the disk.
-	// (A server's database must exist either way.)
-	MustExist bool
+	// OpenExisting opens only a Stem store that is already there at the
+	// schema version this code knows, and never creates or migrates one
+	// (no SQLite file, no Postgres schema or table): anything else is
+	// refused with storage.ErrNotStore, naming the file or the server and
+	// schema, and nothing is changed. mem: is always a new, empty store.
+	OpenExisting bool
+	// ReadOnly is OpenExisting for a tool that only reads. A SQLite file is
+	// opened read-only (sqlitestore.Options.ReadOnly: no writer, no pragma
+	// that writes, and write methods fail with sqlitestore.ErrReadOnly);
+	// Postgres and Redis stores write nothing until a write method is
+	// called, so there it means OpenExisting.
+	ReadOnly bool
 	// DialTimeout bounds connecting to a server, for each connection
 	// attempt: Postgres's connect_timeout and Redis's dial_timeout, unless
 	// the URL sets them. Zero leaves the drivers' defaults.
@@ -56,89 +64,156 @@ type Options struct {
 }
 
 // Open opens the store the string names; see the package doc for the forms.
-// A SQLite file that does not exist is created.
+// A store that is not there is created, and an older one migrated.
 func Open(ctx context.Context, s string) (storage.Store, error) {
 	return OpenWith(ctx, s, Options{})
 }
 
 // OpenWith is Open with options.
 func OpenWith(ctx context.Context, s string, opts Options) (storage.Store, error) {
+	existing := opts.OpenExisting || opts.ReadOnly
 	switch {
 	case s == "":
 		return nil, fmt.Errorf("storeurl: empty store URL")
 	case s == "mem:" || s == "memory:":
 		return memstore.New(memstore.Options{}), nil
-	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
-		u, schema, err := takeParam(s, "stem_schema", "connect_timeout", opts.DialTimeout)
+	case isPostgres(s):
+		u, schema, err := takeParam(s, "stem_schema", checkSchema, "connect_timeout", opts.DialTimeout)
 		if err != nil {
 			return nil, err
 		}
-		st, err := pgstore.Open(ctx, u, pgstore.Options{Schema: schema, Logger: opts.Logger})
+		st, err := pgstore.Open(ctx, u, pgstore.Options{Schema: schema, OpenExisting: existing, Logger: opts.Logger})
 		if err != nil {
 			return nil, fmt.Errorf("storeurl: %w", err)
 		}
 		return st, nil
-	case strings.HasPrefix(s, "redis://"), strings.HasPrefix(s, "rediss://"):
-		u, prefix, err := takeParam(s, "stem_prefix", "dial_timeout", opts.DialTimeout)
+	case isRedis(s):
+		u, prefix, err := takeParam(s, "stem_prefix", checkPrefix, "dial_timeout", opts.DialTimeout)
 		if err != nil {
 			return nil, err
 		}
-		st, err := redisstore.Open(ctx, u, redisstore.Options{Prefix: prefix, Logger: opts.Logger})
+		st, err := redisstore.Open(ctx, u, redisstore.Options{Prefix: prefix, OpenExisting: existing, Logger: opts.Logger})
 		if err != nil {
 			return nil, fmt.Errorf("storeurl: %w", err)
 		}
 		return st, nil
-	case strings.HasPrefix(s, "sqlite://"):
-		return openSQLite(strings.TrimPrefix(s, "sqlite://"), opts)
-	case strings.HasPrefix(s, "sqlite:"):
-		return openSQLite(strings.TrimPrefix(s, "sqlite:"), opts)
-	case strings.Contains(s, "://"):
-		return nil, fmt.Errorf("storeurl: unknown store scheme in %q (want a SQLite path, sqlite:, postgres://, redis:// or mem:)", redact(s))
-	default:
-		return openSQLite(s, opts)
 	}
-}
-
-func openSQLite(path string, opts Options) (storage.Store, error) {
-	if path == "" {
-		return nil, fmt.Errorf("storeurl: empty SQLite path")
+	path, err := sqlitePath(s)
+	if err != nil {
+		return nil, err
 	}
-	if opts.MustExist {
-		fi, err := os.Stat(path)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("storeurl: %w at %s", ErrNoStore, path)
-		case err != nil:
-			return nil, fmt.Errorf("storeurl: %w", err)
-		case fi.IsDir():
-			return nil, fmt.Errorf("storeurl: %w at %s (it is a directory)", ErrNoStore, path)
-		case fi.Size() == 0:
-			return nil, fmt.Errorf("storeurl: %w at %s (the file is empty)", ErrNoStore, path)
-		}
-	}
-	st, err := sqlitestore.Open(path, sqlitestore.Options{Logger: opts.Logger})
+	st, err := sqlitestore.Open(path, sqlitestore.Options{OpenExisting: opts.OpenExisting, ReadOnly: opts.ReadOnly, Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("storeurl: %w", err)
 	}
 	return st, nil
 }
 
-// takeParam removes the query parameter name from the URL and returns it;
-// when timeout is set and the URL has no parameter timeoutParam, it adds
-// one (in whole seconds, at least 1, which both drivers read).
-func takeParam(s, name, timeoutParam string, timeout time.Duration) (string, string, error) {
+func isPostgres(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+func isRedis(s string) bool {
+	return strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")
+}
+
+// sqlitePath returns the path of a SQLite store string, or an error for a
+// URL of a scheme no store has.
+func sqlitePath(s string) (string, error) {
+	var path string
+	switch {
+	case strings.HasPrefix(s, "sqlite://"):
+		path = strings.TrimPrefix(s, "sqlite://")
+	case strings.HasPrefix(s, "sqlite:"):
+		path = strings.TrimPrefix(s, "sqlite:")
+	case strings.Contains(s, "://"):
+		return "", fmt.Errorf("storeurl: unknown store scheme in %q (want a SQLite path, sqlite:, postgres://, redis:// or mem:)", redact(s))
+	default:
+		path = s
+	}
+	if path == "" {
+		return "", fmt.Errorf("storeurl: empty SQLite path")
+	}
+	return path, nil
+}
+
+// takeParam removes the query parameter name from the URL and returns its
+// value ("" when absent), which check must accept; when timeout is set and
+// the URL has no parameter timeoutParam, it adds one (in whole seconds, at
+// least 1, which both drivers read). The other parameters reach the driver
+// as they were written.
+func takeParam(s, name string, check func(string) error, timeoutParam string, timeout time.Duration) (string, string, error) {
 	u, err := url.Parse(s)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL, which may hold a password
+		}
 		return "", "", fmt.Errorf("storeurl: malformed URL %q: %v", redact(s), err)
 	}
-	q := u.Query()
-	v := q.Get(name)
-	q.Del(name)
-	if timeout > 0 && !q.Has(timeoutParam) {
-		q.Set(timeoutParam, strconv.Itoa(max(1, int((timeout+time.Second-1)/time.Second))))
+	var kept []string
+	var value string
+	found, hasTimeout := false, false
+	for part := range strings.SplitSeq(u.RawQuery, "&") {
+		if part == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(part, "=")
+		key, err := url.QueryUnescape(k)
+		if err != nil {
+			return "", "", fmt.Errorf("storeurl: malformed query parameter name %q", k)
+		}
+		if key != name {
+			if strings.Contains(part, ";") {
+				return "", "", fmt.Errorf("storeurl: the query parameter %s holds a ';', which the driver would drop with the parameter; separate parameters with & (or write a literal ';' as %%3B)", key)
+			}
+			hasTimeout = hasTimeout || key == timeoutParam
+			kept = append(kept, part)
+			continue
+		}
+		if found {
+			return "", "", fmt.Errorf("storeurl: the query parameter %s is given more than once", name)
+		}
+		found = true
+		if value, err = url.QueryUnescape(v); err != nil {
+			return "", "", fmt.Errorf("storeurl: %s=%s: malformed escape", name, v)
+		}
+		if err := check(value); err != nil {
+			return "", "", fmt.Errorf("storeurl: %s=%q: %v", name, value, err)
+		}
 	}
-	u.RawQuery = q.Encode()
-	return u.String(), v, nil
+	if timeout > 0 && !hasTimeout {
+		kept = append(kept, timeoutParam+"="+strconv.Itoa(max(1, int((timeout+time.Second-1)/time.Second))))
+	}
+	u.RawQuery = strings.Join(kept, "&")
+	return u.String(), value, nil
+}
+
+// checkSchema accepts a Postgres identifier as it may be written unquoted.
+func checkSchema(v string) error {
+	ok := v != "" && len(v) <= 63 && !('0' <= v[0] && v[0] <= '9')
+	for i := 0; ok && i < len(v); i++ {
+		c := v[i]
+		ok = c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+	}
+	if !ok {
+		return errors.New("want a Postgres schema name: letters, digits and _, not starting with a digit, at most 63 bytes")
+	}
+	return nil
+}
+
+// checkPrefix accepts a Redis key prefix of printable characters that have
+// no meaning in Redis's key patterns or a shell.
+func checkPrefix(v string) error {
+	ok := v != "" && len(v) <= 64
+	for i := 0; ok && i < len(v); i++ {
+		c := v[i]
+		ok = strings.IndexByte("_-.:/{}", c) >= 0 || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+	}
+	if !ok {
+		return errors.New("want a Redis key prefix: letters, digits and _ - . : / { }, at most 64 bytes")
+	}
+	return nil
 }
 
 // redact hides a password in a URL for error messages.

@@ -82,10 +82,10 @@ func TestOpenRejectsUnknownSchemes(t *testing.T) {
 
 func runtimeQuery() storage.ListRunsQuery { return storage.ListRunsQuery{Limit: 1} }
 
-// MustExist opens an existing SQLite file and refuses a missing one (or an
-// empty file, or a directory) with ErrNoStore naming the path, creating
-// nothing.
-func TestOpenMustExist(t *testing.T) {
+// OpenExisting opens an existing SQLite store and refuses a missing file
+// (or an empty file, or a directory) with ErrNotStore naming the path,
+// creating nothing.
+func TestOpenExisting(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	made := filepath.Join(dir, "made.db")
@@ -95,7 +95,7 @@ func TestOpenMustExist(t *testing.T) {
 	}
 	st.Close()
 	for _, s := range []string{made, "sqlite:" + made} {
-		st, err := storeurl.OpenWith(ctx, s, storeurl.Options{MustExist: true})
+		st, err := storeurl.OpenWith(ctx, s, storeurl.Options{OpenExisting: true})
 		if err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
@@ -107,10 +107,10 @@ func TestOpenMustExist(t *testing.T) {
 	}
 	missing := filepath.Join(dir, "sub", "missing.db")
 	for _, path := range []string{missing, "sqlite:" + missing, empty, dir} {
-		_, err := storeurl.OpenWith(ctx, path, storeurl.Options{MustExist: true})
+		_, err := storeurl.OpenWith(ctx, path, storeurl.Options{OpenExisting: true})
 		want := "no Stem store at " + strings.TrimPrefix(path, "sqlite:")
-		if !errors.Is(err, storeurl.ErrNoStore) || !strings.Contains(err.Error(), want) {
-			t.Fatalf("%s: err %v, want ErrNoStore saying %q", path, err, want)
+		if !errors.Is(err, storage.ErrNotStore) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: err %v, want ErrNotStore saying %q", path, err, want)
 		}
 	}
 	if _, err := os.Stat(filepath.Dir(missing)); !errors.Is(err, os.ErrNotExist) {
@@ -126,7 +126,7 @@ func TestOpenMustExist(t *testing.T) {
 func TestOpenDialTimeout(t *testing.T) {
 	for _, u := range []string{"postgres://postgres@127.0.0.1:1/x?sslmode=disable", "redis://127.0.0.1:1/0"} {
 		start := time.Now()
-		_, err := storeurl.OpenWith(context.Background(), u, storeurl.Options{MustExist: true, DialTimeout: time.Second})
+		_, err := storeurl.OpenWith(context.Background(), u, storeurl.Options{OpenExisting: true, DialTimeout: time.Second})
 		if err == nil {
 			t.Fatalf("%s: opened", u)
 		}
