@@ -38,7 +38,7 @@ const (
 
 // run is the whole command; main only exits with its code: 0 done, 1 the
 // command failed, 2 it was called wrongly (nothing was opened).
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// The Redis client logs every failed dial of its pool; the command
 	// reports a failure in one line instead.
 	redis.SetLogger(quietRedis{})
@@ -96,7 +96,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	c := &call{ctx: ctx, g: g, codec: codec, out: newPrinter(stdout, g.json), readOnly: cmd.readOnly}
+	c := &call{ctx: ctx, g: g, codec: codec, in: stdin, out: newPrinter(stdout, g.json), readOnly: cmd.readOnly}
 	defer c.close()
 	err = do(c, pos)
 	if err == nil {
@@ -275,6 +275,7 @@ type call struct {
 	ctx    context.Context
 	g      *globals
 	codec  runtime.Codec
+	in     io.Reader // what a JSON argument "-" reads
 	out    *printer
 	store  storage.Store
 	engine *runtime.Engine

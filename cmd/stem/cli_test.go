@@ -23,7 +23,7 @@ import (
 // prints on the process's own stderr, as a user would).
 func TestMain(m *testing.M) {
 	if os.Getenv("STEM_CLI_TEST_MAIN") == "1" {
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
@@ -147,10 +147,21 @@ func (f *fixture) cli(want int, args ...string) (stdout, stderr string) {
 	return cliAt(f.t, want, append([]string{"--store", f.path}, args...)...)
 }
 
+// cliIn is cli with stdin as the command's standard input.
+func (f *fixture) cliIn(stdin string, want int, args ...string) (stdout, stderr string) {
+	f.t.Helper()
+	return cliWith(f.t, stdin, want, append([]string{"--store", f.path}, args...)...)
+}
+
 func cliAt(t *testing.T, want int, args ...string) (stdout, stderr string) {
 	t.Helper()
+	return cliWith(t, "", want, args...)
+}
+
+func cliWith(t *testing.T, stdin string, want int, args ...string) (stdout, stderr string) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	if code := run(args, &out, &errOut); code != want {
+	if code := run(args, strings.NewReader(stdin), &out, &errOut); code != want {
 		t.Fatalf("stem %v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out.String(), errOut.String())
 	}
 	return out.String(), errOut.String()
@@ -857,4 +868,52 @@ var spaces = regexp.MustCompile(` +`)
 // has reports whether a table contains want, however its columns align.
 func has(out, want string) bool {
 	return strings.Contains(spaces.ReplaceAllString(out, " "), spaces.ReplaceAllString(want, " "))
+}
+
+// TestJSONFromStdinAndFile: a payload too long for a command line is read
+// from standard input ("-") or a file ("@PATH"); one over the payload limit,
+// a missing file or invalid JSON is refused before anything is written.
+func TestJSONFromStdinAndFile(t *testing.T) {
+	f := newFixture(t, nil, true)
+	f.eventually(func(out string) bool { return strings.Contains(out, "shipment") }, "workflows")
+
+	out, _ := f.cliIn(`"order-1"`, 0, "start", "ship", "-", "--id", "s-1")
+	if !strings.HasPrefix(out, "s-1: started") {
+		t.Fatalf("start from stdin: %q", out)
+	}
+	waitStatus(t, f.e, "s-1", runtime.StatusWaiting)
+
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, []byte(`{"tracking":"`+strings.Repeat("x", runtime.DefaultMaxPayloadBytes)+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		stdin string
+		code  int
+		args  []string
+		want  string
+	}{
+		{"", 1, []string{"send", "s-1", "shipment", "@" + big}, "stem send s-1: payload too large: the payload from " + big + " is more than 2097152 bytes"},
+		{`{"tracking":"` + strings.Repeat("x", runtime.DefaultMaxPayloadBytes) + `"}`, 1, []string{"emit", "shipment", "-"}, "stem emit shipment: payload too large: the payload from standard input is more than"},
+		{"", 2, []string{"send", "s-1", "shipment", "@" + filepath.Join(dir, "nope.json")}, "stem send: cannot read the payload from " + filepath.Join(dir, "nope.json") + ": no such file or directory"},
+		{"{\"tracking\":\n", 2, []string{"send", "s-1", "shipment", "-"}, `stem send: the payload read from standard input is not valid JSON: {"tracking":`},
+	} {
+		if _, errOut := f.cliIn(c.stdin, c.code, c.args...); !strings.HasPrefix(errOut, c.want) {
+			t.Fatalf("stem %v: %q, want %q", c.args, errOut, c.want)
+		}
+	}
+	if st, _ := f.e.Get(f.ctx, "s-1"); st.Status != runtime.StatusWaiting {
+		t.Fatalf("after refused payloads the run is %s, want waiting", st.Status)
+	}
+
+	ok := filepath.Join(dir, "ok.json")
+	if err := os.WriteFile(ok, []byte(`{"tracking":"T-7"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.cli(0, "send", "s-1", "shipment", "@"+ok)
+	waitStatus(t, f.e, "s-1", runtime.StatusComplete)
+	if out, _ := f.cli(0, "show", "s-1"); !strings.Contains(out, `"order-1 T-7"`) {
+		t.Fatalf("the run did not see the file's payload:\n%s", out)
+	}
 }

@@ -47,23 +47,29 @@ complete, failed, interrupted), result, and each attempt with its error.
 A multi-line error (a panic's stack) is shortened to its first line;
 --json prints it whole.`},
 		{name: "start", min: 2, max: 2, setup: start,
-			args:    "WORKFLOW JSON [--id RUN_ID]",
+			args:    "WORKFLOW JSON|-|@FILE [--id RUN_ID]",
 			summary: "start a run of a workflow with a JSON input",
 			detail: `Starts a run of WORKFLOW, which a worker sharing the store serves (it
 records its workflows in the store when it runs; see 'stem workflows'). The
 input is checked against the workflow's input type first: a mismatch is
 refused and nothing is written. With --id, an existing run of the same
-workflow with that ID is left as it is.`},
+workflow with that ID is left as it is.
+
+` + jsonFrom},
 		{name: "send", min: 3, max: 3, setup: send,
-			args:    "RUN_ID TOPIC JSON",
+			args:    "RUN_ID TOPIC JSON|-|@FILE",
 			summary: "deliver an event to one run",
 			detail: `Delivers an event to one run; it is kept if the run is not waiting for it
 yet. The topic must be one a worker awaits and the payload must match its
-type (see 'stem workflows'), else it is refused and nothing is written.`},
+type (see 'stem workflows'), else it is refused and nothing is written.
+
+` + jsonFrom},
 		{name: "emit", min: 2, max: 2, setup: emit,
-			args:    "TOPIC JSON",
+			args:    "TOPIC JSON|-|@FILE",
 			summary: "deliver an event to every run waiting on TOPIC",
-			detail:  `Delivers an event to every run waiting on TOPIC now. The topic and the payload are checked as by send.`},
+			detail: `Delivers an event to every run waiting on TOPIC now. The topic and the payload are checked as by send.
+
+` + jsonFrom},
 		{name: "pause", min: 1, max: 1, setup: control("paused (takes effect at the next step boundary if running)", (*runtime.Engine).Pause),
 			args:    "RUN_ID",
 			summary: "pause a run at its next step boundary",
@@ -111,3 +117,7 @@ func lookup(name string) *command {
 	}
 	return nil
 }
+
+// jsonFrom says where a JSON argument may come from (see call.jsonArg).
+const jsonFrom = `The JSON is given on the command line, or read from standard input
+("-") or a file ("@payload.json"), up to 2 MiB.`

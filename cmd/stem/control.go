@@ -6,6 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/stemflow/stem/runtime"
@@ -15,7 +18,7 @@ func start(fs *flag.FlagSet) func(*call, []string) error {
 	id := fs.String("id", "", "`RUN_ID` for the new run (default: a generated one)")
 	return func(c *call, args []string) error {
 		c.subject = args[0]
-		input, err := jsonArg("input", args[1])
+		input, err := c.jsonArg("input", args[1])
 		if err != nil {
 			return err
 		}
@@ -122,18 +125,60 @@ func terminate(*flag.FlagSet) func(*call, []string) error {
 	}
 }
 
-// jsonArg checks a JSON argument before anything is opened.
-func jsonArg(what, s string) (json.RawMessage, error) {
-	if !json.Valid([]byte(s)) {
+// jsonArg reads and checks a JSON argument before anything is opened: the
+// document itself, "-" for standard input, or "@PATH" for a file (no JSON
+// document begins with '@'). What is read is bounded by the payload limit,
+// so a huge input is refused without being held in memory.
+func (c *call) jsonArg(what, s string) (json.RawMessage, error) {
+	var (
+		b    []byte
+		from string
+		err  error
+	)
+	switch {
+	case s == "-":
+		from = "standard input"
+		b, err = readBounded(c.in)
+	case strings.HasPrefix(s, "@"):
+		from = s[1:]
+		var f *os.File
+		if f, err = os.Open(from); err == nil {
+			b, err = readBounded(f)
+			f.Close()
+		}
+	default:
+		b = []byte(s)
+	}
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+		err = pe.Err // the path is said once, below
+	}
+	if err != nil {
+		return nil, usagef("cannot read the %s from %s: %s", what, from, err)
+	}
+	if len(b) > runtime.DefaultMaxPayloadBytes {
+		if from == "" {
+			from = "the command line"
+		}
+		return nil, fmt.Errorf("%w: the %s from %s is more than %d bytes", runtime.ErrPayloadTooLarge, what, from, runtime.DefaultMaxPayloadBytes)
+	}
+	if !json.Valid(b) {
+		if from != "" {
+			return nil, usagef("the %s read from %s is not valid JSON: %s", what, from, truncate(strings.TrimSpace(string(b)), 40))
+		}
 		return nil, usagef("the %s is not valid JSON: %s", what, truncate(s, 40))
 	}
-	return json.RawMessage(s), nil
+	return json.RawMessage(b), nil
+}
+
+// readBounded reads r to its end, or to one byte past the payload limit.
+func readBounded(r io.Reader) ([]byte, error) {
+	return io.ReadAll(io.LimitReader(r, runtime.DefaultMaxPayloadBytes+1))
 }
 
 func send(*flag.FlagSet) func(*call, []string) error {
 	return func(c *call, args []string) error {
 		c.subject = args[0]
-		p, err := jsonArg("payload", args[2])
+		p, err := c.jsonArg("payload", args[2])
 		if err != nil {
 			return err
 		}
@@ -151,7 +196,7 @@ func send(*flag.FlagSet) func(*call, []string) error {
 func emit(*flag.FlagSet) func(*call, []string) error {
 	return func(c *call, args []string) error {
 		c.subject = args[0]
-		p, err := jsonArg("payload", args[1])
+		p, err := c.jsonArg("payload", args[1])
 		if err != nil {
 			return err
 		}
