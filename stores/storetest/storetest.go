@@ -23,7 +23,8 @@
 // file name; cancel.go holds what a heartbeat tells a lease holder and the
 // restart that waits for it to let go (lease.go and control.go in stores);
 // names.go holds the rules for names, IDs, keys and topics, which every
-// request's Validate applies.
+// request's Validate applies; autoversion.go the keys of an autoversion
+// step's iterations (#1 is not a prefix of #10, #10 follows #2).
 package storetest
 
 import (
@@ -99,6 +100,7 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, catalogCases...)
 	all = append(all, cancelCases...)
 	all = append(all, nameCases...)
+	all = append(all, autoversionCases...)
 	for _, c := range all {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
