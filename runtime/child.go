@@ -9,13 +9,18 @@ import (
 )
 
 // ChildOption configures a child workflow call.
-type ChildOption func(*storage.NewRun)
+type ChildOption func(*childOptions)
+
+// childOptions is what the ChildOptions of one call set.
+type childOptions struct {
+	policy storage.ParentPolicy
+}
 
 // Abandon lets the child run to its end when its parent is terminated. By
 // default terminating a run terminates its unfinished children (and
 // theirs) with it.
 func Abandon() ChildOption {
-	return func(r *storage.NewRun) { r.ParentPolicy = storage.ParentAbandon }
+	return func(o *childOptions) { o.policy = storage.ParentAbandon }
 }
 
 // CallChild starts the workflow named workflow as a child of this run, with
@@ -137,10 +142,11 @@ func (x *execution) startChild(key, workflow string, input any, opts []ChildOpti
 		return "", nil, nil, err
 	}
 	childID = childRunID(x.lease.RunID, key)
-	req := storage.NewRun{ID: childID, Workflow: workflow, Input: in, ParentID: x.lease.RunID}
-	for _, o := range opts {
-		o(&req)
+	var o childOptions
+	for _, opt := range opts {
+		opt(&o)
 	}
+	req := storage.NewRun{ID: childID, Workflow: workflow, Input: in, ParentID: x.lease.RunID, ParentPolicy: o.policy}
 	res, err := e.store.CreateRuns(context.WithoutCancel(x.ctx), []storage.NewRun{req})
 	if err != nil {
 		x.stop(err)

@@ -364,7 +364,12 @@ func (e *Engine) Terminate(ctx context.Context, id, reason string) error {
 }
 
 // RestartOption configures one Restart.
-type RestartOption func(*storage.RestartRequest)
+type RestartOption func(*restartOptions)
+
+// restartOptions is what the RestartOptions of one Restart set.
+type restartOptions struct {
+	fromKey string
+}
 
 // FromStep restarts the run from the step with checkpoint key key (an
 // expanded key for an autoversion step, "pack@v1#3"): the new execution
@@ -373,7 +378,7 @@ type RestartOption func(*storage.RestartRequest)
 // key must have a checkpoint in the run's current execution; restarting an
 // errored run from its failed step is the common use.
 func FromStep(key string) RestartOption {
-	return func(r *storage.RestartRequest) { r.FromKey = key }
+	return func(o *restartOptions) { o.fromKey = key }
 }
 
 // Restart begins a new execution of the run with the same ID and input:
@@ -388,11 +393,11 @@ func (e *Engine) Restart(ctx context.Context, id string, opts ...RestartOption) 
 	if err := e.checkOpen(); err != nil {
 		return err
 	}
-	req := storage.RestartRequest{RunID: id}
-	for _, o := range opts {
-		o(&req)
+	var o restartOptions
+	for _, opt := range opts {
+		opt(&o)
 	}
-	if err := e.store.Restart(ctx, req); err != nil {
+	if err := e.store.Restart(ctx, storage.RestartRequest{RunID: id, FromKey: o.fromKey}); err != nil {
 		return err
 	}
 	e.stopLocal(id, fmt.Errorf("run %s: %w", id, ErrRestarted))
