@@ -22,6 +22,12 @@ func BenchmarkEngine(b *testing.B) {
 	}
 }
 
+// BenchmarkStarts times 1000 ten-step runs on memstore from the first start
+// to the last result, started by one batch and by a goroutine per run.
+func BenchmarkStarts(b *testing.B) {
+	benchwork.Starts(b, func(*testing.B) storage.Store { return memstore.New(memstore.Options{}) }, 32, 1000)
+}
+
 // BenchmarkRunLatency reports p50/p99 of one 10-step run on memstore.
 func BenchmarkRunLatency(b *testing.B) {
 	benchwork.Latency(b, memstore.New(memstore.Options{}))

@@ -1,12 +1,17 @@
 // Package benchwork holds the engine benchmarks every store runs, so their
-// figures measure the same work: 10-step runs started in one batch and
-// executed by one engine (or several processes' engines) until all complete.
+// figures measure the same work: 10-step runs executed by one engine (or
+// several processes' engines) until all complete. TenSteps times only the
+// execution of runs started beforehand; Starts times what a user's program
+// sees, from the first start to the last result, in both ways programs start
+// runs: one StartBatch, and a goroutine per run that starts it and awaits
+// its result.
 package benchwork
 
 import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,6 +94,74 @@ func TenSteps(b *testing.B, newStore func(b *testing.B) storage.Store, workers, 
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(steps)/elapsed.Seconds(), "steps/s")
+}
+
+// Starts runs `runs` 10-step runs per iteration on a fresh store from
+// newStore with one running engine of `workers` workers, in two
+// sub-benchmarks: start=batch starts them with StartBatch (500 a call) and
+// awaits each result; start=goroutines starts each in its own goroutine
+// with Start and awaits its result there. Each reports steps/s over the
+// time from the first start call until the last result.
+func Starts(b *testing.B, newStore func(b *testing.B) storage.Store, workers, runs int) {
+	modes := []struct {
+		name string
+		run  func(ctx context.Context, e *runtime.Engine) error
+	}{
+		{"start=batch", func(ctx context.Context, e *runtime.Engine) error {
+			for _, h := range StartRuns(b, ctx, e, runs) {
+				if _, err := h.Result(ctx); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"start=goroutines", func(ctx context.Context, e *runtime.Engine) error {
+			var wg sync.WaitGroup
+			errs := make(chan error, runs)
+			for i := range runs {
+				wg.Go(func() {
+					h, err := runtime.Start[int, int](ctx, e, Workflow, i)
+					if err == nil {
+						_, err = h.Result(ctx)
+					}
+					if err != nil {
+						errs <- err
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			return <-errs
+		}},
+	}
+	for _, m := range modes {
+		b.Run(m.name, func(b *testing.B) {
+			var steps int
+			var elapsed time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				store := newStore(b)
+				e := NewEngine(b, store, workers)
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- e.Run(ctx) }()
+				b.StartTimer()
+				began := time.Now()
+				if err := m.run(ctx, e); err != nil {
+					b.Fatal(err)
+				}
+				elapsed += time.Since(began)
+				steps += runs * Steps
+				b.StopTimer()
+				cancel()
+				<-done
+				e.Close()
+				store.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(steps)/elapsed.Seconds(), "steps/s")
+		})
+	}
 }
 
 // StartRuns starts n benchmark runs in batches and returns their handles.

@@ -36,6 +36,16 @@ func BenchmarkEngine(b *testing.B) {
 	}
 }
 
+// BenchmarkStarts times 1000 ten-step runs from the first start to the last
+// result on a running engine of 32 workers, started by one batch and by a
+// goroutine per run. Run it beside the server's ceiling:
+//
+//	STEM_TEST_POSTGRES_URL=... go test -run '^$' -bench 'BenchmarkServerInsertCommits|BenchmarkStarts' ./stores/pgstore
+func BenchmarkStarts(b *testing.B) {
+	testURL(b)
+	benchwork.Starts(b, func(b *testing.B) storage.Store { return benchStore(b) }, 32, 1000)
+}
+
 // BenchmarkEngineLatency measures one ten-step run at a time, from Start to
 // its result, on a running engine: p50 and p99 in ms.
 func BenchmarkEngineLatency(b *testing.B) {
