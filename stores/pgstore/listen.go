@@ -54,7 +54,7 @@ func (s *Store) listenerCall(ctx context.Context, fn func(context.Context) error
 // says so at debug level only.
 func (s *Store) listenerFailed(err error, backoff time.Duration) {
 	if notAnswering(err) {
-		s.health.fail("listen", err)
+		s.health.Fail("listen", err)
 		s.log.Debug("pgstore: notification listener failed; reconnecting", "err", err, "after", backoff)
 		return
 	}

@@ -162,7 +162,7 @@ type Store struct {
 	schema     string // quoted identifier
 	schemaName string // the schema as given, for messages
 	host       string // the server, host:port, for messages
-	health     health
+	health     *storage.Health
 	channel    string // notification channel (raw name)
 	now        func() time.Time
 	notify     bool
@@ -260,8 +260,8 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, own bool, opts Options) (
 		log:        log.With("store", "pgstore", "schema", schema),
 		q:          buildQueries(quoted, !opts.DisableNotify),
 	}
-	s.health = health{log: s.log, what: "pgstore: database at " + host}
-	s.pool = &dbPool{Pool: pool, timeout: cmp.Or(opts.CallTimeout, DefaultCallTimeout), health: &s.health}
+	s.health = storage.NewHealth(s.log, "pgstore: database at "+host)
+	s.pool = &dbPool{Pool: pool, timeout: cmp.Or(opts.CallTimeout, DefaultCallTimeout), health: s.health}
 	if opts.Clock != nil {
 		s.now = opts.Clock.Now
 	}
@@ -350,7 +350,7 @@ func (s *Store) wrap(op string, err error) error {
 	}
 	err = fmt.Errorf("pgstore: %s on %s: %w", op, s.host, err)
 	if notAnswering(err) {
-		s.health.fail(op, err)
+		s.health.Fail(op, err)
 	}
 	return err
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stemflow/stem/storage"
 )
 
 // Every statement the store sends is bounded, whatever deadline its caller's
@@ -58,7 +60,7 @@ func (e *noAnswerError) Unwrap() error { return e.err }
 type dbPool struct {
 	*pgxpool.Pool
 	timeout time.Duration
-	health  *health
+	health  *storage.Health
 }
 
 // bound returns ctx limited to deadline, with errCallTimeout as the cause
@@ -77,7 +79,7 @@ func (p *dbPool) result(cctx context.Context, start time.Time, err error) error 
 	}
 	var pe *pgconn.PgError
 	if err == nil || errors.As(err, &pe) || errors.Is(err, pgx.ErrNoRows) {
-		p.health.ok(start)
+		p.health.OK(start)
 	}
 	return err
 }

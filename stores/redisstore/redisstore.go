@@ -90,7 +90,7 @@ type Store struct {
 	logger      *slog.Logger
 	host        string // the server, host:port, for messages
 	callTimeout time.Duration
-	health      health
+	health      *storage.Health
 	gate        policyGate
 
 	// hub fans the wake channel's messages out to Notifications.
@@ -176,7 +176,7 @@ func newStore(ctx context.Context, client redis.UniversalClient, opts Options, d
 		},
 		done: make(chan struct{}),
 	}
-	s.health = health{log: s.logger, what: "redisstore: server at " + s.host}
+	s.health = storage.NewHealth(s.logger, "redisstore: server at "+s.host)
 	if hooked {
 		client.AddHook(boundHook{s})
 	}

@@ -76,9 +76,9 @@ func (s *Store) outcome(cctx context.Context, start time.Time, op string, err er
 		// The caller's context ended the call (or Open's connect
 		// timeout, which ping reports): nothing to learn of the server.
 	case notAnswering(err):
-		s.health.fail(op, err)
+		s.health.Fail(op, err)
 	case err == nil || answered(err):
-		s.health.ok(start)
+		s.health.OK(start)
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package pgstore
+package storage
 
 import (
 	"log/slog"
@@ -7,12 +7,13 @@ import (
 	"time"
 )
 
-// health tracks whether the server answers, so that a server that stops
-// answering is logged once per episode, not once per failing call: the
-// first failure logs "not answering since", the first answer after it
+// Health tracks whether a store's server answers, so that a server that
+// stops answering is logged once per episode, not once per failing call:
+// the first failure logs "not answering since", the first answer after it
 // "answering again after", both at warn level so that the default logger
-// shows the pair.
-type health struct {
+// (LoggerOr) shows the pair. Stores backed by a server (Postgres, Redis)
+// report every call to it. The zero value is not usable; use NewHealth.
+type Health struct {
 	log  *slog.Logger
 	what string // the server, as the log lines name it: "pgstore: database at 127.0.0.1:5432"
 
@@ -22,8 +23,14 @@ type health struct {
 	failures int
 }
 
-// fail records that a call (op) got no answer.
-func (h *health) fail(op string, err error) {
+// NewHealth returns a Health that logs to log, naming the server as what
+// ("redisstore: server at 127.0.0.1:6379").
+func NewHealth(log *slog.Logger, what string) *Health {
+	return &Health{log: LoggerOr(log), what: what}
+}
+
+// Fail records that a call (op) got no answer.
+func (h *Health) Fail(op string, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.down.Load() {
@@ -36,9 +43,9 @@ func (h *health) fail(op string, err error) {
 		"op", op, "err", err)
 }
 
-// ok records that the server answered a call started at start. An answer
+// OK records that the server answered a call started at start. An answer
 // to a call that started before the episode began does not end it.
-func (h *health) ok(start time.Time) {
+func (h *Health) OK(start time.Time) {
 	if !h.down.Load() {
 		return
 	}
