@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -15,63 +14,6 @@ import (
 	"github.com/stemflow/stem/internal/testserver"
 	"github.com/stemflow/stem/storage"
 )
-
-// hangLimit is how long a call may take before a test calls it hung: far
-// longer than any timeout the tests set, so it only catches a call that
-// would never return.
-const hangLimit = 60 * time.Second
-
-// silentServer listens on 127.0.0.1, accepts every connection and never
-// sends a byte: a server that stopped answering. It returns host:port.
-func silentServer(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		done  = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return l.Addr().String()
-}
-
-// within runs fn and fails the test if it has not returned within
-// hangLimit.
-func within[T any](t *testing.T, what string, fn func() T) T {
-	t.Helper()
-	ch := make(chan T, 1)
-	go func() { ch <- fn() }()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(hangLimit):
-		t.Fatalf("%s hung: no return after %v", what, hangLimit)
-		panic("unreachable")
-	}
-}
 
 // logBuffer is a logger's output, safe for concurrent use.
 type logBuffer struct {
@@ -112,11 +54,11 @@ func newLogBuffer() (*logBuffer, *slog.Logger) {
 // server and what it was doing, instead of hanging; with OpenExisting too.
 func TestOpenSilentServer(t *testing.T) {
 	t.Parallel()
-	addr := silentServer(t)
+	addr := testserver.Silent(t)
 	url := "postgres://stem:secret@" + addr + "/db?sslmode=disable"
 	for _, existing := range []bool{false, true} {
 		opts := Options{ConnectTimeout: 200 * time.Millisecond, OpenExisting: existing, Logger: quietLogger()}
-		err := within(t, "Open", func() error {
+		err := testserver.Within(t, "Open", func() error {
 			s, err := Open(context.Background(), url, opts)
 			if err == nil {
 				s.Close()
@@ -185,7 +127,7 @@ func TestFrozenServer(t *testing.T) {
 	sub, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.Notifications(sub)
-	within(t, "LISTEN", func() struct{} { <-s.listener.ready; return struct{}{} })
+	testserver.Within(t, "LISTEN", func() struct{} { <-s.listener.ready; return struct{}{} })
 	if _, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "r1", Workflow: "wf"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +147,7 @@ func TestFrozenServer(t *testing.T) {
 		{"pause", func() error { return s.Pause(ctx, "r1") }},
 	}
 	for _, c := range calls {
-		err := within(t, c.op, c.call)
+		err := testserver.Within(t, c.op, c.call)
 		want := "pgstore: " + c.op + " on " + host + ": "
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "no answer within 500ms") {
 			t.Errorf("%s on a frozen server: %v, want an error naming %q and the timeout", c.op, err, want)
@@ -219,7 +161,7 @@ func TestFrozenServer(t *testing.T) {
 	}
 	// The listener, waiting without a deadline, notices too (it pings a
 	// connection quiet for a call timeout) and reconnects.
-	within(t, "the listener noticing", func() struct{} {
+	testserver.Within(t, "the listener noticing", func() struct{} {
 		for logs.count("notification listener failed") == 0 {
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -229,7 +171,7 @@ func TestFrozenServer(t *testing.T) {
 	pg.Thaw()
 	// The first calls after the thaw may still meet the server catching up.
 	for attempt := 1; ; attempt++ {
-		err := within(t, "get run", func() error { _, err := s.GetRun(ctx, "r1"); return err })
+		err := testserver.Within(t, "get run", func() error { _, err := s.GetRun(ctx, "r1"); return err })
 		if err == nil {
 			break
 		}

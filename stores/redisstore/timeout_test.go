@@ -3,10 +3,8 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,63 +13,6 @@ import (
 	"github.com/stemflow/stem/internal/testserver"
 	"github.com/stemflow/stem/storage"
 )
-
-// hangLimit is how long a call may take before a test calls it hung: far
-// longer than any timeout the tests set, so it only catches a call that
-// would never return.
-const hangLimit = 60 * time.Second
-
-// silentServer listens on 127.0.0.1, accepts every connection and never
-// sends a byte: a server that stopped answering. It returns host:port.
-func silentServer(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		done  = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return l.Addr().String()
-}
-
-// within runs fn and fails the test if it has not returned within
-// hangLimit.
-func within[T any](t *testing.T, what string, fn func() T) T {
-	t.Helper()
-	ch := make(chan T, 1)
-	go func() { ch <- fn() }()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(hangLimit):
-		t.Fatalf("%s hung: no return after %v", what, hangLimit)
-		panic("unreachable")
-	}
-}
 
 // countLines returns how many lines of the log contain s.
 func countLines(log, s string) int {
@@ -89,9 +30,9 @@ func countLines(log, s string) int {
 // server, instead of hanging.
 func TestOpenSilentServer(t *testing.T) {
 	t.Parallel()
-	addr := silentServer(t)
+	addr := testserver.Silent(t)
 	for _, existing := range []bool{false, true} {
-		err := within(t, "Open", func() error {
+		err := testserver.Within(t, "Open", func() error {
 			s, err := Open(context.Background(), "redis://:secret@"+addr+"/0", Options{ConnectTimeout: 200 * time.Millisecond, OpenExisting: existing, Logger: quietLogger()})
 			if err == nil {
 				s.Close()
@@ -143,7 +84,7 @@ func TestFrozenServer(t *testing.T) {
 		{"pause", func() error { return s.Pause(ctx, "r1") }},
 	}
 	for _, c := range calls {
-		err := within(t, c.op, c.call)
+		err := testserver.Within(t, c.op, c.call)
 		want := "server " + rd.Addr() + ": no answer within 500ms"
 		if err == nil || !strings.Contains(err.Error(), "redisstore: "+c.op) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s on a frozen server: %v, want an error naming the operation and %q", c.op, err, want)
@@ -158,7 +99,7 @@ func TestFrozenServer(t *testing.T) {
 
 	rd.Thaw()
 	for attempt := 1; ; attempt++ {
-		err := within(t, "get", func() error { _, err := s.GetRun(ctx, "r1"); return err })
+		err := testserver.Within(t, "get", func() error { _, err := s.GetRun(ctx, "r1"); return err })
 		if err == nil {
 			break
 		}
