@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,18 +23,11 @@ import (
 // own. The methods fail the test on error, so call them from the test's
 // goroutine (or one that the test waits for and that does not outlive it).
 type PG struct {
-	tb       testing.TB
+	process
 	bin      string // directory holding initdb and postgres
 	dir      string // the temp dir: data/, postgres.log, the socket
-	port     int
 	settings []string
 	cred     *syscall.Credential // run as this user (set when we are root)
-
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed when cmd has exited
-	waitErr error
-	frozen  bool
 }
 
 // Postgres starts a private PostgreSQL cluster for the test and stops it
@@ -57,7 +49,7 @@ func Postgres(t testing.TB, settings ...string) *PG {
 			t.Fatalf("testserver: Postgres setting %q is not name=value", s)
 		}
 	}
-	p := &PG{tb: t, bin: bin, dir: t.TempDir(), settings: settings}
+	p := &PG{process: process{tb: t, name: "postgres"}, bin: bin, dir: t.TempDir(), settings: settings}
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
@@ -323,35 +315,6 @@ func (p *PG) stop(sig syscall.Signal) error {
 	p.cmd, p.frozen = nil, false
 	p.mu.Unlock()
 	return nil
-}
-
-// Freeze stops the postmaster and all its processes with SIGSTOP: the port
-// still accepts TCP connections, but nothing answers until Thaw.
-func (p *PG) Freeze() {
-	p.tb.Helper()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd == nil {
-		p.tb.Fatalf("testserver: freeze postgres on port %d: not running", p.port)
-	}
-	if err := signalTree(p.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
-		p.tb.Fatalf("testserver: freeze postgres on port %d: %v", p.port, err)
-	}
-	p.frozen = true
-}
-
-// Thaw resumes a frozen cluster with SIGCONT.
-func (p *PG) Thaw() {
-	p.tb.Helper()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd == nil {
-		p.tb.Fatalf("testserver: thaw postgres on port %d: not running", p.port)
-	}
-	if err := signalTree(p.cmd.Process.Pid, syscall.SIGCONT); err != nil {
-		p.tb.Fatalf("testserver: thaw postgres on port %d: %v", p.port, err)
-	}
-	p.frozen = false
 }
 
 // cleanup stops the cluster at the end of the test; its data is thrown

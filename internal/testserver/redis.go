@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,18 +23,12 @@ import (
 // its own. The methods fail the test on error, so call them from the test's
 // goroutine (or one that the test waits for and that does not outlive it).
 type RedisServer struct {
-	tb   testing.TB
+	process
 	bin  string
 	dir  string
-	port int
 	args []string
 
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	waitErr error
-	frozen  bool
-	client  *redis.Client
+	client *redis.Client // guarded by mu
 }
 
 // Redis starts a private redis-server for the test and stops it when the
@@ -50,7 +43,7 @@ func Redis(t testing.TB, args ...string) *RedisServer {
 	if err != nil {
 		t.Skipf("testserver: no redis-server binary: %v; install the distribution's redis-server package", err)
 	}
-	r := &RedisServer{tb: t, bin: bin, dir: t.TempDir(), args: args}
+	r := &RedisServer{process: process{tb: t, name: "redis-server"}, bin: bin, dir: t.TempDir(), args: args}
 	t.Cleanup(r.cleanup)
 	for attempt := 1; ; attempt++ {
 		if r.port, err = freePort(); err != nil {
@@ -202,35 +195,6 @@ func (r *RedisServer) kill() {
 	r.mu.Lock()
 	r.cmd, r.frozen = nil, false
 	r.mu.Unlock()
-}
-
-// Freeze stops the server (and any child it forked to save) with SIGSTOP:
-// the port still accepts TCP connections, but nothing answers until Thaw.
-func (r *RedisServer) Freeze() {
-	r.tb.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cmd == nil {
-		r.tb.Fatalf("testserver: freeze redis-server on port %d: not running", r.port)
-	}
-	if err := signalTree(r.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
-		r.tb.Fatalf("testserver: freeze redis-server on port %d: %v", r.port, err)
-	}
-	r.frozen = true
-}
-
-// Thaw resumes a frozen server with SIGCONT.
-func (r *RedisServer) Thaw() {
-	r.tb.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cmd == nil {
-		r.tb.Fatalf("testserver: thaw redis-server on port %d: not running", r.port)
-	}
-	if err := signalTree(r.cmd.Process.Pid, syscall.SIGCONT); err != nil {
-		r.tb.Fatalf("testserver: thaw redis-server on port %d: %v", r.port, err)
-	}
-	r.frozen = false
 }
 
 // cleanup closes the client and kills the server at the end of the test.

@@ -23,10 +23,13 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -111,4 +114,51 @@ func children(pid int) []int {
 		}
 	}
 	return out
+}
+
+// process is a server process a test started: what PG and RedisServer
+// share, and the freezing both offer.
+type process struct {
+	tb   testing.TB
+	name string // "postgres", "redis-server": for messages
+	port int
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd     // nil while stopped
+	exited  chan struct{} // closed when cmd has exited
+	waitErr error
+	frozen  bool
+}
+
+// Freeze stops the server and all its processes (a postmaster's backends,
+// a Redis server's saving child) with SIGSTOP: the port still accepts TCP
+// connections, but nothing answers until Thaw.
+func (p *process) Freeze() {
+	p.tb.Helper()
+	p.signal("freeze", syscall.SIGSTOP)
+	p.frozen = true
+	p.mu.Unlock()
+}
+
+// Thaw resumes a frozen server with SIGCONT.
+func (p *process) Thaw() {
+	p.tb.Helper()
+	p.signal("thaw", syscall.SIGCONT)
+	p.frozen = false
+	p.mu.Unlock()
+}
+
+// signal sends sig to the running server's process tree and returns with
+// p.mu held.
+func (p *process) signal(op string, sig syscall.Signal) {
+	p.tb.Helper()
+	p.mu.Lock()
+	if p.cmd == nil {
+		p.mu.Unlock()
+		p.tb.Fatalf("testserver: %s %s on port %d: not running", op, p.name, p.port)
+	}
+	if err := signalTree(p.cmd.Process.Pid, sig); err != nil {
+		p.mu.Unlock()
+		p.tb.Fatalf("testserver: %s %s on port %d: %v", op, p.name, p.port, err)
+	}
 }
