@@ -67,33 +67,10 @@ func NewEngine(tb testing.TB, store storage.Store, workers int) *runtime.Engine 
 // the time from the engine's start until every run completed. Starting the
 // runs is not timed.
 func TenSteps(b *testing.B, newStore func(b *testing.B) storage.Store, workers, runs int) {
-	var steps int
-	var elapsed time.Duration
-	for b.Loop() {
-		b.StopTimer()
-		store := newStore(b)
-		e := NewEngine(b, store, workers)
-		ctx, cancel := context.WithCancel(context.Background())
-		handles := StartRuns(b, ctx, e, runs)
-		b.StartTimer()
-		began := time.Now()
-		done := make(chan error, 1)
-		go func() { done <- e.Run(ctx) }()
-		for _, h := range handles {
-			if _, err := h.Result(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-		elapsed += time.Since(began)
-		steps += runs * Steps
-		b.StopTimer()
-		cancel()
-		<-done
-		e.Close()
-		store.Close()
-		b.StartTimer()
-	}
-	b.ReportMetric(float64(steps)/elapsed.Seconds(), "steps/s")
+	var handles []*runtime.Run[int]
+	measure(b, newStore, workers, runs, false,
+		func(ctx context.Context, e *runtime.Engine) { handles = StartRuns(b, ctx, e, runs) },
+		func(ctx context.Context, e *runtime.Engine) error { return await(ctx, handles) })
 }
 
 // Starts runs `runs` 10-step runs per iteration on a fresh store from
@@ -103,19 +80,13 @@ func TenSteps(b *testing.B, newStore func(b *testing.B) storage.Store, workers, 
 // with Start and awaits its result there. Each reports steps/s over the
 // time from the first start call until the last result.
 func Starts(b *testing.B, newStore func(b *testing.B) storage.Store, workers, runs int) {
-	modes := []struct {
-		name string
-		run  func(ctx context.Context, e *runtime.Engine) error
-	}{
-		{"start=batch", func(ctx context.Context, e *runtime.Engine) error {
-			for _, h := range StartRuns(b, ctx, e, runs) {
-				if _, err := h.Result(ctx); err != nil {
-					return err
-				}
-			}
-			return nil
-		}},
-		{"start=goroutines", func(ctx context.Context, e *runtime.Engine) error {
+	b.Run("start=batch", func(b *testing.B) {
+		measure(b, newStore, workers, runs, true, nil, func(ctx context.Context, e *runtime.Engine) error {
+			return await(ctx, StartRuns(b, ctx, e, runs))
+		})
+	})
+	b.Run("start=goroutines", func(b *testing.B) {
+		measure(b, newStore, workers, runs, true, nil, func(ctx context.Context, e *runtime.Engine) error {
 			var wg sync.WaitGroup
 			errs := make(chan error, runs)
 			for i := range runs {
@@ -132,36 +103,59 @@ func Starts(b *testing.B, newStore func(b *testing.B) storage.Store, workers, ru
 			wg.Wait()
 			close(errs)
 			return <-errs
-		}},
-	}
-	for _, m := range modes {
-		b.Run(m.name, func(b *testing.B) {
-			var steps int
-			var elapsed time.Duration
-			for b.Loop() {
-				b.StopTimer()
-				store := newStore(b)
-				e := NewEngine(b, store, workers)
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan error, 1)
-				go func() { done <- e.Run(ctx) }()
-				b.StartTimer()
-				began := time.Now()
-				if err := m.run(ctx, e); err != nil {
-					b.Fatal(err)
-				}
-				elapsed += time.Since(began)
-				steps += runs * Steps
-				b.StopTimer()
-				cancel()
-				<-done
-				e.Close()
-				store.Close()
-				b.StartTimer()
-			}
-			b.ReportMetric(float64(steps)/elapsed.Seconds(), "steps/s")
 		})
+	})
+}
+
+// measure reports steps/s of `runs` runs per iteration, each iteration on a
+// fresh store and engine: prepare (when set) runs untimed, then timed runs
+// with the timer on. The engine runs from before prepare when engineFirst,
+// else from the start of the timed part, which then includes its start.
+func measure(b *testing.B, newStore func(b *testing.B) storage.Store, workers, runs int, engineFirst bool,
+	prepare func(ctx context.Context, e *runtime.Engine), timed func(ctx context.Context, e *runtime.Engine) error) {
+	var steps int
+	var elapsed time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		store := newStore(b)
+		e := NewEngine(b, store, workers)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		run := func() { go func() { done <- e.Run(ctx) }() }
+		if engineFirst {
+			run()
+		}
+		if prepare != nil {
+			prepare(ctx, e)
+		}
+		b.StartTimer()
+		began := time.Now()
+		if !engineFirst {
+			run()
+		}
+		if err := timed(ctx, e); err != nil {
+			b.Fatal(err)
+		}
+		elapsed += time.Since(began)
+		steps += runs * Steps
+		b.StopTimer()
+		cancel()
+		<-done
+		e.Close()
+		store.Close()
+		b.StartTimer()
 	}
+	b.ReportMetric(float64(steps)/elapsed.Seconds(), "steps/s")
+}
+
+// await waits for every run's result.
+func await(ctx context.Context, handles []*runtime.Run[int]) error {
+	for _, h := range handles {
+		if _, err := h.Result(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // StartRuns starts n benchmark runs in batches and returns their handles.
