@@ -43,8 +43,8 @@
 // serve; notify.go and listen.go are the LISTEN/NOTIFY listener. The SQL
 // lives in queries.go, row decoding in scan.go, the schema in migrate.go
 // and migrations/, the check of OpenExisting in existing.go; timeout.go
-// bounds every statement, and health.go logs a server that stops
-// answering.
+// bounds every statement and reports each call to a storage.Health, which
+// logs a server that stops answering.
 package pgstore
 
 import (

@@ -17,8 +17,9 @@
 // keys.go builds the keys listed below; scripts.go assembles and loads the
 // Lua scripts of scripts/ (one file per script, the parts they share in
 // scripts/lib/); codec.go encodes what the scripts store; timeout.go
-// bounds every call by Options.CallTimeout and health.go logs a server that
-// stops answering, once per episode; policy.go re-checks the eviction
+// bounds every call by Options.CallTimeout and reports it to a
+// storage.Health, which logs a server that stops answering once per
+// episode; policy.go re-checks the eviction
 // policy for Claim; existing.go marks and recognises a prefix that holds a
 // store (Options.OpenExisting).
 //
