@@ -164,12 +164,15 @@ func runStep[T any](c *WorkflowContext, key string, opts StepOptions, fn func(sc
 		out, err := callStep(x, full, iteration, attempt, opts.Timeout, fn)
 		x.setActive(nil)
 		end := e.clock.Now()
-		if err != nil || !x.keepsResult() {
-			// A step that succeeded while the engine shuts down still has
-			// its lease: its checkpoint is written, and the run released at
-			// the next step boundary. A step that failed then is not
-			// recorded (its failure may be the cancellation); a terminated
-			// run or a lost lease writes nothing more.
+		if err == nil && !x.keepsResult() || err != nil && x.ctx.Err() != nil {
+			// An attempt that ended while the engine shuts down still has
+			// its lease: a success writes its checkpoint, a failure of its
+			// own (the run's context still live, within ShutdownGrace) its
+			// attempt, so a deploy grants no attempt again; the run is
+			// released at the next step boundary or backoff. A failure
+			// after the run's context was cancelled is not recorded (it
+			// may be the cancellation); a terminated run or a lost lease
+			// writes nothing more.
 			x.checkStopped()
 		}
 		var output []byte

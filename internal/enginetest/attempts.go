@@ -14,6 +14,7 @@ import (
 var attemptScenarios = []scenario{
 	{"attempts/the retry budget survives a crash and hand-over", testBudgetAcrossCrash},
 	{"attempts/the retry budget survives a graceful hand-over", testBudgetAcrossShutdown},
+	{"attempts/an attempt that fails while its engine shuts down is recorded", testFailureDuringShutdown},
 	{"attempts/a worker dying mid-attempt counts against MaxRecoveries", testCrashCountsAsRecovery},
 	{"attempts/a retrying step is listed with its failed attempts", testRetryingVisible},
 	{"attempts/a long step is listed as running", testRunningVisible},
@@ -86,6 +87,52 @@ func testBudgetAcrossShutdown(f *fixture) {
 	})
 	stopA() // a deploy: the run is handed back during its backoff
 	b := f.engine(config{}, flaky(f, &seen, &mu, 300*time.Millisecond))
+	f.start(b)
+	f.waitStatus(b, "r1", runtime.StatusErrored)
+	mu.Lock()
+	defer mu.Unlock()
+	wantBudget(f, b, seen)
+}
+
+// testFailureDuringShutdown: an attempt that fails on its own while its
+// engine shuts down, within ShutdownGrace, is recorded before the run is
+// handed over, so the next engine does not run that attempt again.
+func testFailureDuringShutdown(f *fixture) {
+	var mu sync.Mutex
+	var seen []int
+	inSecond, proceed := make(chan struct{}), make(chan struct{})
+	register := func(e *runtime.Engine) {
+		f.must(runtime.Register(e, "flaky", func(c *runtime.WorkflowContext, _ int) (int, error) {
+			return runtime.Step(c, "charge@v1", runtime.StepOptions{Retries: 3, Backoff: 20 * time.Millisecond, MaxBackoff: 20 * time.Millisecond},
+				func(sc runtime.StepContext) (int, error) {
+					mu.Lock()
+					seen = append(seen, sc.Attempt())
+					n := len(seen)
+					mu.Unlock()
+					if n == 2 {
+						close(inSecond)
+						<-proceed // until the engine is shutting down
+					}
+					return 0, fmt.Errorf("card declined on attempt %d", sc.Attempt())
+				})
+		}))
+	}
+	a := f.engineWith(runtime.Config{LeaseDuration: longLease, ShutdownGrace: longLease}, register)
+	stopA := f.start(a)
+	_, err := runtime.Start[int, int](f.ctx, a, "flaky", 0, runtime.WithID("r1"))
+	f.must(err)
+	select {
+	case <-inSecond:
+	case <-f.ctx.Done():
+		f.t.Fatal("the second attempt never began")
+	}
+	stopped := make(chan struct{})
+	go func() { stopA(); close(stopped) }()
+	// The shutdown begins at once; the attempt fails well within its grace.
+	time.Sleep(100 * time.Millisecond)
+	close(proceed)
+	<-stopped
+	b := f.engine(config{}, register)
 	f.start(b)
 	f.waitStatus(b, "r1", runtime.StatusErrored)
 	mu.Lock()
