@@ -287,23 +287,24 @@ func (e *Engine) Get(ctx context.Context, id string) (RunInfo, error) {
 func (e *Engine) Wait(ctx context.Context, id string) (RunInfo, error) {
 	delay := 5 * time.Millisecond
 	for {
-		finished := e.finishedChan()
+		rw := e.waiters.add(id)
 		info, err := e.Get(ctx, id)
-		if err != nil {
-			return RunInfo{}, err
-		}
-		if info.Status.Finished() {
-			return info, nil
+		if err != nil || info.Status.Finished() {
+			e.waiters.remove(id, rw)
+			return info, err
 		}
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
-			t.Stop()
-			return RunInfo{}, ctx.Err()
-		case <-finished:
-			t.Stop()
+			err = ctx.Err()
+		case <-rw.done:
 		case <-t.C:
 			delay = min(delay*2, e.cfg.PollInterval)
+		}
+		t.Stop()
+		e.waiters.remove(id, rw)
+		if err != nil {
+			return RunInfo{}, err
 		}
 	}
 }
@@ -358,7 +359,7 @@ func (e *Engine) Terminate(ctx context.Context, id, reason string) error {
 	for _, id := range ids {
 		e.stopLocal(id, ErrTerminated)
 	}
-	e.notifyFinished()
+	e.waiters.wake(ids...)
 	e.signal()
 	return nil
 }

@@ -99,7 +99,7 @@ type Engine struct {
 	running   bool
 	stopRun   context.CancelFunc
 	runDone   chan struct{}
-	finished  chan struct{} // closed and replaced when a local run finishes
+	waiters   waiters // the callers waiting on runs' results
 
 	wake chan struct{} // local dispatch: runs became ready
 
@@ -161,7 +161,6 @@ func New(cfg Config) (*Engine, error) {
 		workflows: map[string]*workflowDef{},
 		events:    map[string]eventDef{},
 		active:    map[string]*execution{},
-		finished:  make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 	}, nil
 }
@@ -264,20 +263,6 @@ func (e *Engine) signal() {
 	case e.wake <- struct{}{}:
 	default:
 	}
-}
-
-// notifyFinished wakes everyone waiting on a local run's result.
-func (e *Engine) notifyFinished() {
-	e.mu.Lock()
-	close(e.finished)
-	e.finished = make(chan struct{})
-	e.mu.Unlock()
-}
-
-func (e *Engine) finishedChan() <-chan struct{} {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.finished
 }
 
 // Run works: it claims ready runs of the registered workflows and executes up

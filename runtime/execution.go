@@ -225,7 +225,7 @@ func (x *execution) finish(out []byte, runErr error) {
 		return
 	}
 	x.outcome = outcomeFinished
-	e.notifyFinished()
+	e.waiters.wake(x.lease.RunID)
 	if req.Notify != nil {
 		e.signal()
 	}
