@@ -73,6 +73,17 @@ type Store interface {
 	// the runs it leased, oldest ReadyAt first where the store can.
 	Claim(ctx context.Context, req ClaimRequest) ([]ClaimedRun, error)
 
+	// NextWake says how long until a Claim of req.Workflows could find a
+	// run by the passing of time alone: the earliest ReadyAt of a
+	// StatusQueued or StatusWaiting run, or LeaseUntil of a StatusRunning
+	// run, of those workflows, measured from now on the store's clock (zero
+	// when one is due already). Found is false when there is none, or no
+	// workflow is named. An engine whose claim came back empty sleeps that
+	// long instead of a whole poll interval. A store may answer earlier
+	// than the truth (a stale index entry costs an empty claim), never
+	// later. It writes nothing.
+	NextWake(ctx context.Context, req NextWakeRequest) (NextWake, error)
+
 	// LoadReplay returns what a worker replays a run from: the current
 	// execution's number, its checkpoints in sequence order, and the
 	// attempts recorded in it for keys that have no checkpoint.

@@ -165,6 +165,27 @@ type ClaimRequest struct {
 // room), so a store answers it without a round trip.
 func (r ClaimRequest) Empty() bool { return r.Limit <= 0 || len(r.Workflows) == 0 }
 
+// NextWakeRequest asks when a Claim of Workflows could next find a run by
+// the passing of time alone.
+type NextWakeRequest struct {
+	// Workflows restricts the question to these workflow names, as
+	// ClaimRequest.Workflows restricts a claim.
+	Workflows []string
+}
+
+// NextWake answers a NextWakeRequest.
+type NextWake struct {
+	// Found is false when no run of those workflows becomes claimable by
+	// the passing of time: only an event, a resume or a new start can make
+	// one ready.
+	Found bool
+	// After is how long from now, on the store's clock, until the earliest
+	// one does: zero when one is claimable already. It is a duration, not a
+	// time, so a worker whose clock differs from the store's sleeps the
+	// right length.
+	After time.Duration
+}
+
 // Lease is a worker's hold on a run. Every fenced write names it.
 type Lease struct {
 	RunID string

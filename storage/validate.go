@@ -118,6 +118,16 @@ func (r ClaimRequest) Validate() error {
 	return validLeaseFor("claim", r.LeaseFor)
 }
 
+// Validate checks the workflow names (CheckWorkflowName).
+func (r NextWakeRequest) Validate() error {
+	for _, w := range r.Workflows {
+		if err := CheckWorkflowName(w); err != nil {
+			return invalid("next wake", "%s", reason(err))
+		}
+	}
+	return nil
+}
+
 // Validate checks the lease, the lease length, the checkpoint and the
 // attempts' keys.
 func (r CheckpointRequest) Validate() error {

@@ -265,3 +265,55 @@ func (s *Store) finish(r *run, status storage.RunStatus, output []byte, errInfo 
 	s.clearWait(r)
 	r.state = nil
 }
+
+// NextWake finds the earliest current entry of the named workflows' ready
+// and lease heaps, discarding stale heads as Claim does.
+func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (storage.NextWake, error) {
+	if err := req.Validate(); err != nil {
+		return storage.NextWake{}, refuse(err)
+	}
+	if err := s.lock(ctx); err != nil {
+		return storage.NextWake{}, err
+	}
+	defer s.mu.Unlock()
+	var w storage.NextWake
+	var earliest int64
+	take := func(at int64) {
+		if !w.Found || at < earliest {
+			w.Found, earliest = true, at
+		}
+	}
+	for _, wf := range req.Workflows {
+		q := s.queues[wf]
+		if q == nil {
+			continue
+		}
+		for len(q.ready) > 0 {
+			e := q.ready[0]
+			if e.gen == e.r.readyGen && e.r.readyStatus() && e.r.rec.ReadyAt != nil {
+				take(e.r.rec.ReadyAt.UnixNano())
+				break
+			}
+			q.ready.pop() // superseded
+		}
+		for len(q.leases) > 0 {
+			e := q.leases[0]
+			rec := &e.r.rec
+			if rec.Status != storage.StatusRunning || rec.Token != int64(e.gen) {
+				q.leases.pop() // a lease that has ended
+				continue
+			}
+			if until := rec.LeaseUntil.UnixNano(); until > e.at {
+				q.leases.pop() // extended since the entry was pushed
+				q.pushLease(entry{at: until, gen: e.gen, r: e.r})
+				continue
+			}
+			take(e.at)
+			break
+		}
+	}
+	if w.Found {
+		w.After = max(0, time.Duration(earliest-s.clock().UnixNano()))
+	}
+	return w, nil
+}

@@ -68,6 +68,29 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 	return runs, nil
 }
 
+// NextWake reads how long until the earliest ready time or lease expiry
+// of the named workflows, on the database's clock.
+func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (storage.NextWake, error) {
+	const op = "next wake"
+	if err := s.check(op); err != nil {
+		return storage.NextWake{}, err
+	}
+	if err := req.Validate(); err != nil {
+		return storage.NextWake{}, fmt.Errorf("pgstore: %w", err)
+	}
+	if len(req.Workflows) == 0 {
+		return storage.NextWake{}, nil
+	}
+	var us *int64
+	if err := s.pool.QueryRow(ctx, s.q.nextWake, s.clock(), req.Workflows).Scan(&us); err != nil {
+		return storage.NextWake{}, s.wrap(op, err)
+	}
+	if us == nil {
+		return storage.NextWake{}, nil
+	}
+	return storage.NextWake{Found: true, After: max(0, time.Duration(*us)*time.Microsecond)}, nil
+}
+
 // Heartbeat extends the lease, fenced, records the active step when the
 // request names one, and reports a requested pause, in one statement. A
 // lost lease says why, judged by a second statement.

@@ -16,6 +16,7 @@ type queries struct {
 	selectRuns     string
 	getRun         string
 	claim          string
+	nextWake       string
 	loadReplay     string
 	getCheckpoint  string
 	checkpoint     string
@@ -103,6 +104,15 @@ ex AS (
 	SELECT id, 1, started_at FROM ins
 )` + notifyCTE(notify, "ins", "true", 7) + `
 SELECT ins.id FROM ins` + notifyJoin(notify)
+
+	// $2 workflows. Microseconds from the clock to the earliest ReadyAt of a
+	// ready run or lease expiry of a running one (NULL: none), through the
+	// same indexes as the claim's two scans.
+	q.nextWake = `WITH ` + clockCTE + `
+SELECT (extract(epoch FROM least(
+	(SELECT min(r.ready_at) FROM {s}.runs r WHERE r.status IN ('queued', 'waiting') AND r.workflow = ANY($2::text[])),
+	(SELECT min(r.lease_until) FROM {s}.runs r WHERE r.status = 'running' AND r.workflow = ANY($2::text[]))
+) - clock.now) * 1000000)::bigint FROM clock`
 
 	q.selectRuns = `SELECT {runs} FROM {s}.runs WHERE id = ANY($1::text[])`
 	q.getRun = `SELECT {runs} FROM {s}.runs WHERE id = $1`
@@ -472,7 +482,7 @@ WHERE r.id = $2`
 	q.notify = `SELECT pg_notify($1, '')`
 
 	for _, p := range []*string{
-		&q.createRuns, &q.selectRuns, &q.getRun, &q.claim, &q.loadReplay, &q.getCheckpoint,
+		&q.createRuns, &q.selectRuns, &q.getRun, &q.claim, &q.nextWake, &q.loadReplay, &q.getCheckpoint,
 		&q.checkpoint, &q.recordAttempts, &q.heartbeat, &q.lockRun, &q.insertCkpt, &q.refuseCkpt, &q.insertAttempt,
 		&q.takeEvent, &q.extendLease, &q.park, &q.complete, &q.emit, &q.bufferEvent, &q.deliver, &q.history,
 		&q.terminate, &q.cascade, &q.forkSeq, &q.restart, &q.executions,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/stemflow/stem/storage"
@@ -49,6 +50,41 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// NextWake reads the lowest score of the named workflows' ready and lease
+// sets, measured from the server's TIME.
+func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (storage.NextWake, error) {
+	if err := req.Validate(); err != nil {
+		return storage.NextWake{}, fmt.Errorf("redisstore: %w", err)
+	}
+	if err := s.checkOpen(); err != nil {
+		return storage.NextWake{}, err
+	}
+	if len(req.Workflows) == 0 {
+		return storage.NextWake{}, nil
+	}
+	keys := make([]string, 0, 2*len(req.Workflows))
+	for _, wf := range req.Workflows {
+		keys = append(keys, s.keys.ready(wf), s.keys.leases(wf))
+	}
+	v, err := s.run(ctx, nextWakeScript, keys)
+	if err != nil {
+		return storage.NextWake{}, fmt.Errorf("redisstore: next wake: %w", err)
+	}
+	list, ok := v.([]any)
+	if !ok || len(list) > 1 {
+		return storage.NextWake{}, fmt.Errorf("redisstore: next wake: unexpected reply %v", v)
+	}
+	if len(list) == 0 {
+		return storage.NextWake{}, nil
+	}
+	str, _ := list[0].(string)
+	us, err := strconv.ParseInt(str, 10, 64)
+	if err != nil {
+		return storage.NextWake{}, fmt.Errorf("redisstore: next wake: unexpected reply %v", v)
+	}
+	return storage.NextWake{Found: true, After: time.Duration(us) * time.Microsecond}, nil
 }
 
 // decodeClaim reads {id, token, {wf, pa, in, rec, ss, wk, wt, wn, wd, lu}}.

@@ -58,6 +58,7 @@ var (
 	listScript       = newScript("list")
 	stepsScript      = newScript("steps")
 	claimScript      = newScript("claim")
+	nextWakeScript   = newScript("nextwake")
 	checkpointScript = newScript("checkpoint")
 	attemptsScript   = newScript("attempts")
 	suspendScript    = newScript("suspend")
@@ -75,7 +76,7 @@ var (
 
 // allScripts are the scripts New loads.
 var allScripts = []*redis.Script{
-	createScript, listScript, stepsScript, claimScript, checkpointScript, attemptsScript,
+	createScript, listScript, stepsScript, claimScript, nextWakeScript, checkpointScript, attemptsScript,
 	suspendScript, completeScript, terminateScript, pauseScript, resumeScript,
 	restartScript, emitScript, sendScript, executionsScript, putCatalogScript, getCatalogScript,
 }

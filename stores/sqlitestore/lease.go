@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -89,6 +90,11 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 // sorts the workflow's runs instead, and it stops at the limit however many
 // runs are ready. A few workflows are bound one by one; many as a JSON list.
 func claimQuery(workflows []string) (string, []any) {
+	return claimScan("id", workflows)
+}
+
+// claimScan is claimQuery selecting col.
+func claimScan(col string, workflows []string) (string, []any) {
 	args := []any{int64(0), 0}
 	var in string
 	if len(workflows) <= 8 {
@@ -104,9 +110,32 @@ func claimQuery(workflows []string) (string, []any) {
 		in = "SELECT value FROM json_each(?3)"
 		args = append(args, string(b))
 	}
-	return `SELECT id FROM runs INDEXED BY runs_claim
+	return `SELECT ` + col + ` FROM runs INDEXED BY runs_claim
 		WHERE claim_at <= ?1 AND workflow IN (` + in + `)
 		ORDER BY claim_at LIMIT ?2`, args
+}
+
+// NextWake reads the earliest claim_at of the named workflows: the first
+// row of Claim's own scan, with no bound on the time.
+func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (storage.NextWake, error) {
+	if err := req.Validate(); err != nil {
+		return storage.NextWake{}, fmt.Errorf("sqlitestore: %w", err)
+	}
+	var w storage.NextWake
+	if len(req.Workflows) == 0 {
+		return w, nil
+	}
+	query, args := claimScan("claim_at", req.Workflows)
+	args[0], args[1] = int64(math.MaxInt64), 1
+	err := s.read(ctx, "next wake", false, func(c *conn) error {
+		var at int64
+		found, err := c.queryRow(query, func(r row) { at = r.int64(0) }, args...)
+		if found {
+			w = storage.NextWake{Found: true, After: max(0, time.Duration(at-s.now().UnixNano()))}
+		}
+		return err
+	})
+	return w, err
 }
 
 // Heartbeat extends the lease to now+leaseFor, fenced, stores the step

@@ -24,7 +24,8 @@
 // restart that waits for it to let go (lease.go and control.go in stores);
 // names.go holds the rules for names, IDs, keys and topics, which every
 // request's Validate applies; autoversion.go the keys of an autoversion
-// step's iterations (#1 is not a prefix of #10, #10 follows #2).
+// step's iterations (#1 is not a prefix of #10, #10 follows #2); wake.go
+// NextWake, which the stores answer in lease.go beside Claim.
 package storetest
 
 import (
@@ -101,6 +102,7 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, cancelCases...)
 	all = append(all, nameCases...)
 	all = append(all, autoversionCases...)
+	all = append(all, wakeCases...)
 	for _, c := range all {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
