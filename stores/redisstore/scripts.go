@@ -34,7 +34,7 @@ import (
 // "#!lua flags=no-writes", which assemble keeps in place of the plain one:
 // the server then runs it even when out of memory under noeviction (it
 // refuses writes, not reads), so GetRun, ListRuns, ListSteps, LoadReplay,
-// ListExecutions and GetCatalog still answer on a full server. Such a
+// ListExecutions, GetCatalog and NextWake still answer on a full server. Such a
 // script may call no command that writes or publishes (Redis refuses it at
 // the call), so it must never set WOKE. Like every script it is loaded by
 // SCRIPT LOAD and called by EVALSHA (the flags are part of its text), and

@@ -4,6 +4,7 @@
 -- An entry out of step with its run (Claim drops those) may make the
 -- answer early, never late.
 -- KEYS: the ready set and the lease set of each workflow.
+-- ARGV[1]: prefix, ARGV[2]: clock.
 -- Reply: {} when every set is empty, else {microseconds from now, at least 0}.
 local function main()
   local at
