@@ -32,3 +32,16 @@ func BenchmarkStarts(b *testing.B) {
 func BenchmarkRunLatency(b *testing.B) {
 	benchwork.Latency(b, memstore.New(memstore.Options{}))
 }
+
+// BenchmarkSleep times one run at a time that sleeps 50 ms, on memstore and
+// an engine with the default poll interval: p50, p99, and how late the p99
+// wakes.
+func BenchmarkSleep(b *testing.B) {
+	benchwork.SleepLatency(b, memstore.New(memstore.Options{}))
+}
+
+// BenchmarkSleepers times 1000 runs that each sleep 1 s, started by one
+// batch and by a goroutine per run, on memstore: wall time in ms.
+func BenchmarkSleepers(b *testing.B) {
+	benchwork.Sleepers(b, func(*testing.B) storage.Store { return memstore.New(memstore.Options{}) }, 1000)
+}

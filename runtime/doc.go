@@ -66,7 +66,9 @@
 //
 // WorkflowContext.Sleep and SleepUntil persist the wake time once, release
 // the run and unwind the workflow goroutine; they do not return while the run
-// sleeps. WaitForEvent does the same until an event arrives (Engine.Emit to
+// sleeps. The engine wakes for the earliest wake time among the runs it
+// could claim (the store's NextWake), so a run resumes at its time, not at
+// the next poll. WaitForEvent does the same until an event arrives (Engine.Emit to
 // every waiting run, Engine.SendEvent to one run, kept if it is not waiting
 // yet) or its timeout passes (ErrEventTimeout, checkpointed like any
 // result); a payload that does not decode into the wait's type is refused,

@@ -44,8 +44,13 @@ type Config struct {
 	// may outlive its lease and run twice (the engine warns once per
 	// workflow and step), as with an interval as long as LeaseDuration.
 	HeartbeatInterval time.Duration
-	// PollInterval is how often an idle worker asks the store for ready runs
-	// when nothing signals it sooner. Default 1s.
+	// PollInterval is the longest an idle engine waits before asking the
+	// store for ready runs again: a safety net, not a clock. After an empty
+	// claim the engine sleeps until the store's next wake time for its
+	// workflows (the earliest sleep, event timeout or lease expiry), and
+	// store notifications and its own runs wake it sooner. A run parked by
+	// another engine that stops before the run's wake time is found within
+	// PollInterval of it. Default 1s.
 	PollInterval time.Duration
 	// ClaimBatch caps how many runs one claim leases. Default Workers.
 	ClaimBatch int
@@ -371,7 +376,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			default:
 			}
 		}
-		timer.Reset(e.cfg.PollInterval)
+		timer.Reset(e.untilNextWake(ctx, names))
 		select {
 		case <-ctx.Done():
 		case <-e.wake:
@@ -385,6 +390,23 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// minWake is the shortest an idle engine sleeps after an empty claim: a run
+// due now that the claim did not get (another worker's claim holds it) is
+// not polled for in a tight loop.
+const minWake = 2 * time.Millisecond
+
+// untilNextWake is how long an engine whose claim came back empty sleeps:
+// until the store's next wake time for its workflows (NextWake), at most
+// PollInterval, which is then only a safety net. Notifications and local
+// signals wake it sooner.
+func (e *Engine) untilNextWake(ctx context.Context, workflows []string) time.Duration {
+	w, err := e.store.NextWake(ctx, storage.NextWakeRequest{Workflows: workflows})
+	if err != nil || !w.Found || w.After >= e.cfg.PollInterval {
+		return e.cfg.PollInterval
+	}
+	return max(w.After, minWake)
 }
 
 // Close stops the engine: Run returns once the runs it holds are handed back

@@ -593,7 +593,9 @@ func (x *execution) suspend(key string, req storage.SuspendRequest) storage.Chec
 		return cp
 	}
 	x.outcome = outcomeSuspended
-	if req.ReadyAt != nil && !req.ReadyAt.After(x.engine.clock.Now()) {
+	if req.ReadyAt != nil {
+		// Ready now: claim it. Ready later: the engine's next wake time
+		// may now be sooner than the one it sleeps until.
 		x.engine.signal()
 	}
 	runtime.Goexit()

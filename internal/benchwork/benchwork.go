@@ -26,9 +26,19 @@ const Workflow = "bench.ten"
 // Steps is how many steps each benchmark run has.
 const Steps = 10
 
-// Register registers the benchmark workflow: Steps checkpointed steps that do
-// no work of their own, so the figures are the framework's cost per step.
+// SleepWorkflow is the durable name of the workflow that sleeps for its
+// input (milliseconds) and returns.
+const SleepWorkflow = "bench.sleep"
+
+// Register registers the benchmark workflows: Workflow, Steps checkpointed
+// steps that do no work of their own, so the figures are the framework's
+// cost per step; and SleepWorkflow, one durable sleep.
 func Register(e *runtime.Engine) error {
+	if err := runtime.Register(e, SleepWorkflow, func(c *runtime.WorkflowContext, ms int) (int, error) {
+		return ms, c.Sleep("nap", time.Duration(ms)*time.Millisecond)
+	}); err != nil {
+		return err
+	}
 	keys := make([]string, Steps)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("s%d@v1", i)
@@ -48,11 +58,18 @@ func Register(e *runtime.Engine) error {
 	})
 }
 
-// NewEngine returns an engine on store with the benchmark workflow
-// registered.
+// NewEngine returns an engine on store with the benchmark workflows
+// registered, polling every 100 ms.
 func NewEngine(tb testing.TB, store storage.Store, workers int) *runtime.Engine {
 	tb.Helper()
-	e, err := runtime.New(runtime.Config{Store: store, Workers: workers, PollInterval: 100 * time.Millisecond})
+	return newEngine(tb, runtime.Config{Store: store, Workers: workers, PollInterval: benchPoll})
+}
+
+// newEngine returns an engine on cfg with the benchmark workflows
+// registered.
+func newEngine(tb testing.TB, cfg runtime.Config) *runtime.Engine {
+	tb.Helper()
+	e, err := runtime.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -68,7 +85,7 @@ func NewEngine(tb testing.TB, store storage.Store, workers int) *runtime.Engine 
 // runs is not timed.
 func TenSteps(b *testing.B, newStore func(b *testing.B) storage.Store, workers, runs int) {
 	var handles []*runtime.Run[int]
-	measure(b, newStore, workers, runs, false,
+	measure(b, newStore, benchPoll, workers, runs, false,
 		func(ctx context.Context, e *runtime.Engine) { handles = StartRuns(b, ctx, e, runs) },
 		func(ctx context.Context, e *runtime.Engine) error { return await(ctx, handles) })
 }
@@ -80,45 +97,71 @@ func TenSteps(b *testing.B, newStore func(b *testing.B) storage.Store, workers, 
 // with Start and awaits its result there. Each reports steps/s over the
 // time from the first start call until the last result.
 func Starts(b *testing.B, newStore func(b *testing.B) storage.Store, workers, runs int) {
-	b.Run("start=batch", func(b *testing.B) {
-		measure(b, newStore, workers, runs, true, nil, func(ctx context.Context, e *runtime.Engine) error {
-			return await(ctx, StartRuns(b, ctx, e, runs))
+	for _, st := range startStyles {
+		b.Run(st.name, func(b *testing.B) {
+			measure(b, newStore, benchPoll, workers, runs, true, nil, func(ctx context.Context, e *runtime.Engine) error {
+				return st.run(ctx, e, Workflow, runs, func(i int) int { return i })
+			})
 		})
-	})
-	b.Run("start=goroutines", func(b *testing.B) {
-		measure(b, newStore, workers, runs, true, nil, func(ctx context.Context, e *runtime.Engine) error {
-			var wg sync.WaitGroup
-			errs := make(chan error, runs)
-			for i := range runs {
-				wg.Go(func() {
-					h, err := runtime.Start[int, int](ctx, e, Workflow, i)
-					if err == nil {
-						_, err = h.Result(ctx)
-					}
-					if err != nil {
-						errs <- err
-					}
-				})
-			}
-			wg.Wait()
-			close(errs)
-			return <-errs
-		})
-	})
+	}
 }
 
+// startStyles are the two ways programs start runs. Each starts n runs of
+// workflow with input(i) and returns once every one has its result.
+var startStyles = []struct {
+	name string
+	run  func(ctx context.Context, e *runtime.Engine, workflow string, n int, input func(i int) int) error
+}{
+	{"start=batch", func(ctx context.Context, e *runtime.Engine, workflow string, n int, input func(int) int) error {
+		items := make([]runtime.BatchItem[int], n)
+		for i := range items {
+			items[i].Input = input(i)
+		}
+		var hs []*runtime.Run[int]
+		for lo := 0; lo < n; lo += 500 {
+			got, err := runtime.StartBatch[int, int](ctx, e, workflow, items[lo:min(lo+500, n)])
+			if err != nil {
+				return err
+			}
+			hs = append(hs, got...)
+		}
+		return await(ctx, hs)
+	}},
+	{"start=goroutines", func(ctx context.Context, e *runtime.Engine, workflow string, n int, input func(int) int) error {
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for i := range n {
+			wg.Go(func() {
+				h, err := runtime.Start[int, int](ctx, e, workflow, input(i))
+				if err == nil {
+					_, err = h.Result(ctx)
+				}
+				if err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		return <-errs
+	}},
+}
+
+// benchPoll is the poll interval of the throughput benchmarks' engines.
+const benchPoll = 100 * time.Millisecond
+
 // measure reports steps/s of `runs` runs per iteration, each iteration on a
-// fresh store and engine: prepare (when set) runs untimed, then timed runs
+// fresh store and engine polling every poll (0: the default): prepare (when set) runs untimed, then timed runs
 // with the timer on. The engine runs from before prepare when engineFirst,
 // else from the start of the timed part, which then includes its start.
-func measure(b *testing.B, newStore func(b *testing.B) storage.Store, workers, runs int, engineFirst bool,
+func measure(b *testing.B, newStore func(b *testing.B) storage.Store, poll time.Duration, workers, runs int, engineFirst bool,
 	prepare func(ctx context.Context, e *runtime.Engine), timed func(ctx context.Context, e *runtime.Engine) error) {
 	var steps int
 	var elapsed time.Duration
 	for b.Loop() {
 		b.StopTimer()
 		store := newStore(b)
-		e := NewEngine(b, store, workers)
+		e := newEngine(b, runtime.Config{Store: store, Workers: workers, PollInterval: poll})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		run := func() { go func() { done <- e.Run(ctx) }() }
@@ -145,7 +188,16 @@ func measure(b *testing.B, newStore func(b *testing.B) storage.Store, workers, r
 		store.Close()
 		b.StartTimer()
 	}
-	b.ReportMetric(float64(steps)/elapsed.Seconds(), "steps/s")
+	if runs > 0 {
+		b.ReportMetric(float64(steps)/elapsed.Seconds(), "steps/s")
+	}
+}
+
+// measureEach runs timed once per iteration, with the timer on, on a fresh
+// store and a running engine of workers workers with the default poll
+// interval; the caller reports what it measured.
+func measureEach(b *testing.B, newStore func(b *testing.B) storage.Store, workers int, timed func(ctx context.Context, e *runtime.Engine) error) {
+	measure(b, newStore, 0, workers, 0, true, nil, timed)
 }
 
 // await waits for every run's result.
@@ -157,6 +209,62 @@ func await(ctx context.Context, handles []*runtime.Run[int]) error {
 	}
 	return nil
 }
+
+// SleepLatency runs one run at a time that sleeps 50 ms, on a running
+// engine, and reports p50 and p99 from start to result in ms, and the p99
+// beyond the 50 ms asked for: how late an idle engine wakes.
+func SleepLatency(b *testing.B, store storage.Store) {
+	const nap = 50
+	e := newEngine(b, runtime.Config{Store: store, Workers: 4}) // the default poll interval, 1 s
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() { cancel(); <-done; e.Close() }()
+	var lat []time.Duration
+	for b.Loop() {
+		began := time.Now()
+		run, err := runtime.Start[int, int](ctx, e, SleepWorkflow, nap)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := run.Result(ctx); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(began))
+	}
+	p50, p99 := percentile(lat, 0.50), percentile(lat, 0.99)
+	b.ReportMetric(ms(p50), "p50-ms")
+	b.ReportMetric(ms(p99), "p99-ms")
+	b.ReportMetric(ms(p99-nap*time.Millisecond), "p99-late-ms")
+}
+
+// Sleepers starts `runs` runs that each sleep 1 s, on a running engine of
+// 32 workers, by one batch and by a goroutine per run, and reports the wall
+// time from the first start to the last result in ms: the ideal is just
+// over 1000.
+func Sleepers(b *testing.B, newStore func(b *testing.B) storage.Store, runs int) {
+	for _, st := range startStyles {
+		b.Run(st.name, func(b *testing.B) {
+			var walls []time.Duration
+			measureEach(b, newStore, 32, func(ctx context.Context, e *runtime.Engine) error {
+				began := time.Now()
+				err := st.run(ctx, e, SleepWorkflow, runs, func(int) int { return 1000 })
+				walls = append(walls, time.Since(began))
+				return err
+			})
+			b.ReportMetric(ms(percentile(walls, 0.5)), "wall-ms")
+		})
+	}
+}
+
+// percentile returns the q-quantile of ds, which it sorts.
+func percentile(ds []time.Duration, q float64) time.Duration {
+	slices.Sort(ds)
+	return ds[min(len(ds)-1, int(q*float64(len(ds))))]
+}
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // StartRuns starts n benchmark runs in batches and returns their handles.
 func StartRuns(tb testing.TB, ctx context.Context, e *runtime.Engine, n int) []*runtime.Run[int] {
@@ -196,10 +304,6 @@ func Latency(b *testing.B, store storage.Store) {
 		}
 		lat = append(lat, time.Since(began))
 	}
-	slices.Sort(lat)
-	ms := func(q float64) float64 {
-		return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))].Microseconds()) / 1000
-	}
-	b.ReportMetric(ms(0.50), "p50-ms")
-	b.ReportMetric(ms(0.99), "p99-ms")
+	b.ReportMetric(ms(percentile(lat, 0.50)), "p50-ms")
+	b.ReportMetric(ms(percentile(lat, 0.99)), "p99-ms")
 }

@@ -1,6 +1,8 @@
 package enginetest
 
 import (
+	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -10,6 +12,8 @@ import (
 var timeScenarios = []scenario{
 	{"time/SleepUntil wakes at the time and does not sleep again", testSleepUntil},
 	{"time/a long step outlives its lease by heartbeats while another engine polls", testHeartbeatKeepsLease},
+	{"time/a sleep wakes at its time, not at the next poll", testSleepWakesOnTime},
+	{"time/an event timeout fires at its time, not at the next poll", testEventTimeoutOnTime},
 }
 
 func testSleepUntil(f *fixture) {
@@ -64,5 +68,50 @@ func testHeartbeatKeepsLease(f *fixture) {
 	}
 	if n := runs.Load(); n != 1 {
 		f.t.Fatalf("the step ran %d times, want once: its lease was kept", n)
+	}
+}
+
+// hourlyPoll is a poll interval no test outlasts: a run that resumes under
+// it was woken by its own wake time.
+const hourlyPoll = time.Hour
+
+// resultSoon waits for run's result for at most 30 s, a small fraction of
+// hourlyPoll.
+func resultSoon[Out any](f *fixture, run *runtime.Run[Out], what string) (Out, error) {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
+	defer cancel()
+	out, err := run.Result(ctx)
+	if ctx.Err() != nil {
+		f.t.Fatalf("%s: no result after 30 s: the engine, polling hourly, did not wake at the run's wake time", what)
+	}
+	return out, err
+}
+
+func testSleepWakesOnTime(f *fixture) {
+	e := f.engineWith(runtime.Config{PollInterval: hourlyPoll}, func(e *runtime.Engine) {
+		f.must(runtime.Register(e, "nap", func(c *runtime.WorkflowContext, _ int) (int, error) {
+			return 1, c.Sleep("nap", 50*time.Millisecond)
+		}))
+	})
+	f.start(e)
+	run, err := runtime.Start[int, int](f.ctx, e, "nap", 0)
+	f.must(err)
+	_, err = resultSoon(f, run, "a 50 ms sleep")
+	f.must(err)
+}
+
+func testEventTimeoutOnTime(f *fixture) {
+	e := f.engineWith(runtime.Config{PollInterval: hourlyPoll}, func(e *runtime.Engine) {
+		f.must(runtime.Register(e, "await", func(c *runtime.WorkflowContext, _ int) (string, error) {
+			return runtime.WaitForEvent[string](c, "reply", "replies", 50*time.Millisecond)
+		}))
+		f.must(runtime.RegisterEvent[string](e, "replies"))
+	})
+	f.start(e)
+	run, err := runtime.Start[int, string](f.ctx, e, "await", 0)
+	f.must(err)
+	if _, err := resultSoon(f, run, "a 50 ms event timeout"); !errors.Is(err, runtime.ErrEventTimeout) {
+		f.t.Fatalf("result error %v, want ErrEventTimeout", err)
 	}
 }

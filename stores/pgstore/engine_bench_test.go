@@ -78,3 +78,21 @@ func BenchmarkEngineProcesses(b *testing.B) {
 		Concurrency: 8,
 	})
 }
+
+// BenchmarkSleep times one run at a time that sleeps 50 ms, with the
+// default poll interval: p50, p99, and how late the p99 wakes.
+//
+//	STEM_TEST_POSTGRES_URL=... go test -run '^$' -bench 'BenchmarkSleep' ./stores/pgstore
+func BenchmarkSleep(b *testing.B) {
+	testURL(b)
+	s := benchStore(b)
+	defer s.Close()
+	benchwork.SleepLatency(b, s)
+}
+
+// BenchmarkSleepers times 1000 runs that each sleep 1 s, started by one
+// batch and by a goroutine per run: wall time in ms.
+func BenchmarkSleepers(b *testing.B) {
+	testURL(b)
+	benchwork.Sleepers(b, func(b *testing.B) storage.Store { return benchStore(b) }, 1000)
+}

@@ -55,3 +55,21 @@ func BenchmarkEngineLatency(b *testing.B) {
 	defer s.Close()
 	benchwork.Latency(b, s)
 }
+
+// BenchmarkSleep times one run at a time that sleeps 50 ms, with the
+// default poll interval: p50, p99, and how late the p99 wakes.
+//
+//	STEM_TEST_REDIS_URL=redis://127.0.0.1:6379/0 go test -run '^$' -bench 'BenchmarkSleep' ./stores/redisstore
+func BenchmarkSleep(b *testing.B) {
+	redisURL(b)
+	s := benchStore(b, 4)
+	defer s.Close()
+	benchwork.SleepLatency(b, s)
+}
+
+// BenchmarkSleepers times 1000 runs that each sleep 1 s, started by one
+// batch and by a goroutine per run: wall time in ms.
+func BenchmarkSleepers(b *testing.B) {
+	redisURL(b)
+	benchwork.Sleepers(b, func(b *testing.B) storage.Store { return benchStore(b, 96) }, 1000)
+}

@@ -47,3 +47,20 @@ func BenchmarkStarts(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSleep times one run at a time that sleeps 50 ms on a SQLite
+// file, with the default poll interval: p50, p99, and how late the p99
+// wakes.
+//
+//	go test -run '^$' -bench 'BenchmarkSleep' ./stores/sqlitestore
+func BenchmarkSleep(b *testing.B) {
+	s := benchStore(b, sqlitestore.SyncNormal)
+	defer s.Close()
+	benchwork.SleepLatency(b, s)
+}
+
+// BenchmarkSleepers times 1000 runs that each sleep 1 s, started by one
+// batch and by a goroutine per run: wall time in ms.
+func BenchmarkSleepers(b *testing.B) {
+	benchwork.Sleepers(b, func(b *testing.B) storage.Store { return benchStore(b, sqlitestore.SyncNormal) }, 1000)
+}
