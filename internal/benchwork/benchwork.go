@@ -215,7 +215,16 @@ func await(ctx context.Context, handles []*runtime.Run[int]) error {
 // beyond the 50 ms asked for: how late an idle engine wakes.
 func SleepLatency(b *testing.B, store storage.Store) {
 	const nap = 50
-	e := newEngine(b, runtime.Config{Store: store, Workers: 4}) // the default poll interval, 1 s
+	lat := oneAtATime(b, newEngine(b, runtime.Config{Store: store, Workers: 4}), SleepWorkflow, nap) // the default poll interval, 1 s
+	p50, p99 := percentile(lat, 0.50), percentile(lat, 0.99)
+	b.ReportMetric(ms(p50), "p50-ms")
+	b.ReportMetric(ms(p99), "p99-ms")
+	b.ReportMetric(ms(p99-nap*time.Millisecond), "p99-late-ms")
+}
+
+// oneAtATime runs e and, per benchmark iteration, one run of workflow with
+// input from start to result, returning each one's latency.
+func oneAtATime(b *testing.B, e *runtime.Engine, workflow string, input int) []time.Duration {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
@@ -223,7 +232,7 @@ func SleepLatency(b *testing.B, store storage.Store) {
 	var lat []time.Duration
 	for b.Loop() {
 		began := time.Now()
-		run, err := runtime.Start[int, int](ctx, e, SleepWorkflow, nap)
+		run, err := runtime.Start[int, int](ctx, e, workflow, input)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -232,10 +241,7 @@ func SleepLatency(b *testing.B, store storage.Store) {
 		}
 		lat = append(lat, time.Since(began))
 	}
-	p50, p99 := percentile(lat, 0.50), percentile(lat, 0.99)
-	b.ReportMetric(ms(p50), "p50-ms")
-	b.ReportMetric(ms(p99), "p99-ms")
-	b.ReportMetric(ms(p99-nap*time.Millisecond), "p99-late-ms")
+	return lat
 }
 
 // Sleepers starts `runs` runs that each sleep 1 s, on a running engine of
@@ -287,23 +293,7 @@ func StartRuns(tb testing.TB, ctx context.Context, e *runtime.Engine, n int) []*
 // Latency measures the end-to-end latency of one 10-step run at a time
 // (start to result, on a running engine) and reports p50 and p99 in ms.
 func Latency(b *testing.B, store storage.Store) {
-	e := NewEngine(b, store, 4)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
-	defer func() { cancel(); <-done; e.Close() }()
-	var lat []time.Duration
-	for b.Loop() {
-		began := time.Now()
-		run, err := runtime.Start[int, int](ctx, e, Workflow, 1)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := run.Result(ctx); err != nil {
-			b.Fatal(err)
-		}
-		lat = append(lat, time.Since(began))
-	}
+	lat := oneAtATime(b, NewEngine(b, store, 4), Workflow, 1)
 	b.ReportMetric(ms(percentile(lat, 0.50)), "p50-ms")
 	b.ReportMetric(ms(percentile(lat, 0.99)), "p99-ms")
 }
