@@ -5,15 +5,22 @@ import (
 	"sync"
 )
 
-// Hub fans "runs may be ready" hints out to subscribers; stores that
-// implement Notifier keep one. A hint never blocks: each subscriber channel
-// holds one value, and hints that find it full merge into the one pending,
-// so a slow subscriber misses nothing it needs. The zero Hub is ready to use.
+// Hub fans "runs may be ready" hints out to subscribers, and the IDs of
+// runs that ended to the subscribers of those; stores that implement
+// Notifier or FinishNotifier keep one. A hint never blocks: each ready
+// subscriber's channel holds one value, and hints that find it full merge
+// into the one pending, so a slow subscriber misses nothing it needs; a
+// finished subscriber's channel holds FinishedBuffer IDs, and IDs that find
+// it full are dropped (its waiters poll). The zero Hub is ready to use.
 type Hub struct {
-	mu     sync.Mutex
-	subs   map[chan struct{}]func() bool // each subscriber's context.AfterFunc stop
-	closed bool
+	mu       sync.Mutex
+	subs     map[chan struct{}]func() bool // each subscriber's context.AfterFunc stop
+	finished map[chan string]func() bool
+	closed   bool
 }
+
+// FinishedBuffer is how many run IDs a Finished subscriber's channel holds.
+const FinishedBuffer = 256
 
 // Subscribe returns a channel that receives the hub's hints until ctx is
 // done or the hub closes; then the channel is closed.
@@ -41,6 +48,44 @@ func (h *Hub) Subscribe(ctx context.Context) <-chan struct{} {
 	return ch
 }
 
+// SubscribeFinished returns a channel that receives the IDs passed to
+// Finished until ctx is done or the hub closes; then the channel is closed.
+func (h *Hub) SubscribeFinished(ctx context.Context) <-chan string {
+	ch := make(chan string, FinishedBuffer)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed || ctx.Err() != nil {
+		close(ch)
+		return ch
+	}
+	if h.finished == nil {
+		h.finished = make(map[chan string]func() bool)
+	}
+	h.finished[ch] = context.AfterFunc(ctx, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if _, ok := h.finished[ch]; ok {
+			delete(h.finished, ch)
+			close(ch)
+		}
+	})
+	return ch
+}
+
+// Finished tells every finished subscriber that the runs ids ended.
+func (h *Hub) Finished(ids ...string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.finished {
+		for _, id := range ids {
+			select {
+			case ch <- id:
+			default: // full: dropped, the subscriber's waiters poll
+			}
+		}
+	}
+}
+
 // Signal wakes every subscriber.
 func (h *Hub) Signal() {
 	h.mu.Lock()
@@ -62,6 +107,11 @@ func (h *Hub) Close() {
 	for ch, stop := range h.subs {
 		stop()
 		delete(h.subs, ch)
+		close(ch)
+	}
+	for ch, stop := range h.finished {
+		stop()
+		delete(h.finished, ch)
 		close(ch)
 	}
 }

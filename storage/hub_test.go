@@ -62,3 +62,34 @@ func TestHubClosesOnContextEndAndOnClose(t *testing.T) {
 		t.Fatal("a subscription with an ended context is not closed at once")
 	}
 }
+
+// TestHubFinished: every finished subscriber receives every ID in order; a
+// full subscriber drops IDs without blocking the hub; cancelling a
+// subscriber or closing the hub closes its channel.
+func TestHubFinished(t *testing.T) {
+	var h storage.Hub
+	ctx, cancel := context.WithCancel(t.Context())
+	a := h.SubscribeFinished(ctx)
+	b := h.SubscribeFinished(t.Context())
+	h.Finished("r1", "r2")
+	for name, ch := range map[string]<-chan string{"a": a, "b": b} {
+		if got := []string{<-ch, <-ch}; got[0] != "r1" || got[1] != "r2" {
+			t.Fatalf("subscriber %s got %v, want r1 r2", name, got)
+		}
+	}
+	for i := range storage.FinishedBuffer + 10 {
+		h.Finished("x" + string(rune('a'+i%26))) // never blocks, though nobody reads
+	}
+	if n := len(b); n != storage.FinishedBuffer {
+		t.Fatalf("a full subscriber holds %d IDs, want %d", n, storage.FinishedBuffer)
+	}
+	cancel()
+	for range a { // drains, then ends: closed by the cancellation
+	}
+	h.Close()
+	for range b {
+	}
+	if _, open := <-h.SubscribeFinished(t.Context()); open {
+		t.Fatal("a subscriber after Close got an open channel")
+	}
+}

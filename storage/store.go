@@ -240,6 +240,19 @@ type Store interface {
 	Close() error
 }
 
+// FinishNotifier is implemented by stores that can tell every process
+// sharing the store that runs ended (Postgres NOTIFY, Redis pub/sub), so a
+// caller waiting on a run's result in one process learns at once of its
+// completion in another. Like Notifier's, its messages are hints: a waiter
+// polls regardless, and correctness never depends on them.
+type FinishNotifier interface {
+	// Finished returns a channel that receives the ID of each run that
+	// completes, errors or is terminated (a cascade's children too) after
+	// the call, by this process or another. A subscriber that falls behind
+	// may miss IDs. It is closed when ctx is done or the store closes.
+	Finished(ctx context.Context) <-chan string
+}
+
 // Notifier is implemented by stores that can tell a worker that runs may have
 // become ready (Postgres LISTEN/NOTIFY, say). Notifications are hints only:
 // an Engine polls regardless, and correctness never depends on them. Stores

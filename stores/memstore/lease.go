@@ -251,6 +251,7 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 
 // finish makes r final, clearing its lease, wait and suspension data.
 func (s *Store) finish(r *run, status storage.RunStatus, output []byte, errInfo *storage.ErrorInfo, now time.Time) {
+	defer s.hub.Finished(r.rec.ID)
 	rec := &r.rec
 	rec.Status = status
 	rec.Output = output

@@ -55,8 +55,9 @@ type Store struct {
 }
 
 var (
-	_ storage.Store    = (*Store)(nil)
-	_ storage.Notifier = (*Store)(nil)
+	_ storage.Store          = (*Store)(nil)
+	_ storage.Notifier       = (*Store)(nil)
+	_ storage.FinishNotifier = (*Store)(nil)
 )
 
 var errClosed = fmt.Errorf("memstore: %w", storage.ErrClosed)

@@ -13,3 +13,11 @@ import "context"
 func (s *Store) Notifications(ctx context.Context) <-chan struct{} {
 	return s.hub.Subscribe(ctx)
 }
+
+// Finished returns a channel that receives the ID of each run that ends
+// (completes, errors or is terminated) after the call; see
+// storage.FinishNotifier. The channel is closed when ctx is done or the
+// store closes.
+func (s *Store) Finished(ctx context.Context) <-chan string {
+	return s.hub.SubscribeFinished(ctx)
+}

@@ -355,6 +355,9 @@ func (w *wtx) finish(runID string, status storage.RunStatus, output any, e *stor
 	}
 	_, err := w.exec(`UPDATE executions SET ended_at = ?3, status = ?4, error_message = ?5, error_code = ?6
 		WHERE run_ref = ?1 AND number = ?2`, ref, exec, now, string(status), errMsg(e), errCode(e))
+	if err == nil {
+		w.finished = append(w.finished, runID)
+	}
 	return err
 }
 

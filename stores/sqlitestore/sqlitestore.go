@@ -116,8 +116,9 @@ import (
 )
 
 var (
-	_ storage.Store    = (*Store)(nil)
-	_ storage.Notifier = (*Store)(nil)
+	_ storage.Store          = (*Store)(nil)
+	_ storage.Notifier       = (*Store)(nil)
+	_ storage.FinishNotifier = (*Store)(nil)
 )
 
 // Synchronous is SQLite's synchronous setting, which decides what a committed

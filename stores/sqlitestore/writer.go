@@ -39,6 +39,9 @@ type wtx struct {
 	// wake is set by a request that made a run ready to claim now; after
 	// the commit the writer signals the store's Hub (see Notifications).
 	wake bool
+	// finished holds the runs the batch's requests ended; after the commit
+	// the writer tells the store's Hub (see Finished).
+	finished []string
 }
 
 // write queues fn for the writer and waits until the transaction holding it
@@ -163,6 +166,7 @@ func (s *Store) commitBatch(w *wtx, batch []*request) (wrote, full bool) {
 		return false, false
 	}
 	w.wake = false
+	w.finished = w.finished[:0]
 	t0 := time.Now()
 	s.stats.batches++
 	s.stats.requests += len(batch)
@@ -170,6 +174,7 @@ func (s *Store) commitBatch(w *wtx, batch []*request) (wrote, full bool) {
 		// The transaction is gone: nothing of the batch was written.
 		w.exec("ROLLBACK")
 		w.wake = false
+		w.finished = w.finished[:0]
 		for _, r := range batch {
 			r.err = err
 		}
@@ -177,6 +182,9 @@ func (s *Store) commitBatch(w *wtx, batch []*request) (wrote, full bool) {
 	s.stats.busy += time.Since(t0)
 	if w.wake {
 		s.hub.Signal()
+	}
+	if len(w.finished) > 0 {
+		s.hub.Finished(w.finished...)
 	}
 	for _, r := range batch {
 		if r.err != nil && isFull(r.err) {
@@ -197,7 +205,9 @@ func (s *Store) runBatch(w *wtx, batch []*request) error {
 		if _, err := w.exec("SAVEPOINT req"); err != nil {
 			return err
 		}
+		mark := len(w.finished)
 		if r.err = r.fn(w); r.err != nil {
+			w.finished = w.finished[:mark] // rolled back: nothing ended
 			if _, err := w.exec("ROLLBACK TO req"); err != nil {
 				return errors.Join(r.err, err)
 			}

@@ -25,7 +25,8 @@
 // names.go holds the rules for names, IDs, keys and topics, which every
 // request's Validate applies; autoversion.go the keys of an autoversion
 // step's iterations (#1 is not a prefix of #10, #10 follows #2); wake.go
-// NextWake, which the stores answer in lease.go beside Claim.
+// NextWake, which the stores answer in lease.go beside Claim; finished.go
+// the announcements of storage.FinishNotifier (notify.go in stores).
 package storetest
 
 import (
@@ -103,6 +104,7 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, nameCases...)
 	all = append(all, autoversionCases...)
 	all = append(all, wakeCases...)
+	all = append(all, finishedCases...)
 	for _, c := range all {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
