@@ -285,6 +285,7 @@ func (e *Engine) Get(ctx context.Context, id string) (RunInfo, error) {
 // Wait blocks until the run finishes (complete, errored or terminated) and
 // returns its final state, or ctx's error.
 func (e *Engine) Wait(ctx context.Context, id string) (RunInfo, error) {
+	e.watchFinished()
 	delay := 5 * time.Millisecond
 	for {
 		rw := e.waiters.add(id)

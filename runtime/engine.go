@@ -105,6 +105,10 @@ type Engine struct {
 	stopRun   context.CancelFunc
 	runDone   chan struct{}
 	waiters   waiters // the callers waiting on runs' results
+	// watchStop and watchDone stop and await the watch of the store's
+	// finished runs, once started (see watchFinished).
+	watchStop context.CancelFunc
+	watchDone chan struct{}
 
 	wake chan struct{} // local dispatch: runs became ready
 
@@ -420,10 +424,15 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true
 	stop, done := e.stopRun, e.runDone
+	unwatch, watched := e.watchStop, e.watchDone
 	e.mu.Unlock()
 	if stop != nil {
 		stop()
 		<-done
+	}
+	if unwatch != nil {
+		unwatch()
+		<-watched
 	}
 	return nil
 }

@@ -1,11 +1,18 @@
 package runtime
 
-import "sync"
+import (
+	"context"
+	"sync"
+
+	"github.com/stemflow/stem/storage"
+)
 
 // waiters wakes the callers waiting on a run's result (Wait, Result) when
-// this engine ends that run, and only them: with many callers each waiting
-// on its own run, a completion costs one wake-up and one read, not one per
-// caller. Runs ended by another process are seen by the callers' polling.
+// the run ends, and only them: with many callers each waiting on its own
+// run, a completion costs one wake-up and one read, not one per caller.
+// This engine's own runs wake their callers as they finish; runs ended by
+// another process do when the store announces them (see watchFinished),
+// and the callers' polling finds them otherwise.
 type waiters struct {
 	mu sync.Mutex
 	m  map[string]*runWaiters
@@ -55,4 +62,33 @@ func (w *waiters) wake(ids ...string) {
 			delete(w.m, id)
 		}
 	}
+}
+
+// watchFinished starts, once, a watch of the runs the store announces as
+// finished (storage.FinishNotifier: Postgres NOTIFY, Redis pub/sub), which
+// wakes the callers waiting on each, so that Result in a process that is
+// not the worker returns within milliseconds of the completion. It lasts
+// until the engine or the store closes. Stores that announce nothing are
+// left to the callers' polling.
+func (e *Engine) watchFinished() {
+	fn, ok := e.store.(storage.FinishNotifier)
+	if !ok {
+		return
+	}
+	e.mu.Lock()
+	if e.closed || e.watchStop != nil {
+		e.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	e.watchStop, e.watchDone = cancel, done
+	e.mu.Unlock()
+	ids := fn.Finished(ctx)
+	go func() {
+		defer close(done)
+		for id := range ids {
+			e.waiters.wake(id)
+		}
+	}()
 }

@@ -30,12 +30,25 @@ const Steps = 10
 // input (milliseconds) and returns.
 const SleepWorkflow = "bench.sleep"
 
+// StampWorkflow is the durable name of the workflow whose one step waits
+// its input (milliseconds) and returns the time it ended, in Unix
+// microseconds.
+const StampWorkflow = "bench.stamp"
+
 // Register registers the benchmark workflows: Workflow, Steps checkpointed
 // steps that do no work of their own, so the figures are the framework's
 // cost per step; and SleepWorkflow, one durable sleep.
 func Register(e *runtime.Engine) error {
 	if err := runtime.Register(e, SleepWorkflow, func(c *runtime.WorkflowContext, ms int) (int, error) {
 		return ms, c.Sleep("nap", time.Duration(ms)*time.Millisecond)
+	}); err != nil {
+		return err
+	}
+	if err := runtime.Register(e, StampWorkflow, func(c *runtime.WorkflowContext, ms int) (int, error) {
+		return runtime.Step(c, "stamp@v1", runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+			time.Sleep(time.Duration(ms) * time.Millisecond)
+			return int(time.Now().UnixMicro()), nil
+		})
 	}); err != nil {
 		return err
 	}
@@ -242,6 +255,36 @@ func oneAtATime(b *testing.B, e *runtime.Engine, workflow string, input int) []t
 		lat = append(lat, time.Since(began))
 	}
 	return lat
+}
+
+// RemoteResult measures how late Result returns in a client engine that is
+// not the worker: a worker engine on one store instance runs each run,
+// whose step takes 200 ms (long enough for a polling waiter to back off)
+// and returns the time it ended; a client engine on another instance of
+// the same store (its own connections, as another process would have)
+// starts the run and awaits it. It reports p50 and p99 of the time from
+// the step's end to Result's return, in ms.
+func RemoteResult(b *testing.B, worker, client storage.Store) {
+	w := newEngine(b, runtime.Config{Store: worker, Workers: 4})
+	c := newEngine(b, runtime.Config{Store: client})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() { cancel(); <-done; w.Close(); c.Close() }()
+	var late []time.Duration
+	for b.Loop() {
+		run, err := runtime.Start[int, int](ctx, c, StampWorkflow, 200)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ended, err := run.Result(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		late = append(late, time.Since(time.UnixMicro(int64(ended))))
+	}
+	b.ReportMetric(ms(percentile(late, 0.50)), "p50-late-ms")
+	b.ReportMetric(ms(percentile(late, 0.99)), "p99-late-ms")
 }
 
 // Sleepers starts `runs` runs that each sleep 1 s, on a running engine of
