@@ -147,6 +147,9 @@ func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) ([]
 			}
 			ids = append(ids, children...)
 		}
+		if err := s.notifyFinishedTx(ctx, tx, ids); err != nil {
+			return err
+		}
 		if req.Notify != nil {
 			ready, err = s.deliverNotify(ctx, tx, *req.Notify, r.now)
 			return err

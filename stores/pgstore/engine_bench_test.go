@@ -96,3 +96,24 @@ func BenchmarkSleepers(b *testing.B) {
 	testURL(b)
 	benchwork.Sleepers(b, func(b *testing.B) storage.Store { return benchStore(b) }, 1000)
 }
+
+// BenchmarkRemoteResult measures how late Result returns in a client
+// engine on its own pool, after a worker engine on another pool completed
+// the run: p50 and p99 in ms.
+//
+//	STEM_TEST_POSTGRES_URL=... go test -run '^$' -bench BenchmarkRemoteResult -benchtime 50x ./stores/pgstore
+func BenchmarkRemoteResult(b *testing.B) {
+	url := testURL(b)
+	schema := freshSchema(b)
+	open := func() *Store {
+		s, err := Open(context.Background(), url, Options{Schema: schema, Logger: quietLogger()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	worker, client := open(), open()
+	defer worker.Close()
+	defer client.Close()
+	benchwork.RemoteResult(b, worker, client)
+}

@@ -351,7 +351,7 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 	if req.Notify == nil {
 		// The fence is checked by the statement that writes: one round trip.
 		var n int
-		err := s.pool.QueryRow(ctx, s.q.complete, s.clock(), req.Lease.RunID, req.Lease.Token, string(req.Status), req.Output, errJSON).Scan(&n)
+		err := s.pool.QueryRow(ctx, s.q.complete, s.completeArgs(s.clock(), req.Lease.RunID, req.Lease.Token, string(req.Status), req.Output, errJSON)...).Scan(&n)
 		if err != nil {
 			return s.wrap(op, err)
 		}
@@ -368,7 +368,7 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 			return err
 		}
 		var n int
-		if err := tx.QueryRow(ctx, s.q.complete, r.now, r.ID, r.Token, string(req.Status), req.Output, errJSON).Scan(&n); err != nil {
+		if err := tx.QueryRow(ctx, s.q.complete, s.completeArgs(r.now, r.ID, r.Token, string(req.Status), req.Output, errJSON)...).Scan(&n); err != nil {
 			return err
 		}
 		if n != 1 {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // The LISTEN connection (notify.go) is a long poll: waiting for a
@@ -24,17 +25,17 @@ func (s *Store) listenOn(ctx context.Context, conn *pgx.Conn) error {
 // waitNotification waits on the LISTEN connection for one notification.
 // After a quiet call timeout it pings the server, bounded by the call
 // timeout too, and returns the ping's error, if any.
-func (s *Store) waitNotification(ctx context.Context, conn *pgx.Conn) error {
+func (s *Store) waitNotification(ctx context.Context, conn *pgx.Conn) (*pgconn.Notification, error) {
 	for {
 		wctx, cancel := context.WithTimeout(ctx, s.pool.timeout)
-		_, err := conn.WaitForNotification(wctx)
+		n, err := conn.WaitForNotification(wctx)
 		quiet := err != nil && ctx.Err() == nil && wctx.Err() != nil
 		cancel()
 		if !quiet {
-			return err
+			return n, err
 		}
 		if err := s.listenerCall(ctx, conn.Ping); err != nil {
-			return err
+			return nil, err
 		}
 	}
 }

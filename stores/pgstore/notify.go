@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,39 @@ func (s *Store) startListener() {
 	l.started = true
 	s.wg.Add(1)
 	go s.listen()
+}
+
+// Finished returns a channel that receives the ID of each run that ends
+// (completes, errors or is terminated) after the call, by this process or
+// any other using the same schema, through the same LISTEN connection as
+// Notifications; see storage.FinishNotifier. With Options.DisableNotify it
+// never receives. The channel is closed when ctx is done or the store
+// closes.
+func (s *Store) Finished(ctx context.Context) <-chan string {
+	ch := s.hub.SubscribeFinished(ctx)
+	if s.notify {
+		s.startListener()
+	}
+	return ch
+}
+
+// completeArgs are the arguments of q.complete: args, and the channel it
+// notifies on when notifications are on.
+func (s *Store) completeArgs(args ...any) []any {
+	if s.notify {
+		args = append(args, s.channel)
+	}
+	return args
+}
+
+// notifyFinishedTx queues a notification that each of the runs ids ended,
+// sent when tx commits.
+func (s *Store) notifyFinishedTx(ctx context.Context, tx pgx.Tx, ids []string) error {
+	if !s.notify || len(ids) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, s.q.notifyFinished, s.channel, ids)
+	return err
 }
 
 // poke wakes this process's subscribers at once after a local write made
@@ -119,9 +153,14 @@ func (s *Store) listenOnce(ctx context.Context) (connected bool, err error) {
 	s.listener.pid.Store(conn.PgConn().PID())
 	s.listener.readyOnce.Do(func() { close(s.listener.ready) })
 	for {
-		if err := s.waitNotification(ctx, conn); err != nil {
+		n, err := s.waitNotification(ctx, conn)
+		if err != nil {
 			return true, err
 		}
-		s.hub.Signal()
+		if id, ok := strings.CutPrefix(n.Payload, finishedPrefix); ok {
+			s.hub.Finished(id)
+		} else {
+			s.hub.Signal()
+		}
 	}
 }

@@ -67,8 +67,9 @@ import (
 )
 
 var (
-	_ storage.Store    = (*Store)(nil)
-	_ storage.Notifier = (*Store)(nil)
+	_ storage.Store          = (*Store)(nil)
+	_ storage.Notifier       = (*Store)(nil)
+	_ storage.FinishNotifier = (*Store)(nil)
 )
 
 // DefaultSchema is the schema the store's tables live in when

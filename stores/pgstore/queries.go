@@ -34,6 +34,7 @@ type queries struct {
 	bufferEvent    string
 	deliver        string
 	notify         string
+	notifyFinished string
 	history        string
 	terminate      string
 	cascade        string
@@ -346,8 +347,8 @@ upd AS (
 ex AS (
 	UPDATE {s}.executions e SET ended_at = upd.ended_at, status = upd.status, error = upd.error
 	FROM upd WHERE e.run_id = upd.id AND e.number = upd.execution
-)
-SELECT count(*) FROM upd`
+)` + finishedCTE(notify, "upd", 7) + `
+SELECT count(*) FROM upd` + finishedJoin(notify)
 
 	// $1 now, $2 run, $3 error: terminates the locked, unfinished run and
 	// ends its execution.
@@ -481,6 +482,9 @@ WHERE r.id = $2`
 
 	q.notify = `SELECT pg_notify($1, '')`
 
+	// $1 channel, $2 the IDs of runs that ended (see Finished).
+	q.notifyFinished = `SELECT pg_notify($1, '` + finishedPrefix + `' || id) FROM unnest($2::text[]) id`
+
 	for _, p := range []*string{
 		&q.createRuns, &q.selectRuns, &q.getRun, &q.claim, &q.nextWake, &q.loadReplay, &q.getCheckpoint,
 		&q.checkpoint, &q.recordAttempts, &q.heartbeat, &q.lockRun, &q.insertCkpt, &q.refuseCkpt, &q.insertAttempt,
@@ -514,6 +518,30 @@ func notifyCTE(enabled bool, source, cond string, param int) string {
 notify AS (
 	SELECT pg_notify($` + strconv.Itoa(param) + `::text, '') FROM (SELECT 1 FROM ` + source + ` WHERE ` + cond + ` LIMIT 1) one
 )`
+}
+
+// finishedPrefix starts the payload of a notification that a run ended;
+// the run's ID follows. A ready hint has an empty payload.
+const finishedPrefix = "f:"
+
+// finishedCTE notifies, when enabled, that the runs in source ended: one
+// notification each, with finishedPrefix and the ID as payload, on the
+// channel in parameter param.
+func finishedCTE(enabled bool, source string, param int) string {
+	if !enabled {
+		return ""
+	}
+	return `,
+finished AS (
+	SELECT pg_notify($` + strconv.Itoa(param) + `::text, '` + finishedPrefix + `' || id) FROM ` + source + `
+)`
+}
+
+func finishedJoin(enabled bool) string {
+	if !enabled {
+		return ""
+	}
+	return ` LEFT JOIN finished ON true`
 }
 
 func notifyJoin(enabled bool) string {

@@ -73,3 +73,26 @@ func BenchmarkSleepers(b *testing.B) {
 	redisURL(b)
 	benchwork.Sleepers(b, func(b *testing.B) storage.Store { return benchStore(b, 96) }, 1000)
 }
+
+// BenchmarkRemoteResult measures how late Result returns in a client
+// engine on its own connections, after a worker engine on others completed
+// the run: p50 and p99 in ms.
+//
+//	STEM_TEST_REDIS_URL=redis://127.0.0.1:6379/0 go test -run '^$' -bench BenchmarkRemoteResult -benchtime 50x ./stores/redisstore
+func BenchmarkRemoteResult(b *testing.B) {
+	redisURL(b)
+	prefix := testPrefix(b)
+	open := func() *Store {
+		c := benchClient(b, 16)
+		cleanupPrefix(b, c, prefix)
+		s, err := New(context.Background(), c, Options{Prefix: prefix, Logger: quietLogger()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	worker, client := open(), open()
+	defer worker.Close()
+	defer client.Close()
+	benchwork.RemoteResult(b, worker, client)
+}

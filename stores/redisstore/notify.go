@@ -1,6 +1,9 @@
 package redisstore
 
-import "context"
+import (
+	"context"
+	"strings"
+)
 
 // Notifications implements storage.Notifier with Redis pub/sub: the scripts
 // publish on the prefix's wake channel whenever they make a run ready now.
@@ -17,6 +20,26 @@ func (s *Store) Notifications(ctx context.Context) <-chan struct{} {
 	}
 	return ch
 }
+
+// Finished returns a channel that receives the ID of each run that ends
+// (completes, errors or is terminated) after the call, by this process or
+// any other using the same prefix: the scripts that end runs publish
+// finishedPrefix and the ID on the wake channel, which the same
+// subscription as Notifications reads; see storage.FinishNotifier. The
+// channel is closed when ctx is done or the store closes.
+func (s *Store) Finished(ctx context.Context) <-chan string {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	ch := s.hub.SubscribeFinished(ctx)
+	if !s.listening && !s.closed.Load() && ctx.Err() == nil {
+		s.listen(ctx)
+	}
+	return ch
+}
+
+// finishedPrefix starts a wake-channel message that a run ended; its ID
+// follows (scripts/lib/state.lua, finish). A ready hint's message is "1".
+const finishedPrefix = "f:"
 
 // listen subscribes to the wake channel and signals the hub on every
 // message until the store closes. It waits for the server's confirmation,
@@ -40,11 +63,15 @@ func (s *Store) listen(ctx context.Context) {
 			select {
 			case <-s.done:
 				return
-			case _, ok := <-msgs:
+			case m, ok := <-msgs:
 				if !ok {
 					return
 				}
-				s.hub.Signal()
+				if id, ok := strings.CutPrefix(m.Payload, finishedPrefix); ok {
+					s.hub.Finished(id)
+				} else {
+					s.hub.Signal()
+				}
 			}
 		}
 	}()

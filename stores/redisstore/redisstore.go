@@ -105,8 +105,9 @@ type Store struct {
 }
 
 var (
-	_ storage.Store    = (*Store)(nil)
-	_ storage.Notifier = (*Store)(nil)
+	_ storage.Store          = (*Store)(nil)
+	_ storage.Notifier       = (*Store)(nil)
+	_ storage.FinishNotifier = (*Store)(nil)
 )
 
 // Open connects to the Redis server at url (redis://[user:pass@]host:port/db

@@ -91,4 +91,7 @@ local function finish(r, id, wf, st, new)
   redis.call('ZREM', readyq(wf), id)
   set_status(r, id, wf, st, new)
   redis.call('HSET', r, 'ea', NOWS)
+  -- tells waiters in every process that the run ended (Finished); a ready
+  -- hint's payload is '1', so old subscribers take this for one
+  redis.call('PUBLISH', wake_channel(), 'f:' .. id)
 end
