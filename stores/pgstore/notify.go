@@ -61,10 +61,22 @@ func (s *Store) startListener() {
 // Notifications; see storage.FinishNotifier. With Options.DisableNotify it
 // never receives. The channel is closed when ctx is done or the store
 // closes.
+//
+// The first call waits, at most Options.CallTimeout, until the listener has
+// subscribed, so that a run ending after Finished returns is heard: an ID
+// missed before then could not be recovered as a ready hint is.
 func (s *Store) Finished(ctx context.Context) <-chan string {
 	ch := s.hub.SubscribeFinished(ctx)
 	if s.notify {
 		s.startListener()
+		t := time.NewTimer(s.pool.timeout)
+		defer t.Stop()
+		select {
+		case <-s.listener.ready:
+		case <-ctx.Done():
+		case <-s.stopCtx.Done():
+		case <-t.C: // a listener that cannot connect leaves waiters to poll
+		}
 	}
 	return ch
 }
