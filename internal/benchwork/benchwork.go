@@ -11,12 +11,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stemflow/stem/storage"
 
+	"github.com/stemflow/stem/internal/loadgen"
 	"github.com/stemflow/stem/runtime"
 )
 
@@ -71,6 +71,9 @@ func Register(e *runtime.Engine) error {
 	})
 }
 
+// tenStepsOf is what Workflow returns for input i: i plus 0+1+...+9.
+func tenStepsOf(i int) int { return i + Steps*(Steps-1)/2 }
+
 // NewEngine returns an engine on store with the benchmark workflows
 // registered, polling every 100 ms.
 func NewEngine(tb testing.TB, store storage.Store, workers int) *runtime.Engine {
@@ -110,54 +113,13 @@ func TenSteps(b *testing.B, newStore func(b *testing.B) storage.Store, workers, 
 // with Start and awaits its result there. Each reports steps/s over the
 // time from the first start call until the last result.
 func Starts(b *testing.B, newStore func(b *testing.B) storage.Store, workers, runs int) {
-	for _, st := range startStyles {
-		b.Run(st.name, func(b *testing.B) {
+	for _, st := range loadgen.Styles {
+		b.Run("start="+string(st), func(b *testing.B) {
 			measure(b, newStore, benchPoll, workers, runs, true, nil, func(ctx context.Context, e *runtime.Engine) error {
-				return st.run(ctx, e, Workflow, runs, func(i int) int { return i })
+				return loadgen.StartAll(ctx, e, st, Workflow, runs, func(i int) int { return i }, tenStepsOf)
 			})
 		})
 	}
-}
-
-// startStyles are the two ways programs start runs. Each starts n runs of
-// workflow with input(i) and returns once every one has its result.
-var startStyles = []struct {
-	name string
-	run  func(ctx context.Context, e *runtime.Engine, workflow string, n int, input func(i int) int) error
-}{
-	{"start=batch", func(ctx context.Context, e *runtime.Engine, workflow string, n int, input func(int) int) error {
-		items := make([]runtime.BatchItem[int], n)
-		for i := range items {
-			items[i].Input = input(i)
-		}
-		var hs []*runtime.Run[int]
-		for lo := 0; lo < n; lo += 500 {
-			got, err := runtime.StartBatch[int, int](ctx, e, workflow, items[lo:min(lo+500, n)])
-			if err != nil {
-				return err
-			}
-			hs = append(hs, got...)
-		}
-		return await(ctx, hs)
-	}},
-	{"start=goroutines", func(ctx context.Context, e *runtime.Engine, workflow string, n int, input func(int) int) error {
-		var wg sync.WaitGroup
-		errs := make(chan error, n)
-		for i := range n {
-			wg.Go(func() {
-				h, err := runtime.Start[int, int](ctx, e, workflow, input(i))
-				if err == nil {
-					_, err = h.Result(ctx)
-				}
-				if err != nil {
-					errs <- err
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		return <-errs
-	}},
 }
 
 // benchPoll is the poll interval of the throughput benchmarks' engines.
@@ -292,12 +254,12 @@ func RemoteResult(b *testing.B, worker, client storage.Store) {
 // time from the first start to the last result in ms: the ideal is just
 // over 1000.
 func Sleepers(b *testing.B, newStore func(b *testing.B) storage.Store, runs int) {
-	for _, st := range startStyles {
-		b.Run(st.name, func(b *testing.B) {
+	for _, st := range loadgen.Styles {
+		b.Run("start="+string(st), func(b *testing.B) {
 			var walls []time.Duration
 			measureEach(b, newStore, 32, func(ctx context.Context, e *runtime.Engine) error {
 				began := time.Now()
-				err := st.run(ctx, e, SleepWorkflow, runs, func(int) int { return 1000 })
+				err := loadgen.StartAll(ctx, e, st, SleepWorkflow, runs, func(int) int { return 1000 }, func(int) int { return 1000 })
 				walls = append(walls, time.Since(began))
 				return err
 			})
