@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -94,7 +95,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(cmd.timeout, timeout))
 	defer cancel()
 	c := &call{ctx: ctx, g: g, codec: codec, in: stdin, out: newPrinter(stdout, g.json), readOnly: cmd.readOnly}
 	defer c.close()

@@ -917,3 +917,56 @@ func TestJSONFromStdinAndFile(t *testing.T) {
 		t.Fatalf("the run did not see the file's payload:\n%s", out)
 	}
 }
+
+// TestBench: stem bench runs every workload in both start styles on the
+// store, checks every result, and reports each; its runs stay in the store,
+// complete; a bad flag is refused before anything is opened.
+func TestBench(t *testing.T) {
+	f := newFixture(t, nil, false)
+	out, _ := f.cli(0, "bench", "--runs", "20", "--steps", "3", "--sleep", "50ms", "--samples", "3")
+	for _, want := range []string{
+		"w1  20 runs × 3 steps, batch", "w1  20 runs × 3 steps, goroutines",
+		"w2  3 runs of 3 steps one at a time  p50 ",
+		"w3  20 runs sleeping 50ms, batch", "w3  20 runs sleeping 50ms, goroutines",
+		"every result checked",
+	} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("bench output lacks %q:\n%s", want, out)
+		}
+	}
+	js, _ := f.cli(0, "--json", "bench", "--workload", "W1", "--start", "goroutines", "--runs", "10", "--steps", "2")
+	var rep struct {
+		Results []struct {
+			Workload       string  `json:"workload"`
+			Start          string  `json:"start"`
+			Runs           int     `json:"runs"`
+			StepsPerSecond float64 `json:"steps_per_second"`
+		} `json:"results"`
+		PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	}
+	if err := json.Unmarshal([]byte(js), &rep); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, js)
+	}
+	if len(rep.Results) != 1 || rep.Results[0].Workload != "w1" || rep.Results[0].Start != "goroutines" || rep.Results[0].Runs != 10 || rep.Results[0].StepsPerSecond <= 0 {
+		t.Fatalf("bench --json results %+v, want one w1 goroutines result of 10 runs", rep.Results)
+	}
+	// 20 + 20 (w1) + 8 (w2, with its warm-ups) + 10 (the --json w1).
+	list, _ := f.cli(0, "runs", "--workflow", "stembench.steps", "--status", "complete", "--limit", "100")
+	if n := strings.Count(list, "stembench.steps"); n != 58 {
+		t.Fatalf("%d complete stembench.steps runs listed, want 58:\n%s", n, list)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "--workload", "w4"}, `stem bench: --workload "w4": want w1, w2, w3 or all`},
+		{[]string{"bench", "--start", "sideways"}, `stem bench: --start "sideways": want batch, goroutines or both`},
+		{[]string{"bench", "--runs", "0"}, "stem bench: --runs 0: want 1 or more"},
+		{[]string{"bench", "--sleep", "0s"}, "stem bench: --sleep 0s: want 1ms or more"},
+		{[]string{"bench", "extra"}, `stem bench: unexpected argument "extra"`},
+	} {
+		if _, errOut := f.cli(2, c.args...); !strings.HasPrefix(errOut, c.want) {
+			t.Fatalf("stem %v: %q, want %q", c.args, errOut, c.want)
+		}
+	}
+}

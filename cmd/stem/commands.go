@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"slices"
+	"time"
 
 	"github.com/stemflow/stem/runtime"
 )
@@ -21,6 +22,9 @@ type command struct {
 	// others open it read-write, but never create or migrate it (see
 	// call.open); init is the one that does.
 	readOnly bool
+	// timeout bounds the whole command when set; the default is the
+	// package's timeout.
+	timeout time.Duration
 	// setup declares the command's flags and returns what runs it; it
 	// checks its arguments before it opens the store.
 	setup func(fs *flag.FlagSet) func(c *call, args []string) error
@@ -97,6 +101,19 @@ started to be abandoned.`},
 			detail: `Lists the workflows and event topics that the workers sharing the store
 recorded, with their versions and the shape of their JSON (in brief);
 --json prints their JSON Schemas whole.`},
+		{name: "bench", max: 0, setup: bench, timeout: time.Hour,
+			summary: "measure the store: steps/s, latency and sleeps, every result checked",
+			detail: `Runs the standard workloads on the store with an engine of this process,
+started in both ways programs start runs (one batch; a goroutine per run
+that awaits its result), checks every result, and prints what it measured
+and the process's peak memory:
+
+  w1  --runs runs of --steps steps, all in flight: steps/s
+  w2  one run of --steps steps at a time (--samples, after 5 warm-ups): latency
+  w3  --runs runs that each sleep --sleep, all in flight: wall time
+
+The store must exist (stem init). Its runs, of the workflows stembench.steps
+and stembench.sleep, stay in the store: point --store at a scratch one.`},
 		{name: "init", max: 0, setup: initStore,
 			summary: "create the store, or migrate it to this version's schema",
 			detail: `Creates a Stem store where --store points (a SQLite file, or the tables
