@@ -1,53 +1,17 @@
 package pgstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stemflow/stem/internal/testserver"
 	"github.com/stemflow/stem/storage"
 )
-
-// logBuffer is a logger's output, safe for concurrent use.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// count returns how many lines contain s.
-func (b *logBuffer) count(s string) int {
-	n := 0
-	for line := range strings.Lines(b.String()) {
-		if strings.Contains(line, s) {
-			n++
-		}
-	}
-	return n
-}
-
-func newLogBuffer() (*logBuffer, *slog.Logger) {
-	b := &logBuffer{}
-	return b, slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
 
 // TestOpenSilentServer: against a server that accepts connections and never
 // answers, Open fails once the connect timeout has passed, naming the
@@ -113,7 +77,7 @@ func TestDefaultTimeouts(t *testing.T) {
 func TestFrozenServer(t *testing.T) {
 	t.Parallel()
 	pg := testserver.Postgres(t)
-	logs, logger := newLogBuffer()
+	logs, logger := testserver.CaptureLogs(slog.LevelDebug)
 	ctx := context.Background()
 	s, err := Open(ctx, pg.URL(), Options{CallTimeout: 500 * time.Millisecond, Logger: logger})
 	if err != nil {
@@ -153,40 +117,30 @@ func TestFrozenServer(t *testing.T) {
 			t.Errorf("%s on a frozen server: %v, want an error naming %q and the timeout", c.op, err, want)
 		}
 	}
-	if n := logs.count("not answering since"); n != 1 {
+	if n := logs.Count("not answering since"); n != 1 {
 		t.Errorf(`%d "not answering" lines for %d failed calls, want 1:\n%s`, n, len(calls), logs)
 	}
-	if n := logs.count("level=WARN msg=\"pgstore: database at " + host + " not answering"); n != 1 {
+	if n := logs.Count("level=WARN msg=\"pgstore: database at " + host + " not answering"); n != 1 {
 		t.Errorf("the warning does not name the server at warn level:\n%s", logs)
 	}
 	// The listener, waiting without a deadline, notices too (it pings a
 	// connection quiet for a call timeout) and reconnects.
 	testserver.Within(t, "the listener noticing", func() struct{} {
-		for logs.count("notification listener failed") == 0 {
+		for logs.Count("notification listener failed") == 0 {
 			time.Sleep(50 * time.Millisecond)
 		}
 		return struct{}{}
 	})
 
 	pg.Thaw()
-	// The first calls after the thaw may still meet the server catching up.
-	for attempt := 1; ; attempt++ {
-		err := testserver.Within(t, "get run", func() error { _, err := s.GetRun(ctx, "r1"); return err })
-		if err == nil {
-			break
-		}
-		if attempt == 20 {
-			t.Fatalf("get run after the thaw: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testserver.AnswersAgain(t, "get run", func() error { _, err := s.GetRun(ctx, "r1"); return err })
 	if _, err := s.ListRuns(ctx, storage.ListRunsQuery{}); err != nil {
 		t.Fatal(err)
 	}
-	if n := logs.count("answering again after"); n != 1 {
+	if n := logs.Count("answering again after"); n != 1 {
 		t.Errorf(`%d "answering again" lines after the thaw, want 1:\n%s`, n, logs)
 	}
-	if n := logs.count("not answering since"); n != 1 {
+	if n := logs.Count("not answering since"); n != 1 {
 		t.Errorf(`%d "not answering" lines in all, want 1:\n%s`, n, logs)
 	}
 	t.Logf("the store's log:\n%s", logs)

@@ -7,14 +7,13 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/stemflow/stem/storage"
-
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stemflow/stem/internal/testserver"
+	"github.com/stemflow/stem/storage"
 	"github.com/stemflow/stem/stores/storetest"
 )
 
@@ -258,7 +257,7 @@ func TestCheckPolicy(t *testing.T) {
 // it at the same time.
 func TestPolicyDecision(t *testing.T) {
 	t.Parallel()
-	logs, logger := captureLogs()
+	logs, logger := testserver.CaptureLogs(slog.LevelInfo)
 	s := &Store{logger: logger}
 	if err := s.judgePolicy("noeviction", false); err != nil || logs.String() != "" {
 		t.Fatalf("noeviction: %v, logged %q", err, logs.String())
@@ -311,7 +310,7 @@ func TestConfigNotPermitted(t *testing.T) {
 	prefix := testPrefix(t)
 	cleanupPrefix(t, admin, prefix)
 
-	logs, logger := captureLogs()
+	logs, logger := testserver.CaptureLogs(slog.LevelInfo)
 	s, err := New(ctx, c, Options{Prefix: prefix, Logger: logger})
 	if err != nil {
 		t.Fatalf("New without CONFIG: %v", err)
@@ -321,35 +320,6 @@ func TestConfigNotPermitted(t *testing.T) {
 		t.Fatalf("no warning logged: %q", logs.String())
 	}
 	mustCreate(t, s, storage.NewRun{ID: "r", Workflow: "wf"})
-}
-
-// captureLogs returns a logger writing text records to the returned buffer.
-func captureLogs() (*syncBuffer, *slog.Logger) {
-	b := &syncBuffer{}
-	return b, slog.New(slog.NewTextHandler(b, nil))
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) Reset() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b.Reset()
 }
 
 func TestOpenOwnsClient(t *testing.T) {

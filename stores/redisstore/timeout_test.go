@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,17 +14,6 @@ import (
 	"github.com/stemflow/stem/internal/testserver"
 	"github.com/stemflow/stem/storage"
 )
-
-// countLines returns how many lines of the log contain s.
-func countLines(log, s string) int {
-	n := 0
-	for line := range strings.Lines(log) {
-		if strings.Contains(line, s) {
-			n++
-		}
-	}
-	return n
-}
 
 // TestOpenSilentServer: against a server that accepts connections and never
 // answers, Open fails once the connect timeout has passed, naming the
@@ -57,7 +47,7 @@ func TestOpenSilentServer(t *testing.T) {
 func TestFrozenServer(t *testing.T) {
 	t.Parallel()
 	rd := testserver.Redis(t)
-	logs, logger := captureLogs()
+	logs, logger := testserver.CaptureLogs(slog.LevelInfo)
 	ctx := context.Background()
 	s, err := Open(ctx, rd.URL(), Options{CallTimeout: 500 * time.Millisecond, Logger: logger})
 	if err != nil {
@@ -90,31 +80,22 @@ func TestFrozenServer(t *testing.T) {
 			t.Errorf("%s on a frozen server: %v, want an error naming the operation and %q", c.op, err, want)
 		}
 	}
-	if n := countLines(logs.String(), "not answering since"); n != 1 {
+	if n := logs.Count("not answering since"); n != 1 {
 		t.Errorf(`%d "not answering" lines for %d failed calls, want 1:\n%s`, n, len(calls), logs)
 	}
-	if n := countLines(logs.String(), `level=WARN msg="redisstore: server at `+rd.Addr()+" not answering"); n != 1 {
+	if n := logs.Count(`level=WARN msg="redisstore: server at ` + rd.Addr() + " not answering"); n != 1 {
 		t.Errorf("the warning does not name the server at warn level:\n%s", logs)
 	}
 
 	rd.Thaw()
-	for attempt := 1; ; attempt++ {
-		err := testserver.Within(t, "get", func() error { _, err := s.GetRun(ctx, "r1"); return err })
-		if err == nil {
-			break
-		}
-		if attempt == 20 {
-			t.Fatalf("get after the thaw: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testserver.AnswersAgain(t, "get", func() error { _, err := s.GetRun(ctx, "r1"); return err })
 	if _, err := s.ListRuns(ctx, storage.ListRunsQuery{}); err != nil {
 		t.Fatal(err)
 	}
-	if n := countLines(logs.String(), "answering again after"); n != 1 {
+	if n := logs.Count("answering again after"); n != 1 {
 		t.Errorf(`%d "answering again" lines after the thaw, want 1:\n%s`, n, logs)
 	}
-	if n := countLines(logs.String(), "not answering since"); n != 1 {
+	if n := logs.Count("not answering since"); n != 1 {
 		t.Errorf(`%d "not answering" lines in all, want 1:\n%s`, n, logs)
 	}
 	t.Logf("the store's log:\n%s", logs)
@@ -196,7 +177,7 @@ func TestPolicyRechecked(t *testing.T) {
 	rd := testserver.Redis(t)
 	admin := rd.Client()
 	ctx := context.Background()
-	logs, logger := captureLogs()
+	logs, logger := testserver.CaptureLogs(slog.LevelInfo)
 	s, err := Open(ctx, rd.URL(), Options{PolicyCheckInterval: 100 * time.Millisecond, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +208,7 @@ func TestPolicyRechecked(t *testing.T) {
 			t.Fatal("Claim took work on an evicting server")
 		}
 	}
-	if n := countLines(logs.String(), "level=ERROR"); n != 1 || !strings.Contains(logs.String(), "allkeys-lru") {
+	if n := logs.Count("level=ERROR"); n != 1 || !strings.Contains(logs.String(), "allkeys-lru") {
 		t.Fatalf("%d error lines for 4 refusals, want 1 naming the policy:\n%s", n, logs)
 	}
 	if err := s.Complete(ctx, storage.CompleteRequest{Lease: leased, Status: storage.StatusComplete}); err != nil {
