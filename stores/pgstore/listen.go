@@ -6,6 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/stemflow/stem/storage"
 )
 
 // The LISTEN connection (notify.go) is a long poll: waiting for a
@@ -41,10 +43,10 @@ func (s *Store) waitNotification(ctx context.Context, conn *pgx.Conn) (*pgconn.N
 }
 
 // listenerCall runs fn under the call timeout, recording an answer in the
-// store's health and reporting the timeout as a noAnswerError.
+// store's health and reporting the timeout as a *storage.NoAnswerError.
 func (s *Store) listenerCall(ctx context.Context, fn func(context.Context) error) error {
 	start := time.Now()
-	cctx, cancel := bound(ctx, start.Add(s.pool.timeout))
+	cctx, cancel := storage.BoundCall(ctx, start.Add(s.pool.timeout))
 	defer cancel()
 	return s.pool.result(cctx, start, fn(cctx))
 }

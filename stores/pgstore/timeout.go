@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -37,23 +36,6 @@ const (
 	DefaultCallTimeout = 30 * time.Second
 )
 
-// errCallTimeout is the cause of a statement context whose own deadline
-// (the store's call timeout, not the caller's) ended it.
-var errCallTimeout = errors.New("pgstore: call timeout")
-
-// noAnswerError is a statement the server did not answer within the
-// store's call timeout.
-type noAnswerError struct {
-	timeout time.Duration
-	err     error
-}
-
-func (e *noAnswerError) Error() string {
-	return fmt.Sprintf("no answer within %v: %v", e.timeout, e.err)
-}
-
-func (e *noAnswerError) Unwrap() error { return e.err }
-
 // dbPool is the pool as the store's methods see it: pgxpool.Pool with a
 // deadline on every statement, and a record in the store's health of every
 // statement the server answered.
@@ -63,19 +45,13 @@ type dbPool struct {
 	health  *storage.Health
 }
 
-// bound returns ctx limited to deadline, with errCallTimeout as the cause
-// when that deadline ends it.
-func bound(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
-	return context.WithDeadlineCause(ctx, deadline, errCallTimeout)
-}
-
 // result classifies the outcome of a statement run under cctx, started at
 // start: a server that answered (success, a Postgres error, no rows) is
 // recorded as answering; an error caused by the store's own deadline comes
-// back as a noAnswerError.
+// back as a *storage.NoAnswerError.
 func (p *dbPool) result(cctx context.Context, start time.Time, err error) error {
-	if err != nil && context.Cause(cctx) == errCallTimeout {
-		return &noAnswerError{timeout: p.timeout, err: err}
+	if err != nil && storage.CallTimedOut(cctx) {
+		return &storage.NoAnswerError{Timeout: p.timeout, Err: err}
 	}
 	var pe *pgconn.PgError
 	if err == nil || errors.As(err, &pe) || errors.Is(err, pgx.ErrNoRows) {
@@ -87,7 +63,7 @@ func (p *dbPool) result(cctx context.Context, start time.Time, err error) error 
 // Exec is pgxpool.Pool.Exec, bounded.
 func (p *dbPool) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	start := time.Now()
-	cctx, cancel := bound(ctx, start.Add(p.timeout))
+	cctx, cancel := storage.BoundCall(ctx, start.Add(p.timeout))
 	defer cancel()
 	tag, err := p.Pool.Exec(cctx, sql, args...)
 	return tag, p.result(cctx, start, err)
@@ -96,7 +72,7 @@ func (p *dbPool) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 // Query is pgxpool.Pool.Query, bounded until the rows are closed.
 func (p *dbPool) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	start := time.Now()
-	cctx, cancel := bound(ctx, start.Add(p.timeout))
+	cctx, cancel := storage.BoundCall(ctx, start.Add(p.timeout))
 	rows, err := p.Pool.Query(cctx, sql, args...)
 	if err != nil {
 		cancel()
@@ -108,7 +84,7 @@ func (p *dbPool) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 // QueryRow is pgxpool.Pool.QueryRow, bounded until the row is scanned.
 func (p *dbPool) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	start := time.Now()
-	cctx, cancel := bound(ctx, start.Add(p.timeout))
+	cctx, cancel := storage.BoundCall(ctx, start.Add(p.timeout))
 	return &boundRow{row: p.Pool.QueryRow(cctx, sql, args...), p: p, ctx: cctx, cancel: cancel, start: start}
 }
 
@@ -116,7 +92,7 @@ func (p *dbPool) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row 
 // closed.
 func (p *dbPool) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	start := time.Now()
-	cctx, cancel := bound(ctx, start.Add(p.timeout))
+	cctx, cancel := storage.BoundCall(ctx, start.Add(p.timeout))
 	return &boundBatch{BatchResults: p.Pool.SendBatch(cctx, b), p: p, ctx: cctx, cancel: cancel, start: start}
 }
 
@@ -125,7 +101,7 @@ func (p *dbPool) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 func (p *dbPool) Begin(ctx context.Context) (pgx.Tx, error) {
 	start := time.Now()
 	deadline := start.Add(p.timeout)
-	cctx, cancel := bound(ctx, deadline)
+	cctx, cancel := storage.BoundCall(ctx, deadline)
 	defer cancel()
 	tx, err := p.Pool.Begin(cctx)
 	if err != nil {
@@ -189,7 +165,7 @@ type boundTx struct {
 
 func (t *boundTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	start := time.Now()
-	cctx, cancel := bound(ctx, t.deadline)
+	cctx, cancel := storage.BoundCall(ctx, t.deadline)
 	defer cancel()
 	tag, err := t.Tx.Exec(cctx, sql, args...)
 	return tag, t.p.result(cctx, start, err)
@@ -197,7 +173,7 @@ func (t *boundTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Com
 
 func (t *boundTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	start := time.Now()
-	cctx, cancel := bound(ctx, t.deadline)
+	cctx, cancel := storage.BoundCall(ctx, t.deadline)
 	rows, err := t.Tx.Query(cctx, sql, args...)
 	if err != nil {
 		cancel()
@@ -208,19 +184,19 @@ func (t *boundTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows,
 
 func (t *boundTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	start := time.Now()
-	cctx, cancel := bound(ctx, t.deadline)
+	cctx, cancel := storage.BoundCall(ctx, t.deadline)
 	return &boundRow{row: t.Tx.QueryRow(cctx, sql, args...), p: t.p, ctx: cctx, cancel: cancel, start: start}
 }
 
 func (t *boundTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	start := time.Now()
-	cctx, cancel := bound(ctx, t.deadline)
+	cctx, cancel := storage.BoundCall(ctx, t.deadline)
 	return &boundBatch{BatchResults: t.Tx.SendBatch(cctx, b), p: t.p, ctx: cctx, cancel: cancel, start: start}
 }
 
 func (t *boundTx) Commit(ctx context.Context) error {
 	start := time.Now()
-	cctx, cancel := bound(ctx, t.deadline)
+	cctx, cancel := storage.BoundCall(ctx, t.deadline)
 	defer cancel()
 	return t.p.result(cctx, start, t.Tx.Commit(cctx))
 }
@@ -229,7 +205,7 @@ func (t *boundTx) Commit(ctx context.Context) error {
 // is closed instead (a server that does not answer cannot roll back).
 func (t *boundTx) Rollback(ctx context.Context) error {
 	start := time.Now()
-	cctx, cancel := bound(ctx, t.deadline)
+	cctx, cancel := storage.BoundCall(ctx, t.deadline)
 	defer cancel()
 	return t.p.result(cctx, start, t.Tx.Rollback(cctx))
 }
@@ -240,7 +216,7 @@ func (t *boundTx) Rollback(ctx context.Context) error {
 // the caller's own deadline, says nothing about the server.
 func notAnswering(err error) bool {
 	var (
-		na *noAnswerError
+		na *storage.NoAnswerError
 		ce *pgconn.ConnectError
 		pe *pgconn.PgError
 		ne net.Error

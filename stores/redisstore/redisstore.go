@@ -220,7 +220,7 @@ func (s *Store) ping(ctx context.Context, timeout time.Duration) error {
 	defer cancel()
 	err := s.client.Ping(pctx).Err()
 	if err != nil && context.Cause(pctx) == errConnectTimeout {
-		err = &noAnswerError{timeout: timeout, err: err}
+		err = &storage.NoAnswerError{Timeout: timeout, Err: err}
 	}
 	return s.outcome(pctx, start, "ping", err)
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stemflow/stem/storage"
 )
 
 // Every call the store makes is bounded, whatever deadline its caller's
@@ -37,42 +39,25 @@ const (
 // the connect timeout ended it.
 var errConnectTimeout = errors.New("redisstore: connect timeout")
 
-// errCallTimeout is the cause of a call context whose own deadline (the
-// store's call timeout, not the caller's) ended it.
-var errCallTimeout = errors.New("redisstore: call timeout")
-
-// noAnswerError is a call the server did not answer within the store's
-// call timeout.
-type noAnswerError struct {
-	timeout time.Duration
-	err     error
-}
-
-func (e *noAnswerError) Error() string {
-	return fmt.Sprintf("no answer within %v: %v", e.timeout, e.err)
-}
-
-func (e *noAnswerError) Unwrap() error { return e.err }
-
-// bound returns ctx limited to the call timeout from now, with
-// errCallTimeout as the cause when that deadline ends it.
+// bound returns ctx limited to the call timeout from now (see
+// storage.BoundCall).
 func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithDeadlineCause(ctx, time.Now().Add(s.callTimeout), errCallTimeout)
+	return storage.BoundCall(ctx, time.Now().Add(s.callTimeout))
 }
 
 // outcome classifies the result of a call made under cctx, started at
 // start: an answer (a reply, an error reply such as OOM) is recorded in the
 // store's health; an error caused by the store's own deadline comes back as
-// a noAnswerError; an error that means the server did not answer is
+// a *storage.NoAnswerError; an error that means the server did not answer is
 // recorded as a failure of op.
 func (s *Store) outcome(cctx context.Context, start time.Time, op string, err error) error {
-	var na *noAnswerError
-	cause := context.Cause(cctx)
-	if err != nil && cause == errCallTimeout && !errors.As(err, &na) {
-		err = &noAnswerError{timeout: s.callTimeout, err: err}
+	var na *storage.NoAnswerError
+	timedOut := storage.CallTimedOut(cctx)
+	if err != nil && timedOut && !errors.As(err, &na) {
+		err = &storage.NoAnswerError{Timeout: s.callTimeout, Err: err}
 	}
 	switch {
-	case cctx.Err() != nil && cause != errCallTimeout && !errors.As(err, &na):
+	case cctx.Err() != nil && !timedOut && !errors.As(err, &na):
 		// The caller's context ended the call (or Open's connect
 		// timeout, which ping reports): nothing to learn of the server.
 	case notAnswering(err):
@@ -97,7 +82,7 @@ func answered(err error) bool {
 // server.
 func notAnswering(err error) bool {
 	var (
-		na *noAnswerError
+		na *storage.NoAnswerError
 		ne net.Error
 	)
 	switch {
