@@ -25,47 +25,36 @@ const FinishedBuffer = 256
 // Subscribe returns a channel that receives the hub's hints until ctx is
 // done or the hub closes; then the channel is closed.
 func (h *Hub) Subscribe(ctx context.Context) <-chan struct{} {
-	ch := make(chan struct{}, 1)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed || ctx.Err() != nil {
-		close(ch)
-		return ch
-	}
-	if h.subs == nil {
-		h.subs = make(map[chan struct{}]func() bool)
-	}
-	// The callback takes h.mu in its own goroutine, so registering it while
-	// holding h.mu is safe.
-	h.subs[ch] = context.AfterFunc(ctx, func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if _, ok := h.subs[ch]; ok {
-			delete(h.subs, ch)
-			close(ch)
-		}
-	})
-	return ch
+	return subscribe(ctx, h, &h.subs, 1)
 }
 
 // SubscribeFinished returns a channel that receives the IDs passed to
 // Finished until ctx is done or the hub closes; then the channel is closed.
 func (h *Hub) SubscribeFinished(ctx context.Context) <-chan string {
-	ch := make(chan string, FinishedBuffer)
+	return subscribe(ctx, h, &h.finished, FinishedBuffer)
+}
+
+// subscribe adds a channel of size to the subscribers subs of h, removed
+// and closed when ctx is done; a closed hub or a done ctx gets a closed
+// channel.
+func subscribe[T any](ctx context.Context, h *Hub, subs *map[chan T]func() bool, size int) <-chan T {
+	ch := make(chan T, size)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed || ctx.Err() != nil {
 		close(ch)
 		return ch
 	}
-	if h.finished == nil {
-		h.finished = make(map[chan string]func() bool)
+	if *subs == nil {
+		*subs = make(map[chan T]func() bool)
 	}
-	h.finished[ch] = context.AfterFunc(ctx, func() {
+	// The callback takes h.mu in its own goroutine, so registering it while
+	// holding h.mu is safe.
+	(*subs)[ch] = context.AfterFunc(ctx, func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		if _, ok := h.finished[ch]; ok {
-			delete(h.finished, ch)
+		if _, ok := (*subs)[ch]; ok {
+			delete(*subs, ch)
 			close(ch)
 		}
 	})
@@ -104,14 +93,16 @@ func (h *Hub) Close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.closed = true
-	for ch, stop := range h.subs {
+	closeAll(h.subs)
+	closeAll(h.finished)
+}
+
+// closeAll stops, removes and closes every subscriber of subs. The caller
+// holds the hub's lock.
+func closeAll[T any](subs map[chan T]func() bool) {
+	for ch, stop := range subs {
 		stop()
-		delete(h.subs, ch)
-		close(ch)
-	}
-	for ch, stop := range h.finished {
-		stop()
-		delete(h.finished, ch)
+		delete(subs, ch)
 		close(ch)
 	}
 }
