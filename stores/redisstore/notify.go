@@ -15,9 +15,7 @@ func (s *Store) Notifications(ctx context.Context) <-chan struct{} {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 	ch := s.hub.Subscribe(ctx)
-	if !s.listening && !s.closed.Load() && ctx.Err() == nil {
-		s.listen(ctx)
-	}
+	s.listen(ctx)
 	return ch
 }
 
@@ -31,9 +29,7 @@ func (s *Store) Finished(ctx context.Context) <-chan string {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 	ch := s.hub.SubscribeFinished(ctx)
-	if !s.listening && !s.closed.Load() && ctx.Err() == nil {
-		s.listen(ctx)
-	}
+	s.listen(ctx)
 	return ch
 }
 
@@ -41,12 +37,16 @@ func (s *Store) Finished(ctx context.Context) <-chan string {
 // follows (scripts/lib/state.lua, finish). A ready hint's message is "1".
 const finishedPrefix = "f:"
 
-// listen subscribes to the wake channel and signals the hub on every
-// message until the store closes. It waits for the server's confirmation,
-// so that every change after the first Notifications call returns is seen;
-// a failure only costs the hints (the engine polls), and go-redis keeps
-// trying to subscribe again. The caller holds closeMu.
+// listen subscribes to the wake channel, once, unless the store is closed,
+// and passes every message to the hub until the store closes. It waits for
+// the server's confirmation, so that every change after the first
+// Notifications or Finished call returns is seen; a failure only costs the
+// hints (the engine polls), and go-redis keeps trying to subscribe again.
+// The caller holds closeMu.
 func (s *Store) listen(ctx context.Context) {
+	if s.listening || s.closed.Load() || ctx.Err() != nil {
+		return
+	}
 	s.listening = true
 	ps := s.client.Subscribe(context.WithoutCancel(ctx), s.keys.wake())
 	rctx, cancel := s.bound(ctx)
