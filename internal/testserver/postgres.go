@@ -182,48 +182,9 @@ func (p *PG) start() error {
 	for _, s := range p.settings {
 		args = append(args, "-c", s)
 	}
-	logf, err := os.OpenFile(p.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		p.mu.Unlock()
-		return fmt.Errorf("start postgres: open log: %w", err)
-	}
-	defer logf.Close()
-	logStart, _ := logf.Seek(0, 2)
 	cmd := p.command(filepath.Join(p.bin, "postgres"), args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		p.mu.Unlock()
-		return fmt.Errorf("start postgres in %s: %w", p.dataDir(), err)
-	}
-	exited := make(chan struct{})
-	p.cmd, p.exited = cmd, exited
-	go func() {
-		err := cmd.Wait()
-		p.mu.Lock()
-		p.waitErr = err
-		p.mu.Unlock()
-		close(exited)
-	}()
-	p.mu.Unlock()
-
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	for {
-		select {
-		case <-exited:
-			p.mu.Lock()
-			err := p.waitErr
-			p.cmd = nil
-			p.mu.Unlock()
-			return fmt.Errorf("postgres on port %d exited while starting (%v); log %s:\n%s", p.port, err, p.logPath(), logSince(p.logPath(), logStart))
-		case <-ctx.Done():
-			return fmt.Errorf("postgres on port %d not accepting connections after %v; log %s:\n%s", p.port, startTimeout, p.logPath(), logSince(p.logPath(), logStart))
-		case <-time.After(20 * time.Millisecond):
-		}
-		if ping(ctx, p.URL()) == nil {
-			return nil
-		}
-	}
+	return p.launch(cmd, p.dataDir(), p.logPath(), 20*time.Millisecond, "not accepting connections",
+		func(ctx context.Context) bool { return ping(ctx, p.URL()) == nil })
 }
 
 // logSince returns what the log at path holds from offset on, at most its

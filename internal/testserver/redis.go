@@ -108,51 +108,12 @@ func (r *RedisServer) start() error {
 		"--appendonly", "no",
 		"--logfile", "",
 	}, r.args...)
-	logf, err := os.OpenFile(r.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		r.mu.Unlock()
-		return fmt.Errorf("start redis-server: open log: %w", err)
-	}
-	defer logf.Close()
-	logStart, _ := logf.Seek(0, 2)
 	cmd := exec.Command(r.bin, args...)
 	cmd.Dir = r.dir
-	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		r.mu.Unlock()
-		return fmt.Errorf("start redis-server in %s: %w", r.dir, err)
-	}
-	exited := make(chan struct{})
-	r.cmd, r.exited = cmd, exited
-	go func() {
-		err := cmd.Wait()
-		r.mu.Lock()
-		r.waitErr = err
-		r.mu.Unlock()
-		close(exited)
-	}()
-	r.mu.Unlock()
-
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	for {
-		select {
-		case <-exited:
-			r.mu.Lock()
-			err := r.waitErr
-			r.cmd = nil
-			r.mu.Unlock()
-			return fmt.Errorf("redis-server on port %d exited while starting (%v); log %s:\n%s", r.port, err, r.logPath(), logSince(r.logPath(), logStart))
-		case <-ctx.Done():
-			return fmt.Errorf("redis-server on port %d not answering PING after %v; log %s:\n%s", r.port, startTimeout, r.logPath(), logSince(r.logPath(), logStart))
-		case <-time.After(10 * time.Millisecond):
-		}
-		// PING answers -LOADING while the server replays its files.
-		if pong(r.Addr()) {
-			return nil
-		}
-	}
+	// PING answers -LOADING while the server replays its files.
+	return r.launch(cmd, r.dir, r.logPath(), 10*time.Millisecond, "not answering PING",
+		func(context.Context) bool { return pong(r.Addr()) })
 }
 
 // pong reports whether the server at addr answers PING with PONG. It

@@ -19,6 +19,7 @@
 package testserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -128,6 +129,56 @@ type process struct {
 	exited  chan struct{} // closed when cmd has exited
 	waitErr error
 	frozen  bool
+}
+
+// launch starts cmd as the server's process, its output appended to the
+// log at logPath, and waits until ready reports it serving, asking every
+// interval, for at most startTimeout. The caller holds p.mu, which launch
+// releases once the process runs. When the process exits first, or is not
+// ready in time, the error quotes what it logged since; notReady says what
+// it was not ("not accepting connections"), and dir where it was started.
+func (p *process) launch(cmd *exec.Cmd, dir, logPath string, interval time.Duration, notReady string, ready func(context.Context) bool) error {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		p.mu.Unlock()
+		return fmt.Errorf("start %s: open log: %w", p.name, err)
+	}
+	defer logf.Close()
+	logStart, _ := logf.Seek(0, 2)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		p.mu.Unlock()
+		return fmt.Errorf("start %s in %s: %w", p.name, dir, err)
+	}
+	exited := make(chan struct{})
+	p.cmd, p.exited = cmd, exited
+	go func() {
+		err := cmd.Wait()
+		p.mu.Lock()
+		p.waitErr = err
+		p.mu.Unlock()
+		close(exited)
+	}()
+	p.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	for {
+		select {
+		case <-exited:
+			p.mu.Lock()
+			err := p.waitErr
+			p.cmd = nil
+			p.mu.Unlock()
+			return fmt.Errorf("%s on port %d exited while starting (%v); log %s:\n%s", p.name, p.port, err, logPath, logSince(logPath, logStart))
+		case <-ctx.Done():
+			return fmt.Errorf("%s on port %d %s after %v; log %s:\n%s", p.name, p.port, notReady, startTimeout, logPath, logSince(logPath, logStart))
+		case <-time.After(interval):
+		}
+		if ready(ctx) {
+			return nil
+		}
+	}
 }
 
 // Freeze stops the server and all its processes (a postmaster's backends,
