@@ -135,10 +135,6 @@ func (p *PG) URL() string {
 // Port is the TCP port the cluster listens on.
 func (p *PG) Port() int { return p.port }
 
-// Dir is the cluster's directory: the data directory is Dir()/data and the
-// server's log Dir()/postgres.log.
-func (p *PG) Dir() string { return p.dir }
-
 func (p *PG) dataDir() string { return filepath.Join(p.dir, "data") }
 func (p *PG) logPath() string { return filepath.Join(p.dir, "postgres.log") }
 

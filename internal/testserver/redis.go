@@ -66,10 +66,6 @@ func (r *RedisServer) URL() string { return fmt.Sprintf("redis://127.0.0.1:%d/0"
 // Addr is the server's host:port.
 func (r *RedisServer) Addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
 
-// Dir is the server's working directory, where its AOF and RDB files go,
-// and its log, Dir()/redis.log.
-func (r *RedisServer) Dir() string { return r.dir }
-
 func (r *RedisServer) logPath() string { return filepath.Join(r.dir, "redis.log") }
 
 // Client returns a client of the server, the same one on every call,
