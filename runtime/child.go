@@ -35,7 +35,7 @@ func CallChild[Out any](c *WorkflowContext, name, workflow string, input any, op
 	var zero Out
 	x := c.exec
 	x.checkStopped()
-	if err := validKey(name); err != nil {
+	if err := storage.CheckStepKey(name); err != nil {
 		return zero, err
 	}
 	key, err := x.useKey(name, false)
@@ -100,7 +100,7 @@ func (r *ChildRun[Out]) Result() (Out, error) {
 func StartChild[Out any](c *WorkflowContext, name, workflow string, input any, opts ...ChildOption) (*ChildRun[Out], error) {
 	x := c.exec
 	x.checkStopped()
-	if err := validKey(name); err != nil {
+	if err := storage.CheckStepKey(name); err != nil {
 		return nil, err
 	}
 	key, err := x.useKey(name, false)

@@ -24,7 +24,7 @@ func WaitForEvent[T any](c *WorkflowContext, name, topic string, timeout time.Du
 	var zero T
 	x := c.exec
 	x.checkStopped()
-	if err := validKey(name); err != nil {
+	if err := storage.CheckStepKey(name); err != nil {
 		return zero, err
 	}
 	if err := validTopic(topic); err != nil {

@@ -117,18 +117,11 @@ func Do(c *WorkflowContext, key string, opts StepOptions, fn func(sc StepContext
 	return err
 }
 
-// validKey checks a key a workflow passes to a step, wait or child call
-// (storage.CheckStepKey): 1 to 128 bytes of UTF-8 without control
-// characters or '#'.
-func validKey(key string) error {
-	return storage.CheckStepKey(key)
-}
-
 func runStep[T any](c *WorkflowContext, key string, opts StepOptions, fn func(sc StepContext) (T, error), void bool) (T, error) {
 	var zero T
 	x := c.exec
 	x.checkStopped()
-	if err := validKey(key); err != nil {
+	if err := storage.CheckStepKey(key); err != nil {
 		return zero, err
 	}
 	full, err := x.useKey(key, opts.Autoversion)

@@ -55,7 +55,7 @@ func (c *WorkflowContext) SleepUntil(name string, t time.Time) error {
 func (c *WorkflowContext) sleep(name string, wakeAt func(now time.Time) time.Time) error {
 	x := c.exec
 	x.checkStopped()
-	if err := validKey(name); err != nil {
+	if err := storage.CheckStepKey(name); err != nil {
 		return err
 	}
 	key, err := x.useKey(name, false)
