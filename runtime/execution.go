@@ -281,9 +281,7 @@ func (x *execution) heartbeat(done <-chan struct{}) {
 			continue
 		}
 		x.extended()
-		if res.PauseRequested {
-			x.pauseOnce.Do(func() { close(x.pauseSeen) })
-		}
+		x.notePause(res)
 	}
 }
 
@@ -309,6 +307,12 @@ func (x *execution) holdFor(a *storage.ActiveStep, timeout time.Duration) {
 		x.stop(err)
 	}
 	x.extended()
+	x.notePause(res)
+}
+
+// notePause tells the run, once, that a heartbeat found a pause
+// requested: it parks at its next step boundary.
+func (x *execution) notePause(res storage.HeartbeatResult) {
 	if res.PauseRequested {
 		x.pauseOnce.Do(func() { close(x.pauseSeen) })
 	}
@@ -345,9 +349,12 @@ func lettingGo(err error) bool {
 	if errors.As(err, &lost) {
 		return lost.Loss == storage.LossRestarted || lost.Loss == storage.LossUnknown
 	}
-	for _, final := range []error{ErrLeaseLost, ErrTerminated, errShutdown, ErrInvalidArgument, ErrInvalidState, ErrRunNotFound, ErrClosed} {
+	if errors.Is(err, ErrLeaseLost) {
+		return true // not said why: see above
+	}
+	for _, final := range []error{ErrTerminated, errShutdown, ErrInvalidArgument, ErrInvalidState, ErrRunNotFound, ErrClosed} {
 		if errors.Is(err, final) {
-			return errors.Is(err, ErrLeaseLost) // not said why: see above
+			return false
 		}
 	}
 	return true
