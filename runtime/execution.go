@@ -137,7 +137,7 @@ func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
 		x.release()
 		return
 	}
-	replay, err := e.store.LoadReplay(ctx, r.Lease.RunID)
+	replay, err := e.replayOf(ctx, r)
 	if err != nil {
 		x.logger().Error("stem: load checkpoints", "err", err)
 		x.release()
@@ -203,6 +203,15 @@ func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
 		return
 	}
 	x.finish(out, runErr)
+}
+
+// replayOf is the claimed run's replay: the one its claim brought, or the
+// store's answer to LoadReplay.
+func (e *Engine) replayOf(ctx context.Context, r storage.ClaimedRun) (storage.Replay, error) {
+	if r.Replay != nil {
+		return *r.Replay, nil
+	}
+	return e.store.LoadReplay(ctx, r.Lease.RunID)
 }
 
 // finish completes the run with its output or error.

@@ -207,6 +207,11 @@ type ClaimedRun struct {
 	Wait *Wait
 	// LeaseUntil is when this lease expires unless extended.
 	LeaseUntil time.Time
+	// Replay, when not nil, is the run's replay exactly as LoadReplay would
+	// return it right after this claim, read by the store in the same
+	// round trip, so the worker need not ask. A store may leave it nil, and
+	// the worker calls LoadReplay.
+	Replay *Replay
 }
 
 // CheckpointKind says what produced a checkpoint.

@@ -78,6 +78,12 @@ func (s *Store) LoadReplay(ctx context.Context, runID string) (storage.Replay, e
 	if r == nil {
 		return storage.Replay{}, notFound("load replay of", runID)
 	}
+	return r.replay(), nil
+}
+
+// replay is the run's current execution's checkpoints and pending
+// attempts, copied; the store's lock is held.
+func (r *run) replay() storage.Replay {
 	rp := storage.Replay{Execution: r.rec.Execution}
 	if r.loose {
 		for _, a := range r.attempts {
@@ -90,7 +96,7 @@ func (s *Store) LoadReplay(ctx context.Context, runID string) (storage.Replay, e
 		r.loose = len(rp.Pending) > 0
 	}
 	if len(r.cps) == 0 {
-		return rp, nil
+		return rp
 	}
 	out := make([]storage.Checkpoint, len(r.cps))
 	n := 0
@@ -110,7 +116,7 @@ func (s *Store) LoadReplay(ctx context.Context, runID string) (storage.Replay, e
 		out[i].Error = cloneError(r.cps[i].Error)
 	}
 	rp.Checkpoints = out
-	return rp, nil
+	return rp
 }
 
 // Checkpoint records a step's result under the lease, fenced.

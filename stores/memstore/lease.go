@@ -86,7 +86,9 @@ func (s *Store) claim(r *run, req storage.ClaimRequest, now time.Time, recovered
 	rec.Active = nil
 	rec.UpdatedAt = now
 	r.queue.pushLease(entry{at: rec.LeaseUntil.UnixNano(), gen: uint64(rec.Token), r: r})
+	rp := r.replay()
 	return storage.ClaimedRun{
+		Replay:       &rp,
 		Lease:        storage.Lease{RunID: rec.ID, Owner: rec.Owner, Token: rec.Token},
 		Workflow:     rec.Workflow,
 		ParentID:     rec.ParentID,

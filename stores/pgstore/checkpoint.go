@@ -30,25 +30,7 @@ func (s *Store) LoadReplay(ctx context.Context, runID string) (storage.Replay, e
 	)
 	err = forRows(rows, func() error {
 		found = true
-		var (
-			execution int32
-			isAttempt bool
-			c         ckptRow
-			a         attemptRow
-		)
-		if err := rows.Scan(append(append([]any{&execution, &isAttempt}, c.dest()...), a.dest()...)...); err != nil {
-			return err
-		}
-		rp.Execution = int(execution)
-		if isAttempt {
-			rp.Pending = append(rp.Pending, a.attempt(c.key, rp.Execution))
-			return nil
-		}
-		cp, ok, err := c.checkpoint(rp.Execution)
-		if ok {
-			rp.Checkpoints = append(rp.Checkpoints, cp)
-		}
-		return err
+		return scanReplayRow(rows, &rp)
 	})
 	if err != nil {
 		return storage.Replay{}, s.wrap(op, err)
@@ -57,6 +39,30 @@ func (s *Store) LoadReplay(ctx context.Context, runID string) (storage.Replay, e
 		return storage.Replay{}, fmt.Errorf("pgstore: %s of run %q: %w", op, runID, storage.ErrRunNotFound)
 	}
 	return rp, nil
+}
+
+// scanReplayRow adds one row of loadReplay (or, after the run's ID, of
+// loadClaimed) to rp; dest are the columns before it.
+func scanReplayRow(rows pgx.Rows, rp *storage.Replay, dest ...any) error {
+	var (
+		execution int32
+		isAttempt bool
+		c         ckptRow
+		a         attemptRow
+	)
+	if err := rows.Scan(append(append(append(dest, &execution, &isAttempt), c.dest()...), a.dest()...)...); err != nil {
+		return err
+	}
+	rp.Execution = int(execution)
+	if isAttempt {
+		rp.Pending = append(rp.Pending, a.attempt(c.key, rp.Execution))
+		return nil
+	}
+	cp, ok, err := c.checkpoint(rp.Execution)
+	if ok {
+		rp.Checkpoints = append(rp.Checkpoints, cp)
+	}
+	return err
 }
 
 // forRows calls fn for each row, then closes rows and returns the first

@@ -25,7 +25,16 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 	if req.Empty() {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, s.q.claim, s.clock(), req.Workflows, req.Limit, req.Owner, micros(req.LeaseFor))
+	// The claim and the claimed runs' replays, in one round trip and one
+	// transaction: the second statement's snapshot sees every write to the
+	// runs committed before the claim locked them, and none can commit
+	// since without the lock.
+	b := &pgx.Batch{}
+	b.Queue(s.q.claim, s.clock(), req.Workflows, req.Limit, req.Owner, micros(req.LeaseFor))
+	b.Queue(s.q.loadClaimed, req.Workflows)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	rows, err := br.Query()
 	if err != nil {
 		return nil, s.wrap(op, err)
 	}
@@ -50,6 +59,38 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
+		return nil, s.wrap(op, err)
+	}
+	replays := make(map[string]*storage.Replay, len(out))
+	for i := range out {
+		rp := &storage.Replay{}
+		out[i].run.Replay = rp
+		replays[out[i].run.Lease.RunID] = rp
+	}
+	if rows, err = br.Query(); err != nil {
+		return nil, s.wrap(op, err)
+	}
+	err = forRows(rows, func() error {
+		var (
+			id  string
+			row storage.Replay
+		)
+		if err := scanReplayRow(rows, &row, &id); err != nil {
+			return err
+		}
+		rp := replays[id]
+		if rp == nil {
+			return fmt.Errorf("replay of run %q, which the claim did not take", id)
+		}
+		rp.Execution = row.Execution
+		rp.Checkpoints = append(rp.Checkpoints, row.Checkpoints...)
+		rp.Pending = append(rp.Pending, row.Pending...)
+		return nil
+	})
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	if err := br.Close(); err != nil {
 		return nil, s.wrap(op, err)
 	}
 	if len(out) == 0 {
@@ -349,16 +390,15 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 		return s.wrap(op, err)
 	}
 	if req.Notify == nil {
-		// The fence is checked by the statement that writes: one round trip.
-		var n int
-		err := s.pool.QueryRow(ctx, s.q.complete, s.completeArgs(s.clock(), req.Lease.RunID, req.Lease.Token, string(req.Status), req.Output, errJSON)...).Scan(&n)
-		if err != nil {
-			return s.wrap(op, err)
+		// The fence is checked by the statement that writes, which the
+		// checkpoint writers run in the transaction of their next batch.
+		call := &ckptCall{fin: &finCall{req: req}, done: make(chan struct{})}
+		if errJSON != nil {
+			str := string(errJSON)
+			call.fin.errJSON = &str
 		}
-		if n != 1 {
-			return leaseLost(op, req.Lease)
-		}
-		return nil
+		_, err := s.submit(ctx, call)
+		return err
 	}
 	ready := false
 	err = s.inTx(ctx, func(tx pgx.Tx) error {

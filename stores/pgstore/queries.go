@@ -30,6 +30,8 @@ type queries struct {
 	extendLease    string
 	park           string
 	complete       string
+	completeMany   string
+	loadClaimed    string
 	emit           string
 	bufferEvent    string
 	deliver        string
@@ -178,6 +180,27 @@ WHERE NOT EXISTS (
 	SELECT 1 FROM {s}.checkpoints c WHERE c.run_id = a.run_id AND c.execution = a.execution AND c.key = a.key
 )
 ORDER BY 7`
+
+	// $1 workflows. Like loadReplay, after each row's run ID, for every run
+	// the current transaction's claim took: running runs whose row version
+	// the transaction wrote (xmin, compared modulo 2^32 with the 64-bit
+	// transaction ID).
+	q.loadClaimed = `WITH r AS (
+	SELECT id, execution FROM {s}.runs
+	WHERE status = 'running' AND workflow = ANY($1::text[])
+		AND xmin::text::bigint = pg_current_xact_id()::text::bigint % 4294967296
+)
+SELECT r.id, r.execution, false, c.key, c.kind, c.output, c.error, c.seq, c.created_at, c.forked_from,
+	NULL::int, NULL::timestamptz, NULL::timestamptz, NULL::text, NULL::timestamptz
+FROM r LEFT JOIN {s}.checkpoints c ON c.run_id = r.id AND c.execution = r.execution
+UNION ALL
+SELECT r.id, r.execution, true, a.key, NULL, NULL, NULL, a.seq, NULL, NULL,
+	a.number, a.started, a.ended, a.error, a.retry_at
+FROM r JOIN {s}.attempts a ON a.run_id = r.id AND a.execution = r.execution
+WHERE NOT EXISTS (
+	SELECT 1 FROM {s}.checkpoints c WHERE c.run_id = a.run_id AND c.execution = a.execution AND c.key = a.key
+)
+ORDER BY 1, 8`
 
 	// $1 run, $2 execution (0: the current one). Like loadReplay, for any
 	// execution, with every attempt and the attempts kept in checkpoint
@@ -350,6 +373,37 @@ ex AS (
 )` + finishedCTE(notify, "upd", 7) + `
 SELECT count(*) FROM upd` + finishedJoin(notify)
 
+	// Completions of several runs at once (each run at most once), as
+	// parallel arrays: $2 run, $3 token, $4 status, $5 output, $6 error
+	// (JSON text); $7 the channel. Like complete, for the runs whose lease
+	// holds, locked in ID order; one row, the request's ordinal, per run
+	// ended.
+	q.completeMany = `WITH ` + clockCTE + `,
+req AS (
+	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bytea[], $6::text[])
+		WITH ORDINALITY AS q(run_id, token, status, output, error, ord)
+),
+f AS (
+	SELECT r.id, req.ord FROM {s}.runs r JOIN req ON req.run_id = r.id AND req.token = r.token
+	WHERE r.id = ANY($2::text[]) AND r.status = 'running'
+	ORDER BY r.id
+	FOR UPDATE OF r
+),
+upd AS (
+	UPDATE {s}.runs r SET status = req.status, output = req.output, error = req.error::jsonb,
+		ready_at = NULL, wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL,
+		suspend_state = NULL, pause_requested = false, lease_until = least(r.lease_until, clock.now),
+		ended_at = clock.now, {clearActive}, updated_at = clock.now
+	FROM f JOIN req ON req.ord = f.ord, clock
+	WHERE r.id = f.id
+	RETURNING f.ord, r.id, r.execution, r.status, r.error, r.ended_at
+),
+ex AS (
+	UPDATE {s}.executions e SET ended_at = upd.ended_at, status = upd.status, error = upd.error
+	FROM upd WHERE e.run_id = upd.id AND e.number = upd.execution
+)` + finishedCTE(notify, "upd", 7) + `
+SELECT upd.ord FROM upd` + finishedWhere(notify)
+
 	// $1 now, $2 run, $3 error: terminates the locked, unfinished run and
 	// ends its execution.
 	q.terminate = `WITH upd AS (
@@ -486,9 +540,9 @@ WHERE r.id = $2`
 	q.notifyFinished = `SELECT pg_notify($1, '` + finishedPrefix + `' || id) FROM unnest($2::text[]) id`
 
 	for _, p := range []*string{
-		&q.createRuns, &q.selectRuns, &q.getRun, &q.claim, &q.nextWake, &q.loadReplay, &q.getCheckpoint,
+		&q.createRuns, &q.selectRuns, &q.getRun, &q.claim, &q.nextWake, &q.loadReplay, &q.loadClaimed, &q.getCheckpoint,
 		&q.checkpoint, &q.recordAttempts, &q.heartbeat, &q.lockRun, &q.insertCkpt, &q.refuseCkpt, &q.insertAttempt,
-		&q.takeEvent, &q.extendLease, &q.park, &q.complete, &q.emit, &q.bufferEvent, &q.deliver, &q.history,
+		&q.takeEvent, &q.extendLease, &q.park, &q.complete, &q.completeMany, &q.emit, &q.bufferEvent, &q.deliver, &q.history,
 		&q.terminate, &q.cascade, &q.forkSeq, &q.restart, &q.executions,
 		&q.putWorkflows, &q.putEvents, &q.getWorkflows, &q.getEvents,
 	} {
@@ -535,6 +589,16 @@ func finishedCTE(enabled bool, source string, param int) string {
 finished AS (
 	SELECT pg_notify($` + strconv.Itoa(param) + `::text, '` + finishedPrefix + `' || id) FROM ` + source + `
 )`
+}
+
+// finishedWhere makes a query of many rows send finishedCTE's
+// notifications, where finishedJoin would repeat each row per
+// notification.
+func finishedWhere(enabled bool) string {
+	if !enabled {
+		return ""
+	}
+	return ` WHERE (SELECT count(*) FROM finished) >= 0`
 }
 
 func finishedJoin(enabled bool) string {

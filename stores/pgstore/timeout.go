@@ -150,6 +150,30 @@ type boundBatch struct {
 	start  time.Time
 }
 
+// Query is the next statement's rows; their errors, like the batch's, say
+// when the server did not answer in time.
+func (b *boundBatch) Query() (pgx.Rows, error) {
+	rows, err := b.BatchResults.Query()
+	if err != nil {
+		return rows, b.p.result(b.ctx, b.start, err)
+	}
+	return &batchRows{Rows: rows, b: b}, nil
+}
+
+// Exec is the next statement's result, with errors as Query's.
+func (b *boundBatch) Exec() (pgconn.CommandTag, error) {
+	tag, err := b.BatchResults.Exec()
+	return tag, b.p.result(b.ctx, b.start, err)
+}
+
+// batchRows are one statement's rows of a bound batch.
+type batchRows struct {
+	pgx.Rows
+	b *boundBatch
+}
+
+func (r *batchRows) Err() error { return r.b.p.result(r.b.ctx, r.b.start, r.Rows.Err()) }
+
 func (b *boundBatch) Close() error {
 	defer b.cancel()
 	return b.p.result(b.ctx, b.start, b.BatchResults.Close())

@@ -32,9 +32,12 @@ const (
 	callWithdrawn       // given up by its caller before any writer took it
 )
 
-// ckptCall is one Checkpoint call waiting for its batch.
+// ckptCall is one Checkpoint call waiting for its batch, or, with fin set,
+// one Complete call: completions ride in the same transaction as the
+// batch's checkpoints, so a run's end costs no commit of its own.
 type ckptCall struct {
 	req      storage.CheckpointRequest
+	fin      *finCall
 	errJSON  *string
 	attempts *string // JSON, of the checkpoint's own key
 	// loose are the request's attempts of other keys, recorded apart.
@@ -45,18 +48,32 @@ type ckptCall struct {
 	done  chan struct{}
 }
 
+// finCall is what a Complete call writes.
+type finCall struct {
+	req     storage.CompleteRequest
+	errJSON *string
+}
+
+// lease is the lease the call is fenced by.
+func (c *ckptCall) lease() storage.Lease {
+	if c.fin != nil {
+		return c.fin.req.Lease
+	}
+	return c.req.Lease
+}
+
 // finish hands the call its result and wakes its caller.
 func (c *ckptCall) finish(res storage.CheckpointResult, err error) {
 	c.res, c.err = res, err
 	close(c.done)
 }
 
-// submit queues a checkpoint call for the writers and waits for its
-// result. A call given up (ctx done, store closed) before a writer took it
-// is withdrawn and never written; once taken, the writer's statement
-// decides.
+// submit queues a checkpoint or completion call for the writers and
+// waits for its result. A call given up (ctx done, store closed) before a
+// writer took it is withdrawn and never written; once taken, the writer's
+// statement decides.
 func (s *Store) submit(ctx context.Context, call *ckptCall) (storage.CheckpointResult, error) {
-	const op = "checkpoint"
+	op := call.op()
 	if err := ctx.Err(); err != nil {
 		return storage.CheckpointResult{}, s.wrap(op, err)
 	}
@@ -117,12 +134,13 @@ func (s *Store) writeLoop() {
 		clear(runIDs)
 		next := carry[:0:0]
 		take := func(c *ckptCall) {
-			if _, dup := runIDs[c.req.Lease.RunID]; dup {
+			id := c.lease().RunID
+			if _, dup := runIDs[id]; dup {
 				next = append(next, c)
 				return
 			}
 			if c.state.CompareAndSwap(callQueued, callTaken) {
-				runIDs[c.req.Lease.RunID] = struct{}{}
+				runIDs[id] = struct{}{}
 				batch = append(batch, c)
 			}
 		}
@@ -153,37 +171,164 @@ func (s *Store) writeLoop() {
 	}
 }
 
-// writeBatch writes a batch and completes its calls. If the statement
-// fails as a whole, each checkpoint is written again alone, so that one bad
+// writeBatch writes a batch and completes its calls. If the transaction
+// fails as a whole, each call is written again alone, so that one bad
 // request fails only its own call.
 func (s *Store) writeBatch(batch []*ckptCall) {
 	s.batches.Add(1)
 	s.batched.Add(int64(len(batch)))
 	ctx := s.stopCtx
-	results, errs, err := s.writeCheckpoints(ctx, batch)
+	errs, err := s.writeCalls(ctx, batch)
 	if err == nil {
 		for i, c := range batch {
-			c.finish(results[i], errs[i])
+			c.finish(c.res, errs[i])
 		}
 		return
 	}
 	if len(batch) == 1 {
-		batch[0].finish(storage.CheckpointResult{}, s.wrap("checkpoint", err))
+		batch[0].finish(storage.CheckpointResult{}, s.wrap(batch[0].op(), err))
 		return
 	}
 	for _, c := range batch {
-		res, errs, err := s.writeCheckpoints(ctx, []*ckptCall{c})
+		errs, err := s.writeCalls(ctx, []*ckptCall{c})
 		if err != nil {
-			c.finish(storage.CheckpointResult{}, s.wrap("checkpoint", err))
+			c.finish(storage.CheckpointResult{}, s.wrap(c.op(), err))
 		} else {
-			c.finish(res[0], errs[0])
+			c.finish(c.res, errs[0])
 		}
 	}
 }
 
-// writeCheckpoints runs the checkpoint statement for calls (distinct runs)
-// and returns each call's result and error; err is a failure of the whole.
-func (s *Store) writeCheckpoints(ctx context.Context, calls []*ckptCall) ([]storage.CheckpointResult, []error, error) {
+// op names the call's operation in its errors.
+func (c *ckptCall) op() string {
+	if c.fin != nil {
+		return "complete"
+	}
+	return "checkpoint"
+}
+
+// writeCalls writes calls (distinct runs) in one transaction and one round
+// trip: the checkpoint statement for the checkpoints, the completion
+// statement for the completions. It sets each checkpoint call's res and
+// returns each call's error; err is a failure of the whole.
+func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, error) {
+	var ckpts, fins []*ckptCall
+	for _, c := range calls {
+		if c.fin != nil {
+			fins = append(fins, c)
+		} else {
+			ckpts = append(ckpts, c)
+		}
+	}
+	ckptArgs, finArgs := checkpointArgs(ckpts), completeManyArgs(fins)
+	results := make([]storage.CheckpointResult, len(ckpts))
+	ckptErrs := make([]error, len(ckpts))
+	finErrs := make([]error, len(fins))
+	executions := make([]int32, len(ckpts))
+	var reread []int
+	err := s.retrying(ctx, func() error {
+		reread = reread[:0]
+		for i, c := range ckpts {
+			results[i], ckptErrs[i] = storage.CheckpointResult{}, leaseLost("checkpoint", c.req.Lease)
+		}
+		for i, c := range fins {
+			finErrs[i] = leaseLost("complete", c.fin.req.Lease)
+		}
+		now := s.clock()
+		b := &pgx.Batch{}
+		if len(ckpts) > 0 {
+			ckptArgs[0] = now
+			b.Queue(s.q.checkpoint, ckptArgs...)
+		}
+		if len(fins) > 0 {
+			finArgs[0] = now
+			b.Queue(s.q.completeMany, s.completeArgs(finArgs...)...)
+		}
+		br := s.pool.SendBatch(ctx, b)
+		defer br.Close()
+		if len(ckpts) > 0 {
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var (
+					ord            int64
+					written, pause bool
+					execution      int32
+				)
+				if err := rows.Scan(&ord, &written, &pause, &execution); err != nil {
+					rows.Close()
+					return err
+				}
+				i := int(ord - 1)
+				ckptErrs[i], executions[i] = nil, execution
+				if written {
+					results[i].Paused = pause
+				} else {
+					reread = append(reread, i)
+				}
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+		if len(fins) > 0 {
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var ord int64
+				if err := rows.Scan(&ord); err != nil {
+					rows.Close()
+					return err
+				}
+				finErrs[ord-1] = nil
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+		return br.Close()
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The key already had a checkpoint in the run's current execution:
+	// report it. It is read with a fresh snapshot, which also sees one
+	// committed by a delivery the statement waited for.
+	for _, i := range reread {
+		c := ckpts[i]
+		existing, err := scanCheckpoint(s.pool.QueryRow(ctx, s.q.getCheckpoint, c.req.Lease.RunID, executions[i], c.req.Checkpoint.Key))
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			// Taken back since by a refusal, which needs the lease too.
+			ckptErrs[i] = leaseLost("checkpoint", c.req.Lease)
+		case err != nil:
+			ckptErrs[i] = s.wrap("checkpoint", err)
+		default:
+			results[i].Existing = &existing
+		}
+	}
+	errs := make([]error, len(calls))
+	var ci, fi int
+	for i, c := range calls {
+		if c.fin != nil {
+			errs[i] = finErrs[fi]
+			fi++
+		} else {
+			c.res = results[ci]
+			errs[i] = ckptErrs[ci]
+			ci++
+		}
+	}
+	return errs, nil
+}
+
+// checkpointArgs are the checkpoint statement's arguments for calls; the
+// first, the clock, is set per attempt.
+func checkpointArgs(calls []*ckptCall) []any {
 	n := len(calls)
 	var (
 		runIDs   = make([]string, n)
@@ -194,8 +339,6 @@ func (s *Store) writeCheckpoints(ctx context.Context, calls []*ckptCall) ([]stor
 		errTexts = make([]*string, n)
 		attempts = make([]*string, n)
 		leases   = make([]int64, n)
-	)
-	var (
 		looseReq []int64
 		loose    []storage.Attempt
 	)
@@ -208,59 +351,24 @@ func (s *Store) writeCheckpoints(ctx context.Context, calls []*ckptCall) ([]stor
 		}
 		loose = append(loose, c.loose...)
 	}
-	args := append([]any{s.clock(), runIDs, tokens, keys, kinds, outputs, errTexts, attempts, leases, looseReq},
+	return append([]any{nil, runIDs, tokens, keys, kinds, outputs, errTexts, attempts, leases, looseReq},
 		attemptArrays(loose)...)
-	results := make([]storage.CheckpointResult, n)
-	errs := make([]error, n)
-	executions := make([]int32, n)
-	var reread []int
-	err := s.retrying(ctx, func() error {
-		reread = reread[:0]
-		for i := range calls {
-			results[i], errs[i] = storage.CheckpointResult{}, leaseLost("checkpoint", calls[i].req.Lease)
-		}
-		args[0] = s.clock()
-		rows, err := s.pool.Query(ctx, s.q.checkpoint, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var (
-				ord            int64
-				written, pause bool
-				execution      int32
-			)
-			if err := rows.Scan(&ord, &written, &pause, &execution); err != nil {
-				return err
-			}
-			i := int(ord - 1)
-			errs[i], executions[i] = nil, execution
-			if written {
-				results[i].Paused = pause
-			} else {
-				reread = append(reread, i)
-			}
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, nil, err
+}
+
+// completeManyArgs are the completion statement's arguments for calls; the
+// first, the clock, is set per attempt.
+func completeManyArgs(calls []*ckptCall) []any {
+	n := len(calls)
+	var (
+		runIDs   = make([]string, n)
+		tokens   = make([]int64, n)
+		statuses = make([]string, n)
+		outputs  = make([][]byte, n)
+		errTexts = make([]*string, n)
+	)
+	for i, c := range calls {
+		r := &c.fin.req
+		runIDs[i], tokens[i], statuses[i], outputs[i], errTexts[i] = r.Lease.RunID, r.Lease.Token, string(r.Status), r.Output, c.fin.errJSON
 	}
-	// The key already had a checkpoint in the run's current execution:
-	// report it. It is read with a fresh snapshot, which also sees one
-	// committed by a delivery the statement waited for.
-	for _, i := range reread {
-		existing, err := scanCheckpoint(s.pool.QueryRow(ctx, s.q.getCheckpoint, runIDs[i], executions[i], keys[i]))
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			// Taken back since by a refusal, which needs the lease too.
-			errs[i] = leaseLost("checkpoint", calls[i].req.Lease)
-		case err != nil:
-			errs[i] = s.wrap("checkpoint", err)
-		default:
-			results[i].Existing = &existing
-		}
-	}
-	return results, errs, nil
+	return []any{nil, runIDs, tokens, statuses, outputs, errTexts}
 }

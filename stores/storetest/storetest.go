@@ -195,7 +195,23 @@ func (f *fixture) claim(owner string, limit int, workflows ...string) []storage.
 	if err != nil {
 		f.t.Fatalf("Claim(%s): %v", owner, err)
 	}
+	f.wantClaimedReplays(got)
 	return got
+}
+
+// wantClaimedReplays checks that each replay a claim brought is what
+// LoadReplay answers now, nothing having happened since: every case that
+// claims through the fixture checks it, whatever history its runs have.
+func (f *fixture) wantClaimedReplays(claimed []storage.ClaimedRun) {
+	f.t.Helper()
+	for _, c := range claimed {
+		if c.Replay == nil {
+			continue
+		}
+		if want := f.replay(c.Lease.RunID); !reflect.DeepEqual(*c.Replay, want) {
+			f.t.Fatalf("the claim of %s brought the replay\n%+v\nwant LoadReplay's\n%+v", c.Lease.RunID, *c.Replay, want)
+		}
+	}
 }
 
 func (f *fixture) claimOne(owner string, workflows ...string) storage.ClaimedRun {
