@@ -285,8 +285,13 @@ func (e *Engine) Get(ctx context.Context, id string) (RunInfo, error) {
 // Wait blocks until the run finishes (complete, errored or terminated) and
 // returns its final state, or ctx's error.
 func (e *Engine) Wait(ctx context.Context, id string) (RunInfo, error) {
-	e.watchFinished()
+	// Where the store announces every run's end, polling is only a safety
+	// net against a lost announcement; elsewhere it is how the end of a
+	// run in another process is learnt, and starts soon.
 	delay := 5 * time.Millisecond
+	if e.watchFinished() {
+		delay = e.cfg.PollInterval
+	}
 	for {
 		rw := e.waiters.add(id)
 		info, err := e.Get(ctx, id)

@@ -109,6 +109,8 @@ type Engine struct {
 	// finished runs, once started (see watchFinished).
 	watchStop context.CancelFunc
 	watchDone chan struct{}
+	// watchReady is closed once the watch hears.
+	watchReady chan struct{}
 
 	wake chan struct{} // local dispatch: runs became ready
 

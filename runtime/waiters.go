@@ -69,26 +69,39 @@ func (w *waiters) wake(ids ...string) {
 // wakes the callers waiting on each, so that Result in a process that is
 // not the worker returns within milliseconds of the completion. It lasts
 // until the engine or the store closes. Stores that announce nothing are
-// left to the callers' polling.
-func (e *Engine) watchFinished() {
+// left to the callers' polling. It reports whether the store announces
+// every run's end, whichever process ends it (storage.EveryFinishNotifier).
+func (e *Engine) watchFinished() (everywhere bool) {
 	fn, ok := e.store.(storage.FinishNotifier)
 	if !ok {
-		return
+		return false
+	}
+	if ev, ok := fn.(storage.EveryFinishNotifier); ok {
+		everywhere = ev.HearsEveryFinish()
 	}
 	e.mu.Lock()
-	if e.closed || e.watchStop != nil {
+	if e.closed {
 		e.mu.Unlock()
-		return
+		return false
+	}
+	if ready := e.watchReady; ready != nil {
+		// Started by another caller: wait until it hears, so that a run
+		// ending after this call returns is heard.
+		e.mu.Unlock()
+		<-ready
+		return everywhere
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	e.watchStop, e.watchDone = cancel, done
+	done, ready := make(chan struct{}), make(chan struct{})
+	e.watchStop, e.watchDone, e.watchReady = cancel, done, ready
 	e.mu.Unlock()
 	ids := fn.Finished(ctx)
+	close(ready)
 	go func() {
 		defer close(done)
 		for id := range ids {
 			e.waiters.wake(id)
 		}
 	}()
+	return everywhere
 }

@@ -253,6 +253,18 @@ type FinishNotifier interface {
 	Finished(ctx context.Context) <-chan string
 }
 
+// EveryFinishNotifier is a FinishNotifier that can hear the end of every
+// run of the store, whichever process ends it (Postgres and Redis with
+// notifications on; an in-memory store, which no other process shares). A
+// caller waiting on a run's result there needs to poll only as a safety
+// net against a lost announcement, not to learn of other processes' work.
+type EveryFinishNotifier interface {
+	FinishNotifier
+	// HearsEveryFinish reports whether Finished hears the runs other
+	// processes end.
+	HearsEveryFinish() bool
+}
+
 // Notifier is implemented by stores that can tell a worker that runs may have
 // become ready (Postgres LISTEN/NOTIFY, say). Notifications are hints only:
 // an Engine polls regardless, and correctness never depends on them. Stores

@@ -14,6 +14,7 @@ var timeScenarios = []scenario{
 	{"time/a long step outlives its lease by heartbeats while another engine polls", testHeartbeatKeepsLease},
 	{"time/a sleep wakes at its time, not at the next poll", testSleepWakesOnTime},
 	{"time/an event timeout fires at its time, not at the next poll", testEventTimeoutOnTime},
+	{"time/Result in an engine that does not work the run returns at its end, not at the next poll", testResultElsewhereOnTime},
 }
 
 func testSleepUntil(f *fixture) {
@@ -83,7 +84,7 @@ func resultSoon[Out any](f *fixture, run *runtime.Run[Out], what string) (Out, e
 	defer cancel()
 	out, err := run.Result(ctx)
 	if ctx.Err() != nil {
-		f.t.Fatalf("%s: no result after 30 s: the engine, polling hourly, did not wake at the run's wake time", what)
+		f.t.Fatalf("%s: no result after 30 s: polling hourly, the engine was not woken when the run could go on or ended", what)
 	}
 	return out, err
 }
@@ -113,5 +114,39 @@ func testEventTimeoutOnTime(f *fixture) {
 	f.must(err)
 	if _, err := resultSoon(f, run, "a 50 ms event timeout"); !errors.Is(err, runtime.ErrEventTimeout) {
 		f.t.Fatalf("result error %v, want ErrEventTimeout", err)
+	}
+}
+
+func testResultElsewhereOnTime(f *fixture) {
+	release := make(chan struct{})
+	var started atomic.Int32
+	register := func(e *runtime.Engine) {
+		f.must(runtime.Register(e, "gate", func(c *runtime.WorkflowContext, _ int) (int, error) {
+			return runtime.Step(c, "pass@v1", runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+				started.Add(1)
+				select {
+				case <-release:
+					return 7, nil
+				case <-sc.Done():
+					return 0, sc.Err()
+				}
+			})
+		}))
+	}
+	worker := f.engine(config{}, register)
+	client := f.engineWith(runtime.Config{PollInterval: hourlyPoll}, register) // never runs
+	f.start(worker)
+	run, err := runtime.Start[int, int](f.ctx, client, "gate", 0)
+	f.must(err)
+	f.eventually("the step started", func() bool { return started.Load() == 1 })
+	go func() {
+		// Most likely the client waits by now; if not, its first read
+		// finds the run ended and the case proves less, never wrongly
+		// fails.
+		time.Sleep(50 * time.Millisecond)
+		close(release)
+	}()
+	if out, err := resultSoon(f, run, "Result in an engine that does not work the run"); err != nil || out != 7 {
+		f.t.Fatalf("Result = %d, %v; want 7", out, err)
 	}
 }

@@ -21,3 +21,7 @@ func (s *Store) Notifications(ctx context.Context) <-chan struct{} {
 func (s *Store) Finished(ctx context.Context) <-chan string {
 	return s.hub.SubscribeFinished(ctx)
 }
+
+// HearsEveryFinish reports that Finished hears every run that ends: no
+// other process shares the store; see storage.EveryFinishNotifier.
+func (s *Store) HearsEveryFinish() bool { return true }

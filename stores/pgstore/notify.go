@@ -81,6 +81,10 @@ func (s *Store) Finished(ctx context.Context) <-chan string {
 	return ch
 }
 
+// HearsEveryFinish reports whether Finished hears runs other processes
+// end: true unless Options.DisableNotify; see storage.EveryFinishNotifier.
+func (s *Store) HearsEveryFinish() bool { return s.notify }
+
 // completeArgs are the arguments of q.complete: args, and the channel it
 // notifies on when notifications are on.
 func (s *Store) completeArgs(args ...any) []any {

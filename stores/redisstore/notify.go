@@ -33,6 +33,10 @@ func (s *Store) Finished(ctx context.Context) <-chan string {
 	return ch
 }
 
+// HearsEveryFinish reports that Finished hears the runs every process
+// ends, through the server's pub/sub; see storage.EveryFinishNotifier.
+func (s *Store) HearsEveryFinish() bool { return true }
+
 // finishedPrefix starts a wake-channel message that a run ended; its ID
 // follows (scripts/lib/state.lua, finish). A ready hint's message is "1".
 const finishedPrefix = "f:"
