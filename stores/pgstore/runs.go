@@ -26,58 +26,14 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 	if len(runs) == 0 {
 		return []storage.CreateResult{}, nil
 	}
-	ids := make([]string, len(runs))
-	workflows := make([]string, len(runs))
-	parents := make([]string, len(runs))
-	inputs := make([][]byte, len(runs))
-	policies := make([]string, len(runs))
-	for i, r := range runs {
-		ids[i], workflows[i], parents[i], inputs[i], policies[i] = r.ID, r.Workflow, r.ParentID, r.Input, string(r.ParentPolicy)
+	// Creations ride with the checkpoint writers' next batch, with every
+	// other creation queued by then: callers starting runs one at a time
+	// share commits.
+	call := &ckptCall{create: &createCall{runs: runs}, done: make(chan struct{})}
+	if _, err := s.submit(ctx, call); err != nil {
+		return nil, err
 	}
-	args := []any{s.clock(), ids, workflows, parents, inputs, policies}
-	if s.notify {
-		args = append(args, s.channel)
-	}
-	created := make(map[string]bool, len(runs))
-	records := make(map[string]storage.RunRecord, len(runs))
-	err := s.retrying(ctx, func() error {
-		clear(created)
-		clear(records)
-		b := &pgx.Batch{}
-		b.Queue(s.q.createRuns, args...).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
-					return err
-				}
-				created[id] = true
-			}
-			return rows.Err()
-		})
-		b.Queue(s.q.selectRuns, ids).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				rec, err := scanRun(rows)
-				if err != nil {
-					return err
-				}
-				records[rec.ID] = rec
-			}
-			return rows.Err()
-		})
-		return s.pool.SendBatch(ctx, b).Close()
-	})
-	if err != nil {
-		return nil, s.wrap(op, err)
-	}
-	out := make([]storage.CreateResult, len(runs))
-	for i, id := range ids {
-		rec, ok := records[id]
-		if !ok {
-			return nil, s.wrap(op, fmt.Errorf("run %q vanished after insert", id))
-		}
-		out[i] = storage.CreateResult{Created: created[id], Run: rec}
-		delete(created, id) // a repeated ID in one request is created once
-	}
+	out := call.create.out
 	for _, r := range out {
 		if r.Created {
 			s.poke()

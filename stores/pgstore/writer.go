@@ -38,6 +38,7 @@ const (
 type ckptCall struct {
 	req      storage.CheckpointRequest
 	fin      *finCall
+	create   *createCall
 	errJSON  *string
 	attempts *string // JSON, of the checkpoint's own key
 	// loose are the request's attempts of other keys, recorded apart.
@@ -54,10 +55,22 @@ type finCall struct {
 	errJSON *string
 }
 
-// lease is the lease the call is fenced by.
+// createCall is what a CreateRuns call writes, and what it gets back.
+// Creations need no lease: any number ride in one batch, their runs in
+// call order, so that an ID repeated across calls is created by the first
+// as it would be by calls one after another.
+type createCall struct {
+	runs []storage.NewRun
+	out  []storage.CreateResult
+}
+
+// lease is the lease the call is fenced by; a creation has none.
 func (c *ckptCall) lease() storage.Lease {
-	if c.fin != nil {
+	switch {
+	case c.fin != nil:
 		return c.fin.req.Lease
+	case c.create != nil:
+		return storage.Lease{}
 	}
 	return c.req.Lease
 }
@@ -135,7 +148,7 @@ func (s *Store) writeLoop() {
 		next := carry[:0:0]
 		take := func(c *ckptCall) {
 			id := c.lease().RunID
-			if _, dup := runIDs[id]; dup {
+			if _, dup := runIDs[id]; dup && id != "" {
 				next = append(next, c)
 				return
 			}
@@ -201,26 +214,36 @@ func (s *Store) writeBatch(batch []*ckptCall) {
 
 // op names the call's operation in its errors.
 func (c *ckptCall) op() string {
-	if c.fin != nil {
+	switch {
+	case c.fin != nil:
 		return "complete"
+	case c.create != nil:
+		return "create runs"
 	}
 	return "checkpoint"
 }
 
 // writeCalls writes calls (distinct runs) in one transaction and one round
-// trip: the checkpoint statement for the checkpoints, the completion
+// trip: the creation statement and a read of the created runs for the
+// creations, the checkpoint statement for the checkpoints, the completion
 // statement for the completions. It sets each checkpoint call's res and
-// returns each call's error; err is a failure of the whole.
+// each creation's out, and returns each call's error; err is a failure of
+// the whole.
 func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, error) {
-	var ckpts, fins []*ckptCall
+	var ckpts, fins, creates []*ckptCall
 	for _, c := range calls {
-		if c.fin != nil {
+		switch {
+		case c.fin != nil:
 			fins = append(fins, c)
-		} else {
+		case c.create != nil:
+			creates = append(creates, c)
+		default:
 			ckpts = append(ckpts, c)
 		}
 	}
-	ckptArgs, finArgs := checkpointArgs(ckpts), completeManyArgs(fins)
+	ckptArgs, finArgs, createArgs := checkpointArgs(ckpts), completeManyArgs(fins), s.createArgs(creates)
+	created := make(map[string]bool)
+	records := make(map[string]storage.RunRecord)
 	results := make([]storage.CheckpointResult, len(ckpts))
 	ckptErrs := make([]error, len(ckpts))
 	finErrs := make([]error, len(fins))
@@ -234,8 +257,15 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 		for i, c := range fins {
 			finErrs[i] = leaseLost("complete", c.fin.req.Lease)
 		}
+		clear(created)
+		clear(records)
 		now := s.clock()
 		b := &pgx.Batch{}
+		if len(creates) > 0 {
+			createArgs[0] = now
+			b.Queue(s.q.createRuns, createArgs...)
+			b.Queue(s.q.selectRuns, createArgs[1])
+		}
 		if len(ckpts) > 0 {
 			ckptArgs[0] = now
 			b.Queue(s.q.checkpoint, ckptArgs...)
@@ -246,6 +276,11 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 		}
 		br := s.pool.SendBatch(ctx, b)
 		defer br.Close()
+		if len(creates) > 0 {
+			if err := s.readCreated(br, created, records); err != nil {
+				return err
+			}
+		}
 		if len(ckpts) > 0 {
 			rows, err := br.Query()
 			if err != nil {
@@ -314,16 +349,91 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 	errs := make([]error, len(calls))
 	var ci, fi int
 	for i, c := range calls {
-		if c.fin != nil {
+		switch {
+		case c.fin != nil:
 			errs[i] = finErrs[fi]
 			fi++
-		} else {
+		case c.create != nil:
+			errs[i] = c.create.results(created, records)
+		default:
 			c.res = results[ci]
 			errs[i] = ckptErrs[ci]
 			ci++
 		}
 	}
 	return errs, nil
+}
+
+// createArgs are the creation statement's arguments for the runs of calls,
+// in call order; the first, the clock, is set per attempt.
+func (s *Store) createArgs(calls []*ckptCall) []any {
+	var n int
+	for _, c := range calls {
+		n += len(c.create.runs)
+	}
+	var (
+		ids       = make([]string, 0, n)
+		workflows = make([]string, 0, n)
+		parents   = make([]string, 0, n)
+		inputs    = make([][]byte, 0, n)
+		policies  = make([]string, 0, n)
+	)
+	for _, c := range calls {
+		for _, r := range c.create.runs {
+			ids, workflows, parents = append(ids, r.ID), append(workflows, r.Workflow), append(parents, r.ParentID)
+			inputs, policies = append(inputs, r.Input), append(policies, string(r.ParentPolicy))
+		}
+	}
+	args := []any{nil, ids, workflows, parents, inputs, policies}
+	if s.notify {
+		args = append(args, s.channel)
+	}
+	return args
+}
+
+// readCreated reads the creation statement's and the read's rows: the IDs
+// created, and the records of every run named.
+func (s *Store) readCreated(br pgx.BatchResults, created map[string]bool, records map[string]storage.RunRecord) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	err = forRows(rows, func() error {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		created[id] = true
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if rows, err = br.Query(); err != nil {
+		return err
+	}
+	return forRows(rows, func() error {
+		rec, err := scanRun(rows)
+		if err == nil {
+			records[rec.ID] = rec
+		}
+		return err
+	})
+}
+
+// results sets the call's results from what the batch created and read,
+// taking each created ID from created: only its first request is created.
+func (c *createCall) results(created map[string]bool, records map[string]storage.RunRecord) error {
+	c.out = make([]storage.CreateResult, len(c.runs))
+	for i, r := range c.runs {
+		rec, ok := records[r.ID]
+		if !ok {
+			return fmt.Errorf("pgstore: create runs: run %q vanished after insert", r.ID)
+		}
+		c.out[i] = storage.CreateResult{Created: created[r.ID], Run: rec}
+		delete(created, r.ID)
+	}
+	return nil
 }
 
 // checkpointArgs are the checkpoint statement's arguments for calls; the
