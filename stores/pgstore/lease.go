@@ -242,6 +242,25 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 			return storage.SuspendResult{}, s.wrap(op, err)
 		}
 	}
+	if req.Checkpoint != nil && req.Wait == nil && req.Refuse == nil {
+		// A sleep: one statement, in the checkpoint writers' next batch.
+		// A fence that fails is judged again below, to say why.
+		call := &ckptCall{park: &parkCall{req: req}, done: make(chan struct{})}
+		if cpErr != nil {
+			str := string(cpErr)
+			call.park.errJSON = &str
+		}
+		_, err := s.submit(ctx, call)
+		if err == nil {
+			if call.park.ready {
+				s.poke()
+			}
+			return call.park.res, nil
+		}
+		if !errors.Is(err, storage.ErrLeaseLost) {
+			return storage.SuspendResult{}, err
+		}
+	}
 	var (
 		res   storage.SuspendResult
 		ready bool

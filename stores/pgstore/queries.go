@@ -32,6 +32,7 @@ type queries struct {
 	complete       string
 	completeMany   string
 	loadClaimed    string
+	parkMany       string
 	emit           string
 	bufferEvent    string
 	deliver        string
@@ -404,6 +405,52 @@ ex AS (
 )` + finishedCTE(notify, "upd", 7) + `
 SELECT upd.ord FROM upd` + finishedWhere(notify)
 
+	// Parks of several runs at once (each run at most once), each writing a
+	// checkpoint first (a sleep's wake time) and registering no wait, as
+	// parallel arrays: $2 run, $3 token, $4 key, $5 kind, $6 output, $7
+	// error (JSON text), $8 ready_at, $9 suspend state; $10 the channel.
+	// Like Suspend's transaction for such a request: for the runs whose
+	// lease holds (locked in ID order), the checkpoint is written unless the
+	// key has one, and the run parks paused (a pause was requested), queued
+	// (ready now) or waiting, keeping any wait it had. One row per run
+	// parked: the request's ordinal and the status.
+	q.parkMany = `WITH ` + clockCTE + `,
+req AS (
+	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::timestamptz[], $9::bytea[])
+		WITH ORDINALITY AS q(run_id, token, key, kind, output, error, ready_at, state, ord)
+),
+f AS (
+	SELECT r.id, r.execution, r.pause_requested, req.ord FROM {s}.runs r JOIN req ON req.run_id = r.id AND req.token = r.token
+	WHERE r.id = ANY($2::text[]) AND r.status = 'running'
+	ORDER BY r.id
+	FOR UPDATE OF r
+),
+ins AS (
+	INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, created_at)
+	SELECT req.run_id, f.execution, req.key, req.kind, req.output, req.error::jsonb, clock.now
+	FROM f JOIN req ON req.ord = f.ord, clock
+	ON CONFLICT (run_id, execution, key) DO NOTHING
+	RETURNING run_id
+),
+w AS (
+	SELECT f.id, f.ord, ins.run_id IS NOT NULL AS written, req.ready_at, req.state,
+		CASE WHEN f.pause_requested THEN 'paused'
+			WHEN req.ready_at IS NOT NULL AND req.ready_at <= clock.now THEN 'queued'
+			ELSE 'waiting' END AS status
+	FROM f JOIN req ON req.ord = f.ord CROSS JOIN clock LEFT JOIN ins ON ins.run_id = f.id
+),
+upd AS (
+	UPDATE {s}.runs r SET status = w.status, ready_at = w.ready_at, suspend_state = w.state,
+		pause_requested = false, lease_until = least(r.lease_until, clock.now),
+		recoveries = CASE WHEN w.written THEN 0 ELSE r.recoveries END,
+		{clearActive},
+		updated_at = clock.now
+	FROM w, clock
+	WHERE r.id = w.id
+	RETURNING w.ord, w.status
+)` + notifyCTE(notify, "upd", "status = 'queued'", 10) + `
+SELECT upd.ord, upd.status FROM upd` + notifyJoin(notify)
+
 	// $1 now, $2 run, $3 error: terminates the locked, unfinished run and
 	// ends its execution.
 	q.terminate = `WITH upd AS (
@@ -542,7 +589,7 @@ WHERE r.id = $2`
 	for _, p := range []*string{
 		&q.createRuns, &q.selectRuns, &q.getRun, &q.claim, &q.nextWake, &q.loadReplay, &q.loadClaimed, &q.getCheckpoint,
 		&q.checkpoint, &q.recordAttempts, &q.heartbeat, &q.lockRun, &q.insertCkpt, &q.refuseCkpt, &q.insertAttempt,
-		&q.takeEvent, &q.extendLease, &q.park, &q.complete, &q.completeMany, &q.emit, &q.bufferEvent, &q.deliver, &q.history,
+		&q.takeEvent, &q.extendLease, &q.park, &q.complete, &q.completeMany, &q.parkMany, &q.emit, &q.bufferEvent, &q.deliver, &q.history,
 		&q.terminate, &q.cascade, &q.forkSeq, &q.restart, &q.executions,
 		&q.putWorkflows, &q.putEvents, &q.getWorkflows, &q.getEvents,
 	} {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -39,6 +40,7 @@ type ckptCall struct {
 	req      storage.CheckpointRequest
 	fin      *finCall
 	create   *createCall
+	park     *parkCall
 	errJSON  *string
 	attempts *string // JSON, of the checkpoint's own key
 	// loose are the request's attempts of other keys, recorded apart.
@@ -64,11 +66,23 @@ type createCall struct {
 	out  []storage.CreateResult
 }
 
+// parkCall is what a Suspend call that writes a checkpoint and registers
+// no wait (a sleep) writes, and what it gets back.
+type parkCall struct {
+	req     storage.SuspendRequest
+	errJSON *string
+	res     storage.SuspendResult
+	// ready is true when the run parked ready to claim at once.
+	ready bool
+}
+
 // lease is the lease the call is fenced by; a creation has none.
 func (c *ckptCall) lease() storage.Lease {
 	switch {
 	case c.fin != nil:
 		return c.fin.req.Lease
+	case c.park != nil:
+		return c.park.req.Lease
 	case c.create != nil:
 		return storage.Lease{}
 	}
@@ -219,6 +233,8 @@ func (c *ckptCall) op() string {
 		return "complete"
 	case c.create != nil:
 		return "create runs"
+	case c.park != nil:
+		return "suspend"
 	}
 	return "checkpoint"
 }
@@ -230,18 +246,22 @@ func (c *ckptCall) op() string {
 // each creation's out, and returns each call's error; err is a failure of
 // the whole.
 func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, error) {
-	var ckpts, fins, creates []*ckptCall
+	var ckpts, fins, creates, parks []*ckptCall
 	for _, c := range calls {
 		switch {
 		case c.fin != nil:
 			fins = append(fins, c)
 		case c.create != nil:
 			creates = append(creates, c)
+		case c.park != nil:
+			parks = append(parks, c)
 		default:
 			ckpts = append(ckpts, c)
 		}
 	}
 	ckptArgs, finArgs, createArgs := checkpointArgs(ckpts), completeManyArgs(fins), s.createArgs(creates)
+	parkArgs := s.parkManyArgs(parks)
+	parkErrs := make([]error, len(parks))
 	created := make(map[string]bool)
 	records := make(map[string]storage.RunRecord)
 	results := make([]storage.CheckpointResult, len(ckpts))
@@ -256,6 +276,9 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 		}
 		for i, c := range fins {
 			finErrs[i] = leaseLost("complete", c.fin.req.Lease)
+		}
+		for i, c := range parks {
+			parkErrs[i] = leaseLost("suspend", c.park.req.Lease)
 		}
 		clear(created)
 		clear(records)
@@ -273,6 +296,10 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 		if len(fins) > 0 {
 			finArgs[0] = now
 			b.Queue(s.q.completeMany, s.completeArgs(finArgs...)...)
+		}
+		if len(parks) > 0 {
+			parkArgs[0] = now
+			b.Queue(s.q.parkMany, parkArgs...)
 		}
 		br := s.pool.SendBatch(ctx, b)
 		defer br.Close()
@@ -325,6 +352,29 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 				return err
 			}
 		}
+		if len(parks) > 0 {
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			err = forRows(rows, func() error {
+				var (
+					ord    int64
+					status string
+				)
+				if err := rows.Scan(&ord, &status); err != nil {
+					return err
+				}
+				p := parks[ord-1].park
+				parkErrs[ord-1] = nil
+				p.res = storage.SuspendResult{Paused: status == string(storage.StatusPaused)}
+				p.ready = status == string(storage.StatusQueued)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
 		return br.Close()
 	})
 	if err != nil {
@@ -347,12 +397,15 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 		}
 	}
 	errs := make([]error, len(calls))
-	var ci, fi int
+	var ci, fi, pi int
 	for i, c := range calls {
 		switch {
 		case c.fin != nil:
 			errs[i] = finErrs[fi]
 			fi++
+		case c.park != nil:
+			errs[i] = parkErrs[pi]
+			pi++
 		case c.create != nil:
 			errs[i] = c.create.results(created, records)
 		default:
@@ -362,6 +415,32 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 		}
 	}
 	return errs, nil
+}
+
+// parkManyArgs are the park statement's arguments for calls; the first,
+// the clock, is set per attempt.
+func (s *Store) parkManyArgs(calls []*ckptCall) []any {
+	n := len(calls)
+	var (
+		runIDs   = make([]string, n)
+		tokens   = make([]int64, n)
+		keys     = make([]string, n)
+		kinds    = make([]string, n)
+		outputs  = make([][]byte, n)
+		errTexts = make([]*string, n)
+		readyAt  = make([]*time.Time, n)
+		states   = make([][]byte, n)
+	)
+	for i, c := range calls {
+		r := &c.park.req
+		runIDs[i], tokens[i], keys[i], kinds[i] = r.Lease.RunID, r.Lease.Token, r.Checkpoint.Key, string(r.Checkpoint.Kind)
+		outputs[i], errTexts[i], readyAt[i], states[i] = r.Checkpoint.Output, c.park.errJSON, r.ReadyAt, r.SuspendState
+	}
+	args := []any{nil, runIDs, tokens, keys, kinds, outputs, errTexts, readyAt, states}
+	if s.notify {
+		args = append(args, s.channel)
+	}
+	return args
 }
 
 // createArgs are the creation statement's arguments for the runs of calls,

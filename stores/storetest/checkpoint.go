@@ -17,6 +17,7 @@ var checkpointCases = []testCase{
 	{"attempts/pending attempts survive a hand-over, then belong to their step", testPendingAttempts},
 	{"attempts/pending attempts of an earlier execution are not pending after Restart", testPendingAfterRestart},
 	{"sleep/wake time stored once, run claimable at the wake time", testSleep},
+	{"sleep/a wake time already come parks the run queued, claimable at once", testSleepPast},
 	{"bytes/caller buffers are copied in and out", testBuffersCopied},
 }
 
@@ -376,4 +377,22 @@ func testPendingAfterRestart(f *fixture) {
 	}
 	f.wantAttempts("attempts of k@v1 in execution 2", h.Steps[0].Attempts, []storage.Attempt{k1b})
 	f.wantAttempts("pending of execution 1", f.history("run-1", 1).Pending, []storage.Attempt{k1})
+}
+
+func testSleepPast(f *fixture) {
+	a := f.start("run-1", "")
+	for _, wake := range []time.Time{f.now(), f.now().Add(-time.Minute)} {
+		res := f.suspend(storage.SuspendRequest{
+			Lease:      a.Lease,
+			Checkpoint: &storage.Checkpoint{Key: "nap@v1", Kind: storage.KindSleep, Output: []byte("wake")},
+			ReadyAt:    &wake,
+		})
+		if res.Delivered != nil || res.Paused {
+			f.t.Fatalf("Suspend = %+v, want parked", res)
+		}
+		rec := f.wantStatus("run-1", storage.StatusQueued)
+		f.wantTimePtr("ReadyAt", rec.ReadyAt, wake)
+		a = f.claimOne("worker-b")
+	}
+	f.wantCheckpoints("run-1", "nap@v1=wake")
 }
