@@ -923,9 +923,10 @@ func TestJSONFromStdinAndFile(t *testing.T) {
 // complete; a bad flag is refused before anything is opened.
 func TestBench(t *testing.T) {
 	f := newFixture(t, nil, false)
-	out, _ := f.cli(0, "bench", "--runs", "20", "--steps", "3", "--sleep", "50ms", "--samples", "3")
+	out, _ := f.cli(0, "bench", "--runs", "20", "--steps", "3", "--sleep", "50ms", "--samples", "3", "--probe", "50ms")
 	for _, want := range []string{
-		"w1  20 runs × 3 steps, batch", "w1  20 runs × 3 steps, goroutines",
+		"stem bench on " + f.path + ", 32 workers\nceiling  one-row commits, synchronous=NORMAL, 1 connection (of 32 asked: the store's most)  ",
+		"w1  20 runs × 3 steps, batch", "w1  20 runs × 3 steps, goroutines", "× ceiling\n",
 		"w2  3 runs of 3 steps one at a time  p50 ",
 		"w3  20 runs sleeping 50ms, batch", "w3  20 runs sleeping 50ms, goroutines",
 		"every result checked",
@@ -934,21 +935,42 @@ func TestBench(t *testing.T) {
 			t.Fatalf("bench output lacks %q:\n%s", want, out)
 		}
 	}
-	js, _ := f.cli(0, "--json", "bench", "--workload", "W1", "--start", "goroutines", "--runs", "10", "--steps", "2")
+	type jsonResult struct {
+		Workload         string  `json:"workload"`
+		Start            string  `json:"start"`
+		Runs             int     `json:"runs"`
+		StepsPerSecond   float64 `json:"steps_per_second"`
+		CeilingRatio     float64 `json:"ceiling_ratio"`
+		Commit           string  `json:"commit"`
+		Connections      int     `json:"connections"`
+		CommitsPerSecond float64 `json:"commits_per_second"`
+		P50Ms            float64 `json:"p50_ms"`
+		Note             string  `json:"note"`
+	}
 	var rep struct {
-		Results []struct {
-			Workload       string  `json:"workload"`
-			Start          string  `json:"start"`
-			Runs           int     `json:"runs"`
-			StepsPerSecond float64 `json:"steps_per_second"`
-		} `json:"results"`
-		PeakRSSBytes int64 `json:"peak_rss_bytes"`
+		Results      []jsonResult `json:"results"`
+		PeakRSSBytes int64        `json:"peak_rss_bytes"`
 	}
-	if err := json.Unmarshal([]byte(js), &rep); err != nil {
-		t.Fatalf("bench --json: %v\n%s", err, js)
+	decode := func(js string) {
+		t.Helper()
+		rep.Results = nil
+		if err := json.Unmarshal([]byte(js), &rep); err != nil {
+			t.Fatalf("bench --json: %v\n%s", err, js)
+		}
 	}
+	js, _ := f.cli(0, "--json", "bench", "--workload", "W1", "--start", "goroutines", "--runs", "10", "--steps", "2")
+	decode(js)
 	if len(rep.Results) != 1 || rep.Results[0].Workload != "w1" || rep.Results[0].Start != "goroutines" || rep.Results[0].Runs != 10 || rep.Results[0].StepsPerSecond <= 0 {
 		t.Fatalf("bench --json results %+v, want one w1 goroutines result of 10 runs", rep.Results)
+	}
+	js, _ = f.cli(0, "--json", "bench", "--workload", "ceiling", "--probe", "50ms", "--concurrency", "1")
+	decode(js)
+	if len(rep.Results) != 1 || rep.Results[0].Commit != "one-row commits, synchronous=NORMAL" || rep.Results[0].Connections != 1 || rep.Results[0].CommitsPerSecond <= 0 || rep.Results[0].P50Ms <= 0 {
+		t.Fatalf("bench --json --workload ceiling: %+v, want the one probe of the file", rep.Results)
+	}
+	out, _ = cliAt(t, 0, "--store", "mem:", "bench", "--workload", "ceiling")
+	if want := "ceiling  the store has no ceiling to measure"; !strings.Contains(out, want) || strings.Contains(out, "every result checked") {
+		t.Fatalf("bench on mem: lacks %q (and reports runs):\n%s", want, out)
 	}
 	// 20 + 20 (w1) + 8 (w2, with its warm-ups) + 10 (the --json w1).
 	list, _ := f.cli(0, "runs", "--workflow", "stembench.steps", "--status", "complete", "--limit", "100")
@@ -959,7 +981,10 @@ func TestBench(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"bench", "--workload", "w4"}, `stem bench: --workload "w4": want w1, w2, w3 or all`},
+		{[]string{"bench", "--workload", "w4"}, `stem bench: --workload "w4": want ceiling, w1, w2, w3 or all`},
+		{[]string{"bench", "--workload", "cieling"}, `stem bench: --workload "cieling": want ceiling, w1, w2, w3 or all`},
+		{[]string{"bench", "--probe", "-1s"}, "stem bench: --probe -1s: want 1ms or more"},
+		{[]string{"bench", "--probe", "0s"}, "stem bench: --probe 0s: want 1ms or more"},
 		{[]string{"bench", "--start", "sideways"}, `stem bench: --start "sideways": want batch, goroutines or both`},
 		{[]string{"bench", "--runs", "0"}, "stem bench: --runs 0: want 1 or more"},
 		{[]string{"bench", "--sleep", "0s"}, "stem bench: --sleep 0s: want 1ms or more"},

@@ -102,15 +102,28 @@ started to be abandoned.`},
 recorded, with their versions and the shape of their JSON (in brief);
 --json prints their JSON Schemas whole.`},
 		{name: "bench", max: 0, setup: bench, timeout: time.Hour,
-			summary: "measure the store: steps/s, latency and sleeps, every result checked",
-			detail: `Runs the standard workloads on the store with an engine of this process,
-started in both ways programs start runs (one batch; a goroutine per run
-that awaits its result), checks every result, and prints what it measured
-and the process's peak memory:
+			args:    "[--workload ceiling|w1|w2|w3|all] [--runs N] [--concurrency C] [--probe D]",
+			summary: "measure the store against its own ceiling: steps/s, latency, sleeps",
+			detail: `Measures the store's ceiling, then runs the standard workloads on it,
+checks every result, and prints what it measured, each figure next to the
+ceiling measured in the same run, and the process's peak memory:
 
-  w1  --runs runs of --steps steps, all in flight: steps/s
+  ceiling  the store's cheapest durable commit, from one connection and from
+           as many as there are workers (--concurrency), each
+           for --probe: commits/s and one commit's latency. Postgres:
+           autocommitted one-row INSERTs into a scratch table; SQLite: one-row
+           commits in the store's synchronous mode, from its one writer
+           connection; Redis: a trivial EVALSHA. Nothing of it is left in
+           the store. A store with nothing under it (mem:) has none.
+  w1  --runs runs of --steps steps, all in flight: steps/s, and their ratio
+      to the ceiling from as many connections as there are workers
   w2  one run of --steps steps at a time (--samples, after 5 warm-ups): latency
   w3  --runs runs that each sleep --sleep, all in flight: wall time
+
+all runs the ceiling first, then w1, w2 and w3. Runs start in both ways
+programs start them (one batch; a goroutine per run that awaits its
+result), or the one --start names. An engine of this process with
+--concurrency workers works the runs.
 
 The store must exist (stem init). Its runs, of the workflows stembench.steps
 and stembench.sleep, stay in the store: point --store at a scratch one.`},
