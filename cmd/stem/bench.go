@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -16,8 +17,11 @@ import (
 
 // jsonBench is what stem bench measured.
 type jsonBench struct {
-	Store        string        `json:"store"`
+	Store string `json:"store"`
+	// Concurrency is the workers of each engine that works the runs, and
+	// Processes how many processes run one such engine (1: this one).
 	Concurrency  int           `json:"concurrency"`
+	Processes    int           `json:"processes"`
 	Results      []benchResult `json:"results"`
 	PeakRSSBytes int64         `json:"peak_rss_bytes"`
 }
@@ -59,7 +63,8 @@ func bench(fs *flag.FlagSet) func(*call, []string) error {
 	workload := fs.String("workload", "all", "`W` to run: ceiling, w1, w2, w3, or all")
 	runs := fs.Int("runs", 1000, "`N` runs for w1 and w3")
 	steps := fs.Int("steps", 10, "`N` steps per run for w1 and w2")
-	conc := fs.Int("concurrency", 32, "`C` workers of the engine that works the runs")
+	conc := fs.Int("concurrency", 32, "`C` workers of each engine that works the runs")
+	procs := fs.Int("processes", 1, "`P` processes of --concurrency workers each to work the runs (1: this one)")
 	start := fs.String("start", "both", "how runs start: batch, goroutines or both (`STYLE`)")
 	samples := fs.Int("samples", 50, "`N` runs one at a time for w2")
 	sleep := fs.Duration("sleep", time.Second, "how long each w3 run sleeps (`D`)")
@@ -86,7 +91,7 @@ func bench(fs *flag.FlagSet) func(*call, []string) error {
 		for _, f := range []struct {
 			name string
 			v    int
-		}{{"--runs", *runs}, {"--steps", *steps}, {"--concurrency", *conc}, {"--samples", *samples}} {
+		}{{"--runs", *runs}, {"--steps", *steps}, {"--concurrency", *conc}, {"--processes", *procs}, {"--samples", *samples}} {
 			if f.v < 1 {
 				return usagef("%s %d: want 1 or more", f.name, f.v)
 			}
@@ -99,12 +104,15 @@ func bench(fs *flag.FlagSet) func(*call, []string) error {
 				return usagef("%s %v: want 1ms or more", f.name, f.v)
 			}
 		}
+		if s := c.g.storeURL(); *procs > 1 && (s == "mem:" || s == "memory:") {
+			return usagef("--processes %d: %s is a store of this process's own memory; worker processes need one they share (a SQLite file, postgres:// or redis://)", *procs, s)
+		}
 		if _, err := c.open(); err != nil {
 			return err
 		}
 
-		workers := *conc
-		report := jsonBench{Store: c.g.storeName(), Concurrency: *conc}
+		workers := *conc * *procs
+		report := jsonBench{Store: c.g.storeName(), Concurrency: *conc, Processes: *procs}
 		var ceiling map[int]storage.CommitProbe
 		if slices.Contains(which, "ceiling") {
 			results, probes, err := benchCeiling(c.ctx, c.store, workers, *probe)
@@ -115,14 +123,14 @@ func bench(fs *flag.FlagSet) func(*call, []string) error {
 			which = which[1:]
 		}
 		if len(which) > 0 {
-			ws, err := startBenchWorkers(c, *conc)
+			ws, err := startBenchWorkers(c, *procs, *conc)
 			if err != nil {
 				return err
 			}
 			results, err := runWorkloads(ws.ctx, ws.client, which, styles, *runs, *steps, *samples, *sleep)
 			if err != nil {
-				ws.stop()
-				return err
+				ws.kill()
+				return ws.why(err)
 			}
 			if err := ws.stop(); err != nil {
 				return err
@@ -218,19 +226,31 @@ func runWorkloads(ctx context.Context, client *runtime.Engine, which []string, s
 	return results, nil
 }
 
-// benchWorkers is what works stem bench's runs: an engine of this
-// process.
+// benchWorkers is what works stem bench's runs: an engine of this process,
+// or worker processes (see workerProcs).
 type benchWorkers struct {
-	// client starts the runs and awaits their results.
+	// client starts the runs and awaits their results; with worker
+	// processes it works none of them itself.
 	client *runtime.Engine
-	// ctx is what the workloads run under.
+	// ctx is what the workloads run under; it ends when a worker process
+	// exits before it was stopped.
 	ctx context.Context
-	// stop ends the workers.
+	// stop ends the workers once every run is done, and kill on an error
+	// path.
 	stop func() error
+	kill func()
 }
 
-// startBenchWorkers starts an engine of conc workers in this process.
-func startBenchWorkers(c *call, conc int) (*benchWorkers, error) {
+// startBenchWorkers starts an engine of conc workers in this process, or
+// procs worker processes of conc workers each, and returns once they are
+// ready to work.
+func startBenchWorkers(c *call, procs, conc int) (*benchWorkers, error) {
+	if procs > 1 {
+		if err := loadgen.Register(c.engine); err != nil {
+			return nil, err
+		}
+		return startWorkerProcs(c, procs, conc)
+	}
 	w, err := runtime.New(runtime.Config{Store: c.store, Workers: conc, Codec: c.codec, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return nil, err
@@ -243,7 +263,17 @@ func startBenchWorkers(c *call, conc int) (*benchWorkers, error) {
 	done := make(chan struct{})
 	go func() { defer close(done); w.Run(ctx) }()
 	stop := func() error { cancel(); <-done; return w.Close() }
-	return &benchWorkers{client: w, ctx: ctx, stop: stop}, nil
+	return &benchWorkers{client: w, ctx: ctx, stop: stop, kill: func() { stop() }}, nil
+}
+
+// why returns what ended a workload: a worker process's exit, when that is
+// what cut the workload short, else err.
+func (ws *benchWorkers) why(err error) error {
+	var exit *workerExit
+	if errors.As(context.Cause(ws.ctx), &exit) {
+		return exit
+	}
+	return err
 }
 
 // msOf is d in milliseconds.
@@ -252,7 +282,11 @@ func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // printBench prints the report as a table.
 func printBench(c *call, r jsonBench, sleep time.Duration) error {
 	out := c.out.w
-	fmt.Fprintf(out, "stem bench on %s, %d workers\n", clean(r.Store), r.Concurrency)
+	workers := fmt.Sprintf("%d workers", r.Concurrency)
+	if r.Processes > 1 {
+		workers = fmt.Sprintf("%d processes × %d workers", r.Processes, r.Concurrency)
+	}
+	fmt.Fprintf(out, "stem bench on %s, %s\n", clean(r.Store), workers)
 	// The ceiling's lines are aligned on their figures.
 	probes := make(map[int]string)
 	width, ran := 0, false
@@ -283,7 +317,11 @@ func printBench(c *call, r jsonBench, sleep time.Duration) error {
 			}
 			fmt.Fprintf(out, "ceiling  %-*s  %8.0f commits/s  (p50 %.3g ms, p99 %.3g ms)\n", width, probes[i], x.CommitsPerSecond, x.P50Ms, x.P99Ms)
 		case "w1":
-			fmt.Fprintf(out, "w1  %d runs × %d steps, %-10s  %8.0f steps/s  (%.2fs)", x.Runs, x.Steps, x.Start, x.StepsPerSecond, x.Seconds)
+			how := x.Start
+			if r.Processes > 1 {
+				how = workers + ", " + x.Start
+			}
+			fmt.Fprintf(out, "w1  %d runs × %d steps, %-10s  %8.0f steps/s  (%.2fs)", x.Runs, x.Steps, how, x.StepsPerSecond, x.Seconds)
 			if x.CeilingRatio > 0 {
 				fmt.Fprintf(out, "  %.2f× ceiling", x.CeilingRatio)
 			}
@@ -295,10 +333,17 @@ func printBench(c *call, r jsonBench, sleep time.Duration) error {
 		}
 	}
 	if r.PeakRSSBytes > 0 {
-		fmt.Fprintf(out, "peak RSS %.1f MB\n", float64(r.PeakRSSBytes)/(1<<20))
+		fmt.Fprintf(out, "peak RSS %.1f MB", float64(r.PeakRSSBytes)/(1<<20))
+		if r.Processes > 1 {
+			fmt.Fprint(out, " (this process, which starts the runs and awaits their results)")
+		}
+		fmt.Fprintln(out)
 	}
 	if !ran {
 		return nil
+	}
+	if r.Processes > 1 {
+		fmt.Fprintf(out, "the %d worker processes were started, and ready, before the timing began: their start-up is not in the figures\n", r.Processes)
 	}
 	_, err := fmt.Fprintln(out, "every result checked; the runs stay in the store (workflows stembench.steps, stembench.sleep)")
 	return err

@@ -948,6 +948,7 @@ func TestBench(t *testing.T) {
 		Note             string  `json:"note"`
 	}
 	var rep struct {
+		Processes    int          `json:"processes"`
 		Results      []jsonResult `json:"results"`
 		PeakRSSBytes int64        `json:"peak_rss_bytes"`
 	}
@@ -960,7 +961,7 @@ func TestBench(t *testing.T) {
 	}
 	js, _ := f.cli(0, "--json", "bench", "--workload", "W1", "--start", "goroutines", "--runs", "10", "--steps", "2")
 	decode(js)
-	if len(rep.Results) != 1 || rep.Results[0].Workload != "w1" || rep.Results[0].Start != "goroutines" || rep.Results[0].Runs != 10 || rep.Results[0].StepsPerSecond <= 0 {
+	if len(rep.Results) != 1 || rep.Results[0].Workload != "w1" || rep.Results[0].Start != "goroutines" || rep.Results[0].Runs != 10 || rep.Results[0].StepsPerSecond <= 0 || rep.Processes != 1 {
 		t.Fatalf("bench --json results %+v, want one w1 goroutines result of 10 runs", rep.Results)
 	}
 	js, _ = f.cli(0, "--json", "bench", "--workload", "ceiling", "--probe", "50ms", "--concurrency", "1")
@@ -983,8 +984,11 @@ func TestBench(t *testing.T) {
 	}{
 		{[]string{"bench", "--workload", "w4"}, `stem bench: --workload "w4": want ceiling, w1, w2, w3 or all`},
 		{[]string{"bench", "--workload", "cieling"}, `stem bench: --workload "cieling": want ceiling, w1, w2, w3 or all`},
+		{[]string{"bench", "--processes", "0"}, "stem bench: --processes 0: want 1 or more"},
 		{[]string{"bench", "--probe", "-1s"}, "stem bench: --probe -1s: want 1ms or more"},
 		{[]string{"bench", "--probe", "0s"}, "stem bench: --probe 0s: want 1ms or more"},
+		{[]string{"--store", "mem:", "bench", "--processes", "2"}, "stem bench: --processes 2: mem: is a store of this process's own memory"},
+		{[]string{"bench-worker", "--concurrency", "0"}, "stem bench-worker: --concurrency 0: want 1 or more"},
 		{[]string{"bench", "--start", "sideways"}, `stem bench: --start "sideways": want batch, goroutines or both`},
 		{[]string{"bench", "--runs", "0"}, "stem bench: --runs 0: want 1 or more"},
 		{[]string{"bench", "--sleep", "0s"}, "stem bench: --sleep 0s: want 1ms or more"},
@@ -993,5 +997,49 @@ func TestBench(t *testing.T) {
 		if _, errOut := f.cli(2, c.args...); !strings.HasPrefix(errOut, c.want) {
 			t.Fatalf("stem %v: %q, want %q", c.args, errOut, c.want)
 		}
+	}
+}
+
+// TestBenchProcesses: with --processes, worker processes (this test binary
+// again, running the command) work the runs, and the bench says that their
+// start-up is not in the figures; they are gone when it returns. A worker
+// process prints that it is ready and works until its input closes.
+func TestBenchProcesses(t *testing.T) {
+	f := newFixture(t, nil, false)
+	t.Setenv("STEM_CLI_TEST_MAIN", "1") // the worker processes run the command (TestMain)
+	out, _ := f.cli(0, "bench", "--workload", "w1", "--processes", "2", "--concurrency", "2", "--runs", "10", "--steps", "2")
+	for _, want := range []string{
+		"stem bench on " + f.path + ", 2 processes × 2 workers\n",
+		"w1  10 runs × 2 steps, 2 processes × 2 workers, batch  ", "w1  10 runs × 2 steps, 2 processes × 2 workers, goroutines  ",
+		"the 2 worker processes were started, and ready, before the timing began: their start-up is not in the figures",
+		"every result checked",
+	} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("bench --processes output lacks %q:\n%s", want, out)
+		}
+	}
+	js, _ := f.cli(0, "--json", "bench", "--workload", "w1", "--start", "batch", "--processes", "2", "--concurrency", "2", "--runs", "10", "--steps", "2")
+	var rep struct {
+		Concurrency int `json:"concurrency"`
+		Processes   int `json:"processes"`
+		Results     []struct {
+			Workload       string  `json:"workload"`
+			StepsPerSecond float64 `json:"steps_per_second"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(js), &rep); err != nil || rep.Processes != 2 || rep.Concurrency != 2 || len(rep.Results) != 1 || rep.Results[0].StepsPerSecond <= 0 {
+		t.Fatalf("bench --json --processes 2: %v\n%s", err, js)
+	}
+	// Every run was worked, by the processes: this one's engine works none.
+	list, _ := f.cli(0, "runs", "--workflow", "stembench.steps", "--status", "complete", "--limit", "100")
+	if n := strings.Count(list, "stembench.steps"); n != 30 {
+		t.Fatalf("%d complete stembench.steps runs listed, want 30:\n%s", n, list)
+	}
+	out, _ = f.cli(0, "bench-worker", "--concurrency", "2")
+	if out != "ready\n" {
+		t.Fatalf("a worker whose input is closed printed %q, want ready and to exit", out)
+	}
+	if help, _ := cliAt(t, 0, "help"); strings.Contains(help, "bench-worker") {
+		t.Fatalf("stem help lists the worker process's command:\n%s", help)
 	}
 }
