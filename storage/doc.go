@@ -9,7 +9,10 @@
 // Notifier tells workers that runs may be ready to claim, and a
 // FinishNotifier tells every process that runs ended, so a caller awaiting
 // a result hears of it at once. Without them engines poll; Store.NextWake
-// tells an idle engine how long it may sleep.
+// tells an idle engine how long it may sleep. A third serves measurement:
+// a CommitProber measures the ceiling of the server (or file) under the
+// store, the cheapest durable commit, so that a benchmark states the
+// store's figures next to it.
 //
 // Workflow authors do not need this package: they use package runtime, which
 // re-exports the sentinels they test with errors.Is. Store authors implement

@@ -923,9 +923,10 @@ func TestJSONFromStdinAndFile(t *testing.T) {
 // complete; a bad flag is refused before anything is opened.
 func TestBench(t *testing.T) {
 	f := newFixture(t, nil, false)
-	out, _ := f.cli(0, "bench", "--runs", "20", "--steps", "3", "--sleep", "50ms", "--samples", "3")
+	out, _ := f.cli(0, "bench", "--runs", "20", "--steps", "3", "--sleep", "50ms", "--samples", "3", "--probe", "50ms")
 	for _, want := range []string{
-		"w1  20 runs × 3 steps, batch", "w1  20 runs × 3 steps, goroutines",
+		"stem bench on " + f.path + ", 32 workers\nceiling  one-row commits, synchronous=NORMAL, 1 connection (of 32 asked: the store's most)  ",
+		"w1  20 runs × 3 steps, batch", "w1  20 runs × 3 steps, goroutines", "× ceiling\n",
 		"w2  3 runs of 3 steps one at a time  p50 ",
 		"w3  20 runs sleeping 50ms, batch", "w3  20 runs sleeping 50ms, goroutines",
 		"every result checked",
@@ -934,21 +935,43 @@ func TestBench(t *testing.T) {
 			t.Fatalf("bench output lacks %q:\n%s", want, out)
 		}
 	}
-	js, _ := f.cli(0, "--json", "bench", "--workload", "W1", "--start", "goroutines", "--runs", "10", "--steps", "2")
+	type jsonResult struct {
+		Workload         string  `json:"workload"`
+		Start            string  `json:"start"`
+		Runs             int     `json:"runs"`
+		StepsPerSecond   float64 `json:"steps_per_second"`
+		CeilingRatio     float64 `json:"ceiling_ratio"`
+		Commit           string  `json:"commit"`
+		Connections      int     `json:"connections"`
+		CommitsPerSecond float64 `json:"commits_per_second"`
+		P50Ms            float64 `json:"p50_ms"`
+		Note             string  `json:"note"`
+	}
 	var rep struct {
-		Results []struct {
-			Workload       string  `json:"workload"`
-			Start          string  `json:"start"`
-			Runs           int     `json:"runs"`
-			StepsPerSecond float64 `json:"steps_per_second"`
-		} `json:"results"`
-		PeakRSSBytes int64 `json:"peak_rss_bytes"`
+		Processes    int          `json:"processes"`
+		Results      []jsonResult `json:"results"`
+		PeakRSSBytes int64        `json:"peak_rss_bytes"`
 	}
-	if err := json.Unmarshal([]byte(js), &rep); err != nil {
-		t.Fatalf("bench --json: %v\n%s", err, js)
+	decode := func(js string) {
+		t.Helper()
+		rep.Results = nil
+		if err := json.Unmarshal([]byte(js), &rep); err != nil {
+			t.Fatalf("bench --json: %v\n%s", err, js)
+		}
 	}
-	if len(rep.Results) != 1 || rep.Results[0].Workload != "w1" || rep.Results[0].Start != "goroutines" || rep.Results[0].Runs != 10 || rep.Results[0].StepsPerSecond <= 0 {
+	js, _ := f.cli(0, "--json", "bench", "--workload", "W1", "--start", "goroutines", "--runs", "10", "--steps", "2")
+	decode(js)
+	if len(rep.Results) != 1 || rep.Results[0].Workload != "w1" || rep.Results[0].Start != "goroutines" || rep.Results[0].Runs != 10 || rep.Results[0].StepsPerSecond <= 0 || rep.Processes != 1 {
 		t.Fatalf("bench --json results %+v, want one w1 goroutines result of 10 runs", rep.Results)
+	}
+	js, _ = f.cli(0, "--json", "bench", "--workload", "ceiling", "--probe", "50ms", "--concurrency", "1")
+	decode(js)
+	if len(rep.Results) != 1 || rep.Results[0].Commit != "one-row commits, synchronous=NORMAL" || rep.Results[0].Connections != 1 || rep.Results[0].CommitsPerSecond <= 0 || rep.Results[0].P50Ms <= 0 {
+		t.Fatalf("bench --json --workload ceiling: %+v, want the one probe of the file", rep.Results)
+	}
+	out, _ = cliAt(t, 0, "--store", "mem:", "bench", "--workload", "ceiling")
+	if want := "ceiling  the store has no ceiling to measure"; !strings.Contains(out, want) || strings.Contains(out, "every result checked") {
+		t.Fatalf("bench on mem: lacks %q (and reports runs):\n%s", want, out)
 	}
 	// 20 + 20 (w1) + 8 (w2, with its warm-ups) + 10 (the --json w1).
 	list, _ := f.cli(0, "runs", "--workflow", "stembench.steps", "--status", "complete", "--limit", "100")
@@ -959,7 +982,13 @@ func TestBench(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"bench", "--workload", "w4"}, `stem bench: --workload "w4": want w1, w2, w3 or all`},
+		{[]string{"bench", "--workload", "w4"}, `stem bench: --workload "w4": want ceiling, w1, w2, w3 or all`},
+		{[]string{"bench", "--workload", "cieling"}, `stem bench: --workload "cieling": want ceiling, w1, w2, w3 or all`},
+		{[]string{"bench", "--processes", "0"}, "stem bench: --processes 0: want 1 or more"},
+		{[]string{"bench", "--probe", "-1s"}, "stem bench: --probe -1s: want 1ms or more"},
+		{[]string{"bench", "--probe", "0s"}, "stem bench: --probe 0s: want 1ms or more"},
+		{[]string{"--store", "mem:", "bench", "--processes", "2"}, "stem bench: --processes 2: mem: is a store of this process's own memory"},
+		{[]string{"bench-worker", "--concurrency", "0"}, "stem bench-worker: --concurrency 0: want 1 or more"},
 		{[]string{"bench", "--start", "sideways"}, `stem bench: --start "sideways": want batch, goroutines or both`},
 		{[]string{"bench", "--runs", "0"}, "stem bench: --runs 0: want 1 or more"},
 		{[]string{"bench", "--sleep", "0s"}, "stem bench: --sleep 0s: want 1ms or more"},
@@ -968,5 +997,49 @@ func TestBench(t *testing.T) {
 		if _, errOut := f.cli(2, c.args...); !strings.HasPrefix(errOut, c.want) {
 			t.Fatalf("stem %v: %q, want %q", c.args, errOut, c.want)
 		}
+	}
+}
+
+// TestBenchProcesses: with --processes, worker processes (this test binary
+// again, running the command) work the runs, and the bench says that their
+// start-up is not in the figures; they are gone when it returns. A worker
+// process prints that it is ready and works until its input closes.
+func TestBenchProcesses(t *testing.T) {
+	f := newFixture(t, nil, false)
+	t.Setenv("STEM_CLI_TEST_MAIN", "1") // the worker processes run the command (TestMain)
+	out, _ := f.cli(0, "bench", "--workload", "w1", "--processes", "2", "--concurrency", "2", "--runs", "10", "--steps", "2")
+	for _, want := range []string{
+		"stem bench on " + f.path + ", 2 processes × 2 workers\n",
+		"w1  10 runs × 2 steps, 2 processes × 2 workers, batch  ", "w1  10 runs × 2 steps, 2 processes × 2 workers, goroutines  ",
+		"the 2 worker processes were started, and ready, before the timing began: their start-up is not in the figures",
+		"every result checked",
+	} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("bench --processes output lacks %q:\n%s", want, out)
+		}
+	}
+	js, _ := f.cli(0, "--json", "bench", "--workload", "w1", "--start", "batch", "--processes", "2", "--concurrency", "2", "--runs", "10", "--steps", "2")
+	var rep struct {
+		Concurrency int `json:"concurrency"`
+		Processes   int `json:"processes"`
+		Results     []struct {
+			Workload       string  `json:"workload"`
+			StepsPerSecond float64 `json:"steps_per_second"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(js), &rep); err != nil || rep.Processes != 2 || rep.Concurrency != 2 || len(rep.Results) != 1 || rep.Results[0].StepsPerSecond <= 0 {
+		t.Fatalf("bench --json --processes 2: %v\n%s", err, js)
+	}
+	// Every run was worked, by the processes: this one's engine works none.
+	list, _ := f.cli(0, "runs", "--workflow", "stembench.steps", "--status", "complete", "--limit", "100")
+	if n := strings.Count(list, "stembench.steps"); n != 30 {
+		t.Fatalf("%d complete stembench.steps runs listed, want 30:\n%s", n, list)
+	}
+	out, _ = f.cli(0, "bench-worker", "--concurrency", "2")
+	if out != "ready\n" {
+		t.Fatalf("a worker whose input is closed printed %q, want ready and to exit", out)
+	}
+	if help, _ := cliAt(t, 0, "help"); strings.Contains(help, "bench-worker") {
+		t.Fatalf("stem help lists the worker process's command:\n%s", help)
 	}
 }

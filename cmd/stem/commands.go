@@ -102,15 +102,34 @@ started to be abandoned.`},
 recorded, with their versions and the shape of their JSON (in brief);
 --json prints their JSON Schemas whole.`},
 		{name: "bench", max: 0, setup: bench, timeout: time.Hour,
-			summary: "measure the store: steps/s, latency and sleeps, every result checked",
-			detail: `Runs the standard workloads on the store with an engine of this process,
-started in both ways programs start runs (one batch; a goroutine per run
-that awaits its result), checks every result, and prints what it measured
-and the process's peak memory:
+			args:    "[--workload ceiling|w1|w2|w3|all] [--runs N] [--concurrency C] [--processes P] [--probe D]",
+			summary: "measure the store against its own ceiling: steps/s, latency, sleeps",
+			detail: `Measures the store's ceiling, then runs the standard workloads on it,
+checks every result, and prints what it measured, each figure next to the
+ceiling measured in the same run, and the process's peak memory:
 
-  w1  --runs runs of --steps steps, all in flight: steps/s
+  ceiling  the store's cheapest durable commit, from one connection and
+           from as many as there are workers (--concurrency × --processes),
+           each for --probe: commits/s and one commit's latency. Postgres:
+           autocommitted one-row INSERTs into a scratch table; SQLite:
+           one-row commits in the store's synchronous mode, from one
+           connection (SQLite has one writer); Redis: a trivial EVALSHA.
+           Nothing of it is left in the store. mem: has no ceiling.
+  w1  --runs runs of --steps steps, all in flight: steps/s, and their ratio
+      to the ceiling from as many connections as there are workers
   w2  one run of --steps steps at a time (--samples, after 5 warm-ups): latency
   w3  --runs runs that each sleep --sleep, all in flight: wall time
+
+all runs the ceiling first, then w1, w2 and w3. Runs start in both ways
+programs start them (one batch; a goroutine per run that awaits its
+result), or the one --start names.
+
+The runs are worked by an engine of this process with --concurrency
+workers or, with --processes P, by P worker processes of --concurrency
+workers each (this program started again on the same store; they exit with
+it); this process then only starts the runs and awaits their results. The
+worker processes are started, and ready, before the timing begins: their
+start-up is not in the figures.
 
 The store must exist (stem init). Its runs, of the workflows stembench.steps
 and stembench.sleep, stay in the store: point --store at a scratch one.`},
@@ -126,7 +145,11 @@ application's database is refused and left as it was.`},
 }
 
 // lookup returns the command called name or one of its aliases, or nil.
+// It finds workerCommand too, which no list shows.
 func lookup(name string) *command {
+	if name == workerCommand.name {
+		return workerCommand
+	}
 	for _, c := range commands {
 		if c.name == name || slices.Contains(c.aliases, name) {
 			return c

@@ -18,7 +18,7 @@ import (
 // listenOn subscribes conn to the store's channel, bounded by the call
 // timeout.
 func (s *Store) listenOn(ctx context.Context, conn *pgx.Conn) error {
-	return s.listenerCall(ctx, func(ctx context.Context) error {
+	return s.connCall(ctx, func(ctx context.Context) error {
 		_, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize())
 		return err
 	})
@@ -36,15 +36,17 @@ func (s *Store) waitNotification(ctx context.Context, conn *pgx.Conn) (*pgconn.N
 		if !quiet {
 			return n, err
 		}
-		if err := s.listenerCall(ctx, conn.Ping); err != nil {
+		if err := s.connCall(ctx, conn.Ping); err != nil {
 			return nil, err
 		}
 	}
 }
 
-// listenerCall runs fn under the call timeout, recording an answer in the
-// store's health and reporting the timeout as a *storage.NoAnswerError.
-func (s *Store) listenerCall(ctx context.Context, fn func(context.Context) error) error {
+// connCall runs fn, a call on a connection the store holds outside the
+// pool's bounded methods (the LISTEN connection, a probe's), under the
+// call timeout, recording an answer in the store's health and reporting
+// the timeout as a *storage.NoAnswerError.
+func (s *Store) connCall(ctx context.Context, fn func(context.Context) error) error {
 	start := time.Now()
 	cctx, cancel := storage.BoundCall(ctx, start.Add(s.pool.timeout))
 	defer cancel()

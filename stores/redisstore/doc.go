@@ -91,6 +91,8 @@
 //	v               string: the version of this key layout (1), which marks
 //	                the prefix as a Stem store (see Options.OpenExisting)
 //	wake            pub/sub channel: runs may be ready (see Notifications)
+//	probe           string: the counter ProbeCommits increments, deleted
+//	                before it returns
 //
 // With Redis Cluster every script must find its keys in one slot, so the
 // prefix must contain a hash tag, such as "{stem}:"; New refuses a cluster

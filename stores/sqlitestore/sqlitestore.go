@@ -292,7 +292,7 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
 	// The writer and the checkpointer pin one connection each; Migrate
-	// may borrow a third.
+	// and ProbeCommits borrow a third.
 	s.wdb.SetMaxOpenConns(3)
 	s.wdb.SetMaxIdleConns(3)
 	s.wdb.SetConnMaxLifetime(0)
