@@ -56,11 +56,34 @@ type benchResult struct {
 // runs them: the ceiling first, so the store is idle while it is probed.
 var benchWorkloads = []string{"ceiling", "w1", "w2", "w3"}
 
+// benchWhich is the workloads a --workload value names, in the order all
+// runs them: all, or a comma-separated list such as ceiling,w1.
+func benchWhich(arg string) ([]string, error) {
+	if strings.EqualFold(strings.TrimSpace(arg), "all") {
+		return benchWorkloads, nil
+	}
+	named := map[string]bool{}
+	for _, w := range strings.Split(arg, ",") {
+		w = strings.ToLower(strings.TrimSpace(w))
+		if !slices.Contains(benchWorkloads, w) {
+			return nil, usagef("--workload %q: %q is not a workload; want ceiling, w1, w2, w3, a list of them such as ceiling,w1, or all", arg, w)
+		}
+		named[w] = true
+	}
+	var which []string
+	for _, w := range benchWorkloads {
+		if named[w] {
+			which = append(which, w)
+		}
+	}
+	return which, nil
+}
+
 // noCeiling is the note of a store that is not a CommitProber.
 const noCeiling = "the store has no ceiling to measure: no server or file under it takes commits"
 
 func bench(fs *flag.FlagSet) func(*call, []string) error {
-	workload := fs.String("workload", "all", "`W` to run: ceiling, w1, w2, w3, or all")
+	workload := fs.String("workload", "all", "`W` to run: ceiling, w1, w2, w3, a list such as ceiling,w1, or all")
 	runs := fs.Int("runs", 1000, "`N` runs for w1 and w3")
 	steps := fs.Int("steps", 10, "`N` steps per run for w1 and w2")
 	conc := fs.Int("concurrency", 32, "`C` workers of each engine that works the runs")
@@ -70,14 +93,9 @@ func bench(fs *flag.FlagSet) func(*call, []string) error {
 	sleep := fs.Duration("sleep", time.Second, "how long each w3 run sleeps (`D`)")
 	probe := fs.Duration("probe", 2*time.Second, "how long each probe of the ceiling commits (`D`)")
 	return func(c *call, _ []string) error {
-		var which []string
-		switch w := strings.ToLower(*workload); {
-		case w == "all":
-			which = benchWorkloads
-		case slices.Contains(benchWorkloads, w):
-			which = []string{w}
-		default:
-			return usagef("--workload %q: want ceiling, w1, w2, w3 or all", *workload)
+		which, err := benchWhich(*workload)
+		if err != nil {
+			return err
 		}
 		var styles []loadgen.Style
 		switch s := strings.ToLower(*start); s {

@@ -964,6 +964,11 @@ func TestBench(t *testing.T) {
 	if len(rep.Results) != 1 || rep.Results[0].Workload != "w1" || rep.Results[0].Start != "goroutines" || rep.Results[0].Runs != 10 || rep.Results[0].StepsPerSecond <= 0 || rep.Processes != 1 {
 		t.Fatalf("bench --json results %+v, want one w1 goroutines result of 10 runs", rep.Results)
 	}
+	js, _ = f.cli(0, "--json", "bench", "--workload", "w1, Ceiling", "--start", "batch", "--probe", "50ms", "--runs", "10", "--steps", "2")
+	decode(js)
+	if len(rep.Results) != 2 || rep.Results[0].Workload != "ceiling" || rep.Results[1].Workload != "w1" || rep.Results[1].CeilingRatio <= 0 {
+		t.Fatalf("bench --json --workload 'w1, Ceiling': %+v, want the ceiling, then w1 with its ratio to it", rep.Results)
+	}
 	js, _ = f.cli(0, "--json", "bench", "--workload", "ceiling", "--probe", "50ms", "--concurrency", "1")
 	decode(js)
 	if len(rep.Results) != 1 || rep.Results[0].Commit != "one-row commits, synchronous=NORMAL" || rep.Results[0].Connections != 1 || rep.Results[0].CommitsPerSecond <= 0 || rep.Results[0].P50Ms <= 0 {
@@ -973,17 +978,18 @@ func TestBench(t *testing.T) {
 	if want := "ceiling  the store has no ceiling to measure"; !strings.Contains(out, want) || strings.Contains(out, "every result checked") {
 		t.Fatalf("bench on mem: lacks %q (and reports runs):\n%s", want, out)
 	}
-	// 20 + 20 (w1) + 8 (w2, with its warm-ups) + 10 (the --json w1).
+	// 20 + 20 (w1) + 8 (w2, with its warm-ups) + 10 + 10 (the --json w1s).
 	list, _ := f.cli(0, "runs", "--workflow", "stembench.steps", "--status", "complete", "--limit", "100")
-	if n := strings.Count(list, "stembench.steps"); n != 58 {
-		t.Fatalf("%d complete stembench.steps runs listed, want 58:\n%s", n, list)
+	if n := strings.Count(list, "stembench.steps"); n != 68 {
+		t.Fatalf("%d complete stembench.steps runs listed, want 68:\n%s", n, list)
 	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"bench", "--workload", "w4"}, `stem bench: --workload "w4": want ceiling, w1, w2, w3 or all`},
-		{[]string{"bench", "--workload", "cieling"}, `stem bench: --workload "cieling": want ceiling, w1, w2, w3 or all`},
+		{[]string{"bench", "--workload", "w4"}, `stem bench: --workload "w4": "w4" is not a workload; want ceiling, w1, w2, w3, a list of them such as ceiling,w1, or all`},
+		{[]string{"bench", "--workload", "cieling"}, `stem bench: --workload "cieling": "cieling" is not a workload`},
+		{[]string{"bench", "--workload", "w1,,w2"}, `stem bench: --workload "w1,,w2": "" is not a workload`},
 		{[]string{"bench", "--processes", "0"}, "stem bench: --processes 0: want 1 or more"},
 		{[]string{"bench", "--probe", "-1s"}, "stem bench: --probe -1s: want 1ms or more"},
 		{[]string{"bench", "--probe", "0s"}, "stem bench: --probe 0s: want 1ms or more"},

@@ -110,10 +110,17 @@ var (
 	_ storage.FinishNotifier = (*Store)(nil)
 )
 
+// defaultPoolSize is the connection pool Open uses when the URL does not
+// set pool_size: enough for 32 concurrent workers each in a call, with the
+// subscription and callers beside them. The client's own default, ten per
+// CPU, would hold back an engine of 32 workers on a small machine.
+const defaultPoolSize = 40
+
 // Open connects to the Redis server at url (redis://[user:pass@]host:port/db
 // or rediss:// for TLS) and returns a store that owns the connection: Close
 // closes it. Connecting is bounded by Options.ConnectTimeout, and every
-// command by Options.CallTimeout.
+// command by Options.CallTimeout. Unless the URL sets pool_size, the pool
+// holds up to 40 connections.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.ConnectTimeout < 0 || opts.CallTimeout < 0 {
 		return nil, fmt.Errorf("redisstore: negative ConnectTimeout or CallTimeout: %w", storage.ErrInvalidArgument)
@@ -127,6 +134,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	o.ReadTimeout = cmp.Or(o.ReadTimeout, call)
 	o.WriteTimeout = cmp.Or(o.WriteTimeout, call)
 	o.ContextTimeoutEnabled = true
+	if !strings.Contains(url, "pool_size") {
+		o.PoolSize = max(o.PoolSize, defaultPoolSize)
+	}
 	client := redis.NewClient(o)
 	s, err := newStore(ctx, client, opts, o.DialTimeout)
 	if err != nil {

@@ -333,6 +333,21 @@ func TestOpenOwnsClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustCreate(t, s, storage.NewRun{ID: "r", Workflow: "wf"})
+	if got := s.client.(*redis.Client).Options().PoolSize; got != defaultPoolSize {
+		t.Errorf("pool size %d, want %d: 32 workers need a connection each", got, defaultPoolSize)
+	}
+	sep := "?"
+	if strings.Contains(redisURL(t), "?") {
+		sep = "&"
+	}
+	small, err := Open(ctx, redisURL(t)+sep+"pool_size=3", Options{Prefix: prefix, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := small.client.(*redis.Client).Options().PoolSize; got != 3 {
+		t.Errorf("pool size %d with pool_size=3 in the URL", got)
+	}
+	_ = small.Close()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
