@@ -15,11 +15,10 @@ import (
 // a quiet connection is pinged, so that a dead connection or a server that
 // stopped answering is noticed and the listener reconnects.
 
-// listenOn subscribes conn to the store's channel, bounded by the call
-// timeout.
-func (s *Store) listenOn(ctx context.Context, conn *pgx.Conn) error {
+// listenOn subscribes conn to channel, bounded by the call timeout.
+func (s *Store) listenOn(ctx context.Context, conn *pgx.Conn, channel string) error {
 	return s.connCall(ctx, func(ctx context.Context) error {
-		_, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize())
+		_, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize())
 		return err
 	})
 }

@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,9 +9,20 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// listener is the state of the store's LISTEN connection. Its hints go to
-// the store's storage.Hub, which fans them out to subscribers.
+// listener is the state of one of the store's LISTEN connections: one on
+// the ready channel for Notifications, one on the ended channel for
+// Finished, each started by the first call that needs it. A process that
+// only works runs hears no completions; one that only awaits results
+// hears no ready hints. What they hear goes to the store's storage.Hub,
+// which fans it out to subscribers.
 type listener struct {
+	// channel is the channel LISTENed to (raw name).
+	channel string
+	// heard passes one notification's payload on.
+	heard func(payload string)
+	// reconnected, when set, runs after each (re)subscription.
+	reconnected func()
+
 	mu      sync.Mutex
 	started bool // guarded by mu, as is starting after Close
 	// pid is the backend process ID of the listening connection while it is
@@ -36,15 +46,13 @@ type listener struct {
 func (s *Store) Notifications(ctx context.Context) <-chan struct{} {
 	ch := s.hub.Subscribe(ctx)
 	if s.notify {
-		s.startListener()
+		s.startListener(&s.listener)
 	}
 	return ch
 }
 
-// startListener starts the listener goroutine once, unless the store is
-// closed.
-func (s *Store) startListener() {
-	l := &s.listener
+// startListener starts l's goroutine once, unless the store is closed.
+func (s *Store) startListener(l *listener) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.started || s.closed.Load() {
@@ -52,13 +60,24 @@ func (s *Store) startListener() {
 	}
 	l.started = true
 	s.wg.Add(1)
-	go s.listen()
+	go s.listen(l)
+}
+
+// initListeners sets up the ready listener (its hints wake subscribers;
+// after a reconnection, every subscriber is woken once, in case a hint was
+// missed) and the ended listener (each payload is the ID of a run that
+// ended).
+func (s *Store) initListeners() {
+	s.listener = listener{channel: s.channel, heard: func(string) { s.hub.Signal() }, reconnected: s.hub.Signal}
+	s.ended = listener{channel: s.endedChannel, heard: func(id string) { s.hub.Finished(id) }}
+	s.listener.ready = make(chan struct{})
+	s.ended.ready = make(chan struct{})
 }
 
 // Finished returns a channel that receives the ID of each run that ends
 // (completes, errors or is terminated) after the call, by this process or
-// any other using the same schema, through the same LISTEN connection as
-// Notifications; see storage.FinishNotifier. With Options.DisableNotify it
+// any other using the same schema, through a LISTEN connection of its own;
+// see storage.FinishNotifier. With Options.DisableNotify it
 // never receives. The channel is closed when ctx is done or the store
 // closes.
 //
@@ -68,11 +87,11 @@ func (s *Store) startListener() {
 func (s *Store) Finished(ctx context.Context) <-chan string {
 	ch := s.hub.SubscribeFinished(ctx)
 	if s.notify {
-		s.startListener()
+		s.startListener(&s.ended)
 		t := time.NewTimer(s.pool.timeout)
 		defer t.Stop()
 		select {
-		case <-s.listener.ready:
+		case <-s.ended.ready:
 		case <-ctx.Done():
 		case <-s.stopCtx.Done():
 		case <-t.C: // a listener that cannot connect leaves waiters to poll
@@ -89,7 +108,7 @@ func (s *Store) HearsEveryFinish() bool { return s.notify }
 // notifies on when notifications are on.
 func (s *Store) completeArgs(args ...any) []any {
 	if s.notify {
-		args = append(args, s.channel)
+		args = append(args, s.endedChannel)
 	}
 	return args
 }
@@ -100,7 +119,7 @@ func (s *Store) notifyFinishedTx(ctx context.Context, tx pgx.Tx, ids []string) e
 	if !s.notify || len(ids) == 0 {
 		return nil
 	}
-	_, err := tx.Exec(ctx, s.q.notifyFinished, s.channel, ids)
+	_, err := tx.Exec(ctx, s.q.notifyFinished, s.endedChannel, ids)
 	return err
 }
 
@@ -121,14 +140,14 @@ func (s *Store) notifyTx(ctx context.Context, tx pgx.Tx) error {
 	return err
 }
 
-// listen keeps one connection LISTENing on the store's channel until the
-// store closes, reconnecting with capped exponential backoff.
-func (s *Store) listen() {
+// listen keeps one connection LISTENing on l's channel until the store
+// closes, reconnecting with capped exponential backoff.
+func (s *Store) listen(l *listener) {
 	defer s.wg.Done()
 	ctx := s.stopCtx
 	backoff := 50 * time.Millisecond
 	for {
-		connected, err := s.listenOnce(ctx)
+		connected, err := s.listenOnce(ctx, l)
 		if ctx.Err() != nil {
 			return
 		}
@@ -147,36 +166,34 @@ func (s *Store) listen() {
 	}
 }
 
-// listenOnce connects, subscribes, wakes every subscriber (a notification
-// may have been missed while disconnected) and relays notifications until
-// the connection fails or ctx ends.
-func (s *Store) listenOnce(ctx context.Context) (connected bool, err error) {
+// listenOnce connects, subscribes, tells l it did (a notification may have
+// been missed while disconnected) and relays notifications until the
+// connection fails or ctx ends.
+func (s *Store) listenOnce(ctx context.Context, l *listener) (connected bool, err error) {
 	cfg := s.pool.Config().ConnConfig.Copy()
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return false, err
 	}
 	defer func() {
-		s.listener.pid.Store(0)
+		l.pid.Store(0)
 		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		conn.Close(closeCtx)
 	}()
-	if err := s.listenOn(ctx, conn); err != nil {
+	if err := s.listenOn(ctx, conn, l.channel); err != nil {
 		return false, err
 	}
-	s.hub.Signal()
-	s.listener.pid.Store(conn.PgConn().PID())
-	s.listener.readyOnce.Do(func() { close(s.listener.ready) })
+	if l.reconnected != nil {
+		l.reconnected()
+	}
+	l.pid.Store(conn.PgConn().PID())
+	l.readyOnce.Do(func() { close(l.ready) })
 	for {
 		n, err := s.waitNotification(ctx, conn)
 		if err != nil {
 			return true, err
 		}
-		if id, ok := strings.CutPrefix(n.Payload, finishedPrefix); ok {
-			s.hub.Finished(id)
-		} else {
-			s.hub.Signal()
-		}
+		l.heard(n.Payload)
 	}
 }

@@ -18,9 +18,14 @@
 // order.
 //
 // Writes that make runs ready send a NOTIFY on a channel named after the
-// schema; the store implements storage.Notifier with one listening connection
-// that fans the hints out to subscribers. Hints only make workers faster:
-// with Options.DisableNotify, polling alone still runs everything.
+// schema (<schema>_ready); the store implements storage.Notifier with one
+// listening connection that fans the hints out to subscribers. Writes that
+// end runs announce each run's ID on a second channel (<schema>_ended),
+// which the store implements storage.FinishNotifier with, on a connection
+// of its own: a process that only works runs never hears completions, and
+// one that only awaits results never hears ready hints. Both only make
+// things faster: with Options.DisableNotify, polling alone still runs
+// everything.
 //
 // The schema is created and upgraded by Migrate, which Open and New call.
 // Migrations are embedded, numbered, and applied under an advisory lock, so
@@ -86,6 +91,10 @@ const defaultMaxConns = 32
 const maxSchemaLen = 63 - len(channelSuffix)
 
 const channelSuffix = "_ready"
+
+// endedSuffix names the channel on which runs' ends are announced, each
+// notification's payload the run's ID. It is as long as channelSuffix.
+const endedSuffix = "_ended"
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -164,12 +173,14 @@ type Store struct {
 	schemaName string // the schema as given, for messages
 	host       string // the server, host:port, for messages
 	health     *storage.Health
-	channel    string // notification channel (raw name)
-	now        func() time.Time
-	notify     bool
-	retry      time.Duration
-	log        *slog.Logger
-	q          queries
+	channel    string // notification channel of ready hints (raw name)
+	// endedChannel is the channel of runs' ends (raw name).
+	endedChannel string
+	now          func() time.Time
+	notify       bool
+	retry        time.Duration
+	log          *slog.Logger
+	q            queries
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -178,6 +189,8 @@ type Store struct {
 	wg        sync.WaitGroup
 	hub       storage.Hub
 	listener  listener
+	// ended is the listener of runs' ends, for Finished.
+	ended listener
 
 	ckptQueue   chan *ckptCall
 	writersGone chan struct{}
@@ -251,15 +264,16 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, own bool, opts Options) (
 	quoted := pgx.Identifier{schema}.Sanitize()
 	host := hostOf(&pool.Config().ConnConfig.Config)
 	s := &Store{
-		ownPool:    own,
-		schema:     quoted,
-		schemaName: schema,
-		host:       host,
-		channel:    schema + channelSuffix,
-		notify:     !opts.DisableNotify,
-		retry:      retry,
-		log:        log.With("store", "pgstore", "schema", schema),
-		q:          buildQueries(quoted, !opts.DisableNotify),
+		ownPool:      own,
+		schema:       quoted,
+		schemaName:   schema,
+		host:         host,
+		channel:      schema + channelSuffix,
+		endedChannel: schema + endedSuffix,
+		notify:       !opts.DisableNotify,
+		retry:        retry,
+		log:          log.With("store", "pgstore", "schema", schema),
+		q:            buildQueries(quoted, !opts.DisableNotify),
 	}
 	s.health = storage.NewHealth(s.log, "pgstore: database at "+host)
 	s.pool = &dbPool{Pool: pool, timeout: cmp.Or(opts.CallTimeout, DefaultCallTimeout), health: s.health}
@@ -267,7 +281,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, own bool, opts Options) (
 		s.now = opts.Clock.Now
 	}
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
-	s.listener.ready = make(chan struct{})
+	s.initListeners()
 	switch {
 	case opts.OpenExisting:
 		if err := s.checkExisting(ctx); err != nil {
@@ -298,7 +312,9 @@ func (s *Store) Close() error {
 		// Marked under the listener's lock, so no listener starts once
 		// Close waits for the store's goroutines.
 		s.listener.mu.Lock()
+		s.ended.mu.Lock()
 		s.closed.Store(true)
+		s.ended.mu.Unlock()
 		s.listener.mu.Unlock()
 		s.stop()
 		s.wg.Wait()

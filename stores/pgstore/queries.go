@@ -584,7 +584,7 @@ WHERE r.id = $2`
 	q.notify = `SELECT pg_notify($1, '')`
 
 	// $1 channel, $2 the IDs of runs that ended (see Finished).
-	q.notifyFinished = `SELECT pg_notify($1, '` + finishedPrefix + `' || id) FROM unnest($2::text[]) id`
+	q.notifyFinished = `SELECT pg_notify($1, id) FROM unnest($2::text[]) id`
 
 	for _, p := range []*string{
 		&q.createRuns, &q.selectRuns, &q.getRun, &q.claim, &q.nextWake, &q.loadReplay, &q.loadClaimed, &q.getCheckpoint,
@@ -621,20 +621,16 @@ notify AS (
 )`
 }
 
-// finishedPrefix starts the payload of a notification that a run ended;
-// the run's ID follows. A ready hint has an empty payload.
-const finishedPrefix = "f:"
-
 // finishedCTE notifies, when enabled, that the runs in source ended: one
-// notification each, with finishedPrefix and the ID as payload, on the
-// channel in parameter param.
+// notification each, with the ID as payload, on the channel in parameter
+// param (the store's ended channel).
 func finishedCTE(enabled bool, source string, param int) string {
 	if !enabled {
 		return ""
 	}
 	return `,
 finished AS (
-	SELECT pg_notify($` + strconv.Itoa(param) + `::text, '` + finishedPrefix + `' || id) FROM ` + source + `
+	SELECT pg_notify($` + strconv.Itoa(param) + `::text, id) FROM ` + source + `
 )`
 }
 
