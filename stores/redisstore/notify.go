@@ -1,9 +1,6 @@
 package redisstore
 
-import (
-	"context"
-	"strings"
-)
+import "context"
 
 // Notifications implements storage.Notifier with Redis pub/sub: the scripts
 // publish on the prefix's wake channel whenever they make a run ready now.
@@ -15,21 +12,23 @@ func (s *Store) Notifications(ctx context.Context) <-chan struct{} {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 	ch := s.hub.Subscribe(ctx)
-	s.listen(ctx)
+	s.listen(ctx, &s.listeningWake, s.keys.wake(), func(string) { s.hub.Signal() })
 	return ch
 }
 
 // Finished returns a channel that receives the ID of each run that ends
 // (completes, errors or is terminated) after the call, by this process or
-// any other using the same prefix: the scripts that end runs publish
-// finishedPrefix and the ID on the wake channel, which the same
-// subscription as Notifications reads; see storage.FinishNotifier. The
-// channel is closed when ctx is done or the store closes.
+// any other using the same prefix: the scripts that end runs publish the
+// ID on the prefix's ended channel, which a subscription of its own reads,
+// so that a process that only works runs never hears completions and one
+// that only awaits results never hears ready hints; see
+// storage.FinishNotifier. The channel is closed when ctx is done or the
+// store closes.
 func (s *Store) Finished(ctx context.Context) <-chan string {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 	ch := s.hub.SubscribeFinished(ctx)
-	s.listen(ctx)
+	s.listen(ctx, &s.listeningEnded, s.keys.ended(), func(id string) { s.hub.Finished(id) })
 	return ch
 }
 
@@ -37,26 +36,22 @@ func (s *Store) Finished(ctx context.Context) <-chan string {
 // ends, through the server's pub/sub; see storage.EveryFinishNotifier.
 func (s *Store) HearsEveryFinish() bool { return true }
 
-// finishedPrefix starts a wake-channel message that a run ended; its ID
-// follows (scripts/lib/state.lua, finish). A ready hint's message is "1".
-const finishedPrefix = "f:"
-
-// listen subscribes to the wake channel, once, unless the store is closed,
-// and passes every message to the hub until the store closes. It waits for
-// the server's confirmation, so that every change after the first
-// Notifications or Finished call returns is seen; a failure only costs the
-// hints (the engine polls), and go-redis keeps trying to subscribe again.
-// The caller holds closeMu.
-func (s *Store) listen(ctx context.Context) {
-	if s.listening || s.closed.Load() || ctx.Err() != nil {
+// listen subscribes to channel, once (listening records it), unless the
+// store is closed, and passes every message's payload to heard until the
+// store closes. It waits for the server's confirmation, so that every
+// change after the call returns is seen; a failure only costs the hints
+// (the engine polls), and go-redis keeps trying to subscribe again. The
+// caller holds closeMu.
+func (s *Store) listen(ctx context.Context, listening *bool, channel string, heard func(payload string)) {
+	if *listening || s.closed.Load() || ctx.Err() != nil {
 		return
 	}
-	s.listening = true
-	ps := s.client.Subscribe(context.WithoutCancel(ctx), s.keys.wake())
+	*listening = true
+	ps := s.client.Subscribe(context.WithoutCancel(ctx), channel)
 	rctx, cancel := s.bound(ctx)
 	defer cancel()
 	if _, err := ps.Receive(rctx); err != nil && ctx.Err() == nil {
-		s.logger.Warn("redisstore: subscribing to wake-ups failed; workers fall back to polling", "error", err)
+		s.logger.Warn("redisstore: subscribing to "+channel+" failed; workers and waiters fall back to polling", "error", err)
 	}
 	msgs := ps.Channel()
 	s.subs.Add(1)
@@ -71,11 +66,7 @@ func (s *Store) listen(ctx context.Context) {
 				if !ok {
 					return
 				}
-				if id, ok := strings.CutPrefix(m.Payload, finishedPrefix); ok {
-					s.hub.Finished(id)
-				} else {
-					s.hub.Signal()
-				}
+				heard(m.Payload)
 			}
 		}
 	}()

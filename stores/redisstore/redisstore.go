@@ -93,15 +93,18 @@ type Store struct {
 	health      *storage.Health
 	gate        policyGate
 
-	// hub fans the wake channel's messages out to Notifications.
+	// hub fans the wake channel's messages out to Notifications, and the
+	// ended channel's to Finished.
 	hub    storage.Hub
 	closed atomic.Bool
 	done   chan struct{}
-	// closeMu orders Close with Notifications, which starts the one
-	// subscription (listening) that Close stops.
-	closeMu   sync.Mutex
-	listening bool
-	subs      sync.WaitGroup
+	// closeMu orders Close with Notifications and Finished, which start
+	// the subscriptions that Close stops.
+	closeMu sync.Mutex
+	// listeningWake and listeningEnded record the subscriptions started,
+	// to the wake and the ended channels.
+	listeningWake, listeningEnded bool
+	subs                          sync.WaitGroup
 }
 
 var (

@@ -130,6 +130,7 @@ func TestScriptKeys(t *testing.T) {
 		"cat_wf()":                             k.catalogWorkflows(),
 		"cat_ev()":                             k.catalogEvents(),
 		"wake_channel()":                       k.wake(),
+		"ended_channel()":                      k.ended(),
 	}
 	var calls []string
 	for call := range want {

@@ -22,3 +22,4 @@ local function idx_st(st) return P .. 'is:' .. st end
 local function idx_wf_st(st, wf) return P .. 'iws:' .. st .. ':' .. wf end
 local function opkey(op) return P .. 'op:' .. op end
 local function wake_channel() return P .. 'wake' end
+local function ended_channel() return P .. 'ended' end

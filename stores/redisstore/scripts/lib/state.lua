@@ -91,7 +91,6 @@ local function finish(r, id, wf, st, new)
   redis.call('ZREM', readyq(wf), id)
   set_status(r, id, wf, st, new)
   redis.call('HSET', r, 'ea', NOWS)
-  -- tells waiters in every process that the run ended (Finished); a ready
-  -- hint's payload is '1', so old subscribers take this for one
-  redis.call('PUBLISH', wake_channel(), 'f:' .. id)
+  -- tells waiters in every process that the run ended (Finished)
+  redis.call('PUBLISH', ended_channel(), id)
 end
