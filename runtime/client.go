@@ -294,7 +294,7 @@ func (e *Engine) Wait(ctx context.Context, id string) (RunInfo, error) {
 	}
 	for {
 		rw := e.waiters.add(id)
-		info, err := e.Get(ctx, id)
+		info, err := e.waitRead(ctx, id)
 		if err != nil || info.Status.Finished() {
 			e.waiters.remove(id, rw)
 			return info, err

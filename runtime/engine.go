@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stemflow/stem/storage"
@@ -111,6 +112,10 @@ type Engine struct {
 	watchDone chan struct{}
 	// watchReady is closed once the watch hears.
 	watchReady chan struct{}
+	// reads carries Wait's reads to the readers, readersActive of them
+	// (see waitRead).
+	reads         chan waitReadReq
+	readersActive atomic.Int32
 
 	wake chan struct{} // local dispatch: runs became ready
 
@@ -173,6 +178,7 @@ func New(cfg Config) (*Engine, error) {
 		events:    map[string]eventDef{},
 		active:    map[string]*execution{},
 		wake:      make(chan struct{}, 1),
+		reads:     make(chan waitReadReq),
 	}, nil
 }
 

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/stemflow/stem/storage"
 )
@@ -104,4 +105,83 @@ func (e *Engine) watchFinished() (everywhere bool) {
 		}
 	}()
 	return everywhere
+}
+
+// waitReaders is how many goroutines of the engine at most read runs for
+// Wait; readerIdle how long one waits for work before it exits.
+const (
+	waitReaders = 8
+	readerIdle  = 200 * time.Millisecond
+)
+
+// waitRead is Get for Wait, read by one of a few goroutines of the
+// engine's rather than the caller's: a store read runs deep (a driver's
+// decoding, SQLite's C translated to Go), and a goroutine's stack, once
+// grown, stays grown while it waits and sets the size Go gives new
+// goroutines. Thousands of callers each awaiting a run thus keep small
+// stacks. Readers start as reads come and exit when idle.
+func (e *Engine) waitRead(ctx context.Context, id string) (RunInfo, error) {
+	if err := e.checkOpen(); err != nil {
+		return RunInfo{}, err
+	}
+	req := waitReadReq{ctx: ctx, id: id, done: make(chan waitReadRes, 1)}
+	for sent := false; !sent; {
+		select {
+		case e.reads <- req: // an idle reader took it
+			sent = true
+			continue
+		default:
+		}
+		if e.readersActive.Add(1) <= waitReaders {
+			go e.reader(req)
+			break
+		}
+		e.readersActive.Add(-1)
+		t := time.NewTimer(readerIdle)
+		select {
+		case e.reads <- req:
+			sent = true
+		case <-ctx.Done():
+			t.Stop()
+			return RunInfo{}, ctx.Err()
+		case <-t.C: // a reader may have gone idle and left: look again
+		}
+		t.Stop()
+	}
+	res := <-req.done
+	return res.info, res.err
+}
+
+// waitReadReq is one read for waitRead; its answer goes to done.
+type waitReadReq struct {
+	ctx  context.Context
+	id   string
+	done chan waitReadRes
+}
+
+type waitReadRes struct {
+	info RunInfo
+	err  error
+}
+
+// reader serves first, then every read handed to it, until none comes for
+// readerIdle.
+func (e *Engine) reader(first waitReadReq) {
+	defer e.readersActive.Add(-1)
+	serve := func(req waitReadReq) {
+		info, err := e.Get(req.ctx, req.id)
+		req.done <- waitReadRes{info, err}
+	}
+	serve(first)
+	t := time.NewTimer(readerIdle)
+	defer t.Stop()
+	for {
+		select {
+		case req := <-e.reads:
+			serve(req)
+			t.Reset(readerIdle)
+		case <-t.C:
+			return
+		}
+	}
 }
