@@ -24,7 +24,7 @@ func benchStore(b *testing.B, mode sqlitestore.Synchronous) storage.Store {
 // file: 1000 runs per iteration, timed from the engine's start until every
 // result is in, and reports steps/s. Each step is one Checkpoint.
 //
-//	go test -run '^$' -bench 'BenchmarkInsertCeiling|BenchmarkEngine' ./stores/sqlitestore
+//	go test -run '^$' -bench 'BenchmarkInsertCeiling|BenchmarkEngine/sync=FULL/workers=1$' ./stores/sqlitestore
 func BenchmarkEngine(b *testing.B) {
 	for _, mode := range []sqlitestore.Synchronous{sqlitestore.SyncNormal, sqlitestore.SyncFull} {
 		for _, workers := range []int{1, 32} {
@@ -44,6 +44,22 @@ func BenchmarkStarts(b *testing.B) {
 	for _, mode := range []sqlitestore.Synchronous{sqlitestore.SyncNormal, sqlitestore.SyncFull} {
 		b.Run("sync="+mode.String(), func(b *testing.B) {
 			benchwork.Starts(b, func(b *testing.B) storage.Store { return benchStore(b, mode) }, 32, 1000)
+		})
+	}
+}
+
+// BenchmarkEngineLatency measures one ten-step run at a time, from Start to
+// its result, on a running engine: p50 and p99 in ms. Put it beside the
+// file's one-row commit (BenchmarkInsertCeiling): with SyncFull a run is a
+// dozen commits, each waiting for its fsync.
+//
+//	go test -run '^$' -bench 'BenchmarkInsertCeiling|BenchmarkEngineLatency' ./stores/sqlitestore
+func BenchmarkEngineLatency(b *testing.B) {
+	for _, mode := range []sqlitestore.Synchronous{sqlitestore.SyncNormal, sqlitestore.SyncFull} {
+		b.Run("sync="+mode.String(), func(b *testing.B) {
+			s := benchStore(b, mode)
+			defer s.Close()
+			benchwork.Latency(b, s)
 		})
 	}
 }

@@ -1,0 +1,148 @@
+package sqlitestore
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stemflow/stem/internal/loadgen"
+	"github.com/stemflow/stem/runtime"
+)
+
+// BenchmarkOneWorker puts one worker's figures beside this file system's
+// own cost of a commit, measured in the same iteration so that a machine
+// whose disk others share moves them together: W1 (1000 runs of 10 trivial
+// steps, started by one batch, worked by an engine of one worker) and W2
+// (one 10-step run at a time, start to result) on a fresh store, as `stem
+// bench` runs them, between measures of the single-row commit rate (as
+// BenchmarkInsertCeiling: a fresh file with the store's pragmas, whose log
+// grows with every commit) taken before W1, between the two and after W2.
+// Beside steps/s and p50/p90 it reports W1 against the commit rate around
+// it (w1-x-ceiling, the goal is 1 or more), W2's p50 in commit latencies
+// around it (w2-p50-commits, the goal is 11 or less), and the read system
+// calls the process made per W1 run (reads/run, from /proc/self/io where
+// there is one).
+//
+//	go test -run '^$' -bench BenchmarkOneWorker/sync=FULL -benchtime 1x -count 3 ./stores/sqlitestore
+func BenchmarkOneWorker(b *testing.B) {
+	for _, mode := range syncModes {
+		b.Run("sync="+mode.String(), func(b *testing.B) {
+			var rate, w1, w1x, reads, p50, p90, p50x float64
+			n := 0
+			for b.Loop() {
+				dir := b.TempDir()
+				files := 0
+				ceiling := func() float64 {
+					files++
+					return ceilingRate(b, filepath.Join(dir, fmt.Sprintf("ceiling%d.db", files)), mode, time.Second/2)
+				}
+				c1 := ceiling()
+				s, err := Open(filepath.Join(dir, "bench.db"), Options{Synchronous: mode})
+				if err != nil {
+					b.Fatal(err)
+				}
+				e, err := runtime.New(runtime.Config{Store: s, Workers: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := loadgen.Register(e); err != nil {
+					b.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- e.Run(ctx) }()
+				const runs, steps = 1000, 10
+				r0 := readSyscalls()
+				d, err := loadgen.Steps(ctx, e, loadgen.Batch, runs, steps)
+				if err != nil {
+					b.Fatal(err)
+				}
+				reads += float64(readSyscalls()-r0) / runs
+				c2 := ceiling()
+				lat, err := loadgen.Latency(ctx, e, 5, 50, steps)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c3 := ceiling()
+				cancel()
+				<-done
+				e.Close()
+				s.Close()
+				rate += (c1 + c2 + c3) / 3
+				sps := runs * steps / d.Seconds()
+				w1 += sps
+				w1x += sps / ((c1 + c2) / 2)
+				q50 := loadgen.Percentile(lat, 0.5).Seconds()
+				p50 += q50
+				p90 += loadgen.Percentile(lat, 0.9).Seconds()
+				p50x += q50 * (c2 + c3) / 2
+				n++
+			}
+			k := float64(n)
+			b.ReportMetric(rate/k, "commits/s")
+			b.ReportMetric(1e6*k/rate, "commit-µs")
+			b.ReportMetric(w1/k, "w1-steps/s")
+			b.ReportMetric(w1x/k, "w1-x-ceiling")
+			b.ReportMetric(p50/k*1e3, "w2-p50-ms")
+			b.ReportMetric(p90/k*1e3, "w2-p90-ms")
+			b.ReportMetric(p50x/k, "w2-p50-commits")
+			if reads > 0 {
+				b.ReportMetric(reads/k, "reads/run")
+			}
+		})
+	}
+}
+
+// ceilingRate commits one-row transactions on a fresh file at path, opened
+// with the store's pragmas, for about d, and returns commits per second.
+func ceilingRate(b *testing.B, path string, mode Synchronous, d time.Duration) float64 {
+	db, err := sql.Open("sqlite", dsn(path, Options{Synchronous: mode, BusyTimeout: 10 * time.Second}, false))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, payload BLOB) STRICT`); err != nil {
+		b.Fatal(err)
+	}
+	st, err := db.Prepare(`INSERT INTO t (run_id, payload) VALUES (?1, ?2)`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	payload := []byte(`{"result":"0123456789abcdef"}`)
+	n := 0
+	start := time.Now()
+	for time.Since(start) < d {
+		if _, err := st.Exec("run-1", payload); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// readSyscalls returns how many read system calls the process has made
+// (syscr in /proc/self/io), or 0 where that file is missing.
+func readSyscalls() int64 {
+	f, err := os.Open("/proc/self/io")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "syscr: "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
