@@ -31,7 +31,7 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 	}
 	query, args := claimQuery(req.Workflows)
 	var out []storage.ClaimedRun
-	err := s.write(ctx, "claim", func(w *wtx) error {
+	err := s.writeLease(ctx, "claim", func(w *wtx) error {
 		out = nil
 		now := s.now()
 		n := now.UnixNano()
@@ -147,7 +147,7 @@ func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) (st
 	}
 	lease, leaseFor, step := req.Lease, req.LeaseFor, req.Step
 	var res storage.HeartbeatResult
-	err := s.write(ctx, "heartbeat", func(w *wtx) error {
+	err := s.writeLease(ctx, "heartbeat", func(w *wtx) error {
 		res = storage.HeartbeatResult{}
 		now := s.now()
 		var key, attempt, started any

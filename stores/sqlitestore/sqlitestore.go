@@ -14,9 +14,9 @@
 // error) is rolled back to its savepoint alone; the others in the batch are
 // unaffected, and each is still fenced by its own lease token. Each caller is
 // answered only after the COMMIT holding its request returned, so when a
-// method returns its write is as durable as the Synchronous mode promises.
-// Many workers' checkpoints thus share one commit (and, with SyncFull, one
-// fsync). A caller whose context ends before the writer took its request
+// method returns its write is as durable as the Synchronous mode promises
+// (see SyncFull for its one exception, leases). Many workers' checkpoints
+// thus share one commit (and, with SyncFull, one fsync). A caller whose context ends before the writer took its request
 // gets the context's error and nothing is written; once taken, the call
 // waits for the outcome, so an error always means nothing was written.
 //
@@ -134,7 +134,12 @@ const (
 	SyncNormal Synchronous = iota
 	// SyncFull fsyncs the WAL on every commit: a committed write survives
 	// process crashes, operating system crashes and power loss. Group commit
-	// shares each fsync among all the requests of a batch.
+	// shares each fsync among all the requests of a batch. A batch of
+	// nothing but Claim and Heartbeat calls is the exception: it is made
+	// durable by the next fsync (the next other write, or within about a
+	// second), since a power loss that takes it back also ends every
+	// process that saw it; the fencing argument is on writeLease in
+	// writer.go.
 	SyncFull
 )
 
@@ -232,6 +237,7 @@ type Store struct {
 	ckptDone   chan struct{}
 	stats      writerStats  // owned by the writer goroutine
 	taken      atomic.Int64 // requests the writer has taken, for tests
+	lazy       atomic.Int64 // batches committed without an fsync (see writeLease), for tests
 	closeOnce  sync.Once
 	closeErr   error
 	isClosed   atomic.Bool

@@ -19,6 +19,11 @@ type request struct {
 	// is written. fn stores its results in variables of the calling method.
 	fn func(w *wtx) error
 
+	// leaseOnly marks a write that only takes or keeps a lease (see
+	// writeLease): with SyncFull, a batch of nothing else commits without
+	// an fsync of its own.
+	leaseOnly bool
+
 	// state moves from pending to taken (by the writer) or to abandoned (by
 	// a caller whose context ended first); whoever moves it first decides.
 	state atomic.Int32
@@ -42,6 +47,10 @@ type wtx struct {
 	// finished holds the runs the batch's requests ended; after the commit
 	// the writer tells the store's Hub (see Finished).
 	finished []string
+	// lazy is set while the connection is at synchronous=NORMAL for a
+	// batch of lease-only writes on a SyncFull store (see writeLease); the
+	// next batch that is not sets FULL back before it begins.
+	lazy bool
 }
 
 // write queues fn for the writer and waits until the transaction holding it
@@ -49,13 +58,64 @@ type wtx struct {
 // request, nothing is written and ctx's error is returned; once taken, the
 // call waits for the outcome, so an error always means nothing was written.
 func (s *Store) write(ctx context.Context, op string, fn func(w *wtx) error) error {
+	return s.enqueue(ctx, op, false, fn)
+}
+
+// writeLease is write for a request that only takes or keeps leases
+// (Claim, Heartbeat). With SyncFull, a batch made of such requests alone
+// commits at synchronous=NORMAL: its frames are appended to the WAL without
+// an fsync, and the next commit that is fsynced (any other write, or the
+// checkpointer's copy, within about a second) makes them durable with it,
+// since an fsync of the log covers every frame before it and recovery
+// after a power loss keeps a prefix of the commits, never a later one
+// without an earlier one. The caller is answered once the commit is
+// visible to every connection; only a power loss or an operating-system
+// crash before the next fsync can take it back.
+//
+// Why that keeps every guarantee of SyncFull:
+//
+//   - Every process that can have seen such a write dies with it. A WAL
+//     database is only ever shared by processes on one machine (they
+//     coordinate through the shared-memory index, <path>-shm; SQLite does
+//     not support WAL over a network file system), and what such a commit
+//     survives is exactly what kills them: an application crash keeps it
+//     (it is in the operating system's cache), a power loss or an
+//     operating-system crash loses it and every process on the machine.
+//   - Fencing holds. A lost claim took token T+1; after the machine
+//     restarts the run is back as it was before the claim (token T, queued,
+//     waiting, or running with its old lease), so the next claim takes
+//     T+1 again. Two holders of T+1 never live at once: the first died in
+//     the power loss. Nothing durable refers to the lost one either: the
+//     first fenced write of its holder that is fsynced (a checkpoint, a
+//     suspension, a completion) makes the claim durable with it, as any
+//     later commit does, so when the claim is lost so is every write made
+//     under it. The same holds for a lost heartbeat: the lease falls back
+//     to an earlier expiry, whose holder is dead anyway.
+//   - Nothing a user asked for, or was told, depends on it: CreateRuns,
+//     Checkpoint, Suspend, Complete, RecordAttempts, events, Pause,
+//     Resume, Terminate and Restart use write and stay fsynced before they
+//     return, and a batch that holds any of them is fsynced whole. What a
+//     power loss can take back is that a run was claimed (it is queued or
+//     waiting again, or running under its expired lease, as when a worker
+//     dies before its first write) and how far a lease had been extended
+//     and which step it named active.
+//
+// The one count that can come out lower is a run's Recoveries after a
+// step that crashes the operating system itself (not its process) before
+// any fsync: a process that dies leaves its claim, and its count, durable.
+func (s *Store) writeLease(ctx context.Context, op string, fn func(w *wtx) error) error {
+	return s.enqueue(ctx, op, true, fn)
+}
+
+// enqueue is write and writeLease.
+func (s *Store) enqueue(ctx context.Context, op string, leaseOnly bool, fn func(w *wtx) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sqlitestore: %s: %w", op, err)
 	}
 	if s.opts.ReadOnly && !s.isClosed.Load() {
 		return s.refuseReadOnly(op)
 	}
-	r := &request{fn: fn, done: make(chan struct{})}
+	r := &request{fn: fn, leaseOnly: leaseOnly, done: make(chan struct{})}
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -170,7 +230,11 @@ func (s *Store) commitBatch(w *wtx, batch []*request) (wrote, full bool) {
 	t0 := time.Now()
 	s.stats.batches++
 	s.stats.requests += len(batch)
-	if err := s.runBatch(w, batch); err != nil {
+	err := s.setDurability(w, batch)
+	if err == nil {
+		err = s.runBatch(w, batch)
+	}
+	if err != nil {
 		// The transaction is gone: nothing of the batch was written.
 		w.exec("ROLLBACK")
 		w.wake = false
@@ -193,6 +257,36 @@ func (s *Store) commitBatch(w *wtx, batch []*request) (wrote, full bool) {
 		close(r.done)
 	}
 	return true, full
+}
+
+// setDurability puts the writer's connection at the synchronous mode the
+// batch commits with: NORMAL for a batch of lease-only writes on a SyncFull
+// store (see writeLease), the store's own mode otherwise. Failing to go
+// back to FULL fails the batch, so that no write is ever committed less
+// durably than it should; failing to leave it only costs an fsync.
+func (s *Store) setDurability(w *wtx, batch []*request) error {
+	if s.opts.Synchronous != SyncFull {
+		return nil
+	}
+	lazy := true
+	for _, r := range batch {
+		lazy = lazy && r.leaseOnly
+	}
+	switch {
+	case lazy && !w.lazy:
+		if _, err := w.exec("PRAGMA synchronous = NORMAL"); err == nil {
+			w.lazy = true
+			s.lazy.Add(1)
+		}
+	case lazy:
+		s.lazy.Add(1)
+	case w.lazy:
+		if _, err := w.exec("PRAGMA synchronous = FULL"); err != nil {
+			return err
+		}
+		w.lazy = false
+	}
+	return nil
 }
 
 func (s *Store) runBatch(w *wtx, batch []*request) error {
