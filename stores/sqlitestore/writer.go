@@ -295,6 +295,20 @@ func (s *Store) runBatch(w *wtx, batch []*request) error {
 	if _, err := retryBusy(context.Background(), s.logger, func() (int64, error) { return w.exec("BEGIN IMMEDIATE") }); err != nil {
 		return err
 	}
+	if len(batch) == 1 {
+		// Alone in its transaction, a request needs no savepoint: if it
+		// fails, the transaction is rolled back whole, and nothing is left
+		// to commit.
+		r := batch[0]
+		if r.err = r.fn(w); r.err != nil {
+			w.finished = w.finished[:0]
+			if _, err := w.exec("ROLLBACK"); err != nil {
+				return errors.Join(r.err, err)
+			}
+			return nil
+		}
+		return s.commit(w)
+	}
 	for _, r := range batch {
 		if _, err := w.exec("SAVEPOINT req"); err != nil {
 			return err
@@ -310,6 +324,12 @@ func (s *Store) runBatch(w *wtx, batch []*request) error {
 			return err
 		}
 	}
+	return s.commit(w)
+}
+
+// commit commits the writer's transaction, retrying while another
+// connection holds a lock it needs.
+func (s *Store) commit(w *wtx) error {
 	for attempt := 1; ; attempt++ {
 		tc := time.Now()
 		_, err := w.exec("COMMIT")
