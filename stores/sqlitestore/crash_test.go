@@ -12,23 +12,42 @@ import (
 	"github.com/stemflow/stem/stores/sqlitestore"
 )
 
-// envCrashFile names the database file crash-test worker processes open.
-const envCrashFile = "STEM_SQLITESTORE_CRASH_FILE"
+// envCrashFile names the database file crash-test worker processes open,
+// and envCrashSync their synchronous mode (NORMAL when unset).
+const (
+	envCrashFile = "STEM_SQLITESTORE_CRASH_FILE"
+	envCrashSync = "STEM_SQLITESTORE_CRASH_SYNC"
+)
+
+// crashOptions are the options of a crash-test store in synchronous mode
+// sync ("FULL" or anything else for NORMAL).
+func crashOptions(sync string) sqlitestore.Options {
+	if sync == sqlitestore.SyncFull.String() {
+		return sqlitestore.Options{Synchronous: sqlitestore.SyncFull}
+	}
+	return sqlitestore.Options{}
+}
 
 // crashConfig is a crash test on a fresh SQLite file: the harness's process
 // and the worker processes open the same file.
 func crashConfig(t *testing.T) crashtest.Config {
+	return crashConfigSync(t, sqlitestore.SyncNormal)
+}
+
+// crashConfigSync is crashConfig with every process in synchronous mode
+// mode.
+func crashConfigSync(t *testing.T, mode sqlitestore.Synchronous) crashtest.Config {
 	path := filepath.Join(t.TempDir(), "crash.db")
 	return crashtest.Config{
 		Open: func(t testing.TB) storage.Store {
-			s, err := sqlitestore.Open(path, sqlitestore.Options{})
+			s, err := sqlitestore.Open(path, crashOptions(mode.String()))
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { s.Close() })
 			return s
 		},
-		Env:         []string{envCrashFile + "=" + path},
+		Env:         []string{envCrashFile + "=" + path, envCrashSync + "=" + mode.String()},
 		Concurrency: 8,
 		Timeout:     time.Minute,
 	}
@@ -60,18 +79,23 @@ func TestCrashAndReopen(t *testing.T) {
 // moments (a killed process may hold the file's write lock mid-transaction;
 // the lock dies with it and the WAL drops the uncommitted frames), replacing
 // each. Every run completes exactly once, with exactly one checkpoint per
-// step.
+// step. With SyncFull too, where claims and heartbeats commit without an
+// fsync while other processes' writes fsync the same log.
 //
 // The harness's freeze check (SIGSTOP past the leases) is not used: a
 // process stopped while it holds SQLite's write lock stops every writer on
 // the file until it resumes.
 func TestCrashManyProcesses(t *testing.T) {
-	cfg := crashConfig(t)
-	cfg.Runs = 300
-	cfg.Processes = 3
-	cfg.Lease = 500 * time.Millisecond
-	cfg.StepDuration = 20 * time.Millisecond
-	cfg.KillEvery = 300 * time.Millisecond
-	cfg.Kills = 3
-	crashtest.Run(t, cfg)
+	for _, mode := range []sqlitestore.Synchronous{sqlitestore.SyncNormal, sqlitestore.SyncFull} {
+		t.Run("sync="+mode.String(), func(t *testing.T) {
+			cfg := crashConfigSync(t, mode)
+			cfg.Runs = 300
+			cfg.Processes = 3
+			cfg.Lease = 500 * time.Millisecond
+			cfg.StepDuration = 20 * time.Millisecond
+			cfg.KillEvery = 300 * time.Millisecond
+			cfg.Kills = 3
+			crashtest.Run(t, cfg)
+		})
+	}
 }

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 	// In a crash-test worker process: run an engine on the file until
 	// killed; never returns.
 	crashtest.MaybeWorker(func() (storage.Store, error) {
-		return sqlitestore.Open(os.Getenv(envCrashFile), sqlitestore.Options{})
+		return sqlitestore.Open(os.Getenv(envCrashFile), crashOptions(os.Getenv(envCrashSync)))
 	})
 	goleak.VerifyTestMain(m)
 }
