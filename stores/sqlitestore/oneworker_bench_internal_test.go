@@ -27,14 +27,15 @@ import (
 // Beside steps/s and p50/p90 it reports W1 against the commit rate around
 // it (w1-x-ceiling, the goal is 1 or more), W2's p50 in commit latencies
 // around it (w2-p50-commits, the goal is 11 or less), and the read system
-// calls the process made per W1 run (reads/run, from /proc/self/io where
-// there is one).
+// calls the process made per W1 run with the bytes they fetched from the
+// disk rather than the page cache (reads/run and disk-read-B/run, from
+// /proc/self/io where there is one).
 //
 //	go test -run '^$' -bench BenchmarkOneWorker/sync=FULL -benchtime 1x -count 3 ./stores/sqlitestore
 func BenchmarkOneWorker(b *testing.B) {
 	for _, mode := range syncModes {
 		b.Run("sync="+mode.String(), func(b *testing.B) {
-			var rate, w1, w1x, reads, p50, p90, p50x float64
+			var rate, w1, w1x, reads, diskReads, p50, p90, p50x float64
 			n := 0
 			for b.Loop() {
 				dir := b.TempDir()
@@ -59,12 +60,14 @@ func BenchmarkOneWorker(b *testing.B) {
 				done := make(chan error, 1)
 				go func() { done <- e.Run(ctx) }()
 				const runs, steps = 1000, 10
-				r0 := readSyscalls()
+				r0, b0 := procIO()
 				d, err := loadgen.Steps(ctx, e, loadgen.Batch, runs, steps)
 				if err != nil {
 					b.Fatal(err)
 				}
-				reads += float64(readSyscalls()-r0) / runs
+				r1, b1 := procIO()
+				reads += float64(r1-r0) / runs
+				diskReads += float64(b1-b0) / runs
 				c2 := ceiling()
 				lat, err := loadgen.Latency(ctx, e, 5, 50, steps)
 				if err != nil {
@@ -95,6 +98,7 @@ func BenchmarkOneWorker(b *testing.B) {
 			b.ReportMetric(p50x/k, "w2-p50-commits")
 			if reads > 0 {
 				b.ReportMetric(reads/k, "reads/run")
+				b.ReportMetric(diskReads/k, "disk-read-B/run")
 			}
 		})
 	}
@@ -129,20 +133,25 @@ func ceilingRate(b *testing.B, path string, mode Synchronous, d time.Duration) f
 	return float64(n) / time.Since(start).Seconds()
 }
 
-// readSyscalls returns how many read system calls the process has made
-// (syscr in /proc/self/io), or 0 where that file is missing.
-func readSyscalls() int64 {
+// procIO returns how many read system calls the process has made (syscr
+// in /proc/self/io) and how many bytes it caused to be read from the disk
+// (read_bytes), or zeros where that file is missing.
+func procIO() (syscalls, diskBytes int64) {
 	f, err := os.Open("/proc/self/io")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "syscr: "); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
+		k, v, _ := strings.Cut(sc.Text(), ": ")
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch k {
+		case "syscr":
+			syscalls = n
+		case "read_bytes":
+			diskBytes = n
 		}
 	}
-	return 0
+	return syscalls, diskBytes
 }
