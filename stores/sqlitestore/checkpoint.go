@@ -14,29 +14,55 @@ import (
 func (s *Store) LoadReplay(ctx context.Context, runID string) (storage.Replay, error) {
 	var rp storage.Replay
 	err := s.read(ctx, "load replay", false, func(c *conn) error {
-		rp = storage.Replay{}
-		found := false
-		if err := c.query(replayQuery, func(r row) error {
-			found = true
-			rp.Execution = int(r.int64(0))
-			switch {
-			case r.isNull(2): // the run, with no checkpoint
-			case r.int64(1) == 0:
-				rp.Checkpoints = append(rp.Checkpoints, scanCheckpoint(r[3:]))
-			default:
-				rp.Pending = append(rp.Pending, scanAttempt(r[3:]))
-			}
-			return nil
-		}, runID); err != nil {
-			return err
+		var found bool
+		var err error
+		rp, found, _, err = readReplay(c, runID, 0)
+		if err == nil && !found {
+			err = storage.ErrRunNotFound
 		}
-		if !found {
-			return storage.ErrRunNotFound
-		}
-		return nil
+		return err
 	})
 	return rp, err
 }
+
+// readReplay reads run runID's replay on c (replayQuery); found is false
+// when there is no such run. With a budget above zero it stops, complete
+// false, once the rows read pass that many bytes (their payloads and
+// keys, and replayRowBytes each), leaving the rest unread.
+func readReplay(c *conn, runID string, budget int) (rp storage.Replay, found, complete bool, err error) {
+	used := 0
+	err = c.query(replayQuery, func(r row) error {
+		found = true
+		rp.Execution = int(r.int64(0))
+		switch {
+		case r.isNull(2): // the run, with no checkpoint
+			return nil
+		case r.int64(1) == 0:
+			cp := scanCheckpoint(r[3:])
+			rp.Checkpoints = append(rp.Checkpoints, cp)
+			used += len(cp.Output) + len(cp.Key)
+			if cp.Error != nil {
+				used += len(cp.Error.Message)
+			}
+		default:
+			a := scanAttempt(r[3:])
+			rp.Pending = append(rp.Pending, a)
+			used += len(a.Key) + len(a.Error)
+		}
+		if used += replayRowBytes; budget > 0 && used > budget {
+			return errStopRows
+		}
+		return nil
+	}, runID)
+	if err == errStopRows {
+		return storage.Replay{}, found, false, nil
+	}
+	return rp, found, err == nil, err
+}
+
+// replayRowBytes is what readReplay counts for a row besides its payload
+// and key.
+const replayRowBytes = 64
 
 // replayQuery selects, after the run's execution, a part (0: checkpoints,
 // 1: pending attempts) and an order within it, the columns scanCheckpoint

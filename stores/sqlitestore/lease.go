@@ -14,7 +14,8 @@ import (
 
 // Claim leases up to req.Limit ready runs of the named workflows: queued or
 // waiting runs whose ReadyAt has come, and running runs whose lease expired,
-// oldest first.
+// oldest first. Each claimed run brings its replay, read in the claim's
+// transaction, unless its history passes claimReplayBudget.
 func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.ClaimedRun, error) {
 	if err := req.Validate(); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
@@ -74,6 +75,16 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 			}, ref); err != nil {
 				return err
 			}
+			// The worker's replay, read here where the pages are in the
+			// writer's cache already; a long history is left to
+			// LoadReplay, on a read connection, not to hold the writer.
+			rp, _, complete, err := readReplay(w.conn, id, claimReplayBudget)
+			if err != nil {
+				return err
+			}
+			if complete {
+				cr.Replay = &rp
+			}
 			out = append(out, cr)
 		}
 		return nil
@@ -83,6 +94,11 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 	}
 	return out, nil
 }
+
+// claimReplayBudget bounds the bytes of checkpoints and attempts a claim
+// reads to bring each run's replay (see readReplay): beyond it the claim
+// brings none and the worker calls LoadReplay.
+const claimReplayBudget = 256 << 10
 
 // claimQuery returns the statement that picks the runs to claim and its
 // arguments (now and the limit first, to be filled in). It is one ordered
