@@ -26,7 +26,11 @@ import (
 // grows with every commit) taken before W1, between the two and after W2.
 // Beside steps/s and p50/p90 it reports W1 against the commit rate around
 // it (w1-x-ceiling, the goal is 1 or more), W2's p50 in commit latencies
-// around it (w2-p50-commits, the goal is 11 or less), and the read system
+// around it (w2-p50-commits, the goal is 11 or less), the same against
+// the store's own ceiling (ProbeCommits on the bench store before W1, as
+// `stem bench --workload ceiling,w1,w2` measures it: w1-x-probe,
+// w2-p50-probe-commits, with the probe's p50 commit latency), and the read
+// system
 // calls the process made per W1 run with the bytes they fetched from the
 // disk rather than the page cache (reads/run and disk-read-B/run, from
 // /proc/self/io where there is one).
@@ -36,6 +40,7 @@ func BenchmarkOneWorker(b *testing.B) {
 	for _, mode := range syncModes {
 		b.Run("sync="+mode.String(), func(b *testing.B) {
 			var rate, w1, w1x, reads, diskReads, p50, p90, p50x float64
+			var probeRate, probeP50, w1xp, p50xp float64
 			n := 0
 			for b.Loop() {
 				dir := b.TempDir()
@@ -57,6 +62,13 @@ func BenchmarkOneWorker(b *testing.B) {
 					b.Fatal(err)
 				}
 				ctx, cancel := context.WithCancel(context.Background())
+				probe, err := s.ProbeCommits(ctx, 1, time.Second/2)
+				if err != nil {
+					b.Fatal(err)
+				}
+				pr := float64(probe.Commits) / probe.Elapsed.Seconds()
+				probeRate += pr
+				probeP50 += probe.P50.Seconds()
 				done := make(chan error, 1)
 				go func() { done <- e.Run(ctx) }()
 				const runs, steps = 1000, 10
@@ -82,10 +94,12 @@ func BenchmarkOneWorker(b *testing.B) {
 				sps := runs * steps / d.Seconds()
 				w1 += sps
 				w1x += sps / ((c1 + c2) / 2)
+				w1xp += sps / pr
 				q50 := loadgen.Percentile(lat, 0.5).Seconds()
 				p50 += q50
 				p90 += loadgen.Percentile(lat, 0.9).Seconds()
 				p50x += q50 * (c2 + c3) / 2
+				p50xp += q50 / probe.P50.Seconds()
 				n++
 			}
 			k := float64(n)
@@ -96,6 +110,10 @@ func BenchmarkOneWorker(b *testing.B) {
 			b.ReportMetric(p50/k*1e3, "w2-p50-ms")
 			b.ReportMetric(p90/k*1e3, "w2-p90-ms")
 			b.ReportMetric(p50x/k, "w2-p50-commits")
+			b.ReportMetric(probeRate/k, "probe-commits/s")
+			b.ReportMetric(probeP50/k*1e6, "probe-p50-µs")
+			b.ReportMetric(w1xp/k, "w1-x-probe")
+			b.ReportMetric(p50xp/k, "w2-p50-probe-commits")
 			if reads > 0 {
 				b.ReportMetric(reads/k, "reads/run")
 				b.ReportMetric(diskReads/k, "disk-read-B/run")
