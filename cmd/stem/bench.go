@@ -300,9 +300,9 @@ func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // printBench prints the report as a table.
 func printBench(c *call, r jsonBench, sleep time.Duration) error {
 	out := c.out.w
-	workers := fmt.Sprintf("%d workers", r.Concurrency)
+	workers := plural(r.Concurrency, "worker")
 	if r.Processes > 1 {
-		workers = fmt.Sprintf("%d processes × %d workers", r.Processes, r.Concurrency)
+		workers = fmt.Sprintf("%d processes × %s", r.Processes, plural(r.Concurrency, "worker"))
 	}
 	fmt.Fprintf(out, "stem bench on %s, %s\n", clean(r.Store), workers)
 	// The ceiling's lines are aligned on their figures.
@@ -365,4 +365,12 @@ func printBench(c *call, r jsonBench, sleep time.Duration) error {
 	}
 	_, err := fmt.Fprintln(out, "every result checked; the runs stay in the store (workflows stembench.steps, stembench.sleep)")
 	return err
+}
+
+// plural is n and noun, in the plural unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -59,7 +59,7 @@ func Init(ctx context.Context, s string, opts Options) (InitReport, error) {
 	case isRedis(s):
 		return initRedis(ctx, s, opts)
 	}
-	path, err := sqlitePath(s)
+	path, sync, err := sqlitePath(s)
 	if err != nil {
 		return InitReport{}, err
 	}
@@ -67,7 +67,7 @@ func Init(ctx context.Context, s string, opts Options) (InitReport, error) {
 	if r.From, err = sqlitestore.StoredSchemaVersion(ctx, path); err != nil {
 		return InitReport{}, fmt.Errorf("storeurl: %w", err)
 	}
-	st, err := sqlitestore.Open(path, sqlitestore.Options{OpenExisting: r.From == r.To, Logger: opts.Logger})
+	st, err := sqlitestore.Open(path, sqlitestore.Options{Synchronous: sync, OpenExisting: r.From == r.To, Logger: opts.Logger})
 	if err != nil {
 		return InitReport{}, fmt.Errorf("storeurl: %w", err)
 	}

@@ -11,7 +11,10 @@
 // Postgres schema (a Postgres identifier written unquoted: letters, digits
 // and _, not starting with a digit, at most 63 bytes), and stem_prefix, the
 // Redis key prefix (letters, digits and _ - . : / { }, at most 64 bytes).
-// Any other value, a repeated parameter, or a ';' anywhere in the query
+// A SQLite store written in the sqlite: form takes one, stem_sync, the
+// durability mode: normal (the default) or full (sqlitestore.SyncFull), as
+// in sqlite:stem.db?stem_sync=full; a plain path is taken as written, '?'
+// and all. Any other value, a repeated parameter, or a ';' anywhere in the query
 // (which Go's URL parser would silently drop with its parameter) is an
 // error naming the parameter.
 //
@@ -98,11 +101,11 @@ func OpenWith(ctx context.Context, s string, opts Options) (storage.Store, error
 		}
 		return st, nil
 	}
-	path, err := sqlitePath(s)
+	path, sync, err := sqlitePath(s)
 	if err != nil {
 		return nil, err
 	}
-	st, err := sqlitestore.Open(path, sqlitestore.Options{OpenExisting: opts.OpenExisting, ReadOnly: opts.ReadOnly, Logger: opts.Logger})
+	st, err := sqlitestore.Open(path, sqlitestore.Options{Synchronous: sync, OpenExisting: opts.OpenExisting, ReadOnly: opts.ReadOnly, Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("storeurl: %w", err)
 	}
@@ -117,9 +120,10 @@ func isRedis(s string) bool {
 	return strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")
 }
 
-// sqlitePath returns the path of a SQLite store string, or an error for a
-// URL of a scheme no store has.
-func sqlitePath(s string) (string, error) {
+// sqlitePath returns the path of a SQLite store string and the durability
+// mode its sqlite: form's stem_sync names, or an error for a URL of a
+// scheme no store has.
+func sqlitePath(s string) (string, sqlitestore.Synchronous, error) {
 	var path string
 	switch {
 	case strings.HasPrefix(s, "sqlite://"):
@@ -127,14 +131,42 @@ func sqlitePath(s string) (string, error) {
 	case strings.HasPrefix(s, "sqlite:"):
 		path = strings.TrimPrefix(s, "sqlite:")
 	case strings.Contains(s, "://"):
-		return "", fmt.Errorf("storeurl: unknown store scheme in %q (want a SQLite path, sqlite:, postgres://, redis:// or mem:)", redact(s))
+		return "", 0, fmt.Errorf("storeurl: unknown store scheme in %q (want a SQLite path, sqlite:, postgres://, redis:// or mem:)", redact(s))
 	default:
 		path = s
 	}
-	if path == "" {
-		return "", fmt.Errorf("storeurl: empty SQLite path")
+	if base, query, ok := strings.Cut(path, "?"); ok && path != s {
+		return sqliteSync(base, query)
 	}
-	return path, nil
+	if path == "" {
+		return "", 0, fmt.Errorf("storeurl: empty SQLite path")
+	}
+	return path, sqlitestore.SyncNormal, nil
+}
+
+// sqliteSync reads the query of a sqlite: store string, whose one
+// parameter is stem_sync, and returns the path before it and the mode.
+func sqliteSync(path, query string) (string, sqlitestore.Synchronous, error) {
+	u, v, err := takeParam("sqlite:x?"+query, "stem_sync", func(v string) error {
+		if v != "normal" && v != "full" {
+			return errors.New("want normal or full")
+		}
+		return nil
+	}, "", 0)
+	if err != nil {
+		return "", 0, err
+	}
+	if _, rest, _ := strings.Cut(u, "?"); rest != "" {
+		k, _, _ := strings.Cut(rest, "=")
+		return "", 0, fmt.Errorf("storeurl: unknown query parameter %q of a SQLite store (it takes stem_sync=normal or full)", k)
+	}
+	if path == "" {
+		return "", 0, fmt.Errorf("storeurl: empty SQLite path")
+	}
+	if v == "full" {
+		return path, sqlitestore.SyncFull, nil
+	}
+	return path, sqlitestore.SyncNormal, nil
 }
 
 // takeParam removes the query parameter name from the URL and returns its

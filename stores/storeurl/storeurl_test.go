@@ -35,6 +35,42 @@ func TestOpenSQLiteAndMemory(t *testing.T) {
 	}
 }
 
+// TestOpenSQLiteSync: sqlite:...?stem_sync=full opens the store in FULL
+// mode, as its own ceiling probe says; a misspelt parameter or value is an
+// error naming it, and creates nothing.
+func TestOpenSQLiteSync(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, c := range []struct{ s, want string }{
+		{"sqlite:" + filepath.Join(dir, "full.db") + "?stem_sync=full", "synchronous=FULL"},
+		{"sqlite:" + filepath.Join(dir, "normal.db") + "?stem_sync=normal", "synchronous=NORMAL"},
+		{"sqlite:" + filepath.Join(dir, "plain.db"), "synchronous=NORMAL"},
+	} {
+		st, err := storeurl.Open(ctx, c.s)
+		if err != nil {
+			t.Fatalf("%s: %v", c.s, err)
+		}
+		p, err := st.(storage.CommitProber).ProbeCommits(ctx, 1, 20*time.Millisecond)
+		st.Close()
+		if err != nil || !strings.Contains(p.Commit, c.want) {
+			t.Fatalf("%s: probe %+v, %v; want %s", c.s, p, err, c.want)
+		}
+	}
+	for _, c := range []struct{ s, want string }{
+		{"sqlite:" + filepath.Join(dir, "x.db") + "?stem_sync=ful", `stem_sync="ful": want normal or full`},
+		{"sqlite:" + filepath.Join(dir, "x.db") + "?stem_synch=full", `unknown query parameter "stem_synch"`},
+		{"sqlite:" + filepath.Join(dir, "x.db") + "?stem_sync=full&stem_sync=normal", "given more than once"},
+		{"sqlite:?stem_sync=full", "empty SQLite path"},
+	} {
+		if _, err := storeurl.Open(ctx, c.s); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%s: %v, want an error containing %q", c.s, err, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused URL created its file: %v", err)
+	}
+}
+
 func TestOpenServers(t *testing.T) {
 	ctx := context.Background()
 	if u := os.Getenv("STEM_TEST_POSTGRES_URL"); u == "" {
