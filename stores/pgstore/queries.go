@@ -114,7 +114,11 @@ SELECT ins.id FROM ins` + notifyJoin(notify)
 	// same indexes as the claim's two scans.
 	q.nextWake = `WITH ` + clockCTE + `
 SELECT (extract(epoch FROM least(
-	(SELECT min(r.ready_at) FROM {s}.runs r WHERE r.status IN ('queued', 'waiting') AND r.workflow = ANY($2::text[])),
+	(SELECT min(first.ready_at) FROM unnest($2::text[]) w(name), LATERAL (
+		SELECT r.ready_at FROM {s}.runs r
+		WHERE r.workflow = w.name AND r.status IN ('queued', 'waiting') AND r.ready_at IS NOT NULL
+		ORDER BY r.ready_at LIMIT 1
+	) first),
 	(SELECT min(r.lease_until) FROM {s}.runs r WHERE r.status = 'running' AND r.workflow = ANY($2::text[]))
 ) - clock.now) * 1000000)::bigint FROM clock`
 
@@ -123,20 +127,23 @@ SELECT (extract(epoch FROM least(
 
 	// $2 workflows, $3 limit, $4 owner, $5 lease micros.
 	//
-	// Two bounded, locked scans (ready runs by ReadyAt, expired leases by
-	// expiry) feed one update. The ready scan bounds ready_at by the clock in
-	// its index condition, so runs sleeping into the future cost nothing. SKIP LOCKED makes concurrent claimers take
-	// disjoint batches without waiting; a row updated since the snapshot is
-	// rechecked against the conditions when it is locked. The claim forgets
-	// the active step the last holder reported.
+	// Bounded, locked scans (ready runs by ReadyAt, each workflow's in
+	// runs_claim_idx order; expired leases by expiry) feed one update. The
+	// ready scans bound ready_at by the clock in their index condition, so
+	// runs sleeping into the future cost nothing, and each stops at the
+	// limit, so the backlog behind costs nothing either. SKIP LOCKED makes
+	// concurrent claimers take disjoint batches without waiting; a row
+	// updated since the snapshot is rechecked against the conditions when it
+	// is locked. The claim forgets the active step the last holder reported.
 	q.claim = `WITH ` + clockCTE + `,
 ready AS (
-	SELECT r.id, r.ready_at AS since FROM {s}.runs r
-	WHERE r.status IN ('queued', 'waiting') AND r.ready_at <= coalesce($1::timestamptz, now())
-		AND r.workflow = ANY($2::text[])
-	ORDER BY r.ready_at
-	LIMIT $3
-	FOR UPDATE OF r SKIP LOCKED
+	SELECT c.id, c.since FROM unnest($2::text[]) w(name), LATERAL (
+		SELECT r.id, r.ready_at AS since FROM {s}.runs r
+		WHERE r.workflow = w.name AND r.status IN ('queued', 'waiting') AND r.ready_at <= coalesce($1::timestamptz, now())
+		ORDER BY r.ready_at
+		LIMIT $3
+		FOR UPDATE OF r SKIP LOCKED
+	) c
 ),
 expired AS (
 	SELECT r.id, r.lease_until AS since FROM {s}.runs r, clock
