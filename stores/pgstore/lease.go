@@ -67,10 +67,7 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 		out[i].run.Replay = rp
 		replays[out[i].run.Lease.RunID] = rp
 	}
-	if rows, err = br.Query(); err != nil {
-		return nil, s.wrap(op, err)
-	}
-	err = forRows(rows, func() error {
+	err = eachRow(br, func(rows pgx.Rows) error {
 		var (
 			id  string
 			row storage.Replay

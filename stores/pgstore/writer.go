@@ -309,18 +309,13 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 			}
 		}
 		if len(ckpts) > 0 {
-			rows, err := br.Query()
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
+			err := eachRow(br, func(rows pgx.Rows) error {
 				var (
 					ord            int64
 					written, pause bool
 					execution      int32
 				)
 				if err := rows.Scan(&ord, &written, &pause, &execution); err != nil {
-					rows.Close()
 					return err
 				}
 				i := int(ord - 1)
@@ -330,34 +325,27 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 				} else {
 					reread = append(reread, i)
 				}
-			}
-			if err := rows.Err(); err != nil {
+				return nil
+			})
+			if err != nil {
 				return err
 			}
 		}
 		if len(fins) > 0 {
-			rows, err := br.Query()
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
+			err := eachRow(br, func(rows pgx.Rows) error {
 				var ord int64
-				if err := rows.Scan(&ord); err != nil {
-					rows.Close()
-					return err
+				err := rows.Scan(&ord)
+				if err == nil {
+					finErrs[ord-1] = nil
 				}
-				finErrs[ord-1] = nil
-			}
-			if err := rows.Err(); err != nil {
+				return err
+			})
+			if err != nil {
 				return err
 			}
 		}
 		if len(parks) > 0 {
-			rows, err := br.Query()
-			if err != nil {
-				return err
-			}
-			err = forRows(rows, func() error {
+			err := eachRow(br, func(rows pgx.Rows) error {
 				var (
 					ord    int64
 					status string
@@ -473,31 +461,32 @@ func (s *Store) createArgs(calls []*ckptCall) []any {
 // readCreated reads the creation statement's and the read's rows: the IDs
 // created, and the records of every run named.
 func (s *Store) readCreated(br pgx.BatchResults, created map[string]bool, records map[string]storage.RunRecord) error {
-	rows, err := br.Query()
-	if err != nil {
-		return err
-	}
-	err = forRows(rows, func() error {
+	err := eachRow(br, func(rows pgx.Rows) error {
 		var id string
-		if err := rows.Scan(&id); err != nil {
-			return err
-		}
-		created[id] = true
-		return nil
+		err := rows.Scan(&id)
+		created[id] = err == nil
+		return err
 	})
 	if err != nil {
 		return err
 	}
-	if rows, err = br.Query(); err != nil {
-		return err
-	}
-	return forRows(rows, func() error {
+	return eachRow(br, func(rows pgx.Rows) error {
 		rec, err := scanRun(rows)
 		if err == nil {
 			records[rec.ID] = rec
 		}
 		return err
 	})
+}
+
+// eachRow calls fn for each row of the batch's next statement, then closes
+// its rows and returns the first error.
+func eachRow(br pgx.BatchResults, fn func(rows pgx.Rows) error) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	return forRows(rows, func() error { return fn(rows) })
 }
 
 // results sets the call's results from what the batch created and read,
