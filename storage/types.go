@@ -45,6 +45,10 @@ type NewRun struct {
 	ParentID string
 	// ParentPolicy says what terminating the parent does to this child.
 	ParentPolicy ParentPolicy
+	// StartAt, when set and after the store's now, delays the run: it is
+	// StatusQueued with ReadyAt = StartAt and no claim takes it before
+	// then (a delayed start). Unset, or at or before now: ready at once.
+	StartAt *time.Time
 }
 
 // ParentPolicy says what becomes of a child run when its parent is

@@ -30,6 +30,9 @@ func ValidateNewRuns(runs []NewRun) error {
 		if !r.ParentPolicy.Valid() {
 			return invalid("create runs", "run %q has unknown parent policy %q", r.ID, r.ParentPolicy)
 		}
+		if r.StartAt != nil && r.StartAt.IsZero() {
+			return invalid("create runs", "run %q has a zero start time", r.ID)
+		}
 	}
 	return nil
 }

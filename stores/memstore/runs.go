@@ -34,6 +34,9 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 		}
 		q.runs++
 		readyAt := now
+		if nr.StartAt != nil && nr.StartAt.After(now) {
+			readyAt = *nr.StartAt
+		}
 		r := &run{
 			rec: storage.RunRecord{
 				ID:           nr.ID,

@@ -91,22 +91,29 @@ func buildQueries(schema string, notify bool) queries {
 	var q queries
 
 	// $2 ids, $3 workflows, $4 parent ids, $5 inputs, $6 parent policies,
-	// $7 channel. Rows go in in ID order, so that concurrent creates of
-	// overlapping IDs wait for each other instead of deadlocking. Each new
-	// run's first execution is recorded by the same statement.
+	// $7 start times (NULL: now), $8 channel. Rows go in in ID order, so
+	// that concurrent creates of overlapping IDs wait for each other instead
+	// of deadlocking. Each new run's first execution is recorded by the
+	// same statement. Of an ID given twice (two calls in one batch), the
+	// first request's row goes in. A start time ahead of the clock delays
+	// the run; the
+	// notification goes out for it too, so that engines elsewhere learn of
+	// the new wake time.
 	q.createRuns = `WITH ` + clockCTE + `,
 ins AS (
 	INSERT INTO {s}.runs (id, workflow, parent_id, parent_policy, status, input, ready_at, execution, started_at, created_at, updated_at)
-	SELECT t.id, t.workflow, t.parent_id, t.policy, 'queued', t.input, clock.now, 1, clock.now, clock.now, clock.now
-	FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[]) AS t(id, workflow, parent_id, input, policy), clock
-	ORDER BY t.id
+	SELECT t.id, t.workflow, t.parent_id, t.policy, 'queued', t.input, greatest(clock.now, coalesce(t.start_at, clock.now)),
+		1, clock.now, clock.now, clock.now
+	FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::timestamptz[])
+		WITH ORDINALITY AS t(id, workflow, parent_id, input, policy, start_at, ord), clock
+	ORDER BY t.id, t.ord
 	ON CONFLICT (id) DO NOTHING
-	RETURNING id, started_at
+	RETURNING id, started_at, ready_at
 ),
 ex AS (
 	INSERT INTO {s}.executions (run_id, number, started_at)
 	SELECT id, 1, started_at FROM ins
-)` + notifyCTE(notify, "ins", "true", 7) + `
+)` + notifyCTE(notify, "ins", "true", 8) + `
 SELECT ins.id FROM ins` + notifyJoin(notify)
 
 	// $2 workflows. Microseconds from the clock to the earliest ReadyAt of a

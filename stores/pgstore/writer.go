@@ -444,14 +444,15 @@ func (s *Store) createArgs(calls []*ckptCall) []any {
 		parents   = make([]string, 0, n)
 		inputs    = make([][]byte, 0, n)
 		policies  = make([]string, 0, n)
+		starts    = make([]*time.Time, 0, n)
 	)
 	for _, c := range calls {
 		for _, r := range c.create.runs {
 			ids, workflows, parents = append(ids, r.ID), append(workflows, r.Workflow), append(parents, r.ParentID)
-			inputs, policies = append(inputs, r.Input), append(policies, string(r.ParentPolicy))
+			inputs, policies, starts = append(inputs, r.Input), append(policies, string(r.ParentPolicy)), append(starts, r.StartAt)
 		}
 	}
-	args := []any{nil, ids, workflows, parents, inputs, policies}
+	args := []any{nil, ids, workflows, parents, inputs, policies, starts}
 	if s.notify {
 		args = append(args, s.channel)
 	}

@@ -21,9 +21,13 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 		n := now.UnixNano()
 		for _, r := range runs {
 			var ref int64
+			ready := n
+			if r.StartAt != nil && r.StartAt.After(now) {
+				ready = r.StartAt.UnixNano()
+			}
 			created, err := w.queryRow(`INSERT INTO runs (id, workflow, parent_id, parent_policy, status, ready_at, created_at, updated_at)
-				VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?5, ?5) ON CONFLICT (id) DO NOTHING RETURNING ref`,
-				func(r row) { ref = r.int64(0) }, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), n)
+				VALUES (?1, ?2, ?3, ?4, 'queued', ?6, ?5, ?5) ON CONFLICT (id) DO NOTHING RETURNING ref`,
+				func(r row) { ref = r.int64(0) }, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), n, ready)
 			if err != nil {
 				return err
 			}
@@ -34,7 +38,7 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 				if _, err := w.exec(`INSERT INTO executions (run_ref, number, started_at) VALUES (?1, 1, ?2)`, ref, n); err != nil {
 					return err
 				}
-				w.wake = true
+				w.wake = true // a delayed run too: engines learn of its wake time
 			}
 			rec, _, err := getRun(w.conn, r.ID)
 			if err != nil {

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -13,6 +14,7 @@ var runCases = []testCase{
 	{"create/new run is queued, ready now, fields round-trip", testCreateNewRun},
 	{"create/existing ID returns the stored run untouched", testCreateExisting},
 	{"create/concurrent creates of one ID create it once", testCreateConcurrent},
+	{"create/a start time ahead keeps the run queued until then", testCreateDelayed},
 	{"list runs/filter by workflow and status", testListFilter},
 	{"list runs/pages by ID ascending with the Next cursor", testListPaging},
 	{"list runs/filter by parent, with paging", testListByParent},
@@ -334,5 +336,39 @@ func testParentPolicy(f *fixture) {
 		if r.ParentPolicy != want[i] {
 			f.t.Fatalf("listed %s with policy %q, want %q", r.ID, r.ParentPolicy, want[i])
 		}
+	}
+}
+
+func testCreateDelayed(f *fixture) {
+	later, past := f.now().Add(time.Hour), f.now().Add(-time.Hour)
+	res, err := f.store.CreateRuns(f.ctx, []storage.NewRun{
+		{ID: "later", Workflow: wf, Input: []byte("1"), StartAt: &later},
+		{ID: "past", Workflow: wf, Input: []byte("2"), StartAt: &past},
+	})
+	if err != nil || len(res) != 2 || !res[0].Created || !res[1].Created {
+		f.t.Fatalf("CreateRuns = %+v, %v; want both created", res, err)
+	}
+	f.wantTimePtr("ReadyAt of the delayed run as created", res[0].Run.ReadyAt, later)
+	rec := f.wantStatus("later", storage.StatusQueued)
+	f.wantTimePtr("ReadyAt of the delayed run", rec.ReadyAt, later)
+	// A start time already past starts the run at once, as of now.
+	f.wantTimePtr("ReadyAt of the run whose start time had passed", f.get("past").ReadyAt, f.now())
+	got := f.claim("worker-a", 10)
+	if ids := claimedIDs(got); !slices.Equal(ids, []string{"past"}) {
+		f.t.Fatalf("claim before the start time took %v, want only past", ids)
+	}
+	f.complete(got[0].Lease, `"done"`)
+	f.wantWake(time.Hour)
+	f.clock.Advance(time.Hour - time.Millisecond)
+	f.claimNone()
+	f.clock.Advance(time.Millisecond)
+	if c := f.claimOne("worker-b"); c.Lease.RunID != "later" || c.Recoveries != 0 {
+		f.t.Fatalf("claim at the start time = %+v, want later", c)
+	}
+	zero := time.Time{}
+	_, err = f.store.CreateRuns(f.ctx, []storage.NewRun{{ID: "zero", Workflow: wf, StartAt: &zero}})
+	f.wantErr(err, storage.ErrInvalidArgument, "CreateRuns with a zero start time")
+	if _, err := f.store.GetRun(f.ctx, "zero"); !errors.Is(err, storage.ErrRunNotFound) {
+		f.t.Fatalf("a refused create stored its run: %v", err)
 	}
 }
