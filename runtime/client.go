@@ -16,6 +16,10 @@ type StartOption func(*startOptions)
 
 type startOptions struct {
 	id string
+	at time.Time
+	// err is an option's refusal, returned by the start with nothing
+	// written.
+	err error
 }
 
 // WithID starts the run under a caller-chosen ID. Starting an ID that exists
@@ -25,6 +29,30 @@ type startOptions struct {
 // ErrInvalidArgument, with nothing written.
 func WithID(id string) StartOption {
 	return func(o *startOptions) { o.id = id }
+}
+
+// WithStartAt delays the run until t: it is created at once, stays queued
+// (RunInfo.ReadyAt says until when) and no worker takes it before t; then
+// it runs without waiting for a poll. A t already past starts it at once.
+// The zero time is ErrInvalidArgument, with nothing written.
+func WithStartAt(t time.Time) StartOption {
+	return func(o *startOptions) {
+		if t.IsZero() {
+			o.err = fmt.Errorf("%w: WithStartAt: the zero time", ErrInvalidArgument)
+		}
+		o.at = t
+	}
+}
+
+// WithDelay delays the run by d from the call, as WithStartAt(time.Now().Add(d)).
+// A negative d is ErrInvalidArgument, with nothing written.
+func WithDelay(d time.Duration) StartOption {
+	return func(o *startOptions) {
+		if d < 0 {
+			o.err = fmt.Errorf("%w: WithDelay(%v): a negative delay", ErrInvalidArgument, d)
+		}
+		o.at = time.Now().Add(d)
+	}
 }
 
 // RunInfo is a run's state as the client sees it.
@@ -177,26 +205,27 @@ func typedWorkflow[In, Out any](e *Engine, name string) (*workflowDef, error) {
 
 // Start starts a run of the workflow registered as name with input in.
 func Start[In, Out any](ctx context.Context, e *Engine, name string, in In, opts ...StartOption) (*Run[Out], error) {
-	runs, err := StartBatch[In, Out](ctx, e, name, []BatchItem[In]{{ID: startID(opts), Input: in}})
+	var o startOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.err != nil {
+		return nil, o.err
+	}
+	runs, err := StartBatch[In, Out](ctx, e, name, []BatchItem[In]{{ID: o.id, Input: in, StartAt: o.at}})
 	if err != nil {
 		return nil, err
 	}
 	return runs[0], nil
 }
 
-func startID(opts []StartOption) string {
-	var o startOptions
-	for _, f := range opts {
-		f(&o)
-	}
-	return o.id
-}
-
 // BatchItem is one run of a StartBatch: an optional caller-chosen ID (as
-// for WithID) and the input.
+// for WithID), the input, and an optional start time (as for WithStartAt;
+// the zero time starts the run at once).
 type BatchItem[In any] struct {
-	ID    string
-	Input In
+	ID      string
+	Input   In
+	StartAt time.Time
 }
 
 // StartBatch starts many runs of one workflow in one store call. Items with
@@ -213,6 +242,9 @@ func StartBatch[In, Out any](ctx context.Context, e *Engine, name string, items 
 			return nil, err
 		}
 		runs[i] = storage.NewRun{ID: it.ID, Workflow: name, Input: in}
+		if !it.StartAt.IsZero() {
+			runs[i].StartAt = &it.StartAt
+		}
 	}
 	results, err := e.create(ctx, runs)
 	if err != nil {

@@ -1049,3 +1049,17 @@ func TestBenchProcesses(t *testing.T) {
 		t.Fatalf("stem help lists the worker process's command:\n%s", help)
 	}
 }
+
+// TestDetailDelayed: a run whose start is delayed says until when, in
+// the listing and in stem show; one whose start time has come says
+// nothing more than queued.
+func TestDetailDelayed(t *testing.T) {
+	at := time.Now().Add(time.Hour).UTC()
+	if got, want := detail(runtime.RunInfo{Status: runtime.StatusQueued, ReadyAt: &at}), "delayed until "+stamp(at); got != want {
+		t.Fatalf("detail of a delayed run = %q, want %q", got, want)
+	}
+	past := time.Now().Add(-time.Second)
+	if got := detail(runtime.RunInfo{Status: runtime.StatusQueued, ReadyAt: &past}); got != "" {
+		t.Fatalf("detail of a queued run due now = %q, want nothing", got)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stemflow/stem/runtime"
@@ -157,6 +158,8 @@ func detail(r runtime.RunInfo) string {
 		return s
 	case r.Status == runtime.StatusWaiting && r.ReadyAt != nil:
 		return "sleeping until " + stamp(*r.ReadyAt)
+	case r.Status == runtime.StatusQueued && r.ReadyAt != nil && r.ReadyAt.After(time.Now()):
+		return "delayed until " + stamp(*r.ReadyAt)
 	case r.PauseRequested:
 		return "pause requested"
 	}

@@ -15,6 +15,7 @@ var timeScenarios = []scenario{
 	{"time/a sleep wakes at its time, not at the next poll", testSleepWakesOnTime},
 	{"time/an event timeout fires at its time, not at the next poll", testEventTimeoutOnTime},
 	{"time/Result in an engine that does not work the run returns at its end, not at the next poll", testResultElsewhereOnTime},
+	{"time/a delayed start waits queued until its time, then runs without waiting for a poll", testDelayedStart},
 }
 
 func testSleepUntil(f *fixture) {
@@ -148,5 +149,38 @@ func testResultElsewhereOnTime(f *fixture) {
 	}()
 	if out, err := resultSoon(f, run, "Result in an engine that does not work the run"); err != nil || out != 7 {
 		f.t.Fatalf("Result = %d, %v; want 7", out, err)
+	}
+}
+
+func testDelayedStart(f *fixture) {
+	var ranAt atomic.Int64
+	e := f.engineWith(runtime.Config{PollInterval: hourlyPoll}, func(e *runtime.Engine) {
+		f.must(runtime.Register(e, "later", func(c *runtime.WorkflowContext, _ int) (int, error) {
+			return runtime.Step(c, "note@v1", runtime.StepOptions{}, func(runtime.StepContext) (int, error) {
+				ranAt.Store(time.Now().UnixNano())
+				return 1, nil
+			})
+		}))
+	})
+	f.start(e)
+	startAt := time.Now().Add(300 * time.Millisecond)
+	run, err := runtime.Start[int, int](f.ctx, e, "later", 0, runtime.WithStartAt(startAt))
+	f.must(err)
+	if info := f.info(e, run.ID()); info.Status != runtime.StatusQueued || info.ReadyAt == nil || info.ReadyAt.Before(startAt.Add(-time.Millisecond)) {
+		f.t.Fatalf("a run delayed until %v is %s ready at %v, want queued until then", startAt, info.Status, info.ReadyAt)
+	}
+	_, err = resultSoon(f, run, "a run delayed by 300 ms")
+	f.must(err)
+	if at := time.Unix(0, ranAt.Load()); at.Before(startAt) {
+		f.t.Fatalf("the delayed run's step ran at %v, before its start time %v", at, startAt)
+	}
+	for _, opt := range []runtime.StartOption{runtime.WithDelay(-time.Second), runtime.WithStartAt(time.Time{})} {
+		_, err := runtime.Start[int, int](f.ctx, e, "later", 0, opt, runtime.WithID("refused"))
+		if !errors.Is(err, runtime.ErrInvalidArgument) {
+			f.t.Fatalf("a bad start time: %v, want ErrInvalidArgument", err)
+		}
+	}
+	if _, err := e.Get(f.ctx, "refused"); !errors.Is(err, runtime.ErrRunNotFound) {
+		f.t.Fatalf("a refused start stored its run: %v", err)
 	}
 }
