@@ -161,11 +161,7 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 	if err != nil {
 		return storage.CheckpointResult{}, s.wrap(op, err)
 	}
-	call := &ckptCall{req: req, done: make(chan struct{})}
-	if errJSON != nil {
-		str := string(errJSON)
-		call.errJSON = &str
-	}
+	call := &ckptCall{req: req, errJSON: textOf(errJSON), done: make(chan struct{})}
 	// The step's own attempts ride in its checkpoint row; attempts of other
 	// keys (none, from the runtime) go to the attempts table, so that a key
 	// without a checkpoint finds its attempts there.

@@ -242,11 +242,7 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 	if req.Checkpoint != nil && req.Wait == nil && req.Refuse == nil {
 		// A sleep: one statement, in the checkpoint writers' next batch.
 		// A fence that fails is judged again below, to say why.
-		call := &ckptCall{park: &parkCall{req: req}, done: make(chan struct{})}
-		if cpErr != nil {
-			str := string(cpErr)
-			call.park.errJSON = &str
-		}
+		call := &ckptCall{park: &parkCall{req: req, errJSON: textOf(cpErr)}, done: make(chan struct{})}
 		_, err := s.submit(ctx, call)
 		if err == nil {
 			if call.park.ready {
@@ -408,11 +404,7 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 	if req.Notify == nil {
 		// The fence is checked by the statement that writes, which the
 		// checkpoint writers run in the transaction of their next batch.
-		call := &ckptCall{fin: &finCall{req: req}, done: make(chan struct{})}
-		if errJSON != nil {
-			str := string(errJSON)
-			call.fin.errJSON = &str
-		}
+		call := &ckptCall{fin: &finCall{req: req, errJSON: textOf(errJSON)}, done: make(chan struct{})}
 		_, err := s.submit(ctx, call)
 		return err
 	}

@@ -76,6 +76,16 @@ type parkCall struct {
 	ready bool
 }
 
+// textOf is encoded JSON as the text the batch statements take for a
+// jsonb column, nil for none.
+func textOf(js []byte) *string {
+	if js == nil {
+		return nil
+	}
+	s := string(js)
+	return &s
+}
+
 // lease is the lease the call is fenced by; a creation has none.
 func (c *ckptCall) lease() storage.Lease {
 	switch {

@@ -23,32 +23,43 @@ var syncModes = []Synchronous{SyncNormal, SyncFull}
 func BenchmarkInsertCeiling(b *testing.B) {
 	for _, mode := range syncModes {
 		b.Run("sync="+mode.String(), func(b *testing.B) {
-			path := filepath.Join(b.TempDir(), "ceiling.db")
-			db, err := sql.Open("sqlite", dsn(path, Options{Synchronous: mode, BusyTimeout: 10 * time.Second}, false))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Close()
-			db.SetMaxOpenConns(1)
-			if _, err := db.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, payload BLOB) STRICT`); err != nil {
-				b.Fatal(err)
-			}
-			st, err := db.Prepare(`INSERT INTO t (run_id, payload) VALUES (?1, ?2)`)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			payload := []byte(`{"result":"0123456789abcdef"}`)
+			st, done := ceilingInsert(b, filepath.Join(b.TempDir(), "ceiling.db"), mode)
+			defer done()
 			b.ResetTimer()
 			start := time.Now()
 			for i := 0; b.Loop(); i++ {
-				if _, err := st.Exec("run-1", payload); err != nil {
+				if _, err := st.Exec("run-1", ceilingPayload); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "commits/s")
 		})
 	}
+}
+
+// ceilingPayload is what each ceiling commit writes.
+var ceilingPayload = []byte(`{"result":"0123456789abcdef"}`)
+
+// ceilingInsert opens a fresh file at path with the store's pragmas in mode
+// and returns its one-row INSERT of a table of its own, each Exec a commit,
+// and what closes the statement and the file.
+func ceilingInsert(b *testing.B, path string, mode Synchronous) (*sql.Stmt, func()) {
+	b.Helper()
+	db, err := sql.Open("sqlite", dsn(path, Options{Synchronous: mode, BusyTimeout: 10 * time.Second}, false))
+	if err != nil {
+		b.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, payload BLOB) STRICT`); err != nil {
+		db.Close()
+		b.Fatal(err)
+	}
+	st, err := db.Prepare(`INSERT INTO t (run_id, payload) VALUES (?1, ?2)`)
+	if err != nil {
+		db.Close()
+		b.Fatal(err)
+	}
+	return st, func() { st.Close(); db.Close() }
 }
 
 // BenchmarkCheckpoint measures Checkpoint throughput through the writer:

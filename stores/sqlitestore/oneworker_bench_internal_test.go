@@ -3,7 +3,6 @@ package sqlitestore
 import (
 	"bufio"
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -125,25 +124,12 @@ func BenchmarkOneWorker(b *testing.B) {
 // ceilingRate commits one-row transactions on a fresh file at path, opened
 // with the store's pragmas, for about d, and returns commits per second.
 func ceilingRate(b *testing.B, path string, mode Synchronous, d time.Duration) float64 {
-	db, err := sql.Open("sqlite", dsn(path, Options{Synchronous: mode, BusyTimeout: 10 * time.Second}, false))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, payload BLOB) STRICT`); err != nil {
-		b.Fatal(err)
-	}
-	st, err := db.Prepare(`INSERT INTO t (run_id, payload) VALUES (?1, ?2)`)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	payload := []byte(`{"result":"0123456789abcdef"}`)
+	st, done := ceilingInsert(b, path, mode)
+	defer done()
 	n := 0
 	start := time.Now()
 	for time.Since(start) < d {
-		if _, err := st.Exec("run-1", payload); err != nil {
+		if _, err := st.Exec("run-1", ceilingPayload); err != nil {
 			b.Fatal(err)
 		}
 		n++
