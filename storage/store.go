@@ -101,6 +101,11 @@ type Store interface {
 	// If a pause was requested while the run was running, the checkpoint is
 	// written and the run becomes StatusPaused with its lease released, in the
 	// same change; Paused reports it and the worker stops.
+	//
+	// Progress, when not nil, is published in the same change (also when
+	// the checkpoint existed): RunRecord.Progress becomes it. Checkpoint,
+	// Heartbeat, Suspend, Complete and ContinueAsNew all take a Progress,
+	// so a published value rides with the run's next write.
 	Checkpoint(ctx context.Context, req CheckpointRequest) (CheckpointResult, error)
 
 	// RecordAttempts appends attempts (failed ones, before a retry) under the
@@ -126,13 +131,15 @@ type Store interface {
 	//
 	//   - If Checkpoint is set it is written first (a sleep's wake time),
 	//     with the same write-once rule as Checkpoint.
-	//   - If Wait is set: when a checkpoint for Wait.Key already exists, or a
-	//     buffered event for (run, Wait.Topic) exists, the run is not parked.
-	//     A buffered event (the oldest) is consumed and written as the
-	//     checkpoint of Wait.Key. Either way the checkpoint is returned in
-	//     Delivered, the lease is extended to now+LeaseFor, and the run stays
-	//     StatusRunning. Otherwise the wait is registered (replacing any
-	//     earlier wait of the run).
+	//   - If Wait is set: when a checkpoint for the key of one of its cases
+	//     (Wait.Cases, in order) already exists, or a buffered event for the
+	//     run on one of its topics exists, the run is not parked. The oldest
+	//     such buffered event is consumed and written as the checkpoint of
+	//     its case's key, of its case's kind. Either way the checkpoint is
+	//     returned in Delivered (an existing one before a buffered event),
+	//     the lease is extended to now+LeaseFor, and the run stays
+	//     StatusRunning. Otherwise the wait, with all its cases, is
+	//     registered (replacing any earlier wait of the run).
 	//   - When parked, the lease is released and the run becomes StatusWaiting
 	//     with ReadyAt = req.ReadyAt (nil: not ready until an event arrives),
 	//     or StatusQueued when ReadyAt is at or before now. SuspendState is
@@ -184,9 +191,9 @@ type Store interface {
 	// Restart begins a run's next execution: the current one ends (keeping
 	// its checkpoints, attempts and final status, readable through
 	// ListExecutions and ListSteps), and the run becomes StatusQueued in
-	// execution Execution+1, started now, keeping its ID, workflow, input
-	// and buffered events; wait, SuspendState, output, error and recoveries
-	// are cleared. With FromKey the new execution starts with copies of the
+	// execution Execution+1, started now, keeping its ID, workflow, input,
+	// buffered events and deadline; wait, SuspendState, output, error,
+	// progress and recoveries are cleared. With FromKey the new execution starts with copies of the
 	// checkpoints written before FromKey's (ForkedFrom set); a FromKey with
 	// no checkpoint in the current execution is ErrInvalidArgument with
 	// nothing written. Allowed in every state.
@@ -202,12 +209,27 @@ type Store interface {
 	// succeeds. Without a live lease the run is ready now.
 	Restart(ctx context.Context, req RestartRequest) error
 
+	// ContinueAsNew ends the run's current execution and begins its next,
+	// fenced by the lease, in one atomic change: the ended execution keeps
+	// its checkpoints and attempts (readable through ListExecutions and
+	// ListSteps) and ends now with StatusContinued; the run, with the same
+	// ID, workflow, parent, deadline, progress (unless Progress replaces
+	// it) and buffered events, begins execution Execution+1 now with Input
+	// and nothing else: no checkpoints, attempts, wait, SuspendState,
+	// output, error, active step or recoveries. The lease is released and
+	// the run is StatusQueued, ready now, or StatusPaused when a pause was
+	// requested. A lease that no longer holds is ErrLeaseLost, with nothing
+	// written. A store's replay of the new execution costs the same
+	// whatever the number of executions before it.
+	ContinueAsNew(ctx context.Context, req ContinueRequest) error
+
 	// ListExecutions returns a run's executions, oldest first.
 	ListExecutions(ctx context.Context, runID string) ([]ExecutionRecord, error)
 
 	// Emit delivers an event to every run currently waiting on the topic
-	// (any status, including running and paused): for each, the payload is
-	// written as the checkpoint of the wait's key, the wait is removed, and a
+	// (any status, including running and paused) in any case of its wait:
+	// for each, the payload is written as the checkpoint of that case's key
+	// (Wait.Case), the whole wait is removed, and a
 	// StatusWaiting run becomes StatusQueued ready now (a paused one stays
 	// paused, ready now). Runs not waiting on the topic are not affected and
 	// nothing is buffered. Concurrent emits resume a waiting run once. It

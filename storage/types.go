@@ -19,6 +19,11 @@ const (
 	StatusTerminated RunStatus = "terminated"
 )
 
+// StatusContinued is the status of an execution that ended by continuing
+// as new (Store.ContinueAsNew): it appears in ExecutionRecord, never as a
+// run's status.
+const StatusContinued RunStatus = "continued"
+
 // Statuses lists every run status, in the order a run usually passes them.
 var Statuses = []RunStatus{StatusQueued, StatusRunning, StatusPaused, StatusWaiting, StatusComplete, StatusErrored, StatusTerminated}
 
@@ -49,6 +54,10 @@ type NewRun struct {
 	// StatusQueued with ReadyAt = StartAt and no claim takes it before
 	// then (a delayed start). Unset, or at or before now: ready at once.
 	StartAt *time.Time
+	// Deadline, when set, is when the run must have ended: the store keeps
+	// it with the run, through restarts and continue-as-new, and hands it
+	// to every claim; the runtime enforces it.
+	Deadline *time.Time
 }
 
 // ParentPolicy says what becomes of a child run when its parent is
@@ -111,7 +120,13 @@ type RunRecord struct {
 	EndedAt   *time.Time
 	// Active is the step attempt a worker last reported running (by
 	// Heartbeat), until the step's next write or the run's next claim.
-	Active    *ActiveStep
+	Active *ActiveStep
+	// Deadline is NewRun.Deadline, nil when the run has none.
+	Deadline *time.Time
+	// Progress is the value the run last published (see
+	// CheckpointRequest.Progress), nil when none since its creation or last
+	// Restart. Continue-as-new keeps it.
+	Progress  []byte
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -209,6 +224,8 @@ type ClaimedRun struct {
 	SuspendState []byte
 	// Wait is the event wait the run was parked on, if still registered.
 	Wait *Wait
+	// Deadline is the run's deadline (NewRun.Deadline), nil when none.
+	Deadline *time.Time
 	// LeaseUntil is when this lease expires unless extended.
 	LeaseUntil time.Time
 	// Replay, when not nil, is the run's replay exactly as LoadReplay would
@@ -227,12 +244,14 @@ const (
 	KindSleep CheckpointKind = "sleep"
 	KindEvent CheckpointKind = "event"
 	KindChild CheckpointKind = "child"
+	// KindSelect records which case of a select won (the runtime's).
+	KindSelect CheckpointKind = "select"
 )
 
 // Valid reports whether k is one of the checkpoint kinds.
 func (k CheckpointKind) Valid() bool {
 	switch k {
-	case KindStep, KindSleep, KindEvent, KindChild:
+	case KindStep, KindSleep, KindEvent, KindChild, KindSelect:
 		return true
 	}
 	return false
@@ -289,6 +308,9 @@ type CheckpointRequest struct {
 	LeaseFor   time.Duration
 	Checkpoint Checkpoint
 	Attempts   []Attempt
+	// Progress, when not nil, becomes the run's published progress
+	// (RunRecord.Progress) in the same write. Nil leaves it as it is.
+	Progress []byte
 }
 
 // CheckpointResult reports a checkpoint write.
@@ -314,6 +336,9 @@ type HeartbeatRequest struct {
 	LeaseFor time.Duration
 	// Step, when set, is stored as the run's Active step.
 	Step *ActiveStep
+	// Progress, when not nil, is published in the same write; see
+	// CheckpointRequest.Progress.
+	Progress []byte
 }
 
 // HeartbeatResult reports a heartbeat that held.
@@ -336,7 +361,9 @@ type Replay struct {
 }
 
 // Wait is an event wait: the run resumes when an event of Topic arrives (its
-// payload becomes the checkpoint of Key) or at Deadline.
+// payload becomes the checkpoint of Key) or at Deadline. A wait may have
+// further cases (Also): it then resumes at the first event of any of its
+// cases' topics.
 type Wait struct {
 	Key   string
 	Topic string
@@ -345,6 +372,66 @@ type Wait struct {
 	// KindEvent; see DeliveryKind.
 	Kind     CheckpointKind
 	Deadline *time.Time
+	// Also are the wait's further cases, each with its own key, topic and
+	// kind. An event of a topic of any case (the wait's own first, then
+	// Also in order: the first case of that topic) is delivered as that
+	// case's checkpoint, and ends the whole wait. Keys and topics are
+	// distinct across all the cases.
+	Also []WaitCase
+}
+
+// WaitCase is one case of a Wait: an event of Topic is delivered as the
+// checkpoint of Key, of kind Kind (empty: KindEvent).
+type WaitCase struct {
+	Key   string
+	Topic string
+	Kind  CheckpointKind
+}
+
+// Cases returns every case of the wait: its own first, then Also.
+func (w *Wait) Cases() []WaitCase {
+	if w == nil {
+		return nil
+	}
+	return append([]WaitCase{{Key: w.Key, Topic: w.Topic, Kind: w.Kind}}, w.Also...)
+}
+
+// Case returns the first case of the wait whose topic is topic.
+func (w *Wait) Case(topic string) (WaitCase, bool) {
+	if w == nil {
+		return WaitCase{}, false
+	}
+	if w.Topic == topic {
+		return WaitCase{Key: w.Key, Topic: w.Topic, Kind: w.Kind}, true
+	}
+	for _, c := range w.Also {
+		if c.Topic == topic {
+			return c, true
+		}
+	}
+	return WaitCase{}, false
+}
+
+// Topics returns the topics of every case of the wait.
+func (w *Wait) Topics() []string {
+	if w == nil {
+		return nil
+	}
+	out := make([]string, 0, 1+len(w.Also))
+	out = append(out, w.Topic)
+	for _, c := range w.Also {
+		out = append(out, c.Topic)
+	}
+	return out
+}
+
+// DeliveryKind is the kind of the checkpoint an event delivered to the
+// case writes: its Kind, or KindEvent when it has none.
+func (c WaitCase) DeliveryKind() CheckpointKind {
+	if c.Kind == "" {
+		return KindEvent
+	}
+	return c.Kind
 }
 
 // DeliveryKind is the kind of the checkpoint an event delivered to the wait
@@ -369,6 +456,9 @@ type SuspendRequest struct {
 	ReadyAt *time.Time
 	// SuspendState is opaque engine data handed back by the next Claim.
 	SuspendState []byte
+	// Progress, when not nil, is published in the same write; see
+	// CheckpointRequest.Progress.
+	Progress []byte
 	// Refuse, when set, takes back an event delivered to Wait.Key whose
 	// payload the worker could not use: first, in the same change, the
 	// checkpoint of Refuse.Key (of kind KindEvent) is deleted and
@@ -402,6 +492,19 @@ type CompleteRequest struct {
 	Error  *ErrorInfo
 	// Notify is delivered as by SendEvent in the same change, when set.
 	Notify *Event
+	// Progress, when not nil, is published in the same write; see
+	// CheckpointRequest.Progress.
+	Progress []byte
+}
+
+// ContinueRequest ends a run's current execution and begins the next with
+// a new input; see Store.ContinueAsNew.
+type ContinueRequest struct {
+	Lease Lease
+	Input []byte
+	// Progress, when not nil, is published in the same write; see
+	// CheckpointRequest.Progress.
+	Progress []byte
 }
 
 // TerminateRequest terminates a run.

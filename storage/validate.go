@@ -33,6 +33,9 @@ func ValidateNewRuns(runs []NewRun) error {
 		if r.StartAt != nil && r.StartAt.IsZero() {
 			return invalid("create runs", "run %q has a zero start time", r.ID)
 		}
+		if r.Deadline != nil && r.Deadline.IsZero() {
+			return invalid("create runs", "run %q has a zero deadline", r.ID)
+		}
 	}
 	return nil
 }
@@ -181,22 +184,23 @@ func (r SuspendRequest) Validate() error {
 		}
 	}
 	if w := r.Wait; w != nil {
-		if w.Key == "" || w.Topic == "" {
-			return invalid("suspend", "a wait needs a key and a topic")
-		}
-		if w.Kind != "" && !w.Kind.Valid() {
-			return invalid("suspend", "unknown wait kind %q", w.Kind)
-		}
-		if err := validStoredKey("suspend", w.Key); err != nil {
-			return err
-		}
-		if err := w.validTopic(); err != nil {
-			return invalid("suspend", "wait %q: %s", w.Key, reason(err))
+		keys, topics := map[string]bool{}, map[string]bool{}
+		for _, c := range w.Cases() {
+			if err := c.validate(); err != nil {
+				return err
+			}
+			if keys[c.Key] {
+				return invalid("suspend", "wait cases share the key %q", c.Key)
+			}
+			if topics[c.Topic] {
+				return invalid("suspend", "wait cases share the topic %q", c.Topic)
+			}
+			keys[c.Key], topics[c.Topic] = true, true
 		}
 	}
 	if f := r.Refuse; f != nil {
-		if r.Wait == nil || f.Key != r.Wait.Key {
-			return invalid("suspend", "a refusal must name the key of the wait it re-registers")
+		if !r.Wait.hasKey(f.Key) {
+			return invalid("suspend", "a refusal must name the key of a case of the wait it re-registers")
 		}
 		if f.Attempt.Key != f.Key || f.Attempt.Error == "" {
 			return invalid("suspend", "a refusal's attempt must be of key %q and say why", f.Key)
@@ -205,15 +209,45 @@ func (r SuspendRequest) Validate() error {
 	return nil
 }
 
-// validTopic checks a wait's topic: a caller's event wait needs a topic
-// by CheckTopic (never a reserved one); a parent waiting on its child
-// (KindChild) waits on the runtime's own topic for it, derived from the
-// child's ID.
-func (w *Wait) validTopic() error {
-	if w.DeliveryKind() == KindChild {
-		return checkDerived("event topic", w.Topic, maxChildTopicLen)
+// validate checks a wait's case: a key, a known kind, and a topic: a
+// caller's event wait needs one by CheckTopic (never a reserved one); a
+// parent waiting on its child (KindChild) waits on the runtime's own topic
+// for it, derived from the child's ID.
+func (c WaitCase) validate() error {
+	if c.Key == "" || c.Topic == "" {
+		return invalid("suspend", "a wait needs a key and a topic")
 	}
-	return CheckTopic(w.Topic)
+	if c.Kind != "" && c.Kind != KindEvent && c.Kind != KindChild {
+		return invalid("suspend", "unknown wait kind %q", c.Kind)
+	}
+	if err := validStoredKey("suspend", c.Key); err != nil {
+		return err
+	}
+	var err error
+	if c.DeliveryKind() == KindChild {
+		err = checkDerived("event topic", c.Topic, maxChildTopicLen)
+	} else {
+		err = CheckTopic(c.Topic)
+	}
+	if err != nil {
+		return invalid("suspend", "wait %q: %s", c.Key, reason(err))
+	}
+	return nil
+}
+
+// hasKey reports whether a case of the wait (nil: none) has the key.
+func (w *Wait) hasKey(key string) bool {
+	for _, c := range w.Cases() {
+		if c.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate checks the lease.
+func (r ContinueRequest) Validate() error {
+	return r.Lease.validate("continue as new")
 }
 
 // Validate checks the lease, the final status and the notification.

@@ -26,7 +26,10 @@
 // request's Validate applies; autoversion.go the keys of an autoversion
 // step's iterations (#1 is not a prefix of #10, #10 follows #2); wake.go
 // NextWake, which the stores answer in lease.go beside Claim; finished.go
-// the announcements of storage.FinishNotifier (notify.go in stores).
+// the announcements of storage.FinishNotifier (notify.go in stores);
+// waitcases.go the waits with several cases (events.go in stores); and
+// continue.go continue-as-new (executions.go), progress (checkpoint.go and
+// lease.go) and deadlines (runs.go).
 package storetest
 
 import (
@@ -105,6 +108,8 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, autoversionCases...)
 	all = append(all, wakeCases...)
 	all = append(all, finishedCases...)
+	all = append(all, waitCaseCases...)
+	all = append(all, continueCases...)
 	for _, c := range all {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -564,12 +569,14 @@ func normRecord(r storage.RunRecord) storage.RunRecord {
 	}
 	if r.Wait != nil {
 		w := *r.Wait
-		if w.Deadline != nil {
-			t := ms(*w.Deadline)
-			w.Deadline = &t
+		w.Deadline = msPtr(w.Deadline)
+		if len(w.Also) == 0 {
+			w.Also = nil
 		}
 		r.Wait = &w
 	}
+	r.Deadline = msPtr(r.Deadline)
+	r.Progress = normBytes(r.Progress)
 	return r
 }
 
