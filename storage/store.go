@@ -92,7 +92,8 @@ type Store interface {
 	// Checkpoint records a step's result under the lease, fenced. In the same
 	// atomic change it appends the given attempts, resets Recoveries to zero,
 	// extends the lease to now+LeaseFor, and, if the run is waiting on this
-	// key (an event wait resolved by timeout), removes that wait.
+	// key in any case of its wait (an event wait resolved by timeout),
+	// removes that wait.
 	//
 	// If a checkpoint for the key already exists (an event delivered while
 	// the worker was deciding a timeout), nothing but the lease extension is

@@ -199,7 +199,7 @@ func (r SuspendRequest) Validate() error {
 		}
 	}
 	if f := r.Refuse; f != nil {
-		if !r.Wait.hasKey(f.Key) {
+		if !r.Wait.HasKey(f.Key) {
 			return invalid("suspend", "a refusal must name the key of a case of the wait it re-registers")
 		}
 		if f.Attempt.Key != f.Key || f.Attempt.Error == "" {
@@ -235,8 +235,8 @@ func (c WaitCase) validate() error {
 	return nil
 }
 
-// hasKey reports whether a case of the wait (nil: none) has the key.
-func (w *Wait) hasKey(key string) bool {
+// HasKey reports whether a case of the wait (nil: none) has the key.
+func (w *Wait) HasKey(key string) bool {
 	for _, c := range w.Cases() {
 		if c.Key == key {
 			return true

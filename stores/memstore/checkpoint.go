@@ -137,6 +137,7 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 	rec.LeaseUntil = now.Add(req.LeaseFor)
 	rec.UpdatedAt = now
 	rec.Active = nil
+	r.publish(req.Progress)
 	cp := &req.Checkpoint
 	if i, ok := r.find(cp.Key); ok {
 		existing := cloneCheckpoint(r.cps[i])
@@ -149,7 +150,7 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 			r.loose = true
 		}
 	}
-	if rec.Wait != nil && rec.Wait.Key == cp.Key {
+	if rec.Wait.HasKey(cp.Key) {
 		s.clearWait(r)
 	}
 	if !rec.PauseRequested {

@@ -168,6 +168,7 @@ func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 	rec.PauseRequested = false
 	rec.Recoveries = 0
 	rec.Active = nil
+	rec.Progress = nil
 	rec.ReadyAt = &readyAt
 	rec.UpdatedAt = now
 	s.schedule(r)

@@ -34,7 +34,7 @@ func (s *Store) Emit(ctx context.Context, req storage.EmitRequest) ([]string, er
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		s.deliver(s.runs[id], clone(req.Payload), now)
+		s.deliver(s.runs[id], req.Topic, clone(req.Payload), now)
 	}
 	return ids, nil
 }
@@ -71,22 +71,22 @@ func (s *Store) sendNotify(ev *storage.Event, now time.Time) {
 
 // send delivers payload (owned) to r if it waits on topic, or buffers it.
 func (s *Store) send(r *run, topic string, payload []byte, now time.Time) bool {
-	if w := r.rec.Wait; w != nil && w.Topic == topic {
-		s.deliver(r, payload, now)
+	if _, ok := r.rec.Wait.Case(topic); ok {
+		s.deliver(r, topic, payload, now)
 		return true
 	}
 	r.events = append(r.events, bufferedEvent{topic: topic, payload: payload})
 	return false
 }
 
-// deliver writes payload (owned) as the checkpoint of r's wait, removes the
-// wait and makes a waiting run ready now.
-func (s *Store) deliver(r *run, payload []byte, now time.Time) {
+// deliver writes payload (owned) as the checkpoint of the case of r's wait
+// on topic, removes the whole wait and makes a waiting run ready now.
+func (s *Store) deliver(r *run, topic string, payload []byte, now time.Time) {
 	rec := &r.rec
-	w := rec.Wait
+	c, _ := rec.Wait.Case(topic)
 	s.clearWait(r)
-	if _, ok := r.find(w.Key); !ok {
-		r.write(w.Key, w.DeliveryKind(), payload, nil, now)
+	if _, ok := r.find(c.Key); !ok {
+		r.write(c.Key, c.DeliveryKind(), payload, nil, now)
 	}
 	rec.UpdatedAt = now
 	switch rec.Status {
@@ -104,26 +104,36 @@ func (s *Store) deliver(r *run, payload []byte, now time.Time) {
 	}
 }
 
-// buffered returns the index of r's oldest buffered event of topic, or -1.
-func (r *run) buffered(topic string) int {
+// buffered returns the index of r's oldest buffered event on a topic of
+// any case of w, or -1.
+func (r *run) buffered(w *storage.Wait) int {
 	for i := range r.events {
-		if r.events[i].topic == topic {
+		if _, ok := w.Case(r.events[i].topic); ok {
 			return i
 		}
 	}
 	return -1
 }
 
+// publish makes progress (when not nil) the run's published progress.
+func (r *run) publish(progress []byte) {
+	if progress != nil {
+		r.rec.Progress = clone(progress)
+	}
+}
+
 // setWait registers w as r's wait, replacing any earlier one.
 func (s *Store) setWait(r *run, w *storage.Wait) {
 	s.clearWait(r)
 	r.rec.Wait = cloneWait(w)
-	m := s.waits[w.Topic]
-	if m == nil {
-		m = make(map[string]*run)
-		s.waits[w.Topic] = m
+	for _, topic := range w.Topics() {
+		m := s.waits[topic]
+		if m == nil {
+			m = make(map[string]*run)
+			s.waits[topic] = m
+		}
+		m[r.rec.ID] = r
 	}
-	m[r.rec.ID] = r
 }
 
 // clearWait removes r's wait, if any, from r and from the wait index.
@@ -133,10 +143,12 @@ func (s *Store) clearWait(r *run) {
 		return
 	}
 	r.rec.Wait = nil
-	if m := s.waits[w.Topic]; m != nil {
-		delete(m, r.rec.ID)
-		if len(m) == 0 {
-			delete(s.waits, w.Topic)
+	for _, topic := range w.Topics() {
+		if m := s.waits[topic]; m != nil {
+			delete(m, r.rec.ID)
+			if len(m) == 0 {
+				delete(s.waits, topic)
+			}
 		}
 	}
 }

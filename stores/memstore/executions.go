@@ -84,3 +84,44 @@ func (s *Store) ListExecutions(ctx context.Context, runID string) ([]storage.Exe
 	}
 	return append(out, r.current()), nil
 }
+
+// ContinueAsNew ends the current execution as continued and begins the
+// next with the new input and nothing else, releasing the lease, fenced.
+func (s *Store) ContinueAsNew(ctx context.Context, req storage.ContinueRequest) error {
+	if err := req.Validate(); err != nil {
+		return refuse(err)
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	r := s.leased(req.Lease)
+	if r == nil {
+		return s.lost("continue as new", req.Lease)
+	}
+	now := s.clock()
+	rec := &r.rec
+	r.publish(req.Progress)
+	s.clearWait(r)
+	rec.Status = storage.StatusContinued // what the ended execution records
+	r.nextExecution(0, "", now)
+	r.state = nil
+	rec.Input = clone(req.Input)
+	rec.Output, rec.Error = nil, nil
+	rec.Recoveries = 0
+	rec.Active = nil
+	r.release(now)
+	readyAt := now
+	rec.ReadyAt = &readyAt
+	rec.UpdatedAt = now
+	rec.Status = storage.StatusQueued
+	if rec.PauseRequested {
+		rec.PauseRequested = false
+		rec.Status = storage.StatusPaused
+	}
+	s.schedule(r)
+	if rec.Status == storage.StatusQueued {
+		s.hub.Signal()
+	}
+	return nil
+}

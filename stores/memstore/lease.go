@@ -96,6 +96,7 @@ func (s *Store) claim(r *run, req storage.ClaimRequest, now time.Time, recovered
 		Recoveries:   rec.Recoveries,
 		SuspendState: clone(r.state),
 		Wait:         cloneWait(rec.Wait),
+		Deadline:     cloneTime(rec.Deadline),
 		LeaseUntil:   rec.LeaseUntil,
 	}
 }
@@ -120,6 +121,7 @@ func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) (st
 	if req.Step != nil {
 		r.rec.Active = cloneActive(req.Step)
 	}
+	r.publish(req.Progress)
 	return storage.HeartbeatResult{PauseRequested: r.rec.PauseRequested}, nil
 }
 
@@ -174,6 +176,7 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 		}
 		return storage.SuspendResult{}, s.lost("suspend", req.Lease)
 	}
+	r.publish(req.Progress)
 	if f := req.Refuse; f != nil {
 		i, ok := r.find(f.Key)
 		if !ok || r.cps[i].Kind != storage.KindEvent {
@@ -194,12 +197,19 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 		}
 	}
 	if w := req.Wait; w != nil {
-		i, ok := r.find(w.Key)
+		var i int
+		ok := false
+		for _, c := range w.Cases() {
+			if i, ok = r.find(c.Key); ok {
+				break
+			}
+		}
 		if !ok {
-			if j := r.buffered(w.Topic); j >= 0 {
+			if j := r.buffered(w); j >= 0 {
+				c, _ := w.Case(r.events[j].topic)
 				payload := r.events[j].payload
 				r.events = slices.Delete(r.events, j, j+1)
-				i, ok = r.write(w.Key, w.DeliveryKind(), payload, nil, now), true
+				i, ok = r.write(c.Key, c.DeliveryKind(), payload, nil, now), true
 			}
 		}
 		if ok {
@@ -244,6 +254,7 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 		return s.lost("complete", req.Lease)
 	}
 	now := s.clock()
+	r.publish(req.Progress)
 	s.finish(r, req.Status, clone(req.Output), cloneError(req.Error), now)
 	if req.Notify != nil {
 		s.sendNotify(req.Notify, now)

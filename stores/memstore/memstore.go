@@ -16,6 +16,7 @@ package memstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -138,6 +139,8 @@ func (r *run) record() storage.RunRecord {
 	rec.Wait = cloneWait(rec.Wait)
 	rec.EndedAt = cloneTime(rec.EndedAt)
 	rec.Active = cloneActive(rec.Active)
+	rec.Deadline = cloneTime(rec.Deadline)
+	rec.Progress = clone(rec.Progress)
 	return rec
 }
 
@@ -212,6 +215,7 @@ func cloneWait(w *storage.Wait) *storage.Wait {
 	}
 	c := *w
 	c.Deadline = cloneTime(w.Deadline)
+	c.Also = slices.Clone(w.Also)
 	return &c
 }
 

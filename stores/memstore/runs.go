@@ -46,6 +46,7 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 				Status:       storage.StatusQueued,
 				Input:        clone(nr.Input),
 				ReadyAt:      &readyAt,
+				Deadline:     cloneTime(nr.Deadline),
 				Execution:    1,
 				StartedAt:    now,
 				CreatedAt:    now,
