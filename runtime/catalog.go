@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"time"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,6 +21,13 @@ type RegisterOption func(*workflowDef)
 // shapes.
 func WorkflowVersion(n int) RegisterOption {
 	return func(d *workflowDef) { d.version = n }
+}
+
+// WorkflowTimeout gives the workflow's runs a deadline d after their start
+// (the annotation's timeout=), unless a start sets one (WithTimeout,
+// WithDeadline). Past it a run ends with ErrDeadline.
+func WorkflowTimeout(d time.Duration) RegisterOption {
+	return func(def *workflowDef) { def.timeout = d }
 }
 
 // eventDef is an event type registered with RegisterEvent.
@@ -158,7 +166,11 @@ func (e *Engine) StartJSON(ctx context.Context, workflow, id string, input json.
 	if err != nil {
 		return RunInfo{}, err
 	}
-	res, err := e.create(ctx, []storage.NewRun{{ID: id, Workflow: workflow, Input: in}})
+	run := storage.NewRun{ID: id, Workflow: workflow, Input: in}
+	if def, err := e.registered(workflow); err == nil {
+		run.Deadline = def.deadlineFrom(e.clock.Now(), time.Time{})
+	}
+	res, err := e.create(ctx, []storage.NewRun{run})
 	if err != nil {
 		return RunInfo{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/stemflow/stem/storage"
 )
@@ -42,7 +43,7 @@ func CallChild[Out any](c *WorkflowContext, name, workflow string, input any, op
 	if err != nil {
 		return zero, err
 	}
-	if cp, ok := x.checkpoints[key]; ok {
+	if cp, ok := x.lookup(key); ok {
 		return decodeChild[Out](x, cp)
 	}
 	childID, finished, collision, err := x.startChild(key, workflow, input, opts)
@@ -74,7 +75,7 @@ func (r *ChildRun[Out]) Result() (Out, error) {
 	x := r.x
 	x.checkStopped()
 	key := r.key + "/result"
-	if cp, ok := x.checkpoints[key]; ok {
+	if cp, ok := x.lookup(key); ok {
 		return decodeChild[Out](x, cp)
 	}
 	if _, err := x.useKey(key, false); err != nil {
@@ -107,7 +108,7 @@ func StartChild[Out any](c *WorkflowContext, name, workflow string, input any, o
 	if err != nil {
 		return nil, err
 	}
-	cp, ok := x.checkpoints[key]
+	cp, ok := x.lookup(key)
 	if !ok {
 		// A child that ended already is read by Result.
 		childID, _, collision, err := x.startChild(key, workflow, input, opts)
@@ -134,7 +135,8 @@ func StartChild[Out any](c *WorkflowContext, name, workflow string, input any, o
 // is the error the call fails with (ErrChildCollision, naming both runs).
 func (x *execution) startChild(key, workflow string, input any, opts []ChildOption) (childID string, finished *storage.RunRecord, collision *storage.ErrorInfo, err error) {
 	e := x.engine
-	if _, err := e.registered(workflow); err != nil {
+	def, err := e.registered(workflow)
+	if err != nil {
 		return "", nil, nil, err
 	}
 	in, err := e.payloads.encode("input of child "+workflow, input)
@@ -146,7 +148,8 @@ func (x *execution) startChild(key, workflow string, input any, opts []ChildOpti
 	for _, opt := range opts {
 		opt(&o)
 	}
-	req := storage.NewRun{ID: childID, Workflow: workflow, Input: in, ParentID: x.lease.RunID, ParentPolicy: o.policy}
+	req := storage.NewRun{ID: childID, Workflow: workflow, Input: in, ParentID: x.lease.RunID, ParentPolicy: o.policy,
+		Deadline: def.deadlineFrom(e.clock.Now(), time.Time{})}
 	res, err := e.store.CreateRuns(context.WithoutCancel(x.ctx), []storage.NewRun{req})
 	if err != nil {
 		x.stop(err)

@@ -15,8 +15,9 @@ import (
 type StartOption func(*startOptions)
 
 type startOptions struct {
-	id string
-	at time.Time
+	id       string
+	at       time.Time
+	deadline time.Time
 	// err is an option's refusal, returned by the start with nothing
 	// written.
 	err error
@@ -55,6 +56,43 @@ func WithDelay(d time.Duration) StartOption {
 	}
 }
 
+// WithTimeout gives the run a deadline d after the call: past it, the run
+// ends with an error matching ErrDeadline, whatever it is doing (a running
+// step's context is cancelled; a sleep or a wait is cut short). It
+// replaces the workflow's own timeout= for this run. d must be above zero.
+func WithTimeout(d time.Duration) StartOption {
+	return func(o *startOptions) {
+		if d <= 0 {
+			o.err = fmt.Errorf("%w: WithTimeout(%v): the timeout must be above zero", ErrInvalidArgument, d)
+		}
+		o.deadline = time.Now().Add(d)
+	}
+}
+
+// WithDeadline gives the run the deadline t; see WithTimeout. A t already
+// past is ErrInvalidArgument and nothing is started.
+func WithDeadline(t time.Time) StartOption {
+	return func(o *startOptions) {
+		if t.IsZero() {
+			o.err = fmt.Errorf("%w: WithDeadline: the zero time", ErrInvalidArgument)
+		}
+		o.deadline = t
+	}
+}
+
+// deadlineFrom is the deadline of a run started at now: the start's own
+// (given, when not zero), else now plus the workflow's timeout, else none.
+func (def *workflowDef) deadlineFrom(now, given time.Time) *time.Time {
+	switch {
+	case !given.IsZero():
+		return &given
+	case def.timeout > 0:
+		d := now.Add(def.timeout)
+		return &d
+	}
+	return nil
+}
+
 // RunInfo is a run's state as the client sees it.
 type RunInfo struct {
 	ID       string
@@ -77,8 +115,16 @@ type RunInfo struct {
 	// ReadyAt is when a waiting run wakes (a sleep's end or a wait's
 	// deadline); nil when only an event wakes it.
 	ReadyAt *time.Time
-	// WaitingFor is the event topic a waiting run waits on, or "".
+	// WaitingFor is the event topic a waiting run waits on, or "": the
+	// first, when it waits on several (WaitTopics lists them all).
 	WaitingFor string
+	WaitTopics []string
+	// Deadline is when the run must have ended (WithTimeout, WithDeadline,
+	// or its workflow's timeout=); nil when never.
+	Deadline *time.Time
+	// Progress is the JSON value the run last published (SetProgress), nil
+	// when none.
+	Progress json.RawMessage
 	// Recoveries counts recoveries from dead workers since the last step.
 	Recoveries int
 	// Execution is the number of the run's current execution: 1 from its
@@ -100,6 +146,15 @@ func (e *Engine) runInfo(r storage.RunRecord) RunInfo {
 	}
 	if r.Wait != nil {
 		info.WaitingFor = r.Wait.Topic
+		info.WaitTopics = r.Wait.Topics()
+	}
+	info.Deadline = r.Deadline
+	if r.Progress != nil {
+		p, err := e.payloads.raw("progress of run "+r.ID, r.Progress)
+		if err != nil && info.OpenErr == nil {
+			info.OpenErr = err
+		}
+		info.Progress = p
 	}
 	if r.Error != nil {
 		info.Err = e.payloads.errorOf("error text of run "+r.ID, "", r.Error)
@@ -212,7 +267,7 @@ func Start[In, Out any](ctx context.Context, e *Engine, name string, in In, opts
 	if o.err != nil {
 		return nil, o.err
 	}
-	runs, err := StartBatch[In, Out](ctx, e, name, []BatchItem[In]{{ID: o.id, Input: in, StartAt: o.at}})
+	runs, err := StartBatch[In, Out](ctx, e, name, []BatchItem[In]{{ID: o.id, Input: in, StartAt: o.at, Deadline: o.deadline}})
 	if err != nil {
 		return nil, err
 	}
@@ -226,24 +281,35 @@ type BatchItem[In any] struct {
 	ID      string
 	Input   In
 	StartAt time.Time
+	// Deadline, when not zero, is the run's deadline (as for
+	// WithDeadline); zero gives it the workflow's timeout=, if any.
+	Deadline time.Time
 }
 
 // StartBatch starts many runs of one workflow in one store call. Items with
 // an ID that exists return the existing run. Every input is checked before
 // anything is written: one bad item fails the batch and stores nothing.
 func StartBatch[In, Out any](ctx context.Context, e *Engine, name string, items []BatchItem[In]) ([]*Run[Out], error) {
-	if _, err := typedWorkflow[In, Out](e, name); err != nil {
+	def, err := typedWorkflow[In, Out](e, name)
+	if err != nil {
 		return nil, err
 	}
+	now := e.clock.Now()
 	runs := make([]storage.NewRun, len(items))
 	for i, it := range items {
 		in, err := e.payloads.encode("input of "+name, it.Input)
 		if err != nil {
 			return nil, err
 		}
-		runs[i] = storage.NewRun{ID: it.ID, Workflow: name, Input: in}
+		runs[i] = storage.NewRun{ID: it.ID, Workflow: name, Input: in, Deadline: def.deadlineFrom(now, it.Deadline)}
 		if !it.StartAt.IsZero() {
 			runs[i].StartAt = &it.StartAt
+		}
+		if d := runs[i].Deadline; d != nil && !d.After(now) {
+			return nil, fmt.Errorf("%w: run %d of the batch: deadline %s is already past", ErrInvalidArgument, i, d.Format(time.RFC3339Nano))
+		}
+		if d := runs[i].Deadline; d != nil && runs[i].StartAt != nil && !d.After(*runs[i].StartAt) {
+			return nil, fmt.Errorf("%w: run %d of the batch: deadline %s is not after its start time %s", ErrInvalidArgument, i, d.Format(time.RFC3339Nano), runs[i].StartAt.Format(time.RFC3339Nano))
 		}
 	}
 	results, err := e.create(ctx, runs)

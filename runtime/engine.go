@@ -84,6 +84,10 @@ type Config struct {
 	// within the grace keeps its result and does not run again elsewhere.
 	// Default 10s; negative: cancel at once.
 	ShutdownGrace time.Duration
+	// MaxParallelSteps is how many step futures (StepAsync and the typed
+	// ...Async forms) of one run execute at once on this engine; more wait
+	// for a slot. Default DefaultMaxParallelSteps.
+	MaxParallelSteps int
 }
 
 // Engine executes workflow runs from a Store and is the client that starts
@@ -150,6 +154,12 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.ClaimBatch == 0 {
 		cfg.ClaimBatch = cfg.Workers
 	}
+	if cfg.MaxParallelSteps < 0 {
+		return nil, fmt.Errorf("%w: negative Config.MaxParallelSteps", ErrInvalidArgument)
+	}
+	if cfg.MaxParallelSteps == 0 {
+		cfg.MaxParallelSteps = DefaultMaxParallelSteps
+	}
 	cfg.Clock = storage.ClockOr(cfg.Clock)
 	if cfg.Logger == nil {
 		// Discarded, as documented; storage.LoggerOr's default (warnings
@@ -191,6 +201,9 @@ type workflowDef struct {
 	version int
 	inType  reflect.Type
 	outType reflect.Type
+	// timeout, when above zero, is the deadline a run gets from its start
+	// unless it is started with one (the annotation's timeout=).
+	timeout time.Duration
 	// run decodes the input, runs the workflow and encodes its output.
 	run func(c *WorkflowContext, input []byte) ([]byte, error)
 }

@@ -53,6 +53,11 @@ var (
 	// that is not this parent's child of that workflow (started by hand, or
 	// of another workflow).
 	ErrChildCollision = errors.New("stem: child run ID taken by another run")
+	// ErrDeadline: the run passed its deadline (WithTimeout, WithDeadline or
+	// its workflow's timeout=) before it ended: it ends errored with it,
+	// also while sleeping or waiting, and its running step's context is
+	// cancelled with it as the cause.
+	ErrDeadline = errors.New("stem: run passed its deadline")
 	// ErrInvalidArgument: a call's argument is malformed (an empty ID, an
 	// empty topic, a bad key).
 	ErrInvalidArgument = storage.ErrInvalidArgument
@@ -66,6 +71,7 @@ var codeSentinels = map[string]error{
 	storage.CodePoisonRun:       ErrPoisonRun,
 	storage.CodeDecode:          ErrDecode,
 	storage.CodeChildCollision:  ErrChildCollision,
+	storage.CodeDeadline:        ErrDeadline,
 	storage.CodeUnknownWorkflow: ErrUnknownWorkflow,
 }
 

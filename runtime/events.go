@@ -34,18 +34,23 @@ func WaitForEvent[T any](c *WorkflowContext, name, topic string, timeout time.Du
 	if err != nil {
 		return zero, err
 	}
-	if cp, ok := x.checkpoints[key]; ok {
+	if cp, ok := x.lookup(key); ok {
 		return decodeEvent[T](x, cp, topic, timeout)
 	}
 	w := x.claim.Wait
 	if w == nil || w.Key != key {
-		// The first wait: its deadline is fixed now and persisted.
 		w = &storage.Wait{Key: key, Topic: topic, Kind: KindEvent}
-		if timeout > 0 {
+		if d, ok := x.waitDeadline(key); ok {
+			// Registered before, and the run woken by another case (a
+			// future's): the wait keeps its deadline.
+			w.Deadline = &d
+		} else if timeout > 0 {
+			// The first wait: its deadline is fixed now and persisted.
 			d := x.engine.clock.Now().Add(timeout).UTC()
 			w.Deadline = &d
 		}
-	} else if w.Deadline != nil && !x.engine.clock.Now().Before(*w.Deadline) {
+	}
+	if w.Deadline != nil && !x.engine.clock.Now().Before(*w.Deadline) {
 		// A registered wait whose deadline passed: a timeout, not a new wait.
 		cp, _ := x.checkpoint(storage.Checkpoint{Key: key, Kind: KindEvent, Error: &storage.ErrorInfo{
 			Message: x.engine.payloads.sealText(fmt.Sprintf("event %q (topic %q) did not arrive by %s", key, w.Topic, w.Deadline.Format(time.RFC3339Nano))),
@@ -70,7 +75,7 @@ func decodeEvent[T any](x *execution, cp storage.Checkpoint, topic string, timeo
 		a := storage.Attempt{Key: cp.Key, Number: x.pending[cp.Key].Number + 1, Started: now, Ended: now,
 			Error: e.payloads.sealText(fmt.Sprintf("event payload refused: %v", err))}
 		x.pending[cp.Key] = a
-		delete(x.checkpoints, cp.Key)
+		x.forget(cp.Key)
 		x.logger().Warn("stem: refused an event payload that does not decode; waiting again", "key", cp.Key, "topic", topic, "err", err)
 		w := &storage.Wait{Key: cp.Key, Topic: topic, Kind: KindEvent}
 		if timeout > 0 {

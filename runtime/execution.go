@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"reflect"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,6 +34,9 @@ type execution struct {
 	// at its next step boundary.
 	stopping chan struct{}
 
+	// checkpoints holds the run's checkpoints by key, behind cpMu: the
+	// goroutines of step futures write it too.
+	cpMu        sync.Mutex
 	checkpoints map[string]storage.Checkpoint
 	// pending holds, per key without a checkpoint, the last attempt
 	// recorded in this execution (by this worker or one before it), so a
@@ -48,10 +53,19 @@ type execution struct {
 	holdUntil time.Time
 	outcome   outcome
 	log       *slog.Logger
-	// active is the step attempt running now, and reported whether the
-	// heartbeat has told the store about it.
+	// active is the step attempt running now (the latest begun of those
+	// running, in running), and reported whether the heartbeat has told
+	// the store about it.
 	active   *storage.ActiveStep
+	running  []*storage.ActiveStep
 	reported bool
+
+	// The run's futures (see future.go), its deadline and its progress
+	// (progress.go); inType is its workflow's input type.
+	futures
+	deadline *time.Time
+	progress progress
+	inType   reflect.Type
 
 	// pauseSeen is closed when a heartbeat finds a pause requested: the
 	// run parks at its next step boundary, a retry's wait included.
@@ -78,6 +92,12 @@ const (
 type suspendState struct {
 	Key      string         `json:"key"`
 	Counters map[string]int `json:"counters,omitempty"`
+	// Futures are the keys of the futures created before the suspension,
+	// in order, so a replay that creates them otherwise is caught.
+	Futures []string `json:"futures,omitempty"`
+	// Deadlines are the deadlines of the event waits registered so far, by
+	// key: a wait woken by another case keeps its own.
+	Deadlines map[string]time.Time `json:"deadlines,omitempty"`
 }
 
 // logger returns the execution's logger, built with the execution: the
@@ -97,6 +117,7 @@ func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
 		stopping:   make(chan struct{}),
 		log:        e.log.With("run", r.Lease.RunID, "workflow", r.Workflow),
 		pauseSeen:  make(chan struct{}),
+		deadline:   r.Deadline,
 		used:       map[string]bool{},
 		counters:   map[string]int{},
 		lastExtend: time.Now(),
@@ -137,6 +158,7 @@ func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
 		x.release()
 		return
 	}
+	x.inType = def.inType
 	replay, err := e.replayOf(ctx, r)
 	if err != nil {
 		x.logger().Error("stem: load checkpoints", "err", err)
@@ -167,6 +189,15 @@ func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
 	if len(r.SuspendState) > 0 {
 		_ = json.Unmarshal(r.SuspendState, &x.state)
 	}
+	x.futures.init(e.cfg.MaxParallelSteps)
+	if x.deadline != nil {
+		if !e.clock.Now().Before(*x.deadline) {
+			x.finish(nil, x.deadlineError())
+			return
+		}
+		t := time.AfterFunc(x.deadline.Sub(e.clock.Now()), func() { cancel(x.deadlineError()) })
+		defer t.Stop()
+	}
 
 	hbDone := make(chan struct{})
 	go x.heartbeat(hbDone)
@@ -187,6 +218,7 @@ func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
 			}
 		}()
 		out, runErr = def.run(&WorkflowContext{exec: x}, input)
+		x.settle()
 		returned = true
 	}()
 	<-done
@@ -205,6 +237,11 @@ func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
 	x.finish(out, runErr)
 }
 
+// deadlineError is the error a run ends with past its deadline.
+func (x *execution) deadlineError() error {
+	return fmt.Errorf("%w: run %s had to end by %s", ErrDeadline, x.lease.RunID, x.deadline.UTC().Format(time.RFC3339Nano))
+}
+
 // replayOf is the claimed run's replay: the one its claim brought, or the
 // store's answer to LoadReplay.
 func (e *Engine) replayOf(ctx context.Context, r storage.ClaimedRun) (storage.Replay, error) {
@@ -217,7 +254,7 @@ func (e *Engine) replayOf(ctx context.Context, r storage.ClaimedRun) (storage.Re
 // finish completes the run with its output or error.
 func (x *execution) finish(out []byte, runErr error) {
 	e := x.engine
-	req := storage.CompleteRequest{Lease: x.lease, Status: StatusComplete, Output: out}
+	req := storage.CompleteRequest{Lease: x.lease, Status: StatusComplete, Output: out, Progress: x.takeProgress()}
 	if runErr != nil {
 		req.Status = StatusErrored
 		req.Output = nil
@@ -262,7 +299,7 @@ func (x *execution) heartbeat(done <-chan struct{}) {
 		case <-t.C:
 		}
 		x.mu.Lock()
-		if time.Since(x.lastExtend) < every {
+		if time.Since(x.lastExtend) < every && !x.progress.due(every/4) {
 			x.mu.Unlock()
 			continue
 		}
@@ -273,7 +310,7 @@ func (x *execution) heartbeat(done <-chan struct{}) {
 		x.reported = x.active != nil
 		leaseFor := x.leaseFor()
 		x.mu.Unlock()
-		res, err := x.engine.store.Heartbeat(x.ctx, storage.HeartbeatRequest{Lease: x.lease, LeaseFor: leaseFor, Step: step})
+		res, err := x.engine.store.Heartbeat(x.ctx, storage.HeartbeatRequest{Lease: x.lease, LeaseFor: leaseFor, Step: step, Progress: x.takeProgress()})
 		if err != nil {
 			if errors.Is(err, ErrLeaseLost) {
 				x.cancel(x.lostCause(err))
@@ -308,7 +345,9 @@ func (x *execution) leaseFor() time.Duration {
 func (x *execution) holdFor(a *storage.ActiveStep, timeout time.Duration) {
 	leaseFor := timeout + x.engine.cfg.LeaseDuration
 	x.mu.Lock()
-	x.holdUntil = time.Now().Add(leaseFor)
+	if until := time.Now().Add(leaseFor); until.After(x.holdUntil) {
+		x.holdUntil = until
+	}
 	x.reported = true
 	x.mu.Unlock()
 	res, err := x.engine.store.Heartbeat(context.WithoutCancel(x.ctx), storage.HeartbeatRequest{Lease: x.lease, LeaseFor: leaseFor, Step: a})
@@ -369,15 +408,54 @@ func lettingGo(err error) bool {
 	return true
 }
 
-// setActive records the step attempt running now (nil when none, which
-// also ends a longer lease the attempt's timeout asked for).
-func (x *execution) setActive(a *storage.ActiveStep) {
+// beginStep records a step attempt as running: the one the heartbeat
+// reports.
+func (x *execution) beginStep(a *storage.ActiveStep) {
 	x.mu.Lock()
+	x.running = append(x.running, a)
 	x.active, x.reported = a, false
-	if a == nil {
-		x.holdUntil = time.Time{}
-	}
 	x.mu.Unlock()
+}
+
+// endStep records that a step attempt ended. When none runs any more, a
+// longer lease an attempt's timeout asked for ends too.
+func (x *execution) endStep(a *storage.ActiveStep) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if i := slices.Index(x.running, a); i >= 0 {
+		x.running = slices.Delete(x.running, i, i+1)
+	}
+	if x.active != a {
+		return
+	}
+	x.active, x.reported = nil, false
+	if n := len(x.running); n > 0 {
+		x.active = x.running[n-1]
+		return
+	}
+	x.holdUntil = time.Time{}
+}
+
+// lookup returns the run's checkpoint of key, if it has one.
+func (x *execution) lookup(key string) (storage.Checkpoint, bool) {
+	x.cpMu.Lock()
+	defer x.cpMu.Unlock()
+	cp, ok := x.checkpoints[key]
+	return cp, ok
+}
+
+// keep records cp as the run's checkpoint of its key.
+func (x *execution) keep(cp storage.Checkpoint) {
+	x.cpMu.Lock()
+	x.checkpoints[cp.Key] = cp
+	x.cpMu.Unlock()
+}
+
+// forget drops the checkpoint of key (a refused event's).
+func (x *execution) forget(key string) {
+	x.cpMu.Lock()
+	delete(x.checkpoints, key)
+	x.cpMu.Unlock()
 }
 
 func (x *execution) extended() {
@@ -421,6 +499,7 @@ func (x *execution) checkStopped() {
 	}
 	select {
 	case <-x.stopping:
+		x.quiesce()
 		x.release()
 		runtime.Goexit()
 	default:
@@ -443,7 +522,15 @@ func (x *execution) onStopped() {
 	}
 	cause := context.Cause(x.ctx)
 	if errors.Is(cause, errShutdown) {
+		x.quiesce()
 		x.release()
+		return
+	}
+	if errors.Is(cause, ErrDeadline) {
+		x.finish(nil, cause)
+		if x.outcome == outcomeNone {
+			x.outcome = outcomeStopped
+		}
 		return
 	}
 	x.outcome = outcomeStopped
@@ -566,11 +653,19 @@ func (x *execution) fail(err error) {
 // delivered first). A lost lease or a pause taking effect unwinds the
 // workflow goroutine.
 func (x *execution) checkpoint(cp storage.Checkpoint, attempts []Attempt) (stored storage.Checkpoint, existed bool) {
+	return x.writeCheckpoint(cp, attempts, false)
+}
+
+// writeCheckpoint is checkpoint on the workflow goroutine (async false) or
+// on a step future's own (async true), where a failed write or a pause
+// taking effect stops the run for the workflow goroutine to wind up and
+// unwinds only the future's goroutine.
+func (x *execution) writeCheckpoint(cp storage.Checkpoint, attempts []Attempt, async bool) (stored storage.Checkpoint, existed bool) {
 	res, err := x.engine.store.Checkpoint(context.WithoutCancel(x.ctx), storage.CheckpointRequest{
-		Lease: x.lease, LeaseFor: x.engine.cfg.LeaseDuration, Checkpoint: cp, Attempts: attempts,
+		Lease: x.lease, LeaseFor: x.engine.cfg.LeaseDuration, Checkpoint: cp, Attempts: attempts, Progress: x.takeProgress(),
 	})
 	if err != nil {
-		x.stop(err)
+		x.fault(err, async)
 	}
 	x.extended()
 	if res.Existing != nil {
@@ -579,34 +674,89 @@ func (x *execution) checkpoint(cp storage.Checkpoint, attempts []Attempt) (store
 	if res.Existing != nil || cp.Kind == KindChild {
 		// Written by another (an event delivered first), or carrying a
 		// child's output sealed by the child's engine: it may not open here.
-		cp = x.opened(cp)
+		if async {
+			opened, err := x.engine.payloads.openCheckpoint(x.lease.RunID, cp)
+			if err != nil {
+				x.fault(err, true)
+			}
+			cp = opened
+		} else {
+			cp = x.opened(cp)
+		}
 	}
-	x.checkpoints[cp.Key] = cp
+	x.keep(cp)
 	if res.Paused {
-		x.outcome = outcomeStopped
+		if !async {
+			x.outcome = outcomeStopped
+		}
 		x.cancel(ErrLeaseLost)
 		runtime.Goexit()
 	}
 	return cp, res.Existing != nil
 }
 
+// fault stops the run after a failed store write: on the workflow
+// goroutine as stop does; on a future's goroutine by cancelling the
+// execution with the write's cause, which the workflow goroutine winds up
+// at its next step boundary, and unwinding the future's goroutine.
+func (x *execution) fault(err error, async bool) {
+	if !async {
+		x.stop(err)
+	}
+	if !errors.Is(err, ErrLeaseLost) {
+		x.logger().Error("stem: store write failed; handing the run over", "err", err)
+	}
+	x.cancel(x.lostCause(err))
+	runtime.Goexit()
+}
+
 // suspend parks the run at key and unwinds the workflow goroutine. If the
 // request has a wait that the store satisfies at once, suspend returns the
 // delivered checkpoint instead.
+//
+// Every future of the run still waiting on an event or a child rides with
+// the suspension as a further case of its wait, so whatever arrives first
+// wakes the run; one delivered at once is kept for its future and the run
+// suspends again. Step futures settle first: no run parks while one of its
+// steps runs. The run's deadline bounds ReadyAt.
 func (x *execution) suspend(key string, req storage.SuspendRequest) storage.Checkpoint {
-	state, _ := json.Marshal(suspendState{Key: key, Counters: x.countersOrNil()})
-	req.Lease = x.lease
-	req.LeaseFor = x.engine.cfg.LeaseDuration
-	req.SuspendState = state
-	res, err := x.engine.store.Suspend(context.WithoutCancel(x.ctx), req)
-	if err != nil {
-		x.stop(err)
-	}
-	if res.Delivered != nil {
+	return x.park(key, req, false)
+}
+
+// park is suspend; with anyCase, a delivery at once to any case (a
+// future's) returns too, for a caller waiting on futures.
+func (x *execution) park(key string, req storage.SuspendRequest, anyCase bool) storage.Checkpoint {
+	x.quiesce()
+	own := req.Wait
+	for {
+		req.Wait = x.withFutureCases(own)
+		if req.Refuse == nil && x.refusal != nil && req.Wait.HasKey(x.refusal.Key) {
+			req.Refuse, x.refusal = x.refusal, nil
+		}
+		state, _ := json.Marshal(suspendState{Key: key, Counters: x.countersOrNil(), Futures: x.futureKeys(), Deadlines: x.waitDeadlines(own)})
+		req.Lease = x.lease
+		req.LeaseFor = x.engine.cfg.LeaseDuration
+		req.SuspendState = state
+		req.Progress = x.takeProgress()
+		if d := x.deadline; d != nil && (req.ReadyAt == nil || d.Before(*req.ReadyAt)) {
+			req.ReadyAt = d
+		}
+		res, err := x.engine.store.Suspend(context.WithoutCancel(x.ctx), req)
+		if err != nil {
+			x.stop(err)
+		}
+		if res.Delivered == nil {
+			break
+		}
 		x.extended()
 		cp := x.opened(*res.Delivered)
-		x.checkpoints[cp.Key] = cp
-		return cp
+		x.keep(cp)
+		req.Refuse = nil
+		if anyCase || own != nil && cp.Key == own.Key {
+			x.unquiesce()
+			return cp
+		}
+		// Another case's (a future's): kept for it; suspend again.
 	}
 	x.outcome = outcomeSuspended
 	if req.ReadyAt != nil {

@@ -17,16 +17,17 @@ const (
 	StatusTerminated = storage.StatusTerminated
 )
 
-// StepKind says what a step of a run is: a step function, a sleep, an
-// event wait or a child workflow call.
+// StepKind says what a step of a run is: a step function, a sleep (or a
+// timer), an event wait, a child workflow call, or the winner of a select.
 type StepKind = storage.CheckpointKind
 
 // The step kinds.
 const (
-	KindStep  = storage.KindStep
-	KindSleep = storage.KindSleep
-	KindEvent = storage.KindEvent
-	KindChild = storage.KindChild
+	KindStep   = storage.KindStep
+	KindSleep  = storage.KindSleep
+	KindEvent  = storage.KindEvent
+	KindChild  = storage.KindChild
+	KindSelect = storage.KindSelect
 )
 
 // Attempt is one execution of a step function, as operators see it in

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/stemflow/stem/storage"
@@ -128,34 +129,71 @@ func runStep[T any](c *WorkflowContext, key string, opts StepOptions, fn func(sc
 	if err != nil {
 		return zero, err
 	}
-	iteration := 0
-	if opts.Autoversion {
-		iteration = x.counters[key] - 1
-	}
-	if cp, ok := x.checkpoints[full]; ok {
+	if cp, ok := x.lookup(full); ok {
 		return decodeCheckpoint[T](x, cp)
 	}
+	out, cp, fresh := attempts(x, full, iterationOf(x, key, opts), x.pending[full], opts, fn, void, false)
+	if fresh {
+		return out, nil
+	}
+	return decodeCheckpoint[T](x, cp)
+}
+
+// iterationOf is the iteration of the call of the step keyed key just
+// made (0 for a step that is not autoversion).
+func iterationOf(x *execution, key string, opts StepOptions) int {
+	if opts.Autoversion {
+		return x.counters[key] - 1
+	}
+	return 0
+}
+
+// attempts runs a step's attempts, after last (the latest recorded in this
+// execution, if any), until one succeeds or the step fails for good, and
+// writes its checkpoint. It returns the checkpoint as stored and, when
+// fresh, the output of the attempt that wrote it. On the workflow goroutine
+// (async false) a stop unwinds it as every step boundary does; on a step
+// future's goroutine (async true) a stop unwinds only that goroutine, and
+// the workflow goroutine winds the run up at its next boundary.
+func attempts[T any](x *execution, full string, iteration int, last storage.Attempt, opts StepOptions, fn func(sc StepContext) (T, error), void, async bool) (out T, stored storage.Checkpoint, fresh bool) {
 	e := x.engine
 	if opts.Timeout <= 0 {
-		e.warnUnheld(x.workflow, key)
+		base, _, _ := strings.Cut(full, "#") // once per step, not per iteration
+		e.warnUnheld(x.workflow, base)
 	}
+	// A step future's attempt holds one of the run's slots from its start
+	// until its outcome is written, so that the run parks only when none
+	// is in progress (see execution.quiesce).
+	held := false
+	release := func() {
+		if held {
+			x.releaseSlot()
+			held = false
+		}
+	}
+	defer release()
 	// Attempts recorded before a hand-over count: the numbers go on and the
 	// retry budget is not granted again. A retry whose backoff was recorded
 	// waits until its due time, on this worker as on the one before.
-	last := x.pending[full]
 	if last.RetryAt != nil {
-		x.retryWait(full, *last.RetryAt)
+		x.retryWait(full, *last.RetryAt, async)
 	}
 	for attempt := last.Number + 1; ; attempt++ {
+		if async {
+			x.acquireSlot()
+			held = true
+		}
 		start := e.clock.Now()
-		x.parkIfPaused(full, start)
+		if !async {
+			x.parkIfPaused(full, start)
+		}
 		active := &storage.ActiveStep{Key: full, Attempt: attempt, Started: start}
-		x.setActive(active)
+		x.beginStep(active)
 		if opts.Timeout > e.cfg.LeaseDuration {
 			x.holdFor(active, opts.Timeout)
 		}
 		out, err := callStep(x, full, iteration, attempt, opts.Timeout, fn)
-		x.setActive(nil)
+		x.endStep(active)
 		end := e.clock.Now()
 		if err == nil && !x.keepsResult() || err != nil && x.ctx.Err() != nil {
 			// An attempt that ended while the engine shuts down still has
@@ -166,7 +204,7 @@ func runStep[T any](c *WorkflowContext, key string, opts StepOptions, fn func(sc
 			// after the run's context was cancelled is not recorded (it
 			// may be the cancellation); a terminated run or a lost lease
 			// writes nothing more.
-			x.checkStopped()
+			x.boundary(async)
 		}
 		var output []byte
 		if err == nil && !void {
@@ -177,30 +215,38 @@ func runStep[T any](c *WorkflowContext, key string, opts StepOptions, fn func(sc
 		}
 		a := Attempt{Key: full, Number: attempt, Started: start, Ended: end}
 		if err == nil {
-			if cp, existed := x.checkpoint(storage.Checkpoint{Key: full, Kind: KindStep, Output: output}, []Attempt{a}); existed {
-				return decodeCheckpoint[T](x, cp)
-			}
-			return out, nil
+			cp, existed := x.writeCheckpoint(storage.Checkpoint{Key: full, Kind: KindStep, Output: output}, []Attempt{a}, async)
+			release()
+			return out, cp, !existed
 		}
 		a.Error = e.payloads.sealText(err.Error())
 		if IsPermanent(err) || attempt > opts.Retries {
-			cp, _ := x.checkpoint(storage.Checkpoint{Key: full, Kind: KindStep, Error: e.payloads.sealInfo(errorInfo(err))}, []Attempt{a})
-			return decodeCheckpoint[T](x, cp)
+			cp, _ := x.writeCheckpoint(storage.Checkpoint{Key: full, Kind: KindStep, Error: e.payloads.sealInfo(errorInfo(err))}, []Attempt{a}, async)
+			release()
+			var zero T
+			return zero, cp, false
 		}
 		retryAt := end.Add(backoff(opts, attempt))
 		a.RetryAt = &retryAt
 		if err := e.store.RecordAttempts(context.WithoutCancel(x.ctx), storage.RecordAttemptsRequest{Lease: x.lease, LeaseFor: e.cfg.LeaseDuration, Attempts: []Attempt{a}}); err != nil {
-			x.stop(err)
+			x.fault(err, async)
 		}
 		x.extended()
-		x.retryWait(full, retryAt)
+		release()
+		x.retryWait(full, retryAt, async)
 	}
 }
 
-// retryWait waits until t, when the retry of the step keyed key is due. A
-// pause the heartbeat learns of meanwhile parks the run, ready at t, so it
-// takes effect before the next attempt.
-func (x *execution) retryWait(key string, t time.Time) {
+// retryWait waits until t, when the retry of the step keyed key is due. On
+// the workflow goroutine, a pause the heartbeat learns of meanwhile parks
+// the run, ready at t, so it takes effect before the next attempt; a step
+// future's goroutine goes on waiting (the workflow goroutine parks the run
+// at its next boundary).
+func (x *execution) retryWait(key string, t time.Time, async bool) {
+	if async {
+		x.asyncWait(t)
+		return
+	}
 	x.waitUntil(t)
 	x.parkIfPaused(key, t)
 }

@@ -63,7 +63,7 @@ func (c *WorkflowContext) sleep(name string, wakeAt func(now time.Time) time.Tim
 		return err
 	}
 	now := x.engine.clock.Now()
-	if cp, ok := x.checkpoints[key]; ok {
+	if cp, ok := x.lookup(key); ok {
 		var wake time.Time
 		if err := json.Unmarshal(cp.Output, &wake); err != nil {
 			return fmt.Errorf("%w: sleep %q wake time: %v", ErrDecode, key, err)

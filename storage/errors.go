@@ -40,6 +40,7 @@ const (
 	CodePanic           = "panic"
 	CodeUnknownWorkflow = "unknown_workflow"
 	CodeChildCollision  = "child_collision"
+	CodeDeadline        = "deadline"
 )
 
 // invalid reports a malformed request in the wording every store shares:

@@ -199,6 +199,13 @@ func (d *dyingStore) LoadReplay(ctx context.Context, id string) (storage.Replay,
 	return d.Store.LoadReplay(ctx, id)
 }
 
+func (d *dyingStore) ContinueAsNew(ctx context.Context, req storage.ContinueRequest) error {
+	if err := d.check(); err != nil {
+		return err
+	}
+	return d.Store.ContinueAsNew(ctx, req)
+}
+
 func (d *dyingStore) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (storage.CheckpointResult, error) {
 	if err := d.check(); err != nil {
 		return storage.CheckpointResult{}, err
