@@ -1,13 +1,13 @@
 package runtime
 
 import (
-	"time"
 	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/stemflow/stem/internal/jsonschema"
 	"github.com/stemflow/stem/storage"
