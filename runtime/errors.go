@@ -72,6 +72,7 @@ var codeSentinels = map[string]error{
 	storage.CodeDecode:          ErrDecode,
 	storage.CodeChildCollision:  ErrChildCollision,
 	storage.CodeDeadline:        ErrDeadline,
+	storage.CodeInvalidArgument: ErrInvalidArgument,
 	storage.CodeUnknownWorkflow: ErrUnknownWorkflow,
 }
 

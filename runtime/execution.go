@@ -661,13 +661,20 @@ func (x *execution) checkpoint(cp storage.Checkpoint, attempts []Attempt) (store
 // taking effect stops the run for the workflow goroutine to wind up and
 // unwinds only the future's goroutine.
 func (x *execution) writeCheckpoint(cp storage.Checkpoint, attempts []Attempt, async bool) (stored storage.Checkpoint, existed bool) {
+	x.mu.Lock()
+	busy := async || len(x.running) > 0
+	x.mu.Unlock()
 	res, err := x.engine.store.Checkpoint(context.WithoutCancel(x.ctx), storage.CheckpointRequest{
 		Lease: x.lease, LeaseFor: x.engine.cfg.LeaseDuration, Checkpoint: cp, Attempts: attempts, Progress: x.takeProgress(),
+		Busy: busy,
 	})
 	if err != nil {
 		x.fault(err, async)
 	}
 	x.extended()
+	if res.PauseRequested {
+		x.notePause(storage.HeartbeatResult{PauseRequested: true})
+	}
 	if res.Existing != nil {
 		cp = *res.Existing
 	}

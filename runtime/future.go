@@ -330,7 +330,9 @@ func (x *execution) refuseFuture(cp storage.Checkpoint, err error) {
 // waitAny returns once one of fs is ready, waiting on the worker while a
 // step future among them runs, and parking the run otherwise until an
 // event or child future's case is delivered or the earliest timer is due.
-// key names the wait in the run's suspension.
+// key names the wait in the run's suspension: a select's key, reached with
+// the autoversion counts the suspension records, or "" for All and Await,
+// which reach no key of their own (the futures' order is checked instead).
 func (x *execution) waitAny(fs []*future, key string) {
 	for {
 		var (
@@ -442,7 +444,7 @@ func All(c *WorkflowContext, futures ...Awaitable) error {
 		if len(waiting) == 0 {
 			break
 		}
-		x.waitAny(waiting, waiting[0].key)
+		x.waitAny(waiting, "")
 	}
 	for _, f := range fs {
 		if err := x.resultErr(f); err != nil {
@@ -476,7 +478,7 @@ func (f *Future[T]) Await() (T, error) {
 		return zero, f.err
 	}
 	x.checkStopped()
-	x.waitAny([]*future{&f.future}, f.key)
+	x.waitAny([]*future{&f.future}, "")
 	return f.result()
 }
 

@@ -15,6 +15,9 @@ const (
 	StatusComplete   = storage.StatusComplete
 	StatusErrored    = storage.StatusErrored
 	StatusTerminated = storage.StatusTerminated
+	// StatusContinued is an execution's status when it ended by
+	// ContinueAsNew (ExecutionInfo.Status); never a run's.
+	StatusContinued = storage.StatusContinued
 )
 
 // StepKind says what a step of a run is: a step function, a sleep (or a

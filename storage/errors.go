@@ -41,6 +41,7 @@ const (
 	CodeUnknownWorkflow = "unknown_workflow"
 	CodeChildCollision  = "child_collision"
 	CodeDeadline        = "deadline"
+	CodeInvalidArgument = "invalid_argument"
 )
 
 // invalid reports a malformed request in the wording every store shares:

@@ -101,7 +101,9 @@ type Store interface {
 	//
 	// If a pause was requested while the run was running, the checkpoint is
 	// written and the run becomes StatusPaused with its lease released, in the
-	// same change; Paused reports it and the worker stops.
+	// same change; Paused reports it and the worker stops. A Busy request
+	// leaves the run running and its pause requested, and reports
+	// PauseRequested instead.
 	//
 	// Progress, when not nil, is published in the same change (also when
 	// the checkpoint existed): RunRecord.Progress becomes it. Checkpoint,

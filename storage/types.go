@@ -311,6 +311,10 @@ type CheckpointRequest struct {
 	// Progress, when not nil, becomes the run's published progress
 	// (RunRecord.Progress) in the same write. Nil leaves it as it is.
 	Progress []byte
+	// Busy says the worker has other steps of the run in progress: a
+	// requested pause does not take effect with this write (the result
+	// reports it instead, and the worker parks the run once they are done).
+	Busy bool
 }
 
 // CheckpointResult reports a checkpoint write.
@@ -321,6 +325,9 @@ type CheckpointResult struct {
 	// Paused is true when a requested pause took effect with this write; the
 	// lease is released.
 	Paused bool
+	// PauseRequested is true when a pause is requested but did not take
+	// effect because the request was Busy.
+	PauseRequested bool
 }
 
 // RecordAttemptsRequest appends a step's failed attempts under the lease.

@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, timeScenarios...)
 	all = append(all, codecScenarios...)
 	all = append(all, cancelScenarios...)
+	all = append(all, futureScenarios...)
 	for _, s := range all {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()

@@ -156,6 +156,9 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 	if !rec.PauseRequested {
 		return storage.CheckpointResult{}, nil
 	}
+	if req.Busy {
+		return storage.CheckpointResult{PauseRequested: true}, nil
+	}
 	rec.PauseRequested = false
 	rec.Status = storage.StatusPaused
 	readyAt := now

@@ -16,6 +16,7 @@ var continueCases = []testCase{
 	{"progress/every fenced write publishes it, nil leaves it", testProgress},
 	{"progress/a write whose lease no longer holds publishes nothing", testProgressFenced},
 	{"progress/restart clears it, continue-as-new keeps it", testProgressRestart},
+	{"pause/a busy checkpoint leaves the run running and reports the pause", testPauseBusy},
 	{"deadline/is kept with the run, handed to claims, through restart and continue-as-new", testDeadline},
 }
 
@@ -128,6 +129,27 @@ func testContinueMany(f *fixture) {
 	if n := len(f.executions("run-1")); n != 21 {
 		f.t.Fatalf("%d executions, want 21", n)
 	}
+}
+
+func testPauseBusy(f *fixture) {
+	a := f.start("run-1", "")
+	f.pause("run-1")
+	req := stepReq(a.Lease, "s1@v1", "1")
+	req.Busy = true
+	res, err := f.store.Checkpoint(f.ctx, req)
+	if err != nil || res.Paused || !res.PauseRequested {
+		f.t.Fatalf("busy Checkpoint with a pause requested = %+v, %v; want PauseRequested, not Paused", res, err)
+	}
+	rec := f.wantStatus("run-1", storage.StatusRunning)
+	if !rec.PauseRequested || !rec.LeaseUntil.After(f.now()) {
+		f.t.Fatalf("record %+v, want the pause still requested and the lease held", rec)
+	}
+	res = f.checkpoint(a.Lease, "s2@v1", "2")
+	if !res.Paused || res.PauseRequested {
+		f.t.Fatalf("Checkpoint = %+v, want the pause taking effect", res)
+	}
+	f.wantStatus("run-1", storage.StatusPaused)
+	f.wantCheckpoints("run-1", "s1@v1=1", "s2@v1=2")
 }
 
 func testProgress(f *fixture) {
