@@ -34,6 +34,26 @@ func unmark(s string) []byte {
 // micros converts a time to the integer microseconds the scripts use.
 func micros(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
 
+// timePtr reads an optional stored time: "" is nil.
+func timePtr(s string) (*time.Time, error) {
+	if s == "" {
+		return nil, nil
+	}
+	t, err := fromMicros(s)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// microsPtr is micros of an optional time: nil is "".
+func microsPtr(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return micros(*t)
+}
+
 func durMicros(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) }
 
 func fromMicros(s string) (time.Time, error) {
@@ -280,6 +300,10 @@ func decodeRun(m map[string]string) (storage.RunRecord, error) {
 	if r.Wait, err = decodeWait(m["wk"], m["wt"], m["wn"], m["wd"]); err != nil {
 		return r, err
 	}
+	if r.Deadline, err = timePtr(m["dl"]); err != nil {
+		return r, err
+	}
+	r.Progress = unmark(m["pg"])
 	r.Owner = m["own"]
 	if s := m["lu"]; s != "" {
 		if r.LeaseUntil, err = fromMicros(s); err != nil {

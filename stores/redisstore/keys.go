@@ -26,21 +26,22 @@ func (k keyspace) checkpoints(id string) string { return k.prefix + "c:" + id }
 // (a:<id>).
 func (k keyspace) attempts(id string) string { return k.prefix + "a:" + id }
 
-// executions is the run's list of its ended executions that a restart
-// replaced, oldest first (x:<id>); the current execution is described by
-// the run hash itself.
+// executions is the run's list of its ended executions that a restart or
+// a continue-as-new replaced, oldest first (x:<id>); the current execution
+// is described by the run hash itself.
 func (k keyspace) executions(id string) string { return k.prefix + "x:" + id }
 
 // pastCheckpoints is the hash of checkpoint key → encoded checkpoint of
-// the run's ended execution n (cx:<n>:<id>): a restart renames the run's
-// checkpoints hash to it.
+// the run's ended execution n (cx:<n>:<id>): a restart or a
+// continue-as-new renames the run's checkpoints hash to it, so the current
+// execution's keys never hold an earlier execution's data.
 func (k keyspace) pastCheckpoints(n int, id string) string {
 	return k.prefix + "cx:" + strconv.Itoa(n) + ":" + id
 }
 
 // pastAttempts is the list of encoded attempts of the run's ended
-// execution n (ax:<n>:<id>): a restart renames the run's attempts list to
-// it.
+// execution n (ax:<n>:<id>): a restart or a continue-as-new renames the
+// run's attempts list to it.
 func (k keyspace) pastAttempts(n int, id string) string {
 	return k.prefix + "ax:" + strconv.Itoa(n) + ":" + id
 }

@@ -87,7 +87,8 @@ func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (stor
 	return storage.NextWake{Found: true, After: time.Duration(us) * time.Microsecond}, nil
 }
 
-// decodeClaim reads {id, token, {wf, pa, in, rec, ss, wk, wt, wn, wd, lu}}.
+// decodeClaim reads {id, token, {wf, pa, in, rec, ss, wk, wt, wn, wd, dl,
+// lu}}.
 func decodeClaim(owner string, item any) (storage.ClaimedRun, error) {
 	var c storage.ClaimedRun
 	parts, ok := item.([]any)
@@ -95,7 +96,7 @@ func decodeClaim(owner string, item any) (storage.ClaimedRun, error) {
 		return c, fmt.Errorf("redisstore: claim: unexpected reply")
 	}
 	f, ok := parts[2].([]any)
-	if !ok || len(f) != 10 {
+	if !ok || len(f) != 11 {
 		return c, fmt.Errorf("redisstore: claim: unexpected reply")
 	}
 	tok, _ := parts[1].(int64)
@@ -112,7 +113,10 @@ func decodeClaim(owner string, item any) (storage.ClaimedRun, error) {
 	if c.Wait, err = decodeWait(str(f[5]), str(f[6]), str(f[7]), str(f[8])); err != nil {
 		return c, err
 	}
-	if c.LeaseUntil, err = fromMicros(str(f[9])); err != nil {
+	if c.Deadline, err = timePtr(str(f[9])); err != nil {
+		return c, err
+	}
+	if c.LeaseUntil, err = fromMicros(str(f[10])); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -139,7 +143,7 @@ func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) (st
 		return res, err
 	}
 	id := req.Lease.RunID
-	v, err := s.run(ctx, heartbeatScript, []string{s.keys.run(id)}, req.Lease.Token, durMicros(req.LeaseFor), id, act)
+	v, err := s.run(ctx, heartbeatScript, []string{s.keys.run(id)}, req.Lease.Token, durMicros(req.LeaseFor), id, act, mark(req.Progress))
 	if err != nil {
 		return res, fmt.Errorf("redisstore: heartbeat %q: %w", id, err)
 	}
@@ -203,7 +207,7 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 		return res, fmt.Errorf("redisstore: %w", err)
 	}
 	id := req.Lease.RunID
-	args := make([]any, 0, 18)
+	args := make([]any, 0, 19)
 	args = append(args, req.Lease.Token, durMicros(req.LeaseFor), id)
 	if cp := req.Checkpoint; cp != nil {
 		errJSON, err := encodeError(cp.Error)
@@ -237,6 +241,7 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 	} else {
 		args = append(args, "", "", "")
 	}
+	args = append(args, mark(req.Progress))
 	v, err := s.run(ctx, suspendScript, []string{s.keys.run(id), s.keys.checkpoints(id), s.keys.attempts(id)}, args...)
 	if err != nil {
 		return res, fmt.Errorf("redisstore: suspend %q: %w", id, err)
@@ -284,6 +289,7 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 	}
 	id := req.Lease.RunID
 	args := append([]any{req.Lease.Token, "", id, string(req.Status), mark(req.Output), errJSON}, notifyArgs(req.Notify)...)
+	args = append(args, mark(req.Progress))
 	v, err := s.run(ctx, completeScript, []string{s.keys.run(id)}, args...)
 	if err != nil {
 		return fmt.Errorf("redisstore: complete %q: %w", id, err)

@@ -9,7 +9,8 @@
 -- delivery kind and deadline (µs, "" for none), ARGV[16]: ready time (µs,
 -- "" for none), ARGV[17]: marked suspend state, ARGV[18]: "1" when a
 -- refusal is given, ARGV[19..20]: the key of the event checkpoint it
--- takes back and the encoded attempt that records why.
+-- takes back and the encoded attempt that records why, ARGV[21]: marked
+-- progress to publish ("" leaves the run's).
 -- Reply: {PARKED} | {PAUSED} | {DELIVERED, encoding of the checkpoint} |
 -- {LEASELOST} | {INVALID} when the refused key has no event checkpoint.
 local function main()
@@ -25,6 +26,7 @@ local function main()
   end
   redis.call('HSET', r, 'ua', NOWS)
   redis.call('HDEL', r, 'act')
+  if ARGV[21] ~= '' then redis.call('HSET', r, 'pg', ARGV[21]) end
   if ARGV[6] == '1' then write_cp(r, c, ARGV[7], ARGV[8], ARGV[9], ARGV[10], ex) end
   if ARGV[11] == '1' then
     local key, topic, kind, deadline = ARGV[12], ARGV[13], ARGV[14], ARGV[15]
