@@ -63,8 +63,10 @@
 //
 //	r:<id>          hash: the run record, which also describes its current
 //	                execution (number, start, end, where it was forked),
-//	                with its deadline (dl) and published progress (pg,
-//	                marked)
+//	                with its deadline (dl), published progress (pg, marked),
+//	                registered wait (wk, wt, wn, wd, and wa: its further
+//	                cases, key, topic and kind each ended by a NUL byte) and
+//	                the counter of its buffered events (es)
 //	c:<id>          hash: checkpoint key → encoded checkpoint (with its sequence
 //	                number and execution) of the current execution
 //	a:<id>          list: encoded attempts of the current execution, in the
@@ -79,10 +81,12 @@
 //	ch:<id>         sorted set (all scores 0): the runs created with <id> as
 //	                their parent, read in lexicographic order (ListRuns by
 //	                parent, Terminate's cascade)
-//	e:<n>:<id>:<t>  list: events buffered for run <id> on topic <t> (n = length of id)
+//	e:<n>:<id>:<t>  list: events buffered for run <id> on topic <t> (n = length
+//	                of id), each seq:marked-payload, seq from the run's es
+//	                counter, so a wait with several cases takes the oldest
 //	q:<workflow>    sorted set: runs ready to claim, scored by ReadyAt (µs)
 //	l:<workflow>    sorted set: running runs, scored by lease expiry (µs)
-//	w:<topic>       set: runs waiting on the topic
+//	w:<topic>       set: runs with a case of their wait on the topic
 //	ia, iw:<wf>, is:<status>, iws:<status>:<wf>
 //	                sorted sets (all scores 0): the listing indexes, read in
 //	                lexicographic order

@@ -61,7 +61,9 @@ func (k keyspace) catalogEvents() string { return k.prefix + "cat:e" }
 
 // events is the list of events buffered for the run on the topic
 // (e:<n>:<id>:<topic>, n the length of id, so that no run ID and topic
-// pair shares a key with another).
+// pair shares a key with another). Each entry is seq:marked-payload, seq
+// the next of the run hash's es counter, so that a wait with several cases
+// takes the oldest of its topics' heads.
 func (k keyspace) events(id, topic string) string {
 	return k.prefix + "e:" + strconv.Itoa(len(id)) + ":" + id + ":" + topic
 }
@@ -74,7 +76,9 @@ func (k keyspace) ready(wf string) string { return k.prefix + "q:" + wf }
 // expiry in microseconds (l:<workflow>).
 func (k keyspace) leases(wf string) string { return k.prefix + "l:" + wf }
 
-// waiting is the topic's set of runs waiting on it (w:<topic>).
+// waiting is the topic's set of runs waiting on it (w:<topic>): those
+// with a case of their wait on the topic, so that Emit finds them whichever
+// case it is.
 func (k keyspace) waiting(topic string) string { return k.prefix + "w:" + topic }
 
 // indexAll is the listing index of every run (ia). The listing indexes

@@ -29,7 +29,8 @@ local function main()
     redis.call('RPUSH', a, unpack(ARGV, 12))
     if ARGV[10] == '1' then redis.call('HSET', r, 'pend', '1') end
   end
-  if wk == key then clear_wait(r, id) end
+  -- a checkpoint of any case's key (a wait's timeout) ends the wait
+  if wk and wait_has_key(r, wk, key) then clear_wait(r, id) end
   if preq then
     redis.call('HDEL', r, 'preq')
     redis.call('HSET', r, 'ready', NOWS)
