@@ -179,7 +179,10 @@ func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 			WHERE ref = ?1`, ref, n, next, readyAt); err != nil {
 			return err
 		}
-		w.wake = readyAt == n
+		// Only ever set: another request of the batch may have set it.
+		if readyAt == n {
+			w.wake = true
+		}
 		return nil
 	})
 }

@@ -89,7 +89,9 @@ func (s *Store) ContinueAsNew(ctx context.Context, req storage.ContinueRequest) 
 			WHERE ref = ?1`, st.ref, next, string(status), n); err != nil {
 			return err
 		}
-		w.wake = w.wake || status == storage.StatusQueued
+		if status == storage.StatusQueued {
+			w.wake = true
+		}
 		return nil
 	})
 }
