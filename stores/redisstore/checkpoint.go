@@ -46,8 +46,8 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 		loose = "1"
 	}
 	id := req.Lease.RunID
-	args := make([]any, 0, 8+len(atts))
-	args = append(args, req.Lease.Token, durMicros(req.LeaseFor), id, cp.Key, string(cp.Kind), errJSON, mark(cp.Output), loose)
+	args := make([]any, 0, 9+len(atts))
+	args = append(args, req.Lease.Token, durMicros(req.LeaseFor), id, cp.Key, string(cp.Kind), errJSON, mark(cp.Output), loose, mark(req.Progress))
 	args = append(args, atts...)
 	v, err := s.run(ctx, checkpointScript, []string{s.keys.run(id), s.keys.checkpoints(id), s.keys.attempts(id)}, args...)
 	if err != nil {

@@ -34,6 +34,26 @@ func unmark(s string) []byte {
 // micros converts a time to the integer microseconds the scripts use.
 func micros(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
 
+// timePtr reads an optional stored time: "" is nil.
+func timePtr(s string) (*time.Time, error) {
+	if s == "" {
+		return nil, nil
+	}
+	t, err := fromMicros(s)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// microsPtr is micros of an optional time: nil is "".
+func microsPtr(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return micros(*t)
+}
+
 func durMicros(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) }
 
 func fromMicros(s string) (time.Time, error) {
@@ -277,9 +297,13 @@ func decodeRun(m map[string]string) (storage.RunRecord, error) {
 		}
 		r.ReadyAt = &t
 	}
-	if r.Wait, err = decodeWait(m["wk"], m["wt"], m["wn"], m["wd"]); err != nil {
+	if r.Wait, err = decodeWait(m["wk"], m["wt"], m["wn"], m["wd"], m["wa"]); err != nil {
 		return r, err
 	}
+	if r.Deadline, err = timePtr(m["dl"]); err != nil {
+		return r, err
+	}
+	r.Progress = unmark(m["pg"])
 	r.Owner = m["own"]
 	if s := m["lu"]; s != "" {
 		if r.LeaseUntil, err = fromMicros(s); err != nil {
@@ -396,7 +420,10 @@ func decodeCatalogEntry(name, s string) (catalogEntry, error) {
 	return e, nil
 }
 
-func decodeWait(key, topic, kind, deadline string) (*storage.Wait, error) {
+// decodeWait builds a registered wait from the run hash's fields: its own
+// case (key, topic and kind, stored as given), its deadline and its
+// further cases (also, as encodeAlso writes them).
+func decodeWait(key, topic, kind, deadline, also string) (*storage.Wait, error) {
 	if key == "" && topic == "" {
 		return nil, nil
 	}
@@ -408,7 +435,45 @@ func decodeWait(key, topic, kind, deadline string) (*storage.Wait, error) {
 		}
 		w.Deadline = &t
 	}
+	var err error
+	if w.Also, err = decodeAlso(also); err != nil {
+		return nil, err
+	}
 	return w, nil
+}
+
+// encodeAlso packs a wait's further cases for the run hash's wa field:
+// key, topic and kind (as given, empty for an event case), each followed
+// by a NUL byte, which no key, topic or kind may hold (storage's
+// validation refuses it). The scripts split it with wait_also
+// (scripts/lib/util.lua). No cases is "".
+func encodeAlso(cases []storage.WaitCase) string {
+	var b strings.Builder
+	for _, c := range cases {
+		b.WriteString(c.Key)
+		b.WriteByte(0)
+		b.WriteString(c.Topic)
+		b.WriteByte(0)
+		b.WriteString(string(c.Kind))
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// decodeAlso reads what encodeAlso wrote; "" is nil.
+func decodeAlso(s string) ([]storage.WaitCase, error) {
+	if s == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, "\x00")
+	if len(parts)%3 != 1 || parts[len(parts)-1] != "" {
+		return nil, fmt.Errorf("redisstore: bad stored wait cases %q", s)
+	}
+	out := make([]storage.WaitCase, 0, len(parts)/3)
+	for i := 0; i+2 < len(parts); i += 3 {
+		out = append(out, storage.WaitCase{Key: parts[i], Topic: parts[i+1], Kind: storage.CheckpointKind(parts[i+2])})
+	}
+	return out, nil
 }
 
 func parseInt(s string) (int64, error) {

@@ -62,23 +62,31 @@
 // sharing a server do not see each other. Under the prefix:
 //
 //	r:<id>          hash: the run record, which also describes its current
-//	                execution (number, start, end, where it was forked)
+//	                execution (number, start, end, where it was forked),
+//	                with its deadline (dl), published progress (pg, marked),
+//	                registered wait (wk, wt, wn, wd, and wa: its further
+//	                cases, key, topic and kind each ended by a NUL byte) and
+//	                the counter of its buffered events (es)
 //	c:<id>          hash: checkpoint key → encoded checkpoint (with its sequence
 //	                number and execution) of the current execution
 //	a:<id>          list: encoded attempts of the current execution, in the
 //	                order recorded
-//	x:<id>          list: the run's ended executions that a restart replaced,
-//	                oldest first
+//	x:<id>          list: the run's ended executions that a restart or a
+//	                continue-as-new replaced, oldest first
 //	cx:<n>:<id>     hash: the checkpoints of ended execution n (c:<id> renamed
-//	                by the restart that ended it)
+//	                by the restart or continue-as-new that ended it, so the
+//	                current execution's keys, which replay reads, never
+//	                grow with the number of executions)
 //	ax:<n>:<id>     list: the attempts of ended execution n (a:<id> renamed)
 //	ch:<id>         sorted set (all scores 0): the runs created with <id> as
 //	                their parent, read in lexicographic order (ListRuns by
 //	                parent, Terminate's cascade)
-//	e:<n>:<id>:<t>  list: events buffered for run <id> on topic <t> (n = length of id)
+//	e:<n>:<id>:<t>  list: events buffered for run <id> on topic <t> (n = length
+//	                of id), each seq:marked-payload, seq from the run's es
+//	                counter, so a wait with several cases takes the oldest
 //	q:<workflow>    sorted set: runs ready to claim, scored by ReadyAt (µs)
 //	l:<workflow>    sorted set: running runs, scored by lease expiry (µs)
-//	w:<topic>       set: runs waiting on the topic
+//	w:<topic>       set: runs with a case of their wait on the topic
 //	ia, iw:<wf>, is:<status>, iws:<status>:<wf>
 //	                sorted sets (all scores 0): the listing indexes, read in
 //	                lexicographic order
@@ -101,13 +109,13 @@
 // go-redis sends a command again when its reply was lost (a read timeout, a
 // dropped connection), so a script may run twice. Each is safe to repeat: a
 // repeated checkpoint finds its own write and reports it as Existing; a
-// repeated Suspend, Complete or Terminate finds the run already changed and
-// reports a lost lease or an invalid state; SendEvent, Emit and Restart
-// carry an operation ID and a repeat returns the first reply, so an event
-// is never buffered or delivered twice and a restart begins one execution,
-// not two; a repeated RecordAttempts records its attempts twice, which
-// changes no attempt count (the runtime counts by attempt number); a
-// repeated CreateRuns reports the runs it had just created as existing; a
-// repeated Claim leaves the first reply's runs leased to nobody until their
-// lease expires (they are then recovered).
+// repeated Suspend, Complete, ContinueAsNew or Terminate finds the run
+// already changed and reports a lost lease or an invalid state; SendEvent,
+// Emit and Restart carry an operation ID and a repeat returns the first
+// reply, so an event is never buffered or delivered twice and a restart
+// begins one execution, not two; a repeated RecordAttempts records its
+// attempts twice, which changes no attempt count (the runtime counts by
+// attempt number); a repeated CreateRuns reports the runs it had just
+// created as existing; a repeated Claim leaves the first reply's runs leased
+// to nobody until their lease expires (they are then recovered).
 package redisstore

@@ -8,10 +8,10 @@ import (
 )
 
 // ListExecutions implements storage.Store. The ended executions come from
-// the run's executions list (x:<id>), which Restart appends to; the
-// current one is described by the run hash itself, so creating, completing
-// and terminating a run write its execution in the fields they already
-// write.
+// the run's executions list (x:<id>), which Restart and ContinueAsNew
+// append to; the current one is described by the run hash itself, so
+// creating, completing and terminating a run write its execution in the
+// fields they already write.
 func (s *Store) ListExecutions(ctx context.Context, runID string) ([]storage.ExecutionRecord, error) {
 	v, err := s.run(ctx, executionsScript, []string{s.keys.run(runID), s.keys.executions(runID)})
 	if err != nil {
@@ -48,4 +48,25 @@ func (s *Store) ListExecutions(ctx context.Context, runID string) ([]storage.Exe
 		return nil, err
 	}
 	return append(out, e), nil
+}
+
+// ContinueAsNew implements storage.Store. One script, fenced by the lease,
+// ends the current execution as Restart does (its checkpoints and attempts
+// renamed to the ended execution's keys, so the new execution's replay
+// reads nothing of earlier ones) and begins the next with the new input. A
+// lost lease says why, as Heartbeat's does. A script the client sends
+// again finds the lease released and reports it lost, as a repeated
+// Complete does.
+func (s *Store) ContinueAsNew(ctx context.Context, req storage.ContinueRequest) error {
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("redisstore: %w", err)
+	}
+	id := req.Lease.RunID
+	keys := []string{s.keys.run(id), s.keys.checkpoints(id), s.keys.attempts(id), s.keys.executions(id)}
+	v, err := s.run(ctx, continueScript, keys, req.Lease.Token, id, mark(req.Input), mark(req.Progress))
+	if err != nil {
+		return fmt.Errorf("redisstore: continue as new %q: %w", id, err)
+	}
+	_, err = judged("continue as new", req.Lease, v)
+	return err
 }

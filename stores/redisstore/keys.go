@@ -26,21 +26,22 @@ func (k keyspace) checkpoints(id string) string { return k.prefix + "c:" + id }
 // (a:<id>).
 func (k keyspace) attempts(id string) string { return k.prefix + "a:" + id }
 
-// executions is the run's list of its ended executions that a restart
-// replaced, oldest first (x:<id>); the current execution is described by
-// the run hash itself.
+// executions is the run's list of its ended executions that a restart or
+// a continue-as-new replaced, oldest first (x:<id>); the current execution
+// is described by the run hash itself.
 func (k keyspace) executions(id string) string { return k.prefix + "x:" + id }
 
 // pastCheckpoints is the hash of checkpoint key → encoded checkpoint of
-// the run's ended execution n (cx:<n>:<id>): a restart renames the run's
-// checkpoints hash to it.
+// the run's ended execution n (cx:<n>:<id>): a restart or a
+// continue-as-new renames the run's checkpoints hash to it, so the current
+// execution's keys never hold an earlier execution's data.
 func (k keyspace) pastCheckpoints(n int, id string) string {
 	return k.prefix + "cx:" + strconv.Itoa(n) + ":" + id
 }
 
 // pastAttempts is the list of encoded attempts of the run's ended
-// execution n (ax:<n>:<id>): a restart renames the run's attempts list to
-// it.
+// execution n (ax:<n>:<id>): a restart or a continue-as-new renames the
+// run's attempts list to it.
 func (k keyspace) pastAttempts(n int, id string) string {
 	return k.prefix + "ax:" + strconv.Itoa(n) + ":" + id
 }
@@ -60,7 +61,9 @@ func (k keyspace) catalogEvents() string { return k.prefix + "cat:e" }
 
 // events is the list of events buffered for the run on the topic
 // (e:<n>:<id>:<topic>, n the length of id, so that no run ID and topic
-// pair shares a key with another).
+// pair shares a key with another). Each entry is seq:marked-payload, seq
+// the next of the run hash's es counter, so that a wait with several cases
+// takes the oldest of its topics' heads.
 func (k keyspace) events(id, topic string) string {
 	return k.prefix + "e:" + strconv.Itoa(len(id)) + ":" + id + ":" + topic
 }
@@ -73,7 +76,9 @@ func (k keyspace) ready(wf string) string { return k.prefix + "q:" + wf }
 // expiry in microseconds (l:<workflow>).
 func (k keyspace) leases(wf string) string { return k.prefix + "l:" + wf }
 
-// waiting is the topic's set of runs waiting on it (w:<topic>).
+// waiting is the topic's set of runs waiting on it (w:<topic>): those
+// with a case of their wait on the topic, so that Emit finds them whichever
+// case it is.
 func (k keyspace) waiting(topic string) string { return k.prefix + "w:" + topic }
 
 // indexAll is the listing index of every run (ia). The listing indexes

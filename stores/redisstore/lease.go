@@ -87,7 +87,8 @@ func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (stor
 	return storage.NextWake{Found: true, After: time.Duration(us) * time.Microsecond}, nil
 }
 
-// decodeClaim reads {id, token, {wf, pa, in, rec, ss, wk, wt, wn, wd, lu}}.
+// decodeClaim reads {id, token, {wf, pa, in, rec, ss, wk, wt, wn, wd, wa,
+// dl, lu}}.
 func decodeClaim(owner string, item any) (storage.ClaimedRun, error) {
 	var c storage.ClaimedRun
 	parts, ok := item.([]any)
@@ -95,7 +96,7 @@ func decodeClaim(owner string, item any) (storage.ClaimedRun, error) {
 		return c, fmt.Errorf("redisstore: claim: unexpected reply")
 	}
 	f, ok := parts[2].([]any)
-	if !ok || len(f) != 10 {
+	if !ok || len(f) != 12 {
 		return c, fmt.Errorf("redisstore: claim: unexpected reply")
 	}
 	tok, _ := parts[1].(int64)
@@ -109,10 +110,13 @@ func decodeClaim(owner string, item any) (storage.ClaimedRun, error) {
 	}
 	c.Recoveries = int(rec)
 	c.SuspendState = unmark(str(f[4]))
-	if c.Wait, err = decodeWait(str(f[5]), str(f[6]), str(f[7]), str(f[8])); err != nil {
+	if c.Wait, err = decodeWait(str(f[5]), str(f[6]), str(f[7]), str(f[8]), str(f[9])); err != nil {
 		return c, err
 	}
-	if c.LeaseUntil, err = fromMicros(str(f[9])); err != nil {
+	if c.Deadline, err = timePtr(str(f[10])); err != nil {
+		return c, err
+	}
+	if c.LeaseUntil, err = fromMicros(str(f[11])); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -139,7 +143,7 @@ func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) (st
 		return res, err
 	}
 	id := req.Lease.RunID
-	v, err := s.run(ctx, heartbeatScript, []string{s.keys.run(id)}, req.Lease.Token, durMicros(req.LeaseFor), id, act)
+	v, err := s.run(ctx, heartbeatScript, []string{s.keys.run(id)}, req.Lease.Token, durMicros(req.LeaseFor), id, act, mark(req.Progress))
 	if err != nil {
 		return res, fmt.Errorf("redisstore: heartbeat %q: %w", id, err)
 	}
@@ -193,17 +197,18 @@ func (s *Store) extend(ctx context.Context, op string, lease storage.Lease, leas
 	return err
 }
 
-// Suspend implements storage.Store. A wait is stored with its
-// DeliveryKind, the kind of the checkpoint a delivery writes, so the
-// scripts that deliver to it later read the kind as is. A refusal is
-// checked and applied by the same script before anything else.
+// Suspend implements storage.Store. A wait's cases are stored with their
+// kinds as given, so GetRun and Claim return the wait as registered; the
+// scripts that deliver to a case write the checkpoint of its DeliveryKind
+// (delivery_kind). A refusal is checked and applied by the same script
+// before anything else.
 func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storage.SuspendResult, error) {
 	var res storage.SuspendResult
 	if err := req.Validate(); err != nil {
 		return res, fmt.Errorf("redisstore: %w", err)
 	}
 	id := req.Lease.RunID
-	args := make([]any, 0, 18)
+	args := make([]any, 0, 20)
 	args = append(args, req.Lease.Token, durMicros(req.LeaseFor), id)
 	if cp := req.Checkpoint; cp != nil {
 		errJSON, err := encodeError(cp.Error)
@@ -215,11 +220,7 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 		args = append(args, "", "", "", "", "")
 	}
 	if w := req.Wait; w != nil {
-		deadline := ""
-		if w.Deadline != nil {
-			deadline = micros(*w.Deadline)
-		}
-		args = append(args, "1", w.Key, w.Topic, string(w.DeliveryKind()), deadline)
+		args = append(args, "1", w.Key, w.Topic, string(w.Kind), microsPtr(w.Deadline))
 	} else {
 		args = append(args, "", "", "", "", "")
 	}
@@ -237,6 +238,11 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 	} else {
 		args = append(args, "", "", "")
 	}
+	also := ""
+	if req.Wait != nil {
+		also = encodeAlso(req.Wait.Also)
+	}
+	args = append(args, mark(req.Progress), also)
 	v, err := s.run(ctx, suspendScript, []string{s.keys.run(id), s.keys.checkpoints(id), s.keys.attempts(id)}, args...)
 	if err != nil {
 		return res, fmt.Errorf("redisstore: suspend %q: %w", id, err)
@@ -262,7 +268,10 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 	case "PAUSED":
 		res.Paused = true
 	case "DELIVERED":
-		cp, err := decodeCheckpoint(req.Wait.Key, str(list[1]))
+		if len(list) != 3 {
+			return res, fmt.Errorf("redisstore: suspend %q: unexpected reply", id)
+		}
+		cp, err := decodeCheckpoint(str(list[2]), str(list[1]))
 		if err != nil {
 			return res, err
 		}
@@ -284,6 +293,7 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 	}
 	id := req.Lease.RunID
 	args := append([]any{req.Lease.Token, "", id, string(req.Status), mark(req.Output), errJSON}, notifyArgs(req.Notify)...)
+	args = append(args, mark(req.Progress))
 	v, err := s.run(ctx, completeScript, []string{s.keys.run(id)}, args...)
 	if err != nil {
 		return fmt.Errorf("redisstore: complete %q: %w", id, err)

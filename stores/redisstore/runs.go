@@ -23,14 +23,10 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 	out := make([]storage.CreateResult, 0, len(runs))
 	for chunk := range slices.Chunk(runs, createBatch) {
 		keys := make([]string, len(chunk))
-		args := make([]any, 0, 6*len(chunk))
+		args := make([]any, 0, 7*len(chunk))
 		for i, r := range chunk {
 			keys[i] = s.keys.run(r.ID)
-			start := ""
-			if r.StartAt != nil {
-				start = micros(*r.StartAt)
-			}
-			args = append(args, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), mark(r.Input), start)
+			args = append(args, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), mark(r.Input), microsPtr(r.StartAt), microsPtr(r.Deadline))
 		}
 		v, err := s.run(ctx, createScript, keys, args...)
 		if err != nil {

@@ -67,6 +67,7 @@ var (
 	pauseScript      = newScript("pause")
 	resumeScript     = newScript("resume")
 	restartScript    = newScript("restart")
+	continueScript   = newScript("continue")
 	emitScript       = newScript("emit")
 	sendScript       = newScript("send")
 	executionsScript = newScript("executions")
@@ -78,7 +79,7 @@ var (
 var allScripts = []*redis.Script{
 	createScript, listScript, stepsScript, claimScript, nextWakeScript, checkpointScript, attemptsScript,
 	suspendScript, completeScript, terminateScript, pauseScript, resumeScript,
-	restartScript, emitScript, sendScript, executionsScript, putCatalogScript, getCatalogScript,
+	restartScript, continueScript, emitScript, sendScript, executionsScript, putCatalogScript, getCatalogScript,
 }
 
 // shebang starts every script whose file has no shebang of its own; see

@@ -3,11 +3,14 @@ package redisstore
 import (
 	"context"
 	"io/fs"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stemflow/stem/storage"
 )
 
 func TestAssemble(t *testing.T) {
@@ -175,5 +178,46 @@ func TestReadOnlyScripts(t *testing.T) {
 		if want := reads[sc]; readOnly(bang) != want {
 			t.Errorf("%s: shebang %q, want no-writes %v", scriptNames[sc], bang, want)
 		}
+	}
+}
+
+// TestScriptWaitCases: wait_also (scripts/lib/util.lua) splits what
+// encodeAlso writes into the cases decodeAlso reads back, kinds as given.
+func TestScriptWaitCases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, c := newTestStore(t, nil)
+	cases := []storage.WaitCase{
+		{Key: "b@v1", Topic: "b", Kind: storage.KindEvent},
+		{Key: "c@v1", Topic: "c"},
+		{Key: "kid/result", Topic: storage.ReservedTopicPrefix + "child/p/kid\nx", Kind: storage.KindChild},
+	}
+	enc := encodeAlso(cases)
+	if got, err := decodeAlso(enc); err != nil || !reflect.DeepEqual(got, cases) {
+		t.Fatalf("decodeAlso(encodeAlso) = %+v, %v; want %+v", got, err, cases)
+	}
+	src := assemble(`local function main()
+  local out = {}
+  for _, cs in ipairs(wait_also(ARGV[3])) do
+    out[#out + 1] = cs[1]; out[#out + 1] = cs[2]; out[#out + 1] = cs[3]
+  end
+  return out
+end`)
+	v, err := c.Eval(ctx, src, nil, s.keys.prefix, "", enc).StringSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []storage.WaitCase
+	for i := 0; i+2 < len(v); i += 3 {
+		got = append(got, storage.WaitCase{Key: v[i], Topic: v[i+1], Kind: storage.CheckpointKind(v[i+2])})
+	}
+	if len(v)%3 != 0 || !reflect.DeepEqual(got, cases) {
+		t.Fatalf("Lua wait_also = %q, want %+v", v, cases)
+	}
+	if got, err := decodeAlso(""); err != nil || got != nil {
+		t.Fatalf("decodeAlso(\"\") = %+v, %v; want nil", got, err)
+	}
+	if _, err := decodeAlso("a\x00b"); err == nil {
+		t.Fatal("decodeAlso of a cut encoding: no error")
 	}
 }

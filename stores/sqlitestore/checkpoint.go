@@ -93,11 +93,11 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 		// The fence, and what the write depends on: the execution it
 		// belongs to, a requested pause, a wait this checkpoint resolves
 		// (an event wait that timed out).
-		var pause, resolvesWait bool
+		var pause, resolves bool
 		var ref, exec int64
-		found, err := w.queryRow(`SELECT pause_requested, wait_key IS ?3, ref, execution FROM runs
+		found, err := w.queryRow(`SELECT pause_requested, `+resolvesWait+`, ref, execution FROM runs
 			WHERE id = ?1 AND status = 'running' AND token = ?2`,
-			func(r row) { pause, resolvesWait, ref, exec = r.int64(0) != 0, r.int64(1) != 0, r.int64(2), r.int64(3) },
+			func(r row) { pause, resolves, ref, exec = r.int64(0) != 0, r.int64(1) != 0, r.int64(2), r.int64(3) },
 			l.RunID, l.Token, req.Checkpoint.Key)
 		if err != nil {
 			return err
@@ -107,6 +107,9 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 		}
 		written, err := w.insertCheckpoint(ref, exec, &req.Checkpoint, req.Attempts, n)
 		if err != nil {
+			return err
+		}
+		if err := w.publish(ref, req.Progress); err != nil {
 			return err
 		}
 		if !written {
@@ -124,12 +127,12 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 			_, err = w.exec(`UPDATE runs SET status = 'paused', pause_requested = 0, recoveries = 0,
 					ready_at = ?2, updated_at = ?2, `+releaseLease("?2")+`, `+clearActive+`,
 					wait_key = iif(?3, NULL, wait_key), wait_topic = iif(?3, NULL, wait_topic),
-					wait_kind = iif(?3, NULL, wait_kind), wait_deadline = iif(?3, NULL, wait_deadline)
-				WHERE ref = ?1`, ref, n, resolvesWait)
+					wait_kind = iif(?3, NULL, wait_kind), wait_deadline = iif(?3, NULL, wait_deadline),
+					wait_also = iif(?3, NULL, wait_also)
+				WHERE ref = ?1`, ref, n, resolves)
 			res.Paused = true
-		case resolvesWait:
-			_, err = w.exec(`UPDATE runs SET lease_until = ?2, recoveries = 0, updated_at = ?3, `+clearActive+`,
-					wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL
+		case resolves:
+			_, err = w.exec(`UPDATE runs SET lease_until = ?2, recoveries = 0, updated_at = ?3, `+clearActive+`, `+clearWait+`
 				WHERE ref = ?1`, ref, until, n)
 		default:
 			_, err = w.exec(`UPDATE runs SET lease_until = ?2, recoveries = 0, updated_at = ?3, `+clearActive+` WHERE ref = ?1`, ref, until, n)
@@ -141,6 +144,14 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 	}
 	return res, nil
 }
+
+// resolvesWait is the SQL expression, on a run's row, that says whether the
+// checkpoint of key ?3 decides the run's registered wait: it is the key of
+// one of the wait's cases (an event wait that timed out). A wait of one
+// case is judged on wait_key alone; CASE keeps the further cases unread
+// then.
+const resolvesWait = `CASE WHEN wait_also IS NULL THEN wait_key IS ?3
+	ELSE wait_key IS ?3 OR EXISTS (SELECT 1 FROM json_each(wait_also) WHERE value ->> 'key' = ?3) END`
 
 // RecordAttempts appends attempts under the lease and extends it.
 func (s *Store) RecordAttempts(ctx context.Context, req storage.RecordAttemptsRequest) error {

@@ -72,7 +72,7 @@ func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) ([]
 		}
 		n := s.now().UnixNano()
 		e := req.Error
-		if err := w.finish(req.RunID, storage.StatusTerminated, nil, &e, n); err != nil {
+		if err := w.finish(req.RunID, storage.StatusTerminated, nil, &e, nil, n); err != nil {
 			return err
 		}
 		ids = append(ids, req.RunID)
@@ -85,7 +85,7 @@ func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) ([]
 				return err
 			}
 			for _, id := range children {
-				if err := w.finish(id, storage.StatusTerminated, nil, req.ChildError, n); err != nil {
+				if err := w.finish(id, storage.StatusTerminated, nil, req.ChildError, nil, n); err != nil {
 					return err
 				}
 			}
@@ -164,7 +164,8 @@ func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 			ref, next, n, forkedFrom, req.FromKey); err != nil {
 			return err
 		}
-		if _, err := w.exec(`UPDATE run_data SET output = NULL, error_message = NULL, error_code = NULL, suspend_state = NULL
+		if _, err := w.exec(`UPDATE run_data SET output = NULL, error_message = NULL, error_code = NULL, suspend_state = NULL,
+				progress = NULL
 			WHERE ref = ?1`, ref); err != nil {
 			return err
 		}
@@ -174,12 +175,14 @@ func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 		// is kept, to be judged.
 		readyAt := max(n, until)
 		if _, err := w.exec(`UPDATE runs SET execution = ?3, status = 'queued', ready_at = ?4, pause_requested = 0, recoveries = 0,
-				updated_at = ?2, `+clearActive+`,
-				wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL
+				updated_at = ?2, `+clearActive+`, `+clearWait+`
 			WHERE ref = ?1`, ref, n, next, readyAt); err != nil {
 			return err
 		}
-		w.wake = readyAt == n
+		// Only ever set: another request of the batch may have set it.
+		if readyAt == n {
+			w.wake = true
+		}
 		return nil
 	})
 }

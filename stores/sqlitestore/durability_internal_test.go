@@ -97,7 +97,8 @@ func TestMixedBatchIsFsynced(t *testing.T) {
 }
 
 // Only Claim and Heartbeat are lease-only: every write a user asked for or
-// was told of stays fsynced with SyncFull.
+// was told of stays fsynced with SyncFull, a heartbeat that publishes
+// progress too.
 func TestOnlyLeaseWritesSkipFsync(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -136,6 +137,10 @@ func TestOnlyLeaseWritesSkipFsync(t *testing.T) {
 			_, err := s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: lease, LeaseFor: time.Hour})
 			return err
 		}},
+		{"heartbeat publishing progress", false, func() error {
+			_, err := s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: lease, LeaseFor: time.Hour, Progress: []byte(`{"done":1}`)})
+			return err
+		}},
 		{"checkpoint", false, func() error {
 			_, err := s.Checkpoint(ctx, storage.CheckpointRequest{Lease: lease, LeaseFor: time.Hour, Checkpoint: step("s1@v1")})
 			return err
@@ -168,6 +173,10 @@ func TestOnlyLeaseWritesSkipFsync(t *testing.T) {
 			return err
 		}},
 		{"restart", false, func() error { return s.Restart(ctx, storage.RestartRequest{RunID: "c"}) }},
+		{"claim the restarted", true, claim},
+		{"continue as new", false, func() error {
+			return s.ContinueAsNew(ctx, storage.ContinueRequest{Lease: lease, Input: []byte(`2`)})
+		}},
 	} {
 		before := s.lazy.Load()
 		if err := c.do(); err != nil {

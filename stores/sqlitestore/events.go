@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -20,14 +21,19 @@ func (s *Store) Emit(ctx context.Context, req storage.EmitRequest) ([]string, er
 		ids = nil
 		n := s.now().UnixNano()
 		var waiting []waiter
-		if err := w.query(`SELECT id, status, wait_key, wait_kind, ref, execution FROM runs WHERE wait_topic = ?1 ORDER BY id`, func(r row) error {
-			waiting = append(waiting, waiter{id: r.str(0), status: storage.RunStatus(r.str(1)), wait: scanWaitKey(r, 2), ref: r.int64(4), execution: r.int64(5)})
-			return nil
+		if err := w.query(emitQuery, func(r row) error {
+			wt, err := scanWaiter(r)
+			waiting = append(waiting, wt)
+			return err
 		}, topic); err != nil {
 			return err
 		}
 		for _, wt := range waiting {
-			if err := w.deliver(wt, payload, n); err != nil {
+			c, ok := wt.wait.Case(topic)
+			if !ok {
+				return fmt.Errorf("run %q waits on topic %q by wait_topics, but no case of its wait has it", wt.id, topic)
+			}
+			if err := w.deliver(wt, c, payload, n); err != nil {
 				return err
 			}
 			ids = append(ids, wt.id)
@@ -39,6 +45,16 @@ func (s *Store) Emit(ctx context.Context, req storage.EmitRequest) ([]string, er
 	}
 	return ids, nil
 }
+
+// emitQuery selects the runs waiting on topic ?1, by ID, with the columns
+// scanWaiter reads: those whose wait's first case has it, by
+// runs_wait_topic, and those with it in a further case, by wait_topics.
+// Topics are distinct across a wait's cases, so no run comes twice.
+const emitQuery = `SELECT id, status, ref, execution, ` + waitCols + ` FROM runs WHERE wait_topic = ?1
+	UNION ALL
+	SELECT r.id, r.status, r.ref, r.execution, r.wait_key, r.wait_topic, r.wait_kind, r.wait_deadline, r.wait_also
+		FROM wait_topics t JOIN runs r ON r.ref = t.run_ref WHERE t.topic = ?1
+	ORDER BY 1`
 
 // SendEvent delivers an event to one run, or buffers it; see storage.Store.
 func (s *Store) SendEvent(ctx context.Context, ev storage.Event) (bool, error) {
@@ -57,34 +73,36 @@ func (s *Store) SendEvent(ctx context.Context, ev storage.Event) (bool, error) {
 	return delivered, nil
 }
 
-// waiter is a run waiting on a topic.
+// waiter is a run and its wait (nil: none).
 type waiter struct {
 	ref       int64
 	execution int64
 	id        string
 	status    storage.RunStatus
-	// wait holds the wait's Key and Kind.
-	wait storage.Wait
+	wait      *storage.Wait
 }
 
-// scanWaitKey reads wait_key and wait_kind from i on: what a delivery
-// needs of a wait.
-func scanWaitKey(r row, i int) storage.Wait {
-	return storage.Wait{Key: r.str(i), Kind: storage.CheckpointKind(r.str(i + 1))}
+// scanWaiter reads id, status, ref, execution and waitCols.
+func scanWaiter(r row) (waiter, error) {
+	wt := waiter{id: r.str(0), status: storage.RunStatus(r.str(1)), ref: r.int64(2), execution: r.int64(3)}
+	var err error
+	if wt.wait, err = scanWait(r, 4); err != nil {
+		err = fmt.Errorf("run %q: %w", wt.id, err)
+	}
+	return wt, err
 }
 
-// sendEvent delivers ev to its run if the run waits on the topic, and
-// buffers it for the run otherwise.
+// sendEvent delivers ev to its run if a case of the run's wait has the
+// topic, and buffers it for the run otherwise.
 func (w *wtx) sendEvent(ev storage.Event, now int64) (bool, error) {
 	var wt waiter
-	var topic *string
-	found, err := w.queryRow(`SELECT status, wait_key, wait_kind, wait_topic, ref, execution FROM runs WHERE id = ?1`, func(r row) {
-		wt = waiter{id: ev.RunID, status: storage.RunStatus(r.str(0)), wait: scanWaitKey(r, 1), ref: r.int64(4), execution: r.int64(5)}
-		if !r.isNull(3) {
-			t := r.str(3)
-			topic = &t
-		}
+	var scanErr error
+	found, err := w.queryRow(`SELECT id, status, ref, execution, `+waitCols+` FROM runs WHERE id = ?1`, func(r row) {
+		wt, scanErr = scanWaiter(r)
 	}, ev.RunID)
+	if err == nil {
+		err = scanErr
+	}
 	if err != nil {
 		return false, err
 	}
@@ -94,19 +112,19 @@ func (w *wtx) sendEvent(ev storage.Event, now int64) (bool, error) {
 	if wt.status.Finished() {
 		return false, fmt.Errorf("%w: send an event to a %s run", storage.ErrInvalidState, wt.status)
 	}
-	if topic != nil && *topic == ev.Topic {
-		return true, w.deliver(wt, ev.Payload, now)
+	if c, ok := wt.wait.Case(ev.Topic); ok {
+		return true, w.deliver(wt, c, ev.Payload, now)
 	}
 	_, err = w.exec(`INSERT INTO events (run_ref, topic, payload, created_at) VALUES (?1, ?2, ?3, ?4)`,
 		wt.ref, ev.Topic, bytesArg(ev.Payload), now)
 	return false, err
 }
 
-// deliver writes payload as the checkpoint of the run's wait, removes the
-// wait and makes a waiting run queued (a paused one stays paused), ready
-// now.
-func (w *wtx) deliver(wt waiter, payload []byte, now int64) error {
-	written, err := w.insertCheckpoint(wt.ref, wt.execution, &storage.Checkpoint{Key: wt.wait.Key, Kind: wt.wait.DeliveryKind(), Output: payload}, nil, now)
+// deliver writes payload as the checkpoint of the case c of the run's
+// wait, removes the whole wait and makes a waiting run queued (a paused
+// one stays paused), ready now.
+func (w *wtx) deliver(wt waiter, c storage.WaitCase, payload []byte, now int64) error {
+	written, err := w.insertCheckpoint(wt.ref, wt.execution, &storage.Checkpoint{Key: c.Key, Kind: c.DeliveryKind(), Output: payload}, nil, now)
 	if err != nil {
 		return err
 	}
@@ -117,7 +135,7 @@ func (w *wtx) deliver(wt waiter, payload []byte, now int64) error {
 				WHEN status IN ('waiting', 'queued') AND (ready_at IS NULL OR ready_at > ?2) THEN ?2
 				ELSE ready_at END,
 			recoveries = iif(?3, 0, recoveries),
-			wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL,
+			`+clearWait+`,
 			updated_at = ?2
 		WHERE ref = ?1`, wt.ref, now, written)
 	if wt.status == storage.StatusWaiting || wt.status == storage.StatusQueued {
@@ -126,25 +144,48 @@ func (w *wtx) deliver(wt waiter, payload []byte, now int64) error {
 	return err
 }
 
-// takeBuffered consumes the run's oldest buffered event of the wait's topic
-// and writes its payload as the checkpoint of the wait's key in the run's
-// execution exec; found reports
-// whether there was one.
-func (w *wtx) takeBuffered(ref, exec int64, wt *storage.Wait, now int64) (found bool, err error) {
+// takeBuffered consumes the run's oldest buffered event of a topic of the
+// wait's cases and writes its payload as the checkpoint of that case's key,
+// of its kind, in the run's execution exec; found reports whether there was
+// one, key the case's key.
+func (w *wtx) takeBuffered(ref, exec int64, wt *storage.Wait, now int64) (key string, found bool, err error) {
+	// Each topic's oldest by the index events_run_topic; the oldest of
+	// those wins.
 	var evID int64
+	var c storage.WaitCase
+	for _, wc := range wt.Cases() {
+		var id int64
+		ok, err := w.queryRow(`SELECT id FROM events WHERE run_ref = ?1 AND topic = ?2 ORDER BY id LIMIT 1`,
+			func(r row) { id = r.int64(0) }, ref, wc.Topic)
+		if err != nil {
+			return "", false, err
+		}
+		if ok && (!found || id < evID) {
+			evID, c, found = id, wc, true
+		}
+	}
+	if !found {
+		return "", false, nil
+	}
 	var payload []byte
-	found, err = w.queryRow(`SELECT id, payload FROM events WHERE run_ref = ?1 AND topic = ?2 ORDER BY id LIMIT 1`,
-		func(r row) { evID, payload = r.int64(0), r.bytes(1) }, ref, wt.Topic)
-	if err != nil || !found {
-		return false, err
+	if _, err := w.queryRow(`DELETE FROM events WHERE id = ?1 RETURNING payload`, func(r row) { payload = r.bytes(0) }, evID); err != nil {
+		return "", false, err
 	}
-	if _, err := w.exec(`DELETE FROM events WHERE id = ?1`, evID); err != nil {
-		return false, err
+	if _, err := w.insertCheckpoint(ref, exec, &storage.Checkpoint{Key: c.Key, Kind: c.DeliveryKind(), Output: payload}, nil, now); err != nil {
+		return "", false, err
 	}
-	if _, err := w.insertCheckpoint(ref, exec, &storage.Checkpoint{Key: wt.Key, Kind: wt.DeliveryKind(), Output: payload}, nil, now); err != nil {
-		return false, err
+	return c.Key, true, nil
+}
+
+// caseKeys returns the keys of the wait's cases as a JSON array, for
+// json_each.
+func caseKeys(wt *storage.Wait) string {
+	keys := make([]string, 0, 1+len(wt.Also))
+	for _, c := range wt.Cases() {
+		keys = append(keys, c.Key)
 	}
-	return true, nil
+	b, _ := json.Marshal(keys) // strings only: cannot fail
+	return string(b)
 }
 
 // deliverNotify delivers a finishing run's event to its target as SendEvent

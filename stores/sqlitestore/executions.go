@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/stemflow/stem/storage"
 )
@@ -43,4 +44,54 @@ func (s *Store) ListExecutions(ctx context.Context, runID string) ([]storage.Exe
 		return nil, err
 	}
 	return out, nil
+}
+
+// ContinueAsNew ends the run's current execution with StatusContinued and
+// begins the next with req.Input and nothing else, fenced by the lease; see
+// storage.Store. The ended execution's checkpoints and attempts stay where
+// they are, under its number: every read of a run's replay or steps picks
+// one execution by the indexes that lead with (run, execution), so the
+// executions before cost the new one nothing.
+func (s *Store) ContinueAsNew(ctx context.Context, req storage.ContinueRequest) error {
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("sqlitestore: %w", err)
+	}
+	l := req.Lease
+	return s.write(ctx, "continue as new", func(w *wtx) error {
+		now := s.now()
+		st, err := w.fenceAt(l, now)
+		if err != nil {
+			return err
+		}
+		n := now.UnixNano()
+		next := st.execution + 1
+		if _, err := w.exec(`UPDATE executions SET ended_at = ?3, status = ?4 WHERE run_ref = ?1 AND number = ?2`,
+			st.ref, st.execution, n, string(storage.StatusContinued)); err != nil {
+			return err
+		}
+		if _, err := w.exec(`INSERT INTO executions (run_ref, number, started_at) VALUES (?1, ?2, ?3)`, st.ref, next, n); err != nil {
+			return err
+		}
+		if _, err := w.exec(`UPDATE run_data SET input = ?2, output = NULL, error_message = NULL, error_code = NULL,
+				suspend_state = NULL, progress = coalesce(?3, progress)
+			WHERE ref = ?1`, st.ref, bytesArg(req.Input), bytesArg(req.Progress)); err != nil {
+			return err
+		}
+		// The lease ends now (owner and token keep describing it, so the
+		// next claim's token is greater); a pause requested meanwhile
+		// takes effect.
+		status := storage.StatusQueued
+		if st.pauseRequested {
+			status = storage.StatusPaused
+		}
+		if _, err := w.exec(`UPDATE runs SET execution = ?2, status = ?3, ready_at = ?4, pause_requested = 0, recoveries = 0,
+				updated_at = ?4, `+releaseLease("?4")+`, `+clearActive+`, `+clearWait+`
+			WHERE ref = ?1`, st.ref, next, string(status), n); err != nil {
+			return err
+		}
+		if status == storage.StatusQueued {
+			w.wake = true
+		}
+		return nil
+	})
 }

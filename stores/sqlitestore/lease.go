@@ -48,22 +48,26 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 		for _, id := range ids {
 			var cr storage.ClaimedRun
 			var ref int64
+			var scanErr error
 			found, err := w.queryRow(`UPDATE runs SET
 					status = 'running', ready_at = NULL, owner = ?2, lease_until = ?3, token = token + 1,
 					recoveries = recoveries + (status = 'running'), updated_at = ?4, `+clearActive+`
 				WHERE id = ?1
-				RETURNING token, workflow, parent_id, recoveries,
-					wait_key, wait_topic, wait_kind, wait_deadline, lease_until, ref`, func(r row) {
+				RETURNING token, workflow, parent_id, recoveries, lease_until, ref, deadline, `+waitCols, func(r row) {
 				cr = storage.ClaimedRun{
 					Lease:      storage.Lease{RunID: id, Owner: req.Owner, Token: r.int64(0)},
 					Workflow:   r.str(1),
 					ParentID:   r.str(2),
 					Recoveries: int(r.int64(3)),
-					Wait:       scanWait(r, 4),
-					LeaseUntil: r.time(8),
+					LeaseUntil: r.time(4),
+					Deadline:   r.timePtr(6),
 				}
-				ref = r.int64(9)
+				ref = r.int64(5)
+				cr.Wait, scanErr = scanWait(r, 7)
 			}, id, req.Owner, until, n)
+			if err == nil && scanErr != nil {
+				err = fmt.Errorf("run %q: %w", id, scanErr)
+			}
 			if err != nil {
 				return err
 			}
@@ -161,21 +165,29 @@ func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) (st
 	if err := req.Validate(); err != nil {
 		return storage.HeartbeatResult{}, fmt.Errorf("sqlitestore: %w", err)
 	}
-	lease, leaseFor, step := req.Lease, req.LeaseFor, req.Step
+	lease, leaseFor, step, progress := req.Lease, req.LeaseFor, req.Step, req.Progress
+	// A heartbeat only keeps a lease, which SyncFull may commit lazily (see
+	// writeLease); one that publishes progress is a write like a
+	// checkpoint, durable when it returns.
+	enqueue := s.writeLease
+	if progress != nil {
+		enqueue = s.write
+	}
 	var res storage.HeartbeatResult
-	err := s.writeLease(ctx, "heartbeat", func(w *wtx) error {
+	err := enqueue(ctx, "heartbeat", func(w *wtx) error {
 		res = storage.HeartbeatResult{}
 		now := s.now()
 		var key, attempt, started any
 		if step != nil {
 			key, attempt, started = step.Key, step.Attempt, nanos(step.Started)
 		}
+		var ref int64
 		found, err := w.queryRow(`UPDATE runs SET lease_until = ?3, updated_at = ?4,
 				active_key = iif(?5 IS NULL, active_key, ?5),
 				active_attempt = iif(?5 IS NULL, active_attempt, ?6),
 				active_started = iif(?5 IS NULL, active_started, ?7)
 			WHERE id = ?1 AND status = 'running' AND token = ?2
-			RETURNING pause_requested`, func(r row) { res.PauseRequested = r.int64(0) != 0 },
+			RETURNING pause_requested, ref`, func(r row) { res.PauseRequested, ref = r.int64(0) != 0, r.int64(1) },
 			lease.RunID, lease.Token, leaseUntil(now, leaseFor), now.UnixNano(), key, attempt, started)
 		if err != nil {
 			return err
@@ -183,7 +195,7 @@ func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) (st
 		if !found {
 			return w.lost(lease, now)
 		}
-		return nil
+		return w.publish(ref, progress)
 	})
 	if err != nil {
 		return storage.HeartbeatResult{}, err
@@ -267,32 +279,44 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 			}
 		}
 		if wt := req.Wait; wt != nil {
-			cp, err := w.loadCheckpoint(st.ref, st.execution, wt.Key)
-			if err != nil {
-				return err
+			// A case already decided, in the cases' order, or else the
+			// oldest event buffered on any case's topic.
+			var cp *storage.Checkpoint
+			for _, c := range wt.Cases() {
+				if cp, err = w.loadCheckpoint(st.ref, st.execution, c.Key); err != nil {
+					return err
+				}
+				if cp != nil {
+					break
+				}
 			}
 			if cp == nil {
-				found, err := w.takeBuffered(st.ref, st.execution, wt, n)
+				key, found, err := w.takeBuffered(st.ref, st.execution, wt, n)
 				if err != nil {
 					return err
 				}
 				if found {
-					if cp, err = w.loadCheckpoint(st.ref, st.execution, wt.Key); err != nil {
+					if cp, err = w.loadCheckpoint(st.ref, st.execution, key); err != nil {
 						return err
 					}
 					progressed = true
 				}
 			}
 			if cp != nil {
-				// Satisfied at once: not parked, the lease goes on.
+				// Satisfied at once: not parked, the lease goes on. A wait
+				// still registered for this one (by a case's key) ends.
 				res.Delivered = cp
+				if err := w.publish(st.ref, req.Progress); err != nil {
+					return err
+				}
 				_, err := w.exec(`UPDATE runs SET lease_until = iif(?6, ?2, lease_until), updated_at = ?3,
 						recoveries = iif(?4, 0, recoveries), `+clearActive+`,
-						wait_topic    = iif(wait_key IS ?5, NULL, wait_topic),
-						wait_kind     = iif(wait_key IS ?5, NULL, wait_kind),
-						wait_deadline = iif(wait_key IS ?5, NULL, wait_deadline),
-						wait_key      = iif(wait_key IS ?5, NULL, wait_key)
-					WHERE id = ?1`, l.RunID, leaseUntil(now, req.LeaseFor), n, progressed, wt.Key, req.LeaseFor > 0)
+						wait_topic    = iif(wait_key IN (SELECT value FROM json_each(?5)), NULL, wait_topic),
+						wait_kind     = iif(wait_key IN (SELECT value FROM json_each(?5)), NULL, wait_kind),
+						wait_deadline = iif(wait_key IN (SELECT value FROM json_each(?5)), NULL, wait_deadline),
+						wait_also     = iif(wait_key IN (SELECT value FROM json_each(?5)), NULL, wait_also),
+						wait_key      = iif(wait_key IN (SELECT value FROM json_each(?5)), NULL, wait_key)
+					WHERE id = ?1`, l.RunID, leaseUntil(now, req.LeaseFor), n, progressed, caseKeys(wt), req.LeaseFor > 0)
 				return err
 			}
 		}
@@ -305,13 +329,10 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 			status = storage.StatusPaused
 			res.Paused = true
 		}
-		var waitKey, waitTopic, waitKind, waitDeadline any
-		keepWait := true
-		if wt := req.Wait; wt != nil {
-			keepWait = false
-			waitKey, waitTopic, waitKind, waitDeadline = wt.Key, wt.Topic, string(wt.Kind), nanosPtr(wt.Deadline)
-		}
-		if _, err := w.exec(`UPDATE run_data SET suspend_state = ?2 WHERE ref = ?1`, st.ref, bytesArg(req.SuspendState)); err != nil {
+		keepWait := req.Wait == nil
+		waitKey, waitTopic, waitKind, waitDeadline, waitAlso := waitArgs(req.Wait)
+		if _, err := w.exec(`UPDATE run_data SET suspend_state = ?2, progress = coalesce(?3, progress) WHERE ref = ?1`,
+			st.ref, bytesArg(req.SuspendState), bytesArg(req.Progress)); err != nil {
 			return err
 		}
 		if _, err := w.exec(`UPDATE runs SET status = ?2, ready_at = ?3, pause_requested = 0,
@@ -320,10 +341,11 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 				wait_key      = iif(?6, wait_key, ?7),
 				wait_topic    = iif(?6, wait_topic, ?8),
 				wait_kind     = iif(?6, wait_kind, ?9),
-				wait_deadline = iif(?6, wait_deadline, ?10)
+				wait_deadline = iif(?6, wait_deadline, ?10),
+				wait_also     = iif(?6, wait_also, ?11)
 			WHERE ref = ?1`,
 			st.ref, string(status), nanosPtr(req.ReadyAt), n, progressed,
-			keepWait, waitKey, waitTopic, waitKind, waitDeadline); err != nil {
+			keepWait, waitKey, waitTopic, waitKind, waitDeadline, waitAlso); err != nil {
 			return err
 		}
 		if status == storage.StatusQueued {
@@ -348,7 +370,7 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 			return err
 		}
 		n := s.now().UnixNano()
-		if err := w.finish(req.Lease.RunID, req.Status, bytesArg(req.Output), req.Error, n); err != nil {
+		if err := w.finish(req.Lease.RunID, req.Status, bytesArg(req.Output), req.Error, req.Progress, n); err != nil {
 			return err
 		}
 		return w.deliverNotify(req.Notify, n)
@@ -356,17 +378,18 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 }
 
 // finish puts a run in a final status, clearing lease, wait, active step
-// and suspension, and ends its execution.
-func (w *wtx) finish(runID string, status storage.RunStatus, output any, e *storage.ErrorInfo, now int64) error {
+// and suspension, publishes progress (nil: leaves it), and ends its
+// execution.
+func (w *wtx) finish(runID string, status storage.RunStatus, output any, e *storage.ErrorInfo, progress []byte, now int64) error {
 	var ref, exec int64
 	if _, err := w.queryRow(`UPDATE runs SET status = ?2,
-			pause_requested = 0, ready_at = NULL, updated_at = ?3, `+releaseLease("?3")+`, `+clearActive+`,
-			wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL
+			pause_requested = 0, ready_at = NULL, updated_at = ?3, `+releaseLease("?3")+`, `+clearActive+`, `+clearWait+`
 		WHERE id = ?1 RETURNING ref, execution`, func(r row) { ref, exec = r.int64(0), r.int64(1) }, runID, string(status), now); err != nil {
 		return err
 	}
-	if _, err := w.exec(`UPDATE run_data SET output = ?2, error_message = ?3, error_code = ?4, suspend_state = NULL
-		WHERE ref = ?1`, ref, output, errMsg(e), errCode(e)); err != nil {
+	if _, err := w.exec(`UPDATE run_data SET output = ?2, error_message = ?3, error_code = ?4, suspend_state = NULL,
+			progress = coalesce(?5, progress)
+		WHERE ref = ?1`, ref, output, errMsg(e), errCode(e), bytesArg(progress)); err != nil {
 		return err
 	}
 	_, err := w.exec(`UPDATE executions SET ended_at = ?3, status = ?4, error_message = ?5, error_code = ?6
@@ -424,6 +447,16 @@ func leaseLost(l storage.Lease) error {
 // active step (a step's write ends it).
 func (w *wtx) extendLease(runID string, until, now int64) error {
 	_, err := w.exec(`UPDATE runs SET lease_until = ?2, updated_at = ?3, `+clearActive+` WHERE id = ?1`, runID, until, now)
+	return err
+}
+
+// publish makes progress, unless nil, the run's published progress: one
+// statement, made only by a write that publishes.
+func (w *wtx) publish(ref int64, progress []byte) error {
+	if progress == nil {
+		return nil
+	}
+	_, err := w.exec(`UPDATE run_data SET progress = ?2 WHERE ref = ?1`, ref, progress)
 	return err
 }
 

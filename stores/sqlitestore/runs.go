@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/stemflow/stem/storage"
@@ -25,9 +26,9 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 			if r.StartAt != nil && r.StartAt.After(now) {
 				ready = r.StartAt.UnixNano()
 			}
-			created, err := w.queryRow(`INSERT INTO runs (id, workflow, parent_id, parent_policy, status, ready_at, created_at, updated_at)
-				VALUES (?1, ?2, ?3, ?4, 'queued', ?6, ?5, ?5) ON CONFLICT (id) DO NOTHING RETURNING ref`,
-				func(r row) { ref = r.int64(0) }, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), n, ready)
+			created, err := w.queryRow(`INSERT INTO runs (id, workflow, parent_id, parent_policy, status, ready_at, created_at, updated_at, deadline)
+				VALUES (?1, ?2, ?3, ?4, 'queued', ?6, ?5, ?5, ?7) ON CONFLICT (id) DO NOTHING RETURNING ref`,
+				func(r row) { ref = r.int64(0) }, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), n, ready, nanosPtr(r.Deadline))
 			if err != nil {
 				return err
 			}
@@ -92,8 +93,9 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 	err := s.read(ctx, "list runs", false, func(c *conn) error {
 		page = storage.RunPage{}
 		return c.query(query, func(r row) error {
-			page.Runs = append(page.Runs, scanRun(r))
-			return nil
+			rec, err := scanRun(r)
+			page.Runs = append(page.Runs, rec)
+			return err
 		}, q.After, limit+1, q.Workflow, string(q.Status), q.ParentID)
 	})
 	if err != nil {
@@ -108,14 +110,16 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 
 // runCols are the columns scanRun reads, from runFrom.
 const runCols = `r.id, r.workflow, r.parent_id, r.status, d.input, d.output, d.error_message, d.error_code,
-	r.pause_requested, r.ready_at, r.wait_key, r.wait_topic, r.wait_kind, r.wait_deadline,
+	r.pause_requested, r.ready_at, r.wait_key, r.wait_topic, r.wait_kind, r.wait_deadline, r.wait_also,
 	r.owner, r.lease_until, r.token, r.recoveries, r.created_at, r.updated_at,
-	r.parent_policy, r.execution, e.started_at, e.ended_at, r.active_key, r.active_attempt, r.active_started`
+	r.parent_policy, r.execution, e.started_at, e.ended_at, r.active_key, r.active_attempt, r.active_started,
+	r.deadline, d.progress`
 
 // runFrom joins a run's state, its data and its current execution.
 const runFrom = `runs r JOIN run_data d ON d.ref = r.ref JOIN executions e ON e.run_ref = r.ref AND e.number = r.execution`
 
-func scanRun(r row) storage.RunRecord {
+func scanRun(r row) (storage.RunRecord, error) {
+	wait, err := scanWait(r, 10)
 	rec := storage.RunRecord{
 		ID:             r.str(0),
 		Workflow:       r.str(1),
@@ -126,39 +130,104 @@ func scanRun(r row) storage.RunRecord {
 		Error:          r.errorInfo(6),
 		PauseRequested: r.int64(8) != 0,
 		ReadyAt:        r.timePtr(9),
-		Wait:           scanWait(r, 10),
-		Owner:          r.str(14),
-		LeaseUntil:     r.time(15),
-		Token:          r.int64(16),
-		Recoveries:     int(r.int64(17)),
-		CreatedAt:      r.time(18),
-		UpdatedAt:      r.time(19),
-		ParentPolicy:   storage.ParentPolicy(r.str(20)),
-		Execution:      int(r.int64(21)),
-		StartedAt:      r.time(22),
-		EndedAt:        r.timePtr(23),
+		Wait:           wait,
+		Owner:          r.str(15),
+		LeaseUntil:     r.time(16),
+		Token:          r.int64(17),
+		Recoveries:     int(r.int64(18)),
+		CreatedAt:      r.time(19),
+		UpdatedAt:      r.time(20),
+		ParentPolicy:   storage.ParentPolicy(r.str(21)),
+		Execution:      int(r.int64(22)),
+		StartedAt:      r.time(23),
+		EndedAt:        r.timePtr(24),
+		Deadline:       r.timePtr(28),
+		Progress:       r.bytes(29),
 	}
-	if !r.isNull(24) {
-		rec.Active = &storage.ActiveStep{Key: r.str(24), Attempt: int(r.int64(25)), Started: r.time(26)}
+	if !r.isNull(25) {
+		rec.Active = &storage.ActiveStep{Key: r.str(25), Attempt: int(r.int64(26)), Started: r.time(27)}
 	}
-	return rec
+	if err != nil {
+		err = fmt.Errorf("run %q: %w", rec.ID, err)
+	}
+	return rec, err
 }
 
-// scanWait reads wait_key, wait_topic, wait_kind, wait_deadline from i on.
-func scanWait(r row, i int) *storage.Wait {
+// waitCols are the columns scanWait reads, from runs.
+const waitCols = `wait_key, wait_topic, wait_kind, wait_deadline, wait_also`
+
+// scanWait reads waitCols from i on: nil when the run has no wait.
+func scanWait(r row, i int) (*storage.Wait, error) {
 	if r.isNull(i) {
-		return nil
+		return nil, nil
 	}
+	also, err := decodeCases(r, i+4)
 	return &storage.Wait{
 		Key:      r.str(i),
 		Topic:    r.str(i + 1),
 		Kind:     storage.CheckpointKind(r.str(i + 2)),
 		Deadline: r.timePtr(i + 3),
-	}
+		Also:     also,
+	}, err
 }
+
+// storedCase is a case of Wait.Also as wait_also holds it; the trigger
+// runs_wait_also (migration 003) reads its topic.
+type storedCase struct {
+	Key   string `json:"key"`
+	Topic string `json:"topic"`
+	Kind  string `json:"kind,omitempty"`
+}
+
+// encodeCases returns wait_also for a wait's further cases: NULL for none.
+func encodeCases(also []storage.WaitCase) any {
+	if len(also) == 0 {
+		return nil
+	}
+	cs := make([]storedCase, len(also))
+	for i, c := range also {
+		cs[i] = storedCase{Key: c.Key, Topic: c.Topic, Kind: string(c.Kind)}
+	}
+	b, _ := json.Marshal(cs) // strings only: cannot fail
+	return string(b)
+}
+
+// decodeCases reads the wait_also column at i: nil when NULL.
+func decodeCases(r row, i int) ([]storage.WaitCase, error) {
+	if r.isNull(i) {
+		return nil, nil
+	}
+	var cs []storedCase
+	if err := json.Unmarshal(r.bytes(i), &cs); err != nil {
+		return nil, fmt.Errorf("stored wait cases: %w", err)
+	}
+	also := make([]storage.WaitCase, len(cs))
+	for i, c := range cs {
+		also[i] = storage.WaitCase{Key: c.Key, Topic: c.Topic, Kind: storage.CheckpointKind(c.Kind)}
+	}
+	return also, nil
+}
+
+// waitArgs returns the values of wait_key, wait_topic, wait_kind,
+// wait_deadline and wait_also that register wt (nil: none).
+func waitArgs(wt *storage.Wait) (key, topic, kind, deadline, also any) {
+	if wt == nil {
+		return nil, nil, nil, nil, nil
+	}
+	return wt.Key, wt.Topic, string(wt.Kind), nanosPtr(wt.Deadline), encodeCases(wt.Also)
+}
+
+// clearWait is the SQL assignment that removes a run's wait, every case of
+// it: assigning wait_also keeps wait_topics in step (the trigger
+// runs_wait_also).
+const clearWait = `wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL, wait_also = NULL`
 
 func getRun(c *conn, id string) (storage.RunRecord, bool, error) {
 	var rec storage.RunRecord
-	found, err := c.queryRow(`SELECT `+runCols+` FROM `+runFrom+` WHERE r.id = ?1`, func(r row) { rec = scanRun(r) }, id)
+	var scanErr error
+	found, err := c.queryRow(`SELECT `+runCols+` FROM `+runFrom+` WHERE r.id = ?1`, func(r row) { rec, scanErr = scanRun(r) }, id)
+	if err == nil {
+		err = scanErr
+	}
 	return rec, found, err
 }

@@ -33,10 +33,15 @@
 // The embedded, numbered migrations (migrations/NNN_name.up.sql, applied by
 // Migrate) create: runs, one small row per run with the state a step
 // changes (status, lease, token, wait, readiness, current execution, the
-// step running now), so the per-step update stays cheap whatever the
-// payload sizes; run_data, the run's input, output, error and suspension
-// state; executions, one row per execution of a run (started, ended, the
-// status and error it ended with, where a restart from a step forked it);
+// step running now, the deadline), so the per-step update stays cheap
+// whatever the payload sizes; a wait's first case lives in columns of its
+// own and its further cases, if any, as JSON beside them, their topics
+// indexed in wait_topics (kept in step by a trigger) so that Emit finds a
+// run waiting on a topic in any case by index; run_data, the run's input,
+// output, error, suspension state and published progress (written only by
+// a write that publishes one); executions, one row per execution of a run
+// (started, ended, the status and error it ended with, continued for a
+// continue-as-new, where a restart from a step forked it);
 // checkpoints, appended in write order (their rowid is the sequence
 // number), each belonging to an execution and unique per (run, execution,
 // key), with the attempts that produced each encoded in its row; attempts
@@ -92,7 +97,7 @@
 // (creating and reading runs), lease.go (claiming, keeping, parking and
 // ending a lease), checkpoint.go (checkpoints and attempts, written and
 // read), events.go, control.go (pause, resume, terminate, restart),
-// executions.go, catalog.go and notify.go. This store's own machinery is in writer.go (the group-commit
+// executions.go (listing them, continue-as-new), catalog.go and notify.go. This store's own machinery is in writer.go (the group-commit
 // writer and the checkpointer), wal.go (bounding the WAL), read.go (the read pool), conn.go
 // (statements on a driver connection), attempts.go (the encoding of the
 // attempts stored with a checkpoint), migrate.go and existing.go (opening

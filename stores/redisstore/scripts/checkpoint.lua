@@ -1,10 +1,13 @@
--- checkpoint writes a step's checkpoint under the lease (Checkpoint).
+-- checkpoint writes a step's checkpoint under the lease (Checkpoint),
+-- publishing the run's progress when given, also when the checkpoint
+-- existed.
 -- KEYS[1]: the run hash, KEYS[2]: its checkpoints, KEYS[3]: its attempts
 -- (the current execution's).
 -- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3]: token, ARGV[4]: lease length
 -- (µs), ARGV[5]: run id, ARGV[6]: checkpoint key, ARGV[7]: kind, ARGV[8]:
 -- error JSON, ARGV[9]: marked output, ARGV[10]: "1" when an attempt is of
--- another key than the checkpoint's, ARGV[11...]: encoded attempts.
+-- another key than the checkpoint's, ARGV[11]: marked progress ("" leaves
+-- the run's as it is), ARGV[12...]: encoded attempts.
 -- Reply: {OK} | {PAUSED} | {EXISTS, encoding of the stored checkpoint} |
 -- {LEASELOST}.
 local function main()
@@ -15,17 +18,19 @@ local function main()
   local lu = f(NOW + lf)
   redis.call('ZADD', leaseq(wf), lu, id)
   redis.call('HDEL', r, 'act')
+  if ARGV[11] ~= '' then redis.call('HSET', r, 'pg', ARGV[11]) end
   if old then
     redis.call('HSET', r, 'lu', lu, 'ua', NOWS)
     return {'EXISTS', old}
   end
   put_cp(r, c, key, ARGV[7], ARGV[8], ARGV[9], ex)
   redis.call('HSET', r, 'lu', lu, 'ua', NOWS, 'rec', '0')
-  if #ARGV >= 11 then
-    redis.call('RPUSH', a, unpack(ARGV, 11))
+  if #ARGV >= 12 then
+    redis.call('RPUSH', a, unpack(ARGV, 12))
     if ARGV[10] == '1' then redis.call('HSET', r, 'pend', '1') end
   end
-  if wk == key then clear_wait(r, id) end
+  -- a checkpoint of any case's key (a wait's timeout) ends the wait
+  if wk and wait_has_key(r, wk, key) then clear_wait(r, id) end
   if preq then
     redis.call('HDEL', r, 'preq')
     redis.call('HSET', r, 'ready', NOWS)

@@ -3,7 +3,7 @@
 -- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3]: owner, ARGV[4]: limit,
 -- ARGV[5]: lease length (µs), ARGV[6...]: the workflows.
 -- Reply: per claimed run {id, token, HMGET of its claim fields: wf, pa, in,
--- rec, ss, wk, wt, wn, wd, lu}.
+-- rec, ss, wk, wt, wn, wd, wa, dl, lu}.
 local function main()
   local owner, limit, lf = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
   local wfs = {}
@@ -37,7 +37,7 @@ local function main()
       if not expired then redis.call('ZREM', readyq(wf), id) end
       redis.call('ZADD', leaseq(wf), lu, id)
       index_status(id, wf, st, 'running')
-      out[#out + 1] = {id, tok, redis.call('HMGET', r, 'wf', 'pa', 'in', 'rec', 'ss', 'wk', 'wt', 'wn', 'wd', 'lu')}
+      out[#out + 1] = {id, tok, redis.call('HMGET', r, 'wf', 'pa', 'in', 'rec', 'ss', 'wk', 'wt', 'wn', 'wd', 'wa', 'dl', 'lu')}
     else
       -- not claimable after all: an index entry out of step with the run
       redis.call('ZREM', readyq(wf), id)

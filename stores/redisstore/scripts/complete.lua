@@ -4,7 +4,8 @@
 -- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3]: token, ARGV[4]: unused,
 -- ARGV[5]: run id, ARGV[6]: final status, ARGV[7]: marked output, ARGV[8]:
 -- error JSON, ARGV[9..11]: the notify's run id ("" for none), topic and
--- marked payload.
+-- marked payload, ARGV[12]: marked progress to publish ("" leaves the
+-- run's as it is).
 -- Reply: {OK, notified} where notified is 1 delivered, 0 buffered, -1
 -- target not found, -2 target finished (nothing sent) | {LEASELOST}.
 local function main()
@@ -18,6 +19,7 @@ local function main()
     if why == 'NOTFOUND' then nres = -1 elseif why == 'INVALID' or nid == id then nres = -2 end
   end
   redis.call('HSET', r, 'out', ARGV[7], 'err', ARGV[8])
+  if ARGV[12] ~= '' then redis.call('HSET', r, 'pg', ARGV[12]) end
   finish(r, id, wf, st, ARGV[6])
   if nid ~= '' and nres == 0 then nres = send(nid, ARGV[10], ARGV[11]) end
   return {'OK', nres}

@@ -2,14 +2,15 @@
 -- and a child in its parent's children index.
 -- KEYS: the run hashes, one per run.
 -- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3...]: per run its id, workflow,
--- parent id, parent policy, marked input and start time (micros, '' for
--- now): a run whose start time is ahead waits queued until then.
+-- parent id, parent policy, marked input, start time (micros, '' for
+-- now: a run whose start time is ahead waits queued until then) and
+-- deadline (micros, '' for none).
 -- Reply: per run {created (1 or 0), HGETALL of the run hash}.
 local function main()
   local out = {}
   for i = 1, #KEYS do
     local r = KEYS[i]
-    local b = 2 + (i - 1) * 6
+    local b = 2 + (i - 1) * 7
     local id, wf, parent, policy, input = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
     local ready = NOWS
     if ARGV[b + 6] ~= '' and tonumber(ARGV[b + 6]) > NOW then ready = ARGV[b + 6] end
@@ -20,6 +21,7 @@ local function main()
         'ready', ready, 'tok', '0', 'rec', '0', 'seq', '0', 'ca', NOWS,
         'ex', '1', 'sa', NOWS)
       if policy ~= '' then redis.call('HSET', r, 'pp', policy) end
+      if ARGV[b + 7] ~= '' then redis.call('HSET', r, 'dl', ARGV[b + 7]) end
       if parent ~= '' then redis.call('ZADD', chkey(parent), 0, id) end
       redis.call('ZADD', idx_all(), 0, id)
       redis.call('ZADD', idx_wf(wf), 0, id)

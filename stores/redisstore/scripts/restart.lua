@@ -45,7 +45,7 @@ local function main()
       nex .. '\n' .. f(ex) .. '\n' .. k[6])
   end
   clear_wait(r, id)
-  redis.call('HDEL', r, 'ss', 'out', 'err', 'preq', 'act', 'ea', 'pend', 'xf', 'xk')
+  redis.call('HDEL', r, 'ss', 'out', 'err', 'preq', 'act', 'ea', 'pend', 'xf', 'xk', 'pg')
   -- A lease that has not expired (a running run's, or one a restart
   -- fenced already) is kept, to be judged, and fences the new execution:
   -- ready at its expiry unless its holder lets go first (letgo.lua).

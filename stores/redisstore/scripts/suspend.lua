@@ -5,13 +5,16 @@
 -- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3]: token, ARGV[4]: lease length
 -- (µs, 0 for none), ARGV[5]: run id, ARGV[6]: "1" when a checkpoint is
 -- given, ARGV[7..10]: its key, kind, error JSON and marked output,
--- ARGV[11]: "1" when a wait is given, ARGV[12..15]: its key, topic,
--- delivery kind and deadline (µs, "" for none), ARGV[16]: ready time (µs,
--- "" for none), ARGV[17]: marked suspend state, ARGV[18]: "1" when a
--- refusal is given, ARGV[19..20]: the key of the event checkpoint it
--- takes back and the encoded attempt that records why.
--- Reply: {PARKED} | {PAUSED} | {DELIVERED, encoding of the checkpoint} |
--- {LEASELOST} | {INVALID} when the refused key has no event checkpoint.
+-- ARGV[11]: "1" when a wait is given, ARGV[12..15]: its key, topic, kind
+-- as given ("" for an event wait) and deadline (µs, "" for none),
+-- ARGV[16]: ready time (µs, "" for none), ARGV[17]: marked suspend state,
+-- ARGV[18]: "1" when a refusal is given, ARGV[19..20]: the key of the
+-- event checkpoint it takes back and the encoded attempt that records why,
+-- ARGV[21]: marked progress to publish ("" leaves the run's), ARGV[22]:
+-- the wait's further cases as encodeAlso writes them ("" for none).
+-- Reply: {PARKED} | {PAUSED} | {DELIVERED, encoding of the checkpoint, its
+-- key} | {LEASELOST} | {INVALID} when the refused key has no event
+-- checkpoint.
 local function main()
   local bad, st, wf, wk, preq, ex = fence()
   if bad then return bad end
@@ -25,22 +28,56 @@ local function main()
   end
   redis.call('HSET', r, 'ua', NOWS)
   redis.call('HDEL', r, 'act')
+  if ARGV[21] ~= '' then redis.call('HSET', r, 'pg', ARGV[21]) end
   if ARGV[6] == '1' then write_cp(r, c, ARGV[7], ARGV[8], ARGV[9], ARGV[10], ex) end
   if ARGV[11] == '1' then
-    local key, topic, kind, deadline = ARGV[12], ARGV[13], ARGV[14], ARGV[15]
-    local have = redis.call('HGET', c, key)
+    -- the cases in order, each {key, topic, kind as given}
+    local cases = {{ARGV[12], ARGV[13], ARGV[14]}}
+    if ARGV[22] ~= '' then
+      for _, cs in ipairs(wait_also(ARGV[22])) do cases[#cases + 1] = cs end
+    end
+    local have, hkey
+    for _, cs in ipairs(cases) do
+      have = redis.call('HGET', c, cs[1])
+      if have then
+        hkey = cs[1]
+        break
+      end
+    end
     if not have then
-      local ev = redis.call('LPOP', evkey(id, topic))
-      if ev then have = write_cp(r, c, key, kind, '', ev, ex) end
+      -- the oldest event buffered on any case's topic: the head of that
+      -- topic's list with the lowest sequence number
+      local pick = 1
+      if #cases > 1 then
+        pick = nil
+        local low
+        for i, cs in ipairs(cases) do
+          local head = redis.call('LINDEX', evkey(id, cs[2]), 0)
+          if head then
+            local seq = ev_split(head)
+            if not low or seq < low then pick, low = i, seq end
+          end
+        end
+      end
+      if pick then
+        local cs = cases[pick]
+        local ev = redis.call('LPOP', evkey(id, cs[2]))
+        if ev then
+          local _, payload = ev_split(ev)
+          hkey = cs[1]
+          have = write_cp(r, c, hkey, delivery_kind(cs[3]), '', payload, ex)
+        end
+      end
     end
     if have then
       if lf > 0 then extend(r, id, wf, lf) end
-      return {'DELIVERED', have}
+      return {'DELIVERED', have, hkey}
     end
     clear_wait(r, id)
-    redis.call('HSET', r, 'wk', key, 'wt', topic, 'wn', kind)
-    if deadline ~= '' then redis.call('HSET', r, 'wd', deadline) end
-    redis.call('SADD', waitset(topic), id)
+    redis.call('HSET', r, 'wk', ARGV[12], 'wt', ARGV[13], 'wn', ARGV[14])
+    if ARGV[15] ~= '' then redis.call('HSET', r, 'wd', ARGV[15]) end
+    if ARGV[22] ~= '' then redis.call('HSET', r, 'wa', ARGV[22]) end
+    for _, cs in ipairs(cases) do redis.call('SADD', waitset(cs[2]), id) end
   end
   release(r, id, wf)
   if ARGV[17] == '' then redis.call('HDEL', r, 'ss') else redis.call('HSET', r, 'ss', ARGV[17]) end

@@ -1,18 +1,15 @@
 -- Shared helpers: delivering events, and answering a repeated call once.
 -- KEYS and ARGV: none read.
 
--- deliver resolves the registered wait of run id with payload: the payload
--- becomes the checkpoint of the wait's key in the current execution, of the kind the wait stored
--- (its DeliveryKind, see lease.go; a wait stored without a kind is an event
--- wait), the wait is dropped, and a waiting run is queued (a paused one
--- stays paused, ready now).
-local function deliver(id, payload)
+-- deliver resolves the registered wait of run id with payload, delivered
+-- to its case of key and delivery kind (see wait_case): the payload
+-- becomes the checkpoint of key in the current execution, of that kind,
+-- the whole wait is dropped (from every case's topic), and a waiting run
+-- is queued (a paused one stays paused, ready now).
+local function deliver(id, key, kind, payload)
   local r = rkey(id)
-  local st, wf, wk, wn, ready, ex = unpack(redis.call('HMGET', r, 'st', 'wf', 'wk', 'wn', 'ready', 'ex'))
-  if not wn or wn == '' then
-    wn = 'event'
-  end
-  write_cp(r, ckey(id), wk, wn, '', payload, ex or '1')
+  local st, wf, ready, ex = unpack(redis.call('HMGET', r, 'st', 'wf', 'ready', 'ex'))
+  write_cp(r, ckey(id), key, kind, '', payload, ex or '1')
   clear_wait(r, id)
   if st == 'waiting' or st == 'queued' then
     set_status(r, id, wf, st, 'queued')
@@ -28,13 +25,17 @@ local function deliver(id, payload)
 end
 
 -- send delivers an event to one existing, unfinished run: as a delivery
--- when it waits on the topic, else buffered in order.
+-- when a case of its wait is on the topic, else buffered in order, with
+-- the next number of the run's es counter (see ev_split).
 local function send(id, topic, payload)
-  if redis.call('HGET', rkey(id), 'wt') == topic then
-    deliver(id, payload)
+  local r = rkey(id)
+  local key, kind = wait_case(r, topic)
+  if key then
+    deliver(id, key, kind, payload)
     return 1
   end
-  redis.call('RPUSH', evkey(id, topic), payload)
+  local n = redis.call('HINCRBY', r, 'es', 1)
+  redis.call('RPUSH', evkey(id, topic), f(n) .. ':' .. payload)
   return 0
 end
 

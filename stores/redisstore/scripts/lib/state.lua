@@ -19,13 +19,45 @@ local function set_status(r, id, wf, old, new)
   redis.call('HSET', r, 'st', new, 'ua', NOWS)
 end
 
--- clear_wait drops the run's registered event wait, if any.
+-- clear_wait drops the run's registered event wait, if any, with all its
+-- cases: the run leaves the wait set of every case's topic.
 local function clear_wait(r, id)
-  local t = redis.call('HGET', r, 'wt')
+  local t, wa = unpack(redis.call('HMGET', r, 'wt', 'wa'))
   if t then
     redis.call('SREM', waitset(t), id)
-    redis.call('HDEL', r, 'wk', 'wt', 'wn', 'wd')
+    if wa then
+      for _, c in ipairs(wait_also(wa)) do redis.call('SREM', waitset(c[2]), id) end
+    end
+    redis.call('HDEL', r, 'wk', 'wt', 'wn', 'wd', 'wa')
   end
+end
+
+-- wait_case returns the key and delivery kind of the first case of the
+-- registered wait of run hash r whose topic is topic (the wait's own case
+-- wk, wt, wn first, then its further cases wa), or nil.
+local function wait_case(r, topic)
+  local wk, wt, wn, wa = unpack(redis.call('HMGET', r, 'wk', 'wt', 'wn', 'wa'))
+  if not wt then return nil end
+  if wt == topic then return wk, delivery_kind(wn) end
+  if wa then
+    for _, c in ipairs(wait_also(wa)) do
+      if c[2] == topic then return c[1], delivery_kind(c[3]) end
+    end
+  end
+  return nil
+end
+
+-- wait_has_key reports whether key is the key of a case of the registered
+-- wait of run hash r, whose own key is wk (not nil): the further cases are
+-- read only when wk is not the key.
+local function wait_has_key(r, wk, key)
+  if wk == key then return true end
+  local wa = redis.call('HGET', r, 'wa')
+  if not wa then return false end
+  for _, c in ipairs(wait_also(wa)) do
+    if c[1] == key then return true end
+  end
+  return false
 end
 
 -- put_cp writes a checkpoint of execution ex the caller knows is absent

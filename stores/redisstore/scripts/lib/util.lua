@@ -9,3 +9,32 @@ local function f(n) return string.format('%.0f', n) end
 local function finished(st)
   return st == 'complete' or st == 'errored' or st == 'terminated'
 end
+
+-- delivery_kind is the kind of the checkpoint an event delivered to a wait
+-- case of stored kind n writes: n, or event when it has none
+-- (storage.WaitCase.DeliveryKind).
+local function delivery_kind(n)
+  if not n or n == '' then return 'event' end
+  return n
+end
+
+-- wait_also splits a wait's further cases (the run hash's wa field) as
+-- codec.go's encodeAlso writes them, key \0 topic \0 kind \0 per case,
+-- into a list of {key, topic, kind} (kind as given, maybe empty).
+local function wait_also(wa)
+  local out = {}
+  for k, t, n in string.gmatch(wa, '([^%z]*)%z([^%z]*)%z([^%z]*)%z') do
+    out[#out + 1] = {k, t, n}
+  end
+  return out
+end
+
+-- ev_split splits a buffered event as send writes it, seq:payload (seq
+-- from the run hash's es counter, so the oldest of several topics' heads
+-- is the lowest), into its sequence number and marked payload. An event
+-- buffered before events carried one is the oldest: 0.
+local function ev_split(e)
+  local n, p = string.match(e, '^(%d+):(.*)$')
+  if not n then return 0, e end
+  return tonumber(n), p
+end
