@@ -46,8 +46,12 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 		loose = "1"
 	}
 	id := req.Lease.RunID
-	args := make([]any, 0, 9+len(atts))
-	args = append(args, req.Lease.Token, durMicros(req.LeaseFor), id, cp.Key, string(cp.Kind), errJSON, mark(cp.Output), loose, mark(req.Progress))
+	busy := ""
+	if req.Busy {
+		busy = "1"
+	}
+	args := make([]any, 0, 10+len(atts))
+	args = append(args, req.Lease.Token, durMicros(req.LeaseFor), id, cp.Key, string(cp.Kind), errJSON, mark(cp.Output), loose, mark(req.Progress), busy)
 	args = append(args, atts...)
 	v, err := s.run(ctx, checkpointScript, []string{s.keys.run(id), s.keys.checkpoints(id), s.keys.attempts(id)}, args...)
 	if err != nil {
@@ -60,6 +64,8 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 	switch list[0] {
 	case "PAUSED":
 		res.Paused = true
+	case "PAUSEREQ":
+		res.PauseRequested = true
 	case "EXISTS":
 		old, err := decodeCheckpoint(cp.Key, str(list[1]))
 		if err != nil {

@@ -121,8 +121,9 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 			res.Existing, err = w.loadCheckpoint(ref, exec, req.Checkpoint.Key)
 			return err
 		}
+		res.PauseRequested = pause && req.Busy
 		switch {
-		case pause:
+		case pause && !req.Busy:
 			// The pause takes effect: the run is parked, its lease released.
 			_, err = w.exec(`UPDATE runs SET status = 'paused', pause_requested = 0, recoveries = 0,
 					ready_at = ?2, updated_at = ?2, `+releaseLease("?2")+`, `+clearActive+`,

@@ -7,9 +7,10 @@
 -- (µs), ARGV[5]: run id, ARGV[6]: checkpoint key, ARGV[7]: kind, ARGV[8]:
 -- error JSON, ARGV[9]: marked output, ARGV[10]: "1" when an attempt is of
 -- another key than the checkpoint's, ARGV[11]: marked progress ("" leaves
--- the run's as it is), ARGV[12...]: encoded attempts.
--- Reply: {OK} | {PAUSED} | {EXISTS, encoding of the stored checkpoint} |
--- {LEASELOST}.
+-- the run's as it is), ARGV[12]: "1" when the worker is busy with other
+-- steps (a requested pause then waits), ARGV[13...]: encoded attempts.
+-- Reply: {OK} | {PAUSED} | {PAUSEREQ} | {EXISTS, encoding of the stored
+-- checkpoint} | {LEASELOST}.
 local function main()
   local bad, st, wf, wk, preq, ex = fence()
   if bad then return bad end
@@ -25,12 +26,13 @@ local function main()
   end
   put_cp(r, c, key, ARGV[7], ARGV[8], ARGV[9], ex)
   redis.call('HSET', r, 'lu', lu, 'ua', NOWS, 'rec', '0')
-  if #ARGV >= 12 then
-    redis.call('RPUSH', a, unpack(ARGV, 12))
+  if #ARGV >= 13 then
+    redis.call('RPUSH', a, unpack(ARGV, 13))
     if ARGV[10] == '1' then redis.call('HSET', r, 'pend', '1') end
   end
   -- a checkpoint of any case's key (a wait's timeout) ends the wait
   if wk and wait_has_key(r, wk, key) then clear_wait(r, id) end
+  if preq and ARGV[12] == '1' then return {'PAUSEREQ'} end
   if preq then
     redis.call('HDEL', r, 'preq')
     redis.call('HSET', r, 'ready', NOWS)
