@@ -260,3 +260,75 @@ func TestCheckpointBatchOtherKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchProgress: one batch of checkpoints, completions and parks, some
+// publishing progress and some not, publishes each run's own and leaves the
+// others' as they were; a call under a lost lease publishes nothing.
+func TestBatchProgress(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := storetest.NewClock(storetest.Start)
+	s := newTestStore(t, Options{Clock: clock})
+	runs := claimAll(t, s, 7, "w")
+	for _, r := range runs {
+		if _, err := s.Heartbeat(ctx, storage.HeartbeatRequest{Lease: r.Lease, LeaseFor: time.Minute, Progress: []byte("before")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale := runs[6].Lease
+	stale.Token--
+	with := func(c *ckptCall, p string) *ckptCall {
+		switch {
+		case c.fin != nil:
+			c.fin.req.Progress = []byte(p)
+		case c.park != nil:
+			c.park.req.Progress = []byte(p)
+		default:
+			c.req.Progress = []byte(p)
+		}
+		return c
+	}
+	fin := func(l storage.Lease) *ckptCall {
+		return &ckptCall{fin: &finCall{req: storage.CompleteRequest{Lease: l, Status: storage.StatusComplete}}, done: make(chan struct{})}
+	}
+	park := func(l storage.Lease) *ckptCall {
+		at := clock.Now().Add(time.Hour)
+		return &ckptCall{park: &parkCall{req: storage.SuspendRequest{Lease: l, LeaseFor: time.Minute, ReadyAt: &at,
+			Checkpoint: &storage.Checkpoint{Key: "nap@v1", Kind: storage.KindSleep, Output: []byte(`"x"`)}}}, done: make(chan struct{})}
+	}
+	calls := []*ckptCall{
+		with(stepCall(runs[0].Lease, "k@v1", "1"), "p0"),
+		stepCall(runs[1].Lease, "k@v1", "1"),
+		with(fin(runs[2].Lease), "p2"),
+		fin(runs[3].Lease),
+		with(park(runs[4].Lease), "p4"),
+		park(runs[5].Lease),
+		with(stepCall(stale, "k@v1", "1"), "stale"),
+	}
+	s.writeBatch(calls)
+	for i, c := range calls[:6] {
+		if c.err != nil {
+			t.Fatalf("call %d: %v", i, c.err)
+		}
+	}
+	if !errors.Is(calls[6].err, storage.ErrLeaseLost) {
+		t.Fatalf("stale call: %v, want ErrLeaseLost", calls[6].err)
+	}
+	for i, want := range []string{"p0", "before", "p2", "before", "p4", "before", "before"} {
+		rec, err := s.GetRun(ctx, runs[i].Lease.RunID)
+		if err != nil || string(rec.Progress) != want {
+			t.Errorf("run %d: progress %q, %v; want %q", i, rec.Progress, err, want)
+		}
+	}
+	// A batch in which no call publishes progress leaves every run's.
+	more := []*ckptCall{stepCall(runs[0].Lease, "k2@v1", "2"), stepCall(runs[1].Lease, "k2@v1", "2")}
+	s.writeBatch(more)
+	for i, want := range []string{"p0", "before"} {
+		if more[i].err != nil {
+			t.Fatal(more[i].err)
+		}
+		if rec, err := s.GetRun(ctx, runs[i].Lease.RunID); err != nil || string(rec.Progress) != want {
+			t.Errorf("run %d after a batch without progress: %q, %v; want %q", i, rec.Progress, err, want)
+		}
+	}
+}

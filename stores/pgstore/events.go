@@ -88,17 +88,18 @@ func (s *Store) deliverNotify(ctx context.Context, tx pgx.Tx, ev storage.Event, 
 	return ready, err
 }
 
-// send delivers ev to the run locked in tx if it waits on the topic: the
-// payload becomes the wait's checkpoint in the run's current execution
-// (unless the key has one there), the wait
-// is removed and the run woken. Otherwise the event is buffered.
+// send delivers ev to the run locked in tx if a case of its wait is on
+// the topic: the payload becomes that case's checkpoint, of the case's
+// kind, in the run's current execution (unless the key has one there), the
+// whole wait is removed and the run woken. Otherwise the event is
+// buffered.
 func (s *Store) send(ctx context.Context, tx pgx.Tx, r locked, ev storage.Event) (delivered, ready bool, err error) {
-	w := r.Wait
-	if w == nil || w.Topic != ev.Topic {
+	c, ok := r.Wait.Case(ev.Topic)
+	if !ok {
 		_, err := tx.Exec(ctx, s.q.bufferEvent, r.now, r.ID, ev.Topic, ev.Payload)
 		return false, false, err
 	}
-	tag, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, w.Key, string(w.DeliveryKind()), ev.Payload, nil, r.Execution)
+	tag, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, c.Key, string(c.DeliveryKind()), ev.Payload, nil, r.Execution)
 	if err != nil {
 		return false, false, err
 	}

@@ -2,17 +2,53 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/stemflow/stem/storage"
 )
 
 // A run's executions live in the executions table: CreateRuns records the
-// first, Complete and Terminate end the current one, and Restart ends it and
-// records the next, each in the statement or transaction of the change
-// itself. The current execution's end, status and error are read from the
-// run.
+// first, Complete and Terminate end the current one, and Restart and
+// ContinueAsNew end it and record the next, each in the statement or
+// transaction of the change itself. The current execution's end, status
+// and error are read from the run. Checkpoints and attempts are keyed by
+// execution first, so reading one execution's costs the same however many
+// came before it.
+
+// ContinueAsNew ends the current execution as continued and begins the
+// next with req.Input, fenced by the lease, in one statement; see the
+// continueAsNew query in queries.go. A lease that does not hold says why,
+// judged by a second statement, with nothing written.
+func (s *Store) ContinueAsNew(ctx context.Context, req storage.ContinueRequest) error {
+	const op = "continue as new"
+	if err := s.check(op); err != nil {
+		return err
+	}
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	l := req.Lease
+	args := []any{s.clock(), l.RunID, l.Token, req.Input, req.Progress}
+	if s.notify {
+		args = append(args, s.channel)
+	}
+	var status string
+	err := s.pool.QueryRow(ctx, s.q.continueAsNew, args...).Scan(&status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s.lost(ctx, op, l)
+	}
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	if status == string(storage.StatusQueued) {
+		s.poke()
+	}
+	return nil
+}
 
 // ListExecutions returns a run's executions, oldest first, read by one
 // statement.

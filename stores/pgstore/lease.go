@@ -48,14 +48,16 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 			c                        claimed
 			waitKey, topic, waitKind *string
 			deadline                 *time.Time
+			also                     waitCases
 		)
 		c.run.Lease.Owner = req.Owner
 		if err := rows.Scan(&c.run.Lease.RunID, &c.run.Lease.Token, &c.run.Workflow, &c.run.ParentID, &c.run.Input,
-			&c.run.Recoveries, &c.run.SuspendState, &waitKey, &topic, &waitKind, &deadline, &c.run.LeaseUntil, &c.since); err != nil {
+			&c.run.Recoveries, &c.run.SuspendState, &waitKey, &topic, &waitKind, &deadline, &also.keys, &also.topics, &also.kinds,
+			&c.run.Deadline, &c.run.LeaseUntil, &c.since); err != nil {
 			rows.Close()
 			return nil, s.wrap(op, err)
 		}
-		c.run.Wait = makeWait(waitKey, topic, waitKind, deadline)
+		c.run.Wait = makeWait(waitKey, topic, waitKind, deadline, also)
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
@@ -130,8 +132,9 @@ func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (stor
 }
 
 // Heartbeat extends the lease, fenced, records the active step when the
-// request names one, and reports a requested pause, in one statement. A
-// lost lease says why, judged by a second statement.
+// request names one, publishes the progress it carries, and reports a
+// requested pause, in one statement. A lost lease says why, judged by a
+// second statement.
 func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) (storage.HeartbeatResult, error) {
 	const op = "heartbeat"
 	if err := s.check(op); err != nil {
@@ -150,8 +153,8 @@ func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) (st
 		key, attempt, started = &a.Key, int32(a.Attempt), a.Started
 	}
 	var res storage.HeartbeatResult
-	err := s.pool.QueryRow(ctx, s.q.heartbeat, s.clock(), lease.RunID, lease.Token, micros(req.LeaseFor), key, attempt, started).
-		Scan(&res.PauseRequested)
+	err := s.pool.QueryRow(ctx, s.q.heartbeat, s.clock(), lease.RunID, lease.Token, micros(req.LeaseFor), key, attempt, started,
+		req.Progress).Scan(&res.PauseRequested)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return res, s.lost(ctx, op, lease)
 	}
@@ -293,7 +296,7 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 				if req.LeaseFor > 0 {
 					leaseFor = micros(req.LeaseFor)
 				}
-				if _, err := tx.Exec(ctx, s.q.extendLease, r.now, r.ID, r.Token, leaseFor, wrote || consumed); err != nil {
+				if _, err := tx.Exec(ctx, s.q.extendLease, r.now, r.ID, r.Token, leaseFor, wrote || consumed, req.Progress); err != nil {
 					return err
 				}
 				res.Delivered = delivered
@@ -319,8 +322,9 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 			k, t, kd := wait.Key, wait.Topic, string(wait.Kind)
 			key, topic, kind, deadline = &k, &t, &kd, wait.Deadline
 		}
+		also := alsoOf(wait)
 		tag, err := tx.Exec(ctx, s.q.park, r.now, r.ID, r.Token, string(status), req.ReadyAt,
-			key, topic, kind, deadline, req.SuspendState, wrote)
+			key, topic, kind, deadline, req.SuspendState, wrote, also.keys, also.topics, also.kinds, req.Progress)
 		if err != nil {
 			return err
 		}
@@ -358,29 +362,41 @@ func (s *Store) refuse(ctx context.Context, tx pgx.Tx, r locked, f *storage.Refu
 }
 
 // satisfy looks for what resolves wait at once, for the run locked in tx:
-// a checkpoint already stored for its key, or the oldest buffered event of
-// its topic, which it consumes and writes as the key's checkpoint
-// (consumed).
+// a checkpoint already stored for the key of one of its cases (the first
+// such case), or else the oldest event buffered on the topic of any case,
+// which it consumes and writes as that case's checkpoint (consumed).
 func (s *Store) satisfy(ctx context.Context, tx pgx.Tx, r locked, w *storage.Wait) (cp *storage.Checkpoint, consumed bool, err error) {
-	existing, err := scanCheckpoint(tx.QueryRow(ctx, s.q.getCheckpoint, r.ID, r.Execution, w.Key))
+	cases := w.Cases()
+	keys := make([]string, len(cases))
+	for i, c := range cases {
+		keys[i] = c.Key
+	}
+	existing, err := scanCheckpoint(tx.QueryRow(ctx, s.q.caseCkpt, r.ID, r.Execution, keys))
 	if err == nil {
 		return &existing, false, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, err
 	}
-	var payload []byte
-	err = tx.QueryRow(ctx, s.q.takeEvent, r.ID, w.Topic).Scan(&payload)
+	var (
+		topic   string
+		payload []byte
+	)
+	err = tx.QueryRow(ctx, s.q.takeEvent, r.ID, w.Topics()).Scan(&topic, &payload)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, err
 	}
-	if _, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, w.Key, string(w.DeliveryKind()), payload, nil, r.Execution); err != nil {
+	c, ok := w.Case(topic)
+	if !ok {
+		return nil, false, fmt.Errorf("run %q: took an event of topic %q, on which the wait has no case", r.ID, topic)
+	}
+	if _, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, c.Key, string(c.DeliveryKind()), payload, nil, r.Execution); err != nil {
 		return nil, false, err
 	}
-	written, err := scanCheckpoint(tx.QueryRow(ctx, s.q.getCheckpoint, r.ID, r.Execution, w.Key))
+	written, err := scanCheckpoint(tx.QueryRow(ctx, s.q.getCheckpoint, r.ID, r.Execution, c.Key))
 	if err != nil {
 		return nil, false, err
 	}
@@ -416,7 +432,7 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 			return err
 		}
 		var n int
-		if err := tx.QueryRow(ctx, s.q.complete, s.completeArgs(r.now, r.ID, r.Token, string(req.Status), req.Output, errJSON)...).Scan(&n); err != nil {
+		if err := tx.QueryRow(ctx, s.q.complete, s.completeArgs(r.now, r.ID, r.Token, string(req.Status), req.Output, errJSON, req.Progress)...).Scan(&n); err != nil {
 			return err
 		}
 		if n != 1 {

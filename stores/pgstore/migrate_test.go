@@ -237,3 +237,64 @@ func TestMigrateExecutions(t *testing.T) {
 		t.Fatalf("executions after restart: %v %+v", err, execs)
 	}
 }
+
+// TestMigrateCases: a database at schema version 3, with a run waiting on
+// an event and attempts in two executions, is upgraded in place: the wait
+// has no further cases, the run no deadline or progress, Emit still finds
+// it, and the replay reads the current execution's attempts only.
+func TestMigrateCases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema := freshSchema(t)
+	pool := sharedPool(t)
+	ms, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := quote(schema)
+	setup := []string{
+		`CREATE SCHEMA ` + q,
+		`CREATE TABLE ` + q + `.migrations (version integer NOT NULL PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+	}
+	for _, m := range ms[:3] {
+		setup = append(setup, strings.ReplaceAll(m.SQL, schemaPlaceholder, q),
+			`INSERT INTO `+q+`.migrations (version, name) VALUES (`+strconv.Itoa(m.Version)+`, '`+m.Name+`')`)
+	}
+	setup = append(setup,
+		`INSERT INTO `+q+`.runs (id, workflow, status, execution, started_at, wait_key, wait_topic, wait_kind, created_at, updated_at)
+			VALUES ('w', 'wf', 'waiting', 2, '2029-05-06 07:08:09Z', 'ev@v1', 'topic', '', '2029-05-06 07:08:09Z', '2029-05-06 07:08:09Z')`,
+		`INSERT INTO `+q+`.executions (run_id, number, started_at, ended_at, status) VALUES
+			('w', 1, '2029-05-06 07:08:09Z', '2029-05-06 07:08:09Z', 'errored'), ('w', 2, '2029-05-06 07:08:09Z', NULL, NULL)`,
+		`INSERT INTO `+q+`.attempts (run_id, execution, key, number, started, ended, error) VALUES
+			('w', 1, 'old@v1', 1, '2029-05-06 07:08:09Z', '2029-05-06 07:08:09Z', 'x'),
+			('w', 2, 'new@v1', 1, '2029-05-06 07:08:09Z', '2029-05-06 07:08:09Z', 'y')`,
+	)
+	for _, sql := range setup {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+
+	s := newTestStore(t, Options{Schema: schema})
+	rec, err := s.GetRun(ctx, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := rec.Wait; w == nil || w.Key != "ev@v1" || w.Topic != "topic" || w.Also != nil || rec.Deadline != nil || rec.Progress != nil {
+		t.Fatalf("run after the migration: %+v (wait %+v)", rec, rec.Wait)
+	}
+	rp, err := s.LoadReplay(ctx, "w")
+	if err != nil || rp.Execution != 2 || len(rp.Pending) != 1 || rp.Pending[0].Key != "new@v1" {
+		t.Fatalf("replay: %v %+v", err, rp)
+	}
+	h, err := s.ListSteps(ctx, storage.StepsQuery{RunID: "w", Execution: 1})
+	if err != nil || len(h.Pending) != 1 || h.Pending[0].Key != "old@v1" {
+		t.Fatalf("steps of execution 1: %v %+v", err, h)
+	}
+	if ids, err := s.Emit(ctx, storage.EmitRequest{Topic: "topic", Payload: []byte(`1`)}); err != nil || len(ids) != 1 {
+		t.Fatalf("Emit after the migration = %v, %v; want the waiting run", ids, err)
+	}
+	if rec, err := s.GetRun(ctx, "w"); err != nil || rec.Status != storage.StatusQueued || rec.Wait != nil {
+		t.Fatalf("run after Emit: %v %+v", err, rec)
+	}
+}

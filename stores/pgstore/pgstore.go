@@ -10,12 +10,21 @@
 // (now()), so a worker with a skewed clock cannot steal a lease.
 //
 // A run's executions are rows of their own table, written by the statement
-// or transaction that creates, completes, terminates or restarts the run;
-// checkpoints and attempts carry their execution's number, and every read
-// and fenced write names the run's current one, so a restart keeps the
-// earlier executions readable without touching them. Terminate's cascade
-// to a run's descendants is one recursive statement that locks them in ID
-// order.
+// or transaction that creates, completes, terminates, restarts or
+// continues the run as new; checkpoints and attempts are keyed by their
+// execution's number, and every read and fenced write names the run's
+// current one, so a restart keeps the earlier executions readable without
+// touching them and a replay reads only the current one's rows, however
+// many came before. Terminate's cascade to a run's descendants is one
+// recursive statement that locks them in ID order.
+//
+// A run's wait is columns of its row: the first case's key, topic and kind,
+// and the further cases' as three parallel arrays, NULL for a plain wait.
+// Emit finds the runs waiting on its topic through two indexes, a B-tree of
+// first topics and a partial GIN index of the arrays. A run's deadline and
+// its published progress are columns too; progress is written by the fenced
+// statement of the write that carries it, in the checkpoint writers'
+// batches as well, where a batch with no progress sends one NULL for it.
 //
 // Writes that make runs ready send a NOTIFY on a channel named after the
 // schema (<schema>_ready); the store implements storage.Notifier with one

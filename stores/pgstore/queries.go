@@ -44,6 +44,8 @@ type queries struct {
 	forkSeq        string
 	restart        string
 	executions     string
+	continueAsNew  string
+	caseCkpt       string
 	putWorkflows   string
 	putEvents      string
 	getWorkflows   string
@@ -56,6 +58,7 @@ var runColumns = []string{
 	"pause_requested", "ready_at", "wait_key", "wait_topic", "wait_kind", "wait_deadline",
 	"owner", "lease_until", "token", "recoveries", "parent_policy", "execution", "started_at", "ended_at",
 	"active_key", "active_attempt", "active_started", "created_at", "updated_at",
+	"wait_also_keys", "wait_also_topics", "wait_also_kinds", "deadline", "progress",
 }
 
 // cols lists runColumns, each prefixed by alias and a dot when alias is set.
@@ -82,16 +85,20 @@ const finished = `('complete', 'errored', 'terminated')`
 // clearActive is the SET list that forgets the run's active step.
 const clearActive = `active_key = NULL, active_attempt = NULL, active_started = NULL`
 
+// clearWait is the SET list that removes the run's wait, every case of it.
+const clearWait = `wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL,
+	wait_also_keys = NULL, wait_also_topics = NULL, wait_also_kinds = NULL`
+
 // ckptColumns are the columns scanCheckpoint reads, in its order.
 const ckptColumns = `key, kind, output, error, seq, created_at, execution, forked_from`
 
 func buildQueries(schema string, notify bool) queries {
 	r := strings.NewReplacer("{s}", schema, "{runs}", cols(""), "{r.runs}", cols("r"),
-		"{finished}", finished, "{clearActive}", clearActive, "{ckpt}", ckptColumns)
+		"{finished}", finished, "{clearActive}", clearActive, "{clearWait}", clearWait, "{ckpt}", ckptColumns)
 	var q queries
 
 	// $2 ids, $3 workflows, $4 parent ids, $5 inputs, $6 parent policies,
-	// $7 start times (NULL: now), $8 channel. Rows go in in ID order, so
+	// $7 start times (NULL: now), $8 deadlines, $9 channel. Rows go in in ID order, so
 	// that concurrent creates of overlapping IDs wait for each other instead
 	// of deadlocking. Each new run's first execution is recorded by the
 	// same statement. Of an ID given twice (two calls in one batch), the
@@ -101,11 +108,11 @@ func buildQueries(schema string, notify bool) queries {
 	// the new wake time.
 	q.createRuns = `WITH ` + clockCTE + `,
 ins AS (
-	INSERT INTO {s}.runs (id, workflow, parent_id, parent_policy, status, input, ready_at, execution, started_at, created_at, updated_at)
+	INSERT INTO {s}.runs (id, workflow, parent_id, parent_policy, status, input, ready_at, deadline, execution, started_at, created_at, updated_at)
 	SELECT t.id, t.workflow, t.parent_id, t.policy, 'queued', t.input, greatest(clock.now, coalesce(t.start_at, clock.now)),
-		1, clock.now, clock.now, clock.now
-	FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::timestamptz[])
-		WITH ORDINALITY AS t(id, workflow, parent_id, input, policy, start_at, ord), clock
+		t.deadline, 1, clock.now, clock.now, clock.now
+	FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::timestamptz[], $8::timestamptz[])
+		WITH ORDINALITY AS t(id, workflow, parent_id, input, policy, start_at, deadline, ord), clock
 	ORDER BY t.id, t.ord
 	ON CONFLICT (id) DO NOTHING
 	RETURNING id, started_at, ready_at
@@ -113,7 +120,7 @@ ins AS (
 ex AS (
 	INSERT INTO {s}.executions (run_id, number, started_at)
 	SELECT id, 1, started_at FROM ins
-)` + notifyCTE(notify, "ins", "true", 8) + `
+)` + notifyCTE(notify, "ins", "true", 9) + `
 SELECT ins.id FROM ins` + notifyJoin(notify)
 
 	// $2 workflows. Microseconds from the clock to the earliest ReadyAt of a
@@ -176,7 +183,8 @@ UPDATE {s}.runs r SET
 FROM picked, clock
 WHERE r.id = picked.id
 RETURNING r.id, r.token, r.workflow, r.parent_id, r.input, r.recoveries, r.suspend_state,
-	r.wait_key, r.wait_topic, r.wait_kind, r.wait_deadline, r.lease_until, picked.since`
+	r.wait_key, r.wait_topic, r.wait_kind, r.wait_deadline, r.wait_also_keys, r.wait_also_topics, r.wait_also_kinds,
+	r.deadline, r.lease_until, picked.since`
 
 	// $1 run. The current execution's checkpoints and the attempts of its
 	// keys without one, merged in sequence order, in one statement (one
@@ -241,23 +249,26 @@ ORDER BY 8`
 	// parallel arrays: $2 run, $3 token, $4 key, $5 kind, $6 output, $7
 	// error (JSON text), $8 attempts of the key (JSON text), $9 lease
 	// micros; then the attempts of other keys, flattened: $10 the request's
-	// ordinal, $11..$16 key, number, started, ended, error, retry_at.
+	// ordinal, $11..$16 key, number, started, ended, error, retry_at; $17
+	// the progress to publish (NULL: keep the run's).
 	//
 	// One statement: lock the runs whose lease holds (f, in ID order),
 	// insert each checkpoint into the run's current execution with its
 	// attempts unless the key has one there (ins), record the other keys'
 	// attempts of a written checkpoint (loose), and update the runs: forget
-	// the active step and extend the lease or, when a pause was requested
-	// and the checkpoint was written, park the run paused with its lease
-	// released. Every write reads f, so nothing is written for a request
-	// whose fence fails, and such a request returns no row.
+	// the active step, publish the progress, remove the wait when the key
+	// written is one of its cases', and extend the lease or, when a pause
+	// was requested and the checkpoint was written, park the run paused
+	// with its lease released. Every write reads f, so nothing is written
+	// for a request whose fence fails, and such a request returns no row.
 	q.checkpoint = `WITH ` + clockCTE + `,
 req AS (
-	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::text[], $9::bigint[])
-		WITH ORDINALITY AS q(run_id, token, key, kind, output, error, attempts, lease, ord)
+	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::text[], $9::bigint[], $17::bytea[])
+		WITH ORDINALITY AS q(run_id, token, key, kind, output, error, attempts, lease, progress, ord)
 ),
 f AS (
-	SELECT r.id, r.execution, r.pause_requested, req.ord, req.key, req.lease
+	SELECT r.id, r.execution, r.pause_requested, req.ord, req.lease, req.progress,
+		coalesce(r.wait_key = req.key OR req.key = ANY(r.wait_also_keys), false) AS on_wait
 	FROM {s}.runs r JOIN req ON req.run_id = r.id AND req.token = r.token
 	WHERE r.id = ANY($2::text[]) AND r.status = 'running'
 	ORDER BY r.id
@@ -279,8 +290,8 @@ loose AS (
 	ORDER BY a.ord
 ),
 w AS (
-	SELECT f.id, f.execution, f.ord, f.key, f.lease, ins.run_id IS NOT NULL AS written,
-		f.pause_requested AND ins.run_id IS NOT NULL AS pause
+	SELECT f.id, f.execution, f.ord, f.lease, f.progress, ins.run_id IS NOT NULL AS written,
+		f.pause_requested AND ins.run_id IS NOT NULL AS pause, f.on_wait AND ins.run_id IS NOT NULL AS unwait
 	FROM f LEFT JOIN ins ON ins.run_id = f.id
 )
 UPDATE {s}.runs r SET
@@ -289,10 +300,14 @@ UPDATE {s}.runs r SET
 	ready_at = CASE WHEN w.pause THEN clock.now ELSE r.ready_at END,
 	lease_until = CASE WHEN w.pause THEN clock.now ELSE clock.now + w.lease * interval '1 microsecond' END,
 	recoveries = CASE WHEN w.written THEN 0 ELSE r.recoveries END,
-	wait_key = CASE WHEN w.written AND r.wait_key = w.key THEN NULL ELSE r.wait_key END,
-	wait_topic = CASE WHEN w.written AND r.wait_key = w.key THEN NULL ELSE r.wait_topic END,
-	wait_kind = CASE WHEN w.written AND r.wait_key = w.key THEN NULL ELSE r.wait_kind END,
-	wait_deadline = CASE WHEN w.written AND r.wait_key = w.key THEN NULL ELSE r.wait_deadline END,
+	wait_key = CASE WHEN w.unwait THEN NULL ELSE r.wait_key END,
+	wait_topic = CASE WHEN w.unwait THEN NULL ELSE r.wait_topic END,
+	wait_kind = CASE WHEN w.unwait THEN NULL ELSE r.wait_kind END,
+	wait_deadline = CASE WHEN w.unwait THEN NULL ELSE r.wait_deadline END,
+	wait_also_keys = CASE WHEN w.unwait THEN NULL ELSE r.wait_also_keys END,
+	wait_also_topics = CASE WHEN w.unwait THEN NULL ELSE r.wait_also_topics END,
+	wait_also_kinds = CASE WHEN w.unwait THEN NULL ELSE r.wait_also_kinds END,
+	progress = coalesce(w.progress, r.progress),
 	{clearActive},
 	updated_at = clock.now
 FROM w, clock
@@ -317,12 +332,14 @@ att AS (
 SELECT count(*) FROM f`
 
 	// $2 run, $3 token, $4 lease micros, $5 active step key (NULL: keep
-	// the active step), $6 its attempt, $7 its start.
+	// the active step), $6 its attempt, $7 its start, $8 progress (NULL:
+	// keep the run's).
 	q.heartbeat = `WITH ` + clockCTE + `
 UPDATE {s}.runs r SET lease_until = clock.now + $4::bigint * interval '1 microsecond',
 	active_key = CASE WHEN $5::text IS NULL THEN r.active_key ELSE $5::text END,
 	active_attempt = CASE WHEN $5::text IS NULL THEN r.active_attempt ELSE $6::int END,
 	active_started = CASE WHEN $5::text IS NULL THEN r.active_started ELSE $7::timestamptz END,
+	progress = coalesce($8::bytea, r.progress),
 	updated_at = clock.now
 FROM clock
 WHERE r.id = $2 AND r.status = 'running' AND r.token = $3
@@ -345,37 +362,48 @@ ON CONFLICT (run_id, execution, key) DO NOTHING`
 	q.insertAttempt = `INSERT INTO {s}.attempts (run_id, execution, key, number, started, ended, error, retry_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 
-	// $1 run, $2 topic: consume the oldest buffered event.
+	// $1 run, $2 topics: consume the oldest event buffered on any of them.
 	q.takeEvent = `DELETE FROM {s}.events WHERE (run_id, topic, seq) IN (
-	SELECT run_id, topic, seq FROM {s}.events WHERE run_id = $1 AND topic = $2 ORDER BY seq LIMIT 1
-) RETURNING payload`
+	SELECT run_id, topic, seq FROM {s}.events WHERE run_id = $1 AND topic = ANY($2::text[]) ORDER BY seq LIMIT 1
+) RETURNING topic, payload`
+
+	// $1 run, $2 execution, $3 keys: the checkpoint of the first of the
+	// keys that has one.
+	q.caseCkpt = `SELECT {ckpt} FROM {s}.checkpoints WHERE run_id = $1 AND execution = $2 AND key = ANY($3::text[])
+ORDER BY array_position($3::text[], key) LIMIT 1`
 
 	// $2 run, $3 token, $4 lease micros or NULL to keep the lease, $5
-	// whether a checkpoint was written: a Suspend satisfied at once.
+	// whether a checkpoint was written, $6 progress (NULL: keep the
+	// run's): a Suspend satisfied at once.
 	q.extendLease = `UPDATE {s}.runs SET
 	lease_until = CASE WHEN $4::bigint IS NULL THEN lease_until
 		ELSE coalesce($1::timestamptz, now()) + $4::bigint * interval '1 microsecond' END,
 	recoveries = CASE WHEN $5::boolean THEN 0 ELSE recoveries END,
+	progress = coalesce($6::bytea, progress),
 	{clearActive},
 	updated_at = coalesce($1::timestamptz, now())
 WHERE id = $2 AND status = 'running' AND token = $3`
 
 	// $2 run, $3 token, $4 status, $5 ready_at, $6 wait key, $7 topic,
-	// $8 kind, $9 deadline, $10 suspend state, $11 reset recoveries.
+	// $8 kind, $9 deadline, $10 suspend state, $11 reset recoveries; $12,
+	// $13 and $14 the keys, topics and kinds of the wait's further cases
+	// (NULL: none), $15 progress (NULL: keep the run's).
 	q.park = `UPDATE {s}.runs SET status = $4, ready_at = $5, wait_key = $6, wait_topic = $7, wait_kind = $8, wait_deadline = $9,
+	wait_also_keys = $12, wait_also_topics = $13, wait_also_kinds = $14, progress = coalesce($15::bytea, progress),
 	suspend_state = $10, pause_requested = false, lease_until = least(lease_until, coalesce($1::timestamptz, now())),
 	recoveries = CASE WHEN $11::boolean THEN 0 ELSE recoveries END,
 	{clearActive},
 	updated_at = coalesce($1::timestamptz, now())
 WHERE id = $2 AND status = 'running' AND token = $3`
 
-	// $2 run, $3 token, $4 status, $5 output, $6 error. Ends the run and
-	// its current execution in one statement; the count is 1 when the
-	// fence held.
+	// $2 run, $3 token, $4 status, $5 output, $6 error, $7 progress
+	// (NULL: keep the run's), $8 the ended channel. Ends the run and its
+	// current execution in one statement; the count is 1 when the fence
+	// held.
 	q.complete = `WITH ` + clockCTE + `,
 upd AS (
-	UPDATE {s}.runs r SET status = $4, output = $5, error = $6,
-		ready_at = NULL, wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL,
+	UPDATE {s}.runs r SET status = $4, output = $5, error = $6, progress = coalesce($7::bytea, r.progress),
+		ready_at = NULL, {clearWait},
 		suspend_state = NULL, pause_requested = false, lease_until = least(r.lease_until, clock.now),
 		ended_at = clock.now, {clearActive}, updated_at = clock.now
 	FROM clock
@@ -385,18 +413,18 @@ upd AS (
 ex AS (
 	UPDATE {s}.executions e SET ended_at = upd.ended_at, status = upd.status, error = upd.error
 	FROM upd WHERE e.run_id = upd.id AND e.number = upd.execution
-)` + finishedCTE(notify, "upd", 7) + `
+)` + finishedCTE(notify, "upd", 8) + `
 SELECT count(*) FROM upd` + finishedJoin(notify)
 
 	// Completions of several runs at once (each run at most once), as
 	// parallel arrays: $2 run, $3 token, $4 status, $5 output, $6 error
-	// (JSON text); $7 the channel. Like complete, for the runs whose lease
+	// (JSON text), $7 progress (NULL: keep the run's); $8 the channel. Like complete, for the runs whose lease
 	// holds, locked in ID order; one row, the request's ordinal, per run
 	// ended.
 	q.completeMany = `WITH ` + clockCTE + `,
 req AS (
-	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bytea[], $6::text[])
-		WITH ORDINALITY AS q(run_id, token, status, output, error, ord)
+	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bytea[], $6::text[], $7::bytea[])
+		WITH ORDINALITY AS q(run_id, token, status, output, error, progress, ord)
 ),
 f AS (
 	SELECT r.id, req.ord FROM {s}.runs r JOIN req ON req.run_id = r.id AND req.token = r.token
@@ -406,7 +434,7 @@ f AS (
 ),
 upd AS (
 	UPDATE {s}.runs r SET status = req.status, output = req.output, error = req.error::jsonb,
-		ready_at = NULL, wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL,
+		progress = coalesce(req.progress, r.progress), ready_at = NULL, {clearWait},
 		suspend_state = NULL, pause_requested = false, lease_until = least(r.lease_until, clock.now),
 		ended_at = clock.now, {clearActive}, updated_at = clock.now
 	FROM f JOIN req ON req.ord = f.ord, clock
@@ -416,13 +444,14 @@ upd AS (
 ex AS (
 	UPDATE {s}.executions e SET ended_at = upd.ended_at, status = upd.status, error = upd.error
 	FROM upd WHERE e.run_id = upd.id AND e.number = upd.execution
-)` + finishedCTE(notify, "upd", 7) + `
+)` + finishedCTE(notify, "upd", 8) + `
 SELECT upd.ord FROM upd` + finishedWhere(notify)
 
 	// Parks of several runs at once (each run at most once), each writing a
 	// checkpoint first (a sleep's wake time) and registering no wait, as
 	// parallel arrays: $2 run, $3 token, $4 key, $5 kind, $6 output, $7
-	// error (JSON text), $8 ready_at, $9 suspend state; $10 the channel.
+	// error (JSON text), $8 ready_at, $9 suspend state, $10 progress (NULL:
+	// keep the run's); $11 the channel.
 	// Like Suspend's transaction for such a request: for the runs whose
 	// lease holds (locked in ID order), the checkpoint is written unless the
 	// key has one, and the run parks paused (a pause was requested), queued
@@ -430,8 +459,8 @@ SELECT upd.ord FROM upd` + finishedWhere(notify)
 	// parked: the request's ordinal and the status.
 	q.parkMany = `WITH ` + clockCTE + `,
 req AS (
-	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::timestamptz[], $9::bytea[])
-		WITH ORDINALITY AS q(run_id, token, key, kind, output, error, ready_at, state, ord)
+	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::timestamptz[], $9::bytea[], $10::bytea[])
+		WITH ORDINALITY AS q(run_id, token, key, kind, output, error, ready_at, state, progress, ord)
 ),
 f AS (
 	SELECT r.id, r.execution, r.pause_requested, req.ord FROM {s}.runs r JOIN req ON req.run_id = r.id AND req.token = r.token
@@ -447,7 +476,7 @@ ins AS (
 	RETURNING run_id
 ),
 w AS (
-	SELECT f.id, f.ord, ins.run_id IS NOT NULL AS written, req.ready_at, req.state,
+	SELECT f.id, f.ord, ins.run_id IS NOT NULL AS written, req.ready_at, req.state, req.progress,
 		CASE WHEN f.pause_requested THEN 'paused'
 			WHEN req.ready_at IS NOT NULL AND req.ready_at <= clock.now THEN 'queued'
 			ELSE 'waiting' END AS status
@@ -455,14 +484,14 @@ w AS (
 ),
 upd AS (
 	UPDATE {s}.runs r SET status = w.status, ready_at = w.ready_at, suspend_state = w.state,
-		pause_requested = false, lease_until = least(r.lease_until, clock.now),
+		progress = coalesce(w.progress, r.progress), pause_requested = false, lease_until = least(r.lease_until, clock.now),
 		recoveries = CASE WHEN w.written THEN 0 ELSE r.recoveries END,
 		{clearActive},
 		updated_at = clock.now
 	FROM w, clock
 	WHERE r.id = w.id
 	RETURNING w.ord, w.status
-)` + notifyCTE(notify, "upd", "status = 'queued'", 10) + `
+)` + notifyCTE(notify, "upd", "status = 'queued'", 11) + `
 SELECT upd.ord, upd.status FROM upd` + notifyJoin(notify)
 
 	// $1 now, $2 run, $3 error: terminates the locked, unfinished run and
@@ -533,10 +562,42 @@ copied AS (
 	ORDER BY c.seq
 )
 UPDATE {s}.runs SET status = 'queued', ready_at = greatest($1, lease_until), execution = execution + 1, started_at = $1, ended_at = NULL,
-	output = NULL, error = NULL, wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL,
+	output = NULL, error = NULL, {clearWait}, progress = NULL,
 	suspend_state = NULL, pause_requested = false, recoveries = 0,
 	{clearActive}, updated_at = $1
 WHERE id = $2`
+
+	// $2 run, $3 token, $4 input, $5 progress (NULL: keep the run's), $6
+	// channel. Fenced by the lease in the statement that writes: locks the
+	// run if the lease holds (f), ends its current execution as continued,
+	// begins the next, and queues the run in it (paused if a pause was
+	// requested), ready now, with its lease released and nothing of the
+	// ended execution but its buffered events, parent, deadline and
+	// progress. No row: the lease did not hold and nothing was written.
+	// Every CTE reads the run as it was before the statement.
+	q.continueAsNew = `WITH ` + clockCTE + `,
+f AS (
+	SELECT r.id, r.execution FROM {s}.runs r WHERE r.id = $2 AND r.status = 'running' AND r.token = $3 FOR UPDATE
+),
+ended AS (
+	UPDATE {s}.executions e SET ended_at = clock.now, status = 'continued', error = NULL
+	FROM f, clock WHERE e.run_id = f.id AND e.number = f.execution
+),
+began AS (
+	INSERT INTO {s}.executions (run_id, number, started_at)
+	SELECT f.id, f.execution + 1, clock.now FROM f, clock
+),
+upd AS (
+	UPDATE {s}.runs r SET status = CASE WHEN r.pause_requested THEN 'paused' ELSE 'queued' END,
+		ready_at = clock.now, execution = r.execution + 1, started_at = clock.now, ended_at = NULL,
+		input = $4, output = NULL, error = NULL, {clearWait}, suspend_state = NULL, pause_requested = false,
+		recoveries = 0, lease_until = least(r.lease_until, clock.now), progress = coalesce($5::bytea, r.progress),
+		{clearActive}, updated_at = clock.now
+	FROM f, clock
+	WHERE r.id = f.id
+	RETURNING r.status
+)` + notifyCTE(notify, "upd", "status = 'queued'", 6) + `
+SELECT upd.status FROM upd` + notifyJoin(notify)
 
 	// $1 run. One row with NULL execution columns when the run has no
 	// executions recorded; no rows when there is no such run. The current
@@ -563,15 +624,21 @@ ON CONFLICT (topic) DO UPDATE SET payload_schema = excluded.payload_schema, work
 	q.getWorkflows = `SELECT name, version, input_schema, output_schema, worker, updated_at FROM {s}.workflow_types ORDER BY name COLLATE "C"`
 	q.getEvents = `SELECT topic, payload_schema, worker, updated_at FROM {s}.event_types ORDER BY topic COLLATE "C"`
 
-	// $2 topic, $3 payload, $4 channel. Locks the waiting runs in ID order
-	// (a run whose wait changed meanwhile is rechecked and skipped), writes
-	// each wait's checkpoint into the run's current execution unless the
-	// key has one there, removes the wait and wakes the run as the deliver
-	// statement does. A wait without a kind writes an event checkpoint, as
-	// storage.Wait.DeliveryKind says.
+	// $2 topic, $3 payload, $4 channel. Locks the runs waiting on the
+	// topic in any case of their wait, found through runs_wait_topic_idx
+	// (the first case) and runs_wait_also_idx (the others), in ID order (a
+	// run whose wait changed meanwhile is rechecked and skipped); writes
+	// the checkpoint of the topic's case into the run's current execution
+	// unless the key has one there, removes the whole wait and wakes the
+	// run as the deliver statement does. A case without a kind writes an
+	// event checkpoint, as storage.WaitCase.DeliveryKind says.
 	q.emit = `WITH ` + clockCTE + `,
 w AS (
-	SELECT id, execution, wait_key, wait_kind FROM {s}.runs WHERE wait_topic = $2 ORDER BY id FOR UPDATE
+	SELECT id, execution,
+		CASE WHEN wait_topic = $2 THEN wait_key ELSE wait_also_keys[array_position(wait_also_topics, $2::text)] END AS wait_key,
+		CASE WHEN wait_topic = $2 THEN wait_kind ELSE wait_also_kinds[array_position(wait_also_topics, $2::text)] END AS wait_kind
+	FROM {s}.runs WHERE wait_topic = $2 OR wait_also_topics @> ARRAY[$2::text]
+	ORDER BY id FOR UPDATE
 ),
 ins AS (
 	INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, created_at)
@@ -604,7 +671,7 @@ WHERE r.id = $2`
 		&q.createRuns, &q.selectRuns, &q.getRun, &q.claim, &q.nextWake, &q.loadReplay, &q.loadClaimed, &q.getCheckpoint,
 		&q.checkpoint, &q.recordAttempts, &q.heartbeat, &q.lockRun, &q.insertCkpt, &q.refuseCkpt, &q.insertAttempt,
 		&q.takeEvent, &q.extendLease, &q.park, &q.complete, &q.completeMany, &q.parkMany, &q.emit, &q.bufferEvent, &q.deliver, &q.history,
-		&q.terminate, &q.cascade, &q.forkSeq, &q.restart, &q.executions,
+		&q.terminate, &q.cascade, &q.forkSeq, &q.restart, &q.executions, &q.continueAsNew, &q.caseCkpt,
 		&q.putWorkflows, &q.putEvents, &q.getWorkflows, &q.getEvents,
 	} {
 		*p = r.Replace(*p)
@@ -617,7 +684,7 @@ WHERE r.id = $2`
 // step, its lease released and its execution ended.
 func terminateSet(now, errJSON string) string {
 	return `status = 'terminated', output = NULL, error = ` + errJSON + `,
-		ready_at = NULL, wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL,
+		ready_at = NULL, {clearWait},
 		suspend_state = NULL, pause_requested = false, lease_until = least(lease_until, ` + now + `),
 		ended_at = ` + now + `, {clearActive}, updated_at = ` + now
 }
@@ -677,7 +744,7 @@ func notifyJoin(enabled bool) string {
 // paused but ready now, a running run keeps running. Writing the checkpoint
 // (when written is true) resets the recovery count.
 func wake(now, written string) string {
-	return `wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_deadline = NULL,
+	return `{clearWait},
 		status = CASE WHEN r.status IN ('waiting', 'queued') THEN 'queued' ELSE r.status END,
 		ready_at = CASE
 			WHEN r.status = 'paused' THEN ` + now + `

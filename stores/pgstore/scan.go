@@ -28,12 +28,14 @@ func scanRun(row scanner, extra ...any) (storage.RunRecord, error) {
 		activeKey    *string
 		activeNumber *int32
 		activeStart  *time.Time
+		also         waitCases
 	)
 	dest := []any{
 		&rec.ID, &rec.Workflow, &rec.ParentID, &status, &rec.Input, &rec.Output, &errJSON,
 		&rec.PauseRequested, &rec.ReadyAt, &waitKey, &waitTopic, &waitKind, &waitDeadline,
 		&rec.Owner, &leaseUntil, &rec.Token, &rec.Recoveries, &policy, &execution, &rec.StartedAt, &rec.EndedAt,
 		&activeKey, &activeNumber, &activeStart, &rec.CreatedAt, &rec.UpdatedAt,
+		&also.keys, &also.topics, &also.kinds, &rec.Deadline, &rec.Progress,
 	}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return storage.RunRecord{}, err
@@ -44,7 +46,7 @@ func scanRun(row scanner, extra ...any) (storage.RunRecord, error) {
 		return storage.RunRecord{}, err
 	}
 	rec.Error = info
-	rec.Wait = makeWait(waitKey, waitTopic, waitKind, waitDeadline)
+	rec.Wait = makeWait(waitKey, waitTopic, waitKind, waitDeadline, also)
 	if leaseUntil != nil {
 		rec.LeaseUntil = *leaseUntil
 	}
@@ -62,11 +64,13 @@ func scanRun(row scanner, extra ...any) (storage.RunRecord, error) {
 	return rec, nil
 }
 
-func makeWait(key, topic, kind *string, deadline *time.Time) *storage.Wait {
+// makeWait is the wait stored in a run's wait columns, nil when the run
+// has none.
+func makeWait(key, topic, kind *string, deadline *time.Time, also waitCases) *storage.Wait {
 	if topic == nil {
 		return nil
 	}
-	w := &storage.Wait{Topic: *topic, Deadline: deadline}
+	w := &storage.Wait{Topic: *topic, Deadline: deadline, Also: also.cases()}
 	if key != nil {
 		w.Key = *key
 	}
@@ -74,6 +78,47 @@ func makeWait(key, topic, kind *string, deadline *time.Time) *storage.Wait {
 		w.Kind = storage.CheckpointKind(*kind)
 	}
 	return w
+}
+
+// waitCases are a wait's further cases (storage.Wait.Also) as the three
+// parallel arrays the runs table keeps them in: NULL, nil here, when the
+// wait has none.
+type waitCases struct {
+	keys, topics, kinds []string
+}
+
+// alsoOf is w's further cases as arrays to store.
+func alsoOf(w *storage.Wait) waitCases {
+	if w == nil || len(w.Also) == 0 {
+		return waitCases{}
+	}
+	c := waitCases{
+		keys:   make([]string, len(w.Also)),
+		topics: make([]string, len(w.Also)),
+		kinds:  make([]string, len(w.Also)),
+	}
+	for i, a := range w.Also {
+		c.keys[i], c.topics[i], c.kinds[i] = a.Key, a.Topic, string(a.Kind)
+	}
+	return c
+}
+
+// cases is the arrays as storage.WaitCase values, nil for none.
+func (c waitCases) cases() []storage.WaitCase {
+	if len(c.topics) == 0 {
+		return nil
+	}
+	out := make([]storage.WaitCase, len(c.topics))
+	for i, t := range c.topics {
+		out[i].Topic = t
+		if i < len(c.keys) {
+			out[i].Key = c.keys[i]
+		}
+		if i < len(c.kinds) {
+			out[i].Kind = storage.CheckpointKind(c.kinds[i])
+		}
+	}
+	return out
 }
 
 func encodeError(info *storage.ErrorInfo) ([]byte, error) {

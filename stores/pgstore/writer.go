@@ -434,7 +434,8 @@ func (s *Store) parkManyArgs(calls []*ckptCall) []any {
 		runIDs[i], tokens[i], keys[i], kinds[i] = r.Lease.RunID, r.Lease.Token, r.Checkpoint.Key, string(r.Checkpoint.Kind)
 		outputs[i], errTexts[i], readyAt[i], states[i] = r.Checkpoint.Output, c.park.errJSON, r.ReadyAt, r.SuspendState
 	}
-	args := []any{nil, runIDs, tokens, keys, kinds, outputs, errTexts, readyAt, states}
+	progress := progressArray(calls, func(c *ckptCall) []byte { return c.park.req.Progress })
+	args := []any{nil, runIDs, tokens, keys, kinds, outputs, errTexts, readyAt, states, progress}
 	if s.notify {
 		args = append(args, s.channel)
 	}
@@ -455,14 +456,16 @@ func (s *Store) createArgs(calls []*ckptCall) []any {
 		inputs    = make([][]byte, 0, n)
 		policies  = make([]string, 0, n)
 		starts    = make([]*time.Time, 0, n)
+		deadlines = make([]*time.Time, 0, n)
 	)
 	for _, c := range calls {
 		for _, r := range c.create.runs {
 			ids, workflows, parents = append(ids, r.ID), append(workflows, r.Workflow), append(parents, r.ParentID)
 			inputs, policies, starts = append(inputs, r.Input), append(policies, string(r.ParentPolicy)), append(starts, r.StartAt)
+			deadlines = append(deadlines, r.Deadline)
 		}
 	}
-	args := []any{nil, ids, workflows, parents, inputs, policies, starts}
+	args := []any{nil, ids, workflows, parents, inputs, policies, starts, deadlines}
 	if s.notify {
 		args = append(args, s.channel)
 	}
@@ -540,8 +543,26 @@ func checkpointArgs(calls []*ckptCall) []any {
 		}
 		loose = append(loose, c.loose...)
 	}
-	return append([]any{nil, runIDs, tokens, keys, kinds, outputs, errTexts, attempts, leases, looseReq},
+	args := append([]any{nil, runIDs, tokens, keys, kinds, outputs, errTexts, attempts, leases, looseReq},
 		attemptArrays(loose)...)
+	return append(args, progressArray(calls, func(c *ckptCall) []byte { return c.req.Progress }))
+}
+
+// progressArray is the progress each call publishes, as the array a batch
+// statement takes: nil, sent as one NULL that the statement reads as no
+// progress for every call, when none publishes any, so that a batch
+// without progress costs nothing more.
+func progressArray(calls []*ckptCall, of func(*ckptCall) []byte) [][]byte {
+	var out [][]byte
+	for i, c := range calls {
+		if p := of(c); p != nil {
+			if out == nil {
+				out = make([][]byte, len(calls))
+			}
+			out[i] = p
+		}
+	}
+	return out
 }
 
 // completeManyArgs are the completion statement's arguments for calls; the
@@ -559,5 +580,6 @@ func completeManyArgs(calls []*ckptCall) []any {
 		r := &c.fin.req
 		runIDs[i], tokens[i], statuses[i], outputs[i], errTexts[i] = r.Lease.RunID, r.Lease.Token, string(r.Status), r.Output, c.fin.errJSON
 	}
-	return []any{nil, runIDs, tokens, statuses, outputs, errTexts}
+	progress := progressArray(calls, func(c *ckptCall) []byte { return c.fin.req.Progress })
+	return []any{nil, runIDs, tokens, statuses, outputs, errTexts, progress}
 }
