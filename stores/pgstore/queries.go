@@ -263,11 +263,11 @@ ORDER BY 8`
 	// for a request whose fence fails, and such a request returns no row.
 	q.checkpoint = `WITH ` + clockCTE + `,
 req AS (
-	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::text[], $9::bigint[], $17::bytea[])
-		WITH ORDINALITY AS q(run_id, token, key, kind, output, error, attempts, lease, progress, ord)
+	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::text[], $9::bigint[], $17::bytea[], $18::bool[])
+		WITH ORDINALITY AS q(run_id, token, key, kind, output, error, attempts, lease, progress, busy, ord)
 ),
 f AS (
-	SELECT r.id, r.execution, r.pause_requested, req.ord, req.lease, req.progress,
+	SELECT r.id, r.execution, r.pause_requested, req.ord, req.lease, req.progress, coalesce(req.busy, false) AS busy,
 		coalesce(r.wait_key = req.key OR req.key = ANY(r.wait_also_keys), false) AS on_wait
 	FROM {s}.runs r JOIN req ON req.run_id = r.id AND req.token = r.token
 	WHERE r.id = ANY($2::text[]) AND r.status = 'running'
@@ -291,7 +291,8 @@ loose AS (
 ),
 w AS (
 	SELECT f.id, f.execution, f.ord, f.lease, f.progress, ins.run_id IS NOT NULL AS written,
-		f.pause_requested AND ins.run_id IS NOT NULL AS pause, f.on_wait AND ins.run_id IS NOT NULL AS unwait
+		f.pause_requested AND NOT f.busy AND ins.run_id IS NOT NULL AS pause,
+		f.pause_requested AND f.busy AND ins.run_id IS NOT NULL AS pause_req, f.on_wait AND ins.run_id IS NOT NULL AS unwait
 	FROM f LEFT JOIN ins ON ins.run_id = f.id
 )
 UPDATE {s}.runs r SET
@@ -312,7 +313,7 @@ UPDATE {s}.runs r SET
 	updated_at = clock.now
 FROM w, clock
 WHERE r.id = w.id
-RETURNING w.ord, w.written, w.pause, w.execution`
+RETURNING w.ord, w.written, w.pause, w.execution, w.pause_req`
 
 	// $2 run, $3 token, $4 lease micros, $5..$10 attempts, stamped with the
 	// run's current execution.

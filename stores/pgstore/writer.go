@@ -321,17 +321,17 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 		if len(ckpts) > 0 {
 			err := eachRow(br, func(rows pgx.Rows) error {
 				var (
-					ord            int64
-					written, pause bool
-					execution      int32
+					ord                      int64
+					written, pause, pauseReq bool
+					execution                int32
 				)
-				if err := rows.Scan(&ord, &written, &pause, &execution); err != nil {
+				if err := rows.Scan(&ord, &written, &pause, &execution, &pauseReq); err != nil {
 					return err
 				}
 				i := int(ord - 1)
 				ckptErrs[i], executions[i] = nil, execution
 				if written {
-					results[i].Paused = pause
+					results[i].Paused, results[i].PauseRequested = pause, pauseReq
 				} else {
 					reread = append(reread, i)
 				}
@@ -545,7 +545,22 @@ func checkpointArgs(calls []*ckptCall) []any {
 	}
 	args := append([]any{nil, runIDs, tokens, keys, kinds, outputs, errTexts, attempts, leases, looseReq},
 		attemptArrays(loose)...)
-	return append(args, progressArray(calls, func(c *ckptCall) []byte { return c.req.Progress }))
+	return append(args, progressArray(calls, func(c *ckptCall) []byte { return c.req.Progress }), busyArray(calls))
+}
+
+// busyArray is which calls are Busy, as the array the checkpoint statement
+// takes: nil, one NULL read as not busy for every call, when none is.
+func busyArray(calls []*ckptCall) []bool {
+	var out []bool
+	for i, c := range calls {
+		if c.req.Busy {
+			if out == nil {
+				out = make([]bool, len(calls))
+			}
+			out[i] = true
+		}
+	}
+	return out
 }
 
 // progressArray is the progress each call publishes, as the array a batch
