@@ -7,6 +7,7 @@ import (
 
 	"github.com/stemflow/stem/storage"
 
+	"github.com/stemflow/stem/internal/benchwork"
 	"github.com/stemflow/stem/stores/memstore"
 )
 
@@ -70,4 +71,24 @@ func BenchmarkCheckpoint(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkParallelSteps times one run of ten 20 ms step futures awaited
+// together (p50 and p99 in ms).
+//
+//	go test -run '^$' -bench 'BenchmarkParallelSteps' ./stores/memstore
+func BenchmarkParallelSteps(b *testing.B) {
+	s := memstore.New(memstore.Options{})
+	defer s.Close()
+	benchwork.ParallelSteps(b, s)
+}
+
+// BenchmarkContinueAsNew times a 10 000-iteration continue-as-new loop:
+// the mean iteration around the 100th and the last, in ms.
+//
+//	go test -run '^$' -bench 'BenchmarkContinueAsNew' -benchtime 1x ./stores/memstore
+func BenchmarkContinueAsNew(b *testing.B) {
+	s := memstore.New(memstore.Options{})
+	defer s.Close()
+	benchwork.ContinueLoop(b, s, 10000)
 }

@@ -117,3 +117,25 @@ func BenchmarkRemoteResult(b *testing.B) {
 	defer client.Close()
 	benchwork.RemoteResult(b, worker, client)
 }
+
+// BenchmarkParallelSteps times one run of ten 20 ms step futures awaited
+// together (p50 and p99 in ms).
+//
+//	STEM_TEST_POSTGRES_URL=... go test -run '^$' -bench 'BenchmarkParallelSteps' ./stores/pgstore
+func BenchmarkParallelSteps(b *testing.B) {
+	testURL(b)
+	s := benchStore(b)
+	defer s.Close()
+	benchwork.ParallelSteps(b, s)
+}
+
+// BenchmarkContinueAsNew times a 10 000-iteration continue-as-new loop:
+// the mean iteration around the 100th and the last, in ms.
+//
+//	STEM_TEST_POSTGRES_URL=... go test -run '^$' -bench 'BenchmarkContinueAsNew' -benchtime 1x ./stores/pgstore
+func BenchmarkContinueAsNew(b *testing.B) {
+	testURL(b)
+	s := benchStore(b)
+	defer s.Close()
+	benchwork.ContinueLoop(b, s, 10000)
+}

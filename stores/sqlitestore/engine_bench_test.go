@@ -80,3 +80,23 @@ func BenchmarkSleep(b *testing.B) {
 func BenchmarkSleepers(b *testing.B) {
 	benchwork.Sleepers(b, func(b *testing.B) storage.Store { return benchStore(b, sqlitestore.SyncNormal) }, 1000)
 }
+
+// BenchmarkParallelSteps times one run of ten 20 ms step futures awaited
+// together (p50 and p99 in ms).
+//
+//	go test -run '^$' -bench 'BenchmarkParallelSteps' ./stores/sqlitestore
+func BenchmarkParallelSteps(b *testing.B) {
+	s := benchStore(b, sqlitestore.SyncNormal)
+	defer s.Close()
+	benchwork.ParallelSteps(b, s)
+}
+
+// BenchmarkContinueAsNew times a 10 000-iteration continue-as-new loop:
+// the mean iteration around the 100th and the last, in ms.
+//
+//	go test -run '^$' -bench 'BenchmarkContinueAsNew' -benchtime 1x ./stores/sqlitestore
+func BenchmarkContinueAsNew(b *testing.B) {
+	s := benchStore(b, sqlitestore.SyncNormal)
+	defer s.Close()
+	benchwork.ContinueLoop(b, s, 10000)
+}
