@@ -1063,3 +1063,23 @@ func TestDetailDelayed(t *testing.T) {
 		t.Fatalf("detail of a queued run due now = %q, want nothing", got)
 	}
 }
+
+func TestShowProgressDeadlineContinued(t *testing.T) {
+	now := time.Now().UTC()
+	deadline := now.Add(time.Hour)
+	r := runtime.RunInfo{ID: "r1", Workflow: "wf", Status: runtime.StatusWaiting, WaitingFor: "a", WaitTopics: []string{"a", "b"},
+		Progress: json.RawMessage(`{"done":3}`), Deadline: &deadline, Execution: 2, StartedAt: now, CreatedAt: now, UpdatedAt: now}
+	xs := []runtime.ExecutionInfo{
+		{Number: 1, StartedAt: now, EndedAt: &now, Status: runtime.StatusContinued},
+		{Number: 2, StartedAt: now, Status: runtime.StatusWaiting},
+	}
+	var b strings.Builder
+	if err := printShow(&b, r, xs, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"waiting for a or b", `progress   {"done":3}`, "deadline   " + stamp(deadline), "continued as new"} {
+		if !strings.Contains(b.String(), want) {
+			t.Fatalf("stem show printed\n%s\nwithout %q", b.String(), want)
+		}
+	}
+}

@@ -151,7 +151,7 @@ func detail(r runtime.RunInfo) string {
 	case r.Status == runtime.StatusComplete:
 		return result(r.Output, 60)
 	case r.WaitingFor != "":
-		s := "waiting for " + clean(r.WaitingFor)
+		s := "waiting for " + clean(strings.Join(r.WaitTopics, " or "))
 		if r.ReadyAt != nil {
 			s += " until " + stamp(*r.ReadyAt)
 		}
@@ -241,6 +241,12 @@ func printShow(w io.Writer, r runtime.RunInfo, xs []runtime.ExecutionInfo, n int
 	if d := detail(r); d != "" {
 		fmt.Fprintf(w, "detail     %s\n", clean(d))
 	}
+	if r.Progress != nil {
+		fmt.Fprintf(w, "progress   %s\n", clean(result(r.Progress, 200)))
+	}
+	if r.Deadline != nil {
+		fmt.Fprintf(w, "deadline   %s\n", stamp(*r.Deadline))
+	}
 	ex := fmt.Sprintf("%d, started %s", r.Execution, stamp(r.StartedAt))
 	if r.EndedAt != nil {
 		ex += ", ended " + stamp(*r.EndedAt)
@@ -259,6 +265,8 @@ func printShow(w io.Writer, r runtime.RunInfo, xs []runtime.ExecutionInfo, n int
 		switch {
 		case x.FromStep != "":
 			note = append(note, fmt.Sprintf("restart of %d from %s", x.ForkedFrom, clean(x.FromStep)))
+		case x.Number > 1 && xs[x.Number-2].Status == runtime.StatusContinued:
+			note = append(note, "continued as new")
 		case x.Number > 1:
 			note = append(note, "restart from the top")
 		}

@@ -184,6 +184,9 @@ type jsonRun struct {
 	Sealed         string          `json:"sealed,omitempty"`
 	Error          string          `json:"error,omitempty"`
 	WaitingFor     string          `json:"waiting_for,omitempty"`
+	WaitTopics     []string        `json:"wait_topics,omitempty"`
+	Progress       json.RawMessage `json:"progress,omitempty"`
+	Deadline       *time.Time      `json:"deadline,omitempty"`
 	ReadyAt        *time.Time      `json:"ready_at,omitempty"`
 	PauseRequested bool            `json:"pause_requested,omitempty"`
 	Recoveries     int             `json:"recoveries,omitempty"`
@@ -198,7 +201,7 @@ func jsonRuns(runs []runtime.RunInfo) []jsonRun {
 	out := make([]jsonRun, len(runs))
 	for i, r := range runs {
 		out[i] = jsonRun{ID: r.ID, Workflow: r.Workflow, ParentID: r.ParentID, Status: string(r.Status),
-			WaitingFor: r.WaitingFor, ReadyAt: r.ReadyAt, PauseRequested: r.PauseRequested, Recoveries: r.Recoveries,
+			WaitingFor: r.WaitingFor, WaitTopics: r.WaitTopics, Progress: r.Progress, Deadline: r.Deadline, ReadyAt: r.ReadyAt, PauseRequested: r.PauseRequested, Recoveries: r.Recoveries,
 			Execution: r.Execution, StartedAt: r.StartedAt, EndedAt: r.EndedAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 		out[i].Output, out[i].OutputSealed = jsonPayload(r.Output)
 		if note, ok := sealedNote(r.OpenErr, ""); ok {
