@@ -62,7 +62,8 @@ func (p Positions) ValuePos(key string) token.Pos {
 	return p.Slash
 }
 
-// Workflow is //stem:workflow name=<name> [version=<n>]. It marks
+// Workflow is //stem:workflow name=<name> [version=<n>] [timeout=<d>]
+// [progress=<Type>]. It marks
 //
 //	func Name(ctx *NameContext, in In) (Out, error)
 //
@@ -71,10 +72,18 @@ type Workflow struct {
 	// Name is the durable workflow name stored with every run (name=,
 	// required).
 	Name string
-	// Version acknowledges a change of the workflow's input or output type
-	// shape recorded in the package's manifest (version=, default 1). It is
-	// not stored with runs.
+	// Version acknowledges a change of the workflow's input, output or
+	// progress type shape recorded in the package's manifest (version=,
+	// default 1). It is not stored with runs.
 	Version int
+	// Timeout gives every run of the workflow a deadline Timeout after its
+	// start, unless the start sets one (timeout=, default: none).
+	Timeout time.Duration
+	// Progress names the type, declared in the same package, of the
+	// progress the workflow's runs publish (progress=, default: none). The
+	// parser checks only that it is a Go identifier; the generator checks
+	// that the package declares it.
+	Progress string
 	Positions
 }
 
@@ -88,6 +97,12 @@ func (w *Workflow) String() string {
 	fmt.Fprintf(&b, " name=%s", w.Name)
 	if w.Version != 1 {
 		fmt.Fprintf(&b, " version=%d", w.Version)
+	}
+	if w.Timeout != 0 {
+		fmt.Fprintf(&b, " timeout=%s", w.Timeout)
+	}
+	if w.Progress != "" {
+		fmt.Fprintf(&b, " progress=%s", w.Progress)
 	}
 	return b.String()
 }

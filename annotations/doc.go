@@ -25,7 +25,15 @@
 //
 //	name=<workflow name>  required: the durable name stored with every run
 //	version=<n>           optional, default 1: bump it to acknowledge a change
-//	                      of the input or output type's shape (see below)
+//	                      of the input, output or progress type's shape
+//	timeout=<d>           optional: every run gets a deadline d after its
+//	                      start, unless the start sets one; past it the run
+//	                      ends with runtime.ErrDeadline
+//	progress=<Type>       optional: a type declared in the same package, a
+//	                      JSON payload like an input, that the run publishes
+//	                      as its progress: the workflow's context gets
+//	                      SetProgress(Type) and its run handle Progress and
+//	                      WaitProgress
 //
 // # //stem:step
 //
@@ -64,12 +72,15 @@
 //   - retries is a non-negative decimal integer.
 //   - A duration is a positive Go duration (time.ParseDuration): 200ms, 30s,
 //     1m30s. A backoff maximum is not less than its start.
+//   - A progress type is a Go identifier naming a type the package declares
+//     (not an import's, not generic); the generator reports an unknown
+//     name with the closest declared type, as the parser does for keys.
 //
 // # Example
 //
 //	// Fulfil reserves stock, waits for the warehouse, then charges.
 //	//
-//	//stem:workflow name=orders.fulfil
+//	//stem:workflow name=orders.fulfil timeout=72h progress=FulfilProgress
 //	func Fulfil(ctx *FulfilContext, order Order) (Receipt, error)
 //
 //	//stem:step name=reserve retries=5 backoff=200ms..30s timeout=10s
@@ -80,6 +91,9 @@
 //
 //	//stem:event topic=shipment.ready
 //	type ShipmentReady struct{ Tracking string }
+//
+//	// FulfilProgress is what a run of Fulfil publishes as it goes.
+//	type FulfilProgress struct{ Stage string }
 //
 // A misspelled directive (//stem:stpe) is an error, as is a known directive
 // written with a space after the slashes, which Go would treat as prose.

@@ -13,6 +13,8 @@ import (
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"//stem:workflow name=orders.fulfil version=2",
+		"//stem:workflow name=orders.fulfil timeout=72h progress=FulfilProgress",
+		"//stem:workflow name=w progres=P timeout=0s",
 		"//stem:step name=reserve retries=5 backoff=200ms..30s timeout=10s autoversion",
 		"//stem:event topic=shipment.ready",
 		"//stem:stpe name=x",

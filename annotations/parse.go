@@ -34,6 +34,18 @@ var directives = map[string][]keySpec{
 			a.(*Workflow).Version = n
 			return msg, 0
 		}},
+		{key: "timeout", set: func(a Annotation, v string) (string, int) {
+			d, msg := parseDuration("timeout", v)
+			a.(*Workflow).Timeout = d
+			return msg, 0
+		}},
+		{key: "progress", set: func(a Annotation, v string) (string, int) {
+			if !token.IsIdentifier(v) {
+				return fmt.Sprintf("progress names a type declared in the workflow's package, got %q", v), 0
+			}
+			a.(*Workflow).Progress = v
+			return "", 0
+		}},
 	},
 	DirectiveStep: {
 		{key: "name", required: true, set: func(a Annotation, v string) (string, int) {
@@ -323,6 +335,14 @@ func oneOf(items []string) string {
 		return items[0]
 	}
 	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
+}
+
+// Suggest returns the candidate closest to s if it is close enough to be a
+// likely typo of it, or "". The parser phrases its "did you mean" with it;
+// tools checking a directive's value against what a package declares (the
+// type progress= names, say) use it to do the same.
+func Suggest(s string, candidates []string) string {
+	return suggest(s, candidates)
 }
 
 // suggest returns the candidate closest to s if it is close enough to be a

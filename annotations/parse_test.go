@@ -27,6 +27,9 @@ func TestParseGood(t *testing.T) {
 		{"//stem:workflow name=orders.fulfil", &Workflow{Name: "orders.fulfil", Version: 1}},
 		{"//stem:workflow name=orders.fulfil version=3", &Workflow{Name: "orders.fulfil", Version: 3}},
 		{"//stem:workflow   version=2\tname=a_b-C.9  ", &Workflow{Name: "a_b-C.9", Version: 2}},
+		{"//stem:workflow name=orders.fulfil timeout=1h30m progress=FulfilProgress",
+			&Workflow{Name: "orders.fulfil", Version: 1, Timeout: 90 * time.Minute, Progress: "FulfilProgress"}},
+		{"//stem:workflow progress=p name=w", &Workflow{Name: "w", Version: 1, Progress: "p"}},
 		{"//stem:step name=reserve", &Step{Name: "reserve", Version: 1}},
 		{"//stem:step name=reserve retries=5 backoff=200ms..30s timeout=10s",
 			&Step{Name: "reserve", Version: 1, Retries: 5, Backoff: 200 * time.Millisecond, MaxBackoff: 30 * time.Second, Timeout: 10 * time.Second}},
@@ -88,6 +91,14 @@ func TestParseErrors(t *testing.T) {
 		{"//stem:step", []string{"8: //stem:step needs name=<step name>"}},
 		{"//stem:workflow version=2", []string{"8: //stem:workflow needs name=<workflow name>"}},
 		{"//stem:event", []string{"8: //stem:event needs topic=<topic>"}},
+		{"//stem:workflow name=a timeout=10", []string{"32: bad duration \"10\" for timeout"}},
+		{"//stem:workflow name=a timeout=0s", []string{"32: timeout must be positive, got 0s"}},
+		{"//stem:workflow name=a timeout=-1h", []string{"32: timeout must be positive, got -1h"}},
+		{"//stem:workflow name=a progress=pkg.P", []string{"33: progress names a type declared in the workflow's package, got \"pkg.P\""}},
+		{"//stem:workflow name=a progress=[]P", []string{"33: progress names a type"}},
+		{"//stem:workflow name=a progres=P", []string{"24: unknown key \"progres\" in //stem:workflow; want name, version, timeout or progress (did you mean progress?)"}},
+		{"//stem:workflow name=a timout=1s", []string{"24: (did you mean timeout?)"}},
+		{"//stem:workflow name=a progress", []string{"24: progress needs a value: write progress=<value>"}},
 		{"//stem:step name=a nmae=b", []string{"20: unknown key \"nmae\" in //stem:step; want name, version, retries, backoff, timeout or autoversion (did you mean name?)"}},
 		{"//stem:step name=a name=b", []string{"20: duplicate key name in //stem:step"}},
 		{"//stem:step name=a retries=-1", []string{"28: retries must not be negative, got -1"}},
@@ -181,7 +192,7 @@ func TestParseComment(t *testing.T) {
 			}
 		}
 	}
-	want := []string{`p.go:5:27: unknown key "versoin" in //stem:workflow; want name or version (did you mean version?)`}
+	want := []string{`p.go:5:27: unknown key "versoin" in //stem:workflow; want name, version, timeout or progress (did you mean version?)`}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q\nwant %q", got, want)
 	}

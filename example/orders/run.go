@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -98,7 +99,7 @@ func fulfil(ctx context.Context, cfg config) error {
 		id := fmt.Sprintf("order-%04d", i+1)
 		items[i] = runtime.BatchItem[orders.Order]{ID: id, Input: sampleOrder(id, i, cfg.coolOff)}
 	}
-	before, err := countStatuses(ctx, engine)
+	before, _, err := countStatuses(ctx, engine)
 	if err != nil {
 		return err
 	}
@@ -122,17 +123,20 @@ func fulfil(ctx context.Context, cfg config) error {
 	prog := &progress{out: cfg.out, terminal: cfg.terminal, total: len(runs)}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	var counts statusCounts
+	var (
+		counts statusCounts
+		stages stageCounts
+	)
 	interrupted := false
 	for {
-		counts, err = countStatuses(ctx, engine)
+		counts, stages, err = countStatuses(ctx, engine)
 		if err != nil && ctx.Err() == nil {
 			stopWork()
 			<-workDone
 			return err
 		}
 		if err == nil {
-			prog.show(counts, time.Since(began))
+			prog.show(counts, stages, time.Since(began))
 		}
 		if counts.finished() >= len(runs) {
 			break
@@ -151,7 +155,7 @@ func fulfil(ctx context.Context, cfg config) error {
 	stopWork()
 	<-workDone
 	if interrupted {
-		counts, _ = countStatuses(context.Background(), engine)
+		counts, _, _ = countStatuses(context.Background(), engine)
 		fmt.Fprintf(cfg.out, "interrupted: %d of %d orders finished; run again to resume the rest\n", counts.finished(), len(runs))
 		return ctx.Err()
 	}
@@ -196,20 +200,44 @@ func (c statusCounts) finished() int {
 	return c[runtime.StatusComplete] + c[runtime.StatusErrored] + c[runtime.StatusTerminated]
 }
 
-// countStatuses counts the order runs by status.
-func countStatuses(ctx context.Context, e *runtime.Engine) (statusCounts, error) {
-	counts := statusCounts{}
+// stageCounts counts unfinished order runs by the stage their published
+// progress names.
+type stageCounts map[string]int
+
+// stageOrder is the order of Fulfil's stages, as the progress line lists
+// them.
+var stageOrder = []string{orders.StageReserving, orders.StageCoolingOff, orders.StageAwaitingShipment,
+	orders.StagePacking, orders.StageCharging, orders.StageInvoicing}
+
+func (s stageCounts) String() string {
+	var parts []string
+	for _, st := range stageOrder {
+		if n := s[st]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", st, n))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// countStatuses counts the order runs by status, and the unfinished ones
+// by the stage of the progress they published (orders.FulfilProgress).
+func countStatuses(ctx context.Context, e *runtime.Engine) (statusCounts, stageCounts, error) {
+	counts, stages := statusCounts{}, stageCounts{}
 	after := ""
 	for {
 		page, next, err := e.ListRuns(ctx, runtime.ListRunsQuery{Workflow: orders.FulfilWorkflowName, After: after, Limit: 1000})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, r := range page {
 			counts[r.Status]++
+			var p orders.FulfilProgress
+			if !r.Status.Finished() && r.Progress != nil && json.Unmarshal(r.Progress, &p) == nil {
+				stages[p.Stage]++
+			}
 		}
 		if next == "" {
-			return counts, nil
+			return counts, stages, nil
 		}
 		after = next
 	}
@@ -224,11 +252,14 @@ type progress struct {
 	last     string
 }
 
-func (p *progress) show(c statusCounts, elapsed time.Duration) {
+func (p *progress) show(c statusCounts, stages stageCounts, elapsed time.Duration) {
 	done := c.finished()
 	line := fmt.Sprintf("%d/%d done  (queued %d, running %d, waiting %d, paused %d, errored %d)",
 		done, p.total, c[runtime.StatusQueued], c[runtime.StatusRunning], c[runtime.StatusWaiting],
 		c[runtime.StatusPaused], c[runtime.StatusErrored])
+	if s := stages.String(); s != "" && !p.terminal {
+		line += "  " + s
+	}
 	if line == p.last {
 		return
 	}
@@ -250,7 +281,7 @@ func (p *progress) done() {
 }
 
 func summary(ctx context.Context, out io.Writer, store string, runs []*orders.FulfilRun, c statusCounts, payments *orders.PaymentService, elapsed time.Duration) error {
-	var revenue int64
+	var revenue, shipping int64
 	var parcels int
 	var failed []string
 	for _, r := range runs {
@@ -260,13 +291,14 @@ func summary(ctx context.Context, out io.Writer, store string, runs []*orders.Fu
 			continue
 		}
 		revenue += receipt.Payment.AmountCents
+		shipping += receipt.Shipping.CostCents
 		parcels += len(receipt.Parcels)
 	}
 	fmt.Fprintf(out, "\nsummary: %d orders complete, %d errored, %d terminated in %.1fs\n",
 		c[runtime.StatusComplete], c[runtime.StatusErrored], c[runtime.StatusTerminated], elapsed.Seconds())
 	fmt.Fprintf(out, "  charged %d.%02d in %d payments (%d requests to the payment service, retries deduplicated by idempotency key)\n",
 		revenue/100, revenue%100, len(payments.Payments()), payments.Requests())
-	fmt.Fprintf(out, "  packed %d parcels\n", parcels)
+	fmt.Fprintf(out, "  packed %d parcels, shipping quoted at %d.%02d\n", parcels, shipping/100, shipping%100)
 	for _, f := range failed {
 		fmt.Fprintf(out, "  failed %s\n", f)
 	}

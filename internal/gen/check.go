@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"go/token"
 	"slices"
+
+	"github.com/stemflow/stem/annotations"
 )
 
 // check reports every problem of the model that the compiler would not
@@ -46,6 +48,36 @@ func checkWorkflow(w *Workflow, d *diagnostics) {
 	} else {
 		checkPayload(w.Results[0], "output", "workflow "+w.GoName, d)
 	}
+	checkProgress(w, d)
+}
+
+// checkProgress reports a progress= that does not name a JSON payload
+// type the package declares, at the value.
+func checkProgress(w *Workflow, d *diagnostics) {
+	p := w.Progress
+	if p == nil {
+		return
+	}
+	at := w.Ann.ValuePos("progress")
+	switch {
+	case p.Declared == "":
+		msg := fmt.Sprintf("progress=%s: the package declares no type %s", p.Name, p.Name)
+		if s := annotations.Suggest(p.Name, p.Candidates); s != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", s)
+		}
+		d.add(at, "%s", msg)
+	case p.Declared != "type":
+		d.add(at, "progress=%s names a %s, not a type", p.Name, p.Declared)
+	case p.Generic:
+		d.add(at, "progress=%s names a generic type; name a type without type parameters", p.Name)
+	case p.Problem != "":
+		d.add(at, "progress type %s of workflow %s is not a JSON payload: %s", p.Name, w.GoName, p.Problem)
+	}
+}
+
+// valid reports whether the progress type resolved to a JSON payload type.
+func (p *Progress) valid() bool {
+	return p != nil && p.Type != nil && p.Problem == ""
 }
 
 func checkStep(m *Package, s *Step, d *diagnostics) {
@@ -192,14 +224,22 @@ func checkCollisions(m *Package, d *diagnostics) {
 	for _, p := range promoted {
 		addCommon(p, "a method of the embedded *runtime.WorkflowContext", token.NoPos)
 	}
+	// Every context declares ContinueAsNew, typed by its workflow, and one
+	// with progress= SetProgress; both names are kept free on every
+	// context, so adding progress= to a workflow later breaks nothing.
+	addCommon(continueAsNewMethod, "the method continuing the run as new", token.NoPos)
+	addCommon(setProgressMethod, "the method publishing the run's progress (with progress=)", token.NoPos)
 	for _, s := range m.Steps {
 		addCommon(s.method(), "the method of step "+s.String(), s.Pos)
+		addCommon(s.asyncMethod(), "the method starting step "+s.String()+" as a future", s.Pos)
 	}
 	for _, e := range m.Events {
 		addCommon(e.awaitMethod(), "the method awaiting event "+e.GoName, e.Pos)
+		addCommon(e.onMethod(), "the method returning a future of event "+e.GoName, e.Pos)
 	}
 	for _, w := range m.Workflows {
 		addCommon(w.callMethod(), "the method calling workflow "+w.GoName+" as a child", w.Pos)
+		addCommon(w.callAsyncMethod(), "the method calling workflow "+w.GoName+" as a child future", w.Pos)
 		addCommon(w.startChildMethod(), "the method starting workflow "+w.GoName+" as a child", w.Pos)
 	}
 	for _, w := range m.Workflows {
@@ -220,8 +260,11 @@ func checkCollisions(m *Package, d *diagnostics) {
 	// A user method on a generated type other than a context.
 	for _, w := range m.Workflows {
 		for _, um := range m.UserMethods[w.runType()] {
-			if slices.Contains([]string{"ID", "Status", "Result", "Pause", "Resume", "Terminate", "Restart", "Run"}, um.Name) {
+			switch {
+			case slices.Contains([]string{"ID", "Workflow", "Info", "Status", "IdempotencyKey", "Result", "Pause", "Resume", "Terminate", "Restart", "Run"}, um.Name):
 				d.add(um.Pos, "%s on %s hides the method of *runtime.Run it embeds; rename it", um.Name, w.runType())
+			case w.Progress != nil && slices.Contains([]string{progressMethod, waitProgressMethod, runEngineField}, um.Name):
+				d.add(um.Pos, "%s on %s: stemgen generates it for the workflow's progress=; rename this method", um.Name, w.runType())
 			}
 		}
 	}

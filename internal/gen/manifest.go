@@ -12,7 +12,8 @@ import (
 )
 
 // manifest is stem.manifest.json: the shape of every step's and workflow's
-// inputs and outputs, by checkpoint key, as of the last generation. A key
+// inputs and outputs (and of a workflow's progress), by checkpoint key, as
+// of the last generation. A key
 // whose shape changes without a version bump would make in-flight runs
 // decode a result (or input) of the old shape into the new type, so
 // stemgen refuses it. Entries for keys no longer in the code are kept:
@@ -26,13 +27,21 @@ type manifest struct {
 
 // manifestEntry is the shape of one checkpoint key ("charge@v2") or
 // versioned workflow name ("orders.fulfil@v1").
+//
+// Progress is the shape of a workflow's progress= type: runs store the
+// value they published last, which callers decode into the type, so a
+// changed shape needs a version bump too. Adding or removing progress= does
+// not (no stored run holds a value of another shape). A workflow's
+// timeout= is not recorded: it is not a shape, and changing it needs no
+// bump.
 type manifestEntry struct {
-	Key    string `json:"key"`
-	Input  string `json:"input"`
-	Output string `json:"output"`
+	Key      string `json:"key"`
+	Input    string `json:"input"`
+	Output   string `json:"output"`
+	Progress string `json:"progress,omitempty"`
 }
 
-const manifestComment = "Maintained by stemgen: the shape of each step's and workflow's inputs and outputs, by key. " +
+const manifestComment = "Maintained by stemgen: the shape of each step's and workflow's inputs and outputs (and of a workflow's progress), by key. " +
 	"A changed shape needs a version bump. Commit this file; do not edit it."
 
 // readManifest reads the package's manifest, or returns nil when it has
@@ -79,14 +88,29 @@ func checkManifest(m *Package, old *manifest, d *diagnostics) []byte {
 		if was.Output != e.Output {
 			d.add(pos, "%s %s changed its output type shape; bump version= (recorded %s, now %s)", kind, e.Key, was.Output, e.Output)
 		}
+		if was.Progress != "" && e.Progress != "" && was.Progress != e.Progress {
+			d.add(pos, "%s %s changed its progress type shape; bump version= (recorded %s, now %s)", kind, e.Key, was.Progress, e.Progress)
+		}
+		if e.Progress == "" && was.Progress != "" {
+			// Removing progress= keeps the recorded shape: adding it back
+			// with another shape is a change.
+			e.Progress = was.Progress
+		}
 		(*entries)[i] = e
 	}
 	for _, w := range m.Workflows {
 		if len(w.Params) != 2 || len(w.Results) != 2 || !typed(w.Params[1:], w.Results) {
 			continue // reported by check
 		}
+		if w.Progress != nil && !w.Progress.valid() {
+			continue // reported by check
+		}
 		key := fmt.Sprintf("%s@v%d", w.Ann.Name, w.Ann.Version)
-		merge(&next.Workflows, manifestEntry{Key: key, Input: w.Input().Shape, Output: w.Output().Shape}, "workflow", w.Ann.KeyPos("version"))
+		e := manifestEntry{Key: key, Input: w.Input().Shape, Output: w.Output().Shape}
+		if w.Progress != nil {
+			e.Progress = w.Progress.Shape
+		}
+		merge(&next.Workflows, e, "workflow", w.Ann.KeyPos("version"))
 	}
 	for _, s := range m.Steps {
 		if !typed(s.Params, s.Results) {

@@ -102,6 +102,28 @@ type Param struct {
 type Workflow struct {
 	Func
 	Ann *annotations.Workflow
+	// Progress is the type progress= names, or nil without progress=.
+	Progress *Progress
+}
+
+// Progress is the type a workflow's progress= names, as the package
+// declares it (or does not).
+type Progress struct {
+	// Name is the type's name as progress= gives it.
+	Name string
+	// Declared is what Name is in the package's scope: "" when nothing,
+	// "type" for a type, else what it is instead ("function", "variable",
+	// "constant").
+	Declared string
+	// Generic: the type has type parameters.
+	Generic bool
+	// Candidates are the type names the package declares, sorted, for
+	// suggesting the closest to an unknown Name.
+	Candidates []string
+	Type       *Type
+	// Shape is the canonical JSON shape of the type, Problem why it is not
+	// a JSON payload (or "").
+	Shape, Problem string
 }
 
 // Step is a method or function marked //stem:step.
@@ -171,7 +193,51 @@ func buildModel(lp *loadedPackage, d *diagnostics) *Package {
 			b.m.Receiver = &Receiver{Name: s.Recv.TypeName, Pos: s.Recv.Pos}
 		}
 	}
+	for _, w := range b.m.Workflows {
+		if w.Ann.Progress != "" {
+			w.Progress = b.progress(w.Ann.Progress)
+		}
+	}
 	return b.m
+}
+
+// progress resolves the type a workflow's progress= names in the package's
+// scope, leaving out what the generated file declares.
+func (b *builder) progress(name string) *Progress {
+	p := &Progress{Name: name}
+	scope := b.pkg.Scope()
+	for _, n := range scope.Names() {
+		if _, ok := scope.Lookup(n).(*types.TypeName); ok && b.m.Declared[n].IsValid() {
+			p.Candidates = append(p.Candidates, n)
+		}
+	}
+	obj := scope.Lookup(name)
+	if obj == nil || !b.m.Declared[name].IsValid() {
+		return p
+	}
+	switch obj := obj.(type) {
+	case *types.TypeName:
+		p.Declared = "type"
+		if n, ok := types.Unalias(obj.Type()).(*types.Named); ok && n.TypeParams().Len() > 0 && n.TypeArgs().Len() == 0 {
+			p.Generic = true
+			return p
+		}
+		if !validType(obj.Type()) {
+			return p
+		}
+		p.Type = &Type{Kind: KindNamed, Path: b.pkg.Path(), Pkg: b.pkg.Name(), Name: name}
+		p.Shape = b.shape(obj.Type())
+		p.Problem = b.problem(obj.Type())
+	case *types.Func:
+		p.Declared = "function"
+	case *types.Var:
+		p.Declared = "variable"
+	case *types.Const:
+		p.Declared = "constant"
+	default:
+		p.Declared = "declaration"
+	}
+	return p
 }
 
 // file collects one file's annotated declarations and reports directives

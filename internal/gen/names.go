@@ -38,6 +38,33 @@ func (e *Event) awaitMethod() string         { return "Await" + exported(e.GoNam
 func (w *Workflow) callMethod() string       { return "Call" + exported(w.GoName) }
 func (w *Workflow) startChildMethod() string { return "Start" + exported(w.GoName) + "Child" }
 
+// The future-returning forms of those methods, also on callsType: a
+// step's and a child call's are the synchronous method's name with
+// asyncSuffix; an event's, which has no timeout (select it with a
+// timer), reads as what it is, the next such event.
+func (s *Step) asyncMethod() string         { return s.method() + asyncSuffix }
+func (e *Event) onMethod() string           { return "On" + exported(e.GoName) }
+func (w *Workflow) callAsyncMethod() string { return w.callMethod() + asyncSuffix }
+
+const asyncSuffix = "Async"
+
+// Methods declared on each workflow's context type itself, typed by the
+// workflow: continuing the run as new with its input type, and, for a
+// workflow with progress=, publishing its progress type.
+const (
+	continueAsNewMethod = "ContinueAsNew"
+	setProgressMethod   = "SetProgress"
+)
+
+// Methods of a workflow's run type with progress=, and the field holding
+// the engine they read the run's progress from (the embedded *runtime.Run
+// does not expose its engine).
+const (
+	progressMethod     = "Progress"
+	waitProgressMethod = "WaitProgress"
+	runEngineField     = "engine"
+)
+
 // callsType is the unexported type that holds the typed step, event and
 // child-workflow methods of a package, declared once whatever the number
 // of workflows; every workflow context embeds it, so they are promoted
@@ -81,14 +108,14 @@ const (
 
 // promoted are the methods a workflow context gets from the embedded
 // *runtime.WorkflowContext.
-var promoted = []string{"Context", "Logger", "ParentID", "RunID", "Sleep", "SleepUntil", "Workflow"}
+var promoted = []string{"Context", "Logger", "ParentID", "RunID", "Sleep", "SleepUntil", "Timer", "Workflow"}
 
 // locals are the identifiers generated code declares inside functions;
 // import names and parameter names avoid them.
 var locals = map[string]bool{
 	"c": true, "sc": true, "e": true, "ctx": true, "in": true, "opts": true, "r": true,
 	"rs": true, "err": true, "out": true, "i": true, "items": true, "ev": true, "steps": true,
-	"runID": true, "name": true, "timeout": true, "id": true,
+	"runID": true, "name": true, "timeout": true, "id": true, "p": true, "after": true,
 }
 
 // generated is one package-level identifier stemgen declares, and the

@@ -178,6 +178,11 @@ func (m *Package) eachType(fn func(*Type)) {
 	for _, e := range m.Events {
 		fn(e.Type)
 	}
+	for _, w := range m.Workflows {
+		if w.Progress != nil && w.Progress.Type != nil {
+			fn(w.Progress.Type)
+		}
+	}
 }
 
 // doc writes a doc comment: our text, wrapped, then the user's doc comment
@@ -319,7 +324,9 @@ func (r *renderer) workflow(w *Workflow) {
 
 	f.Line()
 	r.doc(fmt.Sprintf("%s is what workflow %s (%s) receives: the runtime's *runtime.WorkflowContext, "+
-		"with a typed method for every step, event and child workflow of package %s.", ctx, w.GoName, durable, m.Name), w.Doc)
+		"with a typed method for every step, event and child workflow of package %s, each also in a form "+
+		"that returns a future (runtime.All and runtime.Select wait for several), and ContinueAsNew typed "+
+		"by the workflow's input.", ctx, w.GoName, durable, m.Name), w.Doc)
 	f.Type().Id(ctx).StructFunc(func(g *jen.Group) {
 		g.Op("*").Add(rt("WorkflowContext"))
 		if m.hasCalls() {
@@ -327,18 +334,79 @@ func (r *renderer) workflow(w *Workflow) {
 		}
 	})
 
+	f.Line()
+	r.doc(fmt.Sprintf("%s ends this execution of the run and begins the next, of the same run, with "+
+		"input in and an empty history, so a workflow that loops forever replays only its latest "+
+		"iteration. Call it as a return, with any output (it is not the run's): return out, ctx.%s(next). "+
+		"It waits for the run's step futures to end, keeps the run's ID, parent, deadline, progress and "+
+		"the events sent to it, and does not return when it succeeds; an input that does not encode is "+
+		"an error and nothing changes.", continueAsNewMethod, continueAsNewMethod), "")
+	f.Func().Params(jen.Id("c").Op("*").Id(ctx)).Id(continueAsNewMethod).Params(jen.Id("in").Add(in.Clone())).Error().Block(
+		jen.Return(rt("ContinueAsNew").Call(jen.Id("c").Dot(embeddedField), jen.Id("in"))))
+
+	prog := w.Progress
+	if prog != nil {
+		f.Line()
+		r.doc(fmt.Sprintf("%s publishes p as the run's progress, which callers read with Progress and "+
+			"WaitProgress on %s. It is written with the run's next write "+
+			"(a step's checkpoint, a suspension, its end) or soon while a step runs; publishing the value "+
+			"last published writes nothing, so a replay costs no write.", setProgressMethod, w.runType()), "")
+		f.Func().Params(jen.Id("c").Op("*").Id(ctx)).Id(setProgressMethod).Params(jen.Id("p").Add(r.typ(prog.Type))).Error().Block(
+			jen.Return(rt("SetProgress").Call(jen.Id("c").Dot(embeddedField), jen.Id("p"))))
+	}
+
 	run := w.runType()
 	f.Line()
-	r.doc(fmt.Sprintf("%s is a typed handle on a run of workflow %s (%s): ID, Status, Result, Pause, "+
+	runDoc := fmt.Sprintf("%s is a typed handle on a run of workflow %s (%s): ID, Status, Result, Pause, "+
 		"Resume, Terminate, Restart, and IdempotencyKey for reconciling with the services its steps called.",
-		run, w.GoName, durable), w.Doc)
-	f.Type().Id(run).Struct(jen.Op("*").Add(rt("Run")).Types(out.Clone()))
+		run, w.GoName, durable)
+	if prog != nil {
+		runDoc = fmt.Sprintf("%s is a typed handle on a run of workflow %s (%s): ID, Status, Result, Pause, "+
+			"Resume, Terminate, Restart, IdempotencyKey for reconciling with the services its steps called, and "+
+			"the run's published progress, %s.", run, w.GoName, durable, prog.Name)
+	}
+	r.doc(runDoc, w.Doc)
+	f.Type().Id(run).StructFunc(func(g *jen.Group) {
+		g.Op("*").Add(rt("Run")).Types(out.Clone())
+		if prog != nil {
+			g.Id(runEngineField).Op("*").Add(rt("Engine"))
+		}
+	})
+	// handle writes the typed handle on a *runtime.Run[Out] held in r.
+	handle := func(r jen.Code) *jen.Statement {
+		if prog != nil {
+			return jen.Op("&").Id(run).Values(jen.Dict{jen.Id("Run"): r, jen.Id(runEngineField): jen.Id("e")})
+		}
+		return jen.Op("&").Id(run).Values(r)
+	}
+	if prog != nil {
+		pt := func() *jen.Statement { return r.typ(prog.Type) }
+		f.Line()
+		r.doc(fmt.Sprintf("%s returns the progress the run last published (%s.%s), and whether it has "+
+			"published any.", progressMethod, ctx, setProgressMethod), "")
+		f.Func().Params(jen.Id("r").Op("*").Id(run)).Id(progressMethod).Params(jen.Id("ctx").Qual("context", "Context")).
+			Params(pt(), jen.Bool(), jen.Error()).Block(
+			jen.Return(rt("GetProgress").Types(pt()).Call(jen.Id("ctx"), jen.Id("r").Dot(runEngineField), jen.Id("r").Dot("ID").Call())))
+		f.Line()
+		r.doc(fmt.Sprintf("%s waits until the run's published progress differs from after and returns it; "+
+			"or, when the run finishes first, the progress it published last. Pass the zero value to wait "+
+			"for the first.", waitProgressMethod), "")
+		f.Func().Params(jen.Id("r").Op("*").Id(run)).Id(waitProgressMethod).
+			Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("after").Add(pt())).
+			Params(pt(), jen.Error()).Block(
+			jen.Return(rt("WaitProgress").Call(jen.Id("ctx"), jen.Id("r").Dot(runEngineField), jen.Id("r").Dot("ID").Call(), jen.Id("after"))))
+	}
 
 	f.Line()
 	regParams := []jen.Code{jen.Id("e").Op("*").Add(rt("Engine"))}
 	regDoc := fmt.Sprintf("%s registers workflow %s with e under its durable name, %s, at version %d; "+
 		"the engine records them in the store's catalog with the shapes of its input and output, for "+
 		"tools that start runs without its Go types.", w.registerFunc(), w.GoName, durable, w.Ann.Version)
+	if w.Ann.Timeout > 0 {
+		regDoc += fmt.Sprintf(" Its runs get a deadline %s after their start (timeout=), unless the start sets "+
+			"one with runtime.WithTimeout or runtime.WithDeadline; past it a run ends with an error matching "+
+			"runtime.ErrDeadline.", w.Ann.Timeout)
+	}
 	if m.registersEvents() {
 		// The list of events is written once, on registerEventsFunc: the
 		// file grows with workflows plus events, not their product.
@@ -366,16 +434,21 @@ func (r *renderer) workflow(w *Workflow) {
 			}
 			lit[jen.Id(callsType)] = jen.Id(callsType).Values(calls)
 		}
-		g.Return(rt("Register").Call(jen.Id("e"), jen.Id(w.nameConst()),
+		opts := []jen.Code{rt("WorkflowVersion").Call(jen.Lit(w.Ann.Version))}
+		if w.Ann.Timeout > 0 {
+			opts = append(opts, rt("WorkflowTimeout").Call(duration(w.Ann.Timeout)))
+		}
+		g.Return(rt("Register").Call(append([]jen.Code{jen.Id("e"), jen.Id(w.nameConst()),
 			jen.Func().Params(jen.Id("c").Op("*").Add(rt("WorkflowContext")), jen.Id("in").Add(in.Clone())).
 				Params(out.Clone(), jen.Error()).
-				Block(jen.Return(jen.Id(w.GoName).Call(jen.Op("&").Id(ctx).Values(lit), jen.Id("in")))),
-			rt("WorkflowVersion").Call(jen.Lit(w.Ann.Version))))
+				Block(jen.Return(jen.Id(w.GoName).Call(jen.Op("&").Id(ctx).Values(lit), jen.Id("in"))))},
+			opts...)...))
 	})
 
 	f.Line()
 	r.doc(fmt.Sprintf("%s starts a run of workflow %s (%s) with input in. With runtime.WithID, starting "+
-		"an ID that exists returns the existing run.", w.startFunc(), w.GoName, durable), w.Doc)
+		"an ID that exists returns the existing run; runtime.WithTimeout or runtime.WithDeadline give the "+
+		"run a deadline.", w.startFunc(), w.GoName, durable), w.Doc)
 	f.Func().Id(w.startFunc()).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
 		jen.Id("in").Add(in.Clone()), jen.Id("opts").Op("...").Add(rt("StartOption"))).
 		Params(jen.Op("*").Id(run), jen.Error()).
@@ -383,7 +456,7 @@ func (r *renderer) workflow(w *Workflow) {
 			jen.List(jen.Id("r"), jen.Err()).Op(":=").Add(rt("Start")).Types(in.Clone(), out.Clone()).
 				Call(jen.Id("ctx"), jen.Id("e"), jen.Id(w.nameConst()), jen.Id("in"), jen.Id("opts").Op("...")),
 			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-			jen.Return(jen.Op("&").Id(run).Values(jen.Id("r")), jen.Nil()),
+			jen.Return(handle(jen.Id("r")), jen.Nil()),
 		)
 
 	f.Line()
@@ -398,7 +471,7 @@ func (r *renderer) workflow(w *Workflow) {
 			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
 			jen.Id("out").Op(":=").Make(jen.Index().Op("*").Id(run), jen.Len(jen.Id("rs"))),
 			jen.For(jen.List(jen.Id("i"), jen.Id("r")).Op(":=").Range().Id("rs")).Block(
-				jen.Id("out").Index(jen.Id("i")).Op("=").Op("&").Id(run).Values(jen.Id("r"))),
+				jen.Id("out").Index(jen.Id("i")).Op("=").Add(handle(jen.Id("r")))),
 			jen.Return(jen.Id("out"), jen.Nil()),
 		)
 
@@ -413,7 +486,7 @@ func (r *renderer) workflow(w *Workflow) {
 			jen.List(jen.Id("r"), jen.Err()).Op(":=").Add(rt("Get")).Types(out.Clone()).
 				Call(jen.Id("ctx"), jen.Id("e"), jen.Id(w.nameConst()), jen.Id("id")),
 			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-			jen.Return(jen.Op("&").Id(run).Values(jen.Id("r")), jen.Nil()),
+			jen.Return(handle(jen.Id("r")), jen.Nil()),
 		)
 }
 
@@ -465,10 +538,12 @@ func (r *renderer) step(s *Step) {
 	}
 	if m.hasCalls() {
 		r.stepMethod(s)
+		r.stepAsyncMethod(s)
 	}
 }
 
-// await writes the typed method on callsType that awaits event e.
+// await writes the typed methods on callsType that await event e: one
+// waits, one returns a future.
 func (r *renderer) await(e *Event) {
 	f := r.f
 	f.Line()
@@ -481,6 +556,17 @@ func (r *renderer) await(e *Event) {
 		Params(r.typ(e.Type), jen.Error()).
 		Block(jen.Return(rt("WaitForEvent").Types(r.typ(e.Type)).Call(
 			jen.Id("c").Dot(runtimeField), jen.Id("name"), jen.Id(e.topicConst()), jen.Id("timeout"))))
+	f.Line()
+	r.doc(fmt.Sprintf("%s returns a future of the next event %s (topic %s) for this run, without waiting: "+
+		"the event is delivered while the run waits on anything, and Await, runtime.All or runtime.Select "+
+		"wait for it. name is the future's durable key within the run, numbered by call order (name#0, "+
+		"name#1, ...), so it may be created in a loop. It has no timeout of its own: select it with "+
+		"a Timer for one.", e.onMethod(), e.GoName, e.Ann.Topic), e.Doc)
+	f.Func().Params(jen.Id("c").Op("*").Id(callsType)).Id(e.onMethod()).
+		Params(jen.Id("name").String()).
+		Params(jen.Op("*").Add(rt("Future")).Types(r.typ(e.Type))).
+		Block(jen.Return(rt("OnEvent").Types(r.typ(e.Type)).Call(
+			jen.Id("c").Dot(runtimeField), jen.Id("name"), jen.Id(e.topicConst()))))
 }
 
 // children writes the two methods on callsType that run workflow w as a
@@ -502,6 +588,16 @@ func (r *renderer) children(w *Workflow) {
 		Block(jen.Return(rt("CallChild").Types(out.Clone()).Call(
 			jen.Id("c").Dot(runtimeField), jen.Id("name"), jen.Id(w.nameConst()), jen.Id("in"), jen.Id("opts").Op("..."))))
 	f.Line()
+	r.doc(fmt.Sprintf("%s starts workflow %s (%s) as a child of this run with input in, like %s, and "+
+		"returns a future of its output without waiting: Await it, or pass it to runtime.All or "+
+		"runtime.Select. name is the call's durable key within the run, as for %s.",
+		w.callAsyncMethod(), w.GoName, w.Ann.Name, w.callMethod(), w.callMethod()), w.Doc)
+	f.Func().Params(jen.Id("c").Op("*").Id(callsType)).Id(w.callAsyncMethod()).
+		Params(jen.Id("name").String(), jen.Id("in").Add(in.Clone()), jen.Id("opts").Op("...").Add(rt("ChildOption"))).
+		Params(jen.Op("*").Add(rt("Future")).Types(out.Clone())).
+		Block(jen.Return(rt("CallChildAsync").Types(out.Clone()).Call(
+			jen.Id("c").Dot(runtimeField), jen.Id("name"), jen.Id(w.nameConst()), jen.Id("in"), jen.Id("opts").Op("..."))))
+	f.Line()
 	r.doc(fmt.Sprintf("%s starts workflow %s (%s) as a child of this run with input in, without "+
 		"waiting, and returns a typed handle on it, whose Result waits for the child's output later, "+
 		"durably. name is the call's durable key within the run: the child's run ID derives from this "+
@@ -519,20 +615,7 @@ func (r *renderer) children(w *Workflow) {
 // stepMethod writes the typed method of step s on callsType, keyed by the
 // step's key constant.
 func (r *renderer) stepMethod(s *Step) {
-	inputs := s.Inputs()
-	names := r.paramNames(inputs)
-	var params, args []jen.Code
-	args = append(args, jen.Id("sc"))
-	for i, p := range inputs {
-		params = append(params, jen.Id(names[i]).Add(r.typ(p.Type)))
-		args = append(args, jen.Id(names[i]))
-	}
-	var call *jen.Statement
-	if s.Recv != nil {
-		call = jen.Id("c").Dot(stepsField).Dot(s.GoName).Call(args...)
-	} else {
-		call = jen.Id(s.GoName).Call(args...)
-	}
+	params, call := r.stepCall(s)
 	key := s.Ann.Key()
 	what := fmt.Sprintf("%s runs step %s (%s) as a checkpointed step: once it succeeds (or exhausts its retries), "+
 		"a replay of the run returns its recorded result without running it again.", s.method(), key, s)
@@ -557,6 +640,52 @@ func (r *renderer) stepMethod(s *Step) {
 		jen.Return(rt("Do").Call(jen.Id("c").Dot(runtimeField), jen.Id(s.keyConst()), opts,
 			jen.Func().Params(jen.Id("sc").Add(rt("StepContext"))).Error().Block(
 				jen.Return(call)))))
+}
+
+// stepAsyncMethod writes the future-returning form of step s's method on
+// callsType: the same key, options and call, through runtime.StepAsync (or
+// DoAsync for a step that returns only an error).
+func (r *renderer) stepAsyncMethod(s *Step) {
+	params, call := r.stepCall(s)
+	what := fmt.Sprintf("%s starts step %s (%s) as %s does, with the same key and policy, without waiting "+
+		"for it, and returns its future: Await it for the result, or pass it to runtime.All or runtime.Select. "+
+		"Its attempts run beside the workflow and the run's other step futures; a step that completed "+
+		"before returns a future that is ready at once.", s.asyncMethod(), s.Ann.Key(), s, s.method())
+	if s.Ann.Autoversion {
+		what += fmt.Sprintf(" Its call number, and so its key (%s(i)), is fixed when the future is created.", s.iterationFunc())
+	}
+	r.f.Line()
+	r.doc(what, s.Doc)
+	opts := stepOptions(s)
+	recv := jen.Id("c").Op("*").Id(callsType)
+	if o := s.Output(); o != nil {
+		r.f.Func().Params(recv).Id(s.asyncMethod()).Params(params...).Op("*").Add(rt("Future")).Types(r.typ(o.Type)).Block(
+			jen.Return(rt("StepAsync").Call(jen.Id("c").Dot(runtimeField), jen.Id(s.keyConst()), opts,
+				jen.Func().Params(jen.Id("sc").Add(rt("StepContext"))).Params(r.typ(o.Type), jen.Error()).Block(
+					jen.Return(call)))))
+		return
+	}
+	r.f.Func().Params(recv).Id(s.asyncMethod()).Params(params...).Op("*").Add(rt("Future")).Types(jen.Struct()).Block(
+		jen.Return(rt("DoAsync").Call(jen.Id("c").Dot(runtimeField), jen.Id(s.keyConst()), opts,
+			jen.Func().Params(jen.Id("sc").Add(rt("StepContext"))).Error().Block(
+				jen.Return(call)))))
+}
+
+// stepCall returns the parameters of step s's methods and the call of the
+// step function their bodies make.
+func (r *renderer) stepCall(s *Step) ([]jen.Code, *jen.Statement) {
+	inputs := s.Inputs()
+	names := r.paramNames(inputs)
+	var params, args []jen.Code
+	args = append(args, jen.Id("sc"))
+	for i, p := range inputs {
+		params = append(params, jen.Id(names[i]).Add(r.typ(p.Type)))
+		args = append(args, jen.Id(names[i]))
+	}
+	if s.Recv != nil {
+		return params, jen.Id("c").Dot(stepsField).Dot(s.GoName).Call(args...)
+	}
+	return params, jen.Id(s.GoName).Call(args...)
 }
 
 // paramNames names a step method's parameters: as the step declares them,

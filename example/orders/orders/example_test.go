@@ -46,12 +46,18 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(receipt.Payment.ID, receipt.Payment.AmountCents, receipt.Tracking)
+	fmt.Println(receipt.Payment.ID, receipt.Payment.AmountCents, receipt.Shipping.Carrier, receipt.Tracking)
 	fmt.Print(receipt.Invoice.Text)
 	fmt.Println(run.IdempotencyKey(orders.StepCharge, "payment"))
+	progress, _, err := run.Progress(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%+v\n", progress)
 	// Output:
-	// pay-1 1800 TRK-42
+	// pay-1 1800 post TRK-42
 	// Invoice for order 42 (grace), payment pay-1
 	//   2 x mug [mug-0]
 	// orders.fulfil/order-42/charge@v1/payment
+	// {Stage:done Packed:1 Lines:1}
 }

@@ -1,18 +1,21 @@
 // Package orders is an annotated example: the order workflow of a small
-// shop. Fulfil reserves stock, cools off, waits for the warehouse (with a
-// timeout), packs every item (an autoversion step in a loop), charges the
-// customer through a flaky payment service (a retried step whose
-// idempotency key makes the charge happen once), and has the invoice made
-// by a child workflow.
+// shop. Fulfil reserves stock and quotes shipping at once (two step
+// futures), cools off, waits for the warehouse or a timeout (a select
+// between an event future and a timer), packs every line at once (an
+// autoversion step, one future per line), charges the customer through a
+// flaky payment service (a retried step whose idempotency key makes the
+// charge happen once), and has the invoice made by a child workflow. It
+// publishes its progress as it goes.
 //
-// go generate writes stem_gen.go: FulfilContext with the typed steps,
-// StartFulfil, GetFulfil, SendShipmentReady, RegisterWorkflows and the
-// rest. A program needs:
+// go generate writes stem_gen.go: FulfilContext with the typed steps and
+// their Async forms, StartFulfil, GetFulfil, SendShipmentReady,
+// RegisterWorkflows and the rest. A program needs:
 //
 //	steps := orders.NewSteps(orders.NewPaymentsClient(url, httpClient))
 //	orders.RegisterWorkflows(engine, steps)
 //	run, err := orders.StartFulfil(ctx, engine, order)
 //	orders.Warehouse{Engine: engine}.Ship(ctx, run.ID(), order.ID)
+//	progress, ok, err := run.Progress(ctx)
 //	receipt, err := run.Result(ctx)
 //
 // PaymentService is the fake payment provider to run it against.
@@ -21,7 +24,6 @@ package orders
 //go:generate go run github.com/stemflow/stem/cmd/stemgen
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -102,13 +104,39 @@ type InvoiceDoc struct {
 	Text   string `json:"text"`
 }
 
+// Quote is what shipping an order costs, and with whom.
+type Quote struct {
+	Carrier   string `json:"carrier"`
+	CostCents int64  `json:"cost_cents"`
+}
+
 // Receipt is the outcome of a fulfilled order.
 type Receipt struct {
 	OrderID  string     `json:"order_id"`
 	Payment  Payment    `json:"payment"`
+	Shipping Quote      `json:"shipping"`
 	Tracking string     `json:"tracking"`
 	Parcels  []Parcel   `json:"parcels"`
 	Invoice  InvoiceDoc `json:"invoice"`
+}
+
+// Stages of a run of Fulfil, as its progress says.
+const (
+	StageReserving        = "reserving"
+	StageCoolingOff       = "cooling-off"
+	StageAwaitingShipment = "awaiting-shipment"
+	StagePacking          = "packing"
+	StageCharging         = "charging"
+	StageInvoicing        = "invoicing"
+	StageDone             = "done"
+)
+
+// FulfilProgress is what a run of Fulfil publishes as it goes: read it
+// with Progress or WaitProgress on FulfilRun.
+type FulfilProgress struct {
+	Stage  string `json:"stage"`
+	Packed int    `json:"packed"`
+	Lines  int    `json:"lines"`
 }
 
 // ShipmentReady says the warehouse has the order's parcels ready to go.
@@ -119,18 +147,38 @@ type ShipmentReady struct {
 	Tracking string `json:"tracking"`
 }
 
-// Fulfil reserves stock, cools off, waits for the warehouse, packs every
-// item, charges the customer, and has the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off, waits for
+// the warehouse, packs every line at once, charges the customer, and has
+// the invoice made.
 //
-//stem:workflow name=orders.fulfil
+//stem:workflow name=orders.fulfil version=2 progress=FulfilProgress
 func Fulfil(ctx *FulfilContext, order Order) (Receipt, error) {
-	res, err := ctx.Reserve(order)
+	stage := func(s string, packed int) error {
+		return ctx.SetProgress(FulfilProgress{Stage: s, Packed: packed, Lines: len(order.Items)})
+	}
+	if err := stage(StageReserving, 0); err != nil {
+		return Receipt{}, err
+	}
+	// Two steps at once: each future's key is fixed here, in program
+	// order, so a replay finds both checkpoints whichever ended first.
+	reserve, quote := ctx.ReserveAsync(order), ctx.QuoteShippingAsync(order)
+	if err := runtime.All(ctx.WorkflowContext, reserve, quote); err != nil {
+		return Receipt{}, err
+	}
+	res, err := reserve.Await()
+	if err != nil {
+		return Receipt{}, err
+	}
+	shipping, err := quote.Await()
 	if err != nil {
 		return Receipt{}, err
 	}
 	coolOff := order.CoolOff
 	if coolOff <= 0 {
 		coolOff = DefaultCoolOff
+	}
+	if err := stage(StageCoolingOff, 0); err != nil {
+		return Receipt{}, err
 	}
 	if err := ctx.Sleep("cool-off", coolOff); err != nil {
 		return Receipt{}, err
@@ -139,23 +187,41 @@ func Fulfil(ctx *FulfilContext, order Order) (Receipt, error) {
 	if within <= 0 {
 		within = DefaultShipWithin
 	}
-	ship, err := ctx.AwaitShipmentReady("shipment", within)
-	if errors.Is(err, runtime.ErrEventTimeout) {
-		if rerr := ctx.Release(res); rerr != nil {
-			return Receipt{}, rerr
-		}
-		return Receipt{}, fmt.Errorf("order %s: the warehouse did not ship within %s: %w", order.ID, within, err)
+	if err := stage(StageAwaitingShipment, 0); err != nil {
+		return Receipt{}, err
 	}
+	// The shipment or the timeout, whichever comes first: the winner is
+	// checkpointed, so a replay takes the same branch.
+	shipped, late := ctx.OnShipmentReady("shipment"), ctx.Timer("ship-within", within)
+	first, err := runtime.Select(ctx.WorkflowContext, "shipment-or-timeout", shipped, late)
 	if err != nil {
 		return Receipt{}, err
 	}
-	var parcels []Parcel
-	for _, item := range order.Items {
-		p, err := ctx.Pack(item)
-		if err != nil {
+	if first == 1 {
+		if rerr := ctx.Release(res); rerr != nil {
+			return Receipt{}, rerr
+		}
+		return Receipt{}, fmt.Errorf("order %s: the warehouse did not ship within %s: %w", order.ID, within, runtime.ErrEventTimeout)
+	}
+	ship, err := shipped.Await()
+	if err != nil {
+		return Receipt{}, err
+	}
+	if err := stage(StagePacking, 0); err != nil {
+		return Receipt{}, err
+	}
+	packs := make([]*runtime.Future[Parcel], len(order.Items))
+	for i, item := range order.Items {
+		packs[i] = ctx.PackAsync(item) // keyed pack@v1#i by creation order
+	}
+	parcels := make([]Parcel, len(packs))
+	for i, f := range packs {
+		if parcels[i], err = f.Await(); err != nil {
 			return Receipt{}, err
 		}
-		parcels = append(parcels, p)
+	}
+	if err := stage(StageCharging, len(parcels)); err != nil {
+		return Receipt{}, err
 	}
 	payment, err := ctx.Charge(res)
 	if err != nil {
@@ -164,13 +230,19 @@ func Fulfil(ctx *FulfilContext, order Order) (Receipt, error) {
 		}
 		return Receipt{}, err
 	}
+	if err := stage(StageInvoicing, len(parcels)); err != nil {
+		return Receipt{}, err
+	}
 	inv, err := ctx.CallInvoice("invoice", InvoiceRequest{
 		OrderID: order.ID, Customer: order.Customer, PaymentID: payment.ID, Lines: parcels,
 	})
 	if err != nil {
 		return Receipt{}, err
 	}
-	return Receipt{OrderID: order.ID, Payment: payment, Tracking: ship.Tracking, Parcels: parcels, Invoice: inv}, nil
+	if err := stage(StageDone, len(parcels)); err != nil {
+		return Receipt{}, err
+	}
+	return Receipt{OrderID: order.ID, Payment: payment, Shipping: shipping, Tracking: ship.Tracking, Parcels: parcels, Invoice: inv}, nil
 }
 
 // Invoice renders and files the invoice of a paid order.
@@ -222,6 +294,21 @@ func (s *Steps) Reserve(ctx runtime.StepContext, order Order) (Reservation, erro
 	s.holds[hold] = r
 	s.mu.Unlock()
 	return r, nil
+}
+
+// QuoteShipping asks the carriers what shipping the order costs. It
+// needs only the order, so Fulfil runs it beside Reserve.
+//
+//stem:step name=quote-shipping retries=2 backoff=50ms timeout=5s
+func (s *Steps) QuoteShipping(ctx runtime.StepContext, order Order) (Quote, error) {
+	units := 0
+	for _, it := range order.Items {
+		units += it.Qty
+	}
+	if units > 3 {
+		return Quote{Carrier: "freight", CostCents: 1500}, nil
+	}
+	return Quote{Carrier: "post", CostCents: 300 + 150*int64(units)}, nil
 }
 
 // Release gives a reservation's stock back.

@@ -122,9 +122,22 @@ func TestFulfil(t *testing.T) {
 			t.Errorf("charge attempts = %d, want 4", len(s.Attempts))
 		}
 	}
-	wantKeys := []string{orders.StepReserve, "cool-off", "shipment", "pack@v1#0", "pack@v1#1", "pack@v1#2", orders.StepCharge, "invoice"}
+	// Reserve and QuoteShipping ran side by side, as did the packs: the
+	// steps are listed as they ended, so compare them sorted. The event
+	// future, the timer and the select are keyed by call order (#0).
+	wantKeys := []string{orders.StepReserve, orders.StepQuoteShipping, "cool-off", "ship-within#0", "shipment#0", "shipment-or-timeout#0",
+		"pack@v1#0", "pack@v1#1", "pack@v1#2", orders.StepCharge, "invoice"}
+	slices.Sort(keys)
+	slices.Sort(wantKeys)
 	if !slices.Equal(keys, wantKeys) {
 		t.Errorf("steps = %q, want %q", keys, wantKeys)
+	}
+	if rec.Shipping != (orders.Quote{Carrier: "freight", CostCents: 1500}) {
+		t.Errorf("shipping = %+v", rec.Shipping)
+	}
+	p, ok, err := run.Progress(f.ctx)
+	if want := (orders.FulfilProgress{Stage: orders.StageDone, Packed: 3, Lines: 3}); err != nil || !ok || p != want {
+		t.Errorf("Progress = %+v, %v, %v; want %+v", p, ok, err, want)
 	}
 	child, err := orders.GetInvoice(f.ctx, f.engine, run.ID()+"/invoice")
 	if err != nil {
@@ -162,6 +175,35 @@ func TestShipmentTimeout(t *testing.T) {
 	}
 	if n := f.payments.Requests(); n != 0 {
 		t.Errorf("payment requests = %d, want none", n)
+	}
+}
+
+// TestProgress follows a run's published progress with WaitProgress: it
+// waits for its shipment until the warehouse ships.
+func TestProgress(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 0, 0)
+	run, err := orders.StartFulfil(f.ctx, f.engine, order, runtime.WithID("order-progress"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p orders.FulfilProgress
+	for p.Stage != orders.StageAwaitingShipment {
+		if p, err = run.WaitProgress(f.ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Stage == orders.StageDone || p.Lines != len(order.Items) {
+			t.Fatalf("progress = %+v before the shipment", p)
+		}
+	}
+	if err := f.warehouse.Ship(f.ctx, run.ID(), order.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Result(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok, err := run.Progress(f.ctx); err != nil || !ok || p.Stage != orders.StageDone {
+		t.Errorf("Progress = %+v, %v, %v", p, ok, err)
 	}
 }
 

@@ -22,6 +22,7 @@ var (
 	_ func(*InvoiceContext, InvoiceRequest) (InvoiceDoc, error)             = Invoice
 	_ func(*Steps, runtime.StepContext, Reservation) (Payment, error)       = (*Steps).Charge
 	_ func(*Steps, runtime.StepContext, Item) (Parcel, error)               = (*Steps).Pack
+	_ func(*Steps, runtime.StepContext, Order) (Quote, error)               = (*Steps).QuoteShipping
 	_ func(*Steps, runtime.StepContext, Reservation) error                  = (*Steps).Release
 	_ func(*Steps, runtime.StepContext, InvoiceRequest) (InvoiceDoc, error) = (*Steps).RenderInvoice
 	_ func(*Steps, runtime.StepContext, Order) (Reservation, error)         = (*Steps).Reserve
@@ -64,6 +65,26 @@ func (c *stemCalls) Charge(r Reservation) (Payment, error) {
 	})
 }
 
+// ChargeAsync starts step charge@v1 (Steps.Charge) as Charge does, with the
+// same key and policy, without waiting for it, and returns its future: Await
+// it for the result, or pass it to runtime.All or runtime.Select. Its attempts
+// run beside the workflow and the run's other step futures; a step that
+// completed before returns a future that is ready at once.
+//
+// Charge charges the reservation's amount. The payment service may fail or
+// lose its answer; the idempotency key makes every retry (and a retry
+// after a crash) refer to the same charge.
+func (c *stemCalls) ChargeAsync(r Reservation) *runtime.Future[Payment] {
+	return runtime.StepAsync(c.wc, StepCharge, runtime.StepOptions{
+		Backoff:    100 * time.Millisecond,
+		MaxBackoff: 2 * time.Second,
+		Retries:    5,
+		Timeout:    10 * time.Second,
+	}, func(sc runtime.StepContext) (Payment, error) {
+		return c.steps.Charge(sc, r)
+	})
+}
+
 // StepPack is the checkpoint key of autoversion step Steps.Pack; the i-th call
 // of the step in a run (from 0) is keyed StepPackIteration(i). Outside a run,
 // the idempotency key of call i is IdempotencyKey(StepPackIteration(i), scope)
@@ -96,6 +117,69 @@ func (c *stemCalls) Pack(item Item) (Parcel, error) {
 	})
 }
 
+// PackAsync starts step pack@v1 (Steps.Pack) as Pack does, with the same key
+// and policy, without waiting for it, and returns its future: Await it for the
+// result, or pass it to runtime.All or runtime.Select. Its attempts run beside
+// the workflow and the run's other step futures; a step that completed before
+// returns a future that is ready at once. Its call number, and so its key
+// (StepPackIteration(i)), is fixed when the future is created.
+//
+// Pack packs one line of the order; it runs once per line.
+func (c *stemCalls) PackAsync(item Item) *runtime.Future[Parcel] {
+	return runtime.StepAsync(c.wc, StepPack, runtime.StepOptions{
+		Autoversion: true,
+		Timeout:     30 * time.Second,
+	}, func(sc runtime.StepContext) (Parcel, error) {
+		return c.steps.Pack(sc, item)
+	})
+}
+
+// StepQuoteShipping is the checkpoint key of step Steps.QuoteShipping. Outside
+// a run, the step's idempotency key is IdempotencyKey(StepQuoteShipping,
+// scope) on the run's typed handle, or runtime.IdempotencyKey(workflowName,
+// runID, StepQuoteShipping, scope).
+//
+// QuoteShipping asks the carriers what shipping the order costs. It
+// needs only the order, so Fulfil runs it beside Reserve.
+const StepQuoteShipping = "quote-shipping@v1"
+
+// QuoteShipping runs step quote-shipping@v1 (Steps.QuoteShipping) as a
+// checkpointed step: once it succeeds (or exhausts its retries), a replay of
+// the run returns its recorded result without running it again. A failed
+// attempt is retried up to 2 times, after 50ms doubling. Each attempt is
+// bounded by 5s.
+//
+// QuoteShipping asks the carriers what shipping the order costs. It
+// needs only the order, so Fulfil runs it beside Reserve.
+func (c *stemCalls) QuoteShipping(order Order) (Quote, error) {
+	return runtime.Step(c.wc, StepQuoteShipping, runtime.StepOptions{
+		Backoff: 50 * time.Millisecond,
+		Retries: 2,
+		Timeout: 5 * time.Second,
+	}, func(sc runtime.StepContext) (Quote, error) {
+		return c.steps.QuoteShipping(sc, order)
+	})
+}
+
+// QuoteShippingAsync starts step quote-shipping@v1 (Steps.QuoteShipping) as
+// QuoteShipping does, with the same key and policy, without waiting for it,
+// and returns its future: Await it for the result, or pass it to runtime.All
+// or runtime.Select. Its attempts run beside the workflow and the run's other
+// step futures; a step that completed before returns a future that is ready at
+// once.
+//
+// QuoteShipping asks the carriers what shipping the order costs. It
+// needs only the order, so Fulfil runs it beside Reserve.
+func (c *stemCalls) QuoteShippingAsync(order Order) *runtime.Future[Quote] {
+	return runtime.StepAsync(c.wc, StepQuoteShipping, runtime.StepOptions{
+		Backoff: 50 * time.Millisecond,
+		Retries: 2,
+		Timeout: 5 * time.Second,
+	}, func(sc runtime.StepContext) (Quote, error) {
+		return c.steps.QuoteShipping(sc, order)
+	})
+}
+
 // StepRelease is the checkpoint key of step Steps.Release. Outside a run, the
 // step's idempotency key is IdempotencyKey(StepRelease, scope) on the run's
 // typed handle, or runtime.IdempotencyKey(workflowName, runID, StepRelease,
@@ -120,6 +204,23 @@ func (c *stemCalls) Release(r Reservation) error {
 	})
 }
 
+// ReleaseAsync starts step release@v1 (Steps.Release) as Release does, with
+// the same key and policy, without waiting for it, and returns its future:
+// Await it for the result, or pass it to runtime.All or runtime.Select. Its
+// attempts run beside the workflow and the run's other step futures; a step
+// that completed before returns a future that is ready at once.
+//
+// Release gives a reservation's stock back.
+func (c *stemCalls) ReleaseAsync(r Reservation) *runtime.Future[struct{}] {
+	return runtime.DoAsync(c.wc, StepRelease, runtime.StepOptions{
+		Backoff:    50 * time.Millisecond,
+		MaxBackoff: time.Second,
+		Retries:    3,
+	}, func(sc runtime.StepContext) error {
+		return c.steps.Release(sc, r)
+	})
+}
+
 // StepRenderInvoice is the checkpoint key of step Steps.RenderInvoice. Outside
 // a run, the step's idempotency key is IdempotencyKey(StepRenderInvoice,
 // scope) on the run's typed handle, or runtime.IdempotencyKey(workflowName,
@@ -135,6 +236,20 @@ const StepRenderInvoice = "render-invoice@v1"
 // RenderInvoice renders an invoice.
 func (c *stemCalls) RenderInvoice(req InvoiceRequest) (InvoiceDoc, error) {
 	return runtime.Step(c.wc, StepRenderInvoice, runtime.StepOptions{}, func(sc runtime.StepContext) (InvoiceDoc, error) {
+		return c.steps.RenderInvoice(sc, req)
+	})
+}
+
+// RenderInvoiceAsync starts step render-invoice@v1 (Steps.RenderInvoice) as
+// RenderInvoice does, with the same key and policy, without waiting for it,
+// and returns its future: Await it for the result, or pass it to runtime.All
+// or runtime.Select. Its attempts run beside the workflow and the run's other
+// step futures; a step that completed before returns a future that is ready at
+// once.
+//
+// RenderInvoice renders an invoice.
+func (c *stemCalls) RenderInvoiceAsync(req InvoiceRequest) *runtime.Future[InvoiceDoc] {
+	return runtime.StepAsync(c.wc, StepRenderInvoice, runtime.StepOptions{}, func(sc runtime.StepContext) (InvoiceDoc, error) {
 		return c.steps.RenderInvoice(sc, req)
 	})
 }
@@ -164,6 +279,24 @@ func (c *stemCalls) Reserve(order Order) (Reservation, error) {
 	})
 }
 
+// ReserveAsync starts step reserve@v1 (Steps.Reserve) as Reserve does, with
+// the same key and policy, without waiting for it, and returns its future:
+// Await it for the result, or pass it to runtime.All or runtime.Select. Its
+// attempts run beside the workflow and the run's other step futures; a step
+// that completed before returns a future that is ready at once.
+//
+// Reserve holds stock for the order.
+func (c *stemCalls) ReserveAsync(order Order) *runtime.Future[Reservation] {
+	return runtime.StepAsync(c.wc, StepReserve, runtime.StepOptions{
+		Backoff:    50 * time.Millisecond,
+		MaxBackoff: time.Second,
+		Retries:    3,
+		Timeout:    5 * time.Second,
+	}, func(sc runtime.StepContext) (Reservation, error) {
+		return c.steps.Reserve(sc, order)
+	})
+}
+
 // AwaitShipmentReady suspends the run until event ShipmentReady (topic
 // orders.shipment-ready) arrives for it, and returns it. name is the wait's
 // durable key within the run. A timeout above zero bounds the wait: when it
@@ -175,6 +308,18 @@ func (c *stemCalls) AwaitShipmentReady(name string, timeout time.Duration) (Ship
 	return runtime.WaitForEvent[ShipmentReady](c.wc, name, ShipmentReadyTopic, timeout)
 }
 
+// OnShipmentReady returns a future of the next event ShipmentReady (topic
+// orders.shipment-ready) for this run, without waiting: the event is delivered
+// while the run waits on anything, and Await, runtime.All or runtime.Select
+// wait for it. name is the future's durable key within the run, numbered by
+// call order (name#0, name#1, ...), so it may be created in a loop. It has no
+// timeout of its own: select it with a Timer for one.
+//
+// ShipmentReady says the warehouse has the order's parcels ready to go.
+func (c *stemCalls) OnShipmentReady(name string) *runtime.Future[ShipmentReady] {
+	return runtime.OnEvent[ShipmentReady](c.wc, name, ShipmentReadyTopic)
+}
+
 // CallFulfil runs workflow Fulfil (orders.fulfil) as a child of this run with
 // input in, and waits for its output. name is the call's durable key within
 // the run: the child's run ID derives from this run's ID and name, so a replay
@@ -184,10 +329,23 @@ func (c *stemCalls) AwaitShipmentReady(name string, timeout time.Duration) (Ship
 // child of Fulfil), the call fails with an error matching
 // runtime.ErrChildCollision.
 //
-// Fulfil reserves stock, cools off, waits for the warehouse, packs every
-// item, charges the customer, and has the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off, waits for
+// the warehouse, packs every line at once, charges the customer, and has
+// the invoice made.
 func (c *stemCalls) CallFulfil(name string, in Order, opts ...runtime.ChildOption) (Receipt, error) {
 	return runtime.CallChild[Receipt](c.wc, name, FulfilWorkflowName, in, opts...)
+}
+
+// CallFulfilAsync starts workflow Fulfil (orders.fulfil) as a child of this
+// run with input in, like CallFulfil, and returns a future of its output
+// without waiting: Await it, or pass it to runtime.All or runtime.Select. name
+// is the call's durable key within the run, as for CallFulfil.
+//
+// Fulfil reserves stock and quotes shipping at once, cools off, waits for
+// the warehouse, packs every line at once, charges the customer, and has
+// the invoice made.
+func (c *stemCalls) CallFulfilAsync(name string, in Order, opts ...runtime.ChildOption) *runtime.Future[Receipt] {
+	return runtime.CallChildAsync[Receipt](c.wc, name, FulfilWorkflowName, in, opts...)
 }
 
 // StartFulfilChild starts workflow Fulfil (orders.fulfil) as a child of this
@@ -200,8 +358,9 @@ func (c *stemCalls) CallFulfil(name string, in Order, opts ...runtime.ChildOptio
 // with an error matching runtime.ErrChildCollision. To start a run from
 // outside a workflow, use StartFulfil.
 //
-// Fulfil reserves stock, cools off, waits for the warehouse, packs every
-// item, charges the customer, and has the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off, waits for
+// the warehouse, packs every line at once, charges the customer, and has
+// the invoice made.
 func (c *stemCalls) StartFulfilChild(name string, in Order, opts ...runtime.ChildOption) (*runtime.ChildRun[Receipt], error) {
 	return runtime.StartChild[Receipt](c.wc, name, FulfilWorkflowName, in, opts...)
 }
@@ -218,6 +377,16 @@ func (c *stemCalls) StartFulfilChild(name string, in Order, opts ...runtime.Chil
 // Invoice renders and files the invoice of a paid order.
 func (c *stemCalls) CallInvoice(name string, in InvoiceRequest, opts ...runtime.ChildOption) (InvoiceDoc, error) {
 	return runtime.CallChild[InvoiceDoc](c.wc, name, InvoiceWorkflowName, in, opts...)
+}
+
+// CallInvoiceAsync starts workflow Invoice (orders.invoice) as a child of this
+// run with input in, like CallInvoice, and returns a future of its output
+// without waiting: Await it, or pass it to runtime.All or runtime.Select. name
+// is the call's durable key within the run, as for CallInvoice.
+//
+// Invoice renders and files the invoice of a paid order.
+func (c *stemCalls) CallInvoiceAsync(name string, in InvoiceRequest, opts ...runtime.ChildOption) *runtime.Future[InvoiceDoc] {
+	return runtime.CallChildAsync[InvoiceDoc](c.wc, name, InvoiceWorkflowName, in, opts...)
 }
 
 // StartInvoiceChild starts workflow Invoice (orders.invoice) as a child of
@@ -238,40 +407,81 @@ func (c *stemCalls) StartInvoiceChild(name string, in InvoiceRequest, opts ...ru
 // FulfilWorkflowName is the durable name of workflow Fulfil, stored with every
 // run.
 //
-// Fulfil reserves stock, cools off, waits for the warehouse, packs every
-// item, charges the customer, and has the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off, waits for
+// the warehouse, packs every line at once, charges the customer, and has
+// the invoice made.
 const FulfilWorkflowName = "orders.fulfil"
 
 // FulfilContext is what workflow Fulfil (orders.fulfil) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
-// event and child workflow of package orders.
+// event and child workflow of package orders, each also in a form that returns
+// a future (runtime.All and runtime.Select wait for several), and
+// ContinueAsNew typed by the workflow's input.
 //
-// Fulfil reserves stock, cools off, waits for the warehouse, packs every
-// item, charges the customer, and has the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off, waits for
+// the warehouse, packs every line at once, charges the customer, and has
+// the invoice made.
 type FulfilContext struct {
 	*runtime.WorkflowContext
 	stemCalls
 }
 
+// ContinueAsNew ends this execution of the run and begins the next, of the
+// same run, with input in and an empty history, so a workflow that loops
+// forever replays only its latest iteration. Call it as a return, with any
+// output (it is not the run's): return out, ctx.ContinueAsNew(next). It waits
+// for the run's step futures to end, keeps the run's ID, parent, deadline,
+// progress and the events sent to it, and does not return when it succeeds; an
+// input that does not encode is an error and nothing changes.
+func (c *FulfilContext) ContinueAsNew(in Order) error {
+	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// SetProgress publishes p as the run's progress, which callers read with
+// Progress and WaitProgress on FulfilRun. It is written with the run's next
+// write (a step's checkpoint, a suspension, its end) or soon while a step
+// runs; publishing the value last published writes nothing, so a replay costs
+// no write.
+func (c *FulfilContext) SetProgress(p FulfilProgress) error {
+	return runtime.SetProgress(c.WorkflowContext, p)
+}
+
 // FulfilRun is a typed handle on a run of workflow Fulfil (orders.fulfil): ID,
-// Status, Result, Pause, Resume, Terminate, Restart, and IdempotencyKey for
-// reconciling with the services its steps called.
+// Status, Result, Pause, Resume, Terminate, Restart, IdempotencyKey for
+// reconciling with the services its steps called, and the run's published
+// progress, FulfilProgress.
 //
-// Fulfil reserves stock, cools off, waits for the warehouse, packs every
-// item, charges the customer, and has the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off, waits for
+// the warehouse, packs every line at once, charges the customer, and has
+// the invoice made.
 type FulfilRun struct {
 	*runtime.Run[Receipt]
+	engine *runtime.Engine
+}
+
+// Progress returns the progress the run last published
+// (FulfilContext.SetProgress), and whether it has published any.
+func (r *FulfilRun) Progress(ctx context.Context) (FulfilProgress, bool, error) {
+	return runtime.GetProgress[FulfilProgress](ctx, r.engine, r.ID())
+}
+
+// WaitProgress waits until the run's published progress differs from after and
+// returns it; or, when the run finishes first, the progress it published last.
+// Pass the zero value to wait for the first.
+func (r *FulfilRun) WaitProgress(ctx context.Context, after FulfilProgress) (FulfilProgress, error) {
+	return runtime.WaitProgress(ctx, r.engine, r.ID(), after)
 }
 
 // RegisterFulfil registers workflow Fulfil with e under its durable name,
-// orders.fulfil, at version 1; the engine records them in the store's catalog
+// orders.fulfil, at version 2; the engine records them in the store's catalog
 // with the shapes of its input and output, for tools that start runs without
 // its Go types. It also registers the event types of package orders, so such
 // tools can check an event's payload. Its steps run on steps, which must not
 // be nil.
 //
-// Fulfil reserves stock, cools off, waits for the warehouse, packs every
-// item, charges the customer, and has the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off, waits for
+// the warehouse, packs every line at once, charges the customer, and has
+// the invoice made.
 func RegisterFulfil(e *runtime.Engine, steps *Steps) error {
 	if steps == nil {
 		return fmt.Errorf("%w: RegisterFulfil: steps is nil", runtime.ErrInvalidArgument)
@@ -287,28 +497,34 @@ func RegisterFulfil(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	}, runtime.WorkflowVersion(1))
+	}, runtime.WorkflowVersion(2))
 }
 
 // StartFulfil starts a run of workflow Fulfil (orders.fulfil) with input in.
-// With runtime.WithID, starting an ID that exists returns the existing run.
+// With runtime.WithID, starting an ID that exists returns the existing run;
+// runtime.WithTimeout or runtime.WithDeadline give the run a deadline.
 //
-// Fulfil reserves stock, cools off, waits for the warehouse, packs every
-// item, charges the customer, and has the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off, waits for
+// the warehouse, packs every line at once, charges the customer, and has
+// the invoice made.
 func StartFulfil(ctx context.Context, e *runtime.Engine, in Order, opts ...runtime.StartOption) (*FulfilRun, error) {
 	r, err := runtime.Start[Order, Receipt](ctx, e, FulfilWorkflowName, in, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &FulfilRun{r}, nil
+	return &FulfilRun{
+		Run:    r,
+		engine: e,
+	}, nil
 }
 
 // StartFulfilBatch starts many runs of workflow Fulfil (orders.fulfil) in one
 // store call. Every input is checked before anything is written; items with an
 // ID that exists return the existing run.
 //
-// Fulfil reserves stock, cools off, waits for the warehouse, packs every
-// item, charges the customer, and has the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off, waits for
+// the warehouse, packs every line at once, charges the customer, and has
+// the invoice made.
 func StartFulfilBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[Order]) ([]*FulfilRun, error) {
 	rs, err := runtime.StartBatch[Order, Receipt](ctx, e, FulfilWorkflowName, items)
 	if err != nil {
@@ -316,7 +532,10 @@ func StartFulfilBatch(ctx context.Context, e *runtime.Engine, items []runtime.Ba
 	}
 	out := make([]*FulfilRun, len(rs))
 	for i, r := range rs {
-		out[i] = &FulfilRun{r}
+		out[i] = &FulfilRun{
+			Run:    r,
+			engine: e,
+		}
 	}
 	return out, nil
 }
@@ -325,14 +544,18 @@ func StartFulfilBatch(ctx context.Context, e *runtime.Engine, items []runtime.Ba
 // (orders.fulfil): an error matching runtime.ErrRunNotFound if there is none,
 // runtime.ErrInvalidArgument if it is a run of another workflow.
 //
-// Fulfil reserves stock, cools off, waits for the warehouse, packs every
-// item, charges the customer, and has the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off, waits for
+// the warehouse, packs every line at once, charges the customer, and has
+// the invoice made.
 func GetFulfil(ctx context.Context, e *runtime.Engine, id string) (*FulfilRun, error) {
 	r, err := runtime.Get[Receipt](ctx, e, FulfilWorkflowName, id)
 	if err != nil {
 		return nil, err
 	}
-	return &FulfilRun{r}, nil
+	return &FulfilRun{
+		Run:    r,
+		engine: e,
+	}, nil
 }
 
 // InvoiceWorkflowName is the durable name of workflow Invoice, stored with
@@ -343,12 +566,25 @@ const InvoiceWorkflowName = "orders.invoice"
 
 // InvoiceContext is what workflow Invoice (orders.invoice) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
-// event and child workflow of package orders.
+// event and child workflow of package orders, each also in a form that returns
+// a future (runtime.All and runtime.Select wait for several), and
+// ContinueAsNew typed by the workflow's input.
 //
 // Invoice renders and files the invoice of a paid order.
 type InvoiceContext struct {
 	*runtime.WorkflowContext
 	stemCalls
+}
+
+// ContinueAsNew ends this execution of the run and begins the next, of the
+// same run, with input in and an empty history, so a workflow that loops
+// forever replays only its latest iteration. Call it as a return, with any
+// output (it is not the run's): return out, ctx.ContinueAsNew(next). It waits
+// for the run's step futures to end, keeps the run's ID, parent, deadline,
+// progress and the events sent to it, and does not return when it succeeds; an
+// input that does not encode is an error and nothing changes.
+func (c *InvoiceContext) ContinueAsNew(in InvoiceRequest) error {
+	return runtime.ContinueAsNew(c.WorkflowContext, in)
 }
 
 // InvoiceRun is a typed handle on a run of workflow Invoice (orders.invoice):
@@ -388,7 +624,7 @@ func RegisterInvoice(e *runtime.Engine, steps *Steps) error {
 
 // StartInvoice starts a run of workflow Invoice (orders.invoice) with input
 // in. With runtime.WithID, starting an ID that exists returns the existing
-// run.
+// run; runtime.WithTimeout or runtime.WithDeadline give the run a deadline.
 //
 // Invoice renders and files the invoice of a paid order.
 func StartInvoice(ctx context.Context, e *runtime.Engine, in InvoiceRequest, opts ...runtime.StartOption) (*InvoiceRun, error) {

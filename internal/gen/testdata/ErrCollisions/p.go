@@ -67,3 +67,33 @@ func (c *RefundContext) StartFoo() {}
 
 // stemRegisterEvents is the user's own.
 func stemRegisterEvents() {}
+
+//stem:step name=reserve
+func (s *Steps) Reserve(ctx runtime.StepContext) error { return nil }
+
+//stem:step name=reserve-async
+func (s *Steps) ReserveAsync(ctx runtime.StepContext) error { return nil }
+
+//stem:step name=continue
+func (s *Steps) ContinueAsNew(ctx runtime.StepContext) error { return nil }
+
+//stem:step name=on-ready
+func (s *Steps) OnReady(ctx runtime.StepContext) error { return nil }
+
+//stem:step name=timer
+func (s *Steps) Timer(ctx runtime.StepContext) error { return nil }
+
+// SetProgress is the user's own method on a generated context.
+func (c *FooContext) SetProgress(n int) {}
+
+// TrackedProgress is what Tracked publishes.
+type TrackedProgress struct{ Done int }
+
+//stem:workflow name=p.tracked progress=TrackedProgress
+func Tracked(ctx *TrackedContext, n int) (int, error) { return n, nil }
+
+// WaitProgress is the user's own method on a generated run handle.
+func (r *TrackedRun) WaitProgress() {}
+
+// Progress is fine on a run handle without progress=.
+func (r *FulfilRun) Progress() {}

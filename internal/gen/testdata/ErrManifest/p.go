@@ -24,3 +24,21 @@ func Charge(ctx runtime.StepContext, amount int64) (Money, error) {
 
 //stem:step name=refund
 func Refund(ctx runtime.StepContext, m Money) error { return nil }
+
+// Status is what Track publishes: it gained a field.
+type Status struct{ Done, Of int }
+
+// Track publishes its progress, whose shape changed.
+//
+//stem:workflow name=p.track version=3 progress=Status
+func Track(ctx *TrackContext, n int) (int, error) { return n, nil }
+
+// Quiet no longer publishes progress, which needs no bump.
+//
+//stem:workflow name=p.quiet
+func Quiet(ctx *QuietContext, n int) (int, error) { return n, nil }
+
+// Loud publishes progress now, which needs no bump either.
+//
+//stem:workflow name=p.loud progress=Status
+func Loud(ctx *LoudContext, n int) (int, error) { return n, nil }

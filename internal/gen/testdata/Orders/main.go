@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"slices"
 	"time"
 
 	"github.com/stemflow/stem/runtime"
@@ -37,9 +38,15 @@ func main() {
 		log.Fatal(err)
 	}
 	fmt.Printf("receipt: %+v\n", rec)
+	// The step futures ran side by side: their log is in no set order.
+	slices.Sort(steps.log)
 	for _, l := range steps.log {
 		fmt.Println("step:", l)
 	}
+	p, ok, err := run.Progress(ctx)
+	fmt.Printf("progress: %+v %v %v\n", p, ok, err)
+	p, err = run.WaitProgress(ctx, FulfilProgress{Stage: "packed", Packed: 2})
+	fmt.Printf("waited progress: %+v %v\n", p, err)
 	fmt.Println("notified:", notified)
 	fmt.Println("pack key #1:", run.IdempotencyKey(StepPackIteration(1), ""))
 	fmt.Println("keys:", StepReserve, StepCharge, StepPack, StepPackIteration(1), RefundWorkflowName)
@@ -52,13 +59,15 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("status:", info.Status)
+	fmt.Println("status:", info.Status, "deadline set:", info.Deadline != nil)
 	child, err := GetRefund(ctx, e, "order-1/goodwill")
 	if err != nil {
 		log.Fatal(err)
 	}
 	res, err := child.Result(ctx)
 	fmt.Printf("child: %+v %v\n", res, err)
+	childInfo, err := child.Info(ctx)
+	fmt.Println("child executions:", childInfo.Execution, err)
 	if _, err := GetRefund(ctx, e, "order-1"); err != nil {
 		fmt.Println("wrong workflow:", err)
 	}

@@ -45,10 +45,19 @@ type Receipt struct {
 type RefundInput struct {
 	OrderID string
 	Amount  int64
+	// Rounds is how many times the refund continues as new before it
+	// issues the refund.
+	Rounds int
 }
 
 // RefundResult is a refund's outcome.
 type RefundResult struct{ ID string }
+
+// FulfilProgress is what a run of Fulfil publishes as it goes.
+type FulfilProgress struct {
+	Stage  string
+	Packed int
+}
 
 // ShipmentReady says the warehouse shipped an order.
 //
@@ -68,51 +77,86 @@ func (s *Steps) record(format string, args ...any) {
 	s.log = append(s.log, fmt.Sprintf(format, args...))
 }
 
-// Fulfil reserves stock, waits for the warehouse, packs every item, then
-// charges the customer and refunds a goodwill credit.
+// Fulfil reserves stock while it tells the customer, waits for the
+// warehouse (or a timeout), packs every item at once, then charges the
+// customer and refunds a goodwill credit.
 //
-//stem:workflow name=orders.fulfil
+//stem:workflow name=orders.fulfil timeout=1h progress=FulfilProgress
 func Fulfil(ctx *FulfilContext, order Order) (Receipt, error) {
-	res, err := ctx.Reserve(order)
+	if err := ctx.SetProgress(FulfilProgress{Stage: "reserving"}); err != nil {
+		return Receipt{}, err
+	}
+	reserve := ctx.ReserveAsync(order)
+	notify := ctx.NotifyAsync("reserving " + order.ID)
+	if err := runtime.All(ctx.WorkflowContext, reserve, notify); err != nil {
+		return Receipt{}, err
+	}
+	res, err := reserve.Await()
 	if err != nil {
+		return Receipt{}, err
+	}
+	if _, err := notify.Await(); err != nil {
 		return Receipt{}, err
 	}
 	if err := ctx.Sleep("cool-off", time.Millisecond); err != nil {
 		return Receipt{}, err
 	}
-	ship, err := ctx.AwaitShipmentReady("ship", time.Minute)
+	ship, late := ctx.OnShipmentReady("ship"), ctx.Timer("ship-timeout", time.Minute)
+	first, err := runtime.Select(ctx.WorkflowContext, "ship-or-timeout", ship, late)
 	if err != nil {
 		return Receipt{}, err
 	}
-	var parcels []Parcel
+	if first == 1 {
+		return Receipt{}, errors.New("the warehouse did not ship in time")
+	}
+	sh, err := ship.Await()
+	if err != nil {
+		return Receipt{}, err
+	}
+	var packs []*runtime.Future[Parcel]
 	for _, item := range order.Items {
-		p, err := ctx.Pack(item)
+		packs = append(packs, ctx.PackAsync(item))
+	}
+	var parcels []Parcel
+	for _, f := range packs {
+		p, err := f.Await()
 		if err != nil {
 			return Receipt{}, err
 		}
 		parcels = append(parcels, p)
 	}
+	if err := ctx.SetProgress(FulfilProgress{Stage: "packed", Packed: len(parcels)}); err != nil {
+		return Receipt{}, err
+	}
 	if err := ctx.Notify("packed " + order.ID); err != nil {
 		return Receipt{}, err
 	}
-	rec, err := ctx.Charge(res, ship)
+	rec, err := ctx.Charge(res, sh)
 	if err != nil {
 		return Receipt{}, err
 	}
-	refund, err := ctx.CallRefund("goodwill", RefundInput{OrderID: order.ID, Amount: 1})
+	refund, err := ctx.CallRefundAsync("goodwill", RefundInput{OrderID: order.ID, Amount: 1, Rounds: 2}).Await()
 	if err != nil {
 		return Receipt{}, err
 	}
 	rec.Parcels, rec.Refund = parcels, refund.ID
+	if err := ctx.SetProgress(FulfilProgress{Stage: "done", Packed: len(parcels)}); err != nil {
+		return Receipt{}, err
+	}
 	return rec, nil
 }
 
-// Refund returns part of a payment.
+// Refund returns part of a payment, after continuing as new in.Rounds
+// times.
 //
 // Deprecated: refunds move to the billing service.
 //
 //stem:workflow name=orders.refund version=2
 func Refund(ctx *RefundContext, in RefundInput) (RefundResult, error) {
+	if in.Rounds > 0 {
+		in.Rounds--
+		return RefundResult{}, ctx.ContinueAsNew(in)
+	}
 	return ctx.IssueRefund(in)
 }
 
@@ -157,13 +201,19 @@ func (s *Steps) IssueRefund(ctx runtime.StepContext, in RefundInput) (RefundResu
 	return RefundResult{ID: "refund-of-" + in.OrderID}, nil
 }
 
-var notified []string
+var (
+	notifyMu sync.Mutex
+	notified []string
+)
 
-// Notify tells the customer; it is a plain function step taking a
-// context.Context and returning only an error.
+// Notify tells the customer, as often as the workflow has news; it is a
+// plain function step taking a context.Context and returning only an
+// error.
 //
-//stem:step name=notify
+//stem:step name=notify autoversion
 func Notify(ctx context.Context, msg string) error {
+	notifyMu.Lock()
+	defer notifyMu.Unlock()
 	notified = append(notified, strings.ToUpper(msg))
 	return nil
 }

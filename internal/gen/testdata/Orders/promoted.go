@@ -8,9 +8,9 @@ import "github.com/stemflow/stem/runtime"
 var (
 	_ = []any{
 		(*FulfilContext).Context, (*FulfilContext).Logger, (*FulfilContext).ParentID, (*FulfilContext).RunID,
-		(*FulfilContext).Sleep, (*FulfilContext).SleepUntil, (*FulfilContext).Workflow,
+		(*FulfilContext).Sleep, (*FulfilContext).SleepUntil, (*FulfilContext).Timer, (*FulfilContext).Workflow,
 		(*RefundContext).Context, (*RefundContext).Logger, (*RefundContext).ParentID, (*RefundContext).RunID,
-		(*RefundContext).Sleep, (*RefundContext).SleepUntil, (*RefundContext).Workflow,
+		(*RefundContext).Sleep, (*RefundContext).SleepUntil, (*RefundContext).Timer, (*RefundContext).Workflow,
 	}
 	_ = func(f *FulfilContext, r *RefundContext) []*runtime.WorkflowContext {
 		return []*runtime.WorkflowContext{f.WorkflowContext, r.WorkflowContext}

@@ -58,6 +58,24 @@ func (c *stemCalls) Assign(page Page[pgtype.Text], opts struct {
 	})
 }
 
+// AssignAsync starts step assign@v1 (Assign) as Assign does, with the same key
+// and policy, without waiting for it, and returns its future: Await it for the
+// result, or pass it to runtime.All or runtime.Select. Its attempts run beside
+// the workflow and the run's other step futures; a step that completed before
+// returns a future that is ready at once.
+//
+// Assign gives every item an ID.
+func (c *stemCalls) AssignAsync(page Page[pgtype.Text], opts struct {
+	Limit int `json:"limit"`
+}) *runtime.Future[map[string]*uuid.UUID] {
+	return runtime.StepAsync(c.wc, StepAssign, runtime.StepOptions{
+		Backoff: 1500 * time.Microsecond,
+		Retries: 2,
+	}, func(sc runtime.StepContext) (map[string]*uuid.UUID, error) {
+		return Assign(sc, page, opts)
+	})
+}
+
 // StepInspect is the checkpoint key of step Inspect. Outside a run, the step's
 // idempotency key is IdempotencyKey(StepInspect, scope) on the run's typed
 // handle, or runtime.IdempotencyKey(workflowName, runID, StepInspect, scope).
@@ -76,6 +94,19 @@ func (c *stemCalls) Inspect(arg1 runtime1.Info, flags [2]bool) (Page[pgtype.Text
 	})
 }
 
+// InspectAsync starts step inspect@v1 (Inspect) as Inspect does, with the same
+// key and policy, without waiting for it, and returns its future: Await it for
+// the result, or pass it to runtime.All or runtime.Select. Its attempts run
+// beside the workflow and the run's other step futures; a step that completed
+// before returns a future that is ready at once.
+//
+// Inspect takes a parameter named like the runtime's package.
+func (c *stemCalls) InspectAsync(arg1 runtime1.Info, flags [2]bool) *runtime.Future[Page[pgtype.Text]] {
+	return runtime.StepAsync(c.wc, StepInspect, runtime.StepOptions{Timeout: 90 * time.Minute}, func(sc runtime.StepContext) (Page[pgtype.Text], error) {
+		return Inspect(sc, arg1, flags)
+	})
+}
+
 // CallSync runs workflow Sync (imports.sync) as a child of this run with input
 // in, and waits for its output. name is the call's durable key within the run:
 // the child's run ID derives from this run's ID and name, so a replay never
@@ -88,6 +119,16 @@ func (c *stemCalls) Inspect(arg1 runtime1.Info, flags [2]bool) (Page[pgtype.Text
 // Sync copies a page of names.
 func (c *stemCalls) CallSync(name string, in Page[pgtype.Text], opts ...runtime.ChildOption) (map[string]*uuid.UUID, error) {
 	return runtime.CallChild[map[string]*uuid.UUID](c.wc, name, SyncWorkflowName, in, opts...)
+}
+
+// CallSyncAsync starts workflow Sync (imports.sync) as a child of this run
+// with input in, like CallSync, and returns a future of its output without
+// waiting: Await it, or pass it to runtime.All or runtime.Select. name is the
+// call's durable key within the run, as for CallSync.
+//
+// Sync copies a page of names.
+func (c *stemCalls) CallSyncAsync(name string, in Page[pgtype.Text], opts ...runtime.ChildOption) *runtime.Future[map[string]*uuid.UUID] {
+	return runtime.CallChildAsync[map[string]*uuid.UUID](c.wc, name, SyncWorkflowName, in, opts...)
 }
 
 // StartSyncChild starts workflow Sync (imports.sync) as a child of this run
@@ -113,12 +154,25 @@ const SyncWorkflowName = "imports.sync"
 
 // SyncContext is what workflow Sync (imports.sync) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
-// child workflow of package imports.
+// child workflow of package imports, each also in a form that returns a future
+// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
+// by the workflow's input.
 //
 // Sync copies a page of names.
 type SyncContext struct {
 	*runtime.WorkflowContext
 	stemCalls
+}
+
+// ContinueAsNew ends this execution of the run and begins the next, of the
+// same run, with input in and an empty history, so a workflow that loops
+// forever replays only its latest iteration. Call it as a return, with any
+// output (it is not the run's): return out, ctx.ContinueAsNew(next). It waits
+// for the run's step futures to end, keeps the run's ID, parent, deadline,
+// progress and the events sent to it, and does not return when it succeeds; an
+// input that does not encode is an error and nothing changes.
+func (c *SyncContext) ContinueAsNew(in Page[pgtype.Text]) error {
+	return runtime.ContinueAsNew(c.WorkflowContext, in)
 }
 
 // SyncRun is a typed handle on a run of workflow Sync (imports.sync): ID,
@@ -146,7 +200,8 @@ func RegisterSync(e *runtime.Engine) error {
 }
 
 // StartSync starts a run of workflow Sync (imports.sync) with input in. With
-// runtime.WithID, starting an ID that exists returns the existing run.
+// runtime.WithID, starting an ID that exists returns the existing run;
+// runtime.WithTimeout or runtime.WithDeadline give the run a deadline.
 //
 // Sync copies a page of names.
 func StartSync(ctx context.Context, e *runtime.Engine, in Page[pgtype.Text], opts ...runtime.StartOption) (*SyncRun, error) {

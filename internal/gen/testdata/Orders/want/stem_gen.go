@@ -54,6 +54,19 @@ func (c *stemCalls) Charge(r Reservation, sh ShipmentReady) (Receipt, error) {
 	})
 }
 
+// ChargeAsync starts step charge@v2 (Steps.Charge) as Charge does, with the
+// same key and policy, without waiting for it, and returns its future: Await
+// it for the result, or pass it to runtime.All or runtime.Select. Its attempts
+// run beside the workflow and the run's other step futures; a step that
+// completed before returns a future that is ready at once.
+//
+// Charge charges the reserved amount once, whatever the retries.
+func (c *stemCalls) ChargeAsync(r Reservation, sh ShipmentReady) *runtime.Future[Receipt] {
+	return runtime.StepAsync(c.wc, StepCharge, runtime.StepOptions{}, func(sc runtime.StepContext) (Receipt, error) {
+		return c.steps.Charge(sc, r, sh)
+	})
+}
+
 // StepIssueRefund is the checkpoint key of step Steps.IssueRefund. Outside a
 // run, the step's idempotency key is IdempotencyKey(StepIssueRefund, scope) on
 // the run's typed handle, or runtime.IdempotencyKey(workflowName, runID,
@@ -73,22 +86,67 @@ func (c *stemCalls) IssueRefund(in RefundInput) (RefundResult, error) {
 	})
 }
 
-// StepNotify is the checkpoint key of step Notify. Outside a run, the step's
-// idempotency key is IdempotencyKey(StepNotify, scope) on the run's typed
-// handle, or runtime.IdempotencyKey(workflowName, runID, StepNotify, scope).
+// IssueRefundAsync starts step issue-refund@v1 (Steps.IssueRefund) as
+// IssueRefund does, with the same key and policy, without waiting for it, and
+// returns its future: Await it for the result, or pass it to runtime.All or
+// runtime.Select. Its attempts run beside the workflow and the run's other
+// step futures; a step that completed before returns a future that is ready at
+// once.
 //
-// Notify tells the customer; it is a plain function step taking a
-// context.Context and returning only an error.
+// IssueRefund issues a refund.
+func (c *stemCalls) IssueRefundAsync(in RefundInput) *runtime.Future[RefundResult] {
+	return runtime.StepAsync(c.wc, StepIssueRefund, runtime.StepOptions{}, func(sc runtime.StepContext) (RefundResult, error) {
+		return c.steps.IssueRefund(sc, in)
+	})
+}
+
+// StepNotify is the checkpoint key of autoversion step Notify; the i-th call
+// of the step in a run (from 0) is keyed StepNotifyIteration(i). Outside a
+// run, the idempotency key of call i is IdempotencyKey(StepNotifyIteration(i),
+// scope) on the run's typed handle, or runtime.IdempotencyKey(workflowName,
+// runID, StepNotifyIteration(i), scope).
+//
+// Notify tells the customer, as often as the workflow has news; it is a
+// plain function step taking a context.Context and returning only an
+// error.
 const StepNotify = "notify@v1"
 
-// Notify runs step notify@v1 (Notify) as a checkpointed step: once it succeeds
-// (or exhausts its retries), a replay of the run returns its recorded result
-// without running it again.
+// StepNotifyIteration returns the checkpoint key of the i-th call (from 0) of
+// autoversion step Notify in a run, built by runtime.IterationKey.
 //
-// Notify tells the customer; it is a plain function step taking a
-// context.Context and returning only an error.
+// Notify tells the customer, as often as the workflow has news; it is a
+// plain function step taking a context.Context and returning only an
+// error.
+func StepNotifyIteration(i int) string {
+	return runtime.IterationKey(StepNotify, i)
+}
+
+// Notify runs step notify@v1 (Notify) as a checkpointed autoversion step: it
+// may run many times in one run, the i-th call (from 0) keyed
+// StepNotifyIteration(i); a replay returns each call's recorded result without
+// running it again.
+//
+// Notify tells the customer, as often as the workflow has news; it is a
+// plain function step taking a context.Context and returning only an
+// error.
 func (c *stemCalls) Notify(msg string) error {
-	return runtime.Do(c.wc, StepNotify, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+	return runtime.Do(c.wc, StepNotify, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) error {
+		return Notify(sc, msg)
+	})
+}
+
+// NotifyAsync starts step notify@v1 (Notify) as Notify does, with the same key
+// and policy, without waiting for it, and returns its future: Await it for the
+// result, or pass it to runtime.All or runtime.Select. Its attempts run beside
+// the workflow and the run's other step futures; a step that completed before
+// returns a future that is ready at once. Its call number, and so its key
+// (StepNotifyIteration(i)), is fixed when the future is created.
+//
+// Notify tells the customer, as often as the workflow has news; it is a
+// plain function step taking a context.Context and returning only an
+// error.
+func (c *stemCalls) NotifyAsync(msg string) *runtime.Future[struct{}] {
+	return runtime.DoAsync(c.wc, StepNotify, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) error {
 		return Notify(sc, msg)
 	})
 }
@@ -122,6 +180,20 @@ func (c *stemCalls) Pack(item string) (Parcel, error) {
 	})
 }
 
+// PackAsync starts step pack@v1 (Steps.Pack) as Pack does, with the same key
+// and policy, without waiting for it, and returns its future: Await it for the
+// result, or pass it to runtime.All or runtime.Select. Its attempts run beside
+// the workflow and the run's other step futures; a step that completed before
+// returns a future that is ready at once. Its call number, and so its key
+// (StepPackIteration(i)), is fixed when the future is created.
+//
+// Pack packs one item.
+func (c *stemCalls) PackAsync(item string) *runtime.Future[Parcel] {
+	return runtime.StepAsync(c.wc, StepPack, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (Parcel, error) {
+		return c.steps.Pack(sc, item)
+	})
+}
+
 // StepReserve is the checkpoint key of step Steps.Reserve. Outside a run, the
 // step's idempotency key is IdempotencyKey(StepReserve, scope) on the run's
 // typed handle, or runtime.IdempotencyKey(workflowName, runID, StepReserve,
@@ -147,6 +219,24 @@ func (c *stemCalls) Reserve(order Order) (Reservation, error) {
 	})
 }
 
+// ReserveAsync starts step reserve@v1 (Steps.Reserve) as Reserve does, with
+// the same key and policy, without waiting for it, and returns its future:
+// Await it for the result, or pass it to runtime.All or runtime.Select. Its
+// attempts run beside the workflow and the run's other step futures; a step
+// that completed before returns a future that is ready at once.
+//
+// Reserve holds stock; the stock service is flaky and fails twice.
+func (c *stemCalls) ReserveAsync(order Order) *runtime.Future[Reservation] {
+	return runtime.StepAsync(c.wc, StepReserve, runtime.StepOptions{
+		Backoff:    time.Millisecond,
+		MaxBackoff: 4 * time.Millisecond,
+		Retries:    3,
+		Timeout:    5 * time.Second,
+	}, func(sc runtime.StepContext) (Reservation, error) {
+		return c.steps.Reserve(sc, order)
+	})
+}
+
 // AwaitShipmentReady suspends the run until event ShipmentReady (topic
 // shipment.ready) arrives for it, and returns it. name is the wait's durable
 // key within the run. A timeout above zero bounds the wait: when it passes
@@ -155,6 +245,18 @@ func (c *stemCalls) Reserve(order Order) (Reservation, error) {
 // ShipmentReady says the warehouse shipped an order.
 func (c *stemCalls) AwaitShipmentReady(name string, timeout time.Duration) (ShipmentReady, error) {
 	return runtime.WaitForEvent[ShipmentReady](c.wc, name, ShipmentReadyTopic, timeout)
+}
+
+// OnShipmentReady returns a future of the next event ShipmentReady (topic
+// shipment.ready) for this run, without waiting: the event is delivered while
+// the run waits on anything, and Await, runtime.All or runtime.Select wait for
+// it. name is the future's durable key within the run, numbered by call order
+// (name#0, name#1, ...), so it may be created in a loop. It has no timeout of
+// its own: select it with a Timer for one.
+//
+// ShipmentReady says the warehouse shipped an order.
+func (c *stemCalls) OnShipmentReady(name string) *runtime.Future[ShipmentReady] {
+	return runtime.OnEvent[ShipmentReady](c.wc, name, ShipmentReadyTopic)
 }
 
 // CallFulfil runs workflow Fulfil (orders.fulfil) as a child of this run with
@@ -166,10 +268,23 @@ func (c *stemCalls) AwaitShipmentReady(name string, timeout time.Duration) (Ship
 // child of Fulfil), the call fails with an error matching
 // runtime.ErrChildCollision.
 //
-// Fulfil reserves stock, waits for the warehouse, packs every item, then
-// charges the customer and refunds a goodwill credit.
+// Fulfil reserves stock while it tells the customer, waits for the
+// warehouse (or a timeout), packs every item at once, then charges the
+// customer and refunds a goodwill credit.
 func (c *stemCalls) CallFulfil(name string, in Order, opts ...runtime.ChildOption) (Receipt, error) {
 	return runtime.CallChild[Receipt](c.wc, name, FulfilWorkflowName, in, opts...)
+}
+
+// CallFulfilAsync starts workflow Fulfil (orders.fulfil) as a child of this
+// run with input in, like CallFulfil, and returns a future of its output
+// without waiting: Await it, or pass it to runtime.All or runtime.Select. name
+// is the call's durable key within the run, as for CallFulfil.
+//
+// Fulfil reserves stock while it tells the customer, waits for the
+// warehouse (or a timeout), packs every item at once, then charges the
+// customer and refunds a goodwill credit.
+func (c *stemCalls) CallFulfilAsync(name string, in Order, opts ...runtime.ChildOption) *runtime.Future[Receipt] {
+	return runtime.CallChildAsync[Receipt](c.wc, name, FulfilWorkflowName, in, opts...)
 }
 
 // StartFulfilChild starts workflow Fulfil (orders.fulfil) as a child of this
@@ -182,8 +297,9 @@ func (c *stemCalls) CallFulfil(name string, in Order, opts ...runtime.ChildOptio
 // with an error matching runtime.ErrChildCollision. To start a run from
 // outside a workflow, use StartFulfil.
 //
-// Fulfil reserves stock, waits for the warehouse, packs every item, then
-// charges the customer and refunds a goodwill credit.
+// Fulfil reserves stock while it tells the customer, waits for the
+// warehouse (or a timeout), packs every item at once, then charges the
+// customer and refunds a goodwill credit.
 func (c *stemCalls) StartFulfilChild(name string, in Order, opts ...runtime.ChildOption) (*runtime.ChildRun[Receipt], error) {
 	return runtime.StartChild[Receipt](c.wc, name, FulfilWorkflowName, in, opts...)
 }
@@ -197,11 +313,25 @@ func (c *stemCalls) StartFulfilChild(name string, in Order, opts ...runtime.Chil
 // child of Refund), the call fails with an error matching
 // runtime.ErrChildCollision.
 //
-// Refund returns part of a payment.
+// Refund returns part of a payment, after continuing as new in.Rounds
+// times.
 //
 // Deprecated: refunds move to the billing service.
 func (c *stemCalls) CallRefund(name string, in RefundInput, opts ...runtime.ChildOption) (RefundResult, error) {
 	return runtime.CallChild[RefundResult](c.wc, name, RefundWorkflowName, in, opts...)
+}
+
+// CallRefundAsync starts workflow Refund (orders.refund) as a child of this
+// run with input in, like CallRefund, and returns a future of its output
+// without waiting: Await it, or pass it to runtime.All or runtime.Select. name
+// is the call's durable key within the run, as for CallRefund.
+//
+// Refund returns part of a payment, after continuing as new in.Rounds
+// times.
+//
+// Deprecated: refunds move to the billing service.
+func (c *stemCalls) CallRefundAsync(name string, in RefundInput, opts ...runtime.ChildOption) *runtime.Future[RefundResult] {
+	return runtime.CallChildAsync[RefundResult](c.wc, name, RefundWorkflowName, in, opts...)
 }
 
 // StartRefundChild starts workflow Refund (orders.refund) as a child of this
@@ -214,7 +344,8 @@ func (c *stemCalls) CallRefund(name string, in RefundInput, opts ...runtime.Chil
 // with an error matching runtime.ErrChildCollision. To start a run from
 // outside a workflow, use StartRefund.
 //
-// Refund returns part of a payment.
+// Refund returns part of a payment, after continuing as new in.Rounds
+// times.
 //
 // Deprecated: refunds move to the billing service.
 func (c *stemCalls) StartRefundChild(name string, in RefundInput, opts ...runtime.ChildOption) (*runtime.ChildRun[RefundResult], error) {
@@ -224,40 +355,83 @@ func (c *stemCalls) StartRefundChild(name string, in RefundInput, opts ...runtim
 // FulfilWorkflowName is the durable name of workflow Fulfil, stored with every
 // run.
 //
-// Fulfil reserves stock, waits for the warehouse, packs every item, then
-// charges the customer and refunds a goodwill credit.
+// Fulfil reserves stock while it tells the customer, waits for the
+// warehouse (or a timeout), packs every item at once, then charges the
+// customer and refunds a goodwill credit.
 const FulfilWorkflowName = "orders.fulfil"
 
 // FulfilContext is what workflow Fulfil (orders.fulfil) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
-// event and child workflow of package main.
+// event and child workflow of package main, each also in a form that returns a
+// future (runtime.All and runtime.Select wait for several), and ContinueAsNew
+// typed by the workflow's input.
 //
-// Fulfil reserves stock, waits for the warehouse, packs every item, then
-// charges the customer and refunds a goodwill credit.
+// Fulfil reserves stock while it tells the customer, waits for the
+// warehouse (or a timeout), packs every item at once, then charges the
+// customer and refunds a goodwill credit.
 type FulfilContext struct {
 	*runtime.WorkflowContext
 	stemCalls
 }
 
+// ContinueAsNew ends this execution of the run and begins the next, of the
+// same run, with input in and an empty history, so a workflow that loops
+// forever replays only its latest iteration. Call it as a return, with any
+// output (it is not the run's): return out, ctx.ContinueAsNew(next). It waits
+// for the run's step futures to end, keeps the run's ID, parent, deadline,
+// progress and the events sent to it, and does not return when it succeeds; an
+// input that does not encode is an error and nothing changes.
+func (c *FulfilContext) ContinueAsNew(in Order) error {
+	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// SetProgress publishes p as the run's progress, which callers read with
+// Progress and WaitProgress on FulfilRun. It is written with the run's next
+// write (a step's checkpoint, a suspension, its end) or soon while a step
+// runs; publishing the value last published writes nothing, so a replay costs
+// no write.
+func (c *FulfilContext) SetProgress(p FulfilProgress) error {
+	return runtime.SetProgress(c.WorkflowContext, p)
+}
+
 // FulfilRun is a typed handle on a run of workflow Fulfil (orders.fulfil): ID,
-// Status, Result, Pause, Resume, Terminate, Restart, and IdempotencyKey for
-// reconciling with the services its steps called.
+// Status, Result, Pause, Resume, Terminate, Restart, IdempotencyKey for
+// reconciling with the services its steps called, and the run's published
+// progress, FulfilProgress.
 //
-// Fulfil reserves stock, waits for the warehouse, packs every item, then
-// charges the customer and refunds a goodwill credit.
+// Fulfil reserves stock while it tells the customer, waits for the
+// warehouse (or a timeout), packs every item at once, then charges the
+// customer and refunds a goodwill credit.
 type FulfilRun struct {
 	*runtime.Run[Receipt]
+	engine *runtime.Engine
+}
+
+// Progress returns the progress the run last published
+// (FulfilContext.SetProgress), and whether it has published any.
+func (r *FulfilRun) Progress(ctx context.Context) (FulfilProgress, bool, error) {
+	return runtime.GetProgress[FulfilProgress](ctx, r.engine, r.ID())
+}
+
+// WaitProgress waits until the run's published progress differs from after and
+// returns it; or, when the run finishes first, the progress it published last.
+// Pass the zero value to wait for the first.
+func (r *FulfilRun) WaitProgress(ctx context.Context, after FulfilProgress) (FulfilProgress, error) {
+	return runtime.WaitProgress(ctx, r.engine, r.ID(), after)
 }
 
 // RegisterFulfil registers workflow Fulfil with e under its durable name,
 // orders.fulfil, at version 1; the engine records them in the store's catalog
 // with the shapes of its input and output, for tools that start runs without
-// its Go types. It also registers the event types of package main, so such
-// tools can check an event's payload. Its steps run on steps, which must not
-// be nil.
+// its Go types. Its runs get a deadline 1h0m0s after their start (timeout=),
+// unless the start sets one with runtime.WithTimeout or runtime.WithDeadline;
+// past it a run ends with an error matching runtime.ErrDeadline. It also
+// registers the event types of package main, so such tools can check an
+// event's payload. Its steps run on steps, which must not be nil.
 //
-// Fulfil reserves stock, waits for the warehouse, packs every item, then
-// charges the customer and refunds a goodwill credit.
+// Fulfil reserves stock while it tells the customer, waits for the
+// warehouse (or a timeout), packs every item at once, then charges the
+// customer and refunds a goodwill credit.
 func RegisterFulfil(e *runtime.Engine, steps *Steps) error {
 	if steps == nil {
 		return fmt.Errorf("%w: RegisterFulfil: steps is nil", runtime.ErrInvalidArgument)
@@ -273,28 +447,34 @@ func RegisterFulfil(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	}, runtime.WorkflowVersion(1))
+	}, runtime.WorkflowVersion(1), runtime.WorkflowTimeout(time.Hour))
 }
 
 // StartFulfil starts a run of workflow Fulfil (orders.fulfil) with input in.
-// With runtime.WithID, starting an ID that exists returns the existing run.
+// With runtime.WithID, starting an ID that exists returns the existing run;
+// runtime.WithTimeout or runtime.WithDeadline give the run a deadline.
 //
-// Fulfil reserves stock, waits for the warehouse, packs every item, then
-// charges the customer and refunds a goodwill credit.
+// Fulfil reserves stock while it tells the customer, waits for the
+// warehouse (or a timeout), packs every item at once, then charges the
+// customer and refunds a goodwill credit.
 func StartFulfil(ctx context.Context, e *runtime.Engine, in Order, opts ...runtime.StartOption) (*FulfilRun, error) {
 	r, err := runtime.Start[Order, Receipt](ctx, e, FulfilWorkflowName, in, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &FulfilRun{r}, nil
+	return &FulfilRun{
+		Run:    r,
+		engine: e,
+	}, nil
 }
 
 // StartFulfilBatch starts many runs of workflow Fulfil (orders.fulfil) in one
 // store call. Every input is checked before anything is written; items with an
 // ID that exists return the existing run.
 //
-// Fulfil reserves stock, waits for the warehouse, packs every item, then
-// charges the customer and refunds a goodwill credit.
+// Fulfil reserves stock while it tells the customer, waits for the
+// warehouse (or a timeout), packs every item at once, then charges the
+// customer and refunds a goodwill credit.
 func StartFulfilBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[Order]) ([]*FulfilRun, error) {
 	rs, err := runtime.StartBatch[Order, Receipt](ctx, e, FulfilWorkflowName, items)
 	if err != nil {
@@ -302,7 +482,10 @@ func StartFulfilBatch(ctx context.Context, e *runtime.Engine, items []runtime.Ba
 	}
 	out := make([]*FulfilRun, len(rs))
 	for i, r := range rs {
-		out[i] = &FulfilRun{r}
+		out[i] = &FulfilRun{
+			Run:    r,
+			engine: e,
+		}
 	}
 	return out, nil
 }
@@ -311,29 +494,37 @@ func StartFulfilBatch(ctx context.Context, e *runtime.Engine, items []runtime.Ba
 // (orders.fulfil): an error matching runtime.ErrRunNotFound if there is none,
 // runtime.ErrInvalidArgument if it is a run of another workflow.
 //
-// Fulfil reserves stock, waits for the warehouse, packs every item, then
-// charges the customer and refunds a goodwill credit.
+// Fulfil reserves stock while it tells the customer, waits for the
+// warehouse (or a timeout), packs every item at once, then charges the
+// customer and refunds a goodwill credit.
 func GetFulfil(ctx context.Context, e *runtime.Engine, id string) (*FulfilRun, error) {
 	r, err := runtime.Get[Receipt](ctx, e, FulfilWorkflowName, id)
 	if err != nil {
 		return nil, err
 	}
-	return &FulfilRun{r}, nil
+	return &FulfilRun{
+		Run:    r,
+		engine: e,
+	}, nil
 }
 
 // RefundWorkflowName is the durable name of workflow Refund, stored with every
 // run.
 //
-// Refund returns part of a payment.
+// Refund returns part of a payment, after continuing as new in.Rounds
+// times.
 //
 // Deprecated: refunds move to the billing service.
 const RefundWorkflowName = "orders.refund"
 
 // RefundContext is what workflow Refund (orders.refund) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
-// event and child workflow of package main.
+// event and child workflow of package main, each also in a form that returns a
+// future (runtime.All and runtime.Select wait for several), and ContinueAsNew
+// typed by the workflow's input.
 //
-// Refund returns part of a payment.
+// Refund returns part of a payment, after continuing as new in.Rounds
+// times.
 //
 // Deprecated: refunds move to the billing service.
 type RefundContext struct {
@@ -341,11 +532,23 @@ type RefundContext struct {
 	stemCalls
 }
 
+// ContinueAsNew ends this execution of the run and begins the next, of the
+// same run, with input in and an empty history, so a workflow that loops
+// forever replays only its latest iteration. Call it as a return, with any
+// output (it is not the run's): return out, ctx.ContinueAsNew(next). It waits
+// for the run's step futures to end, keeps the run's ID, parent, deadline,
+// progress and the events sent to it, and does not return when it succeeds; an
+// input that does not encode is an error and nothing changes.
+func (c *RefundContext) ContinueAsNew(in RefundInput) error {
+	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
 // RefundRun is a typed handle on a run of workflow Refund (orders.refund): ID,
 // Status, Result, Pause, Resume, Terminate, Restart, and IdempotencyKey for
 // reconciling with the services its steps called.
 //
-// Refund returns part of a payment.
+// Refund returns part of a payment, after continuing as new in.Rounds
+// times.
 //
 // Deprecated: refunds move to the billing service.
 type RefundRun struct {
@@ -359,7 +562,8 @@ type RefundRun struct {
 // tools can check an event's payload. Its steps run on steps, which must not
 // be nil.
 //
-// Refund returns part of a payment.
+// Refund returns part of a payment, after continuing as new in.Rounds
+// times.
 //
 // Deprecated: refunds move to the billing service.
 func RegisterRefund(e *runtime.Engine, steps *Steps) error {
@@ -381,9 +585,11 @@ func RegisterRefund(e *runtime.Engine, steps *Steps) error {
 }
 
 // StartRefund starts a run of workflow Refund (orders.refund) with input in.
-// With runtime.WithID, starting an ID that exists returns the existing run.
+// With runtime.WithID, starting an ID that exists returns the existing run;
+// runtime.WithTimeout or runtime.WithDeadline give the run a deadline.
 //
-// Refund returns part of a payment.
+// Refund returns part of a payment, after continuing as new in.Rounds
+// times.
 //
 // Deprecated: refunds move to the billing service.
 func StartRefund(ctx context.Context, e *runtime.Engine, in RefundInput, opts ...runtime.StartOption) (*RefundRun, error) {
@@ -398,7 +604,8 @@ func StartRefund(ctx context.Context, e *runtime.Engine, in RefundInput, opts ..
 // store call. Every input is checked before anything is written; items with an
 // ID that exists return the existing run.
 //
-// Refund returns part of a payment.
+// Refund returns part of a payment, after continuing as new in.Rounds
+// times.
 //
 // Deprecated: refunds move to the billing service.
 func StartRefundBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[RefundInput]) ([]*RefundRun, error) {
@@ -417,7 +624,8 @@ func StartRefundBatch(ctx context.Context, e *runtime.Engine, items []runtime.Ba
 // (orders.refund): an error matching runtime.ErrRunNotFound if there is none,
 // runtime.ErrInvalidArgument if it is a run of another workflow.
 //
-// Refund returns part of a payment.
+// Refund returns part of a payment, after continuing as new in.Rounds
+// times.
 //
 // Deprecated: refunds move to the billing service.
 func GetRefund(ctx context.Context, e *runtime.Engine, id string) (*RefundRun, error) {

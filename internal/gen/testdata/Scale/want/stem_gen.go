@@ -67,6 +67,19 @@ func (c *stemCalls) Archive(id string, score int) error {
 	})
 }
 
+// ArchiveAsync starts step archive@v1 (Steps.Archive) as Archive does, with
+// the same key and policy, without waiting for it, and returns its future:
+// Await it for the result, or pass it to runtime.All or runtime.Select. Its
+// attempts run beside the workflow and the run's other step futures; a step
+// that completed before returns a future that is ready at once.
+//
+// Archive files a scored audit entry away.
+func (c *stemCalls) ArchiveAsync(id string, score int) *runtime.Future[struct{}] {
+	return runtime.DoAsync(c.wc, StepArchive, runtime.StepOptions{Timeout: time.Minute}, func(sc runtime.StepContext) error {
+		return c.steps.Archive(sc, id, score)
+	})
+}
+
 // StepAuthorize is the checkpoint key of step Steps.Authorize. Outside a run,
 // the step's idempotency key is IdempotencyKey(StepAuthorize, scope) on the
 // run's typed handle, or runtime.IdempotencyKey(workflowName, runID,
@@ -83,6 +96,25 @@ const StepAuthorize = "authorize@v1"
 // Authorize authorizes a charge with the provider.
 func (c *stemCalls) Authorize(arg1 Charge) (string, error) {
 	return runtime.Step(c.wc, StepAuthorize, runtime.StepOptions{
+		Backoff:    time.Millisecond,
+		MaxBackoff: 2 * time.Millisecond,
+		Retries:    5,
+		Timeout:    10 * time.Second,
+	}, func(sc runtime.StepContext) (string, error) {
+		return c.steps.Authorize(sc, arg1)
+	})
+}
+
+// AuthorizeAsync starts step authorize@v1 (Steps.Authorize) as Authorize does,
+// with the same key and policy, without waiting for it, and returns its
+// future: Await it for the result, or pass it to runtime.All or
+// runtime.Select. Its attempts run beside the workflow and the run's other
+// step futures; a step that completed before returns a future that is ready at
+// once.
+//
+// Authorize authorizes a charge with the provider.
+func (c *stemCalls) AuthorizeAsync(arg1 Charge) *runtime.Future[string] {
+	return runtime.StepAsync(c.wc, StepAuthorize, runtime.StepOptions{
 		Backoff:    time.Millisecond,
 		MaxBackoff: 2 * time.Millisecond,
 		Retries:    5,
@@ -111,6 +143,19 @@ func (c *stemCalls) Capture(auth string, conf PaymentConfirmed) (Payment, error)
 	})
 }
 
+// CaptureAsync starts step capture@v3 (Steps.Capture) as Capture does, with
+// the same key and policy, without waiting for it, and returns its future:
+// Await it for the result, or pass it to runtime.All or runtime.Select. Its
+// attempts run beside the workflow and the run's other step futures; a step
+// that completed before returns a future that is ready at once.
+//
+// Capture captures an authorized charge.
+func (c *stemCalls) CaptureAsync(auth string, conf PaymentConfirmed) *runtime.Future[Payment] {
+	return runtime.StepAsync(c.wc, StepCapture, runtime.StepOptions{}, func(sc runtime.StepContext) (Payment, error) {
+		return c.steps.Capture(sc, auth, conf)
+	})
+}
+
 // StepCleanup is the checkpoint key of step Cleanup. Outside a run, the step's
 // idempotency key is IdempotencyKey(StepCleanup, scope) on the run's typed
 // handle, or runtime.IdempotencyKey(workflowName, runID, StepCleanup, scope).
@@ -125,6 +170,19 @@ const StepCleanup = "cleanup@v1"
 // Cleanup releases a hold.
 func (c *stemCalls) Cleanup(hold string) error {
 	return runtime.Do(c.wc, StepCleanup, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+		return Cleanup(sc, hold)
+	})
+}
+
+// CleanupAsync starts step cleanup@v1 (Cleanup) as Cleanup does, with the same
+// key and policy, without waiting for it, and returns its future: Await it for
+// the result, or pass it to runtime.All or runtime.Select. Its attempts run
+// beside the workflow and the run's other step futures; a step that completed
+// before returns a future that is ready at once.
+//
+// Cleanup releases a hold.
+func (c *stemCalls) CleanupAsync(hold string) *runtime.Future[struct{}] {
+	return runtime.DoAsync(c.wc, StepCleanup, runtime.StepOptions{}, func(sc runtime.StepContext) error {
 		return Cleanup(sc, hold)
 	})
 }
@@ -149,6 +207,20 @@ func (c *stemCalls) Dispatch(label string) error {
 	})
 }
 
+// DispatchAsync starts step dispatch@v1 (Steps.Dispatch) as Dispatch does,
+// with the same key and policy, without waiting for it, and returns its
+// future: Await it for the result, or pass it to runtime.All or
+// runtime.Select. Its attempts run beside the workflow and the run's other
+// step futures; a step that completed before returns a future that is ready at
+// once.
+//
+// Dispatch hands a labelled shipment to the carrier.
+func (c *stemCalls) DispatchAsync(label string) *runtime.Future[struct{}] {
+	return runtime.DoAsync(c.wc, StepDispatch, runtime.StepOptions{Retries: 2}, func(sc runtime.StepContext) error {
+		return c.steps.Dispatch(sc, label)
+	})
+}
+
 // StepInvoice is the checkpoint key of step Steps.Invoice. Outside a run, the
 // step's idempotency key is IdempotencyKey(StepInvoice, scope) on the run's
 // typed handle, or runtime.IdempotencyKey(workflowName, runID, StepInvoice,
@@ -168,6 +240,19 @@ func (c *stemCalls) Invoice(cart Cart, p Payment) (string, error) {
 	})
 }
 
+// InvoiceAsync starts step invoice@v1 (Steps.Invoice) as Invoice does, with
+// the same key and policy, without waiting for it, and returns its future:
+// Await it for the result, or pass it to runtime.All or runtime.Select. Its
+// attempts run beside the workflow and the run's other step futures; a step
+// that completed before returns a future that is ready at once.
+//
+// Invoice writes the invoice of a paid cart.
+func (c *stemCalls) InvoiceAsync(cart Cart, p Payment) *runtime.Future[string] {
+	return runtime.StepAsync(c.wc, StepInvoice, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+		return c.steps.Invoice(sc, cart, p)
+	})
+}
+
 // StepLabel is the checkpoint key of step Steps.Label. Outside a run, the
 // step's idempotency key is IdempotencyKey(StepLabel, scope) on the run's
 // typed handle, or runtime.IdempotencyKey(workflowName, runID, StepLabel,
@@ -183,6 +268,19 @@ const StepLabel = "label@v1"
 // Label prints the shipping label of a cart's parcels.
 func (c *stemCalls) Label(cartID string, parcels []string) (string, error) {
 	return runtime.Step(c.wc, StepLabel, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+		return c.steps.Label(sc, cartID, parcels)
+	})
+}
+
+// LabelAsync starts step label@v1 (Steps.Label) as Label does, with the same
+// key and policy, without waiting for it, and returns its future: Await it for
+// the result, or pass it to runtime.All or runtime.Select. Its attempts run
+// beside the workflow and the run's other step futures; a step that completed
+// before returns a future that is ready at once.
+//
+// Label prints the shipping label of a cart's parcels.
+func (c *stemCalls) LabelAsync(cartID string, parcels []string) *runtime.Future[string] {
+	return runtime.StepAsync(c.wc, StepLabel, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
 		return c.steps.Label(sc, cartID, parcels)
 	})
 }
@@ -213,6 +311,25 @@ func StepNotifyIteration(i int) string {
 // Notify tells a customer something; it may run many times in one run.
 func (c *stemCalls) Notify(to string, msg string) error {
 	return runtime.Do(c.wc, StepNotify, runtime.StepOptions{
+		Autoversion: true,
+		Backoff:     time.Millisecond,
+		Retries:     2,
+	}, func(sc runtime.StepContext) error {
+		return c.steps.Notify(sc, to, msg)
+	})
+}
+
+// NotifyAsync starts step notify@v1 (Steps.Notify) as Notify does, with the
+// same key and policy, without waiting for it, and returns its future: Await
+// it for the result, or pass it to runtime.All or runtime.Select. Its attempts
+// run beside the workflow and the run's other step futures; a step that
+// completed before returns a future that is ready at once. Its call number,
+// and so its key (StepNotifyIteration(i)), is fixed when the future is
+// created.
+//
+// Notify tells a customer something; it may run many times in one run.
+func (c *stemCalls) NotifyAsync(to string, msg string) *runtime.Future[struct{}] {
+	return runtime.DoAsync(c.wc, StepNotify, runtime.StepOptions{
 		Autoversion: true,
 		Backoff:     time.Millisecond,
 		Retries:     2,
@@ -253,6 +370,23 @@ func (c *stemCalls) Pack(l Line) (string, error) {
 	})
 }
 
+// PackAsync starts step pack@v1 (Steps.Pack) as Pack does, with the same key
+// and policy, without waiting for it, and returns its future: Await it for the
+// result, or pass it to runtime.All or runtime.Select. Its attempts run beside
+// the workflow and the run's other step futures; a step that completed before
+// returns a future that is ready at once. Its call number, and so its key
+// (StepPackIteration(i)), is fixed when the future is created.
+//
+// Pack packs one line; it runs once per line.
+func (c *stemCalls) PackAsync(l Line) *runtime.Future[string] {
+	return runtime.StepAsync(c.wc, StepPack, runtime.StepOptions{
+		Autoversion: true,
+		Timeout:     30 * time.Second,
+	}, func(sc runtime.StepContext) (string, error) {
+		return c.steps.Pack(sc, l)
+	})
+}
+
 // StepPrice is the checkpoint key of autoversion step Steps.Price; the i-th
 // call of the step in a run (from 0) is keyed StepPriceIteration(i). Outside a
 // run, the idempotency key of call i is IdempotencyKey(StepPriceIteration(i),
@@ -282,6 +416,20 @@ func (c *stemCalls) Price(l Line) (int64, error) {
 	})
 }
 
+// PriceAsync starts step price@v1 (Steps.Price) as Price does, with the same
+// key and policy, without waiting for it, and returns its future: Await it for
+// the result, or pass it to runtime.All or runtime.Select. Its attempts run
+// beside the workflow and the run's other step futures; a step that completed
+// before returns a future that is ready at once. Its call number, and so its
+// key (StepPriceIteration(i)), is fixed when the future is created.
+//
+// Price prices one line; it runs once per line.
+func (c *stemCalls) PriceAsync(l Line) *runtime.Future[int64] {
+	return runtime.StepAsync(c.wc, StepPrice, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (int64, error) {
+		return c.steps.Price(sc, l)
+	})
+}
+
 // StepRecord is the checkpoint key of step Steps.Record. Outside a run, the
 // step's idempotency key is IdempotencyKey(StepRecord, scope) on the run's
 // typed handle, or runtime.IdempotencyKey(workflowName, runID, StepRecord,
@@ -297,6 +445,19 @@ const StepRecord = "record@v1"
 // Record writes an audit entry and returns its ID.
 func (c *stemCalls) Record(e Entry) (string, error) {
 	return runtime.Step(c.wc, StepRecord, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+		return c.steps.Record(sc, e)
+	})
+}
+
+// RecordAsync starts step record@v1 (Steps.Record) as Record does, with the
+// same key and policy, without waiting for it, and returns its future: Await
+// it for the result, or pass it to runtime.All or runtime.Select. Its attempts
+// run beside the workflow and the run's other step futures; a step that
+// completed before returns a future that is ready at once.
+//
+// Record writes an audit entry and returns its ID.
+func (c *stemCalls) RecordAsync(e Entry) *runtime.Future[string] {
+	return runtime.StepAsync(c.wc, StepRecord, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
 		return c.steps.Record(sc, e)
 	})
 }
@@ -326,6 +487,24 @@ func (c *stemCalls) Reserve(cart Cart) (string, error) {
 	})
 }
 
+// ReserveAsync starts step reserve@v1 (Steps.Reserve) as Reserve does, with
+// the same key and policy, without waiting for it, and returns its future:
+// Await it for the result, or pass it to runtime.All or runtime.Select. Its
+// attempts run beside the workflow and the run's other step futures; a step
+// that completed before returns a future that is ready at once.
+//
+// Reserve holds the cart's stock.
+func (c *stemCalls) ReserveAsync(cart Cart) *runtime.Future[string] {
+	return runtime.StepAsync(c.wc, StepReserve, runtime.StepOptions{
+		Backoff:    time.Millisecond,
+		MaxBackoff: 4 * time.Millisecond,
+		Retries:    3,
+		Timeout:    5 * time.Second,
+	}, func(sc runtime.StepContext) (string, error) {
+		return c.steps.Reserve(sc, cart)
+	})
+}
+
 // StepReturn is the checkpoint key of step Steps.Return. Outside a run, the
 // step's idempotency key is IdempotencyKey(StepReturn, scope) on the run's
 // typed handle, or runtime.IdempotencyKey(workflowName, runID, StepReturn,
@@ -341,6 +520,19 @@ const StepReturn = "return@v2"
 // Return pays a refund back.
 func (c *stemCalls) Return(req RefundRequest) (Payment, error) {
 	return runtime.Step(c.wc, StepReturn, runtime.StepOptions{}, func(sc runtime.StepContext) (Payment, error) {
+		return c.steps.Return(sc, req)
+	})
+}
+
+// ReturnAsync starts step return@v2 (Steps.Return) as Return does, with the
+// same key and policy, without waiting for it, and returns its future: Await
+// it for the result, or pass it to runtime.All or runtime.Select. Its attempts
+// run beside the workflow and the run's other step futures; a step that
+// completed before returns a future that is ready at once.
+//
+// Return pays a refund back.
+func (c *stemCalls) ReturnAsync(req RefundRequest) *runtime.Future[Payment] {
+	return runtime.StepAsync(c.wc, StepReturn, runtime.StepOptions{}, func(sc runtime.StepContext) (Payment, error) {
 		return c.steps.Return(sc, req)
 	})
 }
@@ -364,6 +556,19 @@ func (c *stemCalls) Score(e Entry) (int, error) {
 	})
 }
 
+// ScoreAsync starts step score@v1 (Steps.Score) as Score does, with the same
+// key and policy, without waiting for it, and returns its future: Await it for
+// the result, or pass it to runtime.All or runtime.Select. Its attempts run
+// beside the workflow and the run's other step futures; a step that completed
+// before returns a future that is ready at once.
+//
+// Score rates an audit entry.
+func (c *stemCalls) ScoreAsync(e Entry) *runtime.Future[int] {
+	return runtime.StepAsync(c.wc, StepScore, runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+		return c.steps.Score(sc, e)
+	})
+}
+
 // StepValidate is the checkpoint key of step Steps.Validate. Outside a run,
 // the step's idempotency key is IdempotencyKey(StepValidate, scope) on the
 // run's typed handle, or runtime.IdempotencyKey(workflowName, runID,
@@ -383,6 +588,20 @@ func (c *stemCalls) Validate(cart Cart) error {
 	})
 }
 
+// ValidateAsync starts step validate@v1 (Steps.Validate) as Validate does,
+// with the same key and policy, without waiting for it, and returns its
+// future: Await it for the result, or pass it to runtime.All or
+// runtime.Select. Its attempts run beside the workflow and the run's other
+// step futures; a step that completed before returns a future that is ready at
+// once.
+//
+// Validate refuses an empty cart.
+func (c *stemCalls) ValidateAsync(cart Cart) *runtime.Future[struct{}] {
+	return runtime.DoAsync(c.wc, StepValidate, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+		return c.steps.Validate(sc, cart)
+	})
+}
+
 // AwaitDelivered suspends the run until event Delivered (topic shop.delivered)
 // arrives for it, and returns it. name is the wait's durable key within the
 // run. A timeout above zero bounds the wait: when it passes first,
@@ -391,6 +610,18 @@ func (c *stemCalls) Validate(cart Cart) error {
 // Delivered says the carrier delivered a shipment.
 func (c *stemCalls) AwaitDelivered(name string, timeout time.Duration) (Delivered, error) {
 	return runtime.WaitForEvent[Delivered](c.wc, name, DeliveredTopic, timeout)
+}
+
+// OnDelivered returns a future of the next event Delivered (topic
+// shop.delivered) for this run, without waiting: the event is delivered while
+// the run waits on anything, and Await, runtime.All or runtime.Select wait for
+// it. name is the future's durable key within the run, numbered by call order
+// (name#0, name#1, ...), so it may be created in a loop. It has no timeout of
+// its own: select it with a Timer for one.
+//
+// Delivered says the carrier delivered a shipment.
+func (c *stemCalls) OnDelivered(name string) *runtime.Future[Delivered] {
+	return runtime.OnEvent[Delivered](c.wc, name, DeliveredTopic)
 }
 
 // AwaitPaymentConfirmed suspends the run until event PaymentConfirmed (topic
@@ -404,6 +635,18 @@ func (c *stemCalls) AwaitPaymentConfirmed(name string, timeout time.Duration) (P
 	return runtime.WaitForEvent[PaymentConfirmed](c.wc, name, PaymentConfirmedTopic, timeout)
 }
 
+// OnPaymentConfirmed returns a future of the next event PaymentConfirmed
+// (topic shop.payment-confirmed) for this run, without waiting: the event is
+// delivered while the run waits on anything, and Await, runtime.All or
+// runtime.Select wait for it. name is the future's durable key within the run,
+// numbered by call order (name#0, name#1, ...), so it may be created in a
+// loop. It has no timeout of its own: select it with a Timer for one.
+//
+// PaymentConfirmed says the payment provider confirmed an authorization.
+func (c *stemCalls) OnPaymentConfirmed(name string) *runtime.Future[PaymentConfirmed] {
+	return runtime.OnEvent[PaymentConfirmed](c.wc, name, PaymentConfirmedTopic)
+}
+
 // AwaitRefundApproved suspends the run until event RefundApproved (topic
 // shop.refund-approved) arrives for it, and returns it. name is the wait's
 // durable key within the run. A timeout above zero bounds the wait: when it
@@ -413,6 +656,18 @@ func (c *stemCalls) AwaitPaymentConfirmed(name string, timeout time.Duration) (P
 // RefundApproved says a person approved a refund.
 func (c *stemCalls) AwaitRefundApproved(name string, timeout time.Duration) (RefundApproved, error) {
 	return runtime.WaitForEvent[RefundApproved](c.wc, name, RefundApprovedTopic, timeout)
+}
+
+// OnRefundApproved returns a future of the next event RefundApproved (topic
+// shop.refund-approved) for this run, without waiting: the event is delivered
+// while the run waits on anything, and Await, runtime.All or runtime.Select
+// wait for it. name is the future's durable key within the run, numbered by
+// call order (name#0, name#1, ...), so it may be created in a loop. It has no
+// timeout of its own: select it with a Timer for one.
+//
+// RefundApproved says a person approved a refund.
+func (c *stemCalls) OnRefundApproved(name string) *runtime.Future[RefundApproved] {
+	return runtime.OnEvent[RefundApproved](c.wc, name, RefundApprovedTopic)
 }
 
 // CallAudit runs workflow Audit (shop.audit) as a child of this run with input
@@ -427,6 +682,16 @@ func (c *stemCalls) AwaitRefundApproved(name string, timeout time.Duration) (Ref
 // Audit records an entry, scores it and archives it.
 func (c *stemCalls) CallAudit(name string, in Entry, opts ...runtime.ChildOption) (string, error) {
 	return runtime.CallChild[string](c.wc, name, AuditWorkflowName, in, opts...)
+}
+
+// CallAuditAsync starts workflow Audit (shop.audit) as a child of this run
+// with input in, like CallAudit, and returns a future of its output without
+// waiting: Await it, or pass it to runtime.All or runtime.Select. name is the
+// call's durable key within the run, as for CallAudit.
+//
+// Audit records an entry, scores it and archives it.
+func (c *stemCalls) CallAuditAsync(name string, in Entry, opts ...runtime.ChildOption) *runtime.Future[string] {
+	return runtime.CallChildAsync[string](c.wc, name, AuditWorkflowName, in, opts...)
 }
 
 // StartAuditChild starts workflow Audit (shop.audit) as a child of this run
@@ -460,6 +725,21 @@ func (c *stemCalls) StartAuditChild(name string, in Entry, opts ...runtime.Child
 // makes the run replay the start of the audit before awaiting it.
 func (c *stemCalls) CallCheckout(name string, in Cart, opts ...runtime.ChildOption) (Receipt, error) {
 	return runtime.CallChild[Receipt](c.wc, name, CheckoutWorkflowName, in, opts...)
+}
+
+// CallCheckoutAsync starts workflow Checkout (shop.checkout) as a child of
+// this run with input in, like CallCheckout, and returns a future of its
+// output without waiting: Await it, or pass it to runtime.All or
+// runtime.Select. name is the call's durable key within the run, as for
+// CallCheckout.
+//
+// Checkout validates and prices a cart, reserves its stock, has it paid
+// and delivered by child workflows, and has it audited by a child it starts
+// early and awaits last, through the typed handle (a child that outlives
+// its parent if the checkout is terminated). The settling sleep between
+// makes the run replay the start of the audit before awaiting it.
+func (c *stemCalls) CallCheckoutAsync(name string, in Cart, opts ...runtime.ChildOption) *runtime.Future[Receipt] {
+	return runtime.CallChildAsync[Receipt](c.wc, name, CheckoutWorkflowName, in, opts...)
 }
 
 // StartCheckoutChild starts workflow Checkout (shop.checkout) as a child of
@@ -497,6 +777,18 @@ func (c *stemCalls) CallDeliver(name string, in Cart, opts ...runtime.ChildOptio
 	return runtime.CallChild[Shipment](c.wc, name, DeliverWorkflowName, in, opts...)
 }
 
+// CallDeliverAsync starts workflow Deliver (shop.deliver) as a child of this
+// run with input in, like CallDeliver, and returns a future of its output
+// without waiting: Await it, or pass it to runtime.All or runtime.Select. name
+// is the call's durable key within the run, as for CallDeliver.
+//
+// Deliver packs every line, labels and dispatches the parcels, and
+// notifies the customer of each step; a delivery not confirmed in time is
+// still a shipment.
+func (c *stemCalls) CallDeliverAsync(name string, in Cart, opts ...runtime.ChildOption) *runtime.Future[Shipment] {
+	return runtime.CallChildAsync[Shipment](c.wc, name, DeliverWorkflowName, in, opts...)
+}
+
 // StartDeliverChild starts workflow Deliver (shop.deliver) as a child of this
 // run with input in, without waiting, and returns a typed handle on it, whose
 // Result waits for the child's output later, durably. name is the call's
@@ -527,6 +819,17 @@ func (c *stemCalls) StartDeliverChild(name string, in Cart, opts ...runtime.Chil
 // captures it.
 func (c *stemCalls) CallPay(name string, in Charge, opts ...runtime.ChildOption) (Payment, error) {
 	return runtime.CallChild[Payment](c.wc, name, PayWorkflowName, in, opts...)
+}
+
+// CallPayAsync starts workflow Pay (shop.pay) as a child of this run with
+// input in, like CallPay, and returns a future of its output without waiting:
+// Await it, or pass it to runtime.All or runtime.Select. name is the call's
+// durable key within the run, as for CallPay.
+//
+// Pay authorizes a charge, waits for the provider's confirmation, and
+// captures it.
+func (c *stemCalls) CallPayAsync(name string, in Charge, opts ...runtime.ChildOption) *runtime.Future[Payment] {
+	return runtime.CallChildAsync[Payment](c.wc, name, PayWorkflowName, in, opts...)
 }
 
 // StartPayChild starts workflow Pay (shop.pay) as a child of this run with
@@ -560,6 +863,17 @@ func (c *stemCalls) CallRefund(name string, in RefundRequest, opts ...runtime.Ch
 	return runtime.CallChild[Payment](c.wc, name, RefundWorkflowName, in, opts...)
 }
 
+// CallRefundAsync starts workflow Refund (shop.refund) as a child of this run
+// with input in, like CallRefund, and returns a future of its output without
+// waiting: Await it, or pass it to runtime.All or runtime.Select. name is the
+// call's durable key within the run, as for CallRefund.
+//
+// Refund waits for a person's approval, refunds the payment, and has the
+// refund audited.
+func (c *stemCalls) CallRefundAsync(name string, in RefundRequest, opts ...runtime.ChildOption) *runtime.Future[Payment] {
+	return runtime.CallChildAsync[Payment](c.wc, name, RefundWorkflowName, in, opts...)
+}
+
 // StartRefundChild starts workflow Refund (shop.refund) as a child of this run
 // with input in, without waiting, and returns a typed handle on it, whose
 // Result waits for the child's output later, durably. name is the call's
@@ -584,12 +898,25 @@ const AuditWorkflowName = "shop.audit"
 
 // AuditContext is what workflow Audit (shop.audit) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
-// child workflow of package main.
+// child workflow of package main, each also in a form that returns a future
+// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
+// by the workflow's input.
 //
 // Audit records an entry, scores it and archives it.
 type AuditContext struct {
 	*runtime.WorkflowContext
 	stemCalls
+}
+
+// ContinueAsNew ends this execution of the run and begins the next, of the
+// same run, with input in and an empty history, so a workflow that loops
+// forever replays only its latest iteration. Call it as a return, with any
+// output (it is not the run's): return out, ctx.ContinueAsNew(next). It waits
+// for the run's step futures to end, keeps the run's ID, parent, deadline,
+// progress and the events sent to it, and does not return when it succeeds; an
+// input that does not encode is an error and nothing changes.
+func (c *AuditContext) ContinueAsNew(in Entry) error {
+	return runtime.ContinueAsNew(c.WorkflowContext, in)
 }
 
 // AuditRun is a typed handle on a run of workflow Audit (shop.audit): ID,
@@ -628,7 +955,8 @@ func RegisterAudit(e *runtime.Engine, steps *Steps) error {
 }
 
 // StartAudit starts a run of workflow Audit (shop.audit) with input in. With
-// runtime.WithID, starting an ID that exists returns the existing run.
+// runtime.WithID, starting an ID that exists returns the existing run;
+// runtime.WithTimeout or runtime.WithDeadline give the run a deadline.
 //
 // Audit records an entry, scores it and archives it.
 func StartAudit(ctx context.Context, e *runtime.Engine, in Entry, opts ...runtime.StartOption) (*AuditRun, error) {
@@ -681,7 +1009,9 @@ const CheckoutWorkflowName = "shop.checkout"
 
 // CheckoutContext is what workflow Checkout (shop.checkout) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
-// event and child workflow of package main.
+// event and child workflow of package main, each also in a form that returns a
+// future (runtime.All and runtime.Select wait for several), and ContinueAsNew
+// typed by the workflow's input.
 //
 // Checkout validates and prices a cart, reserves its stock, has it paid
 // and delivered by child workflows, and has it audited by a child it starts
@@ -691,6 +1021,17 @@ const CheckoutWorkflowName = "shop.checkout"
 type CheckoutContext struct {
 	*runtime.WorkflowContext
 	stemCalls
+}
+
+// ContinueAsNew ends this execution of the run and begins the next, of the
+// same run, with input in and an empty history, so a workflow that loops
+// forever replays only its latest iteration. Call it as a return, with any
+// output (it is not the run's): return out, ctx.ContinueAsNew(next). It waits
+// for the run's step futures to end, keeps the run's ID, parent, deadline,
+// progress and the events sent to it, and does not return when it succeeds; an
+// input that does not encode is an error and nothing changes.
+func (c *CheckoutContext) ContinueAsNew(in Cart) error {
+	return runtime.ContinueAsNew(c.WorkflowContext, in)
 }
 
 // CheckoutRun is a typed handle on a run of workflow Checkout (shop.checkout):
@@ -738,7 +1079,7 @@ func RegisterCheckout(e *runtime.Engine, steps *Steps) error {
 
 // StartCheckout starts a run of workflow Checkout (shop.checkout) with input
 // in. With runtime.WithID, starting an ID that exists returns the existing
-// run.
+// run; runtime.WithTimeout or runtime.WithDeadline give the run a deadline.
 //
 // Checkout validates and prices a cart, reserves its stock, has it paid
 // and delivered by child workflows, and has it audited by a child it starts
@@ -801,7 +1142,9 @@ const DeliverWorkflowName = "shop.deliver"
 
 // DeliverContext is what workflow Deliver (shop.deliver) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
-// event and child workflow of package main.
+// event and child workflow of package main, each also in a form that returns a
+// future (runtime.All and runtime.Select wait for several), and ContinueAsNew
+// typed by the workflow's input.
 //
 // Deliver packs every line, labels and dispatches the parcels, and
 // notifies the customer of each step; a delivery not confirmed in time is
@@ -809,6 +1152,17 @@ const DeliverWorkflowName = "shop.deliver"
 type DeliverContext struct {
 	*runtime.WorkflowContext
 	stemCalls
+}
+
+// ContinueAsNew ends this execution of the run and begins the next, of the
+// same run, with input in and an empty history, so a workflow that loops
+// forever replays only its latest iteration. Call it as a return, with any
+// output (it is not the run's): return out, ctx.ContinueAsNew(next). It waits
+// for the run's step futures to end, keeps the run's ID, parent, deadline,
+// progress and the events sent to it, and does not return when it succeeds; an
+// input that does not encode is an error and nothing changes.
+func (c *DeliverContext) ContinueAsNew(in Cart) error {
+	return runtime.ContinueAsNew(c.WorkflowContext, in)
 }
 
 // DeliverRun is a typed handle on a run of workflow Deliver (shop.deliver):
@@ -851,7 +1205,8 @@ func RegisterDeliver(e *runtime.Engine, steps *Steps) error {
 }
 
 // StartDeliver starts a run of workflow Deliver (shop.deliver) with input in.
-// With runtime.WithID, starting an ID that exists returns the existing run.
+// With runtime.WithID, starting an ID that exists returns the existing run;
+// runtime.WithTimeout or runtime.WithDeadline give the run a deadline.
 //
 // Deliver packs every line, labels and dispatches the parcels, and
 // notifies the customer of each step; a delivery not confirmed in time is
@@ -906,13 +1261,26 @@ const PayWorkflowName = "shop.pay"
 
 // PayContext is what workflow Pay (shop.pay) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
-// child workflow of package main.
+// child workflow of package main, each also in a form that returns a future
+// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
+// by the workflow's input.
 //
 // Pay authorizes a charge, waits for the provider's confirmation, and
 // captures it.
 type PayContext struct {
 	*runtime.WorkflowContext
 	stemCalls
+}
+
+// ContinueAsNew ends this execution of the run and begins the next, of the
+// same run, with input in and an empty history, so a workflow that loops
+// forever replays only its latest iteration. Call it as a return, with any
+// output (it is not the run's): return out, ctx.ContinueAsNew(next). It waits
+// for the run's step futures to end, keeps the run's ID, parent, deadline,
+// progress and the events sent to it, and does not return when it succeeds; an
+// input that does not encode is an error and nothing changes.
+func (c *PayContext) ContinueAsNew(in Charge) error {
+	return runtime.ContinueAsNew(c.WorkflowContext, in)
 }
 
 // PayRun is a typed handle on a run of workflow Pay (shop.pay): ID, Status,
@@ -952,7 +1320,8 @@ func RegisterPay(e *runtime.Engine, steps *Steps) error {
 }
 
 // StartPay starts a run of workflow Pay (shop.pay) with input in. With
-// runtime.WithID, starting an ID that exists returns the existing run.
+// runtime.WithID, starting an ID that exists returns the existing run;
+// runtime.WithTimeout or runtime.WithDeadline give the run a deadline.
 //
 // Pay authorizes a charge, waits for the provider's confirmation, and
 // captures it.
@@ -1005,13 +1374,26 @@ const RefundWorkflowName = "shop.refund"
 
 // RefundContext is what workflow Refund (shop.refund) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
-// child workflow of package main.
+// child workflow of package main, each also in a form that returns a future
+// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
+// by the workflow's input.
 //
 // Refund waits for a person's approval, refunds the payment, and has the
 // refund audited.
 type RefundContext struct {
 	*runtime.WorkflowContext
 	stemCalls
+}
+
+// ContinueAsNew ends this execution of the run and begins the next, of the
+// same run, with input in and an empty history, so a workflow that loops
+// forever replays only its latest iteration. Call it as a return, with any
+// output (it is not the run's): return out, ctx.ContinueAsNew(next). It waits
+// for the run's step futures to end, keeps the run's ID, parent, deadline,
+// progress and the events sent to it, and does not return when it succeeds; an
+// input that does not encode is an error and nothing changes.
+func (c *RefundContext) ContinueAsNew(in RefundRequest) error {
+	return runtime.ContinueAsNew(c.WorkflowContext, in)
 }
 
 // RefundRun is a typed handle on a run of workflow Refund (shop.refund): ID,
@@ -1052,7 +1434,8 @@ func RegisterRefund(e *runtime.Engine, steps *Steps) error {
 }
 
 // StartRefund starts a run of workflow Refund (shop.refund) with input in.
-// With runtime.WithID, starting an ID that exists returns the existing run.
+// With runtime.WithID, starting an ID that exists returns the existing run;
+// runtime.WithTimeout or runtime.WithDeadline give the run a deadline.
 //
 // Refund waits for a person's approval, refunds the payment, and has the
 // refund audited.

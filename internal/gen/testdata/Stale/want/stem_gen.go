@@ -48,6 +48,19 @@ func (c *stemCalls) Double(n int) (int, error) {
 	})
 }
 
+// DoubleAsync starts step double@v1 (Steps.Double) as Double does, with the
+// same key and policy, without waiting for it, and returns its future: Await
+// it for the result, or pass it to runtime.All or runtime.Select. Its attempts
+// run beside the workflow and the run's other step futures; a step that
+// completed before returns a future that is ready at once.
+//
+// Double doubles.
+func (c *stemCalls) DoubleAsync(n int) *runtime.Future[int] {
+	return runtime.StepAsync(c.wc, StepDouble, runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+		return c.steps.Double(sc, n)
+	})
+}
+
 // CallFlow runs workflow Flow (stale.flow) as a child of this run with input
 // in, and waits for its output. name is the call's durable key within the run:
 // the child's run ID derives from this run's ID and name, so a replay never
@@ -60,6 +73,16 @@ func (c *stemCalls) Double(n int) (int, error) {
 // Flow calls a step the stale file does not know.
 func (c *stemCalls) CallFlow(name string, in int, opts ...runtime.ChildOption) (int, error) {
 	return runtime.CallChild[int](c.wc, name, FlowWorkflowName, in, opts...)
+}
+
+// CallFlowAsync starts workflow Flow (stale.flow) as a child of this run with
+// input in, like CallFlow, and returns a future of its output without waiting:
+// Await it, or pass it to runtime.All or runtime.Select. name is the call's
+// durable key within the run, as for CallFlow.
+//
+// Flow calls a step the stale file does not know.
+func (c *stemCalls) CallFlowAsync(name string, in int, opts ...runtime.ChildOption) *runtime.Future[int] {
+	return runtime.CallChildAsync[int](c.wc, name, FlowWorkflowName, in, opts...)
 }
 
 // StartFlowChild starts workflow Flow (stale.flow) as a child of this run with
@@ -85,12 +108,25 @@ const FlowWorkflowName = "stale.flow"
 
 // FlowContext is what workflow Flow (stale.flow) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
-// child workflow of package stale.
+// child workflow of package stale, each also in a form that returns a future
+// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
+// by the workflow's input.
 //
 // Flow calls a step the stale file does not know.
 type FlowContext struct {
 	*runtime.WorkflowContext
 	stemCalls
+}
+
+// ContinueAsNew ends this execution of the run and begins the next, of the
+// same run, with input in and an empty history, so a workflow that loops
+// forever replays only its latest iteration. Call it as a return, with any
+// output (it is not the run's): return out, ctx.ContinueAsNew(next). It waits
+// for the run's step futures to end, keeps the run's ID, parent, deadline,
+// progress and the events sent to it, and does not return when it succeeds; an
+// input that does not encode is an error and nothing changes.
+func (c *FlowContext) ContinueAsNew(in int) error {
+	return runtime.ContinueAsNew(c.WorkflowContext, in)
 }
 
 // FlowRun is a typed handle on a run of workflow Flow (stale.flow): ID,
@@ -124,7 +160,8 @@ func RegisterFlow(e *runtime.Engine, steps *Steps) error {
 }
 
 // StartFlow starts a run of workflow Flow (stale.flow) with input in. With
-// runtime.WithID, starting an ID that exists returns the existing run.
+// runtime.WithID, starting an ID that exists returns the existing run;
+// runtime.WithTimeout or runtime.WithDeadline give the run a deadline.
 //
 // Flow calls a step the stale file does not know.
 func StartFlow(ctx context.Context, e *runtime.Engine, in int, opts ...runtime.StartOption) (*FlowRun, error) {

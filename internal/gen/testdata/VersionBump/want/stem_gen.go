@@ -4,6 +4,7 @@ package bump
 
 import (
 	"context"
+	"time"
 
 	"github.com/stemflow/stem/runtime"
 )
@@ -17,6 +18,8 @@ const _ = runtime.SupportPackageIsVersion3
 // longer matches this file: run go generate.
 var (
 	_ func(*PayContext, int64) (Money, error)         = Pay
+	_ func(*QuietContext, int) (int, error)           = Quiet
+	_ func(*TrackContext, int) (int, error)           = Track
 	_ func(runtime.StepContext, int64) (Money, error) = Charge
 )
 
@@ -45,6 +48,19 @@ func (c *stemCalls) Charge(amount int64) (Money, error) {
 	})
 }
 
+// ChargeAsync starts step charge@v2 (Charge) as Charge does, with the same key
+// and policy, without waiting for it, and returns its future: Await it for the
+// result, or pass it to runtime.All or runtime.Select. Its attempts run beside
+// the workflow and the run's other step futures; a step that completed before
+// returns a future that is ready at once.
+//
+// Charge used to return the cents only.
+func (c *stemCalls) ChargeAsync(amount int64) *runtime.Future[Money] {
+	return runtime.StepAsync(c.wc, StepCharge, runtime.StepOptions{}, func(sc runtime.StepContext) (Money, error) {
+		return Charge(sc, amount)
+	})
+}
+
 // CallPay runs workflow Pay (bump.pay) as a child of this run with input in,
 // and waits for its output. name is the call's durable key within the run: the
 // child's run ID derives from this run's ID and name, so a replay never starts
@@ -57,6 +73,16 @@ func (c *stemCalls) Charge(amount int64) (Money, error) {
 // Pay charges.
 func (c *stemCalls) CallPay(name string, in int64, opts ...runtime.ChildOption) (Money, error) {
 	return runtime.CallChild[Money](c.wc, name, PayWorkflowName, in, opts...)
+}
+
+// CallPayAsync starts workflow Pay (bump.pay) as a child of this run with
+// input in, like CallPay, and returns a future of its output without waiting:
+// Await it, or pass it to runtime.All or runtime.Select. name is the call's
+// durable key within the run, as for CallPay.
+//
+// Pay charges.
+func (c *stemCalls) CallPayAsync(name string, in int64, opts ...runtime.ChildOption) *runtime.Future[Money] {
+	return runtime.CallChildAsync[Money](c.wc, name, PayWorkflowName, in, opts...)
 }
 
 // StartPayChild starts workflow Pay (bump.pay) as a child of this run with
@@ -74,6 +100,87 @@ func (c *stemCalls) StartPayChild(name string, in int64, opts ...runtime.ChildOp
 	return runtime.StartChild[Money](c.wc, name, PayWorkflowName, in, opts...)
 }
 
+// CallQuiet runs workflow Quiet (bump.quiet) as a child of this run with input
+// in, and waits for its output. name is the call's durable key within the run:
+// the child's run ID derives from this run's ID and name, so a replay never
+// starts the child twice, and takes the outcome of a child that already
+// finished. Terminating this run terminates the child, unless opts include
+// runtime.Abandon(). If the derived ID is taken by another run (not this run's
+// child of Quiet), the call fails with an error matching
+// runtime.ErrChildCollision.
+//
+// Quiet no longer publishes progress: the manifest keeps the shape it
+// recorded, so publishing another later needs a bump.
+func (c *stemCalls) CallQuiet(name string, in int, opts ...runtime.ChildOption) (int, error) {
+	return runtime.CallChild[int](c.wc, name, QuietWorkflowName, in, opts...)
+}
+
+// CallQuietAsync starts workflow Quiet (bump.quiet) as a child of this run
+// with input in, like CallQuiet, and returns a future of its output without
+// waiting: Await it, or pass it to runtime.All or runtime.Select. name is the
+// call's durable key within the run, as for CallQuiet.
+//
+// Quiet no longer publishes progress: the manifest keeps the shape it
+// recorded, so publishing another later needs a bump.
+func (c *stemCalls) CallQuietAsync(name string, in int, opts ...runtime.ChildOption) *runtime.Future[int] {
+	return runtime.CallChildAsync[int](c.wc, name, QuietWorkflowName, in, opts...)
+}
+
+// StartQuietChild starts workflow Quiet (bump.quiet) as a child of this run
+// with input in, without waiting, and returns a typed handle on it, whose
+// Result waits for the child's output later, durably. name is the call's
+// durable key within the run: the child's run ID derives from this run's ID
+// and name, so a replay returns the same child. Terminating this run
+// terminates the child, unless opts include runtime.Abandon(). If the derived
+// ID is taken by another run (not this run's child of Quiet), the call fails
+// with an error matching runtime.ErrChildCollision. To start a run from
+// outside a workflow, use StartQuiet.
+//
+// Quiet no longer publishes progress: the manifest keeps the shape it
+// recorded, so publishing another later needs a bump.
+func (c *stemCalls) StartQuietChild(name string, in int, opts ...runtime.ChildOption) (*runtime.ChildRun[int], error) {
+	return runtime.StartChild[int](c.wc, name, QuietWorkflowName, in, opts...)
+}
+
+// CallTrack runs workflow Track (bump.track) as a child of this run with input
+// in, and waits for its output. name is the call's durable key within the run:
+// the child's run ID derives from this run's ID and name, so a replay never
+// starts the child twice, and takes the outcome of a child that already
+// finished. Terminating this run terminates the child, unless opts include
+// runtime.Abandon(). If the derived ID is taken by another run (not this run's
+// child of Track), the call fails with an error matching
+// runtime.ErrChildCollision.
+//
+// Track publishes its progress.
+func (c *stemCalls) CallTrack(name string, in int, opts ...runtime.ChildOption) (int, error) {
+	return runtime.CallChild[int](c.wc, name, TrackWorkflowName, in, opts...)
+}
+
+// CallTrackAsync starts workflow Track (bump.track) as a child of this run
+// with input in, like CallTrack, and returns a future of its output without
+// waiting: Await it, or pass it to runtime.All or runtime.Select. name is the
+// call's durable key within the run, as for CallTrack.
+//
+// Track publishes its progress.
+func (c *stemCalls) CallTrackAsync(name string, in int, opts ...runtime.ChildOption) *runtime.Future[int] {
+	return runtime.CallChildAsync[int](c.wc, name, TrackWorkflowName, in, opts...)
+}
+
+// StartTrackChild starts workflow Track (bump.track) as a child of this run
+// with input in, without waiting, and returns a typed handle on it, whose
+// Result waits for the child's output later, durably. name is the call's
+// durable key within the run: the child's run ID derives from this run's ID
+// and name, so a replay returns the same child. Terminating this run
+// terminates the child, unless opts include runtime.Abandon(). If the derived
+// ID is taken by another run (not this run's child of Track), the call fails
+// with an error matching runtime.ErrChildCollision. To start a run from
+// outside a workflow, use StartTrack.
+//
+// Track publishes its progress.
+func (c *stemCalls) StartTrackChild(name string, in int, opts ...runtime.ChildOption) (*runtime.ChildRun[int], error) {
+	return runtime.StartChild[int](c.wc, name, TrackWorkflowName, in, opts...)
+}
+
 // PayWorkflowName is the durable name of workflow Pay, stored with every run.
 //
 // Pay charges.
@@ -81,12 +188,25 @@ const PayWorkflowName = "bump.pay"
 
 // PayContext is what workflow Pay (bump.pay) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
-// child workflow of package bump.
+// child workflow of package bump, each also in a form that returns a future
+// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
+// by the workflow's input.
 //
 // Pay charges.
 type PayContext struct {
 	*runtime.WorkflowContext
 	stemCalls
+}
+
+// ContinueAsNew ends this execution of the run and begins the next, of the
+// same run, with input in and an empty history, so a workflow that loops
+// forever replays only its latest iteration. Call it as a return, with any
+// output (it is not the run's): return out, ctx.ContinueAsNew(next). It waits
+// for the run's step futures to end, keeps the run's ID, parent, deadline,
+// progress and the events sent to it, and does not return when it succeeds; an
+// input that does not encode is an error and nothing changes.
+func (c *PayContext) ContinueAsNew(in int64) error {
+	return runtime.ContinueAsNew(c.WorkflowContext, in)
 }
 
 // PayRun is a typed handle on a run of workflow Pay (bump.pay): ID, Status,
@@ -113,7 +233,8 @@ func RegisterPay(e *runtime.Engine) error {
 }
 
 // StartPay starts a run of workflow Pay (bump.pay) with input in. With
-// runtime.WithID, starting an ID that exists returns the existing run.
+// runtime.WithID, starting an ID that exists returns the existing run;
+// runtime.WithTimeout or runtime.WithDeadline give the run a deadline.
 //
 // Pay charges.
 func StartPay(ctx context.Context, e *runtime.Engine, in int64, opts ...runtime.StartOption) (*PayRun, error) {
@@ -154,10 +275,250 @@ func GetPay(ctx context.Context, e *runtime.Engine, id string) (*PayRun, error) 
 	return &PayRun{r}, nil
 }
 
+// QuietWorkflowName is the durable name of workflow Quiet, stored with every
+// run.
+//
+// Quiet no longer publishes progress: the manifest keeps the shape it
+// recorded, so publishing another later needs a bump.
+const QuietWorkflowName = "bump.quiet"
+
+// QuietContext is what workflow Quiet (bump.quiet) receives: the runtime's
+// *runtime.WorkflowContext, with a typed method for every step, event and
+// child workflow of package bump, each also in a form that returns a future
+// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
+// by the workflow's input.
+//
+// Quiet no longer publishes progress: the manifest keeps the shape it
+// recorded, so publishing another later needs a bump.
+type QuietContext struct {
+	*runtime.WorkflowContext
+	stemCalls
+}
+
+// ContinueAsNew ends this execution of the run and begins the next, of the
+// same run, with input in and an empty history, so a workflow that loops
+// forever replays only its latest iteration. Call it as a return, with any
+// output (it is not the run's): return out, ctx.ContinueAsNew(next). It waits
+// for the run's step futures to end, keeps the run's ID, parent, deadline,
+// progress and the events sent to it, and does not return when it succeeds; an
+// input that does not encode is an error and nothing changes.
+func (c *QuietContext) ContinueAsNew(in int) error {
+	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// QuietRun is a typed handle on a run of workflow Quiet (bump.quiet): ID,
+// Status, Result, Pause, Resume, Terminate, Restart, and IdempotencyKey for
+// reconciling with the services its steps called.
+//
+// Quiet no longer publishes progress: the manifest keeps the shape it
+// recorded, so publishing another later needs a bump.
+type QuietRun struct {
+	*runtime.Run[int]
+}
+
+// RegisterQuiet registers workflow Quiet with e under its durable name,
+// bump.quiet, at version 1; the engine records them in the store's catalog
+// with the shapes of its input and output, for tools that start runs without
+// its Go types.
+//
+// Quiet no longer publishes progress: the manifest keeps the shape it
+// recorded, so publishing another later needs a bump.
+func RegisterQuiet(e *runtime.Engine) error {
+	return runtime.Register(e, QuietWorkflowName, func(c *runtime.WorkflowContext, in int) (int, error) {
+		return Quiet(&QuietContext{
+			WorkflowContext: c,
+			stemCalls:       stemCalls{wc: c},
+		}, in)
+	}, runtime.WorkflowVersion(1))
+}
+
+// StartQuiet starts a run of workflow Quiet (bump.quiet) with input in. With
+// runtime.WithID, starting an ID that exists returns the existing run;
+// runtime.WithTimeout or runtime.WithDeadline give the run a deadline.
+//
+// Quiet no longer publishes progress: the manifest keeps the shape it
+// recorded, so publishing another later needs a bump.
+func StartQuiet(ctx context.Context, e *runtime.Engine, in int, opts ...runtime.StartOption) (*QuietRun, error) {
+	r, err := runtime.Start[int, int](ctx, e, QuietWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &QuietRun{r}, nil
+}
+
+// StartQuietBatch starts many runs of workflow Quiet (bump.quiet) in one store
+// call. Every input is checked before anything is written; items with an ID
+// that exists return the existing run.
+//
+// Quiet no longer publishes progress: the manifest keeps the shape it
+// recorded, so publishing another later needs a bump.
+func StartQuietBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[int]) ([]*QuietRun, error) {
+	rs, err := runtime.StartBatch[int, int](ctx, e, QuietWorkflowName, items)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*QuietRun, len(rs))
+	for i, r := range rs {
+		out[i] = &QuietRun{r}
+	}
+	return out, nil
+}
+
+// GetQuiet returns a typed handle on the existing run id of workflow Quiet
+// (bump.quiet): an error matching runtime.ErrRunNotFound if there is none,
+// runtime.ErrInvalidArgument if it is a run of another workflow.
+//
+// Quiet no longer publishes progress: the manifest keeps the shape it
+// recorded, so publishing another later needs a bump.
+func GetQuiet(ctx context.Context, e *runtime.Engine, id string) (*QuietRun, error) {
+	r, err := runtime.Get[int](ctx, e, QuietWorkflowName, id)
+	if err != nil {
+		return nil, err
+	}
+	return &QuietRun{r}, nil
+}
+
+// TrackWorkflowName is the durable name of workflow Track, stored with every
+// run.
+//
+// Track publishes its progress.
+const TrackWorkflowName = "bump.track"
+
+// TrackContext is what workflow Track (bump.track) receives: the runtime's
+// *runtime.WorkflowContext, with a typed method for every step, event and
+// child workflow of package bump, each also in a form that returns a future
+// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
+// by the workflow's input.
+//
+// Track publishes its progress.
+type TrackContext struct {
+	*runtime.WorkflowContext
+	stemCalls
+}
+
+// ContinueAsNew ends this execution of the run and begins the next, of the
+// same run, with input in and an empty history, so a workflow that loops
+// forever replays only its latest iteration. Call it as a return, with any
+// output (it is not the run's): return out, ctx.ContinueAsNew(next). It waits
+// for the run's step futures to end, keeps the run's ID, parent, deadline,
+// progress and the events sent to it, and does not return when it succeeds; an
+// input that does not encode is an error and nothing changes.
+func (c *TrackContext) ContinueAsNew(in int) error {
+	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// SetProgress publishes p as the run's progress, which callers read with
+// Progress and WaitProgress on TrackRun. It is written with the run's next
+// write (a step's checkpoint, a suspension, its end) or soon while a step
+// runs; publishing the value last published writes nothing, so a replay costs
+// no write.
+func (c *TrackContext) SetProgress(p Status) error {
+	return runtime.SetProgress(c.WorkflowContext, p)
+}
+
+// TrackRun is a typed handle on a run of workflow Track (bump.track): ID,
+// Status, Result, Pause, Resume, Terminate, Restart, IdempotencyKey for
+// reconciling with the services its steps called, and the run's published
+// progress, Status.
+//
+// Track publishes its progress.
+type TrackRun struct {
+	*runtime.Run[int]
+	engine *runtime.Engine
+}
+
+// Progress returns the progress the run last published
+// (TrackContext.SetProgress), and whether it has published any.
+func (r *TrackRun) Progress(ctx context.Context) (Status, bool, error) {
+	return runtime.GetProgress[Status](ctx, r.engine, r.ID())
+}
+
+// WaitProgress waits until the run's published progress differs from after and
+// returns it; or, when the run finishes first, the progress it published last.
+// Pass the zero value to wait for the first.
+func (r *TrackRun) WaitProgress(ctx context.Context, after Status) (Status, error) {
+	return runtime.WaitProgress(ctx, r.engine, r.ID(), after)
+}
+
+// RegisterTrack registers workflow Track with e under its durable name,
+// bump.track, at version 2; the engine records them in the store's catalog
+// with the shapes of its input and output, for tools that start runs without
+// its Go types. Its runs get a deadline 1m30s after their start (timeout=),
+// unless the start sets one with runtime.WithTimeout or runtime.WithDeadline;
+// past it a run ends with an error matching runtime.ErrDeadline.
+//
+// Track publishes its progress.
+func RegisterTrack(e *runtime.Engine) error {
+	return runtime.Register(e, TrackWorkflowName, func(c *runtime.WorkflowContext, in int) (int, error) {
+		return Track(&TrackContext{
+			WorkflowContext: c,
+			stemCalls:       stemCalls{wc: c},
+		}, in)
+	}, runtime.WorkflowVersion(2), runtime.WorkflowTimeout(90*time.Second))
+}
+
+// StartTrack starts a run of workflow Track (bump.track) with input in. With
+// runtime.WithID, starting an ID that exists returns the existing run;
+// runtime.WithTimeout or runtime.WithDeadline give the run a deadline.
+//
+// Track publishes its progress.
+func StartTrack(ctx context.Context, e *runtime.Engine, in int, opts ...runtime.StartOption) (*TrackRun, error) {
+	r, err := runtime.Start[int, int](ctx, e, TrackWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &TrackRun{
+		Run:    r,
+		engine: e,
+	}, nil
+}
+
+// StartTrackBatch starts many runs of workflow Track (bump.track) in one store
+// call. Every input is checked before anything is written; items with an ID
+// that exists return the existing run.
+//
+// Track publishes its progress.
+func StartTrackBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[int]) ([]*TrackRun, error) {
+	rs, err := runtime.StartBatch[int, int](ctx, e, TrackWorkflowName, items)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*TrackRun, len(rs))
+	for i, r := range rs {
+		out[i] = &TrackRun{
+			Run:    r,
+			engine: e,
+		}
+	}
+	return out, nil
+}
+
+// GetTrack returns a typed handle on the existing run id of workflow Track
+// (bump.track): an error matching runtime.ErrRunNotFound if there is none,
+// runtime.ErrInvalidArgument if it is a run of another workflow.
+//
+// Track publishes its progress.
+func GetTrack(ctx context.Context, e *runtime.Engine, id string) (*TrackRun, error) {
+	r, err := runtime.Get[int](ctx, e, TrackWorkflowName, id)
+	if err != nil {
+		return nil, err
+	}
+	return &TrackRun{
+		Run:    r,
+		engine: e,
+	}, nil
+}
+
 // RegisterWorkflows registers every workflow of package bump with e: Pay
-// (bump.pay).
+// (bump.pay), Quiet (bump.quiet), Track (bump.track).
 func RegisterWorkflows(e *runtime.Engine) error {
 	if err := RegisterPay(e); err != nil {
+		return err
+	}
+	if err := RegisterQuiet(e); err != nil {
+		return err
+	}
+	if err := RegisterTrack(e); err != nil {
 		return err
 	}
 	return nil

@@ -41,6 +41,16 @@ func (c *stemCalls) CallInner(name string, in int, opts ...runtime.ChildOption) 
 	return runtime.CallChild[int](c.wc, name, InnerWorkflowName, in, opts...)
 }
 
+// CallInnerAsync starts workflow Inner (flows.inner) as a child of this run
+// with input in, like CallInner, and returns a future of its output without
+// waiting: Await it, or pass it to runtime.All or runtime.Select. name is the
+// call's durable key within the run, as for CallInner.
+//
+// Inner doubles n, and says which run is its parent.
+func (c *stemCalls) CallInnerAsync(name string, in int, opts ...runtime.ChildOption) *runtime.Future[int] {
+	return runtime.CallChildAsync[int](c.wc, name, InnerWorkflowName, in, opts...)
+}
+
 // StartInnerChild starts workflow Inner (flows.inner) as a child of this run
 // with input in, without waiting, and returns a typed handle on it, whose
 // Result waits for the child's output later, durably. name is the call's
@@ -71,6 +81,17 @@ func (c *stemCalls) CallOuter(name string, in int, opts ...runtime.ChildOption) 
 	return runtime.CallChild[string](c.wc, name, OuterWorkflowName, in, opts...)
 }
 
+// CallOuterAsync starts workflow Outer (flows.outer) as a child of this run
+// with input in, like CallOuter, and returns a future of its output without
+// waiting: Await it, or pass it to runtime.All or runtime.Select. name is the
+// call's durable key within the run, as for CallOuter.
+//
+// Outer runs Inner as a child, starts another without waiting, and reports
+// where it ran.
+func (c *stemCalls) CallOuterAsync(name string, in int, opts ...runtime.ChildOption) *runtime.Future[string] {
+	return runtime.CallChildAsync[string](c.wc, name, OuterWorkflowName, in, opts...)
+}
+
 // StartOuterChild starts workflow Outer (flows.outer) as a child of this run
 // with input in, without waiting, and returns a typed handle on it, whose
 // Result waits for the child's output later, durably. name is the call's
@@ -95,12 +116,25 @@ const InnerWorkflowName = "flows.inner"
 
 // InnerContext is what workflow Inner (flows.inner) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
-// child workflow of package main.
+// child workflow of package main, each also in a form that returns a future
+// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
+// by the workflow's input.
 //
 // Inner doubles n, and says which run is its parent.
 type InnerContext struct {
 	*runtime.WorkflowContext
 	stemCalls
+}
+
+// ContinueAsNew ends this execution of the run and begins the next, of the
+// same run, with input in and an empty history, so a workflow that loops
+// forever replays only its latest iteration. Call it as a return, with any
+// output (it is not the run's): return out, ctx.ContinueAsNew(next). It waits
+// for the run's step futures to end, keeps the run's ID, parent, deadline,
+// progress and the events sent to it, and does not return when it succeeds; an
+// input that does not encode is an error and nothing changes.
+func (c *InnerContext) ContinueAsNew(in int) error {
+	return runtime.ContinueAsNew(c.WorkflowContext, in)
 }
 
 // InnerRun is a typed handle on a run of workflow Inner (flows.inner): ID,
@@ -128,7 +162,8 @@ func RegisterInner(e *runtime.Engine) error {
 }
 
 // StartInner starts a run of workflow Inner (flows.inner) with input in. With
-// runtime.WithID, starting an ID that exists returns the existing run.
+// runtime.WithID, starting an ID that exists returns the existing run;
+// runtime.WithTimeout or runtime.WithDeadline give the run a deadline.
 //
 // Inner doubles n, and says which run is its parent.
 func StartInner(ctx context.Context, e *runtime.Engine, in int, opts ...runtime.StartOption) (*InnerRun, error) {
@@ -178,13 +213,26 @@ const OuterWorkflowName = "flows.outer"
 
 // OuterContext is what workflow Outer (flows.outer) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
-// child workflow of package main.
+// child workflow of package main, each also in a form that returns a future
+// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
+// by the workflow's input.
 //
 // Outer runs Inner as a child, starts another without waiting, and reports
 // where it ran.
 type OuterContext struct {
 	*runtime.WorkflowContext
 	stemCalls
+}
+
+// ContinueAsNew ends this execution of the run and begins the next, of the
+// same run, with input in and an empty history, so a workflow that loops
+// forever replays only its latest iteration. Call it as a return, with any
+// output (it is not the run's): return out, ctx.ContinueAsNew(next). It waits
+// for the run's step futures to end, keeps the run's ID, parent, deadline,
+// progress and the events sent to it, and does not return when it succeeds; an
+// input that does not encode is an error and nothing changes.
+func (c *OuterContext) ContinueAsNew(in int) error {
+	return runtime.ContinueAsNew(c.WorkflowContext, in)
 }
 
 // OuterRun is a typed handle on a run of workflow Outer (flows.outer): ID,
@@ -214,7 +262,8 @@ func RegisterOuter(e *runtime.Engine) error {
 }
 
 // StartOuter starts a run of workflow Outer (flows.outer) with input in. With
-// runtime.WithID, starting an ID that exists returns the existing run.
+// runtime.WithID, starting an ID that exists returns the existing run;
+// runtime.WithTimeout or runtime.WithDeadline give the run a deadline.
 //
 // Outer runs Inner as a child, starts another without waiting, and reports
 // where it ran.
