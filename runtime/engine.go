@@ -14,14 +14,15 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
-// SupportPackageIsVersion3 is referenced by generated code: each generated
+// SupportPackageIsVersion4 is referenced by generated code: each generated
 // file names the version of the generated API it was written for, and
 // generated code for another version refers to a constant this runtime
 // lacks, so it stops compiling at that line (run go generate) instead of
-// misbehaving. Version 3: child calls take ChildOptions and StartChild
-// returns a ChildRun; event types and workflow versions are registered for
-// the catalog.
-const SupportPackageIsVersion3 = true
+// misbehaving. Version 4: futures (the ...Async and On... forms), typed
+// ContinueAsNew, progress and workflow timeouts. (Version 3: child calls
+// take ChildOptions and StartChild returns a ChildRun; event types and
+// workflow versions are registered for the catalog.)
+const SupportPackageIsVersion4 = true
 
 // Config configures an Engine. Its zero value, with a Store, works.
 type Config struct {

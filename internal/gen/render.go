@@ -274,7 +274,7 @@ func rt(name string) *jen.Statement { return jen.Qual(runtimePath, name) }
 // take runtime.ChildOptions and Start<W>Child returns a *runtime.ChildRun;
 // Register<W> passes the workflow's version and registers the package's
 // event types.
-const apiVersion = 3
+const apiVersion = 4
 
 // guards writes the compile-time checks: the runtime version, and the
 // signature of every annotated function.

@@ -10,10 +10,10 @@ import (
 	"github.com/stemflow/stem/runtime"
 )
 
-// This file is written for version 3 of the generated API: with a runtime
+// This file is written for version 4 of the generated API: with a runtime
 // that does not support it, it stops compiling here. Run go generate: stemgen
 // comes with the runtime's module, so the two then agree.
-const _ = runtime.SupportPackageIsVersion3
+const _ = runtime.SupportPackageIsVersion4
 
 // These assignments stop compiling when an annotated function's signature no
 // longer matches this file: run go generate.
