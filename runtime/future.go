@@ -154,24 +154,6 @@ func (x *execution) boundary(async bool) {
 	}
 }
 
-// asyncWait waits until t on a step future's goroutine, which unwinds if
-// the run stops or the engine shuts down meanwhile.
-func (x *execution) asyncWait(t time.Time) {
-	d := t.Sub(x.engine.clock.Now())
-	if d <= 0 {
-		return
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-x.ctx.Done():
-		runtime.Goexit()
-	case <-x.stopping:
-		runtime.Goexit()
-	case <-timer.C:
-	}
-}
-
 // created records a future's key in program order. A replay that creates
 // its futures in another order than the run did before its last suspension
 // fails the run as non-deterministic, naming both keys.
@@ -360,22 +342,29 @@ func (x *execution) waitAny(fs []*future, key string) {
 			x.park(key, req, true)
 			continue
 		}
-		var timeout <-chan time.Time
-		if !wake.IsZero() {
-			t := time.NewTimer(wake.Sub(x.engine.clock.Now()))
-			defer t.Stop()
-			timeout = t.C
-		}
-		select {
-		case <-x.changed:
-		case <-timeout:
-		case <-x.ctx.Done():
-			x.checkStopped()
-		case <-x.stopping:
-			x.checkStopped()
-		case <-x.pauseSeen:
-			x.parkIfPaused(key, x.engine.clock.Now())
-		}
+		x.waitLocal(wake, key)
+	}
+}
+
+// waitLocal waits, while a step future runs on this worker, until one
+// ends or wake (when not zero) comes; a stop unwinds the workflow
+// goroutine and a pause parks the run at key.
+func (x *execution) waitLocal(wake time.Time, key string) {
+	var timeout <-chan time.Time
+	if !wake.IsZero() {
+		t := time.NewTimer(wake.Sub(x.engine.clock.Now()))
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-x.changed:
+	case <-timeout:
+	case <-x.ctx.Done():
+		x.checkStopped()
+	case <-x.stopping:
+		x.checkStopped()
+	case <-x.pauseSeen:
+		x.parkIfPaused(key, x.engine.clock.Now())
 	}
 }
 

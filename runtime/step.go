@@ -243,12 +243,10 @@ func attempts[T any](x *execution, full string, iteration int, last storage.Atte
 // future's goroutine goes on waiting (the workflow goroutine parks the run
 // at its next boundary).
 func (x *execution) retryWait(key string, t time.Time, async bool) {
-	if async {
-		x.asyncWait(t)
-		return
+	x.waitUntil(t, async)
+	if !async {
+		x.parkIfPaused(key, t)
 	}
-	x.waitUntil(t)
-	x.parkIfPaused(key, t)
 }
 
 // parkIfPaused parks the run at the step keyed key, ready at readyAt, when
@@ -282,22 +280,27 @@ func (e *Engine) warnUnheld(workflow, key string) {
 		"workflow", workflow, "step", key, "lease", e.cfg.LeaseDuration, "heartbeat", e.cfg.HeartbeatInterval)
 }
 
-// waitUntil waits until t on the engine's clock, or unwinds the workflow if
-// the run stops or the engine shuts down meanwhile. It returns early when a
-// heartbeat finds a pause requested.
-func (x *execution) waitUntil(t time.Time) {
+// waitUntil waits until t on the engine's clock, or unwinds the goroutine
+// (see boundary: the workflow's or a step future's, by async) if the run
+// stops or the engine shuts down meanwhile. On the workflow goroutine it
+// returns early when a heartbeat finds a pause requested.
+func (x *execution) waitUntil(t time.Time, async bool) {
 	d := t.Sub(x.engine.clock.Now())
 	if d <= 0 {
 		return
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
+	pauseSeen := x.pauseSeen
+	if async {
+		pauseSeen = nil // a future's goroutine leaves the pause to the workflow's
+	}
 	select {
 	case <-x.ctx.Done():
-		x.checkStopped()
+		x.boundary(async)
 	case <-x.stopping:
-		x.checkStopped()
-	case <-x.pauseSeen:
+		x.boundary(async)
+	case <-pauseSeen:
 	case <-timer.C:
 	}
 }
