@@ -30,6 +30,21 @@ func WorkflowTimeout(d time.Duration) RegisterOption {
 	return func(def *workflowDef) { def.timeout = d }
 }
 
+// WorkflowQueue makes name the workflow's default queue (the annotation's
+// queue=): its runs are started there unless a start names another
+// (OnQueue). The queue must be registered on the engine (RegisterQueue)
+// before Run or the first start; the default is storage.DefaultQueue.
+func WorkflowQueue(name string) RegisterOption {
+	return func(def *workflowDef) { def.queue = name }
+}
+
+// WorkflowRetention keeps the workflow's finished runs for d after they end
+// (the annotation's retention=), overriding Config.Retention; 0 keeps them
+// forever. Every engine sharing the store reads it from the catalog.
+func WorkflowRetention(d time.Duration) RegisterOption {
+	return func(def *workflowDef) { def.retention = &d }
+}
+
 // eventDef is an event type registered with RegisterEvent.
 type eventDef struct {
 	topic string

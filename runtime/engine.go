@@ -205,6 +205,10 @@ type workflowDef struct {
 	// timeout, when above zero, is the deadline a run gets from its start
 	// unless it is started with one (the annotation's timeout=).
 	timeout time.Duration
+	// queue is the workflow's default queue ("": storage.DefaultQueue).
+	queue string
+	// retention, when set, overrides Config.Retention for its runs.
+	retention *time.Duration
 	// run decodes the input, runs the workflow and encodes its output.
 	run func(c *WorkflowContext, input []byte) ([]byte, error)
 }

@@ -142,7 +142,7 @@ func TestNewRunChildIDs(t *testing.T) {
 	for _, c := range bad {
 		err := storage.ValidateNewRuns(c.runs)
 		if !errors.Is(err, storage.ErrInvalidArgument) || !strings.Contains(err.Error(), c.says) {
-			t.Errorf("ValidateNewRuns(%+q) = %v, want ErrInvalidArgument saying %s", c.runs, err, c.says)
+			t.Errorf("ValidateNewRuns(%+v) = %v, want ErrInvalidArgument saying %s", c.runs, err, c.says)
 		}
 	}
 }

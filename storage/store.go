@@ -260,6 +260,39 @@ type Store interface {
 	// name and topic.
 	GetCatalog(ctx context.Context) (Catalog, error)
 
+	// QueueStats counts the runs of each named queue by state (see
+	// QueueStats), in the order named, in one read that does not scan
+	// finished runs. A queue without runs has zero counts.
+	QueueStats(ctx context.Context, queues []string) ([]QueueStats, error)
+
+	// WriteSchedule creates or replaces a schedule, compared by revision
+	// (see ScheduleWrite), and creates the write's runs, in one atomic
+	// change: any number of processes may try to write the same tick, and
+	// exactly one write takes it; the others are ErrConflict with nothing
+	// written. The store sets Revision (1 at creation, one more per write),
+	// CreatedAt and UpdatedAt.
+	WriteSchedule(ctx context.Context, w ScheduleWrite) (ScheduleWriteResult, error)
+
+	// GetSchedule returns a schedule, or ErrScheduleNotFound.
+	GetSchedule(ctx context.Context, id string) (Schedule, error)
+
+	// ListSchedules lists schedules by ID, or those due (ScheduleQuery.
+	// DueBy) by CheckAt, through an index either way.
+	ListSchedules(ctx context.Context, q ScheduleQuery) (SchedulePage, error)
+
+	// DeleteSchedule deletes a schedule; the runs it started stay. An
+	// unknown ID is ErrScheduleNotFound.
+	DeleteSchedule(ctx context.Context, id string) error
+
+	// Purge deletes up to Limit finished runs that match the request, each
+	// with everything it owns (executions, checkpoints, attempts, buffered
+	// events), oldest EndedAt first, and reports how many. A run being
+	// deleted by another Purge is passed over; a purge never holds what a
+	// claim or a run's writes wait on for longer than deleting one batch,
+	// and a run that is not finished is never touched. DryRun counts
+	// without deleting.
+	Purge(ctx context.Context, req PurgeRequest) (PurgeResult, error)
+
 	// Close releases the store's resources. Calls after Close return
 	// ErrClosed.
 	Close() error

@@ -58,7 +58,23 @@ type NewRun struct {
 	// it with the run, through restarts and continue-as-new, and hands it
 	// to every claim; the runtime enforces it.
 	Deadline *time.Time
+	// Queue is the queue the run is claimed from; "" is DefaultQueue.
+	Queue string
+	// Partition is the run's partition key within its queue (a customer's
+	// ID, say), "" for none: Queue.PartitionConcurrency bounds how many
+	// runs of one partition hold a place at once.
+	Partition string
+	// Priority orders the claims of a queue's ready runs: higher first,
+	// oldest ReadyAt first within a priority. Zero is the default; within
+	// MinPriority and MaxPriority.
+	Priority int
 }
+
+// The bounds of NewRun.Priority.
+const (
+	MinPriority = -1000000
+	MaxPriority = 1000000
+)
 
 // ParentPolicy says what becomes of a child run when its parent is
 // terminated.
@@ -126,7 +142,11 @@ type RunRecord struct {
 	// Progress is the value the run last published (see
 	// CheckpointRequest.Progress), nil when none since its creation or last
 	// Restart. Continue-as-new keeps it.
-	Progress  []byte
+	Progress []byte
+	// Queue, Partition and Priority are NewRun's; Queue is never empty.
+	Queue     string
+	Partition string
+	Priority  int
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -147,6 +167,8 @@ type ListRunsQuery struct {
 	Status   RunStatus
 	// ParentID keeps only the children of this run.
 	ParentID string
+	// Queue keeps only the runs of this queue.
+	Queue string
 	// After is the cursor: only runs with ID greater than After.
 	After string
 	// Limit caps the page; zero means DefaultPageSize.
@@ -178,6 +200,17 @@ type ClaimRequest struct {
 	Limit int
 	// LeaseFor is the lease length.
 	LeaseFor time.Duration
+	// Queues are the queues the claim takes runs from, with the limits the
+	// store enforces (see Queue); none means DefaultQueue without limits.
+	//
+	// The claim leases runs by Priority, highest first; within a priority,
+	// runs whose lease expired (recoveries) before ready ones, then oldest
+	// ReadyAt (or lease expiry) first. A ready run whose queue or partition
+	// has no free place, or whose queue's rate window is full, is passed
+	// over, and the claim goes on to the next. Concurrent claims from any
+	// number of processes never let a queue or partition hold more places
+	// than its limit, nor a window more starts than its rate.
+	Queues []Queue
 }
 
 // Empty reports whether the claim can lease nothing (no workflows or no
@@ -190,6 +223,11 @@ type NextWakeRequest struct {
 	// Workflows restricts the question to these workflow names, as
 	// ClaimRequest.Workflows restricts a claim.
 	Workflows []string
+	// Queues restricts it to runs of these queues, as ClaimRequest.Queues
+	// does (none: DefaultQueue). Queue limits are not considered: NextWake
+	// may name a time at which a claim finds every due run's queue full,
+	// and an engine whose claim then comes back empty backs off.
+	Queues []string
 }
 
 // NextWake answers a NextWakeRequest.
@@ -582,7 +620,20 @@ type WorkflowType struct {
 	// InputSchema and OutputSchema are JSON Schemas of the input and output.
 	InputSchema  json.RawMessage
 	OutputSchema json.RawMessage
+	// Queue is the workflow's default queue ("" is DefaultQueue).
+	Queue string
+	// Retention, when set, is how long the workflow's finished runs are
+	// kept, overriding the engines' default; 0 keeps them forever.
+	Retention *time.Duration
 	// Worker is the engine that recorded it last, and UpdatedAt when.
+	Worker    string
+	UpdatedAt time.Time
+}
+
+// QueueType is a queue as an engine registered it: engines sharing a store
+// must agree on every queue's limits.
+type QueueType struct {
+	Queue
 	Worker    string
 	UpdatedAt time.Time
 }
@@ -599,6 +650,8 @@ type EventType struct {
 type Catalog struct {
 	Workflows []WorkflowType
 	Events    []EventType
+	// Queues are sorted by name, like the others.
+	Queues []QueueType
 }
 
 // EmitRequest is an event for every run waiting on its topic.

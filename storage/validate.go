@@ -36,6 +36,17 @@ func ValidateNewRuns(runs []NewRun) error {
 		if r.Deadline != nil && r.Deadline.IsZero() {
 			return invalid("create runs", "run %q has a zero deadline", r.ID)
 		}
+		if r.Queue != "" {
+			if err := CheckQueueName(r.Queue); err != nil {
+				return invalid("create runs", "run %q: %s", r.ID, reason(err))
+			}
+		}
+		if err := checkText("partition key", r.Partition, MaxNameLen); r.Partition != "" && err != nil {
+			return invalid("create runs", "run %q: %s", r.ID, reason(err))
+		}
+		if r.Priority < MinPriority || r.Priority > MaxPriority {
+			return invalid("create runs", "run %q has priority %d, outside %d to %d", r.ID, r.Priority, MinPriority, MaxPriority)
+		}
 	}
 	return nil
 }
@@ -99,7 +110,7 @@ func (q ListRunsQuery) Validate() error {
 	if q.Status != "" && !q.Status.Valid() {
 		return invalid("list runs", "unknown run status %q", q.Status)
 	}
-	for _, f := range []struct{ field, v string }{{"workflow filter", q.Workflow}, {"parent filter", q.ParentID}, {"cursor", q.After}} {
+	for _, f := range []struct{ field, v string }{{"workflow filter", q.Workflow}, {"parent filter", q.ParentID}, {"queue filter", q.Queue}, {"cursor", q.After}} {
 		if err := checkStorable(f.field, f.v); err != nil {
 			return invalid("list runs", "%s", reason(err))
 		}
@@ -121,6 +132,9 @@ func (r ClaimRequest) Validate() error {
 			return invalid("claim", "%s", reason(err))
 		}
 	}
+	if err := validQueues("claim", r.Queues); err != nil {
+		return err
+	}
 	return validLeaseFor("claim", r.LeaseFor)
 }
 
@@ -128,6 +142,11 @@ func (r ClaimRequest) Validate() error {
 func (r NextWakeRequest) Validate() error {
 	for _, w := range r.Workflows {
 		if err := CheckWorkflowName(w); err != nil {
+			return invalid("next wake", "%s", reason(err))
+		}
+	}
+	for _, q := range r.Queues {
+		if err := CheckQueueName(q); err != nil {
 			return invalid("next wake", "%s", reason(err))
 		}
 	}
@@ -306,6 +325,24 @@ func (c Catalog) Validate() error {
 				return invalid("put catalog", "workflow %q has a schema that is not JSON", w.Name)
 			}
 		}
+		if w.Queue != "" {
+			if err := CheckQueueName(w.Queue); err != nil {
+				return invalid("put catalog", "workflow %q: %s", w.Name, reason(err))
+			}
+		}
+		if w.Retention != nil && *w.Retention < 0 {
+			return invalid("put catalog", "workflow %q has a negative retention", w.Name)
+		}
+	}
+	qs := make([]Queue, len(c.Queues))
+	for i, q := range c.Queues {
+		qs[i] = q.Queue
+		if err := checkStorable("worker", q.Worker); err != nil {
+			return invalid("put catalog", "queue %q: %s", q.Name, reason(err))
+		}
+	}
+	if err := validQueues("put catalog", qs); err != nil {
+		return err
 	}
 	for _, e := range c.Events {
 		if e.Topic == "" {
