@@ -97,6 +97,7 @@ func (e *Engine) recordCatalog(ctx context.Context) {
 		}
 		c.Workflows = append(c.Workflows, storage.WorkflowType{
 			Name: name, Version: d.version, InputSchema: in, OutputSchema: out, Worker: e.cfg.WorkerID, UpdatedAt: now,
+			Queue: d.queue, Retention: d.retention,
 		})
 	}
 	topics := make([]string, 0, len(e.events))
@@ -111,6 +112,10 @@ func (e *Engine) recordCatalog(ctx context.Context) {
 		}
 		c.Events = append(c.Events, storage.EventType{Topic: t, PayloadSchema: s, Worker: e.cfg.WorkerID, UpdatedAt: now})
 	}
+	for _, q := range e.queues {
+		c.Queues = append(c.Queues, storage.QueueType{Queue: q, Worker: e.cfg.WorkerID, UpdatedAt: now})
+	}
+	slices.SortFunc(c.Queues, func(a, b storage.QueueType) int { return strings.Compare(a.Name, b.Name) })
 	e.mu.Unlock()
 	if err := e.store.PutCatalog(ctx, c); err != nil {
 		e.log.Error("stem: recording the catalog of workflows and events", "err", err)
@@ -143,27 +148,44 @@ func (e *Engine) Catalog(ctx context.Context) (storage.Catalog, error) {
 // ErrDecode saying what and where, with nothing written. id may be "" for a
 // generated ID; an existing ID returns the existing run when it is of the
 // same workflow; an ID WithID would refuse is ErrInvalidArgument.
-func (e *Engine) StartJSON(ctx context.Context, workflow, id string, input json.RawMessage) (RunInfo, error) {
-	if err := e.checkOpen(); err != nil {
+//
+// Of opts, OnQueue, WithPartition, WithPriority, WithStartAt, WithDelay,
+// WithTimeout and WithDeadline apply; WithID is the id argument.
+func (e *Engine) StartJSON(ctx context.Context, workflow, id string, input json.RawMessage, opts ...StartOption) (RunInfo, error) {
+	run, err := e.prepareJSON(ctx, workflow, id, input, opts)
+	if err != nil {
 		return RunInfo{}, err
+	}
+	res, err := e.create(ctx, []storage.NewRun{run})
+	if err != nil {
+		return RunInfo{}, err
+	}
+	return e.runInfo(res[0].Run), nil
+}
+
+// prepareJSON checks and encodes a start with JSON input: see StartJSON.
+func (e *Engine) prepareJSON(ctx context.Context, workflow, id string, input json.RawMessage, opts []StartOption) (storage.NewRun, error) {
+	var o startOptions
+	if err := e.checkOpen(); err != nil {
+		return storage.NewRun{}, err
 	}
 	if id != "" {
 		if err := validRunID(id); err != nil {
-			return RunInfo{}, err
+			return storage.NewRun{}, err
 		}
 	}
 	what := "input of " + workflow
 	if err := e.checkJSON(what, input); err != nil {
-		return RunInfo{}, err
+		return storage.NewRun{}, err
 	}
 	if def, err := e.registered(workflow); err == nil {
 		if err := decodeJSON(what, input, e.cfg.MaxPayloadBytes, reflect.New(def.inType).Interface()); err != nil {
-			return RunInfo{}, err
+			return storage.NewRun{}, err
 		}
 	} else {
 		c, err := e.store.GetCatalog(ctx)
 		if err != nil {
-			return RunInfo{}, err
+			return storage.NewRun{}, err
 		}
 		i := slices.IndexFunc(c.Workflows, func(w storage.WorkflowType) bool { return w.Name == workflow })
 		if i < 0 {
@@ -171,25 +193,41 @@ func (e *Engine) StartJSON(ctx context.Context, workflow, id string, input json.
 			for i, w := range c.Workflows {
 				names[i] = w.Name
 			}
-			return RunInfo{}, fmt.Errorf("%w: %q: no engine that shares this store serves it (known: %s)", ErrUnknownWorkflow, workflow, listOrNone(names))
+			hint := ""
+			if n := storage.Nearest(workflow, names); n != "" {
+				hint = fmt.Sprintf("; did you mean %q?", n)
+			}
+			return storage.NewRun{}, fmt.Errorf("%w: %q: no engine that shares this store serves it (known: %s)%s", ErrUnknownWorkflow, workflow, listOrNone(names), hint)
 		}
 		if err := checkSchema(what, c.Workflows[i].InputSchema, input); err != nil {
-			return RunInfo{}, err
+			return storage.NewRun{}, err
 		}
 	}
 	in, err := e.payloads.encodeRaw(what, input)
 	if err != nil {
-		return RunInfo{}, err
+		return storage.NewRun{}, err
 	}
 	run := storage.NewRun{ID: id, Workflow: workflow, Input: in}
 	if def, err := e.registered(workflow); err == nil {
 		run.Deadline = def.deadlineFrom(e.clock.Now(), time.Time{})
 	}
-	res, err := e.create(ctx, []storage.NewRun{run})
-	if err != nil {
-		return RunInfo{}, err
+	for _, opt := range opts {
+		opt(&o)
 	}
-	return e.runInfo(res[0].Run), nil
+	if o.err != nil {
+		return storage.NewRun{}, o.err
+	}
+	run.Queue, run.Partition, run.Priority = o.queue, o.partition, o.priority
+	if !o.at.IsZero() {
+		run.StartAt = &o.at
+	}
+	if !o.deadline.IsZero() {
+		run.Deadline = &o.deadline
+	}
+	if err := e.place(ctx, &run, &queueCatalog{}); err != nil {
+		return storage.NewRun{}, err
+	}
+	return run, nil
 }
 
 // SendEventJSON is SendEvent for tools that have the payload as JSON and not

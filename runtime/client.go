@@ -18,6 +18,11 @@ type startOptions struct {
 	id       string
 	at       time.Time
 	deadline time.Time
+	// queue, partition and priority place the run (OnQueue,
+	// WithPartition, WithPriority).
+	queue     string
+	partition string
+	priority  int
 	// err is an option's refusal, returned by the start with nothing
 	// written.
 	err error
@@ -127,6 +132,11 @@ type RunInfo struct {
 	Progress json.RawMessage
 	// Recoveries counts recoveries from dead workers since the last step.
 	Recoveries int
+	// Queue, Partition and Priority say where the run is claimed from
+	// (OnQueue, WithPartition, WithPriority, or its workflow's queue).
+	Queue     string
+	Partition string
+	Priority  int
 	// Execution is the number of the run's current execution: 1 from its
 	// start, one more per restart. StartedAt is when that execution began;
 	// EndedAt when it finished (nil while it has not).
@@ -143,6 +153,7 @@ func (e *Engine) runInfo(r storage.RunRecord) RunInfo {
 		PauseRequested: r.PauseRequested, ReadyAt: r.ReadyAt, Recoveries: r.Recoveries,
 		Execution: r.Execution, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		Queue: r.Queue, Partition: r.Partition, Priority: r.Priority,
 	}
 	if r.Wait != nil {
 		info.WaitingFor = r.Wait.Topic
@@ -267,7 +278,8 @@ func Start[In, Out any](ctx context.Context, e *Engine, name string, in In, opts
 	if o.err != nil {
 		return nil, o.err
 	}
-	runs, err := StartBatch[In, Out](ctx, e, name, []BatchItem[In]{{ID: o.id, Input: in, StartAt: o.at, Deadline: o.deadline}})
+	runs, err := StartBatch[In, Out](ctx, e, name, []BatchItem[In]{{ID: o.id, Input: in, StartAt: o.at, Deadline: o.deadline,
+		Queue: o.queue, Partition: o.partition, Priority: o.priority}})
 	if err != nil {
 		return nil, err
 	}
@@ -284,6 +296,11 @@ type BatchItem[In any] struct {
 	// Deadline, when not zero, is the run's deadline (as for
 	// WithDeadline); zero gives it the workflow's timeout=, if any.
 	Deadline time.Time
+	// Queue, Partition and Priority place the run as OnQueue, WithPartition
+	// and WithPriority do; "" is the workflow's queue.
+	Queue     string
+	Partition string
+	Priority  int
 }
 
 // StartBatch starts many runs of one workflow in one store call. Items with
@@ -296,12 +313,17 @@ func StartBatch[In, Out any](ctx context.Context, e *Engine, name string, items 
 	}
 	now := e.clock.Now()
 	runs := make([]storage.NewRun, len(items))
+	var cat queueCatalog
 	for i, it := range items {
 		in, err := e.payloads.encode("input of "+name, it.Input)
 		if err != nil {
 			return nil, err
 		}
-		runs[i] = storage.NewRun{ID: it.ID, Workflow: name, Input: in, Deadline: def.deadlineFrom(now, it.Deadline)}
+		runs[i] = storage.NewRun{ID: it.ID, Workflow: name, Input: in, Deadline: def.deadlineFrom(now, it.Deadline),
+			Queue: it.Queue, Partition: it.Partition, Priority: it.Priority}
+		if err := e.place(ctx, &runs[i], &cat); err != nil {
+			return nil, err
+		}
 		if !it.StartAt.IsZero() {
 			runs[i].StartAt = &it.StartAt
 		}

@@ -89,6 +89,33 @@ type Config struct {
 	// ...Async forms) of one run execute at once on this engine; more wait
 	// for a slot. Default DefaultMaxParallelSteps.
 	MaxParallelSteps int
+	// Queues are the queues Run claims runs from, each registered with
+	// RegisterQueue (DefaultQueue needs not be). Default: every registered
+	// queue and DefaultQueue.
+	Queues []string
+	// Retention is how long finished runs (complete, errored, terminated)
+	// are kept after they end, for workflows registered without their own
+	// (WorkflowRetention, the annotation's retention=). Zero keeps them
+	// forever, the default. While Run runs, the engine deletes what is past
+	// its retention, with everything the runs own, every SweepInterval, in
+	// batches that never hold claims up; every engine sharing the store may
+	// do so, and the shortest default among them wins for workflows
+	// without their own.
+	Retention time.Duration
+	// SweepInterval is how often a running engine deletes expired runs
+	// (see Retention) and records its workflows and queues in the store
+	// again. Default 1m.
+	SweepInterval time.Duration
+	// Services are background work Run runs beside the workers, stopped
+	// with them: the schedule package's Service fires cron schedules.
+	Services []Service
+}
+
+// A Service is background work an engine runs while its Run runs.
+type Service interface {
+	// Serve runs until ctx is done. It is called once per Run, on its own
+	// goroutine; Run returns after Serve does.
+	Serve(ctx context.Context, e *Engine)
 }
 
 // Engine executes workflow runs from a Store and is the client that starts
@@ -104,6 +131,7 @@ type Engine struct {
 	mu        sync.Mutex
 	workflows map[string]*workflowDef
 	events    map[string]eventDef
+	queues    map[string]storage.Queue
 	names     []string // sorted workflow names, for claims
 	active    map[string]*execution
 	closed    bool
@@ -179,6 +207,17 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.WorkerID == "" {
 		cfg.WorkerID = newWorkerID()
 	}
+	if cfg.Retention < 0 || cfg.SweepInterval < 0 {
+		return nil, fmt.Errorf("%w: negative Config.Retention or Config.SweepInterval", ErrInvalidArgument)
+	}
+	if cfg.SweepInterval == 0 {
+		cfg.SweepInterval = time.Minute
+	}
+	for _, q := range cfg.Queues {
+		if err := storage.CheckQueueName(q); err != nil {
+			return nil, fmt.Errorf("Config.Queues: %w", err)
+		}
+	}
 	return &Engine{
 		cfg:       cfg,
 		store:     cfg.Store,
@@ -187,6 +226,7 @@ func New(cfg Config) (*Engine, error) {
 		payloads:  payloads{limit: cfg.MaxPayloadBytes, codec: cfg.Codec},
 		workflows: map[string]*workflowDef{},
 		events:    map[string]eventDef{},
+		queues:    map[string]storage.Queue{},
 		active:    map[string]*execution{},
 		wake:      make(chan struct{}, 1),
 		reads:     make(chan waitReadReq),
@@ -318,13 +358,30 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.mu.Unlock()
 		return fmt.Errorf("%w: no workflow registered", ErrInvalidArgument)
 	}
+	queues, err := e.workQueues()
+	if err != nil {
+		e.mu.Unlock()
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	e.running = true
 	e.stopRun = cancel
 	e.runDone = make(chan struct{})
 	names := slices.Clone(e.names)
 	e.mu.Unlock()
+	if err := e.checkQueues(ctx, queues); err != nil {
+		cancel()
+		e.mu.Lock()
+		e.running = false
+		close(e.runDone)
+		e.mu.Unlock()
+		return err
+	}
 	e.recordCatalog(ctx)
+	queueNames := make([]string, len(queues))
+	for i, q := range queues {
+		queueNames[i] = q.Name
+	}
 
 	defer func() {
 		cancel()
@@ -339,6 +396,15 @@ func (e *Engine) Run(ctx context.Context) error {
 		notes = n.Notifications(ctx)
 	}
 	var wg sync.WaitGroup
+	wg.Go(func() { e.sweep(ctx) })
+	for _, svc := range e.cfg.Services {
+		wg.Go(func() { svc.Serve(ctx, e) })
+	}
+	// idle counts the empty claims in a row that NextWake said were due:
+	// runs ready but passed over because their queues are full. The engine
+	// then backs off, doubling from minWake to PollInterval, until a claim
+	// takes a run or something wakes it.
+	idle := 0
 	slots := make(chan struct{}, e.cfg.Workers)
 	freed := make(chan struct{}, 1)
 	timer := time.NewTimer(0)
@@ -359,6 +425,7 @@ func (e *Engine) Run(ctx context.Context) error {
 				Workflows: names,
 				Limit:     min(free, e.cfg.ClaimBatch),
 				LeaseFor:  e.cfg.LeaseDuration,
+				Queues:    queues,
 			})
 			if err != nil && ctx.Err() == nil {
 				e.log.Error("stem: claim failed", "err", err)
@@ -398,6 +465,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			continue
 		}
 		if claimed > 0 {
+			idle = 0
 			continue // more may be ready
 		}
 		if !timer.Stop() {
@@ -406,12 +474,19 @@ func (e *Engine) Run(ctx context.Context) error {
 			default:
 			}
 		}
-		timer.Reset(e.untilNextWake(ctx, names))
+		wait := e.untilNextWake(ctx, names, queueNames)
+		if wait <= minWake {
+			wait = min(minWake<<min(idle, 20), e.cfg.PollInterval)
+			idle++
+		}
+		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 		case <-e.wake:
+			idle = 0
 		case <-notes:
 		case <-freed:
+			idle = 0
 		case <-timer.C:
 		}
 		if ctx.Err() != nil {
@@ -431,8 +506,8 @@ const minWake = 2 * time.Millisecond
 // until the store's next wake time for its workflows (NextWake), at most
 // PollInterval, which is then only a safety net. Notifications and local
 // signals wake it sooner.
-func (e *Engine) untilNextWake(ctx context.Context, workflows []string) time.Duration {
-	w, err := e.store.NextWake(ctx, storage.NextWakeRequest{Workflows: workflows})
+func (e *Engine) untilNextWake(ctx context.Context, workflows, queues []string) time.Duration {
+	w, err := e.store.NextWake(ctx, storage.NextWakeRequest{Workflows: workflows, Queues: queues})
 	if err != nil || !w.Found || w.After >= e.cfg.PollInterval {
 		return e.cfg.PollInterval
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/stemflow/stem/storage"
 	"io"
 	"slices"
 	"strings"
@@ -119,20 +120,9 @@ func flagError(fs *flag.FlagSet, err error) error {
 	return fmt.Errorf("unknown flag --%s", name)
 }
 
-// nearest returns the candidate closest to name (an edit or two away, or
-// one it begins), or "" when none is close.
+// nearest returns the candidate closest to name, or "" (storage.Nearest).
 func nearest(name string, candidates []string) string {
-	best, dist := "", 3
-	for _, n := range candidates {
-		d := editDistance(name, n)
-		if strings.HasPrefix(n, name) && len(name) >= 2 {
-			d = min(d, 1)
-		}
-		if d < dist {
-			best, dist = n, d
-		}
-	}
-	return best
+	return storage.Nearest(name, candidates)
 }
 
 // unknownCommand says so, suggesting the nearest command.
@@ -149,25 +139,4 @@ func unknownCommand(prefix, name string) string {
 		names[i] = c.name
 	}
 	return fmt.Sprintf("%s: unknown command %q; the commands are %s, help", prefix, name, strings.Join(names, ", "))
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -1,0 +1,155 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/stemflow/stem/storage"
+)
+
+// PurgeOptions says which finished runs Engine.Purge deletes.
+type PurgeOptions struct {
+	// OlderThan: only runs that ended at least this long ago. Required
+	// (above zero).
+	OlderThan time.Duration
+	// Statuses: only runs of these finished statuses; none: complete,
+	// errored and terminated.
+	Statuses []RunStatus
+	// Workflows: only runs of these workflows; none: every workflow.
+	Workflows []string
+	// DryRun counts what would be deleted and deletes nothing.
+	DryRun bool
+}
+
+// PurgeResult says what a purge deleted (or, dry, would delete).
+type PurgeResult = storage.PurgeResult
+
+// purgeBatch is how many runs one store call deletes: small enough that a
+// batch's transaction is short, large enough that a sweep is a few calls.
+const purgeBatch = 500
+
+// sweepBatches caps the batches of one sweep, so a huge backlog of expired
+// runs is worked off over several sweeps instead of in one long burst.
+const sweepBatches = 20
+
+// Purge deletes finished runs that match opts, each with everything it owns
+// (executions, checkpoints, attempts, buffered events), in batches, and
+// reports how many. Unfinished runs are never touched.
+func (e *Engine) Purge(ctx context.Context, opts PurgeOptions) (PurgeResult, error) {
+	if err := e.checkOpen(); err != nil {
+		return PurgeResult{}, err
+	}
+	if opts.OlderThan <= 0 {
+		return PurgeResult{}, invalidArg("purge: OlderThan %v, want above zero", opts.OlderThan)
+	}
+	req := storage.PurgeRequest{
+		FinishedBefore: e.clock.Now().Add(-opts.OlderThan),
+		Statuses:       opts.Statuses,
+		Workflows:      opts.Workflows,
+		Limit:          purgeBatch,
+		DryRun:         opts.DryRun,
+	}
+	if opts.DryRun {
+		req.Limit = storage.MaxPurgeBatch
+	}
+	return e.purge(ctx, req, -1)
+}
+
+// purge runs req batch after batch until one comes back short, at most
+// batches of them (negative: no cap). A dry run counts once, up to its
+// Limit.
+func (e *Engine) purge(ctx context.Context, req storage.PurgeRequest, batches int) (PurgeResult, error) {
+	var total PurgeResult
+	for n := 0; batches < 0 || n < batches; n++ {
+		res, err := e.store.Purge(ctx, req)
+		total.Runs += res.Runs
+		total.Events += res.Events
+		if err != nil || res.Runs < req.Limit || req.DryRun {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// sweep runs while Run does: every SweepInterval (the first a random part
+// of one after the start, so engines started together spread out) it
+// records the engine's workflows and queues again and deletes the finished
+// runs past their retention.
+func (e *Engine) sweep(ctx context.Context) {
+	t := time.NewTimer(time.Duration(rand.Int64N(int64(e.cfg.SweepInterval)) + 1))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		e.recordCatalog(ctx)
+		if err := e.expire(ctx); err != nil && ctx.Err() == nil {
+			e.log.Error("stem: deleting expired runs", "err", err)
+		}
+		t.Reset(e.cfg.SweepInterval)
+	}
+}
+
+// expire deletes the finished runs past their retention: each workflow's
+// own (from the catalog, so a workflow this engine does not run keeps the
+// retention its engines set) or else Config.Retention.
+func (e *Engine) expire(ctx context.Context) error {
+	c, err := e.store.GetCatalog(ctx)
+	if err != nil {
+		return err
+	}
+	now := e.clock.Now()
+	// Workflows registered here count with their own settings even before
+	// the catalog shows them.
+	own := map[string]*time.Duration{}
+	e.mu.Lock()
+	for name, def := range e.workflows {
+		own[name] = def.retention
+	}
+	e.mu.Unlock()
+	for _, w := range c.Workflows {
+		if _, ok := own[w.Name]; !ok {
+			own[w.Name] = w.Retention
+		}
+	}
+	var overridden []string
+	for name, r := range own {
+		if r == nil {
+			continue
+		}
+		overridden = append(overridden, name)
+	}
+	slices.Sort(overridden)
+	for _, name := range overridden {
+		r := *own[name]
+		if r == 0 {
+			continue // kept forever
+		}
+		res, err := e.purge(ctx, storage.PurgeRequest{FinishedBefore: now.Add(-r), Workflows: []string{name}, Limit: purgeBatch}, sweepBatches)
+		if err != nil {
+			return fmt.Errorf("workflow %s: %w", name, err)
+		}
+		e.logExpired(res, name, r)
+	}
+	if e.cfg.Retention == 0 {
+		return nil
+	}
+	res, err := e.purge(ctx, storage.PurgeRequest{FinishedBefore: now.Add(-e.cfg.Retention), Except: overridden, Limit: purgeBatch}, sweepBatches)
+	e.logExpired(res, "", e.cfg.Retention)
+	return err
+}
+
+func (e *Engine) logExpired(res PurgeResult, workflow string, retention time.Duration) {
+	if res.Runs == 0 {
+		return
+	}
+	if workflow == "" {
+		workflow = "(engine default)"
+	}
+	e.log.Info("stem: deleted finished runs past their retention", "runs", res.Runs, "events", res.Events, "workflow", workflow, "retention", retention)
+}
