@@ -407,6 +407,17 @@ func (r *renderer) workflow(w *Workflow) {
 			"one with runtime.WithTimeout or runtime.WithDeadline; past it a run ends with an error matching "+
 			"runtime.ErrDeadline.", w.Ann.Timeout)
 	}
+	if w.Ann.Queue != "" {
+		regDoc += fmt.Sprintf(" Its runs are started on queue %s (queue=) unless the start names another; "+
+			"the engine must have that queue registered.", w.Ann.Queue)
+	}
+	switch {
+	case w.Ann.RetainForever:
+		regDoc += " Its finished runs are kept forever (retention=forever), whatever the engine's default retention."
+	case w.Ann.Retention > 0:
+		regDoc += fmt.Sprintf(" Its finished runs are kept for %s after they end (retention=), whatever the "+
+			"engine's default retention.", w.Ann.Retention)
+	}
 	if m.registersEvents() {
 		// The list of events is written once, on registerEventsFunc: the
 		// file grows with workflows plus events, not their product.
@@ -437,6 +448,15 @@ func (r *renderer) workflow(w *Workflow) {
 		opts := []jen.Code{rt("WorkflowVersion").Call(jen.Lit(w.Ann.Version))}
 		if w.Ann.Timeout > 0 {
 			opts = append(opts, rt("WorkflowTimeout").Call(duration(w.Ann.Timeout)))
+		}
+		if w.Ann.Queue != "" {
+			opts = append(opts, rt("WorkflowQueue").Call(jen.Lit(w.Ann.Queue)))
+		}
+		switch {
+		case w.Ann.RetainForever:
+			opts = append(opts, rt("WorkflowRetention").Call(jen.Lit(0)))
+		case w.Ann.Retention > 0:
+			opts = append(opts, rt("WorkflowRetention").Call(duration(w.Ann.Retention)))
 		}
 		g.Return(rt("Register").Call(append([]jen.Code{jen.Id("e"), jen.Id(w.nameConst()),
 			jen.Func().Params(jen.Id("c").Op("*").Add(rt("WorkflowContext")), jen.Id("in").Add(in.Clone())).
