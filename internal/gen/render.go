@@ -273,7 +273,16 @@ func rt(name string) *jen.Statement { return jen.Qual(runtimePath, name) }
 // compiles only against a runtime that supports it. Version 3: child calls
 // take runtime.ChildOptions and Start<W>Child returns a *runtime.ChildRun;
 // Register<W> passes the workflow's version and registers the package's
-// event types.
+// event types. Version 4: futures, typed ContinueAsNew, progress and
+// workflow timeouts.
+//
+// A new runtime function that generated code calls only for a new
+// annotation key (runtime.WorkflowQueue for queue=, WorkflowRetention for
+// retention=) needs no new version: a file that uses it already stops
+// compiling against a runtime without it, naming the function, and a file
+// that does not is unchanged and still builds against older runtimes of
+// this version. A bump is for a change that would otherwise compile and
+// misbehave, or that every generated file must pick up.
 const apiVersion = 4
 
 // guards writes the compile-time checks: the runtime version, and the
