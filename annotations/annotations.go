@@ -10,6 +10,10 @@ import (
 // Prefix starts every stem directive.
 const Prefix = "//stem:"
 
+// Forever is the value of retention= that keeps a workflow's finished runs
+// forever.
+const Forever = "forever"
+
 // The directive names.
 const (
 	DirectiveWorkflow = "workflow"
@@ -63,7 +67,7 @@ func (p Positions) ValuePos(key string) token.Pos {
 }
 
 // Workflow is //stem:workflow name=<name> [version=<n>] [timeout=<d>]
-// [progress=<Type>]. It marks
+// [progress=<Type>] [queue=<queue>] [retention=<d>|forever]. It marks
 //
 //	func Name(ctx *NameContext, in In) (Out, error)
 //
@@ -84,6 +88,18 @@ type Workflow struct {
 	// parser checks only that it is a Go identifier; the generator checks
 	// that the package declares it.
 	Progress string
+	// Queue is the workflow's default queue: its runs are started there
+	// unless a start names another (queue=, default: none, which is the
+	// engine's default queue). Not a shape: changing it needs no version
+	// bump.
+	Queue string
+	// Retention is how long the workflow's finished runs are kept,
+	// overriding the engine's default (retention=<d>, default: none). Not
+	// a shape, like Queue.
+	Retention time.Duration
+	// RetainForever keeps the workflow's finished runs forever
+	// (retention=forever). Retention is then 0.
+	RetainForever bool
 	Positions
 }
 
@@ -103,6 +119,15 @@ func (w *Workflow) String() string {
 	}
 	if w.Progress != "" {
 		fmt.Fprintf(&b, " progress=%s", w.Progress)
+	}
+	if w.Queue != "" {
+		fmt.Fprintf(&b, " queue=%s", w.Queue)
+	}
+	switch {
+	case w.RetainForever:
+		b.WriteString(" retention=" + Forever)
+	case w.Retention != 0:
+		fmt.Fprintf(&b, " retention=%s", w.Retention)
 	}
 	return b.String()
 }

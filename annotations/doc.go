@@ -34,6 +34,17 @@
 //	                      as its progress: the workflow's context gets
 //	                      SetProgress(Type) and its run handle Progress and
 //	                      WaitProgress
+//	queue=<queue>         optional: the workflow's default queue, where its
+//	                      runs are started unless the start names another
+//	                      (default: the engine's default queue, "default");
+//	                      the engine must have the queue registered
+//	retention=<d>|forever optional: how long the workflow's finished runs are
+//	                      kept after they end, overriding the engine's
+//	                      default; forever keeps them forever
+//
+// The package's manifest records each workflow's name, version and type
+// shapes, not its timeout=, queue= or retention=: they are not shapes, so
+// changing them needs no version bump.
 //
 // # //stem:step
 //
@@ -70,8 +81,13 @@
 //     and does not start with "stem.", which the runtime reserves.
 //   - A version is a positive decimal integer without sign or leading zeros.
 //   - retries is a non-negative decimal integer.
+//   - A queue name follows the rule of a workflow name.
 //   - A duration is a positive Go duration (time.ParseDuration): 200ms, 30s,
 //     1m30s. A backoff maximum is not less than its start.
+//   - A retention is a positive Go duration, which has no unit of days
+//     (write 720h for 30 days), or the word forever. retention=0s is
+//     refused rather than read as forever, so that keeping runs forever is
+//     always written out as such.
 //   - A progress type is a Go identifier naming a type the package declares
 //     (not an import's, not generic); the generator reports an unknown
 //     name with the closest declared type, as the parser does for keys.
@@ -80,7 +96,7 @@
 //
 //	// Fulfil reserves stock, waits for the warehouse, then charges.
 //	//
-//	//stem:workflow name=orders.fulfil timeout=72h progress=FulfilProgress
+//	//stem:workflow name=orders.fulfil timeout=72h progress=FulfilProgress queue=orders retention=2160h
 //	func Fulfil(ctx *FulfilContext, order Order) (Receipt, error)
 //
 //	//stem:step name=reserve retries=5 backoff=200ms..30s timeout=10s

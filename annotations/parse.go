@@ -46,6 +46,23 @@ var directives = map[string][]keySpec{
 			a.(*Workflow).Progress = v
 			return "", 0
 		}},
+		{key: "queue", set: func(a Annotation, v string) (string, int) {
+			msg, at := nameMessage(storage.CheckQueueName(v))
+			if msg == "" {
+				a.(*Workflow).Queue = v
+			}
+			return msg, at
+		}},
+		{key: "retention", set: func(a Annotation, v string) (string, int) {
+			w := a.(*Workflow)
+			if v == Forever {
+				w.RetainForever = true
+				return "", 0
+			}
+			d, msg := parseRetention(v)
+			w.Retention = d
+			return msg, 0
+		}},
 	},
 	DirectiveStep: {
 		{key: "name", required: true, set: func(a Annotation, v string) (string, int) {
@@ -317,6 +334,29 @@ func parseDuration(what, v string) (time.Duration, string) {
 	}
 	if d <= 0 {
 		return 0, fmt.Sprintf("%s must be positive, got %s", what, v)
+	}
+	return d, ""
+}
+
+// parseRetention parses a retention other than forever. Zero is refused
+// rather than read as forever, so that keeping runs forever is always
+// written out; days, which Go durations lack, get the hours to write.
+func parseRetention(v string) (time.Duration, string) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		msg := fmt.Sprintf("bad duration %q for retention: want a Go duration such as 168h or 720h, or %s", v, Forever)
+		if n, ok := parseUint(strings.TrimSuffix(v, "d")); ok && strings.HasSuffix(v, "d") && n > 0 && n <= 100000 {
+			msg += fmt.Sprintf(" (Go durations have no days: write %dh for %s)", 24*n, v)
+		} else if s := suggest(v, []string{Forever}); s != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", s)
+		}
+		return 0, msg
+	}
+	if d == 0 {
+		return 0, fmt.Sprintf("retention %s would keep finished runs forever: write retention=%s to say so", v, Forever)
+	}
+	if d < 0 {
+		return 0, fmt.Sprintf("retention must be positive or %s, got %s", Forever, v)
 	}
 	return d, ""
 }

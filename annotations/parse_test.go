@@ -30,6 +30,11 @@ func TestParseGood(t *testing.T) {
 		{"//stem:workflow name=orders.fulfil timeout=1h30m progress=FulfilProgress",
 			&Workflow{Name: "orders.fulfil", Version: 1, Timeout: 90 * time.Minute, Progress: "FulfilProgress"}},
 		{"//stem:workflow progress=p name=w", &Workflow{Name: "w", Version: 1, Progress: "p"}},
+		{"//stem:workflow name=w queue=orders.slow-2_b retention=720h",
+			&Workflow{Name: "w", Version: 1, Queue: "orders.slow-2_b", Retention: 720 * time.Hour}},
+		{"//stem:workflow retention=forever name=w queue=default", &Workflow{Name: "w", Version: 1, Queue: "default", RetainForever: true}},
+		{"//stem:workflow name=w retention=1ns", &Workflow{Name: "w", Version: 1, Retention: 1}},
+		{"//stem:workflow name=w queue=" + strings.Repeat("q", 128), &Workflow{Name: "w", Version: 1, Queue: strings.Repeat("q", 128)}},
 		{"//stem:step name=reserve", &Step{Name: "reserve", Version: 1}},
 		{"//stem:step name=reserve retries=5 backoff=200ms..30s timeout=10s",
 			&Step{Name: "reserve", Version: 1, Retries: 5, Backoff: 200 * time.Millisecond, MaxBackoff: 30 * time.Second, Timeout: 10 * time.Second}},
@@ -96,9 +101,29 @@ func TestParseErrors(t *testing.T) {
 		{"//stem:workflow name=a timeout=-1h", []string{"32: timeout must be positive, got -1h"}},
 		{"//stem:workflow name=a progress=pkg.P", []string{"33: progress names a type declared in the workflow's package, got \"pkg.P\""}},
 		{"//stem:workflow name=a progress=[]P", []string{"33: progress names a type"}},
-		{"//stem:workflow name=a progres=P", []string{"24: unknown key \"progres\" in //stem:workflow; want name, version, timeout or progress (did you mean progress?)"}},
+		{"//stem:workflow name=a progres=P", []string{"24: unknown key \"progres\" in //stem:workflow; want name, version, timeout, progress, queue or retention (did you mean progress?)"}},
 		{"//stem:workflow name=a timout=1s", []string{"24: (did you mean timeout?)"}},
 		{"//stem:workflow name=a progress", []string{"24: progress needs a value: write progress=<value>"}},
+		{"//stem:workflow name=a queu=q", []string{"24: unknown key \"queu\" in //stem:workflow; want name, version, timeout, progress, queue or retention (did you mean queue?)"}},
+		{"//stem:workflow name=a queues=q", []string{"24: (did you mean queue?)"}},
+		{"//stem:workflow name=a retentoin=1h", []string{"24: unknown key \"retentoin\" in //stem:workflow; want name, version, timeout, progress, queue or retention (did you mean retention?)"}},
+		{"//stem:workflow name=a retension=forever", []string{"24: (did you mean retention?)"}},
+		{"//stem:workflow name=a queue=", []string{"30: empty value for queue"}},
+		{"//stem:workflow name=a queue", []string{"24: queue needs a value: write queue=<value>"}},
+		{"//stem:workflow name=a queue=q queue=r", []string{"32: duplicate key queue in //stem:workflow"}},
+		{"//stem:workflow name=a queue=or@ders", []string{"32: invalid character '@' in queue name \"or@ders\": use ASCII letters, digits, '.', '_' and '-'"}},
+		{"//stem:workflow name=a queue=a/b", []string{"31: invalid character '/' in queue name"}},
+		{"//stem:workflow name=a queue=\"q\"", []string{"30: invalid character '\"' in queue name"}},
+		{"//stem:workflow name=a queue=" + strings.Repeat("q", 129), []string{"30: queue name is 129 bytes long, at most 128"}},
+		{"//stem:workflow name=a retention=-1h", []string{"34: retention must be positive or forever, got -1h"}},
+		{"//stem:workflow name=a retention=0s", []string{"34: retention 0s would keep finished runs forever: write retention=forever to say so"}},
+		{"//stem:workflow name=a retention=0", []string{"34: retention 0 would keep finished runs forever"}},
+		{"//stem:workflow name=a retention=soon", []string{"34: bad duration \"soon\" for retention: want a Go duration such as 168h or 720h, or forever"}},
+		{"//stem:workflow name=a retention=30d", []string{"34: bad duration \"30d\" for retention: want a Go duration such as 168h or 720h, or forever (Go durations have no days: write 720h for 30d)"}},
+		{"//stem:workflow name=a retention=Forever", []string{"34: bad duration \"Forever\" for retention: want a Go duration such as 168h or 720h, or forever (did you mean forever?)"}},
+		{"//stem:workflow name=a retention=forever retention=1h", []string{"42: duplicate key retention"}},
+		{"//stem:workflow name=a queue=a:b retention=-5m queu=x", []string{
+			"31: invalid character ':' in queue name", "44: retention must be positive", "48: unknown key \"queu\""}},
 		{"//stem:step name=a nmae=b", []string{"20: unknown key \"nmae\" in //stem:step; want name, version, retries, backoff, timeout or autoversion (did you mean name?)"}},
 		{"//stem:step name=a name=b", []string{"20: duplicate key name in //stem:step"}},
 		{"//stem:step name=a retries=-1", []string{"28: retries must not be negative, got -1"}},
@@ -192,7 +217,7 @@ func TestParseComment(t *testing.T) {
 			}
 		}
 	}
-	want := []string{`p.go:5:27: unknown key "versoin" in //stem:workflow; want name, version, timeout or progress (did you mean version?)`}
+	want := []string{`p.go:5:27: unknown key "versoin" in //stem:workflow; want name, version, timeout, progress, queue or retention (did you mean version?)`}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q\nwant %q", got, want)
 	}

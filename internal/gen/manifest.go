@@ -32,8 +32,11 @@ type manifest struct {
 // value they published last, which callers decode into the type, so a
 // changed shape needs a version bump too. Adding or removing progress= does
 // not (no stored run holds a value of another shape). A workflow's
-// timeout= is not recorded: it is not a shape, and changing it needs no
-// bump.
+// timeout=, queue= and retention= are not recorded: they are not shapes,
+// changing them needs no bump, and the runtime records the queue and
+// retention an engine registered in the store's catalog, where tools read
+// them. Recording them here too would also add fields an older stemgen
+// refuses (the manifest is read with DisallowUnknownFields).
 type manifestEntry struct {
 	Key      string `json:"key"`
 	Input    string `json:"input"`

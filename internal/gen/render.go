@@ -273,7 +273,16 @@ func rt(name string) *jen.Statement { return jen.Qual(runtimePath, name) }
 // compiles only against a runtime that supports it. Version 3: child calls
 // take runtime.ChildOptions and Start<W>Child returns a *runtime.ChildRun;
 // Register<W> passes the workflow's version and registers the package's
-// event types.
+// event types. Version 4: futures, typed ContinueAsNew, progress and
+// workflow timeouts.
+//
+// A new runtime function that generated code calls only for a new
+// annotation key (runtime.WorkflowQueue for queue=, WorkflowRetention for
+// retention=) needs no new version: a file that uses it already stops
+// compiling against a runtime without it, naming the function, and a file
+// that does not is unchanged and still builds against older runtimes of
+// this version. A bump is for a change that would otherwise compile and
+// misbehave, or that every generated file must pick up.
 const apiVersion = 4
 
 // guards writes the compile-time checks: the runtime version, and the
@@ -407,6 +416,17 @@ func (r *renderer) workflow(w *Workflow) {
 			"one with runtime.WithTimeout or runtime.WithDeadline; past it a run ends with an error matching "+
 			"runtime.ErrDeadline.", w.Ann.Timeout)
 	}
+	if w.Ann.Queue != "" {
+		regDoc += fmt.Sprintf(" Its runs are started on queue %s (queue=) unless the start names another; "+
+			"the engine must have that queue registered.", w.Ann.Queue)
+	}
+	switch {
+	case w.Ann.RetainForever:
+		regDoc += " Its finished runs are kept forever (retention=forever), whatever the engine's default retention."
+	case w.Ann.Retention > 0:
+		regDoc += fmt.Sprintf(" Its finished runs are kept for %s after they end (retention=), whatever the "+
+			"engine's default retention.", w.Ann.Retention)
+	}
 	if m.registersEvents() {
 		// The list of events is written once, on registerEventsFunc: the
 		// file grows with workflows plus events, not their product.
@@ -437,6 +457,15 @@ func (r *renderer) workflow(w *Workflow) {
 		opts := []jen.Code{rt("WorkflowVersion").Call(jen.Lit(w.Ann.Version))}
 		if w.Ann.Timeout > 0 {
 			opts = append(opts, rt("WorkflowTimeout").Call(duration(w.Ann.Timeout)))
+		}
+		if w.Ann.Queue != "" {
+			opts = append(opts, rt("WorkflowQueue").Call(jen.Lit(w.Ann.Queue)))
+		}
+		switch {
+		case w.Ann.RetainForever:
+			opts = append(opts, rt("WorkflowRetention").Call(jen.Lit(0)))
+		case w.Ann.Retention > 0:
+			opts = append(opts, rt("WorkflowRetention").Call(duration(w.Ann.Retention)))
 		}
 		g.Return(rt("Register").Call(append([]jen.Code{jen.Id("e"), jen.Id(w.nameConst()),
 			jen.Func().Params(jen.Id("c").Op("*").Add(rt("WorkflowContext")), jen.Id("in").Add(in.Clone())).
