@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, codecScenarios...)
 	all = append(all, cancelScenarios...)
 	all = append(all, futureScenarios...)
+	all = append(all, productionScenarios...)
 	for _, s := range all {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
