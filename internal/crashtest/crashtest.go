@@ -35,6 +35,7 @@ import (
 	"github.com/stemflow/stem/storage"
 
 	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/schedule"
 )
 
 // Workflow is the durable name of the harness's workflow.
@@ -49,12 +50,44 @@ const (
 	envLease   = "STEM_CRASHTEST_LEASE"
 	envWorkers = "STEM_CRASHTEST_CONCURRENCY"
 	envStepDur = "STEM_CRASHTEST_STEP"
+	envLimit   = "STEM_CRASHTEST_QUEUE_LIMIT"
+	envTicks   = "STEM_CRASHTEST_SCHEDULES"
 )
+
+// Queue is the queue the harness's runs are on when Config.QueueLimit is
+// set.
+const Queue = "crashtest"
 
 // Register registers the harness workflow on e. Each step appends one line
 // "<runID> <key>" to the side-effect log in dir before returning, so the log
 // shows every execution of every step, re-executions included.
 func Register(e *runtime.Engine, dir string, stepDur time.Duration) error {
+	return register(e, dir, stepDur, 0)
+}
+
+// register is Register, on a queue of queueLimit concurrency when it is
+// set. Each step then also appends "B <ns> <run>" to spans.<pid>.log when
+// it begins and "E <ns> <run>" when it ends, so the harness can tell how
+// many runs executed steps at any moment.
+func register(e *runtime.Engine, dir string, stepDur time.Duration, queueLimit int) error {
+	var spans *os.File
+	var opts []runtime.RegisterOption
+	if queueLimit > 0 {
+		if err := e.RegisterQueue(runtime.Queue{Name: Queue, Concurrency: queueLimit}); err != nil {
+			return err
+		}
+		opts = append(opts, runtime.WorkflowQueue(Queue))
+		f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("spans.%d.log", os.Getpid())), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		spans = f
+	}
+	span := func(edge, run string) {
+		if spans != nil {
+			fmt.Fprintf(spans, "%s %d %s\n", edge, time.Now().UnixNano(), run)
+		}
+	}
 	log, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("effects.%d.log", os.Getpid())), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -65,6 +98,8 @@ func Register(e *runtime.Engine, dir string, stepDur time.Duration) error {
 			v, err := runtime.Step(c, fmt.Sprintf("step%d@v1", i), runtime.StepOptions{Retries: 3, Backoff: time.Millisecond}, func(sc runtime.StepContext) (int, error) {
 				// The side effect comes first, then the step's work: a worker
 				// killed mid-step leaves an effect whose step runs again.
+				span("B", sc.RunID())
+				defer span("E", sc.RunID())
 				if _, err := fmt.Fprintf(log, "%s %s\n", sc.RunID(), sc.Key()); err != nil {
 					return 0, err
 				}
@@ -79,7 +114,7 @@ func Register(e *runtime.Engine, dir string, stepDur time.Duration) error {
 			sum = v
 		}
 		return sum, nil
-	})
+	}, opts...)
 }
 
 // MaybeWorker turns the test binary into a crash-test worker when the harness
@@ -98,6 +133,7 @@ func worker(open func() (storage.Store, error)) int {
 	lease, _ := time.ParseDuration(os.Getenv(envLease))
 	stepDur, _ := time.ParseDuration(os.Getenv(envStepDur))
 	workers, _ := strconv.Atoi(os.Getenv(envWorkers))
+	limit, _ := strconv.Atoi(os.Getenv(envLimit))
 	store, err := open()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crashtest worker: open store:", err)
@@ -108,15 +144,23 @@ func worker(open func() (storage.Store, error)) int {
 		fmt.Fprintln(os.Stderr, "crashtest worker:", err)
 		return 2
 	}
-	e, err := runtime.New(runtime.Config{
+	cfg := runtime.Config{
 		Store: rec, Workers: workers, LeaseDuration: lease, PollInterval: 20 * time.Millisecond,
 		MaxRecoveries: 1000,
-	})
+	}
+	if os.Getenv(envTicks) == "1" {
+		cfg.Services = []runtime.Service{schedule.Service{Poll: 20 * time.Millisecond}}
+	}
+	e, err := runtime.New(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crashtest worker:", err)
 		return 2
 	}
-	if err := Register(e, dir, stepDur); err != nil {
+	if err := register(e, dir, stepDur, limit); err != nil {
+		fmt.Fprintln(os.Stderr, "crashtest worker:", err)
+		return 2
+	}
+	if err := registerTick(e); err != nil {
 		fmt.Fprintln(os.Stderr, "crashtest worker:", err)
 		return 2
 	}
@@ -229,6 +273,11 @@ type Config struct {
 	// own store (Open) afterwards, and fails the test when the runs all
 	// finished before Disrupt returned.
 	Disrupt func(t *testing.T)
+	// QueueLimit, when set, puts the runs on a queue (Queue) with this
+	// concurrency limit, and checks from the steps' own logs that no more
+	// runs than that ever executed steps at one moment, kills included (a
+	// killed worker's steps end when it is killed).
+	QueueLimit int
 	// Timeout bounds the whole test.
 	Timeout time.Duration
 }
@@ -241,6 +290,9 @@ type Report struct {
 	StaleRejected int // writes of the frozen worker rejected after thawing
 	// CompleteAtKill is how many runs were complete at each kill.
 	CompleteAtKill []int
+	// MaxExecuting is, with QueueLimit, the most runs seen executing steps
+	// at one moment.
+	MaxExecuting int
 	Elapsed        time.Duration
 }
 
@@ -266,7 +318,7 @@ func Run(t *testing.T, cfg Config) Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Register(client, dir, cfg.StepDuration); err != nil {
+	if err := register(client, dir, cfg.StepDuration, cfg.QueueLimit); err != nil {
 		t.Fatal(err)
 	}
 	items := make([]runtime.BatchItem[int], cfg.Runs)
@@ -350,7 +402,7 @@ func Run(t *testing.T, cfg Config) Report {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := Register(finisher, dir, 0); err != nil {
+		if err := register(finisher, dir, 0, cfg.QueueLimit); err != nil {
 			t.Fatal(err)
 		}
 		runCtx, stop := context.WithCancel(ctx)
@@ -384,6 +436,9 @@ func Run(t *testing.T, cfg Config) Report {
 	if cfg.Freeze {
 		rep.StaleRejected = verifyFrozen(t, writes, frozenPid, contAt)
 	}
+	if cfg.QueueLimit > 0 {
+		rep.MaxExecuting = verifySpans(t, dir, procs.killedAt, cfg.QueueLimit)
+	}
 	t.Logf("crash test: %d runs × %d steps, %d processes, %d kills (runs complete at each: %v), %d step executions (%d re-executions), %d stale writes rejected, %v",
 		cfg.Runs, Steps, cfg.Processes, rep.Kills, rep.CompleteAtKill, rep.StepRuns, rep.ReExecutions, rep.StaleRejected, rep.Elapsed.Round(time.Millisecond))
 	return rep
@@ -396,6 +451,10 @@ type processes struct {
 	mu     sync.Mutex
 	live   []*exec.Cmd
 	exited map[*exec.Cmd]chan struct{} // closed when the process has exited
+	// killedAt is when each killed worker (by process ID) was seen dead.
+	killedAt map[int]time.Time
+	// ticks makes the workers serve schedules.
+	ticks bool
 }
 
 func (p *processes) start() {
@@ -407,7 +466,11 @@ func (p *processes) start() {
 		envLease+"="+p.cfg.Lease.String(),
 		envWorkers+"="+strconv.Itoa(p.cfg.Concurrency),
 		envStepDur+"="+p.cfg.StepDuration.String(),
+		envLimit+"="+strconv.Itoa(p.cfg.QueueLimit),
 	)
+	if p.ticks {
+		cmd.Env = append(cmd.Env, envTicks+"=1")
+	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		p.t.Fatal(err)
@@ -451,6 +514,10 @@ func (p *processes) kill(cmd *exec.Cmd) {
 	p.mu.Unlock()
 	<-exited
 	p.mu.Lock()
+	if p.killedAt == nil {
+		p.killedAt = map[int]time.Time{}
+	}
+	p.killedAt[cmd.Process.Pid] = time.Now()
 	for i, c := range p.live {
 		if c == cmd {
 			p.live = append(p.live[:i], p.live[i+1:]...)
