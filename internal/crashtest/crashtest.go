@@ -293,7 +293,7 @@ type Report struct {
 	// MaxExecuting is, with QueueLimit, the most runs seen executing steps
 	// at one moment.
 	MaxExecuting int
-	Elapsed        time.Duration
+	Elapsed      time.Duration
 }
 
 // Run executes a crash test and fails t on any broken invariant, and also
