@@ -87,6 +87,9 @@ func fulfil(ctx context.Context, cfg config) error {
 		return err
 	}
 	defer engine.Close()
+	if err := engine.RegisterQueue(orders.FulfilQueue); err != nil {
+		return err
+	}
 	steps := orders.NewSteps(orders.NewPaymentsClient(srv.URL, srv.Client()))
 	if err := orders.RegisterWorkflows(engine, steps); err != nil {
 		return err
@@ -97,7 +100,9 @@ func fulfil(ctx context.Context, cfg config) error {
 	items := make([]runtime.BatchItem[orders.Order], cfg.orders)
 	for i := range items {
 		id := fmt.Sprintf("order-%04d", i+1)
-		items[i] = runtime.BatchItem[orders.Order]{ID: id, Input: sampleOrder(id, i, cfg.coolOff)}
+		o := sampleOrder(id, i, cfg.coolOff)
+		// Each customer's orders are a partition of the orders queue.
+		items[i] = runtime.BatchItem[orders.Order]{ID: id, Input: o, Partition: o.Customer}
 	}
 	before, _, err := countStatuses(ctx, engine)
 	if err != nil {

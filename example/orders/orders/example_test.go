@@ -22,6 +22,9 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
+	if err := engine.RegisterQueue(orders.FulfilQueue); err != nil {
+		panic(err)
+	}
 	steps := orders.NewSteps(orders.NewPaymentsClient(srv.URL, srv.Client()))
 	if err := orders.RegisterWorkflows(engine, steps); err != nil {
 		panic(err)

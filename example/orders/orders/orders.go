@@ -9,8 +9,11 @@
 //
 // go generate writes stem_gen.go: FulfilContext with the typed steps and
 // their Async forms, StartFulfil, GetFulfil, SendShipmentReady,
-// RegisterWorkflows and the rest. A program needs:
+// RegisterWorkflows and the rest. Fulfil runs on the queue FulfilQueue
+// defines (queue=orders), and its finished runs are kept 30 days
+// (retention=720h). A program needs:
 //
+//	engine.RegisterQueue(orders.FulfilQueue)
 //	steps := orders.NewSteps(orders.NewPaymentsClient(url, httpClient))
 //	orders.RegisterWorkflows(engine, steps)
 //	run, err := orders.StartFulfil(ctx, engine, order)
@@ -147,11 +150,18 @@ type ShipmentReady struct {
 	Tracking string `json:"tracking"`
 }
 
+// FulfilQueue is the queue orders are fulfilled on: at most 24 orders
+// execute at once across every worker sharing the store (the payment
+// provider's limit on concurrent calls), and at most 2 of one customer, so
+// a customer who orders a hundred things at once does not hold up the
+// others. Register it on every engine that starts or works orders.
+var FulfilQueue = runtime.Queue{Name: "orders", Concurrency: 24, PartitionConcurrency: 2}
+
 // Fulfil reserves stock and quotes shipping at once, cools off, waits for
 // the warehouse, packs every line at once, charges the customer, and has
 // the invoice made.
 //
-//stem:workflow name=orders.fulfil version=2 progress=FulfilProgress
+//stem:workflow name=orders.fulfil version=2 progress=FulfilProgress queue=orders retention=720h
 func Fulfil(ctx *FulfilContext, order Order) (Receipt, error) {
 	stage := func(s string, packed int) error {
 		return ctx.SetProgress(FulfilProgress{Stage: s, Packed: packed, Lines: len(order.Items)})

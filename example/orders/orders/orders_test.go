@@ -41,6 +41,9 @@ func setup(t *testing.T, failFirst, loseReplies int) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := e.RegisterQueue(orders.FulfilQueue); err != nil {
+		t.Fatal(err)
+	}
 	steps := orders.NewSteps(orders.NewPaymentsClient(srv.URL, srv.Client()))
 	if err := orders.RegisterWorkflows(e, steps); err != nil {
 		t.Fatal(err)

@@ -475,9 +475,12 @@ func (r *FulfilRun) WaitProgress(ctx context.Context, after FulfilProgress) (Ful
 // RegisterFulfil registers workflow Fulfil with e under its durable name,
 // orders.fulfil, at version 2; the engine records them in the store's catalog
 // with the shapes of its input and output, for tools that start runs without
-// its Go types. It also registers the event types of package orders, so such
-// tools can check an event's payload. Its steps run on steps, which must not
-// be nil.
+// its Go types. Its runs are started on queue orders (queue=) unless the start
+// names another; the engine must have that queue registered. Its finished runs
+// are kept for 720h0m0s after they end (retention=), whatever the engine's
+// default retention. It also registers the event types of package orders, so
+// such tools can check an event's payload. Its steps run on steps, which must
+// not be nil.
 //
 // Fulfil reserves stock and quotes shipping at once, cools off, waits for
 // the warehouse, packs every line at once, charges the customer, and has
@@ -497,7 +500,7 @@ func RegisterFulfil(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	}, runtime.WorkflowVersion(2))
+	}, runtime.WorkflowVersion(2), runtime.WorkflowQueue("orders"), runtime.WorkflowRetention(720*time.Hour))
 }
 
 // StartFulfil starts a run of workflow Fulfil (orders.fulfil) with input in.
