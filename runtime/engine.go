@@ -370,6 +370,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	names := slices.Clone(e.names)
 	e.mu.Unlock()
 	if err := e.checkQueues(ctx, queues); err != nil {
+		if ctx.Err() != nil {
+			err = nil // stopped while starting: not an error, as later
+		}
 		cancel()
 		e.mu.Lock()
 		e.running = false

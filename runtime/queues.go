@@ -178,16 +178,24 @@ func (e *Engine) place(ctx context.Context, r *storage.NewRun, cat *queueCatalog
 			return err
 		}
 		if q, ok = cat.queues[r.Queue]; !ok {
-			return fmt.Errorf("%w: run %s of %s: queue %q is not registered on this engine nor recorded by any engine sharing the store%s", ErrUnknownQueue, r.ID, r.Workflow, r.Queue, hint)
+			return fmt.Errorf("%w: %s: queue %q is not registered on this engine nor recorded by any engine sharing the store%s", ErrUnknownQueue, runOf(r), r.Queue, hint)
 		}
 	}
 	if r.Partition != "" && q.PartitionConcurrency == 0 {
-		return invalidArg("run %s of %s: partition key %q given, but queue %q has no partitions (no PartitionConcurrency)", r.ID, r.Workflow, r.Partition, r.Queue)
+		return invalidArg("%s: partition key %q given, but queue %q has no partitions (no PartitionConcurrency)", runOf(r), r.Partition, r.Queue)
 	}
 	if r.Priority < storage.MinPriority || r.Priority > storage.MaxPriority {
-		return invalidArg("run %s of %s: priority %d, outside %d to %d", r.ID, r.Workflow, r.Priority, storage.MinPriority, storage.MaxPriority)
+		return invalidArg("%s: priority %d, outside %d to %d", runOf(r), r.Priority, storage.MinPriority, storage.MaxPriority)
 	}
 	return nil
+}
+
+// runOf names a run being started, for errors: by ID when it has one.
+func runOf(r *storage.NewRun) string {
+	if r.ID == "" {
+		return "a run of " + r.Workflow
+	}
+	return "run " + r.ID + " of " + r.Workflow
 }
 
 // queueCatalog is the catalog's workflows and queues, read once when a

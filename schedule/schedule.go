@@ -565,7 +565,7 @@ func ParseOverlap(s string) (storage.OverlapPolicy, error) {
 	if p := storage.OverlapPolicy(s); p.Valid() {
 		return p, nil
 	}
-	return "", fmt.Errorf("%w: unknown overlap policy %q%s (want %v)", ErrInvalidSchedule, s, hint(s, overlapNames), overlapNames)
+	return "", fmt.Errorf("%w: unknown overlap policy %q%s (want skip, buffer_one or allow)", ErrInvalidSchedule, s, hint(s, overlapNames))
 }
 
 // ParseCatchUp reads a catch-up policy by name (skip, latest, all).
@@ -576,7 +576,7 @@ func ParseCatchUp(s string) (storage.CatchUpPolicy, error) {
 	if p := storage.CatchUpPolicy(s); p.Valid() {
 		return p, nil
 	}
-	return "", fmt.Errorf("%w: unknown catch-up policy %q%s (want %v)", ErrInvalidSchedule, s, hint(s, catchUpNames), catchUpNames)
+	return "", fmt.Errorf("%w: unknown catch-up policy %q%s (want skip, latest or all)", ErrInvalidSchedule, s, hint(s, catchUpNames))
 }
 
 func hint(s string, names []string) string {
