@@ -178,6 +178,16 @@ func (e *Engine) place(ctx context.Context, r *storage.NewRun, cat *queueCatalog
 			return err
 		}
 		if q, ok = cat.queues[r.Queue]; !ok {
+			if hint == "" {
+				names := []string{DefaultQueue}
+				for n := range cat.queues {
+					names = append(names, n)
+				}
+				slices.Sort(names)
+				if n := storage.Nearest(r.Queue, names); n != "" {
+					hint = fmt.Sprintf("; did you mean %q?", n)
+				}
+			}
 			return fmt.Errorf("%w: %s: queue %q is not registered on this engine nor recorded by any engine sharing the store%s", ErrUnknownQueue, runOf(r), r.Queue, hint)
 		}
 	}
