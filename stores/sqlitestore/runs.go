@@ -97,8 +97,14 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 	if q.ParentID != "" {
 		where += ` AND r.parent_id = ?5`
 	}
-	if q.Queue != "" {
+	switch q.Queue {
+	case "":
+	case storage.DefaultQueue:
 		where += ` AND r.queue = ?6`
+	default:
+		// Stated so that the plan may use runs_queue, which holds the
+		// runs of every queue but the default.
+		where += ` AND r.queue = ?6 AND r.queue <> 'default'`
 	}
 	query := `SELECT ` + runCols + ` FROM ` + runFrom + ` WHERE ` + where + ` ORDER BY r.id LIMIT ?2`
 	var page storage.RunPage

@@ -28,10 +28,10 @@ UPDATE runs SET first_claimed_at = created_at WHERE token > 0;
 DROP INDEX runs_claim;
 CREATE INDEX runs_claim ON runs (queue, priority DESC, claim_rank, claim_at, workflow) WHERE claim_at IS NOT NULL;
 
--- The unfinished runs of each queue by status: a queue's running runs (the
--- places held), a partition's, and QueueStats, all from the index alone.
-CREATE INDEX runs_active ON runs (queue, status, partition_key, ready_at)
-WHERE status IN ('queued', 'running', 'waiting', 'paused');
+-- The places held: a queue's running runs, and a partition's. Only a claim
+-- enters a run here and only its leaving running takes it out, so a run's
+-- creation and its steps pay nothing for it.
+CREATE INDEX runs_active ON runs (queue, partition_key) WHERE status = 'running';
 
 -- A rate-limited queue's starts, one row per start, kept while within the
 -- queue's rate period (a claim deletes older ones before it counts). The
@@ -44,8 +44,11 @@ CREATE TABLE queue_starts (
 ) STRICT;
 CREATE INDEX queue_starts_queue ON queue_starts (queue, at);
 
--- ListRuns filtered by queue, ordered by ID.
-CREATE INDEX runs_queue ON runs (queue, id);
+-- ListRuns filtered by a queue other than the default, ordered by ID. The
+-- default queue's runs, most runs of most stores, are left out, so that
+-- creating them costs nothing more; ListRuns of the default queue walks
+-- the runs in ID order instead, passing over the few of other queues.
+CREATE INDEX runs_queue ON runs (queue, id) WHERE queue <> 'default';
 
 -- Purge: finished runs, oldest end first.
 CREATE INDEX runs_ended ON runs (ended_at, workflow, status) WHERE ended_at IS NOT NULL;
