@@ -34,9 +34,11 @@ import (
 // runs (runs_active), those of each partition met, and its starts within
 // the rate period (runs_started). Recoveries take no new place and are
 // never held back. A full queue's ready runs are not read at all; the
-// statement that reads a limited queue's ready runs leaves out, within the
-// index, the partitions already full and, when the rate window is full,
-// the runs that would start, so passing over them costs no table reads.
+// statement that reads a limited queue's ready runs leaves out the
+// partitions already full and, when the rate window is full, the runs that
+// would start, so they are passed over inside SQLite (one row read each,
+// as partition_key and first_claimed_at are not in runs_claim, to keep its
+// entries, which every step moves, small) rather than handed to Go.
 
 // claimCand is a run a claim may lease: its place in the claim's order and
 // what a queue's limits judge it by.
