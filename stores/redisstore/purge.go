@@ -16,12 +16,12 @@ func init() { allScripts = append(allScripts, purgeScript) }
 // before the time, oldest first, from the finished indexes (fx:<status>,
 // or fx:<status>:<workflow> when workflows are named), which finish
 // (scripts/lib/state.lua) fills and Restart empties, and deletes each
-// with its keys (checkpoints, attempts, executions, every ended
-// execution's, children index, buffered events through the run's topics
-// set) and its index entries. A run of an excepted workflow is passed
-// over, at most a thousand per call. Limit bounds the call, and the
-// script is atomic, so no other call waits on it longer than one batch
-// and no run is deleted twice.
+// with its keys (checkpoints, attempts, executions and every ended
+// execution's, buffered events through the run's topics set) and its
+// index entries. Its children index stays, since its children do. A run
+// of an excepted workflow is passed over, at most a thousand per call.
+// Limit bounds the call, and the script is atomic, so no other call waits
+// on it longer than one batch and no run is deleted twice.
 func (s *Store) Purge(ctx context.Context, req storage.PurgeRequest) (storage.PurgeResult, error) {
 	var res storage.PurgeResult
 	if err := req.Validate(); err != nil {

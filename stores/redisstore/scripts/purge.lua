@@ -42,7 +42,9 @@ local function main()
     end
     if dry then return end
     for n = 1, tonumber(ex or '1') - 1 do redis.call('UNLINK', cxkey(n, id), axkey(n, id)) end
-    redis.call('UNLINK', r, ckey(id), akey(id), xkey(id), chkey(id), evtopics(id))
+    -- its children index stays: the children outlive it, still listed
+    -- by its ID
+    redis.call('UNLINK', r, ckey(id), akey(id), xkey(id), evtopics(id))
     redis.call('ZREM', idx_all(), id)
     redis.call('ZREM', idx_wf(wf), id)
     redis.call('ZREM', idx_st(st), id)
