@@ -91,6 +91,7 @@ func testPurge(f *fixture) {
 	// buffered events.
 	a := f.startAs(storage.NewRun{ID: "done", Workflow: wf, Input: []byte("in")})
 	f.checkpoint(a.Lease, "s@v1", "1")
+	f.clock.Advance(lease + time.Second)
 	f.restart("done", "")
 	a = f.claimOne("worker-a")
 	f.checkpoint(a.Lease, "s@v1", "2")
