@@ -9,8 +9,13 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
-// defaultQueues is what a claim naming no queue takes from.
-var defaultQueues = []storage.Queue{{Name: storage.DefaultQueue}}
+// defaultQueues is what a claim naming no queue takes from, and
+// defaultQueueNames what NextWake then looks at (ClaimQueues and
+// QueueNames, without allocating them for every call).
+var (
+	defaultQueues     = []storage.Queue{{Name: storage.DefaultQueue}}
+	defaultQueueNames = []string{storage.DefaultQueue}
+)
 
 // source is one index a claim takes from, with its queue and the limits
 // the claim gives the queue.
@@ -354,7 +359,11 @@ func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (stor
 			w.Found, earliest = true, at
 		}
 	}
-	for _, name := range req.QueueNames() {
+	names := req.Queues
+	if len(names) == 0 {
+		names = defaultQueueNames
+	}
+	for _, name := range names {
 		q := s.queues[name]
 		if q == nil {
 			continue
