@@ -11,9 +11,10 @@ import (
 )
 
 // PutCatalog implements storage.Store: one script upserts every workflow
-// type into the catalog's workflows hash (cat:w, by name) and every event
-// type into its events hash (cat:e, by topic). Within one call, the last
-// record of a name or topic wins.
+// type into the catalog's workflows hash (cat:w, by name), every event
+// type into its events hash (cat:e, by topic) and every queue into its
+// queues hash (cat:q, by name). Within one call, the last record of a
+// name or topic wins.
 func (s *Store) PutCatalog(ctx context.Context, c storage.Catalog) error {
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("redisstore: %w", err)
@@ -21,14 +22,15 @@ func (s *Store) PutCatalog(ctx context.Context, c storage.Catalog) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	if len(c.Workflows) == 0 && len(c.Events) == 0 {
+	if len(c.Workflows) == 0 && len(c.Events) == 0 && len(c.Queues) == 0 {
 		return nil
 	}
-	args := make([]any, 0, 1+2*(len(c.Workflows)+len(c.Events)))
-	args = append(args, len(c.Workflows))
+	args := make([]any, 0, 2+2*(len(c.Workflows)+len(c.Events)+len(c.Queues)))
+	args = append(args, len(c.Workflows), len(c.Events))
 	for _, w := range c.Workflows {
 		enc, err := encodeCatalogEntry(catalogEntry{
 			Version: w.Version, Input: w.InputSchema, Output: w.OutputSchema,
+			Queue: w.Queue, Retention: w.Retention,
 			Worker: w.Worker, Updated: w.UpdatedAt,
 		})
 		if err != nil {
@@ -43,7 +45,18 @@ func (s *Store) PutCatalog(ctx context.Context, c storage.Catalog) error {
 		}
 		args = append(args, e.Topic, enc)
 	}
-	v, err := s.run(ctx, putCatalogScript, []string{s.keys.catalogWorkflows(), s.keys.catalogEvents()}, args...)
+	for _, q := range c.Queues {
+		enc, err := encodeCatalogEntry(catalogEntry{
+			Concurrency: q.Concurrency, PartitionConcurrency: q.PartitionConcurrency,
+			Rate: q.Rate, RatePeriod: q.RatePeriod, Worker: q.Worker, Updated: q.UpdatedAt,
+		})
+		if err != nil {
+			return err
+		}
+		args = append(args, q.Name, enc)
+	}
+	keys := []string{s.keys.catalogWorkflows(), s.keys.catalogEvents(), s.keys.catalogQueues()}
+	v, err := s.run(ctx, putCatalogScript, keys, args...)
 	if err != nil {
 		return fmt.Errorf("redisstore: put catalog: %w", err)
 	}
@@ -54,23 +67,22 @@ func (s *Store) PutCatalog(ctx context.Context, c storage.Catalog) error {
 // GetCatalog implements storage.Store.
 func (s *Store) GetCatalog(ctx context.Context) (storage.Catalog, error) {
 	var c storage.Catalog
-	v, err := s.run(ctx, getCatalogScript, []string{s.keys.catalogWorkflows(), s.keys.catalogEvents()})
+	keys := []string{s.keys.catalogWorkflows(), s.keys.catalogEvents(), s.keys.catalogQueues()}
+	v, err := s.run(ctx, getCatalogScript, keys)
 	if err != nil {
 		return c, fmt.Errorf("redisstore: get catalog: %w", err)
 	}
 	list, ok := v.([]any)
-	if !ok || len(list) != 2 {
+	if !ok || len(list) != 3 {
 		return c, fmt.Errorf("redisstore: get catalog: unexpected reply")
 	}
-	wfs, err := pairsToMap(list[0])
-	if err != nil {
-		return c, err
+	var hashes [3]map[string]string
+	for i := range hashes {
+		if hashes[i], err = pairsToMap(list[i]); err != nil {
+			return c, err
+		}
 	}
-	evs, err := pairsToMap(list[1])
-	if err != nil {
-		return c, err
-	}
-	for name, enc := range wfs {
+	for name, enc := range hashes[0] {
 		e, err := decodeCatalogEntry(name, enc)
 		if err != nil {
 			return c, err
@@ -78,10 +90,11 @@ func (s *Store) GetCatalog(ctx context.Context) (storage.Catalog, error) {
 		c.Workflows = append(c.Workflows, storage.WorkflowType{
 			Name: name, Version: e.Version,
 			InputSchema: json.RawMessage(e.Input), OutputSchema: json.RawMessage(e.Output),
+			Queue: e.Queue, Retention: e.Retention,
 			Worker: e.Worker, UpdatedAt: e.Updated,
 		})
 	}
-	for topic, enc := range evs {
+	for topic, enc := range hashes[1] {
 		e, err := decodeCatalogEntry(topic, enc)
 		if err != nil {
 			return c, err
@@ -90,7 +103,21 @@ func (s *Store) GetCatalog(ctx context.Context) (storage.Catalog, error) {
 			Topic: topic, PayloadSchema: json.RawMessage(e.Payload), Worker: e.Worker, UpdatedAt: e.Updated,
 		})
 	}
+	for name, enc := range hashes[2] {
+		e, err := decodeCatalogEntry(name, enc)
+		if err != nil {
+			return c, err
+		}
+		c.Queues = append(c.Queues, storage.QueueType{
+			Queue: storage.Queue{
+				Name: name, Concurrency: e.Concurrency, PartitionConcurrency: e.PartitionConcurrency,
+				Rate: e.Rate, RatePeriod: e.RatePeriod,
+			},
+			Worker: e.Worker, UpdatedAt: e.Updated,
+		})
+	}
 	slices.SortFunc(c.Workflows, func(a, b storage.WorkflowType) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortFunc(c.Events, func(a, b storage.EventType) int { return cmp.Compare(a.Topic, b.Topic) })
+	slices.SortFunc(c.Queues, func(a, b storage.QueueType) int { return cmp.Compare(a.Name, b.Name) })
 	return c, nil
 }

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -304,6 +305,13 @@ func decodeRun(m map[string]string) (storage.RunRecord, error) {
 		return r, err
 	}
 	r.Progress = unmark(m["pg"])
+	r.Queue = cmp.Or(m["qu"], storage.DefaultQueue)
+	r.Partition = m["pt"]
+	prio, err := parseInt(m["pr"])
+	if err != nil {
+		return r, err
+	}
+	r.Priority = int(prio)
 	r.Owner = m["own"]
 	if s := m["lu"]; s != "" {
 		if r.LeaseUntil, err = fromMicros(s); err != nil {
@@ -392,16 +400,24 @@ func currentExecution(num, started, ended, st, forked, errJSON, fromKey string) 
 	return e, nil
 }
 
-// catalogEntry is how a WorkflowType or EventType is stored, under its
-// name or topic: the schemas byte for byte (nil stays nil), the time in
-// full.
+// catalogEntry is how a WorkflowType, EventType or QueueType is stored,
+// under its name or topic: the schemas byte for byte (nil stays nil), the
+// time in full; a workflow's queue and retention (nanoseconds, nil for
+// none), a queue's limits.
 type catalogEntry struct {
-	Version int       `json:"v,omitempty"`
-	Input   []byte    `json:"i"`
-	Output  []byte    `json:"o"`
-	Payload []byte    `json:"p"`
-	Worker  string    `json:"w,omitempty"`
-	Updated time.Time `json:"u"`
+	Version   int            `json:"v,omitempty"`
+	Input     []byte         `json:"i"`
+	Output    []byte         `json:"o"`
+	Payload   []byte         `json:"p"`
+	Queue     string         `json:"q,omitempty"`
+	Retention *time.Duration `json:"r,omitempty"`
+	// A queue's limits.
+	Concurrency          int           `json:"c,omitempty"`
+	PartitionConcurrency int           `json:"pc,omitempty"`
+	Rate                 int           `json:"ra,omitempty"`
+	RatePeriod           time.Duration `json:"rp,omitempty"`
+	Worker               string        `json:"w,omitempty"`
+	Updated              time.Time     `json:"u"`
 }
 
 func encodeCatalogEntry(e catalogEntry) (string, error) {

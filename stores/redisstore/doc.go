@@ -12,8 +12,8 @@
 //
 // The code is laid out as every Stem store is: redisstore.go has Options,
 // Open, New and Close; runs.go, lease.go, checkpoint.go, events.go,
-// control.go, executions.go, catalog.go and notify.go the methods of
-// storage.Store by concern;
+// control.go, executions.go, catalog.go, queues.go, schedules.go,
+// purge.go and notify.go the methods of storage.Store by concern;
 // keys.go builds the keys listed below; scripts.go assembles and loads the
 // Lua scripts of scripts/ (one file per script, the parts they share in
 // scripts/lib/); codec.go encodes what the scripts store; timeout.go
@@ -21,7 +21,7 @@
 // storage.Health, which logs a server that stops answering once per
 // episode; policy.go re-checks the eviction
 // policy for Claim; existing.go marks and recognises a prefix that holds a
-// store (Options.OpenExisting).
+// store (Options.OpenExisting) and upgrades an older layout.
 //
 // Readiness and lease expiry are judged on one clock: the server's TIME,
 // read inside the script that decides, or Options.Now when set (tests).
@@ -65,8 +65,10 @@
 //	                execution (number, start, end, where it was forked),
 //	                with its deadline (dl), published progress (pg, marked),
 //	                registered wait (wk, wt, wn, wd, and wa: its further
-//	                cases, key, topic and kind each ended by a NUL byte) and
-//	                the counter of its buffered events (es)
+//	                cases, key, topic and kind each ended by a NUL byte),
+//	                the counter of its buffered events (es), and, each
+//	                absent for the default, its queue (qu), lane (ln),
+//	                partition (pt) and priority (pr)
 //	c:<id>          hash: checkpoint key → encoded checkpoint (with its sequence
 //	                number and execution) of the current execution
 //	a:<id>          list: encoded attempts of the current execution, in the
@@ -84,23 +86,92 @@
 //	e:<n>:<id>:<t>  list: events buffered for run <id> on topic <t> (n = length
 //	                of id), each seq:marked-payload, seq from the run's es
 //	                counter, so a wait with several cases takes the oldest
-//	q:<workflow>    sorted set: runs ready to claim, scored by ReadyAt (µs)
-//	l:<workflow>    sorted set: running runs, scored by lease expiry (µs)
+//	q:<lane><wf>    sorted set: runs of the workflow in a queue at a
+//	                priority that are ready to claim (queued or waiting with
+//	                a ReadyAt), scored by ReadyAt (µs); the lane is "" for
+//	                the default queue at priority 0 (q:<wf>, layout 1's
+//	                key) and <queue>:<priority>: otherwise (no name holds a
+//	                colon)
+//	l:<lane><wf>    sorted set: running runs of the workflow in the lane,
+//	                scored by lease expiry (µs)
+//	lv:<queue>:<wf> sorted set: the priorities other than 0 that the
+//	                workflow's runs in the queue have lanes at (member and
+//	                score the priority); Claim and NextWake read the lanes
+//	                it names besides priority 0's, and Claim forgets a
+//	                priority whose lanes are empty
+//	iq:<queue>, iqs:<status>:<queue>
+//	                sorted sets (all scores 0): the listing indexes of a
+//	                queue other than the default: its runs, and its runs in
+//	                a status; iqs:running:<queue> holds the queue's places.
+//	                The default queue has none, so that its runs cost
+//	                nothing more than in layout 1: its counts are all runs'
+//	                (is:<status>) less every other queue's (qn)
+//	qn              set: the queues other than the default that runs were
+//	                created on
+//	qf:<queue>      sorted set: the queue's runs that were queued before
+//	                their ReadyAt (a delayed start, a restart fenced by a
+//	                live lease), scored by it, while they stay queued (the
+//	                run hash's qf flag marks them): QueueStats counts those
+//	                not yet due as scheduled, the other queued as ready
+//	pr:<queue>:<p>  set: the running runs of the queue's partition p, whose
+//	                size PartitionConcurrency bounds
+//	qs:<queue>      sorted set: the queue's starts (a run's first claim
+//	                since its creation or restart, the run hash's sd flag),
+//	                run ID:token scored by the time (µs), pruned to the
+//	                rate window by each claim that names the queue's rate
+//	fx:<status>, fx:<status>:<wf>
+//	                sorted sets: the finished runs of a status (and
+//	                workflow), scored by EndedAt (µs), which Purge reads
+//	                oldest first; Restart takes a run out
+//	et:<id>         set: the topics the run has had events buffered on, so
+//	                that Purge finds their lists
 //	w:<topic>       set: runs with a case of their wait on the topic
 //	ia, iw:<wf>, is:<status>, iws:<status>:<wf>
 //	                sorted sets (all scores 0): the listing indexes, read in
 //	                lexicographic order
-//	cat:w, cat:e    hashes: the catalog, workflow name → encoded
-//	                WorkflowType and topic → encoded EventType
+//	cat:w, cat:e, cat:q
+//	                hashes: the catalog, workflow name → encoded
+//	                WorkflowType (with its queue and retention), topic →
+//	                encoded EventType and queue name → encoded QueueType
+//	s:<id>          hash: a schedule: its revision (rev), creation and
+//	                update times (ca, ua) and the rest as JSON (j)
+//	sc              sorted set: the unpaused schedules by CheckAt (µs),
+//	                then ID, which ListSchedules reads with DueBy
+//	si              sorted set (all scores 0): every schedule's ID, read in
+//	                lexicographic order
 //	op:<random>     string, expires after a minute: the reply of one
 //	                SendEvent, Emit or Restart call, so that a repeated call
 //	                is answered without delivering twice or beginning another
 //	                execution
-//	v               string: the version of this key layout (1), which marks
+//	v               string: the version of this key layout (2), which marks
 //	                the prefix as a Stem store (see Options.OpenExisting)
 //	wake            pub/sub channel: runs may be ready (see Notifications)
 //	probe           string: the counter ProbeCommits increments, deleted
 //	                before it returns
+//
+// # Queues
+//
+// Claim takes runs level by level, highest priority first: at each
+// level the expired leases of every named queue and workflow, then the
+// ready runs, each oldest first, reading each lane's sets in rounds of as
+// many as it still needs. Limits are judged for ready runs only (a
+// recovery keeps its place): a queue's running index against
+// Concurrency, a partition's running set against PartitionConcurrency,
+// the starts in the queue's rate window against Rate; a run that does
+// not fit is passed over, at most a thousand per claim. A claim of queues
+// without limits reads no count, so the default queue's claim costs one
+// read of its levels set per workflow more than in layout 1, and nothing
+// more per run.
+//
+// # Layout versions
+//
+// Layout 2 keeps every key of layout 1: its runs are the default queue's
+// at priority 0. A worker's Open of a layout-1 store upgrades it in place
+// in one script, which adds what layout 2 keeps besides (finished
+// indexes, early-queued set, started flags, event topics; see
+// scripts/upgrade.lua); workers of the older code must be stopped first.
+// OpenExisting, which writes nothing, refuses a layout-1 store with
+// storage.ErrNotStore.
 //
 // With Redis Cluster every script must find its keys in one slot, so the
 // prefix must contain a hash tag, such as "{stem}:"; New refuses a cluster

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"strconv"
 
 	"github.com/stemflow/stem/storage"
@@ -68,13 +69,102 @@ func (k keyspace) events(id, topic string) string {
 	return k.prefix + "e:" + strconv.Itoa(len(id)) + ":" + id + ":" + topic
 }
 
-// ready is the workflow's sorted set of runs ready to claim, scored by
-// ReadyAt in microseconds (q:<workflow>).
+// ready is the workflow's sorted set of runs ready to claim in the
+// default queue at priority 0, scored by ReadyAt in microseconds
+// (q:<workflow>, the key of layout 1).
 func (k keyspace) ready(wf string) string { return k.prefix + "q:" + wf }
 
-// leases is the workflow's sorted set of running runs, scored by lease
-// expiry in microseconds (l:<workflow>).
+// leases is the workflow's sorted set of running runs in the default
+// queue at priority 0, scored by lease expiry in microseconds
+// (l:<workflow>).
 func (k keyspace) leases(wf string) string { return k.prefix + "l:" + wf }
+
+// lane names a queue and priority in the keys of its ready and lease
+// sets: "" for the default queue at priority 0, else
+// <queue>:<priority>: (no queue or workflow name holds a colon).
+func lane(queue string, priority int) string {
+	if (queue == "" || queue == storage.DefaultQueue) && priority == 0 {
+		return ""
+	}
+	return cmp.Or(queue, storage.DefaultQueue) + ":" + strconv.Itoa(priority) + ":"
+}
+
+// laneReady is the ready set of the workflow's runs in the queue at the
+// priority (q:<lane><workflow>).
+func (k keyspace) laneReady(wf, queue string, priority int) string {
+	return k.prefix + "q:" + lane(queue, priority) + wf
+}
+
+// laneLeases is the lease set of the workflow's runs in the queue at the
+// priority (l:<lane><workflow>).
+func (k keyspace) laneLeases(wf, queue string, priority int) string {
+	return k.prefix + "l:" + lane(queue, priority) + wf
+}
+
+// levels is the sorted set of the priorities other than 0 that the
+// workflow's runs in the queue have in its ready and lease sets (lv:<queue>:<workflow>),
+// member and score the priority.
+func (k keyspace) levels(queue, wf string) string { return k.prefix + "lv:" + queue + ":" + wf }
+
+// queuedEarly is the queue's sorted set of runs queued before their
+// ReadyAt, scored by it (qf:<queue>): QueueStats counts those not yet due
+// as scheduled.
+func (k keyspace) queuedEarly(queue string) string { return k.prefix + "qf:" + queue }
+
+// partition is the set of the running runs of a queue's partition
+// (pr:<queue>:<partition>).
+func (k keyspace) partition(queue, partition string) string {
+	return k.prefix + "pr:" + queue + ":" + partition
+}
+
+// starts is the queue's sorted set of the starts within its rate window,
+// run ID:token scored by the time (qs:<queue>).
+func (k keyspace) starts(queue string) string { return k.prefix + "qs:" + queue }
+
+// queueNames is the set of the queues other than the default that runs
+// were created on (qn).
+func (k keyspace) queueNames() string { return k.prefix + "qn" }
+
+// indexQueue is the listing index of a queue's runs (iq:<queue>); the
+// default queue has none (see indexQueueStatus).
+func (k keyspace) indexQueue(queue string) string { return k.prefix + "iq:" + queue }
+
+// indexQueueStatus is the listing index of a queue's runs in the status
+// (iqs:<status>:<queue>); its running index counts the queue's places.
+// The default queue has none: its runs are all runs less the other
+// queues'.
+func (k keyspace) indexQueueStatus(st storage.RunStatus, queue string) string {
+	return k.prefix + "iqs:" + string(st) + ":" + queue
+}
+
+// finished is the sorted set of the runs that finished in the status,
+// scored by EndedAt in microseconds (fx:<status>), which Purge reads.
+func (k keyspace) finished(st storage.RunStatus) string { return k.prefix + "fx:" + string(st) }
+
+// finishedWorkflow is finished for the workflow's runs
+// (fx:<status>:<workflow>).
+func (k keyspace) finishedWorkflow(st storage.RunStatus, wf string) string {
+	return k.prefix + "fx:" + string(st) + ":" + wf
+}
+
+// eventTopics is the set of the topics the run has had events buffered
+// on (et:<id>), so that Purge finds their lists.
+func (k keyspace) eventTopics(id string) string { return k.prefix + "et:" + id }
+
+// schedule is a schedule's hash (s:<id>).
+func (k keyspace) schedule(id string) string { return k.prefix + "s:" + id }
+
+// schedulesDue is the sorted set of the unpaused schedules, scored by
+// CheckAt in microseconds (sc).
+func (k keyspace) schedulesDue() string { return k.prefix + "sc" }
+
+// scheduleIDs is the sorted set of every schedule's ID, all scores 0, read
+// in lexicographic order (si).
+func (k keyspace) scheduleIDs() string { return k.prefix + "si" }
+
+// catalogQueues is the catalog's hash of queue name → encoded
+// storage.QueueType (cat:q).
+func (k keyspace) catalogQueues() string { return k.prefix + "cat:q" }
 
 // waiting is the topic's set of runs waiting on it (w:<topic>): those
 // with a case of their wait on the topic, so that Emit finds them whichever
@@ -98,21 +188,27 @@ func (k keyspace) indexWorkflowStatus(st storage.RunStatus, wf string) string {
 	return k.prefix + "iws:" + string(st) + ":" + wf
 }
 
-// index is the listing index that serves the query's filters. A parent
-// filter reads the parent's children index, which the list script filters
-// by workflow and status itself.
-func (k keyspace) index(q storage.ListRunsQuery) string {
+// listing is the listing index that serves a query and the filters the
+// list script still applies to what it reads there (workflow, status and
+// queue, "" for none). A parent filter reads the parent's children index,
+// a queue other than the default its own indexes; the default queue has
+// none, so its filter is applied to the index of the other filters.
+func (k keyspace) listing(q storage.ListRunsQuery) (index, wf, st, queue string) {
 	switch {
 	case q.ParentID != "":
-		return k.children(q.ParentID)
+		return k.children(q.ParentID), q.Workflow, string(q.Status), q.Queue
+	case q.Queue != "" && q.Queue != storage.DefaultQueue && q.Status != "":
+		return k.indexQueueStatus(q.Status, q.Queue), q.Workflow, "", ""
+	case q.Queue != "" && q.Queue != storage.DefaultQueue:
+		return k.indexQueue(q.Queue), q.Workflow, "", ""
 	case q.Workflow != "" && q.Status != "":
-		return k.indexWorkflowStatus(q.Status, q.Workflow)
+		return k.indexWorkflowStatus(q.Status, q.Workflow), "", "", q.Queue
 	case q.Workflow != "":
-		return k.indexWorkflow(q.Workflow)
+		return k.indexWorkflow(q.Workflow), "", "", q.Queue
 	case q.Status != "":
-		return k.indexStatus(q.Status)
+		return k.indexStatus(q.Status), "", "", q.Queue
 	default:
-		return k.indexAll()
+		return k.indexAll(), "", "", q.Queue
 	}
 }
 

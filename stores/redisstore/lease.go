@@ -10,9 +10,12 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
-// Claim implements storage.Store. One script reads the ready and lease sets
-// of the requested workflows, orders the candidates by ReadyAt (lease
-// expiry for recoveries) and leases up to Limit of them.
+// Claim implements storage.Store. One script reads the ready and lease
+// sets of the requested workflows in the requested queues, level by
+// level from the highest priority, recoveries first within a level and
+// then ready runs, each oldest first, and leases up to Limit of them,
+// passing over the ready runs whose queue, partition or rate window is
+// full (see claim.lua).
 func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.ClaimedRun, error) {
 	if err := req.Validate(); err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)
@@ -26,12 +29,16 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 	wfs := slices.Clone(req.Workflows)
 	slices.Sort(wfs)
 	wfs = slices.Compact(wfs)
+	qs := req.ClaimQueues()
 	keys := make([]string, 0, 2*len(wfs))
-	args := make([]any, 0, 3+len(wfs))
-	args = append(args, req.Owner, req.Limit, durMicros(req.LeaseFor))
+	args := make([]any, 0, 4+len(wfs)+5*len(qs))
+	args = append(args, req.Owner, req.Limit, durMicros(req.LeaseFor), len(wfs))
 	for _, wf := range wfs {
-		keys = append(keys, s.keys.ready(wf), s.keys.leases(wf))
+		keys = append(keys, s.keys.laneReady(wf, qs[0].Name, 0), s.keys.laneLeases(wf, qs[0].Name, 0))
 		args = append(args, wf)
+	}
+	for _, q := range qs {
+		args = append(args, q.Name, q.Concurrency, q.PartitionConcurrency, q.Rate, durMicros(q.RatePeriod))
 	}
 	v, err := s.run(ctx, claimScript, keys, args...)
 	if err != nil {
@@ -53,7 +60,8 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 }
 
 // NextWake reads the lowest score of the named workflows' ready and lease
-// sets, measured from the server's TIME.
+// sets in the named queues, at every priority level, measured from the
+// server's TIME.
 func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (storage.NextWake, error) {
 	if err := req.Validate(); err != nil {
 		return storage.NextWake{}, fmt.Errorf("redisstore: %w", err)
@@ -64,11 +72,18 @@ func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (stor
 	if len(req.Workflows) == 0 {
 		return storage.NextWake{}, nil
 	}
+	qs := req.QueueNames()
 	keys := make([]string, 0, 2*len(req.Workflows))
+	args := make([]any, 0, 1+len(req.Workflows)+len(qs))
+	args = append(args, len(req.Workflows))
 	for _, wf := range req.Workflows {
-		keys = append(keys, s.keys.ready(wf), s.keys.leases(wf))
+		keys = append(keys, s.keys.laneReady(wf, qs[0], 0), s.keys.laneLeases(wf, qs[0], 0))
+		args = append(args, wf)
 	}
-	v, err := s.run(ctx, nextWakeScript, keys)
+	for _, q := range qs {
+		args = append(args, q)
+	}
+	v, err := s.run(ctx, nextWakeScript, keys, args...)
 	if err != nil {
 		return storage.NextWake{}, fmt.Errorf("redisstore: next wake: %w", err)
 	}

@@ -46,7 +46,9 @@ type Options struct {
 	// prefix holds no Stem store or one of a version this code does not
 	// know. A prefix holds a store when its version key (v) is set, which
 	// a worker's Open and New do, or, for a store from before version
-	// keys, when it has the all-runs index or a catalog. Opened so, a
+	// keys, when it has the all-runs index or a catalog. A store of an
+	// older key layout is refused too, saying so: a worker's Open (without
+	// OpenExisting) upgrades it in place. Opened so, a
 	// store does not refuse an evicting maxmemory-policy (it logs a
 	// warning), since reading loses nothing; Claim still refuses.
 	OpenExisting bool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/stemflow/stem/storage"
 )
@@ -23,10 +24,10 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 	out := make([]storage.CreateResult, 0, len(runs))
 	for chunk := range slices.Chunk(runs, createBatch) {
 		keys := make([]string, len(chunk))
-		args := make([]any, 0, 7*len(chunk))
+		args := make([]any, 0, newRunFields*len(chunk))
 		for i, r := range chunk {
 			keys[i] = s.keys.run(r.ID)
-			args = append(args, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), mark(r.Input), microsPtr(r.StartAt), microsPtr(r.Deadline))
+			args = appendNewRun(args, r)
 		}
 		v, err := s.run(ctx, createScript, keys, args...)
 		if err != nil {
@@ -36,22 +37,47 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 		if !ok || len(list) != len(chunk) {
 			return nil, fmt.Errorf("redisstore: create: unexpected reply")
 		}
-		for _, item := range list {
-			pair, ok := item.([]any)
-			if !ok || len(pair) != 2 {
-				return nil, fmt.Errorf("redisstore: create: unexpected reply")
-			}
-			m, err := pairsToMap(pair[1])
-			if err != nil {
-				return nil, err
-			}
-			rec, err := decodeRun(m)
-			if err != nil {
-				return nil, err
-			}
-			created, _ := pair[0].(int64)
-			out = append(out, storage.CreateResult{Created: created == 1, Run: rec})
+		if out, err = appendCreated(out, list); err != nil {
+			return nil, err
 		}
+	}
+	return out, nil
+}
+
+// newRunFields is how many script arguments describe a new run; see
+// create_run in scripts/lib/runs.lua.
+const newRunFields = 10
+
+// appendNewRun appends the script arguments of a new run: ID, workflow,
+// parent, parent policy, marked input, start time and deadline (µs, ""
+// for none), queue, partition and priority ("" for the defaults).
+func appendNewRun(args []any, r storage.NewRun) []any {
+	prio := ""
+	if r.Priority != 0 {
+		prio = strconv.Itoa(r.Priority)
+	}
+	return append(args, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), mark(r.Input),
+		microsPtr(r.StartAt), microsPtr(r.Deadline), r.Queue, r.Partition, prio)
+}
+
+// appendCreated appends the results create_run replied, {created,
+// HGETALL of the run hash} each.
+func appendCreated(out []storage.CreateResult, list []any) ([]storage.CreateResult, error) {
+	for _, item := range list {
+		pair, ok := item.([]any)
+		if !ok || len(pair) != 2 {
+			return nil, fmt.Errorf("redisstore: create: unexpected reply")
+		}
+		m, err := pairsToMap(pair[1])
+		if err != nil {
+			return nil, err
+		}
+		rec, err := decodeRun(m)
+		if err != nil {
+			return nil, err
+		}
+		created, _ := pair[0].(int64)
+		out = append(out, storage.CreateResult{Created: created == 1, Run: rec})
 	}
 	return out, nil
 }
@@ -74,7 +100,10 @@ func (s *Store) GetRun(ctx context.Context, id string) (storage.RunRecord, error
 // ListRuns implements storage.Store. It reads the lexicographic index that
 // matches the filter, so a page costs its size, never a scan; with a
 // parent filter, the parent's children index, which the script filters by
-// workflow and status (a scan of that parent's children only).
+// workflow, status and queue (a scan of that parent's children only). A
+// queue's own indexes serve a queue filter, with the workflow filter
+// applied by the script; the default queue has none, so a filter on it is
+// applied to the index of the others (see keyspace.listing).
 func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.RunPage, error) {
 	if err := q.Validate(); err != nil {
 		return storage.RunPage{}, fmt.Errorf("redisstore: %w", err)
@@ -87,11 +116,8 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 	if q.After != "" {
 		start = "(" + q.After
 	}
-	var wf, st string
-	if q.ParentID != "" {
-		wf, st = q.Workflow, string(q.Status)
-	}
-	v, err := s.run(ctx, listScript, []string{s.keys.index(q)}, start, limit+1, wf, st)
+	index, wf, st, queue := s.keys.listing(q)
+	v, err := s.run(ctx, listScript, []string{index}, start, limit+1, wf, st, queue)
 	if err != nil {
 		return storage.RunPage{}, fmt.Errorf("redisstore: list: %w", err)
 	}

@@ -106,7 +106,7 @@ type luaHelper struct {
 // helpers in definition order: each may call only those before it. A script
 // gets only the helpers it uses, because Redis runs a script's whole text on
 // every call and each local function costs a closure allocation.
-var helpers = loadHelpers("util", "keys", "state", "events")
+var helpers = loadHelpers("util", "keys", "state", "events", "runs")
 
 // scriptNames names each script, for the store's health log.
 var scriptNames = map[*redis.Script]string{}

@@ -115,25 +115,44 @@ func TestScriptKeys(t *testing.T) {
 	k := s.keys
 	const id, topic, wf = "rün:1", "to:pic", "w:f"
 	want := map[string]string{
-		"rkey('" + id + "')":                   k.run(id),
-		"ckey('" + id + "')":                   k.checkpoints(id),
-		"evkey('" + id + "', '" + topic + "')": k.events(id, topic),
-		"readyq('" + wf + "')":                 k.ready(wf),
-		"leaseq('" + wf + "')":                 k.leases(wf),
-		"waitset('" + topic + "')":             k.waiting(topic),
-		"idx_all()":                            k.indexAll(),
-		"idx_wf('" + wf + "')":                 k.indexWorkflow(wf),
-		"idx_st('queued')":                     k.indexStatus("queued"),
-		"idx_wf_st('queued', '" + wf + "')":    k.indexWorkflowStatus("queued", wf),
-		"opkey('op')":                          k.op("op"),
-		"xkey('" + id + "')":                   k.executions(id),
-		"cxkey(12, '" + id + "')":              k.pastCheckpoints(12, id),
-		"axkey(12, '" + id + "')":              k.pastAttempts(12, id),
-		"chkey('" + id + "')":                  k.children(id),
-		"cat_wf()":                             k.catalogWorkflows(),
-		"cat_ev()":                             k.catalogEvents(),
-		"wake_channel()":                       k.wake(),
-		"ended_channel()":                      k.ended(),
+		"rkey('" + id + "')":                          k.run(id),
+		"ckey('" + id + "')":                          k.checkpoints(id),
+		"evkey('" + id + "', '" + topic + "')":        k.events(id, topic),
+		"readyq('" + wf + "')":                        k.ready(wf),
+		"leaseq('" + wf + "')":                        k.leases(wf),
+		"waitset('" + topic + "')":                    k.waiting(topic),
+		"idx_all()":                                   k.indexAll(),
+		"idx_wf('" + wf + "')":                        k.indexWorkflow(wf),
+		"idx_st('queued')":                            k.indexStatus("queued"),
+		"idx_wf_st('queued', '" + wf + "')":           k.indexWorkflowStatus("queued", wf),
+		"opkey('op')":                                 k.op("op"),
+		"xkey('" + id + "')":                          k.executions(id),
+		"cxkey(12, '" + id + "')":                     k.pastCheckpoints(12, id),
+		"axkey(12, '" + id + "')":                     k.pastAttempts(12, id),
+		"chkey('" + id + "')":                         k.children(id),
+		"cat_wf()":                                    k.catalogWorkflows(),
+		"cat_ev()":                                    k.catalogEvents(),
+		"wake_channel()":                              k.wake(),
+		"akey('" + id + "')":                          k.attempts(id),
+		"cat_q()":                                     k.catalogQueues(),
+		"evtopics('" + id + "')":                      k.eventTopics(id),
+		"readyq('" + wf + "', lane('q', '3'))":        k.laneReady(wf, "q", 3),
+		"leaseq('" + wf + "', lane('default', '-2'))": k.laneLeases(wf, "default", -2),
+		"readyq('" + wf + "', lane('q', '0'))":        k.laneReady(wf, "q", 0),
+		"leaseq('" + wf + "', lane(nil, nil))":        k.laneLeases(wf, "", 0),
+		"levelset('q', '" + wf + "')":                 k.levels("q", wf),
+		"queuedq('q')":                                k.queuedEarly("q"),
+		"partset('q', 'p:1')":                         k.partition("q", "p:1"),
+		"queue_names()":                               k.queueNames(),
+		"startsq('q')":                                k.starts("q"),
+		"idx_q('q')":                                  k.indexQueue("q"),
+		"idx_q_st('queued', 'q')":                     k.indexQueueStatus("queued", "q"),
+		"fin_st('complete')":                          k.finished("complete"),
+		"fin_wf_st('complete', '" + wf + "')":         k.finishedWorkflow("complete", wf),
+		"schedkey('s1')":                              k.schedule("s1"),
+		"sched_due()":                                 k.schedulesDue(),
+		"sched_ids()":                                 k.scheduleIDs(),
+		"ended_channel()":                             k.ended(),
 	}
 	var calls []string
 	for call := range want {
@@ -168,7 +187,7 @@ func TestScriptKeys(t *testing.T) {
 // noeviction still runs them, and no other script is.
 func TestReadOnlyScripts(t *testing.T) {
 	t.Parallel()
-	reads := map[*redis.Script]bool{listScript: true, stepsScript: true, executionsScript: true, getCatalogScript: true, nextWakeScript: true}
+	reads := map[*redis.Script]bool{listScript: true, stepsScript: true, executionsScript: true, getCatalogScript: true, nextWakeScript: true, queueStatsScript: true, schedListScript: true}
 	for _, sc := range allScripts {
 		text := redis.NewScript(assemble(readLua(scriptNames[sc] + ".lua")))
 		if text.Hash() != sc.Hash() {

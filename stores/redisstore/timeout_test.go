@@ -114,8 +114,10 @@ func prefixKeys(t *testing.T, c *redis.Client, prefix string) []string {
 // TestOpenExisting: with OpenExisting, a prefix that holds no store is
 // refused with storage.ErrNotStore, naming the server and the prefix, and
 // gets no key; a worker's Open marks its prefix as a store, which then
-// opens; a prefix holding runs from before version keys is a store too; a
-// store of an unknown version is refused either way.
+// opens; a prefix holding runs from before version keys is a store of
+// layout 1, which OpenExisting refuses, saying how to upgrade it, and a
+// worker's Open upgrades; a store of an unknown version is refused either
+// way.
 func TestOpenExisting(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -151,14 +153,20 @@ func TestOpenExisting(t *testing.T) {
 	if err := c.ZAdd(ctx, legacy+"ia", redis.Z{Member: "r1"}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := open(legacy, true); err != nil {
-		t.Fatalf("OpenExisting of a store from before version keys: %v", err)
+	if err := open(legacy, true); !errors.Is(err, storage.ErrNotStore) || !strings.Contains(err.Error(), "without OpenExisting") {
+		t.Fatalf("OpenExisting of a store from before version keys: %v, want ErrNotStore saying how to upgrade it", err)
 	}
 	if keys := prefixKeys(t, c, legacy); len(keys) != 1 {
 		t.Fatalf("OpenExisting wrote to a store: %v", keys)
 	}
+	if err := open(legacy, false); err != nil {
+		t.Fatalf("a worker's Open of a store from before version keys: %v", err)
+	}
+	if err := open(legacy, true); err != nil {
+		t.Fatalf("OpenExisting of a store a worker upgraded: %v", err)
+	}
 
-	if err := c.Set(ctx, prefix+"v", "2", 0).Err(); err != nil {
+	if err := c.Set(ctx, prefix+"v", "3", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	for _, existing := range []bool{true, false} {

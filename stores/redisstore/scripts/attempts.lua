@@ -8,7 +8,7 @@
 -- heartbeat records ("" for none), ARGV[8...]: encoded attempts.
 -- Reply: {OK} | {LEASELOST}.
 local function main()
-  local bad, st, wf = fence()
+  local bad, st, ru = fence(ARGV[5])
   if bad then return bad end
   local r = KEYS[1]
   if ARGV[6] == 'a' then
@@ -21,6 +21,6 @@ local function main()
   elseif ARGV[7] ~= '' then
     redis.call('HSET', r, 'act', ARGV[7])
   end
-  extend(r, ARGV[5], wf, tonumber(ARGV[4]))
+  extend(r, ru, tonumber(ARGV[4]))
   return {'OK'}
 end

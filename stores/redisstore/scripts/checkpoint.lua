@@ -12,12 +12,12 @@
 -- Reply: {OK} | {PAUSED} | {PAUSEREQ} | {EXISTS, encoding of the stored
 -- checkpoint} | {LEASELOST}.
 local function main()
-  local bad, st, wf, wk, preq, ex = fence()
+  local bad, st, ru, wk, preq, ex = fence(ARGV[5])
   if bad then return bad end
   local r, c, a, id, lf, key = KEYS[1], KEYS[2], KEYS[3], ARGV[5], tonumber(ARGV[4]), ARGV[6]
   local old = redis.call('HGET', c, key)
   local lu = f(NOW + lf)
-  redis.call('ZADD', leaseq(wf), lu, id)
+  redis.call('ZADD', leaseq(ru.wf, ru.ln), lu, id)
   redis.call('HDEL', r, 'act')
   if ARGV[11] ~= '' then redis.call('HSET', r, 'pg', ARGV[11]) end
   if old then
@@ -36,8 +36,8 @@ local function main()
   if preq then
     redis.call('HDEL', r, 'preq')
     redis.call('HSET', r, 'ready', NOWS)
-    release(r, id, wf)
-    set_status(r, id, wf, st, 'paused')
+    release(r, ru)
+    set_status(r, ru, st, 'paused')
     return {'PAUSED'}
   end
   return {'OK'}

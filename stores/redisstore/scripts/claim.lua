@@ -1,47 +1,184 @@
--- claim leases ready runs and runs whose lease expired (Claim).
--- KEYS: the ready set and the lease set of each workflow, in ARGV's order.
+-- claim leases ready runs and runs whose lease expired (Claim), from the
+-- named queues, enforcing their limits.
+-- KEYS: the ready set and the lease set of each workflow in the first
+-- named queue at priority 0 (so that a cluster routes the script; the
+-- script builds every key itself).
 -- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3]: owner, ARGV[4]: limit,
--- ARGV[5]: lease length (µs), ARGV[6...]: the workflows.
+-- ARGV[5]: lease length (µs), ARGV[6]: the number n of workflows,
+-- ARGV[7 .. 6+n]: the workflows, then per queue its name, concurrency,
+-- partition concurrency, rate and rate period (µs), 0 for no limit.
 -- Reply: per claimed run {id, token, HMGET of its claim fields: wf, pa, in,
 -- rec, ss, wk, wt, wn, wd, wa, dl, lu}.
+--
+-- The runs are taken level by level, highest priority first (level 0, the
+-- lanes of the keys of layout 1, and the levels sets' others); within a
+-- level, the expired leases of every named queue and workflow first, then
+-- the ready runs, each oldest first. A queue's limits are judged only for
+-- ready runs: a recovery holds the place it had. A queue without limits
+-- costs nothing per run beyond the claim itself.
 local function main()
   local owner, limit, lf = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+  local nwf = tonumber(ARGV[6])
   local wfs = {}
-  for i = 6, #ARGV do wfs[#wfs + 1] = ARGV[i] end
-  local cands = {}
-  for _, wf in ipairs(wfs) do
-    local q = redis.call('ZRANGEBYSCORE', readyq(wf), '-inf', NOWS, 'WITHSCORES', 'LIMIT', 0, limit)
-    for j = 1, #q, 2 do cands[#cands + 1] = {q[j], tonumber(q[j + 1]), wf, false} end
-    local l = redis.call('ZRANGEBYSCORE', leaseq(wf), '-inf', NOWS, 'WITHSCORES', 'LIMIT', 0, limit)
-    for j = 1, #l, 2 do cands[#cands + 1] = {l[j], tonumber(l[j + 1]), wf, true} end
+  for i = 7, 6 + nwf do wfs[#wfs + 1] = ARGV[i] end
+  local queues = {}
+  for i = 7 + nwf, #ARGV, 5 do
+    local q = {name = ARGV[i], conc = tonumber(ARGV[i + 1]), pconc = tonumber(ARGV[i + 2]),
+      rate = tonumber(ARGV[i + 3]), period = tonumber(ARGV[i + 4])}
+    if q.conc > 0 then q.running = queue_count(q.name, 'running') end
+    if q.pconc > 0 then q.parts = {} end
+    if q.rate > 0 then
+      redis.call('ZREMRANGEBYSCORE', startsq(q.name), '-inf', f(NOW - q.period))
+      q.started = redis.call('ZCARD', startsq(q.name))
+    end
+    queues[#queues + 1] = q
   end
-  table.sort(cands, function(a, b)
-    if a[2] ~= b[2] then return a[2] < b[2] end
-    return a[1] < b[1]
-  end)
+  -- the levels: priority -> the {queue, workflow} pairs that have it
+  local pairs0 = {}
+  local byprio, prios = {[0] = pairs0}, {0}
+  for _, q in ipairs(queues) do
+    for _, wf in ipairs(wfs) do
+      pairs0[#pairs0 + 1] = {q, wf}
+      for _, p in ipairs(redis.call('ZRANGE', levelset(q.name, wf), 0, -1)) do
+        local n = tonumber(p)
+        if not byprio[n] then
+          byprio[n] = {}
+          prios[#prios + 1] = n
+        end
+        local l = byprio[n]
+        l[#l + 1] = {q, wf}
+      end
+    end
+  end
+  if #prios > 1 then table.sort(prios, function(a, b) return a > b end) end
+
   local lu = f(NOW + lf)
   local out = {}
-  for i = 1, #cands do
-    if #out >= limit then break end
-    local id, wf, expired = cands[i][1], cands[i][3], cands[i][4]
+  -- a claim looks at no more than this many runs that it passes over
+  -- (a full partition's backlog), so that it stays short
+  local budget = 1000
+
+  -- try leases run id from set s (recovery: its lease set): 'taken',
+  -- 'gone' (not claimable after all: an index entry out of step with the
+  -- run, dropped) or 'passed' (its queue, partition or rate window full).
+  local function try(id, s, recovery)
     local r = rkey(id)
-    local st, rec = unpack(redis.call('HMGET', r, 'st', 'rec'))
-    local ok
-    if expired then ok = (st == 'running') else ok = (st == 'queued' or st == 'waiting') end
-    if ok then
-      rec = tonumber(rec or '0')
-      if expired then rec = rec + 1 end
-      local tok = redis.call('HINCRBY', r, 'tok', 1)
-      redis.call('HSET', r, 'st', 'running', 'own', owner, 'lu', lu, 'rec', f(rec), 'ua', NOWS)
-      redis.call('HDEL', r, 'ready', 'act')
-      if not expired then redis.call('ZREM', readyq(wf), id) end
-      redis.call('ZADD', leaseq(wf), lu, id)
-      index_status(id, wf, st, 'running')
-      out[#out + 1] = {id, tok, redis.call('HMGET', r, 'wf', 'pa', 'in', 'rec', 'ss', 'wk', 'wt', 'wn', 'wd', 'wa', 'dl', 'lu')}
+    local q = s.q
+    local st, rec, pt, sd, pr, qf = unpack(redis.call('HMGET', r, 'st', 'rec', 'pt', 'sd', 'pr', 'qf'))
+    if recovery then
+      if st ~= 'running' then
+        redis.call('ZREM', s.key, id)
+        return 'gone'
+      end
     else
-      -- not claimable after all: an index entry out of step with the run
-      redis.call('ZREM', readyq(wf), id)
-      if st ~= 'running' then redis.call('ZREM', leaseq(wf), id) end
+      if st ~= 'queued' and st ~= 'waiting' then
+        redis.call('ZREM', s.key, id)
+        if st ~= 'running' then redis.call('ZREM', leaseq(s.wf, s.ln), id) end
+        return 'gone'
+      end
+      if q.conc > 0 and q.running >= q.conc then
+        q.full = true
+        return 'passed'
+      end
+      if q.pconc > 0 and pt then
+        local n = q.parts[pt]
+        if not n then
+          n = redis.call('SCARD', partset(q.name, pt))
+          q.parts[pt] = n
+        end
+        if n >= q.pconc then return 'passed' end
+      end
+      if q.rate > 0 and not sd and q.started >= q.rate then return 'passed' end
+    end
+    rec = tonumber(rec or '0')
+    if recovery then rec = rec + 1 end
+    local tok = redis.call('HINCRBY', r, 'tok', 1)
+    redis.call('HSET', r, 'st', 'running', 'own', owner, 'lu', lu, 'rec', f(rec), 'ua', NOWS, 'sd', '1')
+    if recovery then
+      redis.call('HDEL', r, 'ready', 'act')
+    else
+      redis.call('HDEL', r, 'ready', 'act', 'qf')
+      redis.call('ZREM', s.key, id)
+      if qf then redis.call('ZREM', queuedq(q.name), id) end
+      index_status(run_of(id, s.wf, q.name, s.ln, pt, pr), st, 'running')
+      if q.conc > 0 then q.running = q.running + 1 end
+      if q.pconc > 0 and pt then q.parts[pt] = q.parts[pt] + 1 end
+      if q.rate > 0 and not sd then
+        redis.call('ZADD', startsq(q.name), NOWS, id .. ':' .. tok)
+        q.started = q.started + 1
+      end
+    end
+    redis.call('ZADD', leaseq(s.wf, s.ln), lu, id)
+    out[#out + 1] = {id, tok, redis.call('HMGET', r, 'wf', 'pa', 'in', 'rec', 'ss', 'wk', 'wt', 'wn', 'wd', 'wa', 'dl', 'lu')}
+    return 'taken'
+  end
+
+  -- take leases from the sets, due entries oldest first across them, in
+  -- rounds: a round reads as many of each set as the claim still needs
+  -- (more after the first, when runs were passed over) and goes on past
+  -- those it passed over or dropped.
+  local function take(sets, recovery)
+    local offs, live = {}, {}
+    for i = 1, #sets do offs[i], live[i] = 0, true end
+    local first = true
+    while #out < limit and budget > 0 do
+      local need = limit - #out
+      if not first then need = math.max(need, 100) end
+      first = false
+      local cands = {}
+      for i, s in ipairs(sets) do
+        if live[i] and (recovery or not s.q.full) then
+          local got = redis.call('ZRANGEBYSCORE', s.key, '-inf', NOWS, 'WITHSCORES', 'LIMIT', offs[i], need)
+          local n = #got / 2
+          if n > 0 then s.seen = true end
+          if n < need then live[i] = false end
+          offs[i] = offs[i] + n
+          for j = 1, #got, 2 do cands[#cands + 1] = {got[j], tonumber(got[j + 1]), i} end
+        else
+          live[i] = false
+        end
+      end
+      if #cands == 0 then return end
+      if #cands > 1 then
+        table.sort(cands, function(a, b)
+          if a[2] ~= b[2] then return a[2] < b[2] end
+          return a[1] < b[1]
+        end)
+      end
+      for _, c in ipairs(cands) do
+        if #out >= limit then return end
+        local i = c[3]
+        local s = sets[i]
+        if recovery or not s.q.full then
+          if try(c[1], s, recovery) == 'passed' then
+            budget = budget - 1
+          else
+            offs[i] = offs[i] - 1
+          end
+        end
+      end
+    end
+  end
+
+  for _, p in ipairs(prios) do
+    if #out >= limit then break end
+    local leases, ready = {}, {}
+    for _, qw in ipairs(byprio[p]) do
+      local q, wf = qw[1], qw[2]
+      local ln = lane(q.name, f(p))
+      leases[#leases + 1] = {key = leaseq(wf, ln), q = q, wf = wf, ln = ln}
+      ready[#ready + 1] = {key = readyq(wf, ln), q = q, wf = wf, ln = ln}
+    end
+    take(leases, true)
+    take(ready, false)
+    if p ~= 0 then
+      -- a level none of whose lanes holds a run any more is forgotten
+      for i, qw in ipairs(byprio[p]) do
+        if not leases[i].seen and not ready[i].seen and
+          redis.call('EXISTS', leases[i].key, ready[i].key) == 0 then
+          redis.call('ZREM', levelset(qw[1].name, qw[2]), f(p))
+        end
+      end
     end
   end
   return out

@@ -9,7 +9,7 @@
 -- Reply: {OK, notified} where notified is 1 delivered, 0 buffered, -1
 -- target not found, -2 target finished (nothing sent) | {LEASELOST}.
 local function main()
-  local bad, st, wf = fence()
+  local bad, st, ru = fence(ARGV[5])
   if bad then return bad end
   local r, id = KEYS[1], ARGV[5]
   local nid = ARGV[9]
@@ -20,7 +20,7 @@ local function main()
   end
   redis.call('HSET', r, 'out', ARGV[7], 'err', ARGV[8])
   if ARGV[12] ~= '' then redis.call('HSET', r, 'pg', ARGV[12]) end
-  finish(r, id, wf, st, ARGV[6])
+  finish(r, ru, st, ARGV[6])
   if nid ~= '' and nres == 0 then nres = send(nid, ARGV[10], ARGV[11]) end
   return {'OK', nres}
 end

@@ -17,8 +17,8 @@
 -- heartbeat.lua.
 local function main()
   local r, c, a, x, id = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[4]
-  local st, tok, wf, lu, preq, ex, sa, ca, xf, xk = unpack(redis.call('HMGET', r,
-    'st', 'tok', 'wf', 'lu', 'preq', 'ex', 'sa', 'ca', 'xf', 'xk'))
+  local st, tok, wf, lu, preq, ex, sa, ca, xf, xk, qu, ln, pt, pr, qf = unpack(redis.call('HMGET', r,
+    'st', 'tok', 'wf', 'lu', 'preq', 'ex', 'sa', 'ca', 'xf', 'xk', 'qu', 'ln', 'pt', 'pr', 'qf'))
   if st ~= 'running' or tok ~= ARGV[3] then
     return {'LEASELOST', st or '', tok or '', lu or '', NOWS}
   end
@@ -31,15 +31,16 @@ local function main()
   if redis.call('EXISTS', a) == 1 then redis.call('RENAME', a, axkey(ex, id)) end
   clear_wait(r, id)
   redis.call('HDEL', r, 'ss', 'out', 'err', 'preq', 'act', 'ea', 'pend', 'xf', 'xk')
-  release(r, id, wf)
+  local ru = run_of(id, wf, qu, ln, pt, pr, qf)
+  release(r, ru)
   redis.call('HSET', r, 'in', ARGV[5], 'rec', '0', 'ready', NOWS, 'ex', f(ex + 1), 'sa', NOWS, 'ua', NOWS)
   if ARGV[6] ~= '' then redis.call('HSET', r, 'pg', ARGV[6]) end
   if preq then
-    set_status(r, id, wf, st, 'paused')
+    set_status(r, ru, st, 'paused')
     return {'OK'}
   end
-  redis.call('ZADD', readyq(wf), NOWS, id)
-  set_status(r, id, wf, st, 'queued')
+  ready_add(ru, NOWS)
+  set_status(r, ru, st, 'queued', NOWS)
   WOKE = true
   return {'OK'}
 end

@@ -9,13 +9,13 @@
 -- (storage.LeaseLost), "" for what the run lacks.
 local function main()
   local r = KEYS[1]
-  local st, tok, wf, lu, preq = unpack(redis.call('HMGET', r, 'st', 'tok', 'wf', 'lu', 'preq'))
+  local st, tok, wf, lu, preq, ln = unpack(redis.call('HMGET', r, 'st', 'tok', 'wf', 'lu', 'preq', 'ln'))
   if st ~= 'running' or tok ~= ARGV[3] then
     return {'LEASELOST', st or '', tok or '', lu or '', NOWS}
   end
   if ARGV[6] ~= '' then redis.call('HSET', r, 'act', ARGV[6]) end
   if ARGV[7] ~= '' then redis.call('HSET', r, 'pg', ARGV[7]) end
-  extend(r, ARGV[5], wf, tonumber(ARGV[4]))
+  extend(r, {id = ARGV[5], wf = wf, ln = ln or ''}, tonumber(ARGV[4]))
   if preq then return {'OK', '1'} end
   return {'OK', ''}
 end

@@ -10,15 +10,16 @@
 -- release is not ready by now.
 local function main()
   local r, id = KEYS[1], ARGV[4]
-  local st, tok, wf, lu = unpack(redis.call('HMGET', r, 'st', 'tok', 'wf', 'lu'))
+  local st, tok, wf, lu, qu, ln, pt, pr, qf = unpack(redis.call('HMGET', r, 'st', 'tok', 'wf', 'lu', 'qu', 'ln', 'pt', 'pr', 'qf'))
   local fenced = (st == 'queued' or st == 'waiting' or st == 'paused') and tok == ARGV[3] and lu and tonumber(lu) > NOW
   if not fenced or tonumber(ARGV[5]) > NOW then
     return {'LEASELOST', st or '', tok or '', lu or '', NOWS}
   end
   redis.call('HSET', r, 'lu', NOWS, 'ready', NOWS, 'ua', NOWS)
   if st == 'paused' then return {'OK'} end
-  redis.call('ZADD', readyq(wf), NOWS, id)
-  set_status(r, id, wf, st, 'queued')
+  local ru = run_of(id, wf, qu, ln, pt, pr, qf)
+  ready_add(ru, NOWS)
+  set_status(r, ru, st, 'queued', NOWS)
   WOKE = true
   return {'OK'}
 end

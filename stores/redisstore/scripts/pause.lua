@@ -4,7 +4,7 @@
 -- Reply: {OK} | {NOTFOUND} | {INVALID}.
 local function main()
   local r, id = KEYS[1], ARGV[3]
-  local st, wf = unpack(redis.call('HMGET', r, 'st', 'wf'))
+  local st, wf, qu, ln, pt, pr, qf = unpack(redis.call('HMGET', r, 'st', 'wf', 'qu', 'ln', 'pt', 'pr', 'qf'))
   if not st then return {'NOTFOUND'} end
   if finished(st) then return {'INVALID'} end
   if st == 'paused' then return {'OK'} end
@@ -13,7 +13,8 @@ local function main()
     redis.call('HSET', r, 'preq', '1', 'ua', NOWS)
     return {'OK'}
   end
-  redis.call('ZREM', readyq(wf), id)
-  set_status(r, id, wf, st, 'paused')
+  local ru = run_of(id, wf, qu, ln, pt, pr, qf)
+  redis.call('ZREM', readyq(wf, ru.ln), id)
+  set_status(r, ru, st, 'paused')
   return {'OK'}
 end

@@ -15,8 +15,8 @@ local function main()
   local prev = once_get(ARGV[5])
   if prev then return prev end
   local r, c, a, x, id, from = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[3], ARGV[4]
-  local st, wf, ex, sa, ca, ea, err, xf, xk, lu = unpack(redis.call('HMGET', r,
-    'st', 'wf', 'ex', 'sa', 'ca', 'ea', 'err', 'xf', 'xk', 'lu'))
+  local st, wf, ex, sa, ca, ea, err, xf, xk, lu, qu, ln, pt, pr, qf = unpack(redis.call('HMGET', r,
+    'st', 'wf', 'ex', 'sa', 'ca', 'ea', 'err', 'xf', 'xk', 'lu', 'qu', 'ln', 'pt', 'pr', 'qf'))
   if not st then return {'NOTFOUND'} end
   ex = tonumber(ex or '1')
   local keep = {}
@@ -45,21 +45,28 @@ local function main()
       nex .. '\n' .. f(ex) .. '\n' .. k[6])
   end
   clear_wait(r, id)
-  redis.call('HDEL', r, 'ss', 'out', 'err', 'preq', 'act', 'ea', 'pend', 'xf', 'xk', 'pg')
+  -- sd goes too: the new execution's first claim is a start, which a
+  -- queue's rate counts
+  redis.call('HDEL', r, 'ss', 'out', 'err', 'preq', 'act', 'ea', 'pend', 'xf', 'xk', 'pg', 'sd')
+  if finished(st) then
+    redis.call('ZREM', fin_st(st), id)
+    redis.call('ZREM', fin_wf_st(st, wf), id)
+  end
+  local ru = run_of(id, wf, qu, ln, pt, pr, qf)
   -- A lease that has not expired (a running run's, or one a restart
   -- fenced already) is kept, to be judged, and fences the new execution:
   -- ready at its expiry unless its holder lets go first (letgo.lua).
   local ready = NOWS
   if lu and tonumber(lu) > NOW then
     ready = lu
-    redis.call('ZREM', leaseq(wf), id)
+    redis.call('ZREM', leaseq(wf, ru.ln), id)
   else
-    release(r, id, wf)
+    release(r, ru)
   end
   redis.call('HSET', r, 'rec', '0', 'ready', ready, 'ex', nex, 'sa', NOWS)
   if from ~= '' then redis.call('HSET', r, 'xf', f(ex), 'xk', from) end
-  redis.call('ZADD', readyq(wf), ready, id)
-  set_status(r, id, wf, st, 'queued')
+  ready_add(ru, ready)
+  set_status(r, ru, st, 'queued', ready)
   redis.call('HSET', r, 'ua', NOWS)
   if ready == NOWS then WOKE = true end
   return once_put(ARGV[5], {'OK'})

@@ -4,7 +4,7 @@
 -- Reply: {OK} | {NOTFOUND} | {INVALID}.
 local function main()
   local r, id = KEYS[1], ARGV[3]
-  local st, wf, ready, preq = unpack(redis.call('HMGET', r, 'st', 'wf', 'ready', 'preq'))
+  local st, wf, ready, preq, qu, ln, pt, pr, qf = unpack(redis.call('HMGET', r, 'st', 'wf', 'ready', 'preq', 'qu', 'ln', 'pt', 'pr', 'qf'))
   if not st then return {'NOTFOUND'} end
   if st == 'running' and preq then
     redis.call('HDEL', r, 'preq')
@@ -12,12 +12,13 @@ local function main()
     return {'OK'}
   end
   if st ~= 'paused' then return {'INVALID'} end
+  local ru = run_of(id, wf, qu, ln, pt, pr, qf)
   if ready and tonumber(ready) <= NOW then
-    set_status(r, id, wf, st, 'queued')
+    set_status(r, ru, st, 'queued', ready)
     WOKE = true
   else
-    set_status(r, id, wf, st, 'waiting')
+    set_status(r, ru, st, 'waiting')
   end
-  if ready then redis.call('ZADD', readyq(wf), ready, id) end
+  if ready then ready_add(ru, ready) end
   return {'OK'}
 end

@@ -16,7 +16,7 @@
 -- key} | {LEASELOST} | {INVALID} when the refused key has no event
 -- checkpoint.
 local function main()
-  local bad, st, wf, wk, preq, ex = fence()
+  local bad, st, ru, wk, preq, ex = fence(ARGV[5])
   if bad then return bad end
   local r, c, lf, id = KEYS[1], KEYS[2], tonumber(ARGV[4]), ARGV[5]
   if ARGV[18] == '1' then
@@ -70,7 +70,7 @@ local function main()
       end
     end
     if have then
-      if lf > 0 then extend(r, id, wf, lf) end
+      if lf > 0 then extend(r, ru, lf) end
       return {'DELIVERED', have, hkey}
     end
     clear_wait(r, id)
@@ -79,21 +79,21 @@ local function main()
     if ARGV[22] ~= '' then redis.call('HSET', r, 'wa', ARGV[22]) end
     for _, cs in ipairs(cases) do redis.call('SADD', waitset(cs[2]), id) end
   end
-  release(r, id, wf)
+  release(r, ru)
   if ARGV[17] == '' then redis.call('HDEL', r, 'ss') else redis.call('HSET', r, 'ss', ARGV[17]) end
   local ready = ARGV[16]
   if ready == '' then redis.call('HDEL', r, 'ready') else redis.call('HSET', r, 'ready', ready) end
   if preq then
     redis.call('HDEL', r, 'preq')
-    set_status(r, id, wf, st, 'paused')
+    set_status(r, ru, st, 'paused')
     return {'PAUSED'}
   end
   if ready ~= '' and tonumber(ready) <= NOW then
-    set_status(r, id, wf, st, 'queued')
+    set_status(r, ru, st, 'queued', ready)
     WOKE = true
   else
-    set_status(r, id, wf, st, 'waiting')
+    set_status(r, ru, st, 'waiting')
   end
-  if ready ~= '' then redis.call('ZADD', readyq(wf), ready, id) end
+  if ready ~= '' then ready_add(ru, ready) end
   return {'PARKED'}
 end

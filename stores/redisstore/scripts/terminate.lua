@@ -12,12 +12,12 @@
 -- first} | {NOTFOUND} | {INVALID}.
 local function main()
   local r, id = KEYS[1], ARGV[3]
-  local st, wf = unpack(redis.call('HMGET', r, 'st', 'wf'))
+  local st, wf, qu, ln, pt, pr, qf = unpack(redis.call('HMGET', r, 'st', 'wf', 'qu', 'ln', 'pt', 'pr', 'qf'))
   if not st then return {'NOTFOUND'} end
   if finished(st) then return {'INVALID'} end
   redis.call('HSET', r, 'err', ARGV[4])
   redis.call('HDEL', r, 'out')
-  finish(r, id, wf, st, 'terminated')
+  finish(r, run_of(id, wf, qu, ln, pt, pr, qf), st, 'terminated')
   local ids = {id}
   if ARGV[8] ~= '' then
     local queue, seen, i = {id}, {[id] = true}, 1
@@ -28,12 +28,12 @@ local function main()
         if not seen[k] then
           seen[k] = true
           local kr = rkey(k)
-          local kst, kwf, kpp = unpack(redis.call('HMGET', kr, 'st', 'wf', 'pp'))
+          local kst, kwf, kpp, kqu, kln, kpt, kpr, kqf = unpack(redis.call('HMGET', kr, 'st', 'wf', 'pp', 'qu', 'ln', 'pt', 'pr', 'qf'))
           if kst and (not kpp or kpp == '') then
             if not finished(kst) then
               redis.call('HSET', kr, 'err', ARGV[8])
               redis.call('HDEL', kr, 'out')
-              finish(kr, k, kwf, kst, 'terminated')
+              finish(kr, run_of(k, kwf, kqu, kln, kpt, kpr, kqf), kst, 'terminated')
               ids[#ids + 1] = k
             end
             queue[#queue + 1] = k

@@ -8,15 +8,18 @@
 -- is queued (a paused one stays paused, ready now).
 local function deliver(id, key, kind, payload)
   local r = rkey(id)
-  local st, wf, ready, ex = unpack(redis.call('HMGET', r, 'st', 'wf', 'ready', 'ex'))
+  local st, wf, ready, ex, qu, ln, pt, pr, qf = unpack(redis.call('HMGET', r,
+    'st', 'wf', 'ready', 'ex', 'qu', 'ln', 'pt', 'pr', 'qf'))
   write_cp(r, ckey(id), key, kind, '', payload, ex or '1')
   clear_wait(r, id)
   if st == 'waiting' or st == 'queued' then
-    set_status(r, id, wf, st, 'queued')
+    local ru = run_of(id, wf, qu, ln, pt, pr, qf)
     if not ready or tonumber(ready) > NOW then
+      ready = NOWS
       redis.call('HSET', r, 'ready', NOWS)
-      redis.call('ZADD', readyq(wf), NOWS, id)
+      ready_add(ru, NOWS)
     end
+    set_status(r, ru, st, 'queued', ready)
     WOKE = true
   elseif st == 'paused' then
     redis.call('HSET', r, 'ready', NOWS)
@@ -36,6 +39,8 @@ local function send(id, topic, payload)
   end
   local n = redis.call('HINCRBY', r, 'es', 1)
   redis.call('RPUSH', evkey(id, topic), f(n) .. ':' .. payload)
+  -- the run's topics with buffered events, so Purge finds their lists
+  redis.call('SADD', evtopics(id), topic)
   return 0
 end
 

@@ -6,20 +6,35 @@
 
 local function rkey(id) return P .. 'r:' .. id end
 local function ckey(id) return P .. 'c:' .. id end
+local function akey(id) return P .. 'a:' .. id end
 local function xkey(id) return P .. 'x:' .. id end
 local function cxkey(n, id) return P .. 'cx:' .. n .. ':' .. id end
 local function axkey(n, id) return P .. 'ax:' .. n .. ':' .. id end
 local function chkey(id) return P .. 'ch:' .. id end
 local function cat_wf() return P .. 'cat:w' end
 local function cat_ev() return P .. 'cat:e' end
+local function cat_q() return P .. 'cat:q' end
 local function evkey(id, topic) return P .. 'e:' .. #id .. ':' .. id .. ':' .. topic end
-local function readyq(wf) return P .. 'q:' .. wf end
-local function leaseq(wf) return P .. 'l:' .. wf end
+local function evtopics(id) return P .. 'et:' .. id end
+local function readyq(wf, ln) return P .. 'q:' .. (ln or '') .. wf end
+local function leaseq(wf, ln) return P .. 'l:' .. (ln or '') .. wf end
+local function levelset(qu, wf) return P .. 'lv:' .. qu .. ':' .. wf end
+local function queuedq(qu) return P .. 'qf:' .. qu end
+local function partset(qu, pt) return P .. 'pr:' .. qu .. ':' .. pt end
+local function queue_names() return P .. 'qn' end
+local function startsq(qu) return P .. 'qs:' .. qu end
 local function waitset(topic) return P .. 'w:' .. topic end
 local function idx_all() return P .. 'ia' end
 local function idx_wf(wf) return P .. 'iw:' .. wf end
 local function idx_st(st) return P .. 'is:' .. st end
 local function idx_wf_st(st, wf) return P .. 'iws:' .. st .. ':' .. wf end
+local function idx_q(qu) return P .. 'iq:' .. qu end
+local function idx_q_st(st, qu) return P .. 'iqs:' .. st .. ':' .. qu end
+local function fin_st(st) return P .. 'fx:' .. st end
+local function fin_wf_st(st, wf) return P .. 'fx:' .. st .. ':' .. wf end
+local function schedkey(id) return P .. 's:' .. id end
+local function sched_due() return P .. 'sc' end
+local function sched_ids() return P .. 'si' end
 local function opkey(op) return P .. 'op:' .. op end
 local function wake_channel() return P .. 'wake' end
 local function ended_channel() return P .. 'ended' end

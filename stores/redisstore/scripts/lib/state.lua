@@ -2,21 +2,68 @@
 -- KEYS: only fence reads KEYS[1], the run hash of a fenced script.
 -- ARGV: only fence reads ARGV[3], the lease token of a fenced script.
 
--- index_status moves run id between the listing indexes of its status; the
--- caller writes the status field itself.
-local function index_status(id, wf, old, new)
+-- run_of describes a run for the helpers that keep its indexes: its ID,
+-- workflow, and the run hash's qu (queue, absent for the default queue),
+-- ln (lane, see lane), pt (partition), pr (priority, absent for 0) and qf
+-- (set while the run is in its queue's set of runs queued before they
+-- were due) fields, as the caller read them with the others it needs.
+local function run_of(id, wf, qu, ln, pt, pr, qf)
+  return {id = id, wf = wf, qu = qu or 'default', ln = ln or '', pt = pt, pr = pr, qf = qf}
+end
+
+-- run_info reads what run_of needs of run id's hash r.
+local function run_info(r, id)
+  local wf, qu, ln, pt, pr, qf = unpack(redis.call('HMGET', r, 'wf', 'qu', 'ln', 'pt', 'pr', 'qf'))
+  return run_of(id, wf, qu, ln, pt, pr, qf)
+end
+
+-- index_status moves run ru between the listing indexes of its status
+-- (all runs', its workflow's, and its queue's unless that is the default
+-- queue, whose counts are the rest) and keeps the partitions' places: a
+-- running run of a partition is in the partition's running set (a
+-- queue's running index counts the queue's places). The caller writes
+-- the status field itself.
+local function index_status(ru, old, new)
   if old == new then return end
+  local id, wf, qu = ru.id, ru.wf, ru.qu
+  local own = qu ~= 'default'
   if old then
     redis.call('ZREM', idx_st(old), id)
     redis.call('ZREM', idx_wf_st(old, wf), id)
+    if own then redis.call('ZREM', idx_q_st(old, qu), id) end
+    if old == 'running' and ru.pt then redis.call('SREM', partset(qu, ru.pt), id) end
   end
   redis.call('ZADD', idx_st(new), 0, id)
   redis.call('ZADD', idx_wf_st(new, wf), 0, id)
+  if own then redis.call('ZADD', idx_q_st(new, qu), 0, id) end
+  if new == 'running' and ru.pt then redis.call('SADD', partset(qu, ru.pt), id) end
 end
 
-local function set_status(r, id, wf, old, new)
-  index_status(id, wf, old, new)
+-- set_status changes run ru's status from old to new. A run queued
+-- before it is due (ReadyAt ready, µs, after now) goes to its queue's set
+-- of such runs (qf:<queue>, flagged qf in the run hash), by which
+-- QueueStats tells the scheduled from the ready; any other change takes
+-- it out.
+local function set_status(r, ru, old, new, ready)
+  index_status(ru, old, new)
+  if new == 'queued' and tonumber(ready) > NOW then
+    redis.call('ZADD', queuedq(ru.qu), ready, ru.id)
+    redis.call('HSET', r, 'st', new, 'ua', NOWS, 'qf', '1')
+    return
+  end
+  if ru.qf then
+    redis.call('ZREM', queuedq(ru.qu), ru.id)
+    redis.call('HDEL', r, 'qf')
+  end
   redis.call('HSET', r, 'st', new, 'ua', NOWS)
+end
+
+-- ready_add puts run ru in its lane's ready set, scored by ReadyAt
+-- (ready, µs), and a priority other than 0 in the levels set of the
+-- run's queue and workflow, which Claim and NextWake read.
+local function ready_add(ru, ready)
+  redis.call('ZADD', readyq(ru.wf, ru.ln), ready, ru.id)
+  if ru.pr then redis.call('ZADD', levelset(ru.qu, ru.wf), ru.pr, ru.pr) end
 end
 
 -- clear_wait drops the run's registered event wait, if any, with all its
@@ -87,42 +134,59 @@ local function cp_split(b)
   return string.match(b, '^([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n(.*)$')
 end
 
--- extend renews the lease of a running run to now+lf.
-local function extend(r, id, wf, lf)
+-- extend renews the lease of running run ru to now+lf.
+local function extend(r, ru, lf)
   local lu = f(NOW + lf)
   redis.call('HSET', r, 'lu', lu, 'ua', NOWS)
-  redis.call('ZADD', leaseq(wf), lu, id)
+  redis.call('ZADD', leaseq(ru.wf, ru.ln), lu, ru.id)
 end
 
 -- release ends the run's lease: it leaves the lease set, and LeaseUntil
 -- (kept with Owner and Token to describe the last lease) becomes now if it
 -- was later.
-local function release(r, id, wf)
-  redis.call('ZREM', leaseq(wf), id)
+local function release(r, ru)
+  redis.call('ZREM', leaseq(ru.wf, ru.ln), ru.id)
   local lu = redis.call('HGET', r, 'lu')
   if lu and tonumber(lu) > NOW then redis.call('HSET', r, 'lu', NOWS) end
 end
 
 -- fence checks a fenced script's lease: KEYS[1] is the run hash, ARGV[3]
--- the token. It returns an error reply, or nil and the run's fields (ex,
--- the current execution, as a string). An unknown run has no lease to
--- hold: LEASELOST, as for any holder whose run went away.
-local function fence()
-  local st, tok, wf, wk, preq, ex = unpack(redis.call('HMGET', KEYS[1], 'st', 'tok', 'wf', 'wk', 'preq', 'ex'))
+-- the token, id the run's ID. It returns an error reply, or nil and the
+-- run's status, the run (run_of), its wait key, pause request and ex (the
+-- current execution, as a string). An unknown run has no lease to hold:
+-- LEASELOST, as for any holder whose run went away.
+local function fence(id)
+  local st, tok, wf, wk, preq, ex, qu, ln, pt, pr, qf = unpack(redis.call('HMGET', KEYS[1],
+    'st', 'tok', 'wf', 'wk', 'preq', 'ex', 'qu', 'ln', 'pt', 'pr', 'qf'))
   if not st or st ~= 'running' or tok ~= ARGV[3] then return {'LEASELOST'} end
-  return nil, st, wf, wk, preq, ex or '1'
+  return nil, st, run_of(id, wf, qu, ln, pt, pr, qf), wk, preq, ex or '1'
 end
 
 -- finish clears what a finished run no longer has: lease, wait, schedule,
--- suspend state, pause request and active step; and ends its execution
--- now.
-local function finish(r, id, wf, st, new)
+-- suspend state, pause request and active step; ends its execution now;
+-- and files it by its end in the finished indexes Purge reads.
+local function finish(r, ru, st, new)
+  local id = ru.id
   clear_wait(r, id)
   redis.call('HDEL', r, 'ss', 'ready', 'preq', 'act')
-  release(r, id, wf)
-  redis.call('ZREM', readyq(wf), id)
-  set_status(r, id, wf, st, new)
+  release(r, ru)
+  redis.call('ZREM', readyq(ru.wf, ru.ln), id)
+  set_status(r, ru, st, new)
   redis.call('HSET', r, 'ea', NOWS)
+  redis.call('ZADD', fin_st(new), NOWS, id)
+  redis.call('ZADD', fin_wf_st(new, ru.wf), NOWS, id)
   -- tells waiters in every process that the run ended (Finished)
   redis.call('PUBLISH', ended_channel(), id)
+end
+
+-- queue_count counts the runs of queue qu in status st: its own index's,
+-- or for the default queue, which has none, all runs' less every other
+-- queue's (the queues runs were ever created on, qn).
+local function queue_count(qu, st)
+  if qu ~= 'default' then return redis.call('ZCARD', idx_q_st(st, qu)) end
+  local n = redis.call('ZCARD', idx_st(st))
+  for _, o in ipairs(redis.call('SMEMBERS', queue_names())) do
+    n = n - redis.call('ZCARD', idx_q_st(st, o))
+  end
+  return n
 end

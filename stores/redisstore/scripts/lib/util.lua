@@ -38,3 +38,11 @@ local function ev_split(e)
   if not n then return 0, e end
   return tonumber(n), p
 end
+
+-- lane is the part of a ready or lease set's key that names the queue
+-- and priority: "" for the default queue at priority 0 (the keys of
+-- layout 1), else queue:priority: (no name holds a colon).
+local function lane(qu, pr)
+  if (not qu or qu == 'default') and (not pr or pr == 0 or pr == '0') then return '' end
+  return (qu or 'default') .. ':' .. (pr or '0') .. ':'
+end

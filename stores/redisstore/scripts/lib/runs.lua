@@ -1,0 +1,40 @@
+-- Shared helpers: creating runs, for CreateRuns and WriteSchedule.
+-- KEYS and ARGV: none read; the callers pass each run's fields.
+
+-- create_run creates run hash r from the ten entries of a after a[b]
+-- unless it exists, and replies as create.lua does for it. The entries: id, workflow, parent id, parent policy, marked input, start time
+-- (µs, '' for now: a run whose start time is ahead waits queued until
+-- then), deadline (µs, '' for none), queue ('' for the default queue),
+-- partition ('' for none) and priority ('' for 0).
+local function create_run(r, a, b)
+  local id, wf, parent, policy, input = a[b + 1], a[b + 2], a[b + 3], a[b + 4], a[b + 5]
+  if redis.call('EXISTS', r) == 1 then return {0, redis.call('HGETALL', r)} end
+  local ready = NOWS
+  if a[b + 6] ~= '' and tonumber(a[b + 6]) > NOW then ready = a[b + 6] end
+  local qu, pt, pr = a[b + 8], a[b + 9], a[b + 10]
+  if qu == '' or qu == 'default' then qu = nil end
+  if pt == '' then pt = nil end
+  if pr == '' or pr == '0' then pr = nil end
+  local ln = lane(qu, pr)
+  redis.call('HSET', r, 'id', id, 'wf', wf, 'pa', parent, 'in', input,
+    'ready', ready, 'tok', '0', 'rec', '0', 'seq', '0', 'ca', NOWS,
+    'ex', '1', 'sa', NOWS)
+  if policy ~= '' then redis.call('HSET', r, 'pp', policy) end
+  if a[b + 7] ~= '' then redis.call('HSET', r, 'dl', a[b + 7]) end
+  if qu then redis.call('HSET', r, 'qu', qu) end
+  if ln ~= '' then redis.call('HSET', r, 'ln', ln) end
+  if pt then redis.call('HSET', r, 'pt', pt) end
+  if pr then redis.call('HSET', r, 'pr', pr) end
+  if parent ~= '' then redis.call('ZADD', chkey(parent), 0, id) end
+  local ru = run_of(id, wf, qu, ln, pt, pr)
+  redis.call('ZADD', idx_all(), 0, id)
+  redis.call('ZADD', idx_wf(wf), 0, id)
+  if qu then
+    redis.call('ZADD', idx_q(qu), 0, id)
+    redis.call('SADD', queue_names(), qu)
+  end
+  set_status(r, ru, nil, 'queued', ready)
+  ready_add(ru, ready)
+  WOKE = true -- a delayed run too: engines learn of its wake time
+  return {1, redis.call('HGETALL', r)}
+end

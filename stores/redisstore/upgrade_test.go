@@ -1,0 +1,129 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stemflow/stem/storage"
+)
+
+// TestUpgradeLayout1: a store of key layout 1 (here made by removing from a
+// store what layout 2 adds, and setting the version key to 1) is refused
+// by OpenExisting and upgraded in place by a worker's New: its finished
+// runs can be purged with their buffered events, a delayed start counts as
+// scheduled, a run claimed before is not started again by a rate, and the
+// prefix is marked with version 2.
+func TestUpgradeLayout1(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := newClock()
+	s, c := newTestStore(t, clock)
+	p := s.keys.prefix
+	const wf = "wf"
+	later := clock.Now().Add(time.Hour)
+	if _, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "done", Workflow: wf}, {ID: "late", Workflow: wf, StartAt: &later}}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{wf}, Limit: 1, LeaseFor: time.Minute})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("Claim = %v, %v", claimed, err)
+	}
+	if _, err := s.SendEvent(ctx, storage.Event{RunID: "done", Topic: "t", Payload: []byte("p")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Complete(ctx, storage.CompleteRequest{Lease: claimed[0].Lease, Status: storage.StatusComplete}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "busy", Workflow: wf}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{wf}, Limit: 1, LeaseFor: time.Minute}); err != nil || len(got) != 1 {
+		t.Fatalf("Claim = %v, %v", got, err)
+	}
+	// Back to layout 1.
+	k := s.keys
+	if err := c.Del(ctx, k.finished(storage.StatusComplete), k.finishedWorkflow(storage.StatusComplete, wf), k.queuedEarly(storage.DefaultQueue), k.eventTopics("done")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.HDel(ctx, k.run("late"), "qf")
+	c.HDel(ctx, k.run("busy"), "sd")
+	c.Set(ctx, k.version(), "1", 0)
+
+	_, err = New(ctx, c, Options{Prefix: p, Clock: clock, OpenExisting: true, Logger: quietLogger()})
+	if !errors.Is(err, storage.ErrNotStore) {
+		t.Fatalf("OpenExisting of layout 1: %v, want ErrNotStore", err)
+	}
+	s2, err := New(ctx, c, Options{Prefix: p, Clock: clock, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if v := c.Get(ctx, k.version()).Val(); v != "2" {
+		t.Fatalf("version after the upgrade = %q, want 2", v)
+	}
+	stats, err := s2.QueueStats(ctx, []string{storage.DefaultQueue})
+	if want := (storage.QueueStats{Queue: storage.DefaultQueue, Scheduled: 1, Running: 1}); err != nil || stats[0] != want {
+		t.Fatalf("QueueStats after the upgrade = %+v, %v; want %+v", stats, err, want)
+	}
+	if sd := c.HGet(ctx, k.run("busy"), "sd").Val(); sd != "1" {
+		t.Fatalf("a running run's started flag after the upgrade = %q, want 1", sd)
+	}
+	clock.Advance(time.Second)
+	res, err := s2.Purge(ctx, storage.PurgeRequest{FinishedBefore: clock.Now(), Limit: 10})
+	if want := (storage.PurgeResult{Runs: 1, Events: 1}); err != nil || res != want {
+		t.Fatalf("Purge after the upgrade = %+v, %v; want %+v", res, err, want)
+	}
+	if n := c.Exists(ctx, k.events("done", "t"), k.run("done")).Val(); n != 0 {
+		t.Fatalf("%d keys of the purged run left", n)
+	}
+	// A second worker's New finds the store upgraded.
+	s3, err := New(ctx, c, Options{Prefix: p, Clock: clock, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3.Close()
+}
+
+// TestDefaultLaneKeys: runs of the default queue at priority 0 use the
+// ready and lease sets of layout 1, and nothing per queue; another queue's
+// and another priority's runs have lanes and indexes of their own.
+func TestDefaultLaneKeys(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, c := newTestStore(t, newClock())
+	k := s.keys
+	_, err := s.CreateRuns(ctx, []storage.NewRun{
+		{ID: "a", Workflow: "wf"},
+		{ID: "b", Workflow: "wf", Queue: "mail", Partition: "cust:1", Priority: 3},
+		{ID: "c", Workflow: "wf", Priority: -2},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]int64{
+		k.ready("wf"):                           1,
+		k.laneReady("wf", "mail", 3):            1,
+		k.laneReady("wf", "", -2):               1,
+		k.indexQueueStatus("queued", "mail"):    1,
+		k.indexQueue("mail"):                    1,
+		k.indexQueue(storage.DefaultQueue):      0,
+		k.indexQueueStatus("queued", "default"): 0,
+	} {
+		if n := c.ZCard(ctx, key).Val(); n != want {
+			t.Errorf("ZCARD %s = %d, want %d", key, n, want)
+		}
+	}
+	if got := c.ZRange(ctx, k.levels("mail", "wf"), 0, -1).Val(); len(got) != 1 || got[0] != "3" {
+		t.Errorf("levels of mail = %q, want [3]", got)
+	}
+	got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute,
+		Queues: []storage.Queue{{Name: "mail", PartitionConcurrency: 1}}})
+	if err != nil || len(got) != 1 || got[0].Lease.RunID != "b" {
+		t.Fatalf("Claim of mail = %v, %v; want b", got, err)
+	}
+	if n := c.SCard(ctx, k.partition("mail", "cust:1")).Val(); n != 1 {
+		t.Errorf("partition's running set holds %d, want 1", n)
+	}
+}
