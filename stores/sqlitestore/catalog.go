@@ -4,23 +4,41 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/stemflow/stem/storage"
 )
 
-// PutCatalog records the workflows and event types an engine serves,
-// replacing earlier records of the same name or topic; see storage.Store.
+// PutCatalog records the workflows, queues and event types an engine
+// serves, replacing earlier records of the same name or topic; see
+// storage.Store.
 func (s *Store) PutCatalog(ctx context.Context, c storage.Catalog) error {
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("sqlitestore: %w", err)
 	}
 	return s.write(ctx, "put catalog", func(w *wtx) error {
 		for _, wf := range c.Workflows {
-			if _, err := w.exec(`INSERT INTO workflow_types (name, version, input_schema, output_schema, worker, updated_at)
-				VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+			var retention any
+			if wf.Retention != nil {
+				retention = int64(*wf.Retention)
+			}
+			if _, err := w.exec(`INSERT INTO workflow_types (name, version, input_schema, output_schema, worker, updated_at, queue, retention)
+				VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
 				ON CONFLICT (name) DO UPDATE SET version = excluded.version, input_schema = excluded.input_schema,
-					output_schema = excluded.output_schema, worker = excluded.worker, updated_at = excluded.updated_at`,
-				wf.Name, wf.Version, bytesArg(wf.InputSchema), bytesArg(wf.OutputSchema), wf.Worker, nanos(wf.UpdatedAt)); err != nil {
+					output_schema = excluded.output_schema, worker = excluded.worker, updated_at = excluded.updated_at,
+					queue = excluded.queue, retention = excluded.retention`,
+				wf.Name, wf.Version, bytesArg(wf.InputSchema), bytesArg(wf.OutputSchema), wf.Worker, nanos(wf.UpdatedAt),
+				wf.Queue, retention); err != nil {
+				return err
+			}
+		}
+		for _, q := range c.Queues {
+			if _, err := w.exec(`INSERT INTO queue_types (name, concurrency, partition_concurrency, rate, rate_period, worker, updated_at)
+				VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+				ON CONFLICT (name) DO UPDATE SET concurrency = excluded.concurrency,
+					partition_concurrency = excluded.partition_concurrency, rate = excluded.rate,
+					rate_period = excluded.rate_period, worker = excluded.worker, updated_at = excluded.updated_at`,
+				q.Name, q.Concurrency, q.PartitionConcurrency, q.Rate, int64(q.RatePeriod), q.Worker, nanos(q.UpdatedAt)); err != nil {
 				return err
 			}
 		}
@@ -37,20 +55,44 @@ func (s *Store) PutCatalog(ctx context.Context, c storage.Catalog) error {
 	})
 }
 
-// GetCatalog returns every recorded workflow and event type, sorted by name
-// and topic.
+// GetCatalog returns every recorded workflow, queue and event type, sorted
+// by name and topic.
 func (s *Store) GetCatalog(ctx context.Context) (storage.Catalog, error) {
 	var c storage.Catalog
 	err := s.read(ctx, "get catalog", true, func(rc *conn) error {
 		c = storage.Catalog{}
-		if err := rc.query(`SELECT name, version, input_schema, output_schema, worker, updated_at FROM workflow_types ORDER BY name`, func(r row) error {
-			c.Workflows = append(c.Workflows, storage.WorkflowType{
+		if err := rc.query(`SELECT name, version, input_schema, output_schema, worker, updated_at, queue, retention
+			FROM workflow_types ORDER BY name`, func(r row) error {
+			wt := storage.WorkflowType{
 				Name:         r.str(0),
 				Version:      int(r.int64(1)),
 				InputSchema:  json.RawMessage(r.bytes(2)),
 				OutputSchema: json.RawMessage(r.bytes(3)),
 				Worker:       r.str(4),
 				UpdatedAt:    r.time(5),
+				Queue:        r.str(6),
+			}
+			if !r.isNull(7) {
+				d := time.Duration(r.int64(7))
+				wt.Retention = &d
+			}
+			c.Workflows = append(c.Workflows, wt)
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := rc.query(`SELECT name, concurrency, partition_concurrency, rate, rate_period, worker, updated_at
+			FROM queue_types ORDER BY name`, func(r row) error {
+			c.Queues = append(c.Queues, storage.QueueType{
+				Queue: storage.Queue{
+					Name:                 r.str(0),
+					Concurrency:          int(r.int64(1)),
+					PartitionConcurrency: int(r.int64(2)),
+					Rate:                 int(r.int64(3)),
+					RatePeriod:           time.Duration(r.int64(4)),
+				},
+				Worker:    r.str(5),
+				UpdatedAt: r.time(6),
 			})
 			return nil
 		}); err != nil {

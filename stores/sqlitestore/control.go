@@ -174,8 +174,10 @@ func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 		// under a live lease has a lease that has not expired. The lease
 		// is kept, to be judged.
 		readyAt := max(n, until)
+		// The new execution's first claim is a start again (a queue's
+		// rate counts it), and the run is unfinished.
 		if _, err := w.exec(`UPDATE runs SET execution = ?3, status = 'queued', ready_at = ?4, pause_requested = 0, recoveries = 0,
-				updated_at = ?2, `+clearActive+`, `+clearWait+`
+				first_claimed_at = NULL, ended_at = NULL, updated_at = ?2, `+clearActive+`, `+clearWait+`
 			WHERE ref = ?1`, ref, n, next, readyAt); err != nil {
 			return err
 		}

@@ -2,11 +2,8 @@ package sqlitestore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 	"time"
 
 	"github.com/stemflow/stem/storage"
@@ -30,29 +27,31 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 		}
 		return nil, nil
 	}
-	query, args := claimQuery(req.Workflows)
+	cs := newClaimStmts(req.Workflows)
+	queues := req.ClaimQueues()
 	var out []storage.ClaimedRun
 	err := s.writeLease(ctx, "claim", func(w *wtx) error {
 		out = nil
 		now := s.now()
 		n := now.UnixNano()
 		until := leaseUntil(now, req.LeaseFor)
-		args[0], args[1] = n, req.Limit
-		var ids []string
-		if err := w.query(query, func(r row) error {
-			ids = append(ids, r.str(0))
-			return nil
-		}, args...); err != nil {
+		picked, err := w.pick(&cs, queues, req.Limit, n)
+		if err != nil {
 			return err
 		}
-		for _, id := range ids {
+		for _, p := range picked {
+			id := p.id
 			var cr storage.ClaimedRun
 			var ref int64
 			var scanErr error
-			found, err := w.queryRow(`UPDATE runs SET
-					status = 'running', ready_at = NULL, owner = ?2, lease_until = ?3, token = token + 1,
-					recoveries = recoveries + (status = 'running'), updated_at = ?4, `+clearActive+`
-				WHERE id = ?1
+			// A start (the first claim since creation or restart) is
+			// stamped for its queue's rate; other claims leave the column,
+			// and its index, alone.
+			update := claimUpdate
+			if p.fresh {
+				update = claimStartUpdate
+			}
+			found, err := w.queryRow(update+`
 				RETURNING token, workflow, parent_id, recoveries, lease_until, ref, deadline, `+waitCols, func(r row) {
 				cr = storage.ClaimedRun{
 					Lease:      storage.Lease{RunID: id, Owner: req.Owner, Token: r.int64(0)},
@@ -64,7 +63,7 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 				}
 				ref = r.int64(5)
 				cr.Wait, scanErr = scanWait(r, 7)
-			}, id, req.Owner, until, n)
+			}, p.ref, req.Owner, until, n)
 			if err == nil && scanErr != nil {
 				err = fmt.Errorf("run %q: %w", id, scanErr)
 			}
@@ -104,59 +103,16 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 // brings none and the worker calls LoadReplay.
 const claimReplayBudget = 256 << 10
 
-// claimQuery returns the statement that picks the runs to claim and its
-// arguments (now and the limit first, to be filled in). It is one ordered
-// range scan of runs_claim, pinned with INDEXED BY so that no plan ever
-// sorts the workflow's runs instead, and it stops at the limit however many
-// runs are ready. A few workflows are bound one by one; many as a JSON list.
-func claimQuery(workflows []string) (string, []any) {
-	return claimScan("id", workflows)
-}
-
-// claimScan is claimQuery selecting col.
-func claimScan(col string, workflows []string) (string, []any) {
-	args := []any{int64(0), 0}
-	var in string
-	if len(workflows) <= 8 {
-		in = "?3"
-		for i := 4; i < 3+len(workflows); i++ {
-			in += ", ?" + strconv.Itoa(i)
-		}
-		for _, wf := range workflows {
-			args = append(args, wf)
-		}
-	} else {
-		b, _ := json.Marshal(workflows)
-		in = "SELECT value FROM json_each(?3)"
-		args = append(args, string(b))
-	}
-	return `SELECT ` + col + ` FROM runs INDEXED BY runs_claim
-		WHERE claim_at <= ?1 AND workflow IN (` + in + `)
-		ORDER BY claim_at LIMIT ?2`, args
-}
-
-// NextWake reads the earliest claim_at of the named workflows: the first
-// row of Claim's own scan, with no bound on the time.
-func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (storage.NextWake, error) {
-	if err := req.Validate(); err != nil {
-		return storage.NextWake{}, fmt.Errorf("sqlitestore: %w", err)
-	}
-	var w storage.NextWake
-	if len(req.Workflows) == 0 {
-		return w, nil
-	}
-	query, args := claimScan("claim_at", req.Workflows)
-	args[0], args[1] = int64(math.MaxInt64), 1
-	err := s.read(ctx, "next wake", false, func(c *conn) error {
-		var at int64
-		found, err := c.queryRow(query, func(r row) { at = r.int64(0) }, args...)
-		if found {
-			w = storage.NextWake{Found: true, After: max(0, time.Duration(at-s.now().UnixNano()))}
-		}
-		return err
-	})
-	return w, err
-}
+// claimUpdate leases the run ?1 (its ref) to ?2 until ?3 at ?4; a
+// recovery's count grows. claimStartUpdate is it for a start, which is
+// stamped for its queue's rate.
+const (
+	claimSet = `UPDATE runs SET
+		status = 'running', ready_at = NULL, owner = ?2, lease_until = ?3, token = token + 1,
+		recoveries = recoveries + (status = 'running'), updated_at = ?4, ` + clearActive
+	claimUpdate      = claimSet + ` WHERE ref = ?1`
+	claimStartUpdate = claimSet + `, first_claimed_at = ?4 WHERE ref = ?1`
+)
 
 // Heartbeat extends the lease to now+leaseFor, fenced, stores the step
 // running, when named, as the run's Active step, and reports a requested
@@ -382,7 +338,7 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 // execution.
 func (w *wtx) finish(runID string, status storage.RunStatus, output any, e *storage.ErrorInfo, progress []byte, now int64) error {
 	var ref, exec int64
-	if _, err := w.queryRow(`UPDATE runs SET status = ?2,
+	if _, err := w.queryRow(`UPDATE runs SET status = ?2, ended_at = ?3,
 			pause_requested = 0, ready_at = NULL, updated_at = ?3, `+releaseLease("?3")+`, `+clearActive+`, `+clearWait+`
 		WHERE id = ?1 RETURNING ref, execution`, func(r row) { ref, exec = r.int64(0), r.int64(1) }, runID, string(status), now); err != nil {
 		return err

@@ -145,12 +145,17 @@ func (s *Store) read(ctx context.Context, op string, snapshot bool, f func(c *co
 			if _, err := c.exec("BEGIN DEFERRED"); err != nil {
 				return err
 			}
-			if err := f(c); err != nil {
-				c.ctx = context.Background()
-				c.exec("ROLLBACK")
-				return err
+			err := f(c)
+			// Ending the transaction must not be interrupted by ctx: a
+			// connection left inside one would fail every later read's
+			// BEGIN.
+			c.ctx = context.Background()
+			if err == nil {
+				_, err = c.exec("COMMIT")
 			}
-			_, err := c.exec("COMMIT")
+			if err != nil {
+				c.exec("ROLLBACK")
+			}
 			return err
 		})
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/stemflow/stem/storage"
 )
@@ -16,41 +17,49 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
 	var out []storage.CreateResult
-	err := s.write(ctx, "create runs", func(w *wtx) error {
-		out = make([]storage.CreateResult, 0, len(runs))
-		now := s.now()
-		n := now.UnixNano()
-		for _, r := range runs {
-			var ref int64
-			ready := n
-			if r.StartAt != nil && r.StartAt.After(now) {
-				ready = r.StartAt.UnixNano()
-			}
-			created, err := w.queryRow(`INSERT INTO runs (id, workflow, parent_id, parent_policy, status, ready_at, created_at, updated_at, deadline)
-				VALUES (?1, ?2, ?3, ?4, 'queued', ?6, ?5, ?5, ?7) ON CONFLICT (id) DO NOTHING RETURNING ref`,
-				func(r row) { ref = r.int64(0) }, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), n, ready, nanosPtr(r.Deadline))
-			if err != nil {
-				return err
-			}
-			if created {
-				if _, err := w.exec(`INSERT INTO run_data (ref, input) VALUES (?1, ?2)`, ref, bytesArg(r.Input)); err != nil {
-					return err
-				}
-				if _, err := w.exec(`INSERT INTO executions (run_ref, number, started_at) VALUES (?1, 1, ?2)`, ref, n); err != nil {
-					return err
-				}
-				w.wake = true // a delayed run too: engines learn of its wake time
-			}
-			rec, _, err := getRun(w.conn, r.ID)
-			if err != nil {
-				return err
-			}
-			out = append(out, storage.CreateResult{Created: created, Run: rec})
-		}
-		return nil
+	err := s.write(ctx, "create runs", func(w *wtx) (err error) {
+		out, err = w.createRuns(runs, s.now())
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// createRuns is CreateRuns inside the writer's transaction, at now; a
+// schedule's write creates its runs with it too.
+func (w *wtx) createRuns(runs []storage.NewRun, now time.Time) ([]storage.CreateResult, error) {
+	out := make([]storage.CreateResult, 0, len(runs))
+	n := now.UnixNano()
+	for _, r := range runs {
+		var ref int64
+		ready := n
+		if r.StartAt != nil && r.StartAt.After(now) {
+			ready = r.StartAt.UnixNano()
+		}
+		created, err := w.queryRow(`INSERT INTO runs (id, workflow, parent_id, parent_policy, status, ready_at, created_at, updated_at, deadline,
+				queue, partition_key, priority)
+			VALUES (?1, ?2, ?3, ?4, 'queued', ?6, ?5, ?5, ?7, ?8, ?9, ?10) ON CONFLICT (id) DO NOTHING RETURNING ref`,
+			func(r row) { ref = r.int64(0) }, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), n, ready, nanosPtr(r.Deadline),
+			r.QueueOf(), r.Partition, r.Priority)
+		if err != nil {
+			return nil, err
+		}
+		if created {
+			if _, err := w.exec(`INSERT INTO run_data (ref, input) VALUES (?1, ?2)`, ref, bytesArg(r.Input)); err != nil {
+				return nil, err
+			}
+			if _, err := w.exec(`INSERT INTO executions (run_ref, number, started_at) VALUES (?1, 1, ?2)`, ref, n); err != nil {
+				return nil, err
+			}
+			w.wake = true // a delayed run too: engines learn of its wake time
+		}
+		rec, _, err := getRun(w.conn, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, storage.CreateResult{Created: created, Run: rec})
 	}
 	return out, nil
 }
@@ -88,6 +97,9 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 	if q.ParentID != "" {
 		where += ` AND r.parent_id = ?5`
 	}
+	if q.Queue != "" {
+		where += ` AND r.queue = ?6`
+	}
 	query := `SELECT ` + runCols + ` FROM ` + runFrom + ` WHERE ` + where + ` ORDER BY r.id LIMIT ?2`
 	var page storage.RunPage
 	err := s.read(ctx, "list runs", false, func(c *conn) error {
@@ -96,7 +108,7 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 			rec, err := scanRun(r)
 			page.Runs = append(page.Runs, rec)
 			return err
-		}, q.After, limit+1, q.Workflow, string(q.Status), q.ParentID)
+		}, q.After, limit+1, q.Workflow, string(q.Status), q.ParentID, q.Queue)
 	})
 	if err != nil {
 		return storage.RunPage{}, err
@@ -113,7 +125,7 @@ const runCols = `r.id, r.workflow, r.parent_id, r.status, d.input, d.output, d.e
 	r.pause_requested, r.ready_at, r.wait_key, r.wait_topic, r.wait_kind, r.wait_deadline, r.wait_also,
 	r.owner, r.lease_until, r.token, r.recoveries, r.created_at, r.updated_at,
 	r.parent_policy, r.execution, e.started_at, e.ended_at, r.active_key, r.active_attempt, r.active_started,
-	r.deadline, d.progress`
+	r.deadline, d.progress, r.queue, r.partition_key, r.priority`
 
 // runFrom joins a run's state, its data and its current execution.
 const runFrom = `runs r JOIN run_data d ON d.ref = r.ref JOIN executions e ON e.run_ref = r.ref AND e.number = r.execution`
@@ -143,6 +155,9 @@ func scanRun(r row) (storage.RunRecord, error) {
 		EndedAt:        r.timePtr(24),
 		Deadline:       r.timePtr(28),
 		Progress:       r.bytes(29),
+		Queue:          r.str(30),
+		Partition:      r.str(31),
+		Priority:       int(r.int64(32)),
 	}
 	if !r.isNull(25) {
 		rec.Active = &storage.ActiveStep{Key: r.str(25), Attempt: int(r.int64(26)), Started: r.time(27)}

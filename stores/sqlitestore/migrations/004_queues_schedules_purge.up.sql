@@ -1,0 +1,87 @@
+-- Queues (limits, partitions, priority, rate), schedules and purge
+-- (issue 14).
+
+-- A run's queue, partition key and priority, fixed at creation.
+-- first_claimed_at is when the run was first claimed since its creation or
+-- last Restart (NULL: not yet): a queue's rate counts those starts.
+-- ended_at is when a finished run ended (its current execution's end,
+-- NULL while unfinished), so that Purge finds the oldest finished runs by
+-- an index on runs alone.
+ALTER TABLE runs ADD COLUMN queue TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE runs ADD COLUMN partition_key TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN first_claimed_at INTEGER;
+ALTER TABLE runs ADD COLUMN ended_at INTEGER;
+-- claim_rank orders a priority's claimable runs: 0 for a running run
+-- (claimable once its lease expired: a recovery), 1 for a queued or
+-- waiting one, so recoveries come first.
+ALTER TABLE runs ADD COLUMN claim_rank INTEGER GENERATED ALWAYS AS (status <> 'running') VIRTUAL;
+
+UPDATE runs SET ended_at = (SELECT e.ended_at FROM executions e WHERE e.run_ref = runs.ref AND e.number = runs.execution)
+WHERE status IN ('complete', 'errored', 'terminated');
+-- Runs already claimed once count as started, long ago.
+UPDATE runs SET first_claimed_at = created_at WHERE token > 0;
+
+-- Claim: per queue and priority (highest first), recoveries then ready
+-- runs, each a range of claim_at that a claim scans from the oldest and
+-- stops at its limit (or at now) however many runs wait.
+DROP INDEX runs_claim;
+CREATE INDEX runs_claim ON runs (queue, priority DESC, claim_rank, claim_at, workflow) WHERE claim_at IS NOT NULL;
+
+-- The unfinished runs of each queue by status: a queue's running runs (the
+-- places held), a partition's, and QueueStats, all from the index alone.
+CREATE INDEX runs_active ON runs (queue, status, partition_key, ready_at)
+WHERE status IN ('queued', 'running', 'waiting', 'paused');
+
+-- A queue's rate: the starts within the last period.
+CREATE INDEX runs_started ON runs (queue, first_claimed_at) WHERE first_claimed_at IS NOT NULL;
+
+-- ListRuns filtered by queue, ordered by ID.
+CREATE INDEX runs_queue ON runs (queue, id);
+
+-- Purge: finished runs, oldest end first.
+CREATE INDEX runs_ended ON runs (ended_at, workflow, status) WHERE ended_at IS NOT NULL;
+
+-- The catalog: a workflow's default queue ('' for the default) and
+-- retention in nanoseconds (NULL: the engines' default), and the queues
+-- engines register, with their limits (rate_period in nanoseconds).
+ALTER TABLE workflow_types ADD COLUMN queue TEXT NOT NULL DEFAULT '';
+ALTER TABLE workflow_types ADD COLUMN retention INTEGER;
+
+CREATE TABLE queue_types (
+    name                  TEXT    NOT NULL PRIMARY KEY,
+    concurrency           INTEGER NOT NULL,
+    partition_concurrency INTEGER NOT NULL,
+    rate                  INTEGER NOT NULL,
+    rate_period           INTEGER NOT NULL,
+    worker                TEXT    NOT NULL,
+    updated_at            INTEGER
+) STRICT;
+
+-- Schedules, written whole by revision (WriteSchedule). Times are Unix
+-- nanoseconds; held and last_fire_at are NULL when none.
+CREATE TABLE schedules (
+    id              TEXT    NOT NULL PRIMARY KEY,
+    workflow        TEXT    NOT NULL,
+    cron            TEXT    NOT NULL,
+    time_zone       TEXT    NOT NULL,
+    input           BLOB,
+    queue           TEXT    NOT NULL,
+    partition_key   TEXT    NOT NULL,
+    priority        INTEGER NOT NULL,
+    overlap         TEXT    NOT NULL,
+    catch_up        TEXT    NOT NULL,
+    catch_up_window INTEGER NOT NULL,
+    paused          INTEGER NOT NULL,
+    next_fire_at    INTEGER NOT NULL,
+    check_at        INTEGER NOT NULL,
+    held            INTEGER,
+    last_fire_at    INTEGER,
+    last_run_id     TEXT    NOT NULL,
+    revision        INTEGER NOT NULL,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
+-- ListSchedules by DueBy: the unpaused schedules in CheckAt order.
+CREATE INDEX schedules_due ON schedules (check_at, id) WHERE paused = 0;

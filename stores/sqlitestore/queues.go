@@ -1,0 +1,477 @@
+package sqlitestore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/stemflow/stem/storage"
+)
+
+// How a claim picks its runs.
+//
+// runs_claim orders each queue's claimable runs by priority (highest
+// first), then claim_rank (0: a running run, claimable once its lease
+// expired, a recovery; 1: a queued or waiting run), then claim_at. Within
+// one (queue, priority, rank) the due runs are one range of the index, from
+// the oldest claim_at to now, so a claim reads each range from its start
+// and stops at its limit, however many runs wait behind it or sleep after
+// now. The priorities are visited one by one, highest first, each found by
+// one seek (the next priority below the last), so a claim costs a seek per
+// priority that has claimable runs, never a scan of the backlog.
+//
+// A claim of several queues merges them: at each priority, recoveries of
+// every queue before ready runs of any, then oldest claim_at first.
+//
+// An unlimited queue's runs are all admissible: one statement per priority
+// reads both ranks at once, up to the claim's limit. A limited queue's are
+// judged one by one by the counts of its places, read in the claim's
+// transaction (SQLite has one writer at a time, so no other claim, in this
+// process or another, changes them until it commits): the queue's running
+// runs (runs_active), those of each partition met, and its starts within
+// the rate period (runs_started). Recoveries take no new place and are
+// never held back. A full queue's ready runs are not read at all; the
+// statement that reads a limited queue's ready runs leaves out, within the
+// index, the partitions already full and, when the rate window is full,
+// the runs that would start, so passing over them costs no table reads.
+
+// claimCand is a run a claim may lease: its place in the claim's order and
+// what a queue's limits judge it by.
+type claimCand struct {
+	ref       int64
+	id        string
+	rank      int64 // 0: a recovery, 1: a ready run
+	claimAt   int64
+	workflow  string
+	partition string
+	fresh     bool // not claimed since its creation or last Restart: a start
+}
+
+// before orders candidates as the claim takes them within one priority.
+func (a claimCand) before(b claimCand) bool {
+	if a.rank != b.rank {
+		return a.rank < b.rank
+	}
+	if a.claimAt != b.claimAt {
+		return a.claimAt < b.claimAt
+	}
+	if a.workflow != b.workflow {
+		return a.workflow < b.workflow
+	}
+	return a.ref < b.ref
+}
+
+// claimCols are the columns scanCand reads.
+const claimCols = `ref, id, claim_rank, claim_at, workflow, partition_key, first_claimed_at IS NULL`
+
+func scanCand(r row) claimCand {
+	return claimCand{ref: r.int64(0), id: r.str(1), rank: r.int64(2), claimAt: r.int64(3),
+		workflow: r.str(4), partition: r.str(5), fresh: r.int64(6) != 0}
+}
+
+// workflowIn returns the SQL of a workflow IN (...) list whose parameters
+// start at ?first, and their arguments: a few workflows one by one, many
+// as a JSON list.
+func workflowIn(first int, workflows []string) (string, []any) {
+	if len(workflows) > 8 {
+		b, _ := json.Marshal(workflows) // strings only: cannot fail
+		return "SELECT value FROM json_each(?" + strconv.Itoa(first) + ")", []any{string(b)}
+	}
+	in := ""
+	args := make([]any, 0, len(workflows))
+	for i, wf := range workflows {
+		if i > 0 {
+			in += ", "
+		}
+		in += "?" + strconv.Itoa(first+i)
+		args = append(args, wf)
+	}
+	return in, args
+}
+
+// claimStmts are the statements a claim (or NextWake) of a set of
+// workflows reads runs_claim with.
+type claimStmts struct {
+	wfArgs []any
+	// top finds a queue's highest priority below ?2 with claimable runs.
+	top string
+	// all reads an unlimited queue's due runs of one priority, both ranks.
+	all string
+	// page reads a page of a limited queue's due runs of one priority and
+	// rank after a cursor, leaving out full partitions and, with ?9,
+	// starts.
+	page string
+	// first reads the earliest claim_at of one priority and rank.
+	first string
+}
+
+func newClaimStmts(workflows []string) claimStmts {
+	const from = ` FROM runs INDEXED BY runs_claim WHERE queue = ?1 AND priority = ?2 AND `
+	in, args := workflowIn(11, workflows)
+	return claimStmts{
+		wfArgs: args,
+		top: `SELECT priority FROM runs INDEXED BY runs_claim
+			WHERE queue = ?1 AND priority < ?2 AND claim_at IS NOT NULL ORDER BY priority DESC LIMIT 1`,
+		all: `SELECT ` + claimCols + from + `claim_rank IN (0, 1) AND claim_at <= ?3
+			AND workflow IN (` + in + `) ORDER BY claim_rank, claim_at LIMIT ?4`,
+		page: `SELECT ` + claimCols + from + `claim_rank = ?5 AND (claim_at, workflow, ref) > (?6, ?7, ?8) AND claim_at <= ?3
+			AND (?9 = 0 OR first_claimed_at IS NOT NULL) AND partition_key NOT IN (SELECT value FROM json_each(?10))
+			AND workflow IN (` + in + `) ORDER BY claim_at, workflow, ref LIMIT ?4`,
+		first: `SELECT claim_at` + from + `claim_rank = ?5 AND claim_at IS NOT NULL
+			AND workflow IN (` + in + `) ORDER BY claim_at LIMIT 1`,
+	}
+}
+
+// args returns the statement's arguments: the ten fixed ones, then the
+// workflows.
+func (cs *claimStmts) args(fixed ...any) []any {
+	a := make([]any, 10, 10+len(cs.wfArgs))
+	copy(a, fixed)
+	return append(a, cs.wfArgs...)
+}
+
+// topPriority finds queue's highest priority below below that has
+// claimable runs.
+func (cs *claimStmts) topPriority(c *conn, queue string, below int64) (int64, bool, error) {
+	var p int64
+	found, err := c.queryRow(cs.top, func(r row) { p = r.int64(0) }, cs.args(queue, below)...)
+	return p, found, err
+}
+
+// queueCursor walks one queue's claimable runs for a claim, a priority at a
+// time, and judges them by the queue's limits.
+type queueCursor struct {
+	q       storage.Queue
+	limited bool
+	level   int64 // the priority being read
+	has     bool  // level is set: the queue has runs at it
+	rank    int64 // a limited queue's pass: 0 recoveries, then 1
+	buf     []claimCand
+	pos     int
+	done    bool // the level (a limited queue's: the pass) is read to its end
+	after   claimCand
+	// A limited queue's places, counted at its first ready run.
+	counted  bool
+	running  int            // runs holding a place
+	started  int            // starts within the rate period
+	parts    map[string]int // runs holding a place, by partition
+	fullPart []string       // partitions full
+}
+
+// claimer picks the runs one claim leases.
+type claimer struct {
+	w         *wtx
+	cs        *claimStmts
+	now       int64
+	remaining int
+	cursors   []*queueCursor
+}
+
+// pick returns the runs to lease, in the claim's order, at most limit.
+func (w *wtx) pick(cs *claimStmts, queues []storage.Queue, limit int, now int64) ([]claimCand, error) {
+	cl := &claimer{w: w, cs: cs, now: now, remaining: limit}
+	for _, q := range queues {
+		c := &queueCursor{q: q, limited: q.Limited()}
+		if err := cl.nextLevel(c, math.MaxInt64); err != nil {
+			return nil, err
+		}
+		cl.cursors = append(cl.cursors, c)
+	}
+	var out []claimCand
+	for cl.remaining > 0 {
+		// The highest priority any queue has left.
+		var level int64
+		any := false
+		for _, c := range cl.cursors {
+			if c.has && (!any || c.level > level) {
+				level, any = c.level, true
+			}
+		}
+		if !any {
+			break
+		}
+		for cl.remaining > 0 {
+			var best *queueCursor
+			var head claimCand
+			for _, c := range cl.cursors {
+				if !c.has || c.level != level {
+					continue
+				}
+				h, ok, err := cl.peek(c)
+				if err != nil {
+					return nil, err
+				}
+				if ok && (best == nil || h.before(head)) {
+					best, head = c, h
+				}
+			}
+			if best == nil {
+				break
+			}
+			best.take(head)
+			out = append(out, head)
+			cl.remaining--
+		}
+		if cl.remaining == 0 {
+			break
+		}
+		for _, c := range cl.cursors {
+			if c.has && c.level == level {
+				if err := cl.nextLevel(c, level); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// nextLevel moves c to its queue's highest priority below below.
+func (cl *claimer) nextLevel(c *queueCursor, below int64) error {
+	p, found, err := cl.cs.topPriority(cl.w.conn, c.q.Name, below)
+	if err != nil {
+		return err
+	}
+	c.level, c.has = p, found
+	c.rank, c.buf, c.pos, c.done = 0, c.buf[:0], 0, false
+	c.after = claimCand{claimAt: math.MinInt64}
+	return nil
+}
+
+// peek returns c's next admissible run at its level, reading more of the
+// index as needed; ok is false when it has none.
+func (cl *claimer) peek(c *queueCursor) (claimCand, bool, error) {
+	for {
+		for ; c.pos < len(c.buf); c.pos++ {
+			if h := c.buf[c.pos]; c.admits(h) {
+				return h, true, nil
+			}
+		}
+		if c.done {
+			if !c.limited || c.rank == 1 {
+				return claimCand{}, false, nil
+			}
+			// The recoveries are done: the ready runs, if the queue has
+			// a place for any.
+			c.rank, c.buf, c.pos, c.done = 1, c.buf[:0], 0, false
+			c.after = claimCand{claimAt: math.MinInt64}
+			if err := cl.count(c); err != nil {
+				return claimCand{}, false, err
+			}
+			if c.full() {
+				c.done = true
+				return claimCand{}, false, nil
+			}
+		}
+		if err := cl.read(c); err != nil {
+			return claimCand{}, false, err
+		}
+	}
+}
+
+// read reads c's next runs into its buffer.
+func (cl *claimer) read(c *queueCursor) error {
+	c.buf, c.pos = c.buf[:0], 0
+	each := func(r row) error {
+		c.buf = append(c.buf, scanCand(r))
+		return nil
+	}
+	if !c.limited {
+		// Every run is admissible: the claim needs no more than this.
+		c.done = true
+		return cl.w.query(cl.cs.all, each, cl.cs.args(c.q.Name, c.level, cl.now, cl.remaining)...)
+	}
+	n := max(cl.remaining, 64)
+	rateFull := c.rank == 1 && c.q.Rate > 0 && c.started >= c.q.Rate
+	full := "[]"
+	if c.rank == 1 && len(c.fullPart) > 0 {
+		b, _ := json.Marshal(c.fullPart) // strings only: cannot fail
+		full = string(b)
+	}
+	a := c.after
+	if err := cl.w.query(cl.cs.page, each, cl.cs.args(c.q.Name, c.level, cl.now, n, c.rank,
+		a.claimAt, a.workflow, a.ref, rateFull, full)...); err != nil {
+		return err
+	}
+	if len(c.buf) < n {
+		c.done = true
+	}
+	if len(c.buf) > 0 {
+		c.after = c.buf[len(c.buf)-1]
+	}
+	return nil
+}
+
+// count reads a limited queue's places once, at its first ready run.
+func (cl *claimer) count(c *queueCursor) error {
+	if c.counted {
+		return nil
+	}
+	c.counted = true
+	q := c.q
+	if q.Concurrency > 0 {
+		if _, err := cl.w.queryRow(`SELECT count(*) FROM runs INDEXED BY runs_active
+			WHERE queue = ?1 AND status = 'running' AND `+activeRuns, func(r row) { c.running = int(r.int64(0)) }, q.Name); err != nil {
+			return err
+		}
+	}
+	if q.Rate > 0 {
+		since := cl.now - q.RatePeriod.Nanoseconds()
+		if _, err := cl.w.queryRow(`SELECT count(*) FROM runs INDEXED BY runs_started
+			WHERE queue = ?1 AND first_claimed_at > ?2`, func(r row) { c.started = int(r.int64(0)) }, q.Name, since); err != nil {
+			return err
+		}
+	}
+	if q.PartitionConcurrency > 0 {
+		c.parts = make(map[string]int)
+		if err := cl.w.query(`SELECT partition_key, count(*) FROM runs INDEXED BY runs_active
+			WHERE queue = ?1 AND status = 'running' AND `+activeRuns+`
+			GROUP BY partition_key`, func(r row) error {
+			n := int(r.int64(1))
+			c.parts[r.str(0)] = n
+			if n >= q.PartitionConcurrency {
+				c.fullPart = append(c.fullPart, r.str(0))
+			}
+			return nil
+		}, q.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// activeRuns is the condition of runs_active, which a statement must state
+// to use it.
+const activeRuns = `status IN ('queued', 'running', 'waiting', 'paused')`
+
+// full reports whether a limited queue has no place left.
+func (c *queueCursor) full() bool {
+	return c.q.Concurrency > 0 && c.running >= c.q.Concurrency
+}
+
+// admits reports whether the queue's limits let the claim take h.
+func (c *queueCursor) admits(h claimCand) bool {
+	if !c.limited || h.rank == 0 {
+		return true // a recovery holds its place already
+	}
+	if c.full() || c.q.Rate > 0 && h.fresh && c.started >= c.q.Rate {
+		return false
+	}
+	return c.q.PartitionConcurrency == 0 || c.parts[h.partition] < c.q.PartitionConcurrency
+}
+
+// take counts the places h takes.
+func (c *queueCursor) take(h claimCand) {
+	c.pos++
+	if !c.limited || h.rank == 0 {
+		return
+	}
+	c.running++
+	if h.fresh {
+		c.started++
+	}
+	if c.q.PartitionConcurrency > 0 {
+		c.parts[h.partition]++
+		if c.parts[h.partition] == c.q.PartitionConcurrency {
+			c.fullPart = append(c.fullPart, h.partition)
+		}
+	}
+}
+
+// NextWake reads the earliest claim_at of the named workflows and queues:
+// the first entry of each (queue, priority, rank) range of runs_claim, a
+// few seeks per priority.
+func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (storage.NextWake, error) {
+	if err := req.Validate(); err != nil {
+		return storage.NextWake{}, fmt.Errorf("sqlitestore: %w", err)
+	}
+	var w storage.NextWake
+	if len(req.Workflows) == 0 {
+		return w, nil
+	}
+	cs := newClaimStmts(req.Workflows)
+	err := s.read(ctx, "next wake", true, func(c *conn) error {
+		w = storage.NextWake{}
+		var earliest int64 = math.MaxInt64
+		now := s.now().UnixNano()
+		for _, q := range req.QueueNames() {
+			below := int64(math.MaxInt64)
+			for earliest > now {
+				p, found, err := cs.topPriority(c, q, below)
+				if err != nil || !found {
+					if err != nil {
+						return err
+					}
+					break
+				}
+				for rank := range int64(2) {
+					if _, err := c.queryRow(cs.first, func(r row) { earliest = min(earliest, r.int64(0)) },
+						cs.args(q, p, nil, nil, rank)...); err != nil {
+						return err
+					}
+				}
+				below = p
+			}
+		}
+		if earliest != math.MaxInt64 {
+			w = storage.NextWake{Found: true, After: max(0, time.Duration(earliest-now))}
+		}
+		return nil
+	})
+	return w, err
+}
+
+// QueueStats counts the unfinished runs of each named queue by status, in
+// one read of runs_active.
+func (s *Store) QueueStats(ctx context.Context, queues []string) ([]storage.QueueStats, error) {
+	for _, q := range queues {
+		if err := storage.CheckQueueName(q); err != nil {
+			return nil, fmt.Errorf("sqlitestore: queue stats: %w", err)
+		}
+	}
+	out := make([]storage.QueueStats, len(queues))
+	at := make(map[string][]int, len(queues))
+	for i, q := range queues {
+		out[i].Queue = q
+		at[q] = append(at[q], i)
+	}
+	if len(queues) == 0 {
+		return out, nil
+	}
+	b, _ := json.Marshal(queues) // strings only: cannot fail
+	err := s.read(ctx, "queue stats", false, func(c *conn) error {
+		for i := range out {
+			out[i] = storage.QueueStats{Queue: out[i].Queue}
+		}
+		return c.query(`SELECT queue, status, coalesce(ready_at <= ?2, 0), count(*) FROM runs INDEXED BY runs_active
+			WHERE queue IN (SELECT value FROM json_each(?1)) AND `+activeRuns+`
+			GROUP BY 1, 2, 3`, func(r row) error {
+			n := int(r.int64(3))
+			for _, i := range at[r.str(0)] {
+				st := &out[i]
+				switch storage.RunStatus(r.str(1)) {
+				case storage.StatusQueued:
+					if r.int64(2) != 0 {
+						st.Ready += n
+					} else {
+						st.Scheduled += n
+					}
+				case storage.StatusRunning:
+					st.Running += n
+				case storage.StatusWaiting:
+					st.Waiting += n
+				case storage.StatusPaused:
+					st.Paused += n
+				}
+			}
+			return nil
+		}, string(b), s.now().UnixNano())
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
