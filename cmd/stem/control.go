@@ -54,6 +54,9 @@ func start(fs *flag.FlagSet) func(*call, []string) error {
 		if err != nil {
 			return err
 		}
+		if err := checkQueue(c, e, *queue); err != nil {
+			return err
+		}
 		if *id != "" {
 			r, err := e.Get(c.ctx, *id)
 			switch {

@@ -115,3 +115,28 @@ type jsonQueue struct {
 	Waiting    int        `json:"waiting"`
 	Paused     int        `json:"paused"`
 }
+
+// checkQueue refuses a queue that no worker sharing the store recorded,
+// suggesting the nearest one: the runtime refuses it too, but only this
+// command knows the queues to suggest from (its engine registers none).
+func checkQueue(c *call, e *runtime.Engine, name string) error {
+	if name == "" || name == runtime.DefaultQueue {
+		return nil
+	}
+	cat, err := e.Catalog(c.ctx)
+	if err != nil {
+		return err
+	}
+	known := []string{runtime.DefaultQueue}
+	for _, q := range cat.Queues {
+		if q.Name == name {
+			return nil
+		}
+		known = append(known, q.Name)
+	}
+	msg := fmt.Sprintf("--queue %s: no worker sharing the store registered that queue", name)
+	if best := nearest(name, known); best != "" {
+		msg += fmt.Sprintf("; did you mean %q?", best)
+	}
+	return fmt.Errorf("%s (stem queues lists them)", msg)
+}

@@ -219,6 +219,9 @@ func createSchedule(fs *flag.FlagSet) func(*call, []string) error {
 		if err != nil {
 			return err
 		}
+		if err := checkQueue(c, e, *queue); err != nil {
+			return err
+		}
 		info, err := schedule.CreateJSON(c.ctx, e, schedule.Spec{
 			ID: id, Workflow: workflow, Cron: expr, TimeZone: *zone,
 			Queue: *queue, Partition: *partition, Priority: *priority,
