@@ -555,3 +555,32 @@ func TestOperatorHelp(t *testing.T) {
 		}
 	}
 }
+
+// A schedule created with the workers' codec key stores its input sealed;
+// show opens it with the key and says it is sealed without.
+func TestScheduleInputSealed(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	codec, err := runtime.NewAESGCMCodec(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixtureWith(t, fixtureConfig{codec: codec, run: true})
+	f.eventually(func(out string) bool { return strings.Contains(out, "greet") }, "workflows")
+	hexKey := "3031323334353637383961626364656630313233343536373839616263646566"
+	f.cli(0, "--codec-key", hexKey, "schedule", "create", "s", "greet", "@daily", `{"name":"ada"}`)
+	if got, err := schedule.Get(f.ctx, f.e, "s"); err != nil || json.Valid(got.Input) {
+		t.Fatalf("the input was stored in the clear: %q %v", got.Input, err)
+	}
+	if out, _ := f.cli(0, "schedule", "show", "s", "--codec-key", hexKey); !strings.Contains(out, `input      {"name":"ada"}`) {
+		t.Fatalf("show with the key:\n%s", out)
+	}
+	if out, _ := f.cli(0, "schedule", "show", "s"); !strings.Contains(out, "input      (sealed: pass the workers' --codec-key to read it)") {
+		t.Fatalf("show without the key:\n%s", out)
+	}
+	out, _ := f.cli(0, "schedule", "trigger", "s") // "s: started run ID"
+	id := strings.Fields(out)[3]
+	waitStatus(t, f.e, id, runtime.StatusComplete)
+	if out, _ = f.cli(0, "show", id, "--codec-key", hexKey); !strings.Contains(out, `"hello ada"`) {
+		t.Fatalf("the triggered run:\n%s", out)
+	}
+}
