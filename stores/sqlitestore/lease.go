@@ -73,6 +73,11 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 			if !found {
 				continue
 			}
+			if p.logStart != "" {
+				if _, err := w.exec(`INSERT INTO queue_starts (queue, at) VALUES (?1, ?2)`, p.logStart, n); err != nil {
+					return err
+				}
+			}
 			if _, err := w.queryRow(`SELECT input, suspend_state FROM run_data WHERE ref = ?1`, func(r row) {
 				cr.Input, cr.SuspendState = r.bytes(0), r.bytes(1)
 			}, ref); err != nil {

@@ -48,6 +48,8 @@ type claimCand struct {
 	workflow  string
 	partition string
 	fresh     bool // not claimed since its creation or last Restart: a start
+	// logStart is the rate-limited queue whose start this claim is, or "".
+	logStart string
 }
 
 // before orders candidates as the claim takes them within one priority.
@@ -211,8 +213,7 @@ func (w *wtx) pick(cs *claimStmts, queues []storage.Queue, limit int, now int64)
 			if best == nil {
 				break
 			}
-			best.take(head)
-			out = append(out, head)
+			out = append(out, best.take(head))
 			cl.remaining--
 		}
 		if cl.remaining == 0 {
@@ -319,9 +320,12 @@ func (cl *claimer) count(c *queueCursor) error {
 		}
 	}
 	if q.Rate > 0 {
-		since := cl.now - q.RatePeriod.Nanoseconds()
-		if _, err := cl.w.queryRow(`SELECT count(*) FROM runs INDEXED BY runs_started
-			WHERE queue = ?1 AND first_claimed_at > ?2`, func(r row) { c.started = int(r.int64(0)) }, q.Name, since); err != nil {
+		// The starts that left the window go; those left are counted.
+		if _, err := cl.w.exec(`DELETE FROM queue_starts WHERE queue = ?1 AND at <= ?2`, q.Name, cl.now-q.RatePeriod.Nanoseconds()); err != nil {
+			return err
+		}
+		if _, err := cl.w.queryRow(`SELECT count(*) FROM queue_starts WHERE queue = ?1`,
+			func(r row) { c.started = int(r.int64(0)) }, q.Name); err != nil {
 			return err
 		}
 	}
@@ -332,7 +336,7 @@ func (cl *claimer) count(c *queueCursor) error {
 			GROUP BY partition_key`, func(r row) error {
 			n := int(r.int64(1))
 			c.parts[r.str(0)] = n
-			if n >= q.PartitionConcurrency {
+			if n >= q.PartitionConcurrency && r.str(0) != "" {
 				c.fullPart = append(c.fullPart, r.str(0))
 			}
 			return nil
@@ -360,25 +364,29 @@ func (c *queueCursor) admits(h claimCand) bool {
 	if c.full() || c.q.Rate > 0 && h.fresh && c.started >= c.q.Rate {
 		return false
 	}
-	return c.q.PartitionConcurrency == 0 || c.parts[h.partition] < c.q.PartitionConcurrency
+	// A run without a partition key is bound by no partition's limit.
+	return c.q.PartitionConcurrency == 0 || h.partition == "" || c.parts[h.partition] < c.q.PartitionConcurrency
 }
 
-// take counts the places h takes.
-func (c *queueCursor) take(h claimCand) {
+// take counts the places h takes, and returns it marked for the rate
+// log if it is a start on a rate-limited queue.
+func (c *queueCursor) take(h claimCand) claimCand {
 	c.pos++
 	if !c.limited || h.rank == 0 {
-		return
+		return h
 	}
 	c.running++
-	if h.fresh {
+	if h.fresh && c.q.Rate > 0 {
 		c.started++
+		h.logStart = c.q.Name
 	}
-	if c.q.PartitionConcurrency > 0 {
+	if c.q.PartitionConcurrency > 0 && h.partition != "" {
 		c.parts[h.partition]++
 		if c.parts[h.partition] == c.q.PartitionConcurrency {
 			c.fullPart = append(c.fullPart, h.partition)
 		}
 	}
+	return h
 }
 
 // NextWake reads the earliest claim_at of the named workflows and queues:

@@ -47,11 +47,17 @@
 // key), with the attempts that produced each encoded in its row; attempts
 // recorded on their own (failed attempts before a retry, refused event
 // payloads), in their execution too; events buffered for runs not yet
-// waiting on them; and the catalog (workflow_types, event_types). Tables
-// keyed by run use the run's row number, assigned in creation order, so
-// runs created and claimed together share pages. A claim is one ordered
-// scan of an index over when each run becomes claimable (ready, or its
-// lease expired), which stops at the limit however many runs are ready.
+// waiting on them; the catalog (workflow_types, queue_types,
+// event_types); schedules, written whole by revision; and queue_starts,
+// the recent starts of rate-limited queues. Tables keyed by run use the
+// run's row number, assigned in creation order, so runs created and
+// claimed together share pages. A claim reads an index over when each run
+// becomes claimable (ready, or its lease expired), ordered by queue,
+// priority and recoveries first: a range per priority, each stopping at
+// the limit however many runs are ready (see queues.go). A limited queue's
+// places are counts read in the claim's transaction, which SQLite's one
+// writer serialises across every process on the file. Finished runs are
+// indexed by their end, for Purge.
 //
 // A write method finds the run's current execution in the row it already
 // reads to check the lease, so stamping checkpoints and attempts with it
@@ -97,7 +103,9 @@
 // (creating and reading runs), lease.go (claiming, keeping, parking and
 // ending a lease), checkpoint.go (checkpoints and attempts, written and
 // read), events.go, control.go (pause, resume, terminate, restart),
-// executions.go (listing them, continue-as-new), catalog.go and notify.go. This store's own machinery is in writer.go (the group-commit
+// executions.go (listing them, continue-as-new), queues.go (how a claim
+// picks its runs, NextWake, QueueStats), schedules.go, purge.go,
+// catalog.go and notify.go. This store's own machinery is in writer.go (the group-commit
 // writer and the checkpointer), wal.go (bounding the WAL), read.go (the read pool), conn.go
 // (statements on a driver connection), attempts.go (the encoding of the
 // attempts stored with a checkpoint), migrate.go and existing.go (opening

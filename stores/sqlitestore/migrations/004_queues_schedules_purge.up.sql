@@ -3,7 +3,7 @@
 
 -- A run's queue, partition key and priority, fixed at creation.
 -- first_claimed_at is when the run was first claimed since its creation or
--- last Restart (NULL: not yet): a queue's rate counts those starts.
+-- last Restart (NULL: not yet, its next claim is a start).
 -- ended_at is when a finished run ended (its current execution's end,
 -- NULL while unfinished), so that Purge finds the oldest finished runs by
 -- an index on runs alone.
@@ -33,8 +33,16 @@ CREATE INDEX runs_claim ON runs (queue, priority DESC, claim_rank, claim_at, wor
 CREATE INDEX runs_active ON runs (queue, status, partition_key, ready_at)
 WHERE status IN ('queued', 'running', 'waiting', 'paused');
 
--- A queue's rate: the starts within the last period.
-CREATE INDEX runs_started ON runs (queue, first_claimed_at) WHERE first_claimed_at IS NOT NULL;
+-- A rate-limited queue's starts, one row per start, kept while within the
+-- queue's rate period (a claim deletes older ones before it counts). The
+-- runs cannot count them: a run restarted and started again within one
+-- period is two starts.
+CREATE TABLE queue_starts (
+    id    INTEGER NOT NULL PRIMARY KEY,
+    queue TEXT    NOT NULL,
+    at    INTEGER NOT NULL
+) STRICT;
+CREATE INDEX queue_starts_queue ON queue_starts (queue, at);
 
 -- ListRuns filtered by queue, ordered by ID.
 CREATE INDEX runs_queue ON runs (queue, id);

@@ -1,0 +1,165 @@
+package sqlitestore
+
+import (
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stemflow/stem/storage"
+)
+
+// A database written by schema version 3 is upgraded in place: its runs
+// are on the default queue at priority 0, a finished one is found by Purge
+// by the end of its execution, a run that was claimed is no start for a
+// rate, and the catalog's workflows have no queue or retention.
+func TestMigrateFromVersion3(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s, err := Open(filepath.Join(t.TempDir(), "stem.db"), Options{SkipMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ms, err := loadMigrations(migrationFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.migrate(ctx, ms[:3]); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	n, ended := now.UnixNano(), now.Add(-time.Hour).UnixNano()
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO runs (ref, id, workflow, status, ready_at, created_at, updated_at) VALUES (1, 'queued', 'wf', 'queued', ?1, ?1, ?1)`, []any{n}},
+		{`INSERT INTO runs (ref, id, workflow, status, owner, token, lease_until, created_at, updated_at)
+			VALUES (2, 'running', 'wf', 'running', 'w', 1, ?1, ?1, ?1)`, []any{n + int64(time.Hour)}},
+		{`INSERT INTO runs (ref, id, workflow, status, token, created_at, updated_at) VALUES (3, 'done', 'wf', 'complete', 1, ?1, ?1)`, []any{ended}},
+		{`INSERT INTO runs (ref, id, workflow, status, token, ready_at, created_at, updated_at)
+			VALUES (4, 'asleep', 'wf', 'waiting', 1, ?1, ?2, ?2)`, []any{n - 1, ended}},
+		{`INSERT INTO run_data (ref) VALUES (1), (2), (3), (4)`, nil},
+		{`INSERT INTO executions (run_ref, number, started_at, ended_at, status) VALUES (1, 1, ?1, NULL, NULL), (2, 1, ?1, NULL, NULL),
+			(3, 1, ?2, ?2, 'complete'), (4, 1, ?2, NULL, NULL)`, []any{n, ended}},
+		{`INSERT INTO workflow_types (name, version, worker) VALUES ('wf', 1, 'w')`, nil},
+	} {
+		if _, err := s.wdb.ExecContext(ctx, q.sql, q.args...); err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var integrity string
+	if err := s.wdb.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
+		t.Fatalf("integrity_check = %q, %v", integrity, err)
+	}
+
+	rec, err := s.GetRun(ctx, "queued")
+	if err != nil || rec.Queue != storage.DefaultQueue || rec.Priority != 0 || rec.Partition != "" {
+		t.Fatalf("GetRun(queued) = %+v, %v", rec, err)
+	}
+	stats, err := s.QueueStats(ctx, []string{storage.DefaultQueue})
+	if err != nil || !slices.Equal(stats, []storage.QueueStats{{Queue: storage.DefaultQueue, Ready: 1, Running: 1, Waiting: 1}}) {
+		t.Fatalf("QueueStats = %+v, %v", stats, err)
+	}
+	// One start left in the window: the sleeper resuming is none.
+	q := storage.Queue{Name: storage.DefaultQueue, Rate: 1, RatePeriod: time.Hour}
+	got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute, Queues: []storage.Queue{q}})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("Claim = %+v, %v; want the queued run and the sleeper", got, err)
+	}
+	res, err := s.Purge(ctx, storage.PurgeRequest{FinishedBefore: now, Limit: 10})
+	if err != nil || res.Runs != 1 {
+		t.Fatalf("Purge = %+v, %v; want the finished run", res, err)
+	}
+	c, err := s.GetCatalog(ctx)
+	if err != nil || len(c.Workflows) != 1 || c.Workflows[0].Queue != "" || c.Workflows[0].Retention != nil || len(c.Queues) != 0 {
+		t.Fatalf("GetCatalog = %+v, %v", c, err)
+	}
+}
+
+// Every statement of a claim, NextWake, QueueStats, Purge and the
+// schedules' listing reads by an index. A claim's reads of runs_claim are
+// ranges bounded above by now and read in index order, never sorted, so
+// they stop at the claim's limit whatever the backlog: the priority is
+// sought, not scanned, and no statement scans a table.
+func TestQueuePlans(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s, err := Open(filepath.Join(t.TempDir(), "stem.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	few, many := newClaimStmts([]string{"a", "b"}), newClaimStmts(strings.Split("a b c d e f g h i j", " "))
+	const claimRange = "SEARCH runs USING INDEX runs_claim (queue=? AND priority=? AND claim_rank=? AND "
+	for _, c := range []struct {
+		name, query string
+		want        []string
+	}{
+		{"claim: next priority", few.top, []string{"runs_claim (queue=? AND priority<?)"}},
+		{"claim: unlimited", few.all, []string{claimRange + "claim_at<?)"}},
+		{"claim: unlimited, many workflows", many.all, []string{claimRange + "claim_at<?)"}},
+		{"claim: limited", few.page, []string{claimRange + "(claim_at,workflow)>(?,?) AND claim_at<?)"}},
+		{"claim: limited, many workflows", many.page, []string{claimRange + "(claim_at,workflow)>(?,?) AND claim_at<?)"}},
+		{"next wake", few.first, []string{"runs_claim (queue=? AND priority=? AND claim_rank=? AND claim_at>?)"}},
+		{"claim: running", `SELECT count(*) FROM runs INDEXED BY runs_active WHERE queue = ?1 AND status = 'running' AND ` + activeRuns,
+			[]string{"COVERING INDEX runs_active (queue=? AND status=?)"}},
+		{"claim: partitions", `SELECT partition_key, count(*) FROM runs INDEXED BY runs_active
+			WHERE queue = ?1 AND status = 'running' AND ` + activeRuns + ` GROUP BY partition_key`,
+			[]string{"COVERING INDEX runs_active (queue=? AND status=?)"}},
+		{"claim: starts", `SELECT count(*) FROM queue_starts WHERE queue = ?1`, []string{"COVERING INDEX queue_starts_queue (queue=?)"}},
+		{"queue stats", `SELECT queue, status, coalesce(ready_at <= ?2, 0), count(*) FROM runs INDEXED BY runs_active
+			WHERE queue IN (SELECT value FROM json_each(?1)) AND ` + activeRuns + ` GROUP BY 1, 2, 3`,
+			[]string{"COVERING INDEX runs_active (queue=? AND status=?)"}},
+		{"purge", purgeQuery, []string{"SEARCH runs USING COVERING INDEX runs_ended (ended_at<?)"}},
+		{"purge: checkpoints", `DELETE FROM checkpoints WHERE run_ref IN (SELECT value FROM json_each(?1))`, []string{"(run_ref=?)"}},
+		{"purge: events", `DELETE FROM events WHERE run_ref IN (SELECT value FROM json_each(?1))`, []string{"(run_ref=?)"}},
+		{"due schedules", `SELECT ` + scheduleCols + ` FROM schedules INDEXED BY schedules_due
+			WHERE paused = 0 AND check_at <= ?1 ORDER BY check_at, id LIMIT ?2`, []string{"USING INDEX schedules_due (check_at<?)"}},
+		{"runs of a queue", `SELECT ` + runCols + ` FROM ` + runFrom + ` WHERE r.id > ?1 AND r.queue = ?6 ORDER BY r.id LIMIT ?2`,
+			[]string{"runs_queue (queue=? AND id>?)"}},
+	} {
+		// Every parameter bound (to NULL), as the store binds them.
+		var args []any
+		for _, m := range regexp.MustCompile(`\?([0-9]+)`).FindAllStringSubmatch(c.query, -1) {
+			if i, _ := strconv.Atoi(m[1]); i > len(args) {
+				args = append(args, make([]any, i-len(args))...)
+			}
+		}
+		rows, err := s.rdb.QueryContext(ctx, `EXPLAIN QUERY PLAN `+c.query, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		all := strings.Join(plan, "\n")
+		for _, line := range plan {
+			if strings.HasPrefix(line, "SCAN ") && !strings.Contains(line, "INDEX") && !strings.Contains(line, "json_each") {
+				t.Errorf("%s scans a table:\n%s", c.name, all)
+			}
+			if strings.HasPrefix(c.name, "claim") && strings.Contains(line, "TEMP B-TREE") {
+				t.Errorf("%s sorts instead of reading in index order:\n%s", c.name, all)
+			}
+		}
+		for _, w := range c.want {
+			if !strings.Contains(all, w) {
+				t.Errorf("%s plan does not use %q:\n%s", c.name, w, all)
+			}
+		}
+	}
+}
