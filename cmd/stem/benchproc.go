@@ -85,7 +85,13 @@ func benchWorker(fs *flag.FlagSet) func(*call, []string) error {
 			io.Copy(io.Discard, c.in)
 			stop()
 		}()
-		return <-ran
+		err = <-ran
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			// Stopped as asked, while Run was still starting (it reads
+			// the catalog first): not a failure of the worker.
+			return nil
+		}
+		return err
 	}
 }
 

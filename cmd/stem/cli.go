@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,6 +69,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if cmd == nil {
 		fmt.Fprintln(stderr, unknownCommand("stem", name))
 		return 2
+	}
+	if len(cmd.subs) > 0 {
+		sub, subArgs, code := pickSub(cmd, rest, stdout, stderr)
+		if sub == nil {
+			return code
+		}
+		cmd, rest = sub, subArgs
 	}
 
 	fs := flag.NewFlagSet("stem "+cmd.name, flag.ContinueOnError)
@@ -371,7 +379,7 @@ func (c *call) describe(err error) string {
 		return fmt.Sprintf("no answer from the store %s within %v", c.g.storeName(), timeout)
 	}
 	msg := err.Error()
-	for _, s := range []error{runtime.ErrDecode, runtime.ErrPayloadTooLarge, runtime.ErrUnknownWorkflow, runtime.ErrInvalidArgument, runtime.ErrClosed} {
+	for _, s := range []error{runtime.ErrDecode, runtime.ErrPayloadTooLarge, runtime.ErrUnknownWorkflow, runtime.ErrUnknownQueue, runtime.ErrInvalidArgument, runtime.ErrClosed} {
 		if errors.Is(err, s) {
 			if i := strings.Index(msg, s.Error()); i >= 0 {
 				msg = msg[i:]
@@ -395,6 +403,42 @@ func trimPrefixes(s string) string {
 		}
 		s = t
 	}
+}
+
+// pickSub finds the subcommand of cmd that args name: the first argument
+// that is not one of stem's own flags (those may come before it), and
+// returns it with the other arguments. Without one (an unknown one, or a
+// flag of the subcommand before it), it says so and returns the exit code.
+func pickSub(cmd *command, args []string, stdout, stderr io.Writer) (*command, []string, int) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "-h" || a == "-help" || a == "--help" {
+			fmt.Fprint(stdout, cmd.help(flag.NewFlagSet(cmd.name, flag.ContinueOnError)))
+			return nil, nil, 0
+		}
+		if a == "--" {
+			break
+		}
+		if len(a) > 1 && a[0] == '-' {
+			name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			if !slices.Contains(globalFlags, name) {
+				fmt.Fprintf(stderr, "stem %s: give the subcommand before the flag %s: stem %s SUBCOMMAND ... (%s)\n\n%s", cmd.name, a, cmd.name, cmd.subNames(), cmd.help(flag.NewFlagSet(cmd.name, flag.ContinueOnError)))
+				return nil, nil, 2
+			}
+			if !hasValue && name != "json" {
+				i++ // the flag's value
+			}
+			continue
+		}
+		sub := cmd.sub(a)
+		if sub == nil {
+			fmt.Fprintln(stderr, unknownSub(cmd, a))
+			return nil, nil, 2
+		}
+		return sub, append(slices.Clone(args[:i]), args[i+1:]...), 0
+	}
+	fmt.Fprintf(stderr, "stem %s: want a subcommand: %s\n\n%s", cmd.name, cmd.subNames(), cmd.help(flag.NewFlagSet(cmd.name, flag.ContinueOnError)))
+	return nil, nil, 2
 }
 
 // parseInterleaved parses flags that may come before, between or after the

@@ -44,6 +44,20 @@ type fixture struct {
 // registered; run starts it working (which also records its catalog).
 func newFixture(t *testing.T, codec runtime.Codec, run bool) *fixture {
 	t.Helper()
+	return newFixtureWith(t, fixtureConfig{codec: codec, run: run})
+}
+
+// fixtureConfig is what a fixture's engine has beyond the test workflows.
+type fixtureConfig struct {
+	codec    runtime.Codec
+	run      bool
+	queues   []runtime.Queue
+	services []runtime.Service
+}
+
+func newFixtureWith(t *testing.T, fc fixtureConfig) *fixture {
+	t.Helper()
+	codec, run := fc.codec, fc.run
 	t.Setenv("STEM_STORE", "")
 	t.Setenv("STEM_CODEC_KEY", "")
 	path := filepath.Join(t.TempDir(), "stem.db")
@@ -51,9 +65,14 @@ func newFixture(t *testing.T, codec runtime.Codec, run bool) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := runtime.New(runtime.Config{Store: store, PollInterval: 10 * time.Millisecond, ShutdownGrace: -1, Codec: codec, WorkerID: "test-worker"})
+	e, err := runtime.New(runtime.Config{Store: store, PollInterval: 10 * time.Millisecond, ShutdownGrace: -1, Codec: codec, WorkerID: "test-worker", Services: fc.services})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, q := range fc.queues {
+		if err := e.RegisterQueue(q); err != nil {
+			t.Fatal(err)
+		}
 	}
 	release := make(chan struct{})
 	registerAll(t, e, release)
@@ -502,28 +521,35 @@ func TestJSONNamingStyle(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &v); err != nil {
 			t.Fatalf("%s: not JSON: %v\n%s", name, err, out)
 		}
-		var walk func(path string, v any)
-		walk = func(path string, v any) {
-			switch v := v.(type) {
-			case map[string]any:
-				for k, x := range v {
-					if !snakeCase.MatchString(k) {
-						t.Errorf("%s: name %s.%s is not snake_case", name, path, k)
-					}
-					switch k {
-					case "output", "input_schema", "output_schema", "payload_schema":
-						continue
-					}
-					walk(path+"."+k, x)
+		checkSnakeCase(t, name, v)
+	}
+}
+
+// checkSnakeCase checks that every name in a decoded JSON document is
+// snake_case, users' payloads and schemas excepted.
+func checkSnakeCase(t *testing.T, name string, v any) {
+	t.Helper()
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if !snakeCase.MatchString(k) {
+					t.Errorf("%s: name %s.%s is not snake_case", name, path, k)
 				}
-			case []any:
-				for _, x := range v {
-					walk(path+"[]", x)
+				switch k {
+				case "output", "input", "input_schema", "output_schema", "payload_schema":
+					continue
 				}
+				walk(path+"."+k, x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(path+"[]", x)
 			}
 		}
-		walk("", v)
 	}
+	walk("", v)
 }
 
 // An empty result says so.

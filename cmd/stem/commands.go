@@ -2,7 +2,9 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/stemflow/stem/runtime"
@@ -28,6 +30,10 @@ type command struct {
 	// setup declares the command's flags and returns what runs it; it
 	// checks its arguments before it opens the store.
 	setup func(fs *flag.FlagSet) func(c *call, args []string) error
+	// subs are the subcommands of a command that has them (stem schedule
+	// create): the first argument names one, which is then run as a
+	// command of its own, named "schedule create". Its setup is not run.
+	subs []*command
 }
 
 // commands are stem's commands in the order usage lists them.
@@ -36,7 +42,7 @@ var commands []*command
 func init() {
 	commands = []*command{
 		{name: "runs", max: 0, setup: listRuns, readOnly: true,
-			args:    "[--workflow NAME] [--status STATUS] [--parent RUN_ID] [--limit N] [--after RUN_ID]",
+			args:    "[--workflow NAME] [--status STATUS] [--queue NAME] [--parent RUN_ID] [--limit N] [--after RUN_ID]",
 			summary: "list runs, a page at a time",
 			detail: `Lists runs by ID with their workflow, status, execution and what they
 are doing. Filters combine. Under a full page, a "more:" line gives the
@@ -49,15 +55,23 @@ its executions (each start or restart), and the steps of one execution in
 the order they ran, with their status (running, retrying, waiting,
 complete, failed, interrupted), result, and each attempt with its error.
 A multi-line error (a panic's stack) is shortened to its first line;
---json prints it whole.`},
+--json prints it whole. The run's queue, partition and priority are shown
+when they are not the defaults (queue default, no partition, priority 0);
+--json always has them.`},
 		{name: "start", min: 2, max: 2, setup: start,
-			args:    "WORKFLOW JSON|-|@FILE [--id RUN_ID]",
+			args:    "WORKFLOW JSON|-|@FILE [--id RUN_ID] [--queue NAME] [--partition KEY] [--priority N] [--delay DUR]",
 			summary: "start a run of a workflow with a JSON input",
 			detail: `Starts a run of WORKFLOW, which a worker sharing the store serves (it
 records its workflows in the store when it runs; see 'stem workflows'). The
 input is checked against the workflow's input type first: a mismatch is
 refused and nothing is written. With --id, an existing run of the same
 workflow with that ID is left as it is.
+
+The run goes on its workflow's queue, or the one --queue names (a queue a
+worker registered; see 'stem queues'); --partition puts it in a partition
+of a queue that has partitions, and --priority orders it within the queue
+(higher first). --delay holds it queued for that long (a Go duration: 90s,
+15m, 2h).
 
 ` + jsonFrom},
 		{name: "send", min: 3, max: 3, setup: send,
@@ -96,6 +110,39 @@ with 'stem show RUN_ID --execution N'.`},
 			detail: `Ends an unfinished run with REASON; its running step is cancelled, and
 its unfinished children (and theirs) are terminated with it, except those
 started to be abandoned.`},
+		{name: "schedule", min: 0, max: 0, setup: noFlags, subs: scheduleSubs(),
+			args:    "SUBCOMMAND ARGS",
+			summary: "create, list, show, pause, resume, trigger or delete cron schedules",
+			detail:  scheduleDetail},
+		{name: "schedules", max: 0, setup: listSchedules, readOnly: true,
+			args:    scheduleListArgs,
+			summary: "list the schedules (stem schedule list)",
+			detail:  scheduleListDetail},
+		{name: "purge", max: 0, setup: purge, timeout: 10 * time.Minute,
+			args:    "--older-than DUR [--status STATUS,...] [--workflow NAME,...] [--dry-run]",
+			summary: "delete finished runs older than a duration",
+			detail: `Deletes the finished runs (complete, errored, terminated) that ended more
+than --older-than ago, each with everything it owns (executions, steps,
+attempts, buffered events), in batches short enough not to hold the
+workers up, and says how many. Unfinished runs are never touched.
+--status keeps only runs of those finished statuses (any case), --workflow
+only runs of those workflows; each takes a comma-separated list.
+--dry-run counts what would be deleted (up to 10000) and deletes nothing.
+
+--older-than is a Go duration (90m, 36h) or days, alone or before one
+(30d, 7d12h); it must be above zero.
+
+Workers also delete their finished runs by themselves past a retention
+(runtime.Config.Retention, or a workflow's retention=).`},
+		{name: "queues", max: 0, setup: queues, readOnly: true,
+			summary: "the queues, their limits and how many runs each holds",
+			detail: `Lists the queues the workers sharing the store recorded (each with the
+worker that recorded it last, and when), and the default queue, with
+their limits: concurrency (runs of the queue executing at once, across
+every worker), partition concurrency (of one partition key), and rate
+(starts per period); unlimited when not set. Then their runs now: ready
+(the backlog), scheduled (a delayed start not yet due), running, waiting
+(asleep or awaiting an event) and paused.`},
 		{name: "workflows", aliases: []string{"catalog"}, max: 0, setup: catalog, readOnly: true,
 			summary: "the workflows and event topics the workers serve",
 			detail: `Lists the workflows and event topics that the workers sharing the store
@@ -142,6 +189,45 @@ or changes a store's schema: the others refuse a store that is not there
 or is at another schema version, and never change it. Another
 application's database is refused and left as it was.`},
 	}
+}
+
+// noFlags is the setup of a command that takes no flags of its own.
+func noFlags(*flag.FlagSet) func(*call, []string) error { return nil }
+
+// sub returns the subcommand called name, or nil.
+func (c *command) sub(name string) *command {
+	prefix := c.name + " "
+	for _, s := range c.subs {
+		if s.name == prefix+name {
+			return s
+		}
+	}
+	return nil
+}
+
+// subNames lists the subcommands, as "create, list, ... or delete".
+func (c *command) subNames() string {
+	names := make([]string, len(c.subs))
+	for i, s := range c.subs {
+		names[i] = strings.TrimPrefix(s.name, c.name+" ")
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// unknownSub says that c has no subcommand name, suggesting the nearest.
+func unknownSub(c *command, name string) string {
+	names := make([]string, len(c.subs))
+	for i, s := range c.subs {
+		names[i] = strings.TrimPrefix(s.name, c.name+" ")
+	}
+	msg := fmt.Sprintf("stem %s: unknown subcommand %q", c.name, name)
+	if best := nearest(name, names); best != "" {
+		msg += fmt.Sprintf("; did you mean %q?", best)
+	}
+	return msg + fmt.Sprintf(" (the subcommands are %s; stem help %s)", c.subNames(), c.name)
 }
 
 // lookup returns the command called name or one of its aliases, or nil.

@@ -10,20 +10,51 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 func start(fs *flag.FlagSet) func(*call, []string) error {
 	id := fs.String("id", "", "`RUN_ID` for the new run (default: a generated one)")
+	queue := fs.String("queue", "", "start the run on queue `NAME` (default: its workflow's)")
+	partition := fs.String("partition", "", "start the run in partition `KEY` of its queue")
+	priority := fs.Int("priority", 0, "the run's priority `N` within its queue (higher first)")
+	delay := fs.Duration("delay", 0, "keep the run queued for `DUR` before a worker takes it")
 	return func(c *call, args []string) error {
 		c.subject = args[0]
+		var opts []runtime.StartOption
+		if *queue != "" {
+			if err := storage.CheckQueueName(*queue); err != nil {
+				return usagef("--queue: %s", nameReason(err))
+			}
+			opts = append(opts, runtime.OnQueue(*queue))
+		}
+		if *partition != "" {
+			opts = append(opts, runtime.WithPartition(*partition))
+		}
+		if *priority < storage.MinPriority || *priority > storage.MaxPriority {
+			return usagef("--priority %d: want %d to %d", *priority, storage.MinPriority, storage.MaxPriority)
+		}
+		if *priority != 0 {
+			opts = append(opts, runtime.WithPriority(*priority))
+		}
+		if *delay < 0 {
+			return usagef("--delay %v: want 0 or more", *delay)
+		}
+		if *delay > 0 {
+			opts = append(opts, runtime.WithDelay(*delay))
+		}
 		input, err := c.jsonArg("input", args[1])
 		if err != nil {
 			return err
 		}
 		e, err := c.open()
 		if err != nil {
+			return err
+		}
+		if err := checkQueue(c, e, *queue); err != nil {
 			return err
 		}
 		if *id != "" {
@@ -37,11 +68,19 @@ func start(fs *flag.FlagSet) func(*call, []string) error {
 				return err
 			}
 		}
-		r, err := e.StartJSON(c.ctx, args[0], *id, input)
+		r, err := e.StartJSON(c.ctx, args[0], *id, input, opts...)
 		if err != nil {
 			return err
 		}
-		return c.out.done(r.ID, "started; a worker that serves "+args[0]+" runs it")
+		what := "started"
+		if q := placement(r.Queue, r.Partition, r.Priority); q != "" {
+			what += " on queue " + q
+		}
+		what += "; a worker that serves " + args[0] + " runs it"
+		if r.ReadyAt != nil && r.ReadyAt.After(time.Now()) {
+			what += " from " + stamp(*r.ReadyAt)
+		}
+		return c.out.done(r.ID, what)
 	}
 }
 

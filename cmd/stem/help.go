@@ -3,11 +3,12 @@ package main
 import (
 	"flag"
 	"fmt"
-	"github.com/stemflow/stem/storage"
 	"io"
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/stemflow/stem/storage"
 )
 
 func usage() string {
@@ -33,7 +34,8 @@ flags (before or after the command):
   --store URL            the store: a SQLite file (default stem.db, or $STEM_STORE),
                          or a postgres:// or redis:// URL; it must exist, at this
                          version's schema: stem init creates or migrates it, no
-                         other command changes it (runs, show, workflows only read)
+                         other command changes it (runs, show, workflows, queues,
+                         schedule list and show only read)
   --json                 print JSON (snake_case names throughout)
   --codec-key KEY        the AES key (hex or base64, 16, 24 or 32 bytes) the workers
                          seal payloads with (Config.Codec); or $STEM_CODEC_KEY.
@@ -89,18 +91,31 @@ func help(args []string, stdout, stderr io.Writer) int {
 	case 0:
 		fmt.Fprint(stdout, usage())
 		return 0
-	case 1:
+	case 1, 2:
 		c := lookup(args[0])
 		if c == nil {
 			fmt.Fprintln(stderr, unknownCommand("stem help", args[0]))
 			return 2
+		}
+		if len(args) == 2 {
+			if len(c.subs) == 0 {
+				break
+			}
+			if c = c.sub(args[1]); c == nil {
+				fmt.Fprintln(stderr, unknownSub(lookup(args[0]), args[1]))
+				return 2
+			}
 		}
 		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 		c.setup(fs)
 		fmt.Fprint(stdout, c.help(fs))
 		return 0
 	}
-	fmt.Fprintf(stderr, "stem help: unexpected argument %q\n\nusage: stem help [COMMAND]\n", args[1])
+	i := min(len(args)-1, 1)
+	if c := lookup(args[0]); c != nil && len(c.subs) > 0 {
+		i = 2
+	}
+	fmt.Fprintf(stderr, "stem help: unexpected argument %q\n\nusage: stem help [COMMAND [SUBCOMMAND]]\n", args[i])
 	return 2
 }
 

@@ -34,6 +34,7 @@ func parseStatus(s string) (runtime.RunStatus, error) {
 func listRuns(fs *flag.FlagSet) func(*call, []string) error {
 	wf := fs.String("workflow", "", "only runs of workflow `NAME`")
 	status := fs.String("status", "", "only runs in `STATUS`: queued, running, paused, waiting, complete, errored or terminated (any case)")
+	queue := fs.String("queue", "", "only runs on queue `NAME`")
 	parent := fs.String("parent", "", "only the children of run `RUN_ID`")
 	limit := fs.Int("limit", defaultLimit, "at most `N` runs per page")
 	after := fs.String("after", "", "the page after run `RUN_ID` (the \"more:\" line gives it)")
@@ -45,11 +46,16 @@ func listRuns(fs *flag.FlagSet) func(*call, []string) error {
 		if err != nil {
 			return err
 		}
+		if *queue != "" {
+			if err := storage.CheckQueueName(*queue); err != nil {
+				return usagef("--queue: %s", nameReason(err))
+			}
+		}
 		e, err := c.open()
 		if err != nil {
 			return err
 		}
-		runs, next, err := e.ListRuns(c.ctx, runtime.ListRunsQuery{Workflow: *wf, Status: st, ParentID: *parent, Limit: *limit, After: *after})
+		runs, next, err := e.ListRuns(c.ctx, runtime.ListRunsQuery{Workflow: *wf, Status: st, Queue: *queue, ParentID: *parent, Limit: *limit, After: *after})
 		if err != nil {
 			return err
 		}
@@ -57,7 +63,7 @@ func listRuns(fs *flag.FlagSet) func(*call, []string) error {
 			return c.out.encode(jsonRunPage{Runs: jsonRuns(runs), Next: next})
 		}
 		if len(runs) == 0 {
-			if *wf != "" || st != "" || *parent != "" || *after != "" {
+			if *wf != "" || st != "" || *queue != "" || *parent != "" || *after != "" {
 				_, err := fmt.Fprintln(c.out.w, "no runs match")
 				return err
 			}
@@ -71,19 +77,15 @@ func listRuns(fs *flag.FlagSet) func(*call, []string) error {
 		}
 		tw.Flush()
 		if next != "" {
-			more := []string{"stem"}
-			if c.g.storeSet {
-				more = append(more, "--store", c.g.store)
-			}
-			if c.g.codecKeyFile != "" {
-				more = append(more, "--codec-key-file", c.g.codecKeyFile)
-			}
-			more = append(more, "runs")
+			more := []string{"runs"}
 			if *wf != "" {
 				more = append(more, "--workflow", *wf)
 			}
 			if st != "" {
 				more = append(more, "--status", string(st))
+			}
+			if *queue != "" {
+				more = append(more, "--queue", *queue)
 			}
 			if *parent != "" {
 				more = append(more, "--parent", *parent)
@@ -91,16 +93,30 @@ func listRuns(fs *flag.FlagSet) func(*call, []string) error {
 			if *limit != defaultLimit {
 				more = append(more, "--limit", fmt.Sprint(*limit))
 			}
-			more = append(more, "--after", next)
-			for i, a := range more {
-				more[i] = shellQuote(a)
-			}
-			// Quoted, the line holds no hidden character: clean changes
-			// nothing, and the terminal writer has nothing to escape.
-			fmt.Fprintf(c.out.w, "more: %s\n", clean(strings.Join(more, " ")))
+			c.more(append(more, "--after", next)...)
 		}
 		return nil
 	}
+}
+
+// more prints the "more:" line under a page: the command that gives the
+// next one, with this call's store and key file (a key given on the
+// command line is not repeated).
+func (c *call) more(args ...string) {
+	more := []string{"stem"}
+	if c.g.storeSet {
+		more = append(more, "--store", c.g.store)
+	}
+	if c.g.codecKeyFile != "" {
+		more = append(more, "--codec-key-file", c.g.codecKeyFile)
+	}
+	more = append(more, args...)
+	for i, a := range more {
+		more[i] = shellQuote(a)
+	}
+	// Quoted, the line holds no hidden character: clean changes nothing,
+	// and the terminal writer has nothing to escape.
+	fmt.Fprintf(c.out.w, "more: %s\n", clean(strings.Join(more, " ")))
 }
 
 // shellQuote quotes s as one word for a POSIX shell (sh, bash, zsh), so a
@@ -237,6 +253,9 @@ func printShow(w io.Writer, r runtime.RunInfo, xs []runtime.ExecutionInfo, n int
 	fmt.Fprintf(w, "run        %s\nworkflow   %s\nstatus     %s\n", clean(r.ID), clean(r.Workflow), clean(string(r.Status)))
 	if r.ParentID != "" {
 		fmt.Fprintf(w, "parent     %s\n", clean(r.ParentID))
+	}
+	if q := placement(r.Queue, r.Partition, r.Priority); q != "" {
+		fmt.Fprintf(w, "queue      %s\n", q)
 	}
 	if d := detail(r); d != "" {
 		fmt.Fprintf(w, "detail     %s\n", clean(d))

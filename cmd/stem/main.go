@@ -1,13 +1,20 @@
 // Command stem inspects and controls the workflow runs in a Stem store.
 //
-//	stem [flags] runs [--workflow NAME] [--status STATUS] [--parent RUN_ID] [--limit N] [--after RUN_ID]
+//	stem [flags] runs [--workflow NAME] [--status STATUS] [--queue NAME] [--parent RUN_ID] [--limit N] [--after RUN_ID]
 //	stem [flags] show RUN_ID [--execution N]
-//	stem [flags] start WORKFLOW JSON [--id RUN_ID]
+//	stem [flags] start WORKFLOW JSON [--id RUN_ID] [--queue NAME] [--partition KEY] [--priority N] [--delay DUR]
 //	stem [flags] send RUN_ID TOPIC JSON
 //	stem [flags] emit TOPIC JSON
 //	stem [flags] pause|resume RUN_ID
 //	stem [flags] restart RUN_ID [--from STEP_KEY]
 //	stem [flags] terminate RUN_ID [REASON]
+//	stem [flags] schedule create ID WORKFLOW CRON JSON [--tz ZONE] [--overlap skip|buffer_one|allow]
+//	                 [--catch-up skip|latest|all] [--catch-up-window DUR] [--queue NAME]
+//	                 [--partition KEY] [--priority N] [--paused]
+//	stem [flags] schedule list [--limit N] [--after ID]   (also: stem schedules)
+//	stem [flags] schedule show|pause|resume|trigger|delete ID
+//	stem [flags] purge --older-than DUR [--status STATUS,...] [--workflow NAME,...] [--dry-run]
+//	stem [flags] queues
 //	stem [flags] workflows              (also: stem catalog)
 //	stem [flags] init
 //	stem help [COMMAND]                 (also: stem COMMAND --help)
@@ -27,11 +34,14 @@
 // that names no file is refused with "no Stem store at PATH", and so is
 // another application's database, a Postgres schema or Redis prefix that
 // holds no Stem store, and a store at a schema version other than this
-// program's; each is left exactly as it was. runs, show and workflows open
-// the store read-only. stem init creates the store, or migrates it to this
+// program's; each is left exactly as it was. runs, show, workflows, queues,
+// schedule list and schedule show open the store read-only. stem init creates the store, or migrates it to this
 // program's schema, and says which it did. start, send and emit check the
 // workflow, topic and JSON against what the workers recorded in the store
-// (stem workflows lists it) and write nothing when they do not match.
+// (stem workflows lists it) and write nothing when they do not match; so
+// does schedule create, which also checks the cron expression, time zone
+// and policies first. Schedules fire only in workers that run the schedule
+// package's Service.
 //
 // Exit status: 0 done; 1 the command failed (one line on stderr, naming
 // the run and the store); 2 it was called wrongly (with the command's

@@ -190,6 +190,9 @@ type jsonRun struct {
 	ReadyAt        *time.Time      `json:"ready_at,omitempty"`
 	PauseRequested bool            `json:"pause_requested,omitempty"`
 	Recoveries     int             `json:"recoveries,omitempty"`
+	Queue          string          `json:"queue"`
+	Partition      string          `json:"partition"`
+	Priority       int             `json:"priority"`
 	Execution      int             `json:"execution"`
 	StartedAt      time.Time       `json:"started_at"`
 	EndedAt        *time.Time      `json:"ended_at,omitempty"`
@@ -202,7 +205,11 @@ func jsonRuns(runs []runtime.RunInfo) []jsonRun {
 	for i, r := range runs {
 		out[i] = jsonRun{ID: r.ID, Workflow: r.Workflow, ParentID: r.ParentID, Status: string(r.Status),
 			WaitingFor: r.WaitingFor, WaitTopics: r.WaitTopics, Progress: r.Progress, Deadline: r.Deadline, ReadyAt: r.ReadyAt, PauseRequested: r.PauseRequested, Recoveries: r.Recoveries,
+			Queue: r.Queue, Partition: r.Partition, Priority: r.Priority,
 			Execution: r.Execution, StartedAt: r.StartedAt, EndedAt: r.EndedAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		if out[i].Queue == "" {
+			out[i].Queue = runtime.DefaultQueue
+		}
 		out[i].Output, out[i].OutputSealed = jsonPayload(r.Output)
 		if note, ok := sealedNote(r.OpenErr, ""); ok {
 			out[i].OutputSealed = r.Output == nil && r.Err == nil
