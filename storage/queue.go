@@ -19,7 +19,9 @@ const DefaultQueue = "default"
 // has expired and nobody has claimed it back, because a worker that only
 // stalled may still be executing its step. Claiming back an expired run
 // (a recovery) takes no new place, so recoveries are never held back by a
-// limit.
+// limit. A Restart makes a running run queued at once, so its place is free
+// at once, though its old worker may go on with its step until it learns
+// of the restart (its next heartbeat or write).
 type Queue struct {
 	// Name is the queue's durable name (CheckQueueName).
 	Name string
@@ -32,8 +34,9 @@ type Queue struct {
 	PartitionConcurrency int
 	// Rate and RatePeriod: at most Rate runs of the queue start (are claimed
 	// for the first time since their creation or last Restart) within any
-	// window of RatePeriod. Zero Rate: no rate limit; a Rate needs a
-	// RatePeriod.
+	// window of RatePeriod: a claim at now counts the starts in
+	// (now-RatePeriod, now], so a start exactly RatePeriod ago no longer
+	// counts. Zero Rate: no rate limit; a Rate needs a RatePeriod.
 	Rate       int
 	RatePeriod time.Duration
 }

@@ -229,7 +229,8 @@ type PurgeRequest struct {
 type PurgeResult struct {
 	// Runs is how many runs were deleted (or, on a dry run, would be).
 	Runs int
-	// Events is how many buffered events went with them.
+	// Events is how many buffered events went with them (or, on a dry
+	// run, would).
 	Events int
 }
 

@@ -63,14 +63,17 @@ type Store interface {
 	// after the cursor ID.
 	ListRuns(ctx context.Context, q ListRunsQuery) (RunPage, error)
 
-	// Claim leases up to Limit runs of the named workflows that are ready:
-	// StatusQueued or StatusWaiting with ReadyAt at or before now, or
-	// StatusRunning whose lease expired (a crashed worker's run; its
-	// Recoveries count grows by one). Paused, finished and not-yet-due runs
-	// are never claimed. Each claimed run becomes StatusRunning with Owner,
-	// lease expiry now+LeaseFor, and a token greater than any it had before.
-	// Concurrent claims never hand one run to two callers. Claim returns
-	// the runs it leased, oldest ReadyAt first where the store can.
+	// Claim leases up to Limit runs of the named workflows, on the queues
+	// req.ClaimQueues() names, that are ready: StatusQueued or
+	// StatusWaiting with ReadyAt at or before now, or StatusRunning whose
+	// lease expired (a crashed worker's run; its Recoveries count grows by
+	// one). Paused, finished and not-yet-due runs are never claimed, nor a
+	// ready run whose queue's limits leave it no place (see Queue). Runs are
+	// taken in the order ClaimRequest.Queues describes (priority, then
+	// recoveries, then oldest); the order of the returned slice is not
+	// specified. Each claimed run becomes StatusRunning with Owner, lease
+	// expiry now+LeaseFor, and a token greater than any it had before.
+	// Concurrent claims never hand one run to two callers.
 	Claim(ctx context.Context, req ClaimRequest) ([]ClaimedRun, error)
 
 	// NextWake says how long until a Claim of req.Workflows could find a
@@ -262,7 +265,9 @@ type Store interface {
 
 	// QueueStats counts the runs of each named queue by state (see
 	// QueueStats), in the order named, in one read that does not scan
-	// finished runs. A queue without runs has zero counts.
+	// finished runs. A queue without runs has zero counts. Callers check
+	// the names (CheckQueueName); a store may refuse a malformed one as
+	// ErrInvalidArgument.
 	QueueStats(ctx context.Context, queues []string) ([]QueueStats, error)
 
 	// WriteSchedule creates or replaces a schedule, compared by revision
