@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
@@ -13,6 +14,8 @@ var catalogCases = []testCase{
 	{"catalog/fresh store has an empty catalog", testCatalogEmpty},
 	{"catalog/put then get round-trips, sorted, schemas byte for byte", testCatalogRoundTrip},
 	{"catalog/a second put replaces by name and topic and keeps the others", testCatalogReplace},
+	{"catalog/queues and a workflow's queue and retention round-trip, sorted", testCatalogQueues},
+	{"catalog/a later put replaces a queue by name and keeps the others", testCatalogQueuesReplace},
 }
 
 func (f *fixture) putCatalog(c storage.Catalog) {
@@ -28,14 +31,21 @@ func (f *fixture) wantCatalog(want storage.Catalog) {
 	f.t.Helper()
 	got := normCatalog(f.catalog())
 	want = normCatalog(want)
-	if len(got.Workflows) != len(want.Workflows) || len(got.Events) != len(want.Events) {
+	if len(got.Workflows) != len(want.Workflows) || len(got.Events) != len(want.Events) || len(got.Queues) != len(want.Queues) {
 		f.t.Fatalf("catalog = %+v, want %+v", got, want)
 	}
 	for i, w := range want.Workflows {
 		g := got.Workflows[i]
 		if g.Name != w.Name || g.Version != w.Version || string(g.InputSchema) != string(w.InputSchema) ||
-			string(g.OutputSchema) != string(w.OutputSchema) || g.Worker != w.Worker || !g.UpdatedAt.Equal(w.UpdatedAt) {
-			f.t.Fatalf("workflow %d = %+v\n(input %s, output %s)\nwant %+v\n(input %s, output %s)", i, g, g.InputSchema, g.OutputSchema, w, w.InputSchema, w.OutputSchema)
+			string(g.OutputSchema) != string(w.OutputSchema) || g.Worker != w.Worker || !g.UpdatedAt.Equal(w.UpdatedAt) ||
+			g.Queue != w.Queue || !reflect.DeepEqual(g.Retention, w.Retention) {
+			f.t.Fatalf("workflow %d = %+v\n(input %s, output %s, retention %s)\nwant %+v\n(input %s, output %s, retention %s)",
+				i, g, g.InputSchema, g.OutputSchema, fmtRetention(g.Retention), w, w.InputSchema, w.OutputSchema, fmtRetention(w.Retention))
+		}
+	}
+	for i, q := range want.Queues {
+		if g := got.Queues[i]; g != q {
+			f.t.Fatalf("queue %d = %+v, want %+v", i, g, q)
 		}
 	}
 	for i, e := range want.Events {
@@ -48,12 +58,12 @@ func (f *fixture) wantCatalog(want storage.Catalog) {
 
 func testCatalogEmpty(f *fixture) {
 	c := f.catalog()
-	if len(c.Workflows) != 0 || len(c.Events) != 0 {
+	if len(c.Workflows) != 0 || len(c.Events) != 0 || len(c.Queues) != 0 {
 		f.t.Fatalf("catalog of a fresh store = %+v, want empty", c)
 	}
 	// An empty put changes nothing.
 	f.putCatalog(storage.Catalog{})
-	if c := f.catalog(); len(c.Workflows) != 0 || len(c.Events) != 0 {
+	if c := f.catalog(); len(c.Workflows) != 0 || len(c.Events) != 0 || len(c.Queues) != 0 {
 		f.t.Fatalf("catalog after an empty put = %+v, want empty", c)
 	}
 }
@@ -159,6 +169,77 @@ func testCatalogReplace(f *fixture) {
 		Events: []storage.EventType{
 			{Topic: "t.one", Worker: "w2", UpdatedAt: t2},
 			{Topic: "t.two", Worker: "w1", UpdatedAt: t1},
+		},
+	})
+}
+
+func fmtRetention(d *time.Duration) string {
+	if d == nil {
+		return "nil"
+	}
+	return d.String()
+}
+
+func durationPtr(d time.Duration) *time.Duration { return &d }
+
+func testCatalogQueues(f *fixture) {
+	t1 := Start.Add(-time.Hour).Add(7 * time.Millisecond)
+	week := durationPtr(7 * 24 * time.Hour)
+	in := storage.Catalog{
+		Workflows: []storage.WorkflowType{
+			{Name: "mail.send", Version: 1, Queue: "emails", Retention: week, Worker: "host-1/42", UpdatedAt: t1},
+			{Name: "audit.keep", Version: 1, Queue: "bulk", Retention: durationPtr(0), Worker: "host-1/42", UpdatedAt: t1},
+			{Name: "plain", Version: 3, Worker: "host-1/42", UpdatedAt: t1},
+		},
+		Queues: []storage.QueueType{
+			{Queue: storage.Queue{Name: "emails", Concurrency: 5, PartitionConcurrency: 1, Rate: 100, RatePeriod: time.Minute}, Worker: "host-1/42", UpdatedAt: t1},
+			{Queue: storage.Queue{Name: "bulk"}, Worker: "host-1/42", UpdatedAt: t1},
+			{Queue: storage.Queue{Name: storage.DefaultQueue, Concurrency: 50}, Worker: "host-1/42", UpdatedAt: t1},
+			{Queue: storage.Queue{Name: "api", Rate: 3, RatePeriod: 1500 * time.Millisecond}, Worker: "host-1/42", UpdatedAt: t1},
+		},
+	}
+	want := storage.Catalog{
+		Workflows: []storage.WorkflowType{
+			{Name: "audit.keep", Version: 1, Queue: "bulk", Retention: durationPtr(0), Worker: "host-1/42", UpdatedAt: t1},
+			{Name: "mail.send", Version: 1, Queue: "emails", Retention: durationPtr(7 * 24 * time.Hour), Worker: "host-1/42", UpdatedAt: t1},
+			{Name: "plain", Version: 3, Worker: "host-1/42", UpdatedAt: t1},
+		},
+		Queues: []storage.QueueType{
+			{Queue: storage.Queue{Name: "api", Rate: 3, RatePeriod: 1500 * time.Millisecond}, Worker: "host-1/42", UpdatedAt: t1},
+			{Queue: storage.Queue{Name: "bulk"}, Worker: "host-1/42", UpdatedAt: t1},
+			{Queue: storage.Queue{Name: storage.DefaultQueue, Concurrency: 50}, Worker: "host-1/42", UpdatedAt: t1},
+			{Queue: storage.Queue{Name: "emails", Concurrency: 5, PartitionConcurrency: 1, Rate: 100, RatePeriod: time.Minute}, Worker: "host-1/42", UpdatedAt: t1},
+		},
+	}
+	f.putCatalog(in)
+	*week = time.Hour // the caller may reuse what it put
+	f.wantCatalog(want)
+	got := f.catalog()
+	*got.Workflows[1].Retention = time.Hour // what it got is its own
+	f.wantCatalog(want)
+}
+
+func testCatalogQueuesReplace(f *fixture) {
+	t1 := Start.Add(-time.Hour)
+	t2 := Start.Add(time.Minute)
+	f.putCatalog(storage.Catalog{
+		Workflows: []storage.WorkflowType{{Name: "mail.send", Version: 1, Queue: "emails", Retention: durationPtr(time.Hour), Worker: "w1", UpdatedAt: t1}},
+		Queues: []storage.QueueType{
+			{Queue: storage.Queue{Name: "emails", Concurrency: 5, Rate: 10, RatePeriod: time.Second}, Worker: "w1", UpdatedAt: t1},
+			{Queue: storage.Queue{Name: "bulk", Concurrency: 2}, Worker: "w1", UpdatedAt: t1},
+		},
+	})
+	f.clock.Advance(time.Minute)
+	f.putCatalog(storage.Catalog{
+		Workflows: []storage.WorkflowType{{Name: "mail.send", Version: 2, Worker: "w2", UpdatedAt: t2}},
+		Queues:    []storage.QueueType{{Queue: storage.Queue{Name: "emails", PartitionConcurrency: 1}, Worker: "w2", UpdatedAt: t2}},
+	})
+	f.wantCatalog(storage.Catalog{
+		// Replaced whole: the old queue, retention and limits are gone.
+		Workflows: []storage.WorkflowType{{Name: "mail.send", Version: 2, Worker: "w2", UpdatedAt: t2}},
+		Queues: []storage.QueueType{
+			{Queue: storage.Queue{Name: "bulk", Concurrency: 2}, Worker: "w1", UpdatedAt: t1},
+			{Queue: storage.Queue{Name: "emails", PartitionConcurrency: 1}, Worker: "w2", UpdatedAt: t2},
 		},
 	})
 }

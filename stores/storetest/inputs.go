@@ -250,6 +250,18 @@ func testClose(f *fixture) {
 			return s.PutCatalog(ctx, storage.Catalog{Workflows: []storage.WorkflowType{{Name: wf, Version: 1}}})
 		},
 		"GetCatalog": func() error { _, err := s.GetCatalog(ctx); return err },
+		"QueueStats": func() error { _, err := s.QueueStats(ctx, []string{storage.DefaultQueue}); return err },
+		"WriteSchedule": func() error {
+			_, err := s.WriteSchedule(ctx, storage.ScheduleWrite{Schedule: f.schedule("every.five")})
+			return err
+		},
+		"GetSchedule":    func() error { _, err := s.GetSchedule(ctx, "every.five"); return err },
+		"ListSchedules":  func() error { _, err := s.ListSchedules(ctx, storage.ScheduleQuery{}); return err },
+		"DeleteSchedule": func() error { return s.DeleteSchedule(ctx, "every.five") },
+		"Purge": func() error {
+			_, err := s.Purge(ctx, storage.PurgeRequest{FinishedBefore: f.now(), Limit: 10})
+			return err
+		},
 	}
 	for name, call := range calls {
 		if err := call(); !errors.Is(err, storage.ErrClosed) {

@@ -29,7 +29,10 @@
 // the announcements of storage.FinishNotifier (notify.go in stores);
 // waitcases.go the waits with several cases (events.go in stores); and
 // continue.go continue-as-new (executions.go), progress (checkpoint.go and
-// lease.go) and deadlines (runs.go).
+// lease.go) and deadlines (runs.go); queues.go the queues a claim takes
+// from, with their priorities and limits, and QueueStats (queue.go and
+// lease.go in stores); schedules.go the schedule records; purge.go the
+// deletion of finished runs.
 package storetest
 
 import (
@@ -110,6 +113,9 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, finishedCases...)
 	all = append(all, waitCaseCases...)
 	all = append(all, continueCases...)
+	all = append(all, queueCases...)
+	all = append(all, scheduleCases...)
+	all = append(all, purgeCases...)
 	for _, c := range all {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -193,12 +199,19 @@ func (f *fixture) startAs(r storage.NewRun) storage.ClaimedRun {
 
 func (f *fixture) claim(owner string, limit int, workflows ...string) []storage.ClaimedRun {
 	f.t.Helper()
+	return f.claimFrom(owner, limit, nil, workflows...)
+}
+
+// claimFrom claims from the queues named (none: the default queue) with
+// their limits.
+func (f *fixture) claimFrom(owner string, limit int, queues []storage.Queue, workflows ...string) []storage.ClaimedRun {
+	f.t.Helper()
 	if len(workflows) == 0 {
 		workflows = []string{wf}
 	}
-	got, err := f.store.Claim(f.ctx, storage.ClaimRequest{Owner: owner, Workflows: workflows, Limit: limit, LeaseFor: lease})
+	got, err := f.store.Claim(f.ctx, storage.ClaimRequest{Owner: owner, Workflows: workflows, Limit: limit, LeaseFor: lease, Queues: queues})
 	if err != nil {
-		f.t.Fatalf("Claim(%s): %v", owner, err)
+		f.t.Fatalf("Claim(%s, queues %v): %v", owner, queues, err)
 	}
 	f.wantClaimedReplays(got)
 	return got
@@ -452,13 +465,14 @@ func (f *fixture) complete(l storage.Lease, output string) {
 
 // snapshot is everything a store holds, as the contract shows it: the
 // runs, each run's executions and every execution's steps and pending
-// attempts, and the catalog.
+// attempts, the catalog and the schedules.
 type snapshot struct {
 	Runs       []storage.RunRecord
 	Executions map[string][]storage.ExecutionRecord
 	// Histories holds each run's executions' steps, oldest first.
 	Histories map[string][]storage.History
 	Catalog   storage.Catalog
+	Schedules []storage.Schedule
 }
 
 func (f *fixture) snapshot() snapshot {
@@ -476,6 +490,9 @@ func (f *fixture) snapshot() snapshot {
 		}
 	}
 	snap.Catalog = normCatalog(f.catalog())
+	for _, sc := range f.allSchedules() {
+		snap.Schedules = append(snap.Schedules, normSchedule(sc))
+	}
 	return snap
 }
 
@@ -629,6 +646,12 @@ func normCatalog(c storage.Catalog) storage.Catalog {
 	}
 	if len(c.Events) == 0 {
 		c.Events = nil
+	}
+	if len(c.Queues) == 0 {
+		c.Queues = nil
+	}
+	for i := range c.Queues {
+		c.Queues[i].UpdatedAt = ms(c.Queues[i].UpdatedAt)
 	}
 	for i := range c.Workflows {
 		w := &c.Workflows[i]
