@@ -696,8 +696,9 @@ SELECT id FROM upd ORDER BY id`
 	// it with its lease revoked. A lease that has not expired (a running
 	// run's, or one a restart fenced already) is kept and fences the new
 	// execution: the run is ready at its expiry unless its holder lets go
-	// first (see Suspend). Every CTE reads the run as it was before the
-	// statement.
+	// first (see Suspend). The run's next claim is a start again
+	// (first_claimed_at), which a queue's rate counts. Every CTE reads the
+	// run as it was before the statement.
 	q.restart = `WITH r AS (SELECT id, execution, status, error FROM {s}.runs WHERE id = $2),
 ended AS (
 	UPDATE {s}.executions e SET ended_at = coalesce(e.ended_at, $1::timestamptz), status = r.status, error = r.error
@@ -716,7 +717,7 @@ copied AS (
 )
 UPDATE {s}.runs SET status = 'queued', ready_at = greatest($1, lease_until), execution = execution + 1, started_at = $1, ended_at = NULL,
 	output = NULL, error = NULL, {clearWait}, progress = NULL,
-	suspend_state = NULL, pause_requested = false, recoveries = 0,
+	suspend_state = NULL, pause_requested = false, recoveries = 0, first_claimed_at = NULL,
 	{clearActive}, updated_at = $1
 WHERE id = $2`
 

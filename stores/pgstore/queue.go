@@ -116,8 +116,8 @@ func (s *Store) claimLimited(ctx context.Context, req storage.ClaimRequest, queu
 
 		var (
 			admitted []candidate
-			starts   []string // the queue of each admitted start
-			seen     []string
+			starts   []string     // the queue of each admitted start
+			seen     = []string{} // never nil: NULL would pass over every run
 		)
 		for need := req.Limit; need > 0; need = req.Limit - len(admitted) {
 			open, fullQ, fullP, rateFull := []string{}, []string{}, []string{}, []string{}
