@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/stemflow/stem/storage"
 )
 
-// PutCatalog records workflow and event types, replacing earlier records of
-// the same name or topic.
+// PutCatalog records workflow and event types and queues, replacing
+// earlier records of the same name or topic.
 func (s *Store) PutCatalog(ctx context.Context, c storage.Catalog) error {
 	if err := c.Validate(); err != nil {
 		return refuse(err)
@@ -21,17 +22,21 @@ func (s *Store) PutCatalog(ctx context.Context, c storage.Catalog) error {
 	defer s.mu.Unlock()
 	for _, w := range c.Workflows {
 		w.InputSchema, w.OutputSchema = cloneJSON(w.InputSchema), cloneJSON(w.OutputSchema)
+		w.Retention = cloneDuration(w.Retention)
 		s.workflows[w.Name] = w
 	}
 	for _, e := range c.Events {
 		e.PayloadSchema = cloneJSON(e.PayloadSchema)
 		s.eventTypes[e.Topic] = e
 	}
+	for _, q := range c.Queues {
+		s.queueTypes[q.Name] = q
+	}
 	return nil
 }
 
-// GetCatalog returns every recorded workflow and event type, sorted by name
-// and topic.
+// GetCatalog returns every recorded workflow, event type and queue, sorted
+// by name and topic.
 func (s *Store) GetCatalog(ctx context.Context) (storage.Catalog, error) {
 	if err := s.lock(ctx); err != nil {
 		return storage.Catalog{}, err
@@ -40,6 +45,7 @@ func (s *Store) GetCatalog(ctx context.Context) (storage.Catalog, error) {
 	var c storage.Catalog
 	for _, w := range s.workflows {
 		w.InputSchema, w.OutputSchema = cloneJSON(w.InputSchema), cloneJSON(w.OutputSchema)
+		w.Retention = cloneDuration(w.Retention)
 		c.Workflows = append(c.Workflows, w)
 	}
 	for _, e := range s.eventTypes {
@@ -47,10 +53,22 @@ func (s *Store) GetCatalog(ctx context.Context) (storage.Catalog, error) {
 		c.Events = append(c.Events, e)
 	}
 	slices.SortFunc(c.Workflows, func(a, b storage.WorkflowType) int { return strings.Compare(a.Name, b.Name) })
+	for _, q := range s.queueTypes {
+		c.Queues = append(c.Queues, q)
+	}
 	slices.SortFunc(c.Events, func(a, b storage.EventType) int { return strings.Compare(a.Topic, b.Topic) })
+	slices.SortFunc(c.Queues, func(a, b storage.QueueType) int { return strings.Compare(a.Name, b.Name) })
 	return c, nil
 }
 
 func cloneJSON(m json.RawMessage) json.RawMessage {
 	return json.RawMessage(clone(m))
+}
+
+func cloneDuration(d *time.Duration) *time.Duration {
+	if d == nil {
+		return nil
+	}
+	c := *d
+	return &c
 }

@@ -164,7 +164,7 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 	readyAt := now
 	rec.ReadyAt = &readyAt
 	r.release(now)
-	s.schedule(r)
+	s.schedule(r, now)
 	return storage.CheckpointResult{Paused: true}, nil
 }
 

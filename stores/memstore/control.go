@@ -33,7 +33,9 @@ func (s *Store) Pause(ctx context.Context, runID string) error {
 	default:
 		return invalidState("pause", r)
 	}
-	rec.UpdatedAt = s.clock()
+	now := s.clock()
+	rec.UpdatedAt = now
+	s.track(r, now)
 	return nil
 }
 
@@ -57,7 +59,7 @@ func (s *Store) Resume(ctx context.Context, runID string) error {
 		} else {
 			rec.Status = storage.StatusWaiting
 		}
-		s.schedule(r)
+		s.schedule(r, now)
 	case rec.Status == storage.StatusRunning && rec.PauseRequested:
 		rec.PauseRequested = false
 	default:
@@ -171,7 +173,8 @@ func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 	rec.Progress = nil
 	rec.ReadyAt = &readyAt
 	rec.UpdatedAt = now
-	s.schedule(r)
+	r.started = false // its next claim starts the new execution
+	s.schedule(r, now)
 	if !readyAt.After(now) {
 		s.hub.Signal()
 	}

@@ -95,7 +95,9 @@ func (s *Store) deliver(r *run, topic string, payload []byte, now time.Time) {
 		if rec.ReadyAt == nil || rec.ReadyAt.After(now) {
 			readyAt := now
 			rec.ReadyAt = &readyAt
-			s.schedule(r)
+			s.schedule(r, now)
+		} else {
+			s.track(r, now)
 		}
 		s.hub.Signal()
 	case storage.StatusPaused:

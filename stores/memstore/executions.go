@@ -119,7 +119,7 @@ func (s *Store) ContinueAsNew(ctx context.Context, req storage.ContinueRequest) 
 		rec.PauseRequested = false
 		rec.Status = storage.StatusPaused
 	}
-	s.schedule(r)
+	s.schedule(r, now)
 	if rec.Status == storage.StatusQueued {
 		s.hub.Signal()
 	}

@@ -9,8 +9,33 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
-// Claim leases up to req.Limit ready runs of req.Workflows, oldest ReadyAt
-// (or lease expiry) first.
+// defaultQueues is what a claim naming no queue takes from, and
+// defaultQueueNames what NextWake then looks at (ClaimQueues and
+// QueueNames, without allocating them for every call).
+var (
+	defaultQueues     = []storage.Queue{{Name: storage.DefaultQueue}}
+	defaultQueueNames = []string{storage.DefaultQueue}
+)
+
+// source is one index a claim takes from, with its queue and the limits
+// the claim gives the queue.
+type source struct {
+	ix  *index
+	q   *queueState
+	lim *storage.Queue
+}
+
+// aside is a due entry a claim passed over, pushed back when it is done.
+type aside struct {
+	ix *index
+	e  entry
+}
+
+// Claim leases up to req.Limit claimable runs of req.Workflows on
+// req.Queues: highest priority first, recoveries before ready runs within
+// a priority, then oldest ReadyAt or lease expiry. A ready run is passed
+// over while its queue or partition has no free place, or while it would
+// start and its queue's rate window is full.
 func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.ClaimedRun, error) {
 	if err := req.Validate(); err != nil {
 		return nil, refuse(err)
@@ -24,51 +49,80 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 	}
 	now := s.clock()
 	nowNano := now.UnixNano()
-	var out []storage.ClaimedRun
-	for len(out) < req.Limit {
-		var best *entryHeap
-		leases := false
+	queues := req.Queues
+	if len(queues) == 0 {
+		queues = defaultQueues
+	}
+	var buf [8]source
+	srcs := buf[:0]
+	for i := range queues {
+		lim := &queues[i]
+		q := s.queues[lim.Name]
+		if q == nil {
+			continue
+		}
+		if lim.Rate > 0 {
+			q.keepStarts(lim.Rate)
+		}
 		for _, wf := range req.Workflows {
-			q := s.queues[wf]
-			if q == nil {
-				continue
+			if ix := q.workflows[wf]; ix != nil {
+				ix.promote(nowNano)
+				srcs = append(srcs, source{ix: ix, q: q, lim: lim})
 			}
-			if len(q.ready) > 0 && q.ready[0].at <= nowNano && (best == nil || q.ready[0].at < (*best)[0].at) {
-				best, leases = &q.ready, false
+		}
+	}
+	var out []storage.ClaimedRun
+	var passed []aside
+	for len(out) < req.Limit {
+		// The best head of every source's heaps: a recovery goes before
+		// a ready run of its priority.
+		var best *source
+		var head entry
+		recovery := false
+		for i := range srcs {
+			src := &srcs[i]
+			if h := src.ix.expired; len(h) > 0 && (best == nil || h[0].prio > head.prio || h[0].prio == head.prio && (!recovery || h[0].at < head.at)) {
+				best, head, recovery = src, h[0], true
 			}
-			if len(q.leases) > 0 && q.leases[0].at <= nowNano && (best == nil || q.leases[0].at < (*best)[0].at) {
-				best, leases = &q.leases, true
+			if h := src.ix.ready; len(h) > 0 && !src.q.full(src.lim) && (best == nil || h[0].prio > head.prio || h[0].prio == head.prio && !recovery && h[0].at < head.at) {
+				best, head, recovery = src, h[0], false
 			}
 		}
 		if best == nil {
 			break
 		}
-		e := best.pop()
-		r := e.r
-		recovered := false
-		if leases {
-			if r.rec.Status != storage.StatusRunning || r.rec.Token != int64(e.gen) {
+		r := head.r
+		if recovery {
+			best.ix.expired.pop()
+			if !leaseCurrent(head) {
 				continue // a lease that has ended
 			}
 			if until := r.rec.LeaseUntil.UnixNano(); until > nowNano {
-				r.queue.pushLease(entry{at: until, gen: e.gen, r: r})
-				continue // extended since the entry was pushed
+				best.ix.pushLease(&best.ix.leases, entry{at: until, gen: head.gen, r: r})
+				continue // extended since it expired
 			}
-			recovered = true
 		} else {
-			if e.gen != r.readyGen || !r.readyStatus() || r.rec.ReadyAt == nil {
+			best.ix.ready.pop()
+			if !readyCurrent(head) {
 				continue // superseded
 			}
 			if at := r.rec.ReadyAt.UnixNano(); at > nowNano {
-				r.readyGen++
-				r.queue.pushReady(entry{at: at, gen: r.readyGen, r: r})
+				// Not due after all: the clock went back.
+				best.ix.pushReady(&best.ix.waiting, entry{at: at, gen: head.gen, r: r})
+				continue
+			}
+			if best.q.passOver(r, best.lim, nowNano) {
+				passed = append(passed, aside{best.ix, head})
 				continue
 			}
 		}
 		if out == nil {
 			out = make([]storage.ClaimedRun, 0, min(req.Limit, 16))
 		}
-		out = append(out, s.claim(r, req, now, recovered))
+		out = append(out, s.claim(r, req, now, recovery))
+	}
+	for _, p := range passed {
+		p.ix.pushReady(&p.ix.ready, p.e)
 	}
 	return out, nil
 }
@@ -83,9 +137,14 @@ func (s *Store) claim(r *run, req storage.ClaimRequest, now time.Time, recovered
 	if recovered {
 		rec.Recoveries++
 	}
+	if !r.started {
+		r.started = true
+		r.q.recordStart(now.UnixNano())
+	}
 	rec.Active = nil
 	rec.UpdatedAt = now
-	r.queue.pushLease(entry{at: rec.LeaseUntil.UnixNano(), gen: uint64(rec.Token), r: r})
+	s.track(r, now)
+	r.ix.pushLease(&r.ix.leases, entry{at: rec.LeaseUntil.UnixNano(), gen: uint64(rec.Token), r: r})
 	rp := r.replay()
 	return storage.ClaimedRun{
 		Replay:       &rp,
@@ -151,7 +210,7 @@ func (s *Store) letGo(l storage.Lease, now time.Time) bool {
 		rec.Status = storage.StatusQueued
 	}
 	rec.UpdatedAt = now
-	s.schedule(r)
+	s.schedule(r, now)
 	if rec.Status == storage.StatusQueued {
 		s.hub.Signal()
 	}
@@ -236,7 +295,7 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 	default:
 		rec.Status = storage.StatusWaiting
 	}
-	s.schedule(r)
+	s.schedule(r, now)
 	return res, nil
 }
 
@@ -278,10 +337,12 @@ func (s *Store) finish(r *run, status storage.RunStatus, output []byte, errInfo 
 	r.release(now)
 	s.clearWait(r)
 	r.state = nil
+	s.track(r, now)
 }
 
-// NextWake finds the earliest current entry of the named workflows' ready
-// and lease heaps, discarding stale heads as Claim does.
+// NextWake finds the earliest current entry of the named workflows'
+// indexes on the named queues, discarding stale heads as Claim does. An
+// entry among the due is due now.
 func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (storage.NextWake, error) {
 	if err := req.Validate(); err != nil {
 		return storage.NextWake{}, refuse(err)
@@ -290,6 +351,7 @@ func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (stor
 		return storage.NextWake{}, err
 	}
 	defer s.mu.Unlock()
+	now := s.clock().UnixNano()
 	var w storage.NextWake
 	var earliest int64
 	take := func(at int64) {
@@ -297,37 +359,50 @@ func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (stor
 			w.Found, earliest = true, at
 		}
 	}
-	for _, wf := range req.Workflows {
-		q := s.queues[wf]
+	names := req.Queues
+	if len(names) == 0 {
+		names = defaultQueueNames
+	}
+	for _, name := range names {
+		q := s.queues[name]
 		if q == nil {
 			continue
 		}
-		for len(q.ready) > 0 {
-			e := q.ready[0]
-			if e.gen == e.r.readyGen && e.r.readyStatus() && e.r.rec.ReadyAt != nil {
-				take(e.r.rec.ReadyAt.UnixNano())
-				break
-			}
-			q.ready.pop() // superseded
-		}
-		for len(q.leases) > 0 {
-			e := q.leases[0]
-			rec := &e.r.rec
-			if rec.Status != storage.StatusRunning || rec.Token != int64(e.gen) {
-				q.leases.pop() // a lease that has ended
+		for _, wf := range req.Workflows {
+			ix := q.workflows[wf]
+			if ix == nil {
 				continue
 			}
-			if until := rec.LeaseUntil.UnixNano(); until > e.at {
-				q.leases.pop() // extended since the entry was pushed
-				q.pushLease(entry{at: until, gen: e.gen, r: e.r})
-				continue
+			ix.promote(now)
+			for _, h := range []*entryHeap{&ix.ready, &ix.waiting} {
+				for len(*h) > 0 {
+					if e := (*h)[0]; readyCurrent(e) {
+						take(e.r.rec.ReadyAt.UnixNano())
+						break
+					}
+					h.pop() // superseded
+				}
 			}
-			take(e.at)
-			break
+			for _, h := range []*entryHeap{&ix.expired, &ix.leases} {
+				for len(*h) > 0 {
+					e := (*h)[0]
+					if !leaseCurrent(e) {
+						h.pop() // a lease that has ended
+						continue
+					}
+					if until := e.r.rec.LeaseUntil.UnixNano(); until > e.at {
+						h.pop() // extended since the entry was pushed
+						ix.pushLease(&ix.leases, entry{at: until, gen: e.gen, r: e.r})
+						continue
+					}
+					take(e.at)
+					break
+				}
+			}
 		}
 	}
 	if w.Found {
-		w.After = max(0, time.Duration(earliest-s.clock().UnixNano()))
+		w.After = max(0, time.Duration(earliest-now))
 	}
 	return w, nil
 }

@@ -10,7 +10,8 @@
 // lists checkpoints, events.go delivers events, control.go pauses, resumes,
 // terminates and restarts, executions.go keeps and lists a run's
 // executions, catalog.go records what workers serve, notify.go hands out
-// wake-up hints, and queue.go is the claim index.
+// wake-up hints, queue.go is the claim index and the queues' counts,
+// schedule.go keeps schedules and purge.go deletes finished runs.
 package memstore
 
 import (
@@ -42,8 +43,8 @@ type Store struct {
 	// ids holds every run ID, sorted unless idsDirty.
 	ids      []string
 	idsDirty bool
-	// queues indexes claimable runs per workflow.
-	queues map[string]*queue
+	// queues holds each queue's claim index, per workflow, and counts.
+	queues map[string]*queueState
 	// waits indexes registered event waits: topic, then run ID.
 	waits map[string]map[string]*run
 	// children indexes child runs by parent ID, in creation order.
@@ -51,6 +52,10 @@ type Store struct {
 	// workflows and eventTypes are the catalog, by name and by topic.
 	workflows  map[string]storage.WorkflowType
 	eventTypes map[string]storage.EventType
+	queueTypes map[string]storage.QueueType
+	// schedules holds the schedules by ID; scheduleIDs their IDs, sorted.
+	schedules   map[string]*storage.Schedule
+	scheduleIDs []string
 	// hub fans out the hints of Notifications.
 	hub storage.Hub
 }
@@ -68,12 +73,14 @@ func New(opts Options) *Store {
 	return &Store{
 		now:    storage.ClockOr(opts.Clock).Now,
 		runs:   make(map[string]*run),
-		queues: make(map[string]*queue),
+		queues: make(map[string]*queueState),
 		waits:  make(map[string]map[string]*run),
 
 		children:   make(map[string][]*run),
 		workflows:  make(map[string]storage.WorkflowType),
 		eventTypes: make(map[string]storage.EventType),
+		queueTypes: make(map[string]storage.QueueType),
+		schedules:  make(map[string]*storage.Schedule),
 	}
 }
 
@@ -88,7 +95,8 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.hub.Close()
 	s.runs, s.ids, s.queues, s.waits, s.children = nil, nil, nil, nil, nil
-	s.workflows, s.eventTypes = nil, nil
+	s.workflows, s.eventTypes, s.queueTypes = nil, nil, nil
+	s.schedules, s.scheduleIDs = nil, nil
 	return nil
 }
 
@@ -113,9 +121,19 @@ type run struct {
 	events []bufferedEvent
 	// seq numbers the run's checkpoints across all its executions.
 	seq int64
-	// readyGen identifies the run's current entry in its queue's ready heap.
+	// readyGen identifies the run's current entry in its index's waiting
+	// or ready heap.
 	readyGen uint64
-	queue    *queue
+	// q is the run's queue and ix its workflow's index there.
+	q  *queueState
+	ix *index
+	// counted is the status q counts r under ("" before its creation);
+	// delayed says q.delayed holds r.
+	counted storage.RunStatus
+	delayed bool
+	// started is set by the first claim since the run's creation or last
+	// Restart: a later claim is not a start.
+	started bool
 }
 
 // release ends the current lease; Owner and Token keep describing it.

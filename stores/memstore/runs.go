@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/stemflow/stem/storage"
 )
@@ -18,7 +19,11 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	now := s.clock()
+	return s.create(runs, s.clock()), nil
+}
+
+// create inserts runs as CreateRuns does; the caller holds the mutex.
+func (s *Store) create(runs []storage.NewRun, now time.Time) []storage.CreateResult {
 	out := make([]storage.CreateResult, len(runs))
 	created := false
 	for i := range runs {
@@ -27,12 +32,13 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 			out[i] = storage.CreateResult{Run: r.record()}
 			continue
 		}
-		q := s.queues[nr.Workflow]
-		if q == nil {
-			q = &queue{}
-			s.queues[nr.Workflow] = q
+		q := s.queueOf(nr.QueueOf())
+		ix := q.workflows[nr.Workflow]
+		if ix == nil {
+			ix = &index{}
+			q.workflows[nr.Workflow] = ix
 		}
-		q.runs++
+		ix.runs++
 		readyAt := now
 		if nr.StartAt != nil && nr.StartAt.After(now) {
 			readyAt = *nr.StartAt
@@ -47,12 +53,16 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 				Input:        clone(nr.Input),
 				ReadyAt:      &readyAt,
 				Deadline:     cloneTime(nr.Deadline),
+				Queue:        nr.QueueOf(),
+				Partition:    nr.Partition,
+				Priority:     nr.Priority,
 				Execution:    1,
 				StartedAt:    now,
 				CreatedAt:    now,
 				UpdatedAt:    now,
 			},
-			queue: q,
+			q:  q,
+			ix: ix,
 		}
 		s.runs[nr.ID] = r
 		if nr.ParentID != "" {
@@ -62,14 +72,14 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 			s.idsDirty = true
 		}
 		s.ids = append(s.ids, nr.ID)
-		s.schedule(r)
+		s.schedule(r, now)
 		out[i] = storage.CreateResult{Created: true, Run: r.record()}
 		created = true
 	}
 	if created {
 		s.hub.Signal()
 	}
-	return out, nil
+	return out
 }
 
 // GetRun returns a run's record, or ErrRunNotFound.
@@ -111,7 +121,7 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 	var page storage.RunPage
 	for _, id := range ids[start:] {
 		r := s.runs[id]
-		if (q.Workflow != "" && r.rec.Workflow != q.Workflow) || (q.Status != "" && r.rec.Status != q.Status) {
+		if (q.Workflow != "" && r.rec.Workflow != q.Workflow) || (q.Status != "" && r.rec.Status != q.Status) || (q.Queue != "" && r.rec.Queue != q.Queue) {
 			continue
 		}
 		if len(page.Runs) == limit {

@@ -18,6 +18,7 @@ var purgeCases = []testCase{
 	{"purge/statuses, workflows and except filter", testPurgeFilters},
 	{"purge/limit bounds a batch, oldest ended first; a dry run counts and deletes nothing", testPurgeBatches},
 	{"purge/a child whose finished parent was purged still completes", testPurgeParent},
+	{"purge/a purged child leaves its parent's children, and its ID used again is not a child", testPurgeChild},
 	{"purge/malformed requests are invalid and delete nothing", testPurgeMalformed},
 }
 
@@ -91,6 +92,7 @@ func testPurge(f *fixture) {
 	// buffered events.
 	a := f.startAs(storage.NewRun{ID: "done", Workflow: wf, Input: []byte("in")})
 	f.checkpoint(a.Lease, "s@v1", "1")
+	f.clock.Advance(lease + time.Second)
 	f.restart("done", "")
 	a = f.claimOne("worker-a")
 	f.checkpoint(a.Lease, "s@v1", "2")
@@ -258,6 +260,29 @@ func testPurgeParent(f *fixture) {
 	f.wantGone("parent")
 	if kids := recordIDs(f.listAll(storage.ListRunsQuery{ParentID: "parent"})); !slices.Equal(kids, []string{"child"}) {
 		f.t.Fatalf("children of the purged parent = %v, want child", kids)
+	}
+}
+
+func testPurgeChild(f *fixture) {
+	f.startAs(storage.NewRun{ID: "parent", Workflow: "wf-parent"})
+	f.createRun(storage.NewRun{ID: "kid-done", Workflow: "wf-kid-done", ParentID: "parent"})
+	f.complete(f.claimOne("worker-a", "wf-kid-done").Lease, "")
+	f.createRun(storage.NewRun{ID: "kid-queued", Workflow: "wf-kid", ParentID: "parent"})
+	f.clock.Advance(time.Second)
+	f.wantPurged(storage.PurgeRequest{FinishedBefore: f.now(), Limit: 10}, 1, 0)
+	if kids := recordIDs(f.listAll(storage.ListRunsQuery{ParentID: "parent"})); !slices.Equal(kids, []string{"kid-queued"}) {
+		f.t.Fatalf("children of the parent after a purge = %v, want kid-queued", kids)
+	}
+	// The ID used again by a run of no parent: terminating the old
+	// parent with its children leaves it alone.
+	f.create("kid-done", "wf-other", "")
+	ids := f.terminate(storage.TerminateRequest{RunID: "parent", Error: storage.ErrorInfo{Message: "stop", Code: storage.CodeTerminated}, ChildError: &storage.ErrorInfo{Message: "parent stopped", Code: storage.CodeTerminated}})
+	if !slices.Equal(ids, []string{"parent", "kid-queued"}) {
+		f.t.Fatalf("Terminate with children = %v, want parent and kid-queued", ids)
+	}
+	f.wantStatus("kid-done", storage.StatusQueued)
+	if kids := recordIDs(f.listAll(storage.ListRunsQuery{ParentID: "parent"})); !slices.Equal(kids, []string{"kid-queued"}) {
+		f.t.Fatalf("children of the parent = %v, want kid-queued", kids)
 	}
 }
 
