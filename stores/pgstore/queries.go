@@ -117,32 +117,35 @@ const schedColumns = `id, workflow, cron, time_zone, input, queue, partition, pr
 
 // levelsCTE is a CTE named levels: for each pair of a workflow in the
 // array parameter workflows and a queue in queues, each priority level its
-// queued and waiting runs with a ready time use, highest first, with the
-// level's earliest ready time. It is a loose index scan of
-// runs_queue_claim_idx: one probe per level, and one more that finds no
-// lower level, so a pair whose runs all have the default priority costs
-// two probes.
+// queued and waiting runs with a ready time use. It is a loose index scan
+// of runs_queue_claim_idx, backwards: one probe per level, lowest first,
+// and one more that finds no higher level, so a pair whose runs all have
+// the default priority costs two probes. Each probe lands on the tail of
+// a level (its latest ready time), never on its head, where the entries
+// of the runs claimed since the last vacuum pile up: the claim walks those
+// once, in its scan of the level, as it always did.
 func levelsCTE(workflows, queues string) string {
 	return `levels AS (
-	SELECT p.workflow, p.queue, f.priority, f.ready_at
+	SELECT p.workflow, p.queue, f.priority
 	FROM (SELECT w AS workflow, q AS queue FROM unnest(` + workflows + `::text[]) w, unnest(` + queues + `::text[]) q) p, LATERAL (
-		SELECT r.priority, r.ready_at FROM {s}.runs r
+		SELECT r.priority FROM {s}.runs r
 		WHERE r.workflow = p.workflow AND r.queue = p.queue AND r.status IN ('queued', 'waiting') AND r.ready_at IS NOT NULL
-		ORDER BY r.priority DESC, r.ready_at LIMIT 1
+		ORDER BY r.priority, r.ready_at DESC LIMIT 1
 	) f
 	UNION ALL
-	SELECT l.workflow, l.queue, f.priority, f.ready_at FROM levels l, LATERAL (
-		SELECT r.priority, r.ready_at FROM {s}.runs r
+	SELECT l.workflow, l.queue, f.priority FROM levels l, LATERAL (
+		SELECT r.priority FROM {s}.runs r
 		WHERE r.workflow = l.workflow AND r.queue = l.queue AND r.status IN ('queued', 'waiting') AND r.ready_at IS NOT NULL
-			AND r.priority < l.priority
-		ORDER BY r.priority DESC, r.ready_at LIMIT 1
+			AND r.priority > l.priority
+		ORDER BY r.priority, r.ready_at DESC LIMIT 1
 	) f
 )`
 }
 
-// readyCTE is a claim's CTE named ready: for each level whose earliest run
-// is due, up to $3 runs of the level ready by now, oldest first, locked,
-// passing filter (SQL on r, "" for none).
+// readyCTE is a claim's CTE named ready: for each level, up to $3 runs of
+// the level ready by now, oldest first, locked, passing filter (SQL on r,
+// "" for none). The clock bounds the scan in its index condition, so a
+// level of runs sleeping into the future costs one probe.
 func readyCTE(filter string) string {
 	return `ready AS (
 	SELECT c.id, c.priority, false AS recovery, c.since FROM levels l, LATERAL (
@@ -153,7 +156,6 @@ func readyCTE(filter string) string {
 		LIMIT $3
 		FOR UPDATE OF r SKIP LOCKED
 	) c
-	WHERE l.ready_at <= coalesce($1::timestamptz, now())
 )`
 }
 
@@ -243,12 +245,18 @@ SELECT ins.id FROM ins` + notifyJoin(notify)
 
 	// $2 workflows, $3 queues. Microseconds from the clock to the earliest
 	// ReadyAt of a ready run or lease expiry of a running one (NULL: none),
-	// through the same indexes as the claim's scans: the first entry of each
-	// priority level of each (workflow, queue) pair is the level's earliest.
+	// through the same indexes as the claim's scans: the first entry of
+	// each priority level of each (workflow, queue) pair is the level's
+	// earliest.
 	q.nextWake = `WITH RECURSIVE ` + clockCTE + `,
 ` + levelsCTE("$2", "$3") + `
 SELECT (extract(epoch FROM least(
-	(SELECT min(ready_at) FROM levels),
+	(SELECT min(first.ready_at) FROM levels l, LATERAL (
+		SELECT r.ready_at FROM {s}.runs r
+		WHERE r.workflow = l.workflow AND r.queue = l.queue AND r.priority = l.priority
+			AND r.status IN ('queued', 'waiting') AND r.ready_at IS NOT NULL
+		ORDER BY r.ready_at LIMIT 1
+	) first),
 	(SELECT min(r.lease_until) FROM {s}.runs r
 		WHERE r.status = 'running' AND r.queue = ANY($3::text[]) AND r.workflow = ANY($2::text[]))
 ) - clock.now) * 1000000)::bigint FROM clock`
