@@ -12,9 +12,9 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
-// PutCatalog upserts the workflow types by name and the event types by
-// topic, in one implicit transaction (one round trip). A name or topic given
-// twice keeps its last record.
+// PutCatalog upserts the workflow types by name, the event types by topic
+// and the queues by name, in one implicit transaction (one round trip). A
+// name or topic given twice keeps its last record.
 func (s *Store) PutCatalog(ctx context.Context, c storage.Catalog) error {
 	const op = "put catalog"
 	if err := s.check(op); err != nil {
@@ -32,12 +32,18 @@ func (s *Store) PutCatalog(ctx context.Context, c storage.Catalog) error {
 			outs    = make([][]byte, len(ws))
 			workers = make([]string, len(ws))
 			updated = make([]time.Time, len(ws))
+			queues  = make([]string, len(ws))
+			keep    = make([]*int64, len(ws))
 		)
 		for i, w := range ws {
 			names[i], vers[i], ins[i], outs[i] = w.Name, int32(w.Version), w.InputSchema, w.OutputSchema
-			workers[i], updated[i] = w.Worker, w.UpdatedAt
+			workers[i], updated[i], queues[i] = w.Worker, w.UpdatedAt, w.Queue
+			if w.Retention != nil {
+				ns := int64(*w.Retention)
+				keep[i] = &ns
+			}
 		}
-		b.Queue(s.q.putWorkflows, names, vers, ins, outs, workers, updated)
+		b.Queue(s.q.putWorkflows, names, vers, ins, outs, workers, updated, queues, keep)
 	}
 	if es := lastByName(c.Events, func(e storage.EventType) string { return e.Topic }); len(es) > 0 {
 		var (
@@ -50,6 +56,22 @@ func (s *Store) PutCatalog(ctx context.Context, c storage.Catalog) error {
 			topics[i], schemas[i], workers[i], updated[i] = e.Topic, e.PayloadSchema, e.Worker, e.UpdatedAt
 		}
 		b.Queue(s.q.putEvents, topics, schemas, workers, updated)
+	}
+	if qs := lastByName(c.Queues, func(q storage.QueueType) string { return q.Name }); len(qs) > 0 {
+		var (
+			names   = make([]string, len(qs))
+			conc    = make([]int32, len(qs))
+			part    = make([]int32, len(qs))
+			rate    = make([]int32, len(qs))
+			period  = make([]int64, len(qs))
+			workers = make([]string, len(qs))
+			updated = make([]time.Time, len(qs))
+		)
+		for i, q := range qs {
+			names[i], conc[i], part[i], rate[i] = q.Name, int32(q.Concurrency), int32(q.PartitionConcurrency), int32(q.Rate)
+			period[i], workers[i], updated[i] = int64(q.RatePeriod), q.Worker, q.UpdatedAt
+		}
+		b.Queue(s.q.putQueues, names, conc, part, rate, period, workers, updated)
 	}
 	if b.Len() == 0 {
 		return nil
@@ -77,7 +99,7 @@ func lastByName[T any](items []T, name func(T) string) []T {
 	return out
 }
 
-// GetCatalog returns every workflow and event type, read in one implicit
+// GetCatalog returns every workflow type, event type and queue, read in one implicit
 // transaction and sorted by name and topic (byte order, whatever the
 // database's collation).
 func (s *Store) GetCatalog(ctx context.Context) (storage.Catalog, error) {
@@ -93,9 +115,14 @@ func (s *Store) GetCatalog(ctx context.Context) (storage.Catalog, error) {
 				w        storage.WorkflowType
 				version  int32
 				in, outS []byte
+				keep     *int64
 			)
-			if err := rows.Scan(&w.Name, &version, &in, &outS, &w.Worker, &w.UpdatedAt); err != nil {
+			if err := rows.Scan(&w.Name, &version, &in, &outS, &w.Worker, &w.UpdatedAt, &w.Queue, &keep); err != nil {
 				return err
+			}
+			if keep != nil {
+				d := time.Duration(*keep)
+				w.Retention = &d
 			}
 			w.Version, w.InputSchema, w.OutputSchema = int(version), json.RawMessage(in), json.RawMessage(outS)
 			c.Workflows = append(c.Workflows, w)
@@ -116,10 +143,26 @@ func (s *Store) GetCatalog(ctx context.Context) (storage.Catalog, error) {
 			return nil
 		})
 	})
+	b.Queue(s.q.getQueues).Query(func(rows pgx.Rows) error {
+		return forRows(rows, func() error {
+			var (
+				q                storage.QueueType
+				conc, part, rate int32
+				period           int64
+			)
+			if err := rows.Scan(&q.Name, &conc, &part, &rate, &period, &q.Worker, &q.UpdatedAt); err != nil {
+				return err
+			}
+			q.Concurrency, q.PartitionConcurrency, q.Rate, q.RatePeriod = int(conc), int(part), int(rate), time.Duration(period)
+			c.Queues = append(c.Queues, q)
+			return nil
+		})
+	})
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return storage.Catalog{}, s.wrap(op, err)
 	}
 	sort.Slice(c.Workflows, func(i, j int) bool { return c.Workflows[i].Name < c.Workflows[j].Name })
 	sort.Slice(c.Events, func(i, j int) bool { return c.Events[i].Topic < c.Events[j].Topic })
+	sort.Slice(c.Queues, func(i, j int) bool { return c.Queues[i].Name < c.Queues[j].Name })
 	return c, nil
 }

@@ -12,8 +12,10 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
-// Claim leases up to req.Limit ready runs with one statement; see the claim
-// query in queries.go.
+// Claim leases up to req.Limit ready runs. A claim of queues without
+// limits is one statement (see the claim query in queries.go); a claim
+// naming a limited queue counts places under the queue's lock (see
+// claimLimited).
 func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.ClaimedRun, error) {
 	const op = "claim"
 	if err := s.check(op); err != nil {
@@ -25,22 +27,58 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 	if req.Empty() {
 		return nil, nil
 	}
+	queues := req.ClaimQueues()
+	for _, q := range queues {
+		if q.Limited() {
+			runs, err := s.claimLimited(ctx, req, queues)
+			if err != nil {
+				return nil, s.wrap(op, err)
+			}
+			return runs, nil
+		}
+	}
 	// The claim and the claimed runs' replays, in one round trip and one
 	// transaction: the second statement's snapshot sees every write to the
 	// runs committed before the claim locked them, and none can commit
 	// since without the lock.
 	b := &pgx.Batch{}
-	b.Queue(s.q.claim, s.clock(), req.Workflows, req.Limit, req.Owner, micros(req.LeaseFor))
+	b.Queue(s.q.claim, s.clock(), req.Workflows, req.Limit, req.Owner, micros(req.LeaseFor), queueNames(queues))
 	b.Queue(s.q.loadClaimed, req.Workflows)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
-	rows, err := br.Query()
+	runs, err := readClaimed(br, req.Owner)
 	if err != nil {
 		return nil, s.wrap(op, err)
 	}
+	if err := br.Close(); err != nil {
+		return nil, s.wrap(op, err)
+	}
+	return runs, nil
+}
+
+// queueNames are the queues' names.
+func queueNames(qs []storage.Queue) []string {
+	names := make([]string, len(qs))
+	for i, q := range qs {
+		names[i] = q.Name
+	}
+	return names
+}
+
+// readClaimed reads the rows of a claim's update (claimUpdate) and of the
+// loadClaimed statement after it, and returns the runs in claim order:
+// priority, highest first, recoveries first within a priority, then
+// oldest ReadyAt or lease expiry.
+func readClaimed(br pgx.BatchResults, owner string) ([]storage.ClaimedRun, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
 	type claimed struct {
-		run   storage.ClaimedRun
-		since time.Time
+		run      storage.ClaimedRun
+		since    time.Time
+		priority int32
+		recovery bool
 	}
 	var out []claimed
 	for rows.Next() {
@@ -50,18 +88,18 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 			deadline                 *time.Time
 			also                     waitCases
 		)
-		c.run.Lease.Owner = req.Owner
+		c.run.Lease.Owner = owner
 		if err := rows.Scan(&c.run.Lease.RunID, &c.run.Lease.Token, &c.run.Workflow, &c.run.ParentID, &c.run.Input,
 			&c.run.Recoveries, &c.run.SuspendState, &waitKey, &topic, &waitKind, &deadline, &also.keys, &also.topics, &also.kinds,
-			&c.run.Deadline, &c.run.LeaseUntil, &c.since); err != nil {
+			&c.run.Deadline, &c.run.LeaseUntil, &c.since, &c.priority, &c.recovery); err != nil {
 			rows.Close()
-			return nil, s.wrap(op, err)
+			return nil, err
 		}
 		c.run.Wait = makeWait(waitKey, topic, waitKind, deadline, also)
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.wrap(op, err)
+		return nil, err
 	}
 	replays := make(map[string]*storage.Replay, len(out))
 	for i := range out {
@@ -87,19 +125,22 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 		return nil
 	})
 	if err != nil {
-		return nil, s.wrap(op, err)
-	}
-	if err := br.Close(); err != nil {
-		return nil, s.wrap(op, err)
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, nil
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if !out[i].since.Equal(out[j].since) {
-			return out[i].since.Before(out[j].since)
+		a, b := out[i], out[j]
+		switch {
+		case a.priority != b.priority:
+			return a.priority > b.priority
+		case a.recovery != b.recovery:
+			return a.recovery
+		case !a.since.Equal(b.since):
+			return a.since.Before(b.since)
 		}
-		return out[i].run.Lease.RunID < out[j].run.Lease.RunID
+		return a.run.Lease.RunID < b.run.Lease.RunID
 	})
 	runs := make([]storage.ClaimedRun, len(out))
 	for i := range out {
@@ -109,7 +150,7 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 }
 
 // NextWake reads how long until the earliest ready time or lease expiry
-// of the named workflows, on the database's clock.
+// of the named workflows and queues, on the database's clock.
 func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (storage.NextWake, error) {
 	const op = "next wake"
 	if err := s.check(op); err != nil {
@@ -122,7 +163,7 @@ func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (stor
 		return storage.NextWake{}, nil
 	}
 	var us *int64
-	if err := s.pool.QueryRow(ctx, s.q.nextWake, s.clock(), req.Workflows).Scan(&us); err != nil {
+	if err := s.pool.QueryRow(ctx, s.q.nextWake, s.clock(), req.Workflows, req.QueueNames()).Scan(&us); err != nil {
 		return storage.NextWake{}, s.wrap(op, err)
 	}
 	if us == nil {

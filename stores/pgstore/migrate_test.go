@@ -298,3 +298,88 @@ func TestMigrateCases(t *testing.T) {
 		t.Fatalf("run after Emit: %v %+v", err, rec)
 	}
 }
+
+// TestMigrateQueues: a database at schema version 4, holding a queued, a
+// running, a waiting and a finished run and a catalog, is upgraded in
+// place: every run is on the default queue without partition at priority
+// 0, the queued run is claimed through the new index, QueueStats counts
+// them, the finished run is purged, and the catalog's workflow has no
+// queue or retention.
+func TestMigrateQueues(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema := freshSchema(t)
+	pool := sharedPool(t)
+	ms, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := quote(schema)
+	setup := []string{
+		`CREATE SCHEMA ` + q,
+		`CREATE TABLE ` + q + `.migrations (version integer NOT NULL PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+	}
+	for _, m := range ms[:4] {
+		setup = append(setup, strings.ReplaceAll(m.SQL, schemaPlaceholder, q),
+			`INSERT INTO `+q+`.migrations (version, name) VALUES (`+strconv.Itoa(m.Version)+`, '`+m.Name+`')`)
+	}
+	const at = `'2020-05-06 07:08:09Z'`
+	setup = append(setup,
+		`INSERT INTO `+q+`.runs (id, workflow, status, ready_at, owner, lease_until, token, started_at, ended_at, wait_key, wait_topic, wait_kind, created_at, updated_at) VALUES
+			('queued', 'wf', 'queued', `+at+`, '', NULL, 0, `+at+`, NULL, NULL, NULL, NULL, `+at+`, `+at+`),
+			('running', 'wf', 'running', NULL, 'old', now() + interval '1 hour', 1, `+at+`, NULL, NULL, NULL, NULL, `+at+`, `+at+`),
+			('waiting', 'wf', 'waiting', NULL, '', NULL, 1, `+at+`, NULL, 'ev@v1', 'topic', '', `+at+`, `+at+`),
+			('done', 'wf', 'complete', NULL, '', NULL, 1, `+at+`, `+at+`, NULL, NULL, NULL, `+at+`, `+at+`)`,
+		`INSERT INTO `+q+`.executions (run_id, number, started_at, ended_at, status) VALUES
+			('queued', 1, `+at+`, NULL, NULL), ('running', 1, `+at+`, NULL, NULL), ('waiting', 1, `+at+`, NULL, NULL),
+			('done', 1, `+at+`, `+at+`, 'complete')`,
+		`INSERT INTO `+q+`.checkpoints (run_id, execution, key, kind, output, created_at) VALUES ('done', 1, 'a@v1', 'step', '\x31', `+at+`)`,
+		`INSERT INTO `+q+`.workflow_types (name, version, worker, updated_at) VALUES ('wf', 1, 'w', `+at+`)`,
+	)
+	for _, sql := range setup {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+
+	s := newTestStore(t, Options{Schema: schema})
+	for _, id := range []string{"queued", "running", "waiting", "done"} {
+		rec, err := s.GetRun(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Queue != storage.DefaultQueue || rec.Partition != "" || rec.Priority != 0 {
+			t.Fatalf("run %s after the migration: queue %q partition %q priority %d", id, rec.Queue, rec.Partition, rec.Priority)
+		}
+	}
+	stats, err := s.QueueStats(ctx, []string{storage.DefaultQueue})
+	if want := (storage.QueueStats{Queue: storage.DefaultQueue, Ready: 1, Running: 1, Waiting: 1}); err != nil || len(stats) != 1 || stats[0] != want {
+		t.Fatalf("QueueStats = %+v, %v; want %+v", stats, err, want)
+	}
+	if w, err := s.NextWake(ctx, storage.NextWakeRequest{Workflows: []string{"wf"}}); err != nil || !w.Found || w.After != 0 {
+		t.Fatalf("NextWake = %+v, %v; want the queued run due", w, err)
+	}
+	got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute,
+		Queues: []storage.Queue{{Name: storage.DefaultQueue, Concurrency: 2}}})
+	if err != nil || len(got) != 1 || got[0].Lease.RunID != "queued" {
+		t.Fatalf("a claim with two places (one held by the running run) = %+v, %v; want the queued run", got, err)
+	}
+	if got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute}); err != nil || len(got) != 0 {
+		t.Fatalf("a claim after it = %+v, %v; want nothing", got, err)
+	}
+	res, err := s.Purge(ctx, storage.PurgeRequest{FinishedBefore: time.Now(), Limit: 10})
+	if err != nil || res.Runs != 1 {
+		t.Fatalf("Purge = %+v, %v; want the finished run", res, err)
+	}
+	if _, err := s.GetRun(ctx, "done"); !errors.Is(err, storage.ErrRunNotFound) {
+		t.Fatalf("GetRun of the purged run: %v", err)
+	}
+	var left int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+q+`.checkpoints) + (SELECT count(*) FROM `+q+`.executions WHERE run_id = 'done')`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("rows of the purged run left: %d, %v", left, err)
+	}
+	c, err := s.GetCatalog(ctx)
+	if err != nil || len(c.Workflows) != 1 || c.Workflows[0].Queue != "" || c.Workflows[0].Retention != nil || len(c.Queues) != 0 {
+		t.Fatalf("catalog after the migration: %+v, %v", c, err)
+	}
+}

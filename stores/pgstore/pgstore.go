@@ -54,7 +54,8 @@
 // attempts, through the group-commit writers of writer.go; events.go
 // delivers events; control.go pauses, resumes, terminates and restarts;
 // executions.go lists a run's executions; catalog.go records what workers
-// serve; notify.go and listen.go are the LISTEN/NOTIFY listener. The SQL
+// serve; queue.go enforces queues' limits in a limited claim and counts
+// QueueStats; schedule.go keeps schedules; purge.go deletes finished runs; notify.go and listen.go are the LISTEN/NOTIFY listener. The SQL
 // lives in queries.go, row decoding in scan.go, the schema in migrate.go
 // and migrations/, the check of OpenExisting in existing.go; timeout.go
 // bounds every statement and reports each call to a storage.Health, which
@@ -382,7 +383,8 @@ func (s *Store) wrap(op string, err error) error {
 }
 
 func isSentinel(err error) bool {
-	for _, s := range []error{storage.ErrLeaseLost, storage.ErrRunNotFound, storage.ErrInvalidState, storage.ErrInvalidArgument, storage.ErrClosed} {
+	for _, s := range []error{storage.ErrLeaseLost, storage.ErrRunNotFound, storage.ErrInvalidState, storage.ErrInvalidArgument, storage.ErrClosed,
+		storage.ErrScheduleNotFound, storage.ErrConflict} {
 		if errors.Is(err, s) {
 			return true
 		}

@@ -123,3 +123,152 @@ func TestReplayReadsOneExecution(t *testing.T) {
 		}
 	}
 }
+
+// analyze runs sql with args under EXPLAIN (ANALYZE, FORMAT JSON) in a
+// transaction it rolls back, so a claim analyzed claims nothing, and
+// returns every node of the plan.
+func analyze(t *testing.T, s *Store, sql string, args ...any) []map[string]any {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := s.pool.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var doc []map[string]any
+	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+sql, args...).Scan(&doc); err != nil {
+		t.Fatalf("explain analyze: %v", err)
+	}
+	var nodes []map[string]any
+	var walk func(n map[string]any)
+	walk = func(n map[string]any) {
+		nodes = append(nodes, n)
+		kids, _ := n["Plans"].([]any)
+		for _, k := range kids {
+			walk(k.(map[string]any))
+		}
+	}
+	walk(doc[0]["Plan"].(map[string]any))
+	return nodes
+}
+
+// rowsRead sums the rows index and sequential scans of relation returned
+// and removed by their filters, over all their loops: what the plan read.
+func rowsRead(nodes []map[string]any, relation string) (read float64, indexes map[string]bool) {
+	indexes = make(map[string]bool)
+	for _, n := range nodes {
+		if n["Relation Name"] != relation || n["Node Type"] == "ModifyTable" {
+			continue
+		}
+		if name, ok := n["Index Name"].(string); ok {
+			indexes[name] = true
+		} else {
+			indexes[n["Node Type"].(string)] = true
+		}
+		loops, _ := n["Actual Loops"].(float64)
+		rows, _ := n["Actual Rows"].(float64)
+		removed, _ := n["Rows Removed by Filter"].(float64)
+		read += (rows + removed) * loops
+	}
+	return read, indexes
+}
+
+// TestClaimReadsWhatItTakes: with a backlog of thousands of ready runs,
+// thousands sleeping into the future at a higher priority and runs of
+// other workflows and queues, the claim of the default queue walks
+// runs_queue_claim_idx and reads about as many runs as its limit: two
+// probes per priority level, the due runs it takes, never the backlog
+// behind them or the sleepers. NextWake likewise reads a few entries.
+// Higher priorities come first.
+func TestClaimReadsWhatItTakes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newTestStore(t, Options{})
+	future := time.Now().Add(time.Hour)
+	var runs []storage.NewRun
+	for i := range 3000 {
+		runs = append(runs,
+			storage.NewRun{ID: fmt.Sprintf("ready-%05d", i), Workflow: "wf"},
+			storage.NewRun{ID: fmt.Sprintf("sleeper-%05d", i), Workflow: "wf", Priority: 5, StartAt: &future},
+			storage.NewRun{ID: fmt.Sprintf("other-%05d", i), Workflow: "other"},
+			storage.NewRun{ID: fmt.Sprintf("elsewhere-%05d", i), Workflow: "wf", Queue: "elsewhere"})
+	}
+	for i := range 5 {
+		runs = append(runs, storage.NewRun{ID: fmt.Sprintf("urgent-%d", i), Workflow: "wf", Priority: 2})
+	}
+	for i := 0; i < len(runs); i += 2000 {
+		if _, err := s.CreateRuns(ctx, runs[i:min(i+2000, len(runs))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.pool.Exec(ctx, "ANALYZE "+s.schema+".runs"); err != nil {
+		t.Fatal(err)
+	}
+	const limit = 10
+	args := []any{nil, []string{"wf"}, limit, "w", micros(time.Minute), []string{storage.DefaultQueue}}
+	nodes := analyze(t, s, s.q.claim, args...)
+	read, indexes := rowsRead(nodes, "runs")
+	if !indexes["runs_queue_claim_idx"] {
+		t.Errorf("the claim does not use runs_queue_claim_idx: %v", indexes)
+	}
+	if indexes["Seq Scan"] {
+		t.Errorf("the claim scans the runs: %v", indexes)
+	}
+	// Per level (priorities 5, 2 and 0): a probe; one more that finds no
+	// lower level; the due runs taken at levels 2 and 0 (at most limit
+	// each); the expired leases (none); the update's lookups by ID.
+	if max := float64(4 + 2*limit + limit); read > max {
+		t.Errorf("the claim read %v rows of runs, want at most %v, whatever the backlog", read, max)
+	}
+	t.Logf("claim: %v rows read through %v", read, indexes)
+	for _, n := range nodes {
+		if n["Relation Name"] == "runs" {
+			t.Logf("%v %v rows %v loops %v removed %v", n["Node Type"], n["Index Name"], n["Actual Rows"], n["Actual Loops"], n["Rows Removed by Filter"])
+		}
+	}
+
+	nodes = analyze(t, s, s.q.nextWake, nil, []string{"wf"}, []string{storage.DefaultQueue})
+	read, indexes = rowsRead(nodes, "runs")
+	if !indexes["runs_queue_claim_idx"] || indexes["Seq Scan"] {
+		t.Errorf("NextWake's scans: %v", indexes)
+	}
+	if read > 7 {
+		t.Errorf("NextWake read %v rows of runs, want two per level (three) and one more", read)
+	}
+
+	got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: limit, LeaseFor: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range got {
+		ids = append(ids, c.Lease.RunID)
+	}
+	want := []string{"urgent-0", "urgent-1", "urgent-2", "urgent-3", "urgent-4", "ready-00000", "ready-00001", "ready-00002", "ready-00003", "ready-00004"}
+	if strings.Join(ids, " ") != strings.Join(want, " ") {
+		t.Errorf("claimed %v, want %v", ids, want)
+	}
+}
+
+// TestQueueReadsByIndex: the statements of limits, QueueStats, Purge and
+// the due schedules can use their indexes (scans forced to indexes: the
+// question is which).
+func TestQueueReadsByIndex(t *testing.T) {
+	t.Parallel()
+	s := newTestStore(t, Options{})
+	off := []string{"SET LOCAL enable_seqscan = off"}
+	for _, c := range []struct {
+		name, sql, index string
+		args             []any
+	}{
+		{"places", s.q.queuePlaces, "runs_queue_idx", []any{[]string{"q"}}},
+		{"queue stats", s.q.queueStats, "runs_queue_idx", []any{nil, []string{"q"}}},
+		{"purge", s.q.purge, "runs_ended_idx", []any{[]string{"complete"}, time.Now(), []string{}, []string{}, 10}},
+		{"due schedules", s.q.dueSchedules, "schedules_due_idx", []any{time.Now(), 10}},
+		{"starts", s.q.queueStarts, "queue_starts_idx", []any{nil, []string{"q"}, []int64{1000}}},
+	} {
+		if plan := explain(t, s, off, c.sql, c.args...); !strings.Contains(plan, c.index) {
+			t.Errorf("%s does not use %s:\n%s", c.name, c.index, plan)
+		}
+	}
+}

@@ -50,6 +50,24 @@ type queries struct {
 	putEvents      string
 	getWorkflows   string
 	getEvents      string
+
+	claimCandidates string
+	claimPicked     string
+	lockQueues      string
+	queuePlaces     string
+	queueStarts     string
+	recordStarts    string
+	queueStats      string
+	putQueues       string
+	getQueues       string
+	insertSchedule  string
+	updateSchedule  string
+	getSchedule     string
+	listSchedules   string
+	dueSchedules    string
+	deleteSchedule  string
+	purge           string
+	purgeDry        string
 }
 
 // runColumns are the columns scanRun reads, in its order.
@@ -59,6 +77,7 @@ var runColumns = []string{
 	"owner", "lease_until", "token", "recoveries", "parent_policy", "execution", "started_at", "ended_at",
 	"active_key", "active_attempt", "active_started", "created_at", "updated_at",
 	"wait_also_keys", "wait_also_topics", "wait_also_kinds", "deadline", "progress",
+	"queue", "partition", "priority",
 }
 
 // cols lists runColumns, each prefixed by alias and a dot when alias is set.
@@ -92,13 +111,112 @@ const clearWait = `wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_de
 // ckptColumns are the columns scanCheckpoint reads, in its order.
 const ckptColumns = `key, kind, output, error, seq, created_at, execution, forked_from`
 
+// schedColumns are the columns scanSchedule reads, in its order.
+const schedColumns = `id, workflow, cron, time_zone, input, queue, partition, priority, overlap, catch_up,
+	catch_up_window, paused, next_fire_at, check_at, held, last_fire_at, last_run_id, revision, created_at, updated_at`
+
+// levelsCTE is a CTE named levels: for each pair of a workflow in the
+// array parameter workflows and a queue in queues, each priority level its
+// queued and waiting runs with a ready time use. It is a loose index scan
+// of runs_queue_claim_idx, backwards: one probe per level, lowest first,
+// and one more that finds no higher level, so a pair whose runs all have
+// the default priority costs two probes. Each probe lands on the tail of
+// a level (its latest ready time), never on its head, where the entries
+// of the runs claimed since the last vacuum pile up: the claim walks those
+// once, in its scan of the level, as it always did.
+func levelsCTE(workflows, queues string) string {
+	return `levels AS (
+	SELECT p.workflow, p.queue, f.priority
+	FROM (SELECT w AS workflow, q AS queue FROM unnest(` + workflows + `::text[]) w, unnest(` + queues + `::text[]) q) p, LATERAL (
+		SELECT r.priority FROM {s}.runs r
+		WHERE r.workflow = p.workflow AND r.queue = p.queue AND r.status IN ('queued', 'waiting') AND r.ready_at IS NOT NULL
+		ORDER BY r.priority, r.ready_at DESC LIMIT 1
+	) f
+	UNION ALL
+	SELECT l.workflow, l.queue, f.priority FROM levels l, LATERAL (
+		SELECT r.priority FROM {s}.runs r
+		WHERE r.workflow = l.workflow AND r.queue = l.queue AND r.status IN ('queued', 'waiting') AND r.ready_at IS NOT NULL
+			AND r.priority > l.priority
+		ORDER BY r.priority, r.ready_at DESC LIMIT 1
+	) f
+)`
+}
+
+// readyCTE is a claim's CTE named ready: for each level, up to $3 runs of
+// the level ready by now, oldest first, locked, passing filter (SQL on r,
+// "" for none). The clock bounds the scan in its index condition, so a
+// level of runs sleeping into the future costs one probe.
+func readyCTE(filter string) string {
+	return `ready AS (
+	SELECT c.id, c.priority, false AS recovery, c.since FROM levels l, LATERAL (
+		SELECT r.id, r.priority, r.ready_at AS since FROM {s}.runs r
+		WHERE r.workflow = l.workflow AND r.queue = l.queue AND r.priority = l.priority
+			AND r.status IN ('queued', 'waiting') AND r.ready_at <= coalesce($1::timestamptz, now())` + filter + `
+		ORDER BY r.ready_at
+		LIMIT $3
+		FOR UPDATE OF r SKIP LOCKED
+	) c
+)`
+}
+
+// expiredCTE is a claim's CTE named expired: up to $3 running runs of the
+// workflows $2 and the queues in the array parameter queues whose lease
+// expired, by priority then expiry, locked, passing filter.
+func expiredCTE(queues, filter string) string {
+	return `expired AS (
+	SELECT r.id, r.priority, true AS recovery, r.lease_until AS since FROM {s}.runs r, clock
+	WHERE r.status = 'running' AND r.lease_until <= clock.now AND r.queue = ANY(` + queues + `::text[])
+		AND r.workflow = ANY($2::text[])` + filter + `
+	ORDER BY r.priority DESC, r.lease_until
+	LIMIT $3
+	FOR UPDATE OF r SKIP LOCKED
+)`
+}
+
+// limitedFilter is what a limited claim's ready scans pass over (see
+// claimCandidates).
+const limitedFilter = `
+			AND r.id <> ALL($9::text[])
+			AND NOT (r.first_claimed_at IS NULL AND r.queue = ANY($8::text[]))
+			AND NOT EXISTS (SELECT 1 FROM unnest($6::text[], $7::text[]) x(queue, part)
+				WHERE x.queue = r.queue AND x.part = r.partition)`
+
+// claimUpdate leases the runs of a CTE named picked (id, priority,
+// recovery, since) to owner $4 for $5 microseconds and returns what a
+// ClaimedRun needs, with the picked row's priority, recovery and since.
+const claimUpdate = `UPDATE {s}.runs r SET
+	status = 'running',
+	ready_at = NULL,
+	owner = $4,
+	lease_until = clock.now + $5::bigint * interval '1 microsecond',
+	token = r.token + 1,
+	recoveries = CASE WHEN r.status = 'running' THEN r.recoveries + 1 ELSE r.recoveries END,
+	first_claimed_at = coalesce(r.first_claimed_at, clock.now),
+	{clearActive},
+	updated_at = clock.now
+FROM picked, clock
+WHERE r.id = picked.id
+RETURNING r.id, r.token, r.workflow, r.parent_id, r.input, r.recoveries, r.suspend_state,
+	r.wait_key, r.wait_topic, r.wait_kind, r.wait_deadline, r.wait_also_keys, r.wait_also_topics, r.wait_also_kinds,
+	r.deadline, r.lease_until, picked.since, picked.priority, picked.recovery`
+
+// purgeVictims selects the runs a purge deletes: $1 statuses (finished
+// ones), finished before $2, of the workflows $3 (empty: any) but not
+// $4, oldest end first, at most $5, through runs_ended_idx.
+const purgeVictims = `SELECT id FROM {s}.runs
+	WHERE status IN {finished} AND status = ANY($1::text[]) AND ended_at < $2
+		AND (cardinality($3::text[]) = 0 OR workflow = ANY($3::text[])) AND NOT workflow = ANY($4::text[])
+	ORDER BY ended_at
+	LIMIT $5`
+
 func buildQueries(schema string, notify bool) queries {
-	r := strings.NewReplacer("{s}", schema, "{runs}", cols(""), "{r.runs}", cols("r"),
+	r := strings.NewReplacer("{s}", schema, "{sched}", schedColumns, "{runs}", cols(""), "{r.runs}", cols("r"),
 		"{finished}", finished, "{clearActive}", clearActive, "{clearWait}", clearWait, "{ckpt}", ckptColumns)
 	var q queries
 
 	// $2 ids, $3 workflows, $4 parent ids, $5 inputs, $6 parent policies,
-	// $7 start times (NULL: now), $8 deadlines, $9 channel. Rows go in in ID order, so
+	// $7 start times (NULL: now), $8 deadlines, $9 queues, $10 partitions,
+	// $11 priorities, $12 channel. Rows go in in ID order, so
 	// that concurrent creates of overlapping IDs wait for each other instead
 	// of deadlocking. Each new run's first execution is recorded by the
 	// same statement. Of an ID given twice (two calls in one batch), the
@@ -108,11 +226,13 @@ func buildQueries(schema string, notify bool) queries {
 	// the new wake time.
 	q.createRuns = `WITH ` + clockCTE + `,
 ins AS (
-	INSERT INTO {s}.runs (id, workflow, parent_id, parent_policy, status, input, ready_at, deadline, execution, started_at, created_at, updated_at)
+	INSERT INTO {s}.runs (id, workflow, parent_id, parent_policy, status, input, ready_at, deadline, execution, started_at, created_at, updated_at,
+		queue, partition, priority)
 	SELECT t.id, t.workflow, t.parent_id, t.policy, 'queued', t.input, greatest(clock.now, coalesce(t.start_at, clock.now)),
-		t.deadline, 1, clock.now, clock.now, clock.now
-	FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::timestamptz[], $8::timestamptz[])
-		WITH ORDINALITY AS t(id, workflow, parent_id, input, policy, start_at, deadline, ord), clock
+		t.deadline, 1, clock.now, clock.now, clock.now, t.queue, t.partition, t.priority
+	FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::timestamptz[], $8::timestamptz[],
+			$9::text[], $10::text[], $11::int[])
+		WITH ORDINALITY AS t(id, workflow, parent_id, input, policy, start_at, deadline, queue, partition, priority, ord), clock
 	ORDER BY t.id, t.ord
 	ON CONFLICT (id) DO NOTHING
 	RETURNING id, started_at, ready_at
@@ -120,71 +240,111 @@ ins AS (
 ex AS (
 	INSERT INTO {s}.executions (run_id, number, started_at)
 	SELECT id, 1, started_at FROM ins
-)` + notifyCTE(notify, "ins", "true", 9) + `
+)` + notifyCTE(notify, "ins", "true", 12) + `
 SELECT ins.id FROM ins` + notifyJoin(notify)
 
-	// $2 workflows. Microseconds from the clock to the earliest ReadyAt of a
-	// ready run or lease expiry of a running one (NULL: none), through the
-	// same indexes as the claim's two scans.
-	q.nextWake = `WITH ` + clockCTE + `
+	// $2 workflows, $3 queues. Microseconds from the clock to the earliest
+	// ReadyAt of a ready run or lease expiry of a running one (NULL: none),
+	// through the same indexes as the claim's scans: the first entry of
+	// each priority level of each (workflow, queue) pair is the level's
+	// earliest.
+	q.nextWake = `WITH RECURSIVE ` + clockCTE + `,
+` + levelsCTE("$2", "$3") + `
 SELECT (extract(epoch FROM least(
-	(SELECT min(first.ready_at) FROM unnest($2::text[]) w(name), LATERAL (
+	(SELECT min(first.ready_at) FROM levels l, LATERAL (
 		SELECT r.ready_at FROM {s}.runs r
-		WHERE r.workflow = w.name AND r.status IN ('queued', 'waiting') AND r.ready_at IS NOT NULL
+		WHERE r.workflow = l.workflow AND r.queue = l.queue AND r.priority = l.priority
+			AND r.status IN ('queued', 'waiting') AND r.ready_at IS NOT NULL
 		ORDER BY r.ready_at LIMIT 1
 	) first),
-	(SELECT min(r.lease_until) FROM {s}.runs r WHERE r.status = 'running' AND r.workflow = ANY($2::text[]))
+	(SELECT min(r.lease_until) FROM {s}.runs r
+		WHERE r.status = 'running' AND r.queue = ANY($3::text[]) AND r.workflow = ANY($2::text[]))
 ) - clock.now) * 1000000)::bigint FROM clock`
 
 	q.selectRuns = `SELECT {runs} FROM {s}.runs WHERE id = ANY($1::text[])`
 	q.getRun = `SELECT {runs} FROM {s}.runs WHERE id = $1`
 
-	// $2 workflows, $3 limit, $4 owner, $5 lease micros.
+	// $2 workflows, $3 limit, $4 owner, $5 lease micros, $6 queues.
 	//
-	// Bounded, locked scans (ready runs by ReadyAt, each workflow's in
-	// runs_claim_idx order; expired leases by expiry) feed one update. The
-	// ready scans bound ready_at by the clock in their index condition, so
-	// runs sleeping into the future cost nothing, and each stops at the
-	// limit, so the backlog behind costs nothing either. SKIP LOCKED makes
+	// Bounded, locked scans feed one update: ready runs of each (workflow,
+	// queue) pair, each priority level's in runs_queue_claim_idx order (see
+	// levelsCTE), and expired leases through runs_queue_idx. The ready
+	// scans bound ready_at by the clock in their index condition, so runs
+	// sleeping into the future cost nothing, and each stops at the limit,
+	// so the backlog behind costs nothing either. SKIP LOCKED makes
 	// concurrent claimers take disjoint batches without waiting; a row
-	// updated since the snapshot is rechecked against the conditions when it
-	// is locked. The claim forgets the active step the last holder reported.
-	q.claim = `WITH ` + clockCTE + `,
-ready AS (
-	SELECT c.id, c.since FROM unnest($2::text[]) w(name), LATERAL (
-		SELECT r.id, r.ready_at AS since FROM {s}.runs r
-		WHERE r.workflow = w.name AND r.status IN ('queued', 'waiting') AND r.ready_at <= coalesce($1::timestamptz, now())
-		ORDER BY r.ready_at
-		LIMIT $3
-		FOR UPDATE OF r SKIP LOCKED
-	) c
-),
-expired AS (
-	SELECT r.id, r.lease_until AS since FROM {s}.runs r, clock
-	WHERE r.status = 'running' AND r.lease_until <= clock.now AND r.workflow = ANY($2::text[])
-	ORDER BY r.lease_until
-	LIMIT $3
-	FOR UPDATE OF r SKIP LOCKED
-),
+	// updated since the snapshot is rechecked against the conditions when
+	// it is locked. The picked runs are the first by priority (highest
+	// first), recoveries before ready runs, then oldest ReadyAt or lease
+	// expiry. The claim forgets the active step the last holder reported
+	// and stamps a run's first claim since its creation or Restart.
+	//
+	// This is the claim of queues without limits; claimCandidates and
+	// claimPicked are a limited claim's (see claimLimited).
+	q.claim = `WITH RECURSIVE ` + clockCTE + `,
+` + levelsCTE("$2", "$6") + `,
+` + readyCTE("") + `,
+` + expiredCTE("$6", "") + `,
 picked AS (
-	SELECT id, since FROM (SELECT id, since FROM ready UNION ALL SELECT id, since FROM expired) u
-	ORDER BY since, id
+	SELECT id, priority, recovery, since FROM (SELECT * FROM ready UNION ALL SELECT * FROM expired) u
+	ORDER BY priority DESC, recovery DESC, since, id
 	LIMIT $3
 )
-UPDATE {s}.runs r SET
-	status = 'running',
-	ready_at = NULL,
-	owner = $4,
-	lease_until = clock.now + $5::bigint * interval '1 microsecond',
-	token = r.token + 1,
-	recoveries = CASE WHEN r.status = 'running' THEN r.recoveries + 1 ELSE r.recoveries END,
-	{clearActive},
-	updated_at = clock.now
-FROM picked, clock
-WHERE r.id = picked.id
-RETURNING r.id, r.token, r.workflow, r.parent_id, r.input, r.recoveries, r.suspend_state,
-	r.wait_key, r.wait_topic, r.wait_kind, r.wait_deadline, r.wait_also_keys, r.wait_also_topics, r.wait_also_kinds,
-	r.deadline, r.lease_until, picked.since`
+` + claimUpdate
+
+	// A limited claim's candidates, locked, in claim order: the claim's
+	// scans with the exclusions of the places already taken. $2 workflows,
+	// $3 how many, $4 the queues that may start ready runs, $5 every queue
+	// named (recoveries are never held back), $6 and $7 the (queue,
+	// partition) pairs without a free place, $8 the queues whose rate
+	// window is full (their runs not yet started are passed over), $9 the
+	// runs already considered. Each row: ID, queue, partition, priority,
+	// recovery, since, and whether its claim would be a start.
+	q.claimCandidates = `WITH RECURSIVE ` + clockCTE + `,
+` + levelsCTE("$2", "$4") + `,
+` + readyCTE(limitedFilter) + `,
+` + expiredCTE("$5", ` AND r.id <> ALL($9::text[])`) + `,
+picked AS (
+	SELECT id, priority, recovery, since FROM (SELECT * FROM ready UNION ALL SELECT * FROM expired) u
+	ORDER BY priority DESC, recovery DESC, since, id
+	LIMIT $3
+)
+SELECT r.id, r.queue, r.partition, picked.priority, picked.recovery, picked.since, r.first_claimed_at IS NULL
+FROM picked JOIN {s}.runs r ON r.id = picked.id
+ORDER BY picked.priority DESC, picked.recovery DESC, picked.since, r.id`
+
+	// A limited claim's update of the runs it admitted, locked already by
+	// claimCandidates: $2 IDs, $3 priorities, $4 owner, $5 lease micros, $6
+	// whether each is a recovery, $7 since.
+	q.claimPicked = `WITH ` + clockCTE + `,
+picked AS (
+	SELECT * FROM unnest($2::text[], $3::int[], $6::bool[], $7::timestamptz[]) p(id, priority, recovery, since)
+)
+` + claimUpdate
+
+	// $1 limited queues, in name order: the claim's locks, one
+	// transaction-level advisory lock per queue, which serialize the
+	// limited claims of a queue across every process.
+	q.lockQueues = `SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FROM unnest($1::text[]) k`
+
+	// $1 queues: the places held, per queue and partition (runs_queue_idx).
+	q.queuePlaces = `SELECT queue, partition, count(*) FROM {s}.runs
+WHERE status = 'running' AND queue = ANY($1::text[]) GROUP BY queue, partition`
+
+	// $2 rate-limited queues, $3 their periods in microseconds: the starts
+	// within each queue's window, after pruning those older.
+	q.queueStarts = `WITH ` + clockCTE + `,
+q AS (SELECT * FROM unnest($2::text[], $3::bigint[]) q(name, period)),
+pruned AS (
+	DELETE FROM {s}.queue_starts s USING q, clock
+	WHERE s.queue = q.name AND s.at <= clock.now - q.period * interval '1 microsecond'
+)
+SELECT q.name, (SELECT count(*) FROM {s}.queue_starts s
+	WHERE s.queue = q.name AND s.at > clock.now - q.period * interval '1 microsecond')
+FROM q, clock`
+
+	// $2 queues: one start each, now.
+	q.recordStarts = `INSERT INTO {s}.queue_starts (queue, at) SELECT k, coalesce($1::timestamptz, now()) FROM unnest($2::text[]) k`
 
 	// $1 run. The current execution's checkpoints and the attempts of its
 	// keys without one, merged in sequence order, in one statement (one
@@ -544,8 +704,9 @@ SELECT id FROM upd ORDER BY id`
 	// it with its lease revoked. A lease that has not expired (a running
 	// run's, or one a restart fenced already) is kept and fences the new
 	// execution: the run is ready at its expiry unless its holder lets go
-	// first (see Suspend). Every CTE reads the run as it was before the
-	// statement.
+	// first (see Suspend). The run's next claim is a start again
+	// (first_claimed_at), which a queue's rate counts. Every CTE reads the
+	// run as it was before the statement.
 	q.restart = `WITH r AS (SELECT id, execution, status, error FROM {s}.runs WHERE id = $2),
 ended AS (
 	UPDATE {s}.executions e SET ended_at = coalesce(e.ended_at, $1::timestamptz), status = r.status, error = r.error
@@ -564,7 +725,7 @@ copied AS (
 )
 UPDATE {s}.runs SET status = 'queued', ready_at = greatest($1, lease_until), execution = execution + 1, started_at = $1, ended_at = NULL,
 	output = NULL, error = NULL, {clearWait}, progress = NULL,
-	suspend_state = NULL, pause_requested = false, recoveries = 0,
+	suspend_state = NULL, pause_requested = false, recoveries = 0, first_claimed_at = NULL,
 	{clearActive}, updated_at = $1
 WHERE id = $2`
 
@@ -612,17 +773,27 @@ FROM {s}.runs r LEFT JOIN {s}.executions e ON e.run_id = r.id
 WHERE r.id = $1 ORDER BY e.number`
 
 	// $1 names, $2 versions, $3 input schemas, $4 output schemas, $5
-	// workers, $6 updated: one row per name.
-	q.putWorkflows = `INSERT INTO {s}.workflow_types (name, version, input_schema, output_schema, worker, updated_at)
-SELECT * FROM unnest($1::text[], $2::int[], $3::bytea[], $4::bytea[], $5::text[], $6::timestamptz[])
+	// workers, $6 updated, $7 queues, $8 retentions (nanoseconds, NULL:
+	// none): one row per name.
+	q.putWorkflows = `INSERT INTO {s}.workflow_types (name, version, input_schema, output_schema, worker, updated_at, queue, retention)
+SELECT * FROM unnest($1::text[], $2::int[], $3::bytea[], $4::bytea[], $5::text[], $6::timestamptz[], $7::text[], $8::bigint[])
 ON CONFLICT (name) DO UPDATE SET version = excluded.version, input_schema = excluded.input_schema,
-	output_schema = excluded.output_schema, worker = excluded.worker, updated_at = excluded.updated_at`
+	output_schema = excluded.output_schema, worker = excluded.worker, updated_at = excluded.updated_at,
+	queue = excluded.queue, retention = excluded.retention`
+	// $1 names, $2 concurrencies, $3 partition concurrencies, $4 rates, $5
+	// rate periods (nanoseconds), $6 workers, $7 updated.
+	q.putQueues = `INSERT INTO {s}.queue_types (name, concurrency, partition_concurrency, rate, rate_period, worker, updated_at)
+SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::int[], $5::bigint[], $6::text[], $7::timestamptz[])
+ON CONFLICT (name) DO UPDATE SET concurrency = excluded.concurrency, partition_concurrency = excluded.partition_concurrency,
+	rate = excluded.rate, rate_period = excluded.rate_period, worker = excluded.worker, updated_at = excluded.updated_at`
+	q.getQueues = `SELECT name, concurrency, partition_concurrency, rate, rate_period, worker, updated_at
+FROM {s}.queue_types ORDER BY name COLLATE "C"`
 	// $1 topics, $2 payload schemas, $3 workers, $4 updated.
 	q.putEvents = `INSERT INTO {s}.event_types (topic, payload_schema, worker, updated_at)
 SELECT * FROM unnest($1::text[], $2::bytea[], $3::text[], $4::timestamptz[])
 ON CONFLICT (topic) DO UPDATE SET payload_schema = excluded.payload_schema, worker = excluded.worker,
 	updated_at = excluded.updated_at`
-	q.getWorkflows = `SELECT name, version, input_schema, output_schema, worker, updated_at FROM {s}.workflow_types ORDER BY name COLLATE "C"`
+	q.getWorkflows = `SELECT name, version, input_schema, output_schema, worker, updated_at, queue, retention FROM {s}.workflow_types ORDER BY name COLLATE "C"`
 	q.getEvents = `SELECT topic, payload_schema, worker, updated_at FROM {s}.event_types ORDER BY topic COLLATE "C"`
 
 	// $2 topic, $3 payload, $4 channel. Locks the runs waiting on the
@@ -665,6 +836,75 @@ WHERE r.id = $2`
 
 	q.notify = `SELECT pg_notify($1, '')`
 
+	// $2 queues. Each named queue's unfinished runs by state, in the order
+	// named, through runs_queue_idx: finished runs are not read.
+	q.queueStats = `WITH ` + clockCTE + `,
+q AS (SELECT * FROM unnest($2::text[]) WITH ORDINALITY q(name, ord))
+SELECT q.name,
+	count(r.status) FILTER (WHERE r.status = 'queued' AND r.ready_at <= clock.now),
+	count(r.status) FILTER (WHERE r.status = 'queued' AND (r.ready_at IS NULL OR r.ready_at > clock.now)),
+	count(r.status) FILTER (WHERE r.status = 'running'),
+	count(r.status) FILTER (WHERE r.status = 'waiting'),
+	count(r.status) FILTER (WHERE r.status = 'paused')
+FROM q CROSS JOIN clock
+	LEFT JOIN {s}.runs r ON r.queue = q.name AND r.status IN ('queued', 'running', 'waiting', 'paused')
+GROUP BY q.ord, q.name, clock.now
+ORDER BY q.ord`
+
+	// $2..$18 the schedule's columns from workflow to last_run_id, in
+	// schedColumns order after id ($2 is the ID): a new schedule at
+	// revision 1, or no row when the ID is taken.
+	q.insertSchedule = `INSERT INTO {s}.schedules (` + schedColumns + `)
+VALUES ($2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+	1, coalesce($1::timestamptz, now()), coalesce($1::timestamptz, now()))
+ON CONFLICT (id) DO NOTHING
+RETURNING {sched}`
+
+	// As insertSchedule, $19 the revision the stored schedule must have.
+	// The first column says whether it was written; otherwise the row is
+	// the stored schedule (a conflict), and no row means no such schedule.
+	q.updateSchedule = `WITH upd AS (
+	UPDATE {s}.schedules SET workflow = $3, cron = $4, time_zone = $5, input = $6, queue = $7, partition = $8,
+		priority = $9, overlap = $10, catch_up = $11, catch_up_window = $12, paused = $13, next_fire_at = $14,
+		check_at = $15, held = $16, last_fire_at = $17, last_run_id = $18,
+		revision = revision + 1, updated_at = coalesce($1::timestamptz, now())
+	WHERE id = $2 AND revision = $19
+	RETURNING {sched}
+)
+SELECT true, {sched} FROM upd
+UNION ALL
+SELECT false, {sched} FROM {s}.schedules WHERE id = $2 AND NOT EXISTS (SELECT 1 FROM upd)`
+
+	q.getSchedule = `SELECT {sched} FROM {s}.schedules WHERE id = $1`
+	// $1 cursor, $2 limit: by ID (the primary key, in byte order).
+	q.listSchedules = `SELECT {sched} FROM {s}.schedules WHERE id > $1 ORDER BY id LIMIT $2`
+	// $1 due time, $2 limit: through schedules_due_idx.
+	q.dueSchedules = `SELECT {sched} FROM {s}.schedules WHERE NOT paused AND check_at <= $1 ORDER BY check_at, id LIMIT $2`
+	q.deleteSchedule = `DELETE FROM {s}.schedules WHERE id = $1`
+
+	// Purge ($1..$5 as purgeVictims): locks the victims, skipping any run
+	// another transaction holds (a claim, a write, another purge), and
+	// deletes them with their executions, checkpoints, attempts and
+	// buffered events, in one statement. A victim changed since the
+	// snapshot (restarted, say) is rechecked when locked and passed over.
+	// Counts the runs and events deleted.
+	q.purge = `WITH victims AS (
+	` + purgeVictims + `
+	FOR UPDATE SKIP LOCKED
+),
+gone AS (DELETE FROM {s}.runs r USING victims v WHERE r.id = v.id RETURNING r.id),
+ex AS (DELETE FROM {s}.executions e USING gone g WHERE e.run_id = g.id),
+ck AS (DELETE FROM {s}.checkpoints c USING gone g WHERE c.run_id = g.id),
+at AS (DELETE FROM {s}.attempts a USING gone g WHERE a.run_id = g.id),
+ev AS (DELETE FROM {s}.events e USING gone g WHERE e.run_id = g.id RETURNING 1)
+SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM ev)`
+
+	// A dry purge: what purge would delete, counted, locking nothing.
+	q.purgeDry = `WITH victims AS (
+	` + purgeVictims + `
+)
+SELECT (SELECT count(*) FROM victims), (SELECT count(*) FROM {s}.events e WHERE e.run_id IN (SELECT id FROM victims))`
+
 	// $1 channel, $2 the IDs of runs that ended (see Finished).
 	q.notifyFinished = `SELECT pg_notify($1, id) FROM unnest($2::text[]) id`
 
@@ -674,6 +914,9 @@ WHERE r.id = $2`
 		&q.takeEvent, &q.extendLease, &q.park, &q.complete, &q.completeMany, &q.parkMany, &q.emit, &q.bufferEvent, &q.deliver, &q.history,
 		&q.terminate, &q.cascade, &q.forkSeq, &q.restart, &q.executions, &q.continueAsNew, &q.caseCkpt,
 		&q.putWorkflows, &q.putEvents, &q.getWorkflows, &q.getEvents,
+		&q.claimCandidates, &q.claimPicked, &q.lockQueues, &q.queuePlaces, &q.queueStarts, &q.recordStarts,
+		&q.queueStats, &q.putQueues, &q.getQueues, &q.insertSchedule, &q.updateSchedule, &q.getSchedule,
+		&q.listSchedules, &q.dueSchedules, &q.deleteSchedule, &q.purge, &q.purgeDry,
 	} {
 		*p = r.Replace(*p)
 	}

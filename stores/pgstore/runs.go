@@ -89,6 +89,9 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 		// children.
 		add("parent_id = $%d AND parent_id <> ''", q.ParentID)
 	}
+	if q.Queue != "" {
+		add("queue = $%d", q.Queue)
+	}
 	if q.After != "" {
 		add("id > $%d", q.After)
 	}

@@ -457,15 +457,19 @@ func (s *Store) createArgs(calls []*ckptCall) []any {
 		policies  = make([]string, 0, n)
 		starts    = make([]*time.Time, 0, n)
 		deadlines = make([]*time.Time, 0, n)
+		queues    = make([]string, 0, n)
+		parts     = make([]string, 0, n)
+		prios     = make([]int32, 0, n)
 	)
 	for _, c := range calls {
 		for _, r := range c.create.runs {
 			ids, workflows, parents = append(ids, r.ID), append(workflows, r.Workflow), append(parents, r.ParentID)
 			inputs, policies, starts = append(inputs, r.Input), append(policies, string(r.ParentPolicy)), append(starts, r.StartAt)
 			deadlines = append(deadlines, r.Deadline)
+			queues, parts, prios = append(queues, r.QueueOf()), append(parts, r.Partition), append(prios, int32(r.Priority))
 		}
 	}
-	args := []any{nil, ids, workflows, parents, inputs, policies, starts, deadlines}
+	args := []any{nil, ids, workflows, parents, inputs, policies, starts, deadlines, queues, parts, prios}
 	if s.notify {
 		args = append(args, s.channel)
 	}

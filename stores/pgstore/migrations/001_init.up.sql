@@ -43,9 +43,11 @@ CREATE INDEX runs_workflow_id_idx ON {schema}.runs (workflow, id);
 CREATE INDEX runs_status_id_idx ON {schema}.runs (status, id);
 
 -- The tables below have no foreign keys to runs on purpose: every write to
--- them locks the run row first (runs are never deleted), and a foreign key
--- check per inserted row would cost the checkpoint path a good part of its
--- time.
+-- them locks the run row first, and a foreign key check per inserted row
+-- would cost the checkpoint path a good part of its time. A run is deleted
+-- only by Purge (migration 005), once finished, under its row lock and
+-- together with its rows here; a write that then locks it finds no run.
+-- (Comment corrected after the fact; the schema is unchanged.)
 
 -- One sequence orders a run's checkpoints and attempts together, in write
 -- order: writes to one run hold its row lock, so they draw in turn. It must
