@@ -150,11 +150,13 @@ func (e *Engine) queueHint(name string) string {
 func (e *Engine) place(ctx context.Context, r *storage.NewRun, cat *queueCatalog) error {
 	if r.Queue == "" {
 		e.mu.Lock()
-		if def := e.workflows[r.Workflow]; def != nil {
+		def := e.workflows[r.Workflow]
+		if def != nil {
 			r.Queue = def.queue
 		}
 		e.mu.Unlock()
-		if r.Queue == "" && cat != nil {
+		if def == nil {
+			// A workflow other engines run: its queue is in the catalog.
 			if err := cat.load(ctx, e); err != nil {
 				return err
 			}
