@@ -18,7 +18,7 @@ import (
 // engines, priorities and recoveries as a worker sees them, schedules fired
 // by several engines, and retention swept by the engines.
 var productionScenarios = []scenario{
-	{"queue/a concurrency limit of 3 holds across four engines, measured by the steps", testQueueLimitEngines},
+	{"queue/a concurrency limit of 3 holds across four engines, one of which dies, measured by the steps", testQueueLimitEngines},
 	{"queue/a partition runs one at a time while other partitions run beside it", testQueuePartitions},
 	{"queue/a free worker takes higher priorities first, and a dead worker's run before the backlog", testQueuePriorityRecovery},
 	{"queue/bad queues at start or registration are refused, with nothing stored", testQueueBadInput},
@@ -81,9 +81,15 @@ func testQueueLimitEngines(f *fixture) {
 	var g gauge
 	q := runtime.Queue{Name: "payments", Concurrency: 3}
 	var engines []*runtime.Engine
-	for range 4 {
-		e := f.engine(config{workers: 4}, limited(f, q, &g, 15*time.Millisecond))
-		engines = append(engines, e)
+	// The last engine's process dies partway: its runs keep their places
+	// until their leases expire and another engine takes them back.
+	dying := &dyingStore{Store: f.store}
+	for i := range 4 {
+		c := config{workers: 4, lease: 300 * time.Millisecond}
+		if i == 3 {
+			c.store = dying
+		}
+		engines = append(engines, f.engine(c, limited(f, q, &g, 15*time.Millisecond)))
 	}
 	items := make([]runtime.BatchItem[string], 24)
 	for i := range items {
@@ -94,7 +100,10 @@ func testQueueLimitEngines(f *fixture) {
 	for _, e := range engines {
 		f.start(e)
 	}
-	for _, r := range runs {
+	for i, r := range runs {
+		if i == 4 {
+			dying.dead.Store(true)
+		}
 		if _, err := r.Result(f.ctx); err != nil {
 			f.t.Fatalf("%s: %v", r.ID(), err)
 		}
