@@ -14,14 +14,14 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
-// SoakDuration is how long Soak runs: $STEM_SOAK (a Go duration), or 30s
-// when unset, so the benchmark stays a quick check unless asked for the
+// SoakDuration is how long Soak runs: $STEM_SOAK (a Go duration), or 3m
+// when unset (two samples past the first retention), unless asked for the
 // 10-minute soak.
 func SoakDuration() time.Duration {
 	if d, err := time.ParseDuration(os.Getenv("STEM_SOAK")); err == nil && d > 0 {
 		return d
 	}
-	return 30 * time.Second
+	return 3 * time.Minute
 }
 
 // Soak runs steady load on store for SoakDuration: a goroutine per run,
