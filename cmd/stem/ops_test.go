@@ -337,7 +337,7 @@ func TestPurge(t *testing.T) {
 		return len(page.Runs)
 	}
 
-	if out, _ := f.cli(0, "purge", "--older-than", "1ms", "--dry-run"); out != "would delete 5 finished runs (and 1 buffered event(s)) that finished more than 1ms ago\n" {
+	if out, _ := f.cli(0, "purge", "--older-than", "1ms", "--dry-run"); out != "would delete 5 runs (and 1 buffered event(s)) that finished more than 1ms ago\n" {
 		t.Fatalf("dry run: %q", out)
 	}
 	if out, _ := f.cli(0, "purge", "--older-than", "1ms", "--status", "Errored,TERMINATED", "--dry-run"); out != "would delete 1 errored or terminated runs that finished more than 1ms ago\n" {
@@ -346,10 +346,10 @@ func TestPurge(t *testing.T) {
 	if n := count(); n != 6 {
 		t.Fatalf("after the dry runs %d runs, want 6", n)
 	}
-	if out, _ := f.cli(0, "purge", "--older-than", "30d"); out != "deleted 0 finished runs that finished more than 30d ago\n" {
+	if out, _ := f.cli(0, "purge", "--older-than", "30d"); out != "deleted 0 runs that finished more than 30d ago\n" {
 		t.Fatalf("purge 30d: %q", out)
 	}
-	if out, _ := f.cli(0, "purge", "--older-than", "1ms", "--workflow", "greet"); out != "deleted 3 finished runs of greet that finished more than 1ms ago\n" {
+	if out, _ := f.cli(0, "purge", "--older-than", "1ms", "--workflow", "greet"); out != "deleted 3 runs of greet that finished more than 1ms ago\n" {
 		t.Fatalf("purge greet: %q", out)
 	}
 	if _, err := f.e.Get(f.ctx, "g-1"); !errors.Is(err, runtime.ErrRunNotFound) {
@@ -366,7 +366,7 @@ func TestPurge(t *testing.T) {
 	}
 	// A workflow with runs but no worker any more is not refused: here one
 	// the catalog lacks would be; one that has runs is accepted.
-	if out, _ := f.cli(0, "purge", "--older-than", "1ms", "--workflow", "approve"); out != "deleted 0 finished runs of approve that finished more than 1ms ago\n" {
+	if out, _ := f.cli(0, "purge", "--older-than", "1ms", "--workflow", "approve"); out != "deleted 0 runs of approve that finished more than 1ms ago\n" {
 		t.Fatalf("purge approve: %q", out)
 	}
 }

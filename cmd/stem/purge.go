@@ -123,14 +123,12 @@ func purge(fs *flag.FlagSet) func(*call, []string) error {
 		if c.out.json {
 			return c.out.encode(jsonPurge{Runs: res.Runs, Events: res.Events, DryRun: *dry, OlderThan: age.String(), AtLeast: *dry && res.Runs >= storage.MaxPurgeBatch})
 		}
-		what := "finished"
+		what := "runs"
 		if len(statuses) > 0 {
-			what = joinOr(statusNames(statuses))
+			what = joinOr(statusNames(statuses)) + " runs"
 		}
 		if len(workflows) > 0 {
-			what += " runs of " + clean(joinOr(workflows))
-		} else {
-			what += " runs"
+			what += " of " + clean(joinOr(workflows))
 		}
 		n := fmt.Sprint(res.Runs)
 		if *dry && res.Runs >= storage.MaxPurgeBatch {
