@@ -15,6 +15,7 @@ import (
 
 	"github.com/stemflow/stem/example/orders/orders"
 	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/schedule"
 	"github.com/stemflow/stem/stores/storeurl"
 )
 
@@ -82,6 +83,8 @@ func fulfil(ctx context.Context, cfg config) error {
 		LeaseDuration: 5 * time.Second, // a killed run of this demo is picked up again within 5s
 		PollInterval:  200 * time.Millisecond,
 		Logger:        slog.New(slog.DiscardHandler),
+		// Fire the store's schedules (stem schedule create ...) while it works.
+		Services: []runtime.Service{schedule.Service{}},
 	})
 	if err != nil {
 		return err
