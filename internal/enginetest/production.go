@@ -1,6 +1,7 @@
 package enginetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -23,6 +24,7 @@ var productionScenarios = []scenario{
 	{"queue/a free worker takes higher priorities first, and a dead worker's run before the backlog", testQueuePriorityRecovery},
 	{"queue/bad queues at start or registration are refused, with nothing stored", testQueueBadInput},
 	{"queue/engines that disagree on a queue's limits: the second one's Run reports both", testQueueMismatch},
+	{"queue/an engine whose queue is full backs off instead of claiming in a loop", testQueueFullBackoff},
 	{"schedule/four engines fire every tick once", testScheduleFourEngines},
 	{"schedule/overlap: skip while the last run goes on, buffer one starts once it ends", testScheduleOverlap},
 	{"retention/engines delete finished runs past their retention and keep the rest", testRetention},
@@ -420,5 +422,57 @@ func testRetention(f *fixture) {
 	}
 	if r, err := f.store.GetRun(f.ctx, "asleep"); err != nil || r.Status != storage.StatusWaiting {
 		f.t.Fatalf("an unfinished run: %+v, %v; want it kept, waiting", r.Status, err)
+	}
+}
+
+// countingStore counts a worker's claims.
+type countingStore struct {
+	storage.Store
+	claims atomic.Int32
+}
+
+func (c *countingStore) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.ClaimedRun, error) {
+	c.claims.Add(1)
+	return c.Store.Claim(ctx, req)
+}
+
+func testQueueFullBackoff(f *fixture) {
+	release := make(chan struct{})
+	counting := &countingStore{Store: f.store}
+	e := f.engineWith(runtime.Config{Store: counting, PollInterval: 200 * time.Millisecond}, func(e *runtime.Engine) {
+		f.must(e.RegisterQueue(runtime.Queue{Name: "single", Concurrency: 1}))
+		f.must(runtime.Register(e, "hold", func(c *runtime.WorkflowContext, in string) (string, error) {
+			return runtime.Step(c, "hold@v1", runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+				select {
+				case <-release:
+				case <-sc.Done():
+				}
+				return in, nil
+			})
+		}, runtime.WorkflowQueue("single")))
+	})
+	var runs []*runtime.Run[string]
+	for i := range 5 {
+		r, err := runtime.Start[string, string](f.ctx, e, "hold", fmt.Sprint(i))
+		f.must(err)
+		runs = append(runs, r)
+	}
+	f.start(e)
+	f.eventually("one run holds the queue's place", func() bool {
+		st, err := e.QueueStats(f.ctx, "single")
+		return err == nil && st[0].Running == 1 && st[0].Ready == 4
+	})
+	before := counting.claims.Load()
+	time.Sleep(time.Second)
+	// Ready runs, no place: without a back-off the engine would claim every
+	// 2ms (about 500 times); doubling to the 200ms poll, about a dozen.
+	if n := counting.claims.Load() - before; n > 60 {
+		f.t.Fatalf("%d claims in a second while the queue was full: the engine claims in a loop", n)
+	}
+	close(release)
+	for _, r := range runs {
+		if _, err := r.Result(f.ctx); err != nil {
+			f.t.Fatal(err)
+		}
 	}
 }
