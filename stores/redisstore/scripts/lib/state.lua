@@ -155,11 +155,21 @@ end
 -- run's status, the run (run_of), its wait key, pause request and ex (the
 -- current execution, as a string). An unknown run has no lease to hold:
 -- LEASELOST, as for any holder whose run went away.
+--
+-- Every step's checkpoint calls it, so it reads as few fields as it can:
+-- the queue and priority come from the lane (queue:priority:, absent for
+-- the default queue at priority 0), and a running run is never in its
+-- queue's early-queued set (the claim took it out), so qf is not read.
 local function fence(id)
-  local st, tok, wf, wk, preq, ex, qu, ln, pt, pr, qf = unpack(redis.call('HMGET', KEYS[1],
-    'st', 'tok', 'wf', 'wk', 'preq', 'ex', 'qu', 'ln', 'pt', 'pr', 'qf'))
+  local st, tok, wf, wk, preq, ex, ln, pt = unpack(redis.call('HMGET', KEYS[1],
+    'st', 'tok', 'wf', 'wk', 'preq', 'ex', 'ln', 'pt'))
   if not st or st ~= 'running' or tok ~= ARGV[3] then return {'LEASELOST'} end
-  return nil, st, run_of(id, wf, qu, ln, pt, pr, qf), wk, preq, ex or '1'
+  local qu, pr
+  if ln then
+    qu, pr = string.match(ln, '^([^:]*):([^:]*):$')
+    if pr == '0' then pr = nil end
+  end
+  return nil, st, run_of(id, wf, qu, ln, pt, pr), wk, preq, ex or '1'
 end
 
 -- finish clears what a finished run no longer has: lease, wait, schedule,
