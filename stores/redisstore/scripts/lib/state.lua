@@ -160,16 +160,19 @@ end
 -- the queue and priority come from the lane (queue:priority:, absent for
 -- the default queue at priority 0), and a running run is never in its
 -- queue's early-queued set (the claim took it out), so qf is not read.
-local function fence(id)
-  local st, tok, wf, wk, preq, ex, ln, pt = unpack(redis.call('HMGET', KEYS[1],
-    'st', 'tok', 'wf', 'wk', 'preq', 'ex', 'ln', 'pt'))
+--
+-- The caller may name up to two more fields of the run hash to read in
+-- the same HMGET; their values follow ex.
+local function fence(id, ...)
+  local st, tok, wf, wk, preq, ex, ln, pt, x1, x2 = unpack(redis.call('HMGET', KEYS[1],
+    'st', 'tok', 'wf', 'wk', 'preq', 'ex', 'ln', 'pt', ...))
   if not st or st ~= 'running' or tok ~= ARGV[3] then return {'LEASELOST'} end
   local qu, pr
   if ln then
     qu, pr = string.match(ln, '^([^:]*):([^:]*):$')
     if pr == '0' then pr = nil end
   end
-  return nil, st, run_of(id, wf, qu, ln, pt, pr), wk, preq, ex or '1'
+  return nil, st, run_of(id, wf, qu, ln, pt, pr), wk, preq, ex or '1', x1, x2
 end
 
 -- finish clears what a finished run no longer has: lease, wait, schedule,
