@@ -176,16 +176,35 @@ local function fence(id, ...)
 end
 
 -- finish clears what a finished run no longer has: lease, wait, schedule,
--- suspend state, pause request and active step; ends its execution now;
--- and files it by its end in the finished indexes Purge reads.
-local function finish(r, ru, st, new)
+-- suspend state, pause request, active step and early-queued place; ends
+-- its execution now; writes the caller's further fields (field, value
+-- pairs, with the status in one HSET); and files it by its end in the
+-- finished indexes Purge reads. Every run ends here, so it reads the run
+-- hash once and clears its fields in one HDEL. A running run is in no
+-- ready set (the claim took it out; an entry out of step would be dropped
+-- by the next claim that reads it).
+local function finish(r, ru, st, new, ...)
   local id = ru.id
-  clear_wait(r, id)
-  redis.call('HDEL', r, 'ss', 'ready', 'preq', 'act')
-  release(r, ru)
-  redis.call('ZREM', readyq(ru.wf, ru.ln), id)
-  set_status(r, ru, st, new)
-  redis.call('HSET', r, 'ea', NOWS)
+  local t, wa, lu = unpack(redis.call('HMGET', r, 'wt', 'wa', 'lu'))
+  if t then
+    redis.call('SREM', waitset(t), id)
+    if wa then
+      for _, c in ipairs(wait_also(wa)) do redis.call('SREM', waitset(c[2]), id) end
+    end
+    redis.call('HDEL', r, 'ss', 'ready', 'preq', 'act', 'qf', 'wk', 'wt', 'wn', 'wd', 'wa')
+  else
+    redis.call('HDEL', r, 'ss', 'ready', 'preq', 'act', 'qf')
+  end
+  redis.call('ZREM', leaseq(ru.wf, ru.ln), id)
+  if st ~= 'running' then redis.call('ZREM', readyq(ru.wf, ru.ln), id) end
+  index_status(ru, st, new)
+  if ru.qf then redis.call('ZREM', queuedq(ru.qu), id) end
+  -- LeaseUntil, kept to describe the last lease, ends now if it was later
+  if lu and tonumber(lu) > NOW then
+    redis.call('HSET', r, 'st', new, 'ua', NOWS, 'ea', NOWS, 'lu', NOWS, ...)
+  else
+    redis.call('HSET', r, 'st', new, 'ua', NOWS, 'ea', NOWS, ...)
+  end
   redis.call('ZADD', fin_st(new), NOWS, id)
   redis.call('ZADD', fin_wf_st(new, ru.wf), NOWS, id)
   -- tells waiters in every process that the run ended (Finished)
