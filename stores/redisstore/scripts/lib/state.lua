@@ -43,19 +43,20 @@ end
 -- before it is due (ReadyAt ready, µs, after now) goes to its queue's set
 -- of such runs (qf:<queue>, flagged qf in the run hash), by which
 -- QueueStats tells the scheduled from the ready; any other change takes
--- it out.
-local function set_status(r, ru, old, new, ready)
+-- it out. The caller's further fields (field, value pairs) go in the
+-- same HSET as the status.
+local function set_status(r, ru, old, new, ready, ...)
   index_status(ru, old, new)
   if new == 'queued' and tonumber(ready) > NOW then
     redis.call('ZADD', queuedq(ru.qu), ready, ru.id)
-    redis.call('HSET', r, 'st', new, 'ua', NOWS, 'qf', '1')
+    redis.call('HSET', r, 'st', new, 'ua', NOWS, 'qf', '1', ...)
     return
   end
   if ru.qf then
     redis.call('ZREM', queuedq(ru.qu), ru.id)
     redis.call('HDEL', r, 'qf')
   end
-  redis.call('HSET', r, 'st', new, 'ua', NOWS)
+  redis.call('HSET', r, 'st', new, 'ua', NOWS, ...)
 end
 
 -- ready_add puts run ru in its lane's ready set, scored by ReadyAt
