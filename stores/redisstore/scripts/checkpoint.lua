@@ -11,21 +11,36 @@
 -- steps (a requested pause then waits), ARGV[13...]: encoded attempts.
 -- Reply: {OK} | {PAUSED} | {PAUSEREQ} | {EXISTS, encoding of the stored
 -- checkpoint} | {LEASELOST}.
+--
+-- Every step of every run calls it, so it makes as few calls as it can:
+-- the fence's HMGET also reads the sequence counter and the active step
+-- (cleared only when set), the checkpoint goes in with HSETNX (which
+-- finds an existing one), and the run hash's fields are written in one
+-- HSET.
 local function main()
-  local bad, st, ru, wk, preq, ex = fence(ARGV[5])
+  local bad, st, ru, wk, preq, ex, seq, act = fence(ARGV[5], 'seq', 'act')
   if bad then return bad end
   local r, c, a, id, lf, key = KEYS[1], KEYS[2], KEYS[3], ARGV[5], tonumber(ARGV[4]), ARGV[6]
-  local old = redis.call('HGET', c, key)
   local lu = f(NOW + lf)
+  seq = f(tonumber(seq or '0') + 1)
+  -- the encoding put_cp writes (see cp_split)
+  local b = seq .. '\n' .. NOWS .. '\n' .. ARGV[7] .. '\n' .. ARGV[8] .. '\n' .. ex .. '\n0\n' .. ARGV[9]
+  local fresh = redis.call('HSETNX', c, key, b) == 1
   redis.call('ZADD', leaseq(ru.wf, ru.ln), lu, id)
-  redis.call('HDEL', r, 'act')
-  if ARGV[11] ~= '' then redis.call('HSET', r, 'pg', ARGV[11]) end
-  if old then
-    redis.call('HSET', r, 'lu', lu, 'ua', NOWS)
-    return {'EXISTS', old}
+  if act then redis.call('HDEL', r, 'act') end
+  if not fresh then
+    if ARGV[11] ~= '' then
+      redis.call('HSET', r, 'lu', lu, 'ua', NOWS, 'pg', ARGV[11])
+    else
+      redis.call('HSET', r, 'lu', lu, 'ua', NOWS)
+    end
+    return {'EXISTS', redis.call('HGET', c, key)}
   end
-  put_cp(r, c, key, ARGV[7], ARGV[8], ARGV[9], ex)
-  redis.call('HSET', r, 'lu', lu, 'ua', NOWS, 'rec', '0')
+  if ARGV[11] ~= '' then
+    redis.call('HSET', r, 'lu', lu, 'ua', NOWS, 'rec', '0', 'seq', seq, 'pg', ARGV[11])
+  else
+    redis.call('HSET', r, 'lu', lu, 'ua', NOWS, 'rec', '0', 'seq', seq)
+  end
   if #ARGV >= 13 then
     redis.call('RPUSH', a, unpack(ARGV, 13))
     if ARGV[10] == '1' then redis.call('HSET', r, 'pend', '1') end

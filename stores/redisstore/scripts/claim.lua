@@ -64,7 +64,14 @@ local function main()
   local function try(id, s, recovery)
     local r = rkey(id)
     local q = s.q
-    local st, rec, pt, sd, pr, qf = unpack(redis.call('HMGET', r, 'st', 'rec', 'pt', 'sd', 'pr', 'qf'))
+    -- the started flag matters only to a rate, so that no other claim
+    -- reads it; the priority is the level's (s.pr)
+    local st, rec, pt, qf, sd
+    if q.rate > 0 then
+      st, rec, pt, qf, sd = unpack(redis.call('HMGET', r, 'st', 'rec', 'pt', 'qf', 'sd'))
+    else
+      st, rec, pt, qf = unpack(redis.call('HMGET', r, 'st', 'rec', 'pt', 'qf'))
+    end
     if recovery then
       if st ~= 'running' then
         redis.call('ZREM', s.key, id)
@@ -100,7 +107,7 @@ local function main()
       redis.call('HDEL', r, 'ready', 'act', 'qf')
       redis.call('ZREM', s.key, id)
       if qf then redis.call('ZREM', queuedq(q.name), id) end
-      index_status(run_of(id, s.wf, q.name, s.ln, pt, pr), st, 'running')
+      index_status(run_of(id, s.wf, q.name, s.ln, pt, s.pr), st, 'running')
       if q.conc > 0 then q.running = q.running + 1 end
       if q.pconc > 0 and pt then q.parts[pt] = q.parts[pt] + 1 end
       if q.rate > 0 and not sd then
@@ -163,11 +170,13 @@ local function main()
   for _, p in ipairs(prios) do
     if #out >= limit then break end
     local leases, ready = {}, {}
+    local pr = nil
+    if p ~= 0 then pr = f(p) end
     for _, qw in ipairs(byprio[p]) do
       local q, wf = qw[1], qw[2]
-      local ln = lane(q.name, f(p))
-      leases[#leases + 1] = {key = leaseq(wf, ln), q = q, wf = wf, ln = ln}
-      ready[#ready + 1] = {key = readyq(wf, ln), q = q, wf = wf, ln = ln}
+      local ln = lane(q.name, pr)
+      leases[#leases + 1] = {key = leaseq(wf, ln), q = q, wf = wf, ln = ln, pr = pr}
+      ready[#ready + 1] = {key = readyq(wf, ln), q = q, wf = wf, ln = ln, pr = pr}
     end
     take(leases, true)
     take(ready, false)

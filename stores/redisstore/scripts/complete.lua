@@ -18,9 +18,11 @@ local function main()
     local why = send_check(nid)
     if why == 'NOTFOUND' then nres = -1 elseif why == 'INVALID' or nid == id then nres = -2 end
   end
-  redis.call('HSET', r, 'out', ARGV[7], 'err', ARGV[8])
-  if ARGV[12] ~= '' then redis.call('HSET', r, 'pg', ARGV[12]) end
-  finish(r, ru, st, ARGV[6])
+  if ARGV[12] ~= '' then
+    finish(r, ru, st, ARGV[6], 'out', ARGV[7], 'err', ARGV[8], 'pg', ARGV[12])
+  else
+    finish(r, ru, st, ARGV[6], 'out', ARGV[7], 'err', ARGV[8])
+  end
   if nid ~= '' and nres == 0 then nres = send(nid, ARGV[10], ARGV[11]) end
   return {'OK', nres}
 end

@@ -16,15 +16,17 @@ local function create_run(r, a, b)
   if pt == '' then pt = nil end
   if pr == '' or pr == '0' then pr = nil end
   local ln = lane(qu, pr)
-  redis.call('HSET', r, 'id', id, 'wf', wf, 'pa', parent, 'in', input,
+  -- the run hash's fields, written with the status in one HSET
+  local h = {'id', id, 'wf', wf, 'pa', parent, 'in', input,
     'ready', ready, 'tok', '0', 'rec', '0', 'seq', '0', 'ca', NOWS,
-    'ex', '1', 'sa', NOWS)
-  if policy ~= '' then redis.call('HSET', r, 'pp', policy) end
-  if a[b + 7] ~= '' then redis.call('HSET', r, 'dl', a[b + 7]) end
-  if qu then redis.call('HSET', r, 'qu', qu) end
-  if ln ~= '' then redis.call('HSET', r, 'ln', ln) end
-  if pt then redis.call('HSET', r, 'pt', pt) end
-  if pr then redis.call('HSET', r, 'pr', pr) end
+    'ex', '1', 'sa', NOWS}
+  local function put(k, v) h[#h + 1] = k; h[#h + 1] = v end
+  if policy ~= '' then put('pp', policy) end
+  if a[b + 7] ~= '' then put('dl', a[b + 7]) end
+  if qu then put('qu', qu) end
+  if ln ~= '' then put('ln', ln) end
+  if pt then put('pt', pt) end
+  if pr then put('pr', pr) end
   if parent ~= '' then redis.call('ZADD', chkey(parent), 0, id) end
   local ru = run_of(id, wf, qu, ln, pt, pr)
   redis.call('ZADD', idx_all(), 0, id)
@@ -33,7 +35,7 @@ local function create_run(r, a, b)
     redis.call('ZADD', idx_q(qu), 0, id)
     redis.call('SADD', queue_names(), qu)
   end
-  set_status(r, ru, nil, 'queued', ready)
+  set_status(r, ru, nil, 'queued', ready, unpack(h))
   ready_add(ru, ready)
   WOKE = true -- a delayed run too: engines learn of its wake time
   return {1, redis.call('HGETALL', r)}

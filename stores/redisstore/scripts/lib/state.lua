@@ -43,19 +43,20 @@ end
 -- before it is due (ReadyAt ready, µs, after now) goes to its queue's set
 -- of such runs (qf:<queue>, flagged qf in the run hash), by which
 -- QueueStats tells the scheduled from the ready; any other change takes
--- it out.
-local function set_status(r, ru, old, new, ready)
+-- it out. The caller's further fields (field, value pairs) go in the
+-- same HSET as the status.
+local function set_status(r, ru, old, new, ready, ...)
   index_status(ru, old, new)
   if new == 'queued' and tonumber(ready) > NOW then
     redis.call('ZADD', queuedq(ru.qu), ready, ru.id)
-    redis.call('HSET', r, 'st', new, 'ua', NOWS, 'qf', '1')
+    redis.call('HSET', r, 'st', new, 'ua', NOWS, 'qf', '1', ...)
     return
   end
   if ru.qf then
     redis.call('ZREM', queuedq(ru.qu), ru.id)
     redis.call('HDEL', r, 'qf')
   end
-  redis.call('HSET', r, 'st', new, 'ua', NOWS)
+  redis.call('HSET', r, 'st', new, 'ua', NOWS, ...)
 end
 
 -- ready_add puts run ru in its lane's ready set, scored by ReadyAt
@@ -155,24 +156,56 @@ end
 -- run's status, the run (run_of), its wait key, pause request and ex (the
 -- current execution, as a string). An unknown run has no lease to hold:
 -- LEASELOST, as for any holder whose run went away.
-local function fence(id)
-  local st, tok, wf, wk, preq, ex, qu, ln, pt, pr, qf = unpack(redis.call('HMGET', KEYS[1],
-    'st', 'tok', 'wf', 'wk', 'preq', 'ex', 'qu', 'ln', 'pt', 'pr', 'qf'))
+--
+-- Every step's checkpoint calls it, so it reads as few fields as it can:
+-- the queue and priority come from the lane (queue:priority:, absent for
+-- the default queue at priority 0), and a running run is never in its
+-- queue's early-queued set (the claim took it out), so qf is not read.
+--
+-- The caller may name up to two more fields of the run hash to read in
+-- the same HMGET; their values follow ex.
+local function fence(id, ...)
+  local st, tok, wf, wk, preq, ex, ln, pt, x1, x2 = unpack(redis.call('HMGET', KEYS[1],
+    'st', 'tok', 'wf', 'wk', 'preq', 'ex', 'ln', 'pt', ...))
   if not st or st ~= 'running' or tok ~= ARGV[3] then return {'LEASELOST'} end
-  return nil, st, run_of(id, wf, qu, ln, pt, pr, qf), wk, preq, ex or '1'
+  local qu, pr
+  if ln then
+    qu, pr = string.match(ln, '^([^:]*):([^:]*):$')
+    if pr == '0' then pr = nil end
+  end
+  return nil, st, run_of(id, wf, qu, ln, pt, pr), wk, preq, ex or '1', x1, x2
 end
 
 -- finish clears what a finished run no longer has: lease, wait, schedule,
--- suspend state, pause request and active step; ends its execution now;
--- and files it by its end in the finished indexes Purge reads.
-local function finish(r, ru, st, new)
+-- suspend state, pause request, active step and early-queued place; ends
+-- its execution now; writes the caller's further fields (field, value
+-- pairs, with the status in one HSET); and files it by its end in the
+-- finished indexes Purge reads. Every run ends here, so it reads the run
+-- hash once and clears its fields in one HDEL. A running run is in no
+-- ready set (the claim took it out; an entry out of step would be dropped
+-- by the next claim that reads it).
+local function finish(r, ru, st, new, ...)
   local id = ru.id
-  clear_wait(r, id)
-  redis.call('HDEL', r, 'ss', 'ready', 'preq', 'act')
-  release(r, ru)
-  redis.call('ZREM', readyq(ru.wf, ru.ln), id)
-  set_status(r, ru, st, new)
-  redis.call('HSET', r, 'ea', NOWS)
+  local t, wa, lu = unpack(redis.call('HMGET', r, 'wt', 'wa', 'lu'))
+  if t then
+    redis.call('SREM', waitset(t), id)
+    if wa then
+      for _, c in ipairs(wait_also(wa)) do redis.call('SREM', waitset(c[2]), id) end
+    end
+    redis.call('HDEL', r, 'ss', 'ready', 'preq', 'act', 'qf', 'wk', 'wt', 'wn', 'wd', 'wa')
+  else
+    redis.call('HDEL', r, 'ss', 'ready', 'preq', 'act', 'qf')
+  end
+  redis.call('ZREM', leaseq(ru.wf, ru.ln), id)
+  if st ~= 'running' then redis.call('ZREM', readyq(ru.wf, ru.ln), id) end
+  index_status(ru, st, new)
+  if ru.qf then redis.call('ZREM', queuedq(ru.qu), id) end
+  -- LeaseUntil, kept to describe the last lease, ends now if it was later
+  if lu and tonumber(lu) > NOW then
+    redis.call('HSET', r, 'st', new, 'ua', NOWS, 'ea', NOWS, 'lu', NOWS, ...)
+  else
+    redis.call('HSET', r, 'st', new, 'ua', NOWS, 'ea', NOWS, ...)
+  end
   redis.call('ZADD', fin_st(new), NOWS, id)
   redis.call('ZADD', fin_wf_st(new, ru.wf), NOWS, id)
   -- tells waiters in every process that the run ended (Finished)
