@@ -97,7 +97,10 @@ func (e *Engine) sweep(ctx context.Context) {
 
 // expire deletes the finished runs past their retention: each workflow's
 // own (from the catalog, so a workflow this engine does not run keeps the
-// retention its engines set) or else Config.Retention.
+// retention its engines set) or else Config.Retention. It purges workflow
+// by workflow, so each purge walks only its workflow's finished runs, then
+// once more for the workflows no engine records any more, with
+// Config.Retention.
 func (e *Engine) expire(ctx context.Context) error {
 	c, err := e.store.GetCatalog(ctx)
 	if err != nil {
@@ -117,16 +120,16 @@ func (e *Engine) expire(ctx context.Context) error {
 			own[w.Name] = w.Retention
 		}
 	}
-	var overridden []string
-	for name, r := range own {
-		if r == nil {
-			continue
-		}
-		overridden = append(overridden, name)
+	names := make([]string, 0, len(own))
+	for name := range own {
+		names = append(names, name)
 	}
-	slices.Sort(overridden)
-	for _, name := range overridden {
-		r := *own[name]
+	slices.Sort(names)
+	for _, name := range names {
+		r := e.cfg.Retention
+		if own[name] != nil {
+			r = *own[name]
+		}
 		if r == 0 {
 			continue // kept forever
 		}
@@ -139,7 +142,7 @@ func (e *Engine) expire(ctx context.Context) error {
 	if e.cfg.Retention == 0 {
 		return nil
 	}
-	res, err := e.purge(ctx, storage.PurgeRequest{FinishedBefore: now.Add(-e.cfg.Retention), Except: overridden, Limit: purgeBatch}, sweepBatches)
+	res, err := e.purge(ctx, storage.PurgeRequest{FinishedBefore: now.Add(-e.cfg.Retention), Except: names, Limit: purgeBatch}, sweepBatches)
 	e.logExpired(res, "", e.cfg.Retention)
 	return err
 }
@@ -149,7 +152,7 @@ func (e *Engine) logExpired(res PurgeResult, workflow string, retention time.Dur
 		return
 	}
 	if workflow == "" {
-		workflow = "(engine default)"
+		workflow = "(workflows no engine records)"
 	}
 	e.log.Info("stem: deleted finished runs past their retention", "runs", res.Runs, "events", res.Events, "workflow", workflow, "retention", retention)
 }
