@@ -50,7 +50,7 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 	}
 	b := &pgx.Batch{}
 	b.Queue(claim, s.clock(), req.Workflows, req.Limit, req.Owner, micros(req.LeaseFor), named)
-	b.Queue(s.q.loadClaimed, req.Workflows)
+	b.Queue(s.q.loadClaimed, names)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	runs, err := readClaimed(br, req.Owner)

@@ -330,6 +330,7 @@ func TestQueueReadsByIndex(t *testing.T) {
 		args             []any
 	}{
 		{"places", s.q.queuePlaces, "runs_queue_running_idx", []any{[]string{"q"}}},
+		{"claimed replays", s.q.loadClaimed, "runs_queue_running_idx", []any{[]string{"q"}}},
 		{"queue stats", s.q.queueStats, "runs_queue_idx", []any{nil, []string{"q"}}},
 		{"purge", s.q.purge, "runs_ended_idx", []any{[]string{"complete"}, time.Now(), []string{}, []string{}, 10}},
 		{"due schedules", s.q.dueSchedules, "schedules_due_idx", []any{time.Now(), 10}},

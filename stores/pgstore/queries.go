@@ -440,13 +440,13 @@ WHERE NOT EXISTS (
 )
 ORDER BY 7`
 
-	// $1 workflows. Like loadReplay, after each row's run ID, for every run
-	// the current transaction's claim took: running runs whose row version
-	// the transaction wrote (xmin, compared modulo 2^32 with the 64-bit
-	// transaction ID).
+	// $1 the claim's queues. Like loadReplay, after each row's run ID, for
+	// every run the current transaction's claim took: running runs whose
+	// row version the transaction wrote (xmin, compared modulo 2^32 with
+	// the 64-bit transaction ID), found through runs_queue_running_idx.
 	q.loadClaimed = `WITH r AS (
 	SELECT id, execution FROM {s}.runs
-	WHERE status = 'running' AND workflow = ANY($1::text[])
+	WHERE status = 'running' AND queue = ANY($1::text[])
 		AND xmin::text::bigint = pg_current_xact_id()::text::bigint % 4294967296
 )
 SELECT r.id, r.execution, false, c.key, c.kind, c.output, c.error, c.seq, c.created_at, c.forked_from,

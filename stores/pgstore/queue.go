@@ -191,7 +191,7 @@ func (s *Store) claimLimited(ctx context.Context, req storage.ClaimRequest, queu
 		}
 		b = &pgx.Batch{}
 		b.Queue(s.q.claimPicked, now, ids, priorities, req.Owner, micros(req.LeaseFor), recoveries, since)
-		b.Queue(s.q.loadClaimed, req.Workflows)
+		b.Queue(s.q.loadClaimed, all)
 		if len(starts) > 0 {
 			b.Queue(s.q.recordStarts, now, starts)
 		}
