@@ -41,9 +41,16 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 	// transaction: the second statement's snapshot sees every write to the
 	// runs committed before the claim locked them, and none can commit
 	// since without the lock.
+	// A claim of one queue (the default, usually) names it alone, in a
+	// statement planned once per connection (see onePair).
+	names := queueNames(queues)
+	claim, named := s.q.claim, any(names)
+	if len(names) == 1 {
+		claim, named = s.q.claimOne, names[0]
+	}
 	b := &pgx.Batch{}
-	b.Queue(s.q.claim, s.clock(), req.Workflows, req.Limit, req.Owner, micros(req.LeaseFor), queueNames(queues))
-	b.Queue(s.q.loadClaimed, req.Workflows)
+	b.Queue(claim, s.clock(), req.Workflows, req.Limit, req.Owner, micros(req.LeaseFor), named)
+	b.Queue(s.q.loadClaimed, names)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	runs, err := readClaimed(br, req.Owner)
@@ -163,7 +170,11 @@ func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (stor
 		return storage.NextWake{}, nil
 	}
 	var us *int64
-	if err := s.pool.QueryRow(ctx, s.q.nextWake, s.clock(), req.Workflows, req.QueueNames()).Scan(&us); err != nil {
+	next, queues := s.q.nextWake, any(req.QueueNames())
+	if names := req.QueueNames(); len(names) == 1 {
+		next, queues = s.q.nextWakeOne, names[0]
+	}
+	if err := s.pool.QueryRow(ctx, next, s.clock(), req.Workflows, queues).Scan(&us); err != nil {
 		return storage.NextWake{}, s.wrap(op, err)
 	}
 	if us == nil {

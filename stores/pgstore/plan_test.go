@@ -176,10 +176,13 @@ func rowsRead(nodes []map[string]any, relation string) (read float64, indexes ma
 // TestClaimReadsWhatItTakes: with a backlog of thousands of ready runs,
 // thousands sleeping into the future at a higher priority and runs of
 // other workflows and queues, the claim of the default queue walks
-// runs_queue_claim_idx and reads about as many runs as its limit: two
-// probes per priority level, the due runs it takes, never the backlog
-// behind them or the sleepers. NextWake likewise reads a few entries.
-// Higher priorities come first.
+// runs_queue_ready_idx and runs_queue_priority_idx and reads about as
+// many runs as its limit: a probe per priority level other than 0, the
+// due runs it takes, never the backlog behind them or the sleepers.
+// NextWake likewise reads a few entries. Both hold on a new store whose
+// runs were never analyzed (no statistics, as with autovacuum off) and
+// once analyzed, for the statements of one queue and of several. Higher
+// priorities come first.
 func TestClaimReadsWhatItTakes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -201,40 +204,58 @@ func TestClaimReadsWhatItTakes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	const limit = 10
+	check := func(stats string) {
+		for _, c := range []struct {
+			name            string
+			claim, nextWake string
+			queues          any
+		}{
+			{"one queue", s.q.claimOne, s.q.nextWakeOne, storage.DefaultQueue},
+			{"queues", s.q.claim, s.q.nextWake, []string{storage.DefaultQueue}},
+		} {
+			args := []any{nil, []string{"wf"}, limit, "w", micros(time.Minute), c.queues}
+			nodes := analyze(t, s, c.claim, args...)
+			read, indexes := rowsRead(nodes, "runs")
+			for _, want := range []string{"runs_queue_ready_idx", "runs_queue_priority_idx"} {
+				if !indexes[want] {
+					t.Errorf("%s, %s: the claim does not use %s: %v", c.name, stats, want, indexes)
+				}
+			}
+			if indexes["Seq Scan"] {
+				t.Errorf("%s, %s: the claim scans the runs: %v", c.name, stats, indexes)
+			}
+			// The levels' probes (priorities 2 and 5, and one finding
+			// no higher level); the due runs taken at level 2 and at
+			// priority 0 (at most limit each); none of the sleepers;
+			// the expired leases (none); the update's lookups by ID.
+			if max := float64(3 + 2*limit + limit); read > max {
+				t.Errorf("%s, %s: the claim read %v rows of runs, want at most %v, whatever the backlog", c.name, stats, read, max)
+				for _, n := range nodes {
+					if n["Relation Name"] == "runs" {
+						t.Logf("%v %v rows %v loops %v removed %v", n["Node Type"], n["Index Name"], n["Actual Rows"], n["Actual Loops"], n["Rows Removed by Filter"])
+					}
+				}
+			}
+			t.Logf("%s, %s: the claim read %v rows through %v", c.name, stats, read, indexes)
+
+			nodes = analyze(t, s, c.nextWake, nil, []string{"wf"}, c.queues)
+			read, indexes = rowsRead(nodes, "runs")
+			if !indexes["runs_queue_ready_idx"] || !indexes["runs_queue_priority_idx"] || indexes["Seq Scan"] {
+				t.Errorf("%s, %s: NextWake's scans: %v", c.name, stats, indexes)
+			}
+			// Priority 0's first entry; the levels' probes (three) and
+			// their first entries (two).
+			if read > 6 {
+				t.Errorf("%s, %s: NextWake read %v rows of runs, want six at most", c.name, stats, read)
+			}
+		}
+	}
+	check("no statistics")
 	if _, err := s.pool.Exec(ctx, "ANALYZE "+s.schema+".runs"); err != nil {
 		t.Fatal(err)
 	}
-	const limit = 10
-	args := []any{nil, []string{"wf"}, limit, "w", micros(time.Minute), []string{storage.DefaultQueue}}
-	nodes := analyze(t, s, s.q.claim, args...)
-	read, indexes := rowsRead(nodes, "runs")
-	if !indexes["runs_queue_claim_idx"] {
-		t.Errorf("the claim does not use runs_queue_claim_idx: %v", indexes)
-	}
-	if indexes["Seq Scan"] {
-		t.Errorf("the claim scans the runs: %v", indexes)
-	}
-	// Per level (priorities 5, 2 and 0): a probe; one more that finds no
-	// lower level; the due runs taken at levels 2 and 0 (at most limit
-	// each); the expired leases (none); the update's lookups by ID.
-	if max := float64(4 + 2*limit + limit); read > max {
-		t.Errorf("the claim read %v rows of runs, want at most %v, whatever the backlog", read, max)
-	}
-	t.Logf("claim: %v rows read through %v", read, indexes)
-	for _, n := range nodes {
-		if n["Relation Name"] == "runs" {
-			t.Logf("%v %v rows %v loops %v removed %v", n["Node Type"], n["Index Name"], n["Actual Rows"], n["Actual Loops"], n["Rows Removed by Filter"])
-		}
-	}
-
-	nodes = analyze(t, s, s.q.nextWake, nil, []string{"wf"}, []string{storage.DefaultQueue})
-	read, indexes = rowsRead(nodes, "runs")
-	if !indexes["runs_queue_claim_idx"] || indexes["Seq Scan"] {
-		t.Errorf("NextWake's scans: %v", indexes)
-	}
-	if read > 7 {
-		t.Errorf("NextWake read %v rows of runs, want two per level (three) and one more", read)
-	}
+	check("analyzed")
 
 	got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: limit, LeaseFor: time.Minute})
 	if err != nil {
@@ -250,6 +271,53 @@ func TestClaimReadsWhatItTakes(t *testing.T) {
 	}
 }
 
+// TestClaimPlannedOnce: the claim and NextWake of one queue get a
+// generic plan, which the connection keeps, instead of being planned
+// again on every call: planning them costs about as much as running them.
+func TestClaimPlannedOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newTestStore(t, Options{})
+	runs := make([]storage.NewRun, 500)
+	for i := range runs {
+		runs[i] = storage.NewRun{ID: fmt.Sprintf("r%05d", i), Workflow: "wf"}
+	}
+	if _, err := s.CreateRuns(ctx, runs); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := s.pool.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	workflows := []string{"wf", "other"}
+	for range 10 {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, s.q.claimOne, nil, workflows, 4, "w", micros(time.Minute), storage.DefaultQueue); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, s.q.nextWakeOne, nil, workflows, storage.DefaultQueue); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, sql := range map[string]string{"claim": s.q.claimOne, "NextWake": s.q.nextWakeOne} {
+		var generic, custom int64
+		err := conn.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1`, sql).Scan(&generic, &custom)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if generic == 0 || custom > 5 {
+			t.Errorf("%s: %d generic plans, %d custom plans; want the generic plan kept after the first five", name, generic, custom)
+		}
+	}
+}
+
 // TestQueueReadsByIndex: the statements of limits, QueueStats, Purge and
 // the due schedules can use their indexes (scans forced to indexes: the
 // question is which).
@@ -261,7 +329,8 @@ func TestQueueReadsByIndex(t *testing.T) {
 		name, sql, index string
 		args             []any
 	}{
-		{"places", s.q.queuePlaces, "runs_queue_idx", []any{[]string{"q"}}},
+		{"places", s.q.queuePlaces, "runs_queue_running_idx", []any{[]string{"q"}}},
+		{"claimed replays", s.q.loadClaimed, "runs_queue_running_idx", []any{[]string{"q"}}},
 		{"queue stats", s.q.queueStats, "runs_queue_idx", []any{nil, []string{"q"}}},
 		{"purge", s.q.purge, "runs_ended_idx", []any{[]string{"complete"}, time.Now(), []string{}, []string{}, 10}},
 		{"due schedules", s.q.dueSchedules, "schedules_due_idx", []any{time.Now(), 10}},

@@ -16,7 +16,9 @@ type queries struct {
 	selectRuns     string
 	getRun         string
 	claim          string
+	claimOne       string
 	nextWake       string
+	nextWakeOne    string
 	loadReplay     string
 	getCheckpoint  string
 	checkpoint     string
@@ -115,62 +117,171 @@ const ckptColumns = `key, kind, output, error, seq, created_at, execution, forke
 const schedColumns = `id, workflow, cron, time_zone, input, queue, partition, priority, overlap, catch_up,
 	catch_up_window, paused, next_fire_at, check_at, held, last_fire_at, last_run_id, revision, created_at, updated_at`
 
-// levelsCTE is a CTE named levels: for each pair of a workflow in the
-// array parameter workflows and a queue in queues, each priority level its
-// queued and waiting runs with a ready time use. It is a loose index scan
-// of runs_queue_claim_idx, backwards: one probe per level, lowest first,
-// and one more that finds no higher level, so a pair whose runs all have
-// the default priority costs two probes. Each probe lands on the tail of
-// a level (its latest ready time), never on its head, where the entries
-// of the runs claimed since the last vacuum pile up: the claim walks those
-// once, in its scan of the level, as it always did.
-func levelsCTE(workflows, queues string) string {
+// pairs names the (workflow, queue) pairs a claim or NextWake walks: a
+// FROM item p(workflow, queue), and the condition on a run r of being on
+// one of the queues.
+type pairs struct {
+	from, queue string
+}
+
+// onePair is the pairs of the workflows $2 on the one queue $6: the claim
+// of the default queue, and of any single queue. The workflows are read
+// through a sub-select that hides the array from the planner, so that a
+// custom plan sees what the cached generic plan sees: the generic plan is
+// then the cheaper, and the statement is planned once per connection
+// instead of on every call (planning it cost about as much as running
+// it).
+func onePair(queue string) pairs {
+	return pairs{
+		from:  `(SELECT w AS workflow, ` + queue + `::text AS queue FROM unnest((SELECT $2::text[])) w) p`,
+		queue: `r.queue = ` + queue + `::text`,
+	}
+}
+
+// everyPair is the pairs of the workflows $2 and each queue in the array
+// parameter queues.
+func everyPair(queues string) pairs {
+	return pairs{
+		from:  `(SELECT w AS workflow, q AS queue FROM unnest($2::text[]) w, unnest(` + queues + `::text[]) q) p`,
+		queue: `r.queue = ANY(` + queues + `::text[])`,
+	}
+}
+
+// readyRuns is the condition on a run r of being queued or waiting with a
+// ready time, in one of the ready indexes (see migration 005):
+// runs_queue_ready_idx at priority 0, runs_queue_priority_idx otherwise.
+// Each scan states its index's predicate in these words, so that the
+// planner can use the index.
+const (
+	readyZero = `r.status IN ('queued', 'waiting') AND r.ready_at IS NOT NULL AND r.priority = 0`
+	readyPrio = `r.status IN ('queued', 'waiting') AND r.ready_at IS NOT NULL AND r.priority <> 0`
+)
+
+// levelsCTE is a CTE named levels: for each of the pairs, each priority
+// level other than 0 its ready runs use. It is a loose index scan of
+// runs_queue_priority_idx, backwards: one probe per level, lowest first,
+// and one more that finds no higher level, so a pair without such runs,
+// nearly every pair, costs one probe of an index that is usually empty.
+// Each probe lands on the tail of a level (its latest ready time), never
+// on its head, where the entries of the runs claimed since the last
+// vacuum pile up: the claim walks those once, in its scan of the level.
+func levelsCTE(p pairs) string {
 	return `levels AS (
-	SELECT p.workflow, p.queue, f.priority
-	FROM (SELECT w AS workflow, q AS queue FROM unnest(` + workflows + `::text[]) w, unnest(` + queues + `::text[]) q) p, LATERAL (
+	SELECT p.workflow, p.queue, f.priority FROM ` + p.from + `, LATERAL (
 		SELECT r.priority FROM {s}.runs r
-		WHERE r.workflow = p.workflow AND r.queue = p.queue AND r.status IN ('queued', 'waiting') AND r.ready_at IS NOT NULL
+		WHERE r.workflow = p.workflow AND r.queue = p.queue AND ` + readyPrio + `
 		ORDER BY r.priority, r.ready_at DESC LIMIT 1
 	) f
 	UNION ALL
 	SELECT l.workflow, l.queue, f.priority FROM levels l, LATERAL (
 		SELECT r.priority FROM {s}.runs r
-		WHERE r.workflow = l.workflow AND r.queue = l.queue AND r.status IN ('queued', 'waiting') AND r.ready_at IS NOT NULL
-			AND r.priority > l.priority
+		WHERE r.workflow = l.workflow AND r.queue = l.queue AND ` + readyPrio + ` AND r.priority > l.priority
 		ORDER BY r.priority, r.ready_at DESC LIMIT 1
 	) f
 )`
 }
 
-// readyCTE is a claim's CTE named ready: for each level, up to $3 runs of
-// the level ready by now, oldest first, locked, passing filter (SQL on r,
-// "" for none). The clock bounds the scan in its index condition, so a
-// level of runs sleeping into the future costs one probe.
-func readyCTE(filter string) string {
+// readyCTE is a claim's CTE named ready: up to $3 runs of each pair at
+// priority 0 ready by now, oldest first, locked, as the claim read them
+// before queues; and of the other levels (levelsCTE), up to $3 of each
+// level likewise, of which the $3 first by priority, highest first, then
+// ready time. Each scan passes filter (SQL on r, "" for none). The clock
+// bounds every scan in its index condition, so runs sleeping into the
+// future cost one probe. The second part's own limit keeps the planner's
+// estimate of the runs picked small whatever it guesses of the levels.
+func readyCTE(p pairs, filter string) string {
 	return `ready AS (
-	SELECT c.id, c.priority, false AS recovery, c.since FROM levels l, LATERAL (
-		SELECT r.id, r.priority, r.ready_at AS since FROM {s}.runs r
-		WHERE r.workflow = l.workflow AND r.queue = l.queue AND r.priority = l.priority
-			AND r.status IN ('queued', 'waiting') AND r.ready_at <= coalesce($1::timestamptz, now())` + filter + `
+	SELECT c.id, 0 AS priority, false AS recovery, c.since FROM ` + p.from + `, LATERAL (
+		SELECT r.id, r.ready_at AS since FROM {s}.runs r
+		WHERE r.workflow = p.workflow AND r.queue = p.queue AND ` + readyZero + `
+			AND r.ready_at <= coalesce($1::timestamptz, now())` + filter + `
 		ORDER BY r.ready_at
 		LIMIT $3
 		FOR UPDATE OF r SKIP LOCKED
 	) c
+	UNION ALL
+	(SELECT c.id, c.priority, false, c.since FROM levels l, LATERAL (
+		SELECT r.id, r.priority, r.ready_at AS since FROM {s}.runs r
+		WHERE r.workflow = l.workflow AND r.queue = l.queue AND ` + readyPrio + ` AND r.priority = l.priority
+			AND r.ready_at <= coalesce($1::timestamptz, now())` + filter + `
+		ORDER BY r.ready_at
+		LIMIT $3
+		FOR UPDATE OF r SKIP LOCKED
+	) c
+	ORDER BY c.priority DESC, c.since, c.id
+	LIMIT $3)
 )`
 }
 
 // expiredCTE is a claim's CTE named expired: up to $3 running runs of the
-// workflows $2 and the queues in the array parameter queues whose lease
-// expired, by priority then expiry, locked, passing filter.
-func expiredCTE(queues, filter string) string {
+// workflows $2 on the queues of p whose lease expired, by priority then
+// expiry, locked, passing filter, through runs_queue_running_idx.
+func expiredCTE(p pairs, filter string) string {
 	return `expired AS (
 	SELECT r.id, r.priority, true AS recovery, r.lease_until AS since FROM {s}.runs r, clock
-	WHERE r.status = 'running' AND r.lease_until <= clock.now AND r.queue = ANY(` + queues + `::text[])
+	WHERE r.status = 'running' AND ` + p.queue + ` AND r.lease_until <= clock.now
 		AND r.workflow = ANY($2::text[])` + filter + `
 	ORDER BY r.priority DESC, r.lease_until
 	LIMIT $3
 	FOR UPDATE OF r SKIP LOCKED
 )`
+}
+
+// nextWakeSQL is NextWake's statement for the pairs p of the workflows
+// $2: microseconds from the clock to the earliest ReadyAt of a ready run
+// or lease expiry of a running one (NULL: none), through the claim's
+// indexes: the first entry of each pair in runs_queue_ready_idx, and of
+// each priority level of each pair in runs_queue_priority_idx, is its
+// earliest.
+func nextWakeSQL(p pairs) string {
+	return `WITH RECURSIVE ` + clockCTE + `,
+` + levelsCTE(p) + `
+SELECT (extract(epoch FROM least(
+	(SELECT min(first.ready_at) FROM ` + p.from + `, LATERAL (
+		SELECT r.ready_at FROM {s}.runs r
+		WHERE r.workflow = p.workflow AND r.queue = p.queue AND ` + readyZero + `
+		ORDER BY r.ready_at LIMIT 1
+	) first),
+	(SELECT min(first.ready_at) FROM levels l, LATERAL (
+		SELECT r.ready_at FROM {s}.runs r
+		WHERE r.workflow = l.workflow AND r.queue = l.queue AND ` + readyPrio + ` AND r.priority = l.priority
+		ORDER BY r.ready_at LIMIT 1
+	) first),
+	(SELECT min(r.lease_until) FROM {s}.runs r
+		WHERE r.status = 'running' AND ` + p.queue + ` AND r.workflow = ANY($2::text[]))
+) - clock.now) * 1000000)::bigint FROM clock`
+}
+
+// claimSQL is the claim of queues without limits, for the pairs p of the
+// workflows $2: $3 limit, $4 owner, $5 lease micros, and p's queues.
+//
+// Bounded, locked scans feed one update: ready runs of each (workflow,
+// queue) pair (readyCTE: at priority 0 in runs_queue_ready_idx order, at
+// other levels in runs_queue_priority_idx order), and expired leases
+// through runs_queue_running_idx. The ready scans bound ready_at by the
+// clock in their index condition, so runs sleeping into the future cost
+// nothing, and each stops at the limit, so the backlog behind costs
+// nothing either. SKIP LOCKED makes concurrent claimers take disjoint batches
+// without waiting; a row updated since the snapshot is rechecked against
+// the conditions when it is locked. The picked runs are the first by
+// priority (highest first), recoveries before ready runs, then oldest
+// ReadyAt or lease expiry. The claim forgets the active step the last
+// holder reported and stamps a run's first claim since its creation or
+// Restart.
+//
+// claimCandidates and claimPicked are a limited claim's (see
+// claimLimited).
+func claimSQL(p pairs) string {
+	return `WITH RECURSIVE ` + clockCTE + `,
+` + levelsCTE(p) + `,
+` + readyCTE(p, "") + `,
+` + expiredCTE(p, "") + `,
+picked AS (
+	SELECT id, priority, recovery, since FROM (SELECT * FROM ready UNION ALL SELECT * FROM expired) u
+	ORDER BY priority DESC, recovery DESC, since, id
+	LIMIT $3
+)
+` + claimUpdate
 }
 
 // limitedFilter is what a limited claim's ready scans pass over (see
@@ -243,54 +354,18 @@ ex AS (
 )` + notifyCTE(notify, "ins", "true", 12) + `
 SELECT ins.id FROM ins` + notifyJoin(notify)
 
-	// $2 workflows, $3 queues. Microseconds from the clock to the earliest
-	// ReadyAt of a ready run or lease expiry of a running one (NULL: none),
-	// through the same indexes as the claim's scans: the first entry of
-	// each priority level of each (workflow, queue) pair is the level's
-	// earliest.
-	q.nextWake = `WITH RECURSIVE ` + clockCTE + `,
-` + levelsCTE("$2", "$3") + `
-SELECT (extract(epoch FROM least(
-	(SELECT min(first.ready_at) FROM levels l, LATERAL (
-		SELECT r.ready_at FROM {s}.runs r
-		WHERE r.workflow = l.workflow AND r.queue = l.queue AND r.priority = l.priority
-			AND r.status IN ('queued', 'waiting') AND r.ready_at IS NOT NULL
-		ORDER BY r.ready_at LIMIT 1
-	) first),
-	(SELECT min(r.lease_until) FROM {s}.runs r
-		WHERE r.status = 'running' AND r.queue = ANY($3::text[]) AND r.workflow = ANY($2::text[]))
-) - clock.now) * 1000000)::bigint FROM clock`
+	// $2 workflows, $3 queues (nextWakeOne: $3 one queue).
+	q.nextWake = nextWakeSQL(everyPair("$3"))
+	q.nextWakeOne = nextWakeSQL(onePair("$3"))
 
 	q.selectRuns = `SELECT {runs} FROM {s}.runs WHERE id = ANY($1::text[])`
 	q.getRun = `SELECT {runs} FROM {s}.runs WHERE id = $1`
 
-	// $2 workflows, $3 limit, $4 owner, $5 lease micros, $6 queues.
-	//
-	// Bounded, locked scans feed one update: ready runs of each (workflow,
-	// queue) pair, each priority level's in runs_queue_claim_idx order (see
-	// levelsCTE), and expired leases through runs_queue_idx. The ready
-	// scans bound ready_at by the clock in their index condition, so runs
-	// sleeping into the future cost nothing, and each stops at the limit,
-	// so the backlog behind costs nothing either. SKIP LOCKED makes
-	// concurrent claimers take disjoint batches without waiting; a row
-	// updated since the snapshot is rechecked against the conditions when
-	// it is locked. The picked runs are the first by priority (highest
-	// first), recoveries before ready runs, then oldest ReadyAt or lease
-	// expiry. The claim forgets the active step the last holder reported
-	// and stamps a run's first claim since its creation or Restart.
-	//
-	// This is the claim of queues without limits; claimCandidates and
-	// claimPicked are a limited claim's (see claimLimited).
-	q.claim = `WITH RECURSIVE ` + clockCTE + `,
-` + levelsCTE("$2", "$6") + `,
-` + readyCTE("") + `,
-` + expiredCTE("$6", "") + `,
-picked AS (
-	SELECT id, priority, recovery, since FROM (SELECT * FROM ready UNION ALL SELECT * FROM expired) u
-	ORDER BY priority DESC, recovery DESC, since, id
-	LIMIT $3
-)
-` + claimUpdate
+	// $2 workflows, $3 limit, $4 owner, $5 lease micros, $6 queues
+	// (claimOne: $6 one queue, the claim of the default queue). See
+	// claimSQL.
+	q.claim = claimSQL(everyPair("$6"))
+	q.claimOne = claimSQL(onePair("$6"))
 
 	// A limited claim's candidates, locked, in claim order: the claim's
 	// scans with the exclusions of the places already taken. $2 workflows,
@@ -301,9 +376,9 @@ picked AS (
 	// runs already considered. Each row: ID, queue, partition, priority,
 	// recovery, since, and whether its claim would be a start.
 	q.claimCandidates = `WITH RECURSIVE ` + clockCTE + `,
-` + levelsCTE("$2", "$4") + `,
-` + readyCTE(limitedFilter) + `,
-` + expiredCTE("$5", ` AND r.id <> ALL($9::text[])`) + `,
+` + levelsCTE(everyPair("$4")) + `,
+` + readyCTE(everyPair("$4"), limitedFilter) + `,
+` + expiredCTE(everyPair("$5"), ` AND r.id <> ALL($9::text[])`) + `,
 picked AS (
 	SELECT id, priority, recovery, since FROM (SELECT * FROM ready UNION ALL SELECT * FROM expired) u
 	ORDER BY priority DESC, recovery DESC, since, id
@@ -327,7 +402,8 @@ picked AS (
 	// limited claims of a queue across every process.
 	q.lockQueues = `SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FROM unnest($1::text[]) k`
 
-	// $1 queues: the places held, per queue and partition (runs_queue_idx).
+	// $1 queues: the places held, per queue and partition
+	// (runs_queue_running_idx).
 	q.queuePlaces = `SELECT queue, partition, count(*) FROM {s}.runs
 WHERE status = 'running' AND queue = ANY($1::text[]) GROUP BY queue, partition`
 
@@ -364,13 +440,13 @@ WHERE NOT EXISTS (
 )
 ORDER BY 7`
 
-	// $1 workflows. Like loadReplay, after each row's run ID, for every run
-	// the current transaction's claim took: running runs whose row version
-	// the transaction wrote (xmin, compared modulo 2^32 with the 64-bit
-	// transaction ID).
+	// $1 the claim's queues. Like loadReplay, after each row's run ID, for
+	// every run the current transaction's claim took: running runs whose
+	// row version the transaction wrote (xmin, compared modulo 2^32 with
+	// the 64-bit transaction ID), found through runs_queue_running_idx.
 	q.loadClaimed = `WITH r AS (
 	SELECT id, execution FROM {s}.runs
-	WHERE status = 'running' AND workflow = ANY($1::text[])
+	WHERE status = 'running' AND queue = ANY($1::text[])
 		AND xmin::text::bigint = pg_current_xact_id()::text::bigint % 4294967296
 )
 SELECT r.id, r.execution, false, c.key, c.kind, c.output, c.error, c.seq, c.created_at, c.forked_from,
@@ -847,7 +923,7 @@ SELECT q.name,
 	count(r.status) FILTER (WHERE r.status = 'waiting'),
 	count(r.status) FILTER (WHERE r.status = 'paused')
 FROM q CROSS JOIN clock
-	LEFT JOIN {s}.runs r ON r.queue = q.name AND r.status IN ('queued', 'running', 'waiting', 'paused')
+	LEFT JOIN {s}.runs r ON r.queue = q.name AND r.ended_at IS NULL AND r.status IN ('queued', 'running', 'waiting', 'paused')
 GROUP BY q.ord, q.name, clock.now
 ORDER BY q.ord`
 
@@ -909,7 +985,7 @@ SELECT (SELECT count(*) FROM victims), (SELECT count(*) FROM {s}.events e WHERE 
 	q.notifyFinished = `SELECT pg_notify($1, id) FROM unnest($2::text[]) id`
 
 	for _, p := range []*string{
-		&q.createRuns, &q.selectRuns, &q.getRun, &q.claim, &q.nextWake, &q.loadReplay, &q.loadClaimed, &q.getCheckpoint,
+		&q.createRuns, &q.selectRuns, &q.getRun, &q.claim, &q.claimOne, &q.nextWake, &q.nextWakeOne, &q.loadReplay, &q.loadClaimed, &q.getCheckpoint,
 		&q.checkpoint, &q.recordAttempts, &q.heartbeat, &q.lockRun, &q.insertCkpt, &q.refuseCkpt, &q.insertAttempt,
 		&q.takeEvent, &q.extendLease, &q.park, &q.complete, &q.completeMany, &q.parkMany, &q.emit, &q.bufferEvent, &q.deliver, &q.history,
 		&q.terminate, &q.cascade, &q.forkSeq, &q.restart, &q.executions, &q.continueAsNew, &q.caseCkpt,

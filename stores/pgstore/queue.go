@@ -14,10 +14,10 @@ import (
 // A queue's limits are enforced in the claim, across every process: the
 // claims naming a limited queue take turns on a transaction-level advisory
 // lock of the queue, and each counts, under it, the places held (running
-// runs, expired leases included, through runs_queue_idx) and the starts
-// within the rate window (queue_starts). A claim naming only queues
-// without limits takes no lock and counts nothing: it is the one statement
-// of Claim.
+// runs, expired leases included, through runs_queue_running_idx) and the
+// starts within the rate window (queue_starts). A claim naming only
+// queues without limits takes no lock and counts nothing: it is the one
+// statement of Claim.
 
 // candidate is a run a limited claim may lease, as claimCandidates reads
 // it.
@@ -191,7 +191,7 @@ func (s *Store) claimLimited(ctx context.Context, req storage.ClaimRequest, queu
 		}
 		b = &pgx.Batch{}
 		b.Queue(s.q.claimPicked, now, ids, priorities, req.Owner, micros(req.LeaseFor), recoveries, since)
-		b.Queue(s.q.loadClaimed, req.Workflows)
+		b.Queue(s.q.loadClaimed, all)
 		if len(starts) > 0 {
 			b.Queue(s.q.recordStarts, now, starts)
 		}

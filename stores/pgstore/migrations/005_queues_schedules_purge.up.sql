@@ -14,25 +14,45 @@ ALTER TABLE {schema}.runs
     ADD COLUMN priority         integer     NOT NULL DEFAULT 0,
     ADD COLUMN first_claimed_at timestamptz;
 
--- Claims and NextWake: each (workflow, queue) pair's ready runs by priority,
--- highest first, then oldest ready_at. A claim walks the distinct
--- priorities of a pair (one probe each, most pairs have one) and, within
--- each, the runs ready by now, bounded by the clock in the index condition
--- and stopped at its limit: neither the backlog nor the runs sleeping into
--- the future cost it anything. Runs waiting for an event without a
--- deadline (ready_at NULL) have no entry: nothing looks for them by time.
-CREATE INDEX runs_queue_claim_idx ON {schema}.runs (workflow, queue, priority DESC, ready_at)
-    WHERE status IN ('queued', 'waiting') AND ready_at IS NOT NULL;
+-- Claims and NextWake: each (workflow, queue) pair's ready runs, oldest
+-- ready_at first, in two indexes. Runs at the default priority, nearly
+-- all, are in runs_queue_ready_idx, which a claim walks as it walked
+-- runs_claim_idx before queues: one bounded scan per pair, the clock in
+-- its index condition, stopped at its limit, so neither the backlog nor
+-- the runs sleeping into the future cost it anything. Runs at any other
+-- priority are in runs_queue_priority_idx, by priority, highest first: a
+-- claim walks the distinct priorities of a pair there (one probe each,
+-- and one finding nothing, all a claim pays while it is empty) and,
+-- within each, the runs ready by now, bounded likewise. Runs waiting for
+-- an event without a deadline (ready_at NULL) are in neither: nothing
+-- looks for them by time.
+CREATE INDEX runs_queue_ready_idx ON {schema}.runs (workflow, queue, ready_at)
+    WHERE status IN ('queued', 'waiting') AND ready_at IS NOT NULL AND priority = 0;
+CREATE INDEX runs_queue_priority_idx ON {schema}.runs (workflow, queue, priority DESC, ready_at)
+    WHERE status IN ('queued', 'waiting') AND ready_at IS NOT NULL AND priority <> 0;
 DROP INDEX {schema}.runs_claim_idx;
 
--- Every unfinished run by queue and status: a limited claim counts the
--- places held in a queue and its partitions (status 'running'), the claim
--- finds expired leases, and QueueStats counts a queue's runs by state,
--- none of them reading finished runs. It replaces runs_running_idx, so a
--- claim updates as many indexes as before.
-CREATE INDEX runs_queue_idx ON {schema}.runs (queue, status, partition) INCLUDE (ready_at)
-    WHERE status IN ('queued', 'running', 'waiting', 'paused');
+-- Running runs by queue and partition: a limited claim counts the places
+-- held in a queue and its partitions, the claim and NextWake find expired
+-- leases, and the writes of running runs (checkpoints, completions, a
+-- claim's replays), which find their runs by ID and status 'running',
+-- take it over the table's larger indexes, as they took runs_running_idx,
+-- which it replaces: it holds about as many live entries as there are
+-- workers, and the claims' scans of it mark the entries of runs that
+-- stopped running dead, so it stays small whatever the history.
+CREATE INDEX runs_queue_running_idx ON {schema}.runs (queue, partition)
+    WHERE status = 'running';
 DROP INDEX {schema}.runs_running_idx;
+
+-- Every unfinished run by queue and status: QueueStats counts a queue's
+-- runs by state without reading finished runs. Its predicate says
+-- unfinished by ended_at (NULL exactly while a run is unfinished), not by
+-- status, and only QueueStats says ended_at IS NULL, so no other
+-- statement can be planned on it: without statistics (a new store,
+-- autovacuum off) the planner rated an index on status as cheap as the
+-- claim's and read every ready run of the queue, then sorted them.
+CREATE INDEX runs_queue_idx ON {schema}.runs (queue, status, partition) INCLUDE (ready_at)
+    WHERE ended_at IS NULL;
 
 -- Purge: finished runs, oldest end first.
 CREATE INDEX runs_ended_idx ON {schema}.runs (ended_at)
