@@ -98,17 +98,30 @@ func TestQueuePlans(t *testing.T) {
 	}
 	defer s.Close()
 	few, many := newClaimStmts([]string{"a", "b"}), newClaimStmts(strings.Split("a b c d e f g h i j", " "))
-	const claimRange = "SEARCH runs USING INDEX runs_claim (queue=? AND priority=? AND claim_rank=? AND "
+	// The default queue's index, then the other queues', whose ranges
+	// start with the queue.
+	const (
+		defRange   = "SEARCH runs USING INDEX runs_claim (priority=? AND claim_rank=? AND "
+		otherRange = "SEARCH runs USING INDEX runs_claim_queue (queue=? AND priority=? AND claim_rank=? AND "
+	)
 	for _, c := range []struct {
 		name, query string
 		want        []string
 	}{
-		{"claim: next priority", few.top, []string{"runs_claim (queue=? AND priority<?)"}},
-		{"claim: unlimited", few.all, []string{claimRange + "claim_at<?)"}},
-		{"claim: unlimited, many workflows", many.all, []string{claimRange + "claim_at<?)"}},
-		{"claim: limited", few.page, []string{claimRange + "(claim_at,workflow)>(?,?) AND claim_at<?)"}},
-		{"claim: limited, many workflows", many.page, []string{claimRange + "(claim_at,workflow)>(?,?) AND claim_at<?)"}},
-		{"next wake", few.first, []string{"runs_claim (queue=? AND priority=? AND claim_rank=? AND claim_at>?)"}},
+		{"claim: next priority", few.def.top, []string{"runs_claim (priority<?)"}},
+		{"claim: next priority, a queue", few.other.top, []string{"runs_claim_queue (queue=? AND priority<?)"}},
+		{"claim: unlimited", few.def.all, []string{defRange + "claim_at<?)"}},
+		{"claim: unlimited, a queue", few.other.all, []string{otherRange + "claim_at<?)"}},
+		{"claim: unlimited, many workflows", many.def.all, []string{defRange + "claim_at<?)"}},
+		{"claim: one unlimited queue", few.def.level, []string{defRange + "claim_at<?)", "runs_claim (priority<?)"}},
+		{"claim: one unlimited queue, not the default", few.other.level,
+			[]string{otherRange + "claim_at<?)", "runs_claim_queue (queue=? AND priority<?)"}},
+		{"claim: one unlimited queue, many workflows", many.def.level, []string{defRange + "claim_at<?)", "runs_claim (priority<?)"}},
+		{"claim: limited", few.other.page, []string{otherRange + "(claim_at,workflow)>(?,?) AND claim_at<?)"}},
+		{"claim: limited, the default queue", few.def.page, []string{defRange + "(claim_at,workflow)>(?,?) AND claim_at<?)"}},
+		{"claim: limited, many workflows", many.other.page, []string{otherRange + "(claim_at,workflow)>(?,?) AND claim_at<?)"}},
+		{"next wake", few.def.first, []string{"runs_claim (priority=? AND claim_rank=? AND claim_at>?)"}},
+		{"next wake, a queue", few.other.first, []string{"runs_claim_queue (queue=? AND priority=? AND claim_rank=? AND claim_at>?)"}},
 		{"claim: running", `SELECT count(*) FROM runs INDEXED BY runs_active WHERE queue = ?1 AND status = 'running'`,
 			[]string{"COVERING INDEX runs_active (queue=?)"}},
 		{"claim: partitions", `SELECT partition_key, count(*) FROM runs INDEXED BY runs_active
@@ -147,7 +160,10 @@ func TestQueuePlans(t *testing.T) {
 		rows.Close()
 		all := strings.Join(plan, "\n")
 		for _, line := range plan {
-			if strings.HasPrefix(line, "SCAN ") && !strings.Contains(line, "INDEX") && !strings.Contains(line, "json_each") {
+			// A scan of json_each, of the one-row level or of a
+			// subquery's rows (bounded by its LIMIT) reads no table.
+			ownRows := strings.Contains(line, "json_each") || line == "SCAN level" || strings.HasPrefix(line, "SCAN (subquery-")
+			if strings.HasPrefix(line, "SCAN ") && !strings.Contains(line, "INDEX") && !ownRows {
 				t.Errorf("%s scans a table:\n%s", c.name, all)
 			}
 			if strings.HasPrefix(c.name, "claim") && strings.Contains(line, "TEMP B-TREE") {

@@ -24,9 +24,17 @@ UPDATE runs SET first_claimed_at = created_at WHERE token > 0;
 
 -- Claim: per queue and priority (highest first), recoveries then ready
 -- runs, each a range of claim_at that a claim scans from the oldest and
--- stops at its limit (or at now) however many runs wait.
+-- stops at its limit (or at now) however many runs wait. The default
+-- queue's runs, most runs of most stores, have an index of their own that
+-- does not repeat the queue's name: every step of a run moves its entry
+-- (its lease's expiry is its claim_at), and with the name first every seek
+-- would compare it at each level of the tree. The other queues' runs are
+-- in runs_claim_queue, by queue first.
 DROP INDEX runs_claim;
-CREATE INDEX runs_claim ON runs (queue, priority DESC, claim_rank, claim_at, workflow) WHERE claim_at IS NOT NULL;
+CREATE INDEX runs_claim ON runs (priority DESC, claim_rank, claim_at, workflow)
+WHERE claim_at IS NOT NULL AND queue = 'default';
+CREATE INDEX runs_claim_queue ON runs (queue, priority DESC, claim_rank, claim_at, workflow)
+WHERE claim_at IS NOT NULL AND queue <> 'default';
 
 -- The places held: a queue's running runs, and a partition's. Only a claim
 -- enters a run here and only its leaving running takes it out, so a run's
