@@ -118,12 +118,16 @@ type claimSQL struct {
 	top string
 	// all reads an unlimited queue's due runs of one priority, both ranks.
 	all string
-	// level is top and all in one statement: an unlimited queue's due runs
-	// of its highest priority below ?2, both ranks, at most ?4, then one
-	// row of NULLs but for its last two columns: that priority and the
-	// next below it with claimable runs (NULL: none). A queue without
-	// claimable runs has no rows.
-	level string
+	// one is top and all in one statement, for a claim of one unlimited
+	// queue: a first row of NULL but for its last two columns, the
+	// queue's highest priority below ?2 with claimable runs and the next
+	// below it (NULL: none), then the refs of that priority's due runs,
+	// recoveries first, at most ?4. A queue without claimable runs has no
+	// rows. Each rank is its own range of the index, read by a subquery of
+	// its own rather than by one claim_rank IN (0, 1), which SQLite reads
+	// through a temporary table built at every claim, and no column but
+	// the ref is read, so that the runs' rows are not.
+	one string
 	// page reads a page of a limited queue's due runs of one priority and
 	// rank after a cursor, leaving out full partitions and, with ?9,
 	// starts.
@@ -152,13 +156,18 @@ func newClaimSQL(index, queue, in string) claimSQL {
 		return from + `priority = ` + p + ` AND claim_rank IN (0, 1) AND claim_at <= ?3
 			AND workflow IN (` + in + `) ORDER BY claim_rank, claim_at LIMIT ?4`
 	}
+	rank := func(r string) string {
+		return `SELECT * FROM (SELECT ref, NULL, NULL` + from + `priority = (SELECT p FROM level) AND claim_rank = ` + r + `
+			AND claim_at <= ?3 AND workflow IN (` + in + `) ORDER BY claim_at LIMIT ?4)`
+	}
 	return claimSQL{
 		top: below("?2"),
 		all: `SELECT ` + claimCols + due("?2"),
-		level: `WITH level (p) AS (` + below("?2") + `)
-			SELECT * FROM (SELECT ` + claimCols + `, NULL, NULL` + due("(SELECT p FROM level)") + `)
-			UNION ALL
-			SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, p, (` + below("level.p") + `) FROM level`,
+		one: `WITH level (p) AS (` + below("?2") + `)
+			SELECT NULL, p, (` + below("level.p") + `) FROM level
+			UNION ALL ` + rank("0") + `
+			UNION ALL ` + rank("1") + `
+			LIMIT ?4 + 1`,
 		page: `SELECT ` + claimCols + from + `priority = ?2 AND claim_rank = ?5 AND (claim_at, workflow, ref) > (?6, ?7, ?8) AND claim_at <= ?3
 			AND (?9 = 0 OR first_claimed_at IS NOT NULL) AND partition_key NOT IN (SELECT value FROM json_each(?10))
 			AND workflow IN (` + in + `) ORDER BY claim_at, workflow, ref LIMIT ?4`,
@@ -193,20 +202,21 @@ func (cs *claimStmts) topPriority(c *conn, queue string, below int64) (int64, bo
 
 // pickUnlimited is pick for a claim of one queue without limits, the
 // common case: one statement per priority level read, which in a queue of
-// one level is one statement in all.
+// one level is one statement in all. The runs it returns have their ref
+// alone.
 func (w *wtx) pickUnlimited(cs *claimStmts, queue string, limit int, now int64) ([]claimCand, error) {
 	var out []claimCand
-	stmt := cs.of(queue).level
+	stmt := cs.of(queue).one
 	below := int64(math.MaxInt64)
 	for len(out) < limit {
 		var level int64
 		found, more := false, false
 		if err := w.query(stmt, func(r row) error {
 			if r.isNull(0) {
-				found, level, more = true, r.int64(7), !r.isNull(8)
+				found, level, more = true, r.int64(1), !r.isNull(2)
 				return nil
 			}
-			out = append(out, scanCand(r))
+			out = append(out, claimCand{ref: r.int64(0)})
 			return nil
 		}, cs.args(queue, below, now, limit-len(out))...); err != nil {
 			return nil, err
