@@ -36,8 +36,8 @@ import (
 // judged one by one by the counts of its places, read in the claim's
 // transaction (SQLite has one writer at a time, so no other claim, in this
 // process or another, changes them until it commits): the queue's running
-// runs (runs_active), those of each partition met, and its starts within
-// the rate period (runs_started). Recoveries take no new place and are
+// runs (the recoveries' ranges of its claim index), those of each
+// partition met, and its starts within the rate period (queue_starts). Recoveries take no new place and are
 // never held back. A full queue's ready runs are not read at all; the
 // statement that reads a limited queue's ready runs leaves out the
 // partitions already full and, when the rate window is full, the runs that
@@ -134,6 +134,11 @@ type claimSQL struct {
 	page string
 	// first reads the earliest claim_at of one priority and rank.
 	first string
+	// running counts the running runs of one priority: its recoveries'
+	// range, expired or not.
+	running string
+	// partitions reads their partition keys.
+	partitions string
 }
 
 func newClaimStmts(workflows []string) claimStmts {
@@ -171,6 +176,8 @@ func newClaimSQL(index, queue, in string) claimSQL {
 		page: `SELECT ` + claimCols + from + `priority = ?2 AND claim_rank = ?5 AND (claim_at, workflow, ref) > (?6, ?7, ?8) AND claim_at <= ?3
 			AND (?9 = 0 OR first_claimed_at IS NOT NULL) AND partition_key NOT IN (SELECT value FROM json_each(?10))
 			AND workflow IN (` + in + `) ORDER BY claim_at, workflow, ref LIMIT ?4`,
+		running:    `SELECT count(*)` + from + `priority = ?2 AND claim_rank = 0 AND claim_at IS NOT NULL`,
+		partitions: `SELECT partition_key` + from + `priority = ?2 AND claim_rank = 0 AND claim_at IS NOT NULL`,
 		first: `SELECT claim_at` + from + `priority = ?2 AND claim_rank = ?5 AND claim_at IS NOT NULL
 			AND workflow IN (` + in + `) ORDER BY claim_at LIMIT 1`,
 	}
@@ -402,9 +409,8 @@ func (cl *claimer) count(c *queueCursor) error {
 	}
 	c.counted = true
 	q := c.q
-	if q.Concurrency > 0 {
-		if _, err := cl.w.queryRow(`SELECT count(*) FROM runs INDEXED BY runs_active
-			WHERE queue = ?1 AND status = 'running'`, func(r row) { c.running = int(r.int64(0)) }, q.Name); err != nil {
+	if q.Concurrency > 0 || q.PartitionConcurrency > 0 {
+		if err := cl.countRunning(c); err != nil {
 			return err
 		}
 	}
@@ -418,18 +424,48 @@ func (cl *claimer) count(c *queueCursor) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// countRunning counts the places a limited queue's runs hold: its running
+// runs, and with a partition limit those of each partition. They are the
+// recoveries' ranges of the claim index (a running run's claim_at is its
+// lease's expiry, never NULL), one per priority the queue has, so the
+// count reads the running runs and a seek per priority, however many runs
+// wait; no index of running runs of its own is kept, which every claim
+// and every end would pay for.
+func (cl *claimer) countRunning(c *queueCursor) error {
+	q := c.q
+	stmts := cl.cs.of(q.Name)
 	if q.PartitionConcurrency > 0 {
 		c.parts = make(map[string]int)
-		if err := cl.w.query(`SELECT partition_key, count(*) FROM runs INDEXED BY runs_active
-			WHERE queue = ?1 AND status = 'running' GROUP BY partition_key`, func(r row) error {
-			n := int(r.int64(1))
-			c.parts[r.str(0)] = n
-			if n >= q.PartitionConcurrency && r.str(0) != "" {
-				c.fullPart = append(c.fullPart, r.str(0))
+	}
+	for below := int64(math.MaxInt64); ; {
+		p, found, err := cl.cs.topPriority(cl.w.conn, q.Name, below)
+		if err != nil || !found {
+			if err != nil {
+				return err
 			}
+			break
+		}
+		below = p
+		if q.PartitionConcurrency == 0 {
+			if _, err := cl.w.queryRow(stmts.running, func(r row) { c.running += int(r.int64(0)) }, cl.cs.args(q.Name, p)...); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := cl.w.query(stmts.partitions, func(r row) error {
+			c.running++
+			c.parts[r.str(0)]++
 			return nil
-		}, q.Name); err != nil {
+		}, cl.cs.args(q.Name, p)...); err != nil {
 			return err
+		}
+	}
+	for part, n := range c.parts {
+		if n >= q.PartitionConcurrency && part != "" {
+			c.fullPart = append(c.fullPart, part)
 		}
 	}
 	return nil

@@ -36,10 +36,10 @@ WHERE claim_at IS NOT NULL AND queue = 'default';
 CREATE INDEX runs_claim_queue ON runs (queue, priority DESC, claim_rank, claim_at, workflow)
 WHERE claim_at IS NOT NULL AND queue <> 'default';
 
--- The places held: a queue's running runs, and a partition's. Only a claim
--- enters a run here and only its leaving running takes it out, so a run's
--- creation and its steps pay nothing for it.
-CREATE INDEX runs_active ON runs (queue, partition_key) WHERE status = 'running';
+-- The places a queue's runs hold, its running runs, are counted through
+-- runs_claim and runs_claim_queue, where running runs are the recoveries'
+-- ranges (claim_rank 0) of each priority: no index of their own, which
+-- every claim and every end would pay to keep.
 
 -- A rate-limited queue's starts, one row per start, kept while within the
 -- queue's rate period (a claim deletes older ones before it counts). The
