@@ -130,7 +130,7 @@ func TestQueuePlans(t *testing.T) {
 		{"claim: partitions, a queue", few.other.partitions, []string{"runs_claim_queue (queue=? AND priority=? AND claim_rank=? AND claim_at>?)"}},
 		{"claim: starts", `SELECT count(*) FROM queue_starts WHERE queue = ?1`, []string{"COVERING INDEX queue_starts_queue (queue=?)"}},
 		{"queue stats", queueStatsQuery, []string{"USING INDEX runs_status (status=?)"}},
-		{"purge", purgeQuery, []string{"SEARCH runs USING COVERING INDEX runs_ended (ended_at<?)"}},
+		{"purge", purgeQuery, []string{"SEARCH runs USING INDEX runs_ended (ended_at<?)"}},
 		{"purge: checkpoints", `DELETE FROM checkpoints WHERE run_ref IN (SELECT value FROM json_each(?1))`, []string{"(run_ref=?)"}},
 		{"purge: events", `DELETE FROM events WHERE run_ref IN (SELECT value FROM json_each(?1))`, []string{"(run_ref=?)"}},
 		{"due schedules", `SELECT ` + scheduleCols + ` FROM schedules INDEXED BY schedules_due
