@@ -40,32 +40,21 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 			return err
 		}
 		for _, p := range picked {
-			id := p.id
 			var cr storage.ClaimedRun
-			var ref int64
 			var scanErr error
-			// A start (the first claim since creation or restart) is
-			// stamped for its queue's rate; other claims leave the column,
-			// and its index, alone.
-			update := claimUpdate
-			if p.fresh {
-				update = claimStartUpdate
-			}
-			found, err := w.queryRow(update+`
-				RETURNING token, workflow, parent_id, recoveries, lease_until, ref, deadline, `+waitCols, func(r row) {
+			found, err := w.queryRow(claimUpdate, func(r row) {
 				cr = storage.ClaimedRun{
-					Lease:      storage.Lease{RunID: id, Owner: req.Owner, Token: r.int64(0)},
-					Workflow:   r.str(1),
-					ParentID:   r.str(2),
-					Recoveries: int(r.int64(3)),
-					LeaseUntil: r.time(4),
+					Lease:      storage.Lease{RunID: r.str(0), Owner: req.Owner, Token: r.int64(1)},
+					Workflow:   r.str(2),
+					ParentID:   r.str(3),
+					Recoveries: int(r.int64(4)),
+					LeaseUntil: r.time(5),
 					Deadline:   r.timePtr(6),
 				}
-				ref = r.int64(5)
 				cr.Wait, scanErr = scanWait(r, 7)
 			}, p.ref, req.Owner, until, n)
 			if err == nil && scanErr != nil {
-				err = fmt.Errorf("run %q: %w", id, scanErr)
+				err = fmt.Errorf("run %q: %w", cr.Lease.RunID, scanErr)
 			}
 			if err != nil {
 				return err
@@ -73,6 +62,7 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 			if !found {
 				continue
 			}
+			id, ref := cr.Lease.RunID, p.ref
 			if p.logStart != "" {
 				if _, err := w.exec(`INSERT INTO queue_starts (queue, at) VALUES (?1, ?2)`, p.logStart, n); err != nil {
 					return err
@@ -108,16 +98,15 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 // brings none and the worker calls LoadReplay.
 const claimReplayBudget = 256 << 10
 
-// claimUpdate leases the run ?1 (its ref) to ?2 until ?3 at ?4; a
-// recovery's count grows. claimStartUpdate is it for a start, which is
-// stamped for its queue's rate.
-const (
-	claimSet = `UPDATE runs SET
+// claimUpdate leases the run ?1 (its ref) to ?2 until ?3 at ?4: a
+// recovery's count grows, and a start (the first claim since its creation
+// or restart) is stamped for its queue's rate.
+const claimUpdate = `UPDATE runs SET
 		status = 'running', ready_at = NULL, owner = ?2, lease_until = ?3, token = token + 1,
-		recoveries = recoveries + (status = 'running'), updated_at = ?4, ` + clearActive
-	claimUpdate      = claimSet + ` WHERE ref = ?1`
-	claimStartUpdate = claimSet + `, first_claimed_at = ?4 WHERE ref = ?1`
-)
+		recoveries = recoveries + (status = 'running'), updated_at = ?4, first_claimed_at = coalesce(first_claimed_at, ?4),
+		` + clearActive + `
+	WHERE ref = ?1
+	RETURNING id, token, workflow, parent_id, recoveries, lease_until, deadline, ` + waitCols
 
 // Heartbeat extends the lease to now+leaseFor, fenced, stores the step
 // running, when named, as the run's Active step, and reports a requested

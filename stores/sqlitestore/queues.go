@@ -13,26 +13,31 @@ import (
 
 // How a claim picks its runs.
 //
-// runs_claim orders each queue's claimable runs by priority (highest
-// first), then claim_rank (0: a running run, claimable once its lease
-// expired, a recovery; 1: a queued or waiting run), then claim_at. Within
-// one (queue, priority, rank) the due runs are one range of the index, from
-// the oldest claim_at to now, so a claim reads each range from its start
-// and stops at its limit, however many runs wait behind it or sleep after
-// now. The priorities are visited one by one, highest first, each found by
-// one seek (the next priority below the last), so a claim costs a seek per
-// priority that has claimable runs, never a scan of the backlog.
+// runs_claim (the default queue's runs) and runs_claim_queue (the other
+// queues', by queue first) order each queue's claimable runs by priority
+// (highest first), then claim_rank (0: a running run, claimable once its
+// lease expired, a recovery; 1: a queued or waiting run), then claim_at.
+// Within one (queue, priority, rank) the due runs are one range of the
+// index, from the oldest claim_at to now, so a claim reads each range from
+// its start and stops at its limit, however many runs wait behind it or
+// sleep after now. The priorities are visited one by one, highest first,
+// each found by one seek (the next priority below the last), so a claim
+// costs a seek per priority that has claimable runs, never a scan of the
+// backlog.
 //
 // A claim of several queues merges them: at each priority, recoveries of
 // every queue before ready runs of any, then oldest claim_at first.
 //
 // An unlimited queue's runs are all admissible: one statement per priority
-// reads both ranks at once, up to the claim's limit. A limited queue's are
+// reads both ranks at once, up to the claim's limit. A claim of that queue
+// alone, the common case, finds the priority in the same statement and
+// learns the next one below, so a queue whose runs share one priority is
+// claimed from by a single statement. A limited queue's are
 // judged one by one by the counts of its places, read in the claim's
 // transaction (SQLite has one writer at a time, so no other claim, in this
 // process or another, changes them until it commits): the queue's running
-// runs (runs_active), those of each partition met, and its starts within
-// the rate period (runs_started). Recoveries take no new place and are
+// runs (the recoveries' ranges of its claim index), those of each
+// partition met, and its starts within the rate period (queue_starts). Recoveries take no new place and are
 // never held back. A full queue's ready runs are not read at all; the
 // statement that reads a limited queue's ready runs leaves out the
 // partitions already full and, when the rate window is full, the runs that
@@ -97,36 +102,93 @@ func workflowIn(first int, workflows []string) (string, []any) {
 }
 
 // claimStmts are the statements a claim (or NextWake) of a set of
-// workflows reads runs_claim with.
+// workflows reads the claim indexes with: def those of the default queue,
+// which reads runs_claim, other those of any other, which reads
+// runs_claim_queue.
 type claimStmts struct {
-	wfArgs []any
+	wfArgs     []any
+	def, other claimSQL
+}
+
+// claimSQL are the statements of one claim index. Each takes the queue's
+// name as ?1 (the default queue's ignore it: their index holds that queue
+// alone) and the workflows from ?11.
+type claimSQL struct {
 	// top finds a queue's highest priority below ?2 with claimable runs.
 	top string
 	// all reads an unlimited queue's due runs of one priority, both ranks.
 	all string
+	// one is top and all in one statement, for a claim of one unlimited
+	// queue: a first row of NULL but for its last two columns, the
+	// queue's highest priority below ?2 with claimable runs and the next
+	// below it (NULL: none), then the refs of that priority's due runs,
+	// recoveries first, at most ?4. A queue without claimable runs has no
+	// rows. Each rank is its own range of the index, read by a subquery of
+	// its own rather than by one claim_rank IN (0, 1), which SQLite reads
+	// through a temporary table built at every claim, and no column but
+	// the ref is read, so that the runs' rows are not.
+	one string
 	// page reads a page of a limited queue's due runs of one priority and
 	// rank after a cursor, leaving out full partitions and, with ?9,
 	// starts.
 	page string
 	// first reads the earliest claim_at of one priority and rank.
 	first string
+	// running counts the running runs of one priority: its recoveries'
+	// range, expired or not.
+	running string
+	// partitions reads their partition keys.
+	partitions string
 }
 
 func newClaimStmts(workflows []string) claimStmts {
-	const from = ` FROM runs INDEXED BY runs_claim WHERE queue = ?1 AND priority = ?2 AND `
 	in, args := workflowIn(11, workflows)
 	return claimStmts{
 		wfArgs: args,
-		top: `SELECT priority FROM runs INDEXED BY runs_claim
-			WHERE queue = ?1 AND priority < ?2 AND claim_at IS NOT NULL ORDER BY priority DESC LIMIT 1`,
-		all: `SELECT ` + claimCols + from + `claim_rank IN (0, 1) AND claim_at <= ?3
-			AND workflow IN (` + in + `) ORDER BY claim_rank, claim_at LIMIT ?4`,
-		page: `SELECT ` + claimCols + from + `claim_rank = ?5 AND (claim_at, workflow, ref) > (?6, ?7, ?8) AND claim_at <= ?3
+		def:    newClaimSQL("runs_claim", "queue = 'default'", in),
+		other:  newClaimSQL("runs_claim_queue", "queue = ?1 AND queue <> 'default'", in),
+	}
+}
+
+// newClaimSQL returns the statements that read index, whose runs the
+// condition queue names, for the workflows in.
+func newClaimSQL(index, queue, in string) claimSQL {
+	from := ` FROM runs INDEXED BY ` + index + ` WHERE ` + queue + ` AND `
+	below := func(p string) string {
+		return `SELECT priority` + from + `priority < ` + p + ` AND claim_at IS NOT NULL ORDER BY priority DESC LIMIT 1`
+	}
+	due := func(p string) string {
+		return from + `priority = ` + p + ` AND claim_rank IN (0, 1) AND claim_at <= ?3
+			AND workflow IN (` + in + `) ORDER BY claim_rank, claim_at LIMIT ?4`
+	}
+	rank := func(r string) string {
+		return `SELECT * FROM (SELECT ref, NULL, NULL` + from + `priority = (SELECT p FROM level) AND claim_rank = ` + r + `
+			AND claim_at <= ?3 AND workflow IN (` + in + `) ORDER BY claim_at LIMIT ?4)`
+	}
+	return claimSQL{
+		top: below("?2"),
+		all: `SELECT ` + claimCols + due("?2"),
+		one: `WITH level (p) AS (` + below("?2") + `)
+			SELECT NULL, p, (` + below("level.p") + `) FROM level
+			UNION ALL ` + rank("0") + `
+			UNION ALL ` + rank("1") + `
+			LIMIT ?4 + 1`,
+		page: `SELECT ` + claimCols + from + `priority = ?2 AND claim_rank = ?5 AND (claim_at, workflow, ref) > (?6, ?7, ?8) AND claim_at <= ?3
 			AND (?9 = 0 OR first_claimed_at IS NOT NULL) AND partition_key NOT IN (SELECT value FROM json_each(?10))
 			AND workflow IN (` + in + `) ORDER BY claim_at, workflow, ref LIMIT ?4`,
-		first: `SELECT claim_at` + from + `claim_rank = ?5 AND claim_at IS NOT NULL
+		running:    `SELECT count(*)` + from + `priority = ?2 AND claim_rank = 0 AND claim_at IS NOT NULL`,
+		partitions: `SELECT partition_key` + from + `priority = ?2 AND claim_rank = 0 AND claim_at IS NOT NULL`,
+		first: `SELECT claim_at` + from + `priority = ?2 AND claim_rank = ?5 AND claim_at IS NOT NULL
 			AND workflow IN (` + in + `) ORDER BY claim_at LIMIT 1`,
 	}
+}
+
+// of returns the statements of queue's claim index.
+func (cs *claimStmts) of(queue string) *claimSQL {
+	if queue == storage.DefaultQueue {
+		return &cs.def
+	}
+	return &cs.other
 }
 
 // args returns the statement's arguments: the ten fixed ones, then the
@@ -141,8 +203,37 @@ func (cs *claimStmts) args(fixed ...any) []any {
 // claimable runs.
 func (cs *claimStmts) topPriority(c *conn, queue string, below int64) (int64, bool, error) {
 	var p int64
-	found, err := c.queryRow(cs.top, func(r row) { p = r.int64(0) }, cs.args(queue, below)...)
+	found, err := c.queryRow(cs.of(queue).top, func(r row) { p = r.int64(0) }, cs.args(queue, below)...)
 	return p, found, err
+}
+
+// pickUnlimited is pick for a claim of one queue without limits, the
+// common case: one statement per priority level read, which in a queue of
+// one level is one statement in all. The runs it returns have their ref
+// alone.
+func (w *wtx) pickUnlimited(cs *claimStmts, queue string, limit int, now int64) ([]claimCand, error) {
+	var out []claimCand
+	stmt := cs.of(queue).one
+	below := int64(math.MaxInt64)
+	for len(out) < limit {
+		var level int64
+		found, more := false, false
+		if err := w.query(stmt, func(r row) error {
+			if r.isNull(0) {
+				found, level, more = true, r.int64(1), !r.isNull(2)
+				return nil
+			}
+			out = append(out, claimCand{ref: r.int64(0)})
+			return nil
+		}, cs.args(queue, below, now, limit-len(out))...); err != nil {
+			return nil, err
+		}
+		if !found || !more {
+			break
+		}
+		below = level
+	}
+	return out, nil
 }
 
 // queueCursor walks one queue's claimable runs for a claim, a priority at a
@@ -176,6 +267,9 @@ type claimer struct {
 
 // pick returns the runs to lease, in the claim's order, at most limit.
 func (w *wtx) pick(cs *claimStmts, queues []storage.Queue, limit int, now int64) ([]claimCand, error) {
+	if len(queues) == 1 && !queues[0].Limited() {
+		return w.pickUnlimited(cs, queues[0].Name, limit, now)
+	}
 	cl := &claimer{w: w, cs: cs, now: now, remaining: limit}
 	for _, q := range queues {
 		c := &queueCursor{q: q, limited: q.Limited()}
@@ -285,7 +379,7 @@ func (cl *claimer) read(c *queueCursor) error {
 	if !c.limited {
 		// Every run is admissible: the claim needs no more than this.
 		c.done = true
-		return cl.w.query(cl.cs.all, each, cl.cs.args(c.q.Name, c.level, cl.now, cl.remaining)...)
+		return cl.w.query(cl.cs.of(c.q.Name).all, each, cl.cs.args(c.q.Name, c.level, cl.now, cl.remaining)...)
 	}
 	n := max(cl.remaining, 64)
 	rateFull := c.rank == 1 && c.q.Rate > 0 && c.started >= c.q.Rate
@@ -295,7 +389,7 @@ func (cl *claimer) read(c *queueCursor) error {
 		full = string(b)
 	}
 	a := c.after
-	if err := cl.w.query(cl.cs.page, each, cl.cs.args(c.q.Name, c.level, cl.now, n, c.rank,
+	if err := cl.w.query(cl.cs.of(c.q.Name).page, each, cl.cs.args(c.q.Name, c.level, cl.now, n, c.rank,
 		a.claimAt, a.workflow, a.ref, rateFull, full)...); err != nil {
 		return err
 	}
@@ -315,9 +409,8 @@ func (cl *claimer) count(c *queueCursor) error {
 	}
 	c.counted = true
 	q := c.q
-	if q.Concurrency > 0 {
-		if _, err := cl.w.queryRow(`SELECT count(*) FROM runs INDEXED BY runs_active
-			WHERE queue = ?1 AND status = 'running'`, func(r row) { c.running = int(r.int64(0)) }, q.Name); err != nil {
+	if q.Concurrency > 0 || q.PartitionConcurrency > 0 {
+		if err := cl.countRunning(c); err != nil {
 			return err
 		}
 	}
@@ -331,18 +424,48 @@ func (cl *claimer) count(c *queueCursor) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// countRunning counts the places a limited queue's runs hold: its running
+// runs, and with a partition limit those of each partition. They are the
+// recoveries' ranges of the claim index (a running run's claim_at is its
+// lease's expiry, never NULL), one per priority the queue has, so the
+// count reads the running runs and a seek per priority, however many runs
+// wait; no index of running runs of its own is kept, which every claim
+// and every end would pay for.
+func (cl *claimer) countRunning(c *queueCursor) error {
+	q := c.q
+	stmts := cl.cs.of(q.Name)
 	if q.PartitionConcurrency > 0 {
 		c.parts = make(map[string]int)
-		if err := cl.w.query(`SELECT partition_key, count(*) FROM runs INDEXED BY runs_active
-			WHERE queue = ?1 AND status = 'running' GROUP BY partition_key`, func(r row) error {
-			n := int(r.int64(1))
-			c.parts[r.str(0)] = n
-			if n >= q.PartitionConcurrency && r.str(0) != "" {
-				c.fullPart = append(c.fullPart, r.str(0))
+	}
+	for below := int64(math.MaxInt64); ; {
+		p, found, err := cl.cs.topPriority(cl.w.conn, q.Name, below)
+		if err != nil || !found {
+			if err != nil {
+				return err
 			}
+			break
+		}
+		below = p
+		if q.PartitionConcurrency == 0 {
+			if _, err := cl.w.queryRow(stmts.running, func(r row) { c.running += int(r.int64(0)) }, cl.cs.args(q.Name, p)...); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := cl.w.query(stmts.partitions, func(r row) error {
+			c.running++
+			c.parts[r.str(0)]++
 			return nil
-		}, q.Name); err != nil {
+		}, cl.cs.args(q.Name, p)...); err != nil {
 			return err
+		}
+	}
+	for part, n := range c.parts {
+		if n >= q.PartitionConcurrency && part != "" {
+			c.fullPart = append(c.fullPart, part)
 		}
 	}
 	return nil
@@ -413,7 +536,7 @@ func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (stor
 					break
 				}
 				for rank := range int64(2) {
-					if _, err := c.queryRow(cs.first, func(r row) { earliest = min(earliest, r.int64(0)) },
+					if _, err := c.queryRow(cs.of(q).first, func(r row) { earliest = min(earliest, r.int64(0)) },
 						cs.args(q, p, nil, nil, rank)...); err != nil {
 						return err
 					}

@@ -24,14 +24,22 @@ UPDATE runs SET first_claimed_at = created_at WHERE token > 0;
 
 -- Claim: per queue and priority (highest first), recoveries then ready
 -- runs, each a range of claim_at that a claim scans from the oldest and
--- stops at its limit (or at now) however many runs wait.
+-- stops at its limit (or at now) however many runs wait. The default
+-- queue's runs, most runs of most stores, have an index of their own that
+-- does not repeat the queue's name: every step of a run moves its entry
+-- (its lease's expiry is its claim_at), and with the name first every seek
+-- would compare it at each level of the tree. The other queues' runs are
+-- in runs_claim_queue, by queue first.
 DROP INDEX runs_claim;
-CREATE INDEX runs_claim ON runs (queue, priority DESC, claim_rank, claim_at, workflow) WHERE claim_at IS NOT NULL;
+CREATE INDEX runs_claim ON runs (priority DESC, claim_rank, claim_at, workflow)
+WHERE claim_at IS NOT NULL AND queue = 'default';
+CREATE INDEX runs_claim_queue ON runs (queue, priority DESC, claim_rank, claim_at, workflow)
+WHERE claim_at IS NOT NULL AND queue <> 'default';
 
--- The places held: a queue's running runs, and a partition's. Only a claim
--- enters a run here and only its leaving running takes it out, so a run's
--- creation and its steps pay nothing for it.
-CREATE INDEX runs_active ON runs (queue, partition_key) WHERE status = 'running';
+-- The places a queue's runs hold, its running runs, are counted through
+-- runs_claim and runs_claim_queue, where running runs are the recoveries'
+-- ranges (claim_rank 0) of each priority: no index of their own, which
+-- every claim and every end would pay to keep.
 
 -- A rate-limited queue's starts, one row per start, kept while within the
 -- queue's rate period (a claim deletes older ones before it counts). The
@@ -50,8 +58,10 @@ CREATE INDEX queue_starts_queue ON queue_starts (queue, at);
 -- the runs in ID order instead, passing over the few of other queues.
 CREATE INDEX runs_queue ON runs (queue, id) WHERE queue <> 'default';
 
--- Purge: finished runs, oldest end first.
-CREATE INDEX runs_ended ON runs (ended_at, workflow, status) WHERE ended_at IS NOT NULL;
+-- Purge: finished runs, oldest end first. Every run's end enters it, at
+-- its right edge, so its entries are kept small: the end alone, a purge
+-- reading the row of each run it considers for its status and workflow.
+CREATE INDEX runs_ended ON runs (ended_at) WHERE ended_at IS NOT NULL;
 
 -- The catalog: a workflow's default queue ('' for the default) and
 -- retention in nanoseconds (NULL: the engines' default), and the queues
