@@ -171,7 +171,7 @@ func (e *Engine) place(ctx context.Context, r *storage.NewRun, cat *queueCatalog
 	e.mu.Lock()
 	q, ok := e.queues[r.Queue]
 	hint := ""
-	if !ok {
+	if !ok && r.Queue != DefaultQueue {
 		hint = e.queueHint(r.Queue)
 	}
 	e.mu.Unlock()
