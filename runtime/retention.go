@@ -31,9 +31,14 @@ type PurgeResult = storage.PurgeResult
 // batch's transaction is short, large enough that a sweep is a few calls.
 const purgeBatch = 500
 
-// sweepBatches caps the batches of one sweep, so a huge backlog of expired
-// runs is worked off over several sweeps instead of in one long burst.
+// sweepBatches caps the batches of one workflow's purge in one sweep, so
+// a huge backlog of expired runs is worked off in bursts; a sweep that hit
+// the cap comes back after sweepPause instead of a whole SweepInterval, so
+// the sweep keeps up with any rate of runs finishing.
 const sweepBatches = 20
+
+// sweepPause is the pause between sweeps while expired runs remain.
+const sweepPause = 100 * time.Millisecond
 
 // Purge deletes finished runs that match opts, each with everything it owns
 // (executions, checkpoints, attempts, buffered events), in batches, and
@@ -55,23 +60,23 @@ func (e *Engine) Purge(ctx context.Context, opts PurgeOptions) (PurgeResult, err
 	if opts.DryRun {
 		req.Limit = storage.MaxPurgeBatch
 	}
-	return e.purge(ctx, req, -1)
+	res, _, err := e.purge(ctx, req, -1)
+	return res, err
 }
 
 // purge runs req batch after batch until one comes back short, at most
 // batches of them (negative: no cap). A dry run counts once, up to its
-// Limit.
-func (e *Engine) purge(ctx context.Context, req storage.PurgeRequest, batches int) (PurgeResult, error) {
-	var total PurgeResult
+// Limit. more reports that the cap stopped it with runs left.
+func (e *Engine) purge(ctx context.Context, req storage.PurgeRequest, batches int) (total PurgeResult, more bool, err error) {
 	for n := 0; batches < 0 || n < batches; n++ {
 		res, err := e.store.Purge(ctx, req)
 		total.Runs += res.Runs
 		total.Events += res.Events
 		if err != nil || res.Runs < req.Limit || req.DryRun {
-			return total, err
+			return total, false, err
 		}
 	}
-	return total, nil
+	return total, true, nil
 }
 
 // sweep runs while Run does: every SweepInterval (the first a random part
@@ -88,10 +93,15 @@ func (e *Engine) sweep(ctx context.Context) {
 		case <-t.C:
 		}
 		e.recordCatalog(ctx)
-		if err := e.expire(ctx); err != nil && ctx.Err() == nil {
+		more, err := e.expire(ctx)
+		if err != nil && ctx.Err() == nil {
 			e.log.Error("stem: deleting expired runs", "err", err)
 		}
-		t.Reset(e.cfg.SweepInterval)
+		if more && err == nil {
+			t.Reset(sweepPause) // expired runs remain: keep up
+		} else {
+			t.Reset(e.cfg.SweepInterval)
+		}
 	}
 }
 
@@ -101,10 +111,10 @@ func (e *Engine) sweep(ctx context.Context) {
 // by workflow, so each purge walks only its workflow's finished runs, then
 // once more for the workflows no engine records any more, with
 // Config.Retention.
-func (e *Engine) expire(ctx context.Context) error {
+func (e *Engine) expire(ctx context.Context) (more bool, err error) {
 	c, err := e.store.GetCatalog(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	now := e.clock.Now()
 	// Workflows registered here count with their own settings even before
@@ -133,18 +143,19 @@ func (e *Engine) expire(ctx context.Context) error {
 		if r == 0 {
 			continue // kept forever
 		}
-		res, err := e.purge(ctx, storage.PurgeRequest{FinishedBefore: now.Add(-r), Workflows: []string{name}, Limit: purgeBatch}, sweepBatches)
+		res, left, err := e.purge(ctx, storage.PurgeRequest{FinishedBefore: now.Add(-r), Workflows: []string{name}, Limit: purgeBatch}, sweepBatches)
 		if err != nil {
-			return fmt.Errorf("workflow %s: %w", name, err)
+			return false, fmt.Errorf("workflow %s: %w", name, err)
 		}
+		more = more || left
 		e.logExpired(res, name, r)
 	}
 	if e.cfg.Retention == 0 {
-		return nil
+		return more, nil
 	}
-	res, err := e.purge(ctx, storage.PurgeRequest{FinishedBefore: now.Add(-e.cfg.Retention), Except: names, Limit: purgeBatch}, sweepBatches)
+	res, left, err := e.purge(ctx, storage.PurgeRequest{FinishedBefore: now.Add(-e.cfg.Retention), Except: names, Limit: purgeBatch}, sweepBatches)
 	e.logExpired(res, "", e.cfg.Retention)
-	return err
+	return more || left, err
 }
 
 func (e *Engine) logExpired(res PurgeResult, workflow string, retention time.Duration) {
