@@ -17,18 +17,8 @@ import (
 func TestMigrateFromVersion2(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s, err := Open(filepath.Join(t.TempDir(), "stem.db"), Options{SkipMigrate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openAtVersion(t, filepath.Join(t.TempDir(), "stem.db"), 2)
 	defer s.Close()
-	ms, err := loadMigrations(migrationFiles)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.migrate(ctx, ms[:2]); err != nil {
-		t.Fatal(err)
-	}
 	n := time.Now().UnixNano()
 	for _, q := range []struct {
 		sql  string

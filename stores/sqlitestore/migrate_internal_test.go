@@ -132,3 +132,23 @@ func TestMigrateFromVersion1(t *testing.T) {
 		t.Fatalf("SchemaVersion() = %d", SchemaVersion())
 	}
 }
+
+// openAtVersion opens a new store at path migrated only to schema version
+// n, as an older release left it.
+func openAtVersion(t *testing.T, path string, n int) *Store {
+	t.Helper()
+	s, err := Open(path, Options{SkipMigrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := loadMigrations(migrationFiles)
+	if err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	if err := s.migrate(t.Context(), ms[:n]); err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	return s
+}

@@ -19,18 +19,8 @@ import (
 func TestMigrateFromVersion3(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s, err := Open(filepath.Join(t.TempDir(), "stem.db"), Options{SkipMigrate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openAtVersion(t, filepath.Join(t.TempDir(), "stem.db"), 3)
 	defer s.Close()
-	ms, err := loadMigrations(migrationFiles)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.migrate(ctx, ms[:3]); err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
 	n, ended := now.UnixNano(), now.Add(-time.Hour).UnixNano()
 	for _, q := range []struct {
