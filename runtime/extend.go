@@ -33,6 +33,19 @@ func (e *Engine) PrepareStartJSON(ctx context.Context, workflow, id string, inpu
 // ticks): they claim at once instead of at their next poll.
 func (e *Engine) Ready() { e.signal() }
 
+// StartDefaults gives a run created later than it was prepared (a
+// schedule's tick) what a start now gives it: its workflow's timeout=,
+// counted from now, when the workflow is registered on this engine and the
+// run has no deadline.
+func (e *Engine) StartDefaults(r *storage.NewRun) {
+	if r.Deadline != nil {
+		return
+	}
+	if def, err := e.registered(r.Workflow); err == nil {
+		r.Deadline = def.deadlineFrom(e.clock.Now(), time.Time{})
+	}
+}
+
 // StartPrepared creates runs PrepareStartJSON returned (each with its ID
 // set), as StartJSON creates its run: a run whose ID exists is left as it
 // is, and reported with Created false.

@@ -300,7 +300,9 @@ func Trigger(ctx context.Context, e *runtime.Engine, id string) (string, error) 
 		runID = s.ID + "@manual-" + now.UTC().Format("20060102T150405.000000000Z")
 		t := now
 		s.LastFireAt, s.LastRunID = &t, runID
-		return []storage.NewRun{newRun(*s, runID)}, nil
+		run := newRun(*s, runID)
+		e.StartDefaults(&run)
+		return []storage.NewRun{run}, nil
 	})
 	return runID, err
 }
@@ -475,6 +477,9 @@ func fire(ctx context.Context, e *runtime.Engine, s storage.Schedule, now time.T
 	}
 	rev := s.Revision
 	updated, runs := plan(s, c, now, lastRunning)
+	for i := range runs {
+		e.StartDefaults(&runs[i])
+	}
 	res, err := e.Store().WriteSchedule(ctx, storage.ScheduleWrite{Schedule: updated, Revision: rev, Runs: runs})
 	if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrScheduleNotFound) {
 		return 0, nil

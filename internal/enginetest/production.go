@@ -286,7 +286,7 @@ func scheduled(f *fixture, seen *sync.Map, block <-chan struct{}) func(e *runtim
 				}
 				return in, nil
 			})
-		}))
+		}, runtime.WorkflowTimeout(time.Hour)))
 	}
 }
 
@@ -331,6 +331,10 @@ func testScheduleFourEngines(f *fixture) {
 	}
 	if !slices.Equal(got, want) {
 		f.t.Fatalf("runs %v, want one per tick %v", got, want)
+	}
+	// A tick's run gets what a start gets: its workflow's timeout=.
+	if r, err := f.store.GetRun(f.ctx, want[0]); err != nil || r.Deadline == nil || r.Deadline.Sub(r.CreatedAt) < 59*time.Minute {
+		f.t.Fatalf("a tick's run: deadline %v (err %v), want its workflow's timeout of an hour", r.Deadline, err)
 	}
 	if s.Revision > int64(1+len(want)) {
 		f.t.Fatalf("schedule revision %d after %d ticks, want at most %d: one write per tick at most", s.Revision, len(want), 1+len(want))
