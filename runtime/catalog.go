@@ -152,7 +152,7 @@ func (e *Engine) Catalog(ctx context.Context) (storage.Catalog, error) {
 // Of opts, OnQueue, WithPartition, WithPriority, WithStartAt, WithDelay,
 // WithTimeout and WithDeadline apply; WithID is the id argument.
 func (e *Engine) StartJSON(ctx context.Context, workflow, id string, input json.RawMessage, opts ...StartOption) (RunInfo, error) {
-	run, err := e.prepareJSON(ctx, workflow, id, input, opts)
+	run, err := e.PrepareStartJSON(ctx, workflow, id, input, opts...)
 	if err != nil {
 		return RunInfo{}, err
 	}
@@ -163,8 +163,12 @@ func (e *Engine) StartJSON(ctx context.Context, workflow, id string, input json.
 	return e.runInfo(res[0].Run), nil
 }
 
-// prepareJSON checks and encodes a start with JSON input: see StartJSON.
-func (e *Engine) prepareJSON(ctx context.Context, workflow, id string, input json.RawMessage, opts []StartOption) (storage.NewRun, error) {
+// PrepareStartJSON checks a start as StartJSON does (the workflow known,
+// the input matching its type, the queue and partition) and returns the run
+// it would create, with its input encoded (sealed by Config.Codec), without
+// creating it: for packages that start runs later (a schedule's ticks).
+// id may be "": the run then has none yet.
+func (e *Engine) PrepareStartJSON(ctx context.Context, workflow, id string, input json.RawMessage, opts ...StartOption) (storage.NewRun, error) {
 	var o startOptions
 	if err := e.checkOpen(); err != nil {
 		return storage.NewRun{}, err
@@ -193,11 +197,7 @@ func (e *Engine) prepareJSON(ctx context.Context, workflow, id string, input jso
 			for i, w := range c.Workflows {
 				names[i] = w.Name
 			}
-			hint := ""
-			if n := storage.Nearest(workflow, names); n != "" {
-				hint = fmt.Sprintf("; did you mean %q?", n)
-			}
-			return storage.NewRun{}, fmt.Errorf("%w: %q: no engine that shares this store serves it (known: %s)%s", ErrUnknownWorkflow, workflow, listOrNone(names), hint)
+			return storage.NewRun{}, fmt.Errorf("%w: %q: no engine that shares this store serves it (known: %s)%s", ErrUnknownWorkflow, workflow, listOrNone(names), didYouMean(workflow, names))
 		}
 		if err := checkSchema(what, c.Workflows[i].InputSchema, input); err != nil {
 			return storage.NewRun{}, err
@@ -208,9 +208,6 @@ func (e *Engine) prepareJSON(ctx context.Context, workflow, id string, input jso
 		return storage.NewRun{}, err
 	}
 	run := storage.NewRun{ID: id, Workflow: workflow, Input: in}
-	if def, err := e.registered(workflow); err == nil {
-		run.Deadline = def.deadlineFrom(e.clock.Now(), time.Time{})
-	}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -224,6 +221,7 @@ func (e *Engine) prepareJSON(ctx context.Context, workflow, id string, input jso
 	if !o.deadline.IsZero() {
 		run.Deadline = &o.deadline
 	}
+	e.StartDefaults(&run)
 	if err := e.place(ctx, &run, &queueCatalog{}); err != nil {
 		return storage.NewRun{}, err
 	}

@@ -369,23 +369,6 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.runDone = make(chan struct{})
 	names := slices.Clone(e.names)
 	e.mu.Unlock()
-	if err := e.checkQueues(ctx, queues); err != nil {
-		if ctx.Err() != nil {
-			err = nil // stopped while starting: not an error, as later
-		}
-		cancel()
-		e.mu.Lock()
-		e.running = false
-		close(e.runDone)
-		e.mu.Unlock()
-		return err
-	}
-	e.recordCatalog(ctx)
-	queueNames := make([]string, len(queues))
-	for i, q := range queues {
-		queueNames[i] = q.Name
-	}
-
 	defer func() {
 		cancel()
 		e.mu.Lock()
@@ -393,6 +376,18 @@ func (e *Engine) Run(ctx context.Context) error {
 		close(e.runDone)
 		e.mu.Unlock()
 	}()
+
+	if err := e.checkQueues(ctx, queues); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: not an error, as later
+		}
+		return err
+	}
+	e.recordCatalog(ctx)
+	queueNames := make([]string, len(queues))
+	for i, q := range queues {
+		queueNames[i] = q.Name
+	}
 
 	var notes <-chan struct{}
 	if n, ok := e.store.(storage.Notifier); ok {

@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"context"
-	"encoding/json"
 	"log/slog"
 	"time"
 
@@ -18,15 +16,6 @@ func (e *Engine) Now() time.Time { return e.clock.Now() }
 
 // Logger returns the engine's logger (Config.Logger).
 func (e *Engine) Logger() *slog.Logger { return e.log }
-
-// PrepareStartJSON checks a start as StartJSON does (the workflow known,
-// the input matching its type, the queue and partition) and returns the run
-// it would create, with its input encoded (sealed by Config.Codec), without
-// creating it: for packages that start runs later (a schedule's ticks).
-// id may be "": the run then has none yet.
-func (e *Engine) PrepareStartJSON(ctx context.Context, workflow, id string, input json.RawMessage, opts ...StartOption) (storage.NewRun, error) {
-	return e.prepareJSON(ctx, workflow, id, input, opts)
-}
 
 // Ready tells the engine's workers that runs may be ready to claim, for
 // packages that create runs through the store directly (a schedule's
@@ -44,11 +33,4 @@ func (e *Engine) StartDefaults(r *storage.NewRun) {
 	if def, err := e.registered(r.Workflow); err == nil {
 		r.Deadline = def.deadlineFrom(e.clock.Now(), time.Time{})
 	}
-}
-
-// StartPrepared creates runs PrepareStartJSON returned (each with its ID
-// set), as StartJSON creates its run: a run whose ID exists is left as it
-// is, and reported with Created false.
-func (e *Engine) StartPrepared(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
-	return e.create(ctx, runs)
 }

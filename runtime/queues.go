@@ -97,17 +97,10 @@ func WithPriority(p int) StartOption {
 // workQueues returns the queues Run claims from: Config.Queues, or every
 // registered queue and the default one.
 func (e *Engine) workQueues() ([]storage.Queue, error) {
-	names := e.cfg.Queues
-	if len(names) == 0 {
-		names = []string{DefaultQueue}
-		for n := range e.queues {
-			if n != DefaultQueue {
-				names = append(names, n)
-			}
-		}
+	names := e.queueNames()
+	if len(e.cfg.Queues) > 0 {
+		names = slices.Compact(slices.Sorted(slices.Values(e.cfg.Queues)))
 	}
-	slices.Sort(names)
-	names = slices.Compact(names)
 	out := make([]storage.Queue, 0, len(names))
 	for _, n := range names {
 		q, ok := e.queues[n]
@@ -129,15 +122,29 @@ func (e *Engine) workQueues() ([]storage.Queue, error) {
 	return out, nil
 }
 
+// queueNames returns DefaultQueue and every registered queue, sorted.
+// Called with e.mu held.
+func (e *Engine) queueNames() []string {
+	names := []string{DefaultQueue}
+	for n := range e.queues {
+		if n != DefaultQueue {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
 // queueHint suggests a registered queue close to name. Called with e.mu
 // held.
 func (e *Engine) queueHint(name string) string {
-	known := make([]string, 0, len(e.queues)+1)
-	known = append(known, DefaultQueue)
-	for n := range e.queues {
-		known = append(known, n)
-	}
-	if s := storage.Nearest(name, known); s != "" {
+	return didYouMean(name, e.queueNames())
+}
+
+// didYouMean is "; did you mean X?" for the candidate closest to name
+// (storage.Nearest), or "" when none is close.
+func didYouMean(name string, candidates []string) string {
+	if s := storage.Nearest(name, candidates); s != "" {
 		return fmt.Sprintf("; did you mean %q?", s)
 	}
 	return ""
@@ -186,9 +193,7 @@ func (e *Engine) place(ctx context.Context, r *storage.NewRun, cat *queueCatalog
 					names = append(names, n)
 				}
 				slices.Sort(names)
-				if n := storage.Nearest(r.Queue, names); n != "" {
-					hint = fmt.Sprintf("; did you mean %q?", n)
-				}
+				hint = didYouMean(r.Queue, names)
 			}
 			return fmt.Errorf("%w: %s: queue %q is not registered on this engine nor recorded by any engine sharing the store%s", ErrUnknownQueue, runOf(r), r.Queue, hint)
 		}
@@ -269,14 +274,8 @@ func (e *Engine) QueueStats(ctx context.Context, queues ...string) ([]QueueStats
 	}
 	if len(queues) == 0 {
 		e.mu.Lock()
-		queues = append(queues, DefaultQueue)
-		for n := range e.queues {
-			if n != DefaultQueue {
-				queues = append(queues, n)
-			}
-		}
+		queues = e.queueNames()
 		e.mu.Unlock()
-		slices.Sort(queues)
 	}
 	for _, q := range queues {
 		if err := storage.CheckQueueName(q); err != nil {

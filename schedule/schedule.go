@@ -271,23 +271,23 @@ func Delete(ctx context.Context, e *runtime.Engine, id string) error {
 // Pause stops a schedule's ticks until Resume. Pausing a paused schedule
 // does nothing.
 func Pause(ctx context.Context, e *runtime.Engine, id string) error {
-	return update(ctx, e, id, func(s *storage.Schedule, _ clock, _ time.Time) ([]storage.NewRun, error) {
+	return update(ctx, e, id, func(s *storage.Schedule, _ clock, _ time.Time) []storage.NewRun {
 		s.Paused = true
-		return nil, nil
+		return nil
 	})
 }
 
 // Resume lets a paused schedule tick again from now on: the ticks it
 // missed while paused are not started.
 func Resume(ctx context.Context, e *runtime.Engine, id string) error {
-	return update(ctx, e, id, func(s *storage.Schedule, c clock, now time.Time) ([]storage.NewRun, error) {
+	return update(ctx, e, id, func(s *storage.Schedule, c clock, now time.Time) []storage.NewRun {
 		if !s.Paused {
-			return nil, nil
+			return nil
 		}
 		s.Paused = false
 		s.NextFireAt = c.next(now)
 		s.CheckAt = s.NextFireAt
-		return nil, nil
+		return nil
 	})
 }
 
@@ -296,13 +296,11 @@ func Resume(ctx context.Context, e *runtime.Engine, id string) error {
 // and it ignores the overlap policy: it is an operator's explicit start.
 func Trigger(ctx context.Context, e *runtime.Engine, id string) (string, error) {
 	var runID string
-	err := update(ctx, e, id, func(s *storage.Schedule, _ clock, now time.Time) ([]storage.NewRun, error) {
+	err := update(ctx, e, id, func(s *storage.Schedule, _ clock, now time.Time) []storage.NewRun {
 		runID = s.ID + "@manual-" + now.UTC().Format("20060102T150405.000000000Z")
 		t := now
 		s.LastFireAt, s.LastRunID = &t, runID
-		run := newRun(*s, runID)
-		e.StartDefaults(&run)
-		return []storage.NewRun{run}, nil
+		return []storage.NewRun{newRun(*s, runID)}
 	})
 	return runID, err
 }
@@ -314,7 +312,7 @@ func newRun(s storage.Schedule, id string) storage.NewRun {
 
 // update reads a schedule, changes it and writes it back at the revision
 // read, again while another process wins the race.
-func update(ctx context.Context, e *runtime.Engine, id string, change func(*storage.Schedule, clock, time.Time) ([]storage.NewRun, error)) error {
+func update(ctx context.Context, e *runtime.Engine, id string, change func(*storage.Schedule, clock, time.Time) []storage.NewRun) error {
 	for {
 		s, err := e.Store().GetSchedule(ctx, id)
 		if err != nil {
@@ -324,24 +322,32 @@ func update(ctx context.Context, e *runtime.Engine, id string, change func(*stor
 		if err != nil {
 			return err
 		}
-		rev := s.Revision
 		before := s
-		runs, err := change(&s, c, e.Now())
-		if err != nil {
-			return err
-		}
+		runs := change(&s, c, e.Now())
 		if len(runs) == 0 && sameSchedule(before, s) {
 			return nil
 		}
-		_, err = e.Store().WriteSchedule(ctx, storage.ScheduleWrite{Schedule: s, Revision: rev, Runs: runs})
-		if errors.Is(err, storage.ErrConflict) {
-			continue
+		if err := write(ctx, e, s, before.Revision, runs); !errors.Is(err, storage.ErrConflict) {
+			return err
 		}
-		if err == nil && len(runs) > 0 {
-			e.Ready() // wake the local workers
-		}
+	}
+}
+
+// write stores s at revision rev with the runs of its tick, each given
+// what a start on e gives it (StartDefaults), in one atomic change, and
+// wakes e's workers when a run was created.
+func write(ctx context.Context, e *runtime.Engine, s storage.Schedule, rev int64, runs []storage.NewRun) error {
+	for i := range runs {
+		e.StartDefaults(&runs[i])
+	}
+	res, err := e.Store().WriteSchedule(ctx, storage.ScheduleWrite{Schedule: s, Revision: rev, Runs: runs})
+	if err != nil {
 		return err
 	}
+	if slices.ContainsFunc(res.Runs, func(r storage.CreateResult) bool { return r.Created }) {
+		e.Ready() // the local workers claim at once
+	}
+	return nil
 }
 
 func sameSchedule(a, b storage.Schedule) bool {
@@ -460,10 +466,10 @@ func earliest(a, b time.Time) time.Time {
 // fire handles one due schedule: decides, then writes at the revision it
 // read. Another engine's write first is ErrConflict, which is not an error
 // here: that engine handled the tick.
-func fire(ctx context.Context, e *runtime.Engine, s storage.Schedule, now time.Time) (int, error) {
+func fire(ctx context.Context, e *runtime.Engine, s storage.Schedule, now time.Time) error {
 	c, err := parse(s.ID, s.Cron, s.TimeZone)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	lastRunning := false
 	if s.LastRunID != "" && (s.Overlap != Allow || s.Held != nil) {
@@ -472,31 +478,15 @@ func fire(ctx context.Context, e *runtime.Engine, s storage.Schedule, now time.T
 		case err == nil:
 			lastRunning = !r.Status.Finished()
 		case !errors.Is(err, storage.ErrRunNotFound):
-			return 0, err
+			return err
 		}
 	}
-	rev := s.Revision
 	updated, runs := plan(s, c, now, lastRunning)
-	for i := range runs {
-		e.StartDefaults(&runs[i])
-	}
-	res, err := e.Store().WriteSchedule(ctx, storage.ScheduleWrite{Schedule: updated, Revision: rev, Runs: runs})
+	err = write(ctx, e, updated, s.Revision, runs)
 	if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrScheduleNotFound) {
-		return 0, nil
+		return nil
 	}
-	if err != nil {
-		return 0, err
-	}
-	started := 0
-	for _, r := range res.Runs {
-		if r.Created {
-			started++
-		}
-	}
-	if started > 0 {
-		e.Ready() // wake the local workers
-	}
-	return started, nil
+	return err
 }
 
 // Service fires the store's due schedules while the engine runs (put it in
@@ -549,7 +539,7 @@ func serveOnce(ctx context.Context, e *runtime.Engine) error {
 	}
 	var errs []error
 	for _, s := range p.Schedules {
-		if _, err := fire(ctx, e, s, now); err != nil {
+		if err := fire(ctx, e, s, now); err != nil {
 			errs = append(errs, fmt.Errorf("schedule %s: %w", s.ID, err))
 		}
 	}
