@@ -133,12 +133,7 @@ type ScheduleQuery struct {
 }
 
 // PageSize is how many schedules one page of the query holds at most.
-func (q ScheduleQuery) PageSize() int {
-	if q.Limit <= 0 {
-		return DefaultPageSize
-	}
-	return q.Limit
-}
+func (q ScheduleQuery) PageSize() int { return pageSize(q.Limit) }
 
 // SchedulePage is one page of ListSchedules.
 type SchedulePage struct {

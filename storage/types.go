@@ -176,11 +176,15 @@ type ListRunsQuery struct {
 }
 
 // PageSize is how many runs one page of the query holds at most.
-func (q ListRunsQuery) PageSize() int {
-	if q.Limit <= 0 {
+func (q ListRunsQuery) PageSize() int { return pageSize(q.Limit) }
+
+// pageSize is a query's page size for its Limit: DefaultPageSize when the
+// Limit is not above zero.
+func pageSize(limit int) int {
+	if limit <= 0 {
 		return DefaultPageSize
 	}
-	return q.Limit
+	return limit
 }
 
 // RunPage is one page of ListRuns.

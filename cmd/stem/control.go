@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/stemflow/stem/runtime"
-	"github.com/stemflow/stem/storage"
 )
 
 func start(fs *flag.FlagSet) func(*call, []string) error {
@@ -24,18 +23,15 @@ func start(fs *flag.FlagSet) func(*call, []string) error {
 	delay := fs.Duration("delay", 0, "keep the run queued for `DUR` before a worker takes it")
 	return func(c *call, args []string) error {
 		c.subject = args[0]
+		if err := checkPlacement(*queue, *priority); err != nil {
+			return err
+		}
 		var opts []runtime.StartOption
 		if *queue != "" {
-			if err := storage.CheckQueueName(*queue); err != nil {
-				return usagef("--queue: %s", nameReason(err))
-			}
 			opts = append(opts, runtime.OnQueue(*queue))
 		}
 		if *partition != "" {
 			opts = append(opts, runtime.WithPartition(*partition))
-		}
-		if *priority < storage.MinPriority || *priority > storage.MaxPriority {
-			return usagef("--priority %d: want %d to %d", *priority, storage.MinPriority, storage.MaxPriority)
 		}
 		if *priority != 0 {
 			opts = append(opts, runtime.WithPriority(*priority))

@@ -119,6 +119,21 @@ type jsonQueue struct {
 // checkQueue refuses a queue that no worker sharing the store recorded,
 // suggesting the nearest one: the runtime refuses it too, but only this
 // command knows the queues to suggest from (its engine registers none).
+// checkPlacement checks --queue and --priority as given, before the store
+// is opened: a malformed queue name or a priority out of range is a usage
+// error.
+func checkPlacement(queue string, priority int) error {
+	if queue != "" {
+		if err := storage.CheckQueueName(queue); err != nil {
+			return usagef("--queue: %s", nameReason(err))
+		}
+	}
+	if priority < storage.MinPriority || priority > storage.MaxPriority {
+		return usagef("--priority %d: want %d to %d", priority, storage.MinPriority, storage.MaxPriority)
+	}
+	return nil
+}
+
 func checkQueue(c *call, e *runtime.Engine, name string) error {
 	if name == "" || name == runtime.DefaultQueue {
 		return nil

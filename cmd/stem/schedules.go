@@ -203,13 +203,8 @@ func createSchedule(fs *flag.FlagSet) func(*call, []string) error {
 		case cu != schedule.All && *window != 0:
 			return usagef("--catch-up-window applies only to --catch-up all (not %s)", schedule.PolicyName(cu))
 		}
-		if *queue != "" {
-			if err := storage.CheckQueueName(*queue); err != nil {
-				return usagef("--queue: %s", nameReason(err))
-			}
-		}
-		if *priority < storage.MinPriority || *priority > storage.MaxPriority {
-			return usagef("--priority %d: want %d to %d", *priority, storage.MinPriority, storage.MaxPriority)
+		if err := checkPlacement(*queue, *priority); err != nil {
+			return err
 		}
 		input, err := c.jsonArg("input", args[3])
 		if err != nil {
