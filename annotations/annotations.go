@@ -19,6 +19,7 @@ const (
 	DirectiveWorkflow = "workflow"
 	DirectiveStep     = "step"
 	DirectiveEvent    = "event"
+	DirectiveAllow    = "allow"
 )
 
 // Annotation is one parsed directive: a *Workflow, *Step or *Event.
@@ -189,20 +190,78 @@ func (s *Step) String() string {
 	return b.String()
 }
 
-// Event is //stem:event topic=<topic>. It marks a type as the payload of a
-// typed event on Topic.
+// Event is //stem:event topic=<topic> [version=<n>]. It marks a type as the
+// payload of a typed event on Topic.
 type Event struct {
 	// Topic is the event topic (topic=, required).
 	Topic string
+	// Version acknowledges a change of the payload's shape recorded in the
+	// package's manifest (version=, default 1): runs waiting on the topic,
+	// or holding a delivered payload, would decode the old shape into the
+	// new type, so a changed shape needs a new topic or a bump, after
+	// `stem check` shows no run in flight holds one.
+	Version int
 	Positions
 }
 
 // Directive returns DirectiveEvent.
 func (*Event) Directive() string { return DirectiveEvent }
 
+// Key returns the event's manifest key, "topic@vN".
+func (e *Event) Key() string { return fmt.Sprintf("%s@v%d", e.Topic, e.Version) }
+
 // String returns the directive in canonical form.
 func (e *Event) String() string {
-	return fmt.Sprintf("%s%s topic=%s", Prefix, DirectiveEvent, e.Topic)
+	s := fmt.Sprintf("%s%s topic=%s", Prefix, DirectiveEvent, e.Topic)
+	if e.Version != 1 {
+		s += fmt.Sprintf(" version=%d", e.Version)
+	}
+	return s
+}
+
+// The kinds of nondeterminism the determinism analyzer reports, which a
+// //stem:allow line comment names to allow one deliberately.
+const (
+	AllowTime      = "time"      // the wall clock: time.Now, time.Since, timers
+	AllowRand      = "rand"      // math/rand, crypto/rand
+	AllowGoroutine = "goroutine" // go statements
+	AllowSelect    = "select"    // select statements and channel operations
+	AllowMap       = "map"       // ranging over a map
+	AllowIO        = "io"        // files, network, environment, processes
+	AllowGlobal    = "global"    // writes to package variables
+)
+
+// AllowKinds lists the kinds //stem:allow accepts, in the order messages
+// name them.
+var AllowKinds = []string{AllowTime, AllowRand, AllowGoroutine, AllowSelect, AllowMap, AllowIO, AllowGlobal}
+
+// Allow is //stem:allow <kind>..., a line comment inside workflow code
+// that allows the named kinds of nondeterminism (AllowKinds) on its own
+// line, or on the next line when it stands alone on its line: a
+// deliberate exception the determinism analyzer then does not report.
+// Say why in an ordinary comment beside it.
+type Allow struct {
+	// Kinds are the kinds allowed, in the order written.
+	Kinds []string
+	Positions
+}
+
+// Directive returns DirectiveAllow.
+func (*Allow) Directive() string { return DirectiveAllow }
+
+// Allows reports whether the comment allows kind.
+func (a *Allow) Allows(kind string) bool {
+	for _, k := range a.Kinds {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// String returns the directive in canonical form.
+func (a *Allow) String() string {
+	return Prefix + DirectiveAllow + " " + strings.Join(a.Kinds, " ")
 }
 
 // Error is a malformed directive, positioned at the offending token.

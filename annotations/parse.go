@@ -122,11 +122,30 @@ var directives = map[string][]keySpec{
 			a.(*Event).Topic = v
 			return checkName("topic", v, true)
 		}},
+		{key: "version", set: func(a Annotation, v string) (string, int) {
+			n, msg := parseVersion(v)
+			a.(*Event).Version = n
+			return msg, 0
+		}},
 	},
+	DirectiveAllow: allowSpecs(),
+}
+
+// allowSpecs makes each kind of AllowKinds a flag of //stem:allow.
+func allowSpecs() []keySpec {
+	specs := make([]keySpec, len(AllowKinds))
+	for i, k := range AllowKinds {
+		specs[i] = keySpec{key: k, flag: true, set: func(a Annotation, _ string) (string, int) {
+			al := a.(*Allow)
+			al.Kinds = append(al.Kinds, k)
+			return "", 0
+		}}
+	}
+	return specs
 }
 
 // directiveNames lists the directives in the order messages name them.
-var directiveNames = []string{DirectiveWorkflow, DirectiveStep, DirectiveEvent}
+var directiveNames = []string{DirectiveWorkflow, DirectiveStep, DirectiveEvent, DirectiveAllow}
 
 // IsDirective reports whether a comment's text starts a stem directive
 // (possibly malformed): whether Parse has anything to say about it.
@@ -201,7 +220,9 @@ func Parse(slash token.Pos, text string) (Annotation, error) {
 	case DirectiveStep:
 		a = &Step{Version: 1, Positions: pos}
 	case DirectiveEvent:
-		a = &Event{Positions: pos}
+		a = &Event{Version: 1, Positions: pos}
+	case DirectiveAllow:
+		a = &Allow{Positions: pos}
 	}
 	var errs ErrorList
 	fail := func(p token.Pos, format string, args ...any) {
@@ -253,6 +274,9 @@ func Parse(slash token.Pos, text string) (Annotation, error) {
 		if msg, at := spec.set(a, value); msg != "" {
 			fail(valuePos+token.Pos(at), "%s", msg)
 		}
+	}
+	if al, ok := a.(*Allow); ok && len(al.Kinds) == 0 && len(errs) == 0 {
+		fail(namePos, "%s%s needs the kinds of nondeterminism it allows: %s", Prefix, d.Name, oneOf(AllowKinds))
 	}
 	for _, spec := range specs {
 		if _, ok := pos.Keys[spec.key]; spec.required && !ok {

@@ -41,8 +41,11 @@ func TestParseGood(t *testing.T) {
 		{"//stem:step name=charge version=2 retries=0 backoff=1s", &Step{Name: "charge", Version: 2, Backoff: time.Second}},
 		{"//stem:step autoversion name=pack", &Step{Name: "pack", Version: 1, Autoversion: true}},
 		{"//stem:step name=p backoff=1s..1s", &Step{Name: "p", Version: 1, Backoff: time.Second, MaxBackoff: time.Second}},
-		{"//stem:event topic=shipment.ready", &Event{Topic: "shipment.ready"}},
-		{"//stem:event topic=a/b:c", &Event{Topic: "a/b:c"}},
+		{"//stem:event topic=shipment.ready", &Event{Topic: "shipment.ready", Version: 1}},
+		{"//stem:event topic=a/b:c", &Event{Topic: "a/b:c", Version: 1}},
+		{"//stem:event topic=shipment.ready version=2", &Event{Topic: "shipment.ready", Version: 2}},
+		{"//stem:allow time", &Allow{Kinds: []string{"time"}}},
+		{"//stem:allow rand goroutine io", &Allow{Kinds: []string{"rand", "goroutine", "io"}}},
 	}
 	for _, c := range cases {
 		got, err := Parse(base, c.line)
@@ -86,7 +89,11 @@ func TestParseErrors(t *testing.T) {
 		line string
 		want []string // "col: message substring"
 	}{
-		{"//stem:stpe name=x", []string{"8: unknown directive //stem:stpe; want //stem:workflow, //stem:step or //stem:event (did you mean //stem:step?)"}},
+		{"//stem:stpe name=x", []string{"8: unknown directive //stem:stpe; want //stem:workflow, //stem:step, //stem:event or //stem:allow (did you mean //stem:step?)"}},
+		{"//stem:allow", []string{"8: //stem:allow needs the kinds of nondeterminism it allows: time, rand, goroutine, select, map, io or global"}},
+		{"//stem:allow tmie", []string{"14: unknown key \"tmie\" in //stem:allow; want time, rand, goroutine, select, map, io or global (did you mean time?)"}},
+		{"//stem:allow time=now", []string{"18: time is a flag and takes no value: write time"}},
+		{"//stem:event topic=x version=0", []string{"30: version must be a positive integer without sign or leading zeros, got \"0\""}},
 		{"//stem:workflwo name=x", []string{"8: (did you mean //stem:workflow?)"}},
 		{"//stem:frobnicate", []string{"8: unknown directive //stem:frobnicate"}},
 		{"//stem:", []string{"8: malformed directive"}},
@@ -246,6 +253,10 @@ func stripPositions(a Annotation) Annotation {
 		c.Positions = Positions{}
 		return &c
 	case *Event:
+		c := *a
+		c.Positions = Positions{}
+		return &c
+	case *Allow:
 		c := *a
 		c.Positions = Positions{}
 		return &c

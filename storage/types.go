@@ -2,6 +2,7 @@ package storage
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -68,7 +69,18 @@ type NewRun struct {
 	// oldest ReadyAt first within a priority. Zero is the default; within
 	// MinPriority and MaxPriority.
 	Priority int
+	// Version is the version of the workflow the run starts under (its
+	// annotation's version=), from 0 to MaxVersion. The store keeps it
+	// with the run, through restarts and continue-as-new, and a claim
+	// takes the run only where ClaimRequest.Versions allows it. 0 means
+	// the starter did not say (runs stored before versions were kept
+	// read as 0): engines claim such a run with the newest version they
+	// register.
+	Version int
 }
+
+// MaxVersion is the highest workflow version a run records.
+const MaxVersion = 999999999
 
 // The bounds of NewRun.Priority.
 const (
@@ -147,6 +159,9 @@ type RunRecord struct {
 	Queue     string
 	Partition string
 	Priority  int
+	// Version is NewRun.Version: the workflow version the run started
+	// under, 0 when unknown.
+	Version   int
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -169,6 +184,10 @@ type ListRunsQuery struct {
 	ParentID string
 	// Queue keeps only the runs of this queue.
 	Queue string
+	// Versions keeps only the runs recorded with one of these workflow
+	// versions (0 included: the runs whose version is unknown); nil or
+	// empty keeps every version.
+	Versions []int
 	// After is the cursor: only runs with ID greater than After.
 	After string
 	// Limit caps the page; zero means DefaultPageSize.
@@ -215,6 +234,21 @@ type ClaimRequest struct {
 	// number of processes never let a queue or partition hold more places
 	// than its limit, nor a window more starts than its rate.
 	Queues []Queue
+	// Versions restricts the claim to the versions of each workflow the
+	// worker can run: a run of a workflow with an entry here is claimed
+	// only when its Version is in the entry's list (VersionIn). A workflow
+	// of Workflows without an entry is claimed at any version. The
+	// runtime gives every workflow it claims an entry: the versions it
+	// registers, and 0 for runs of unknown version.
+	Versions map[string][]int
+}
+
+// VersionIn reports whether a run of workflow at version v passes a
+// Versions filter (ClaimRequest.Versions, NextWakeRequest.Versions): when
+// versions has no entry for workflow, or the entry lists v.
+func VersionIn(versions map[string][]int, workflow string, v int) bool {
+	allowed, ok := versions[workflow]
+	return !ok || slices.Contains(allowed, v)
 }
 
 // Empty reports whether the claim can lease nothing (no workflows or no
@@ -232,6 +266,9 @@ type NextWakeRequest struct {
 	// may name a time at which a claim finds every due run's queue full,
 	// and an engine whose claim then comes back empty backs off.
 	Queues []string
+	// Versions restricts it to runs of these versions, as
+	// ClaimRequest.Versions restricts a claim.
+	Versions map[string][]int
 }
 
 // NextWake answers a NextWakeRequest.
@@ -268,6 +305,9 @@ type ClaimedRun struct {
 	Wait *Wait
 	// Deadline is the run's deadline (NewRun.Deadline), nil when none.
 	Deadline *time.Time
+	// Version is the workflow version the run started under
+	// (NewRun.Version), 0 when unknown.
+	Version int
 	// LeaseUntil is when this lease expires unless extended.
 	LeaseUntil time.Time
 	// Replay, when not nil, is the run's replay exactly as LoadReplay would

@@ -47,6 +47,9 @@ func ValidateNewRuns(runs []NewRun) error {
 		if r.Priority < MinPriority || r.Priority > MaxPriority {
 			return invalid("create runs", "run %q has priority %d, outside %d to %d", r.ID, r.Priority, MinPriority, MaxPriority)
 		}
+		if r.Version < 0 || r.Version > MaxVersion {
+			return invalid("create runs", "run %q has workflow version %d, outside 0 to %d", r.ID, r.Version, MaxVersion)
+		}
 	}
 	return nil
 }
@@ -115,6 +118,27 @@ func (q ListRunsQuery) Validate() error {
 			return invalid("list runs", "%s", reason(err))
 		}
 	}
+	for _, v := range q.Versions {
+		if v < 0 || v > MaxVersion {
+			return invalid("list runs", "version filter %d is outside 0 to %d", v, MaxVersion)
+		}
+	}
+	return nil
+}
+
+// validVersions checks a Versions filter: well-formed workflow names and
+// versions from 0 to MaxVersion.
+func validVersions(op string, versions map[string][]int) error {
+	for w, vs := range versions {
+		if err := CheckWorkflowName(w); err != nil {
+			return invalid(op, "versions filter: %s", reason(err))
+		}
+		for _, v := range vs {
+			if v < 0 || v > MaxVersion {
+				return invalid(op, "versions filter of %q: version %d is outside 0 to %d", w, v, MaxVersion)
+			}
+		}
+	}
 	return nil
 }
 
@@ -135,6 +159,9 @@ func (r ClaimRequest) Validate() error {
 	if err := validQueues("claim", r.Queues); err != nil {
 		return err
 	}
+	if err := validVersions("claim", r.Versions); err != nil {
+		return err
+	}
 	return validLeaseFor("claim", r.LeaseFor)
 }
 
@@ -150,7 +177,7 @@ func (r NextWakeRequest) Validate() error {
 			return invalid("next wake", "%s", reason(err))
 		}
 	}
-	return nil
+	return validVersions("next wake", r.Versions)
 }
 
 // Validate checks the lease, the lease length, the checkpoint and the

@@ -1,0 +1,142 @@
+// Package manifest is the format of stem.manifest.json, the file stemgen
+// keeps beside each package's generated code: every durable shape the
+// package's workflows, steps and events have had, by key. stemgen reads it
+// to refuse a changed shape without a version bump; `stem check` reads it
+// to find the runs in a store that a build could not continue.
+package manifest
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// FileName is the manifest's name in its package's directory.
+const FileName = "stem.manifest.json"
+
+// Comment is the comment every manifest carries.
+const Comment = "Maintained by stemgen: the shape of each workflow's, step's and event's payloads, by key, and which keys the package's code has now. " +
+	"A changed shape needs a version bump. Commit this file; do not edit it."
+
+// Manifest is one package's manifest. Entries whose key the code no longer
+// has are kept, marked Retired: stored runs may still hold them, so reusing
+// such a key with another shape is refused too.
+type Manifest struct {
+	Comment   string     `json:"comment"`
+	Workflows []Workflow `json:"workflows"`
+	Steps     []Step     `json:"steps"`
+	Events    []Event    `json:"events"`
+}
+
+// Workflow is the shape of one version of a workflow.
+type Workflow struct {
+	// Key is the workflow's name and version, "orders.fulfil@v2".
+	Key string `json:"key"`
+	// Input, Output and Progress are the shapes of its input, output and
+	// progress= type (Progress "" when it has none).
+	Input    string `json:"input"`
+	Output   string `json:"output"`
+	Progress string `json:"progress,omitempty"`
+	// Retired is true when no function of the package is annotated with
+	// this name and version any more: a build of the package cannot run
+	// runs of it.
+	Retired bool `json:"retired,omitempty"`
+}
+
+// Step is the shape of one step's checkpoint key.
+type Step struct {
+	// Key is the step's checkpoint key, "charge@v2".
+	Key string `json:"key"`
+	// Input is the shape of its parameters, as a tuple "(…)"; Output of
+	// its result, "()" for a step that returns only an error.
+	Input  string `json:"input"`
+	Output string `json:"output"`
+	// Autoversion is true for an autoversion step: its checkpoints are
+	// Key#0, Key#1, ..., never Key itself.
+	Autoversion bool `json:"autoversion,omitempty"`
+	// Retired is true when the package's code no longer has the key.
+	Retired bool `json:"retired,omitempty"`
+}
+
+// Event is the payload shape of one version of an event.
+type Event struct {
+	// Key is the event's topic and version, "orders.shipment-ready@v1".
+	Key string `json:"key"`
+	// Payload is the shape of its payload type.
+	Payload string `json:"payload"`
+	// Retired is true when the package's code no longer declares the
+	// topic at this version.
+	Retired bool `json:"retired,omitempty"`
+}
+
+// Parse decodes a manifest, refusing unknown fields: a manifest written by
+// a newer stemgen says so instead of losing what it records.
+func Parse(b []byte) (*Manifest, error) {
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// Read reads and decodes the manifest at path; the error names the path.
+func Read(path string) (*Manifest, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// Encode returns the manifest as stemgen writes it: entries sorted by key,
+// indented, with the standard comment and a final newline.
+func (m *Manifest) Encode() []byte {
+	c := *m
+	c.Comment = Comment
+	c.Workflows = sorted(c.Workflows, func(w Workflow) string { return w.Key })
+	c.Steps = sorted(c.Steps, func(s Step) string { return s.Key })
+	c.Events = sorted(c.Events, func(e Event) string { return e.Key })
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(c); err != nil {
+		panic(err) // plain strings and bools always encode
+	}
+	return buf.Bytes()
+}
+
+// sorted returns a sorted copy of entries, never nil (so it encodes as []).
+func sorted[E any](entries []E, key func(E) string) []E {
+	out := append(make([]E, 0, len(entries)), entries...)
+	slices.SortFunc(out, func(a, b E) int { return cmp.Compare(key(a), key(b)) })
+	return out
+}
+
+// SplitKey splits "name@vN" into its name and version; ok is false when
+// key is not of that form.
+func SplitKey(key string) (name string, version int, ok bool) {
+	i := strings.LastIndex(key, "@v")
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(key[i+2:])
+	if err != nil || n < 1 || strconv.Itoa(n) != key[i+2:] {
+		return "", 0, false
+	}
+	return key[:i], n, true
+}
+
+// Key joins a name and a version as "name@vN".
+func Key(name string, version int) string { return fmt.Sprintf("%s@v%d", name, version) }
