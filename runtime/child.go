@@ -149,7 +149,7 @@ func (x *execution) startChild(key, workflow string, input any, opts []ChildOpti
 		opt(&o)
 	}
 	req := storage.NewRun{ID: childID, Workflow: workflow, Input: in, ParentID: x.lease.RunID, ParentPolicy: o.policy,
-		Deadline: def.deadlineFrom(e.clock.Now(), time.Time{}), Queue: def.queue}
+		Deadline: def.deadlineFrom(e.clock.Now(), time.Time{}), Queue: def.queue, Version: def.version}
 	res, err := e.store.CreateRuns(context.WithoutCancel(x.ctx), []storage.NewRun{req})
 	if err != nil {
 		x.stop(err)

@@ -153,7 +153,7 @@ func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
 		x.finish(nil, err)
 		return
 	}
-	def, err := e.registered(r.Workflow)
+	def, err := e.registeredVersion(r.Workflow, r.Version)
 	if err != nil {
 		x.release()
 		return
