@@ -132,16 +132,16 @@ type Engine struct {
 	workflows map[string]*workflowDef // the newest version of each name
 	// older holds the other registered versions of each name, oldest
 	// first: they run the runs started under them, and start none.
-	older  map[string][]*workflowDef
-	events    map[string]eventDef
-	queues    map[string]storage.Queue
-	names     []string // sorted workflow names, for claims
-	active    map[string]*execution
-	closed    bool
-	running   bool
-	stopRun   context.CancelFunc
-	runDone   chan struct{}
-	waiters   waiters // the callers waiting on runs' results
+	older   map[string][]*workflowDef
+	events  map[string]eventDef
+	queues  map[string]storage.Queue
+	names   []string // sorted workflow names, for claims
+	active  map[string]*execution
+	closed  bool
+	running bool
+	stopRun context.CancelFunc
+	runDone chan struct{}
+	waiters waiters // the callers waiting on runs' results
 	// watchStop and watchDone stop and await the watch of the store's
 	// finished runs, once started (see watchFinished).
 	watchStop context.CancelFunc
