@@ -94,6 +94,13 @@ func (c *stemCalls) StartShipChild(name string, in string, opts ...runtime.Child
 // Ship waits for its parcel and returns the carrier.
 const ShipWorkflowName = "p.ship"
 
+// ShipWorkflowVersion is the version= of workflow Ship (p.ship). Every run
+// records the version it started under, and an engine claims a run only when
+// it registers that version.
+//
+// Ship waits for its parcel and returns the carrier.
+const ShipWorkflowVersion = 1
+
 // ShipContext is what workflow Ship (p.ship) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package p, each also in a form that returns a future
@@ -142,7 +149,7 @@ func RegisterShip(e *runtime.Engine) error {
 			WorkflowContext: c,
 			stemCalls:       stemCalls{wc: c},
 		}, in)
-	}, runtime.WorkflowVersion(1))
+	}, runtime.WorkflowVersion(ShipWorkflowVersion))
 }
 
 // StartShip starts a run of workflow Ship (p.ship) with input in. With

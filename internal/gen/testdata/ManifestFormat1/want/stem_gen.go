@@ -130,6 +130,13 @@ func (c *stemCalls) StartPackChild(name string, in []string, opts ...runtime.Chi
 // Pack packs every item once the warehouse is ready.
 const PackWorkflowName = "p.pack"
 
+// PackWorkflowVersion is the version= of workflow Pack (p.pack). Every run
+// records the version it started under, and an engine claims a run only when
+// it registers that version.
+//
+// Pack packs every item once the warehouse is ready.
+const PackWorkflowVersion = 1
+
 // PackContext is what workflow Pack (p.pack) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package p, each also in a form that returns a future
@@ -178,7 +185,7 @@ func RegisterPack(e *runtime.Engine) error {
 			WorkflowContext: c,
 			stemCalls:       stemCalls{wc: c},
 		}, in)
-	}, runtime.WorkflowVersion(1))
+	}, runtime.WorkflowVersion(PackWorkflowVersion))
 }
 
 // StartPack starts a run of workflow Pack (p.pack) with input in. With

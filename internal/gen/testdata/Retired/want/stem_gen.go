@@ -123,6 +123,13 @@ func (c *stemCalls) StartShipChild(name string, in string, opts ...runtime.Child
 // Ship packs and labels.
 const ShipWorkflowName = "p.ship"
 
+// ShipWorkflowVersion is the version= of workflow Ship (p.ship). Every run
+// records the version it started under, and an engine claims a run only when
+// it registers that version.
+//
+// Ship packs and labels.
+const ShipWorkflowVersion = 2
+
 // ShipContext is what workflow Ship (p.ship) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package p, each also in a form that returns a future
@@ -166,7 +173,7 @@ func RegisterShip(e *runtime.Engine) error {
 			WorkflowContext: c,
 			stemCalls:       stemCalls{wc: c},
 		}, in)
-	}, runtime.WorkflowVersion(2))
+	}, runtime.WorkflowVersion(ShipWorkflowVersion))
 }
 
 // StartShip starts a run of workflow Ship (p.ship) with input in. With
