@@ -75,15 +75,19 @@ func TestRemovedAnnotationsRemoveTheGeneratedFile(t *testing.T) {
 	if len(res.Diagnostics) > 0 {
 		t.Fatal(res.Diagnostics)
 	}
-	if len(res.Files) != 1 || res.Files[0].Path != genFile || res.Files[0].Content != nil {
-		t.Fatalf("files = %v, want the removal of %s", res.Files, genFile)
+	docsFile := filepath.Join(dir, DocsFileName)
+	if len(res.Files) != 2 || res.Files[0].Path != genFile || res.Files[0].Content != nil ||
+		res.Files[1].Path != docsFile || res.Files[1].Content != nil {
+		t.Fatalf("files = %v, want the removal of %s and %s", res.Files, genFile, docsFile)
 	}
 	changed, err := Commit(res.Files)
-	if err != nil || len(changed) != 1 {
+	if err != nil || len(changed) != 2 {
 		t.Fatal(changed, err)
 	}
-	if _, err := os.Stat(genFile); !os.IsNotExist(err) {
-		t.Errorf("%s still exists: %v", genFile, err)
+	for _, f := range []string{genFile, docsFile} {
+		if _, err := os.Stat(f); !os.IsNotExist(err) {
+			t.Errorf("%s still exists: %v", f, err)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, ManifestFileName)); err != nil {
 		t.Errorf("the manifest, the history of stored shapes, must stay: %v", err)
@@ -108,7 +112,7 @@ func TestPatterns(t *testing.T) {
 		rel, _ := filepath.Rel(dir, f.Path)
 		paths = append(paths, rel)
 	}
-	if want := []string{"a/" + ManifestFileName, "a/" + GenFileName}; !slices.Equal(paths, want) {
+	if want := []string{"a/" + ManifestFileName, "a/" + GenFileName, "a/" + DocsFileName}; !slices.Equal(paths, want) {
 		t.Errorf("files = %q, want %q", paths, want)
 	}
 }
