@@ -1064,8 +1064,8 @@ func (fw *flowWalker) runtimeCall(c *ast.CallExpr, name string, args []string, o
 	switch name {
 	case "All":
 		fw.node(out, shapeWait, false, "await all of", strings.Join(futures(1), ", "))
-		for _, a := range c.Args[1:] {
-			if v := baseIdent(a); v != "" {
+		for i, a := range c.Args {
+			if v := baseIdent(a); v != "" && i > 0 {
 				fw.collected[v] = true
 			}
 		}

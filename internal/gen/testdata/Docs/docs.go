@@ -113,10 +113,19 @@ func Ship(ctx *ShipContext, in Order) (Bill, error) {
 	return bill, nil
 }
 
+// engine is what BillFor emits with: a workflow that emits outside a step
+// does it again on every replay, but the page shows it all the same.
+var engine *rt.Engine
+
 // Bill charges a quote.
 //
 //stem:workflow name=docs.bill
 func BillFor(ctx *BillForContext, q Quote) (Bill, error) {
+	if q.Cents == 0 {
+		if _, err := EmitCancelled(ctx.Context(), engine, Cancelled{Reason: "free"}); err != nil {
+			return Bill{}, err
+		}
+	}
 	return ctx.Charge(q)
 }
 
@@ -137,6 +146,9 @@ func Audit(ctx *AuditContext, id string) (string, error) {
 	}
 	for _, b := range bills {
 		if _, err := b.Await(); err != nil {
+			if rerr := ctx.Refund(Quote{}); rerr != nil {
+				return "", rerr
+			}
 			return "", err
 		}
 	}
