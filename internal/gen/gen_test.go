@@ -22,8 +22,10 @@ var update = flag.Bool("update", false, "rewrite the want files of testdata case
 //   - stem_gen.go: the generated file, which must also build and pass go
 //     vet in a module using this tree's runtime, and come out byte-identical
 //     when generated again over itself; optionally stem.manifest.json, the
-//     manifest written, and output.txt, what `go run .` of the package
-//     (a main package) prints.
+//     manifest written, output.txt, what `go run .` of the package (a main
+//     package) prints, stem_workflows.md, the page written, and
+//     warnings.txt, the warnings, exactly, one per line (without it there
+//     must be none).
 func TestCases(t *testing.T) {
 	cases, err := os.ReadDir("testdata")
 	if err != nil {
@@ -64,6 +66,14 @@ func runCase(t *testing.T, caseDir string) {
 			t.Error(d.Rel(dir))
 		}
 		t.FailNow()
+	}
+	var warnings strings.Builder
+	for _, d := range res.Warnings {
+		warnings.WriteString(d.Rel(dir) + "\n")
+	}
+	warningsFile := filepath.Join(want, "warnings.txt")
+	if exists(warningsFile) || len(res.Warnings) > 0 {
+		compare(t, warningsFile, []byte(warnings.String()))
 	}
 	if _, err := Commit(res.Files); err != nil {
 		t.Fatal(err)
@@ -107,6 +117,14 @@ func runCase(t *testing.T, caseDir string) {
 		t.Fatal(err)
 	}
 	compare(t, filepath.Join(want, ManifestFileName), manifest)
+	docsFile := filepath.Join(want, DocsFileName)
+	if exists(docsFile) || *update {
+		docs, err := os.ReadFile(filepath.Join(dir, DocsFileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		compare(t, docsFile, docs)
+	}
 	if output != nil || *update && exists(outputFile) {
 		compare(t, outputFile, output)
 	}
@@ -168,10 +186,10 @@ func TestDeterministic(t *testing.T) {
 	for range 2 {
 		dir := gentest.Module(t, filepath.Join("testdata", "Orders"))
 		res, err := Generate(context.Background(), Config{Dir: dir, Env: gentest.Env()})
-		if err != nil || len(res.Diagnostics) > 0 || len(res.Files) != 2 {
+		if err != nil || len(res.Diagnostics) > 0 || len(res.Files) != 3 {
 			t.Fatalf("Generate: %v %v %d files", err, res.Diagnostics, len(res.Files))
 		}
-		outputs = append(outputs, slices.Concat(res.Files[0].Content, res.Files[1].Content))
+		outputs = append(outputs, slices.Concat(res.Files[0].Content, res.Files[1].Content, res.Files[2].Content))
 		if bytes.Contains(outputs[len(outputs)-1], []byte(dir)) {
 			t.Error("the output mentions its directory")
 		}

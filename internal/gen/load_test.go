@@ -77,15 +77,28 @@ func TestRemovedAnnotationsRemoveTheGeneratedFile(t *testing.T) {
 		t.Fatal(res.Diagnostics)
 	}
 	manifestFile := filepath.Join(dir, ManifestFileName)
-	if len(res.Files) != 2 || res.Files[0].Path != manifestFile || res.Files[1].Path != genFile || res.Files[1].Content != nil {
-		t.Fatalf("files = %v, want the manifest and the removal of %s", res.Files, genFile)
+	docsFile := filepath.Join(dir, DocsFileName)
+	paths := map[string][]byte{}
+	for _, f := range res.Files {
+		paths[f.Path] = f.Content
+	}
+	if c, ok := paths[genFile]; len(res.Files) != 3 || !ok || c != nil {
+		t.Fatalf("files = %v, want the manifest and the removal of %s and %s", res.Files, genFile, docsFile)
+	}
+	if c, ok := paths[docsFile]; !ok || c != nil {
+		t.Fatalf("files = %v, want the removal of %s", res.Files, docsFile)
+	}
+	if _, ok := paths[manifestFile]; !ok {
+		t.Fatalf("files = %v, want the manifest rewritten", res.Files)
 	}
 	changed, err := Commit(res.Files)
-	if err != nil || len(changed) != 2 {
+	if err != nil || len(changed) != 3 {
 		t.Fatal(changed, err)
 	}
-	if _, err := os.Stat(genFile); !os.IsNotExist(err) {
-		t.Errorf("%s still exists: %v", genFile, err)
+	for _, f := range []string{genFile, docsFile} {
+		if _, err := os.Stat(f); !os.IsNotExist(err) {
+			t.Errorf("%s still exists: %v", f, err)
+		}
 	}
 	// The manifest, the history of stored shapes, stays: its workflow is
 	// retired, since the build can no longer run its runs.
@@ -122,7 +135,7 @@ func TestPatterns(t *testing.T) {
 		rel, _ := filepath.Rel(dir, f.Path)
 		paths = append(paths, rel)
 	}
-	if want := []string{"a/" + ManifestFileName, "a/" + GenFileName}; !slices.Equal(paths, want) {
+	if want := []string{"a/" + ManifestFileName, "a/" + GenFileName, "a/" + DocsFileName}; !slices.Equal(paths, want) {
 		t.Errorf("files = %q, want %q", paths, want)
 	}
 }

@@ -13,14 +13,19 @@ import (
 const usage = `usage: stemgen [-C dir] [-check] [packages]
 
 stemgen generates stem_gen.go (and keeps stem.manifest.json) for each
-package with //stem: annotations. Packages are directories, relative to the
-working directory or absolute, optionally ending in /... (default ".").
+package with //stem: annotations, and stem_workflows.md, a page with a
+flowchart of each workflow and the package's event graph. Packages are
+directories, relative to the working directory or absolute, optionally
+ending in /... (default ".").
 Run it from a //go:generate line:
 
 	//go:generate go run github.com/stemflow/stem/cmd/stemgen
 
 Errors are printed as path:line:col: message; on any error nothing is
-written and the exit status is 1.
+written and the exit status is 1. Warnings are printed as
+path:line:col: warning: message and change nothing: an event a workflow
+awaits that nothing in the module sends or emits (calls in _test.go files
+do not count).
 
 Flags:
 `
@@ -61,6 +66,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "stemgen:", err)
 		return 1
+	}
+	for _, w := range res.Warnings {
+		w.Msg = "warning: " + w.Msg
+		fmt.Fprintln(stderr, w.Rel(wd))
 	}
 	if len(res.Diagnostics) > 0 {
 		for _, d := range res.Diagnostics {
