@@ -93,7 +93,7 @@ func (w *walker) visit(n ast.Node) bool {
 		w.ident(n, n.Pos())
 	case *ast.GoStmt:
 		w.report(n.Pos(), annotations.AllowGoroutine, w.o, "go statement",
-			"the goroutine runs beside the workflow, outside its checkpoints, so a replay does not redo what it did, in the order it did it",
+			"the goroutine runs beside the workflow, outside its checkpoints, so neither what it does nor when is replayed",
 			"start concurrent steps with StepAsync (runtime.StepAsync) and wait with Await or runtime.All")
 	case *ast.SelectStmt:
 		for _, c := range n.Body.List {

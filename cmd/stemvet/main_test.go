@@ -1,0 +1,87 @@
+package main_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stemflow/stem/internal/gen/gentest"
+)
+
+const workflow = `package orders
+
+import (
+	"time"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+// Fulfil reads the clock between steps.
+//
+//stem:workflow name=orders.fulfil
+func Fulfil(ctx *runtime.WorkflowContext, n int) (int, error) {
+	start := time.Now()
+	return helper(start), nil
+}
+
+func helper(t time.Time) int {
+	go func() {}()
+	return t.Second()
+}
+`
+
+// TestVetTool builds stemvet and runs it through go vet -vettool on a
+// module with a nondeterministic workflow: go vet fails and names each
+// finding's file:line:col and its fix.
+func TestVetTool(t *testing.T) {
+	t.Parallel()
+	root := gentest.Root(t)
+	tool := filepath.Join(t.TempDir(), "stemvet")
+	build := exec.Command("go", "build", "-o", tool, "./cmd/stemvet")
+	build.Dir = root
+	build.Env = gentest.Env()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	dir := gentest.Module(t, "")
+	if err := os.MkdirAll(filepath.Join(dir, "orders"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "orders", "orders.go"), []byte(workflow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vet := exec.Command("go", "vet", "-vettool="+tool, "./...")
+	vet.Dir = dir
+	vet.Env = gentest.Env()
+	out, err := vet.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+		t.Fatalf("go vet: %v, want a non-zero exit status\n%s", err, out)
+	}
+	for _, want := range []string{
+		"orders/orders.go:13:11: time.Now in workflow orders.fulfil: a replay reads another time than the run did; read the time in a step and use its result",
+		"orders/orders.go:18:2: go statement reached from workflow orders.fulfil via helper(): ",
+		"start concurrent steps with StepAsync",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("go vet output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// Allowed, the same code passes.
+	allowed := strings.Replace(workflow, "start := time.Now()", "start := time.Now() //stem:allow time", 1)
+	allowed = strings.Replace(allowed, "go func() {}()", "//stem:allow goroutine\n\tgo func() {}()", 1)
+	if err := os.WriteFile(filepath.Join(dir, "orders", "orders.go"), []byte(allowed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vet = exec.Command("go", "vet", "-vettool="+tool, "./...")
+	vet.Dir = dir
+	vet.Env = gentest.Env()
+	if out, err := vet.CombinedOutput(); err != nil {
+		t.Fatalf("go vet of the allowed code: %v\n%s", err, out)
+	}
+}
