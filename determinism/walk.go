@@ -94,7 +94,7 @@ func (w *walker) visit(n ast.Node) bool {
 	case *ast.GoStmt:
 		w.report(n.Pos(), annotations.AllowGoroutine, w.o, "go statement",
 			"the goroutine runs beside the workflow, outside its checkpoints, so neither what it does nor when is replayed",
-			"start concurrent steps with StepAsync (runtime.StepAsync) and wait with Await or runtime.All")
+			"start steps concurrently with the context's Async step methods (or runtime.StepAsync) and wait for them with Await or runtime.All")
 	case *ast.SelectStmt:
 		for _, c := range n.Body.List {
 			if cc, ok := c.(*ast.CommClause); ok && cc.Comm != nil {
