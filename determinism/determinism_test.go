@@ -11,5 +11,5 @@ import (
 // TestAnalyzer checks the analyzer's findings against the // want comments
 // of the packages in testdata/src.
 func TestAnalyzer(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), determinism.Analyzer, "kinds", "clean", "allows")
+	analysistest.Run(t, analysistest.TestData(), determinism.Analyzer, "kinds", "clean", "allows", "mapranges")
 }

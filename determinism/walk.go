@@ -85,7 +85,9 @@ func (w *walker) visit(n ast.Node) bool {
 	case *ast.CallExpr:
 		w.call(n)
 	case *ast.SelectorExpr:
-		w.ident(n.Sel, n.Pos())
+		if !w.stdStream(n.X) {
+			w.ident(n.Sel, n.Pos())
+		}
 		// The selector itself is done; its operand may hold more.
 		ast.Inspect(n.X, w.visit)
 		return false
@@ -259,6 +261,22 @@ func (w *walker) ident(id *ast.Ident, pos token.Pos) {
 	if r, name := classify(obj); r != nil {
 		w.report(pos, r.kind, w.o, name, r.why, r.fix)
 	}
+}
+
+// stdStream reports whether x is os.Stdout or os.Stderr: writing there is
+// output, like logging, which a replay repeats but does not depend on.
+func (w *walker) stdStream(x ast.Expr) bool {
+	var id *ast.Ident
+	switch x := ast.Unparen(x).(type) {
+	case *ast.SelectorExpr:
+		id = x.Sel
+	case *ast.Ident:
+		id = x
+	default:
+		return false
+	}
+	v, ok := w.info.Uses[id].(*types.Var)
+	return ok && v.Pkg() != nil && v.Pkg().Path() == "os" && (v.Name() == "Stdout" || v.Name() == "Stderr")
 }
 
 // write reports an assignment's target when it is (part of) a package

@@ -107,6 +107,8 @@ func Fulfil(ctx *FulfilContext, order Order) (string, error) {
 	_ = os.IsNotExist(nil)
 	fmt.Println("printing repeats on replay, like logging")
 	fmt.Fprintln(os.Stdout, "so does writing to standard output")
+	_, _ = os.Stderr.WriteString("and to standard error\n")
+	_, _ = os.Stdin.Read(buf) // want `^\(\*os.File\).Read in workflow`
 
 	processed++                            // want `^write to package variable processed in workflow kinds.fulfil: package variables are shared by every run in the process and outlive a replay, which then starts from what other runs left there; keep the state in local variables and step results$`
 	lastOrder = order.ID                   // want `^write to package variable lastOrder in workflow`
