@@ -1,4 +1,4 @@
-package main_test
+package main
 
 import (
 	"errors"
@@ -33,18 +33,24 @@ func helper(t time.Time) int {
 }
 `
 
-// TestVetTool builds stemvet and runs it through go vet -vettool on a
-// module with a nondeterministic workflow: go vet fails and names each
-// finding's file:line:col and its fix.
+// TestMain makes the test binary stemvet itself when go vet runs it as
+// its -vettool, so the test runs the command as built from these sources.
+func TestMain(m *testing.M) {
+	if os.Getenv("STEMVET_TEST_AS_TOOL") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestVetTool runs stemvet through go vet -vettool on a module with a
+// nondeterministic workflow: go vet fails and names each finding's
+// file:line:col and its fix.
 func TestVetTool(t *testing.T) {
 	t.Parallel()
-	root := gentest.Root(t)
-	tool := filepath.Join(t.TempDir(), "stemvet")
-	build := exec.Command("go", "build", "-o", tool, "./cmd/stemvet")
-	build.Dir = root
-	build.Env = gentest.Env()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	tool, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
 
 	dir := gentest.Module(t, "")
@@ -56,7 +62,7 @@ func TestVetTool(t *testing.T) {
 	}
 	vet := exec.Command("go", "vet", "-vettool="+tool, "./...")
 	vet.Dir = dir
-	vet.Env = gentest.Env()
+	vet.Env = append(gentest.Env(), "STEMVET_TEST_AS_TOOL=1")
 	out, err := vet.CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
@@ -65,7 +71,7 @@ func TestVetTool(t *testing.T) {
 	for _, want := range []string{
 		"orders/orders.go:13:11: time.Now in workflow orders.fulfil: a replay reads another time than the run did; read the time in a step and use its result",
 		"orders/orders.go:18:2: go statement reached from workflow orders.fulfil via helper(): ",
-		"start concurrent steps with StepAsync",
+		"start steps concurrently with the context's Async step methods (or runtime.StepAsync)",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("go vet output lacks %q:\n%s", want, out)
@@ -80,7 +86,7 @@ func TestVetTool(t *testing.T) {
 	}
 	vet = exec.Command("go", "vet", "-vettool="+tool, "./...")
 	vet.Dir = dir
-	vet.Env = gentest.Env()
+	vet.Env = append(gentest.Env(), "STEMVET_TEST_AS_TOOL=1")
 	if out, err := vet.CombinedOutput(); err != nil {
 		t.Fatalf("go vet of the allowed code: %v\n%s", err, out)
 	}
