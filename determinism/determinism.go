@@ -16,8 +16,8 @@
 // functions and methods of the same package it calls or refers to by
 // name. Function literals inside it are workflow code too, except those
 // that run as steps: a literal passed to runtime.Step, runtime.Do,
-// runtime.StepAsync or runtime.DoAsync, and any literal whose first
-// parameter is a runtime.StepContext. Functions annotated //stem:step run
+// runtime.StepAsync or runtime.DoAsync (and a function passed to them by
+// name), and any literal whose first parameter is a runtime.StepContext. Functions annotated //stem:step run
 // as steps and are not workflow code, and neither is generated code (a
 // file starting with "// Code generated ... DO NOT EDIT.", such as
 // stem_gen.go): the context's own methods (Sleep, the typed steps and
@@ -27,8 +27,9 @@
 // A finding in a function the workflow calls is reported at that
 // function's construct, naming the workflow and the calls that reach it:
 // "time.Now reached from workflow orders.fulfil via stamp(): ...". When
-// several workflows reach it, it is reported once, for the first (in
-// source order) by the shortest chain of calls.
+// several workflows reach it, it is reported once, for the workflow with
+// the shortest chain of calls to it (the first in source order among
+// equals).
 //
 // # What it reports
 //
@@ -42,7 +43,8 @@
 //     constructors New, NewSource, NewPCG, NewChaCha8, NewZipf) and the
 //     methods of their sources, and crypto/rand. Draw in a step; a source
 //     seeded from the workflow's input is deterministic and can be allowed.
-//   - goroutine: go statements. Use runtime.StepAsync and futures.
+//   - goroutine: go statements. Start steps concurrently with the
+//     context's Async step methods (runtime.StepAsync) and futures.
 //   - select: select statements, channel sends and receives, and ranging
 //     over a channel. Use runtime.Select over futures and events.
 //   - map: ranging over a map (or over maps.Keys, maps.Values, maps.All),
@@ -79,11 +81,12 @@
 // A //stem:allow <kind>... line comment allows the kinds it names on its
 // own line, or, alone on its line, on the next line:
 //
-//	// The deadline is the start's, read once; replays read it from the input.
-//	deadline := time.Now().Add(time.Hour) //stem:allow time
+//	// Only logged: nothing the workflow does depends on it.
+//	ctx.Logger().Info("resumed", "at", time.Now()) //stem:allow time
 //
 // An allow comment inside a function body that allows nothing is itself
-// reported, so exceptions do not outlive their reason. Malformed allow
+// reported, so exceptions do not outlive their reason: also one in code no
+// workflow reaches, or in a step. Malformed allow
 // comments are stemgen's to report.
 package determinism
 
@@ -104,6 +107,10 @@ var Analyzer = &analysis.Analyzer{
 	Name: "stemdeterminism",
 	Doc:  "report what makes Stem workflow code nondeterministic on replay",
 	URL:  "https://pkg.go.dev/github.com/stemflow/stem/determinism",
+	// Inspect tolerates the type errors of a package whose generated
+	// code is missing or stale, so drivers that allow it (editors) report
+	// before the first go generate.
+	RunDespiteErrors: true,
 	Run: func(pass *analysis.Pass) (any, error) {
 		for _, f := range Inspect(pass.Fset, pass.Files, pass.Pkg, pass.TypesInfo) {
 			pass.Report(analysis.Diagnostic{Pos: f.Pos, Category: f.Kind, Message: f.Message})
