@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stemflow/stem/internal/gen"
 	"github.com/stemflow/stem/internal/gen/gentest"
 )
 
@@ -89,5 +91,39 @@ func TestVetTool(t *testing.T) {
 	vet.Env = append(gentest.Env(), "STEMVET_TEST_AS_TOOL=1")
 	if out, err := vet.CombinedOutput(); err != nil {
 		t.Fatalf("go vet of the allowed code: %v\n%s", err, out)
+	}
+}
+
+// TestVetGenerated runs stemvet on packages stemgen generated: it reports
+// nothing in the generated code, nor in the workflows that call it (the
+// context's steps, events, Sleep and futures), nor what //stem:allow
+// allows.
+func TestVetGenerated(t *testing.T) {
+	t.Parallel()
+	tool, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"Orders", "AllowNondeterminism"} {
+		t.Run(c, func(t *testing.T) {
+			t.Parallel()
+			dir := gentest.Module(t, filepath.Join(gentest.Root(t), "internal", "gen", "testdata", c))
+			res, err := gen.Generate(context.Background(), gen.Config{Dir: dir, Env: gentest.Env()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Diagnostics) > 0 {
+				t.Fatalf("stemgen: %v", res.Diagnostics)
+			}
+			if _, err := gen.Commit(res.Files); err != nil {
+				t.Fatal(err)
+			}
+			vet := exec.Command("go", "vet", "-vettool="+tool, "./...")
+			vet.Dir = dir
+			vet.Env = append(gentest.Env(), "STEMVET_TEST_AS_TOOL=1")
+			if out, err := vet.CombinedOutput(); err != nil {
+				t.Fatalf("go vet: %v\n%s", err, out)
+			}
+		})
 	}
 }
