@@ -164,6 +164,7 @@ func generatePackage(lp *loadedPackage, m *Package, generated map[string]bool, d
 	}
 	typeErrors(lp, generated, d)
 	check(m, d)
+	checkDeterminism(lp, d)
 	old := readManifest(lp, d)
 	man := checkManifest(m, old, d)
 	if len(d.list) > 0 {

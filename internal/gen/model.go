@@ -349,7 +349,7 @@ func (b *builder) file(f *ast.File) {
 			}
 			a, err := annotations.ParseComment(c)
 			b.parseErrors(err)
-			if a != nil {
+			if a != nil && !b.allowPlaced(f, a) {
 				b.d.add(c.Slash, "//stem:%s is not in a doc comment: put it directly above the %s it marks, with no blank line between", a.Directive(), target(a))
 			}
 		}
@@ -385,7 +385,7 @@ func (b *builder) directive(doc *ast.CommentGroup, used map[*ast.Comment]bool) a
 	}
 	var first annotations.Annotation
 	for _, c := range doc.List {
-		if !annotations.IsDirective(c.Text) {
+		if !annotations.IsDirective(c.Text) || isAllow(c) {
 			continue
 		}
 		used[c] = true
