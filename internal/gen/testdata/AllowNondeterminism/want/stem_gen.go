@@ -118,6 +118,14 @@ func (c *stemCalls) StartFulfilChild(name string, in Order, opts ...runtime.Chil
 // or moved where it belongs.
 const FulfilWorkflowName = "p.fulfil"
 
+// FulfilWorkflowVersion is the version= of workflow Fulfil (p.fulfil). Every
+// run records the version it started under, and an engine claims a run only
+// when it registers that version.
+//
+// Fulfil does what ErrNondeterminism's does, each deliberately: allowed,
+// or moved where it belongs.
+const FulfilWorkflowVersion = 1
+
 // FulfilContext is what workflow Fulfil (p.fulfil) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package p, each also in a form that returns a future
@@ -165,7 +173,7 @@ func RegisterFulfil(e *runtime.Engine) error {
 			WorkflowContext: c,
 			stemCalls:       stemCalls{wc: c},
 		}, in)
-	}, runtime.WorkflowVersion(1))
+	}, runtime.WorkflowVersion(FulfilWorkflowVersion))
 }
 
 // StartFulfil starts a run of workflow Fulfil (p.fulfil) with input in. With
