@@ -182,6 +182,7 @@ func (e *Engine) PrepareStartJSON(ctx context.Context, workflow, id string, inpu
 	if err := e.checkJSON(what, input); err != nil {
 		return storage.NewRun{}, err
 	}
+	version := 0 // the registered newest: StartDefaults
 	if def, err := e.registered(workflow); err == nil {
 		if err := decodeJSON(what, input, e.cfg.MaxPayloadBytes, reflect.New(def.inType).Interface()); err != nil {
 			return storage.NewRun{}, err
@@ -202,12 +203,13 @@ func (e *Engine) PrepareStartJSON(ctx context.Context, workflow, id string, inpu
 		if err := checkSchema(what, c.Workflows[i].InputSchema, input); err != nil {
 			return storage.NewRun{}, err
 		}
+		version = c.Workflows[i].Version
 	}
 	in, err := e.payloads.encodeRaw(what, input)
 	if err != nil {
 		return storage.NewRun{}, err
 	}
-	run := storage.NewRun{ID: id, Workflow: workflow, Input: in}
+	run := storage.NewRun{ID: id, Workflow: workflow, Input: in, Version: version}
 	for _, opt := range opts {
 		opt(&o)
 	}

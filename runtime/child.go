@@ -134,6 +134,7 @@ func StartChild[Out any](c *WorkflowContext, name, workflow string, input any, o
 // finished is its record; when the ID is taken by any other run, collision
 // is the error the call fails with (ErrChildCollision, naming both runs).
 func (x *execution) startChild(key, workflow string, input any, opts []ChildOption) (childID string, finished *storage.RunRecord, collision *storage.ErrorInfo, err error) {
+	x.replay.reach(x, key)
 	e := x.engine
 	def, err := e.registered(workflow)
 	if err != nil {
@@ -149,7 +150,7 @@ func (x *execution) startChild(key, workflow string, input any, opts []ChildOpti
 		opt(&o)
 	}
 	req := storage.NewRun{ID: childID, Workflow: workflow, Input: in, ParentID: x.lease.RunID, ParentPolicy: o.policy,
-		Deadline: def.deadlineFrom(e.clock.Now(), time.Time{}), Queue: def.queue}
+		Deadline: def.deadlineFrom(e.clock.Now(), time.Time{}), Queue: def.queue, Version: def.version}
 	res, err := e.store.CreateRuns(context.WithoutCancel(x.ctx), []storage.NewRun{req})
 	if err != nil {
 		x.stop(err)

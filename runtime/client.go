@@ -137,6 +137,9 @@ type RunInfo struct {
 	Queue     string
 	Partition string
 	Priority  int
+	// Version is the workflow version the run started under, 0 when it was
+	// stored before versions were recorded.
+	Version int
 	// Execution is the number of the run's current execution: 1 from its
 	// start, one more per restart. StartedAt is when that execution began;
 	// EndedAt when it finished (nil while it has not).
@@ -153,7 +156,7 @@ func (e *Engine) runInfo(r storage.RunRecord) RunInfo {
 		PauseRequested: r.PauseRequested, ReadyAt: r.ReadyAt, Recoveries: r.Recoveries,
 		Execution: r.Execution, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		Queue: r.Queue, Partition: r.Partition, Priority: r.Priority,
+		Queue: r.Queue, Partition: r.Partition, Priority: r.Priority, Version: r.Version,
 	}
 	if r.Wait != nil {
 		info.WaitingFor = r.Wait.Topic
@@ -320,7 +323,7 @@ func StartBatch[In, Out any](ctx context.Context, e *Engine, name string, items 
 			return nil, err
 		}
 		runs[i] = storage.NewRun{ID: it.ID, Workflow: name, Input: in, Deadline: def.deadlineFrom(now, it.Deadline),
-			Queue: it.Queue, Partition: it.Partition, Priority: it.Priority}
+			Queue: it.Queue, Partition: it.Partition, Priority: it.Priority, Version: def.version}
 		if err := e.place(ctx, &runs[i], &cat); err != nil {
 			return nil, err
 		}

@@ -129,16 +129,19 @@ type Engine struct {
 	payloads payloads
 
 	mu        sync.Mutex
-	workflows map[string]*workflowDef
-	events    map[string]eventDef
-	queues    map[string]storage.Queue
-	names     []string // sorted workflow names, for claims
-	active    map[string]*execution
-	closed    bool
-	running   bool
-	stopRun   context.CancelFunc
-	runDone   chan struct{}
-	waiters   waiters // the callers waiting on runs' results
+	workflows map[string]*workflowDef // the newest version of each name
+	// older holds the other registered versions of each name, oldest
+	// first: they run the runs started under them, and start none.
+	older   map[string][]*workflowDef
+	events  map[string]eventDef
+	queues  map[string]storage.Queue
+	names   []string // sorted workflow names, for claims
+	active  map[string]*execution
+	closed  bool
+	running bool
+	stopRun context.CancelFunc
+	runDone chan struct{}
+	waiters waiters // the callers waiting on runs' results
 	// watchStop and watchDone stop and await the watch of the store's
 	// finished runs, once started (see watchFinished).
 	watchStop context.CancelFunc
@@ -225,6 +228,7 @@ func New(cfg Config) (*Engine, error) {
 		clock:     cfg.Clock,
 		payloads:  payloads{limit: cfg.MaxPayloadBytes, codec: cfg.Codec},
 		workflows: map[string]*workflowDef{},
+		older:     map[string][]*workflowDef{},
 		events:    map[string]eventDef{},
 		queues:    map[string]storage.Queue{},
 		active:    map[string]*execution{},
@@ -255,9 +259,17 @@ type workflowDef struct {
 
 // Register registers fn as the workflow named name: the durable name stored
 // with every run, which must not change while runs of it exist. Register
-// before Run. A name registered twice is ErrDuplicateWorkflow. A name is 1
-// to 128 ASCII letters, digits, '.', '_' and '-' (storage.CheckWorkflowName,
-// the generator's rule); another is ErrInvalidArgument.
+// before Run. A name is 1 to 128 ASCII letters, digits, '.', '_' and '-'
+// (storage.CheckWorkflowName, the generator's rule); another is
+// ErrInvalidArgument.
+//
+// Every run records the version it started under (WorkflowVersion, default
+// 1), and an engine claims only runs of the versions it registers. So one
+// name may be registered at several versions, each with its own function:
+// new runs start on the newest, and the older ones run the runs started
+// under them until those drain. A name registered twice at one version is
+// ErrDuplicateWorkflow. Runs stored before versions were recorded (version
+// 0) run on the newest.
 func Register[In, Out any](e *Engine, name string, fn func(c *WorkflowContext, in In) (Out, error), opts ...RegisterOption) error {
 	if name == "" || fn == nil {
 		return invalidArg("workflow name and function are required")
@@ -293,13 +305,62 @@ func Register[In, Out any](e *Engine, name string, fn func(c *WorkflowContext, i
 	if e.closed {
 		return ErrClosed
 	}
-	if _, ok := e.workflows[name]; ok {
-		return fmt.Errorf("%w: %q", ErrDuplicateWorkflow, name)
+	cur, ok := e.workflows[name]
+	if !ok {
+		e.workflows[name] = def
+		e.names = append(e.names, name)
+		slices.Sort(e.names)
+		return nil
 	}
-	e.workflows[name] = def
-	e.names = append(e.names, name)
-	slices.Sort(e.names)
+	if cur.version == def.version || slices.ContainsFunc(e.older[name], func(d *workflowDef) bool { return d.version == def.version }) {
+		return fmt.Errorf("%w: %q version %d", ErrDuplicateWorkflow, name, def.version)
+	}
+	if def.version > cur.version {
+		e.workflows[name], def = def, cur
+	}
+	e.older[name] = append(e.older[name], def)
+	slices.SortFunc(e.older[name], func(a, b *workflowDef) int { return a.version - b.version })
 	return nil
+}
+
+// registeredVersion returns the registered workflow that runs a run of
+// name stored with version: that version's, or the newest for version 0
+// (a run stored before versions were recorded); else ErrUnknownWorkflow.
+func (e *Engine) registeredVersion(name string, version int) (*workflowDef, error) {
+	def, err := e.registered(name)
+	if err != nil || version == 0 || version == def.version {
+		return def, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, d := range e.older[name] {
+		if d.version == version {
+			return d, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %q version %d is not registered with this engine (it registers %v)", ErrUnknownWorkflow, name, version, e.versionsLocked(name)[1:])
+}
+
+// claimVersions is the Versions filter of the engine's claims: for each
+// registered name, 0 and every version registered.
+func (e *Engine) claimVersions() map[string][]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	vs := make(map[string][]int, len(e.workflows))
+	for name := range e.workflows {
+		vs[name] = e.versionsLocked(name)
+	}
+	return vs
+}
+
+// versionsLocked lists 0 and the versions of name registered, ascending;
+// e.mu is held.
+func (e *Engine) versionsLocked(name string) []int {
+	vs := []int{0}
+	for _, d := range e.older[name] {
+		vs = append(vs, d.version)
+	}
+	return append(vs, e.workflows[name].version)
 }
 
 // workflow returns the registered workflow, or ErrUnknownWorkflow; on a
@@ -369,6 +430,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.runDone = make(chan struct{})
 	names := slices.Clone(e.names)
 	e.mu.Unlock()
+	versions := e.claimVersions()
 	defer func() {
 		cancel()
 		e.mu.Lock()
@@ -424,6 +486,7 @@ func (e *Engine) Run(ctx context.Context) error {
 				Limit:     min(free, e.cfg.ClaimBatch),
 				LeaseFor:  e.cfg.LeaseDuration,
 				Queues:    queues,
+				Versions:  versions,
 			})
 			if err != nil && ctx.Err() == nil {
 				e.log.Error("stem: claim failed", "err", err)
@@ -472,7 +535,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			default:
 			}
 		}
-		wait := e.untilNextWake(ctx, names, queueNames)
+		wait := e.untilNextWake(ctx, names, queueNames, versions)
 		if wait <= minWake {
 			wait = min(minWake<<min(idle, 20), e.cfg.PollInterval)
 			idle++
@@ -504,8 +567,8 @@ const minWake = 2 * time.Millisecond
 // until the store's next wake time for its workflows (NextWake), at most
 // PollInterval, which is then only a safety net. Notifications and local
 // signals wake it sooner.
-func (e *Engine) untilNextWake(ctx context.Context, workflows, queues []string) time.Duration {
-	w, err := e.store.NextWake(ctx, storage.NextWakeRequest{Workflows: workflows, Queues: queues})
+func (e *Engine) untilNextWake(ctx context.Context, workflows, queues []string, versions map[string][]int) time.Duration {
+	w, err := e.store.NextWake(ctx, storage.NextWakeRequest{Workflows: workflows, Queues: queues, Versions: versions})
 	if err != nil || !w.Found || w.After >= e.cfg.PollInterval {
 		return e.cfg.PollInterval
 	}

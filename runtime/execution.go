@@ -74,6 +74,9 @@ type execution struct {
 	// steps counts the step functions running, an abandoned one (past its
 	// timeout) included, so that a run is not handed over while one runs.
 	steps sync.WaitGroup
+	// replay is set when the execution only replays the run (Engine.Replay):
+	// it runs no step and writes nothing.
+	replay *replayer
 }
 
 type outcome int
@@ -153,7 +156,7 @@ func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
 		x.finish(nil, err)
 		return
 	}
-	def, err := e.registered(r.Workflow)
+	def, err := e.registeredVersion(r.Workflow, r.Version)
 	if err != nil {
 		x.release()
 		return
@@ -172,24 +175,10 @@ func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
 		x.handBack(err)
 		return
 	}
-	x.checkpoints = make(map[string]storage.Checkpoint, len(replay.Checkpoints))
-	for _, cp := range replay.Checkpoints {
-		if cp, err = e.payloads.openCheckpoint(r.Lease.RunID, cp); err != nil {
-			x.handBack(err)
-			return
-		}
-		x.checkpoints[cp.Key] = cp
+	if err := x.load(replay); err != nil {
+		x.handBack(err)
+		return
 	}
-	x.pending = make(map[string]storage.Attempt, len(replay.Pending))
-	for _, a := range replay.Pending {
-		if a.Number > x.pending[a.Key].Number {
-			x.pending[a.Key] = a
-		}
-	}
-	if len(r.SuspendState) > 0 {
-		_ = json.Unmarshal(r.SuspendState, &x.state)
-	}
-	x.futures.init(e.cfg.MaxParallelSteps)
 	if x.deadline != nil {
 		if !e.clock.Now().Before(*x.deadline) {
 			x.finish(nil, x.deadlineError())
@@ -235,6 +224,31 @@ func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
 		return
 	}
 	x.finish(out, runErr)
+}
+
+// load gives x the run's checkpoints, opened with the engine's codec (an
+// error when one cannot be), its pending attempts and its suspension state.
+func (x *execution) load(replay storage.Replay) error {
+	e := x.engine
+	x.checkpoints = make(map[string]storage.Checkpoint, len(replay.Checkpoints))
+	for _, cp := range replay.Checkpoints {
+		cp, err := e.payloads.openCheckpoint(x.lease.RunID, cp)
+		if err != nil {
+			return err
+		}
+		x.checkpoints[cp.Key] = cp
+	}
+	x.pending = make(map[string]storage.Attempt, len(replay.Pending))
+	for _, a := range replay.Pending {
+		if a.Number > x.pending[a.Key].Number {
+			x.pending[a.Key] = a
+		}
+	}
+	if len(x.claim.SuspendState) > 0 {
+		_ = json.Unmarshal(x.claim.SuspendState, &x.state)
+	}
+	x.futures.init(e.cfg.MaxParallelSteps)
+	return nil
 }
 
 // deadlineError is the error a run ends with past its deadline.
@@ -441,6 +455,9 @@ func (x *execution) lookup(key string) (storage.Checkpoint, bool) {
 	x.cpMu.Lock()
 	defer x.cpMu.Unlock()
 	cp, ok := x.checkpoints[key]
+	if ok && x.replay != nil {
+		x.replay.seen[key] = true
+	}
 	return cp, ok
 }
 
@@ -641,6 +658,9 @@ func (x *execution) stop(err error) {
 
 // fail ends the run as errored from inside the workflow goroutine.
 func (x *execution) fail(err error) {
+	if x.replay != nil {
+		x.replay.diverge(x, err.Error())
+	}
 	x.finish(nil, err)
 	if x.outcome == outcomeNone {
 		x.outcome = outcomeStopped
@@ -661,6 +681,7 @@ func (x *execution) checkpoint(cp storage.Checkpoint, attempts []Attempt) (store
 // taking effect stops the run for the workflow goroutine to wind up and
 // unwinds only the future's goroutine.
 func (x *execution) writeCheckpoint(cp storage.Checkpoint, attempts []Attempt, async bool) (stored storage.Checkpoint, existed bool) {
+	x.replay.reach(x, cp.Key)
 	x.mu.Lock()
 	busy := async || len(x.running) > 0
 	x.mu.Unlock()
@@ -733,6 +754,7 @@ func (x *execution) suspend(key string, req storage.SuspendRequest) storage.Chec
 // park is suspend; with anyCase, a delivery at once to any case (a
 // future's) returns too, for a caller waiting on futures.
 func (x *execution) park(key string, req storage.SuspendRequest, anyCase bool) storage.Checkpoint {
+	x.replay.reach(x, key)
 	x.quiesce()
 	own := req.Wait
 	for {

@@ -23,14 +23,18 @@ func (e *Engine) Logger() *slog.Logger { return e.log }
 func (e *Engine) Ready() { e.signal() }
 
 // StartDefaults gives a run created later than it was prepared (a
-// schedule's tick) what a start now gives it: its workflow's timeout=,
-// counted from now, when the workflow is registered on this engine and the
-// run has no deadline.
+// schedule's tick) what a start now gives it, when the workflow is
+// registered on this engine: its timeout=, counted from now, when the run
+// has no deadline, and the newest registered version when it has none.
 func (e *Engine) StartDefaults(r *storage.NewRun) {
-	if r.Deadline != nil {
+	def, err := e.registered(r.Workflow)
+	if err != nil {
 		return
 	}
-	if def, err := e.registered(r.Workflow); err == nil {
+	if r.Deadline == nil {
 		r.Deadline = def.deadlineFrom(e.clock.Now(), time.Time{})
+	}
+	if r.Version == 0 {
+		r.Version = def.version
 	}
 }

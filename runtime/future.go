@@ -244,6 +244,10 @@ func (x *execution) signalChange() {
 // future it started has written its outcome. A run stopped meanwhile
 // unwinds instead.
 func (x *execution) settle() {
+	if x.replay != nil {
+		x.replay.settled(x)
+		return
+	}
 	for _, f := range x.list {
 		if f.done == nil {
 			continue
@@ -334,6 +338,9 @@ func (x *execution) waitAny(fs []*future, key string) {
 				}
 			}
 		}
+		if x.replay != nil {
+			x.replay.reach(x, waitingOn(fs, key))
+		}
 		if !local {
 			req := storage.SuspendRequest{}
 			if !wake.IsZero() {
@@ -344,6 +351,15 @@ func (x *execution) waitAny(fs []*future, key string) {
 		}
 		x.waitLocal(wake, key)
 	}
+}
+
+// waitingOn names what a wait on fs, none of them ready, is at: its key,
+// or the first future's.
+func waitingOn(fs []*future, key string) string {
+	if key == "" && len(fs) > 0 {
+		return fs[0].key
+	}
+	return key
 }
 
 // waitLocal waits, while a step future runs on this worker, until one
@@ -575,6 +591,9 @@ func stepAsync[T any](c *WorkflowContext, key string, opts StepOptions, fn func(
 	}
 	iteration, last := iterationOf(x, key, opts), x.pending[full]
 	f.done = make(chan struct{})
+	if x.replay != nil {
+		return f // never runs: awaiting it reaches the replay's frontier
+	}
 	x.stepFutures++
 	go func() {
 		defer x.signalChange()

@@ -163,6 +163,10 @@ func ContinueAsNew(c *WorkflowContext, input any) error {
 		return err
 	}
 	x.settle()
+	if x.replay != nil {
+		x.replay.continued = true
+		runtime.Goexit()
+	}
 	err = x.engine.store.ContinueAsNew(context.WithoutCancel(x.ctx), storage.ContinueRequest{Lease: x.lease, Input: in, Progress: x.takeProgress()})
 	if err != nil {
 		x.stop(err)

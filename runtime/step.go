@@ -156,6 +156,7 @@ func iterationOf(x *execution, key string, opts StepOptions) int {
 // future's goroutine (async true) a stop unwinds only that goroutine, and
 // the workflow goroutine winds the run up at its next boundary.
 func attempts[T any](x *execution, full string, iteration int, last storage.Attempt, opts StepOptions, fn func(sc StepContext) (T, error), void, async bool) (out T, stored storage.Checkpoint, fresh bool) {
+	x.replay.reach(x, full)
 	e := x.engine
 	if opts.Timeout <= 0 {
 		base, _, _ := strings.Cut(full, "#") // once per step, not per iteration

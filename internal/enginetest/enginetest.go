@@ -40,6 +40,7 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, cancelScenarios...)
 	all = append(all, futureScenarios...)
 	all = append(all, productionScenarios...)
+	all = append(all, versionScenarios...)
 	for _, s := range all {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
