@@ -1,0 +1,105 @@
+package sqlitestore
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stemflow/stem/storage"
+)
+
+// A database written by schema version 4 is upgraded in place: its runs,
+// of whatever status and queue, read workflow version 0 (unknown), are
+// listed by that version, and are claimed, recoveries too, by a claim
+// whose Versions filter lists 0 and by none that leaves it out.
+func TestMigrateFromVersion4(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := openAtVersion(t, filepath.Join(t.TempDir(), "stem.db"), 4)
+	defer s.Close()
+	now := time.Now()
+	n := now.UnixNano()
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO runs (ref, id, workflow, status, ready_at, created_at, updated_at) VALUES (1, 'queued', 'wf', 'queued', ?1, ?1, ?1)`, []any{n}},
+		{`INSERT INTO runs (ref, id, workflow, status, owner, token, lease_until, first_claimed_at, created_at, updated_at)
+			VALUES (2, 'expired', 'wf', 'running', 'w', 1, ?1, ?1, ?1, ?1)`, []any{n - int64(time.Minute)}},
+		{`INSERT INTO runs (ref, id, workflow, status, ready_at, queue, priority, created_at, updated_at)
+			VALUES (3, 'other', 'wf', 'queued', ?1, 'q', 5, ?1, ?1)`, []any{n}},
+		{`INSERT INTO run_data (ref) VALUES (1), (2), (3)`, nil},
+		{`INSERT INTO executions (run_ref, number, started_at) VALUES (1, 1, ?1), (2, 1, ?1), (3, 1, ?1)`, []any{n}},
+	} {
+		if _, err := s.wdb.ExecContext(ctx, q.sql, q.args...); err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var integrity string
+	if err := s.wdb.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
+		t.Fatalf("integrity_check = %q, %v", integrity, err)
+	}
+
+	ids := []string{"expired", "other", "queued"}
+	for _, id := range ids {
+		rec, err := s.GetRun(ctx, id)
+		if err != nil || rec.Version != 0 {
+			t.Fatalf("GetRun(%s) = %+v, %v; want version 0", id, rec, err)
+		}
+	}
+	for _, c := range []struct {
+		versions []int
+		want     []string
+	}{
+		{nil, ids},
+		{[]int{0}, ids},
+		{[]int{1, 2}, nil},
+	} {
+		page, err := s.ListRuns(ctx, storage.ListRunsQuery{Versions: c.versions})
+		var got []string
+		for _, r := range page.Runs {
+			got = append(got, r.ID)
+		}
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Fatalf("ListRuns(Versions %v) = %v, %v; want %v", c.versions, got, err, c.want)
+		}
+	}
+
+	queues := []storage.Queue{{Name: storage.DefaultQueue}, {Name: "q"}}
+	claim := func(versions map[string][]int) []storage.ClaimedRun {
+		t.Helper()
+		got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w2", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute,
+			Queues: queues, Versions: versions})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := claim(map[string][]int{"wf": {1}}); len(got) != 0 {
+		t.Fatalf("Claim of version 1 = %+v; want none of the stored runs", got)
+	}
+	wake, err := s.NextWake(ctx, storage.NextWakeRequest{Workflows: []string{"wf"}, Queues: []string{storage.DefaultQueue, "q"},
+		Versions: map[string][]int{"wf": {1}}})
+	if err != nil || wake.Found {
+		t.Fatalf("NextWake of version 1 = %+v, %v; want none", wake, err)
+	}
+	// By priority, then the recovery before the ready run.
+	got := claim(map[string][]int{"wf": {0, 1}})
+	var claimed []string
+	for _, cr := range got {
+		if cr.Version != 0 {
+			t.Errorf("claimed %s at version %d, want 0", cr.Lease.RunID, cr.Version)
+		}
+		claimed = append(claimed, cr.Lease.RunID)
+	}
+	if want := []string{"other", "expired", "queued"}; !slices.Equal(claimed, want) {
+		t.Fatalf("Claim of versions 0 and 1 took %v, want %v", claimed, want)
+	}
+	if got[1].Recoveries != 1 {
+		t.Fatalf("the expired run's claim = %+v, want its first recovery", got[1])
+	}
+}
