@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -101,5 +102,87 @@ func TestMigrateFromVersion4(t *testing.T) {
 	}
 	if got[1].Recoveries != 1 {
 		t.Fatalf("the expired run's claim = %+v, want its first recovery", got[1])
+	}
+}
+
+// A claim takes exactly the runs storage.VersionIn allows, whichever form
+// its versions filter takes (a CASE over a few workflows, JSON lists over
+// more than eight) and whichever statements read the queue (one unlimited
+// queue, or a limited one page by page); NextWake agrees.
+func TestClaimVersionForms(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	for _, c := range []struct {
+		name      string
+		workflows int
+		queue     storage.Queue
+	}{
+		{"few", 3, storage.Queue{Name: storage.DefaultQueue}},
+		{"few, limited", 3, storage.Queue{Name: "q", Concurrency: 1000}},
+		{"many", 12, storage.Queue{Name: storage.DefaultQueue}},
+		{"many, limited", 12, storage.Queue{Name: "q", Concurrency: 1000}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := Open(filepath.Join(t.TempDir(), "stem.db"), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			// Workflow 0 has no entry (any version), workflow 1 an
+			// empty one (none), the others some versions each.
+			versions := map[string][]int{}
+			var workflows []string
+			var runs []storage.NewRun
+			for i := range c.workflows {
+				wf := "wf-" + string(rune('a'+i))
+				workflows = append(workflows, wf)
+				switch i {
+				case 0:
+				case 1:
+					versions[wf] = []int{}
+				default:
+					versions[wf] = []int{0, i, storage.MaxVersion}
+				}
+				for _, v := range []int{0, 1, i, i + 1, storage.MaxVersion} {
+					runs = append(runs, storage.NewRun{ID: wf + "-" + strconv.Itoa(v), Workflow: wf, Version: v, Queue: c.queue.Name})
+				}
+			}
+			res, err := s.CreateRuns(ctx, runs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, r := range res {
+				if r.Created && storage.VersionIn(versions, r.Run.Workflow, r.Run.Version) {
+					want = append(want, r.Run.ID)
+				}
+			}
+			slices.Sort(want)
+			wake, err := s.NextWake(ctx, storage.NextWakeRequest{Workflows: workflows, Queues: []string{c.queue.Name}, Versions: versions})
+			if err != nil || !wake.Found || wake.After != 0 {
+				t.Fatalf("NextWake = %+v, %v; want a run claimable now", wake, err)
+			}
+			got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: workflows, Limit: len(runs), LeaseFor: time.Minute,
+				Queues: []storage.Queue{c.queue}, Versions: versions})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, cr := range got {
+				ids = append(ids, cr.Lease.RunID)
+				if !storage.VersionIn(versions, cr.Workflow, cr.Version) {
+					t.Errorf("claimed %s of %s at version %d", cr.Lease.RunID, cr.Workflow, cr.Version)
+				}
+			}
+			slices.Sort(ids)
+			if !slices.Equal(ids, want) {
+				t.Fatalf("Claim took %v, want %v", ids, want)
+			}
+			wake, err = s.NextWake(ctx, storage.NextWakeRequest{Workflows: workflows, Queues: []string{c.queue.Name}, Versions: versions})
+			if err != nil || wake.Found && wake.After == 0 {
+				t.Fatalf("NextWake after the claim = %+v, %v; want nothing claimable now", wake, err)
+			}
+		})
 	}
 }
