@@ -133,8 +133,11 @@ type Report struct {
 	// hold one.
 	Sealed     int
 	SealedRuns int
-	// Replayed counts the runs replayed (Options.Engine).
-	Replayed int
+	// Replayed counts the runs replayed (Options.Engine); NotReplayed
+	// lists those the engine could not open (sealed with a key its codec
+	// lacks).
+	Replayed    int
+	NotReplayed []runtime.SkippedRun
 }
 
 // OK reports whether every run in flight could continue.
@@ -175,7 +178,7 @@ func Store(ctx context.Context, store storage.Store, build *Build, opts Options)
 	}
 	seen := map[string]bool{}
 	var ids []string
-	records := map[string]storage.RunRecord{}
+	runs := map[string]checked{}
 	for _, wf := range workflows {
 		for _, st := range InFlight {
 			q := storage.ListRunsQuery{Workflow: wf, Status: st, Limit: opts.PageSize}
@@ -189,11 +192,12 @@ func Store(ctx context.Context, store storage.Store, build *Build, opts Options)
 						continue
 					}
 					seen[r.ID] = true
-					if err := c.run(r); err != nil {
+					got, err := c.run(r)
+					if err != nil {
 						return Report{}, err
 					}
 					ids = append(ids, r.ID)
-					records[r.ID] = storage.RunRecord{ID: r.ID, Status: r.Status, Version: r.Version}
+					runs[r.ID] = got
 				}
 				if page.Next == "" {
 					break
@@ -205,21 +209,8 @@ func Store(ctx context.Context, store storage.Store, build *Build, opts Options)
 	if opts.Engine != nil && len(ids) > 0 {
 		slices.Sort(ids)
 		for start := 0; start < len(ids); start += replayBatch {
-			batch := ids[start:min(start+replayBatch, len(ids))]
-			rep, err := opts.Engine.Replay(ctx, runtime.ReplayOptions{RunIDs: batch})
-			if err != nil {
-				return Report{}, fmt.Errorf("check: replay: %w", err)
-			}
-			c.report.Replayed += rep.Replayed
-			for _, d := range rep.Divergences {
-				r := records[d.RunID]
-				p := Problem{RunID: d.RunID, Workflow: d.Workflow, Version: d.Version, CheckedAs: d.Version, Status: r.Status,
-					Kind: KindReplay, Key: d.Key, Reason: "replay diverges: " + d.Message,
-					Fix: "the code no longer asks for the run's steps as the run recorded them: let the run finish on the build that started it, keep the old path under a version check, or terminate the run"}
-				if p.CheckedAs == 0 {
-					p.CheckedAs = r.Version
-				}
-				c.add(p)
+			if err := c.replay(opts.Engine, ids[start:min(start+replayBatch, len(ids))], runs); err != nil {
+				return Report{}, err
 			}
 		}
 	}
@@ -234,6 +225,15 @@ func Store(ctx context.Context, store storage.Store, build *Build, opts Options)
 	return rep, nil
 }
 
+// checked is what a check of the manifests found of a run.
+type checked struct {
+	status storage.RunStatus
+	// as is the version the run was checked as.
+	as int
+	// unrunnable is set when the build has not its workflow or version.
+	unrunnable bool
+}
+
 type checker struct {
 	ctx    context.Context
 	store  storage.Store
@@ -245,8 +245,44 @@ type checker struct {
 
 func (c *checker) add(p Problem) { c.report.Problems = append(c.report.Problems, p) }
 
+// replay replays runs with engine and adds their divergences, but not
+// that no registered function can run a run whose workflow or version the
+// manifests already showed missing.
+func (c *checker) replay(engine *runtime.Engine, ids []string, runs map[string]checked) error {
+	rep, err := engine.Replay(c.ctx, runtime.ReplayOptions{RunIDs: ids})
+	if errors.Is(err, storage.ErrRunNotFound) && len(ids) > 1 {
+		// A run deleted since it was listed: replay the others one by one.
+		for _, id := range ids {
+			if err := c.replay(engine, []string{id}, runs); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if errors.Is(err, storage.ErrRunNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("check: replay: %w", err)
+	}
+	c.report.Replayed += rep.Replayed
+	c.report.NotReplayed = append(c.report.NotReplayed, rep.Skipped...)
+	for _, d := range rep.Divergences {
+		r := runs[d.RunID]
+		if d.Key == "" && r.unrunnable {
+			continue
+		}
+		p := Problem{RunID: d.RunID, Workflow: d.Workflow, Version: d.Version, CheckedAs: r.as, Status: r.status,
+			Kind: KindReplay, Key: d.Key, Reason: "replay diverges: " + d.Message,
+			Fix: "the code no longer makes the run's calls as the run recorded them: let the run finish on the build that started it, keep the old code path as its own workflow version, or terminate the run"}
+		c.add(p)
+	}
+	return nil
+}
+
 // run checks one run.
-func (c *checker) run(r storage.RunRecord) error {
+func (c *checker) run(r storage.RunRecord) (checked, error) {
+	got := checked{status: r.Status, as: r.Version}
 	base := Problem{RunID: r.ID, Workflow: r.Workflow, Version: r.Version, CheckedAs: r.Version, Status: r.Status}
 	problem := func(kind Kind, key, reason, fix string) Problem {
 		p := base
@@ -257,7 +293,8 @@ func (c *checker) run(r storage.RunRecord) error {
 	if len(b.workflows[r.Workflow]) == 0 {
 		c.add(problem(KindWorkflow, r.Workflow, fmt.Sprintf("the build has no workflow %s", r.Workflow),
 			"keep the workflow in the build until its runs finish, or terminate them; if another program serves it, check that program's build (or limit the check to this build's workflows)"))
-		return nil
+		got.unrunnable = true
+		return got, nil
 	}
 	var wf *workflow
 	if r.Version == 0 {
@@ -266,9 +303,10 @@ func (c *checker) run(r storage.RunRecord) error {
 		if wf == nil {
 			c.add(problem(KindVersion, r.Workflow, fmt.Sprintf("the run records no version, and the build has no current version of %s: every version it records is retired", r.Workflow),
 				"keep a version of the workflow in the build until its runs finish, or terminate them"))
-			return nil
+			got.unrunnable = true
+			return got, nil
 		}
-		base.CheckedAs = wf.version
+		base.CheckedAs, got.as = wf.version, wf.version
 	} else {
 		key := manifest.Key(r.Workflow, r.Version)
 		wf = b.version(r.Workflow, r.Version)
@@ -277,9 +315,11 @@ func (c *checker) run(r storage.RunRecord) error {
 		switch {
 		case wf == nil:
 			c.add(problem(KindVersion, key, fmt.Sprintf("the build does not have %s (%s)", key, has), fix))
-			return nil
+			got.unrunnable = true
+			return got, nil
 		case wf.retired:
 			c.add(problem(KindVersion, key, fmt.Sprintf("%s is retired in the build: no function is annotated with it (%s)", key, has), fix))
+			got.unrunnable = true
 		}
 	}
 	wkey := wf.key
@@ -312,10 +352,10 @@ func (c *checker) run(r storage.RunRecord) error {
 
 	replay, err := c.store.LoadReplay(c.ctx, r.ID)
 	if errors.Is(err, storage.ErrRunNotFound) {
-		return nil // deleted since it was listed
+		return got, nil // deleted since it was listed
 	}
 	if err != nil {
-		return fmt.Errorf("check: read the checkpoints of run %s: %w", r.ID, err)
+		return got, fmt.Errorf("check: read the checkpoints of run %s: %w", r.ID, err)
 	}
 	steps := wf.pkg.steps
 	for _, cp := range replay.Checkpoints {
@@ -355,7 +395,7 @@ func (c *checker) run(r storage.RunRecord) error {
 			c.add(p)
 		}
 	}
-	return nil
+	return got, nil
 }
 
 func stepFix(key string) string {
