@@ -376,11 +376,11 @@ func (c *checker) run(r storage.RunRecord) (checked, error) {
 		switch {
 		case iterated && !s.autoversion:
 			c.add(problem(KindAutoversion, cp.Key, fmt.Sprintf("holds iteration %s of step %s, which the build's step is not autoversion", iter, key),
-				"a step that changes to or from autoversion needs a version bump (version=), so in-flight runs keep their checkpoints apart"))
+				autoversionFix))
 			continue
 		case !iterated && s.autoversion:
 			c.add(problem(KindAutoversion, cp.Key, fmt.Sprintf("holds step %s once, which the build's step is autoversion (its checkpoints are %s#0, #1, ...)", key, key),
-				"a step that changes to or from autoversion needs a version bump (version=), so in-flight runs keep their checkpoints apart"))
+				autoversionFix))
 			continue
 		}
 		if cp.Error != nil {
@@ -397,6 +397,8 @@ func (c *checker) run(r storage.RunRecord) (checked, error) {
 	}
 	return got, nil
 }
+
+const autoversionFix = "keep the step's autoversion as it was until these runs finish: a step that changes to or from autoversion needs a version bump (version=), so runs in flight keep their checkpoints apart"
 
 func stepFix(key string) string {
 	return fmt.Sprintf("keep the step with key %s in the build until these runs finish (a run resuming without it runs the step again under another key, or diverges), or terminate or restart the runs", key)
