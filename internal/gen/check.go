@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/stemflow/stem/annotations"
+	"github.com/stemflow/stem/internal/manifest"
 )
 
 // check reports every problem of the model that the compiler would not
@@ -143,8 +144,9 @@ func checkEvent(e *Event, d *diagnostics) {
 }
 
 // checkDuplicates reports durable names used twice: two workflows with one
-// name, two steps with one name (whatever their versions), two events with
-// one topic.
+// name and version (several versions of one name are allowed, so a build
+// keeps an older one registered to drain its runs), two steps with one
+// name (whatever their versions), two events with one topic.
 func checkDuplicates(m *Package, d *diagnostics) {
 	type first struct {
 		what string
@@ -162,9 +164,21 @@ func checkDuplicates(m *Package, d *diagnostics) {
 	byPos := func(x, y token.Pos) int { return int(x) - int(y) }
 	ws := slices.SortedFunc(slices.Values(m.Workflows), func(x, y *Workflow) int { return byPos(x.Pos, y.Pos) })
 	for _, w := range ws {
-		if w.Ann.Name != "" {
-			dup("workflow name", w.Ann.Name, "workflow "+w.GoName, w.Ann.ValuePos("name"), w.Pos)
+		if w.Ann.Name == "" {
+			continue
 		}
+		key := manifest.Key(w.Ann.Name, w.Ann.Version)
+		if f, ok := seen["workflow\x00"+key]; ok {
+			at := w.Ann.ValuePos("name")
+			if _, ok := w.Ann.Keys["version"]; ok {
+				at = w.Ann.ValuePos("version")
+			}
+			d.add(at, "workflow name %q at version %d is already used by %s (line %d); "+
+				"to keep both, give one another version=: the older one then drains the runs started under it",
+				w.Ann.Name, w.Ann.Version, f.what, d.fset.Position(f.pos).Line)
+			continue
+		}
+		seen["workflow\x00"+key] = first{"workflow " + w.GoName, w.Pos}
 	}
 	ss := slices.SortedFunc(slices.Values(m.Steps), func(x, y *Step) int { return byPos(x.Pos, y.Pos) })
 	for _, s := range ss {
@@ -238,6 +252,9 @@ func checkCollisions(m *Package, d *diagnostics) {
 		addCommon(e.onMethod(), "the method returning a future of event "+e.GoName, e.Pos)
 	}
 	for _, w := range m.Workflows {
+		if !w.isNewest() {
+			continue // an older version is only registered, never called
+		}
 		addCommon(w.callMethod(), "the method calling workflow "+w.GoName+" as a child", w.Pos)
 		addCommon(w.callAsyncMethod(), "the method calling workflow "+w.GoName+" as a child future", w.Pos)
 		addCommon(w.startChildMethod(), "the method starting workflow "+w.GoName+" as a child", w.Pos)
@@ -259,6 +276,9 @@ func checkCollisions(m *Package, d *diagnostics) {
 	}
 	// A user method on a generated type other than a context.
 	for _, w := range m.Workflows {
+		if !w.isNewest() {
+			continue // no run type
+		}
 		for _, um := range m.UserMethods[w.runType()] {
 			switch {
 			case slices.Contains([]string{"ID", "Workflow", "Info", "Status", "IdempotencyKey", "Result", "Pause", "Resume", "Terminate", "Restart", "Run"}, um.Name):

@@ -1,11 +1,12 @@
 // Package gen is stemgen, the generator behind //stem: annotations: it loads
 // annotated packages, builds a model of their workflows, steps and events,
-// checks it, and renders one stem_gen.go (and the step manifest,
-// stem.manifest.json) per package.
+// checks it, and renders one stem_gen.go (and the manifest of durable
+// shapes, stem.manifest.json) per package.
 //
 // The stages are separate files: load.go (one packages.Load), model.go and
 // types.go (our own structs, built from go/types), check.go (every
-// diagnostic, positioned), manifest.go (step shapes across generations),
+// diagnostic, positioned), manifest.go (the shapes of workflows, steps and
+// events across generations),
 // render.go (jennifer, reading only the model) and names.go (every generated
 // identifier). Generate returns files and diagnostics; the command (Main)
 // writes all files or none.
@@ -19,13 +20,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/stemflow/stem/internal/manifest"
 )
 
 // GenFileName is the file stemgen writes in each annotated package.
 const GenFileName = "stem_gen.go"
 
 // ManifestFileName is the manifest stemgen keeps next to GenFileName.
-const ManifestFileName = "stem.manifest.json"
+const ManifestFileName = manifest.FileName
 
 // header starts every generated file; stemgen overwrites only files that
 // start with it.
@@ -133,11 +136,20 @@ func generatePackage(lp *loadedPackage, m *Package, generated map[string]bool, d
 		// Nothing to generate: the package's own errors are not stemgen's
 		// to report.
 		d.list = nil
+		var files []File
 		if lp.hasGenFile {
 			// Annotations were removed: the stale generated file goes too.
-			return []File{{Path: filepath.Join(lp.dir, GenFileName)}}
+			files = append(files, File{Path: filepath.Join(lp.dir, GenFileName)})
 		}
-		return nil
+		if old := readManifest(lp, d); old != nil {
+			// The manifest stays, every entry retired: stored runs may
+			// still hold its shapes.
+			files = append(files, File{Path: filepath.Join(lp.dir, ManifestFileName), Content: checkManifest(m, old, d)})
+		}
+		if len(d.list) > 0 {
+			return nil
+		}
+		return files
 	}
 	typeErrors(lp, generated, d)
 	check(m, d)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stemflow/stem/internal/gen/gentest"
+	"github.com/stemflow/stem/internal/manifest"
 )
 
 func writeFile(t *testing.T, path, content string) {
@@ -75,18 +76,31 @@ func TestRemovedAnnotationsRemoveTheGeneratedFile(t *testing.T) {
 	if len(res.Diagnostics) > 0 {
 		t.Fatal(res.Diagnostics)
 	}
-	if len(res.Files) != 1 || res.Files[0].Path != genFile || res.Files[0].Content != nil {
-		t.Fatalf("files = %v, want the removal of %s", res.Files, genFile)
+	manifestFile := filepath.Join(dir, ManifestFileName)
+	if len(res.Files) != 2 || res.Files[0].Path != manifestFile || res.Files[1].Path != genFile || res.Files[1].Content != nil {
+		t.Fatalf("files = %v, want the manifest and the removal of %s", res.Files, genFile)
 	}
 	changed, err := Commit(res.Files)
-	if err != nil || len(changed) != 1 {
+	if err != nil || len(changed) != 2 {
 		t.Fatal(changed, err)
 	}
 	if _, err := os.Stat(genFile); !os.IsNotExist(err) {
 		t.Errorf("%s still exists: %v", genFile, err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ManifestFileName)); err != nil {
-		t.Errorf("the manifest, the history of stored shapes, must stay: %v", err)
+	// The manifest, the history of stored shapes, stays: its workflow is
+	// retired, since the build can no longer run its runs.
+	m, err := manifest.Read(manifestFile)
+	if err != nil {
+		t.Fatalf("the manifest must stay: %v", err)
+	}
+	if want := []manifest.Workflow{{Key: "p.w@v1", Input: "int", Output: "int", Retired: true}}; !slices.Equal(m.Workflows, want) {
+		t.Errorf("manifest workflows = %+v, want %+v", m.Workflows, want)
+	}
+	// Generating again changes nothing.
+	if res := generate(t, dir); len(res.Diagnostics) > 0 {
+		t.Fatal(res.Diagnostics)
+	} else if changed, err := Commit(res.Files); err != nil || len(changed) != 0 {
+		t.Errorf("second generation changed %v, %v", changed, err)
 	}
 }
 

@@ -1,121 +1,126 @@
 package gen
 
 import (
-	"bytes"
-	"cmp"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/stemflow/stem/internal/manifest"
 )
 
-// manifest is stem.manifest.json: the shape of every step's and workflow's
-// inputs and outputs (and of a workflow's progress), by checkpoint key, as
-// of the last generation. A key
-// whose shape changes without a version bump would make in-flight runs
-// decode a result (or input) of the old shape into the new type, so
-// stemgen refuses it. Entries for keys no longer in the code are kept:
-// stored runs may still hold them, so reusing such a key with another shape
-// is refused too.
-type manifest struct {
-	Comment   string          `json:"comment"`
-	Workflows []manifestEntry `json:"workflows"`
-	Steps     []manifestEntry `json:"steps"`
-}
-
-// manifestEntry is the shape of one checkpoint key ("charge@v2") or
-// versioned workflow name ("orders.fulfil@v1").
+// The manifest, stem.manifest.json (package internal/manifest has its
+// format), records the shape of every workflow's, step's and event's
+// payloads by key, as of the last generation. A key whose shape changes
+// without a version bump would make in-flight runs decode a payload of the
+// old shape into the new type, so stemgen refuses it; so it refuses a step
+// that becomes autoversion, or stops being one, under one key, whose
+// checkpoint keys change. Entries for keys no longer in the code are kept,
+// marked retired: stored runs may still hold them, so reusing such a key
+// with another shape is refused too.
 //
-// Progress is the shape of a workflow's progress= type: runs store the
-// value they published last, which callers decode into the type, so a
-// changed shape needs a version bump too. Adding or removing progress= does
-// not (no stored run holds a value of another shape). A workflow's
-// timeout=, queue= and retention= are not recorded: they are not shapes,
-// changing them needs no bump, and the runtime records the queue and
-// retention an engine registered in the store's catalog, where tools read
-// them. Recording them here too would also add fields an older stemgen
-// refuses (the manifest is read with DisallowUnknownFields).
-type manifestEntry struct {
-	Key      string `json:"key"`
-	Input    string `json:"input"`
-	Output   string `json:"output"`
-	Progress string `json:"progress,omitempty"`
-}
-
-const manifestComment = "Maintained by stemgen: the shape of each step's and workflow's inputs and outputs (and of a workflow's progress), by key. " +
-	"A changed shape needs a version bump. Commit this file; do not edit it."
+// A workflow's progress= shape is recorded too: runs store the value they
+// published last, which callers decode into the type, so a changed shape
+// needs a version bump. Adding or removing progress= does not (no stored
+// run holds a value of another shape). A workflow's timeout=, queue= and
+// retention= are not recorded: they are not shapes, changing them needs no
+// bump, and the runtime records the queue and retention an engine
+// registered in the store's catalog, where tools read them.
 
 // readManifest reads the package's manifest, or returns nil when it has
 // none.
-func readManifest(lp *loadedPackage, d *diagnostics) *manifest {
+func readManifest(lp *loadedPackage, d *diagnostics) *manifest.Manifest {
 	path := filepath.Join(lp.dir, ManifestFileName)
 	b, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		d.addPath(path, err.Error())
 		return nil
 	}
-	var m manifest
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
+	m, err := manifest.Parse(b)
+	if errors.Is(err, manifest.ErrNewerFormat) {
+		d.addPath(path, fmt.Sprintf("cannot read the manifest (%v): run the stemgen of a module version at least as new as the one that wrote it", err))
+		return nil
+	}
+	if err != nil {
 		d.addPath(path, fmt.Sprintf("cannot read the manifest (%v); restore it from version control, or delete it to start over", err))
 		return nil
 	}
-	return &m
+	return m
 }
 
-// checkManifest compares the package's shapes with the old manifest,
-// reporting changed shapes at the annotation's version= (or the directive),
-// and returns the new manifest's content.
-func checkManifest(m *Package, old *manifest, d *diagnostics) []byte {
-	next := &manifest{Comment: manifestComment}
+// checkManifest compares the package's shapes with the old manifest (nil
+// when there is none), reporting every change that would strand in-flight
+// runs at the annotation's token that fixes it, and returns the new
+// manifest's content.
+func checkManifest(m *Package, old *manifest.Manifest, d *diagnostics) []byte {
+	next := &manifest.Manifest{}
+	// A manifest of format 1 did not record autoversion: its steps'
+	// Autoversion says nothing, and this generation records it.
+	autoversionKnown := false
 	if old != nil {
 		next.Workflows = slices.Clone(old.Workflows)
 		next.Steps = slices.Clone(old.Steps)
+		next.Events = slices.Clone(old.Events)
+		autoversionKnown = old.RecordsAutoversion()
 	}
-	merge := func(entries *[]manifestEntry, e manifestEntry, kind string, pos token.Pos) {
-		i := slices.IndexFunc(*entries, func(x manifestEntry) bool { return x.Key == e.Key })
-		if i < 0 {
-			*entries = append(*entries, e)
-			return
+	changed := func(pos token.Pos, kind, key, what, was, now string) {
+		if was != now {
+			d.add(pos, "%s %s changed its %s type shape; bump version= (recorded %s, now %s)", kind, key, what, was, now)
 		}
-		was := (*entries)[i]
-		if was.Input != e.Input {
-			d.add(pos, "%s %s changed its input type shape; bump version= (recorded %s, now %s)", kind, e.Key, was.Input, e.Input)
-		}
-		if was.Output != e.Output {
-			d.add(pos, "%s %s changed its output type shape; bump version= (recorded %s, now %s)", kind, e.Key, was.Output, e.Output)
-		}
-		if was.Progress != "" && e.Progress != "" && was.Progress != e.Progress {
-			d.add(pos, "%s %s changed its progress type shape; bump version= (recorded %s, now %s)", kind, e.Key, was.Progress, e.Progress)
-		}
-		if e.Progress == "" && was.Progress != "" {
-			// Removing progress= keeps the recorded shape: adding it back
-			// with another shape is a change.
-			e.Progress = was.Progress
-		}
-		(*entries)[i] = e
 	}
+
+	present := map[string]bool{}
 	for _, w := range m.Workflows {
+		if w.Ann.Name == "" {
+			continue // reported by the parser
+		}
+		key := manifest.Key(w.Ann.Name, w.Ann.Version)
+		present[key] = true
 		if len(w.Params) != 2 || len(w.Results) != 2 || !typed(w.Params[1:], w.Results) {
 			continue // reported by check
 		}
 		if w.Progress != nil && !w.Progress.valid() {
 			continue // reported by check
 		}
-		key := fmt.Sprintf("%s@v%d", w.Ann.Name, w.Ann.Version)
-		e := manifestEntry{Key: key, Input: w.Input().Shape, Output: w.Output().Shape}
+		e := manifest.Workflow{Key: key, Input: w.Input().Shape, Output: w.Output().Shape}
 		if w.Progress != nil {
 			e.Progress = w.Progress.Shape
 		}
-		merge(&next.Workflows, e, "workflow", w.Ann.KeyPos("version"))
+		pos := w.Ann.KeyPos("version")
+		if i := index(next.Workflows, key, func(x manifest.Workflow) string { return x.Key }); i < 0 {
+			next.Workflows = append(next.Workflows, e)
+		} else {
+			was := next.Workflows[i]
+			changed(pos, "workflow", key, "input", was.Input, e.Input)
+			changed(pos, "workflow", key, "output", was.Output, e.Output)
+			if was.Progress != "" && e.Progress != "" {
+				changed(pos, "workflow", key, "progress", was.Progress, e.Progress)
+			}
+			if e.Progress == "" {
+				// Removing progress= keeps the recorded shape: adding it
+				// back with another shape is a change.
+				e.Progress = was.Progress
+			}
+			next.Workflows[i] = e
+		}
 	}
+	for i := range next.Workflows {
+		next.Workflows[i].Retired = !present[next.Workflows[i].Key]
+	}
+
+	clear(present)
 	for _, s := range m.Steps {
+		if s.Ann.Name == "" {
+			continue
+		}
+		key := s.Ann.Key()
+		present[key] = true
 		if !typed(s.Params, s.Results) {
 			continue
 		}
@@ -123,25 +128,72 @@ func checkManifest(m *Package, old *manifest, d *diagnostics) []byte {
 		if o := s.Output(); o != nil {
 			out = o.Shape
 		}
-		merge(&next.Steps, manifestEntry{Key: s.Ann.Key(), Input: inputShape(s.Inputs()), Output: out}, "step", s.Ann.KeyPos("version"))
+		e := manifest.Step{Key: key, Input: inputShape(s.Inputs()), Output: out, Autoversion: s.Ann.Autoversion}
+		pos := s.Ann.KeyPos("version")
+		if i := index(next.Steps, key, func(x manifest.Step) string { return x.Key }); i < 0 {
+			next.Steps = append(next.Steps, e)
+		} else {
+			was := next.Steps[i]
+			changed(pos, "step", key, "input", was.Input, e.Input)
+			changed(pos, "step", key, "output", was.Output, e.Output)
+			if autoversionKnown {
+				checkAutoversion(s, was.Autoversion, d)
+			}
+			next.Steps[i] = e
+		}
 	}
-	byKey := func(x, y manifestEntry) int { return cmp.Compare(x.Key, y.Key) }
-	slices.SortFunc(next.Workflows, byKey)
-	slices.SortFunc(next.Steps, byKey)
-	if next.Workflows == nil {
-		next.Workflows = []manifestEntry{}
+	for i := range next.Steps {
+		next.Steps[i].Retired = !present[next.Steps[i].Key]
 	}
-	if next.Steps == nil {
-		next.Steps = []manifestEntry{}
+
+	clear(present)
+	for _, ev := range m.Events {
+		if ev.Ann.Topic == "" {
+			continue
+		}
+		key := ev.Ann.Key()
+		present[key] = true
+		if ev.Type == nil || ev.Problem != "" || ev.TypeParams.IsValid() {
+			continue // reported by check
+		}
+		e := manifest.Event{Key: key, Payload: ev.Shape}
+		if i := index(next.Events, key, func(x manifest.Event) string { return x.Key }); i < 0 {
+			next.Events = append(next.Events, e)
+		} else {
+			if was := next.Events[i]; was.Payload != e.Payload {
+				d.add(ev.Ann.KeyPos("version"), "event %s changed its payload type shape (recorded %s, now %s): "+
+					"runs waiting on topic %s, or holding a delivered payload, would decode the old shape into the new type; "+
+					"give the new shape a new topic=, or bump version= once `stem check` shows no run in flight holds one",
+					key, was.Payload, e.Payload, ev.Ann.Topic)
+			}
+			next.Events[i] = e
+		}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(next); err != nil {
-		panic(err) // plain strings always encode
+	for i := range next.Events {
+		next.Events[i].Retired = !present[next.Events[i].Key]
 	}
-	return buf.Bytes()
+	return next.Encode()
+}
+
+// checkAutoversion reports a step whose autoversion flag differs from the
+// one recorded for its key: its checkpoint keys would change under runs in
+// flight.
+func checkAutoversion(s *Step, was bool, d *diagnostics) {
+	key := s.Ann.Key()
+	const consequence = "so in-flight runs would run the step again under %s and fail as non-deterministic; bump version="
+	switch {
+	case s.Ann.Autoversion && !was:
+		d.add(s.Ann.KeyPos("autoversion"), "step %s became autoversion: its checkpoint keys change from %s to %s#0, %s#1, ..., "+
+			consequence, key, key, key, key, "new idempotency keys")
+	case !s.Ann.Autoversion && was:
+		d.add(s.Ann.KeyPos("autoversion"), "step %s is no longer autoversion: its checkpoint keys change from %s#0, %s#1, ... back to %s, "+
+			consequence, key, key, key, key, "a new idempotency key")
+	}
+}
+
+// index returns the index of the entry with key k, or -1.
+func index[E any](entries []E, k string, key func(E) string) int {
+	return slices.IndexFunc(entries, func(e E) bool { return key(e) == k })
 }
 
 // typed reports whether every parameter and result type-checked.

@@ -104,6 +104,11 @@ type Workflow struct {
 	Ann *annotations.Workflow
 	// Progress is the type progress= names, or nil without progress=.
 	Progress *Progress
+	// Newest is the newest version of the workflow's name in the package:
+	// w itself, or the workflow with the same name= and the highest
+	// version=, which alone gets the client API; w is then an older
+	// version, kept to drain the runs started under it.
+	Newest *Workflow
 }
 
 // Progress is the type a workflow's progress= names, as the package
@@ -198,7 +203,49 @@ func buildModel(lp *loadedPackage, d *diagnostics) *Package {
 			w.Progress = b.progress(w.Ann.Progress)
 		}
 	}
+	setNewest(b.m.Workflows)
 	return b.m
+}
+
+// setNewest sets each workflow's Newest: of the workflows with its name,
+// the one with the highest version (the first by position among equals,
+// which check reports).
+func setNewest(ws []*Workflow) {
+	newest := map[string]*Workflow{}
+	for _, w := range ws {
+		if w.Ann.Name == "" {
+			continue
+		}
+		n, ok := newest[w.Ann.Name]
+		if !ok || w.Ann.Version > n.Ann.Version || w.Ann.Version == n.Ann.Version && w.Pos < n.Pos {
+			newest[w.Ann.Name] = w
+		}
+	}
+	for _, w := range ws {
+		w.Newest = w
+		if n, ok := newest[w.Ann.Name]; ok {
+			w.Newest = n
+		}
+	}
+}
+
+// isNewest reports whether w is the newest version of its name in the
+// package, the one that gets the client API.
+func (w *Workflow) isNewest() bool { return w.Newest == w }
+
+// versions returns every version of w's name in the package, newest
+// first.
+func (m *Package) versions(w *Workflow) []*Workflow {
+	var out []*Workflow
+	for _, x := range m.Workflows {
+		if x.Newest == w.Newest {
+			out = append(out, x)
+		}
+	}
+	slices.SortFunc(out, func(x, y *Workflow) int {
+		return cmp.Or(cmp.Compare(y.Ann.Version, x.Ann.Version), cmp.Compare(x.Pos, y.Pos))
+	})
+	return out
 }
 
 // progress resolves the type a workflow's progress= names in the package's

@@ -15,8 +15,11 @@ func exported(s string) string {
 	return string(unicode.ToUpper(r)) + s[n:]
 }
 
-// Package-level names of a workflow.
+// Package-level names of a workflow. Every version of a workflow gets its
+// context, its Register function and its version constant; only the
+// newest version of a name gets the others, the client API.
 func (w *Workflow) contextType() string  { return exported(w.GoName) + "Context" }
+func (w *Workflow) versionConst() string { return exported(w.GoName) + "WorkflowVersion" }
 func (w *Workflow) runType() string      { return exported(w.GoName) + "Run" }
 func (w *Workflow) registerFunc() string { return "Register" + exported(w.GoName) }
 func (w *Workflow) startFunc() string    { return "Start" + exported(w.GoName) }
@@ -137,7 +140,10 @@ func (m *Package) packageNames() []generated {
 	}
 	for _, w := range m.Workflows {
 		what := "workflow " + w.GoName
-		add(w.Pos, what, w.contextType(), w.runType(), w.registerFunc(), w.startFunc(), w.batchFunc(), w.getFunc(), w.nameConst())
+		add(w.Pos, what, w.contextType(), w.registerFunc(), w.versionConst())
+		if w.isNewest() {
+			add(w.Pos, what, w.runType(), w.startFunc(), w.batchFunc(), w.getFunc(), w.nameConst())
+		}
 	}
 	for _, s := range m.Steps {
 		add(s.Pos, "step "+s.String(), s.keyConst())

@@ -45,7 +45,9 @@ func render(m *Package) ([]byte, error) {
 			r.await(e)
 		}
 		for _, w := range m.Workflows {
-			r.children(w)
+			if w.isNewest() {
+				r.children(w)
+			}
 		}
 	}
 	for _, w := range m.Workflows {
@@ -320,22 +322,63 @@ func (r *renderer) guards() {
 	})
 }
 
-// workflow writes everything generated for one workflow.
+// drainDoc says, for an older version of a workflow, why it exists; for
+// the newest, it says nothing.
+func (r *renderer) drainDoc(w *Workflow) string {
+	if w.isNewest() {
+		return ""
+	}
+	return fmt.Sprintf(" %s is version %d of %s, older than %s (version %d): it exists to drain the runs "+
+		"started under version %d, while new runs start on the newest version an engine registers.",
+		w.GoName, w.Ann.Version, w.Ann.Name, w.Newest.GoName, w.Newest.Ann.Version, w.Ann.Version)
+}
+
+// olderList names the older versions of workflow w, the newest, or
+// returns "" when it has none.
+func (r *renderer) olderList(w *Workflow) string {
+	var list []string
+	for _, v := range r.m.versions(w)[1:] {
+		list = append(list, fmt.Sprintf("%s (version %d)", v.GoName, v.Ann.Version))
+	}
+	return strings.Join(list, ", ")
+}
+
+// workflow writes everything generated for one workflow: for every
+// version its context, version constant and Register function; for the
+// newest version of a name the client API too.
 func (r *renderer) workflow(w *Workflow) {
 	m, f := r.m, r.f
 	ctx := w.contextType()
-	in, out := r.typ(w.Input().Type), r.typ(w.Output().Type)
+	in := r.typ(w.Input().Type)
 	durable := w.Ann.Name
+	older := ""
+	if w.isNewest() {
+		older = r.olderList(w)
+		f.Line()
+		what := fmt.Sprintf("%s is the durable name of workflow %s, stored with every run.", w.nameConst(), w.GoName)
+		if older != "" {
+			what = fmt.Sprintf("%s is the durable name of workflow %s, stored with every run, and of its older "+
+				"versions %s, registered beside it to drain the runs started under them.", w.nameConst(), w.GoName, older)
+		}
+		r.doc(what, w.Doc)
+		f.Const().Id(w.nameConst()).Op("=").Lit(durable)
+	}
 
 	f.Line()
-	r.doc(fmt.Sprintf("%s is the durable name of workflow %s, stored with every run.", w.nameConst(), w.GoName), w.Doc)
-	f.Const().Id(w.nameConst()).Op("=").Lit(durable)
+	versionDoc := fmt.Sprintf("%s is the version= of workflow %s (%s). Every run records the "+
+		"version it started under, and an engine claims a run only when it registers that version.",
+		w.versionConst(), w.GoName, durable)
+	if older != "" {
+		versionDoc += " New runs start on this version, the newest the package registers."
+	}
+	r.doc(versionDoc+r.drainDoc(w), w.Doc)
+	f.Const().Id(w.versionConst()).Op("=").Lit(w.Ann.Version)
 
 	f.Line()
 	r.doc(fmt.Sprintf("%s is what workflow %s (%s) receives: the runtime's *runtime.WorkflowContext, "+
 		"with a typed method for every step, event and child workflow of package %s, each also in a form "+
 		"that returns a future (runtime.All and runtime.Select wait for several), and ContinueAsNew typed "+
-		"by the workflow's input.", ctx, w.GoName, durable, m.Name), w.Doc)
+		"by the workflow's input.%s", ctx, w.GoName, durable, m.Name, r.drainDoc(w)), w.Doc)
 	f.Type().Id(ctx).StructFunc(func(g *jen.Group) {
 		g.Op("*").Add(rt("WorkflowContext"))
 		if m.hasCalls() {
@@ -353,18 +396,35 @@ func (r *renderer) workflow(w *Workflow) {
 	f.Func().Params(jen.Id("c").Op("*").Id(ctx)).Id(continueAsNewMethod).Params(jen.Id("in").Add(in.Clone())).Error().Block(
 		jen.Return(rt("ContinueAsNew").Call(jen.Id("c").Dot(embeddedField), jen.Id("in"))))
 
-	prog := w.Progress
-	if prog != nil {
+	if prog := w.Progress; prog != nil {
+		readers := fmt.Sprintf("Progress and WaitProgress on %s", w.runType())
+		if !w.isNewest() {
+			readers = "runtime.GetProgress and runtime.WaitProgress"
+		}
 		f.Line()
-		r.doc(fmt.Sprintf("%s publishes p as the run's progress, which callers read with Progress and "+
-			"WaitProgress on %s. It is written with the run's next write "+
+		r.doc(fmt.Sprintf("%s publishes p as the run's progress, which callers read with %s. "+
+			"It is written with the run's next write "+
 			"(a step's checkpoint, a suspension, its end) or soon while a step runs; publishing the value "+
-			"last published writes nothing, so a replay costs no write.", setProgressMethod, w.runType()), "")
+			"last published writes nothing, so a replay costs no write.", setProgressMethod, readers), "")
 		f.Func().Params(jen.Id("c").Op("*").Id(ctx)).Id(setProgressMethod).Params(jen.Id("p").Add(r.typ(prog.Type))).Error().Block(
 			jen.Return(rt("SetProgress").Call(jen.Id("c").Dot(embeddedField), jen.Id("p"))))
 	}
 
-	run := w.runType()
+	if w.isNewest() {
+		r.runType(w)
+	}
+	r.register(w)
+	if w.isNewest() {
+		r.client(w)
+	}
+}
+
+// runType writes the typed handle on a run of workflow w, with its
+// progress methods.
+func (r *renderer) runType(w *Workflow) {
+	f := r.f
+	ctx, run, prog, durable := w.contextType(), w.runType(), w.Progress, w.Ann.Name
+	out := r.typ(w.Output().Type)
 	f.Line()
 	runDoc := fmt.Sprintf("%s is a typed handle on a run of workflow %s (%s): ID, Status, Result, Pause, "+
 		"Resume, Terminate, Restart, and IdempotencyKey for reconciling with the services its steps called.",
@@ -381,13 +441,6 @@ func (r *renderer) workflow(w *Workflow) {
 			g.Id(runEngineField).Op("*").Add(rt("Engine"))
 		}
 	})
-	// handle writes the typed handle on a *runtime.Run[Out] held in r.
-	handle := func(r jen.Code) *jen.Statement {
-		if prog != nil {
-			return jen.Op("&").Id(run).Values(jen.Dict{jen.Id("Run"): r, jen.Id(runEngineField): jen.Id("e")})
-		}
-		return jen.Op("&").Id(run).Values(r)
-	}
 	if prog != nil {
 		pt := func() *jen.Statement { return r.typ(prog.Type) }
 		f.Line()
@@ -405,12 +458,23 @@ func (r *renderer) workflow(w *Workflow) {
 			Params(pt(), jen.Error()).Block(
 			jen.Return(rt("WaitProgress").Call(jen.Id("ctx"), jen.Id("r").Dot(runEngineField), jen.Id("r").Dot("ID").Call(), jen.Id("after"))))
 	}
+}
 
+// register writes the function registering workflow w, at its version.
+func (r *renderer) register(w *Workflow) {
+	m, f := r.m, r.f
+	ctx, durable := w.contextType(), w.Ann.Name
+	in, out := r.typ(w.Input().Type), r.typ(w.Output().Type)
 	f.Line()
 	regParams := []jen.Code{jen.Id("e").Op("*").Add(rt("Engine"))}
 	regDoc := fmt.Sprintf("%s registers workflow %s with e under its durable name, %s, at version %d; "+
 		"the engine records them in the store's catalog with the shapes of its input and output, for "+
 		"tools that start runs without its Go types.", w.registerFunc(), w.GoName, durable, w.Ann.Version)
+	if older := r.olderList(w); w.isNewest() && older != "" {
+		regDoc += fmt.Sprintf(" New runs start on this version, the newest; register its older versions %s "+
+			"beside it (%s registers all) while runs started under them remain.", older, registerAllFunc)
+	}
+	regDoc += r.drainDoc(w)
 	if w.Ann.Timeout > 0 {
 		regDoc += fmt.Sprintf(" Its runs get a deadline %s after their start (timeout=), unless the start sets "+
 			"one with runtime.WithTimeout or runtime.WithDeadline; past it a run ends with an error matching "+
@@ -454,7 +518,7 @@ func (r *renderer) workflow(w *Workflow) {
 			}
 			lit[jen.Id(callsType)] = jen.Id(callsType).Values(calls)
 		}
-		opts := []jen.Code{rt("WorkflowVersion").Call(jen.Lit(w.Ann.Version))}
+		opts := []jen.Code{rt("WorkflowVersion").Call(jen.Id(w.versionConst()))}
 		if w.Ann.Timeout > 0 {
 			opts = append(opts, rt("WorkflowTimeout").Call(duration(w.Ann.Timeout)))
 		}
@@ -467,13 +531,27 @@ func (r *renderer) workflow(w *Workflow) {
 		case w.Ann.Retention > 0:
 			opts = append(opts, rt("WorkflowRetention").Call(duration(w.Ann.Retention)))
 		}
-		g.Return(rt("Register").Call(append([]jen.Code{jen.Id("e"), jen.Id(w.nameConst()),
+		g.Return(rt("Register").Call(append([]jen.Code{jen.Id("e"), jen.Id(w.Newest.nameConst()),
 			jen.Func().Params(jen.Id("c").Op("*").Add(rt("WorkflowContext")), jen.Id("in").Add(in.Clone())).
 				Params(out.Clone(), jen.Error()).
 				Block(jen.Return(jen.Id(w.GoName).Call(jen.Op("&").Id(ctx).Values(lit), jen.Id("in"))))},
 			opts...)...))
 	})
+}
 
+// client writes the functions that start and get runs of workflow w, the
+// newest version of its name.
+func (r *renderer) client(w *Workflow) {
+	f := r.f
+	run, durable := w.runType(), w.Ann.Name
+	in, out := r.typ(w.Input().Type), r.typ(w.Output().Type)
+	// handle writes the typed handle on a *runtime.Run[Out] held in r.
+	handle := func(r jen.Code) *jen.Statement {
+		if w.Progress != nil {
+			return jen.Op("&").Id(run).Values(jen.Dict{jen.Id("Run"): r, jen.Id(runEngineField): jen.Id("e")})
+		}
+		return jen.Op("&").Id(run).Values(r)
+	}
 	f.Line()
 	r.doc(fmt.Sprintf("%s starts a run of workflow %s (%s) with input in. With runtime.WithID, starting "+
 		"an ID that exists returns the existing run; runtime.WithTimeout or runtime.WithDeadline give the "+
@@ -505,9 +583,14 @@ func (r *renderer) workflow(w *Workflow) {
 		)
 
 	f.Line()
-	r.doc(fmt.Sprintf("%s returns a typed handle on the existing run id of workflow %s (%s): an error "+
+	getDoc := fmt.Sprintf("%s returns a typed handle on the existing run id of workflow %s (%s): an error "+
 		"matching runtime.ErrRunNotFound if there is none, runtime.ErrInvalidArgument if it is a run of "+
-		"another workflow.", w.getFunc(), w.GoName, durable), w.Doc)
+		"another workflow.", w.getFunc(), w.GoName, durable)
+	if older := r.olderList(w); older != "" {
+		getDoc += fmt.Sprintf(" Runs of its older versions, %s, are runs of %s too: the handle's Result "+
+			"decodes their output into this version's output type.", older, durable)
+	}
+	r.doc(getDoc, w.Doc)
 	f.Func().Id(w.getFunc()).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
 		jen.Id("id").String()).
 		Params(jen.Op("*").Id(run), jen.Error()).
@@ -855,7 +938,11 @@ func (r *renderer) registerAll() {
 	}
 	var list []string
 	for _, w := range m.Workflows {
-		list = append(list, fmt.Sprintf("%s (%s)", w.GoName, w.Ann.Name))
+		if len(m.versions(w)) > 1 {
+			list = append(list, fmt.Sprintf("%s (%s version %d)", w.GoName, w.Ann.Name, w.Ann.Version))
+		} else {
+			list = append(list, fmt.Sprintf("%s (%s)", w.GoName, w.Ann.Name))
+		}
 	}
 	params := []jen.Code{jen.Id("e").Op("*").Add(rt("Engine"))}
 	args := []jen.Code{jen.Id("e")}

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -23,11 +24,20 @@ const FileName = "stem.manifest.json"
 const Comment = "Maintained by stemgen: the shape of each workflow's, step's and event's payloads, by key, and which keys the package's code has now. " +
 	"A changed shape needs a version bump. Commit this file; do not edit it."
 
+// Format is the format of the manifests Encode writes, in their "format"
+// field. A manifest without the field is format 1, written before events,
+// Retired and Autoversion were recorded: its Events are missing, none of
+// its entries is Retired, and its steps' Autoversion is unknown (false).
+const Format = 2
+
 // Manifest is one package's manifest. Entries whose key the code no longer
 // has are kept, marked Retired: stored runs may still hold them, so reusing
 // such a key with another shape is refused too.
 type Manifest struct {
-	Comment   string     `json:"comment"`
+	Comment string `json:"comment"`
+	// Format is the manifest's format: Format when Encode wrote it, 0 for
+	// format 1 (see Format).
+	Format    int        `json:"format,omitempty"`
 	Workflows []Workflow `json:"workflows"`
 	Steps     []Step     `json:"steps"`
 	Events    []Event    `json:"events"`
@@ -74,14 +84,29 @@ type Event struct {
 	Retired bool `json:"retired,omitempty"`
 }
 
-// Parse decodes a manifest, refusing unknown fields: a manifest written by
-// a newer stemgen says so instead of losing what it records.
+// RecordsAutoversion reports whether the manifest's format records
+// whether each step is autoversion (Step.Autoversion): format 1 did not.
+func (m *Manifest) RecordsAutoversion() bool { return m.Format >= 2 }
+
+// ErrNewerFormat is the error of Parse for a manifest of a format after
+// Format.
+var ErrNewerFormat = errors.New("manifest written by a newer stemgen")
+
+// Parse decodes a manifest of any format up to Format, refusing unknown
+// fields and newer formats: a manifest written by a newer stemgen says so
+// instead of losing what it records.
 func Parse(b []byte) (*Manifest, error) {
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
 		return nil, err
+	}
+	switch {
+	case m.Format > Format:
+		return nil, fmt.Errorf("%w: format %d; this one reads formats 1 to %d", ErrNewerFormat, m.Format, Format)
+	case m.Format < 0:
+		return nil, fmt.Errorf("manifest format %d: want 1 to %d", m.Format, Format)
 	}
 	return &m, nil
 }
@@ -99,11 +124,13 @@ func Read(path string) (*Manifest, error) {
 	return m, nil
 }
 
-// Encode returns the manifest as stemgen writes it: entries sorted by key,
-// indented, with the standard comment and a final newline.
+// Encode returns the manifest as stemgen writes it: in format Format,
+// entries sorted by key, indented, with the standard comment and a final
+// newline.
 func (m *Manifest) Encode() []byte {
 	c := *m
 	c.Comment = Comment
+	c.Format = Format
 	c.Workflows = sorted(c.Workflows, func(w Workflow) string { return w.Key })
 	c.Steps = sorted(c.Steps, func(s Step) string { return s.Key })
 	c.Events = sorted(c.Events, func(e Event) string { return e.Key })

@@ -412,6 +412,15 @@ func (c *stemCalls) StartInvoiceChild(name string, in InvoiceRequest, opts ...ru
 // the invoice made.
 const FulfilWorkflowName = "orders.fulfil"
 
+// FulfilWorkflowVersion is the version= of workflow Fulfil (orders.fulfil).
+// Every run records the version it started under, and an engine claims a run
+// only when it registers that version.
+//
+// Fulfil reserves stock and quotes shipping at once, cools off, waits for
+// the warehouse, packs every line at once, charges the customer, and has
+// the invoice made.
+const FulfilWorkflowVersion = 2
+
 // FulfilContext is what workflow Fulfil (orders.fulfil) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
 // event and child workflow of package orders, each also in a form that returns
@@ -500,7 +509,7 @@ func RegisterFulfil(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	}, runtime.WorkflowVersion(2), runtime.WorkflowQueue("orders"), runtime.WorkflowRetention(720*time.Hour))
+	}, runtime.WorkflowVersion(FulfilWorkflowVersion), runtime.WorkflowQueue("orders"), runtime.WorkflowRetention(720*time.Hour))
 }
 
 // StartFulfil starts a run of workflow Fulfil (orders.fulfil) with input in.
@@ -567,6 +576,13 @@ func GetFulfil(ctx context.Context, e *runtime.Engine, id string) (*FulfilRun, e
 // Invoice renders and files the invoice of a paid order.
 const InvoiceWorkflowName = "orders.invoice"
 
+// InvoiceWorkflowVersion is the version= of workflow Invoice (orders.invoice).
+// Every run records the version it started under, and an engine claims a run
+// only when it registers that version.
+//
+// Invoice renders and files the invoice of a paid order.
+const InvoiceWorkflowVersion = 1
+
 // InvoiceContext is what workflow Invoice (orders.invoice) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
 // event and child workflow of package orders, each also in a form that returns
@@ -622,7 +638,7 @@ func RegisterInvoice(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	}, runtime.WorkflowVersion(1))
+	}, runtime.WorkflowVersion(InvoiceWorkflowVersion))
 }
 
 // StartInvoice starts a run of workflow Invoice (orders.invoice) with input

@@ -152,6 +152,13 @@ func (c *stemCalls) StartSyncChild(name string, in Page[pgtype.Text], opts ...ru
 // Sync copies a page of names.
 const SyncWorkflowName = "imports.sync"
 
+// SyncWorkflowVersion is the version= of workflow Sync (imports.sync). Every
+// run records the version it started under, and an engine claims a run only
+// when it registers that version.
+//
+// Sync copies a page of names.
+const SyncWorkflowVersion = 1
+
 // SyncContext is what workflow Sync (imports.sync) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package imports, each also in a form that returns a future
@@ -196,7 +203,7 @@ func RegisterSync(e *runtime.Engine) error {
 			WorkflowContext: c,
 			stemCalls:       stemCalls{wc: c},
 		}, in)
-	}, runtime.WorkflowVersion(1))
+	}, runtime.WorkflowVersion(SyncWorkflowVersion))
 }
 
 // StartSync starts a run of workflow Sync (imports.sync) with input in. With

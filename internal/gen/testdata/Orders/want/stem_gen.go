@@ -360,6 +360,15 @@ func (c *stemCalls) StartRefundChild(name string, in RefundInput, opts ...runtim
 // customer and refunds a goodwill credit.
 const FulfilWorkflowName = "orders.fulfil"
 
+// FulfilWorkflowVersion is the version= of workflow Fulfil (orders.fulfil).
+// Every run records the version it started under, and an engine claims a run
+// only when it registers that version.
+//
+// Fulfil reserves stock while it tells the customer, waits for the
+// warehouse (or a timeout), packs every item at once, then charges the
+// customer and refunds a goodwill credit.
+const FulfilWorkflowVersion = 1
+
 // FulfilContext is what workflow Fulfil (orders.fulfil) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
 // event and child workflow of package main, each also in a form that returns a
@@ -447,7 +456,7 @@ func RegisterFulfil(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	}, runtime.WorkflowVersion(1), runtime.WorkflowTimeout(time.Hour))
+	}, runtime.WorkflowVersion(FulfilWorkflowVersion), runtime.WorkflowTimeout(time.Hour))
 }
 
 // StartFulfil starts a run of workflow Fulfil (orders.fulfil) with input in.
@@ -517,6 +526,16 @@ func GetFulfil(ctx context.Context, e *runtime.Engine, id string) (*FulfilRun, e
 // Deprecated: refunds move to the billing service.
 const RefundWorkflowName = "orders.refund"
 
+// RefundWorkflowVersion is the version= of workflow Refund (orders.refund).
+// Every run records the version it started under, and an engine claims a run
+// only when it registers that version.
+//
+// Refund returns part of a payment, after continuing as new in.Rounds
+// times.
+//
+// Deprecated: refunds move to the billing service.
+const RefundWorkflowVersion = 2
+
 // RefundContext is what workflow Refund (orders.refund) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
 // event and child workflow of package main, each also in a form that returns a
@@ -581,7 +600,7 @@ func RegisterRefund(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	}, runtime.WorkflowVersion(2))
+	}, runtime.WorkflowVersion(RefundWorkflowVersion))
 }
 
 // StartRefund starts a run of workflow Refund (orders.refund) with input in.

@@ -198,6 +198,13 @@ func (c *stemCalls) StartRemindChild(name string, in string, opts ...runtime.Chi
 // Audit checks the books; its runs are kept forever.
 const AuditWorkflowName = "billing.audit"
 
+// AuditWorkflowVersion is the version= of workflow Audit (billing.audit).
+// Every run records the version it started under, and an engine claims a run
+// only when it registers that version.
+//
+// Audit checks the books; its runs are kept forever.
+const AuditWorkflowVersion = 2
+
 // AuditContext is what workflow Audit (billing.audit) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package main, each also in a form that returns a future
@@ -247,7 +254,7 @@ func RegisterAudit(e *runtime.Engine) error {
 			WorkflowContext: c,
 			stemCalls:       stemCalls{wc: c},
 		}, in)
-	}, runtime.WorkflowVersion(2), runtime.WorkflowTimeout(2*time.Hour), runtime.WorkflowQueue("billing.audit-v2_slow"), runtime.WorkflowRetention(0))
+	}, runtime.WorkflowVersion(AuditWorkflowVersion), runtime.WorkflowTimeout(2*time.Hour), runtime.WorkflowQueue("billing.audit-v2_slow"), runtime.WorkflowRetention(0))
 }
 
 // StartAudit starts a run of workflow Audit (billing.audit) with input in.
@@ -299,6 +306,13 @@ func GetAudit(ctx context.Context, e *runtime.Engine, id string) (*AuditRun, err
 // Invoice bills an order, on the billing queue; its runs are kept 30 days.
 const InvoiceWorkflowName = "billing.invoice"
 
+// InvoiceWorkflowVersion is the version= of workflow Invoice
+// (billing.invoice). Every run records the version it started under, and an
+// engine claims a run only when it registers that version.
+//
+// Invoice bills an order, on the billing queue; its runs are kept 30 days.
+const InvoiceWorkflowVersion = 1
+
 // InvoiceContext is what workflow Invoice (billing.invoice) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
 // event and child workflow of package main, each also in a form that returns a
@@ -346,7 +360,7 @@ func RegisterInvoice(e *runtime.Engine) error {
 			WorkflowContext: c,
 			stemCalls:       stemCalls{wc: c},
 		}, in)
-	}, runtime.WorkflowVersion(1), runtime.WorkflowQueue("billing"), runtime.WorkflowRetention(720*time.Hour))
+	}, runtime.WorkflowVersion(InvoiceWorkflowVersion), runtime.WorkflowQueue("billing"), runtime.WorkflowRetention(720*time.Hour))
 }
 
 // StartInvoice starts a run of workflow Invoice (billing.invoice) with input
@@ -399,6 +413,14 @@ func GetInvoice(ctx context.Context, e *runtime.Engine, id string) (*InvoiceRun,
 // default retention.
 const PingWorkflowName = "billing.ping"
 
+// PingWorkflowVersion is the version= of workflow Ping (billing.ping). Every
+// run records the version it started under, and an engine claims a run only
+// when it registers that version.
+//
+// Ping names the engine's default queue outright, and keeps the engine's
+// default retention.
+const PingWorkflowVersion = 1
+
 // PingContext is what workflow Ping (billing.ping) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package main, each also in a form that returns a future
@@ -447,7 +469,7 @@ func RegisterPing(e *runtime.Engine) error {
 			WorkflowContext: c,
 			stemCalls:       stemCalls{wc: c},
 		}, in)
-	}, runtime.WorkflowVersion(1), runtime.WorkflowQueue("default"))
+	}, runtime.WorkflowVersion(PingWorkflowVersion), runtime.WorkflowQueue("default"))
 }
 
 // StartPing starts a run of workflow Ping (billing.ping) with input in. With
@@ -503,6 +525,14 @@ func GetPing(ctx context.Context, e *runtime.Engine, id string) (*PingRun, error
 // default queue.
 const RemindWorkflowName = "billing.remind"
 
+// RemindWorkflowVersion is the version= of workflow Remind (billing.remind).
+// Every run records the version it started under, and an engine claims a run
+// only when it registers that version.
+//
+// Remind nudges a customer; its runs are kept 90 minutes, on the engine's
+// default queue.
+const RemindWorkflowVersion = 1
+
 // RemindContext is what workflow Remind (billing.remind) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
 // event and child workflow of package main, each also in a form that returns a
@@ -551,7 +581,7 @@ func RegisterRemind(e *runtime.Engine) error {
 			WorkflowContext: c,
 			stemCalls:       stemCalls{wc: c},
 		}, in)
-	}, runtime.WorkflowVersion(1), runtime.WorkflowRetention(90*time.Minute))
+	}, runtime.WorkflowVersion(RemindWorkflowVersion), runtime.WorkflowRetention(90*time.Minute))
 }
 
 // StartRemind starts a run of workflow Remind (billing.remind) with input in.

@@ -896,6 +896,13 @@ func (c *stemCalls) StartRefundChild(name string, in RefundRequest, opts ...runt
 // Audit records an entry, scores it and archives it.
 const AuditWorkflowName = "shop.audit"
 
+// AuditWorkflowVersion is the version= of workflow Audit (shop.audit). Every
+// run records the version it started under, and an engine claims a run only
+// when it registers that version.
+//
+// Audit records an entry, scores it and archives it.
+const AuditWorkflowVersion = 1
+
 // AuditContext is what workflow Audit (shop.audit) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package main, each also in a form that returns a future
@@ -951,7 +958,7 @@ func RegisterAudit(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	}, runtime.WorkflowVersion(1))
+	}, runtime.WorkflowVersion(AuditWorkflowVersion))
 }
 
 // StartAudit starts a run of workflow Audit (shop.audit) with input in. With
@@ -1006,6 +1013,17 @@ func GetAudit(ctx context.Context, e *runtime.Engine, id string) (*AuditRun, err
 // its parent if the checkout is terminated). The settling sleep between
 // makes the run replay the start of the audit before awaiting it.
 const CheckoutWorkflowName = "shop.checkout"
+
+// CheckoutWorkflowVersion is the version= of workflow Checkout
+// (shop.checkout). Every run records the version it started under, and an
+// engine claims a run only when it registers that version.
+//
+// Checkout validates and prices a cart, reserves its stock, has it paid
+// and delivered by child workflows, and has it audited by a child it starts
+// early and awaits last, through the typed handle (a child that outlives
+// its parent if the checkout is terminated). The settling sleep between
+// makes the run replay the start of the audit before awaiting it.
+const CheckoutWorkflowVersion = 1
 
 // CheckoutContext is what workflow Checkout (shop.checkout) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
@@ -1074,7 +1092,7 @@ func RegisterCheckout(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	}, runtime.WorkflowVersion(1))
+	}, runtime.WorkflowVersion(CheckoutWorkflowVersion))
 }
 
 // StartCheckout starts a run of workflow Checkout (shop.checkout) with input
@@ -1140,6 +1158,15 @@ func GetCheckout(ctx context.Context, e *runtime.Engine, id string) (*CheckoutRu
 // still a shipment.
 const DeliverWorkflowName = "shop.deliver"
 
+// DeliverWorkflowVersion is the version= of workflow Deliver (shop.deliver).
+// Every run records the version it started under, and an engine claims a run
+// only when it registers that version.
+//
+// Deliver packs every line, labels and dispatches the parcels, and
+// notifies the customer of each step; a delivery not confirmed in time is
+// still a shipment.
+const DeliverWorkflowVersion = 1
+
 // DeliverContext is what workflow Deliver (shop.deliver) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
 // event and child workflow of package main, each also in a form that returns a
@@ -1201,7 +1228,7 @@ func RegisterDeliver(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	}, runtime.WorkflowVersion(1))
+	}, runtime.WorkflowVersion(DeliverWorkflowVersion))
 }
 
 // StartDeliver starts a run of workflow Deliver (shop.deliver) with input in.
@@ -1258,6 +1285,14 @@ func GetDeliver(ctx context.Context, e *runtime.Engine, id string) (*DeliverRun,
 // Pay authorizes a charge, waits for the provider's confirmation, and
 // captures it.
 const PayWorkflowName = "shop.pay"
+
+// PayWorkflowVersion is the version= of workflow Pay (shop.pay). Every run
+// records the version it started under, and an engine claims a run only when
+// it registers that version.
+//
+// Pay authorizes a charge, waits for the provider's confirmation, and
+// captures it.
+const PayWorkflowVersion = 1
 
 // PayContext is what workflow Pay (shop.pay) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
@@ -1316,7 +1351,7 @@ func RegisterPay(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	}, runtime.WorkflowVersion(1))
+	}, runtime.WorkflowVersion(PayWorkflowVersion))
 }
 
 // StartPay starts a run of workflow Pay (shop.pay) with input in. With
@@ -1371,6 +1406,14 @@ func GetPay(ctx context.Context, e *runtime.Engine, id string) (*PayRun, error) 
 // Refund waits for a person's approval, refunds the payment, and has the
 // refund audited.
 const RefundWorkflowName = "shop.refund"
+
+// RefundWorkflowVersion is the version= of workflow Refund (shop.refund).
+// Every run records the version it started under, and an engine claims a run
+// only when it registers that version.
+//
+// Refund waits for a person's approval, refunds the payment, and has the
+// refund audited.
+const RefundWorkflowVersion = 2
 
 // RefundContext is what workflow Refund (shop.refund) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
@@ -1430,7 +1473,7 @@ func RegisterRefund(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	}, runtime.WorkflowVersion(2))
+	}, runtime.WorkflowVersion(RefundWorkflowVersion))
 }
 
 // StartRefund starts a run of workflow Refund (shop.refund) with input in.

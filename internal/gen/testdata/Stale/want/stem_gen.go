@@ -106,6 +106,13 @@ func (c *stemCalls) StartFlowChild(name string, in int, opts ...runtime.ChildOpt
 // Flow calls a step the stale file does not know.
 const FlowWorkflowName = "stale.flow"
 
+// FlowWorkflowVersion is the version= of workflow Flow (stale.flow). Every run
+// records the version it started under, and an engine claims a run only when
+// it registers that version.
+//
+// Flow calls a step the stale file does not know.
+const FlowWorkflowVersion = 1
+
 // FlowContext is what workflow Flow (stale.flow) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package stale, each also in a form that returns a future
@@ -156,7 +163,7 @@ func RegisterFlow(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	}, runtime.WorkflowVersion(1))
+	}, runtime.WorkflowVersion(FlowWorkflowVersion))
 }
 
 // StartFlow starts a run of workflow Flow (stale.flow) with input in. With

@@ -186,6 +186,13 @@ func (c *stemCalls) StartTrackChild(name string, in int, opts ...runtime.ChildOp
 // Pay charges.
 const PayWorkflowName = "bump.pay"
 
+// PayWorkflowVersion is the version= of workflow Pay (bump.pay). Every run
+// records the version it started under, and an engine claims a run only when
+// it registers that version.
+//
+// Pay charges.
+const PayWorkflowVersion = 1
+
 // PayContext is what workflow Pay (bump.pay) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package bump, each also in a form that returns a future
@@ -229,7 +236,7 @@ func RegisterPay(e *runtime.Engine) error {
 			WorkflowContext: c,
 			stemCalls:       stemCalls{wc: c},
 		}, in)
-	}, runtime.WorkflowVersion(1))
+	}, runtime.WorkflowVersion(PayWorkflowVersion))
 }
 
 // StartPay starts a run of workflow Pay (bump.pay) with input in. With
@@ -282,6 +289,14 @@ func GetPay(ctx context.Context, e *runtime.Engine, id string) (*PayRun, error) 
 // recorded, so publishing another later needs a bump.
 const QuietWorkflowName = "bump.quiet"
 
+// QuietWorkflowVersion is the version= of workflow Quiet (bump.quiet). Every
+// run records the version it started under, and an engine claims a run only
+// when it registers that version.
+//
+// Quiet no longer publishes progress: the manifest keeps the shape it
+// recorded, so publishing another later needs a bump.
+const QuietWorkflowVersion = 1
+
 // QuietContext is what workflow Quiet (bump.quiet) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package bump, each also in a form that returns a future
@@ -329,7 +344,7 @@ func RegisterQuiet(e *runtime.Engine) error {
 			WorkflowContext: c,
 			stemCalls:       stemCalls{wc: c},
 		}, in)
-	}, runtime.WorkflowVersion(1))
+	}, runtime.WorkflowVersion(QuietWorkflowVersion))
 }
 
 // StartQuiet starts a run of workflow Quiet (bump.quiet) with input in. With
@@ -383,6 +398,13 @@ func GetQuiet(ctx context.Context, e *runtime.Engine, id string) (*QuietRun, err
 //
 // Track publishes its progress.
 const TrackWorkflowName = "bump.track"
+
+// TrackWorkflowVersion is the version= of workflow Track (bump.track). Every
+// run records the version it started under, and an engine claims a run only
+// when it registers that version.
+//
+// Track publishes its progress.
+const TrackWorkflowVersion = 2
 
 // TrackContext is what workflow Track (bump.track) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
@@ -454,7 +476,7 @@ func RegisterTrack(e *runtime.Engine) error {
 			WorkflowContext: c,
 			stemCalls:       stemCalls{wc: c},
 		}, in)
-	}, runtime.WorkflowVersion(2), runtime.WorkflowTimeout(90*time.Second))
+	}, runtime.WorkflowVersion(TrackWorkflowVersion), runtime.WorkflowTimeout(90*time.Second))
 }
 
 // StartTrack starts a run of workflow Track (bump.track) with input in. With

@@ -114,6 +114,13 @@ func (c *stemCalls) StartOuterChild(name string, in int, opts ...runtime.ChildOp
 // Inner doubles n, and says which run is its parent.
 const InnerWorkflowName = "flows.inner"
 
+// InnerWorkflowVersion is the version= of workflow Inner (flows.inner). Every
+// run records the version it started under, and an engine claims a run only
+// when it registers that version.
+//
+// Inner doubles n, and says which run is its parent.
+const InnerWorkflowVersion = 1
+
 // InnerContext is what workflow Inner (flows.inner) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package main, each also in a form that returns a future
@@ -158,7 +165,7 @@ func RegisterInner(e *runtime.Engine) error {
 			WorkflowContext: c,
 			stemCalls:       stemCalls{wc: c},
 		}, in)
-	}, runtime.WorkflowVersion(1))
+	}, runtime.WorkflowVersion(InnerWorkflowVersion))
 }
 
 // StartInner starts a run of workflow Inner (flows.inner) with input in. With
@@ -211,6 +218,14 @@ func GetInner(ctx context.Context, e *runtime.Engine, id string) (*InnerRun, err
 // where it ran.
 const OuterWorkflowName = "flows.outer"
 
+// OuterWorkflowVersion is the version= of workflow Outer (flows.outer). Every
+// run records the version it started under, and an engine claims a run only
+// when it registers that version.
+//
+// Outer runs Inner as a child, starts another without waiting, and reports
+// where it ran.
+const OuterWorkflowVersion = 1
+
 // OuterContext is what workflow Outer (flows.outer) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package main, each also in a form that returns a future
@@ -258,7 +273,7 @@ func RegisterOuter(e *runtime.Engine) error {
 			WorkflowContext: c,
 			stemCalls:       stemCalls{wc: c},
 		}, in)
-	}, runtime.WorkflowVersion(1))
+	}, runtime.WorkflowVersion(OuterWorkflowVersion))
 }
 
 // StartOuter starts a run of workflow Outer (flows.outer) with input in. With
