@@ -32,12 +32,18 @@ type Build struct {
 	// topics holds, by event topic, whether some manifest has a current
 	// (not retired) version of it.
 	topics map[string]bool
+	// old lists the manifests of format 1, which record no events and no
+	// step's autoversion.
+	old []string
 }
 
 // pkg is one package's manifest.
 type pkg struct {
 	path  string
 	steps map[string]*step
+	// autoversionKnown is false for a manifest of format 1, which does not
+	// record which steps are autoversion.
+	autoversionKnown bool
 }
 
 type workflow struct {
@@ -139,10 +145,13 @@ func skipDir(name string) bool {
 // build is then unchanged.
 func (b *Build) Add(name string, data []byte) error {
 	m, err := manifest.Parse(data)
+	if errors.Is(err, manifest.ErrNewerFormat) {
+		return fmt.Errorf("%s: %w: use a stem command of the same release as the stemgen that wrote it", name, err)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: not a manifest stemgen wrote: %v", name, err)
 	}
-	p := &pkg{path: name, steps: map[string]*step{}}
+	p := &pkg{path: name, steps: map[string]*step{}, autoversionKnown: m.RecordsAutoversion()}
 	var wfs []*workflow
 	topics := map[string]bool{}
 	bad := func(kind, key, what string, err error) error {
@@ -205,6 +214,9 @@ func (b *Build) Add(name string, data []byte) error {
 		b.workflows, b.topics = map[string][]*workflow{}, map[string]bool{}
 	}
 	b.pkgs = append(b.pkgs, p)
+	if m.Format < 2 {
+		b.old = append(b.old, name)
+	}
 	for _, w := range wfs {
 		name, _, _ := manifest.SplitKey(w.key)
 		b.workflows[name] = append(b.workflows[name], w)
@@ -224,6 +236,13 @@ func (b *Build) Manifests() []string {
 	}
 	return out
 }
+
+// OldManifests returns the names of the manifests written by a stemgen
+// before manifests recorded events and which steps are autoversion
+// (format 1): while the build has one, waits on event topics are not
+// checked, nor the autoversion of that package's steps. Running go
+// generate rewrites them.
+func (b *Build) OldManifests() []string { return slices.Clone(b.old) }
 
 // Workflows returns the names of the workflows the build records, sorted.
 func (b *Build) Workflows() []string {

@@ -332,7 +332,7 @@ func (c *checker) run(r storage.RunRecord) (checked, error) {
 		c.add(p)
 	}
 
-	if r.Wait != nil {
+	if r.Wait != nil && len(b.old) == 0 {
 		for _, wc := range r.Wait.Cases() {
 			if wc.DeliveryKind() != storage.KindEvent || strings.HasPrefix(wc.Topic, storage.ReservedTopicPrefix) {
 				continue
@@ -374,6 +374,7 @@ func (c *checker) run(r storage.RunRecord) (checked, error) {
 				stepFix(key)))
 		}
 		switch {
+		case !wf.pkg.autoversionKnown:
 		case iterated && !s.autoversion:
 			c.add(problem(KindAutoversion, cp.Key, fmt.Sprintf("holds iteration %s of step %s, which the build's step is not autoversion", iter, key),
 				autoversionFix))

@@ -409,3 +409,41 @@ func TestEmpty(t *testing.T) {
 		t.Errorf("empty store: %+v %v", rep, err)
 	}
 }
+
+// A manifest an older stemgen wrote (format 1) records no events and no
+// autoversion: waits and autoversion are not checked against it, and the
+// build says which manifests those are. Its keys and shapes still are.
+func TestOldFormat(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	defer st.Close()
+	ctx := context.Background()
+	r := &runs{t: t, ctx: ctx, st: st}
+	r.put(put{id: "a", workflow: "orders.fulfil", version: 1, input: goodInput, end: "wait",
+		wait:  &storage.Wait{Key: "ship", Topic: "orders.shipment-ready"},
+		steps: []storage.Checkpoint{step("pack@v1#0", `{"label":"x"}`), step("gone@v1", `{}`), step("reserve@v1", `{"hold":1}`)}})
+	old := `{
+  "comment": "an older stemgen's",
+  "workflows": [{"key": "orders.fulfil@v1", "input": "{id:string}", "output": "string"}],
+  "steps": [
+    {"key": "pack@v1", "input": "(int)", "output": "{label:string}"},
+    {"key": "reserve@v1", "input": "(int)", "output": "{hold:string}"}
+  ]
+}`
+	build := &check.Build{}
+	if err := build.Add("orders/"+check.ManifestFile, []byte(old)); err != nil {
+		t.Fatal(err)
+	}
+	if got := build.OldManifests(); len(got) != 1 || got[0] != "orders/"+check.ManifestFile {
+		t.Errorf("old manifests %v", got)
+	}
+	rep, err := check.Store(ctx, st, build, check.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 2 || rep.Problems[0].Key != "gone@v1" || rep.Problems[1].Path != "hold" {
+		t.Errorf("against a format 1 manifest:\n%s", problems(rep))
+	}
+	if err := build.Add("new/"+check.ManifestFile, []byte(`{"format": 3, "workflows": []}`)); !errors.Is(err, manifest.ErrNewerFormat) || !strings.Contains(err.Error(), "new/"+check.ManifestFile) {
+		t.Errorf("a manifest of a newer format: %v", err)
+	}
+}

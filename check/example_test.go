@@ -31,6 +31,7 @@ func Example() {
 	build := &check.Build{}
 	err := build.Add("orders/stem.manifest.json", []byte(`{
   "comment": "",
+  "format": 2,
   "workflows": [{"key": "orders.fulfil@v2", "input": "{id:string}", "output": "{tracking:string}"}],
   "steps": [{"key": "reserve@v1", "input": "({id:string})", "output": "{hold:string}"}],
   "events": [{"key": "orders.shipment-ready@v1", "payload": "{tracking:string}", "retired": true}]

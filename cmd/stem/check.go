@@ -125,6 +125,9 @@ func printCheck(c *call, build *check.Build, rep check.Report) error {
 		fmt.Fprintf(w, "note: %s (in %s) %s sealed by a codec: %s shape was not checked\n",
 			plural(rep.Sealed, "payload"), plural(rep.SealedRuns, "run"), pronoun(rep.Sealed, "is", "are"), pronoun(rep.Sealed, "its", "their"))
 	}
+	for _, old := range build.OldManifests() {
+		fmt.Fprintf(w, "note: %s was written by an older stemgen, before manifests recorded events and autoversion: waits on event topics and autoversion steps were not checked (go generate rewrites it)\n", clean(old))
+	}
 	if len(rep.Problems) == 0 {
 		return nil
 	}
@@ -179,13 +182,15 @@ func pronoun(n int, one, many string) string {
 }
 
 type jsonCheck struct {
-	Manifests   []string          `json:"manifests"`
-	Checked     int               `json:"checked"`
-	Stranded    int               `json:"stranded"`
-	Unversioned int               `json:"unversioned"`
-	Sealed      int               `json:"sealed"`
-	SealedRuns  int               `json:"sealed_runs"`
-	Problems    []jsonCheckResult `json:"problems"`
+	Manifests []string `json:"manifests"`
+	// OldManifests are the manifests of format 1 (see check.Build).
+	OldManifests []string          `json:"old_manifests"`
+	Checked      int               `json:"checked"`
+	Stranded     int               `json:"stranded"`
+	Unversioned  int               `json:"unversioned"`
+	Sealed       int               `json:"sealed"`
+	SealedRuns   int               `json:"sealed_runs"`
+	Problems     []jsonCheckResult `json:"problems"`
 }
 
 type jsonCheckResult struct {
@@ -202,7 +207,7 @@ type jsonCheckResult struct {
 }
 
 func jsonCheckOf(build *check.Build, rep check.Report) jsonCheck {
-	out := jsonCheck{Manifests: build.Manifests(), Checked: rep.Checked, Stranded: rep.Stranded, Unversioned: rep.Unversioned,
+	out := jsonCheck{Manifests: build.Manifests(), OldManifests: append([]string{}, build.OldManifests()...), Checked: rep.Checked, Stranded: rep.Stranded, Unversioned: rep.Unversioned,
 		Sealed: rep.Sealed, SealedRuns: rep.SealedRuns, Problems: []jsonCheckResult{}}
 	for _, p := range rep.Problems {
 		out.Problems = append(out.Problems, jsonCheckResult{RunID: p.RunID, Workflow: p.Workflow, Version: p.Version, CheckedAs: p.CheckedAs,

@@ -340,3 +340,16 @@ func fileSum(t *testing.T, db string) string {
 	}
 	return b.String()
 }
+
+// A manifest an older stemgen wrote is read, and the output says what it
+// could not check against it.
+func TestCheckOldManifest(t *testing.T) {
+	db := storeWith(t, storedRun{id: "order-1", workflow: "orders.fulfil", version: 1, input: orderInput, wait: &storage.Wait{Key: "x", Topic: "anything"}})
+	root := t.TempDir()
+	path := filepath.Join(root, manifest.FileName)
+	os.WriteFile(path, []byte(`{"comment": "", "workflows": [{"key": "orders.fulfil@v1", "input": "{id:string}", "output": "string"}], "steps": []}`), 0o644)
+	out, _ := cliAt(t, 0, "--store", db, "check", root)
+	if want := "note: " + path + " was written by an older stemgen, before manifests recorded events and autoversion: waits on event topics and autoversion steps were not checked (go generate rewrites it)\n"; !strings.Contains(out, want) {
+		t.Errorf("check with an old manifest:\n%s", out)
+	}
+}
