@@ -51,7 +51,9 @@ type workflow struct {
 	key     string
 	version int
 	retired bool
-	input   *manifest.Shape
+	// input and progress are the shapes of its input and progress=
+	// type (progress nil when it has none).
+	input, progress *manifest.Shape
 }
 
 type step struct {
@@ -179,10 +181,11 @@ func (b *Build) Add(name string, data []byte) error {
 		if _, err := shape("workflow", w.Key, "output", w.Output, false); err != nil {
 			return err
 		}
-		if _, err := shape("workflow", w.Key, "progress", w.Progress, true); err != nil {
+		progress, err := shape("workflow", w.Key, "progress", w.Progress, true)
+		if err != nil {
 			return err
 		}
-		wfs = append(wfs, &workflow{pkg: p, key: w.Key, version: v, retired: w.Retired, input: in})
+		wfs = append(wfs, &workflow{pkg: p, key: w.Key, version: v, retired: w.Retired, input: in, progress: progress})
 	}
 	for _, s := range m.Steps {
 		if _, _, ok := manifest.SplitKey(s.Key); !ok {

@@ -60,8 +60,8 @@ const (
 	// KindEvent: the run waits on an event topic the build declares no
 	// current event type for.
 	KindEvent Kind = "event"
-	// KindShape: the run's input, or a step's stored result, does not
-	// decode into the build's type for it.
+	// KindShape: the run's input, the progress it published, or a step's
+	// stored result, does not decode into the build's type for it.
 	KindShape Kind = "shape"
 	// KindReplay: replaying the run against the build's code diverged
 	// (Options.Engine).
@@ -128,7 +128,7 @@ type Report struct {
 	// before versions were kept), checked against the newest version of
 	// their workflow the build has.
 	Unversioned int
-	// Sealed counts the payloads (inputs and step results) sealed by a
+	// Sealed counts the payloads (inputs, progress and step results) sealed by a
 	// codec, whose shape could not be checked; SealedRuns the runs that
 	// hold one.
 	Sealed     int
@@ -328,6 +328,15 @@ func (c *checker) run(r storage.RunRecord) (checked, error) {
 	} else if m != nil {
 		p := problem(KindShape, wkey, "the run's input does not decode into the build's input type: "+m.Error(),
 			fmt.Sprintf("the input type of %s changed shape without a version bump: bump version= of the workflow, and keep the old version's function until these runs finish", wkey))
+		p.Path = m.Path
+		c.add(p)
+	}
+
+	if m, sealed := checkPayload(wf.progress, r.Progress); sealed {
+		c.sealed(r.ID)
+	} else if m != nil {
+		p := problem(KindShape, wkey, "the progress the run published does not decode into the build's progress type: "+m.Error(),
+			fmt.Sprintf("the progress type of %s changed shape without a version bump: bump version= of the workflow, and keep the old version's function until these runs finish", wkey))
 		p.Path = m.Path
 		c.add(p)
 	}

@@ -85,6 +85,8 @@ type put struct {
 	// or "delayed" (queued, not yet due; no steps).
 	end  string
 	wait *storage.Wait
+	// progress, when set, is published as the run parks.
+	progress string
 }
 
 func (r *runs) put(p put) {
@@ -114,12 +116,16 @@ func (r *runs) put(p put) {
 		}
 	}
 	later := time.Now().Add(time.Hour)
+	var progress []byte
+	if p.progress != "" {
+		progress = []byte(p.progress)
+	}
 	var err2 error
 	switch p.end {
 	case "wait":
-		_, err2 = r.st.Suspend(r.ctx, storage.SuspendRequest{Lease: l, LeaseFor: time.Hour, Wait: p.wait})
+		_, err2 = r.st.Suspend(r.ctx, storage.SuspendRequest{Lease: l, LeaseFor: time.Hour, Wait: p.wait, Progress: progress})
 	case "sleep":
-		_, err2 = r.st.Suspend(r.ctx, storage.SuspendRequest{Lease: l, LeaseFor: time.Hour, ReadyAt: &later})
+		_, err2 = r.st.Suspend(r.ctx, storage.SuspendRequest{Lease: l, LeaseFor: time.Hour, ReadyAt: &later, Progress: progress})
 	case "paused":
 		if _, err2 = r.st.Suspend(r.ctx, storage.SuspendRequest{Lease: l, LeaseFor: time.Hour, ReadyAt: &later}); err2 == nil {
 			err2 = r.st.Pause(r.ctx, p.id)
@@ -171,7 +177,7 @@ func TestStore(t *testing.T) {
 			ctx := context.Background()
 			r := &runs{t: t, ctx: ctx, st: st}
 			ship := &storage.Wait{Key: "ship", Topic: "orders.shipment-ready"}
-			r.put(put{id: "ok-1", workflow: "orders.fulfil", version: 2, input: goodInput, end: "wait", wait: ship,
+			r.put(put{id: "ok-1", workflow: "orders.fulfil", version: 2, input: goodInput, end: "wait", wait: ship, progress: `{"stage":"packing","extra":1}`,
 				steps: []storage.Checkpoint{step("reserve@v1", `{"hold":"h","extra":1}`), step("pack@v1#0", `{"label":"a"}`), step("pack@v1#1", `null`), step("notify@v1", ``),
 					{Key: "cool-off", Kind: storage.KindSleep, Output: []byte(`"2024-01-01T00:00:00Z"`)},
 					{Key: "charge@v2", Kind: storage.KindStep, Error: &storage.ErrorInfo{Message: "declined"}}}})
@@ -193,7 +199,7 @@ func TestStore(t *testing.T) {
 					{Key: "other", Topic: "orders.unknown"},
 					{Key: "child", Topic: "stem.child/c-1", Kind: storage.KindChild},
 				}}})
-			r.put(put{id: "shape-1", workflow: "orders.fulfil", version: 2, input: `{"id":"o","items":[{"sku":"a","qty":1},{"qty":"two"}]}`, end: "sleep",
+			r.put(put{id: "shape-1", workflow: "orders.fulfil", version: 2, input: `{"id":"o","items":[{"sku":"a","qty":1},{"qty":"two"}]}`, end: "sleep", progress: `{"stage":3}`,
 				steps: []storage.Checkpoint{step("reserve@v1", `{"hold":5}`), step("notify@v1", `"sent"`)}})
 			r.put(put{id: "sealed-1", workflow: "orders.fulfil", version: 2, input: sealedPayload, end: "sleep",
 				steps: []storage.Checkpoint{step("reserve@v1", sealedPayload)}})
@@ -226,6 +232,7 @@ func TestStore(t *testing.T) {
 				{"old-1", check.KindVersion, "orders.fulfil@v1", "", "orders.fulfil@v1 is retired in the build"},
 				{"old-2", check.KindVersion, "orders.fulfil@v1", "", "retired"},
 				{"shape-1", check.KindShape, "orders.fulfil@v2", "items[1].qty", `the run's input does not decode into the build's input type: items[1].qty: want int, have string "two"`},
+				{"shape-1", check.KindShape, "orders.fulfil@v2", "stage", "the progress the run published does not decode into the build's progress type: stage: want string, have number 3"},
 				{"shape-1", check.KindShape, "reserve@v1", "hold", "hold: want string, have number 5"},
 				{"shape-1", check.KindShape, "notify@v1", "", `want (), have string "sent"`},
 				{"step-1", check.KindStep, "refund@v1", "", "holds a checkpoint of step refund@v1, which the build does not have (not in "},
@@ -233,7 +240,7 @@ func TestStore(t *testing.T) {
 				{"wait-1", check.KindEvent, "orders.cancel", "", "waits (as cancel) on event topic orders.cancel, which the build retired"},
 				{"wait-1", check.KindEvent, "orders.unknown", "", "which no //stem:event type of the build declares"},
 			}
-			if len(rep.Problems) != len(wants) {
+			if len(rep.Problems) != len(wants) || len(wants) != 14 {
 				t.Errorf("%d problems, want %d:\n%s", len(rep.Problems), len(wants), problems(rep))
 			}
 			for i, w := range wants {

@@ -29,8 +29,8 @@ continue:
   - a step checkpoint whose key the build does not have, or retired, or
     that changed to or from autoversion
   - a wait on an event topic no //stem:event type of the build declares
-  - an input or step result that does not decode into the build's type,
-    with where in it (items[2].qty)
+  - an input, published progress or step result that does not decode
+    into the build's type, with where in it (items[2].qty)
 
 Each problem is one line: the run, its workflow@version and status, the
 key and the reason; then a summary ("N of M in-flight runs could not
