@@ -64,7 +64,8 @@ type step struct {
 }
 
 // Load reads the manifests at paths into a Build: a path names a manifest
-// file, or a directory searched recursively for files named ManifestFile,
+// file, or a directory searched recursively for files named ManifestFile
+// (a pattern of the go command's form, "./...", names its directory),
 // skipping directories named testdata or vendor and hidden ones (whose
 // names begin with '.' or '_'), as the go command does. A path that does
 // not exist, a directory without a manifest (ErrNoManifest) and a
@@ -104,6 +105,14 @@ func Load(paths ...string) (*Build, error) {
 
 // manifestsAt returns the manifest files that path names, sorted.
 func manifestsAt(root string) ([]string, error) {
+	if root == "..." {
+		root = "."
+	} else if dir, ok := strings.CutSuffix(root, "/..."); ok {
+		root = dir
+		if root == "" {
+			root = "/"
+		}
+	}
 	info, err := os.Stat(root)
 	if err != nil {
 		return nil, err

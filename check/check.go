@@ -2,14 +2,15 @@
 // a build of the program could not continue: runs of a workflow or a
 // workflow version the build no longer has, runs holding checkpoints of
 // steps it retired or changed to or from autoversion, runs waiting on an
-// event topic it no longer declares, and runs whose stored input or step
-// results no longer decode into its types. It reads the build's
+// event topic it no longer declares, and runs whose stored input, progress
+// or step results no longer decode into its types. It reads the build's
 // stem.manifest.json files (which stemgen keeps beside each package's
 // generated code) and the store, and writes nothing.
 //
-// `stem check` runs it from the command line, for CI before a deploy:
+// `stem check` runs it from the command line, for CI before a deploy, on
+// the manifests under the module's root:
 //
-//	stem check --store postgres://… ./...
+//	stem check --store postgres://… .
 //
 // A program or a test can run it too, and, given an engine with the
 // build's workflows registered, also replay each run against the code

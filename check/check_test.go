@@ -327,7 +327,7 @@ func dump(t *testing.T, ctx context.Context, st storage.Store) map[string]any {
 func TestLoad(t *testing.T) {
 	root := writeBuild(t, ordersManifest())
 	file := filepath.Join(root, "orders", check.ManifestFile)
-	b, err := check.Load(root, file, filepath.Join(root, "orders"))
+	b, err := check.Load(root, file, filepath.Join(root, "orders"), root+"/...")
 	if err != nil {
 		t.Fatal(err)
 	}
