@@ -10,7 +10,7 @@
 // # Grammar
 //
 //	directive = "//stem:" name { space+ argument } .
-//	name      = "workflow" | "step" | "event" .
+//	name      = "workflow" | "step" | "event" | "allow" .
 //	argument  = key "=" value | flag .
 //	key, flag = lower-case word from the tables below .
 //	value     = any run of characters without spaces (no quotes) .
@@ -46,6 +46,12 @@
 // shapes, not its timeout=, queue= or retention=: they are not shapes, so
 // changing them needs no version bump.
 //
+// Several functions may carry the same name= with different version=s: a
+// build keeps the previous version's function registered beside the new
+// one, so the runs started under it (runs record their version) go on on
+// it while new runs start on the newest. The same name and version twice
+// is an error.
+//
 // # //stem:step
 //
 // Marks a method of the package's step receiver type, or a plain function,
@@ -60,13 +66,30 @@
 //	                      retry up to max (runtime defaults: 100ms..1m)
 //	timeout=<d>           optional: bound on each attempt
 //	autoversion           flag: the step may run many times in one run, keyed
-//	                      name@vN#0, #1, ... by call order
+//	                      name@vN#0, #1, ... by call order; adding or removing
+//	                      it changes the keys, so it needs a version bump
 //
 // # //stem:event
 //
 // Marks a type as the payload of a typed event.
 //
 //	topic=<topic>         required: the event topic
+//	version=<n>           optional, default 1: bump it to acknowledge a change
+//	                      of the payload type's shape, once no run in flight
+//	                      waits on the topic or holds a delivered payload
+//	                      (`stem check` tells); or give the new shape a new
+//	                      topic
+//
+// # //stem:allow
+//
+// A line comment inside workflow code, not a doc comment: it allows the
+// kinds of nondeterminism it names (flags: time, rand, goroutine, select,
+// map, io, global) on its own line, or on the next line when it stands
+// alone, so the determinism analyzer (package determinism, run by stemgen
+// and by go vet -vettool) does not report a deliberate exception there.
+// Say why in an ordinary comment beside it.
+//
+//	start := time.Now() //stem:allow time
 //
 // # Values
 //

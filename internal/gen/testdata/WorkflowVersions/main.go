@@ -41,14 +41,25 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	result(old, run, "A1")
-	old.Close()
+	for {
+		info, err := run.Info(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if info.Status == runtime.StatusWaiting {
+			fmt.Printf("%s: %s at version %d\n", info.ID, info.Status, info.Version)
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	old.Close() // the deploy, while o-1 waits for the warehouse
 	if err := <-oldDone; err != nil {
 		log.Fatal(err)
 	}
 
-	// This build registers both versions, one function each: new runs
-	// start on the newest, Fulfil.
+	// This build registers both versions, one function each: the old
+	// version's runs go on on FulfilV1, new runs start on the newest,
+	// Fulfil.
 	e := engine()
 	defer e.Close()
 	if err := RegisterWorkflows(e); err != nil {
@@ -58,6 +69,12 @@ func main() {
 		fmt.Println("again:", err)
 	}
 	go e.Run(ctx)
+	// o-1 drains on FulfilV1, where it started.
+	run, err = GetFulfil(ctx, e, "o-1")
+	if err != nil {
+		log.Fatal(err)
+	}
+	result(e, run, "A1")
 	run, err = StartFulfil(ctx, e, Order{ID: "o-2", Items: []string{"cup", "pot"}}, runtime.WithID("o-2"))
 	if err != nil {
 		log.Fatal(err)
