@@ -13,8 +13,9 @@ import (
 // versions req.Versions allows: queued or waiting runs whose ReadyAt has
 // come, and running runs whose lease expired, oldest first. A run of
 // another version is passed over by the statements that read the claim
-// indexes, so it takes none of the claim's limit. Each claimed run brings its replay, read in the claim's
-// transaction, unless its history passes claimReplayBudget.
+// indexes, so it takes none of the claim's limit. Each claimed run brings
+// its replay, read in the claim's transaction, unless its history passes
+// claimReplayBudget.
 func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.ClaimedRun, error) {
 	if err := req.Validate(); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
