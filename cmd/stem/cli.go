@@ -39,7 +39,8 @@ const (
 )
 
 // run is the whole command; main only exits with its code: 0 done, 1 the
-// command failed, 2 it was called wrongly (nothing was opened).
+// command failed, 2 it was called wrongly or given bad input (nothing was
+// opened), 3 stem check found runs the build could not continue.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// The Redis client logs every failed dial of its pool; the command
 	// reports a failure in one line instead.
@@ -113,9 +114,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var u usageError
 	var o openError
+	var in inputError
+	var code exitCode
 	switch {
+	case errors.As(err, &code):
+		return int(code)
 	case errors.As(err, &u):
 		fmt.Fprintf(stderr, "stem %s: %s\n\n%s", cmd.name, u.msg, cmd.help(fs))
+		return 2
+	case errors.As(err, &in):
+		fmt.Fprintf(stderr, "stem %s: %s\n", cmd.name, clean(in.msg))
 		return 2
 	case errors.As(err, &o):
 		fmt.Fprintf(stderr, "stem: %s\n", clean(o.msg))
@@ -309,6 +317,19 @@ type usageError struct{ msg string }
 func (u usageError) Error() string { return u.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// inputError is input the command cannot use (a file that is not there or
+// does not parse): exit 2 with one line that says which and what, without
+// the usage.
+type inputError struct{ msg string }
+
+func (i inputError) Error() string { return i.msg }
+
+// exitCode ends a command that has said all it has to say with a code of
+// its own.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 
 // open opens the store and a client engine on it. The store must be a Stem
 // store at the schema version this program knows: open never creates,

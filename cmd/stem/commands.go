@@ -42,11 +42,14 @@ var commands []*command
 func init() {
 	commands = []*command{
 		{name: "runs", max: 0, setup: listRuns, readOnly: true,
-			args:    "[--workflow NAME] [--status STATUS] [--queue NAME] [--parent RUN_ID] [--limit N] [--after RUN_ID]",
+			args:    "[--workflow NAME] [--version N,...] [--status STATUS] [--queue NAME] [--parent RUN_ID] [--limit N] [--after RUN_ID]",
 			summary: "list runs, a page at a time",
-			detail: `Lists runs by ID with their workflow, status, execution and what they
-are doing. Filters combine. Under a full page, a "more:" line gives the
-command for the next one.`},
+			detail: `Lists runs by ID with their workflow, the workflow version they started
+under ("-" for a run stored before versions were kept), status, execution
+and what they are doing. Filters combine. --version keeps the runs of
+those versions (comma-separated, or repeat the flag; 0 is the runs stored
+without one). Under a full page, a "more:" line gives the command for the
+next one.`},
 		{name: "show", min: 1, max: 1, setup: show, readOnly: true,
 			args:    "RUN_ID [--execution N]",
 			summary: "a run: its executions, steps and attempts",
@@ -148,6 +151,10 @@ every worker), partition concurrency (of one partition key), and rate
 			detail: `Lists the workflows and event topics that the workers sharing the store
 recorded, with their versions and the shape of their JSON (in brief);
 --json prints their JSON Schemas whole.`},
+		{name: "check", max: 1 << 20, setup: checkCmd, readOnly: true, timeout: 10 * time.Minute,
+			args:    "[--workflow NAME,...] [PATH...]",
+			summary: "list the runs in flight that a build could not continue (for CI before a deploy)",
+			detail:  checkDetail},
 		{name: "bench", max: 0, setup: bench, timeout: time.Hour,
 			args:    "[--workload ceiling|w1|w2|w3|all] [--runs N] [--concurrency C] [--processes P] [--probe D]",
 			summary: "measure the store against its own ceiling: steps/s, latency, sleeps",

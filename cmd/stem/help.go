@@ -35,7 +35,7 @@ flags (before or after the command):
                          or a postgres:// or redis:// URL; it must exist, at this
                          version's schema: stem init creates or migrates it, no
                          other command changes it (runs, show, workflows, queues,
-                         schedule list and show only read)
+                         check, schedule list and show only read)
   --json                 print JSON (snake_case names throughout)
   --codec-key KEY        the AES key (hex or base64, 16, 24 or 32 bytes) the workers
                          seal payloads with (Config.Codec); or $STEM_CODEC_KEY.
@@ -44,8 +44,9 @@ flags (before or after the command):
                          the first and opens what any of them sealed
   --codec-key-file PATH  read the keys from a file: one a line, newest first
 
-Exit status: 0 done; 1 the command failed; 2 it was called wrongly (nothing
-was opened).
+Exit status: 0 done; 1 the command failed; 2 it was called wrongly or given
+input it cannot use (nothing was opened); 3 stem check found runs in flight
+the build could not continue.
 `)
 	return b.String()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -38,9 +39,18 @@ func listRuns(fs *flag.FlagSet) func(*call, []string) error {
 	parent := fs.String("parent", "", "only the children of run `RUN_ID`")
 	limit := fs.Int("limit", defaultLimit, "at most `N` runs per page")
 	after := fs.String("after", "", "the page after run `RUN_ID` (the \"more:\" line gives it)")
+	var versionArgs []string
+	fs.Func("version", "only runs of workflow version `N` (comma-separated, or repeat the flag; 0: stored without one)", func(s string) error {
+		versionArgs = append(versionArgs, s)
+		return nil
+	})
 	return func(c *call, _ []string) error {
 		if *limit < 1 {
 			return usagef("--limit %d: want 1 or more", *limit)
+		}
+		versions, err := parseVersions(versionArgs)
+		if err != nil {
+			return err
 		}
 		st, err := parseStatus(*status)
 		if err != nil {
@@ -55,7 +65,7 @@ func listRuns(fs *flag.FlagSet) func(*call, []string) error {
 		if err != nil {
 			return err
 		}
-		runs, next, err := e.ListRuns(c.ctx, runtime.ListRunsQuery{Workflow: *wf, Status: st, Queue: *queue, ParentID: *parent, Limit: *limit, After: *after})
+		runs, next, err := e.ListRuns(c.ctx, runtime.ListRunsQuery{Workflow: *wf, Status: st, Queue: *queue, ParentID: *parent, Versions: versions, Limit: *limit, After: *after})
 		if err != nil {
 			return err
 		}
@@ -63,7 +73,7 @@ func listRuns(fs *flag.FlagSet) func(*call, []string) error {
 			return c.out.encode(jsonRunPage{Runs: jsonRuns(runs), Next: next})
 		}
 		if len(runs) == 0 {
-			if *wf != "" || st != "" || *queue != "" || *parent != "" || *after != "" {
+			if *wf != "" || st != "" || *queue != "" || *parent != "" || len(versions) > 0 || *after != "" {
 				_, err := fmt.Fprintln(c.out.w, "no runs match")
 				return err
 			}
@@ -71,15 +81,22 @@ func listRuns(fs *flag.FlagSet) func(*call, []string) error {
 			return err
 		}
 		tw := tabwriter.NewWriter(c.out.w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tEXEC\tUPDATED\tDETAIL")
+		fmt.Fprintln(tw, "ID\tWORKFLOW\tVERSION\tSTATUS\tEXEC\tUPDATED\tDETAIL")
 		for _, r := range runs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", clean(r.ID), clean(r.Workflow), clean(string(r.Status)), r.Execution, stamp(r.UpdatedAt), clean(detail(r)))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", clean(r.ID), clean(r.Workflow), versionCell(r.Version), clean(string(r.Status)), r.Execution, stamp(r.UpdatedAt), clean(detail(r)))
 		}
 		tw.Flush()
 		if next != "" {
 			more := []string{"runs"}
 			if *wf != "" {
 				more = append(more, "--workflow", *wf)
+			}
+			if len(versions) > 0 {
+				vs := make([]string, len(versions))
+				for i, v := range versions {
+					vs[i] = strconv.Itoa(v)
+				}
+				more = append(more, "--version", strings.Join(vs, ","))
 			}
 			if st != "" {
 				more = append(more, "--status", string(st))
@@ -155,6 +172,37 @@ func shellQuote(s string) string {
 	}
 	b.WriteByte('\'')
 	return b.String()
+}
+
+// parseVersions reads --version values: workflow versions, each a whole
+// number from 0 (the runs stored without one) to storage.MaxVersion,
+// comma-separated or given again.
+func parseVersions(args []string) ([]int, error) {
+	var out []int
+	for _, a := range args {
+		items, err := splitList("--version", a)
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range items {
+			v, err := strconv.Atoi(strings.TrimPrefix(strings.TrimPrefix(item, "v"), "V"))
+			if err != nil || v < 0 || v > storage.MaxVersion {
+				return nil, usagef("--version %q: want a whole number from 0 to %d (a workflow's version=; 0 for runs stored without one)", item, storage.MaxVersion)
+			}
+			if !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out, nil
+}
+
+// versionCell is a run's workflow version in a table: "-" when unknown.
+func versionCell(v int) string {
+	if v == 0 {
+		return "-"
+	}
+	return strconv.Itoa(v)
 }
 
 func detail(r runtime.RunInfo) string {
@@ -250,7 +298,13 @@ func show(fs *flag.FlagSet) func(*call, []string) error {
 }
 
 func printShow(w io.Writer, r runtime.RunInfo, xs []runtime.ExecutionInfo, n int, steps []runtime.StepInfo) error {
-	fmt.Fprintf(w, "run        %s\nworkflow   %s\nstatus     %s\n", clean(r.ID), clean(r.Workflow), clean(string(r.Status)))
+	fmt.Fprintf(w, "run        %s\nworkflow   %s\n", clean(r.ID), clean(r.Workflow))
+	if r.Version > 0 {
+		fmt.Fprintf(w, "version    %d\n", r.Version)
+	} else {
+		fmt.Fprintf(w, "version    unknown (stored before versions were kept)\n")
+	}
+	fmt.Fprintf(w, "status     %s\n", clean(string(r.Status)))
 	if r.ParentID != "" {
 		fmt.Fprintf(w, "parent     %s\n", clean(r.ParentID))
 	}

@@ -1,6 +1,6 @@
 // Command stem inspects and controls the workflow runs in a Stem store.
 //
-//	stem [flags] runs [--workflow NAME] [--status STATUS] [--queue NAME] [--parent RUN_ID] [--limit N] [--after RUN_ID]
+//	stem [flags] runs [--workflow NAME] [--version N,...] [--status STATUS] [--queue NAME] [--parent RUN_ID] [--limit N] [--after RUN_ID]
 //	stem [flags] show RUN_ID [--execution N]
 //	stem [flags] start WORKFLOW JSON [--id RUN_ID] [--queue NAME] [--partition KEY] [--priority N] [--delay DUR]
 //	stem [flags] send RUN_ID TOPIC JSON
@@ -16,6 +16,7 @@
 //	stem [flags] purge --older-than DUR [--status STATUS,...] [--workflow NAME,...] [--dry-run]
 //	stem [flags] queues
 //	stem [flags] workflows              (also: stem catalog)
+//	stem [flags] check [--workflow NAME,...] [PATH...]
 //	stem [flags] init
 //	stem help [COMMAND]                 (also: stem COMMAND --help)
 //
@@ -35,7 +36,7 @@
 // another application's database, a Postgres schema or Redis prefix that
 // holds no Stem store, and a store at a schema version other than this
 // program's; each is left exactly as it was. runs, show, workflows, queues,
-// schedule list and schedule show open the store read-only. stem init creates the store, or migrates it to this
+// check, schedule list and schedule show open the store read-only. stem init creates the store, or migrates it to this
 // program's schema, and says which it did. start, send and emit check the
 // workflow, topic and JSON against what the workers recorded in the store
 // (stem workflows lists it) and write nothing when they do not match; so
@@ -43,9 +44,15 @@
 // and policies first. Schedules fire only in workers that run the schedule
 // package's Service.
 //
+// stem check reads the stem.manifest.json files of a build under each PATH
+// (default ".") and lists the runs in flight in the store that the build
+// could not continue: for CI before a deploy (see package check).
+//
 // Exit status: 0 done; 1 the command failed (one line on stderr, naming
 // the run and the store); 2 it was called wrongly (with the command's
-// usage), and nothing was opened.
+// usage), or given input it cannot use (a manifest missing or malformed:
+// one line naming the file), and nothing was opened; 3 stem check found
+// runs in flight the build could not continue.
 package main
 
 import (

@@ -177,6 +177,7 @@ type jsonRunPage struct {
 type jsonRun struct {
 	ID             string          `json:"id"`
 	Workflow       string          `json:"workflow"`
+	Version        int             `json:"version"`
 	ParentID       string          `json:"parent_id,omitempty"`
 	Status         string          `json:"status"`
 	Output         json.RawMessage `json:"output,omitempty"`
@@ -203,7 +204,7 @@ type jsonRun struct {
 func jsonRuns(runs []runtime.RunInfo) []jsonRun {
 	out := make([]jsonRun, len(runs))
 	for i, r := range runs {
-		out[i] = jsonRun{ID: r.ID, Workflow: r.Workflow, ParentID: r.ParentID, Status: string(r.Status),
+		out[i] = jsonRun{ID: r.ID, Workflow: r.Workflow, Version: r.Version, ParentID: r.ParentID, Status: string(r.Status),
 			WaitingFor: r.WaitingFor, WaitTopics: r.WaitTopics, Progress: r.Progress, Deadline: r.Deadline, ReadyAt: r.ReadyAt, PauseRequested: r.PauseRequested, Recoveries: r.Recoveries,
 			Queue: r.Queue, Partition: r.Partition, Priority: r.Priority,
 			Execution: r.Execution, StartedAt: r.StartedAt, EndedAt: r.EndedAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}

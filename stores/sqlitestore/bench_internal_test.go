@@ -153,3 +153,71 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkClaim measures claims through the writer from a backlog of
+// ready runs of one workflow on the default queue: each op is one Claim
+// of limit runs, as an engine's claim loop makes them, with its lease's
+// commit. versions=none claims without a Versions filter;
+// versions=listed with an entry that lists the runs' version (as the
+// runtime claims); versions=passed-over with an entry that leaves out the
+// backlog's 100 oldest runs, of another version, which every claim reads
+// past. Before each op's timing the backlog holds enough runs for every
+// claim.
+//
+//	go test -run '^$' -bench BenchmarkClaim -count 3 ./stores/sqlitestore
+func BenchmarkClaim(b *testing.B) {
+	for _, c := range []struct {
+		name     string
+		versions map[string][]int
+		skipped  int
+	}{
+		{"versions=none", nil, 0},
+		{"versions=listed", map[string][]int{"bench": {0, 1}}, 0},
+		{"versions=passed-over", map[string][]int{"bench": {0, 1}}, 100},
+	} {
+		for _, limit := range []int{1, 32} {
+			b.Run(fmt.Sprintf("%s/limit=%d", c.name, limit), func(b *testing.B) {
+				benchClaim(b, c.versions, c.skipped, limit)
+			})
+		}
+	}
+}
+
+func benchClaim(b *testing.B, versions map[string][]int, skipped, limit int) {
+	ctx := context.Background()
+	s, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{Synchronous: SyncNormal})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	// The runs passed over first, so that they are the oldest, then one
+	// run a microsecond apart for every run the claims take.
+	start := time.Now().Add(-time.Hour)
+	total := skipped + b.N*limit
+	batch := make([]storage.NewRun, 0, 1000)
+	for i := range total {
+		r := storage.NewRun{ID: fmt.Sprintf("run-%09d", i), Workflow: "bench", Input: []byte(`{"n":1}`), Version: 1}
+		if i < skipped {
+			r.Version = 2
+		}
+		at := start.Add(time.Duration(i) * time.Microsecond)
+		r.StartAt = &at
+		batch = append(batch, r)
+		if len(batch) == cap(batch) || i == total-1 {
+			if _, err := s.CreateRuns(ctx, batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	req := storage.ClaimRequest{Owner: "bench", Workflows: []string{"bench"}, Limit: limit, LeaseFor: time.Hour, Versions: versions}
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for range b.N {
+		got, err := s.Claim(ctx, req)
+		if err != nil || len(got) != limit {
+			b.Fatalf("Claim: %d runs, %v", len(got), err)
+		}
+	}
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+}

@@ -9,15 +9,19 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
-// Claim leases up to req.Limit ready runs of the named workflows: queued or
-// waiting runs whose ReadyAt has come, and running runs whose lease expired,
-// oldest first. Each claimed run brings its replay, read in the claim's
-// transaction, unless its history passes claimReplayBudget.
+// Claim leases up to req.Limit ready runs of the named workflows, at the
+// versions req.Versions allows: queued or waiting runs whose ReadyAt has
+// come, and running runs whose lease expired, oldest first. A run of
+// another version is passed over by the statements that read the claim
+// indexes, so it takes none of the claim's limit. Each claimed run brings
+// its replay, read in the claim's transaction, unless its history passes
+// claimReplayBudget.
 func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.ClaimedRun, error) {
 	if err := req.Validate(); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	if req.Empty() {
+	workflows := claimable(req.Workflows, req.Versions)
+	if req.Empty() || len(workflows) == 0 {
 		// Nothing to claim: no write, but the answers a write would give.
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("sqlitestore: claim: %w", err)
@@ -27,7 +31,7 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 		}
 		return nil, nil
 	}
-	cs := newClaimStmts(req.Workflows)
+	cs := newClaimStmts(workflows, req.Versions)
 	queues := req.ClaimQueues()
 	var out []storage.ClaimedRun
 	err := s.writeLease(ctx, "claim", func(w *wtx) error {
@@ -50,8 +54,9 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 					Recoveries: int(r.int64(4)),
 					LeaseUntil: r.time(5),
 					Deadline:   r.timePtr(6),
+					Version:    int(r.int64(7)),
 				}
-				cr.Wait, scanErr = scanWait(r, 7)
+				cr.Wait, scanErr = scanWait(r, 8)
 			}, p.ref, req.Owner, until, n)
 			if err == nil && scanErr != nil {
 				err = fmt.Errorf("run %q: %w", cr.Lease.RunID, scanErr)
@@ -106,7 +111,7 @@ const claimUpdate = `UPDATE runs SET
 		recoveries = recoveries + (status = 'running'), updated_at = ?4, first_claimed_at = coalesce(first_claimed_at, ?4),
 		` + clearActive + `
 	WHERE ref = ?1
-	RETURNING id, token, workflow, parent_id, recoveries, lease_until, deadline, ` + waitCols
+	RETURNING id, token, workflow, parent_id, recoveries, lease_until, deadline, version, ` + waitCols
 
 // Heartbeat extends the lease to now+leaseFor, fenced, stores the step
 // running, when named, as the run's Active step, and reports a requested

@@ -44,6 +44,13 @@ import (
 // would start, so they are passed over inside SQLite (one row read each,
 // as partition_key and first_claimed_at are not in runs_claim, to keep its
 // entries, which every step moves, small) rather than handed to Go.
+//
+// A claim with a Versions filter leaves out the runs of the versions its
+// worker does not run in the same statements, beside the workflows: the
+// claim indexes end with each run's workflow and version, so the filter is
+// judged on the index entry (see versionIn) and a run passed over takes
+// none of the claim's limit. A workflow whose entry lists no version is
+// left out of the claim altogether.
 
 // claimCand is a run a claim may lease: its place in the claim's order and
 // what a queue's limits judge it by.
@@ -53,6 +60,7 @@ type claimCand struct {
 	rank      int64 // 0: a recovery, 1: a ready run
 	claimAt   int64
 	workflow  string
+	version   int64
 	partition string
 	fresh     bool // not claimed since its creation or last Restart: a start
 	// logStart is the rate-limited queue whose start this claim is, or "".
@@ -70,15 +78,18 @@ func (a claimCand) before(b claimCand) bool {
 	if a.workflow != b.workflow {
 		return a.workflow < b.workflow
 	}
+	if a.version != b.version {
+		return a.version < b.version
+	}
 	return a.ref < b.ref
 }
 
 // claimCols are the columns scanCand reads.
-const claimCols = `ref, id, claim_rank, claim_at, workflow, partition_key, first_claimed_at IS NULL`
+const claimCols = `ref, id, claim_rank, claim_at, workflow, version, partition_key, first_claimed_at IS NULL`
 
 func scanCand(r row) claimCand {
 	return claimCand{ref: r.int64(0), id: r.str(1), rank: r.int64(2), claimAt: r.int64(3),
-		workflow: r.str(4), partition: r.str(5), fresh: r.int64(6) != 0}
+		workflow: r.str(4), version: r.int64(5), partition: r.str(6), fresh: r.int64(7) != 0}
 }
 
 // workflowIn returns the SQL of a workflow IN (...) list whose parameters
@@ -101,18 +112,92 @@ func workflowIn(first int, workflows []string) (string, []any) {
 	return in, args
 }
 
+// versionIn returns the SQL condition that keeps a claim of workflows to
+// the versions its Versions filter allows, whose parameters start at
+// ?first, and their arguments: "" when no workflow has an entry. The
+// claim indexes hold the version beside the workflow, so the condition is
+// judged on each index entry without reading the run's row. A few
+// workflows with entries are one CASE over them; many, a JSON list of
+// their names and one of their (workflow, version) pairs, each read once
+// per statement into a table of its own.
+func versionIn(first int, workflows []string, versions map[string][]int) (string, []any) {
+	var with []string
+	for _, wf := range workflows {
+		if _, ok := versions[wf]; ok {
+			with = append(with, wf)
+		}
+	}
+	if len(with) == 0 {
+		return "", nil
+	}
+	param := func(i int) string { return "?" + strconv.Itoa(i) }
+	if len(with) > 8 {
+		pairs := make([][2]any, 0, len(with))
+		for _, wf := range with {
+			for _, v := range versions[wf] {
+				pairs = append(pairs, [2]any{wf, v})
+			}
+		}
+		names, _ := json.Marshal(with) // strings only: cannot fail
+		list, _ := json.Marshal(pairs) // strings and ints: cannot fail
+		return `(workflow NOT IN (SELECT value FROM json_each(` + param(first) + `))
+			OR (workflow, version) IN (SELECT value ->> 0, value ->> 1 FROM json_each(` + param(first+1) + `)))`,
+			[]any{string(names), string(list)}
+	}
+	sql := "CASE workflow"
+	var args []any
+	for _, wf := range with {
+		sql += " WHEN " + param(first+len(args)) + " THEN "
+		args = append(args, wf)
+		vs := versions[wf]
+		if len(vs) == 0 {
+			sql += "0"
+			continue
+		}
+		sql += "version IN ("
+		for i, v := range vs {
+			if i > 0 {
+				sql += ", "
+			}
+			sql += param(first + len(args))
+			args = append(args, v)
+		}
+		sql += ")"
+	}
+	return sql + " ELSE 1 END", args
+}
+
+// claimable returns the workflows of a claim (or NextWake) whose runs the
+// Versions filter lets it take: a workflow whose entry lists no version
+// goes.
+func claimable(workflows []string, versions map[string][]int) []string {
+	if len(versions) == 0 {
+		return workflows
+	}
+	out := make([]string, 0, len(workflows))
+	for _, wf := range workflows {
+		if vs, ok := versions[wf]; !ok || len(vs) > 0 {
+			out = append(out, wf)
+		}
+	}
+	return out
+}
+
 // claimStmts are the statements a claim (or NextWake) of a set of
 // workflows reads the claim indexes with: def those of the default queue,
 // which reads runs_claim, other those of any other, which reads
 // runs_claim_queue.
 type claimStmts struct {
+	// wfArgs are the arguments from ?12 on: the workflows', then the
+	// versions filter's.
 	wfArgs     []any
 	def, other claimSQL
 }
 
 // claimSQL are the statements of one claim index. Each takes the queue's
 // name as ?1 (the default queue's ignore it: their index holds that queue
-// alone) and the workflows from ?11.
+// alone), the workflows from ?12 and, after them, the versions filter's
+// arguments.
 type claimSQL struct {
 	// top finds a queue's highest priority below ?2 with claimable runs.
 	top string
@@ -129,8 +214,9 @@ type claimSQL struct {
 	// the ref is read, so that the runs' rows are not.
 	one string
 	// page reads a page of a limited queue's due runs of one priority and
-	// rank after a cursor, leaving out full partitions and, with ?9,
-	// starts.
+	// rank after a cursor (?6, ?7, ?11, ?8: claim_at, workflow, version,
+	// ref, in the index's order), leaving out full partitions and, with
+	// ?9, starts.
 	page string
 	// first reads the earliest claim_at of one priority and rank.
 	first string
@@ -141,29 +227,37 @@ type claimSQL struct {
 	partitions string
 }
 
-func newClaimStmts(workflows []string) claimStmts {
-	in, args := workflowIn(11, workflows)
+// newClaimStmts returns the statements of a claim of workflows, none of
+// them excluded by versions (see claimable), filtered by versions.
+func newClaimStmts(workflows []string, versions map[string][]int) claimStmts {
+	in, args := workflowIn(12, workflows)
+	wf := `workflow IN (` + in + `)`
+	if vin, vargs := versionIn(12+len(args), workflows, versions); vin != "" {
+		wf += ` AND ` + vin
+		args = append(args, vargs...)
+	}
 	return claimStmts{
 		wfArgs: args,
-		def:    newClaimSQL("runs_claim", "queue = 'default'", in),
-		other:  newClaimSQL("runs_claim_queue", "queue = ?1 AND queue <> 'default'", in),
+		def:    newClaimSQL("runs_claim", "queue = 'default'", wf),
+		other:  newClaimSQL("runs_claim_queue", "queue = ?1 AND queue <> 'default'", wf),
 	}
 }
 
 // newClaimSQL returns the statements that read index, whose runs the
-// condition queue names, for the workflows in.
-func newClaimSQL(index, queue, in string) claimSQL {
+// condition queue names, of the runs the condition wf keeps (their
+// workflows and versions).
+func newClaimSQL(index, queue, wf string) claimSQL {
 	from := ` FROM runs INDEXED BY ` + index + ` WHERE ` + queue + ` AND `
 	below := func(p string) string {
 		return `SELECT priority` + from + `priority < ` + p + ` AND claim_at IS NOT NULL ORDER BY priority DESC LIMIT 1`
 	}
 	due := func(p string) string {
 		return from + `priority = ` + p + ` AND claim_rank IN (0, 1) AND claim_at <= ?3
-			AND workflow IN (` + in + `) ORDER BY claim_rank, claim_at LIMIT ?4`
+			AND ` + wf + ` ORDER BY claim_rank, claim_at LIMIT ?4`
 	}
 	rank := func(r string) string {
 		return `SELECT * FROM (SELECT ref, NULL, NULL` + from + `priority = (SELECT p FROM level) AND claim_rank = ` + r + `
-			AND claim_at <= ?3 AND workflow IN (` + in + `) ORDER BY claim_at LIMIT ?4)`
+			AND claim_at <= ?3 AND ` + wf + ` ORDER BY claim_at LIMIT ?4)`
 	}
 	return claimSQL{
 		top: below("?2"),
@@ -173,13 +267,13 @@ func newClaimSQL(index, queue, in string) claimSQL {
 			UNION ALL ` + rank("0") + `
 			UNION ALL ` + rank("1") + `
 			LIMIT ?4 + 1`,
-		page: `SELECT ` + claimCols + from + `priority = ?2 AND claim_rank = ?5 AND (claim_at, workflow, ref) > (?6, ?7, ?8) AND claim_at <= ?3
+		page: `SELECT ` + claimCols + from + `priority = ?2 AND claim_rank = ?5 AND (claim_at, workflow, version, ref) > (?6, ?7, ?11, ?8) AND claim_at <= ?3
 			AND (?9 = 0 OR first_claimed_at IS NOT NULL) AND partition_key NOT IN (SELECT value FROM json_each(?10))
-			AND workflow IN (` + in + `) ORDER BY claim_at, workflow, ref LIMIT ?4`,
+			AND ` + wf + ` ORDER BY claim_at, workflow, version, ref LIMIT ?4`,
 		running:    `SELECT count(*)` + from + `priority = ?2 AND claim_rank = 0 AND claim_at IS NOT NULL`,
 		partitions: `SELECT partition_key` + from + `priority = ?2 AND claim_rank = 0 AND claim_at IS NOT NULL`,
 		first: `SELECT claim_at` + from + `priority = ?2 AND claim_rank = ?5 AND claim_at IS NOT NULL
-			AND workflow IN (` + in + `) ORDER BY claim_at LIMIT 1`,
+			AND ` + wf + ` ORDER BY claim_at LIMIT 1`,
 	}
 }
 
@@ -191,10 +285,10 @@ func (cs *claimStmts) of(queue string) *claimSQL {
 	return &cs.other
 }
 
-// args returns the statement's arguments: the ten fixed ones, then the
-// workflows.
+// args returns the statement's arguments: the eleven fixed ones, then the
+// workflows and the versions filter's.
 func (cs *claimStmts) args(fixed ...any) []any {
-	a := make([]any, 10, 10+len(cs.wfArgs))
+	a := make([]any, 11, 11+len(cs.wfArgs))
 	copy(a, fixed)
 	return append(a, cs.wfArgs...)
 }
@@ -390,7 +484,7 @@ func (cl *claimer) read(c *queueCursor) error {
 	}
 	a := c.after
 	if err := cl.w.query(cl.cs.of(c.q.Name).page, each, cl.cs.args(c.q.Name, c.level, cl.now, n, c.rank,
-		a.claimAt, a.workflow, a.ref, rateFull, full)...); err != nil {
+		a.claimAt, a.workflow, a.ref, rateFull, full, a.version)...); err != nil {
 		return err
 	}
 	if len(c.buf) < n {
@@ -517,10 +611,11 @@ func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (stor
 		return storage.NextWake{}, fmt.Errorf("sqlitestore: %w", err)
 	}
 	var w storage.NextWake
-	if len(req.Workflows) == 0 {
+	workflows := claimable(req.Workflows, req.Versions)
+	if len(workflows) == 0 {
 		return w, nil
 	}
-	cs := newClaimStmts(req.Workflows)
+	cs := newClaimStmts(workflows, req.Versions)
 	err := s.read(ctx, "next wake", true, func(c *conn) error {
 		w = storage.NextWake{}
 		var earliest int64 = math.MaxInt64

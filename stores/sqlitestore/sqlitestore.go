@@ -33,7 +33,8 @@
 // The embedded, numbered migrations (migrations/NNN_name.up.sql, applied by
 // Migrate) create: runs, one small row per run with the state a step
 // changes (status, lease, token, wait, readiness, current execution, the
-// step running now, the deadline), so the per-step update stays cheap
+// step running now, the deadline) and the workflow version it started
+// under, so the per-step update stays cheap
 // whatever the payload sizes; a wait's first case lives in columns of its
 // own and its further cases, if any, as JSON beside them, their topics
 // indexed in wait_topics (kept in step by a trigger) so that Emit finds a
@@ -54,7 +55,9 @@
 // claimed together share pages. A claim reads an index over when each run
 // becomes claimable (ready, or its lease expired), ordered by queue,
 // priority and recoveries first: a range per priority, each stopping at
-// the limit however many runs are ready (see queues.go). A limited queue's
+// the limit however many runs are ready (see queues.go); its entries end
+// with the run's workflow and version, so that a claim passes over the
+// runs of versions its worker does not run without reading their rows. A limited queue's
 // places are counts read in the claim's transaction, which SQLite's one
 // writer serialises across every process on the file. Finished runs are
 // indexed by their end, for Purge.
