@@ -223,3 +223,54 @@ func benchClient(b *testing.B, conc int) *redis.Client {
 	b.Cleanup(func() { _ = c.Close() })
 	return c
 }
+
+// BenchmarkClaim measures Store.Claim of one run at a time from a backlog
+// of ready runs, by conc callers at once. With versions, the runs record
+// workflow version 2 and each claim names the versions a worker of
+// version 2 takes (0 and 2), as the runtime's claims do; with stranded,
+// 300 older runs of version 1, which no claim takes, wait ahead of them.
+func BenchmarkClaim(b *testing.B) {
+	for _, c := range []struct {
+		name              string
+		version, stranded int
+	}{
+		{"plain", 0, 0},
+		{"versions", 2, 0},
+		{"stranded", 2, 300},
+	} {
+		for _, conc := range []int{1, 32} {
+			b.Run(fmt.Sprintf("%s/conc=%d", c.name, conc), func(b *testing.B) {
+				ctx := context.Background()
+				rc := benchClient(b, conc)
+				prefix := testPrefix(b)
+				cleanupPrefix(b, rc, prefix)
+				s, err := New(ctx, rc, Options{Prefix: prefix, Logger: quietLogger()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				var runs []storage.NewRun
+				for i := range c.stranded {
+					runs = append(runs, storage.NewRun{ID: fmt.Sprintf("old-%09d", i), Workflow: "bench", Version: 1})
+				}
+				for i := range b.N {
+					runs = append(runs, storage.NewRun{ID: fmt.Sprintf("run-%09d", i), Workflow: "bench", Input: []byte(`{"n":1}`), Version: c.version})
+				}
+				if _, err := s.CreateRuns(ctx, runs); err != nil {
+					b.Fatal(err)
+				}
+				req := storage.ClaimRequest{Owner: "bench", Workflows: []string{"bench"}, Limit: 1, LeaseFor: time.Hour}
+				if c.version != 0 {
+					req.Versions = map[string][]int{"bench": {0, c.version}}
+				}
+				runParallel(b, rc, conc, "claims/s", func(_, _ int) error {
+					got, err := s.Claim(ctx, req)
+					if err == nil && len(got) != 1 {
+						err = fmt.Errorf("claimed %d runs", len(got))
+					}
+					return err
+				})
+			})
+		}
+	}
+}
