@@ -24,11 +24,13 @@ return redis.call('INCR', KEYS[1])`)
 
 // runParallel runs op b.N times spread over conc goroutines, each with its
 // own index, and reports ops/s under the given name, with the CPU time the
-// Redis server and this process spent per op: on a busy machine these vary
-// far less than the rates.
+// Redis server and this process spent per op, and the time the server
+// spent running scripts per op: on a busy machine these vary far less
+// than the rates. The server's figures count every client's commands, so
+// they are the store's own only on a server the benchmark has to itself.
 func runParallel(b *testing.B, c *redis.Client, conc int, unit string, op func(worker, i int) error) {
 	b.Helper()
-	server0, client0 := serverCPU(b, c), processCPU()
+	server0, client0, script0 := serverCPU(b, c), processCPU(), scriptTime(b, c)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, conc)
@@ -60,6 +62,33 @@ func runParallel(b *testing.B, c *redis.Client, conc int, unit string, op func(w
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), unit)
 	b.ReportMetric(float64((serverCPU(b, c)-server0).Nanoseconds())/1000/float64(b.N), "server-cpu-µs/op")
 	b.ReportMetric(float64((processCPU()-client0).Nanoseconds())/1000/float64(b.N), "client-cpu-µs/op")
+	b.ReportMetric(float64((scriptTime(b, c)-script0).Nanoseconds())/1000/float64(b.N), "script-µs/op")
+}
+
+// scriptTime is the time the Redis server has spent running EVALSHA
+// commands, from INFO commandstats: the scripts' own cost, without the
+// network's.
+func scriptTime(b *testing.B, c *redis.Client) time.Duration {
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		stats, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:")
+		if !ok {
+			continue
+		}
+		for kv := range strings.SplitSeq(stats, ",") {
+			if v, ok := strings.CutPrefix(kv, "usec="); ok {
+				us, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return time.Duration(us) * time.Microsecond
+			}
+		}
+	}
+	return 0
 }
 
 // serverCPU is the CPU time the Redis server has used, from INFO cpu.
