@@ -14,7 +14,8 @@ import (
 // before reads the same; a run of another version has lanes of its own,
 // in any queue and at any priority, and its version goes in the versions
 // set of its queue and workflow. A versioned run of a named queue keeps
-// the queue's counts right when a checkpoint pauses it.
+// the queue's counts right when a checkpoint pauses it; the run without
+// a version field is claimed as version 0's.
 func TestVersionLanes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -67,6 +68,18 @@ func TestVersionLanes(t *testing.T) {
 	stats, err := s.QueueStats(ctx, []string{"mail"})
 	if want := (storage.QueueStats{Queue: "mail", Paused: 1}); err != nil || stats[0] != want {
 		t.Fatalf("QueueStats of mail = %+v, %v; want %+v", stats, err, want)
+	}
+
+	// The run without a version field is claimed as version 0's.
+	for _, want := range []struct {
+		id      string
+		version int
+	}{{"old", 0}, {"v3", 3}} {
+		got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute,
+			Versions: map[string][]int{"wf": {want.version}}})
+		if err != nil || len(got) != 1 || got[0].Lease.RunID != want.id || got[0].Version != want.version {
+			t.Fatalf("Claim of version %d = %+v, %v; want %s", want.version, got, err, want.id)
+		}
 	}
 }
 
