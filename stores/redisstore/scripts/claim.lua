@@ -94,12 +94,14 @@ local function main()
     local r = rkey(id)
     local q = s.q
     -- the started flag matters only to a rate, so that no other claim
-    -- reads it; the priority is the level's (s.pr)
-    local st, rec, pt, qf, sd
+    -- reads it; the priority is the level's (s.pr); the token is read
+    -- here and written with the status, not incremented by a call of its
+    -- own
+    local st, rec, pt, qf, tok, sd
     if q.rate > 0 then
-      st, rec, pt, qf, sd = unpack(redis.call('HMGET', r, 'st', 'rec', 'pt', 'qf', 'sd'))
+      st, rec, pt, qf, tok, sd = unpack(redis.call('HMGET', r, 'st', 'rec', 'pt', 'qf', 'tok', 'sd'))
     else
-      st, rec, pt, qf = unpack(redis.call('HMGET', r, 'st', 'rec', 'pt', 'qf'))
+      st, rec, pt, qf, tok = unpack(redis.call('HMGET', r, 'st', 'rec', 'pt', 'qf', 'tok'))
     end
     if recovery then
       if st ~= 'running' then
@@ -128,8 +130,8 @@ local function main()
     end
     rec = tonumber(rec or '0')
     if recovery then rec = rec + 1 end
-    local tok = redis.call('HINCRBY', r, 'tok', 1)
-    redis.call('HSET', r, 'st', 'running', 'own', owner, 'lu', lu, 'rec', f(rec), 'ua', NOWS, 'sd', '1')
+    tok = tonumber(tok or '0') + 1
+    redis.call('HSET', r, 'st', 'running', 'tok', f(tok), 'own', owner, 'lu', lu, 'rec', f(rec), 'ua', NOWS, 'sd', '1')
     if recovery then
       redis.call('HDEL', r, 'ready', 'act')
     else
@@ -140,7 +142,7 @@ local function main()
       if q.conc > 0 then q.running = q.running + 1 end
       if q.pconc > 0 and pt then q.parts[pt] = q.parts[pt] + 1 end
       if q.rate > 0 and not sd then
-        redis.call('ZADD', startsq(q.name), NOWS, id .. ':' .. tok)
+        redis.call('ZADD', startsq(q.name), NOWS, id .. ':' .. f(tok))
         q.started = q.started + 1
       end
     end
