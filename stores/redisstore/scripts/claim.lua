@@ -203,12 +203,27 @@ local function main()
     local leases, ready = {}, {}
     local pr = nil
     if p ~= 0 then pr = f(p) end
+    -- a group of several lanes (versions) is read only when one of its
+    -- sets exists: one call for an idle workflow instead of two per
+    -- version (empty[gi] when none does)
+    local empty = {}
     for gi, g in ipairs(byprio[p]) do
       local q, wf = g.q, g.wf
-      for _, v in ipairs(g.vers) do
-        local ln = lane(q.name, pr, v)
-        leases[#leases + 1] = {key = leaseq(wf, ln), q = q, wf = wf, ln = ln, pr = pr, g = gi}
-        ready[#ready + 1] = {key = readyq(wf, ln), q = q, wf = wf, ln = ln, pr = pr, g = gi}
+      local lns = {}
+      for _, v in ipairs(g.vers) do lns[#lns + 1] = lane(q.name, pr, v) end
+      if #lns > 1 then
+        local keys = {}
+        for _, ln in ipairs(lns) do
+          keys[#keys + 1] = leaseq(wf, ln)
+          keys[#keys + 1] = readyq(wf, ln)
+        end
+        empty[gi] = redis.call('EXISTS', unpack(keys)) == 0
+      end
+      if not empty[gi] then
+        for _, ln in ipairs(lns) do
+          leases[#leases + 1] = {key = leaseq(wf, ln), q = q, wf = wf, ln = ln, pr = pr, g = gi}
+          ready[#ready + 1] = {key = readyq(wf, ln), q = q, wf = wf, ln = ln, pr = pr, g = gi}
+        end
       end
     end
     take(leases, true)
@@ -222,16 +237,18 @@ local function main()
       end
       for gi, g in ipairs(byprio[p]) do
         if not seen[gi] then
-          if not g.all then g.all = all_versions(g.q.name, g.wf) end
-          local keys = {}
-          for _, v in ipairs(g.all) do
-            local ln = lane(g.q.name, pr, v)
-            keys[#keys + 1] = leaseq(g.wf, ln)
-            keys[#keys + 1] = readyq(g.wf, ln)
+          local gone = empty[gi] and g.all == g.vers
+          if not gone then
+            if not g.all then g.all = all_versions(g.q.name, g.wf) end
+            local keys = {}
+            for _, v in ipairs(g.all) do
+              local ln = lane(g.q.name, pr, v)
+              keys[#keys + 1] = leaseq(g.wf, ln)
+              keys[#keys + 1] = readyq(g.wf, ln)
+            end
+            gone = redis.call('EXISTS', unpack(keys)) == 0
           end
-          if redis.call('EXISTS', unpack(keys)) == 0 then
-            redis.call('ZREM', levelset(g.q.name, g.wf), pr)
-          end
+          if gone then redis.call('ZREM', levelset(g.q.name, g.wf), pr) end
         end
       end
     end
