@@ -84,9 +84,9 @@ func TestVersionLanes(t *testing.T) {
 }
 
 // TestVersionLevelKept: a claim that does not take a version leaves the
-// priority level of that version's runs alone, so that a claim of the
-// version still finds them; once no run of any version is left at the
-// level, a claim forgets it.
+// priority level of that version's runs alone, queued or running, so
+// that a claim of the version still finds them; once no run of any
+// version is left at the level, a claim forgets it.
 func TestVersionLevelKept(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -128,11 +128,21 @@ func TestVersionLevelKept(t *testing.T) {
 	if len(got) != 1 || got[0].Lease.RunID != "r" {
 		t.Fatalf("a claim of version 1 = %v, want r", got)
 	}
+	if got := claim(2); len(got) != 0 {
+		t.Fatalf("a claim of version 2 leased %v", got)
+	}
+	if got := c.ZRange(ctx, s.keys.levels("jobs", "wf"), 0, -1).Val(); !slices.Equal(got, []string{"5"}) {
+		t.Fatalf("levels after a claim of version 2 = %q, want [5]: version 1's run is in flight", got)
+	}
+	// The run ends; a claim at any version, which reads versions 0 and 1
+	// and finds neither's lanes, forgets the level.
 	if err := s.Complete(ctx, storage.CompleteRequest{Lease: got[0].Lease, Status: storage.StatusComplete}); err != nil {
 		t.Fatal(err)
 	}
-	if got := claim(2); len(got) != 0 {
-		t.Fatalf("a claim of version 2 leased %v", got)
+	none, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 5, LeaseFor: time.Minute,
+		Queues: []storage.Queue{{Name: "jobs"}}})
+	if err != nil || len(none) != 0 {
+		t.Fatalf("a claim at any version = %v, %v; want nothing", none, err)
 	}
 	if n := c.ZCard(ctx, s.keys.levels("jobs", "wf")).Val(); n != 0 {
 		t.Fatalf("levels set holds %d priorities after its runs left, want 0", n)
