@@ -178,16 +178,20 @@
 // so each version of a workflow has ready and lease sets of its own, in
 // each queue and at each priority. A claim with a Versions entry for a
 // workflow reads the lanes of the versions listed and no others: runs of
-// versions no worker can run any more, however many, cost a claim
-// nothing and never use up its limit or its budget of runs passed over.
-// A workflow without an entry is read at version 0 and at each version of
-// its versions set. Reading a version's lanes costs two calls of the
-// script, so a claim of several versions of a workflow first asks with
-// one whether any of those lanes exists at the level, and an idle
-// workflow costs it that one call. The lanes of version 0 are layout 2's, so a store
-// written before versions were kept is read unchanged and needs no
-// upgrade; code that predates versions claims none of the runs of other
-// versions.
+// versions no worker can run any more, however many, cost a claim nothing
+// and never use up its limit or its budget of runs passed over. A workflow
+// without an entry is read at version 0 and at each version of its
+// versions set. Reading a version's lanes costs two calls of the script,
+// so a claim of several versions of a workflow first asks with one whether
+// any of those lanes exists at the level, and an idle workflow costs it
+// that one call. The lanes of version 0 are layout 2's, so a store written
+// before versions were kept is read unchanged and needs no upgrade; code
+// that predates versions claims none of the runs of other versions.
+//
+// NextWake reads the same lanes a claim would. No listing index serves a
+// Versions filter: ListRuns applies it to the runs it reads from the
+// index of its other filters, so a page of a rare version may read many
+// runs of others.
 //
 // # Layout versions
 //
