@@ -182,9 +182,9 @@
 // and never use up its limit or its budget of runs passed over. A workflow
 // without an entry is read at version 0 and at each version of its
 // versions set. Reading a version's lanes costs two calls of the script,
-// so a claim of several versions of a workflow first asks with one whether
-// any of those lanes exists at the level, and an idle workflow costs it
-// that one call. The lanes of version 0 are layout 2's, so a store written
+// so a claim of several workflows first asks with one call, for each that
+// it takes at several versions, whether any of those lanes exists at the
+// level: an idle workflow costs it that one call. The lanes of version 0 are layout 2's, so a store written
 // before versions were kept is read unchanged and needs no upgrade; code
 // that predates versions claims none of the runs of other versions.
 //

@@ -86,19 +86,30 @@ func TestVersionLanes(t *testing.T) {
 // TestVersionLevelKept: a claim that does not take a version leaves the
 // priority level of that version's runs alone, queued or running, so
 // that a claim of the version still finds them; once no run of any
-// version is left at the level, a claim forgets it.
+// version is left at the level, a claim forgets it. Two workflows share
+// the level, so the claim asks first whether any lane of each exists.
 func TestVersionLevelKept(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clock := newClock()
 	s, c := newTestStore(t, clock)
-	if _, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "r", Workflow: "wf", Queue: "jobs", Priority: 5, Version: 1}}); err != nil {
+	wfs := []string{"wf", "other"}
+	if _, err := s.CreateRuns(ctx, []storage.NewRun{
+		{ID: "r", Workflow: "wf", Queue: "jobs", Priority: 5, Version: 1},
+		{ID: "o", Workflow: "other", Queue: "jobs", Priority: 5, Version: 1},
+	}); err != nil {
 		t.Fatal(err)
+	}
+	only := func(versions []int) map[string][]int {
+		if versions == nil {
+			return nil
+		}
+		return map[string][]int{"wf": versions, "other": versions}
 	}
 	claim := func(versions ...int) []storage.ClaimedRun {
 		t.Helper()
-		got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 5, LeaseFor: time.Minute,
-			Queues: []storage.Queue{{Name: "jobs"}}, Versions: map[string][]int{"wf": versions}})
+		got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: wfs, Limit: 5, LeaseFor: time.Minute,
+			Queues: []storage.Queue{{Name: "jobs"}}, Versions: only(versions)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,11 +117,19 @@ func TestVersionLevelKept(t *testing.T) {
 	}
 	wake := func(versions ...int) storage.NextWake {
 		t.Helper()
-		nw, err := s.NextWake(ctx, storage.NextWakeRequest{Workflows: []string{"wf"}, Queues: []string{"jobs"}, Versions: map[string][]int{"wf": versions}})
+		nw, err := s.NextWake(ctx, storage.NextWakeRequest{Workflows: wfs, Queues: []string{"jobs"}, Versions: only(versions)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return nw
+	}
+	levels := func(what string, want ...string) {
+		t.Helper()
+		for _, wf := range wfs {
+			if got := c.ZRange(ctx, s.keys.levels("jobs", wf), 0, -1).Val(); !slices.Equal(got, want) {
+				t.Fatalf("levels of %s %s = %q, want %q", wf, what, got, want)
+			}
+		}
 	}
 	if got := claim(0, 2); len(got) != 0 {
 		t.Fatalf("a claim of versions 0 and 2 leased %v", got)
@@ -118,33 +137,27 @@ func TestVersionLevelKept(t *testing.T) {
 	if nw := wake(0, 2); nw.Found {
 		t.Fatalf("NextWake of versions 0 and 2 = %+v, want none", nw)
 	}
-	if got := c.ZRange(ctx, s.keys.levels("jobs", "wf"), 0, -1).Val(); !slices.Equal(got, []string{"5"}) {
-		t.Fatalf("levels after a claim of other versions = %q, want [5]", got)
-	}
+	levels("after a claim of other versions", "5")
 	if nw := wake(1); !nw.Found || nw.After != 0 {
 		t.Fatalf("NextWake of version 1 = %+v, want now", nw)
 	}
 	got := claim(1)
-	if len(got) != 1 || got[0].Lease.RunID != "r" {
-		t.Fatalf("a claim of version 1 = %v, want r", got)
+	if len(got) != 2 {
+		t.Fatalf("a claim of version 1 = %v, want r and o", got)
 	}
 	if got := claim(2); len(got) != 0 {
 		t.Fatalf("a claim of version 2 leased %v", got)
 	}
-	if got := c.ZRange(ctx, s.keys.levels("jobs", "wf"), 0, -1).Val(); !slices.Equal(got, []string{"5"}) {
-		t.Fatalf("levels after a claim of version 2 = %q, want [5]: version 1's run is in flight", got)
-	}
-	// The run ends; a claim at any version, which reads versions 0 and 1
+	levels("after a claim of version 2", "5")
+	// The runs end; a claim at any version, which reads versions 0 and 1
 	// and finds neither's lanes, forgets the level.
-	if err := s.Complete(ctx, storage.CompleteRequest{Lease: got[0].Lease, Status: storage.StatusComplete}); err != nil {
-		t.Fatal(err)
+	for _, g := range got {
+		if err := s.Complete(ctx, storage.CompleteRequest{Lease: g.Lease, Status: storage.StatusComplete}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	none, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 5, LeaseFor: time.Minute,
-		Queues: []storage.Queue{{Name: "jobs"}}})
-	if err != nil || len(none) != 0 {
-		t.Fatalf("a claim at any version = %v, %v; want nothing", none, err)
+	if none := claim(); len(none) != 0 {
+		t.Fatalf("a claim at any version = %v, want nothing", none)
 	}
-	if n := c.ZCard(ctx, s.keys.levels("jobs", "wf")).Val(); n != 0 {
-		t.Fatalf("levels set holds %d priorities after its runs left, want 0", n)
-	}
+	levels("after its runs left")
 }

@@ -203,15 +203,18 @@ local function main()
     local leases, ready = {}, {}
     local pr = nil
     if p ~= 0 then pr = f(p) end
-    -- a group of several lanes (versions) is read only when one of its
-    -- sets exists: one call for an idle workflow instead of two per
-    -- version (empty[gi] when none does)
+    -- beside other groups, a group of several lanes (versions) is read
+    -- only when one of its sets exists: one call for an idle workflow
+    -- instead of two per version (empty[gi] when none does). A group
+    -- alone at its level is read at once: the call would save reads only
+    -- when the claim finds nothing there at all.
     local empty = {}
+    local several = #byprio[p] > 1
     for gi, g in ipairs(byprio[p]) do
       local q, wf = g.q, g.wf
       local lns = {}
       for _, v in ipairs(g.vers) do lns[#lns + 1] = lane(q.name, pr, v) end
-      if #lns > 1 then
+      if several and #lns > 1 then
         local keys = {}
         for _, ln in ipairs(lns) do
           keys[#keys + 1] = leaseq(wf, ln)
