@@ -24,11 +24,13 @@ return redis.call('INCR', KEYS[1])`)
 
 // runParallel runs op b.N times spread over conc goroutines, each with its
 // own index, and reports ops/s under the given name, with the CPU time the
-// Redis server and this process spent per op: on a busy machine these vary
-// far less than the rates.
+// Redis server and this process spent per op, and the time the server
+// spent running scripts per op: on a busy machine these vary far less
+// than the rates. The server's figures count every client's commands, so
+// they are the store's own only on a server the benchmark has to itself.
 func runParallel(b *testing.B, c *redis.Client, conc int, unit string, op func(worker, i int) error) {
 	b.Helper()
-	server0, client0 := serverCPU(b, c), processCPU()
+	server0, client0, script0 := serverCPU(b, c), processCPU(), scriptTime(b, c)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, conc)
@@ -60,6 +62,33 @@ func runParallel(b *testing.B, c *redis.Client, conc int, unit string, op func(w
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), unit)
 	b.ReportMetric(float64((serverCPU(b, c)-server0).Nanoseconds())/1000/float64(b.N), "server-cpu-µs/op")
 	b.ReportMetric(float64((processCPU()-client0).Nanoseconds())/1000/float64(b.N), "client-cpu-µs/op")
+	b.ReportMetric(float64((scriptTime(b, c)-script0).Nanoseconds())/1000/float64(b.N), "script-µs/op")
+}
+
+// scriptTime is the time the Redis server has spent running EVALSHA
+// commands, from INFO commandstats: the scripts' own cost, without the
+// network's.
+func scriptTime(b *testing.B, c *redis.Client) time.Duration {
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		stats, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:")
+		if !ok {
+			continue
+		}
+		for kv := range strings.SplitSeq(stats, ",") {
+			if v, ok := strings.CutPrefix(kv, "usec="); ok {
+				us, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return time.Duration(us) * time.Microsecond
+			}
+		}
+	}
+	return 0
 }
 
 // serverCPU is the CPU time the Redis server has used, from INFO cpu.
@@ -222,4 +251,55 @@ func benchClient(b *testing.B, conc int) *redis.Client {
 	c := redis.NewClient(o)
 	b.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// BenchmarkClaim measures Store.Claim of one run at a time from a backlog
+// of ready runs, by conc callers at once. With versions, the runs record
+// workflow version 2 and each claim names the versions a worker of
+// version 2 takes (0 and 2), as the runtime's claims do; with stranded,
+// 300 older runs of version 1, which no claim takes, wait ahead of them.
+func BenchmarkClaim(b *testing.B) {
+	for _, c := range []struct {
+		name              string
+		version, stranded int
+	}{
+		{"plain", 0, 0},
+		{"versions", 2, 0},
+		{"stranded", 2, 300},
+	} {
+		for _, conc := range []int{1, 32} {
+			b.Run(fmt.Sprintf("%s/conc=%d", c.name, conc), func(b *testing.B) {
+				ctx := context.Background()
+				rc := benchClient(b, conc)
+				prefix := testPrefix(b)
+				cleanupPrefix(b, rc, prefix)
+				s, err := New(ctx, rc, Options{Prefix: prefix, Logger: quietLogger()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				var runs []storage.NewRun
+				for i := range c.stranded {
+					runs = append(runs, storage.NewRun{ID: fmt.Sprintf("old-%09d", i), Workflow: "bench", Version: 1})
+				}
+				for i := range b.N {
+					runs = append(runs, storage.NewRun{ID: fmt.Sprintf("run-%09d", i), Workflow: "bench", Input: []byte(`{"n":1}`), Version: c.version})
+				}
+				if _, err := s.CreateRuns(ctx, runs); err != nil {
+					b.Fatal(err)
+				}
+				req := storage.ClaimRequest{Owner: "bench", Workflows: []string{"bench"}, Limit: 1, LeaseFor: time.Hour}
+				if c.version != 0 {
+					req.Versions = map[string][]int{"bench": {0, c.version}}
+				}
+				runParallel(b, rc, conc, "claims/s", func(_, _ int) error {
+					got, err := s.Claim(ctx, req)
+					if err == nil && len(got) != 1 {
+						err = fmt.Errorf("claimed %d runs", len(got))
+					}
+					return err
+				})
+			})
+		}
+	}
 }

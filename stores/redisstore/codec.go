@@ -312,6 +312,11 @@ func decodeRun(m map[string]string) (storage.RunRecord, error) {
 		return r, err
 	}
 	r.Priority = int(prio)
+	vr, err := parseInt(m["vr"])
+	if err != nil {
+		return r, err
+	}
+	r.Version = int(vr)
 	r.Owner = m["own"]
 	if s := m["lu"]; s != "" {
 		if r.LeaseUntil, err = fromMicros(s); err != nil {

@@ -68,7 +68,9 @@
 //	                cases, key, topic and kind each ended by a NUL byte),
 //	                the counter of its buffered events (es), and, each
 //	                absent for the default, its queue (qu), lane (ln),
-//	                partition (pt) and priority (pr)
+//	                partition (pt), priority (pr) and workflow version
+//	                (vr; a run stored before versions were kept has none
+//	                and reads 0)
 //	c:<id>          hash: checkpoint key → encoded checkpoint (with its sequence
 //	                number and execution) of the current execution
 //	a:<id>          list: encoded attempts of the current execution, in the
@@ -87,18 +89,24 @@
 //	                of id), each seq:marked-payload, seq from the run's es
 //	                counter, so a wait with several cases takes the oldest
 //	q:<lane><wf>    sorted set: runs of the workflow in a queue at a
-//	                priority that are ready to claim (queued or waiting with
-//	                a ReadyAt), scored by ReadyAt (µs); the lane is "" for
-//	                the default queue at priority 0 (q:<wf>, layout 1's
-//	                key) and <queue>:<priority>: otherwise (no name holds a
-//	                colon)
+//	                priority and version that are ready to claim (queued
+//	                or waiting with a ReadyAt), scored by ReadyAt (µs);
+//	                the lane is "" for the default queue at priority 0
+//	                and version 0 (q:<wf>, layout 1's key),
+//	                <queue>:<priority>: for version 0 otherwise, and
+//	                <queue>:<priority>:<version>: for another version (no
+//	                name holds a colon)
 //	l:<lane><wf>    sorted set: running runs of the workflow in the lane,
 //	                scored by lease expiry (µs)
 //	lv:<queue>:<wf> sorted set: the priorities other than 0 that the
 //	                workflow's runs in the queue have lanes at (member and
 //	                score the priority); Claim and NextWake read the lanes
 //	                it names besides priority 0's, and Claim forgets a
-//	                priority whose lanes are empty
+//	                priority whose lanes are empty at every version
+//	vs:<queue>:<wf> set: the workflow versions other than 0 that runs of
+//	                the workflow were created at in the queue, whose
+//	                lanes Claim and NextWake read for a workflow they
+//	                take at any version; it keeps a version once added
 //	iq:<queue>, iqs:<status>:<queue>
 //	                sorted sets (all scores 0): the listing indexes of a
 //	                queue other than the default: its runs, and its runs in
@@ -152,16 +160,38 @@
 // # Queues
 //
 // Claim takes runs level by level, highest priority first: at each
-// level the expired leases of every named queue and workflow, then the
-// ready runs, each oldest first, reading each lane's sets in rounds of as
-// many as it still needs. Limits are judged for ready runs only (a
-// recovery keeps its place): a queue's running index against
+// level the expired leases of every named queue, workflow and version,
+// then the ready runs, each oldest first, reading each lane's sets in
+// rounds of as many as it still needs. Limits are judged for ready runs
+// only (a recovery keeps its place): a queue's running index against
 // Concurrency, a partition's running set against PartitionConcurrency,
 // the starts in the queue's rate window against Rate; a run that does
 // not fit is passed over, at most a thousand per claim. A claim of queues
 // without limits reads no count, so the default queue's claim costs one
-// read of its levels set per workflow more than in layout 1, and nothing
-// more per run.
+// read of its levels set per workflow more than in layout 1 (and one of
+// its versions set for a workflow taken at any version), and nothing more
+// per run.
+//
+// # Workflow versions
+//
+// A run's workflow version (storage.NewRun.Version) is part of its lane,
+// so each version of a workflow has ready and lease sets of its own, in
+// each queue and at each priority. A claim with a Versions entry for a
+// workflow reads the lanes of the versions listed and no others: runs of
+// versions no worker can run any more, however many, cost a claim nothing
+// and never use up its limit or its budget of runs passed over. A workflow
+// without an entry is read at version 0 and at each version of its
+// versions set. Reading a version's lanes costs two calls of the script,
+// so a claim of several workflows first asks with one call, for each that
+// it takes at several versions, whether any of those lanes exists at the
+// level: an idle workflow costs it that one call. The lanes of version 0 are layout 2's, so a store written
+// before versions were kept is read unchanged and needs no upgrade; code
+// that predates versions claims none of the runs of other versions.
+//
+// NextWake reads the same lanes a claim would. No listing index serves a
+// Versions filter: ListRuns applies it to the runs it reads from the
+// index of its other filters, so a page of a rare version may read many
+// runs of others.
 //
 // # Layout versions
 //

@@ -26,7 +26,10 @@ import (
 
 // storeVersion is the version of the key layout this code reads and
 // writes: 2 added queues (lanes, levels, per-queue indexes), finished
-// indexes, buffered events' topics and schedules to layout 1.
+// indexes, buffered events' topics and schedules to layout 1. Workflow
+// versions came within layout 2 and need no upgrade: a run of version 0,
+// as every run stored before is, keeps its keys, and only the runs of
+// other versions have lanes and versions sets of their own (doc.go).
 const storeVersion = 2
 
 // version is the key that marks the prefix as a Stem store and holds its

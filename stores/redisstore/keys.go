@@ -79,10 +79,15 @@ func (k keyspace) ready(wf string) string { return k.prefix + "q:" + wf }
 // (l:<workflow>).
 func (k keyspace) leases(wf string) string { return k.prefix + "l:" + wf }
 
-// lane names a queue and priority in the keys of its ready and lease
-// sets: "" for the default queue at priority 0, else
-// <queue>:<priority>: (no queue or workflow name holds a colon).
-func lane(queue string, priority int) string {
+// lane names a queue, priority and workflow version in the keys of its
+// ready and lease sets: "" for the default queue at priority 0 and
+// version 0, <queue>:<priority>: for version 0 otherwise, and
+// <queue>:<priority>:<version>: for another version (no queue or
+// workflow name holds a colon).
+func lane(queue string, priority, version int) string {
+	if version != 0 {
+		return cmp.Or(queue, storage.DefaultQueue) + ":" + strconv.Itoa(priority) + ":" + strconv.Itoa(version) + ":"
+	}
 	if (queue == "" || queue == storage.DefaultQueue) && priority == 0 {
 		return ""
 	}
@@ -90,21 +95,26 @@ func lane(queue string, priority int) string {
 }
 
 // laneReady is the ready set of the workflow's runs in the queue at the
-// priority (q:<lane><workflow>).
-func (k keyspace) laneReady(wf, queue string, priority int) string {
-	return k.prefix + "q:" + lane(queue, priority) + wf
+// priority and version (q:<lane><workflow>).
+func (k keyspace) laneReady(wf, queue string, priority, version int) string {
+	return k.prefix + "q:" + lane(queue, priority, version) + wf
 }
 
 // laneLeases is the lease set of the workflow's runs in the queue at the
-// priority (l:<lane><workflow>).
-func (k keyspace) laneLeases(wf, queue string, priority int) string {
-	return k.prefix + "l:" + lane(queue, priority) + wf
+// priority and version (l:<lane><workflow>).
+func (k keyspace) laneLeases(wf, queue string, priority, version int) string {
+	return k.prefix + "l:" + lane(queue, priority, version) + wf
 }
 
 // levels is the sorted set of the priorities other than 0 that the
 // workflow's runs in the queue have in its ready and lease sets (lv:<queue>:<workflow>),
 // member and score the priority.
 func (k keyspace) levels(queue, wf string) string { return k.prefix + "lv:" + queue + ":" + wf }
+
+// versions is the set of the workflow versions other than 0 that runs of
+// the workflow in the queue were created at (vs:<queue>:<workflow>): the
+// versions whose lanes a claim of the workflow at any version reads.
+func (k keyspace) versions(queue, wf string) string { return k.prefix + "vs:" + queue + ":" + wf }
 
 // queuedEarly is the queue's sorted set of runs queued before their
 // ReadyAt, scored by it (qf:<queue>): QueueStats counts those not yet due

@@ -11,11 +11,13 @@ import (
 )
 
 // Claim implements storage.Store. One script reads the ready and lease
-// sets of the requested workflows in the requested queues, level by
-// level from the highest priority, recoveries first within a level and
-// then ready runs, each oldest first, and leases up to Limit of them,
-// passing over the ready runs whose queue, partition or rate window is
-// full (see claim.lua).
+// sets of the requested workflows in the requested queues, of the
+// versions req.Versions allows, level by level from the highest
+// priority, recoveries first within a level and then ready runs, each
+// oldest first, and leases up to Limit of them, passing over the ready
+// runs whose queue, partition or rate window is full (see claim.lua).
+// Each workflow version has sets of its own, so runs of versions the
+// claim does not take are never read.
 func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.ClaimedRun, error) {
 	if err := req.Validate(); err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)
@@ -26,16 +28,17 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 	if req.Empty() {
 		return nil, nil
 	}
-	wfs := slices.Clone(req.Workflows)
-	slices.Sort(wfs)
-	wfs = slices.Compact(wfs)
+	wfs, vers := versionFilter(req.Workflows, req.Versions)
+	if len(wfs) == 0 {
+		return nil, nil
+	}
 	qs := req.ClaimQueues()
 	keys := make([]string, 0, 2*len(wfs))
-	args := make([]any, 0, 4+len(wfs)+5*len(qs))
+	args := make([]any, 0, 4+3*len(wfs)+5*len(qs))
 	args = append(args, req.Owner, req.Limit, durMicros(req.LeaseFor), len(wfs))
-	for _, wf := range wfs {
-		keys = append(keys, s.keys.laneReady(wf, qs[0].Name, 0), s.keys.laneLeases(wf, qs[0].Name, 0))
-		args = append(args, wf)
+	for i, wf := range wfs {
+		keys = append(keys, s.keys.laneReady(wf, qs[0].Name, 0, 0), s.keys.laneLeases(wf, qs[0].Name, 0, 0))
+		args = appendVersions(append(args, wf), vers[i])
 	}
 	for _, q := range qs {
 		args = append(args, q.Name, q.Concurrency, q.PartitionConcurrency, q.Rate, durMicros(q.RatePeriod))
@@ -60,8 +63,8 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 }
 
 // NextWake reads the lowest score of the named workflows' ready and lease
-// sets in the named queues, at every priority level, measured from the
-// server's TIME.
+// sets in the named queues, at every priority level, of the versions
+// req.Versions allows, measured from the server's TIME.
 func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (storage.NextWake, error) {
 	if err := req.Validate(); err != nil {
 		return storage.NextWake{}, fmt.Errorf("redisstore: %w", err)
@@ -69,16 +72,17 @@ func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (stor
 	if err := s.checkOpen(); err != nil {
 		return storage.NextWake{}, err
 	}
-	if len(req.Workflows) == 0 {
+	wfs, vers := versionFilter(req.Workflows, req.Versions)
+	if len(wfs) == 0 {
 		return storage.NextWake{}, nil
 	}
 	qs := req.QueueNames()
-	keys := make([]string, 0, 2*len(req.Workflows))
-	args := make([]any, 0, 1+len(req.Workflows)+len(qs))
-	args = append(args, len(req.Workflows))
-	for _, wf := range req.Workflows {
-		keys = append(keys, s.keys.laneReady(wf, qs[0], 0), s.keys.laneLeases(wf, qs[0], 0))
-		args = append(args, wf)
+	keys := make([]string, 0, 2*len(wfs))
+	args := make([]any, 0, 1+3*len(wfs)+len(qs))
+	args = append(args, len(wfs))
+	for i, wf := range wfs {
+		keys = append(keys, s.keys.laneReady(wf, qs[0], 0, 0), s.keys.laneLeases(wf, qs[0], 0, 0))
+		args = appendVersions(append(args, wf), vers[i])
 	}
 	for _, q := range qs {
 		args = append(args, q)
@@ -102,8 +106,50 @@ func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (stor
 	return storage.NextWake{Found: true, After: time.Duration(us) * time.Microsecond}, nil
 }
 
+// versionFilter sorts and deduplicates the workflows of a claim or
+// NextWake and pairs each with the versions of it to read: nil for any
+// version (no entry in versions), else the entry's versions sorted and
+// deduplicated. A workflow whose entry lists no version is left out, for
+// none of its runs may be taken.
+func versionFilter(workflows []string, versions map[string][]int) ([]string, [][]int) {
+	wfs := slices.Clone(workflows)
+	slices.Sort(wfs)
+	wfs = slices.Compact(wfs)
+	out := wfs[:0]
+	var vers [][]int
+	for _, wf := range wfs {
+		allowed, ok := versions[wf]
+		if !ok {
+			out = append(out, wf)
+			vers = append(vers, nil)
+			continue
+		}
+		if len(allowed) == 0 {
+			continue
+		}
+		allowed = slices.Clone(allowed)
+		slices.Sort(allowed)
+		out = append(out, wf)
+		vers = append(vers, slices.Compact(allowed))
+	}
+	return out, vers
+}
+
+// appendVersions appends a workflow's versions as the claim and NextWake
+// scripts read them: their number, -1 for any version (nil), then each.
+func appendVersions(args []any, vers []int) []any {
+	if vers == nil {
+		return append(args, -1)
+	}
+	args = append(args, len(vers))
+	for _, v := range vers {
+		args = append(args, v)
+	}
+	return args
+}
+
 // decodeClaim reads {id, token, {wf, pa, in, rec, ss, wk, wt, wn, wd, wa,
-// dl, lu}}.
+// dl, lu, vr}}.
 func decodeClaim(owner string, item any) (storage.ClaimedRun, error) {
 	var c storage.ClaimedRun
 	parts, ok := item.([]any)
@@ -111,7 +157,7 @@ func decodeClaim(owner string, item any) (storage.ClaimedRun, error) {
 		return c, fmt.Errorf("redisstore: claim: unexpected reply")
 	}
 	f, ok := parts[2].([]any)
-	if !ok || len(f) != 12 {
+	if !ok || len(f) != 13 {
 		return c, fmt.Errorf("redisstore: claim: unexpected reply")
 	}
 	tok, _ := parts[1].(int64)
@@ -134,6 +180,11 @@ func decodeClaim(owner string, item any) (storage.ClaimedRun, error) {
 	if c.LeaseUntil, err = fromMicros(str(f[11])); err != nil {
 		return c, err
 	}
+	v, err := parseInt(str(f[12]))
+	if err != nil {
+		return c, err
+	}
+	c.Version = int(v)
 	return c, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/stemflow/stem/storage"
 )
@@ -46,18 +47,23 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 
 // newRunFields is how many script arguments describe a new run; see
 // create_run in scripts/lib/runs.lua.
-const newRunFields = 10
+const newRunFields = 11
 
 // appendNewRun appends the script arguments of a new run: ID, workflow,
 // parent, parent policy, marked input, start time and deadline (µs, ""
-// for none), queue, partition and priority ("" for the defaults).
+// for none), queue, partition, priority and workflow version ("" for the
+// defaults).
 func appendNewRun(args []any, r storage.NewRun) []any {
-	prio := ""
-	if r.Priority != 0 {
-		prio = strconv.Itoa(r.Priority)
-	}
 	return append(args, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), mark(r.Input),
-		microsPtr(r.StartAt), microsPtr(r.Deadline), r.Queue, r.Partition, prio)
+		microsPtr(r.StartAt), microsPtr(r.Deadline), r.Queue, r.Partition, nonZero(r.Priority), nonZero(r.Version))
+}
+
+// nonZero formats n for a script argument whose default is 0: "" for 0.
+func nonZero(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
 }
 
 // appendCreated appends the results create_run replied, {created,
@@ -103,7 +109,8 @@ func (s *Store) GetRun(ctx context.Context, id string) (storage.RunRecord, error
 // workflow, status and queue (a scan of that parent's children only). A
 // queue's own indexes serve a queue filter, with the workflow filter
 // applied by the script; the default queue has none, so a filter on it is
-// applied to the index of the others (see keyspace.listing).
+// applied to the index of the others (see keyspace.listing). No index
+// serves a Versions filter: the script applies it to what it reads.
 func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.RunPage, error) {
 	if err := q.Validate(); err != nil {
 		return storage.RunPage{}, fmt.Errorf("redisstore: %w", err)
@@ -117,7 +124,17 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 		start = "(" + q.After
 	}
 	index, wf, st, queue := s.keys.listing(q)
-	v, err := s.run(ctx, listScript, []string{index}, start, limit+1, wf, st, queue)
+	versions := ""
+	if len(q.Versions) > 0 {
+		var b strings.Builder
+		b.WriteByte(',')
+		for _, v := range q.Versions {
+			b.WriteString(strconv.Itoa(v))
+			b.WriteByte(',')
+		}
+		versions = b.String()
+	}
+	v, err := s.run(ctx, listScript, []string{index}, start, limit+1, wf, st, queue, versions)
 	if err != nil {
 		return storage.RunPage{}, fmt.Errorf("redisstore: list: %w", err)
 	}

@@ -104,8 +104,8 @@ func TestDefaultLaneKeys(t *testing.T) {
 	}
 	for key, want := range map[string]int64{
 		k.ready("wf"):                           1,
-		k.laneReady("wf", "mail", 3):            1,
-		k.laneReady("wf", "", -2):               1,
+		k.laneReady("wf", "mail", 3, 0):         1,
+		k.laneReady("wf", "", -2, 0):            1,
 		k.indexQueueStatus("queued", "mail"):    1,
 		k.indexQueue("mail"):                    1,
 		k.indexQueue(storage.DefaultQueue):      0,

@@ -1,30 +1,46 @@
 -- claim leases ready runs and runs whose lease expired (Claim), from the
--- named queues, enforcing their limits.
+-- named queues, enforcing their limits, of the workflow versions named.
 -- KEYS: the ready set and the lease set of each workflow in the first
--- named queue at priority 0 (so that a cluster routes the script; the
--- script builds every key itself).
+-- named queue at priority 0 and version 0 (so that a cluster routes the
+-- script; the script builds every key itself).
 -- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3]: owner, ARGV[4]: limit,
--- ARGV[5]: lease length (µs), ARGV[6]: the number n of workflows,
--- ARGV[7 .. 6+n]: the workflows, then per queue its name, concurrency,
+-- ARGV[5]: lease length (µs), ARGV[6]: the number n of workflows, then
+-- per workflow its name, the number k of its versions to take (-1 for
+-- any) and those k versions; then per queue its name, concurrency,
 -- partition concurrency, rate and rate period (µs), 0 for no limit.
 -- Reply: per claimed run {id, token, HMGET of its claim fields: wf, pa, in,
--- rec, ss, wk, wt, wn, wd, wa, dl, lu}.
+-- rec, ss, wk, wt, wn, wd, wa, dl, lu, vr}.
 --
 -- The runs are taken level by level, highest priority first (level 0, the
 -- lanes of the keys of layout 1, and the levels sets' others); within a
--- level, the expired leases of every named queue and workflow first, then
--- the ready runs, each oldest first. A queue's limits are judged only for
--- ready runs: a recovery holds the place it had. A queue without limits
--- costs nothing per run beyond the claim itself.
+-- level, the expired leases of every named queue, workflow and version
+-- first, then the ready runs, each oldest first. Each version of a
+-- workflow has lanes of its own, so a claim reads only the lanes of the
+-- versions it takes (for a workflow taken at any version, version 0's and
+-- those of its versions set): runs of other versions cost it nothing. A
+-- queue's limits are judged only for ready runs: a recovery holds the
+-- place it had. A queue without limits costs nothing per run beyond the
+-- claim itself.
 local function main()
   local owner, limit, lf = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
-  local nwf = tonumber(ARGV[6])
   local wfs = {}
-  for i = 7, 6 + nwf do wfs[#wfs + 1] = ARGV[i] end
+  local i = 7
+  for _ = 1, tonumber(ARGV[6]) do
+    local w = {name = ARGV[i]}
+    local k = tonumber(ARGV[i + 1])
+    if k >= 0 then
+      w.vers = {}
+      for j = i + 2, i + 1 + k do w.vers[#w.vers + 1] = ARGV[j] end
+      i = i + 2 + k
+    else
+      i = i + 2
+    end
+    wfs[#wfs + 1] = w
+  end
   local queues = {}
-  for i = 7 + nwf, #ARGV, 5 do
-    local q = {name = ARGV[i], conc = tonumber(ARGV[i + 1]), pconc = tonumber(ARGV[i + 2]),
-      rate = tonumber(ARGV[i + 3]), period = tonumber(ARGV[i + 4])}
+  for qi = i, #ARGV, 5 do
+    local q = {name = ARGV[qi], conc = tonumber(ARGV[qi + 1]), pconc = tonumber(ARGV[qi + 2]),
+      rate = tonumber(ARGV[qi + 3]), period = tonumber(ARGV[qi + 4])}
     if q.conc > 0 then q.running = queue_count(q.name, 'running') end
     if q.pconc > 0 then q.parts = {} end
     if q.rate > 0 then
@@ -33,20 +49,33 @@ local function main()
     end
     queues[#queues + 1] = q
   end
-  -- the levels: priority -> the {queue, workflow} pairs that have it
-  local pairs0 = {}
-  local byprio, prios = {[0] = pairs0}, {0}
+  -- every version the workflow's runs in the queue have lanes at: 0 and
+  -- its versions set
+  local function all_versions(qu, wf)
+    local vs = {'0'}
+    for _, v in ipairs(redis.call('SMEMBERS', versionset(qu, wf))) do vs[#vs + 1] = v end
+    return vs
+  end
+  -- the levels: priority -> the groups {queue, workflow, versions to
+  -- read, all versions (when known)} that have it
+  local groups0 = {}
+  local byprio, prios = {[0] = groups0}, {0}
   for _, q in ipairs(queues) do
-    for _, wf in ipairs(wfs) do
-      pairs0[#pairs0 + 1] = {q, wf}
-      for _, p in ipairs(redis.call('ZRANGE', levelset(q.name, wf), 0, -1)) do
+    for _, w in ipairs(wfs) do
+      local g = {q = q, wf = w.name, vers = w.vers}
+      if not w.vers then
+        g.vers = all_versions(q.name, w.name)
+        g.all = g.vers
+      end
+      groups0[#groups0 + 1] = g
+      for _, p in ipairs(redis.call('ZRANGE', levelset(q.name, w.name), 0, -1)) do
         local n = tonumber(p)
         if not byprio[n] then
           byprio[n] = {}
           prios[#prios + 1] = n
         end
         local l = byprio[n]
-        l[#l + 1] = {q, wf}
+        l[#l + 1] = g
       end
     end
   end
@@ -65,12 +94,14 @@ local function main()
     local r = rkey(id)
     local q = s.q
     -- the started flag matters only to a rate, so that no other claim
-    -- reads it; the priority is the level's (s.pr)
-    local st, rec, pt, qf, sd
+    -- reads it; the priority is the level's (s.pr); the token is read
+    -- here and written with the status, not incremented by a call of its
+    -- own
+    local st, rec, pt, qf, tok, sd
     if q.rate > 0 then
-      st, rec, pt, qf, sd = unpack(redis.call('HMGET', r, 'st', 'rec', 'pt', 'qf', 'sd'))
+      st, rec, pt, qf, tok, sd = unpack(redis.call('HMGET', r, 'st', 'rec', 'pt', 'qf', 'tok', 'sd'))
     else
-      st, rec, pt, qf = unpack(redis.call('HMGET', r, 'st', 'rec', 'pt', 'qf'))
+      st, rec, pt, qf, tok = unpack(redis.call('HMGET', r, 'st', 'rec', 'pt', 'qf', 'tok'))
     end
     if recovery then
       if st ~= 'running' then
@@ -99,8 +130,8 @@ local function main()
     end
     rec = tonumber(rec or '0')
     if recovery then rec = rec + 1 end
-    local tok = redis.call('HINCRBY', r, 'tok', 1)
-    redis.call('HSET', r, 'st', 'running', 'own', owner, 'lu', lu, 'rec', f(rec), 'ua', NOWS, 'sd', '1')
+    tok = tonumber(tok or '0') + 1
+    redis.call('HSET', r, 'st', 'running', 'tok', f(tok), 'own', owner, 'lu', lu, 'rec', f(rec), 'ua', NOWS, 'sd', '1')
     if recovery then
       redis.call('HDEL', r, 'ready', 'act')
     else
@@ -111,12 +142,12 @@ local function main()
       if q.conc > 0 then q.running = q.running + 1 end
       if q.pconc > 0 and pt then q.parts[pt] = q.parts[pt] + 1 end
       if q.rate > 0 and not sd then
-        redis.call('ZADD', startsq(q.name), NOWS, id .. ':' .. tok)
+        redis.call('ZADD', startsq(q.name), NOWS, id .. ':' .. f(tok))
         q.started = q.started + 1
       end
     end
     redis.call('ZADD', leaseq(s.wf, s.ln), lu, id)
-    out[#out + 1] = {id, tok, redis.call('HMGET', r, 'wf', 'pa', 'in', 'rec', 'ss', 'wk', 'wt', 'wn', 'wd', 'wa', 'dl', 'lu')}
+    out[#out + 1] = {id, tok, redis.call('HMGET', r, 'wf', 'pa', 'in', 'rec', 'ss', 'wk', 'wt', 'wn', 'wd', 'wa', 'dl', 'lu', 'vr')}
     return 'taken'
   end
 
@@ -172,20 +203,55 @@ local function main()
     local leases, ready = {}, {}
     local pr = nil
     if p ~= 0 then pr = f(p) end
-    for _, qw in ipairs(byprio[p]) do
-      local q, wf = qw[1], qw[2]
-      local ln = lane(q.name, pr)
-      leases[#leases + 1] = {key = leaseq(wf, ln), q = q, wf = wf, ln = ln, pr = pr}
-      ready[#ready + 1] = {key = readyq(wf, ln), q = q, wf = wf, ln = ln, pr = pr}
+    -- beside other groups, a group of several lanes (versions) is read
+    -- only when one of its sets exists: one call for an idle workflow
+    -- instead of two per version (empty[gi] when none does). A group
+    -- alone at its level is read at once: the call would save reads only
+    -- when the claim finds nothing there at all.
+    local empty = {}
+    local several = #byprio[p] > 1
+    for gi, g in ipairs(byprio[p]) do
+      local q, wf = g.q, g.wf
+      local lns = {}
+      for _, v in ipairs(g.vers) do lns[#lns + 1] = lane(q.name, pr, v) end
+      if several and #lns > 1 then
+        local keys = {}
+        for _, ln in ipairs(lns) do
+          keys[#keys + 1] = leaseq(wf, ln)
+          keys[#keys + 1] = readyq(wf, ln)
+        end
+        empty[gi] = redis.call('EXISTS', unpack(keys)) == 0
+      end
+      if not empty[gi] then
+        for _, ln in ipairs(lns) do
+          leases[#leases + 1] = {key = leaseq(wf, ln), q = q, wf = wf, ln = ln, pr = pr, g = gi}
+          ready[#ready + 1] = {key = readyq(wf, ln), q = q, wf = wf, ln = ln, pr = pr, g = gi}
+        end
+      end
     end
     take(leases, true)
     take(ready, false)
     if p ~= 0 then
-      -- a level none of whose lanes holds a run any more is forgotten
-      for i, qw in ipairs(byprio[p]) do
-        if not leases[i].seen and not ready[i].seen and
-          redis.call('EXISTS', leases[i].key, ready[i].key) == 0 then
-          redis.call('ZREM', levelset(qw[1].name, qw[2]), f(p))
+      -- a level none of whose lanes, at any version, holds a run any
+      -- more is forgotten
+      local seen = {}
+      for si, s in ipairs(leases) do
+        if s.seen or ready[si].seen then seen[s.g] = true end
+      end
+      for gi, g in ipairs(byprio[p]) do
+        if not seen[gi] then
+          local gone = empty[gi] and g.all == g.vers
+          if not gone then
+            if not g.all then g.all = all_versions(g.q.name, g.wf) end
+            local keys = {}
+            for _, v in ipairs(g.all) do
+              local ln = lane(g.q.name, pr, v)
+              keys[#keys + 1] = leaseq(g.wf, ln)
+              keys[#keys + 1] = readyq(g.wf, ln)
+            end
+            gone = redis.call('EXISTS', unpack(keys)) == 0
+          end
+          if gone then redis.call('ZREM', levelset(g.q.name, g.wf), pr) end
         end
       end
     end

@@ -19,6 +19,7 @@ local function evtopics(id) return P .. 'et:' .. id end
 local function readyq(wf, ln) return P .. 'q:' .. (ln or '') .. wf end
 local function leaseq(wf, ln) return P .. 'l:' .. (ln or '') .. wf end
 local function levelset(qu, wf) return P .. 'lv:' .. qu .. ':' .. wf end
+local function versionset(qu, wf) return P .. 'vs:' .. qu .. ':' .. wf end
 local function queuedq(qu) return P .. 'qf:' .. qu end
 local function partset(qu, pt) return P .. 'pr:' .. qu .. ':' .. pt end
 local function queue_names() return P .. 'qn' end

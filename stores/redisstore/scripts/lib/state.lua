@@ -61,7 +61,9 @@ end
 
 -- ready_add puts run ru in its lane's ready set, scored by ReadyAt
 -- (ready, µs), and a priority other than 0 in the levels set of the
--- run's queue and workflow, which Claim and NextWake read.
+-- run's queue and workflow, which Claim and NextWake read. (A version
+-- other than 0 went in the versions set when the run was created, and
+-- stays there.)
 local function ready_add(ru, ready)
   redis.call('ZADD', readyq(ru.wf, ru.ln), ready, ru.id)
   if ru.pr then redis.call('ZADD', levelset(ru.qu, ru.wf), ru.pr, ru.pr) end
@@ -158,9 +160,10 @@ end
 -- LEASELOST, as for any holder whose run went away.
 --
 -- Every step's checkpoint calls it, so it reads as few fields as it can:
--- the queue and priority come from the lane (queue:priority:, absent for
--- the default queue at priority 0), and a running run is never in its
--- queue's early-queued set (the claim took it out), so qf is not read.
+-- the queue and priority come from the lane (queue:priority:, then the
+-- version when not 0; absent for the default queue at priority 0 and
+-- version 0), and a running run is never in its queue's early-queued set
+-- (the claim took it out), so qf is not read.
 --
 -- The caller may name up to two more fields of the run hash to read in
 -- the same HMGET; their values follow ex.
@@ -170,7 +173,7 @@ local function fence(id, ...)
   if not st or st ~= 'running' or tok ~= ARGV[3] then return {'LEASELOST'} end
   local qu, pr
   if ln then
-    qu, pr = string.match(ln, '^([^:]*):([^:]*):$')
+    qu, pr = string.match(ln, '^([^:]*):([^:]*):')
     if pr == '0' then pr = nil end
   end
   return nil, st, run_of(id, wf, qu, ln, pt, pr), wk, preq, ex or '1', x1, x2

@@ -39,10 +39,15 @@ local function ev_split(e)
   return tonumber(n), p
 end
 
--- lane is the part of a ready or lease set's key that names the queue
--- and priority: "" for the default queue at priority 0 (the keys of
--- layout 1), else queue:priority: (no name holds a colon).
-local function lane(qu, pr)
-  if (not qu or qu == 'default') and (not pr or pr == 0 or pr == '0') then return '' end
-  return (qu or 'default') .. ':' .. (pr or '0') .. ':'
+-- lane is the part of a ready or lease set's key that names the queue,
+-- priority and workflow version: "" for the default queue at priority 0
+-- and version 0 (the keys of layout 1), queue:priority: for version 0
+-- otherwise, and queue:priority:version: for another version (no name
+-- holds a colon).
+local function lane(qu, pr, vr)
+  if not vr or vr == 0 or vr == '0' then
+    if (not qu or qu == 'default') and (not pr or pr == 0 or pr == '0') then return '' end
+    return (qu or 'default') .. ':' .. (pr or '0') .. ':'
+  end
+  return (qu or 'default') .. ':' .. (pr or '0') .. ':' .. vr .. ':'
 end
