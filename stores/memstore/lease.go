@@ -35,7 +35,9 @@ type aside struct {
 // req.Queues: highest priority first, recoveries before ready runs within
 // a priority, then oldest ReadyAt or lease expiry. A ready run is passed
 // over while its queue or partition has no free place, or while it would
-// start and its queue's rate window is full.
+// start and its queue's rate window is full. Only the indexes of the
+// versions req.Versions allows are looked at, so the runs of the others
+// are never seen, let alone counted against req.Limit.
 func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.ClaimedRun, error) {
 	if err := req.Validate(); err != nil {
 		return nil, refuse(err)
@@ -65,10 +67,10 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 			q.keepStarts(lim.Rate)
 		}
 		for _, wf := range req.Workflows {
-			if ix := q.workflows[wf]; ix != nil {
+			q.indexes(wf, req.Versions, func(ix *index) {
 				ix.promote(nowNano)
 				srcs = append(srcs, source{ix: ix, q: q, lim: lim})
-			}
+			})
 		}
 	}
 	var out []storage.ClaimedRun
@@ -156,6 +158,7 @@ func (s *Store) claim(r *run, req storage.ClaimRequest, now time.Time, recovered
 		SuspendState: clone(r.state),
 		Wait:         cloneWait(rec.Wait),
 		Deadline:     cloneTime(rec.Deadline),
+		Version:      rec.Version,
 		LeaseUntil:   rec.LeaseUntil,
 	}
 }
@@ -341,8 +344,8 @@ func (s *Store) finish(r *run, status storage.RunStatus, output []byte, errInfo 
 }
 
 // NextWake finds the earliest current entry of the named workflows'
-// indexes on the named queues, discarding stale heads as Claim does. An
-// entry among the due is due now.
+// indexes on the named queues, of the versions req.Versions allows,
+// discarding stale heads as Claim does. An entry among the due is due now.
 func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (storage.NextWake, error) {
 	if err := req.Validate(); err != nil {
 		return storage.NextWake{}, refuse(err)
@@ -369,40 +372,55 @@ func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (stor
 			continue
 		}
 		for _, wf := range req.Workflows {
-			ix := q.workflows[wf]
-			if ix == nil {
-				continue
-			}
-			ix.promote(now)
-			for _, h := range []*entryHeap{&ix.ready, &ix.waiting} {
-				for len(*h) > 0 {
-					if e := (*h)[0]; readyCurrent(e) {
-						take(e.r.rec.ReadyAt.UnixNano())
-						break
-					}
-					h.pop() // superseded
+			q.indexes(wf, req.Versions, func(ix *index) {
+				if at, ok := ix.nextWake(now); ok {
+					take(at)
 				}
-			}
-			for _, h := range []*entryHeap{&ix.expired, &ix.leases} {
-				for len(*h) > 0 {
-					e := (*h)[0]
-					if !leaseCurrent(e) {
-						h.pop() // a lease that has ended
-						continue
-					}
-					if until := e.r.rec.LeaseUntil.UnixNano(); until > e.at {
-						h.pop() // extended since the entry was pushed
-						ix.pushLease(&ix.leases, entry{at: until, gen: e.gen, r: e.r})
-						continue
-					}
-					take(e.at)
-					break
-				}
-			}
+			})
 		}
 	}
 	if w.Found {
 		w.After = max(0, time.Duration(earliest-now))
 	}
 	return w, nil
+}
+
+// nextWake returns the earliest time (Unix nanoseconds) at which a run of
+// the index is due or its lease expires, false when none: the current
+// heads of its heaps, the stale ones discarded as Claim does.
+func (ix *index) nextWake(now int64) (int64, bool) {
+	ix.promote(now)
+	var earliest int64
+	found := false
+	take := func(at int64) {
+		if !found || at < earliest {
+			found, earliest = true, at
+		}
+	}
+	for _, h := range []*entryHeap{&ix.ready, &ix.waiting} {
+		for len(*h) > 0 {
+			if e := (*h)[0]; readyCurrent(e) {
+				take(e.r.rec.ReadyAt.UnixNano())
+				break
+			}
+			h.pop() // superseded
+		}
+	}
+	for _, h := range []*entryHeap{&ix.expired, &ix.leases} {
+		for len(*h) > 0 {
+			e := (*h)[0]
+			if !leaseCurrent(e) {
+				h.pop() // a lease that has ended
+				continue
+			}
+			if until := e.r.rec.LeaseUntil.UnixNano(); until > e.at {
+				h.pop() // extended since the entry was pushed
+				ix.pushLease(&ix.leases, entry{at: until, gen: e.gen, r: e.r})
+				continue
+			}
+			take(e.at)
+			break
+		}
+	}
+	return earliest, found
 }

@@ -2,18 +2,21 @@ package memstore
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/stemflow/stem/storage"
 )
 
-// queueState is one queue's runs: a claim index per workflow, and the
-// counts its limits and QueueStats are judged by, kept up to date at every
-// change of a run's status (track).
+// queueState is one queue's runs: a claim index per workflow and version,
+// and the counts its limits and QueueStats are judged by, kept up to date
+// at every change of a run's status (track).
 type queueState struct {
-	// workflows holds the claim index of each workflow with runs on the
-	// queue.
-	workflows map[string]*index
+	// workflows holds the claim indexes of each workflow with runs on the
+	// queue, one per version its runs record: a claim restricted to some
+	// versions (ClaimRequest.Versions) looks only at theirs, so the runs of
+	// the others cost it nothing.
+	workflows map[string]map[int]*index
 	// queued, running, waiting and paused count the queue's unfinished runs
 	// by status; running is the places held.
 	queued, running, waiting, paused int
@@ -36,7 +39,7 @@ type queueState struct {
 func (s *Store) queueOf(name string) *queueState {
 	q := s.queues[name]
 	if q == nil {
-		q = &queueState{workflows: make(map[string]*index)}
+		q = &queueState{workflows: make(map[string]map[int]*index)}
 		s.queues[name] = q
 	}
 	return q
@@ -169,7 +172,45 @@ func (s *Store) QueueStats(ctx context.Context, queues []string) ([]storage.Queu
 	return out, nil
 }
 
-// index holds one workflow's claimable runs on one queue in four heaps.
+// indexOf returns the claim index of workflow's runs of version v on the
+// queue, making it.
+func (q *queueState) indexOf(workflow string, v int) *index {
+	byVersion := q.workflows[workflow]
+	if byVersion == nil {
+		byVersion = make(map[int]*index)
+		q.workflows[workflow] = byVersion
+	}
+	ix := byVersion[v]
+	if ix == nil {
+		ix = &index{}
+		byVersion[v] = ix
+	}
+	return ix
+}
+
+// indexes calls yield with each claim index of workflow on the queue whose
+// version versions allows (storage.VersionIn).
+func (q *queueState) indexes(workflow string, versions map[string][]int, yield func(*index)) {
+	byVersion := q.workflows[workflow]
+	if len(byVersion) == 0 {
+		return
+	}
+	allowed, ok := versions[workflow]
+	if !ok {
+		for _, ix := range byVersion {
+			yield(ix)
+		}
+		return
+	}
+	for i, v := range allowed {
+		if ix := byVersion[v]; ix != nil && !slices.Contains(allowed[:i], v) {
+			yield(ix)
+		}
+	}
+}
+
+// index holds the claimable runs of one workflow version on one queue in
+// four heaps.
 // Entries are never removed when a run changes; Claim discards the ones
 // that no longer describe the run, and a heap is compacted when stale
 // entries pile up.

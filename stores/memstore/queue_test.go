@@ -69,7 +69,7 @@ func TestQueueStaysBounded(t *testing.T) {
 		now = now.Add(time.Second)
 		clock.Set(now)
 	}
-	ix := s.queues[storage.DefaultQueue].workflows["wf"]
+	ix := s.queues[storage.DefaultQueue].workflows["wf"][0]
 	for name, h := range map[string]entryHeap{"waiting": ix.waiting, "ready": ix.ready, "leases": ix.leases, "expired": ix.expired} {
 		if len(h) > 2*runs+65 {
 			t.Fatalf("the %s heap grew to %d entries for %d runs", name, len(h), runs)

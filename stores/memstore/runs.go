@@ -33,11 +33,7 @@ func (s *Store) create(runs []storage.NewRun, now time.Time) []storage.CreateRes
 			continue
 		}
 		q := s.queueOf(nr.QueueOf())
-		ix := q.workflows[nr.Workflow]
-		if ix == nil {
-			ix = &index{}
-			q.workflows[nr.Workflow] = ix
-		}
+		ix := q.indexOf(nr.Workflow, nr.Version)
 		ix.runs++
 		readyAt := now
 		if nr.StartAt != nil && nr.StartAt.After(now) {
@@ -56,6 +52,7 @@ func (s *Store) create(runs []storage.NewRun, now time.Time) []storage.CreateRes
 				Queue:        nr.QueueOf(),
 				Partition:    nr.Partition,
 				Priority:     nr.Priority,
+				Version:      nr.Version,
 				Execution:    1,
 				StartedAt:    now,
 				CreatedAt:    now,
@@ -122,6 +119,9 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 	for _, id := range ids[start:] {
 		r := s.runs[id]
 		if (q.Workflow != "" && r.rec.Workflow != q.Workflow) || (q.Status != "" && r.rec.Status != q.Status) || (q.Queue != "" && r.rec.Queue != q.Queue) {
+			continue
+		}
+		if len(q.Versions) > 0 && !slices.Contains(q.Versions, r.rec.Version) {
 			continue
 		}
 		if len(page.Runs) == limit {

@@ -32,7 +32,9 @@
 // lease.go) and deadlines (runs.go); queues.go the queues a claim takes
 // from, with their priorities and limits, and QueueStats (queue.go and
 // lease.go in stores); schedules.go the schedule records; purge.go the
-// deletion of finished runs.
+// deletion of finished runs; versions.go the workflow version a run
+// records and the claims, wake times and listings that filter by it
+// (runs.go and lease.go in stores).
 package storetest
 
 import (
@@ -116,6 +118,7 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, queueCases...)
 	all = append(all, scheduleCases...)
 	all = append(all, purgeCases...)
+	all = append(all, versionCases...)
 	for _, c := range all {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -206,12 +209,19 @@ func (f *fixture) claim(owner string, limit int, workflows ...string) []storage.
 // their limits.
 func (f *fixture) claimFrom(owner string, limit int, queues []storage.Queue, workflows ...string) []storage.ClaimedRun {
 	f.t.Helper()
+	return f.claimVersions(owner, limit, queues, nil, workflows...)
+}
+
+// claimVersions claims from the queues named with their limits, only the
+// runs whose version versions allows (ClaimRequest.Versions).
+func (f *fixture) claimVersions(owner string, limit int, queues []storage.Queue, versions map[string][]int, workflows ...string) []storage.ClaimedRun {
+	f.t.Helper()
 	if len(workflows) == 0 {
 		workflows = []string{wf}
 	}
-	got, err := f.store.Claim(f.ctx, storage.ClaimRequest{Owner: owner, Workflows: workflows, Limit: limit, LeaseFor: lease, Queues: queues})
+	got, err := f.store.Claim(f.ctx, storage.ClaimRequest{Owner: owner, Workflows: workflows, Limit: limit, LeaseFor: lease, Queues: queues, Versions: versions})
 	if err != nil {
-		f.t.Fatalf("Claim(%s, queues %v): %v", owner, queues, err)
+		f.t.Fatalf("Claim(%s, queues %v, versions %v): %v", owner, queues, versions, err)
 	}
 	f.wantClaimedReplays(got)
 	return got
