@@ -67,21 +67,32 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 }
 
 // versionArrays is a versions filter (storage.ClaimRequest.Versions) as
-// the parallel arrays the claim and NextWake take (see pairs.allowed): a
-// workflow and a version per version listed, in workflow order, and for an
-// entry listing none, the workflow with version -1, which no run has, so
-// that the entry still allows nothing.
-func versionArrays(versions map[string][]int) (names []string, vs []int32) {
-	names, vs = []string{}, []int32{}
-	for _, w := range slices.Sorted(maps.Keys(versions)) {
-		if len(versions[w]) == 0 {
-			names, vs = append(names, w), append(vs, -1)
-		}
-		for _, v := range versions[w] {
-			names, vs = append(names, w), append(vs, int32(v))
-		}
+// the two parameters the claim and NextWake take (see pairs.allowed): the
+// workflows with an entry, in name order, and a two-dimensional array
+// whose row i lists the versions of the entry of the i-th, padded with
+// -1 to the longest entry's length (at least one), so that an entry
+// listing none still allows nothing.
+func versionArrays(versions map[string][]int) (names []string, rows [][]int32) {
+	names = slices.Sorted(maps.Keys(versions))
+	width := 1
+	for _, vs := range versions {
+		width = max(width, len(vs))
 	}
-	return names, vs
+	rows = make([][]int32, len(names))
+	for i, w := range names {
+		row := make([]int32, width)
+		for j := range row {
+			row[j] = -1
+		}
+		for j, v := range versions[w] {
+			row[j] = int32(v)
+		}
+		rows[i] = row
+	}
+	if names == nil {
+		names = []string{}
+	}
+	return names, rows
 }
 
 // queueNames are the queues' names.

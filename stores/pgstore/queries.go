@@ -119,24 +119,25 @@ const schedColumns = `id, workflow, cron, time_zone, input, queue, partition, pr
 
 // pairs names the (workflow, queue) pairs a claim or NextWake walks: a
 // FROM item p(workflow, queue, versions), the condition on a run r of
-// being on one of the queues, and the versions filter (see versions).
+// being on one of the queues, and the versions filter (see allowed).
 type pairs struct {
 	from, queue string
 	// names and versions are the parameters of the versions filter.
 	names, versions string
 }
 
-// versions is the versions filter of a claim or NextWake
-// (storage.ClaimRequest.Versions), as two parallel array parameters:
-// names (text[]) and versions (int[]), one element per version a
-// workflow's entry lists and, for an entry listing none, one with version
-// -1, which no run has (see versionArrays). It is the expression, for the
-// workflow named by the SQL workflow, of the versions its entry allows,
-// or NULL when it has no entry; the arrays are read through sub-selects
-// that hide them from the planner, as onePair hides the workflows.
+// allowed is the versions filter of a claim or NextWake
+// (storage.ClaimRequest.Versions) for the workflow named by the SQL
+// workflow: the versions its entry allows, or NULL when it has no entry.
+// The filter is two parameters (see versionArrays): names, the workflows
+// with an entry (text[]), and versions, a two-dimensional int[] whose
+// row i lists the versions of the entry of names[i], padded with -1,
+// which no run has. A slice of one row and an array_position: no
+// sub-select for the planner to plan, nor for the executor to run, per
+// pair or per run.
 func (p pairs) allowed(workflow string) string {
-	return `(SELECT array_agg(x.version) FROM unnest((SELECT ` + p.names + `::text[]), (SELECT ` + p.versions + `::int[])) x(workflow, version)
-			WHERE x.workflow = ` + workflow + `)::int[]`
+	i := `array_position(` + p.names + `::text[], ` + workflow + `)`
+	return `(` + p.versions + `::int[])[` + i + `:` + i + `]`
 }
 
 // versionIn is the condition on a run r of passing the versions filter,
