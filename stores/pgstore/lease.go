@@ -191,7 +191,8 @@ func readClaimed(br pgx.BatchResults, owner string) ([]storage.ClaimedRun, error
 }
 
 // NextWake reads how long until the earliest ready time or lease expiry
-// of the named workflows and queues, on the database's clock.
+// of the named workflows and queues, of the versions req.Versions allows,
+// on the database's clock.
 func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (storage.NextWake, error) {
 	const op = "next wake"
 	if err := s.check(op); err != nil {
