@@ -123,44 +123,64 @@ func BenchmarkCheckpoint(b *testing.B) {
 // BenchmarkClaimBacklog times one claim of 32 runs with 1 000 and with
 // 100 000 runs queued: the claim walks the ready index in order and stops
 // at its limit, so its cost should not grow with the backlog. Each claimed
-// batch is handed back (untimed) so the backlog stays the same size.
+// batch is handed back (untimed) so the backlog stays the same size. The
+// ",versions" cases claim as the runtime does, with a versions filter
+// entry for the workflow; in ",stuck=1000" 1 000 runs of a version the
+// claim does not take are ready ahead of the backlog, and every claim
+// reads them and passes over.
 //
 //	STEM_TEST_POSTGRES_URL=... go test -run '^$' -bench BenchmarkClaimBacklog ./stores/pgstore
 func BenchmarkClaimBacklog(b *testing.B) {
 	ctx := context.Background()
 	for _, backlog := range []int{1000, 100000} {
-		b.Run(fmt.Sprintf("queued=%d", backlog), func(b *testing.B) {
-			testURL(b)
-			s := benchStore(b)
-			defer s.Close()
-			for lo := 0; lo < backlog; lo += 1000 {
-				runs := make([]storage.NewRun, 0, 1000)
-				for i := lo; i < lo+1000; i++ {
-					runs = append(runs, storage.NewRun{ID: fmt.Sprintf("r%07d", i), Workflow: "bench"})
-				}
-				if _, err := s.CreateRuns(ctx, runs); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if _, err := s.pool.Exec(ctx, "ANALYZE "+s.schema+".runs"); err != nil {
-				b.Fatal(err)
-			}
-			req := storage.ClaimRequest{Owner: "bench", Workflows: []string{"bench"}, Limit: 32, LeaseFor: time.Minute}
-			for b.Loop() {
-				got, err := s.Claim(ctx, req)
-				if err != nil || len(got) != 32 {
-					b.Fatalf("Claim = %d runs, %v; want 32", len(got), err)
-				}
-				b.StopTimer()
-				now := time.Now()
-				for _, c := range got {
-					// Hand back, ready now: the backlog keeps its size.
-					if _, err := s.Suspend(ctx, storage.SuspendRequest{Lease: c.Lease, LeaseFor: time.Minute, ReadyAt: &now}); err != nil {
+		for _, c := range []struct {
+			name     string
+			versions map[string][]int
+			stuck    int
+		}{
+			{"", nil, 0},
+			{",versions", map[string][]int{"bench": {0, 1}}, 0},
+			{",versions,stuck=1000", map[string][]int{"bench": {0, 1}}, 1000},
+		} {
+			b.Run(fmt.Sprintf("queued=%d%s", backlog, c.name), func(b *testing.B) {
+				testURL(b)
+				s := benchStore(b)
+				defer s.Close()
+				for lo := -c.stuck; lo < backlog; lo += 1000 {
+					runs := make([]storage.NewRun, 0, 1000)
+					for i := lo; i < lo+1000; i++ {
+						r := storage.NewRun{ID: fmt.Sprintf("r%07d", i), Workflow: "bench", Version: 1}
+						if i < 0 {
+							// Created first, so ready first, at a version
+							// the claim does not take.
+							r.ID, r.Version = fmt.Sprintf("stuck%07d", -i), 2
+						}
+						runs = append(runs, r)
+					}
+					if _, err := s.CreateRuns(ctx, runs); err != nil {
 						b.Fatal(err)
 					}
 				}
-				b.StartTimer()
-			}
-		})
+				if _, err := s.pool.Exec(ctx, "ANALYZE "+s.schema+".runs"); err != nil {
+					b.Fatal(err)
+				}
+				req := storage.ClaimRequest{Owner: "bench", Workflows: []string{"bench"}, Limit: 32, LeaseFor: time.Minute, Versions: c.versions}
+				for b.Loop() {
+					got, err := s.Claim(ctx, req)
+					if err != nil || len(got) != 32 {
+						b.Fatalf("Claim = %d runs, %v; want 32", len(got), err)
+					}
+					b.StopTimer()
+					now := time.Now()
+					for _, c := range got {
+						// Hand back, ready now: the backlog keeps its size.
+						if _, err := s.Suspend(ctx, storage.SuspendRequest{Lease: c.Lease, LeaseFor: time.Minute, ReadyAt: &now}); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.StartTimer()
+				}
+			})
+		}
 	}
 }

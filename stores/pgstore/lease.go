@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -43,14 +45,15 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 	// since without the lock.
 	// A claim of one queue (the default, usually) names it alone, in a
 	// statement planned once per connection (see onePair).
-	names := queueNames(queues)
-	claim, named := s.q.claim, any(names)
-	if len(names) == 1 {
-		claim, named = s.q.claimOne, names[0]
+	queued := queueNames(queues)
+	claim, named := s.q.claim, any(queued)
+	if len(queued) == 1 {
+		claim, named = s.q.claimOne, queued[0]
 	}
 	b := &pgx.Batch{}
-	b.Queue(claim, s.clock(), req.Workflows, req.Limit, req.Owner, micros(req.LeaseFor), named)
-	b.Queue(s.q.loadClaimed, names)
+	names, versions := versionArrays(req.Versions)
+	b.Queue(claim, s.clock(), req.Workflows, req.Limit, req.Owner, micros(req.LeaseFor), named, names, versions)
+	b.Queue(s.q.loadClaimed, queued)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	runs, err := readClaimed(br, req.Owner)
@@ -61,6 +64,35 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 		return nil, s.wrap(op, err)
 	}
 	return runs, nil
+}
+
+// versionArrays is a versions filter (storage.ClaimRequest.Versions) as
+// the two parameters the claim and NextWake take (see pairs.allowed): the
+// workflows with an entry, in name order, and a two-dimensional array
+// whose row i lists the versions of the entry of the i-th, padded with
+// -1 to the longest entry's length (at least one), so that an entry
+// listing none still allows nothing.
+func versionArrays(versions map[string][]int) (names []string, rows [][]int32) {
+	names = slices.Sorted(maps.Keys(versions))
+	width := 1
+	for _, vs := range versions {
+		width = max(width, len(vs))
+	}
+	rows = make([][]int32, len(names))
+	for i, w := range names {
+		row := make([]int32, width)
+		for j := range row {
+			row[j] = -1
+		}
+		for j, v := range versions[w] {
+			row[j] = int32(v)
+		}
+		rows[i] = row
+	}
+	if names == nil {
+		names = []string{}
+	}
+	return names, rows
 }
 
 // queueNames are the queues' names.
@@ -94,14 +126,16 @@ func readClaimed(br pgx.BatchResults, owner string) ([]storage.ClaimedRun, error
 			waitKey, topic, waitKind *string
 			deadline                 *time.Time
 			also                     waitCases
+			version                  int32
 		)
 		c.run.Lease.Owner = owner
 		if err := rows.Scan(&c.run.Lease.RunID, &c.run.Lease.Token, &c.run.Workflow, &c.run.ParentID, &c.run.Input,
 			&c.run.Recoveries, &c.run.SuspendState, &waitKey, &topic, &waitKind, &deadline, &also.keys, &also.topics, &also.kinds,
-			&c.run.Deadline, &c.run.LeaseUntil, &c.since, &c.priority, &c.recovery); err != nil {
+			&c.run.Deadline, &c.run.LeaseUntil, &version, &c.since, &c.priority, &c.recovery); err != nil {
 			rows.Close()
 			return nil, err
 		}
+		c.run.Version = int(version)
 		c.run.Wait = makeWait(waitKey, topic, waitKind, deadline, also)
 		out = append(out, c)
 	}
@@ -157,7 +191,8 @@ func readClaimed(br pgx.BatchResults, owner string) ([]storage.ClaimedRun, error
 }
 
 // NextWake reads how long until the earliest ready time or lease expiry
-// of the named workflows and queues, on the database's clock.
+// of the named workflows and queues, of the versions req.Versions allows,
+// on the database's clock.
 func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (storage.NextWake, error) {
 	const op = "next wake"
 	if err := s.check(op); err != nil {
@@ -171,10 +206,11 @@ func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (stor
 	}
 	var us *int64
 	next, queues := s.q.nextWake, any(req.QueueNames())
-	if names := req.QueueNames(); len(names) == 1 {
-		next, queues = s.q.nextWakeOne, names[0]
+	if named := req.QueueNames(); len(named) == 1 {
+		next, queues = s.q.nextWakeOne, named[0]
 	}
-	if err := s.pool.QueryRow(ctx, next, s.clock(), req.Workflows, queues).Scan(&us); err != nil {
+	names, versions := versionArrays(req.Versions)
+	if err := s.pool.QueryRow(ctx, next, s.clock(), req.Workflows, queues, names, versions).Scan(&us); err != nil {
 		return storage.NextWake{}, s.wrap(op, err)
 	}
 	if us == nil {

@@ -383,3 +383,85 @@ func TestMigrateQueues(t *testing.T) {
 		t.Fatalf("catalog after the migration: %+v, %v", c, err)
 	}
 }
+
+// TestMigrateVersions: a database at schema version 5, holding a queued
+// run, one at a higher priority, a running one whose lease expired, a
+// waiting and a finished run, is upgraded in place: every run reads
+// workflow version 0 (unknown), ListRuns finds them all by version 0, a
+// worker that does not claim version 0 gets none of them, and one that
+// does claims the ready runs and recovers the expired one.
+func TestMigrateVersions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema := freshSchema(t)
+	pool := sharedPool(t)
+	ms, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := quote(schema)
+	setup := []string{
+		`CREATE SCHEMA ` + q,
+		`CREATE TABLE ` + q + `.migrations (version integer NOT NULL PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+	}
+	for _, m := range ms[:5] {
+		setup = append(setup, strings.ReplaceAll(m.SQL, schemaPlaceholder, q),
+			`INSERT INTO `+q+`.migrations (version, name) VALUES (`+strconv.Itoa(m.Version)+`, '`+m.Name+`')`)
+	}
+	const at = `'2020-05-06 07:08:09Z'`
+	setup = append(setup,
+		`INSERT INTO `+q+`.runs (id, workflow, status, ready_at, owner, lease_until, token, started_at, ended_at, wait_key, wait_topic, wait_kind,
+				priority, created_at, updated_at) VALUES
+			('queued', 'wf', 'queued', `+at+`, '', NULL, 0, `+at+`, NULL, NULL, NULL, NULL, 0, `+at+`, `+at+`),
+			('urgent', 'wf', 'queued', `+at+`, '', NULL, 0, `+at+`, NULL, NULL, NULL, NULL, 3, `+at+`, `+at+`),
+			('expired', 'wf', 'running', NULL, 'old', now() - interval '1 minute', 1, `+at+`, NULL, NULL, NULL, NULL, 0, `+at+`, `+at+`),
+			('waiting', 'wf', 'waiting', NULL, '', NULL, 1, `+at+`, NULL, 'ev@v1', 'topic', '', 0, `+at+`, `+at+`),
+			('done', 'wf', 'complete', NULL, '', NULL, 1, `+at+`, `+at+`, NULL, NULL, NULL, 0, `+at+`, `+at+`)`,
+		`INSERT INTO `+q+`.executions (run_id, number, started_at, ended_at, status) VALUES
+			('queued', 1, `+at+`, NULL, NULL), ('urgent', 1, `+at+`, NULL, NULL), ('expired', 1, `+at+`, NULL, NULL),
+			('waiting', 1, `+at+`, NULL, NULL), ('done', 1, `+at+`, `+at+`, 'complete')`,
+	)
+	for _, sql := range setup {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+
+	s := newTestStore(t, Options{Schema: schema})
+	ids := []string{"done", "expired", "queued", "urgent", "waiting"}
+	for _, id := range ids {
+		rec, err := s.GetRun(ctx, id)
+		if err != nil || rec.Version != 0 {
+			t.Fatalf("run %s after the migration: version %d, %v; want 0", id, rec.Version, err)
+		}
+	}
+	page, err := s.ListRuns(ctx, storage.ListRunsQuery{Versions: []int{0}})
+	if err != nil || len(page.Runs) != len(ids) {
+		t.Fatalf("ListRuns of version 0 = %d runs, %v; want all %d", len(page.Runs), err, len(ids))
+	}
+	if page, err := s.ListRuns(ctx, storage.ListRunsQuery{Versions: []int{1, 2}}); err != nil || len(page.Runs) != 0 {
+		t.Fatalf("ListRuns of versions 1 and 2 = %d runs, %v; want none", len(page.Runs), err)
+	}
+
+	newer := map[string][]int{"wf": {2}}
+	if w, err := s.NextWake(ctx, storage.NextWakeRequest{Workflows: []string{"wf"}, Versions: newer}); err != nil || w.Found {
+		t.Fatalf("NextWake of version 2 = %+v, %v; want nothing", w, err)
+	}
+	if got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute,
+		Versions: newer}); err != nil || len(got) != 0 {
+		t.Fatalf("a claim of version 2 = %+v, %v; want nothing", got, err)
+	}
+	if w, err := s.NextWake(ctx, storage.NextWakeRequest{Workflows: []string{"wf"}, Versions: map[string][]int{"wf": {0, 2}}}); err != nil || !w.Found || w.After != 0 {
+		t.Fatalf("NextWake of versions 0 and 2 = %+v, %v; want the ready runs due", w, err)
+	}
+	got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute,
+		Versions: map[string][]int{"wf": {0, 2}}})
+	if err != nil || len(got) != 3 {
+		t.Fatalf("a claim of versions 0 and 2 = %+v, %v; want the three runs ready or expired", got, err)
+	}
+	for i, id := range []string{"urgent", "expired", "queued"} {
+		if c := got[i]; c.Lease.RunID != id || c.Version != 0 {
+			t.Fatalf("claimed run %d: %s at version %d; want %s at version 0", i, c.Lease.RunID, c.Version, id)
+		}
+	}
+}

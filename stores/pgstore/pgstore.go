@@ -26,6 +26,16 @@
 // statement of the write that carries it, in the checkpoint writers'
 // batches as well, where a batch with no progress sends one NULL for it.
 //
+// A run's workflow version is a column its creation writes and nothing
+// changes after, in no index. A claim and NextWake take the versions
+// filter (storage.ClaimRequest.Versions) as two array parameters, the
+// workflows with an entry and a row of versions for each, slice each
+// workflow's row out once, and test it on every run their bounded scans
+// read, before the scan's limit: a run of a version the worker does not
+// run is passed over without being locked or counted. It is still read,
+// so runs of such a version ready ahead of the others cost each claim that
+// passes over them a read each.
+//
 // Writes that make runs ready send a NOTIFY on a channel named after the
 // schema (<schema>_ready); the store implements storage.Notifier with one
 // listening connection that fans the hints out to subscribers. Writes that

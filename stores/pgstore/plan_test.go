@@ -181,8 +181,8 @@ func rowsRead(nodes []map[string]any, relation string) (read float64, indexes ma
 // due runs it takes, never the backlog behind them or the sleepers.
 // NextWake likewise reads a few entries. Both hold on a new store whose
 // runs were never analyzed (no statistics, as with autovacuum off) and
-// once analyzed, for the statements of one queue and of several. Higher
-// priorities come first.
+// once analyzed, for the statements of one queue and of several, with
+// and without a versions filter. Higher priorities come first.
 func TestClaimReadsWhatItTakes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -210,11 +210,16 @@ func TestClaimReadsWhatItTakes(t *testing.T) {
 			name            string
 			claim, nextWake string
 			queues          any
+			versions        map[string][]int
 		}{
-			{"one queue", s.q.claimOne, s.q.nextWakeOne, storage.DefaultQueue},
-			{"queues", s.q.claim, s.q.nextWake, []string{storage.DefaultQueue}},
+			{"one queue", s.q.claimOne, s.q.nextWakeOne, storage.DefaultQueue, nil},
+			{"queues", s.q.claim, s.q.nextWake, []string{storage.DefaultQueue}, nil},
+			// As the runtime claims: every workflow with an entry.
+			{"one queue, versions", s.q.claimOne, s.q.nextWakeOne, storage.DefaultQueue, map[string][]int{"wf": {0, 3}, "other": {0}}},
+			{"queues, versions", s.q.claim, s.q.nextWake, []string{storage.DefaultQueue}, map[string][]int{"wf": {0, 3}, "other": {0}}},
 		} {
-			args := []any{nil, []string{"wf"}, limit, "w", micros(time.Minute), c.queues}
+			names, versions := versionArrays(c.versions)
+			args := []any{nil, []string{"wf"}, limit, "w", micros(time.Minute), c.queues, names, versions}
 			nodes := analyze(t, s, c.claim, args...)
 			read, indexes := rowsRead(nodes, "runs")
 			for _, want := range []string{"runs_queue_ready_idx", "runs_queue_priority_idx"} {
@@ -239,7 +244,7 @@ func TestClaimReadsWhatItTakes(t *testing.T) {
 			}
 			t.Logf("%s, %s: the claim read %v rows through %v", c.name, stats, read, indexes)
 
-			nodes = analyze(t, s, c.nextWake, nil, []string{"wf"}, c.queues)
+			nodes = analyze(t, s, c.nextWake, nil, []string{"wf"}, c.queues, names, versions)
 			read, indexes = rowsRead(nodes, "runs")
 			if !indexes["runs_queue_ready_idx"] || !indexes["runs_queue_priority_idx"] || indexes["Seq Scan"] {
 				t.Errorf("%s, %s: NextWake's scans: %v", c.name, stats, indexes)
@@ -274,6 +279,7 @@ func TestClaimReadsWhatItTakes(t *testing.T) {
 // TestClaimPlannedOnce: the claim and NextWake of one queue get a
 // generic plan, which the connection keeps, instead of being planned
 // again on every call: planning them costs about as much as running them.
+// Whatever versions filter they pass, the plan is the same one.
 func TestClaimPlannedOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -291,15 +297,19 @@ func TestClaimPlannedOnce(t *testing.T) {
 	}
 	defer conn.Release()
 	workflows := []string{"wf", "other"}
-	for range 10 {
+	// Versions filters of every shape: none, a workflow's, both
+	// workflows'.
+	filters := []map[string][]int{nil, {"wf": {0}}, {"wf": {0, 1, 2}, "other": {}}}
+	for i := range 10 {
 		tx, err := conn.Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tx.Exec(ctx, s.q.claimOne, nil, workflows, 4, "w", micros(time.Minute), storage.DefaultQueue); err != nil {
+		names, versions := versionArrays(filters[i%len(filters)])
+		if _, err := tx.Exec(ctx, s.q.claimOne, nil, workflows, 4, "w", micros(time.Minute), storage.DefaultQueue, names, versions); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tx.Exec(ctx, s.q.nextWakeOne, nil, workflows, storage.DefaultQueue); err != nil {
+		if _, err := tx.Exec(ctx, s.q.nextWakeOne, nil, workflows, storage.DefaultQueue, names, versions); err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Rollback(ctx); err != nil {

@@ -79,7 +79,7 @@ var runColumns = []string{
 	"owner", "lease_until", "token", "recoveries", "parent_policy", "execution", "started_at", "ended_at",
 	"active_key", "active_attempt", "active_started", "created_at", "updated_at",
 	"wait_also_keys", "wait_also_topics", "wait_also_kinds", "deadline", "progress",
-	"queue", "partition", "priority",
+	"queue", "partition", "priority", "version",
 }
 
 // cols lists runColumns, each prefixed by alias and a dot when alias is set.
@@ -118,10 +118,37 @@ const schedColumns = `id, workflow, cron, time_zone, input, queue, partition, pr
 	catch_up_window, paused, next_fire_at, check_at, held, last_fire_at, last_run_id, revision, created_at, updated_at`
 
 // pairs names the (workflow, queue) pairs a claim or NextWake walks: a
-// FROM item p(workflow, queue), and the condition on a run r of being on
-// one of the queues.
+// FROM item p(workflow, queue, versions), the condition on a run r of
+// being on one of the queues, and the versions filter (see allowed).
 type pairs struct {
 	from, queue string
+	// names and versions are the parameters of the versions filter.
+	names, versions string
+}
+
+// allowed is the versions filter of a claim or NextWake
+// (storage.ClaimRequest.Versions) for the workflow named by the SQL
+// workflow: the versions its entry allows, or NULL when it has no entry.
+// The filter is two parameters (see versionArrays): names, the workflows
+// with an entry (text[]), and versions, a two-dimensional int[] whose
+// row i lists the versions of the entry of names[i], padded with -1,
+// which no run has. A slice of one row and an array_position: no
+// sub-select for the planner to plan, nor for the executor to run, per
+// pair or per run.
+func (p pairs) allowed(workflow string) string {
+	i := `array_position(` + p.names + `::text[], ` + workflow + `)`
+	return `(` + p.versions + `::int[])[` + i + `:` + i + `]`
+}
+
+// versionIn is the condition on a run r of passing the versions filter,
+// allowed being the versions its workflow's entry allows (NULL: no
+// entry): one comparison per version listed, and none for a workflow
+// without an entry, on each run a scan reads. In the scan's WHERE, before
+// its LIMIT and FOR UPDATE SKIP LOCKED, a run passed over is neither
+// locked nor counted against the limit.
+func versionIn(allowed string) string {
+	return `
+			AND coalesce(r.version = ANY(` + allowed + `), true)`
 }
 
 // onePair is the pairs of the workflows $2 on the one queue $6: the claim
@@ -130,21 +157,21 @@ type pairs struct {
 // custom plan sees what the cached generic plan sees: the generic plan is
 // then the cheaper, and the statement is planned once per connection
 // instead of on every call (planning it cost about as much as running
-// it).
-func onePair(queue string) pairs {
-	return pairs{
-		from:  `(SELECT w AS workflow, ` + queue + `::text AS queue FROM unnest((SELECT $2::text[])) w) p`,
-		queue: `r.queue = ` + queue + `::text`,
-	}
+// it). Each pair's versions are read once, not per run.
+func onePair(queue, names, versions string) pairs {
+	p := pairs{queue: `r.queue = ` + queue + `::text`, names: names, versions: versions}
+	p.from = `(SELECT w AS workflow, ` + queue + `::text AS queue, ` + p.allowed("w") + ` AS versions
+	FROM unnest((SELECT $2::text[])) w) p`
+	return p
 }
 
 // everyPair is the pairs of the workflows $2 and each queue in the array
 // parameter queues.
-func everyPair(queues string) pairs {
-	return pairs{
-		from:  `(SELECT w AS workflow, q AS queue FROM unnest($2::text[]) w, unnest(` + queues + `::text[]) q) p`,
-		queue: `r.queue = ANY(` + queues + `::text[])`,
-	}
+func everyPair(queues, names, versions string) pairs {
+	p := pairs{queue: `r.queue = ANY(` + queues + `::text[])`, names: names, versions: versions}
+	p.from = `(SELECT w AS workflow, q AS queue, ` + p.allowed("w") + ` AS versions
+	FROM unnest($2::text[]) w, unnest(` + queues + `::text[]) q) p`
+	return p
 }
 
 // readyRuns is the condition on a run r of being queued or waiting with a
@@ -167,13 +194,13 @@ const (
 // vacuum pile up: the claim walks those once, in its scan of the level.
 func levelsCTE(p pairs) string {
 	return `levels AS (
-	SELECT p.workflow, p.queue, f.priority FROM ` + p.from + `, LATERAL (
+	SELECT p.workflow, p.queue, p.versions, f.priority FROM ` + p.from + `, LATERAL (
 		SELECT r.priority FROM {s}.runs r
 		WHERE r.workflow = p.workflow AND r.queue = p.queue AND ` + readyPrio + `
 		ORDER BY r.priority, r.ready_at DESC LIMIT 1
 	) f
 	UNION ALL
-	SELECT l.workflow, l.queue, f.priority FROM levels l, LATERAL (
+	SELECT l.workflow, l.queue, l.versions, f.priority FROM levels l, LATERAL (
 		SELECT r.priority FROM {s}.runs r
 		WHERE r.workflow = l.workflow AND r.queue = l.queue AND ` + readyPrio + ` AND r.priority > l.priority
 		ORDER BY r.priority, r.ready_at DESC LIMIT 1
@@ -194,7 +221,7 @@ func readyCTE(p pairs, filter string) string {
 	SELECT c.id, 0 AS priority, false AS recovery, c.since FROM ` + p.from + `, LATERAL (
 		SELECT r.id, r.ready_at AS since FROM {s}.runs r
 		WHERE r.workflow = p.workflow AND r.queue = p.queue AND ` + readyZero + `
-			AND r.ready_at <= coalesce($1::timestamptz, now())` + filter + `
+			AND r.ready_at <= coalesce($1::timestamptz, now())` + versionIn("p.versions") + filter + `
 		ORDER BY r.ready_at
 		LIMIT $3
 		FOR UPDATE OF r SKIP LOCKED
@@ -203,7 +230,7 @@ func readyCTE(p pairs, filter string) string {
 	(SELECT c.id, c.priority, false, c.since FROM levels l, LATERAL (
 		SELECT r.id, r.priority, r.ready_at AS since FROM {s}.runs r
 		WHERE r.workflow = l.workflow AND r.queue = l.queue AND ` + readyPrio + ` AND r.priority = l.priority
-			AND r.ready_at <= coalesce($1::timestamptz, now())` + filter + `
+			AND r.ready_at <= coalesce($1::timestamptz, now())` + versionIn("l.versions") + filter + `
 		ORDER BY r.ready_at
 		LIMIT $3
 		FOR UPDATE OF r SKIP LOCKED
@@ -220,7 +247,7 @@ func expiredCTE(p pairs, filter string) string {
 	return `expired AS (
 	SELECT r.id, r.priority, true AS recovery, r.lease_until AS since FROM {s}.runs r, clock
 	WHERE r.status = 'running' AND ` + p.queue + ` AND r.lease_until <= clock.now
-		AND r.workflow = ANY($2::text[])` + filter + `
+		AND r.workflow = ANY($2::text[])` + versionIn(p.allowed("r.workflow")) + filter + `
 	ORDER BY r.priority DESC, r.lease_until
 	LIMIT $3
 	FOR UPDATE OF r SKIP LOCKED
@@ -239,21 +266,22 @@ func nextWakeSQL(p pairs) string {
 SELECT (extract(epoch FROM least(
 	(SELECT min(first.ready_at) FROM ` + p.from + `, LATERAL (
 		SELECT r.ready_at FROM {s}.runs r
-		WHERE r.workflow = p.workflow AND r.queue = p.queue AND ` + readyZero + `
+		WHERE r.workflow = p.workflow AND r.queue = p.queue AND ` + readyZero + versionIn("p.versions") + `
 		ORDER BY r.ready_at LIMIT 1
 	) first),
 	(SELECT min(first.ready_at) FROM levels l, LATERAL (
 		SELECT r.ready_at FROM {s}.runs r
-		WHERE r.workflow = l.workflow AND r.queue = l.queue AND ` + readyPrio + ` AND r.priority = l.priority
+		WHERE r.workflow = l.workflow AND r.queue = l.queue AND ` + readyPrio + ` AND r.priority = l.priority` + versionIn("l.versions") + `
 		ORDER BY r.ready_at LIMIT 1
 	) first),
 	(SELECT min(r.lease_until) FROM {s}.runs r
-		WHERE r.status = 'running' AND ` + p.queue + ` AND r.workflow = ANY($2::text[]))
+		WHERE r.status = 'running' AND ` + p.queue + ` AND r.workflow = ANY($2::text[])` + versionIn(p.allowed("r.workflow")) + `)
 ) - clock.now) * 1000000)::bigint FROM clock`
 }
 
 // claimSQL is the claim of queues without limits, for the pairs p of the
-// workflows $2: $3 limit, $4 owner, $5 lease micros, and p's queues.
+// workflows $2: $3 limit, $4 owner, $5 lease micros, p's queues and p's
+// versions filter.
 //
 // Bounded, locked scans feed one update: ready runs of each (workflow,
 // queue) pair (readyCTE: at priority 0 in runs_queue_ready_idx order, at
@@ -267,7 +295,10 @@ SELECT (extract(epoch FROM least(
 // priority (highest first), recoveries before ready runs, then oldest
 // ReadyAt or lease expiry. The claim forgets the active step the last
 // holder reported and stamps a run's first claim since its creation or
-// Restart.
+// Restart. Every scan tests the versions filter (versionIn) on the runs it
+// reads, before its limit: a run of a version the claim does not allow is
+// neither locked nor taken, and does not count against the limit, though
+// the scan still reads it on its way to the runs behind.
 //
 // claimCandidates and claimPicked are a limited claim's (see
 // claimLimited).
@@ -309,7 +340,7 @@ FROM picked, clock
 WHERE r.id = picked.id
 RETURNING r.id, r.token, r.workflow, r.parent_id, r.input, r.recoveries, r.suspend_state,
 	r.wait_key, r.wait_topic, r.wait_kind, r.wait_deadline, r.wait_also_keys, r.wait_also_topics, r.wait_also_kinds,
-	r.deadline, r.lease_until, picked.since, picked.priority, picked.recovery`
+	r.deadline, r.lease_until, r.version, picked.since, picked.priority, picked.recovery`
 
 // purgeVictims selects the runs a purge deletes: $1 statuses (finished
 // ones), finished before $2, of the workflows $3 (empty: any) but not
@@ -327,23 +358,22 @@ func buildQueries(schema string, notify bool) queries {
 
 	// $2 ids, $3 workflows, $4 parent ids, $5 inputs, $6 parent policies,
 	// $7 start times (NULL: now), $8 deadlines, $9 queues, $10 partitions,
-	// $11 priorities, $12 channel. Rows go in in ID order, so
-	// that concurrent creates of overlapping IDs wait for each other instead
-	// of deadlocking. Each new run's first execution is recorded by the
-	// same statement. Of an ID given twice (two calls in one batch), the
-	// first request's row goes in. A start time ahead of the clock delays
-	// the run; the
-	// notification goes out for it too, so that engines elsewhere learn of
-	// the new wake time.
+	// $11 priorities, $12 workflow versions, $13 channel. Rows go in in ID
+	// order, so that concurrent creates of overlapping IDs wait for each
+	// other instead of deadlocking. Each new run's first execution is
+	// recorded by the same statement. Of an ID given twice (two calls in
+	// one batch), the first request's row goes in. A start time ahead of
+	// the clock delays the run; the notification goes out for it too, so
+	// that engines elsewhere learn of the new wake time.
 	q.createRuns = `WITH ` + clockCTE + `,
 ins AS (
 	INSERT INTO {s}.runs (id, workflow, parent_id, parent_policy, status, input, ready_at, deadline, execution, started_at, created_at, updated_at,
-		queue, partition, priority)
+		queue, partition, priority, version)
 	SELECT t.id, t.workflow, t.parent_id, t.policy, 'queued', t.input, greatest(clock.now, coalesce(t.start_at, clock.now)),
-		t.deadline, 1, clock.now, clock.now, clock.now, t.queue, t.partition, t.priority
+		t.deadline, 1, clock.now, clock.now, clock.now, t.queue, t.partition, t.priority, t.version
 	FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::timestamptz[], $8::timestamptz[],
-			$9::text[], $10::text[], $11::int[])
-		WITH ORDINALITY AS t(id, workflow, parent_id, input, policy, start_at, deadline, queue, partition, priority, ord), clock
+			$9::text[], $10::text[], $11::int[], $12::int[])
+		WITH ORDINALITY AS t(id, workflow, parent_id, input, policy, start_at, deadline, queue, partition, priority, version, ord), clock
 	ORDER BY t.id, t.ord
 	ON CONFLICT (id) DO NOTHING
 	RETURNING id, started_at, ready_at
@@ -351,21 +381,22 @@ ins AS (
 ex AS (
 	INSERT INTO {s}.executions (run_id, number, started_at)
 	SELECT id, 1, started_at FROM ins
-)` + notifyCTE(notify, "ins", "true", 12) + `
+)` + notifyCTE(notify, "ins", "true", 13) + `
 SELECT ins.id FROM ins` + notifyJoin(notify)
 
-	// $2 workflows, $3 queues (nextWakeOne: $3 one queue).
-	q.nextWake = nextWakeSQL(everyPair("$3"))
-	q.nextWakeOne = nextWakeSQL(onePair("$3"))
+	// $2 workflows, $3 queues (nextWakeOne: $3 one queue), $4 and $5 the
+	// versions filter (see pairs.allowed).
+	q.nextWake = nextWakeSQL(everyPair("$3", "$4", "$5"))
+	q.nextWakeOne = nextWakeSQL(onePair("$3", "$4", "$5"))
 
 	q.selectRuns = `SELECT {runs} FROM {s}.runs WHERE id = ANY($1::text[])`
 	q.getRun = `SELECT {runs} FROM {s}.runs WHERE id = $1`
 
 	// $2 workflows, $3 limit, $4 owner, $5 lease micros, $6 queues
-	// (claimOne: $6 one queue, the claim of the default queue). See
-	// claimSQL.
-	q.claim = claimSQL(everyPair("$6"))
-	q.claimOne = claimSQL(onePair("$6"))
+	// (claimOne: $6 one queue, the claim of the default queue), $7 and $8
+	// the versions filter (see pairs.allowed). See claimSQL.
+	q.claim = claimSQL(everyPair("$6", "$7", "$8"))
+	q.claimOne = claimSQL(onePair("$6", "$7", "$8"))
 
 	// A limited claim's candidates, locked, in claim order: the claim's
 	// scans with the exclusions of the places already taken. $2 workflows,
@@ -373,12 +404,13 @@ SELECT ins.id FROM ins` + notifyJoin(notify)
 	// named (recoveries are never held back), $6 and $7 the (queue,
 	// partition) pairs without a free place, $8 the queues whose rate
 	// window is full (their runs not yet started are passed over), $9 the
-	// runs already considered. Each row: ID, queue, partition, priority,
+	// runs already considered, $10 and $11 the versions filter (see
+	// pairs.allowed). Each row: ID, queue, partition, priority,
 	// recovery, since, and whether its claim would be a start.
 	q.claimCandidates = `WITH RECURSIVE ` + clockCTE + `,
-` + levelsCTE(everyPair("$4")) + `,
-` + readyCTE(everyPair("$4"), limitedFilter) + `,
-` + expiredCTE(everyPair("$5"), ` AND r.id <> ALL($9::text[])`) + `,
+` + levelsCTE(everyPair("$4", "$10", "$11")) + `,
+` + readyCTE(everyPair("$4", "$10", "$11"), limitedFilter) + `,
+` + expiredCTE(everyPair("$5", "$10", "$11"), ` AND r.id <> ALL($9::text[])`) + `,
 picked AS (
 	SELECT id, priority, recovery, since FROM (SELECT * FROM ready UNION ALL SELECT * FROM expired) u
 	ORDER BY priority DESC, recovery DESC, since, id

@@ -74,6 +74,7 @@ func (s *Store) claimLimited(ctx context.Context, req storage.ClaimRequest, queu
 		keys[i] = "stem.pgstore.queue:" + s.schemaName + ":" + name
 	}
 	all := queueNames(queues)
+	names, versions := versionArrays(req.Versions)
 	var runs []storage.ClaimedRun
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		runs = nil
@@ -134,7 +135,7 @@ func (s *Store) claimLimited(ctx context.Context, req storage.ClaimRequest, queu
 					fullQ, fullP = append(fullQ, k[0]), append(fullP, k[1])
 				}
 			}
-			rows, err := tx.Query(ctx, s.q.claimCandidates, now, req.Workflows, need, open, all, fullQ, fullP, rateFull, seen)
+			rows, err := tx.Query(ctx, s.q.claimCandidates, now, req.Workflows, need, open, all, fullQ, fullP, rateFull, seen, names, versions)
 			if err != nil {
 				return err
 			}

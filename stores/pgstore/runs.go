@@ -92,6 +92,13 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 	if q.Queue != "" {
 		add("queue = $%d", q.Queue)
 	}
+	if len(q.Versions) > 0 {
+		vs := make([]int32, len(q.Versions))
+		for i, v := range q.Versions {
+			vs[i] = int32(v)
+		}
+		add("version = ANY($%d::int[])", vs)
+	}
 	if q.After != "" {
 		add("id > $%d", q.After)
 	}

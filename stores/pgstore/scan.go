@@ -30,6 +30,7 @@ func scanRun(row scanner, extra ...any) (storage.RunRecord, error) {
 		activeStart  *time.Time
 		also         waitCases
 		priority     int32
+		version      int32
 	)
 	dest := []any{
 		&rec.ID, &rec.Workflow, &rec.ParentID, &status, &rec.Input, &rec.Output, &errJSON,
@@ -37,13 +38,14 @@ func scanRun(row scanner, extra ...any) (storage.RunRecord, error) {
 		&rec.Owner, &leaseUntil, &rec.Token, &rec.Recoveries, &policy, &execution, &rec.StartedAt, &rec.EndedAt,
 		&activeKey, &activeNumber, &activeStart, &rec.CreatedAt, &rec.UpdatedAt,
 		&also.keys, &also.topics, &also.kinds, &rec.Deadline, &rec.Progress,
-		&rec.Queue, &rec.Partition, &priority,
+		&rec.Queue, &rec.Partition, &priority, &version,
 	}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return storage.RunRecord{}, err
 	}
 	rec.Status = storage.RunStatus(status)
 	rec.Priority = int(priority)
+	rec.Version = int(version)
 	info, err := decodeError(errJSON)
 	if err != nil {
 		return storage.RunRecord{}, err

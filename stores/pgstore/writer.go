@@ -460,6 +460,7 @@ func (s *Store) createArgs(calls []*ckptCall) []any {
 		queues    = make([]string, 0, n)
 		parts     = make([]string, 0, n)
 		prios     = make([]int32, 0, n)
+		versions  = make([]int32, 0, n)
 	)
 	for _, c := range calls {
 		for _, r := range c.create.runs {
@@ -467,9 +468,10 @@ func (s *Store) createArgs(calls []*ckptCall) []any {
 			inputs, policies, starts = append(inputs, r.Input), append(policies, string(r.ParentPolicy)), append(starts, r.StartAt)
 			deadlines = append(deadlines, r.Deadline)
 			queues, parts, prios = append(queues, r.QueueOf()), append(parts, r.Partition), append(prios, int32(r.Priority))
+			versions = append(versions, int32(r.Version))
 		}
 	}
-	args := []any{nil, ids, workflows, parents, inputs, policies, starts, deadlines, queues, parts, prios}
+	args := []any{nil, ids, workflows, parents, inputs, policies, starts, deadlines, queues, parts, prios, versions}
 	if s.notify {
 		args = append(args, s.channel)
 	}
