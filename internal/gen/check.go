@@ -146,7 +146,9 @@ func checkEvent(e *Event, d *diagnostics) {
 // checkDuplicates reports durable names used twice: two workflows with one
 // name and version (several versions of one name are allowed, so a build
 // keeps an older one registered to drain its runs), two steps with one
-// name (whatever their versions), two events with one topic.
+// checkpoint key (one name at several versions is allowed, for the same
+// reason: an older workflow version calls the step as it was), two events
+// with one topic (the runtime decodes a topic's payloads into one type).
 func checkDuplicates(m *Package, d *diagnostics) {
 	type first struct {
 		what string
@@ -156,7 +158,11 @@ func checkDuplicates(m *Package, d *diagnostics) {
 	dup := func(kind, value, what string, at, decl token.Pos) {
 		key := kind + "\x00" + value
 		if f, ok := seen[key]; ok {
-			d.add(at, "%s %q is already used by %s (line %d)", kind, value, f.what, d.fset.Position(f.pos).Line)
+			hint := ""
+			if kind == "step key" {
+				hint = "; to keep both, give one another version= (an older workflow version calls the step as it was)"
+			}
+			d.add(at, "%s %q is already used by %s (line %d)%s", kind, value, f.what, d.fset.Position(f.pos).Line, hint)
 			return
 		}
 		seen[key] = first{what, decl}
@@ -183,7 +189,7 @@ func checkDuplicates(m *Package, d *diagnostics) {
 	ss := slices.SortedFunc(slices.Values(m.Steps), func(x, y *Step) int { return byPos(x.Pos, y.Pos) })
 	for _, s := range ss {
 		if s.Ann.Name != "" {
-			dup("step name", s.Ann.Name, "step "+s.String(), s.Ann.ValuePos("name"), s.Pos)
+			dup("step key", s.Ann.Key(), "step "+s.String(), s.Ann.ValuePos("name"), s.Pos)
 		}
 	}
 	es := slices.SortedFunc(slices.Values(m.Events), func(x, y *Event) int { return byPos(x.Pos, y.Pos) })

@@ -14,6 +14,9 @@ func S1(ctx runtime.StepContext) error { return nil }
 //stem:step name=s version=2
 func S2(ctx runtime.StepContext) error { return nil }
 
+//stem:step name=s
+func S3(ctx runtime.StepContext) error { return nil }
+
 //stem:event topic=t
 type E1 struct{ X int }
 
