@@ -192,26 +192,7 @@ func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
 	go x.heartbeat(hbDone)
 	defer close(hbDone)
 
-	var (
-		out      []byte
-		runErr   error
-		returned bool
-	)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer func() {
-			if p := recover(); p != nil {
-				runErr = &StepError{Message: fmt.Sprintf("workflow panicked: %v\n%s", p, debug.Stack()), Code: storage.CodePanic}
-				returned = true
-			}
-		}()
-		out, runErr = def.run(&WorkflowContext{exec: x}, input)
-		x.settle()
-		returned = true
-	}()
-	<-done
-
+	out, runErr, returned := x.call(def, input)
 	if !returned {
 		// The workflow goroutine unwound: suspended or stopped.
 		return
@@ -249,6 +230,28 @@ func (x *execution) load(replay storage.Replay) error {
 	}
 	x.futures.init(e.cfg.MaxParallelSteps)
 	return nil
+}
+
+// call runs the workflow function on its own goroutine, the run's workflow
+// goroutine, and reports whether the function returned (a panic returns a
+// StepError) or its goroutine unwound: the run suspended or stopped, or a
+// replay ended.
+func (x *execution) call(def *workflowDef, input []byte) (out []byte, runErr error, returned bool) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if p := recover(); p != nil {
+				runErr = &StepError{Message: fmt.Sprintf("workflow panicked: %v\n%s", p, debug.Stack()), Code: storage.CodePanic}
+				returned = true
+			}
+		}()
+		out, runErr = def.run(&WorkflowContext{exec: x}, input)
+		x.settle()
+		returned = true
+	}()
+	<-done
+	return out, runErr, returned
 }
 
 // deadlineError is the error a run ends with past its deadline.

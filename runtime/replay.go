@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -248,25 +247,7 @@ func (e *Engine) replayRun(ctx context.Context, r storage.RunRecord) (*Divergenc
 		return nil, skipped(err), nil
 	}
 
-	var (
-		out      []byte
-		runErr   error
-		returned bool
-	)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer func() {
-			if p := recover(); p != nil {
-				runErr = fmt.Errorf("workflow panicked: %v\n%s", p, debug.Stack())
-				returned = true
-			}
-		}()
-		out, runErr = def.run(&WorkflowContext{exec: x}, input)
-		x.settle()
-		returned = true
-	}()
-	<-done
+	out, runErr, returned := x.call(def, input)
 
 	if rp.caught != "" {
 		return diverged("", "%s", rp.caught), nil, nil

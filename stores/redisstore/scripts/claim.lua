@@ -23,20 +23,7 @@
 -- claim itself.
 local function main()
   local owner, limit, lf = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
-  local wfs = {}
-  local i = 7
-  for _ = 1, tonumber(ARGV[6]) do
-    local w = {name = ARGV[i]}
-    local k = tonumber(ARGV[i + 1])
-    if k >= 0 then
-      w.vers = {}
-      for j = i + 2, i + 1 + k do w.vers[#w.vers + 1] = ARGV[j] end
-      i = i + 2 + k
-    else
-      i = i + 2
-    end
-    wfs[#wfs + 1] = w
-  end
+  local wfs, i = read_workflows(ARGV, 7, tonumber(ARGV[6]))
   local queues = {}
   for qi = i, #ARGV, 5 do
     local q = {name = ARGV[qi], conc = tonumber(ARGV[qi + 1]), pconc = tonumber(ARGV[qi + 2]),

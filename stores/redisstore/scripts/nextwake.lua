@@ -11,20 +11,7 @@
 -- and those k versions; then the queues.
 -- Reply: {} when every set is empty, else {microseconds from now, at least 0}.
 local function main()
-  local wfs = {}
-  local i = 4
-  for _ = 1, tonumber(ARGV[3]) do
-    local w = {name = ARGV[i]}
-    local k = tonumber(ARGV[i + 1])
-    if k >= 0 then
-      w.vers = {}
-      for j = i + 2, i + 1 + k do w.vers[#w.vers + 1] = ARGV[j] end
-      i = i + 2 + k
-    else
-      i = i + 2
-    end
-    wfs[#wfs + 1] = w
-  end
+  local wfs, i = read_workflows(ARGV, 4, tonumber(ARGV[3]))
   local at
   local function head(key)
     local h = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')

@@ -51,3 +51,24 @@ local function lane(qu, pr, vr)
   end
   return (qu or 'default') .. ':' .. (pr or '0') .. ':' .. vr .. ':'
 end
+
+-- read_workflows reads n workflows from args (ARGV) at i, as claims and wake
+-- times pass them: each its name, the number k of its versions (-1 for
+-- any) and those k versions. It returns them as {name, vers} (vers nil for
+-- any) and the index of the argument after them.
+local function read_workflows(args, i, n)
+  local wfs = {}
+  for _ = 1, n do
+    local w = {name = args[i]}
+    local k = tonumber(args[i + 1])
+    if k >= 0 then
+      w.vers = {}
+      for j = i + 2, i + 1 + k do w.vers[#w.vers + 1] = args[j] end
+      i = i + 2 + k
+    else
+      i = i + 2
+    end
+    wfs[#wfs + 1] = w
+  end
+  return wfs, i
+end
