@@ -20,8 +20,11 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 	if err := req.Validate(); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	workflows := claimable(req.Workflows, req.Versions)
-	if req.Empty() || len(workflows) == 0 {
+	var cs *claimStmts
+	if !req.Empty() {
+		cs = s.claims.get(req.Workflows, req.Versions)
+	}
+	if cs == nil {
 		// Nothing to claim: no write, but the answers a write would give.
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("sqlitestore: claim: %w", err)
@@ -31,7 +34,6 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 		}
 		return nil, nil
 	}
-	cs := newClaimStmts(workflows, req.Versions)
 	queues := req.ClaimQueues()
 	var out []storage.ClaimedRun
 	err := s.writeLease(ctx, "claim", func(w *wtx) error {
@@ -39,7 +41,7 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 		now := s.now()
 		n := now.UnixNano()
 		until := leaseUntil(now, req.LeaseFor)
-		picked, err := w.pick(&cs, queues, req.Limit, n)
+		picked, err := w.pick(cs, queues, req.Limit, n)
 		if err != nil {
 			return err
 		}

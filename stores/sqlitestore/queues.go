@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/stemflow/stem/storage"
@@ -181,6 +184,40 @@ func claimable(workflows []string, versions map[string][]int) []string {
 		}
 	}
 	return out
+}
+
+// claimCache keeps the claim statements last built and what they were
+// built for. An engine's claims and NextWakes ask for the same workflows
+// and versions each time, and building the statements' text costs more
+// than the search of a claim of one run; comparing the request with the
+// last costs little.
+type claimCache struct {
+	mu        sync.Mutex
+	workflows []string
+	versions  map[string][]int
+	cs        *claimStmts // nil: none built, or no workflow claimable
+	built     bool
+}
+
+// get returns the statements of a claim (or NextWake) of workflows
+// filtered by versions, nil when the filter leaves no workflow claimable.
+// They are shared, read-only.
+func (c *claimCache) get(workflows []string, versions map[string][]int) *claimStmts {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.built && slices.Equal(c.workflows, workflows) && maps.EqualFunc(c.versions, versions, slices.Equal[[]int]) {
+		return c.cs
+	}
+	c.cs = nil
+	if wfs := claimable(workflows, versions); len(wfs) > 0 {
+		cs := newClaimStmts(wfs, versions)
+		c.cs = &cs
+	}
+	c.workflows, c.versions, c.built = slices.Clone(workflows), maps.Clone(versions), true
+	for wf, vs := range c.versions {
+		c.versions[wf] = slices.Clone(vs)
+	}
+	return c.cs
 }
 
 // claimStmts are the statements a claim (or NextWake) of a set of
@@ -611,11 +648,10 @@ func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (stor
 		return storage.NextWake{}, fmt.Errorf("sqlitestore: %w", err)
 	}
 	var w storage.NextWake
-	workflows := claimable(req.Workflows, req.Versions)
-	if len(workflows) == 0 {
+	cs := s.claims.get(req.Workflows, req.Versions)
+	if cs == nil {
 		return w, nil
 	}
-	cs := newClaimStmts(workflows, req.Versions)
 	err := s.read(ctx, "next wake", true, func(c *conn) error {
 		w = storage.NextWake{}
 		var earliest int64 = math.MaxInt64

@@ -260,6 +260,9 @@ type Store struct {
 
 	reads readPool
 
+	// claims keeps the claim statements last built (see claimCache).
+	claims claimCache
+
 	// hub fans the writer's "runs may be ready" hints out to
 	// Notifications.
 	hub storage.Hub

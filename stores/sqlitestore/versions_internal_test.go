@@ -186,3 +186,45 @@ func TestClaimVersionForms(t *testing.T) {
 		})
 	}
 }
+
+// The claim statements are built again only when a request asks for other
+// workflows or versions than the last; a caller changing its request's
+// slices afterwards changes nothing built.
+func TestClaimCache(t *testing.T) {
+	t.Parallel()
+	var c claimCache
+	workflows, versions := []string{"a", "b"}, map[string][]int{"a": {0, 1}}
+	first := c.get(workflows, versions)
+	if first == nil {
+		t.Fatal("no statements for a claimable request")
+	}
+	if got := c.get([]string{"a", "b"}, map[string][]int{"a": {0, 1}}); got != first {
+		t.Fatal("an equal request built the statements again")
+	}
+	versions["a"][1] = 2
+	workflows[1] = "c"
+	if got := c.get([]string{"a", "b"}, map[string][]int{"a": {0, 1}}); got != first {
+		t.Fatal("the caller's changes to its slices reached the cache")
+	}
+	for _, other := range []struct {
+		workflows []string
+		versions  map[string][]int
+	}{
+		{[]string{"a", "b"}, map[string][]int{"a": {0, 2}}},
+		{[]string{"a", "b"}, map[string][]int{"a": {0, 1}, "b": {1}}},
+		{[]string{"a", "b"}, nil},
+		{[]string{"b", "a"}, map[string][]int{"a": {0, 1}}},
+	} {
+		got := c.get(other.workflows, other.versions)
+		want := newClaimStmts(other.workflows, other.versions)
+		if got == nil || got.def.one != want.def.one || !slices.Equal(got.wfArgs, want.wfArgs) {
+			t.Fatalf("get(%v, %v) = %+v, want %+v", other.workflows, other.versions, got, want)
+		}
+	}
+	if got := c.get([]string{"a"}, map[string][]int{"a": {}}); got != nil {
+		t.Fatalf("a request whose filter leaves no workflow got statements %+v", got)
+	}
+	if got := c.get([]string{"a", "b"}, map[string][]int{"a": {}}); got == nil || !slices.Equal(got.wfArgs, []any{"b"}) {
+		t.Fatalf("a request whose filter leaves b alone got %+v", got)
+	}
+}
