@@ -166,6 +166,15 @@ func TestReplay(t *testing.T) {
 	if _, err := e.Replay(waitCtx(t), runtime.ReplayOptions{Statuses: []runtime.RunStatus{"done"}}); !errors.Is(err, runtime.ErrInvalidArgument) {
 		t.Errorf("an unknown status: %v", err)
 	}
+
+	// A store that stops answering ends the replay with its error, naming
+	// the run, and no report of divergence.
+	dying, probe := f.engine(5*time.Second, registerOrder(t, orderCode{reserveKey: "hold@v1"}, &ran))
+	probe.kill()
+	rep, err = dying.Replay(waitCtx(t), runtime.ReplayOptions{Workflows: []string{"order"}})
+	if !errors.Is(err, errKilled) || !strings.Contains(err.Error(), "replay of run o1") || len(rep.Divergences) != 0 {
+		t.Errorf("a replay whose store stops answering: %+v, %v", rep, err)
+	}
 }
 
 // Step futures finish in any order: a run handed over with its second
