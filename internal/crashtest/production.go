@@ -202,18 +202,20 @@ func RunSchedule(t *testing.T, cfg ScheduleConfig) {
 
 // RunQueueLimit is the queue-limit crash test every store runs, on the
 // store cfg opens: four worker processes, killed at random and replaced,
-// work 200 ten-step runs on a queue of concurrency 3. From the steps' own
+// work 300 ten-step runs on a queue of concurrency 3: about two seconds of
+// steps at the limit, so the five kills, 300ms apart, all land while runs
+// are still going on the fastest store. From the steps' own
 // begin and end lines (a killed worker's steps ending at its kill), no
 // moment has more than 3 runs executing steps, and every run completes
 // once with one checkpoint per step.
 func RunQueueLimit(t *testing.T, cfg Config) Report {
 	t.Helper()
 	cfg.Processes = 4
-	cfg.Runs = 200
+	cfg.Runs = 300
 	cfg.QueueLimit = 3
 	cfg.Lease = 500 * time.Millisecond
 	cfg.StepDuration = 4 * time.Millisecond
-	cfg.KillEvery = 400 * time.Millisecond
+	cfg.KillEvery = 300 * time.Millisecond
 	cfg.Kills = 5
 	cfg.Timeout = 2 * time.Minute
 	rep := Run(t, cfg)
