@@ -216,6 +216,7 @@ func (e *Engine) PrepareStartJSON(ctx context.Context, workflow, id string, inpu
 	if o.err != nil {
 		return storage.NewRun{}, o.err
 	}
+	o.resolve(e.clock.Now())
 	run.Queue, run.Partition, run.Priority = o.queue, o.partition, o.priority
 	if !o.at.IsZero() {
 		run.StartAt = &o.at

@@ -18,6 +18,9 @@ type startOptions struct {
 	id       string
 	at       time.Time
 	deadline time.Time
+	// delay and timeout are WithDelay's and WithTimeout's, counted from
+	// the start on the engine's clock (resolve).
+	delay, timeout time.Duration
 	// queue, partition and priority place the run (OnQueue,
 	// WithPartition, WithPriority).
 	queue     string
@@ -46,18 +49,18 @@ func WithStartAt(t time.Time) StartOption {
 		if t.IsZero() {
 			o.err = fmt.Errorf("%w: WithStartAt: the zero time", ErrInvalidArgument)
 		}
-		o.at = t
+		o.at, o.delay = t, 0
 	}
 }
 
-// WithDelay delays the run by d from the call, as WithStartAt(time.Now().Add(d)).
-// A negative d is ErrInvalidArgument, with nothing written.
+// WithDelay delays the run by d from the start, on the engine's clock (see
+// WithStartAt). A negative d is ErrInvalidArgument, with nothing written.
 func WithDelay(d time.Duration) StartOption {
 	return func(o *startOptions) {
 		if d < 0 {
 			o.err = fmt.Errorf("%w: WithDelay(%v): a negative delay", ErrInvalidArgument, d)
 		}
-		o.at = time.Now().Add(d)
+		o.at, o.delay = time.Time{}, max(d, time.Nanosecond)
 	}
 }
 
@@ -70,7 +73,18 @@ func WithTimeout(d time.Duration) StartOption {
 		if d <= 0 {
 			o.err = fmt.Errorf("%w: WithTimeout(%v): the timeout must be above zero", ErrInvalidArgument, d)
 		}
-		o.deadline = time.Now().Add(d)
+		o.deadline, o.timeout = time.Time{}, d
+	}
+}
+
+// resolve counts WithDelay and WithTimeout from now, the start's time on
+// the engine's clock.
+func (o *startOptions) resolve(now time.Time) {
+	if o.delay > 0 {
+		o.at = now.Add(o.delay)
+	}
+	if o.timeout > 0 {
+		o.deadline = now.Add(o.timeout)
 	}
 }
 
@@ -81,7 +95,7 @@ func WithDeadline(t time.Time) StartOption {
 		if t.IsZero() {
 			o.err = fmt.Errorf("%w: WithDeadline: the zero time", ErrInvalidArgument)
 		}
-		o.deadline = t
+		o.deadline, o.timeout = t, 0
 	}
 }
 
@@ -281,6 +295,7 @@ func Start[In, Out any](ctx context.Context, e *Engine, name string, in In, opts
 	if o.err != nil {
 		return nil, o.err
 	}
+	o.resolve(e.clock.Now())
 	runs, err := StartBatch[In, Out](ctx, e, name, []BatchItem[In]{{ID: o.id, Input: in, StartAt: o.at, Deadline: o.deadline,
 		Queue: o.queue, Partition: o.partition, Priority: o.priority}})
 	if err != nil {

@@ -155,6 +155,14 @@ type Engine struct {
 
 	wake chan struct{} // local dispatch: runs became ready
 
+	// stepsRunning counts the step functions executing now (StepsRunning).
+	stepsRunning atomic.Int64
+	// overrides holds the step functions tests put in place of a step's
+	// own, by checkpoint key (OverrideStep); overridden says it has ever
+	// held one, so steps of engines without any pay one atomic load.
+	overrides  sync.Map
+	overridden atomic.Bool
+
 	// sealedRuns holds the IDs of runs handed back because this engine
 	// cannot open them, so why is logged once per run.
 	sealedRuns sync.Map
@@ -535,10 +543,24 @@ func (e *Engine) Run(ctx context.Context) error {
 			default:
 			}
 		}
-		wait := e.untilNextWake(ctx, names, queueNames, versions)
+		next := e.nextWake(ctx, names, queueNames, versions)
+		wait := e.cfg.PollInterval
+		if next.Found && next.After < wait {
+			wait = max(next.After, minWake)
+		}
 		if wait <= minWake {
 			wait = min(minWake<<min(idle, 20), e.cfg.PollInterval)
 			idle++
+			next.Found = false
+		}
+		// The next wake time is the runs' own time: on a virtual clock (a
+		// test's), its timer, however far; the back-off and the poll are
+		// the engine's, in real time.
+		var onClock <-chan time.Time
+		stopClock := func() bool { return false }
+		if _, virtual := e.clock.(storage.Timers); virtual && next.Found {
+			onClock, stopClock = storage.NewTimer(e.clock, max(next.After, minWake))
+			wait = e.cfg.PollInterval
 		}
 		timer.Reset(wait)
 		select {
@@ -549,7 +571,9 @@ func (e *Engine) Run(ctx context.Context) error {
 		case <-freed:
 			idle = 0
 		case <-timer.C:
+		case <-onClock:
 		}
+		stopClock()
 		if ctx.Err() != nil {
 			break
 		}
@@ -563,16 +587,16 @@ func (e *Engine) Run(ctx context.Context) error {
 // not polled for in a tight loop.
 const minWake = 2 * time.Millisecond
 
-// untilNextWake is how long an engine whose claim came back empty sleeps:
-// until the store's next wake time for its workflows (NextWake), at most
-// PollInterval, which is then only a safety net. Notifications and local
-// signals wake it sooner.
-func (e *Engine) untilNextWake(ctx context.Context, workflows, queues []string, versions map[string][]int) time.Duration {
+// nextWake is the store's next wake time for the engine's workflows, not
+// Found when the store cannot say. An engine whose claim came back empty
+// sleeps until then, at most PollInterval, which is only a safety net;
+// notifications and local signals wake it sooner.
+func (e *Engine) nextWake(ctx context.Context, workflows, queues []string, versions map[string][]int) storage.NextWake {
 	w, err := e.store.NextWake(ctx, storage.NextWakeRequest{Workflows: workflows, Queues: queues, Versions: versions})
-	if err != nil || !w.Found || w.After >= e.cfg.PollInterval {
-		return e.cfg.PollInterval
+	if err != nil {
+		return storage.NextWake{}
 	}
-	return max(w.After, minWake)
+	return w
 }
 
 // Close stops the engine: Run returns once the runs it holds are handed back

@@ -123,7 +123,7 @@ func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
 		deadline:   r.Deadline,
 		used:       map[string]bool{},
 		counters:   map[string]int{},
-		lastExtend: time.Now(),
+		lastExtend: e.clock.Now(),
 	}
 	defer cancel(nil)
 
@@ -184,8 +184,8 @@ func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
 			x.finish(nil, x.deadlineError())
 			return
 		}
-		t := time.AfterFunc(x.deadline.Sub(e.clock.Now()), func() { cancel(x.deadlineError()) })
-		defer t.Stop()
+		stop := storage.AfterFunc(e.clock, x.deadline.Sub(e.clock.Now()), func() { cancel(x.deadlineError()) })
+		defer stop()
 	}
 
 	hbDone := make(chan struct{})
@@ -305,18 +305,20 @@ func (x *execution) heartbeat(done <-chan struct{}) {
 	if every <= 0 {
 		return
 	}
-	t := time.NewTicker(max(every/4, time.Millisecond))
-	defer t.Stop()
+	clock := x.engine.clock
 	for {
+		tick, stop := storage.NewTimer(clock, max(every/4, time.Millisecond))
 		select {
 		case <-done:
+			stop()
 			return
 		case <-x.ctx.Done():
+			stop()
 			return
-		case <-t.C:
+		case <-tick:
 		}
 		x.mu.Lock()
-		if time.Since(x.lastExtend) < every && !x.progress.due(every/4) {
+		if clock.Now().Sub(x.lastExtend) < every && !x.progress.due(every/4) {
 			x.mu.Unlock()
 			continue
 		}
@@ -362,7 +364,7 @@ func (x *execution) leaseFor() time.Duration {
 func (x *execution) holdFor(a *storage.ActiveStep, timeout time.Duration) {
 	leaseFor := timeout + x.engine.cfg.LeaseDuration
 	x.mu.Lock()
-	if until := time.Now().Add(leaseFor); until.After(x.holdUntil) {
+	if until := x.engine.clock.Now().Add(leaseFor); until.After(x.holdUntil) {
 		x.holdUntil = until
 	}
 	x.reported = true
@@ -480,7 +482,7 @@ func (x *execution) forget(key string) {
 
 func (x *execution) extended() {
 	x.mu.Lock()
-	x.lastExtend = time.Now()
+	x.lastExtend = x.engine.clock.Now()
 	x.mu.Unlock()
 }
 
@@ -588,11 +590,11 @@ func (x *execution) letGo(why error) {
 		x.steps.Wait()
 		close(returned)
 	}()
-	timer := time.NewTimer(time.Until(until))
-	defer timer.Stop()
+	expired, stop := storage.NewTimer(x.engine.clock, until.Sub(x.engine.clock.Now()))
+	defer stop()
 	select {
 	case <-returned:
-	case <-timer.C:
+	case <-expired:
 		x.logger().Warn("stem: a step still runs after its context was cancelled; the run waits for its lease to expire", "why", why)
 		return
 	}

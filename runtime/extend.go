@@ -38,3 +38,40 @@ func (e *Engine) StartDefaults(r *storage.NewRun) {
 		r.Version = def.version
 	}
 }
+
+// StepsRunning reports how many step functions are executing on the engine
+// now, abandoned ones (past their timeout) included: a test kit that moves
+// a virtual clock does so only while none is.
+func (e *Engine) StepsRunning() int { return int(e.stepsRunning.Load()) }
+
+// OverrideStep makes the engine call fn instead of the function of the step
+// keyed key (its name@vN, without an autoversion iteration), for tests:
+// generated mocks call it with fn typed as the step's function. nil removes
+// the override. The step keeps its key, options, retries and checkpoints:
+// only what runs in an attempt changes.
+func OverrideStep(e *Engine, key string, fn any) {
+	if fn == nil {
+		e.overrides.Delete(key)
+		return
+	}
+	e.overrides.Store(key, fn)
+	e.overridden.Store(true)
+}
+
+// StepOverride returns the function OverrideStep put in place of the step
+// keyed key on the run's engine, when there is one of type F. Generated
+// step calls ask it before calling the step's own function.
+func StepOverride[F any](c *WorkflowContext, key string) (F, bool) {
+	e := c.exec.engine
+	if !e.overridden.Load() {
+		var zero F
+		return zero, false
+	}
+	v, ok := e.overrides.Load(key)
+	if !ok {
+		var zero F
+		return zero, false
+	}
+	f, ok := v.(F)
+	return f, ok
+}

@@ -368,9 +368,9 @@ func waitingOn(fs []*future, key string) string {
 func (x *execution) waitLocal(wake time.Time, key string) {
 	var timeout <-chan time.Time
 	if !wake.IsZero() {
-		t := time.NewTimer(wake.Sub(x.engine.clock.Now()))
-		defer t.Stop()
-		timeout = t.C
+		var stop func() bool
+		timeout, stop = storage.NewTimer(x.engine.clock, wake.Sub(x.engine.clock.Now()))
+		defer stop()
 	}
 	select {
 	case <-x.changed:

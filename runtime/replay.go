@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/stemflow/stem/storage"
 )
@@ -234,7 +233,7 @@ func (e *Engine) replayRun(ctx context.Context, r storage.RunRecord) (*Divergenc
 	x := &execution{
 		engine: e, claim: claim, lease: claim.Lease, workflow: r.Workflow, ctx: xctx, cancel: cancel,
 		stopping: make(chan struct{}), log: slog.New(slog.DiscardHandler), pauseSeen: make(chan struct{}),
-		used: map[string]bool{}, counters: map[string]int{}, lastExtend: time.Now(), inType: def.inType, replay: rp,
+		used: map[string]bool{}, counters: map[string]int{}, lastExtend: e.clock.Now(), inType: def.inType, replay: rp,
 	}
 	skipped := func(err error) *SkippedRun {
 		return &SkippedRun{RunID: r.ID, Workflow: r.Workflow, Reason: err.Error()}

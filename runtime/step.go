@@ -290,8 +290,8 @@ func (x *execution) waitUntil(t time.Time, async bool) {
 	if d <= 0 {
 		return
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
+	timer, stop := storage.NewTimer(x.engine.clock, d)
+	defer stop()
 	pauseSeen := x.pauseSeen
 	if async {
 		pauseSeen = nil // a future's goroutine leaves the pause to the workflow's
@@ -302,7 +302,7 @@ func (x *execution) waitUntil(t time.Time, async bool) {
 	case <-x.stopping:
 		x.boundary(async)
 	case <-pauseSeen:
-	case <-timer.C:
+	case <-timer:
 	}
 }
 
@@ -330,14 +330,16 @@ func backoff(opts StepOptions, attempt int) time.Duration {
 func callStep[T any](x *execution, key string, iteration, attempt int, timeout time.Duration, fn func(StepContext) (T, error)) (out T, err error) {
 	ctx := x.ctx
 	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
+		var cancel func()
+		ctx, cancel = withTimeout(x.engine.clock, ctx, timeout)
 		defer cancel()
 	}
 	sc := &stepContext{Context: ctx, x: x, key: key, attempt: attempt, iteration: iteration}
 	x.steps.Add(1)
+	x.engine.stepsRunning.Add(1)
 	call := func() (out T, err error) {
 		defer x.steps.Done()
+		defer x.engine.stepsRunning.Add(-1)
 		defer func() {
 			if p := recover(); p != nil {
 				err = fmt.Errorf("step %q panicked: %v\n%s", key, p, debug.Stack())
@@ -375,4 +377,19 @@ func decodeCheckpoint[T any](x *execution, cp storage.Checkpoint) (T, error) {
 		return out, err
 	}
 	return out, nil
+}
+
+// withTimeout is context.WithTimeout on clock: on a virtual clock (a
+// Timers) the context is cancelled, with context.DeadlineExceeded as its
+// cause, once the clock reads d past now.
+func withTimeout(clock storage.Clock, ctx context.Context, d time.Duration) (context.Context, func()) {
+	if _, virtual := clock.(storage.Timers); !virtual {
+		return context.WithTimeout(ctx, d)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := storage.AfterFunc(clock, d, func() { cancel(context.DeadlineExceeded) })
+	return ctx, func() {
+		stop()
+		cancel(context.Canceled)
+	}
 }

@@ -19,6 +19,42 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
+// Timers is a Clock that also runs timers on its own time, as a virtual
+// clock in a test does: it fires them as it advances, so a workflow that
+// sleeps a month, or retries after an hour, runs in milliseconds. The
+// runtime takes every timer that measures a run's time (sleeps, event
+// timeouts, retry backoff, step timeouts, deadlines, heartbeats, its wait
+// for the next wake time) from a Config.Clock that is a Timers, and from
+// the system otherwise.
+type Timers interface {
+	Clock
+	// AfterFunc calls f on its own goroutine once the clock reads d past
+	// the time of the call (soon, when d <= 0), unless stop is called
+	// first; stop reports whether it kept f from being called.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+// AfterFunc is c.AfterFunc when c is a Timers, else time.AfterFunc.
+func AfterFunc(c Clock, d time.Duration, f func()) (stop func() bool) {
+	if t, ok := c.(Timers); ok {
+		return t.AfterFunc(d, f)
+	}
+	return time.AfterFunc(d, f).Stop
+}
+
+// NewTimer returns a channel that receives the time once c reads d past
+// now, and the timer's stop, on c's timers (AfterFunc).
+func NewTimer(c Clock, d time.Duration) (<-chan time.Time, func() bool) {
+	ch := make(chan time.Time, 1)
+	stop := AfterFunc(c, d, func() {
+		select {
+		case ch <- c.Now():
+		default:
+		}
+	})
+	return ch, stop
+}
+
 // ClockOr returns c, or SystemClock when c is nil: the default every
 // config's zero value uses.
 func ClockOr(c Clock) Clock {
