@@ -2,6 +2,9 @@ package stemtest_test
 
 import (
 	"errors"
+	"os"
+	"os/exec"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,4 +57,80 @@ func TestVirtualTime(t *testing.T) {
 		t.Errorf("%d attempts, want 6", n)
 	}
 	t.Logf("virtual time reached: %s (%s after the start), in %s of wall time", env.Now().Format(time.RFC3339), env.Elapsed(), took)
+}
+
+// fulfil is a small order workflow: three steps around a day's sleep.
+func registerFulfil(e *runtime.Engine) error {
+	step := func(c *runtime.WorkflowContext, key, out string) (string, error) {
+		return runtime.Step(c, key, runtime.StepOptions{}, func(runtime.StepContext) (string, error) { return out, nil })
+	}
+	return runtime.Register(e, "fulfil", func(c *runtime.WorkflowContext, in string) (string, error) {
+		a, err := step(c, "reserve@v1", "held "+in)
+		if err != nil {
+			return "", err
+		}
+		if err := c.Sleep("cool-off", 24*time.Hour); err != nil {
+			return "", err
+		}
+		b, err := step(c, "charge@v1", "paid")
+		if err != nil {
+			return "", err
+		}
+		d, err := step(c, "ship@v1", "shipped")
+		return a + ", " + b + ", " + d, err
+	})
+}
+
+func TestCrashEveryStep(t *testing.T) {
+	t.Parallel()
+	stemtest.CrashEveryStep(t, registerFulfil, "fulfil", "order-7")
+}
+
+// calls counts the calls of the nondeterministic workflow's function in
+// this process: what a workflow that keeps state outside its run sees.
+var calls atomic.Int64
+
+// registerFlaky registers a workflow that is not deterministic: the key of
+// its second step depends on whether its function was called before in
+// this process, so a replay after a crash takes another step.
+func registerFlaky(e *runtime.Engine) error {
+	return runtime.Register(e, "flaky", func(c *runtime.WorkflowContext, in string) (string, error) {
+		n := calls.Add(1)
+		a, err := runtime.Step(c, "first@v1", runtime.StepOptions{}, func(runtime.StepContext) (string, error) { return in, nil })
+		if err != nil {
+			return "", err
+		}
+		key := "first-call@v1"
+		if n > 1 {
+			key = "later-call@v1"
+		}
+		return runtime.Step(c, key, runtime.StepOptions{}, func(runtime.StepContext) (string, error) { return a + " " + key, nil })
+	})
+}
+
+// TestCrashEveryStepCatchesNondeterminism runs the crash test of the
+// nondeterministic workflow in a child process, where it must fail, naming
+// the step after whose crash the run went otherwise.
+func TestCrashEveryStepCatchesNondeterminism(t *testing.T) {
+	if os.Getenv("STEMTEST_FLAKY") == "1" {
+		stemtest.CrashEveryStep(t, registerFlaky, "flaky", "x")
+		return
+	}
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestCrashEveryStepCatchesNondeterminism$", "-test.v")
+	cmd.Env = append(os.Environ(), "STEMTEST_FLAKY=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the crash test of a nondeterministic workflow passed:\n%s", out)
+	}
+	for _, want := range []string{
+		"--- FAIL: TestCrashEveryStepCatchesNondeterminism/after_first@v1",
+		`workflow flaky, killed after the checkpoint of step first@v1: the run ended with output "x later-call@v1", not output "x first-call@v1" as without the crash; its checkpoints differ from the run without the crash: missing [first-call@v1], new [later-call@v1]`,
+		"--- FAIL: TestCrashEveryStepCatchesNondeterminism/after_first-call@v1",
+		"workflow flaky ran otherwise than the first time, with the same input: it ended (output \"x later-call@v1\") without reaching step first-call@v1, which the first run took",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the failing crash test does not say %q:\n%s", want, out)
+		}
+	}
 }
