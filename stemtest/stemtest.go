@@ -163,6 +163,9 @@ func (env *Env) newEngine(st storage.Store) *runtime.Engine {
 	return e
 }
 
+// T is the test the Env belongs to, for helpers that report to it.
+func (env *Env) T() testing.TB { return env.t }
+
 // Context is the test's context: cancelled when the test ends, or after
 // WallTimeout of real time.
 func (env *Env) Context() context.Context { return env.ctx }
