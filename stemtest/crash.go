@@ -97,6 +97,9 @@ func runOnce[In any](t *testing.T, register func(e *runtime.Engine) error, workf
 	if _, err := env.Engine.StartJSON(ctx, workflow, crashRunID, mustJSON(t, in)); err != nil {
 		t.Fatalf("stemtest: starting %s: %v", workflow, err)
 	}
+	if env.opts.started != nil {
+		env.opts.started(env, crashRunID)
+	}
 	type result struct {
 		info runtime.RunInfo
 		err  error

@@ -49,6 +49,8 @@ type options struct {
 	manual bool
 	config func(*runtime.Config)
 	wall   time.Duration
+	// started is AfterStart's.
+	started func(env *Env, runID string)
 }
 
 // WithStore runs the engine on the store open returns, given the virtual
@@ -68,6 +70,13 @@ func ManualTime() Option { return func(o *options) { o.manual = true } }
 // WithConfig lets the test change the engine's configuration (the clock
 // and store stay the kit's).
 func WithConfig(f func(*runtime.Config)) Option { return func(o *options) { o.config = f } }
+
+// AfterStart has CrashEveryStep call f right after it starts each run,
+// with the run's ID: to send the run the events it waits for, at virtual
+// times (Env.At), as the outside world would.
+func AfterStart(f func(env *Env, runID string)) Option {
+	return func(o *options) { o.started = f }
+}
 
 // WallTimeout bounds the test's Context in real time (default one
 // minute).

@@ -1,0 +1,76 @@
+package orders_test
+
+import (
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stemflow/stem/example/orders/orders"
+	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/stemtest"
+)
+
+// longOrder waits a day before packing and gives the warehouse a week.
+var longOrder = orders.Order{
+	ID:         "o-9",
+	Customer:   "grace",
+	Items:      []orders.Item{{SKU: "desk", Qty: 1, PriceCents: 25000}, {SKU: "lamp", Qty: 2, PriceCents: 4200}},
+	CoolOff:    24 * time.Hour,
+	ShipWithin: 7 * 24 * time.Hour,
+}
+
+// register registers the order workflows, with a payment service that
+// fails twice before it answers.
+func register(t *testing.T) func(e *runtime.Engine) error {
+	svc := orders.NewPaymentService(2, 0)
+	srv := httptest.NewServer(svc)
+	t.Cleanup(srv.Close)
+	return func(e *runtime.Engine) error {
+		if err := e.RegisterQueue(orders.FulfilQueue); err != nil {
+			return err
+		}
+		return orders.RegisterWorkflows(e, orders.NewSteps(orders.NewPaymentsClient(srv.URL, srv.Client())))
+	}
+}
+
+// TestFulfilInVirtualTime runs an order with a day's cool-off and a
+// warehouse that ships three days in: virtual days, real milliseconds.
+func TestFulfilInVirtualTime(t *testing.T) {
+	t.Parallel()
+	env := stemtest.New(t, register(t))
+	run, err := orders.StartFulfil(env.Context(), env.Engine, longOrder, runtime.WithID("order-o-9"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.At(72*time.Hour, func() {
+		if err := (orders.Warehouse{Engine: env.Engine}).Ship(env.Context(), run.ID(), longOrder.ID); err != nil {
+			t.Error(err)
+		}
+	})
+	rec, err := run.Result(env.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Tracking != orders.TrackingNumber(longOrder.ID) {
+		t.Errorf("tracking %q", rec.Tracking)
+	}
+	if got := env.Elapsed(); got < 72*time.Hour || got > 73*time.Hour {
+		t.Errorf("the order took %s of virtual time, want the warehouse's three days", got)
+	}
+	t.Logf("fulfilled after %s of virtual time", env.Elapsed())
+}
+
+// TestFulfilSurvivesACrashAtEveryStep kills the worker before and after
+// each of the order's steps, with the warehouse shipping a day in.
+func TestFulfilSurvivesACrashAtEveryStep(t *testing.T) {
+	t.Parallel()
+	in := longOrder
+	in.CoolOff = time.Hour
+	stemtest.CrashEveryStep(t, register(t), orders.FulfilWorkflowName, in, stemtest.AfterStart(func(env *stemtest.Env, runID string) {
+		env.At(24*time.Hour, func() {
+			if err := (orders.Warehouse{Engine: env.Engine}).Ship(env.Context(), runID, in.ID); err != nil {
+				env.T().Error(err)
+			}
+		})
+	}))
+}
