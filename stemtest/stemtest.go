@@ -143,8 +143,8 @@ func (env *Env) newEngine(st storage.Store) *runtime.Engine {
 		Store: st, Clock: env.Clock,
 		// Leases and heartbeats run on the virtual clock too: long ones
 		// keep the clock's steps few while a run backs off for hours.
-		LeaseDuration: time.Hour, HeartbeatInterval: 15 * time.Minute,
-		PollInterval: 20 * time.Millisecond, ShutdownGrace: 100 * time.Millisecond,
+		LeaseDuration: 4 * time.Hour, HeartbeatInterval: time.Hour,
+		PollInterval: 500 * time.Millisecond, ShutdownGrace: 100 * time.Millisecond,
 	}
 	if env.opts.config != nil {
 		env.opts.config(&cfg)
@@ -221,8 +221,14 @@ func (env *Env) Pause() (resume func()) {
 }
 
 // quiet is how long the clock and the engine must be still, in real time,
-// before the clock moves by itself.
-const quiet = 3 * time.Millisecond
+// before the clock moves by itself; busyQuiet is how long while a step
+// function executes: a step that has not touched the clock for that long
+// is taken to wait for its timeout (or its context), which the clock must
+// reach.
+const (
+	quiet     = 3 * time.Millisecond
+	busyQuiet = 50 * time.Millisecond
+)
 
 // advance moves the clock to its next timer whenever everything is
 // blocked on time.
@@ -244,19 +250,20 @@ func (env *Env) advance(ctx context.Context) {
 	}
 }
 
-// settle returns once no step function is executing and the clock has
-// not been read or set for quiet.
+// settle returns once the clock has not been read or set for quiet, or
+// for busyQuiet while a step function executes.
 func (env *Env) settle(ctx context.Context) {
 	last := env.Clock.activity.Load()
 	still := time.Duration(0)
 	for ctx.Err() == nil {
 		time.Sleep(time.Millisecond)
 		now := env.Clock.activity.Load()
-		if now != last || env.running() > 0 {
+		if now != last {
 			last, still = now, 0
 			continue
 		}
-		if still += time.Millisecond; still >= quiet {
+		still += time.Millisecond
+		if still >= quiet && env.running() == 0 || still >= busyQuiet {
 			return
 		}
 	}

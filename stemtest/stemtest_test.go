@@ -1,6 +1,7 @@
 package stemtest_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -133,4 +134,31 @@ func TestCrashEveryStepCatchesNondeterminism(t *testing.T) {
 			t.Errorf("the failing crash test does not say %q:\n%s", want, out)
 		}
 	}
+}
+
+// A step that hangs is cut off by its timeout, and a delayed start waits,
+// on the virtual clock.
+func TestStepTimeoutAndDelayedStart(t *testing.T) {
+	t.Parallel()
+	env := stemtest.New(t, func(e *runtime.Engine) error {
+		return runtime.Register(e, "hang", func(c *runtime.WorkflowContext, in string) (string, error) {
+			return runtime.Step(c, "hang@v1", runtime.StepOptions{Timeout: 2 * time.Hour}, func(sc runtime.StepContext) (string, error) {
+				<-sc.Done()
+				return "", sc.Err()
+			})
+		})
+	})
+	wall := time.Now()
+	run, err := runtime.Start[string, string](env.Context(), env.Engine, "hang", "x", runtime.WithDelay(10*24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = run.Result(env.Context())
+	if !errors.Is(err, context.DeadlineExceeded) && (err == nil || !strings.Contains(err.Error(), "deadline exceeded")) {
+		t.Fatalf("a step past its timeout: %v", err)
+	}
+	if got, want := env.Elapsed(), 10*24*time.Hour+2*time.Hour; got < want || got > want+time.Minute {
+		t.Errorf("virtual time %s, want %s: ten days' delay and the step's two hours", got, want)
+	}
+	t.Logf("virtual time %s in %s", env.Elapsed(), time.Since(wall))
 }
