@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/stemtest"
+	"github.com/stemflow/stem/storage"
+	"github.com/stemflow/stem/stores/sqlitestore"
 )
 
 type ready struct{ Dock string }
@@ -161,4 +164,34 @@ func TestStepTimeoutAndDelayedStart(t *testing.T) {
 		t.Errorf("virtual time %s, want %s: ten days' delay and the step's two hours", got, want)
 	}
 	t.Logf("virtual time %s in %s", env.Elapsed(), time.Since(wall))
+}
+
+// The kit runs on a store the test names: here a SQLite file, judged on
+// the virtual clock.
+func TestVirtualTimeOnSQLite(t *testing.T) {
+	t.Parallel()
+	env := stemtest.New(t, func(e *runtime.Engine) error {
+		return runtime.Register(e, "nap", func(c *runtime.WorkflowContext, in string) (string, error) {
+			if err := c.Sleep("a week", 7*24*time.Hour); err != nil {
+				return "", err
+			}
+			return runtime.Step(c, "wake@v1", runtime.StepOptions{}, func(runtime.StepContext) (string, error) { return "awake " + in, nil })
+		})
+	}, stemtest.WithStore(func(clock storage.Clock) storage.Store {
+		st, err := sqlitestore.Open(filepath.Join(t.TempDir(), "stem.db"), sqlitestore.Options{Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}))
+	run, err := runtime.Start[string, string](env.Context(), env.Engine, "nap", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run.Result(env.Context()); err != nil || out != "awake x" {
+		t.Fatalf("result %q, %v", out, err)
+	}
+	if got := env.Elapsed(); got < 7*24*time.Hour || got > 7*24*time.Hour+time.Minute {
+		t.Errorf("virtual time %s, want a week", got)
+	}
 }
