@@ -57,7 +57,11 @@ type Config struct {
 	// ClaimBatch caps how many runs one claim leases. Default Workers.
 	ClaimBatch int
 	// Clock tells the time for sleeps, deadlines and attempt records. Default
-	// the system clock.
+	// the system clock. A Clock that is a storage.Timers (a test's virtual
+	// clock, package stemtest) also runs the timers that measure a run's
+	// time: sleeps, waits, retry backoff, step timeouts, deadlines,
+	// heartbeats and the engine's wait for the next wake time. The poll and
+	// the back-offs after a store error stay in real time.
 	Clock storage.Clock
 	// Logger receives the engine's logs. Default: discarded.
 	Logger *slog.Logger
