@@ -119,7 +119,12 @@ var locals = map[string]bool{
 	"c": true, "sc": true, "e": true, "ctx": true, "in": true, "opts": true, "r": true,
 	"rs": true, "err": true, "out": true, "i": true, "items": true, "ev": true, "steps": true,
 	"runID": true, "name": true, "timeout": true, "id": true, "p": true, "after": true,
+	overrideLocal: true, "ok": true,
 }
+
+// overrideLocal holds, in a step's attempt, the function a test put in
+// place of the step's.
+const overrideLocal = "fn"
 
 // generated is one package-level identifier stemgen declares, and the
 // declaration it is for.
