@@ -21,11 +21,12 @@ var update = flag.Bool("update", false, "rewrite the want files of testdata case
 //   - errors.txt: the diagnostics, exactly, one per line; or
 //   - stem_gen.go: the generated file, which must also build and pass go
 //     vet in a module using this tree's runtime, and come out byte-identical
-//     when generated again over itself; optionally stem.manifest.json, the
-//     manifest written, output.txt, what `go run .` of the package (a main
-//     package) prints, stem_workflows.md, the page written, and
-//     warnings.txt, the warnings, exactly, one per line (without it there
-//     must be none).
+//     when generated again over itself; <pkg>stemtest/stem_gen.go, the
+//     test-helper package, for every package that gets one; optionally
+//     stem.manifest.json, the manifest written, output.txt, what `go run .`
+//     of the package (a main package) prints, stem_workflows.md, the page
+//     written, and warnings.txt, the warnings, exactly, one per line
+//     (without it there must be none).
 func TestCases(t *testing.T) {
 	cases, err := os.ReadDir("testdata")
 	if err != nil {
@@ -86,6 +87,7 @@ func runCase(t *testing.T, caseDir string) {
 	if out, err := gentest.Go(dir, "vet", "./..."); err != nil {
 		t.Fatalf("generated package does not build:\n%s\n%s", err, out)
 	}
+	helpers := helperFiles(t, dir, res.Files)
 	outputFile := filepath.Join(want, "output.txt")
 	var output []byte
 	if _, err := os.Stat(outputFile); err == nil {
@@ -112,6 +114,7 @@ func runCase(t *testing.T, caseDir string) {
 	}
 
 	compare(t, filepath.Join(want, GenFileName), got)
+	compareHelpers(t, dir, want, helpers)
 	manifest, err := os.ReadFile(filepath.Join(dir, ManifestFileName))
 	if err != nil {
 		t.Fatal(err)
@@ -127,6 +130,52 @@ func runCase(t *testing.T, caseDir string) {
 	}
 	if output != nil || *update && exists(outputFile) {
 		compare(t, outputFile, output)
+	}
+}
+
+// helperFiles returns the test-helper files written, relative to dir.
+func helperFiles(t *testing.T, dir string, files []File) []string {
+	t.Helper()
+	var out []string
+	for _, f := range files {
+		rel, err := filepath.Rel(dir, f.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Content != nil && filepath.Base(rel) == GenFileName && filepath.Dir(rel) != "." {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
+// compareHelpers compares the test-helper files written with want's, and
+// checks that want holds no other.
+func compareHelpers(t *testing.T, dir, want string, helpers []string) {
+	t.Helper()
+	for _, rel := range helpers {
+		got, err := os.ReadFile(filepath.Join(dir, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		compare(t, filepath.Join(want, rel), got)
+	}
+	wanted, err := filepath.Glob(filepath.Join(want, "*", GenFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range wanted {
+		rel, _ := filepath.Rel(want, w)
+		if slices.Contains(helpers, rel) {
+			continue
+		}
+		if *update {
+			if err := os.RemoveAll(filepath.Dir(w)); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		t.Errorf("%s was not generated", w)
 	}
 }
 
