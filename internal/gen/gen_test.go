@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +28,10 @@ var update = flag.Bool("update", false, "rewrite the want files of testdata case
 //     of the package (a main package) prints, stem_workflows.md, the page
 //     written, and warnings.txt, the warnings, exactly, one per line
 //     (without it there must be none).
+//
+// A case with _test.go files has them pass go test (they exercise the
+// test helpers); a case with a test-helper package and a main package
+// checks that the program links neither the helpers nor testing.
 func TestCases(t *testing.T) {
 	cases, err := os.ReadDir("testdata")
 	if err != nil {
@@ -88,6 +93,14 @@ func runCase(t *testing.T, caseDir string) {
 		t.Fatalf("generated package does not build:\n%s\n%s", err, out)
 	}
 	helpers := helperFiles(t, dir, res.Files)
+	if hasTests(t, caseDir) {
+		if out, err := gentest.Go(dir, "test", "./..."); err != nil {
+			t.Fatalf("the case's tests fail:\n%s\n%s", err, out)
+		}
+	}
+	if len(helpers) > 0 {
+		checkProgramsLinkNoHelpers(t, dir)
+	}
 	outputFile := filepath.Join(want, "output.txt")
 	var output []byte
 	if _, err := os.Stat(outputFile); err == nil {
@@ -176,6 +189,47 @@ func compareHelpers(t *testing.T, dir, want string, helpers []string) {
 			continue
 		}
 		t.Errorf("%s was not generated", w)
+	}
+}
+
+// hasTests reports whether the case has _test.go files.
+func hasTests(t *testing.T, caseDir string) bool {
+	t.Helper()
+	found := false
+	err := filepath.WalkDir(caseDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == "want" {
+			return filepath.SkipDir
+		}
+		found = found || strings.HasSuffix(path, "_test.go")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// checkProgramsLinkNoHelpers checks that no main package of the module
+// links a test-helper package, or testing, which the helpers import.
+func checkProgramsLinkNoHelpers(t *testing.T, dir string) {
+	t.Helper()
+	mains, err := gentest.Go(dir, "list", "-f", `{{if eq .Name "main"}}{{.ImportPath}}{{end}}`, "./...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, main := range strings.Fields(mains) {
+		deps, err := gentest.Go(dir, "list", "-deps", main)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dep := range strings.Fields(deps) {
+			if dep == "testing" || strings.HasSuffix(dep, helperSuffix) {
+				t.Errorf("program %s links %s", main, dep)
+			}
+		}
 	}
 }
 
