@@ -48,7 +48,7 @@ func TestCLI(t *testing.T) {
 	src := filepath.Join(dir, "p.go")
 	write(t, src, workflow)
 
-	if code, out, errs := run("-C", dir, "-v"); code != 0 || out != "stem.manifest.json\nstem_gen.go\nstem_workflows.md\n" || errs != "" {
+	if code, out, errs := run("-C", dir, "-v"); code != 0 || out != "pstemtest/stem_gen.go\nstem.manifest.json\nstem_gen.go\nstem_workflows.md\n" || errs != "" {
 		t.Fatalf("stemgen = %d, stdout %q, stderr %q", code, out, errs)
 	}
 	generated, err := os.ReadFile(filepath.Join(dir, gen.GenFileName))
@@ -61,13 +61,18 @@ func TestCLI(t *testing.T) {
 	if code, out, errs := run("-C", dir, "-v"); code != 0 || out != "" || errs != "" {
 		t.Errorf("second run = %d, stdout %q (want nothing rewritten), stderr %q", code, out, errs)
 	}
+	// Every package below, the test helpers included, is as generated.
+	if code, out, errs := run("-C", dir, "-v", "./..."); code != 0 || out != "" || errs != "" {
+		t.Errorf("run on ./... = %d, stdout %q (want nothing rewritten), stderr %q", code, out, errs)
+	}
 	if code, _, errs := run("-C", dir, "-check"); code != 0 || errs != "" {
 		t.Errorf("-check on fresh files = %d, %q", code, errs)
 	}
 
 	// A new step makes the file stale.
 	write(t, src, workflow+"\n//stem:step name=half\nfunc Half(ctx runtime.StepContext, n int) (int, error) { return n / 2, nil }\n")
-	if code, _, errs := run("-C", dir, "-check"); code != 1 || errs != "stemgen: stem.manifest.json is out of date; run go generate\nstemgen: stem_gen.go is out of date; run go generate\n" {
+	if code, _, errs := run("-C", dir, "-check"); code != 1 || errs != "stemgen: pstemtest/stem_gen.go is out of date; run go generate\n"+
+		"stemgen: stem.manifest.json is out of date; run go generate\nstemgen: stem_gen.go is out of date; run go generate\n" {
 		t.Errorf("-check on stale files = %d, %q", code, errs)
 	}
 	if after, _ := os.ReadFile(filepath.Join(dir, gen.GenFileName)); !bytes.Equal(after, generated) {

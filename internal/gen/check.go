@@ -218,6 +218,18 @@ func checkCollisions(m *Package, d *diagnostics) {
 		}
 		first[g.name] = g
 	}
+	// The test-helper package declares only generated names, but two
+	// annotated declarations may get the same one there.
+	helper := m.helperNames()
+	slices.SortStableFunc(helper, func(x, y generated) int { return int(x.pos) - int(y.pos) })
+	firstHelper := map[string]generated{}
+	for _, g := range helper {
+		if f, ok := firstHelper[g.name]; ok && f.what != g.what {
+			d.add(g.pos, "stemgen would generate %s in package %s (the test helpers) for both %s and %s; rename one of them", g.name, m.helperName(), f.what, g.what)
+			continue
+		}
+		firstHelper[g.name] = g
+	}
 	// Every workflow context has the same members: two fields, the methods
 	// promoted from the embedded *runtime.WorkflowContext, and, by
 	// embedding callsType, two more fields and the methods of every step,

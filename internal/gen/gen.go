@@ -1,15 +1,17 @@
 // Package gen is stemgen, the generator behind //stem: annotations: it loads
 // annotated packages, builds a model of their workflows, steps and events,
 // checks it, and renders one stem_gen.go (and the manifest of durable
-// shapes, stem.manifest.json) per package.
+// shapes, stem.manifest.json) per package, and, for a package with
+// workflows that is not a main package, a package of test helpers,
+// <pkg>stemtest/stem_gen.go, that only tests import.
 //
 // The stages are separate files: load.go (one packages.Load), model.go and
 // types.go (our own structs, built from go/types), check.go (every
 // diagnostic, positioned), manifest.go (the shapes of workflows, steps and
 // events across generations),
-// render.go (jennifer, reading only the model) and names.go (every generated
-// identifier). Generate returns files and diagnostics; the command (Main)
-// writes all files or none.
+// render.go and testkit.go (jennifer, reading only the model) and names.go
+// (every generated identifier). Generate returns files and diagnostics;
+// the command (Main) writes all files or none.
 package gen
 
 import (
@@ -56,9 +58,12 @@ type Config struct {
 
 // File is one file to write: Content, or removal when Content is nil.
 type File struct {
-	// Path is absolute.
+	// Path is absolute. Its directory is created when missing.
 	Path    string
 	Content []byte
+	// PruneDir: on removal, the file's directory goes too when it is left
+	// empty (the directory of a test-helper package).
+	PruneDir bool
 }
 
 // Result is the outcome of Generate: the files of every package that had no
@@ -142,6 +147,11 @@ func generatePackage(lp *loadedPackage, m *Package, generated map[string]bool, d
 	if m == nil {
 		return nil
 	}
+	if m.empty() && isHelperPackage(lp) {
+		// A test-helper package stemgen wrote: its parent's generation
+		// writes or removes it.
+		return nil
+	}
 	if m.empty() {
 		// Nothing to generate: the package's own errors are not stemgen's
 		// to report.
@@ -152,6 +162,7 @@ func generatePackage(lp *loadedPackage, m *Package, generated map[string]bool, d
 			files = append(files, File{Path: filepath.Join(lp.dir, GenFileName)})
 		}
 		files = append(files, staleDocs(lp.dir)...)
+		files = append(files, helperFile(lp, m, d)...)
 		if old := readManifest(lp, d); old != nil {
 			// The manifest stays, every entry retired: stored runs may
 			// still hold its shapes.
@@ -176,28 +187,34 @@ func generatePackage(lp *loadedPackage, m *Package, generated map[string]bool, d
 		return nil
 	}
 	docs := docsFile(lp, m, d, w)
+	helper := helperFile(lp, m, d)
 	if len(d.list) > 0 {
 		return nil
 	}
-	return append([]File{
+	return slices.Concat([]File{
 		{Path: filepath.Join(lp.dir, GenFileName), Content: src},
 		{Path: filepath.Join(lp.dir, ManifestFileName), Content: man},
-	}, docs...)
+	}, docs, helper)
 }
 
 // Commit writes every file or, if any write fails, none: each file goes to
 // a temporary file first, and only when all are written are they renamed
-// into place. Files whose content is unchanged are left alone. It returns
+// into place. Missing directories are created, and removed again when a
+// write fails. Files whose content is unchanged are left alone. It returns
 // the paths it changed.
 func Commit(files []File) ([]string, error) {
 	type pending struct{ tmp, path string }
 	var (
 		renames []pending
-		removes []string
+		removes []File
+		made    []string // directories created, deepest last
 	)
 	cleanup := func() {
 		for _, p := range renames {
 			os.Remove(p.tmp)
+		}
+		for _, dir := range slices.Backward(made) {
+			os.Remove(dir)
 		}
 	}
 	for _, f := range files {
@@ -205,12 +222,18 @@ func Commit(files []File) ([]string, error) {
 		exists := err == nil
 		if f.Content == nil {
 			if exists {
-				removes = append(removes, f.Path)
+				removes = append(removes, f)
 			}
 			continue
 		}
 		if exists && bytes.Equal(old, f.Content) {
 			continue
+		}
+		dirs, err := mkdirAll(filepath.Dir(f.Path))
+		made = append(made, dirs...)
+		if err != nil {
+			cleanup()
+			return nil, fmt.Errorf("gen: %w", err)
 		}
 		tmp, err := os.CreateTemp(filepath.Dir(f.Path), "."+filepath.Base(f.Path)+".*.tmp")
 		if err != nil {
@@ -240,11 +263,33 @@ func Commit(files []File) ([]string, error) {
 		}
 		changed = append(changed, p.path)
 	}
-	for _, path := range removes {
-		if err := os.Remove(path); err != nil {
+	for _, f := range removes {
+		if err := os.Remove(f.Path); err != nil {
 			return changed, fmt.Errorf("gen: %w", err)
 		}
-		changed = append(changed, path)
+		changed = append(changed, f.Path)
+		if f.PruneDir {
+			os.Remove(filepath.Dir(f.Path)) // fails, as it should, unless empty
+		}
 	}
 	return changed, nil
+}
+
+// mkdirAll creates dir and its missing parents, and returns those it
+// created, outermost first.
+func mkdirAll(dir string) ([]string, error) {
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		missing = append(missing, d)
+	}
+	slices.Reverse(missing)
+	for i, d := range missing {
+		if err := os.Mkdir(d, 0o755); err != nil && !os.IsExist(err) {
+			return missing[:i], err
+		}
+	}
+	return missing, nil
 }

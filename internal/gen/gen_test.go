@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,11 +22,16 @@ var update = flag.Bool("update", false, "rewrite the want files of testdata case
 //   - errors.txt: the diagnostics, exactly, one per line; or
 //   - stem_gen.go: the generated file, which must also build and pass go
 //     vet in a module using this tree's runtime, and come out byte-identical
-//     when generated again over itself; optionally stem.manifest.json, the
-//     manifest written, output.txt, what `go run .` of the package (a main
-//     package) prints, stem_workflows.md, the page written, and
-//     warnings.txt, the warnings, exactly, one per line (without it there
-//     must be none).
+//     when generated again over itself; <pkg>stemtest/stem_gen.go, the
+//     test-helper package, for every package that gets one; optionally
+//     stem.manifest.json, the manifest written, output.txt, what `go run .`
+//     of the package (a main package) prints, stem_workflows.md, the page
+//     written, and warnings.txt, the warnings, exactly, one per line
+//     (without it there must be none).
+//
+// A case with _test.go files has them pass go test (they exercise the
+// test helpers); a case with a test-helper package and a main package
+// checks that the program links neither the helpers nor testing.
 func TestCases(t *testing.T) {
 	cases, err := os.ReadDir("testdata")
 	if err != nil {
@@ -86,6 +92,15 @@ func runCase(t *testing.T, caseDir string) {
 	if out, err := gentest.Go(dir, "vet", "./..."); err != nil {
 		t.Fatalf("generated package does not build:\n%s\n%s", err, out)
 	}
+	helpers := helperFiles(t, dir, res.Files)
+	if hasTests(t, caseDir) {
+		if out, err := gentest.Go(dir, "test", "./..."); err != nil {
+			t.Fatalf("the case's tests fail:\n%s\n%s", err, out)
+		}
+	}
+	if len(helpers) > 0 {
+		checkProgramsLinkNoHelpers(t, dir)
+	}
 	outputFile := filepath.Join(want, "output.txt")
 	var output []byte
 	if _, err := os.Stat(outputFile); err == nil {
@@ -112,6 +127,7 @@ func runCase(t *testing.T, caseDir string) {
 	}
 
 	compare(t, filepath.Join(want, GenFileName), got)
+	compareHelpers(t, dir, want, helpers)
 	manifest, err := os.ReadFile(filepath.Join(dir, ManifestFileName))
 	if err != nil {
 		t.Fatal(err)
@@ -127,6 +143,93 @@ func runCase(t *testing.T, caseDir string) {
 	}
 	if output != nil || *update && exists(outputFile) {
 		compare(t, outputFile, output)
+	}
+}
+
+// helperFiles returns the test-helper files written, relative to dir.
+func helperFiles(t *testing.T, dir string, files []File) []string {
+	t.Helper()
+	var out []string
+	for _, f := range files {
+		rel, err := filepath.Rel(dir, f.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Content != nil && filepath.Base(rel) == GenFileName && filepath.Dir(rel) != "." {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
+// compareHelpers compares the test-helper files written with want's, and
+// checks that want holds no other.
+func compareHelpers(t *testing.T, dir, want string, helpers []string) {
+	t.Helper()
+	for _, rel := range helpers {
+		got, err := os.ReadFile(filepath.Join(dir, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		compare(t, filepath.Join(want, rel), got)
+	}
+	wanted, err := filepath.Glob(filepath.Join(want, "*", GenFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range wanted {
+		rel, _ := filepath.Rel(want, w)
+		if slices.Contains(helpers, rel) {
+			continue
+		}
+		if *update {
+			if err := os.RemoveAll(filepath.Dir(w)); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		t.Errorf("%s was not generated", w)
+	}
+}
+
+// hasTests reports whether the case has _test.go files.
+func hasTests(t *testing.T, caseDir string) bool {
+	t.Helper()
+	found := false
+	err := filepath.WalkDir(caseDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == "want" {
+			return filepath.SkipDir
+		}
+		found = found || strings.HasSuffix(path, "_test.go")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// checkProgramsLinkNoHelpers checks that no main package of the module
+// links a test-helper package, or testing, which the helpers import.
+func checkProgramsLinkNoHelpers(t *testing.T, dir string) {
+	t.Helper()
+	mains, err := gentest.Go(dir, "list", "-f", `{{if eq .Name "main"}}{{.ImportPath}}{{end}}`, "./...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, main := range strings.Fields(mains) {
+		deps, err := gentest.Go(dir, "list", "-deps", main)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dep := range strings.Fields(deps) {
+			if dep == "testing" || strings.HasSuffix(dep, helperSuffix) {
+				t.Errorf("program %s links %s", main, dep)
+			}
+		}
 	}
 }
 

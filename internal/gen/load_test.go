@@ -67,12 +67,17 @@ func TestRemovedAnnotationsRemoveTheGeneratedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	genFile := filepath.Join(dir, GenFileName)
-	if _, err := os.Stat(genFile); err != nil {
-		t.Fatal(err)
+	helperFile := filepath.Join(dir, "pstemtest", GenFileName)
+	for _, f := range []string{genFile, helperFile} {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatal(err)
+		}
 	}
-	// The annotation goes; the package still uses nothing generated.
+	// The annotation goes; the package still uses nothing generated. The
+	// load takes in the test-helper package too, which leaves its
+	// removal to its parent's generation.
 	writeFile(t, filepath.Join(dir, "p.go"), "package p\n\nfunc W() {}\n")
-	res := generate(t, dir)
+	res := generate(t, dir, "./...")
 	if len(res.Diagnostics) > 0 {
 		t.Fatal(res.Diagnostics)
 	}
@@ -82,20 +87,23 @@ func TestRemovedAnnotationsRemoveTheGeneratedFile(t *testing.T) {
 	for _, f := range res.Files {
 		paths[f.Path] = f.Content
 	}
-	if c, ok := paths[genFile]; len(res.Files) != 3 || !ok || c != nil {
-		t.Fatalf("files = %v, want the manifest and the removal of %s and %s", res.Files, genFile, docsFile)
+	if c, ok := paths[genFile]; len(res.Files) != 4 || !ok || c != nil {
+		t.Fatalf("files = %v, want the manifest and the removal of %s, %s and %s", res.Files, genFile, docsFile, helperFile)
 	}
-	if c, ok := paths[docsFile]; !ok || c != nil {
-		t.Fatalf("files = %v, want the removal of %s", res.Files, docsFile)
+	for _, f := range []string{docsFile, helperFile} {
+		if c, ok := paths[f]; !ok || c != nil {
+			t.Fatalf("files = %v, want the removal of %s", res.Files, f)
+		}
 	}
 	if _, ok := paths[manifestFile]; !ok {
 		t.Fatalf("files = %v, want the manifest rewritten", res.Files)
 	}
 	changed, err := Commit(res.Files)
-	if err != nil || len(changed) != 3 {
+	if err != nil || len(changed) != 4 {
 		t.Fatal(changed, err)
 	}
-	for _, f := range []string{genFile, docsFile} {
+	// The test helpers' directory goes with its file.
+	for _, f := range []string{genFile, docsFile, filepath.Dir(helperFile)} {
 		if _, err := os.Stat(f); !os.IsNotExist(err) {
 			t.Errorf("%s still exists: %v", f, err)
 		}
@@ -135,7 +143,7 @@ func TestPatterns(t *testing.T) {
 		rel, _ := filepath.Rel(dir, f.Path)
 		paths = append(paths, rel)
 	}
-	if want := []string{"a/" + ManifestFileName, "a/" + GenFileName, "a/" + DocsFileName}; !slices.Equal(paths, want) {
+	if want := []string{"a/astemtest/" + GenFileName, "a/" + ManifestFileName, "a/" + GenFileName, "a/" + DocsFileName}; !slices.Equal(paths, want) {
 		t.Errorf("files = %q, want %q", paths, want)
 	}
 }
@@ -143,19 +151,21 @@ func TestPatterns(t *testing.T) {
 func TestCommitWritesAllOrNothing(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	first := filepath.Join(dir, "first.go")
+	writeFile(t, filepath.Join(dir, "blocker"), "a file, not a directory")
+	// The first file's directory is created; the second's cannot be.
+	first := filepath.Join(dir, "new", "sub", "first.go")
 	_, err := Commit([]File{
 		{Path: first, Content: []byte("package p\n")},
-		{Path: filepath.Join(dir, "missing", "second.go"), Content: []byte("package p\n")},
+		{Path: filepath.Join(dir, "blocker", "second.go"), Content: []byte("package p\n")},
 	})
 	if err == nil {
-		t.Fatal("Commit into a missing directory succeeded")
+		t.Fatal("Commit below a file succeeded")
 	}
 	if _, err := os.Stat(first); !os.IsNotExist(err) {
 		t.Errorf("the first file was written although the second failed: %v", err)
 	}
 	entries, _ := os.ReadDir(dir)
-	if len(entries) != 0 {
+	if len(entries) != 1 || entries[0].Name() != "blocker" {
 		t.Errorf("left behind: %v", entries)
 	}
 

@@ -14,7 +14,10 @@ const usage = `usage: stemgen [-C dir] [-check] [packages]
 
 stemgen generates stem_gen.go (and keeps stem.manifest.json) for each
 package with //stem: annotations, and stem_workflows.md, a page with a
-flowchart of each workflow and the package's event graph. Packages are
+flowchart of each workflow and the package's event graph. For a package
+with workflows (not a main package) it also writes <pkg>stemtest/stem_gen.go,
+test helpers for the package's tests: step mocks, events sent at a virtual
+time, and a crash test per workflow. Packages are
 directories, relative to the working directory or absolute, optionally
 ending in /... (default ".").
 Run it from a //go:generate line:

@@ -119,7 +119,12 @@ var locals = map[string]bool{
 	"c": true, "sc": true, "e": true, "ctx": true, "in": true, "opts": true, "r": true,
 	"rs": true, "err": true, "out": true, "i": true, "items": true, "ev": true, "steps": true,
 	"runID": true, "name": true, "timeout": true, "id": true, "p": true, "after": true,
+	overrideLocal: true, "ok": true,
 }
+
+// overrideLocal holds, in a step's attempt, the function a test put in
+// place of the step's.
+const overrideLocal = "fn"
 
 // generated is one package-level identifier stemgen declares, and the
 // declaration it is for.
@@ -174,4 +179,86 @@ func (m *Package) generatedNames() map[string]bool {
 		set[g.name] = true
 	}
 	return set
+}
+
+// The test-helper package: stemgen writes it, in a directory of its name
+// below the package, for every package with workflows that another
+// package can import (not a main package). helperSuffix ends its name:
+// ordersstemtest for package orders.
+const helperSuffix = "stemtest"
+
+func (m *Package) helperName() string { return m.Name + helperSuffix }
+func (m *Package) helperPath() string { return m.Path + "/" + m.helperName() }
+
+// hasHelper reports whether the package gets a test-helper package.
+func (m *Package) hasHelper() bool {
+	return m.Name != "main" && len(m.Workflows) > 0
+}
+
+// Package-level names of the test-helper package: the type holding the
+// step mocks and the function returning it, and the generic type that
+// records a mock's calls.
+const (
+	mocksType    = "Mocks"
+	mockFunc     = "Mock"
+	recorderType = "recorder"
+)
+
+// Names a step gets in the test-helper package: the method of mocksType
+// that replaces it, the handle that method returns, and the struct of one
+// call's inputs.
+func (s *Step) mockMethod() string { return exported(s.GoName) }
+func (s *Step) mockType() string   { return exported(s.GoName) + "Mock" }
+func (s *Step) callType() string   { return exported(s.GoName) + "Call" }
+
+// Methods of a step's mock handle, and the field holding its calls.
+const (
+	callsMethod = "Calls"
+	countMethod = "Count"
+	callsField  = "calls"
+)
+
+// Names an event gets in the test-helper package: sending it, and
+// emitting it, at a virtual time.
+func (e *Event) sendAtFunc() string { return e.sendFunc() + "At" }
+func (e *Event) emitAtFunc() string { return e.emitFunc() + "At" }
+
+// crashFunc is the test-helper package's crash test of a workflow (its
+// newest version).
+func (w *Workflow) crashFunc() string { return "CrashEveryStep" + exported(w.GoName) }
+
+// helperLocals are the identifiers the test-helper package declares
+// inside functions; import names avoid them.
+var helperLocals = map[string]bool{
+	"m": true, "h": true, "fn": true, "env": true, "d": true, "runID": true, "ev": true,
+	"err": true, "t": true, "register": true, "in": true, "opts": true, "r": true, "call": true,
+	"T": true, "ctx": true,
+}
+
+// helperNames returns every package-level identifier of the package's
+// test-helper package, with the annotated declaration each is for.
+func (m *Package) helperNames() []generated {
+	if !m.hasHelper() {
+		return nil
+	}
+	var out []generated
+	add := func(pos token.Pos, what string, names ...string) {
+		for _, n := range names {
+			out = append(out, generated{n, pos, what})
+		}
+	}
+	steps, events, workflows := m.helperItems()
+	if len(steps) > 0 {
+		add(steps[0].Pos, "the package's step mocks", mocksType, mockFunc, recorderType)
+	}
+	for _, s := range steps {
+		add(s.Pos, "step "+s.String(), s.mockType(), s.callType())
+	}
+	for _, e := range events {
+		add(e.Pos, "event "+e.GoName, e.sendAtFunc(), e.emitAtFunc())
+	}
+	for _, w := range workflows {
+		add(w.Pos, "workflow "+w.GoName, w.crashFunc())
+	}
+	return out
 }

@@ -149,7 +149,7 @@ func (r *renderer) imports() {
 			r.f.ImportAlias(path, alias)
 		}
 	}
-	// A step method's body uses c, sc, the imports, the package's own
+	// A step method's body uses c, sc, fn, ok, the imports, the package's own
 	// identifiers and generated ones; its parameters must not shadow them.
 	for n := range r.m.Declared {
 		r.reserved[n] = true
@@ -158,6 +158,7 @@ func (r *renderer) imports() {
 		r.reserved[n] = true
 	}
 	r.reserved["c"], r.reserved["sc"] = true, true
+	r.reserved[overrideLocal], r.reserved["ok"] = true, true
 }
 
 // eachType calls fn for every type the generated file mentions.
@@ -744,14 +745,12 @@ func (r *renderer) stepMethod(s *Step) {
 	if o := s.Output(); o != nil {
 		r.f.Func().Params(recv).Id(s.method()).Params(params...).Params(r.typ(o.Type), jen.Error()).Block(
 			jen.Return(rt("Step").Call(jen.Id("c").Dot(runtimeField), jen.Id(s.keyConst()), opts,
-				jen.Func().Params(jen.Id("sc").Add(rt("StepContext"))).Params(r.typ(o.Type), jen.Error()).Block(
-					jen.Return(call)))))
+				jen.Func().Params(jen.Id("sc").Add(rt("StepContext"))).Params(r.typ(o.Type), jen.Error()).Block(call...))))
 		return
 	}
 	r.f.Func().Params(recv).Id(s.method()).Params(params...).Error().Block(
 		jen.Return(rt("Do").Call(jen.Id("c").Dot(runtimeField), jen.Id(s.keyConst()), opts,
-			jen.Func().Params(jen.Id("sc").Add(rt("StepContext"))).Error().Block(
-				jen.Return(call)))))
+			jen.Func().Params(jen.Id("sc").Add(rt("StepContext"))).Error().Block(call...))))
 }
 
 // stepAsyncMethod writes the future-returning form of step s's method on
@@ -773,19 +772,19 @@ func (r *renderer) stepAsyncMethod(s *Step) {
 	if o := s.Output(); o != nil {
 		r.f.Func().Params(recv).Id(s.asyncMethod()).Params(params...).Op("*").Add(rt("Future")).Types(r.typ(o.Type)).Block(
 			jen.Return(rt("StepAsync").Call(jen.Id("c").Dot(runtimeField), jen.Id(s.keyConst()), opts,
-				jen.Func().Params(jen.Id("sc").Add(rt("StepContext"))).Params(r.typ(o.Type), jen.Error()).Block(
-					jen.Return(call)))))
+				jen.Func().Params(jen.Id("sc").Add(rt("StepContext"))).Params(r.typ(o.Type), jen.Error()).Block(call...))))
 		return
 	}
 	r.f.Func().Params(recv).Id(s.asyncMethod()).Params(params...).Op("*").Add(rt("Future")).Types(jen.Struct()).Block(
 		jen.Return(rt("DoAsync").Call(jen.Id("c").Dot(runtimeField), jen.Id(s.keyConst()), opts,
-			jen.Func().Params(jen.Id("sc").Add(rt("StepContext"))).Error().Block(
-				jen.Return(call)))))
+			jen.Func().Params(jen.Id("sc").Add(rt("StepContext"))).Error().Block(call...))))
 }
 
-// stepCall returns the parameters of step s's methods and the call of the
-// step function their bodies make.
-func (r *renderer) stepCall(s *Step) ([]jen.Code, *jen.Statement) {
+// stepCall returns the parameters of step s's methods and the body of
+// the function their attempts run: the function a test put in place of
+// the step's (runtime.StepOverride, one atomic load when no test ever
+// did), or else the step's own.
+func (r *renderer) stepCall(s *Step) ([]jen.Code, []jen.Code) {
 	inputs := s.Inputs()
 	names := r.paramNames(inputs)
 	var params, args []jen.Code
@@ -794,10 +793,30 @@ func (r *renderer) stepCall(s *Step) ([]jen.Code, *jen.Statement) {
 		params = append(params, jen.Id(names[i]).Add(r.typ(p.Type)))
 		args = append(args, jen.Id(names[i]))
 	}
+	own := jen.Id(s.GoName).Call(args...)
 	if s.Recv != nil {
-		return params, jen.Id("c").Dot(stepsField).Dot(s.GoName).Call(args...)
+		own = jen.Id("c").Dot(stepsField).Dot(s.GoName).Call(args...)
 	}
-	return params, jen.Id(s.GoName).Call(args...)
+	return params, []jen.Code{
+		jen.If(jen.List(jen.Id(overrideLocal), jen.Id("ok")).Op(":=").Add(rt("StepOverride")).Types(r.stepFuncType(s)).
+			Call(jen.Id("c").Dot(runtimeField), jen.Id(s.keyConst())), jen.Id("ok")).Block(
+			jen.Return(jen.Id(overrideLocal).Call(args...))),
+		jen.Return(own),
+	}
+}
+
+// stepFuncType writes the type of step s's function without its receiver,
+// the type runtime.OverrideStep takes for it: its context and inputs,
+// then (T, error) or error.
+func (r *renderer) stepFuncType(s *Step) *jen.Statement {
+	var params, results []jen.Code
+	for _, p := range s.Params {
+		params = append(params, r.typ(p.Type))
+	}
+	for _, p := range s.Results {
+		results = append(results, r.typ(p.Type))
+	}
+	return jen.Func().Params(params...).Params(results...)
 }
 
 // paramNames names a step method's parameters: as the step declares them,

@@ -61,6 +61,9 @@ func (c *stemCalls) Charge(r Reservation) (Payment, error) {
 		Retries:    5,
 		Timeout:    10 * time.Second,
 	}, func(sc runtime.StepContext) (Payment, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Reservation) (Payment, error)](c.wc, StepCharge); ok {
+			return fn(sc, r)
+		}
 		return c.steps.Charge(sc, r)
 	})
 }
@@ -81,6 +84,9 @@ func (c *stemCalls) ChargeAsync(r Reservation) *runtime.Future[Payment] {
 		Retries:    5,
 		Timeout:    10 * time.Second,
 	}, func(sc runtime.StepContext) (Payment, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Reservation) (Payment, error)](c.wc, StepCharge); ok {
+			return fn(sc, r)
+		}
 		return c.steps.Charge(sc, r)
 	})
 }
@@ -113,6 +119,9 @@ func (c *stemCalls) Pack(item Item) (Parcel, error) {
 		Autoversion: true,
 		Timeout:     30 * time.Second,
 	}, func(sc runtime.StepContext) (Parcel, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Item) (Parcel, error)](c.wc, StepPack); ok {
+			return fn(sc, item)
+		}
 		return c.steps.Pack(sc, item)
 	})
 }
@@ -130,6 +139,9 @@ func (c *stemCalls) PackAsync(item Item) *runtime.Future[Parcel] {
 		Autoversion: true,
 		Timeout:     30 * time.Second,
 	}, func(sc runtime.StepContext) (Parcel, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Item) (Parcel, error)](c.wc, StepPack); ok {
+			return fn(sc, item)
+		}
 		return c.steps.Pack(sc, item)
 	})
 }
@@ -157,6 +169,9 @@ func (c *stemCalls) QuoteShipping(order Order) (Quote, error) {
 		Retries: 2,
 		Timeout: 5 * time.Second,
 	}, func(sc runtime.StepContext) (Quote, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Order) (Quote, error)](c.wc, StepQuoteShipping); ok {
+			return fn(sc, order)
+		}
 		return c.steps.QuoteShipping(sc, order)
 	})
 }
@@ -176,6 +191,9 @@ func (c *stemCalls) QuoteShippingAsync(order Order) *runtime.Future[Quote] {
 		Retries: 2,
 		Timeout: 5 * time.Second,
 	}, func(sc runtime.StepContext) (Quote, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Order) (Quote, error)](c.wc, StepQuoteShipping); ok {
+			return fn(sc, order)
+		}
 		return c.steps.QuoteShipping(sc, order)
 	})
 }
@@ -200,6 +218,9 @@ func (c *stemCalls) Release(r Reservation) error {
 		MaxBackoff: time.Second,
 		Retries:    3,
 	}, func(sc runtime.StepContext) error {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Reservation) error](c.wc, StepRelease); ok {
+			return fn(sc, r)
+		}
 		return c.steps.Release(sc, r)
 	})
 }
@@ -217,6 +238,9 @@ func (c *stemCalls) ReleaseAsync(r Reservation) *runtime.Future[struct{}] {
 		MaxBackoff: time.Second,
 		Retries:    3,
 	}, func(sc runtime.StepContext) error {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Reservation) error](c.wc, StepRelease); ok {
+			return fn(sc, r)
+		}
 		return c.steps.Release(sc, r)
 	})
 }
@@ -236,6 +260,9 @@ const StepRenderInvoice = "render-invoice@v1"
 // RenderInvoice renders an invoice.
 func (c *stemCalls) RenderInvoice(req InvoiceRequest) (InvoiceDoc, error) {
 	return runtime.Step(c.wc, StepRenderInvoice, runtime.StepOptions{}, func(sc runtime.StepContext) (InvoiceDoc, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, InvoiceRequest) (InvoiceDoc, error)](c.wc, StepRenderInvoice); ok {
+			return fn(sc, req)
+		}
 		return c.steps.RenderInvoice(sc, req)
 	})
 }
@@ -250,6 +277,9 @@ func (c *stemCalls) RenderInvoice(req InvoiceRequest) (InvoiceDoc, error) {
 // RenderInvoice renders an invoice.
 func (c *stemCalls) RenderInvoiceAsync(req InvoiceRequest) *runtime.Future[InvoiceDoc] {
 	return runtime.StepAsync(c.wc, StepRenderInvoice, runtime.StepOptions{}, func(sc runtime.StepContext) (InvoiceDoc, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, InvoiceRequest) (InvoiceDoc, error)](c.wc, StepRenderInvoice); ok {
+			return fn(sc, req)
+		}
 		return c.steps.RenderInvoice(sc, req)
 	})
 }
@@ -275,6 +305,9 @@ func (c *stemCalls) Reserve(order Order) (Reservation, error) {
 		Retries:    3,
 		Timeout:    5 * time.Second,
 	}, func(sc runtime.StepContext) (Reservation, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Order) (Reservation, error)](c.wc, StepReserve); ok {
+			return fn(sc, order)
+		}
 		return c.steps.Reserve(sc, order)
 	})
 }
@@ -293,6 +326,9 @@ func (c *stemCalls) ReserveAsync(order Order) *runtime.Future[Reservation] {
 		Retries:    3,
 		Timeout:    5 * time.Second,
 	}, func(sc runtime.StepContext) (Reservation, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Order) (Reservation, error)](c.wc, StepReserve); ok {
+			return fn(sc, order)
+		}
 		return c.steps.Reserve(sc, order)
 	})
 }

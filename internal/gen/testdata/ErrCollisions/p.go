@@ -97,3 +97,12 @@ func (r *TrackedRun) WaitProgress() {}
 
 // Progress is fine on a run handle without progress=.
 func (r *FulfilRun) Progress() {}
+
+//stem:step name=crash-pay
+func (s *Steps) CrashEveryStepPay(ctx runtime.StepContext) error { return nil }
+
+// PayMock's crash test in the test helpers has the name of step
+// CrashEveryStepPay's mock handle.
+//
+//stem:workflow name=p.pay-mock
+func PayMock(ctx *PayMockContext, n int) (int, error) { return n, nil }

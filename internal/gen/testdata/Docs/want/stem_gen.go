@@ -52,6 +52,9 @@ const StepCancel = "cancel@v1"
 // Cancel cancels an order and tells whoever waits.
 func (c *stemCalls) Cancel(id string) error {
 	return runtime.Do(c.wc, StepCancel, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) error](c.wc, StepCancel); ok {
+			return fn(sc, id)
+		}
 		return c.steps.Cancel(sc, id)
 	})
 }
@@ -65,6 +68,9 @@ func (c *stemCalls) Cancel(id string) error {
 // Cancel cancels an order and tells whoever waits.
 func (c *stemCalls) CancelAsync(id string) *runtime.Future[struct{}] {
 	return runtime.DoAsync(c.wc, StepCancel, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) error](c.wc, StepCancel); ok {
+			return fn(sc, id)
+		}
 		return c.steps.Cancel(sc, id)
 	})
 }
@@ -84,6 +90,9 @@ const StepCharge = "charge@v1"
 // Charge charges a quote.
 func (c *stemCalls) Charge(q Quote) (Bill, error) {
 	return runtime.Step(c.wc, StepCharge, runtime.StepOptions{}, func(sc runtime.StepContext) (Bill, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Quote) (Bill, error)](c.wc, StepCharge); ok {
+			return fn(sc, q)
+		}
 		return c.steps.Charge(sc, q)
 	})
 }
@@ -97,6 +106,9 @@ func (c *stemCalls) Charge(q Quote) (Bill, error) {
 // Charge charges a quote.
 func (c *stemCalls) ChargeAsync(q Quote) *runtime.Future[Bill] {
 	return runtime.StepAsync(c.wc, StepCharge, runtime.StepOptions{}, func(sc runtime.StepContext) (Bill, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Quote) (Bill, error)](c.wc, StepCharge); ok {
+			return fn(sc, q)
+		}
 		return c.steps.Charge(sc, q)
 	})
 }
@@ -116,6 +128,9 @@ const StepCheck = "check@v1"
 // Check checks an order.
 func (c *stemCalls) Check(in Order) error {
 	return runtime.Do(c.wc, StepCheck, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Order) error](c.wc, StepCheck); ok {
+			return fn(sc, in)
+		}
 		return c.steps.Check(sc, in)
 	})
 }
@@ -129,6 +144,9 @@ func (c *stemCalls) Check(in Order) error {
 // Check checks an order.
 func (c *stemCalls) CheckAsync(in Order) *runtime.Future[struct{}] {
 	return runtime.DoAsync(c.wc, StepCheck, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Order) error](c.wc, StepCheck); ok {
+			return fn(sc, in)
+		}
 		return c.steps.Check(sc, in)
 	})
 }
@@ -158,6 +176,9 @@ func StepPackIteration(i int) string {
 // Pack packs one line.
 func (c *stemCalls) Pack(line string) (string, error) {
 	return runtime.Step(c.wc, StepPack, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (string, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) (string, error)](c.wc, StepPack); ok {
+			return fn(sc, line)
+		}
 		return c.steps.Pack(sc, line)
 	})
 }
@@ -172,6 +193,9 @@ func (c *stemCalls) Pack(line string) (string, error) {
 // Pack packs one line.
 func (c *stemCalls) PackAsync(line string) *runtime.Future[string] {
 	return runtime.StepAsync(c.wc, StepPack, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (string, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) (string, error)](c.wc, StepPack); ok {
+			return fn(sc, line)
+		}
 		return c.steps.Pack(sc, line)
 	})
 }
@@ -191,6 +215,9 @@ const StepQuote = "quote.shipping@v2"
 // Quote quotes shipping.
 func (c *stemCalls) Quote(in Order) (Quote, error) {
 	return runtime.Step(c.wc, StepQuote, runtime.StepOptions{}, func(sc runtime.StepContext) (Quote, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Order) (Quote, error)](c.wc, StepQuote); ok {
+			return fn(sc, in)
+		}
 		return c.steps.Quote(sc, in)
 	})
 }
@@ -204,6 +231,9 @@ func (c *stemCalls) Quote(in Order) (Quote, error) {
 // Quote quotes shipping.
 func (c *stemCalls) QuoteAsync(in Order) *runtime.Future[Quote] {
 	return runtime.StepAsync(c.wc, StepQuote, runtime.StepOptions{}, func(sc runtime.StepContext) (Quote, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Order) (Quote, error)](c.wc, StepQuote); ok {
+			return fn(sc, in)
+		}
 		return c.steps.Quote(sc, in)
 	})
 }
@@ -223,6 +253,9 @@ const StepRefund = "refund@v1"
 // Refund refunds a quote.
 func (c *stemCalls) Refund(q Quote) error {
 	return runtime.Do(c.wc, StepRefund, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Quote) error](c.wc, StepRefund); ok {
+			return fn(sc, q)
+		}
 		return c.steps.Refund(sc, q)
 	})
 }
@@ -236,6 +269,9 @@ func (c *stemCalls) Refund(q Quote) error {
 // Refund refunds a quote.
 func (c *stemCalls) RefundAsync(q Quote) *runtime.Future[struct{}] {
 	return runtime.DoAsync(c.wc, StepRefund, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Quote) error](c.wc, StepRefund); ok {
+			return fn(sc, q)
+		}
 		return c.steps.Refund(sc, q)
 	})
 }

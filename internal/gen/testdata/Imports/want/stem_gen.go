@@ -54,6 +54,11 @@ func (c *stemCalls) Assign(page Page[pgtype.Text], opts struct {
 		Backoff: 1500 * time.Microsecond,
 		Retries: 2,
 	}, func(sc runtime.StepContext) (map[string]*uuid.UUID, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Page[pgtype.Text], struct {
+			Limit int `json:"limit"`
+		}) (map[string]*uuid.UUID, error)](c.wc, StepAssign); ok {
+			return fn(sc, page, opts)
+		}
 		return Assign(sc, page, opts)
 	})
 }
@@ -72,6 +77,11 @@ func (c *stemCalls) AssignAsync(page Page[pgtype.Text], opts struct {
 		Backoff: 1500 * time.Microsecond,
 		Retries: 2,
 	}, func(sc runtime.StepContext) (map[string]*uuid.UUID, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Page[pgtype.Text], struct {
+			Limit int `json:"limit"`
+		}) (map[string]*uuid.UUID, error)](c.wc, StepAssign); ok {
+			return fn(sc, page, opts)
+		}
 		return Assign(sc, page, opts)
 	})
 }
@@ -90,6 +100,9 @@ const StepInspect = "inspect@v1"
 // Inspect takes a parameter named like the runtime's package.
 func (c *stemCalls) Inspect(arg1 runtime1.Info, flags [2]bool) (Page[pgtype.Text], error) {
 	return runtime.Step(c.wc, StepInspect, runtime.StepOptions{Timeout: 90 * time.Minute}, func(sc runtime.StepContext) (Page[pgtype.Text], error) {
+		if fn, ok := runtime.StepOverride[func(context.Context, runtime1.Info, [2]bool) (Page[pgtype.Text], error)](c.wc, StepInspect); ok {
+			return fn(sc, arg1, flags)
+		}
 		return Inspect(sc, arg1, flags)
 	})
 }
@@ -103,6 +116,9 @@ func (c *stemCalls) Inspect(arg1 runtime1.Info, flags [2]bool) (Page[pgtype.Text
 // Inspect takes a parameter named like the runtime's package.
 func (c *stemCalls) InspectAsync(arg1 runtime1.Info, flags [2]bool) *runtime.Future[Page[pgtype.Text]] {
 	return runtime.StepAsync(c.wc, StepInspect, runtime.StepOptions{Timeout: 90 * time.Minute}, func(sc runtime.StepContext) (Page[pgtype.Text], error) {
+		if fn, ok := runtime.StepOverride[func(context.Context, runtime1.Info, [2]bool) (Page[pgtype.Text], error)](c.wc, StepInspect); ok {
+			return fn(sc, arg1, flags)
+		}
 		return Inspect(sc, arg1, flags)
 	})
 }

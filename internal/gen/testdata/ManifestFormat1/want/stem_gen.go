@@ -47,6 +47,9 @@ func StepPack1Iteration(i int) string {
 // running it again.
 func (c *stemCalls) Pack1(item string) error {
 	return runtime.Do(c.wc, StepPack1, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) error {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) error](c.wc, StepPack1); ok {
+			return fn(sc, item)
+		}
 		return Pack1(sc, item)
 	})
 }
@@ -59,6 +62,9 @@ func (c *stemCalls) Pack1(item string) error {
 // (StepPack1Iteration(i)), is fixed when the future is created.
 func (c *stemCalls) Pack1Async(item string) *runtime.Future[struct{}] {
 	return runtime.DoAsync(c.wc, StepPack1, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) error {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) error](c.wc, StepPack1); ok {
+			return fn(sc, item)
+		}
 		return Pack1(sc, item)
 	})
 }

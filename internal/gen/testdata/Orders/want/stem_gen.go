@@ -50,6 +50,9 @@ const StepCharge = "charge@v2"
 // Charge charges the reserved amount once, whatever the retries.
 func (c *stemCalls) Charge(r Reservation, sh ShipmentReady) (Receipt, error) {
 	return runtime.Step(c.wc, StepCharge, runtime.StepOptions{}, func(sc runtime.StepContext) (Receipt, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Reservation, ShipmentReady) (Receipt, error)](c.wc, StepCharge); ok {
+			return fn(sc, r, sh)
+		}
 		return c.steps.Charge(sc, r, sh)
 	})
 }
@@ -63,6 +66,9 @@ func (c *stemCalls) Charge(r Reservation, sh ShipmentReady) (Receipt, error) {
 // Charge charges the reserved amount once, whatever the retries.
 func (c *stemCalls) ChargeAsync(r Reservation, sh ShipmentReady) *runtime.Future[Receipt] {
 	return runtime.StepAsync(c.wc, StepCharge, runtime.StepOptions{}, func(sc runtime.StepContext) (Receipt, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Reservation, ShipmentReady) (Receipt, error)](c.wc, StepCharge); ok {
+			return fn(sc, r, sh)
+		}
 		return c.steps.Charge(sc, r, sh)
 	})
 }
@@ -82,6 +88,9 @@ const StepIssueRefund = "issue-refund@v1"
 // IssueRefund issues a refund.
 func (c *stemCalls) IssueRefund(in RefundInput) (RefundResult, error) {
 	return runtime.Step(c.wc, StepIssueRefund, runtime.StepOptions{}, func(sc runtime.StepContext) (RefundResult, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, RefundInput) (RefundResult, error)](c.wc, StepIssueRefund); ok {
+			return fn(sc, in)
+		}
 		return c.steps.IssueRefund(sc, in)
 	})
 }
@@ -96,6 +105,9 @@ func (c *stemCalls) IssueRefund(in RefundInput) (RefundResult, error) {
 // IssueRefund issues a refund.
 func (c *stemCalls) IssueRefundAsync(in RefundInput) *runtime.Future[RefundResult] {
 	return runtime.StepAsync(c.wc, StepIssueRefund, runtime.StepOptions{}, func(sc runtime.StepContext) (RefundResult, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, RefundInput) (RefundResult, error)](c.wc, StepIssueRefund); ok {
+			return fn(sc, in)
+		}
 		return c.steps.IssueRefund(sc, in)
 	})
 }
@@ -131,6 +143,9 @@ func StepNotifyIteration(i int) string {
 // error.
 func (c *stemCalls) Notify(msg string) error {
 	return runtime.Do(c.wc, StepNotify, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) error {
+		if fn, ok := runtime.StepOverride[func(context.Context, string) error](c.wc, StepNotify); ok {
+			return fn(sc, msg)
+		}
 		return Notify(sc, msg)
 	})
 }
@@ -147,6 +162,9 @@ func (c *stemCalls) Notify(msg string) error {
 // error.
 func (c *stemCalls) NotifyAsync(msg string) *runtime.Future[struct{}] {
 	return runtime.DoAsync(c.wc, StepNotify, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) error {
+		if fn, ok := runtime.StepOverride[func(context.Context, string) error](c.wc, StepNotify); ok {
+			return fn(sc, msg)
+		}
 		return Notify(sc, msg)
 	})
 }
@@ -176,6 +194,9 @@ func StepPackIteration(i int) string {
 // Pack packs one item.
 func (c *stemCalls) Pack(item string) (Parcel, error) {
 	return runtime.Step(c.wc, StepPack, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (Parcel, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) (Parcel, error)](c.wc, StepPack); ok {
+			return fn(sc, item)
+		}
 		return c.steps.Pack(sc, item)
 	})
 }
@@ -190,6 +211,9 @@ func (c *stemCalls) Pack(item string) (Parcel, error) {
 // Pack packs one item.
 func (c *stemCalls) PackAsync(item string) *runtime.Future[Parcel] {
 	return runtime.StepAsync(c.wc, StepPack, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (Parcel, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) (Parcel, error)](c.wc, StepPack); ok {
+			return fn(sc, item)
+		}
 		return c.steps.Pack(sc, item)
 	})
 }
@@ -215,6 +239,9 @@ func (c *stemCalls) Reserve(order Order) (Reservation, error) {
 		Retries:    3,
 		Timeout:    5 * time.Second,
 	}, func(sc runtime.StepContext) (Reservation, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Order) (Reservation, error)](c.wc, StepReserve); ok {
+			return fn(sc, order)
+		}
 		return c.steps.Reserve(sc, order)
 	})
 }
@@ -233,6 +260,9 @@ func (c *stemCalls) ReserveAsync(order Order) *runtime.Future[Reservation] {
 		Retries:    3,
 		Timeout:    5 * time.Second,
 	}, func(sc runtime.StepContext) (Reservation, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Order) (Reservation, error)](c.wc, StepReserve); ok {
+			return fn(sc, order)
+		}
 		return c.steps.Reserve(sc, order)
 	})
 }

@@ -38,6 +38,9 @@ const StepLabel = "label@v1"
 // without running it again.
 func (c *stemCalls) Label(parcel string) (string, error) {
 	return runtime.Step(c.wc, StepLabel, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) (string, error)](c.wc, StepLabel); ok {
+			return fn(sc, parcel)
+		}
 		return Label(sc, parcel)
 	})
 }
@@ -49,6 +52,9 @@ func (c *stemCalls) Label(parcel string) (string, error) {
 // returns a future that is ready at once.
 func (c *stemCalls) LabelAsync(parcel string) *runtime.Future[string] {
 	return runtime.StepAsync(c.wc, StepLabel, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) (string, error)](c.wc, StepLabel); ok {
+			return fn(sc, parcel)
+		}
 		return Label(sc, parcel)
 	})
 }
@@ -63,6 +69,9 @@ const StepPack = "pack@v1"
 // without running it again.
 func (c *stemCalls) Pack(item string) (string, error) {
 	return runtime.Step(c.wc, StepPack, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) (string, error)](c.wc, StepPack); ok {
+			return fn(sc, item)
+		}
 		return Pack(sc, item)
 	})
 }
@@ -74,6 +83,9 @@ func (c *stemCalls) Pack(item string) (string, error) {
 // returns a future that is ready at once.
 func (c *stemCalls) PackAsync(item string) *runtime.Future[string] {
 	return runtime.StepAsync(c.wc, StepPack, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) (string, error)](c.wc, StepPack); ok {
+			return fn(sc, item)
+		}
 		return Pack(sc, item)
 	})
 }

@@ -63,6 +63,9 @@ const StepArchive = "archive@v1"
 // Archive files a scored audit entry away.
 func (c *stemCalls) Archive(id string, score int) error {
 	return runtime.Do(c.wc, StepArchive, runtime.StepOptions{Timeout: time.Minute}, func(sc runtime.StepContext) error {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string, int) error](c.wc, StepArchive); ok {
+			return fn(sc, id, score)
+		}
 		return c.steps.Archive(sc, id, score)
 	})
 }
@@ -76,6 +79,9 @@ func (c *stemCalls) Archive(id string, score int) error {
 // Archive files a scored audit entry away.
 func (c *stemCalls) ArchiveAsync(id string, score int) *runtime.Future[struct{}] {
 	return runtime.DoAsync(c.wc, StepArchive, runtime.StepOptions{Timeout: time.Minute}, func(sc runtime.StepContext) error {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string, int) error](c.wc, StepArchive); ok {
+			return fn(sc, id, score)
+		}
 		return c.steps.Archive(sc, id, score)
 	})
 }
@@ -101,6 +107,9 @@ func (c *stemCalls) Authorize(arg1 Charge) (string, error) {
 		Retries:    5,
 		Timeout:    10 * time.Second,
 	}, func(sc runtime.StepContext) (string, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Charge) (string, error)](c.wc, StepAuthorize); ok {
+			return fn(sc, arg1)
+		}
 		return c.steps.Authorize(sc, arg1)
 	})
 }
@@ -120,6 +129,9 @@ func (c *stemCalls) AuthorizeAsync(arg1 Charge) *runtime.Future[string] {
 		Retries:    5,
 		Timeout:    10 * time.Second,
 	}, func(sc runtime.StepContext) (string, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Charge) (string, error)](c.wc, StepAuthorize); ok {
+			return fn(sc, arg1)
+		}
 		return c.steps.Authorize(sc, arg1)
 	})
 }
@@ -139,6 +151,9 @@ const StepCapture = "capture@v3"
 // Capture captures an authorized charge.
 func (c *stemCalls) Capture(auth string, conf PaymentConfirmed) (Payment, error) {
 	return runtime.Step(c.wc, StepCapture, runtime.StepOptions{}, func(sc runtime.StepContext) (Payment, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string, PaymentConfirmed) (Payment, error)](c.wc, StepCapture); ok {
+			return fn(sc, auth, conf)
+		}
 		return c.steps.Capture(sc, auth, conf)
 	})
 }
@@ -152,6 +167,9 @@ func (c *stemCalls) Capture(auth string, conf PaymentConfirmed) (Payment, error)
 // Capture captures an authorized charge.
 func (c *stemCalls) CaptureAsync(auth string, conf PaymentConfirmed) *runtime.Future[Payment] {
 	return runtime.StepAsync(c.wc, StepCapture, runtime.StepOptions{}, func(sc runtime.StepContext) (Payment, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string, PaymentConfirmed) (Payment, error)](c.wc, StepCapture); ok {
+			return fn(sc, auth, conf)
+		}
 		return c.steps.Capture(sc, auth, conf)
 	})
 }
@@ -170,6 +188,9 @@ const StepCleanup = "cleanup@v1"
 // Cleanup releases a hold.
 func (c *stemCalls) Cleanup(hold string) error {
 	return runtime.Do(c.wc, StepCleanup, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+		if fn, ok := runtime.StepOverride[func(context.Context, string) error](c.wc, StepCleanup); ok {
+			return fn(sc, hold)
+		}
 		return Cleanup(sc, hold)
 	})
 }
@@ -183,6 +204,9 @@ func (c *stemCalls) Cleanup(hold string) error {
 // Cleanup releases a hold.
 func (c *stemCalls) CleanupAsync(hold string) *runtime.Future[struct{}] {
 	return runtime.DoAsync(c.wc, StepCleanup, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+		if fn, ok := runtime.StepOverride[func(context.Context, string) error](c.wc, StepCleanup); ok {
+			return fn(sc, hold)
+		}
 		return Cleanup(sc, hold)
 	})
 }
@@ -203,6 +227,9 @@ const StepDispatch = "dispatch@v1"
 // Dispatch hands a labelled shipment to the carrier.
 func (c *stemCalls) Dispatch(label string) error {
 	return runtime.Do(c.wc, StepDispatch, runtime.StepOptions{Retries: 2}, func(sc runtime.StepContext) error {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) error](c.wc, StepDispatch); ok {
+			return fn(sc, label)
+		}
 		return c.steps.Dispatch(sc, label)
 	})
 }
@@ -217,6 +244,9 @@ func (c *stemCalls) Dispatch(label string) error {
 // Dispatch hands a labelled shipment to the carrier.
 func (c *stemCalls) DispatchAsync(label string) *runtime.Future[struct{}] {
 	return runtime.DoAsync(c.wc, StepDispatch, runtime.StepOptions{Retries: 2}, func(sc runtime.StepContext) error {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) error](c.wc, StepDispatch); ok {
+			return fn(sc, label)
+		}
 		return c.steps.Dispatch(sc, label)
 	})
 }
@@ -236,6 +266,9 @@ const StepInvoice = "invoice@v1"
 // Invoice writes the invoice of a paid cart.
 func (c *stemCalls) Invoice(cart Cart, p Payment) (string, error) {
 	return runtime.Step(c.wc, StepInvoice, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Cart, Payment) (string, error)](c.wc, StepInvoice); ok {
+			return fn(sc, cart, p)
+		}
 		return c.steps.Invoice(sc, cart, p)
 	})
 }
@@ -249,6 +282,9 @@ func (c *stemCalls) Invoice(cart Cart, p Payment) (string, error) {
 // Invoice writes the invoice of a paid cart.
 func (c *stemCalls) InvoiceAsync(cart Cart, p Payment) *runtime.Future[string] {
 	return runtime.StepAsync(c.wc, StepInvoice, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Cart, Payment) (string, error)](c.wc, StepInvoice); ok {
+			return fn(sc, cart, p)
+		}
 		return c.steps.Invoice(sc, cart, p)
 	})
 }
@@ -268,6 +304,9 @@ const StepLabel = "label@v1"
 // Label prints the shipping label of a cart's parcels.
 func (c *stemCalls) Label(cartID string, parcels []string) (string, error) {
 	return runtime.Step(c.wc, StepLabel, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string, []string) (string, error)](c.wc, StepLabel); ok {
+			return fn(sc, cartID, parcels)
+		}
 		return c.steps.Label(sc, cartID, parcels)
 	})
 }
@@ -281,6 +320,9 @@ func (c *stemCalls) Label(cartID string, parcels []string) (string, error) {
 // Label prints the shipping label of a cart's parcels.
 func (c *stemCalls) LabelAsync(cartID string, parcels []string) *runtime.Future[string] {
 	return runtime.StepAsync(c.wc, StepLabel, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string, []string) (string, error)](c.wc, StepLabel); ok {
+			return fn(sc, cartID, parcels)
+		}
 		return c.steps.Label(sc, cartID, parcels)
 	})
 }
@@ -315,6 +357,9 @@ func (c *stemCalls) Notify(to string, msg string) error {
 		Backoff:     time.Millisecond,
 		Retries:     2,
 	}, func(sc runtime.StepContext) error {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string, string) error](c.wc, StepNotify); ok {
+			return fn(sc, to, msg)
+		}
 		return c.steps.Notify(sc, to, msg)
 	})
 }
@@ -334,6 +379,9 @@ func (c *stemCalls) NotifyAsync(to string, msg string) *runtime.Future[struct{}]
 		Backoff:     time.Millisecond,
 		Retries:     2,
 	}, func(sc runtime.StepContext) error {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string, string) error](c.wc, StepNotify); ok {
+			return fn(sc, to, msg)
+		}
 		return c.steps.Notify(sc, to, msg)
 	})
 }
@@ -366,6 +414,9 @@ func (c *stemCalls) Pack(l Line) (string, error) {
 		Autoversion: true,
 		Timeout:     30 * time.Second,
 	}, func(sc runtime.StepContext) (string, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Line) (string, error)](c.wc, StepPack); ok {
+			return fn(sc, l)
+		}
 		return c.steps.Pack(sc, l)
 	})
 }
@@ -383,6 +434,9 @@ func (c *stemCalls) PackAsync(l Line) *runtime.Future[string] {
 		Autoversion: true,
 		Timeout:     30 * time.Second,
 	}, func(sc runtime.StepContext) (string, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Line) (string, error)](c.wc, StepPack); ok {
+			return fn(sc, l)
+		}
 		return c.steps.Pack(sc, l)
 	})
 }
@@ -412,6 +466,9 @@ func StepPriceIteration(i int) string {
 // Price prices one line; it runs once per line.
 func (c *stemCalls) Price(l Line) (int64, error) {
 	return runtime.Step(c.wc, StepPrice, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (int64, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Line) (int64, error)](c.wc, StepPrice); ok {
+			return fn(sc, l)
+		}
 		return c.steps.Price(sc, l)
 	})
 }
@@ -426,6 +483,9 @@ func (c *stemCalls) Price(l Line) (int64, error) {
 // Price prices one line; it runs once per line.
 func (c *stemCalls) PriceAsync(l Line) *runtime.Future[int64] {
 	return runtime.StepAsync(c.wc, StepPrice, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (int64, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Line) (int64, error)](c.wc, StepPrice); ok {
+			return fn(sc, l)
+		}
 		return c.steps.Price(sc, l)
 	})
 }
@@ -445,6 +505,9 @@ const StepRecord = "record@v1"
 // Record writes an audit entry and returns its ID.
 func (c *stemCalls) Record(e Entry) (string, error) {
 	return runtime.Step(c.wc, StepRecord, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Entry) (string, error)](c.wc, StepRecord); ok {
+			return fn(sc, e)
+		}
 		return c.steps.Record(sc, e)
 	})
 }
@@ -458,6 +521,9 @@ func (c *stemCalls) Record(e Entry) (string, error) {
 // Record writes an audit entry and returns its ID.
 func (c *stemCalls) RecordAsync(e Entry) *runtime.Future[string] {
 	return runtime.StepAsync(c.wc, StepRecord, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Entry) (string, error)](c.wc, StepRecord); ok {
+			return fn(sc, e)
+		}
 		return c.steps.Record(sc, e)
 	})
 }
@@ -483,6 +549,9 @@ func (c *stemCalls) Reserve(cart Cart) (string, error) {
 		Retries:    3,
 		Timeout:    5 * time.Second,
 	}, func(sc runtime.StepContext) (string, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Cart) (string, error)](c.wc, StepReserve); ok {
+			return fn(sc, cart)
+		}
 		return c.steps.Reserve(sc, cart)
 	})
 }
@@ -501,6 +570,9 @@ func (c *stemCalls) ReserveAsync(cart Cart) *runtime.Future[string] {
 		Retries:    3,
 		Timeout:    5 * time.Second,
 	}, func(sc runtime.StepContext) (string, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Cart) (string, error)](c.wc, StepReserve); ok {
+			return fn(sc, cart)
+		}
 		return c.steps.Reserve(sc, cart)
 	})
 }
@@ -520,6 +592,9 @@ const StepReturn = "return@v2"
 // Return pays a refund back.
 func (c *stemCalls) Return(req RefundRequest) (Payment, error) {
 	return runtime.Step(c.wc, StepReturn, runtime.StepOptions{}, func(sc runtime.StepContext) (Payment, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, RefundRequest) (Payment, error)](c.wc, StepReturn); ok {
+			return fn(sc, req)
+		}
 		return c.steps.Return(sc, req)
 	})
 }
@@ -533,6 +608,9 @@ func (c *stemCalls) Return(req RefundRequest) (Payment, error) {
 // Return pays a refund back.
 func (c *stemCalls) ReturnAsync(req RefundRequest) *runtime.Future[Payment] {
 	return runtime.StepAsync(c.wc, StepReturn, runtime.StepOptions{}, func(sc runtime.StepContext) (Payment, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, RefundRequest) (Payment, error)](c.wc, StepReturn); ok {
+			return fn(sc, req)
+		}
 		return c.steps.Return(sc, req)
 	})
 }
@@ -552,6 +630,9 @@ const StepScore = "score@v1"
 // Score rates an audit entry.
 func (c *stemCalls) Score(e Entry) (int, error) {
 	return runtime.Step(c.wc, StepScore, runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Entry) (int, error)](c.wc, StepScore); ok {
+			return fn(sc, e)
+		}
 		return c.steps.Score(sc, e)
 	})
 }
@@ -565,6 +646,9 @@ func (c *stemCalls) Score(e Entry) (int, error) {
 // Score rates an audit entry.
 func (c *stemCalls) ScoreAsync(e Entry) *runtime.Future[int] {
 	return runtime.StepAsync(c.wc, StepScore, runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Entry) (int, error)](c.wc, StepScore); ok {
+			return fn(sc, e)
+		}
 		return c.steps.Score(sc, e)
 	})
 }
@@ -584,6 +668,9 @@ const StepValidate = "validate@v1"
 // Validate refuses an empty cart.
 func (c *stemCalls) Validate(cart Cart) error {
 	return runtime.Do(c.wc, StepValidate, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Cart) error](c.wc, StepValidate); ok {
+			return fn(sc, cart)
+		}
 		return c.steps.Validate(sc, cart)
 	})
 }
@@ -598,6 +685,9 @@ func (c *stemCalls) Validate(cart Cart) error {
 // Validate refuses an empty cart.
 func (c *stemCalls) ValidateAsync(cart Cart) *runtime.Future[struct{}] {
 	return runtime.DoAsync(c.wc, StepValidate, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Cart) error](c.wc, StepValidate); ok {
+			return fn(sc, cart)
+		}
 		return c.steps.Validate(sc, cart)
 	})
 }

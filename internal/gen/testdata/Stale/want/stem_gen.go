@@ -44,6 +44,9 @@ const StepDouble = "double@v1"
 // Double doubles.
 func (c *stemCalls) Double(n int) (int, error) {
 	return runtime.Step(c.wc, StepDouble, runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, int) (int, error)](c.wc, StepDouble); ok {
+			return fn(sc, n)
+		}
 		return c.steps.Double(sc, n)
 	})
 }
@@ -57,6 +60,9 @@ func (c *stemCalls) Double(n int) (int, error) {
 // Double doubles.
 func (c *stemCalls) DoubleAsync(n int) *runtime.Future[int] {
 	return runtime.StepAsync(c.wc, StepDouble, runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+		if fn, ok := runtime.StepOverride[func(runtime.StepContext, int) (int, error)](c.wc, StepDouble); ok {
+			return fn(sc, n)
+		}
 		return c.steps.Double(sc, n)
 	})
 }
