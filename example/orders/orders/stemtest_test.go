@@ -1,11 +1,14 @@
 package orders_test
 
 import (
+	"errors"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stemflow/stem/example/orders/orders"
+	"github.com/stemflow/stem/example/orders/orders/ordersstemtest"
 	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/stemtest"
 )
@@ -42,11 +45,7 @@ func TestFulfilInVirtualTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.At(72*time.Hour, func() {
-		if err := (orders.Warehouse{Engine: env.Engine}).Ship(env.Context(), run.ID(), longOrder.ID); err != nil {
-			t.Error(err)
-		}
-	})
+	ordersstemtest.SendShipmentReadyAt(env, 72*time.Hour, run.ID(), orders.ShipmentReady{OrderID: longOrder.ID, Tracking: orders.TrackingNumber(longOrder.ID)})
 	rec, err := run.Result(env.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -66,11 +65,35 @@ func TestFulfilSurvivesACrashAtEveryStep(t *testing.T) {
 	t.Parallel()
 	in := longOrder
 	in.CoolOff = time.Hour
-	stemtest.CrashEveryStep(t, register(t), orders.FulfilWorkflowName, in, stemtest.AfterStart(func(env *stemtest.Env, runID string) {
-		env.At(24*time.Hour, func() {
-			if err := (orders.Warehouse{Engine: env.Engine}).Ship(env.Context(), runID, in.ID); err != nil {
-				env.T().Error(err)
-			}
-		})
+	ordersstemtest.CrashEveryStepFulfil(t, register(t), in, stemtest.AfterStart(func(env *stemtest.Env, runID string) {
+		ordersstemtest.SendShipmentReadyAt(env, 24*time.Hour, runID, orders.ShipmentReady{OrderID: in.ID, Tracking: orders.TrackingNumber(in.ID)})
 	}))
+}
+
+// TestDeclinedCardReleasesTheStock replaces the charge with one that
+// declines: the reservation is released, once, and the run fails with the
+// decline, which is not retried.
+func TestDeclinedCardReleasesTheStock(t *testing.T) {
+	t.Parallel()
+	env := stemtest.New(t, register(t))
+	mock := ordersstemtest.Mock(env)
+	charge := mock.Charge(func(ctx runtime.StepContext, r orders.Reservation) (orders.Payment, error) {
+		return orders.Payment{}, runtime.Permanent(errors.New("card declined"))
+	})
+	release := mock.Release(func(ctx runtime.StepContext, r orders.Reservation) error { return nil })
+	run, err := orders.StartFulfil(env.Context(), env.Engine, longOrder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ordersstemtest.SendShipmentReadyAt(env, 30*time.Hour, run.ID(), orders.ShipmentReady{OrderID: longOrder.ID, Tracking: "T-1"})
+	if _, err := run.Result(env.Context()); err == nil || !strings.Contains(err.Error(), "card declined") {
+		t.Fatalf("the run ended with %v, want the decline", err)
+	}
+	if n := charge.Count(); n != 1 {
+		t.Errorf("the charge was tried %d times, want once: a decline is permanent", n)
+	}
+	calls := release.Calls()
+	if len(calls) != 1 || calls[0].R.OrderID != longOrder.ID || calls[0].R.AmountCents != longOrder.Total() {
+		t.Errorf("release calls %+v, want the order's reservation once", calls)
+	}
 }
