@@ -97,6 +97,34 @@ func groupImports(src []byte) ([]byte, error) {
 	return format.Source(out)
 }
 
+// importAll imports the packages of names (path to name): first those of
+// order, in order, then the rest by path, each under its name unless taken
+// (or a keyword), else name1, name2, ...; every alias is marked taken and
+// reserved.
+func (r *renderer) importAll(order []string, names map[string]string, taken map[string]bool) {
+	var rest []string
+	for path := range names {
+		if !slices.Contains(order, path) {
+			rest = append(rest, path)
+		}
+	}
+	slices.Sort(rest)
+	for _, path := range append(order, rest...) {
+		name := names[path]
+		alias := name
+		for i := 1; taken[alias] || token.IsKeyword(alias); i++ {
+			alias = name + strconv.Itoa(i)
+		}
+		taken[alias] = true
+		r.reserved[alias] = true
+		if alias == name {
+			r.f.ImportName(path, name)
+		} else {
+			r.f.ImportAlias(path, alias)
+		}
+	}
+}
+
 // imports names every imported package: its own name unless that is taken
 // by an identifier of the package, a generated one, a local of generated
 // code or another import; then name1, name2, ...
@@ -128,27 +156,7 @@ func (r *renderer) imports() {
 		order = append(order, fi.path)
 		names[fi.path] = fi.name
 	}
-	var rest []string
-	for path := range names {
-		if !slices.ContainsFunc(fixedImports, func(fi struct{ path, name string }) bool { return fi.path == path }) {
-			rest = append(rest, path)
-		}
-	}
-	slices.Sort(rest)
-	for _, path := range append(order, rest...) {
-		name := names[path]
-		alias := name
-		for i := 1; taken[alias] || token.IsKeyword(alias); i++ {
-			alias = name + strconv.Itoa(i)
-		}
-		taken[alias] = true
-		r.reserved[alias] = true
-		if alias == name {
-			r.f.ImportName(path, name)
-		} else {
-			r.f.ImportAlias(path, alias)
-		}
-	}
+	r.importAll(order, names, taken)
 	// A step method's body uses c, sc, fn, ok, the imports, the package's own
 	// identifiers and generated ones; its parameters must not shadow them.
 	for n := range r.m.Declared {

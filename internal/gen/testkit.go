@@ -307,27 +307,7 @@ func (r *renderer) helperImports() {
 		names[hi.path] = hi.name
 	}
 	order = append(order, m.Path)
-	var rest []string
-	for path := range names {
-		if !slices.Contains(order, path) {
-			rest = append(rest, path)
-		}
-	}
-	slices.Sort(rest)
-	for _, path := range append(order, rest...) {
-		name := names[path]
-		alias := name
-		for i := 1; taken[alias] || token.IsKeyword(alias); i++ {
-			alias = name + strconv.Itoa(i)
-		}
-		taken[alias] = true
-		r.reserved[alias] = true
-		if alias == name {
-			r.f.ImportName(path, name)
-		} else {
-			r.f.ImportAlias(path, alias)
-		}
-	}
+	r.importAll(order, names, taken)
 	// The function a mock installs uses m, h, fn, its ctx parameter, the
 	// imports and the package's identifiers; its other parameters must not
 	// shadow them.
