@@ -73,7 +73,7 @@ type execution struct {
 	pauseOnce sync.Once
 	// steps counts the step functions running, an abandoned one (past its
 	// timeout) included, so that a run is not handed over while one runs.
-	steps sync.WaitGroup
+	steps stepCount
 	// replay is set when the execution only replays the run (Engine.Replay):
 	// it runs no step and writes nothing.
 	replay *replayer
@@ -585,11 +585,7 @@ func (x *execution) letGo(why error) {
 	x.mu.Lock()
 	until := x.lastExtend.Add(x.leaseFor())
 	x.mu.Unlock()
-	returned := make(chan struct{})
-	go func() {
-		x.steps.Wait()
-		close(returned)
-	}()
+	returned := x.steps.none()
 	expired, stop := storage.NewTimer(x.engine.clock, until.Sub(x.engine.clock.Now()))
 	defer stop()
 	select {
@@ -800,4 +796,43 @@ func (x *execution) park(key string, req storage.SuspendRequest, anyCase bool) s
 	}
 	runtime.Goexit()
 	panic("unreachable")
+}
+
+// stepCount counts an execution's step functions running. Unlike a
+// WaitGroup it may count up while someone waits for none: a step future's
+// attempt may begin as the run is being let go.
+type stepCount struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n comes down to 0
+}
+
+func (s *stepCount) add() {
+	s.mu.Lock()
+	s.n++
+	s.mu.Unlock()
+}
+
+func (s *stepCount) done() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n--; s.n == 0 && s.idle != nil {
+		close(s.idle)
+		s.idle = nil
+	}
+}
+
+// none returns a channel closed once no step function runs.
+func (s *stepCount) none() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == 0 {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	if s.idle == nil {
+		s.idle = make(chan struct{})
+	}
+	return s.idle
 }

@@ -335,10 +335,10 @@ func callStep[T any](x *execution, key string, iteration, attempt int, timeout t
 		defer cancel()
 	}
 	sc := &stepContext{Context: ctx, x: x, key: key, attempt: attempt, iteration: iteration}
-	x.steps.Add(1)
+	x.steps.add()
 	x.engine.stepsRunning.Add(1)
 	call := func() (out T, err error) {
-		defer x.steps.Done()
+		defer x.steps.done()
 		defer x.engine.stepsRunning.Add(-1)
 		defer func() {
 			if p := recover(); p != nil {
