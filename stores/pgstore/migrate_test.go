@@ -159,6 +159,35 @@ func TestOpenOwnsPool(t *testing.T) {
 
 func quote(schema string) string { return `"` + schema + `"` }
 
+// schemaAt creates a fresh schema holding the store's tables as of schema
+// version: migrations 1 to version applied and recorded, as an older
+// release left them. It returns the schema and its quoted name, for an
+// upgrade test to fill before it opens the store.
+func schemaAt(t *testing.T, version int) (schema, q string) {
+	t.Helper()
+	ms, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema = freshSchema(t)
+	q = quote(schema)
+	setup := []string{
+		`CREATE SCHEMA ` + q,
+		`CREATE TABLE ` + q + `.migrations (version integer NOT NULL PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+	}
+	for _, m := range ms[:version] {
+		setup = append(setup, strings.ReplaceAll(m.SQL, schemaPlaceholder, q),
+			`INSERT INTO `+q+`.migrations (version, name) VALUES (`+strconv.Itoa(m.Version)+`, '`+m.Name+`')`)
+	}
+	pool := sharedPool(t)
+	for _, sql := range setup {
+		if _, err := pool.Exec(context.Background(), sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	return schema, q
+}
+
 func unquote(quoted string) string { return quoted[1 : len(quoted)-1] }
 
 // TestMigrateExecutions: a database migrated by the first schema, holding
@@ -245,30 +274,17 @@ func TestMigrateExecutions(t *testing.T) {
 func TestMigrateCases(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	schema := freshSchema(t)
+	schema, q := schemaAt(t, 3)
 	pool := sharedPool(t)
-	ms, err := loadMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := quote(schema)
 	setup := []string{
-		`CREATE SCHEMA ` + q,
-		`CREATE TABLE ` + q + `.migrations (version integer NOT NULL PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-	}
-	for _, m := range ms[:3] {
-		setup = append(setup, strings.ReplaceAll(m.SQL, schemaPlaceholder, q),
-			`INSERT INTO `+q+`.migrations (version, name) VALUES (`+strconv.Itoa(m.Version)+`, '`+m.Name+`')`)
-	}
-	setup = append(setup,
-		`INSERT INTO `+q+`.runs (id, workflow, status, execution, started_at, wait_key, wait_topic, wait_kind, created_at, updated_at)
+		`INSERT INTO ` + q + `.runs (id, workflow, status, execution, started_at, wait_key, wait_topic, wait_kind, created_at, updated_at)
 			VALUES ('w', 'wf', 'waiting', 2, '2029-05-06 07:08:09Z', 'ev@v1', 'topic', '', '2029-05-06 07:08:09Z', '2029-05-06 07:08:09Z')`,
-		`INSERT INTO `+q+`.executions (run_id, number, started_at, ended_at, status) VALUES
+		`INSERT INTO ` + q + `.executions (run_id, number, started_at, ended_at, status) VALUES
 			('w', 1, '2029-05-06 07:08:09Z', '2029-05-06 07:08:09Z', 'errored'), ('w', 2, '2029-05-06 07:08:09Z', NULL, NULL)`,
-		`INSERT INTO `+q+`.attempts (run_id, execution, key, number, started, ended, error) VALUES
+		`INSERT INTO ` + q + `.attempts (run_id, execution, key, number, started, ended, error) VALUES
 			('w', 1, 'old@v1', 1, '2029-05-06 07:08:09Z', '2029-05-06 07:08:09Z', 'x'),
 			('w', 2, 'new@v1', 1, '2029-05-06 07:08:09Z', '2029-05-06 07:08:09Z', 'y')`,
-	)
+	}
 	for _, sql := range setup {
 		if _, err := pool.Exec(ctx, sql); err != nil {
 			t.Fatalf("%s: %v", sql, err)
@@ -308,34 +324,21 @@ func TestMigrateCases(t *testing.T) {
 func TestMigrateQueues(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	schema := freshSchema(t)
+	schema, q := schemaAt(t, 4)
 	pool := sharedPool(t)
-	ms, err := loadMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := quote(schema)
-	setup := []string{
-		`CREATE SCHEMA ` + q,
-		`CREATE TABLE ` + q + `.migrations (version integer NOT NULL PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-	}
-	for _, m := range ms[:4] {
-		setup = append(setup, strings.ReplaceAll(m.SQL, schemaPlaceholder, q),
-			`INSERT INTO `+q+`.migrations (version, name) VALUES (`+strconv.Itoa(m.Version)+`, '`+m.Name+`')`)
-	}
 	const at = `'2020-05-06 07:08:09Z'`
-	setup = append(setup,
-		`INSERT INTO `+q+`.runs (id, workflow, status, ready_at, owner, lease_until, token, started_at, ended_at, wait_key, wait_topic, wait_kind, created_at, updated_at) VALUES
-			('queued', 'wf', 'queued', `+at+`, '', NULL, 0, `+at+`, NULL, NULL, NULL, NULL, `+at+`, `+at+`),
-			('running', 'wf', 'running', NULL, 'old', now() + interval '1 hour', 1, `+at+`, NULL, NULL, NULL, NULL, `+at+`, `+at+`),
-			('waiting', 'wf', 'waiting', NULL, '', NULL, 1, `+at+`, NULL, 'ev@v1', 'topic', '', `+at+`, `+at+`),
-			('done', 'wf', 'complete', NULL, '', NULL, 1, `+at+`, `+at+`, NULL, NULL, NULL, `+at+`, `+at+`)`,
-		`INSERT INTO `+q+`.executions (run_id, number, started_at, ended_at, status) VALUES
-			('queued', 1, `+at+`, NULL, NULL), ('running', 1, `+at+`, NULL, NULL), ('waiting', 1, `+at+`, NULL, NULL),
-			('done', 1, `+at+`, `+at+`, 'complete')`,
-		`INSERT INTO `+q+`.checkpoints (run_id, execution, key, kind, output, created_at) VALUES ('done', 1, 'a@v1', 'step', '\x31', `+at+`)`,
-		`INSERT INTO `+q+`.workflow_types (name, version, worker, updated_at) VALUES ('wf', 1, 'w', `+at+`)`,
-	)
+	setup := []string{
+		`INSERT INTO ` + q + `.runs (id, workflow, status, ready_at, owner, lease_until, token, started_at, ended_at, wait_key, wait_topic, wait_kind, created_at, updated_at) VALUES
+			('queued', 'wf', 'queued', ` + at + `, '', NULL, 0, ` + at + `, NULL, NULL, NULL, NULL, ` + at + `, ` + at + `),
+			('running', 'wf', 'running', NULL, 'old', now() + interval '1 hour', 1, ` + at + `, NULL, NULL, NULL, NULL, ` + at + `, ` + at + `),
+			('waiting', 'wf', 'waiting', NULL, '', NULL, 1, ` + at + `, NULL, 'ev@v1', 'topic', '', ` + at + `, ` + at + `),
+			('done', 'wf', 'complete', NULL, '', NULL, 1, ` + at + `, ` + at + `, NULL, NULL, NULL, ` + at + `, ` + at + `)`,
+		`INSERT INTO ` + q + `.executions (run_id, number, started_at, ended_at, status) VALUES
+			('queued', 1, ` + at + `, NULL, NULL), ('running', 1, ` + at + `, NULL, NULL), ('waiting', 1, ` + at + `, NULL, NULL),
+			('done', 1, ` + at + `, ` + at + `, 'complete')`,
+		`INSERT INTO ` + q + `.checkpoints (run_id, execution, key, kind, output, created_at) VALUES ('done', 1, 'a@v1', 'step', '\x31', ` + at + `)`,
+		`INSERT INTO ` + q + `.workflow_types (name, version, worker, updated_at) VALUES ('wf', 1, 'w', ` + at + `)`,
+	}
 	for _, sql := range setup {
 		if _, err := pool.Exec(ctx, sql); err != nil {
 			t.Fatalf("%s: %v", sql, err)
@@ -393,34 +396,21 @@ func TestMigrateQueues(t *testing.T) {
 func TestMigrateVersions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	schema := freshSchema(t)
+	schema, q := schemaAt(t, 5)
 	pool := sharedPool(t)
-	ms, err := loadMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := quote(schema)
-	setup := []string{
-		`CREATE SCHEMA ` + q,
-		`CREATE TABLE ` + q + `.migrations (version integer NOT NULL PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-	}
-	for _, m := range ms[:5] {
-		setup = append(setup, strings.ReplaceAll(m.SQL, schemaPlaceholder, q),
-			`INSERT INTO `+q+`.migrations (version, name) VALUES (`+strconv.Itoa(m.Version)+`, '`+m.Name+`')`)
-	}
 	const at = `'2020-05-06 07:08:09Z'`
-	setup = append(setup,
-		`INSERT INTO `+q+`.runs (id, workflow, status, ready_at, owner, lease_until, token, started_at, ended_at, wait_key, wait_topic, wait_kind,
+	setup := []string{
+		`INSERT INTO ` + q + `.runs (id, workflow, status, ready_at, owner, lease_until, token, started_at, ended_at, wait_key, wait_topic, wait_kind,
 				priority, created_at, updated_at) VALUES
-			('queued', 'wf', 'queued', `+at+`, '', NULL, 0, `+at+`, NULL, NULL, NULL, NULL, 0, `+at+`, `+at+`),
-			('urgent', 'wf', 'queued', `+at+`, '', NULL, 0, `+at+`, NULL, NULL, NULL, NULL, 3, `+at+`, `+at+`),
-			('expired', 'wf', 'running', NULL, 'old', now() - interval '1 minute', 1, `+at+`, NULL, NULL, NULL, NULL, 0, `+at+`, `+at+`),
-			('waiting', 'wf', 'waiting', NULL, '', NULL, 1, `+at+`, NULL, 'ev@v1', 'topic', '', 0, `+at+`, `+at+`),
-			('done', 'wf', 'complete', NULL, '', NULL, 1, `+at+`, `+at+`, NULL, NULL, NULL, 0, `+at+`, `+at+`)`,
-		`INSERT INTO `+q+`.executions (run_id, number, started_at, ended_at, status) VALUES
-			('queued', 1, `+at+`, NULL, NULL), ('urgent', 1, `+at+`, NULL, NULL), ('expired', 1, `+at+`, NULL, NULL),
-			('waiting', 1, `+at+`, NULL, NULL), ('done', 1, `+at+`, `+at+`, 'complete')`,
-	)
+			('queued', 'wf', 'queued', ` + at + `, '', NULL, 0, ` + at + `, NULL, NULL, NULL, NULL, 0, ` + at + `, ` + at + `),
+			('urgent', 'wf', 'queued', ` + at + `, '', NULL, 0, ` + at + `, NULL, NULL, NULL, NULL, 3, ` + at + `, ` + at + `),
+			('expired', 'wf', 'running', NULL, 'old', now() - interval '1 minute', 1, ` + at + `, NULL, NULL, NULL, NULL, 0, ` + at + `, ` + at + `),
+			('waiting', 'wf', 'waiting', NULL, '', NULL, 1, ` + at + `, NULL, 'ev@v1', 'topic', '', 0, ` + at + `, ` + at + `),
+			('done', 'wf', 'complete', NULL, '', NULL, 1, ` + at + `, ` + at + `, NULL, NULL, NULL, 0, ` + at + `, ` + at + `)`,
+		`INSERT INTO ` + q + `.executions (run_id, number, started_at, ended_at, status) VALUES
+			('queued', 1, ` + at + `, NULL, NULL), ('urgent', 1, ` + at + `, NULL, NULL), ('expired', 1, ` + at + `, NULL, NULL),
+			('waiting', 1, ` + at + `, NULL, NULL), ('done', 1, ` + at + `, ` + at + `, 'complete')`,
+	}
 	for _, sql := range setup {
 		if _, err := pool.Exec(ctx, sql); err != nil {
 			t.Fatalf("%s: %v", sql, err)
