@@ -290,6 +290,20 @@ func (c *checker) run(r storage.RunRecord) (checked, error) {
 		p.Kind, p.Key, p.Reason, p.Fix = kind, key, reason, fix
 		return p
 	}
+	// shape checks a stored payload against its shape in the build: a
+	// sealed one is counted, one that would not decode is a problem at
+	// key, saying what does not decode, where in it, and the fix.
+	shape := func(key string, sh *manifest.Shape, payload []byte, what, fix string) {
+		m, sealed := checkPayload(sh, payload)
+		switch {
+		case sealed:
+			c.sealed(r.ID)
+		case m != nil:
+			p := problem(KindShape, key, what+": "+m.Error(), fix)
+			p.Path = m.Path
+			c.add(p)
+		}
+	}
 	b := c.build
 	if len(b.workflows[r.Workflow]) == 0 {
 		c.add(problem(KindWorkflow, r.Workflow, fmt.Sprintf("the build has no workflow %s", r.Workflow),
@@ -324,23 +338,10 @@ func (c *checker) run(r storage.RunRecord) (checked, error) {
 		}
 	}
 	wkey := wf.key
-	if m, sealed := checkPayload(wf.input, r.Input); sealed {
-		c.sealed(r.ID)
-	} else if m != nil {
-		p := problem(KindShape, wkey, "the run's input does not decode into the build's input type: "+m.Error(),
-			fmt.Sprintf("the input type of %s changed shape without a version bump: bump version= of the workflow, and keep the old version's function until these runs finish", wkey))
-		p.Path = m.Path
-		c.add(p)
-	}
-
-	if m, sealed := checkPayload(wf.progress, r.Progress); sealed {
-		c.sealed(r.ID)
-	} else if m != nil {
-		p := problem(KindShape, wkey, "the progress the run published does not decode into the build's progress type: "+m.Error(),
-			fmt.Sprintf("the progress type of %s changed shape without a version bump: bump version= of the workflow, and keep the old version's function until these runs finish", wkey))
-		p.Path = m.Path
-		c.add(p)
-	}
+	shape(wkey, wf.input, r.Input, "the run's input does not decode into the build's input type",
+		fmt.Sprintf("the input type of %s changed shape without a version bump: bump version= of the workflow, and keep the old version's function until these runs finish", wkey))
+	shape(wkey, wf.progress, r.Progress, "the progress the run published does not decode into the build's progress type",
+		fmt.Sprintf("the progress type of %s changed shape without a version bump: bump version= of the workflow, and keep the old version's function until these runs finish", wkey))
 
 	if r.Wait != nil && len(b.old) == 0 {
 		for _, wc := range r.Wait.Cases() {
@@ -397,14 +398,8 @@ func (c *checker) run(r storage.RunRecord) (checked, error) {
 		if cp.Error != nil {
 			continue
 		}
-		if m, sealed := checkPayload(s.output, cp.Output); sealed {
-			c.sealed(r.ID)
-		} else if m != nil {
-			p := problem(KindShape, cp.Key, "the step's stored result does not decode into the build's result type: "+m.Error(),
-				fmt.Sprintf("the result type of step %s changed shape without a version bump: bump the step's version= so these runs run it again", key))
-			p.Path = m.Path
-			c.add(p)
-		}
+		shape(cp.Key, s.output, cp.Output, "the step's stored result does not decode into the build's result type",
+			fmt.Sprintf("the result type of step %s changed shape without a version bump: bump the step's version= so these runs run it again", key))
 	}
 	return got, nil
 }
