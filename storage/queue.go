@@ -144,6 +144,11 @@ type QueueStats struct {
 	Waiting int
 	// Paused counts StatusPaused runs.
 	Paused int
+	// OldestReady is how long the longest-waiting of the Ready runs has
+	// been ready, on the store's clock: now minus its ReadyAt. Zero when
+	// Ready is zero. A backlog whose OldestReady grows is not being
+	// worked.
+	OldestReady time.Duration
 }
 
 // validQueues checks the claim's queues: each valid, none named twice.

@@ -298,6 +298,23 @@ type Store interface {
 	// without deleting.
 	Purge(ctx context.Context, req PurgeRequest) (PurgeResult, error)
 
+	// PutWorker records a worker as live, replacing its earlier record (by
+	// Worker.ID): Heartbeat is now and ExpiresAt now+TTL, on the store's
+	// clock; the other fields are stored as given. An engine records
+	// itself when it starts to work and again well within its TTL, and
+	// removes itself when it stops.
+	PutWorker(ctx context.Context, req PutWorkerRequest) error
+
+	// RemoveWorker deletes a worker's record. An unknown ID is no error:
+	// the record may have expired.
+	RemoveWorker(ctx context.Context, id string) error
+
+	// ListWorkers returns the live workers, those whose ExpiresAt is after
+	// now, ordered by ID. An expired record is never returned, and
+	// the store deletes expired records as it goes (on PutWorker or
+	// ListWorkers), so those of workers that died do not accumulate.
+	ListWorkers(ctx context.Context) ([]Worker, error)
+
 	// Close releases the store's resources. Calls after Close return
 	// ErrClosed.
 	Close() error

@@ -77,6 +77,13 @@ type NewRun struct {
 	// read as 0): engines claim such a run with the newest version they
 	// register.
 	Version int
+	// Headers is context the run carries from its start to every claim:
+	// the starter's trace context (W3C traceparent and tracestate) and
+	// whatever else the runtime's Start hooks put in, so work done for the
+	// run days later on another machine joins the trace that started it.
+	// The store keeps it byte for byte with the run, through restarts and
+	// continue-as-new; nil and empty are the same (see ValidateHeaders).
+	Headers map[string]string
 }
 
 // MaxVersion is the highest workflow version a run records.
@@ -161,7 +168,9 @@ type RunRecord struct {
 	Priority  int
 	// Version is NewRun.Version: the workflow version the run started
 	// under, 0 when unknown.
-	Version   int
+	Version int
+	// Headers is NewRun.Headers, nil when it had none.
+	Headers   map[string]string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -308,6 +317,8 @@ type ClaimedRun struct {
 	// Version is the workflow version the run started under
 	// (NewRun.Version), 0 when unknown.
 	Version int
+	// Headers is the run's NewRun.Headers, nil when it had none.
+	Headers map[string]string
 	// LeaseUntil is when this lease expires unless extended.
 	LeaseUntil time.Time
 	// Replay, when not nil, is the run's replay exactly as LoadReplay would

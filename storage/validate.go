@@ -50,6 +50,9 @@ func ValidateNewRuns(runs []NewRun) error {
 		if r.Version < 0 || r.Version > MaxVersion {
 			return invalid("create runs", "run %q has workflow version %d, outside 0 to %d", r.ID, r.Version, MaxVersion)
 		}
+		if err := ValidateHeaders(r.Headers); err != nil {
+			return invalid("create runs", "run %q: %s", r.ID, err)
+		}
 	}
 	return nil
 }

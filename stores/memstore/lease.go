@@ -159,6 +159,7 @@ func (s *Store) claim(r *run, req storage.ClaimRequest, now time.Time, recovered
 		Wait:         cloneWait(rec.Wait),
 		Deadline:     cloneTime(rec.Deadline),
 		Version:      rec.Version,
+		Headers:      cloneHeaders(rec.Headers),
 		LeaseUntil:   rec.LeaseUntil,
 	}
 }

@@ -11,12 +11,14 @@
 // terminates and restarts, executions.go keeps and lists a run's
 // executions, catalog.go records what workers serve, notify.go hands out
 // wake-up hints, queue.go is the claim index and the queues' counts,
-// schedule.go keeps schedules and purge.go deletes finished runs.
+// schedule.go keeps schedules, purge.go deletes finished runs and
+// workers.go keeps the records engines keep of themselves.
 package memstore
 
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -58,6 +60,8 @@ type Store struct {
 	scheduleIDs []string
 	// hub fans out the hints of Notifications.
 	hub storage.Hub
+	// workers holds the workers' records by ID (workers.go).
+	workers map[string]storage.Worker
 }
 
 var (
@@ -81,6 +85,7 @@ func New(opts Options) *Store {
 		eventTypes: make(map[string]storage.EventType),
 		queueTypes: make(map[string]storage.QueueType),
 		schedules:  make(map[string]*storage.Schedule),
+		workers:    make(map[string]storage.Worker),
 	}
 }
 
@@ -96,7 +101,7 @@ func (s *Store) Close() error {
 	s.hub.Close()
 	s.runs, s.ids, s.queues, s.waits, s.children = nil, nil, nil, nil, nil
 	s.workflows, s.eventTypes, s.queueTypes = nil, nil, nil
-	s.schedules, s.scheduleIDs = nil, nil
+	s.schedules, s.scheduleIDs, s.workers = nil, nil, nil
 	return nil
 }
 
@@ -159,7 +164,16 @@ func (r *run) record() storage.RunRecord {
 	rec.Active = cloneActive(rec.Active)
 	rec.Deadline = cloneTime(rec.Deadline)
 	rec.Progress = clone(rec.Progress)
+	rec.Headers = cloneHeaders(rec.Headers)
 	return rec
+}
+
+// cloneHeaders copies a run's headers; none is nil.
+func cloneHeaders(h map[string]string) map[string]string {
+	if len(h) == 0 {
+		return nil
+	}
+	return maps.Clone(h)
 }
 
 func (s *Store) clock() time.Time { return s.now().Round(0) }

@@ -150,7 +150,30 @@ func (q *queueState) stats(name string, now time.Time) storage.QueueStats {
 		}
 	}
 	st.Ready = q.queued - st.Scheduled
+	if st.Ready > 0 {
+		st.OldestReady = now.Sub(q.oldestReady(now))
+	}
 	return st
+}
+
+// oldestReady returns the earliest ReadyAt of the queue's ready runs,
+// found among its claim indexes' entries (a stale entry names a run that
+// no longer qualifies, or qualifies through its current entry too).
+func (q *queueState) oldestReady(now time.Time) time.Time {
+	oldest := now
+	for _, byVersion := range q.workflows {
+		for _, ix := range byVersion {
+			for _, h := range []entryHeap{ix.ready, ix.waiting} {
+				for _, e := range h {
+					rec := &e.r.rec
+					if rec.Status == storage.StatusQueued && rec.ReadyAt != nil && rec.ReadyAt.Before(oldest) {
+						oldest = *rec.ReadyAt
+					}
+				}
+			}
+		}
+	}
+	return oldest
 }
 
 // QueueStats counts the runs of each named queue by state, from the counts

@@ -53,6 +53,7 @@ func (s *Store) create(runs []storage.NewRun, now time.Time) []storage.CreateRes
 				Partition:    nr.Partition,
 				Priority:     nr.Priority,
 				Version:      nr.Version,
+				Headers:      cloneHeaders(nr.Headers),
 				Execution:    1,
 				StartedAt:    now,
 				CreatedAt:    now,

@@ -487,8 +487,9 @@ func testQueueStats(f *fixture) {
 	}
 	// An hour on: the delayed start is due, the sleeper is still counted
 	// waiting until claimed, and the expired lease still holds its place.
+	// The oldest ready run has waited since the start.
 	f.clock.Advance(time.Hour + time.Second)
-	want("an hour on", storage.QueueStats{Queue: "stats", Ready: 3, Running: 1, Waiting: 2, Paused: 1})
+	want("an hour on", storage.QueueStats{Queue: "stats", Ready: 3, Running: 1, Waiting: 2, Paused: 1, OldestReady: time.Hour + time.Second})
 }
 
 func testQueueNextWake(f *fixture) {

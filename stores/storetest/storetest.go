@@ -34,7 +34,9 @@
 // lease.go in stores); schedules.go the schedule records; purge.go the
 // deletion of finished runs; versions.go the workflow version a run
 // records and the claims, wake times and listings that filter by it
-// (runs.go and lease.go in stores).
+// (runs.go and lease.go in stores); workers.go the records engines keep of
+// themselves, the headers a run carries to its claims (runs.go and
+// lease.go) and the age of a queue's oldest ready run (queue.go).
 package storetest
 
 import (
@@ -119,6 +121,7 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, scheduleCases...)
 	all = append(all, purgeCases...)
 	all = append(all, versionCases...)
+	all = append(all, workerCases...)
 	for _, c := range all {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -583,6 +586,9 @@ func normBytes(b []byte) []byte {
 
 func normRecord(r storage.RunRecord) storage.RunRecord {
 	r.Input, r.Output = normBytes(r.Input), normBytes(r.Output)
+	if len(r.Headers) == 0 {
+		r.Headers = nil
+	}
 	r.LeaseUntil, r.CreatedAt, r.UpdatedAt = ms(r.LeaseUntil), ms(r.CreatedAt), ms(r.UpdatedAt)
 	r.StartedAt, r.EndedAt = ms(r.StartedAt), msPtr(r.EndedAt)
 	if r.Active != nil {
