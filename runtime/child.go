@@ -151,7 +151,7 @@ func (x *execution) startChild(key, workflow string, input any, opts []ChildOpti
 	}
 	req := storage.NewRun{ID: childID, Workflow: workflow, Input: in, ParentID: x.lease.RunID, ParentPolicy: o.policy,
 		Deadline: def.deadlineFrom(e.clock.Now(), time.Time{}), Queue: def.queue, Version: def.version}
-	res, err := e.store.CreateRuns(context.WithoutCancel(x.ctx), []storage.NewRun{req})
+	res, err := e.createRuns(context.WithoutCancel(x.ctx), x.lease.RunID, []storage.NewRun{req})
 	if err != nil {
 		x.stop(err)
 	}
@@ -186,7 +186,9 @@ func (x *execution) checkpointChild(key string, co childOutcome) storage.Checkpo
 // awaitChild parks the run until the child's outcome arrives as the
 // checkpoint of key, or returns it at once if it is already buffered.
 func (x *execution) awaitChild(key, childID string) storage.Checkpoint {
-	return x.suspend(key, storage.SuspendRequest{Wait: &storage.Wait{Key: key, Topic: childTopic(childID), Kind: KindChild}})
+	w := &storage.Wait{Key: key, Topic: childTopic(childID), Kind: KindChild}
+	x.waiting(key, KindChild, w, nil)
+	return x.suspend(key, storage.SuspendRequest{Wait: w})
 }
 
 // decodeChild returns a child's outcome, delivered as the wait's checkpoint.

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -486,6 +487,10 @@ func (w *warnings) WithGroup(string) slog.Handler { return w }
 type withAttrs struct {
 	*warnings
 	as []slog.Attr
+}
+
+func (w *withAttrs) WithAttrs(as []slog.Attr) slog.Handler {
+	return &withAttrs{w.warnings, append(slices.Clone(w.as), as...)}
 }
 
 func (w *withAttrs) Handle(ctx context.Context, r slog.Record) error {

@@ -113,6 +113,16 @@ type Config struct {
 	// Services are background work Run runs beside the workers, stopped
 	// with them: the schedule package's Service fires cron schedules.
 	Services []Service
+	// Hooks intercept the engine's starts, executions, step attempts,
+	// waits and store calls, the first outermost (package stemotel's
+	// trace and measure them). None: nothing is intercepted, at no cost.
+	Hooks []Hooks
+	// WorkerTTL is how long this engine's record of itself in the store
+	// (see Engine.Workers) outlives its last renewal: a running engine
+	// renews it every WorkerTTL/3, and removes it when Run returns, so
+	// a worker that died drops out of the list within WorkerTTL.
+	// Default 30s; at least storage.MinWorkerTTL.
+	WorkerTTL time.Duration
 }
 
 // A Service is background work an engine runs while its Run runs.
@@ -126,11 +136,14 @@ type Service interface {
 // and controls them. Create one with New, register workflows, then call Run
 // to work; an engine that never calls Run is a client only.
 type Engine struct {
-	cfg      Config
-	store    storage.Store
-	log      *slog.Logger
-	clock    storage.Clock
-	payloads payloads
+	cfg   Config
+	store storage.Store // Config.Store, with Hooks.Store around it
+	hooks hooks
+	// startedAt is when Run last began to work, for the worker record.
+	startedAt time.Time
+	log       *slog.Logger
+	clock     storage.Clock
+	payloads  payloads
 
 	mu        sync.Mutex
 	workflows map[string]*workflowDef // the newest version of each name
@@ -233,9 +246,21 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("Config.Queues: %w", err)
 		}
 	}
+	if cfg.WorkerTTL == 0 {
+		cfg.WorkerTTL = 30 * time.Second
+	}
+	if cfg.WorkerTTL < storage.MinWorkerTTL || cfg.WorkerTTL > storage.MaxWorkerTTL {
+		return nil, fmt.Errorf("%w: Config.WorkerTTL %v, want %v to %v", ErrInvalidArgument, cfg.WorkerTTL, storage.MinWorkerTTL, storage.MaxWorkerTTL)
+	}
+	h := composeHooks(cfg.Hooks)
+	store := cfg.Store
+	if h.Store != nil {
+		store = hookedStore{s: cfg.Store, hook: h.Store}
+	}
 	return &Engine{
 		cfg:       cfg,
-		store:     cfg.Store,
+		store:     store,
+		hooks:     h,
 		log:       cfg.Logger,
 		clock:     cfg.Clock,
 		payloads:  payloads{limit: cfg.MaxPayloadBytes, codec: cfg.Codec},
@@ -464,10 +489,15 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 
 	var notes <-chan struct{}
-	if n, ok := e.store.(storage.Notifier); ok {
+	if n, ok := e.cfg.Store.(storage.Notifier); ok {
 		notes = n.Notifications(ctx)
 	}
+	slots := make(chan struct{}, e.cfg.Workers)
+	record := e.newWorkerRecord(queueNames, names, func() int { return len(slots) })
+	record.put(ctx)
+	defer record.remove(ctx)
 	var wg sync.WaitGroup
+	wg.Go(func() { record.keep(ctx) })
 	wg.Go(func() { e.sweep(ctx) })
 	for _, svc := range e.cfg.Services {
 		wg.Go(func() { svc.Serve(ctx, e) })
@@ -477,7 +507,6 @@ func (e *Engine) Run(ctx context.Context) error {
 	// then backs off, doubling from minWake to PollInterval, until a claim
 	// takes a run or something wakes it.
 	idle := 0
-	slots := make(chan struct{}, e.cfg.Workers)
 	freed := make(chan struct{}, 1)
 	timer := time.NewTimer(0)
 	defer timer.Stop()

@@ -58,6 +58,7 @@ func WaitForEvent[T any](c *WorkflowContext, name, topic string, timeout time.Du
 		}}, nil)
 		return decodeCheckpoint[T](x, cp)
 	}
+	x.waiting(key, KindEvent, w, w.Deadline)
 	cp := x.suspend(key, storage.SuspendRequest{Wait: w, ReadyAt: w.Deadline})
 	return decodeEvent[T](x, cp, topic, timeout)
 }

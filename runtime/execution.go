@@ -52,6 +52,10 @@ type execution struct {
 	// whose timeout is longer than the lease runs (zero otherwise).
 	holdUntil time.Time
 	outcome   outcome
+	// runErr is the error the run finished with (outcomeFinished).
+	runErr error
+	// execution is the run's execution number, once loaded.
+	execution int
 	log       *slog.Logger
 	// active is the step attempt running now (the latest begun of those
 	// running, in running), and reported whether the heartbeat has told
@@ -87,7 +91,34 @@ const (
 	outcomeStopped           // lease lost, terminated or paused: nothing more to write
 	outcomeReleased          // handed back for another worker
 	outcomeFinished          // completed or errored by the execution itself
+	outcomeContinued         // continued as new
+	outcomePaused            // parked paused at a checkpoint
 )
+
+// hookOutcome says how the execution ended, for Hooks.Execution.
+func (x *execution) hookOutcome() (Outcome, error) {
+	switch x.outcome {
+	case outcomeFinished:
+		if x.runErr != nil {
+			return OutcomeErrored, x.runErr
+		}
+		return OutcomeComplete, nil
+	case outcomeSuspended:
+		return OutcomeParked, nil
+	case outcomeContinued:
+		return OutcomeContinued, nil
+	case outcomePaused:
+		return OutcomePaused, nil
+	case outcomeReleased:
+		// Handed back after a restart or a failed write: stopped, as
+		// the hook sees it.
+		if cause := context.Cause(x.ctx); cause != nil && !errors.Is(cause, errShutdown) && !errors.Is(cause, context.Canceled) {
+			return OutcomeStopped, cause
+		}
+		return OutcomeReleased, nil
+	}
+	return OutcomeStopped, context.Cause(x.ctx)
+}
 
 // suspendState is what the engine stores with a suspension: the key it
 // suspended at and the autoversion counters reached, so a replay that reaches
@@ -107,8 +138,22 @@ type suspendState struct {
 // heartbeat and workflow goroutines both log.
 func (x *execution) logger() *slog.Logger { return x.log }
 
-// execute runs one claimed run until it completes, suspends or stops.
+// execute runs one claimed run until it completes, suspends or stops,
+// inside Hooks.Execution when one is set.
 func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
+	h := e.hooks.Execution
+	if h == nil {
+		e.executeIn(parent, r, nil)
+		return
+	}
+	hx := &HookExecution{RunID: r.Lease.RunID, Workflow: r.Workflow, Version: r.Version, ParentID: r.ParentID,
+		Headers: r.Headers, Recoveries: r.Recoveries}
+	h(parent, hx, func(ctx context.Context) { e.executeIn(ctx, r, hx) })
+}
+
+// executeIn is execute under parent, telling hx (when not nil) the
+// execution's number and how it ended.
+func (e *Engine) executeIn(parent context.Context, r storage.ClaimedRun, hx *HookExecution) {
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	x := &execution{
 		engine:     e,
@@ -124,6 +169,12 @@ func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
 		used:       map[string]bool{},
 		counters:   map[string]int{},
 		lastExtend: e.clock.Now(),
+	}
+	if hx != nil {
+		defer func() {
+			hx.Execution = x.execution
+			hx.Outcome, hx.Err = x.hookOutcome()
+		}()
 	}
 	defer cancel(nil)
 
@@ -168,6 +219,8 @@ func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
 		x.release()
 		return
 	}
+	x.execution = replay.Execution
+	x.log = x.log.With("execution", replay.Execution)
 	// A run this engine cannot open (input or checkpoints sealed with a key
 	// its codec lacks) is handed back untouched, before anything runs.
 	input, err := e.payloads.raw(fmt.Sprintf("input of run %s (workflow %s)", r.Lease.RunID, r.Workflow), r.Input)
@@ -287,7 +340,7 @@ func (x *execution) finish(out []byte, runErr error) {
 		}
 		return
 	}
-	x.outcome = outcomeFinished
+	x.outcome, x.runErr = outcomeFinished, runErr
 	e.waiters.wake(x.lease.RunID)
 	if req.Notify != nil {
 		e.signal()
@@ -716,7 +769,7 @@ func (x *execution) writeCheckpoint(cp storage.Checkpoint, attempts []Attempt, a
 	x.keep(cp)
 	if res.Paused {
 		if !async {
-			x.outcome = outcomeStopped
+			x.outcome = outcomePaused
 		}
 		x.cancel(ErrLeaseLost)
 		runtime.Goexit()
@@ -737,6 +790,20 @@ func (x *execution) fault(err error, async bool) {
 	}
 	x.cancel(x.lostCause(err))
 	runtime.Goexit()
+}
+
+// waiting tells Hooks.Wait, when set, of a sleep or wait the run begins
+// at key: on the topics of w's cases, until the time given (nil: none).
+func (x *execution) waiting(key string, kind StepKind, w *storage.Wait, until *time.Time) {
+	h := x.engine.hooks.Wait
+	if h == nil || x.replay != nil {
+		return
+	}
+	hw := HookWait{RunID: x.lease.RunID, Workflow: x.workflow, Key: key, Kind: kind, Topics: w.Topics()}
+	if until != nil {
+		hw.Until = *until
+	}
+	h(x.ctx, hw)
 }
 
 // suspend parks the run at key and unwinds the workflow goroutine. If the

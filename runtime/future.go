@@ -346,6 +346,9 @@ func (x *execution) waitAny(fs []*future, key string) {
 			if !wake.IsZero() {
 				req.ReadyAt = &wake
 			}
+			if x.engine.hooks.Wait != nil {
+				x.waiting(key, KindSelect, x.withFutureCases(nil), req.ReadyAt)
+			}
 			x.park(key, req, true)
 			continue
 		}

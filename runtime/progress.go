@@ -171,7 +171,7 @@ func ContinueAsNew(c *WorkflowContext, input any) error {
 	if err != nil {
 		x.stop(err)
 	}
-	x.outcome = outcomeReleased
+	x.outcome = outcomeContinued
 	x.engine.signal()
 	runtime.Goexit()
 	panic("unreachable")

@@ -193,9 +193,36 @@ func attempts[T any](x *execution, full string, iteration int, last storage.Atte
 		if opts.Timeout > e.cfg.LeaseDuration {
 			x.holdFor(active, opts.Timeout)
 		}
-		out, err := callStep(x, full, iteration, attempt, opts.Timeout, fn)
-		x.endStep(active)
-		end := e.clock.Now()
+		var (
+			out     T
+			err     error
+			output  []byte
+			end     time.Time
+			retryAt time.Time
+		)
+		// run makes the attempt under ctx and decides what follows it.
+		run := func(ctx context.Context) {
+			out, err = callStep(ctx, x, full, iteration, attempt, opts.Timeout, fn)
+			x.endStep(active)
+			end = e.clock.Now()
+			if err == nil && !void {
+				if output, err = e.payloads.encode("output of step "+full, out); err != nil {
+					err = Permanent(err)
+				}
+			}
+			if err != nil && !IsPermanent(err) && attempt <= opts.Retries {
+				retryAt = end.Add(backoff(opts, attempt))
+			}
+		}
+		if h := e.hooks.Attempt; h != nil {
+			ha := &HookAttempt{RunID: x.lease.RunID, Workflow: x.workflow, Key: full, Attempt: attempt, Async: async, Started: start}
+			h(x.ctx, ha, func(ctx context.Context) {
+				run(ctx)
+				ha.Ended, ha.Err, ha.Retry, ha.RetryAt = end, err, !retryAt.IsZero(), retryAt
+			})
+		} else {
+			run(x.ctx)
+		}
 		if err == nil && !x.keepsResult() || err != nil && x.ctx.Err() != nil {
 			// An attempt that ended while the engine shuts down still has
 			// its lease: a success writes its checkpoint, a failure of its
@@ -207,13 +234,6 @@ func attempts[T any](x *execution, full string, iteration int, last storage.Atte
 			// writes nothing more.
 			x.boundary(async)
 		}
-		var output []byte
-		if err == nil && !void {
-			output, err = e.payloads.encode("output of step "+full, out)
-			if err != nil {
-				err = Permanent(err)
-			}
-		}
 		a := Attempt{Key: full, Number: attempt, Started: start, Ended: end}
 		if err == nil {
 			cp, existed := x.writeCheckpoint(storage.Checkpoint{Key: full, Kind: KindStep, Output: output}, []Attempt{a}, async)
@@ -221,13 +241,12 @@ func attempts[T any](x *execution, full string, iteration int, last storage.Atte
 			return out, cp, !existed
 		}
 		a.Error = e.payloads.sealText(err.Error())
-		if IsPermanent(err) || attempt > opts.Retries {
+		if retryAt.IsZero() {
 			cp, _ := x.writeCheckpoint(storage.Checkpoint{Key: full, Kind: KindStep, Error: e.payloads.sealInfo(errorInfo(err))}, []Attempt{a}, async)
 			release()
 			var zero T
 			return zero, cp, false
 		}
-		retryAt := end.Add(backoff(opts, attempt))
 		a.RetryAt = &retryAt
 		if err := e.store.RecordAttempts(context.WithoutCancel(x.ctx), storage.RecordAttemptsRequest{Lease: x.lease, LeaseFor: e.cfg.LeaseDuration, Attempts: []Attempt{a}}); err != nil {
 			x.fault(err, async)
@@ -324,11 +343,10 @@ func backoff(opts StepOptions, attempt int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// callStep runs one attempt, turning a panic into a failed attempt with its
-// stack. With a timeout, an attempt that ignores its context is abandoned
+// callStep runs one attempt under ctx (the run's, or a hook's derived
+// from it), turning a panic into a failed attempt with its stack. With a timeout, an attempt that ignores its context is abandoned
 // when the timeout passes.
-func callStep[T any](x *execution, key string, iteration, attempt int, timeout time.Duration, fn func(StepContext) (T, error)) (out T, err error) {
-	ctx := x.ctx
+func callStep[T any](ctx context.Context, x *execution, key string, iteration, attempt int, timeout time.Duration, fn func(StepContext) (T, error)) (out T, err error) {
 	if timeout > 0 {
 		var cancel func()
 		ctx, cancel = withTimeout(x.engine.clock, ctx, timeout)

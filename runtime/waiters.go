@@ -73,7 +73,7 @@ func (w *waiters) wake(ids ...string) {
 // left to the callers' polling. It reports whether the store announces
 // every run's end, whichever process ends it (storage.EveryFinishNotifier).
 func (e *Engine) watchFinished() (everywhere bool) {
-	fn, ok := e.store.(storage.FinishNotifier)
+	fn, ok := e.cfg.Store.(storage.FinishNotifier)
 	if !ok {
 		return false
 	}

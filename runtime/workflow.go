@@ -71,6 +71,7 @@ func (c *WorkflowContext) sleep(name string, wakeAt func(now time.Time) time.Tim
 		if !now.Before(wake) {
 			return nil
 		}
+		x.waiting(key, KindSleep, nil, &wake)
 		x.suspend(key, storage.SuspendRequest{ReadyAt: &wake})
 		panic("unreachable")
 	}
@@ -81,6 +82,7 @@ func (c *WorkflowContext) sleep(name string, wakeAt func(now time.Time) time.Tim
 		x.checkpoint(cp, nil)
 		return nil
 	}
+	x.waiting(key, KindSleep, nil, &wake)
 	x.suspend(key, storage.SuspendRequest{Checkpoint: &cp, ReadyAt: &wake})
 	panic("unreachable")
 }
