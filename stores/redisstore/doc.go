@@ -13,15 +13,15 @@
 // The code is laid out as every Stem store is: redisstore.go has Options,
 // Open, New and Close; runs.go, lease.go, checkpoint.go, events.go,
 // control.go, executions.go, catalog.go, queues.go, schedules.go,
-// purge.go and notify.go the methods of storage.Store by concern;
-// keys.go builds the keys listed below; scripts.go assembles and loads the
-// Lua scripts of scripts/ (one file per script, the parts they share in
-// scripts/lib/); codec.go encodes what the scripts store; timeout.go
-// bounds every call by Options.CallTimeout and reports it to a
+// purge.go, workers.go and notify.go the methods of storage.Store by
+// concern; keys.go builds the keys listed below; scripts.go assembles and
+// loads the Lua scripts of scripts/ (one file per script, the parts they
+// share in scripts/lib/); codec.go encodes what the scripts store;
+// timeout.go bounds every call by Options.CallTimeout and reports it to a
 // storage.Health, which logs a server that stops answering once per
-// episode; policy.go re-checks the eviction
-// policy for Claim; existing.go marks and recognises a prefix that holds a
-// store (Options.OpenExisting) and upgrades an older layout.
+// episode; policy.go re-checks the eviction policy for Claim; existing.go
+// marks and recognises a prefix that holds a store
+// (Options.OpenExisting) and upgrades an older layout.
 //
 // Readiness and lease expiry are judged on one clock: the server's TIME,
 // read inside the script that decides, or Options.Now when set (tests).
@@ -147,6 +147,11 @@
 //	                then ID, which ListSchedules reads with DueBy
 //	si              sorted set (all scores 0): every schedule's ID, read in
 //	                lexicographic order
+//	wr              hash: the workers' records, worker ID → heartbeat \n
+//	                expiry \n the rest as JSON, the times in µs
+//	wx              sorted set: the worker IDs by the expiry of their
+//	                records (µs), by which PutWorker and ListWorkers drop
+//	                the expired ones
 //	op:<random>     string, expires after a minute: the reply of one
 //	                SendEvent, Emit or Restart call, so that a repeated call
 //	                is answered without delivering twice or beginning another
