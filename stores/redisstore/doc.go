@@ -68,9 +68,10 @@
 //	                cases, key, topic and kind each ended by a NUL byte),
 //	                the counter of its buffered events (es), and, each
 //	                absent for the default, its queue (qu), lane (ln),
-//	                partition (pt), priority (pr) and workflow version
-//	                (vr; a run stored before versions were kept has none
-//	                and reads 0)
+//	                partition (pt), priority (pr), workflow version (vr;
+//	                a run stored before versions were kept has none and
+//	                reads 0) and headers (hd, a JSON object; a run stored
+//	                before headers were kept has none and reads none)
 //	c:<id>          hash: checkpoint key → encoded checkpoint (with its sequence
 //	                number and execution) of the current execution
 //	a:<id>          list: encoded attempts of the current execution, in the

@@ -9,7 +9,7 @@
 -- any) and those k versions; then per queue its name, concurrency,
 -- partition concurrency, rate and rate period (µs), 0 for no limit.
 -- Reply: per claimed run {id, token, HMGET of its claim fields: wf, pa, in,
--- rec, ss, wk, wt, wn, wd, wa, dl, lu, vr}.
+-- rec, ss, wk, wt, wn, wd, wa, dl, lu, vr, hd}.
 --
 -- The runs are taken level by level, highest priority first (level 0, the
 -- lanes of the keys of layout 1, and the levels sets' others); within a
@@ -134,7 +134,7 @@ local function main()
       end
     end
     redis.call('ZADD', leaseq(s.wf, s.ln), lu, id)
-    out[#out + 1] = {id, tok, redis.call('HMGET', r, 'wf', 'pa', 'in', 'rec', 'ss', 'wk', 'wt', 'wn', 'wd', 'wa', 'dl', 'lu', 'vr')}
+    out[#out + 1] = {id, tok, redis.call('HMGET', r, 'wf', 'pa', 'in', 'rec', 'ss', 'wk', 'wt', 'wn', 'wd', 'wa', 'dl', 'lu', 'vr', 'hd')}
     return 'taken'
   end
 
