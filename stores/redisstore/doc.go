@@ -117,11 +117,12 @@
 //	                (is:<status>) less every other queue's (qn)
 //	qn              set: the queues other than the default that runs were
 //	                created on
-//	qf:<queue>      sorted set: the queue's runs that were queued before
-//	                their ReadyAt (a delayed start, a restart fenced by a
-//	                live lease), scored by it, while they stay queued (the
-//	                run hash's qf flag marks them): QueueStats counts those
-//	                not yet due as scheduled, the other queued as ready
+//	qf:<queue>      sorted set: the queue's queued runs, scored by ReadyAt
+//	                (µs), while they stay queued (the run hash's qf flag
+//	                marks them): QueueStats counts those not yet due (a
+//	                delayed start, a restart fenced by a live lease) as
+//	                scheduled and the others as ready, and the lowest
+//	                score of those is the oldest ready run's ReadyAt
 //	pr:<queue>:<p>  set: the running runs of the queue's partition p, whose
 //	                size PartitionConcurrency bounds
 //	qs:<queue>      sorted set: the queue's starts (a run's first claim
@@ -157,7 +158,7 @@
 //	                SendEvent, Emit or Restart call, so that a repeated call
 //	                is answered without delivering twice or beginning another
 //	                execution
-//	v               string: the version of this key layout (2), which marks
+//	v               string: the version of this key layout (3), which marks
 //	                the prefix as a Stem store (see Options.OpenExisting)
 //	wake            pub/sub channel: runs may be ready (see Notifications)
 //	probe           string: the counter ProbeCommits increments, deleted
@@ -175,8 +176,15 @@
 // not fit is passed over, at most a thousand per claim. A claim of queues
 // without limits reads no count, so the default queue's claim costs one
 // read of its levels set per workflow more than in layout 1 (and one of
-// its versions set for a workflow taken at any version), and nothing more
-// per run.
+// its versions set for a workflow taken at any version), and per run
+// only the removal from its queue's set of queued runs (qf:<queue>)
+// more.
+//
+// QueueStats reads each queue's counts from the sizes of its status
+// indexes, and its scheduled runs and the age of its oldest ready run
+// from its set of queued runs, which is scored by ReadyAt whatever the
+// runs' priorities, lanes and versions: a few reads per queue, never a
+// scan.
 //
 // # Workflow versions
 //
@@ -190,9 +198,10 @@
 // versions set. Reading a version's lanes costs two calls of the script,
 // so a claim of several workflows first asks with one call, for each that
 // it takes at several versions, whether any of those lanes exists at the
-// level: an idle workflow costs it that one call. The lanes of version 0 are layout 2's, so a store written
-// before versions were kept is read unchanged and needs no upgrade; code
-// that predates versions claims none of the runs of other versions.
+// level: an idle workflow costs it that one call. The lanes of version 0
+// are layout 2's, so a store written before versions were kept is read
+// unchanged and needs no upgrade; code that predates versions claims none
+// of the runs of other versions.
 //
 // NextWake reads the same lanes a claim would. No listing index serves a
 // Versions filter: ListRuns applies it to the runs it reads from the
@@ -202,12 +211,19 @@
 // # Layout versions
 //
 // Layout 2 keeps every key of layout 1: its runs are the default queue's
-// at priority 0. A worker's Open of a layout-1 store upgrades it in place
-// in one script, which adds what layout 2 keeps besides (finished
-// indexes, early-queued set, started flags, event topics; see
-// scripts/upgrade.lua); workers of the older code must be stopped first.
-// OpenExisting, which writes nothing, refuses a layout-1 store with
-// storage.ErrNotStore.
+// at priority 0. Layout 3 keeps every key of layout 2, and puts every
+// queued run in its queue's set of queued runs, where layout 2 put only
+// those queued before they were due. A worker's Open of a layout-1 or
+// layout-2 store upgrades it in place in one script, which adds what the
+// current layout keeps besides (from layout 1: finished indexes, started
+// flags, event topics; from either: the queued runs' places in their
+// queues' sets; see scripts/upgrade.lua); workers of the older code must
+// be stopped first (one that goes on leaves out of the sets the runs it
+// queues when due, so QueueStats finds the oldest ready run younger than
+// it is until those are claimed; it does take out, by their flag, the
+// runs it claims). OpenExisting, which writes nothing, refuses a store of
+// an older layout with storage.ErrNotStore. Runs' headers need no
+// upgrade: a run stored without them reads none.
 //
 // With Redis Cluster every script must find its keys in one slot, so the
 // prefix must contain a hash tag, such as "{stem}:"; New refuses a cluster

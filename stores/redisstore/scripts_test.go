@@ -146,7 +146,7 @@ func TestScriptKeys(t *testing.T) {
 		"readyq('" + wf + "', lane('default', '0', '12'))": k.laneReady(wf, "default", 0, 12),
 		"levelset('q', '" + wf + "')":                      k.levels("q", wf),
 		"versionset('q', '" + wf + "')":                    k.versions("q", wf),
-		"queuedq('q')":                                     k.queuedEarly("q"),
+		"queuedq('q')":                                     k.queued("q"),
 		"partset('q', 'p:1')":                              k.partition("q", "p:1"),
 		"queue_names()":                                    k.queueNames(),
 		"startsq('q')":                                     k.starts("q"),

@@ -166,7 +166,7 @@ func TestOpenExisting(t *testing.T) {
 		t.Fatalf("OpenExisting of a store a worker upgraded: %v", err)
 	}
 
-	if err := c.Set(ctx, prefix+"v", "3", 0).Err(); err != nil {
+	if err := c.Set(ctx, prefix+"v", strconv.Itoa(storeVersion+1), 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	for _, existing := range []bool{true, false} {
