@@ -176,9 +176,10 @@
 // not fit is passed over, at most a thousand per claim. A claim of queues
 // without limits reads no count, so the default queue's claim costs one
 // read of its levels set per workflow more than in layout 1 (and one of
-// its versions set for a workflow taken at any version), and per run
-// only the removal from its queue's set of queued runs (qf:<queue>)
-// more.
+// its versions set for a workflow taken at any version), and nothing
+// more per run: a run it cannot pass over (a recovery, or a ready run of
+// a queue without limits) is read in one call, not two, which pays for
+// its removal from its queue's set of queued runs (qf:<queue>).
 //
 // QueueStats reads each queue's counts from the sizes of its status
 // indexes, and its scheduled runs and the age of its oldest ready run
