@@ -603,7 +603,7 @@ func TestWorkers(t *testing.T) {
 	for _, w := range []string{
 		"WORKER HOST PID STARTED HEARTBEAT IN FLIGHT QUEUES WORKFLOWS",
 		fmt.Sprintf("test-worker %s %d ", host, os.Getpid()),
-		" bulk,tenants,default ",
+		" bulk,default,tenants ",
 	} {
 		if !has(out, w) {
 			t.Fatalf("workers lacks %q:\n%s", w, out)
@@ -612,11 +612,12 @@ func TestWorkers(t *testing.T) {
 	js, _ := f.cli(0, "--json", "workers")
 	var doc struct {
 		Workers []struct {
-			ID, Host             string
-			PID                  int
-			InFlight             int `json:"in_flight"`
-			Queues, Workflows    []string
-			Heartbeat, ExpiresAt time.Time `json:"expires_at"`
+			ID, Host          string
+			PID               int
+			InFlight          int `json:"in_flight"`
+			Queues, Workflows []string
+			Heartbeat         time.Time
+			ExpiresAt         time.Time `json:"expires_at"`
 		}
 	}
 	if err := json.Unmarshal([]byte(js), &doc); err != nil {
@@ -626,7 +627,7 @@ func TestWorkers(t *testing.T) {
 		t.Fatalf("workers --json: %s", js)
 	}
 	w := doc.Workers[0]
-	if w.ID != "test-worker" || w.Host != host || w.PID != os.Getpid() || !slices.Contains(w.Workflows, "greet") || !slices.Equal(w.Queues, []string{"bulk", "tenants", "default"}) || !w.ExpiresAt.After(time.Now()) {
+	if w.ID != "test-worker" || w.Host != host || w.PID != os.Getpid() || !slices.Contains(w.Workflows, "greet") || !slices.Equal(w.Queues, []string{"bulk", "default", "tenants"}) || !w.ExpiresAt.After(time.Now()) {
 		t.Fatalf("workers --json: %+v", w)
 	}
 
