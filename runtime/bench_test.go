@@ -1,12 +1,14 @@
 package runtime_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
 	"github.com/stemflow/stem/storage"
 
 	"github.com/stemflow/stem/internal/benchwork"
+	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/stores/memstore"
 )
 
@@ -44,4 +46,31 @@ func BenchmarkSleep(b *testing.B) {
 // batch and by a goroutine per run, on memstore: wall time in ms.
 func BenchmarkSleepers(b *testing.B) {
 	benchwork.Sleepers(b, func(*testing.B) storage.Store { return memstore.New(memstore.Options{}) }, 1000)
+}
+
+// BenchmarkHooks is BenchmarkEngine's workload with no hooks and with
+// hooks at every point that do nothing but call next: what the points
+// cost an engine that uses them, and that one without costs nothing.
+//
+//	go test -run '^$' -bench BenchmarkHooks -count 6 ./runtime
+func BenchmarkHooks(b *testing.B) {
+	noop := runtime.Hooks{
+		Start: func(ctx context.Context, _ *runtime.HookStart, next func(context.Context) error) error {
+			return next(ctx)
+		},
+		Execution: func(ctx context.Context, _ *runtime.HookExecution, next func(context.Context)) {
+			next(ctx)
+		},
+		Attempt: func(ctx context.Context, _ *runtime.HookAttempt, next func(context.Context)) { next(ctx) },
+		Wait:    func(context.Context, runtime.HookWait) {},
+		Store:   func(ctx context.Context, _ string, next func(context.Context) error) error { return next(ctx) },
+	}
+	for _, tc := range []struct {
+		name  string
+		hooks []runtime.Hooks
+	}{{"hooks=none", nil}, {"hooks=noop", []runtime.Hooks{noop}}} {
+		b.Run(tc.name, func(b *testing.B) {
+			benchwork.TenStepsHooked(b, func(*testing.B) storage.Store { return memstore.New(memstore.Options{}) }, 32, 1000, tc.hooks)
+		})
+	}
 }

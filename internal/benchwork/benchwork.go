@@ -100,8 +100,14 @@ func newEngine(tb testing.TB, cfg runtime.Config) *runtime.Engine {
 // the time from the engine's start until every run completed. Starting the
 // runs is not timed.
 func TenSteps(b *testing.B, newStore func(b *testing.B) storage.Store, workers, runs int) {
+	TenStepsHooked(b, newStore, workers, runs, nil)
+}
+
+// TenStepsHooked is TenSteps on engines with the hooks: what they cost
+// the engine, against TenSteps without.
+func TenStepsHooked(b *testing.B, newStore func(b *testing.B) storage.Store, workers, runs int, hooks []runtime.Hooks) {
 	var handles []*runtime.Run[int]
-	measure(b, newStore, benchPoll, workers, runs, false,
+	measure(b, newStore, benchPoll, hooks, workers, runs, false,
 		func(ctx context.Context, e *runtime.Engine) { handles = StartRuns(b, ctx, e, runs) },
 		func(ctx context.Context, e *runtime.Engine) error { return await(ctx, handles) })
 }
@@ -115,7 +121,7 @@ func TenSteps(b *testing.B, newStore func(b *testing.B) storage.Store, workers, 
 func Starts(b *testing.B, newStore func(b *testing.B) storage.Store, workers, runs int) {
 	for _, st := range loadgen.Styles {
 		b.Run("start="+string(st), func(b *testing.B) {
-			measure(b, newStore, benchPoll, workers, runs, true, nil, func(ctx context.Context, e *runtime.Engine) error {
+			measure(b, newStore, benchPoll, nil, workers, runs, true, nil, func(ctx context.Context, e *runtime.Engine) error {
 				return loadgen.StartAll(ctx, e, st, Workflow, runs, func(i int) int { return i }, tenStepsOf)
 			})
 		})
@@ -126,17 +132,18 @@ func Starts(b *testing.B, newStore func(b *testing.B) storage.Store, workers, ru
 const benchPoll = 100 * time.Millisecond
 
 // measure reports steps/s of `runs` runs per iteration, each iteration on a
-// fresh store and engine polling every poll (0: the default): prepare (when set) runs untimed, then timed runs
+// fresh store and engine polling every poll (0: the default), with the
+// hooks: prepare (when set) runs untimed, then timed runs
 // with the timer on. The engine runs from before prepare when engineFirst,
 // else from the start of the timed part, which then includes its start.
-func measure(b *testing.B, newStore func(b *testing.B) storage.Store, poll time.Duration, workers, runs int, engineFirst bool,
+func measure(b *testing.B, newStore func(b *testing.B) storage.Store, poll time.Duration, hooks []runtime.Hooks, workers, runs int, engineFirst bool,
 	prepare func(ctx context.Context, e *runtime.Engine), timed func(ctx context.Context, e *runtime.Engine) error) {
 	var steps int
 	var elapsed time.Duration
 	for b.Loop() {
 		b.StopTimer()
 		store := newStore(b)
-		e := newEngine(b, runtime.Config{Store: store, Workers: workers, PollInterval: poll})
+		e := newEngine(b, runtime.Config{Store: store, Workers: workers, PollInterval: poll, Hooks: hooks})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		run := func() { go func() { done <- e.Run(ctx) }() }
@@ -172,7 +179,7 @@ func measure(b *testing.B, newStore func(b *testing.B) storage.Store, poll time.
 // store and a running engine of workers workers with the default poll
 // interval; the caller reports what it measured.
 func measureEach(b *testing.B, newStore func(b *testing.B) storage.Store, workers int, timed func(ctx context.Context, e *runtime.Engine) error) {
-	measure(b, newStore, 0, workers, 0, true, nil, timed)
+	measure(b, newStore, 0, nil, workers, 0, true, nil, timed)
 }
 
 // await waits for every run's result.
