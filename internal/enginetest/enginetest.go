@@ -41,6 +41,7 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, futureScenarios...)
 	all = append(all, productionScenarios...)
 	all = append(all, versionScenarios...)
+	all = append(all, observeScenarios...)
 	for _, s := range all {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
@@ -65,6 +66,9 @@ type config struct {
 	workers int
 	// store wraps the fixture's store when set (a dying worker's view).
 	store storage.Store
+	hooks []runtime.Hooks
+	// workerTTL is Config.WorkerTTL (0: the default).
+	workerTTL time.Duration
 }
 
 // engine returns an engine on the fixture's store with register's
@@ -84,6 +88,7 @@ func (f *fixture) engine(c config, register func(e *runtime.Engine)) *runtime.En
 	e, err := runtime.New(runtime.Config{
 		Store: st, Workers: c.workers, LeaseDuration: c.lease,
 		PollInterval: 10 * time.Millisecond, ShutdownGrace: 50 * time.Millisecond,
+		Hooks: c.hooks, WorkerTTL: c.workerTTL,
 	})
 	if err != nil {
 		f.t.Fatal(err)
@@ -249,4 +254,18 @@ func (d *dyingStore) Complete(ctx context.Context, req storage.CompleteRequest) 
 		return err
 	}
 	return d.Store.Complete(ctx, req)
+}
+
+func (d *dyingStore) PutWorker(ctx context.Context, req storage.PutWorkerRequest) error {
+	if err := d.check(); err != nil {
+		return err
+	}
+	return d.Store.PutWorker(ctx, req)
+}
+
+func (d *dyingStore) RemoveWorker(ctx context.Context, id string) error {
+	if err := d.check(); err != nil {
+		return err
+	}
+	return d.Store.RemoveWorker(ctx, id)
 }
