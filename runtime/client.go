@@ -391,20 +391,10 @@ func (e *Engine) create(ctx context.Context, runs []storage.NewRun) ([]storage.C
 // Hooks.Start when one is set; parentID is the run starting them as its
 // children, or "".
 func (e *Engine) createRuns(ctx context.Context, parentID string, runs []storage.NewRun) ([]storage.CreateResult, error) {
-	h := e.hooks.Start
-	if h == nil {
+	if e.hooks.Start == nil {
 		return e.store.CreateRuns(ctx, runs)
 	}
-	s := &HookStart{Workflow: runs[0].Workflow, ParentID: parentID, Runs: runs}
-	err := h(ctx, s, func(ctx context.Context) error {
-		res, err := e.store.CreateRuns(ctx, s.Runs)
-		s.Results = res
-		return err
-	})
-	if err == nil && len(s.Results) != len(runs) {
-		err = fmt.Errorf("%w: a start hook returned without creating the runs", ErrInvalidState)
-	}
-	return s.Results, err
+	return e.starting(ctx, parentID, runs, e.store.CreateRuns)
 }
 
 // validRunID checks a run ID a caller chose (storage.CheckRunID): at most

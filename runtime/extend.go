@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -21,6 +23,34 @@ func (e *Engine) Logger() *slog.Logger { return e.log }
 // packages that create runs through the store directly (a schedule's
 // ticks): they claim at once instead of at their next poll.
 func (e *Engine) Ready() { e.signal() }
+
+// Starting runs create, which creates runs through the store by other
+// means than CreateRuns (a schedule's ticks, through WriteSchedule),
+// inside the engine's Hooks.Start, so those runs are traced and counted
+// as other starts are: the hooks may add to runs' Headers before create
+// is called with them, and create returns the store's results in their
+// order. Without a start hook it calls create at once.
+func (e *Engine) Starting(ctx context.Context, runs []storage.NewRun, create func(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error)) ([]storage.CreateResult, error) {
+	return e.starting(ctx, "", runs, create)
+}
+
+// starting is Starting, for runs that parentID (or no run, "") starts.
+func (e *Engine) starting(ctx context.Context, parentID string, runs []storage.NewRun, create func(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error)) ([]storage.CreateResult, error) {
+	h := e.hooks.Start
+	if h == nil || len(runs) == 0 {
+		return create(ctx, runs)
+	}
+	s := &HookStart{Workflow: runs[0].Workflow, ParentID: parentID, Runs: runs}
+	err := h(ctx, s, func(ctx context.Context) error {
+		res, err := create(ctx, s.Runs)
+		s.Results = res
+		return err
+	})
+	if err == nil && len(s.Results) != len(runs) {
+		err = fmt.Errorf("%w: a start hook returned without creating the runs", ErrInvalidState)
+	}
+	return s.Results, err
+}
 
 // StartDefaults gives a run created later than it was prepared (a
 // schedule's tick) what a start now gives it, when the workflow is

@@ -223,3 +223,17 @@ func mustGet[Out any](t *testing.T, e *runtime.Engine, name, id string) *runtime
 	must(t, err)
 	return r
 }
+
+func (p *probeStore) PutWorker(ctx context.Context, req storage.PutWorkerRequest) error {
+	if p.dead.Load() {
+		return errKilled
+	}
+	return p.Store.PutWorker(ctx, req)
+}
+
+func (p *probeStore) RemoveWorker(ctx context.Context, id string) error {
+	if p.dead.Load() {
+		return errKilled
+	}
+	return p.Store.RemoveWorker(ctx, id)
+}

@@ -340,11 +340,16 @@ func write(ctx context.Context, e *runtime.Engine, s storage.Schedule, rev int64
 	for i := range runs {
 		e.StartDefaults(&runs[i])
 	}
-	res, err := e.Store().WriteSchedule(ctx, storage.ScheduleWrite{Schedule: s, Revision: rev, Runs: runs})
+	// The tick's runs are started inside the engine's start hooks (a
+	// trace of the tick, say), as any start is.
+	created, err := e.Starting(ctx, runs, func(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
+		res, err := e.Store().WriteSchedule(ctx, storage.ScheduleWrite{Schedule: s, Revision: rev, Runs: runs})
+		return res.Runs, err
+	})
 	if err != nil {
 		return err
 	}
-	if slices.ContainsFunc(res.Runs, func(r storage.CreateResult) bool { return r.Created }) {
+	if slices.ContainsFunc(created, func(r storage.CreateResult) bool { return r.Created }) {
 		e.Ready() // the local workers claim at once
 	}
 	return nil

@@ -440,7 +440,7 @@ func TestHelp(t *testing.T) {
 		}
 		cliAt(t, 0, "help", c.name)
 	}
-	for _, c := range []struct{ typo, want string }{{"shwo", "show"}, {"run", "runs"}, {"restrat", "restart"}, {"catalgo", "catalog"}, {"termnate", "terminate"}, {"hlep", "help"}} {
+	for _, c := range []struct{ typo, want string }{{"shwo", "show"}, {"run", "runs"}, {"restrat", "restart"}, {"catalgo", "catalog"}, {"termnate", "terminate"}, {"hlep", "help"}, {"wrokers", "workers"}} {
 		_, errOut := cliAt(t, 2, c.typo)
 		if !strings.Contains(errOut, `unknown command "`+c.typo+`"; did you mean "`+c.want+`"?`) {
 			t.Fatalf("stem %s: %s", c.typo, errOut)

@@ -144,8 +144,12 @@ worker that recorded it last, and when), and the default queue, with
 their limits: concurrency (runs of the queue executing at once, across
 every worker), partition concurrency (of one partition key), and rate
 (starts per period); unlimited when not set. Then their runs now: ready
-(the backlog), scheduled (a delayed start not yet due), running, waiting
-(asleep or awaiting an event) and paused.`},
+(the backlog), how long the oldest of those has been ready, scheduled (a
+delayed start not yet due), running, waiting (asleep or awaiting an event)
+and paused.`},
+		{name: "workers", max: 0, setup: workers, readOnly: true,
+			summary: "the workers at work on the store: host, process, heartbeat, runs in flight",
+			detail:  workersDetail},
 		{name: "workflows", aliases: []string{"catalog"}, max: 0, setup: catalog, readOnly: true,
 			summary: "the workflows and event topics the workers serve",
 			detail: `Lists the workflows and event topics that the workers sharing the store

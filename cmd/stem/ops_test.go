@@ -3,7 +3,10 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -278,6 +281,8 @@ func TestOperatorCommandErrors(t *testing.T) {
 		{1, []string{"purge", "--older-than", "1ms", "--workflow", "gret"}, `stem purge: --workflow gret: no worker serves that workflow and the store has no runs of it; did you mean "greet"? (stem workflows lists them)`},
 		// queues, runs, start
 		{2, []string{"queues", "bulk"}, `stem queues: unexpected argument "bulk"`},
+		{2, []string{"workers", "test-worker"}, `stem workers: unexpected argument "test-worker"`},
+		{2, []string{"workers", "--queue", "bulk"}, "stem workers: unknown flag --queue"},
 		{2, []string{"runs", "--queue", "a/b"}, `stem runs: --queue: invalid character '/' in queue name "a/b"`},
 		{2, []string{"runs", "--queeu", "bulk"}, "stem runs: unknown flag --queeu; did you mean --queue?"},
 		{2, []string{"start", "greet", "{}", "--prority", "1"}, "stem start: unknown flag --prority; did you mean --priority?"},
@@ -434,14 +439,18 @@ func TestQueuesAndPlacement(t *testing.T) {
 	}
 	out, _ := f.cli(0, "queues")
 	for _, w := range []string{
-		"QUEUE CONCURRENCY PER PARTITION RATE READY SCHEDULED RUNNING WAITING PAUSED RECORDED BY",
-		"default unlimited unlimited unlimited 0 0 0 0 0 -\n",
-		"bulk 2 unlimited 100 per 1m 2 1 2 0 0 test-worker at ",
-		"tenants unlimited 1 unlimited 0 0 0 0 0 test-worker at ",
+		"QUEUE CONCURRENCY PER PARTITION RATE READY OLDEST READY SCHEDULED RUNNING WAITING PAUSED RECORDED BY",
+		"default unlimited unlimited unlimited 0 - 0 0 0 0 -\n",
+		"tenants unlimited 1 unlimited 0 - 0 0 0 0 test-worker at ",
 	} {
 		if !has(out, w) {
 			t.Fatalf("queues lacks %q:\n%s", w, out)
 		}
+	}
+
+	// bulk's two ready runs have waited since they started.
+	if !regexp.MustCompile(`bulk +2 +unlimited +100 per 1m +2 +\d+s +1 +2 +0 +0 +test-worker at `).MatchString(out) {
+		t.Fatalf("queues lacks bulk's line, with how long its oldest ready run waited:\n%s", out)
 	}
 
 	out, _ = f.cli(0, "runs", "--queue", "bulk")
@@ -582,5 +591,48 @@ func TestScheduleInputSealed(t *testing.T) {
 	waitStatus(t, f.e, id, runtime.StatusComplete)
 	if out, _ = f.cli(0, "show", id, "--codec-key", hexKey); !strings.Contains(out, `"hello ada"`) {
 		t.Fatalf("the triggered run:\n%s", out)
+	}
+}
+
+// stem workers lists the engines at work on the store, as they recorded
+// themselves, in text and JSON.
+func TestWorkers(t *testing.T) {
+	f := newOpsFixture(t)
+	host, _ := os.Hostname()
+	out, _ := f.cli(0, "workers")
+	for _, w := range []string{
+		"WORKER HOST PID STARTED HEARTBEAT IN FLIGHT QUEUES WORKFLOWS",
+		fmt.Sprintf("test-worker %s %d ", host, os.Getpid()),
+		" bulk,tenants,default ",
+	} {
+		if !has(out, w) {
+			t.Fatalf("workers lacks %q:\n%s", w, out)
+		}
+	}
+	js, _ := f.cli(0, "--json", "workers")
+	var doc struct {
+		Workers []struct {
+			ID, Host             string
+			PID                  int
+			InFlight             int `json:"in_flight"`
+			Queues, Workflows    []string
+			Heartbeat, ExpiresAt time.Time `json:"expires_at"`
+		}
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		t.Fatalf("%v:\n%s", err, js)
+	}
+	if len(doc.Workers) != 1 {
+		t.Fatalf("workers --json: %s", js)
+	}
+	w := doc.Workers[0]
+	if w.ID != "test-worker" || w.Host != host || w.PID != os.Getpid() || !slices.Contains(w.Workflows, "greet") || !slices.Equal(w.Queues, []string{"bulk", "tenants", "default"}) || !w.ExpiresAt.After(time.Now()) {
+		t.Fatalf("workers --json: %+v", w)
+	}
+
+	// Once the engine stops, it is gone.
+	f.stop()
+	if out, _ := f.cli(0, "workers"); out != "no workers (an engine records itself while its Run runs)\n" {
+		t.Fatalf("workers after the engine stopped: %q", out)
 	}
 }

@@ -56,7 +56,7 @@ func queues(*flag.FlagSet) func(*call, []string) error {
 			for i, q := range qs {
 				s := byName[q.Name]
 				j := jsonQueue{Name: q.Name, Concurrency: q.Concurrency, PartitionConcurrency: q.PartitionConcurrency, Rate: q.Rate,
-					Worker: q.Worker, Ready: s.Ready, Scheduled: s.Scheduled, Running: s.Running, Waiting: s.Waiting, Paused: s.Paused}
+					Worker: q.Worker, Ready: s.Ready, OldestReadySeconds: s.OldestReady.Seconds(), Scheduled: s.Scheduled, Running: s.Running, Waiting: s.Waiting, Paused: s.Paused}
 				if q.RatePeriod > 0 {
 					j.RatePeriod = q.RatePeriod.String()
 				}
@@ -69,7 +69,7 @@ func queues(*flag.FlagSet) func(*call, []string) error {
 			return c.out.encode(out)
 		}
 		tw := tabwriter.NewWriter(c.out.w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "QUEUE\tCONCURRENCY\tPER PARTITION\tRATE\tREADY\tSCHEDULED\tRUNNING\tWAITING\tPAUSED\tRECORDED BY")
+		fmt.Fprintln(tw, "QUEUE\tCONCURRENCY\tPER PARTITION\tRATE\tREADY\tOLDEST READY\tSCHEDULED\tRUNNING\tWAITING\tPAUSED\tRECORDED BY")
 		for _, q := range qs {
 			s := byName[q.Name]
 			rate := "unlimited"
@@ -80,8 +80,12 @@ func queues(*flag.FlagSet) func(*call, []string) error {
 			if q.Worker != "" {
 				recorded = clean(q.Worker) + " at " + q.UpdatedAt.UTC().Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", clean(q.Name), limit(q.Concurrency), limit(q.PartitionConcurrency), rate,
-				s.Ready, s.Scheduled, s.Running, s.Waiting, s.Paused, recorded)
+			oldest := "-"
+			if s.Ready > 0 {
+				oldest = shortDuration(s.OldestReady.Round(time.Second))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t%s\n", clean(q.Name), limit(q.Concurrency), limit(q.PartitionConcurrency), rate,
+				s.Ready, oldest, s.Scheduled, s.Running, s.Waiting, s.Paused, recorded)
 		}
 		return tw.Flush()
 	}
@@ -110,10 +114,13 @@ type jsonQueue struct {
 	Worker     string     `json:"worker,omitempty"`
 	RecordedAt *time.Time `json:"recorded_at,omitempty"`
 	Ready      int        `json:"ready"`
-	Scheduled  int        `json:"scheduled"`
-	Running    int        `json:"running"`
-	Waiting    int        `json:"waiting"`
-	Paused     int        `json:"paused"`
+	// OldestReadySeconds is how long the oldest ready run has been
+	// ready, 0 when none is.
+	OldestReadySeconds float64 `json:"oldest_ready_seconds"`
+	Scheduled          int     `json:"scheduled"`
+	Running            int     `json:"running"`
+	Waiting            int     `json:"waiting"`
+	Paused             int     `json:"paused"`
 }
 
 // checkQueue refuses a queue that no worker sharing the store recorded,

@@ -127,15 +127,20 @@ func readClaimed(br pgx.BatchResults, owner string) ([]storage.ClaimedRun, error
 			deadline                 *time.Time
 			also                     waitCases
 			version                  int32
+			headers                  *string
 		)
 		c.run.Lease.Owner = owner
 		if err := rows.Scan(&c.run.Lease.RunID, &c.run.Lease.Token, &c.run.Workflow, &c.run.ParentID, &c.run.Input,
 			&c.run.Recoveries, &c.run.SuspendState, &waitKey, &topic, &waitKind, &deadline, &also.keys, &also.topics, &also.kinds,
-			&c.run.Deadline, &c.run.LeaseUntil, &version, &c.since, &c.priority, &c.recovery); err != nil {
+			&c.run.Deadline, &c.run.LeaseUntil, &version, &headers, &c.since, &c.priority, &c.recovery); err != nil {
 			rows.Close()
 			return nil, err
 		}
 		c.run.Version = int(version)
+		if c.run.Headers, err = decodeHeaders(headers); err != nil {
+			rows.Close()
+			return nil, err
+		}
 		c.run.Wait = makeWait(waitKey, topic, waitKind, deadline, also)
 		out = append(out, c)
 	}

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"regexp"
 	"sort"
@@ -356,8 +357,13 @@ func TestMigrateQueues(t *testing.T) {
 		}
 	}
 	stats, err := s.QueueStats(ctx, []string{storage.DefaultQueue})
+	// The queued run has been ready since 2020, on the database's clock.
+	since := time.Since(time.Date(2020, 5, 6, 7, 8, 9, 0, time.UTC))
+	if err == nil && len(stats) == 1 && stats[0].OldestReady >= since-time.Minute && stats[0].OldestReady <= since+time.Minute {
+		stats[0].OldestReady = 0
+	}
 	if want := (storage.QueueStats{Queue: storage.DefaultQueue, Ready: 1, Running: 1, Waiting: 1}); err != nil || len(stats) != 1 || stats[0] != want {
-		t.Fatalf("QueueStats = %+v, %v; want %+v", stats, err, want)
+		t.Fatalf("QueueStats = %+v, %v; want %+v, ready since 2020", stats, err, want)
 	}
 	if w, err := s.NextWake(ctx, storage.NextWakeRequest{Workflows: []string{"wf"}}); err != nil || !w.Found || w.After != 0 {
 		t.Fatalf("NextWake = %+v, %v; want the queued run due", w, err)
@@ -453,5 +459,72 @@ func TestMigrateVersions(t *testing.T) {
 		if c := got[i]; c.Lease.RunID != id || c.Version != 0 {
 			t.Fatalf("claimed run %d: %s at version %d; want %s at version 0", i, c.Lease.RunID, c.Version, id)
 		}
+	}
+}
+
+// TestMigrateHeadersWorkers: a database at schema version 6, holding a
+// queued run, a running one whose lease expired and a finished one, is
+// upgraded in place: every run reads no headers, the claims of the ready
+// and the expired run hand over none, QueueStats finds the queued run
+// ready since its ReadyAt, a restart of the finished run keeps it without
+// headers, and a run created now keeps its own; the store records workers.
+func TestMigrateHeadersWorkers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema, q := schemaAt(t, 6)
+	pool := sharedPool(t)
+	readyAt := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	setup := []string{
+		`INSERT INTO ` + q + `.runs (id, workflow, status, ready_at, owner, lease_until, token, started_at, ended_at, version, created_at, updated_at) VALUES
+			('queued', 'wf', 'queued', $1, '', NULL, 0, $1, NULL, 2, $1, $1),
+			('expired', 'wf', 'running', NULL, 'old', now() - interval '1 minute', 1, $1, NULL, 0, $1, $1),
+			('done', 'wf', 'complete', NULL, '', NULL, 1, $1, $1, 0, $1, $1)`,
+		`INSERT INTO ` + q + `.executions (run_id, number, started_at, ended_at, status) VALUES
+			('queued', 1, $1, NULL, NULL), ('expired', 1, $1, NULL, NULL), ('done', 1, $1, $1, 'complete')`,
+	}
+	for _, sql := range setup {
+		if _, err := pool.Exec(ctx, sql, readyAt); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+
+	s := newTestStore(t, Options{Schema: schema})
+	for _, id := range []string{"queued", "expired", "done"} {
+		if rec, err := s.GetRun(ctx, id); err != nil || rec.Headers != nil {
+			t.Fatalf("run %s after the migration: headers %q, %v; want none", id, rec.Headers, err)
+		}
+	}
+	stats, err := s.QueueStats(ctx, []string{storage.DefaultQueue})
+	if err != nil || len(stats) != 1 || stats[0].Ready != 1 || stats[0].Running != 1 || stats[0].OldestReady < time.Hour {
+		t.Fatalf("QueueStats = %+v, %v; want the queued run ready for an hour or more", stats, err)
+	}
+	got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("a claim = %+v, %v; want the queued run and the expired one", got, err)
+	}
+	for _, c := range got {
+		if c.Headers != nil {
+			t.Fatalf("the claim of %s hands over headers %q; want none", c.Lease.RunID, c.Headers)
+		}
+	}
+	if err := s.Restart(ctx, storage.RestartRequest{RunID: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := s.GetRun(ctx, "done"); err != nil || rec.Headers != nil || rec.Status != storage.StatusQueued {
+		t.Fatalf("the restarted run: %+v, %v; want queued without headers", rec, err)
+	}
+	h := map[string]string{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+	if _, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "traced", Workflow: "wf", Headers: h}}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := s.GetRun(ctx, "traced"); err != nil || !maps.Equal(rec.Headers, h) {
+		t.Fatalf("a run created after the migration: headers %q, %v; want %q", rec.Headers, err, h)
+	}
+	w := storage.Worker{ID: "w-1", Host: "host", PID: 1, StartedAt: readyAt, Queues: []string{storage.DefaultQueue}}
+	if err := s.PutWorker(ctx, storage.PutWorkerRequest{Worker: w, TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if ws, err := s.ListWorkers(ctx); err != nil || len(ws) != 1 || ws[0].ID != "w-1" || !ws[0].StartedAt.Equal(readyAt) {
+		t.Fatalf("ListWorkers = %+v, %v; want w-1", ws, err)
 	}
 }

@@ -26,6 +26,10 @@
 // statement of the write that carries it, in the checkpoint writers'
 // batches as well, where a batch with no progress sends one NULL for it.
 //
+// A run's headers (storage.NewRun.Headers) are a column of JSON text its
+// creation writes and nothing changes after, in no index, NULL for a run
+// without headers; a claim returns it with the run.
+//
 // A run's workflow version is a column its creation writes and nothing
 // changes after, in no index. A claim and NextWake take the versions
 // filter (storage.ClaimRequest.Versions) as two array parameters, the
@@ -65,7 +69,9 @@
 // delivers events; control.go pauses, resumes, terminates and restarts;
 // executions.go lists a run's executions; catalog.go records what workers
 // serve; queue.go enforces queues' limits in a limited claim and counts
-// QueueStats; schedule.go keeps schedules; purge.go deletes finished runs; notify.go and listen.go are the LISTEN/NOTIFY listener. The SQL
+// QueueStats; schedule.go keeps schedules; purge.go deletes finished runs;
+// workers.go keeps the records engines keep of themselves; notify.go and
+// listen.go are the LISTEN/NOTIFY listener. The SQL
 // lives in queries.go, row decoding in scan.go, the schema in migrate.go
 // and migrations/, the check of OpenExisting in existing.go; timeout.go
 // bounds every statement and reports each call to a storage.Health, which

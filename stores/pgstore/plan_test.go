@@ -351,3 +351,71 @@ func TestQueueReadsByIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueStatsReadsUnfinished: among thousands of finished runs of a
+// queue and thousands of runs of another, QueueStats reads the queue's
+// unfinished runs through runs_queue_idx and nothing else, and finds how
+// long the oldest ready one has waited in the same pass, on a store whose
+// runs were never analyzed and once analyzed.
+func TestQueueStatsReadsUnfinished(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newTestStore(t, Options{})
+	var runs []storage.NewRun
+	for i := range 3000 {
+		runs = append(runs,
+			storage.NewRun{ID: fmt.Sprintf("done-%05d", i), Workflow: "wf", Queue: "q"},
+			storage.NewRun{ID: fmt.Sprintf("elsewhere-%05d", i), Workflow: "wf", Queue: "other"})
+	}
+	future := time.Now().Add(time.Hour)
+	const unfinished = 60
+	for i := range unfinished / 2 {
+		runs = append(runs,
+			storage.NewRun{ID: fmt.Sprintf("ready-%05d", i), Workflow: "wf", Queue: "q", Priority: i % 3},
+			storage.NewRun{ID: fmt.Sprintf("delayed-%05d", i), Workflow: "wf", Queue: "q", StartAt: &future})
+	}
+	for i := 0; i < len(runs); i += 2000 {
+		if _, err := s.CreateRuns(ctx, runs[i:min(i+2000, len(runs))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The finished runs, finished as a completion leaves them; and the
+	// oldest ready run, ready since a minute ago.
+	if _, err := s.pool.Exec(ctx, `UPDATE `+s.schema+`.runs SET status = 'complete', ready_at = NULL, ended_at = now()
+		WHERE id LIKE 'done-%'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE `+s.schema+`.runs SET ready_at = now() - interval '1 minute' WHERE id = 'ready-00007'`); err != nil {
+		t.Fatal(err)
+	}
+	check := func(stats string) {
+		nodes := analyze(t, s, s.q.queueStats, nil, []string{"q"})
+		read, scans := rowsRead(nodes, "runs")
+		// A bitmap scan's index is named by its child node, which names
+		// no relation.
+		indexes := map[string]bool{}
+		for _, n := range nodes {
+			if name, ok := n["Index Name"].(string); ok {
+				indexes[name] = true
+			}
+		}
+		if len(indexes) != 1 || !indexes["runs_queue_idx"] || scans["Seq Scan"] {
+			t.Errorf("%s: QueueStats reads the runs through %v (%v), want runs_queue_idx alone", stats, indexes, scans)
+		}
+		if read > unfinished {
+			t.Errorf("%s: QueueStats read %v rows of runs, want the queue's %d unfinished runs at most", stats, read, unfinished)
+		}
+		st, err := s.QueueStats(ctx, []string{"q"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st[0]; got.Ready != unfinished/2 || got.Scheduled != unfinished/2 || got.OldestReady < time.Minute || got.OldestReady > time.Minute+10*time.Second {
+			t.Errorf("%s: QueueStats = %+v, want %d ready, the oldest for a minute, and %d scheduled", stats, got, unfinished/2, unfinished/2)
+		}
+	}
+	check("no statistics")
+	if _, err := s.pool.Exec(ctx, "ANALYZE "+s.schema+".runs"); err != nil {
+		t.Fatal(err)
+	}
+	check("analyzed")
+}

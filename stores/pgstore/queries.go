@@ -70,6 +70,10 @@ type queries struct {
 	deleteSchedule  string
 	purge           string
 	purgeDry        string
+	putWorker       string
+	expireWorkers   string
+	listWorkers     string
+	removeWorker    string
 }
 
 // runColumns are the columns scanRun reads, in its order.
@@ -79,7 +83,7 @@ var runColumns = []string{
 	"owner", "lease_until", "token", "recoveries", "parent_policy", "execution", "started_at", "ended_at",
 	"active_key", "active_attempt", "active_started", "created_at", "updated_at",
 	"wait_also_keys", "wait_also_topics", "wait_also_kinds", "deadline", "progress",
-	"queue", "partition", "priority", "version",
+	"queue", "partition", "priority", "version", "headers",
 }
 
 // cols lists runColumns, each prefixed by alias and a dot when alias is set.
@@ -340,7 +344,7 @@ FROM picked, clock
 WHERE r.id = picked.id
 RETURNING r.id, r.token, r.workflow, r.parent_id, r.input, r.recoveries, r.suspend_state,
 	r.wait_key, r.wait_topic, r.wait_kind, r.wait_deadline, r.wait_also_keys, r.wait_also_topics, r.wait_also_kinds,
-	r.deadline, r.lease_until, r.version, picked.since, picked.priority, picked.recovery`
+	r.deadline, r.lease_until, r.version, r.headers, picked.since, picked.priority, picked.recovery`
 
 // purgeVictims selects the runs a purge deletes: $1 statuses (finished
 // ones), finished before $2, of the workflows $3 (empty: any) but not
@@ -358,7 +362,8 @@ func buildQueries(schema string, notify bool) queries {
 
 	// $2 ids, $3 workflows, $4 parent ids, $5 inputs, $6 parent policies,
 	// $7 start times (NULL: now), $8 deadlines, $9 queues, $10 partitions,
-	// $11 priorities, $12 workflow versions, $13 channel. Rows go in in ID
+	// $11 priorities, $12 workflow versions, $13 headers (JSON text, NULL:
+	// none), $14 channel. Rows go in in ID
 	// order, so that concurrent creates of overlapping IDs wait for each
 	// other instead of deadlocking. Each new run's first execution is
 	// recorded by the same statement. Of an ID given twice (two calls in
@@ -368,12 +373,12 @@ func buildQueries(schema string, notify bool) queries {
 	q.createRuns = `WITH ` + clockCTE + `,
 ins AS (
 	INSERT INTO {s}.runs (id, workflow, parent_id, parent_policy, status, input, ready_at, deadline, execution, started_at, created_at, updated_at,
-		queue, partition, priority, version)
+		queue, partition, priority, version, headers)
 	SELECT t.id, t.workflow, t.parent_id, t.policy, 'queued', t.input, greatest(clock.now, coalesce(t.start_at, clock.now)),
-		t.deadline, 1, clock.now, clock.now, clock.now, t.queue, t.partition, t.priority, t.version
+		t.deadline, 1, clock.now, clock.now, clock.now, t.queue, t.partition, t.priority, t.version, t.headers
 	FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::timestamptz[], $8::timestamptz[],
-			$9::text[], $10::text[], $11::int[], $12::int[])
-		WITH ORDINALITY AS t(id, workflow, parent_id, input, policy, start_at, deadline, queue, partition, priority, version, ord), clock
+			$9::text[], $10::text[], $11::int[], $12::int[], $13::text[])
+		WITH ORDINALITY AS t(id, workflow, parent_id, input, policy, start_at, deadline, queue, partition, priority, version, headers, ord), clock
 	ORDER BY t.id, t.ord
 	ON CONFLICT (id) DO NOTHING
 	RETURNING id, started_at, ready_at
@@ -381,7 +386,7 @@ ins AS (
 ex AS (
 	INSERT INTO {s}.executions (run_id, number, started_at)
 	SELECT id, 1, started_at FROM ins
-)` + notifyCTE(notify, "ins", "true", 13) + `
+)` + notifyCTE(notify, "ins", "true", 14) + `
 SELECT ins.id FROM ins` + notifyJoin(notify)
 
 	// $2 workflows, $3 queues (nextWakeOne: $3 one queue), $4 and $5 the
@@ -945,7 +950,10 @@ WHERE r.id = $2`
 	q.notify = `SELECT pg_notify($1, '')`
 
 	// $2 queues. Each named queue's unfinished runs by state, in the order
-	// named, through runs_queue_idx: finished runs are not read.
+	// named, and the microseconds since the earliest ready time of its
+	// ready runs (NULL: none), through runs_queue_idx, whose entries carry
+	// the ready time: the counts and the minimum are one pass over the
+	// queue's unfinished runs, and finished runs are not read.
 	q.queueStats = `WITH ` + clockCTE + `,
 q AS (SELECT * FROM unnest($2::text[]) WITH ORDINALITY q(name, ord))
 SELECT q.name,
@@ -953,7 +961,8 @@ SELECT q.name,
 	count(r.status) FILTER (WHERE r.status = 'queued' AND (r.ready_at IS NULL OR r.ready_at > clock.now)),
 	count(r.status) FILTER (WHERE r.status = 'running'),
 	count(r.status) FILTER (WHERE r.status = 'waiting'),
-	count(r.status) FILTER (WHERE r.status = 'paused')
+	count(r.status) FILTER (WHERE r.status = 'paused'),
+	(extract(epoch FROM clock.now - min(r.ready_at) FILTER (WHERE r.status = 'queued' AND r.ready_at <= clock.now)) * 1000000)::bigint
 FROM q CROSS JOIN clock
 	LEFT JOIN {s}.runs r ON r.queue = q.name AND r.ended_at IS NULL AND r.status IN ('queued', 'running', 'waiting', 'paused')
 GROUP BY q.ord, q.name, clock.now
@@ -1016,6 +1025,26 @@ SELECT (SELECT count(*) FROM victims), (SELECT count(*) FROM {s}.events e WHERE 
 	// $1 channel, $2 the IDs of runs that ended (see Finished).
 	q.notifyFinished = `SELECT pg_notify($1, id) FROM unnest($2::text[]) id`
 
+	// $2 ID, $3 host, $4 PID, $5 start, $6 queues, $7 workflows, $8 runs
+	// in flight, $9 TTL micros: the worker's record, replaced whole,
+	// stamped with the clock.
+	q.putWorker = `INSERT INTO {s}.workers (id, host, pid, started_at, queues, workflows, in_flight, heartbeat, expires_at)
+SELECT $2, $3, $4, $5, $6, $7, $8, clock.now, clock.now + $9::bigint * interval '1 microsecond'
+FROM (SELECT coalesce($1::timestamptz, now()) AS now) clock
+ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, started_at = excluded.started_at,
+	queues = excluded.queues, workflows = excluded.workflows, in_flight = excluded.in_flight,
+	heartbeat = excluded.heartbeat, expires_at = excluded.expires_at`
+	// The records expired by the clock, deleted; one another statement
+	// holds (a put of the worker, a concurrent deletion) is skipped, not
+	// waited for: it is never listed, and goes next time.
+	q.expireWorkers = `DELETE FROM {s}.workers WHERE id IN (
+	SELECT id FROM {s}.workers WHERE expires_at <= coalesce($1::timestamptz, now()) FOR UPDATE SKIP LOCKED
+)`
+	// The live records, by ID (the primary key, in byte order).
+	q.listWorkers = `SELECT id, host, pid, started_at, queues, workflows, in_flight, heartbeat, expires_at
+FROM {s}.workers WHERE expires_at > coalesce($1::timestamptz, now()) ORDER BY id`
+	q.removeWorker = `DELETE FROM {s}.workers WHERE id = $1`
+
 	for _, p := range []*string{
 		&q.createRuns, &q.selectRuns, &q.getRun, &q.claim, &q.claimOne, &q.nextWake, &q.nextWakeOne, &q.loadReplay, &q.loadClaimed, &q.getCheckpoint,
 		&q.checkpoint, &q.recordAttempts, &q.heartbeat, &q.lockRun, &q.insertCkpt, &q.refuseCkpt, &q.insertAttempt,
@@ -1025,6 +1054,7 @@ SELECT (SELECT count(*) FROM victims), (SELECT count(*) FROM {s}.events e WHERE 
 		&q.claimCandidates, &q.claimPicked, &q.lockQueues, &q.queuePlaces, &q.queueStarts, &q.recordStarts,
 		&q.queueStats, &q.putQueues, &q.getQueues, &q.insertSchedule, &q.updateSchedule, &q.getSchedule,
 		&q.listSchedules, &q.dueSchedules, &q.deleteSchedule, &q.purge, &q.purgeDry,
+		&q.putWorker, &q.expireWorkers, &q.listWorkers, &q.removeWorker,
 	} {
 		*p = r.Replace(*p)
 	}

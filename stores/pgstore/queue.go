@@ -216,8 +216,9 @@ func (s *Store) claimLimited(ctx context.Context, req storage.ClaimRequest, queu
 	return runs, nil
 }
 
-// QueueStats counts each named queue's unfinished runs by state in one
-// statement; see the queueStats query in queries.go.
+// QueueStats counts each named queue's unfinished runs by state, and
+// finds how long its oldest ready run has waited, in one statement; see
+// the queueStats query in queries.go.
 func (s *Store) QueueStats(ctx context.Context, queues []string) ([]storage.QueueStats, error) {
 	const op = "queue stats"
 	if err := s.check(op); err != nil {
@@ -240,11 +241,15 @@ func (s *Store) QueueStats(ctx context.Context, queues []string) ([]storage.Queu
 		var (
 			st                                         storage.QueueStats
 			ready, scheduled, running, waiting, paused int64
+			oldest                                     *int64
 		)
-		if err := rows.Scan(&st.Queue, &ready, &scheduled, &running, &waiting, &paused); err != nil {
+		if err := rows.Scan(&st.Queue, &ready, &scheduled, &running, &waiting, &paused, &oldest); err != nil {
 			return err
 		}
 		st.Ready, st.Scheduled, st.Running, st.Waiting, st.Paused = int(ready), int(scheduled), int(running), int(waiting), int(paused)
+		if oldest != nil {
+			st.OldestReady = time.Duration(*oldest) * time.Microsecond
+		}
 		out = append(out, st)
 		return nil
 	})

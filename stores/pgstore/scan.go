@@ -31,6 +31,7 @@ func scanRun(row scanner, extra ...any) (storage.RunRecord, error) {
 		also         waitCases
 		priority     int32
 		version      int32
+		headers      *string
 	)
 	dest := []any{
 		&rec.ID, &rec.Workflow, &rec.ParentID, &status, &rec.Input, &rec.Output, &errJSON,
@@ -38,7 +39,7 @@ func scanRun(row scanner, extra ...any) (storage.RunRecord, error) {
 		&rec.Owner, &leaseUntil, &rec.Token, &rec.Recoveries, &policy, &execution, &rec.StartedAt, &rec.EndedAt,
 		&activeKey, &activeNumber, &activeStart, &rec.CreatedAt, &rec.UpdatedAt,
 		&also.keys, &also.topics, &also.kinds, &rec.Deadline, &rec.Progress,
-		&rec.Queue, &rec.Partition, &priority, &version,
+		&rec.Queue, &rec.Partition, &priority, &version, &headers,
 	}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return storage.RunRecord{}, err
@@ -51,6 +52,9 @@ func scanRun(row scanner, extra ...any) (storage.RunRecord, error) {
 		return storage.RunRecord{}, err
 	}
 	rec.Error = info
+	if rec.Headers, err = decodeHeaders(headers); err != nil {
+		return storage.RunRecord{}, err
+	}
 	rec.Wait = makeWait(waitKey, waitTopic, waitKind, waitDeadline, also)
 	if leaseUntil != nil {
 		rec.LeaseUntil = *leaseUntil
@@ -146,6 +150,34 @@ func decodeError(b []byte) (*storage.ErrorInfo, error) {
 		return nil, fmt.Errorf("decode error info: %w", err)
 	}
 	return &info, nil
+}
+
+// encodeHeaders returns a run's headers as the JSON text the headers
+// column holds (an object, its names sorted), or nil for none. A map of
+// strings always encodes, and decodes to the same bytes (the values are
+// valid UTF-8, as ValidateHeaders checks).
+func encodeHeaders(h map[string]string) *string {
+	if len(h) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(h)
+	str := string(b)
+	return &str
+}
+
+// decodeHeaders reads the headers column, nil for NULL or none.
+func decodeHeaders(text *string) (map[string]string, error) {
+	if text == nil {
+		return nil, nil
+	}
+	var h map[string]string
+	if err := json.Unmarshal([]byte(*text), &h); err != nil {
+		return nil, fmt.Errorf("decode headers: %w", err)
+	}
+	if len(h) == 0 {
+		return nil, nil
+	}
+	return h, nil
 }
 
 // scanCheckpoint reads the ckptColumns: key, kind, output, error, seq,

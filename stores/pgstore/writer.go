@@ -461,6 +461,7 @@ func (s *Store) createArgs(calls []*ckptCall) []any {
 		parts     = make([]string, 0, n)
 		prios     = make([]int32, 0, n)
 		versions  = make([]int32, 0, n)
+		headers   = make([]*string, 0, n)
 	)
 	for _, c := range calls {
 		for _, r := range c.create.runs {
@@ -469,9 +470,10 @@ func (s *Store) createArgs(calls []*ckptCall) []any {
 			deadlines = append(deadlines, r.Deadline)
 			queues, parts, prios = append(queues, r.QueueOf()), append(parts, r.Partition), append(prios, int32(r.Priority))
 			versions = append(versions, int32(r.Version))
+			headers = append(headers, encodeHeaders(r.Headers))
 		}
 	}
-	args := []any{nil, ids, workflows, parents, inputs, policies, starts, deadlines, queues, parts, prios, versions}
+	args := []any{nil, ids, workflows, parents, inputs, policies, starts, deadlines, queues, parts, prios, versions, headers}
 	if s.notify {
 		args = append(args, s.channel)
 	}

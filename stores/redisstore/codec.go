@@ -259,6 +259,37 @@ func encodeAttempts(as []storage.Attempt) ([]any, error) {
 	return out, nil
 }
 
+// encodeHeaders packs a run's headers for the run hash's hd field: a JSON
+// object, or "" for none (nil or empty), so that a run without headers,
+// like every run stored before runs had them, has no field. JSON keeps
+// each name and value byte for byte, for storage.ValidateHeaders admits
+// only valid UTF-8; a map of strings always encodes.
+func encodeHeaders(h map[string]string) string {
+	if len(h) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		panic(fmt.Sprintf("redisstore: encoding headers: %v", err))
+	}
+	return string(b)
+}
+
+// decodeHeaders reads what encodeHeaders wrote; "" is nil.
+func decodeHeaders(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var h map[string]string
+	if err := json.Unmarshal([]byte(s), &h); err != nil {
+		return nil, fmt.Errorf("redisstore: bad stored headers: %w", err)
+	}
+	if len(h) == 0 {
+		return nil, nil
+	}
+	return h, nil
+}
+
 // pairsToMap turns an HGETALL reply from a script into a map.
 func pairsToMap(v any) (map[string]string, error) {
 	list, ok := v.([]any)
@@ -317,6 +348,9 @@ func decodeRun(m map[string]string) (storage.RunRecord, error) {
 		return r, err
 	}
 	r.Version = int(vr)
+	if r.Headers, err = decodeHeaders(m["hd"]); err != nil {
+		return r, err
+	}
 	r.Owner = m["own"]
 	if s := m["lu"]; s != "" {
 		if r.LeaseUntil, err = fromMicros(s); err != nil {

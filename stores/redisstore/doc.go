@@ -13,15 +13,15 @@
 // The code is laid out as every Stem store is: redisstore.go has Options,
 // Open, New and Close; runs.go, lease.go, checkpoint.go, events.go,
 // control.go, executions.go, catalog.go, queues.go, schedules.go,
-// purge.go and notify.go the methods of storage.Store by concern;
-// keys.go builds the keys listed below; scripts.go assembles and loads the
-// Lua scripts of scripts/ (one file per script, the parts they share in
-// scripts/lib/); codec.go encodes what the scripts store; timeout.go
-// bounds every call by Options.CallTimeout and reports it to a
+// purge.go, workers.go and notify.go the methods of storage.Store by
+// concern; keys.go builds the keys listed below; scripts.go assembles and
+// loads the Lua scripts of scripts/ (one file per script, the parts they
+// share in scripts/lib/); codec.go encodes what the scripts store;
+// timeout.go bounds every call by Options.CallTimeout and reports it to a
 // storage.Health, which logs a server that stops answering once per
-// episode; policy.go re-checks the eviction
-// policy for Claim; existing.go marks and recognises a prefix that holds a
-// store (Options.OpenExisting) and upgrades an older layout.
+// episode; policy.go re-checks the eviction policy for Claim; existing.go
+// marks and recognises a prefix that holds a store
+// (Options.OpenExisting) and upgrades an older layout.
 //
 // Readiness and lease expiry are judged on one clock: the server's TIME,
 // read inside the script that decides, or Options.Now when set (tests).
@@ -68,9 +68,10 @@
 //	                cases, key, topic and kind each ended by a NUL byte),
 //	                the counter of its buffered events (es), and, each
 //	                absent for the default, its queue (qu), lane (ln),
-//	                partition (pt), priority (pr) and workflow version
-//	                (vr; a run stored before versions were kept has none
-//	                and reads 0)
+//	                partition (pt), priority (pr), workflow version (vr;
+//	                a run stored before versions were kept has none and
+//	                reads 0) and headers (hd, a JSON object; a run stored
+//	                before headers were kept has none and reads none)
 //	c:<id>          hash: checkpoint key → encoded checkpoint (with its sequence
 //	                number and execution) of the current execution
 //	a:<id>          list: encoded attempts of the current execution, in the
@@ -116,11 +117,12 @@
 //	                (is:<status>) less every other queue's (qn)
 //	qn              set: the queues other than the default that runs were
 //	                created on
-//	qf:<queue>      sorted set: the queue's runs that were queued before
-//	                their ReadyAt (a delayed start, a restart fenced by a
-//	                live lease), scored by it, while they stay queued (the
-//	                run hash's qf flag marks them): QueueStats counts those
-//	                not yet due as scheduled, the other queued as ready
+//	qf:<queue>      sorted set: the queue's queued runs, scored by ReadyAt
+//	                (µs), while they stay queued (the run hash's qf flag
+//	                marks them): QueueStats counts those not yet due (a
+//	                delayed start, a restart fenced by a live lease) as
+//	                scheduled and the others as ready, and the lowest
+//	                score of those is the oldest ready run's ReadyAt
 //	pr:<queue>:<p>  set: the running runs of the queue's partition p, whose
 //	                size PartitionConcurrency bounds
 //	qs:<queue>      sorted set: the queue's starts (a run's first claim
@@ -147,11 +149,16 @@
 //	                then ID, which ListSchedules reads with DueBy
 //	si              sorted set (all scores 0): every schedule's ID, read in
 //	                lexicographic order
+//	wr              hash: the workers' records, worker ID → heartbeat \n
+//	                expiry \n the rest as JSON, the times in µs
+//	wx              sorted set: the worker IDs by the expiry of their
+//	                records (µs), by which PutWorker and ListWorkers drop
+//	                the expired ones
 //	op:<random>     string, expires after a minute: the reply of one
 //	                SendEvent, Emit or Restart call, so that a repeated call
 //	                is answered without delivering twice or beginning another
 //	                execution
-//	v               string: the version of this key layout (2), which marks
+//	v               string: the version of this key layout (3), which marks
 //	                the prefix as a Stem store (see Options.OpenExisting)
 //	wake            pub/sub channel: runs may be ready (see Notifications)
 //	probe           string: the counter ProbeCommits increments, deleted
@@ -169,8 +176,16 @@
 // not fit is passed over, at most a thousand per claim. A claim of queues
 // without limits reads no count, so the default queue's claim costs one
 // read of its levels set per workflow more than in layout 1 (and one of
-// its versions set for a workflow taken at any version), and nothing more
-// per run.
+// its versions set for a workflow taken at any version), and nothing
+// more per run: a run it cannot pass over (a recovery, or a ready run of
+// a queue without limits) is read in one call, not two, which pays for
+// its removal from its queue's set of queued runs (qf:<queue>).
+//
+// QueueStats reads each queue's counts from the sizes of its status
+// indexes, and its scheduled runs and the age of its oldest ready run
+// from its set of queued runs, which is scored by ReadyAt whatever the
+// runs' priorities, lanes and versions: a few reads per queue, never a
+// scan.
 //
 // # Workflow versions
 //
@@ -184,9 +199,10 @@
 // versions set. Reading a version's lanes costs two calls of the script,
 // so a claim of several workflows first asks with one call, for each that
 // it takes at several versions, whether any of those lanes exists at the
-// level: an idle workflow costs it that one call. The lanes of version 0 are layout 2's, so a store written
-// before versions were kept is read unchanged and needs no upgrade; code
-// that predates versions claims none of the runs of other versions.
+// level: an idle workflow costs it that one call. The lanes of version 0
+// are layout 2's, so a store written before versions were kept is read
+// unchanged and needs no upgrade; code that predates versions claims none
+// of the runs of other versions.
 //
 // NextWake reads the same lanes a claim would. No listing index serves a
 // Versions filter: ListRuns applies it to the runs it reads from the
@@ -196,12 +212,19 @@
 // # Layout versions
 //
 // Layout 2 keeps every key of layout 1: its runs are the default queue's
-// at priority 0. A worker's Open of a layout-1 store upgrades it in place
-// in one script, which adds what layout 2 keeps besides (finished
-// indexes, early-queued set, started flags, event topics; see
-// scripts/upgrade.lua); workers of the older code must be stopped first.
-// OpenExisting, which writes nothing, refuses a layout-1 store with
-// storage.ErrNotStore.
+// at priority 0. Layout 3 keeps every key of layout 2, and puts every
+// queued run in its queue's set of queued runs, where layout 2 put only
+// those queued before they were due. A worker's Open of a layout-1 or
+// layout-2 store upgrades it in place in one script, which adds what the
+// current layout keeps besides (from layout 1: finished indexes, started
+// flags, event topics; from either: the queued runs' places in their
+// queues' sets; see scripts/upgrade.lua); workers of the older code must
+// be stopped first (one that goes on leaves out of the sets the runs it
+// queues when due, so QueueStats finds the oldest ready run younger than
+// it is until those are claimed; it does take out, by their flag, the
+// runs it claims). OpenExisting, which writes nothing, refuses a store of
+// an older layout with storage.ErrNotStore. Runs' headers need no
+// upgrade: a run stored without them reads none.
 //
 // With Redis Cluster every script must find its keys in one slot, so the
 // prefix must contain a hash tag, such as "{stem}:"; New refuses a cluster

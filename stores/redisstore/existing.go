@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +18,7 @@ import (
 // missing. A prefix without one but with the all-runs index or a catalog
 // holds a store written before version keys, of layout 1.
 //
-// A worker's Open of a store of layout 1 upgrades it in place to the
+// A worker's Open of a store of layout 1 or 2 upgrades it in place to the
 // current layout in one script (scripts/upgrade.lua), which is atomic, so
 // that any number of workers may open it at once; workers of the older
 // code must be stopped first, since they would go on writing the older
@@ -29,8 +30,17 @@ import (
 // indexes, buffered events' topics and schedules to layout 1. Workflow
 // versions came within layout 2 and need no upgrade: a run of version 0,
 // as every run stored before is, keeps its keys, and only the runs of
-// other versions have lanes and versions sets of their own (doc.go).
-const storeVersion = 2
+// other versions have lanes and versions sets of their own (doc.go); nor
+// do runs' headers, a field a run stored before simply lacks. 3 puts
+// every queued run in its queue's set of queued runs by ReadyAt
+// (qf:<queue>), where 2 put only those queued before they were due, so
+// that QueueStats finds the oldest ready run there: the upgrade adds the
+// others.
+const storeVersion = 3
+
+// upgradable reports whether a store of layout version v (as its version
+// key holds it) is one a worker's Open upgrades.
+func upgradable(v string) bool { return v == "1" || v == "2" }
 
 // version is the key that marks the prefix as a Stem store and holds its
 // layout's version (v).
@@ -42,9 +52,10 @@ func init() { allScripts = append(allScripts, upgradeScript) }
 
 // checkStore looks for the store under the prefix. Without existing it
 // marks the prefix as a store when it is not one yet, and upgrades a
-// store of layout 1; with existing it only reads, and a prefix with no
-// store, or with one of layout 1, is storage.ErrNotStore. A store of a
-// version this code does not know is storage.ErrNotStore either way.
+// store of layout 1 or 2; with existing it only reads, and a prefix with
+// no store, or with one of an older layout, is storage.ErrNotStore. A
+// store of a version this code does not know is storage.ErrNotStore
+// either way.
 func (s *Store) checkStore(ctx context.Context, existing bool) error {
 	op := "open store under prefix " + strconv.Quote(s.keys.prefix)
 	got, err := s.client.Get(ctx, s.keys.version()).Result()
@@ -53,7 +64,7 @@ func (s *Store) checkStore(ctx context.Context, existing bool) error {
 		if got == strconv.Itoa(storeVersion) {
 			return nil
 		}
-		if got != "1" {
+		if !upgradable(got) {
 			return s.unknownVersion(op, got)
 		}
 	case !errors.Is(err, redis.Nil):
@@ -74,8 +85,8 @@ func (s *Store) checkStore(ctx context.Context, existing bool) error {
 				return fmt.Errorf("redisstore: %s on %s: no Stem store there (a worker's Open creates it): %w", op, s.host, storage.ErrNotStore)
 			}
 		}
-		return fmt.Errorf("redisstore: %s on %s: the store has key layout 1 and this code reads layout %d; open it once without OpenExisting (as a worker does), which upgrades it in place, after stopping the workers of the older code: %w",
-			op, s.host, storeVersion, storage.ErrNotStore)
+		return fmt.Errorf("redisstore: %s on %s: the store has key layout %s and this code reads layout %d; open it once without OpenExisting (as a worker does), which upgrades it in place, after stopping the workers of the older code: %w",
+			op, s.host, cmp.Or(got, "1"), storeVersion, storage.ErrNotStore)
 	}
 	v, err := upgradeScript.Run(ctx, s.client, []string{s.keys.version()},
 		s.keys.prefix, s.clockArg(), storeVersion, globEscape(s.keys.prefix)).Result()

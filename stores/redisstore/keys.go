@@ -116,10 +116,11 @@ func (k keyspace) levels(queue, wf string) string { return k.prefix + "lv:" + qu
 // versions whose lanes a claim of the workflow at any version reads.
 func (k keyspace) versions(queue, wf string) string { return k.prefix + "vs:" + queue + ":" + wf }
 
-// queuedEarly is the queue's sorted set of runs queued before their
-// ReadyAt, scored by it (qf:<queue>): QueueStats counts those not yet due
-// as scheduled.
-func (k keyspace) queuedEarly(queue string) string { return k.prefix + "qf:" + queue }
+// queued is the queue's sorted set of queued runs, scored by ReadyAt in
+// microseconds (qf:<queue>): QueueStats counts those not yet due as
+// scheduled, and the lowest score of the others is the oldest ready
+// run's ReadyAt.
+func (k keyspace) queued(queue string) string { return k.prefix + "qf:" + queue }
 
 // partition is the set of the running runs of a queue's partition
 // (pr:<queue>:<partition>).

@@ -149,7 +149,7 @@ func appendVersions(args []any, vers []int) []any {
 }
 
 // decodeClaim reads {id, token, {wf, pa, in, rec, ss, wk, wt, wn, wd, wa,
-// dl, lu, vr}}.
+// dl, lu, vr, hd}}.
 func decodeClaim(owner string, item any) (storage.ClaimedRun, error) {
 	var c storage.ClaimedRun
 	parts, ok := item.([]any)
@@ -157,7 +157,7 @@ func decodeClaim(owner string, item any) (storage.ClaimedRun, error) {
 		return c, fmt.Errorf("redisstore: claim: unexpected reply")
 	}
 	f, ok := parts[2].([]any)
-	if !ok || len(f) != 13 {
+	if !ok || len(f) != 14 {
 		return c, fmt.Errorf("redisstore: claim: unexpected reply")
 	}
 	tok, _ := parts[1].(int64)
@@ -185,6 +185,9 @@ func decodeClaim(owner string, item any) (storage.ClaimedRun, error) {
 		return c, err
 	}
 	c.Version = int(v)
+	if c.Headers, err = decodeHeaders(str(f[13])); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 

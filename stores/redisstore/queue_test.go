@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -80,4 +81,50 @@ func TestLevelsForgotten(t *testing.T) {
 	if n := c.ZCard(ctx, s.keys.levels("jobs", "wf")).Val(); n != 0 {
 		t.Fatalf("levels set holds %d priorities after its runs left, want 0", n)
 	}
+}
+
+// TestClaimReplyAsStored: what a claim replies of each run is the run as
+// the claim left it, whether the claim read the run in one call (a queue
+// without limits, a recovery) or in two (a queue with limits).
+func TestClaimReplyAsStored(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := newClock()
+	s, _ := newTestStore(t, clock)
+	deadline := clock.Now().Add(time.Hour)
+	mustCreate(t, s,
+		storage.NewRun{ID: "free", Workflow: "wf", ParentID: "p", Input: []byte(`{"n":1}`), Deadline: &deadline,
+			Version: 2, Headers: map[string]string{"traceparent": "00-a-b-01"}},
+		storage.NewRun{ID: "limited", Workflow: "wf", Queue: "jobs", Input: []byte(`{"n":2}`), Version: 2,
+			Headers: map[string]string{"tracestate": "x=y"}})
+	check := func(what string, got []storage.ClaimedRun, want string, recoveries int) {
+		t.Helper()
+		if len(got) != 1 || got[0].Lease.RunID != want {
+			t.Fatalf("%s: claimed %+v, want %s", what, got, want)
+		}
+		c := got[0]
+		rec, err := s.GetRun(ctx, want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Workflow != rec.Workflow || c.ParentID != rec.ParentID || string(c.Input) != string(rec.Input) ||
+			c.Recoveries != recoveries || rec.Recoveries != recoveries || !c.LeaseUntil.Equal(rec.LeaseUntil) ||
+			c.Lease.Token != rec.Token || c.Version != rec.Version || !reflect.DeepEqual(c.Headers, rec.Headers) ||
+			!reflect.DeepEqual(c.Deadline, rec.Deadline) || c.Headers == nil {
+			t.Fatalf("%s: claimed %+v\nstored %+v", what, c, rec)
+		}
+	}
+	claim := func(queues ...storage.Queue) []storage.ClaimedRun {
+		t.Helper()
+		got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 1, LeaseFor: time.Minute, Queues: queues})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	check("a claim of a queue without limits", claim(), "free", 0)
+	check("a claim of a queue with limits", claim(storage.Queue{Name: "jobs", Concurrency: 5}), "limited", 0)
+	clock.Advance(2 * time.Minute)
+	check("a recovery", claim(), "free", 1)
+	check("a recovery from a queue with limits", claim(storage.Queue{Name: "jobs", Concurrency: 5}), "limited", 1)
 }

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/stemflow/stem/storage"
 )
@@ -14,8 +15,10 @@ func init() { allScripts = append(allScripts, queueStatsScript) }
 // QueueStats implements storage.Store: one read-only script reads the
 // sizes of each queue's status indexes (iqs:<status>:<queue>; for the
 // default queue, which has none, those of all runs less the other
-// queues') and counts the queued runs not yet due in the queue's set of
-// runs queued early (qf:<queue>). It costs O(queues), never a scan.
+// queues'), and in the queue's set of queued runs by ReadyAt
+// (qf:<queue>) counts those not yet due and reads the lowest score of
+// the others, the oldest ready run's ReadyAt. It costs O(queues), never
+// a scan.
 func (s *Store) QueueStats(ctx context.Context, queues []string) ([]storage.QueueStats, error) {
 	for _, q := range queues {
 		if err := storage.CheckQueueName(q); err != nil {
@@ -43,15 +46,15 @@ func (s *Store) QueueStats(ctx context.Context, queues []string) ([]storage.Queu
 	out := make([]storage.QueueStats, len(queues))
 	for i, item := range list {
 		n, ok := item.([]any)
-		if !ok || len(n) != 5 {
+		if !ok || len(n) != 6 {
 			return nil, fmt.Errorf("redisstore: queue stats: unexpected reply")
 		}
-		c := make([]int, 5)
+		c := make([]int64, 6)
 		for j := range c {
-			x, _ := n[j].(int64)
-			c[j] = int(x)
+			c[j], _ = n[j].(int64)
 		}
-		out[i] = storage.QueueStats{Queue: queues[i], Ready: c[0], Scheduled: c[1], Running: c[2], Waiting: c[3], Paused: c[4]}
+		out[i] = storage.QueueStats{Queue: queues[i], Ready: int(c[0]), Scheduled: int(c[1]), Running: int(c[2]),
+			Waiting: int(c[3]), Paused: int(c[4]), OldestReady: time.Duration(c[5]) * time.Microsecond}
 	}
 	return out, nil
 }

@@ -47,15 +47,16 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 
 // newRunFields is how many script arguments describe a new run; see
 // create_run in scripts/lib/runs.lua.
-const newRunFields = 11
+const newRunFields = 12
 
 // appendNewRun appends the script arguments of a new run: ID, workflow,
 // parent, parent policy, marked input, start time and deadline (µs, ""
 // for none), queue, partition, priority and workflow version ("" for the
-// defaults).
+// defaults), and headers (encodeHeaders, "" for none).
 func appendNewRun(args []any, r storage.NewRun) []any {
 	return append(args, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), mark(r.Input),
-		microsPtr(r.StartAt), microsPtr(r.Deadline), r.Queue, r.Partition, nonZero(r.Priority), nonZero(r.Version))
+		microsPtr(r.StartAt), microsPtr(r.Deadline), r.Queue, r.Partition, nonZero(r.Priority), nonZero(r.Version),
+		encodeHeaders(r.Headers))
 }
 
 // nonZero formats n for a script argument whose default is 0: "" for 0.

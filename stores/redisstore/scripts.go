@@ -20,10 +20,11 @@ import (
 // A script as sent to Redis is assembled from them (see assemble): the
 // "#!lua" shebang, lib/header.lua, lib/clock.lua when the script reads the
 // clock, the helpers the body uses (the local functions of lib/util.lua,
-// lib/keys.lua, lib/state.lua and lib/events.lua), the body, and the
-// epilogue. Comment lines are dropped. New loads every script once (SCRIPT
-// LOAD) and each call is an EVALSHA; go-redis sends the text again should
-// the server have lost its script cache.
+// lib/keys.lua, lib/state.lua, lib/events.lua, lib/runs.lua and
+// lib/workers.lua), the body, and the epilogue. Comment lines are
+// dropped. New loads every script once (SCRIPT LOAD) and each call is an
+// EVALSHA; go-redis sends the text again should the server have lost its
+// script cache.
 //
 // The shebang makes Redis 7 treat each script as one that may write, so the
 // server refuses it up front when out of memory instead of failing a write
@@ -41,6 +42,12 @@ import (
 // it names in KEYS the keys it is given, building the others from the
 // prefix as the other scripts do: this store's prefix keeps them in one
 // slot.
+//
+// A script whose only writes are deletions may start with
+// "#!lua flags=allow-oom" instead: the server runs it when out of memory
+// too, and deleting frees memory. listworkers.lua is one, so that
+// ListWorkers, which drops expired records as it lists, still answers on
+// a full server. Such a script must never write anything else.
 //
 // Conventions: ARGV[1] is the key prefix, ARGV[2] the clock override in
 // microseconds since the epoch ("" means the server's TIME). Every time is
@@ -106,7 +113,7 @@ type luaHelper struct {
 // helpers in definition order: each may call only those before it. A script
 // gets only the helpers it uses, because Redis runs a script's whole text on
 // every call and each local function costs a closure allocation.
-var helpers = loadHelpers("util", "keys", "state", "events", "runs")
+var helpers = loadHelpers("util", "keys", "state", "events", "runs", "workers")
 
 // scriptNames names each script, for the store's health log.
 var scriptNames = map[*redis.Script]string{}

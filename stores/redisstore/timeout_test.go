@@ -166,7 +166,7 @@ func TestOpenExisting(t *testing.T) {
 		t.Fatalf("OpenExisting of a store a worker upgraded: %v", err)
 	}
 
-	if err := c.Set(ctx, prefix+"v", "3", 0).Err(); err != nil {
+	if err := c.Set(ctx, prefix+"v", strconv.Itoa(storeVersion+1), 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	for _, existing := range []bool{true, false} {
@@ -237,7 +237,8 @@ func TestPolicyRechecked(t *testing.T) {
 
 // TestReadsWhenFull: on a server full under noeviction, which refuses every
 // write, the read methods still answer, through a store opened with
-// OpenExisting as an operator's tool opens it.
+// OpenExisting as an operator's tool opens it; ListWorkers too, whose
+// script may delete.
 func TestReadsWhenFull(t *testing.T) {
 	t.Parallel()
 	rd := testserver.Redis(t, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction")
@@ -260,6 +261,9 @@ func TestReadsWhenFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := worker.PutCatalog(ctx, storage.Catalog{Workflows: []storage.WorkflowType{{Name: "wf", Version: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := worker.PutWorker(ctx, storage.PutWorkerRequest{Worker: storage.Worker{ID: "w", StartedAt: time.Now()}, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -312,6 +316,12 @@ func TestReadsWhenFull(t *testing.T) {
 		}
 		if c, err := s.GetCatalog(ctx); err != nil || len(c.Workflows) != 1 {
 			t.Errorf("GetCatalog when full: %+v %v", c, err)
+		}
+		if q, err := s.QueueStats(ctx, []string{storage.DefaultQueue}); err != nil || len(q) != 1 || q[0].Running != 1 {
+			t.Errorf("QueueStats when full: %+v %v", q, err)
+		}
+		if ws, err := s.ListWorkers(ctx); err != nil || len(ws) != 1 {
+			t.Errorf("ListWorkers when full: %+v %v", ws, err)
 		}
 	}
 }

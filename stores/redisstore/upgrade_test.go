@@ -3,6 +3,8 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +16,7 @@ import (
 // by OpenExisting and upgraded in place by a worker's New: its finished
 // runs can be purged with their buffered events, a delayed start counts as
 // scheduled, a run claimed before is not started again by a rate, and the
-// prefix is marked with version 2.
+// prefix is marked with version 3.
 func TestUpgradeLayout1(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -44,7 +46,7 @@ func TestUpgradeLayout1(t *testing.T) {
 	}
 	// Back to layout 1.
 	k := s.keys
-	if err := c.Del(ctx, k.finished(storage.StatusComplete), k.finishedWorkflow(storage.StatusComplete, wf), k.queuedEarly(storage.DefaultQueue), k.eventTopics("done")).Err(); err != nil {
+	if err := c.Del(ctx, k.finished(storage.StatusComplete), k.finishedWorkflow(storage.StatusComplete, wf), k.queued(storage.DefaultQueue), k.eventTopics("done")).Err(); err != nil {
 		t.Fatal(err)
 	}
 	c.HDel(ctx, k.run("late"), "qf")
@@ -60,8 +62,8 @@ func TestUpgradeLayout1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	if v := c.Get(ctx, k.version()).Val(); v != "2" {
-		t.Fatalf("version after the upgrade = %q, want 2", v)
+	if v := c.Get(ctx, k.version()).Val(); v != "3" {
+		t.Fatalf("version after the upgrade = %q, want 3", v)
 	}
 	stats, err := s2.QueueStats(ctx, []string{storage.DefaultQueue})
 	if want := (storage.QueueStats{Queue: storage.DefaultQueue, Scheduled: 1, Running: 1}); err != nil || stats[0] != want {
@@ -77,6 +79,65 @@ func TestUpgradeLayout1(t *testing.T) {
 	}
 	if n := c.Exists(ctx, k.events("done", "t"), k.run("done")).Val(); n != 0 {
 		t.Fatalf("%d keys of the purged run left", n)
+	}
+	// A second worker's New finds the store upgraded.
+	s3, err := New(ctx, c, Options{Prefix: p, Clock: clock, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3.Close()
+}
+
+// TestUpgradeLayout2: a store of key layout 2 (here made by taking out of
+// their queues' sets of queued runs the runs queued when due, as layout 2
+// left them, and setting the version key to 2) is refused by
+// OpenExisting and upgraded in place by a worker's New: every queued run
+// is then in its queue's set, so QueueStats finds the oldest ready run,
+// and a claim takes it out again.
+func TestUpgradeLayout2(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := newClock()
+	s, c := newTestStore(t, clock)
+	p, k := s.keys.prefix, s.keys
+	later := clock.Now().Add(time.Hour)
+	mustCreate(t, s, storage.NewRun{ID: "old", Workflow: "wf"}, storage.NewRun{ID: "mail-old", Workflow: "wf", Queue: "mail", Priority: 2})
+	clock.Advance(time.Minute)
+	mustCreate(t, s, storage.NewRun{ID: "new", Workflow: "wf"}, storage.NewRun{ID: "late", Workflow: "wf", StartAt: &later})
+	clock.Advance(time.Minute)
+	// Back to layout 2: only the delayed start is in a set.
+	for _, r := range []struct{ id, queue string }{{"old", storage.DefaultQueue}, {"new", storage.DefaultQueue}, {"mail-old", "mail"}} {
+		c.ZRem(ctx, k.queued(r.queue), r.id)
+		c.HDel(ctx, k.run(r.id), "qf")
+	}
+	c.Set(ctx, k.version(), "2", 0)
+
+	_, err := New(ctx, c, Options{Prefix: p, Clock: clock, OpenExisting: true, Logger: quietLogger()})
+	if !errors.Is(err, storage.ErrNotStore) || !strings.Contains(err.Error(), "key layout 2") {
+		t.Fatalf("OpenExisting of layout 2: %v, want ErrNotStore naming layout 2", err)
+	}
+	s2, err := New(ctx, c, Options{Prefix: p, Clock: clock, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if v := c.Get(ctx, k.version()).Val(); v != "3" {
+		t.Fatalf("version after the upgrade = %q, want 3", v)
+	}
+	stats, err := s2.QueueStats(ctx, []string{storage.DefaultQueue, "mail"})
+	want := []storage.QueueStats{
+		{Queue: storage.DefaultQueue, Ready: 2, Scheduled: 1, OldestReady: 2 * time.Minute},
+		{Queue: "mail", Ready: 1, OldestReady: 2 * time.Minute},
+	}
+	if err != nil || !reflect.DeepEqual(stats, want) {
+		t.Fatalf("QueueStats after the upgrade = %+v, %v; want %+v", stats, err, want)
+	}
+	if got, err := s2.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute,
+		Queues: []storage.Queue{{Name: "mail"}}}); err != nil || len(got) != 1 {
+		t.Fatalf("Claim of mail = %v, %v", got, err)
+	}
+	if n := c.ZCard(ctx, k.queued("mail")).Val(); n != 0 {
+		t.Fatalf("mail's set of queued runs holds %d after its run was claimed, want 0", n)
 	}
 	// A second worker's New finds the store upgraded.
 	s3, err := New(ctx, c, Options{Prefix: p, Clock: clock, Logger: quietLogger()})

@@ -251,6 +251,12 @@ func TestReadOnly(t *testing.T) {
 	if err != nil || !slices.ContainsFunc(page.Runs, func(rr storage.RunRecord) bool { return rr.ID == "b" }) {
 		t.Fatalf("ListRuns on the read-only store = %+v, %v; want the run written since it opened", page, err)
 	}
+	if err := w.PutWorker(ctx, storage.PutWorkerRequest{Worker: storage.Worker{ID: "w", StartedAt: time.Now()}, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if ws, err := r.ListWorkers(ctx); err != nil || len(ws) != 1 || ws[0].ID != "w" {
+		t.Fatalf("ListWorkers on the read-only store = %+v, %v; want the worker put since it opened", ws, err)
+	}
 
 	before, err := os.ReadFile(path)
 	if err != nil {
@@ -263,7 +269,11 @@ func TestReadOnly(t *testing.T) {
 		},
 		"pause":       func() error { return r.Pause(ctx, "a") },
 		"put catalog": func() error { return r.PutCatalog(ctx, storage.Catalog{}) },
-		"migrate":     func() error { return r.Migrate(ctx) },
+		"put worker": func() error {
+			return r.PutWorker(ctx, storage.PutWorkerRequest{Worker: storage.Worker{ID: "x", StartedAt: time.Now()}, TTL: time.Minute})
+		},
+		"remove worker": func() error { return r.RemoveWorker(ctx, "w") },
+		"migrate":       func() error { return r.Migrate(ctx) },
 		"claim": func() error {
 			_, err := r.Claim(ctx, storage.ClaimRequest{Owner: "x", Workflows: []string{"wf"}, Limit: 1, LeaseFor: time.Second})
 			return err

@@ -75,10 +75,16 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 					return err
 				}
 			}
-			if _, err := w.queryRow(`SELECT input, suspend_state FROM run_data WHERE ref = ?1`, func(r row) {
+			// The run's payloads and headers: a NULL column read for a
+			// run without headers, and nothing decoded.
+			if _, err := w.queryRow(`SELECT input, suspend_state, headers FROM run_data WHERE ref = ?1`, func(r row) {
 				cr.Input, cr.SuspendState = r.bytes(0), r.bytes(1)
+				cr.Headers, scanErr = decodeHeaders(r, 2)
 			}, ref); err != nil {
 				return err
+			}
+			if scanErr != nil {
+				return fmt.Errorf("run %q: %w", id, scanErr)
 			}
 			// The worker's replay, read here where the pages are in the
 			// writer's cache already; a long history is left to

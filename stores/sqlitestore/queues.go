@@ -684,16 +684,23 @@ func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (stor
 }
 
 // queueStatsQuery counts the unfinished runs of the queues ?1 (a JSON
-// list) by status, and the queued by whether they are due at ?2. It reads
-// the unfinished runs through runs_status, never a finished one; no index
-// of its own keeps the runs' queues by status, because every run's
-// creation, claim and end would pay to keep it for a read that counts.
-const queueStatsQuery = `SELECT queue, status, coalesce(ready_at <= ?2, 0), count(*) FROM runs INDEXED BY runs_status
+// list) by status, and the queued by whether they are due at ?2, with the
+// earliest ready_at of each group (that of the due queued runs is the
+// oldest ready run's). It reads the unfinished runs through runs_status,
+// never a finished one; no index of its own keeps the runs' queues by
+// status, because every run's creation, claim and end would pay to keep
+// it for a read that counts. The earliest ready_at comes from the rows
+// the count reads already: the claim indexes hold it too, but would find
+// it by statements of their own, a seek per priority, each passing over
+// the waiting runs due at their deadline, which share the queued runs'
+// ranges.
+const queueStatsQuery = `SELECT queue, status, coalesce(ready_at <= ?2, 0), count(*), min(ready_at) FROM runs INDEXED BY runs_status
 	WHERE status IN ('queued', 'running', 'waiting', 'paused') AND queue IN (SELECT value FROM json_each(?1))
 	GROUP BY 1, 2, 3`
 
-// QueueStats counts the unfinished runs of each named queue by status, in
-// one read of runs_status.
+// QueueStats counts the unfinished runs of each named queue by status,
+// and finds how long the oldest ready one has waited, in one read of
+// runs_status.
 func (s *Store) QueueStats(ctx context.Context, queues []string) ([]storage.QueueStats, error) {
 	for _, q := range queues {
 		if err := storage.CheckQueueName(q); err != nil {
@@ -711,6 +718,7 @@ func (s *Store) QueueStats(ctx context.Context, queues []string) ([]storage.Queu
 	}
 	b, _ := json.Marshal(queues) // strings only: cannot fail
 	err := s.read(ctx, "queue stats", false, func(c *conn) error {
+		now := s.now().UnixNano()
 		for i := range out {
 			out[i] = storage.QueueStats{Queue: out[i].Queue}
 		}
@@ -722,6 +730,9 @@ func (s *Store) QueueStats(ctx context.Context, queues []string) ([]storage.Queu
 				case storage.StatusQueued:
 					if r.int64(2) != 0 {
 						st.Ready += n
+						if !r.isNull(4) {
+							st.OldestReady = max(0, time.Duration(now-r.int64(4)))
+						}
 					} else {
 						st.Scheduled += n
 					}
@@ -734,7 +745,7 @@ func (s *Store) QueueStats(ctx context.Context, queues []string) ([]storage.Queu
 				}
 			}
 			return nil
-		}, string(b), s.now().UnixNano())
+		}, string(b), now)
 	})
 	if err != nil {
 		return nil, err

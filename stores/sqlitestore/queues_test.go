@@ -138,7 +138,7 @@ func TestClaimConcurrencyAcrossStores(t *testing.T) {
 		t.Fatalf("claim of a full queue = %v, %v", got, err)
 	}
 	stats, err := f.s.QueueStats(t.Context(), []string{"q", "none"})
-	if err != nil || !slices.Equal(stats, []storage.QueueStats{{Queue: "q", Ready: 47, Running: 3}, {Queue: "none"}}) {
+	if err != nil || !slices.Equal(stats, []storage.QueueStats{{Queue: "q", Ready: 47, Running: 3, OldestReady: 2 * time.Minute}, {Queue: "none"}}) {
 		t.Fatalf("QueueStats = %+v, %v", stats, err)
 	}
 	// A parked run frees its place.
@@ -155,7 +155,7 @@ func TestClaimConcurrencyAcrossStores(t *testing.T) {
 		t.Fatalf("claim after one parked = %v, want one run", got)
 	}
 	stats, err = f.s.QueueStats(t.Context(), []string{"q"})
-	if err != nil || !slices.Equal(stats, []storage.QueueStats{{Queue: "q", Ready: 46, Running: 3, Waiting: 1}}) {
+	if err != nil || !slices.Equal(stats, []storage.QueueStats{{Queue: "q", Ready: 46, Running: 3, Waiting: 1, OldestReady: 2 * time.Minute}}) {
 		t.Fatalf("QueueStats = %+v, %v", stats, err)
 	}
 }

@@ -47,7 +47,7 @@ func (w *wtx) createRuns(runs []storage.NewRun, now time.Time) ([]storage.Create
 			return nil, err
 		}
 		if created {
-			if _, err := w.exec(`INSERT INTO run_data (ref, input) VALUES (?1, ?2)`, ref, bytesArg(r.Input)); err != nil {
+			if _, err := w.exec(`INSERT INTO run_data (ref, input, headers) VALUES (?1, ?2, ?3)`, ref, bytesArg(r.Input), encodeHeaders(r.Headers)); err != nil {
 				return nil, err
 			}
 			if _, err := w.exec(`INSERT INTO executions (run_ref, number, started_at) VALUES (?1, 1, ?2)`, ref, n); err != nil {
@@ -144,7 +144,7 @@ const runCols = `r.id, r.workflow, r.parent_id, r.status, d.input, d.output, d.e
 	r.pause_requested, r.ready_at, r.wait_key, r.wait_topic, r.wait_kind, r.wait_deadline, r.wait_also,
 	r.owner, r.lease_until, r.token, r.recoveries, r.created_at, r.updated_at,
 	r.parent_policy, r.execution, e.started_at, e.ended_at, r.active_key, r.active_attempt, r.active_started,
-	r.deadline, d.progress, r.queue, r.partition_key, r.priority, r.version`
+	r.deadline, d.progress, r.queue, r.partition_key, r.priority, r.version, d.headers`
 
 // runFrom joins a run's state, its data and its current execution.
 const runFrom = `runs r JOIN run_data d ON d.ref = r.ref JOIN executions e ON e.run_ref = r.ref AND e.number = r.execution`
@@ -182,10 +182,39 @@ func scanRun(r row) (storage.RunRecord, error) {
 	if !r.isNull(25) {
 		rec.Active = &storage.ActiveStep{Key: r.str(25), Attempt: int(r.int64(26)), Started: r.time(27)}
 	}
+	if err == nil {
+		rec.Headers, err = decodeHeaders(r, 34)
+	}
 	if err != nil {
 		err = fmt.Errorf("run %q: %w", rec.ID, err)
 	}
 	return rec, err
+}
+
+// encodeHeaders returns the headers column for a run's headers: a JSON
+// object, NULL for none (nil and empty are the same). Names and values are
+// valid UTF-8 (storage.ValidateHeaders), which JSON keeps byte for byte.
+func encodeHeaders(h map[string]string) any {
+	if len(h) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(h) // strings only: cannot fail
+	return string(b)
+}
+
+// decodeHeaders reads the headers column at i: nil when NULL.
+func decodeHeaders(r row, i int) (map[string]string, error) {
+	if r.isNull(i) {
+		return nil, nil
+	}
+	var h map[string]string
+	if err := json.Unmarshal(r.bytes(i), &h); err != nil {
+		return nil, fmt.Errorf("stored headers: %w", err)
+	}
+	if len(h) == 0 {
+		return nil, nil
+	}
+	return h, nil
 }
 
 // waitCols are the columns scanWait reads, from runs.

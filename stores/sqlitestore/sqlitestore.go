@@ -39,8 +39,9 @@
 // own and its further cases, if any, as JSON beside them, their topics
 // indexed in wait_topics (kept in step by a trigger) so that Emit finds a
 // run waiting on a topic in any case by index; run_data, the run's input,
-// output, error, suspension state and published progress (written only by
-// a write that publishes one); executions, one row per execution of a run
+// output, error, suspension state, published progress (written only by
+// a write that publishes one) and the headers it carries to every claim
+// (read with its input, NULL for none); executions, one row per execution of a run
 // (started, ended, the status and error it ended with, continued for a
 // continue-as-new, where a restart from a step forked it);
 // checkpoints, appended in write order (their rowid is the sequence
@@ -49,8 +50,9 @@
 // recorded on their own (failed attempts before a retry, refused event
 // payloads), in their execution too; events buffered for runs not yet
 // waiting on them; the catalog (workflow_types, queue_types,
-// event_types); schedules, written whole by revision; and queue_starts,
-// the recent starts of rate-limited queues. Tables keyed by run use the
+// event_types); schedules, written whole by revision; queue_starts,
+// the recent starts of rate-limited queues; and workers, the records
+// engines keep of themselves. Tables keyed by run use the
 // run's row number, assigned in creation order, so runs created and
 // claimed together share pages. A claim reads an index over when each run
 // becomes claimable (ready, or its lease expired), ordered by queue,
@@ -108,7 +110,7 @@
 // read), events.go, control.go (pause, resume, terminate, restart),
 // executions.go (listing them, continue-as-new), queues.go (how a claim
 // picks its runs, NextWake, QueueStats), schedules.go, purge.go,
-// catalog.go and notify.go. This store's own machinery is in writer.go (the group-commit
+// catalog.go, notify.go and workers.go. This store's own machinery is in writer.go (the group-commit
 // writer and the checkpointer), wal.go (bounding the WAL), read.go (the read pool), conn.go
 // (statements on a driver connection), attempts.go (the encoding of the
 // attempts stored with a checkpoint), migrate.go and existing.go (opening

@@ -8,8 +8,9 @@
 -- per workflow its name, the number k of its versions to take (-1 for
 -- any) and those k versions; then per queue its name, concurrency,
 -- partition concurrency, rate and rate period (µs), 0 for no limit.
--- Reply: per claimed run {id, token, HMGET of its claim fields: wf, pa, in,
--- rec, ss, wk, wt, wn, wd, wa, dl, lu, vr}.
+-- Reply: per claimed run {id, token, its claim fields as the claim leaves
+-- them, as HMGET replies them: wf, pa, in, rec, ss, wk, wt, wn, wd, wa,
+-- dl, lu, vr, hd}.
 --
 -- The runs are taken level by level, highest priority first (level 0, the
 -- lanes of the keys of layout 1, and the levels sets' others); within a
@@ -28,6 +29,7 @@ local function main()
   for qi = i, #ARGV, 5 do
     local q = {name = ARGV[qi], conc = tonumber(ARGV[qi + 1]), pconc = tonumber(ARGV[qi + 2]),
       rate = tonumber(ARGV[qi + 3]), period = tonumber(ARGV[qi + 4])}
+    q.free = q.conc == 0 and q.pconc == 0 and q.rate == 0
     if q.conc > 0 then q.running = queue_count(q.name, 'running') end
     if q.pconc > 0 then q.parts = {} end
     if q.rate > 0 then
@@ -74,6 +76,11 @@ local function main()
   -- (a full partition's backlog), so that it stays short
   local budget = 1000
 
+  -- the fields of the run hash a claimed run's reply holds, in order
+  -- (decodeClaim), and those with the fields try decides by before them
+  local reply = {'wf', 'pa', 'in', 'rec', 'ss', 'wk', 'wt', 'wn', 'wd', 'wa', 'dl', 'lu', 'vr', 'hd'}
+  local whole = {'st', 'pt', 'qf', 'tok', unpack(reply)}
+
   -- try leases run id from set s (recovery: its lease set): 'taken',
   -- 'gone' (not claimable after all: an index entry out of step with the
   -- run, dropped) or 'passed' (its queue, partition or rate window full).
@@ -83,9 +90,14 @@ local function main()
     -- the started flag matters only to a rate, so that no other claim
     -- reads it; the priority is the level's (s.pr); the token is read
     -- here and written with the status, not incremented by a call of its
-    -- own
-    local st, rec, pt, qf, tok, sd
-    if q.rate > 0 then
+    -- own. A run that cannot be passed over (a recovery, or a ready run
+    -- of a queue without limits) is taken unless its entry is out of
+    -- step, so its reply's fields are read with the others in one call.
+    local st, rec, pt, qf, tok, sd, got
+    if recovery or q.free then
+      got = redis.call('HMGET', r, unpack(whole))
+      st, pt, qf, tok, rec = got[1], got[2], got[3], got[4], got[8]
+    elseif q.rate > 0 then
       st, rec, pt, qf, tok, sd = unpack(redis.call('HMGET', r, 'st', 'rec', 'pt', 'qf', 'tok', 'sd'))
     else
       st, rec, pt, qf, tok = unpack(redis.call('HMGET', r, 'st', 'rec', 'pt', 'qf', 'tok'))
@@ -134,7 +146,17 @@ local function main()
       end
     end
     redis.call('ZADD', leaseq(s.wf, s.ln), lu, id)
-    out[#out + 1] = {id, tok, redis.call('HMGET', r, 'wf', 'pa', 'in', 'rec', 'ss', 'wk', 'wt', 'wn', 'wd', 'wa', 'dl', 'lu', 'vr')}
+    local fields
+    if got then
+      -- read before the claim's writes, which change only rec and lu
+      -- of these
+      fields = {}
+      for j = 1, #reply do fields[j] = got[j + 4] end
+      fields[4], fields[12] = f(rec), lu
+    else
+      fields = redis.call('HMGET', r, unpack(reply))
+    end
+    out[#out + 1] = {id, tok, fields}
     return 'taken'
   end
 

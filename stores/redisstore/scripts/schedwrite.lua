@@ -5,7 +5,7 @@
 -- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3]: schedule ID, ARGV[4]: the
 -- revision the stored schedule must have (0: none may exist), ARGV[5]:
 -- the encoded schedule, ARGV[6]: its CheckAt (µs), ARGV[7]: "1" when
--- paused, ARGV[8...]: per run the 11 fields create_run reads
+-- paused, ARGV[8...]: per run the 12 fields create_run reads
 -- (lib/runs.lua).
 -- Reply: {OK, revision, created at, updated at, per run {created,
 -- HGETALL of the run hash}} | {NOTFOUND} | {CONFLICT, stored revision}.
@@ -30,7 +30,7 @@ local function main()
   end
   local runs = {}
   for i = 2, #KEYS do
-    runs[#runs + 1] = create_run(KEYS[i], ARGV, 7 + (i - 2) * 11)
+    runs[#runs + 1] = create_run(KEYS[i], ARGV, 7 + (i - 2) * 12)
   end
   return {'OK', rev, ca, NOWS, runs}
 end

@@ -1,14 +1,15 @@
 -- Shared helpers: creating runs, for CreateRuns and WriteSchedule.
 -- KEYS and ARGV: none read; the callers pass each run's fields.
 
--- create_run creates run hash r from the eleven entries of a after a[b]
+-- create_run creates run hash r from the twelve entries of a after a[b]
 -- unless it exists, and replies as create.lua does for it. The entries:
 -- id, workflow, parent id, parent policy, marked input, start time (µs,
 -- '' for now: a run whose start time is ahead waits queued until then),
 -- deadline (µs, '' for none), queue ('' for the default queue),
--- partition ('' for none), priority ('' for 0) and workflow version (''
--- for 0). A version other than 0 gives the run lanes of its own and goes
--- in the versions set of its queue and workflow.
+-- partition ('' for none), priority ('' for 0), workflow version (''
+-- for 0) and headers (JSON, '' for none). A version other than 0 gives
+-- the run lanes of its own and goes in the versions set of its queue and
+-- workflow.
 local function create_run(r, a, b)
   local id, wf, parent, policy, input = a[b + 1], a[b + 2], a[b + 3], a[b + 4], a[b + 5]
   if redis.call('EXISTS', r) == 1 then return {0, redis.call('HGETALL', r)} end
@@ -27,6 +28,7 @@ local function create_run(r, a, b)
   local function put(k, v) h[#h + 1] = k; h[#h + 1] = v end
   if policy ~= '' then put('pp', policy) end
   if a[b + 7] ~= '' then put('dl', a[b + 7]) end
+  if a[b + 12] ~= '' then put('hd', a[b + 12]) end
   if qu then put('qu', qu) end
   if ln ~= '' then put('ln', ln) end
   if pt then put('pt', pt) end

@@ -5,8 +5,9 @@
 -- run_of describes a run for the helpers that keep its indexes: its ID,
 -- workflow, and the run hash's qu (queue, absent for the default queue),
 -- ln (lane, see lane), pt (partition), pr (priority, absent for 0) and qf
--- (set while the run is in its queue's set of runs queued before they
--- were due) fields, as the caller read them with the others it needs.
+-- (set while the run is in its queue's set of queued runs; a run queued
+-- by code of layout 2 when it was due is in none and has none) fields, as
+-- the caller read them with the others it needs.
 local function run_of(id, wf, qu, ln, pt, pr, qf)
   return {id = id, wf = wf, qu = qu or 'default', ln = ln or '', pt = pt, pr = pr, qf = qf}
 end
@@ -39,15 +40,15 @@ local function index_status(ru, old, new)
   if new == 'running' and ru.pt then redis.call('SADD', partset(qu, ru.pt), id) end
 end
 
--- set_status changes run ru's status from old to new. A run queued
--- before it is due (ReadyAt ready, µs, after now) goes to its queue's set
--- of such runs (qf:<queue>, flagged qf in the run hash), by which
--- QueueStats tells the scheduled from the ready; any other change takes
+-- set_status changes run ru's status from old to new. A queued run goes
+-- to its queue's set of queued runs by ReadyAt (ready, µs; qf:<queue>,
+-- flagged qf in the run hash), by which QueueStats tells the scheduled
+-- from the ready and finds the oldest ready run; any other change takes
 -- it out. The caller's further fields (field, value pairs) go in the
 -- same HSET as the status.
 local function set_status(r, ru, old, new, ready, ...)
   index_status(ru, old, new)
-  if new == 'queued' and tonumber(ready) > NOW then
+  if new == 'queued' then
     redis.call('ZADD', queuedq(ru.qu), ready, ru.id)
     redis.call('HSET', r, 'st', new, 'ua', NOWS, 'qf', '1', ...)
     return
@@ -162,8 +163,8 @@ end
 -- Every step's checkpoint calls it, so it reads as few fields as it can:
 -- the queue and priority come from the lane (queue:priority:, then the
 -- version when not 0; absent for the default queue at priority 0 and
--- version 0), and a running run is never in its queue's early-queued set
--- (the claim took it out), so qf is not read.
+-- version 0), and a running run is never in its queue's set of queued
+-- runs (the claim took it out), so qf is not read.
 --
 -- The caller may name up to two more fields of the run hash to read in
 -- the same HMGET; their values follow ex.
@@ -180,7 +181,7 @@ local function fence(id, ...)
 end
 
 -- finish clears what a finished run no longer has: lease, wait, schedule,
--- suspend state, pause request, active step and early-queued place; ends
+-- suspend state, pause request, active step and queued place; ends
 -- its execution now; writes the caller's further fields (field, value
 -- pairs, with the status in one HSET); and files it by its end in the
 -- finished indexes Purge reads. Every run ends here, so it reads the run
