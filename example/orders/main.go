@@ -7,6 +7,15 @@
 //
 // The orders have fixed IDs, so running it again after an interruption
 // (Ctrl-C, or kill -9) resumes the unfinished runs instead of starting over.
+//
+// With --otel it traces each order with OpenTelemetry (package stemotel),
+// to the OTLP/HTTP endpoint OTEL_EXPORTER_OTLP_ENDPOINT names or else to
+// traces.json; with --metrics it serves the engine's metrics for
+// Prometheus, and keeps serving them once the orders are done:
+//
+//	go run ./example/orders --otel
+//	OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 go run ./example/orders --otel
+//	go run ./example/orders --metrics :9464    # then: curl localhost:9464/metrics
 package main
 
 import (

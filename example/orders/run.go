@@ -29,6 +29,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	coolOff := fs.Duration("cool-off", 3*time.Second, "each order's cool-off sleep")
 	truck := fs.Duration("truck", time.Second, "how often the warehouse's truck collects waiting orders")
 	plain := fs.Bool("plain", false, "print plain progress lines even on a terminal")
+	traces := fs.Bool("otel", false, "trace the orders with OpenTelemetry: to the OTLP/HTTP endpoint OTEL_EXPORTER_OTLP_ENDPOINT names, or else to "+tracesFile)
+	metrics := fs.String("metrics", "", "serve OpenTelemetry metrics for Prometheus at http://`ADDR`/metrics (:9464, say), and keep serving them once the orders are done")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -36,10 +38,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "orders: --orders and --workers must be at least 1")
 		return 2
 	}
-	if err := fulfil(ctx, config{
+	tel, err := newTelemetry(ctx, *traces, *metrics, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "orders:", err)
+		return 2
+	}
+	err = fulfil(ctx, config{
 		store: *storeURL, orders: *count, workers: *workers, coolOff: *coolOff, truck: *truck,
-		out: stdout, warnings: stderr, terminal: !*plain && isTerminal(stdout),
-	}); err != nil {
+		out: stdout, warnings: stderr, terminal: !*plain && isTerminal(stdout), telemetry: tel,
+	})
+	if terr := tel.shutdown(ctx); terr != nil {
+		fmt.Fprintln(stderr, "orders:", terr)
+	}
+	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return 130
 		}
@@ -58,6 +69,9 @@ type config struct {
 	out      io.Writer
 	warnings io.Writer // the store's warnings about the server's settings
 	terminal bool
+	// telemetry traces and measures the engine (--otel, --metrics); nil:
+	// neither.
+	telemetry *telemetry
 }
 
 func fulfil(ctx context.Context, cfg config) error {
@@ -85,11 +99,17 @@ func fulfil(ctx context.Context, cfg config) error {
 		Logger:        slog.New(slog.DiscardHandler),
 		// Fire the store's schedules (stem schedule create ...) while it works.
 		Services: []runtime.Service{schedule.Service{}},
+		Hooks:    cfg.telemetry.hooks(),
 	})
 	if err != nil {
 		return err
 	}
 	defer engine.Close()
+	stopObserving, err := cfg.telemetry.observe(engine)
+	if err != nil {
+		return err
+	}
+	defer stopObserving()
 	if err := engine.RegisterQueue(orders.FulfilQueue); err != nil {
 		return err
 	}
@@ -111,7 +131,7 @@ func fulfil(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	runs, err := orders.StartFulfilBatch(ctx, engine, items)
+	runs, err := startOrders(ctx, engine, items, cfg.telemetry)
 	if err != nil {
 		return err
 	}
@@ -167,7 +187,33 @@ func fulfil(ctx context.Context, cfg config) error {
 		fmt.Fprintf(cfg.out, "interrupted: %d of %d orders finished; run again to resume the rest\n", counts.finished(), len(runs))
 		return ctx.Err()
 	}
-	return summary(context.Background(), cfg.out, cfg.store, runs, counts, payments, time.Since(began))
+	err = summary(context.Background(), cfg.out, cfg.store, runs, counts, payments, time.Since(began))
+	if addr, ok := cfg.telemetry.serving(); ok {
+		// Keep the final counts up for a scrape (or a curl) to read.
+		fmt.Fprintf(cfg.out, "metrics on http://%s/metrics; Ctrl-C to stop\n", addr)
+		<-ctx.Done()
+	}
+	return err
+}
+
+// startOrders starts the orders in one batch; when tracing, one at a time
+// instead, each under a root span of its own, "order <id>", so each
+// order's run is a trace.
+func startOrders(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[orders.Order], tel *telemetry) ([]*orders.FulfilRun, error) {
+	if !tel.tracing() {
+		return orders.StartFulfilBatch(ctx, e, items)
+	}
+	runs := make([]*orders.FulfilRun, len(items))
+	for i, it := range items {
+		octx, span := tel.startSpan(ctx, "order "+it.ID)
+		r, err := orders.StartFulfil(octx, e, it.Input, runtime.WithID(it.ID), runtime.WithPartition(it.Partition))
+		span.End()
+		if err != nil {
+			return nil, err
+		}
+		runs[i] = r
+	}
+	return runs, nil
 }
 
 // warehouse is the simulated warehouse: every interval its truck collects
