@@ -56,7 +56,8 @@ type execution struct {
 	runErr error
 	// execution is the run's execution number, once loaded.
 	execution int
-	log       *slog.Logger
+	log       *slog.Logger // see logger
+	logOnce   sync.Once
 	// active is the step attempt running now (the latest begun of those
 	// running, in running), and reported whether the heartbeat has told
 	// the store about it.
@@ -134,18 +135,37 @@ type suspendState struct {
 	Deadlines map[string]time.Time `json:"deadlines,omitempty"`
 }
 
-// logger returns the execution's logger, built with the execution: the
-// heartbeat and workflow goroutines both log.
-func (x *execution) logger() *slog.Logger { return x.log }
+// logger returns the execution's logger, which names the run, its
+// workflow and (once loaded) its execution. It is built when first used,
+// by the heartbeat or the workflow goroutine: most executions log nothing.
+func (x *execution) logger() *slog.Logger {
+	x.logOnce.Do(func() {
+		if x.log != nil {
+			return // given (a replay's)
+		}
+		if x.execution > 0 {
+			x.log = x.engine.log.With("run", x.lease.RunID, "workflow", x.workflow, "execution", x.execution)
+		} else {
+			x.log = x.engine.log.With("run", x.lease.RunID, "workflow", x.workflow)
+		}
+	})
+	return x.log
+}
 
 // execute runs one claimed run until it completes, suspends or stops,
 // inside Hooks.Execution when one is set.
 func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
-	h := e.hooks.Execution
-	if h == nil {
-		e.executeIn(parent, r, nil)
+	if h := e.hooks.Execution; h != nil {
+		e.executeHooked(h, parent, r)
 		return
 	}
+	e.executeIn(parent, r, nil)
+}
+
+// executeHooked is execute inside Hooks.Execution h. (Apart, so that a
+// claimed run executed without hooks is not moved to the heap for the
+// closure.)
+func (e *Engine) executeHooked(h func(context.Context, *HookExecution, func(context.Context)), parent context.Context, r storage.ClaimedRun) {
 	hx := &HookExecution{RunID: r.Lease.RunID, Workflow: r.Workflow, Version: r.Version, ParentID: r.ParentID,
 		Headers: r.Headers, Recoveries: r.Recoveries}
 	h(parent, hx, func(ctx context.Context) { e.executeIn(ctx, r, hx) })
@@ -163,7 +183,6 @@ func (e *Engine) executeIn(parent context.Context, r storage.ClaimedRun, hx *Hoo
 		ctx:        ctx,
 		cancel:     cancel,
 		stopping:   make(chan struct{}),
-		log:        e.log.With("run", r.Lease.RunID, "workflow", r.Workflow),
 		pauseSeen:  make(chan struct{}),
 		deadline:   r.Deadline,
 		used:       map[string]bool{},
@@ -220,7 +239,6 @@ func (e *Engine) executeIn(parent context.Context, r storage.ClaimedRun, hx *Hoo
 		return
 	}
 	x.execution = replay.Execution
-	x.log = x.log.With("execution", replay.Execution)
 	// A run this engine cannot open (input or checkpoints sealed with a key
 	// its codec lacks) is handed back untouched, before anything runs.
 	input, err := e.payloads.raw(fmt.Sprintf("input of run %s (workflow %s)", r.Lease.RunID, r.Workflow), r.Input)

@@ -193,36 +193,13 @@ func attempts[T any](x *execution, full string, iteration int, last storage.Atte
 		if opts.Timeout > e.cfg.LeaseDuration {
 			x.holdFor(active, opts.Timeout)
 		}
-		var (
-			out     T
-			err     error
-			output  []byte
-			end     time.Time
-			retryAt time.Time
-		)
-		// run makes the attempt under ctx and decides what follows it.
-		run := func(ctx context.Context) {
-			out, err = callStep(ctx, x, full, iteration, attempt, opts.Timeout, fn)
-			x.endStep(active)
-			end = e.clock.Now()
-			if err == nil && !void {
-				if output, err = e.payloads.encode("output of step "+full, out); err != nil {
-					err = Permanent(err)
-				}
-			}
-			if err != nil && !IsPermanent(err) && attempt <= opts.Retries {
-				retryAt = end.Add(backoff(opts, attempt))
-			}
-		}
+		var r attemptResult[T]
 		if h := e.hooks.Attempt; h != nil {
-			ha := &HookAttempt{RunID: x.lease.RunID, Workflow: x.workflow, Key: full, Attempt: attempt, Async: async, Started: start}
-			h(x.ctx, ha, func(ctx context.Context) {
-				run(ctx)
-				ha.Ended, ha.Err, ha.Retry, ha.RetryAt = end, err, !retryAt.IsZero(), retryAt
-			})
+			r = hookedAttempt(h, x, full, iteration, attempt, start, async, active, opts, fn, void)
 		} else {
-			run(x.ctx)
+			r = attemptOnce(x.ctx, x, full, iteration, attempt, active, opts, fn, void)
 		}
+		out, err, output, end, retryAt := r.out, r.err, r.output, r.end, r.retryAt
 		if err == nil && !x.keepsResult() || err != nil && x.ctx.Err() != nil {
 			// An attempt that ended while the engine shuts down still has
 			// its lease: a success writes its checkpoint, a failure of its
@@ -247,7 +224,8 @@ func attempts[T any](x *execution, full string, iteration int, last storage.Atte
 			var zero T
 			return zero, cp, false
 		}
-		a.RetryAt = &retryAt
+		at := retryAt // its own variable: taking retryAt's address would move it to the heap for every attempt
+		a.RetryAt = &at
 		if err := e.store.RecordAttempts(context.WithoutCancel(x.ctx), storage.RecordAttemptsRequest{Lease: x.lease, LeaseFor: e.cfg.LeaseDuration, Attempts: []Attempt{a}}); err != nil {
 			x.fault(err, async)
 		}
@@ -255,6 +233,46 @@ func attempts[T any](x *execution, full string, iteration int, last storage.Atte
 		release()
 		x.retryWait(full, retryAt, async)
 	}
+}
+
+// attemptResult is how an attempt ended: its output (encoded, unless the
+// step is void), its error, when it ended, and, for a failure that is to
+// be retried, when.
+type attemptResult[T any] struct {
+	out     T
+	err     error
+	output  []byte
+	end     time.Time
+	retryAt time.Time
+}
+
+// attemptOnce makes attempt number attempt of the step keyed full under
+// ctx, and decides what follows it.
+func attemptOnce[T any](ctx context.Context, x *execution, full string, iteration, attempt int, active *storage.ActiveStep, opts StepOptions, fn func(sc StepContext) (T, error), void bool) (r attemptResult[T]) {
+	e := x.engine
+	r.out, r.err = callStep(ctx, x, full, iteration, attempt, opts.Timeout, fn)
+	x.endStep(active)
+	r.end = e.clock.Now()
+	if r.err == nil && !void {
+		if r.output, r.err = e.payloads.encode("output of step "+full, r.out); r.err != nil {
+			r.err = Permanent(r.err)
+		}
+	}
+	if r.err != nil && !IsPermanent(r.err) && attempt <= opts.Retries {
+		r.retryAt = r.end.Add(backoff(opts, attempt))
+	}
+	return r
+}
+
+// hookedAttempt is attemptOnce inside Hooks.Attempt h. (Apart, so that an
+// attempt without hooks makes no closure.)
+func hookedAttempt[T any](h func(context.Context, *HookAttempt, func(context.Context)), x *execution, full string, iteration, attempt int, start time.Time, async bool, active *storage.ActiveStep, opts StepOptions, fn func(sc StepContext) (T, error), void bool) (r attemptResult[T]) {
+	ha := &HookAttempt{RunID: x.lease.RunID, Workflow: x.workflow, Key: full, Attempt: attempt, Async: async, Started: start}
+	h(x.ctx, ha, func(ctx context.Context) {
+		r = attemptOnce(ctx, x, full, iteration, attempt, active, opts, fn, void)
+		ha.Ended, ha.Err, ha.Retry, ha.RetryAt = r.end, r.err, !r.retryAt.IsZero(), r.retryAt
+	})
+	return r
 }
 
 // retryWait waits until t, when the retry of the step keyed key is due. On
