@@ -22,8 +22,9 @@ import (
 // function of an attempt sees it as its StepContext. Hooks are called from
 // many goroutines at once and should return quickly.
 type Hooks struct {
-	// Start wraps the creation of runs: Start, StartBatch, StartJSON and
-	// a workflow starting its child. The hook may add to each run's
+	// Start wraps the creation of runs: Start, StartBatch, StartJSON, a
+	// workflow starting its child, and a schedule's tick (through
+	// Engine.Starting). The hook may add to each run's
 	// Headers before calling next (a trace context, for the runs' later
 	// work to join its trace); next creates the runs and fills
 	// s.Results. An error returned without calling next refuses the start
