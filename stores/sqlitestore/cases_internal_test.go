@@ -20,10 +20,7 @@ func TestMigrateFromVersion2(t *testing.T) {
 	s := openAtVersion(t, filepath.Join(t.TempDir(), "stem.db"), 2)
 	defer s.Close()
 	n := time.Now().UnixNano()
-	for _, q := range []struct {
-		sql  string
-		args []any
-	}{
+	migrateSeeded(t, ctx, s, []seedRow{
 		{`INSERT INTO runs (ref, id, workflow, status, wait_key, wait_topic, token, created_at, updated_at)
 			VALUES (1, 'parked', 'wf', 'waiting', 'ev@v1', 'topic', 1, ?1, ?1)`, []any{n}},
 		{`INSERT INTO run_data (ref, input) VALUES (1, x'01')`, nil},
@@ -31,18 +28,7 @@ func TestMigrateFromVersion2(t *testing.T) {
 		{`INSERT INTO runs (ref, id, workflow, status, ready_at, created_at, updated_at) VALUES (2, 'queued', 'wf', 'queued', ?1, ?1, ?1)`, []any{n}},
 		{`INSERT INTO run_data (ref) VALUES (2)`, nil},
 		{`INSERT INTO executions (run_ref, number, started_at) VALUES (2, 1, ?1)`, []any{n}},
-	} {
-		if _, err := s.wdb.ExecContext(ctx, q.sql, q.args...); err != nil {
-			t.Fatalf("%s: %v", q.sql, err)
-		}
-	}
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var integrity string
-	if err := s.wdb.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
-		t.Fatalf("integrity_check = %q, %v", integrity, err)
-	}
+	})
 
 	rec, err := s.GetRun(ctx, "parked")
 	if err != nil || rec.Wait == nil || rec.Wait.Key != "ev@v1" || rec.Wait.Topic != "topic" || rec.Wait.Also != nil ||

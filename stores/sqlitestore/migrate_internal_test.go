@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"context"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -79,28 +80,14 @@ func TestMigrateFromVersion1(t *testing.T) {
 	updated := created.Add(time.Minute)
 	c0, u0 := created.UnixNano(), updated.UnixNano()
 	v1Attempts := []byte{1, 1, 4, 'a', '@', 'v', '1', 2, 3, 0} // key "a@v1", number 1, no times, no error
-	for _, q := range []struct {
-		sql  string
-		args []any
-	}{
+	migrateSeeded(t, ctx, s, []seedRow{
 		{`INSERT INTO runs (ref, id, workflow, status, ready_at, created_at, updated_at) VALUES (1, 'open', 'wf', 'queued', ?1, ?1, ?2)`, []any{c0, u0}},
 		{`INSERT INTO run_data (ref, input) VALUES (1, x'01')`, nil},
 		{`INSERT INTO runs (ref, id, workflow, status, created_at, updated_at) VALUES (2, 'done', 'wf', 'errored', ?1, ?2)`, []any{c0, u0}},
 		{`INSERT INTO run_data (ref, error_message, error_code) VALUES (2, 'boom', 'E1')`, nil},
 		{`INSERT INTO checkpoints (seq, run_ref, key, kind, output, attempts, created_at) VALUES (7, 1, 'a@v1', 'step', x'', ?1, ?2)`, []any{v1Attempts, c0}},
 		{`INSERT INTO attempts (run_ref, key, number, error, after_checkpoint) VALUES (1, 'b@v1', 1, 'failed', 0)`, nil},
-	} {
-		if _, err := s.wdb.ExecContext(ctx, q.sql, q.args...); err != nil {
-			t.Fatalf("%s: %v", q.sql, err)
-		}
-	}
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var integrity string
-	if err := s.wdb.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
-		t.Fatalf("integrity_check = %q, %v", integrity, err)
-	}
+	})
 	if rows, err := s.wdb.QueryContext(ctx, `PRAGMA foreign_key_check`); err != nil || rows.Next() {
 		t.Fatalf("foreign_key_check found violations (%v)", err)
 	} else {
@@ -151,4 +138,30 @@ func openAtVersion(t *testing.T, path string, n int) *Store {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// seedRow is a statement that writes rows in a store's older schema, with
+// its arguments.
+type seedRow struct {
+	sql  string
+	args []any
+}
+
+// migrateSeeded writes rows into s, a store at an older schema version
+// (openAtVersion), migrates it to the newest, and checks that the database
+// is sound.
+func migrateSeeded(t *testing.T, ctx context.Context, s *Store, rows []seedRow) {
+	t.Helper()
+	for _, q := range rows {
+		if _, err := s.wdb.ExecContext(ctx, q.sql, q.args...); err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var integrity string
+	if err := s.wdb.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
+		t.Fatalf("integrity_check = %q, %v", integrity, err)
+	}
 }

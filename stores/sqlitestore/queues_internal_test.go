@@ -23,10 +23,7 @@ func TestMigrateFromVersion3(t *testing.T) {
 	defer s.Close()
 	now := time.Now()
 	n, ended := now.UnixNano(), now.Add(-time.Hour).UnixNano()
-	for _, q := range []struct {
-		sql  string
-		args []any
-	}{
+	migrateSeeded(t, ctx, s, []seedRow{
 		{`INSERT INTO runs (ref, id, workflow, status, ready_at, created_at, updated_at) VALUES (1, 'queued', 'wf', 'queued', ?1, ?1, ?1)`, []any{n}},
 		{`INSERT INTO runs (ref, id, workflow, status, owner, token, lease_until, created_at, updated_at)
 			VALUES (2, 'running', 'wf', 'running', 'w', 1, ?1, ?1, ?1)`, []any{n + int64(time.Hour)}},
@@ -37,18 +34,7 @@ func TestMigrateFromVersion3(t *testing.T) {
 		{`INSERT INTO executions (run_ref, number, started_at, ended_at, status) VALUES (1, 1, ?1, NULL, NULL), (2, 1, ?1, NULL, NULL),
 			(3, 1, ?2, ?2, 'complete'), (4, 1, ?2, NULL, NULL)`, []any{n, ended}},
 		{`INSERT INTO workflow_types (name, version, worker) VALUES ('wf', 1, 'w')`, nil},
-	} {
-		if _, err := s.wdb.ExecContext(ctx, q.sql, q.args...); err != nil {
-			t.Fatalf("%s: %v", q.sql, err)
-		}
-	}
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var integrity string
-	if err := s.wdb.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
-		t.Fatalf("integrity_check = %q, %v", integrity, err)
-	}
+	})
 
 	rec, err := s.GetRun(ctx, "queued")
 	if err != nil || rec.Queue != storage.DefaultQueue || rec.Priority != 0 || rec.Partition != "" {

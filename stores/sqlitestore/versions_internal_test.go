@@ -21,10 +21,7 @@ func TestMigrateFromVersion4(t *testing.T) {
 	defer s.Close()
 	now := time.Now()
 	n := now.UnixNano()
-	for _, q := range []struct {
-		sql  string
-		args []any
-	}{
+	migrateSeeded(t, ctx, s, []seedRow{
 		{`INSERT INTO runs (ref, id, workflow, status, ready_at, created_at, updated_at) VALUES (1, 'queued', 'wf', 'queued', ?1, ?1, ?1)`, []any{n}},
 		{`INSERT INTO runs (ref, id, workflow, status, owner, token, lease_until, first_claimed_at, created_at, updated_at)
 			VALUES (2, 'expired', 'wf', 'running', 'w', 1, ?1, ?1, ?1, ?1)`, []any{n - int64(time.Minute)}},
@@ -32,18 +29,7 @@ func TestMigrateFromVersion4(t *testing.T) {
 			VALUES (3, 'other', 'wf', 'queued', ?1, 'q', 5, ?1, ?1)`, []any{n}},
 		{`INSERT INTO run_data (ref) VALUES (1), (2), (3)`, nil},
 		{`INSERT INTO executions (run_ref, number, started_at) VALUES (1, 1, ?1), (2, 1, ?1), (3, 1, ?1)`, []any{n}},
-	} {
-		if _, err := s.wdb.ExecContext(ctx, q.sql, q.args...); err != nil {
-			t.Fatalf("%s: %v", q.sql, err)
-		}
-	}
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var integrity string
-	if err := s.wdb.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
-		t.Fatalf("integrity_check = %q, %v", integrity, err)
-	}
+	})
 
 	ids := []string{"expired", "other", "queued"}
 	for _, id := range ids {

@@ -21,28 +21,14 @@ func TestMigrateFromVersion5(t *testing.T) {
 	defer s.Close()
 	now := time.Now()
 	n := now.UnixNano()
-	for _, q := range []struct {
-		sql  string
-		args []any
-	}{
+	migrateSeeded(t, ctx, s, []seedRow{
 		{`INSERT INTO runs (ref, id, workflow, status, ready_at, created_at, updated_at) VALUES (1, 'queued', 'wf', 'queued', ?1, ?1, ?1)`, []any{n}},
 		{`INSERT INTO runs (ref, id, workflow, status, owner, token, lease_until, first_claimed_at, created_at, updated_at)
 			VALUES (2, 'expired', 'wf', 'running', 'w', 1, ?1, ?1, ?1, ?1)`, []any{n - int64(time.Minute)}},
 		{`INSERT INTO runs (ref, id, workflow, status, token, ended_at, created_at, updated_at) VALUES (3, 'done', 'wf', 'complete', 1, ?1, ?1, ?1)`, []any{n}},
 		{`INSERT INTO run_data (ref, input) VALUES (1, x'01'), (2, x'02'), (3, x'03')`, nil},
 		{`INSERT INTO executions (run_ref, number, started_at) VALUES (1, 1, ?1), (2, 1, ?1), (3, 1, ?1)`, []any{n}},
-	} {
-		if _, err := s.wdb.ExecContext(ctx, q.sql, q.args...); err != nil {
-			t.Fatalf("%s: %v", q.sql, err)
-		}
-	}
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var integrity string
-	if err := s.wdb.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
-		t.Fatalf("integrity_check = %q, %v", integrity, err)
-	}
+	})
 
 	for _, id := range []string{"queued", "expired", "done"} {
 		rec, err := s.GetRun(ctx, id)
