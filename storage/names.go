@@ -130,9 +130,14 @@ func CheckStepKey(key string) error {
 }
 
 // checkASCII checks a name of ASCII letters, digits and the extra
-// characters.
+// characters, of 1 to MaxNameLen bytes.
 func checkASCII(field, v, extra, hint string) error {
-	if err := checkLen(field, v, MaxNameLen); err != nil {
+	return checkASCIIUpTo(field, v, MaxNameLen, extra, hint)
+}
+
+// checkASCIIUpTo is checkASCII for names of 1 to max bytes.
+func checkASCIIUpTo(field, v string, max int, extra, hint string) error {
+	if err := checkLen(field, v, max); err != nil {
 		return err
 	}
 	for i, r := range v {

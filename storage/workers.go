@@ -122,14 +122,8 @@ func ValidateHeaders(h map[string]string) error {
 	for _, name := range names {
 		v := h[name]
 		size += len(name) + len(v)
-		if name == "" || len(name) > MaxHeaderNameLen {
-			return fmt.Errorf("header name %s is %d bytes long, want 1 to %d", quoteStart(name), len(name), MaxHeaderNameLen)
-		}
-		for i := 0; i < len(name); i++ {
-			c := name[i]
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-				return fmt.Errorf("invalid character %q in header name %q: letters, digits, '-', '_' and '.' only", rune(c), name)
-			}
+		if err := checkASCIIUpTo("header name", name, MaxHeaderNameLen, nameChars, nameHint); err != nil {
+			return fmt.Errorf("%s", reason(err))
 		}
 		if v != "" {
 			if err := checkText("value of header "+name, v, MaxHeadersBytes); err != nil {
