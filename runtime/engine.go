@@ -136,14 +136,12 @@ type Service interface {
 // and controls them. Create one with New, register workflows, then call Run
 // to work; an engine that never calls Run is a client only.
 type Engine struct {
-	cfg   Config
-	store storage.Store // Config.Store, with Hooks.Store around it
-	hooks hooks
-	// startedAt is when Run last began to work, for the worker record.
-	startedAt time.Time
-	log       *slog.Logger
-	clock     storage.Clock
-	payloads  payloads
+	cfg      Config
+	store    storage.Store // Config.Store, with Hooks.Store around it
+	hooks    hooks
+	log      *slog.Logger
+	clock    storage.Clock
+	payloads payloads
 
 	mu        sync.Mutex
 	workflows map[string]*workflowDef // the newest version of each name
