@@ -172,6 +172,9 @@ type Engine struct {
 
 	// stepsRunning counts the step functions executing now (StepsRunning).
 	stepsRunning atomic.Int64
+	// working counts the executions at work now, not waiting on the clock
+	// (ExecutionsWorking).
+	working atomic.Int64
 	// overrides holds the step functions tests put in place of a step's
 	// own, by checkpoint key (OverrideStep); overridden says it has ever
 	// held one, so steps of engines without any pay one atomic load.
@@ -542,8 +545,12 @@ func (e *Engine) Run(ctx context.Context) error {
 				claimed++
 				slots <- struct{}{}
 				wg.Add(1)
+				// Counted from here, not from the goroutine's start, so a
+				// claimed run is never a moment without work.
+				e.working.Add(1)
 				go func() {
 					defer wg.Done()
+					defer e.working.Add(-1)
 					e.execute(ctx, r)
 					<-slots
 					select {

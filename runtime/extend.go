@@ -74,6 +74,13 @@ func (e *Engine) StartDefaults(r *storage.NewRun) {
 // a virtual clock does so only while none is.
 func (e *Engine) StepsRunning() int { return int(e.stepsRunning.Load()) }
 
+// ExecutionsWorking reports how many executions of claimed runs are at
+// work on the engine now: not parked, and not waiting for a retry's time
+// or on step futures (which StepsRunning counts while their functions
+// run). A test kit that moves a virtual clock lets them finish what they
+// do at the time they read first.
+func (e *Engine) ExecutionsWorking() int { return int(e.working.Load()) }
+
 // OverrideStep makes the engine call fn instead of the function of the step
 // keyed key (its name@vN, without an autoversion iteration), for tests:
 // generated mocks call it with fn typed as the step's function. nil removes

@@ -375,14 +375,25 @@ func (x *execution) waitLocal(wake time.Time, key string) {
 		timeout, stop = storage.NewTimer(x.engine.clock, wake.Sub(x.engine.clock.Now()))
 		defer stop()
 	}
+	// Meanwhile the execution is not at work: it waits on the clock, or
+	// on steps that count themselves (Engine.ExecutionsWorking).
+	x.engine.working.Add(-1)
+	var stopped, paused bool
 	select {
 	case <-x.changed:
 	case <-timeout:
 	case <-x.ctx.Done():
-		x.checkStopped()
+		stopped = true
 	case <-x.stopping:
-		x.checkStopped()
+		stopped = true
 	case <-x.pauseSeen:
+		paused = true
+	}
+	x.engine.working.Add(1)
+	switch {
+	case stopped:
+		x.checkStopped()
+	case paused:
 		x.parkIfPaused(key, x.engine.clock.Now())
 	}
 }

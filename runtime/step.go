@@ -332,14 +332,25 @@ func (x *execution) waitUntil(t time.Time, async bool) {
 	pauseSeen := x.pauseSeen
 	if async {
 		pauseSeen = nil // a future's goroutine leaves the pause to the workflow's
+	} else {
+		// Meanwhile the execution is not at work: it waits on the clock
+		// (Engine.ExecutionsWorking).
+		x.engine.working.Add(-1)
 	}
+	stopped := false
 	select {
 	case <-x.ctx.Done():
-		x.boundary(async)
+		stopped = true
 	case <-x.stopping:
-		x.boundary(async)
+		stopped = true
 	case <-pauseSeen:
 	case <-timer:
+	}
+	if !async {
+		x.engine.working.Add(1)
+	}
+	if stopped {
+		x.boundary(async)
 	}
 }
 

@@ -30,8 +30,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,6 +99,9 @@ type Env struct {
 	register func(e *runtime.Engine) error
 	opts     options
 
+	// storeCalls counts the engine's store calls under way.
+	storeCalls atomic.Int64
+
 	mu      sync.Mutex
 	stop    func() // stops the current engine
 	paused  int    // Pause calls not yet undone
@@ -150,6 +155,10 @@ func (env *Env) newEngine(st storage.Store) *runtime.Engine {
 		env.opts.config(&cfg)
 		cfg.Store, cfg.Clock = st, env.Clock
 	}
+	// Innermost of the hooks: the clock stands still while a store call
+	// is under way (see settle). Clipped, so the test's own slice is
+	// never written to.
+	cfg.Hooks = append(slices.Clip(cfg.Hooks), runtime.Hooks{Store: env.storeCall})
 	e, err := runtime.New(cfg)
 	if err != nil {
 		env.t.Fatalf("stemtest: %v", err)
@@ -222,9 +231,12 @@ func (env *Env) Pause() (resume func()) {
 
 // quiet is how long the clock and the engine must be still, in real time,
 // before the clock moves by itself; busyQuiet is how long while a step
-// function executes: a step that has not touched the clock for that long
-// is taken to wait for its timeout (or its context), which the clock must
-// reach.
+// function or an execution is at work: one that has not touched the clock
+// for that long is taken to wait for a timeout (or its context), which the
+// clock must reach. While a store call is under way the clock does not
+// move at all: the engine reads the time again once it returns, and a
+// slow write must not let the clock run to the next timer (a heartbeat's,
+// say) first.
 const (
 	quiet     = 3 * time.Millisecond
 	busyQuiet = 50 * time.Millisecond
@@ -258,25 +270,34 @@ func (env *Env) settle(ctx context.Context) {
 	for ctx.Err() == nil {
 		time.Sleep(time.Millisecond)
 		now := env.Clock.activity.Load()
-		if now != last {
+		if now != last || env.storeCalls.Load() > 0 {
 			last, still = now, 0
 			continue
 		}
 		still += time.Millisecond
-		if still >= quiet && env.running() == 0 || still >= busyQuiet {
+		if still >= quiet && env.working() == 0 || still >= busyQuiet {
 			return
 		}
 	}
 }
 
-func (env *Env) running() int {
+// working is how many step functions and executions are at work on the
+// engine.
+func (env *Env) working() int {
 	env.mu.Lock()
 	e := env.Engine
 	env.mu.Unlock()
 	if e == nil {
 		return 0
 	}
-	return e.StepsRunning()
+	return e.StepsRunning() + e.ExecutionsWorking()
+}
+
+// storeCall is the engine's Hooks.Store: it counts the calls under way.
+func (env *Env) storeCall(ctx context.Context, _ string, next func(context.Context) error) error {
+	env.storeCalls.Add(1)
+	defer env.storeCalls.Add(-1)
+	return next(ctx)
 }
 
 // shutdown stops the engine.

@@ -14,6 +14,7 @@ import (
 	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/stemtest"
 	"github.com/stemflow/stem/storage"
+	"github.com/stemflow/stem/stores/memstore"
 	"github.com/stemflow/stem/stores/sqlitestore"
 )
 
@@ -193,6 +194,60 @@ func TestVirtualTimeOnSQLite(t *testing.T) {
 	}
 	if got := ended(t, env, run.ID()); got < 7*24*time.Hour || got > 7*24*time.Hour+time.Minute {
 		t.Errorf("virtual time %s, want a week", got)
+	}
+}
+
+// slowStore is a store whose checkpoints take real time, as a loaded
+// disk's do.
+type slowStore struct {
+	*memstore.Store
+	delay time.Duration
+}
+
+func (s slowStore) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (storage.CheckpointResult, error) {
+	time.Sleep(s.delay)
+	return s.Store.Checkpoint(ctx, req)
+}
+
+// The clock does not run on to the next timer (a heartbeat's, a quarter of
+// an hour on) while the engine is at work: a store call that takes longer
+// than the kit's patience for a step, or workflow code between two steps
+// that takes real time without reading the clock. The runs end at the
+// virtual time they started.
+func TestClockWaitsForWork(t *testing.T) {
+	t.Parallel()
+	two := func(c *runtime.WorkflowContext, pause time.Duration) (string, error) {
+		if _, err := runtime.Step(c, "one@v1", runtime.StepOptions{}, func(runtime.StepContext) (int, error) { return 1, nil }); err != nil {
+			return "", err
+		}
+		time.Sleep(pause) // the workflow computes, in real time
+		return runtime.Step(c, "two@v1", runtime.StepOptions{}, func(runtime.StepContext) (string, error) { return "done", nil })
+	}
+	for _, tc := range []struct {
+		name         string
+		write, pause time.Duration
+	}{
+		{"slow checkpoints", 120 * time.Millisecond, 0},
+		{"workflow code between steps", 0, 30 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			env := stemtest.New(t, func(e *runtime.Engine) error {
+				return runtime.Register(e, "two", func(c *runtime.WorkflowContext, _ string) (string, error) { return two(c, tc.pause) })
+			}, stemtest.WithStore(func(clock storage.Clock) storage.Store {
+				return slowStore{memstore.New(memstore.Options{Clock: clock}), tc.write}
+			}))
+			run, err := runtime.Start[string, string](env.Context(), env.Engine, "two", "x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out, err := run.Result(env.Context()); err != nil || out != "done" {
+				t.Fatalf("result %q, %v", out, err)
+			}
+			if got := ended(t, env, run.ID()); got != 0 {
+				t.Errorf("the run ended %s of virtual time after it started, want 0: the clock moved while the engine was at work", got)
+			}
+		})
 	}
 }
 
