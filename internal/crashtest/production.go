@@ -157,10 +157,7 @@ func RunSchedule(t *testing.T, cfg ScheduleConfig) {
 	}
 	// Stop taking ticks, then let an engine here finish the runs.
 	procs.stopAll()
-	s, err := store.GetSchedule(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, got := scheduleAndTicks(ctx, t, store, id)
 	if s.LastFireAt == nil || s.LastFireAt.Before(end.Add(-3*time.Second)) {
 		t.Fatalf("the schedule last fired at %v, want near %v: ticks were lost", s.LastFireAt, end)
 	}
@@ -172,22 +169,6 @@ func RunSchedule(t *testing.T, cfg ScheduleConfig) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = client.Run(runCtx) }()
 	defer func() { stop(); <-done }()
-	var got []string
-	after := ""
-	for {
-		page, err := store.ListRuns(ctx, storage.ListRunsQuery{Workflow: TickWorkflow, After: after, Limit: 1000})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range page.Runs {
-			if strings.HasPrefix(r.ID, id+"@") {
-				got = append(got, r.ID)
-			}
-		}
-		if after = page.Next; after == "" {
-			break
-		}
-	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("%d processes, %d kills: runs %v, want exactly one per tick: %v", cfg.Processes, kills, got, want)
 	}
@@ -198,6 +179,46 @@ func RunSchedule(t *testing.T, cfg ScheduleConfig) {
 		}
 	}
 	t.Logf("schedule crash test: %d processes, %d kills, %d ticks, one run each", cfg.Processes, kills, len(want))
+}
+
+// scheduleAndTicks reads the schedule id and the runs its ticks started,
+// as of one moment. A worker killed while its write was on its way may
+// still have it committed after its death (a server finishes the
+// statement of a client that is gone), and a tick's run is written with
+// the schedule's update: so both are read again until the schedule's
+// revision is the same before and after the runs are listed.
+func scheduleAndTicks(ctx context.Context, t *testing.T, store storage.Store, id string) (storage.Schedule, []string) {
+	t.Helper()
+	for {
+		before, err := store.GetSchedule(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		after := ""
+		for {
+			page, err := store.ListRuns(ctx, storage.ListRunsQuery{Workflow: TickWorkflow, After: after, Limit: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range page.Runs {
+				if strings.HasPrefix(r.ID, id+"@") {
+					got = append(got, r.ID)
+				}
+			}
+			if after = page.Next; after == "" {
+				break
+			}
+		}
+		s, err := store.GetSchedule(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Revision == before.Revision {
+			return s, got
+		}
+		t.Logf("a killed worker's write landed while the runs were listed (revision %d, then %d); reading again", before.Revision, s.Revision)
+	}
 }
 
 // RunQueueLimit is the queue-limit crash test every store runs, on the
