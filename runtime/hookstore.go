@@ -39,6 +39,14 @@ func (h hookedStore) ListRuns(ctx context.Context, q storage.ListRunsQuery) (out
 	return out, err
 }
 
+func (h hookedStore) CountRuns(ctx context.Context, q storage.CountRunsQuery) (out storage.RunCounts, err error) {
+	err = h.hook(ctx, "CountRuns", func(ctx context.Context) error {
+		out, err = h.s.CountRuns(ctx, q)
+		return err
+	})
+	return out, err
+}
+
 func (h hookedStore) Claim(ctx context.Context, req storage.ClaimRequest) (out []storage.ClaimedRun, err error) {
 	err = h.hook(ctx, "Claim", func(ctx context.Context) error {
 		out, err = h.s.Claim(ctx, req)

@@ -58,10 +58,19 @@ type Store interface {
 	// GetRun returns a run's record, or ErrRunNotFound.
 	GetRun(ctx context.Context, id string) (RunRecord, error)
 
-	// ListRuns returns runs ordered by ID ascending, filtered by the query
-	// (workflow, status, parent), at most q.PageSize() of them, starting
-	// after the cursor ID.
+	// ListRuns returns runs ordered by ID, ascending or (q.Descending)
+	// descending, filtered by the query (see ListRunsQuery.Listed and the
+	// parent), at most q.PageSize() of them, starting past the cursor ID.
+	// A page is read through an index of the ID order (of the workflow,
+	// status, queue or parent when filtered), never by sorting: its cost
+	// does not grow with the number of runs stored, only with the runs a
+	// filter passes over.
 	ListRuns(ctx context.Context, q ListRunsQuery) (RunPage, error)
+
+	// CountRuns counts the runs in each status, of every workflow or of
+	// q.Workflow, finished ones included. It reads indexes, never
+	// payloads; a dashboard calls it with every page.
+	CountRuns(ctx context.Context, q CountRunsQuery) (RunCounts, error)
 
 	// Claim leases up to Limit runs of the named workflows, on the queues
 	// req.ClaimQueues() names, that are ready: StatusQueued or

@@ -3,6 +3,7 @@ package storage
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -197,10 +198,122 @@ type ListRunsQuery struct {
 	// versions (0 included: the runs whose version is unknown); nil or
 	// empty keeps every version.
 	Versions []int
-	// After is the cursor: only runs with ID greater than After.
+	// IDPrefix keeps only the runs whose ID begins with it, byte for byte
+	// (a range of the ID order, so a store reads no other run).
+	IDPrefix string
+	// CreatedFrom and CreatedTo keep only the runs created (CreatedAt) at
+	// or after CreatedFrom and before CreatedTo; a zero time does not
+	// filter. The range is applied to the runs the ID order reaches, so a
+	// page costs the runs it passes over outside the range: with generated
+	// IDs (UUIDv7, which sort by creation time) and Descending, the newest
+	// runs come first and a page of a recent range stops early.
+	CreatedFrom, CreatedTo time.Time
+	// Descending lists the runs by ID descending: newest first, for
+	// generated IDs. After is then the cursor from the other side: only
+	// runs with ID less than After.
+	Descending bool
+	// After is the cursor: only runs with ID greater than After (less,
+	// when Descending).
 	After string
 	// Limit caps the page; zero means DefaultPageSize.
 	Limit int
+}
+
+// CountRunsQuery filters CountRuns. Zero fields do not filter.
+type CountRunsQuery struct {
+	// Workflow counts only the runs of this workflow.
+	Workflow string
+}
+
+// RunCounts is how many runs are in each status. A status without runs
+// may be missing (it reads zero).
+type RunCounts map[RunStatus]int64
+
+// Total is the number of runs counted.
+func (c RunCounts) Total() int64 {
+	var n int64
+	for _, v := range c {
+		n += v
+	}
+	return n
+}
+
+// PrefixEnd returns the least string greater, byte for byte, than every
+// string that begins with prefix, and false when there is none (prefix is
+// empty or all 0xFF bytes). Stores bound an IDPrefix range with it:
+// [prefix, end).
+func PrefixEnd(prefix string) (string, bool) {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xFF {
+			b[i]++
+			return string(b[:i+1]), true
+		}
+	}
+	return "", false
+}
+
+// IDRange is the range of run IDs a listing reads, in byte order: the ID
+// prefix's range intersected with the cursor's (see ListRunsQuery.IDRange).
+type IDRange struct {
+	// From is the lower bound, "" for none; FromIncluded says whether an ID
+	// equal to From is in the range (a prefix) or not (a cursor).
+	From         string
+	FromIncluded bool
+	// To is the upper bound, excluded; HasTo is false when there is none.
+	To    string
+	HasTo bool
+}
+
+// IDRange returns the range of IDs the query's page is read from: IDs
+// with its IDPrefix ([prefix, PrefixEnd(prefix))), past its cursor (above
+// After, or below it when Descending). Stores that seek an index by its
+// bounds read from the nearer one on each side.
+func (q ListRunsQuery) IDRange() IDRange {
+	var r IDRange
+	if q.IDPrefix != "" {
+		r.From, r.FromIncluded = q.IDPrefix, true
+		r.To, r.HasTo = PrefixEnd(q.IDPrefix)
+	}
+	switch {
+	case q.After == "":
+	case q.Descending:
+		if !r.HasTo || q.After < r.To {
+			r.To, r.HasTo = q.After, true
+		}
+	case q.After >= q.IDPrefix:
+		r.From, r.FromIncluded = q.After, false
+	}
+	return r
+}
+
+// CeilMicro rounds t up to a whole microsecond. A store that keeps times
+// in microseconds compares a filter's time t with it: a stored time is at
+// or after t exactly when it is at or after CeilMicro(t), and before t
+// exactly when before CeilMicro(t).
+func CeilMicro(t time.Time) time.Time {
+	c := t.Truncate(time.Microsecond)
+	if c.Before(t) {
+		c = c.Add(time.Microsecond)
+	}
+	return c
+}
+
+// Listed reports whether a run passes the query's filters other than the
+// cursor and the parent: workflow, status, queue, versions, ID prefix and
+// creation range. Stores that filter what they read share its meaning.
+func (q ListRunsQuery) Listed(r *RunRecord) bool {
+	switch {
+	case q.Workflow != "" && r.Workflow != q.Workflow,
+		q.Status != "" && r.Status != q.Status,
+		q.Queue != "" && r.Queue != q.Queue,
+		len(q.Versions) > 0 && !slices.Contains(q.Versions, r.Version),
+		q.IDPrefix != "" && !strings.HasPrefix(r.ID, q.IDPrefix),
+		!q.CreatedFrom.IsZero() && r.CreatedAt.Before(q.CreatedFrom),
+		!q.CreatedTo.IsZero() && !r.CreatedAt.Before(q.CreatedTo):
+		return false
+	}
+	return true
 }
 
 // PageSize is how many runs one page of the query holds at most.

@@ -126,6 +126,23 @@ func (q ListRunsQuery) Validate() error {
 			return invalid("list runs", "version filter %d is outside 0 to %d", v, MaxVersion)
 		}
 	}
+	if q.IDPrefix != "" {
+		if err := checkStorable("ID prefix", q.IDPrefix); err != nil {
+			return invalid("list runs", "%s", reason(err))
+		}
+	}
+	if !q.CreatedFrom.IsZero() && !q.CreatedTo.IsZero() && !q.CreatedTo.After(q.CreatedFrom) {
+		return invalid("list runs", "created range ends (%s) at or before it begins (%s)",
+			q.CreatedTo.Format(time.RFC3339Nano), q.CreatedFrom.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// Validate checks a CountRuns query: a workflow filter must be storable.
+func (q CountRunsQuery) Validate() error {
+	if err := checkStorable("workflow filter", q.Workflow); err != nil {
+		return invalid("count runs", "%s", reason(err))
+	}
 	return nil
 }
 

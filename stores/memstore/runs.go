@@ -93,8 +93,8 @@ func (s *Store) GetRun(ctx context.Context, id string) (storage.RunRecord, error
 	return r.record(), nil
 }
 
-// ListRuns returns runs ordered by ID ascending, filtered by the query, at
-// most q.PageSize() of them.
+// ListRuns returns runs ordered by ID, filtered by the query, at most
+// q.PageSize() of them.
 func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.RunPage, error) {
 	if err := q.Validate(); err != nil {
 		return storage.RunPage{}, refuse(err)
@@ -112,17 +112,23 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 		s.idsDirty = false
 		ids = s.ids
 	}
-	start := sort.SearchStrings(ids, q.After)
-	if start < len(ids) && ids[start] == q.After {
-		start++
+	// The IDs the prefix and the cursor leave, as the indexes [lo, hi).
+	b := q.IDRange()
+	lo, hi := sort.SearchStrings(ids, b.From), len(ids)
+	if !b.FromIncluded && lo < len(ids) && ids[lo] == b.From {
+		lo++
+	}
+	if b.HasTo {
+		hi = sort.SearchStrings(ids, b.To)
 	}
 	var page storage.RunPage
-	for _, id := range ids[start:] {
-		r := s.runs[id]
-		if (q.Workflow != "" && r.rec.Workflow != q.Workflow) || (q.Status != "" && r.rec.Status != q.Status) || (q.Queue != "" && r.rec.Queue != q.Queue) {
-			continue
+	for n := range max(hi-lo, 0) {
+		i := lo + n
+		if q.Descending {
+			i = hi - 1 - n
 		}
-		if len(q.Versions) > 0 && !slices.Contains(q.Versions, r.rec.Version) {
+		r := s.runs[ids[i]]
+		if !q.Listed(&r.rec) {
 			continue
 		}
 		if len(page.Runs) == limit {
@@ -132,6 +138,24 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 		page.Runs = append(page.Runs, r.record())
 	}
 	return page, nil
+}
+
+// CountRuns counts the runs in each status, by a pass over every run.
+func (s *Store) CountRuns(ctx context.Context, q storage.CountRunsQuery) (storage.RunCounts, error) {
+	if err := q.Validate(); err != nil {
+		return nil, refuse(err)
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	counts := storage.RunCounts{}
+	for _, r := range s.runs {
+		if q.Workflow == "" || r.rec.Workflow == q.Workflow {
+			counts[r.rec.Status]++
+		}
+	}
+	return counts, nil
 }
 
 // childIDs returns the IDs of the children of parent, sorted.

@@ -184,3 +184,50 @@ func BenchmarkClaimBacklog(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkListRuns times a dashboard's reads of 100 000 runs (see
+// seedListing), vacuumed and analyzed as autovacuum leaves a table: a page
+// of 50 runs newest first, of every run, of a status (one run in twenty),
+// of an ID prefix (1 000 runs) and of both, and the counts per status of
+// every run and of one workflow (a quarter of them).
+//
+//	STEM_TEST_POSTGRES_URL=... go test -run '^$' -bench BenchmarkListRuns ./stores/pgstore
+func BenchmarkListRuns(b *testing.B) {
+	testURL(b)
+	ctx := context.Background()
+	s := benchStore(b)
+	defer s.Close()
+	seedListing(b, s, 100000)
+	if _, err := s.pool.Exec(ctx, "VACUUM ANALYZE "+s.schema+".runs"); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		q    storage.ListRunsQuery
+	}{
+		{"newest", storage.ListRunsQuery{}},
+		{"newest,status", storage.ListRunsQuery{Status: storage.StatusErrored}},
+		{"newest,prefix", storage.ListRunsQuery{IDPrefix: "r-042"}},
+		{"newest,status,prefix", storage.ListRunsQuery{Status: storage.StatusErrored, IDPrefix: "r-04"}},
+	} {
+		c.q.Descending, c.q.Limit = true, 50
+		b.Run("list="+c.name, func(b *testing.B) {
+			for b.Loop() {
+				page, err := s.ListRuns(ctx, c.q)
+				if err != nil || len(page.Runs) != 50 {
+					b.Fatalf("ListRuns(%+v) = %d runs, %v; want 50", c.q, len(page.Runs), err)
+				}
+			}
+		})
+	}
+	for _, c := range []struct{ name, workflow string }{{"all", ""}, {"workflow", "wf-1"}} {
+		b.Run("count="+c.name, func(b *testing.B) {
+			for b.Loop() {
+				counts, err := s.CountRuns(ctx, storage.CountRunsQuery{Workflow: c.workflow})
+				if err != nil || counts.Total() == 0 {
+					b.Fatalf("CountRuns(%q) = %v, %v", c.workflow, counts, err)
+				}
+			}
+		})
+	}
+}

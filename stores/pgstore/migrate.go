@@ -37,7 +37,8 @@ func loadMigrations() ([]migration, error) {
 // derived from the schema name, so concurrent Migrate calls (processes
 // starting together) apply each migration exactly once. A database already
 // migrated past the newest embedded version fails with ErrSchemaTooNew and
-// is left untouched.
+// is left untouched. It then reads how the schema's run IDs sort (see
+// ListRuns).
 func (s *Store) Migrate(ctx context.Context) error {
 	if err := s.check("migrate"); err != nil {
 		return err
@@ -90,5 +91,5 @@ func (s *Store) Migrate(ctx context.Context) error {
 	for _, v := range applied {
 		s.log.Info("applied migration", "version", v)
 	}
-	return nil
+	return s.readIDCollation(ctx)
 }

@@ -40,6 +40,14 @@
 // so runs of such a version ready ahead of the others cost each claim that
 // passes over them a read each.
 //
+// ListRuns walks the ID order, forwards or backwards, of the index of its
+// workflow, status or parent filter, or of the primary key, and stops at
+// the page's end; each listing is planned with its values. An ID prefix
+// is a range of that order when the ID column's collation sorts byte for
+// byte (C, POSIX, C.UTF-8: Open reads it), and a starts_with filter
+// under any other. CountRuns of a workflow is an index-only scan of
+// runs_workflow_id_idx, which includes the status.
+//
 // Writes that make runs ready send a NOTIFY on a channel named after the
 // schema (<schema>_ready); the store implements storage.Notifier with one
 // listening connection that fans the hints out to subscribers. Writes that
@@ -207,6 +215,17 @@ type Store struct {
 	retry        time.Duration
 	log          *slog.Logger
 	q            queries
+	// bytewiseIDs is whether the runs' ID column sorts byte for byte, so
+	// that an ID prefix is a range of its order (readIDCollation).
+	bytewiseIDs atomic.Bool
+	// planListings makes ListRuns send its statements unnamed, each
+	// planned with its values, where the pool would prepare and cache
+	// them (its default mode): after five executions a prepared
+	// statement may keep a generic plan, which guesses how many runs a
+	// status or an ID range passes and, guessing few, reads every run
+	// they pass and sorts them instead of walking an index to the page's
+	// end. The statement's description is still cached.
+	planListings bool
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -303,6 +322,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, own bool, opts Options) (
 	}
 	s.health = storage.NewHealth(s.log, "pgstore: database at "+host)
 	s.pool = &dbPool{Pool: pool, timeout: cmp.Or(opts.CallTimeout, DefaultCallTimeout), health: s.health}
+	s.planListings = pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement
 	if opts.Clock != nil {
 		s.now = opts.Clock.Now
 	}
@@ -316,6 +336,13 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, own bool, opts Options) (
 		}
 	case !opts.SkipMigrate:
 		if err := s.Migrate(ctx); err != nil {
+			s.stop()
+			return nil, err
+		}
+	}
+	// Migrate reads it once the schema is current; the other paths here.
+	if opts.OpenExisting || opts.SkipMigrate {
+		if err := s.readIDCollation(ctx); err != nil {
 			s.stop()
 			return nil, err
 		}

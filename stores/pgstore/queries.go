@@ -15,6 +15,8 @@ type queries struct {
 	createRuns     string
 	selectRuns     string
 	getRun         string
+	countRuns      string
+	countRunsOf    string
 	claim          string
 	claimOne       string
 	nextWake       string
@@ -396,6 +398,13 @@ SELECT ins.id FROM ins` + notifyJoin(notify)
 
 	q.selectRuns = `SELECT {runs} FROM {s}.runs WHERE id = ANY($1::text[])`
 	q.getRun = `SELECT {runs} FROM {s}.runs WHERE id = $1`
+
+	// The runs per status, of every workflow (runs_status_id_idx or the
+	// table); countRunsOf: of the workflow $1, through
+	// runs_workflow_id_idx, which includes the status. Both can be
+	// index-only scans.
+	q.countRuns = `SELECT status, count(*) FROM {s}.runs GROUP BY status`
+	q.countRunsOf = `SELECT status, count(*) FROM {s}.runs WHERE workflow = $1 GROUP BY status`
 
 	// $2 workflows, $3 limit, $4 owner, $5 lease micros, $6 queues
 	// (claimOne: $6 one queue, the claim of the default queue), $7 and $8
@@ -1046,7 +1055,7 @@ FROM {s}.workers WHERE expires_at > coalesce($1::timestamptz, now()) ORDER BY id
 	q.removeWorker = `DELETE FROM {s}.workers WHERE id = $1`
 
 	for _, p := range []*string{
-		&q.createRuns, &q.selectRuns, &q.getRun, &q.claim, &q.claimOne, &q.nextWake, &q.nextWakeOne, &q.loadReplay, &q.loadClaimed, &q.getCheckpoint,
+		&q.createRuns, &q.selectRuns, &q.getRun, &q.countRuns, &q.countRunsOf, &q.claim, &q.claimOne, &q.nextWake, &q.nextWakeOne, &q.loadReplay, &q.loadClaimed, &q.getCheckpoint,
 		&q.checkpoint, &q.recordAttempts, &q.heartbeat, &q.lockRun, &q.insertCkpt, &q.refuseCkpt, &q.insertAttempt,
 		&q.takeEvent, &q.extendLease, &q.park, &q.complete, &q.completeMany, &q.parkMany, &q.emit, &q.bufferEvent, &q.deliver, &q.history,
 		&q.terminate, &q.cascade, &q.forkSeq, &q.restart, &q.executions, &q.continueAsNew, &q.caseCkpt,

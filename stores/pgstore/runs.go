@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -59,8 +61,19 @@ func (s *Store) GetRun(ctx context.Context, id string) (storage.RunRecord, error
 	return rec, nil
 }
 
-// ListRuns returns a page of runs in ID order. The statement names only the
-// filters the query sets, so each shape keeps an index-friendly plan.
+// ListRuns returns a page of runs in ID order, ascending or descending.
+// The statement names only the filters the query sets, so each shape keeps
+// an index-friendly plan: a walk of the ID order, forwards or backwards,
+// in an index that ends in the ID (the workflow's, the status's, the
+// parent's or the primary key), stopped at the page's end. An ID prefix
+// and the cursor bound the walk: the prefix is a range of the ID order
+// when the ID column sorts byte for byte (see idRange), a filter
+// otherwise. The creation range is a filter on the runs the walk reaches,
+// as the contract says.
+//
+// Each listing is planned with its values (see Store.planListings): which
+// index to walk, and whether to walk one, depends on how many runs the
+// values pass, which a generic plan can only guess.
 func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.RunPage, error) {
 	const op = "list runs"
 	if err := s.check(op); err != nil {
@@ -70,44 +83,10 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 		return storage.RunPage{}, fmt.Errorf("pgstore: %w", err)
 	}
 	limit := q.PageSize()
-	var (
-		where []string
-		args  []any
-	)
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, fmt.Sprintf(cond, len(args)))
+	sql, args := s.listRunsSQL(q)
+	if s.planListings {
+		args = append([]any{pgx.QueryExecModeCacheDescribe}, args...)
 	}
-	if q.Workflow != "" {
-		add("workflow = $%d", q.Workflow)
-	}
-	if q.Status != "" {
-		add("status = $%d", string(q.Status))
-	}
-	if q.ParentID != "" {
-		// The second condition lets the planner use the partial index of
-		// children.
-		add("parent_id = $%d AND parent_id <> ''", q.ParentID)
-	}
-	if q.Queue != "" {
-		add("queue = $%d", q.Queue)
-	}
-	if len(q.Versions) > 0 {
-		vs := make([]int32, len(q.Versions))
-		for i, v := range q.Versions {
-			vs[i] = int32(v)
-		}
-		add("version = ANY($%d::int[])", vs)
-	}
-	if q.After != "" {
-		add("id > $%d", q.After)
-	}
-	sql := `SELECT ` + cols("") + ` FROM ` + s.schema + `.runs`
-	if len(where) > 0 {
-		sql += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	args = append(args, limit+1)
-	sql += fmt.Sprintf(` ORDER BY id LIMIT $%d`, len(args))
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return storage.RunPage{}, s.wrap(op, err)
@@ -129,4 +108,215 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 		page.Next = page.Runs[limit-1].ID
 	}
 	return page, nil
+}
+
+// listRunsSQL is ListRuns's statement for the query and its arguments: the
+// filters the query sets, the cursor, the order and a limit of one more run
+// than the page holds, which tells whether another page follows.
+func (s *Store) listRunsSQL(q storage.ListRunsQuery) (string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, strings.ReplaceAll(cond, "$?", "$"+strconv.Itoa(len(args))))
+	}
+	if q.Workflow != "" {
+		add("workflow = $?", q.Workflow)
+	}
+	if q.Status != "" {
+		add("status = $?", string(q.Status))
+	}
+	if q.ParentID != "" {
+		// Planned with its value (a parent ID is never empty), the
+		// condition implies the predicate of the partial index of
+		// children, runs_parent_idx. Stating the predicate too would
+		// make the planner count it as a second filter and expect a
+		// parent's children to be a few, which it would sort.
+		add("parent_id = $?", q.ParentID)
+	}
+	if q.Queue != "" {
+		add("queue = $?", q.Queue)
+	}
+	if len(q.Versions) > 0 {
+		vs := make([]int32, len(q.Versions))
+		for i, v := range q.Versions {
+			vs[i] = int32(v)
+		}
+		add("version = ANY($?::int[])", vs)
+	}
+	if q.IDPrefix != "" {
+		// The range, when the collation makes it the prefix's, is both
+		// the filter and the index scan's bounds. starts_with is not
+		// added to it: the planner would take it for one more filter
+		// that passes a few of the range's runs, and sort the few it
+		// expects rather than walk the index. Without an upper bound,
+		// or under another collation, starts_with decides.
+		lo, hi, bounded := s.idRange(q.IDPrefix)
+		switch {
+		case !bounded:
+			add("starts_with(id, $?)", q.IDPrefix)
+		case hi == "":
+			add("starts_with(id, $?) AND id >= $?", lo)
+		default:
+			add("id >= $?", lo)
+			add("id < $?", hi)
+		}
+	}
+	if !q.CreatedFrom.IsZero() {
+		add("created_at >= $?", storage.CeilMicro(q.CreatedFrom))
+	}
+	if !q.CreatedTo.IsZero() {
+		add("created_at < $?", storage.CeilMicro(q.CreatedTo))
+	}
+	cursor, order := "id > $?", "id"
+	if q.Descending {
+		cursor, order = "id < $?", "id DESC"
+	}
+	if q.After != "" {
+		add(cursor, q.After)
+	}
+	sql := `SELECT ` + cols("") + ` FROM ` + s.schema + `.runs`
+	if len(where) > 0 {
+		sql += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	args = append(args, q.PageSize()+1)
+	sql += ` ORDER BY ` + order + ` LIMIT $` + strconv.Itoa(len(args))
+	return sql, args
+}
+
+// CountRuns counts the runs in each status, of every workflow or of
+// q.Workflow, with one aggregate. A workflow's runs are counted through
+// runs_workflow_id_idx, which carries the status (migration 008): an
+// index-only scan of the workflow's entries, which reads no row on pages
+// vacuum marked all-visible. Every run is counted through
+// runs_status_id_idx likewise, or by a read of the whole table, whichever
+// the planner finds cheaper: both pass every run.
+func (s *Store) CountRuns(ctx context.Context, q storage.CountRunsQuery) (storage.RunCounts, error) {
+	const op = "count runs"
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	if err := q.Validate(); err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	var (
+		rows pgx.Rows
+		err  error
+	)
+	if q.Workflow == "" {
+		rows, err = s.pool.Query(ctx, s.q.countRuns)
+	} else {
+		rows, err = s.pool.Query(ctx, s.q.countRunsOf, q.Workflow)
+	}
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	counts := storage.RunCounts{}
+	var (
+		status string
+		n      int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&status, &n}, func() error {
+		counts[storage.RunStatus(status)] = n
+		return nil
+	})
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	return counts, nil
+}
+
+// idRange returns the range of IDs that begin with prefix, [lo, hi) with
+// hi "" for no upper bound, and bounded false when the ID column's
+// collation does not sort byte for byte: the range is then not the
+// prefix's, and only starts_with can find its runs. With both bounds the
+// range holds exactly the IDs with the prefix: IDs are valid UTF-8, which
+// sorts byte for byte as its code points do.
+func (s *Store) idRange(prefix string) (lo, hi string, bounded bool) {
+	if !s.bytewiseIDs.Load() {
+		return "", "", false
+	}
+	hi, _ = prefixEnd(prefix)
+	return prefix, hi, true
+}
+
+// prefixEnd is storage.PrefixEnd made valid UTF-8, which a text parameter
+// must be: the least valid string greater, byte for byte, than every valid
+// string that begins with prefix (itself valid), and false when there is
+// none (every rune is U+10FFFF). As UTF-8 sorts runes in code point order
+// byte for byte, that is prefix with its last rune below U+10FFFF replaced
+// by the next valid rune (after U+D7FF: U+E000) and the runes after it
+// dropped.
+func prefixEnd(prefix string) (string, bool) {
+	if end, ok := storage.PrefixEnd(prefix); ok && utf8.ValidString(end) {
+		return end, true
+	}
+	for p := prefix; p != ""; {
+		r, n := utf8.DecodeLastRuneInString(p)
+		p = p[:len(p)-n]
+		switch {
+		case r == utf8.MaxRune || r == utf8.RuneError && n == 1:
+			continue
+		case r == 0xD7FF:
+			return p + string(rune(0xE000)), true
+		default:
+			return p + string(r+1), true
+		}
+	}
+	return "", false
+}
+
+// idCollation is the statement that reads how the runs' ID column sorts:
+// its collation's provider ('c' libc, 'i' ICU, 'b' builtin) and locale,
+// the database's when the column has the default collation, and the
+// database's encoding. datlocprovider is read through to_jsonb because
+// servers before Postgres 15 have no such column (their default collation
+// is libc's). No row: the schema has no runs table yet.
+const idCollation = `SELECT
+	CASE WHEN c.collprovider = 'd' THEN coalesce(to_jsonb(d) ->> 'datlocprovider', 'c') ELSE c.collprovider::text END,
+	coalesce(CASE WHEN c.collprovider = 'd' THEN d.datcollate::text ELSE c.collcollate::text END, ''),
+	pg_encoding_to_char(d.encoding)::text
+FROM pg_attribute a
+JOIN pg_collation c ON c.oid = a.attcollation
+JOIN pg_database d ON d.datname = current_database()
+WHERE a.attrelid = to_regclass($1) AND a.attname = 'id'`
+
+// readIDCollation finds out, once the schema holds the runs table, whether
+// the ID column sorts byte for byte, as ListRuns's prefix ranges need
+// (idRange). A schema without the table yet (Options.SkipMigrate) keeps
+// the prefix a filter until Migrate creates it.
+func (s *Store) readIDCollation(ctx context.Context) error {
+	var provider, locale, encoding string
+	err := s.pool.QueryRow(ctx, idCollation, s.schema+".runs").Scan(&provider, &locale, &encoding)
+	if errors.Is(err, pgx.ErrNoRows) {
+		s.bytewiseIDs.Store(false)
+		return nil
+	}
+	if err != nil {
+		return s.wrap("read the collation of runs.id in schema "+s.schemaName, err)
+	}
+	s.bytewiseIDs.Store(bytewise(provider, locale, encoding))
+	return nil
+}
+
+// bytewise reports whether a collation sorts UTF-8 text byte for byte: the
+// builtin provider's (Postgres 17: code point order), and libc's C and
+// POSIX, and C.UTF-8 (code point order), in a UTF-8 database. ICU's never
+// do, nor any other libc locale.
+func bytewise(provider, locale, encoding string) bool {
+	if encoding != "UTF8" {
+		return false
+	}
+	switch provider {
+	case "b":
+		return true
+	case "c":
+		switch strings.ToLower(locale) {
+		case "c", "posix", "c.utf-8", "c.utf8":
+			return true
+		}
+	}
+	return false
 }

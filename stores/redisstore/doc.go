@@ -138,7 +138,9 @@
 //	w:<topic>       set: runs with a case of their wait on the topic
 //	ia, iw:<wf>, is:<status>, iws:<status>:<wf>
 //	                sorted sets (all scores 0): the listing indexes, read in
-//	                lexicographic order
+//	                lexicographic order either way, an ID prefix a range
+//	                of each; CountRuns reads the sizes of is:<status>
+//	                (iws:<status>:<wf> for a workflow)
 //	cat:w, cat:e, cat:q
 //	                hashes: the catalog, workflow name → encoded
 //	                WorkflowType (with its queue and retention), topic →
@@ -205,9 +207,10 @@
 // of the runs of other versions.
 //
 // NextWake reads the same lanes a claim would. No listing index serves a
-// Versions filter: ListRuns applies it to the runs it reads from the
-// index of its other filters, so a page of a rare version may read many
-// runs of others.
+// Versions filter or a creation range: ListRuns applies them to the runs
+// it reads from the index of its other filters, so a page of a rare
+// version, or of a range the ID order reaches late, may read many runs
+// of others.
 //
 // # Layout versions
 //

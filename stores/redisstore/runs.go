@@ -105,13 +105,18 @@ func (s *Store) GetRun(ctx context.Context, id string) (storage.RunRecord, error
 }
 
 // ListRuns implements storage.Store. It reads the lexicographic index that
-// matches the filter, so a page costs its size, never a scan; with a
-// parent filter, the parent's children index, which the script filters by
-// workflow, status and queue (a scan of that parent's children only). A
-// queue's own indexes serve a queue filter, with the workflow filter
-// applied by the script; the default queue has none, so a filter on it is
-// applied to the index of the others (see keyspace.listing). No index
-// serves a Versions filter: the script applies it to what it reads.
+// matches the filter, ascending (ZRANGEBYLEX) or descending
+// (ZREVRANGEBYLEX), between the bounds the cursor and the ID prefix set
+// (see listBounds), so a page costs its size, never a scan: an ID prefix
+// is a range of every index. With a parent filter it reads the parent's
+// children index, which the script filters by workflow, status and queue
+// (a scan of that parent's children only). A queue's own indexes serve a
+// queue filter, with the workflow filter applied by the script; the
+// default queue has none, so a filter on it is applied to the index of
+// the others (see keyspace.listing). No index serves a Versions filter
+// or a creation range: the script applies them to what it reads, reading
+// on in batches until the page is full, so a page costs the runs they
+// pass over.
 func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.RunPage, error) {
 	if err := q.Validate(); err != nil {
 		return storage.RunPage{}, fmt.Errorf("redisstore: %w", err)
@@ -120,9 +125,10 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 		return storage.RunPage{}, err
 	}
 	limit := q.PageSize()
-	start := "-"
-	if q.After != "" {
-		start = "(" + q.After
+	lo, hi := listBounds(q)
+	desc := ""
+	if q.Descending {
+		desc = "1"
 	}
 	index, wf, st, queue := s.keys.listing(q)
 	versions := ""
@@ -135,7 +141,14 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 		}
 		versions = b.String()
 	}
-	v, err := s.run(ctx, listScript, []string{index}, start, limit+1, wf, st, queue, versions)
+	from, to := "", ""
+	if !q.CreatedFrom.IsZero() {
+		from = strconv.FormatInt(storage.CeilMicro(q.CreatedFrom).UnixMicro(), 10)
+	}
+	if !q.CreatedTo.IsZero() {
+		to = strconv.FormatInt(storage.CeilMicro(q.CreatedTo).UnixMicro(), 10)
+	}
+	v, err := s.run(ctx, listScript, []string{index}, lo, hi, desc, limit+1, wf, st, queue, versions, from, to)
 	if err != nil {
 		return storage.RunPage{}, fmt.Errorf("redisstore: list: %w", err)
 	}
@@ -160,4 +173,62 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 		page.Next = page.Runs[limit-1].ID
 	}
 	return page, nil
+}
+
+// listBounds returns the lexicographic range of IDs a listing reads
+// (ListRunsQuery.IDRange), as ZRANGEBYLEX bounds. Redis compares the
+// bytes, as storage.PrefixEnd does.
+func listBounds(q storage.ListRunsQuery) (lo, hi string) {
+	lo, hi = "-", "+"
+	r := q.IDRange()
+	switch {
+	case r.FromIncluded:
+		lo = "[" + r.From
+	case r.From != "":
+		lo = "(" + r.From
+	}
+	if r.HasTo {
+		hi = "(" + r.To
+	}
+	return lo, hi
+}
+
+// CountRuns implements storage.Store. It reads the size of each status's
+// listing index, all runs' (is:<status>) or the workflow's
+// (iws:<status>:<wf>), in one script: one round trip, and O(1) per status
+// whatever the number of runs.
+func (s *Store) CountRuns(ctx context.Context, q storage.CountRunsQuery) (storage.RunCounts, error) {
+	if err := q.Validate(); err != nil {
+		return nil, fmt.Errorf("redisstore: %w", err)
+	}
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(storage.Statuses))
+	for i, st := range storage.Statuses {
+		if q.Workflow != "" {
+			keys[i] = s.keys.indexWorkflowStatus(st, q.Workflow)
+		} else {
+			keys[i] = s.keys.indexStatus(st)
+		}
+	}
+	v, err := s.run(ctx, countScript, keys)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: count runs: %w", err)
+	}
+	list, ok := v.([]any)
+	if !ok || len(list) != len(keys) {
+		return nil, fmt.Errorf("redisstore: count runs: unexpected reply %v", v)
+	}
+	counts := storage.RunCounts{}
+	for i, item := range list {
+		n, ok := item.(int64)
+		if !ok {
+			return nil, fmt.Errorf("redisstore: count runs: unexpected reply %v", v)
+		}
+		if n > 0 {
+			counts[storage.Statuses[i]] = n
+		}
+	}
+	return counts, nil
 }

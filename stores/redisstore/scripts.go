@@ -34,14 +34,14 @@ import (
 // A script that only reads starts its file with the shebang
 // "#!lua flags=no-writes", which assemble keeps in place of the plain one:
 // the server then runs it even when out of memory under noeviction (it
-// refuses writes, not reads), so GetRun, ListRuns, ListSteps, LoadReplay,
-// ListExecutions, GetCatalog and NextWake still answer on a full server. Such a
-// script may call no command that writes or publishes (Redis refuses it at
-// the call), so it must never set WOKE. Like every script it is loaded by
-// SCRIPT LOAD and called by EVALSHA (the flags are part of its text), and
-// it names in KEYS the keys it is given, building the others from the
-// prefix as the other scripts do: this store's prefix keeps them in one
-// slot.
+// refuses writes, not reads), so GetRun, ListRuns, CountRuns, ListSteps,
+// LoadReplay, ListExecutions, GetCatalog and NextWake still answer on a
+// full server. Such a script may call no command that writes or publishes
+// (Redis refuses it at the call), so it must never set WOKE. Like every
+// script it is loaded by SCRIPT LOAD and called by EVALSHA (the flags are
+// part of its text), and it names in KEYS the keys it is given, building
+// the others from the prefix as the other scripts do: this store's prefix
+// keeps them in one slot.
 //
 // A script whose only writes are deletions may start with
 // "#!lua flags=allow-oom" instead: the server runs it when out of memory
@@ -63,6 +63,7 @@ var luaFiles embed.FS
 var (
 	createScript     = newScript("create")
 	listScript       = newScript("list")
+	countScript      = newScript("count")
 	stepsScript      = newScript("steps")
 	claimScript      = newScript("claim")
 	nextWakeScript   = newScript("nextwake")
@@ -84,7 +85,7 @@ var (
 
 // allScripts are the scripts New loads.
 var allScripts = []*redis.Script{
-	createScript, listScript, stepsScript, claimScript, nextWakeScript, checkpointScript, attemptsScript,
+	createScript, listScript, countScript, stepsScript, claimScript, nextWakeScript, checkpointScript, attemptsScript,
 	suspendScript, completeScript, terminateScript, pauseScript, resumeScript,
 	restartScript, continueScript, emitScript, sendScript, executionsScript, putCatalogScript, getCatalogScript,
 }

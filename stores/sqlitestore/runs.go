@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/stemflow/stem/storage"
@@ -79,37 +80,15 @@ func (s *Store) GetRun(ctx context.Context, id string) (storage.RunRecord, error
 	return rec, err
 }
 
-// ListRuns returns runs ordered by ID, filtered by the query, at most
-// q.PageSize() of them, after the cursor q.After.
+// ListRuns returns runs ordered by ID, ascending or (q.Descending)
+// descending, filtered by the query, at most q.PageSize() of them, past
+// the cursor q.After.
 func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.RunPage, error) {
 	if err := q.Validate(); err != nil {
 		return storage.RunPage{}, fmt.Errorf("sqlitestore: %w", err)
 	}
 	limit := q.PageSize()
-	// One statement per filter combination, so each uses its index.
-	where := `r.id > ?1`
-	if q.Workflow != "" {
-		where += ` AND r.workflow = ?3`
-	}
-	if q.Status != "" {
-		where += ` AND r.status = ?4`
-	}
-	if q.ParentID != "" {
-		where += ` AND r.parent_id = ?5`
-	}
-	if len(q.Versions) > 0 {
-		where += ` AND r.version IN (SELECT value FROM json_each(?7))`
-	}
-	switch q.Queue {
-	case "":
-	case storage.DefaultQueue:
-		where += ` AND r.queue = ?6`
-	default:
-		// Stated so that the plan may use runs_queue, which holds the
-		// runs of every queue but the default.
-		where += ` AND r.queue = ?6 AND r.queue <> 'default'`
-	}
-	query := `SELECT ` + runCols + ` FROM ` + runFrom + ` WHERE ` + where + ` ORDER BY r.id LIMIT ?2`
+	query, lo, hi := listRunsQuery(q)
 	var page storage.RunPage
 	err := s.read(ctx, "list runs", false, func(c *conn) error {
 		page = storage.RunPage{}
@@ -117,7 +96,8 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 			rec, err := scanRun(r)
 			page.Runs = append(page.Runs, rec)
 			return err
-		}, q.After, limit+1, q.Workflow, string(q.Status), q.ParentID, q.Queue, versionList(q.Versions))
+		}, lo, limit+1, q.Workflow, string(q.Status), q.ParentID, q.Queue, versionList(q.Versions),
+			hi, nanos(q.CreatedFrom), nanos(q.CreatedTo))
 	})
 	if err != nil {
 		return storage.RunPage{}, err
@@ -128,6 +108,101 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 	}
 	return page, nil
 }
+
+// listRunsQuery returns the statement that lists q's page, one per
+// combination of filters, so that each reads through its index, and the
+// bounds of the range of IDs it reads: lo (?1) and hi (?8), the cursor and
+// the ID prefix folded into one bound on each side, so that the index's
+// range starts at the nearer one (SQLite seeks by one bound of a side and
+// would only check the other, passing over the runs between them).
+// Ascending, lo is the cursor (r.id > ?1, "" when none) or, when the
+// prefix starts past it, the prefix itself (r.id >= ?1); descending, hi is
+// the cursor or the end of the prefix's range, the lesser (r.id < ?8),
+// and lo the prefix (r.id >= ?1). A bound the query lacks is left out.
+func listRunsQuery(q storage.ListRunsQuery) (query string, lo, hi any) {
+	var where []string
+	b := q.IDRange()
+	switch {
+	case b.FromIncluded:
+		where, lo = append(where, `r.id >= ?1`), b.From
+	case !q.Descending:
+		where, lo = append(where, `r.id > ?1`), b.From
+	}
+	if b.HasTo {
+		where, hi = append(where, `r.id < ?8`), b.To
+	}
+	if q.Workflow != "" {
+		where = append(where, `r.workflow = ?3`)
+	}
+	if q.Status != "" {
+		where = append(where, `r.status = ?4`)
+	}
+	if q.ParentID != "" {
+		where = append(where, `r.parent_id = ?5`)
+	}
+	if len(q.Versions) > 0 {
+		where = append(where, `r.version IN (SELECT value FROM json_each(?7))`)
+	}
+	switch q.Queue {
+	case "":
+	case storage.DefaultQueue:
+		where = append(where, `r.queue = ?6`)
+	default:
+		// Stated so that the plan may use runs_queue, which holds the
+		// runs of every queue but the default.
+		where = append(where, `r.queue = ?6 AND r.queue <> 'default'`)
+	}
+	// The creation range filters the runs the ID order reaches: no index
+	// keeps runs by creation time.
+	if !q.CreatedFrom.IsZero() {
+		where = append(where, `r.created_at >= ?9`)
+	}
+	if !q.CreatedTo.IsZero() {
+		where = append(where, `r.created_at < ?10`)
+	}
+	order := `r.id`
+	if q.Descending {
+		order = `r.id DESC`
+	}
+	query = `SELECT ` + runCols + ` FROM ` + runFrom
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	return query + ` ORDER BY ` + order + ` LIMIT ?2`, lo, hi
+}
+
+// CountRuns counts the runs in each status, of every workflow or of
+// q.Workflow, from run_counts (migration 007): a row per workflow and
+// status, whatever the number of runs.
+func (s *Store) CountRuns(ctx context.Context, q storage.CountRunsQuery) (storage.RunCounts, error) {
+	if err := q.Validate(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	}
+	query, args := countAllQuery, []any(nil)
+	if q.Workflow != "" {
+		query, args = countWorkflowQuery, []any{q.Workflow}
+	}
+	var counts storage.RunCounts
+	err := s.read(ctx, "count runs", false, func(c *conn) error {
+		counts = storage.RunCounts{}
+		return c.query(query, func(r row) error {
+			counts[storage.RunStatus(r.str(0))] += r.int64(1)
+			return nil
+		}, args...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return counts, nil
+}
+
+// countAllQuery reads the counts of every workflow, which CountRuns adds
+// up by status; countWorkflowQuery those of workflow ?1, by its primary
+// key. A count that has fallen to 0 is left out.
+const (
+	countAllQuery      = `SELECT status, n FROM run_counts WHERE n > 0`
+	countWorkflowQuery = `SELECT status, n FROM run_counts WHERE workflow = ?1 AND n > 0`
+)
 
 // versionList is a Versions filter of ListRuns as a JSON list, nil for
 // none.

@@ -122,6 +122,7 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, purgeCases...)
 	all = append(all, versionCases...)
 	all = append(all, workerCases...)
+	all = append(all, listingCases...)
 	for _, c := range all {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
