@@ -119,6 +119,10 @@ type RunInfo struct {
 	// ParentID is the run that started this one as a child, or "".
 	ParentID string
 	Status   RunStatus
+	// Input is the run's JSON input. When it cannot be opened with this
+	// engine's codec, Input is nil and InputErr (a *SealedError) says why.
+	Input    json.RawMessage
+	InputErr error
 	// Output is the JSON result of a complete run.
 	Output json.RawMessage
 	// Err is the error of an errored or terminated run. If its text is
@@ -189,6 +193,9 @@ func (e *Engine) runInfo(r storage.RunRecord) RunInfo {
 		if errors.Is(info.Err, ErrSealed) {
 			info.OpenErr = info.Err
 		}
+	}
+	if len(r.Input) > 0 {
+		info.Input, info.InputErr = e.payloads.raw("input of run "+r.ID, r.Input)
 	}
 	if len(r.Output) > 0 {
 		out, err := e.payloads.raw("output of run "+r.ID, r.Output)
@@ -635,4 +642,13 @@ func (e *Engine) ListRuns(ctx context.Context, q ListRunsQuery) ([]RunInfo, stri
 		out[i] = e.runInfo(r)
 	}
 	return out, page.Next, nil
+}
+
+// CountRuns counts the runs in each status, of every workflow or of the
+// one named ("" for all), finished ones included.
+func (e *Engine) CountRuns(ctx context.Context, workflow string) (RunCounts, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	return e.store.CountRuns(ctx, storage.CountRunsQuery{Workflow: workflow})
 }

@@ -40,3 +40,6 @@ type Attempt = storage.Attempt
 // ListRunsQuery filters Engine.ListRuns: by workflow and status, from a
 // cursor, a page at a time. Zero fields do not filter.
 type ListRunsQuery = storage.ListRunsQuery
+
+// RunCounts is how many runs are in each status (Engine.CountRuns).
+type RunCounts = storage.RunCounts
