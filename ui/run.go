@@ -1,0 +1,319 @@
+package ui
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
+)
+
+// childrenShown caps the children a run's page lists; the rest are a link
+// away, on the runs page filtered by parent.
+const childrenShown = 25
+
+// runPage is the run template's data.
+type runPage struct {
+	runtime.RunInfo
+	Href     string
+	Finished bool
+	// The run's times, as the page shows them.
+	Created, Updated, Began, Ended, Due, ReadyAtM *moment
+	Input                                         *payload
+	Output                                        *payload
+	Progress                                      *payload
+	Error                                         *text
+	// InputErr and OpenErr say why a payload could not be opened.
+	InputErr, OpenErr string
+	ParentHref        string
+
+	Executions []executionRow
+	// Shown is the execution whose steps are listed; Current the run's.
+	Shown, Current int
+	Steps          []stepView
+	Wait           *waitView
+	Sleep          *sleepView
+
+	Children     []childRow
+	MoreChildren string
+
+	// Actions holds the URL of each action the run's state allows, by
+	// name; empty without AccessOperate.
+	Actions      map[string]string
+	RestartSteps []string
+	// Topics are the topics an event may be sent on: the wait's first,
+	// then the catalog's; Topic is the one the form proposes, the wait's.
+	Topics []string
+	Topic  string
+}
+
+// The rows of a run's page are flat structs of what the page shows, times
+// formatted: a template reads an embedded struct's fields, and calls
+// functions, far slower than plain fields, and a run may have thousands of
+// steps.
+
+// executionRow is one execution in the run's list of them.
+type executionRow struct {
+	Number, ForkedFrom int
+	Status, FromStep   string
+	Began, Ended       *moment
+	Href               string
+	Shown              bool
+	Error              *text
+}
+
+// stepView is one step as the page shows it.
+type stepView struct {
+	Key, Kind, Status string
+	ForkedFrom        int
+	Created           *moment
+	Output            *payload
+	Error             *text
+	// Wake is a sleep's wake time.
+	Wake               *moment
+	ChildID, ChildHref string
+	// Attempt and Since describe a running step's attempt; Next is when
+	// a retrying step's next attempt is due.
+	Attempt   int
+	Since     *moment
+	Next      *moment
+	OpenError string
+	Attempts  []attemptView
+}
+
+// attemptView is one attempt of a step.
+type attemptView struct {
+	Number         int
+	Started, Retry *moment
+	Duration       string
+	Ended          bool
+	Error          *text
+}
+
+// waitView is the event wait a run is parked on.
+type waitView struct {
+	Topics  []string
+	Timeout *moment
+}
+
+// sleepView is the sleep a run is parked in.
+type sleepView struct {
+	Key   string
+	Until *moment
+}
+
+// childRow is one child of the run.
+type childRow struct {
+	ID, Href, Workflow, Status string
+	Created                    *moment
+}
+
+func (h *handler) runByPath(rq *request) error {
+	return h.run(rq, rq.r.PathValue("id"))
+}
+
+// runByQuery serves runs/?id=ID, the page of a run whose ID is a dot
+// segment; runs/ alone leads to the runs page.
+func (h *handler) runByQuery(rq *request) error {
+	q := rq.r.URL.Query()
+	if !q.Has("id") {
+		redirect(rq.w, rq.base+"runs", http.StatusFound)
+		return nil
+	}
+	return h.run(rq, q.Get("id"))
+}
+
+func (h *handler) run(rq *request, id string) error {
+	ctx := rq.r.Context()
+	q := rq.r.URL.Query()
+	info, err := h.e.Get(ctx, id)
+	if err != nil {
+		return runErr(id, err)
+	}
+	p := &runPage{RunInfo: info, Href: rq.base + runPath(id, ""), Finished: info.Status.Finished(), Current: info.Execution, Shown: info.Execution,
+		Created: at(info.CreatedAt), Updated: at(info.UpdatedAt), Began: at(info.StartedAt), Ended: atPtr(info.EndedAt), Due: atPtr(info.Deadline)}
+	if info.Status == runtime.StatusQueued {
+		p.ReadyAtM = atPtr(info.ReadyAt)
+	}
+	if s := q.Get("execution"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return badRequest("execution %q is not an execution number: executions are numbered from 1", s)
+		}
+		if n > info.Execution {
+			return &httpError{status: http.StatusNotFound, title: "No such execution",
+				msg: fmt.Sprintf("Run %s has no execution %d: it has %s, 1 to %d.", id, n, plural(info.Execution, "execution", "executions"), info.Execution)}
+		}
+		p.Shown = n
+	}
+	p.Input, p.Output, p.Progress = prettyJSON(info.Input), prettyJSON(info.Output), prettyJSON(info.Progress)
+	p.Error = longText(errText(info.Err))
+	p.InputErr, p.OpenErr = errText(info.InputErr), errText(info.OpenErr)
+	if p.OpenErr == errText(info.Err) {
+		p.OpenErr = "" // the error itself is sealed, and says so
+	}
+	if info.ParentID != "" {
+		p.ParentHref = rq.base + runPath(info.ParentID, "")
+	}
+
+	execs, err := h.e.ListExecutions(ctx, id)
+	if err != nil {
+		return runErr(id, err)
+	}
+	for _, x := range execs {
+		p.Executions = append(p.Executions, executionRow{Number: x.Number, ForkedFrom: x.ForkedFrom, Status: string(x.Status), FromStep: x.FromStep,
+			Began: at(x.StartedAt), Ended: atPtr(x.EndedAt), Shown: x.Number == p.Shown,
+			Href: withQuery(p.Href, url.Values{"execution": {strconv.Itoa(x.Number)}}), Error: longText(errText(x.Err))})
+	}
+	steps, err := h.e.ListSteps(ctx, id, p.Shown)
+	if err != nil {
+		return runErr(id, err)
+	}
+	p.Steps = make([]stepView, len(steps))
+	for i, s := range steps {
+		p.Steps[i] = stepOf(rq.base, id, s)
+	}
+	// A paused run keeps its wait, and waits again once resumed.
+	if info.Status == runtime.StatusWaiting || info.Status == runtime.StatusPaused {
+		if len(info.WaitTopics) > 0 {
+			p.Wait = &waitView{Topics: info.WaitTopics, Timeout: atPtr(info.ReadyAt)}
+		} else if info.ReadyAt != nil && info.Status == runtime.StatusWaiting {
+			p.Sleep = &sleepView{Until: atPtr(info.ReadyAt)}
+			for i := len(steps) - 1; i >= 0 && p.Shown == p.Current; i-- {
+				if steps[i].Kind == runtime.KindSleep {
+					p.Sleep.Key = steps[i].Key
+					break
+				}
+			}
+		}
+	}
+
+	children, next, err := h.e.ListRuns(ctx, runtime.ListRunsQuery{ParentID: id, Limit: childrenShown})
+	if err != nil {
+		return err
+	}
+	for _, c := range children {
+		p.Children = append(p.Children, childRow{ID: c.ID, Href: rq.base + runPath(c.ID, ""), Workflow: c.Workflow, Status: string(c.Status), Created: at(c.CreatedAt)})
+	}
+	if next != "" {
+		p.MoreChildren = withQuery(rq.base+"runs", url.Values{"parent": {id}, "order": {"oldest"}})
+	}
+
+	if rq.operate() {
+		if err := h.actions(rq, p, steps); err != nil {
+			return err
+		}
+	}
+	v := &view{Title: "Run " + id, Nav: "runs", Page: p, Flash: h.readFlash(id, q.Get("flash"))}
+	if !p.Finished {
+		v.Refresh = h.refresh.Milliseconds()
+	}
+	h.render(rq, http.StatusOK, "run", v)
+	return nil
+}
+
+// runErr names the run in a not-found error.
+func runErr(id string, err error) error {
+	if s, _ := errorStatus(err); s == http.StatusNotFound {
+		return &httpError{status: http.StatusNotFound, title: "No such run",
+			msg: fmt.Sprintf("There is no run %q in this store. It may have been purged, or the ID mistyped.", id)}
+	}
+	return err
+}
+
+// actions fills what an operator may do with the run in its state: the
+// actions' URLs, the steps it may restart from (those checkpointed in its
+// current execution) and the topics an event may be sent on.
+func (h *handler) actions(rq *request, p *runPage, shown []runtime.StepInfo) error {
+	id := p.ID
+	p.Actions = map[string]string{}
+	add := func(name string) { p.Actions[name] = rq.base + runPath(id, name) }
+	switch {
+	case p.Status == runtime.StatusPaused || p.PauseRequested:
+		add("resume")
+	case !p.Finished:
+		add("pause")
+	}
+	if !p.Finished {
+		add("terminate")
+		add("event")
+	}
+	add("restart")
+
+	current := shown
+	if p.Shown != p.Current {
+		var err error
+		if current, err = h.e.ListSteps(rq.r.Context(), id, 0); err != nil {
+			return runErr(id, err)
+		}
+	}
+	for _, s := range current {
+		if s.Seq > 0 {
+			p.RestartSteps = append(p.RestartSteps, s.Key)
+		}
+	}
+	if !p.Finished {
+		for _, t := range p.WaitTopics {
+			if !strings.HasPrefix(t, storage.ReservedTopicPrefix) {
+				p.Topics = append(p.Topics, t)
+			}
+		}
+		if len(p.Topics) > 0 {
+			p.Topic = p.Topics[0]
+		}
+		if cat, err := h.e.Catalog(rq.r.Context()); err == nil {
+			for _, ev := range cat.Events {
+				if !slices.Contains(p.Topics, ev.Topic) {
+					p.Topics = append(p.Topics, ev.Topic)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// stepOf is a step as the page shows it.
+func stepOf(base, runID string, s runtime.StepInfo) stepView {
+	v := stepView{Key: s.Key, Kind: string(s.Kind), Status: string(s.Status), ForkedFrom: s.ForkedFrom, Created: at(s.CreatedAt),
+		Next: atPtr(s.NextAttemptAt), Error: longText(errText(s.Err)), OpenError: errText(s.OpenErr)}
+	if v.OpenError == errText(s.Err) {
+		v.OpenError = ""
+	}
+	if s.Status == runtime.StepRunning {
+		v.Attempt, v.Since = s.Attempt, at(s.Started)
+	}
+	switch s.Kind {
+	case runtime.KindSleep:
+		var wake time.Time
+		if json.Unmarshal(s.Output, &wake) == nil {
+			v.Wake = at(wake)
+		}
+	case runtime.KindChild:
+		v.ChildID = runID + "/" + s.Key
+		v.ChildHref = base + runPath(v.ChildID, "")
+		v.Output = prettyJSON(s.Output)
+	default:
+		v.Output = prettyJSON(s.Output)
+	}
+	if v.Output != nil && v.Output.Text == "null" {
+		v.Output = nil
+	}
+	v.Attempts = make([]attemptView, len(s.Attempts))
+	for i, a := range s.Attempts {
+		av := attemptView{Number: a.Number, Started: at(a.Started), Ended: !a.Ended.IsZero(), Error: longText(a.Error)}
+		if av.Error != nil {
+			av.Retry = atPtr(a.RetryAt)
+		}
+		if !a.Ended.IsZero() && !a.Started.IsZero() {
+			av.Duration = duration(a.Ended.Sub(a.Started))
+		}
+		v.Attempts[i] = av
+	}
+	return v
+}

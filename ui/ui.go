@@ -1,0 +1,296 @@
+// Package ui is Stem's web dashboard: an http.Handler that shows the runs of
+// an engine's store and operates them, for mounting in any Go server.
+//
+// It is server-rendered HTML (html/template) with one stylesheet and one
+// small script, embedded in the binary: nothing is fetched from elsewhere,
+// and there is no build step. The pages are
+//
+//   - runs: the runs, newest first, filtered by workflow, status, queue, ID
+//     prefix and creation time, a page at a time through the store's index
+//     (keyset pagination), with the count of runs in each status; the page
+//     refreshes itself and keeps its filter;
+//   - a run: its input, status, output or error and progress; its
+//     executions; the steps of one execution in order, each with its
+//     attempts, durations and errors; its sleep or wait; its children and
+//     parent; live while the run is unfinished;
+//   - queues, schedules and workers.
+//
+// The actions (pause, resume, terminate, restart from the top or from a
+// step, send an event) are POSTs, each confirmed in a dialog first; the
+// outcome, or the engine's refusal in words, shows on the run's page after
+// the redirect.
+//
+// # Mounting
+//
+// Every URL the pages hold is relative, so the handler works at the root
+// and under any prefix:
+//
+//	mux.Handle("/ops/stem/", http.StripPrefix("/ops/stem", ui.New(engine, ui.Options{})))
+//
+// The engine need not run workflows: runtime.New(runtime.Config{Store: st,
+// Codec: c}) is enough, and its codec opens sealed payloads for display.
+//
+// # Safety
+//
+// Every value is escaped by html/template; payloads are shown as text. Each
+// POST must carry the form's token, which is tied to a cookie, and pass
+// http.CrossOriginProtection; Options.Authorize says what a request may do
+// (see Access). Responses forbid framing and inline script (a
+// Content-Security-Policy of default-src 'self').
+package ui
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+// Access is what a request may do with the dashboard.
+type Access int
+
+// The levels of access, each allowing what the one before allows.
+const (
+	// AccessNone refuses the request: every route answers 403.
+	AccessNone Access = iota
+	// AccessRead shows the pages without the actions: no action buttons,
+	// and every POST answers 403.
+	AccessRead
+	// AccessOperate shows the pages and allows the actions.
+	AccessOperate
+)
+
+// String names the access level.
+func (a Access) String() string {
+	switch a {
+	case AccessNone:
+		return "none"
+	case AccessRead:
+		return "read"
+	case AccessOperate:
+		return "operate"
+	}
+	return fmt.Sprintf("Access(%d)", int(a))
+}
+
+// DefaultRefresh is how often the runs page and a live run page refresh
+// when Options.Refresh is zero.
+const DefaultRefresh = 2 * time.Second
+
+// Options configures the dashboard. The zero value lets every request
+// operate.
+type Options struct {
+	// Authorize says what a request may do; nil lets every request
+	// operate. Put the dashboard behind your own authentication and
+	// answer from the request's identity.
+	Authorize func(r *http.Request) Access
+	// Refresh is how often the runs page and a live run page refresh;
+	// 0 means DefaultRefresh, and a negative value turns refreshing off.
+	Refresh time.Duration
+	// Logger receives what the dashboard could not do for a request (a
+	// store that fails, a page that does not render). Nil: discarded.
+	Logger *slog.Logger
+	// CSRFKey signs the forms' tokens and the outcome messages. Dashboards
+	// that serve one site from several processes (behind a load balancer)
+	// share one key of at least 32 random bytes; nil draws a key per
+	// handler, so a page outlives neither a restart nor a hop to another
+	// process (its next action is refused, and reloading it helps).
+	CSRFKey []byte
+	// TrustedOrigins are origins besides the request's own ("https://
+	// ops.example.com") whose pages may post actions: see
+	// http.CrossOriginProtection.AddTrustedOrigin.
+	TrustedOrigins []string
+}
+
+// handler is the dashboard.
+type handler struct {
+	e       *runtime.Engine
+	auth    func(*http.Request) Access
+	refresh time.Duration
+	log     *slog.Logger
+	key     []byte
+	cop     *http.CrossOriginProtection
+	mux     *http.ServeMux
+}
+
+// New returns the dashboard for the runs of e's store, as an http.Handler.
+// It reads and acts only through e (Get, ListRuns, CountRuns,
+// ListExecutions, ListSteps, Pause, Resume, Terminate, Restart,
+// SendEventJSON, QueueStats, Catalog, Workers, Store().ListSchedules). e
+// needs no workflows registered and need not Run; its codec opens sealed
+// payloads for display.
+//
+// New panics when opts holds a CSRFKey shorter than 32 bytes or a trusted
+// origin http.CrossOriginProtection refuses: both are programming errors.
+func New(e *runtime.Engine, opts Options) http.Handler {
+	h := &handler{e: e, auth: opts.Authorize, refresh: opts.Refresh, log: opts.Logger, cop: http.NewCrossOriginProtection()}
+	if h.refresh == 0 {
+		h.refresh = DefaultRefresh
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case opts.CSRFKey == nil:
+		h.key = make([]byte, 32)
+		rand.Read(h.key)
+	case len(opts.CSRFKey) < 32:
+		panic(fmt.Sprintf("ui: Options.CSRFKey is %d bytes; it needs at least 32 random bytes", len(opts.CSRFKey)))
+	default:
+		h.key = append([]byte(nil), opts.CSRFKey...)
+	}
+	for _, o := range opts.TrustedOrigins {
+		if err := h.cop.AddTrustedOrigin(o); err != nil {
+			panic(fmt.Sprintf("ui: Options.TrustedOrigins: %v", err))
+		}
+	}
+	h.routes()
+	return h
+}
+
+// routes registers the pages and actions. Run IDs are one path segment,
+// escaped ('/' as %2F, as child runs' IDs hold it); IDs that are dot
+// segments ("." and "..") are passed in the query instead (see runPath).
+func (h *handler) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /{$}", h.page(h.root))
+	m.HandleFunc("GET /runs", h.page(h.runs))
+	m.HandleFunc("GET /runs/{$}", h.page(h.runByQuery))
+	m.HandleFunc("POST /runs/{$}", h.page(h.actByQuery))
+	m.HandleFunc("GET /runs/{id}", h.page(h.runByPath))
+	m.HandleFunc("POST /runs/{id}/{action}", h.page(h.actByPath))
+	m.HandleFunc("GET /queues", h.page(h.queues))
+	m.HandleFunc("GET /schedules", h.page(h.schedules))
+	m.HandleFunc("GET /workers", h.page(h.workers))
+	m.HandleFunc("GET /assets/{name}", h.asset)
+	m.HandleFunc("/", h.page(h.notFound))
+	h.mux = m
+}
+
+// ServeHTTP sets the security headers, asks Authorize, and serves the
+// route.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("X-Frame-Options", "DENY")
+	hd.Set("Referrer-Policy", "same-origin")
+	access := AccessOperate
+	if h.auth != nil {
+		access = h.auth(r)
+	}
+	if access <= AccessNone {
+		rq := h.newRequest(w, r, AccessNone)
+		h.fail(rq, &httpError{status: http.StatusForbidden, title: "Not allowed",
+			msg: "You may not see this dashboard. Ask whoever runs it for access."})
+		return
+	}
+	if access > AccessOperate {
+		access = AccessOperate
+	}
+	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), accessKey{}, access)))
+}
+
+// accessKey carries a request's Access from ServeHTTP to the routes.
+type accessKey struct{}
+
+// request is one request as the routes see it.
+type request struct {
+	w      http.ResponseWriter
+	r      *http.Request
+	access Access
+	// base leads from the request's path back to the mount point: "./"
+	// at the top level, "../" one segment down, and so on.
+	base string
+}
+
+func (h *handler) newRequest(w http.ResponseWriter, r *http.Request, access Access) *request {
+	return &request{w: w, r: r, access: access, base: baseOf(r.URL.EscapedPath())}
+}
+
+// baseOf is the relative path from a request path (as the mux sees it,
+// escaped, with the mount prefix stripped) to the mount point.
+func baseOf(path string) string {
+	n := strings.Count(path, "/") - 1
+	if n <= 0 {
+		return "./"
+	}
+	return strings.Repeat("../", n)
+}
+
+// operate reports whether the request may act.
+func (rq *request) operate() bool { return rq.access >= AccessOperate }
+
+// page adapts a route to http.HandlerFunc: the route returns an error
+// to show as a page in words.
+func (h *handler) page(route func(*request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		access, _ := r.Context().Value(accessKey{}).(Access)
+		rq := h.newRequest(w, r, access)
+		if err := route(rq); err != nil {
+			h.fail(rq, err)
+		}
+	}
+}
+
+func (h *handler) root(rq *request) error {
+	redirect(rq.w, rq.base+"runs", http.StatusFound)
+	return nil
+}
+
+func (h *handler) notFound(rq *request) error {
+	if rq.r.Method != http.MethodGet && rq.r.Method != http.MethodHead {
+		return &httpError{status: http.StatusMethodNotAllowed, title: "Not allowed",
+			msg: fmt.Sprintf("%s %s is not something the dashboard does: pages are read with GET, and actions are the buttons on a run's page.", rq.r.Method, rq.r.URL.Path)}
+	}
+	return &httpError{status: http.StatusNotFound, title: "No such page",
+		msg: fmt.Sprintf("There is no page at %s. The dashboard has runs, queues, schedules and workers.", rq.r.URL.Path)}
+}
+
+// redirect answers with a Location relative to the request's URL, which
+// http.Redirect would make absolute without the mount prefix.
+func redirect(w http.ResponseWriter, location string, status int) {
+	w.Header().Set("Location", location)
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+}
+
+// httpError is a refusal shown as a page: its status, a title and words.
+type httpError struct {
+	status int
+	title  string
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+// badRequest is a 400 saying what is wrong with the request's URL or form.
+func badRequest(format string, args ...any) error {
+	return &httpError{status: http.StatusBadRequest, title: "Bad request", msg: fmt.Sprintf(format, args...)}
+}
+
+// errorStatus maps an engine's error to a page's status and title.
+func errorStatus(err error) (int, string) {
+	var he *httpError
+	switch {
+	case errors.As(err, &he):
+		return he.status, he.title
+	case errors.Is(err, runtime.ErrRunNotFound):
+		return http.StatusNotFound, "Not found"
+	case errors.Is(err, runtime.ErrInvalidArgument):
+		return http.StatusBadRequest, "Bad request"
+	case errors.Is(err, runtime.ErrInvalidState):
+		return http.StatusConflict, "Not possible now"
+	case errors.Is(err, runtime.ErrClosed):
+		return http.StatusServiceUnavailable, "Store closed"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, "Interrupted"
+	}
+	return http.StatusInternalServerError, "The store failed"
+}
