@@ -184,7 +184,6 @@ func TestWaitTopicsFollowTheWait(t *testing.T) {
 // attempts.
 func TestIndexedPlans(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
 	s, err := Open(filepath.Join(t.TempDir(), "stem.db"), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -197,20 +196,7 @@ func TestIndexedPlans(t *testing.T) {
 		{"emit", emitQuery, []string{"USING INDEX runs_wait_topic (wait_topic=?)", "SEARCH t USING PRIMARY KEY (topic=?)"}},
 		{"replay", replayQuery, []string{"run_ref=? AND execution=?"}},
 	} {
-		rows, err := s.rdb.QueryContext(ctx, `EXPLAIN QUERY PLAN `+c.query, "x")
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
+		plan := queryPlan(t, s, c.query, "x")
 		all := strings.Join(plan, "\n")
 		for _, line := range plan {
 			if strings.HasPrefix(line, "SCAN ") && !strings.Contains(line, "INDEX") && !strings.Contains(line, "CO-ROUTINE") {

@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,26 +31,9 @@ func TestListingPlans(t *testing.T) {
 	// every parameter bound (to NULL), as the store binds them.
 	explain := func(query string) (plan, ops []string) {
 		t.Helper()
-		var args []any
-		for _, m := range regexp.MustCompile(`\?([0-9]+)`).FindAllStringSubmatch(query, -1) {
-			if i, _ := strconv.Atoi(m[1]); i > len(args) {
-				args = append(args, make([]any, i-len(args))...)
-			}
-		}
-		rows, err := s.rdb.QueryContext(ctx, `EXPLAIN QUERY PLAN `+query, args...)
-		if err != nil {
-			t.Fatalf("%s: %v", query, err)
-		}
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		rows, err = s.rdb.QueryContext(ctx, `EXPLAIN `+query, args...)
+		args := nullParams(query)
+		plan = queryPlan(t, s, query, args...)
+		rows, err := s.rdb.QueryContext(ctx, `EXPLAIN `+query, args...)
 		if err != nil {
 			t.Fatalf("%s: %v", query, err)
 		}

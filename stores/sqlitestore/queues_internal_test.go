@@ -75,7 +75,6 @@ func TestMigrateFromVersion3(t *testing.T) {
 // holds its running runs alone, never its ready or sleeping ones.
 func TestQueuePlans(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
 	s, err := Open(filepath.Join(t.TempDir(), "stem.db"), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -135,27 +134,7 @@ func TestQueuePlans(t *testing.T) {
 		{"runs of a queue", `SELECT ` + runCols + ` FROM ` + runFrom + ` WHERE r.id > ?1 AND r.queue = ?6 AND r.queue <> 'default' ORDER BY r.id LIMIT ?2`,
 			[]string{"runs_queue (queue=? AND id>?)"}},
 	} {
-		// Every parameter bound (to NULL), as the store binds them.
-		var args []any
-		for _, m := range regexp.MustCompile(`\?([0-9]+)`).FindAllStringSubmatch(c.query, -1) {
-			if i, _ := strconv.Atoi(m[1]); i > len(args) {
-				args = append(args, make([]any, i-len(args))...)
-			}
-		}
-		rows, err := s.rdb.QueryContext(ctx, `EXPLAIN QUERY PLAN `+c.query, args...)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
+		plan := queryPlan(t, s, c.query, nullParams(c.query)...)
 		all := strings.Join(plan, "\n")
 		for _, line := range plan {
 			// A scan of json_each, of the one-row level or of a
