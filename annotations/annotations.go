@@ -3,6 +3,7 @@ package annotations
 import (
 	"fmt"
 	"go/token"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -19,13 +20,15 @@ const (
 	DirectiveWorkflow = "workflow"
 	DirectiveStep     = "step"
 	DirectiveEvent    = "event"
+	DirectiveError    = "error"
 	DirectiveAllow    = "allow"
 )
 
-// Annotation is one parsed directive: a *Workflow, *Step or *Event.
+// Annotation is one parsed directive: a *Workflow, *Step, *Event,
+// *ErrorDecl or *Allow.
 type Annotation interface {
 	// Directive returns the directive's name: DirectiveWorkflow,
-	// DirectiveStep or DirectiveEvent.
+	// DirectiveStep, DirectiveEvent, DirectiveError or DirectiveAllow.
 	Directive() string
 	// Pos returns the position of the directive's "//".
 	Pos() token.Pos
@@ -133,16 +136,25 @@ func (w *Workflow) String() string {
 	return b.String()
 }
 
-// Step is //stem:step name=<name> [version=<n>] [retries=<n>]
-// [backoff=<d>[..<max>]] [timeout=<d>] [autoversion]. It marks a method of
-// the package's step receiver, or a plain function, as a checkpointed step.
+// RetryForever is Step.Retries for retries=forever: a failed attempt is
+// retried until one succeeds (runtime.RetryForever).
+const RetryForever = -1
+
+// NoJitter is Step.Jitter for jitter=0: retries wait their exact backoff
+// delays (runtime.NoJitter).
+const NoJitter = -1.0
+
+// Step is //stem:step name=<name> [version=<n>] [retries=<n>|forever]
+// [backoff=<d>[..<max>]] [jitter=<f>] [timeout=<d>] [autoversion]. It
+// marks a method of the package's step receiver, or a plain function, as
+// a checkpointed step.
 type Step struct {
 	// Name is the durable step name (name=, required).
 	Name string
 	// Version is the checkpoint key's version (version=, default 1).
 	Version int
 	// Retries is how many times a failed attempt is retried (retries=,
-	// default 0).
+	// default 0); RetryForever for retries=forever.
 	Retries int
 	// Backoff is the delay before the first retry (backoff=, default: the
 	// runtime's).
@@ -150,6 +162,10 @@ type Step struct {
 	// MaxBackoff caps the retry delay (the part after ".." of backoff=,
 	// default: the runtime's).
 	MaxBackoff time.Duration
+	// Jitter is the fraction of each retry delay that is randomized
+	// (jitter=, 0 to 1; default: the runtime's, 0.5); NoJitter for
+	// jitter=0.
+	Jitter float64
 	// Timeout bounds each attempt (timeout=, default: none).
 	Timeout time.Duration
 	// Autoversion lets the step run many times in one run (autoversion).
@@ -172,7 +188,10 @@ func (s *Step) String() string {
 	if s.Version != 1 {
 		fmt.Fprintf(&b, " version=%d", s.Version)
 	}
-	if s.Retries != 0 {
+	switch {
+	case s.Retries == RetryForever:
+		b.WriteString(" retries=forever")
+	case s.Retries != 0:
 		fmt.Fprintf(&b, " retries=%d", s.Retries)
 	}
 	if s.Backoff != 0 {
@@ -180,6 +199,12 @@ func (s *Step) String() string {
 		if s.MaxBackoff != 0 {
 			fmt.Fprintf(&b, "..%s", s.MaxBackoff)
 		}
+	}
+	switch {
+	case s.Jitter == NoJitter:
+		b.WriteString(" jitter=0")
+	case s.Jitter != 0:
+		fmt.Fprintf(&b, " jitter=%s", strconv.FormatFloat(s.Jitter, 'f', -1, 64))
 	}
 	if s.Timeout != 0 {
 		fmt.Fprintf(&b, " timeout=%s", s.Timeout)
@@ -217,6 +242,26 @@ func (e *Event) String() string {
 		s += fmt.Sprintf(" version=%d", e.Version)
 	}
 	return s
+}
+
+// ErrorDecl is //stem:error name=<name>. It declares an error under the
+// durable Name: on a variable (or constant) the error value, matched with
+// errors.Is; on a type the error type, matched with errors.As, its
+// exported fields recorded with the failure. A failure whose chain holds
+// it keeps that identity through the store: in the workflow, from Result,
+// in another process and after a replay.
+type ErrorDecl struct {
+	// Name is the durable name recorded with failures (name=, required).
+	Name string
+	Positions
+}
+
+// Directive returns DirectiveError.
+func (*ErrorDecl) Directive() string { return DirectiveError }
+
+// String returns the directive in canonical form.
+func (e *ErrorDecl) String() string {
+	return fmt.Sprintf("%s%s name=%s", Prefix, DirectiveError, e.Name)
 }
 
 // The kinds of nondeterminism the determinism analyzer reports, which a

@@ -61,9 +61,15 @@
 //	name=<step name>      required: the durable step name
 //	version=<n>           optional, default 1: the checkpoint key is name@vN;
 //	                      bumping it makes in-flight runs run the step again
-//	retries=<n>           optional, default 0: retries after a failed attempt
+//	retries=<n>|forever   optional, default 0: retries after a failed attempt;
+//	                      forever retries until an attempt succeeds
 //	backoff=<d>[..<max>]  optional: delay before the first retry, doubled per
-//	                      retry up to max (runtime defaults: 100ms..1m)
+//	                      retry up to max (runtime defaults: 100ms..1m); a
+//	                      retry due later than the engine's ParkRetriesAfter
+//	                      (default 1s) parks the run and frees the worker
+//	jitter=<f>            optional, 0 to 1, default 0.5: the fraction of each
+//	                      delay that is randomized (a delay d waits between
+//	                      d*(1-f) and d); jitter=0 waits exact delays
 //	timeout=<d>           optional: bound on each attempt
 //	autoversion           flag: the step may run many times in one run, keyed
 //	                      name@vN#0, #1, ... by call order; adding or removing
@@ -79,6 +85,22 @@
 //	                      waits on the topic or holds a delivered payload
 //	                      (`stem check` tells); or give the new shape a new
 //	                      topic
+//
+// # //stem:error
+//
+// Declares an error under a durable name, in the doc comment of a package
+// variable or constant (an error value, matched with errors.Is) or of a
+// type (an error type, matched with errors.As; its exported fields are
+// recorded as JSON). A failure whose chain holds it keeps that identity
+// through the store: in the workflow, from Result, in another process and
+// after a replay. Undeclared errors keep only their text.
+//
+//	name=<name>           required: the durable name recorded with failures;
+//	                      renaming it while runs in flight recorded it makes
+//	                      them read back as text only
+//
+//	//stem:error name=bank.insufficient_funds
+//	var ErrInsufficientFunds = errors.New("insufficient funds")
 //
 // # //stem:allow
 //
@@ -103,7 +125,9 @@
 //   - A topic is 1 to 128 ASCII letters, digits, '.', '_', '-', '/' and ':',
 //     and does not start with "stem.", which the runtime reserves.
 //   - A version is a positive decimal integer without sign or leading zeros.
-//   - retries is a non-negative decimal integer.
+//   - retries is a non-negative decimal integer, or the word forever.
+//   - jitter is a decimal from 0 to 1 (0, 0.25, 1), without sign or
+//     exponent.
 //   - A queue name follows the rule of a workflow name.
 //   - A duration is a positive Go duration (time.ParseDuration): 200ms, 30s,
 //     1m30s. A backoff maximum is not less than its start.

@@ -75,12 +75,16 @@ var directives = map[string][]keySpec{
 			return msg, 0
 		}},
 		{key: "retries", set: func(a Annotation, v string) (string, int) {
+			if v == "forever" {
+				a.(*Step).Retries = RetryForever
+				return "", 0
+			}
 			if strings.HasPrefix(v, "-") {
 				return fmt.Sprintf("retries must not be negative, got %s", v), 0
 			}
 			n, ok := parseUint(v)
 			if !ok {
-				return fmt.Sprintf("retries must be a non-negative integer without sign or leading zeros, got %q", v), 0
+				return fmt.Sprintf("retries must be a non-negative integer without sign or leading zeros, or forever, got %q", v), 0
 			}
 			a.(*Step).Retries = n
 			return "", 0
@@ -107,6 +111,17 @@ var directives = map[string][]keySpec{
 			s.MaxBackoff = m
 			return "", 0
 		}},
+		{key: "jitter", set: func(a Annotation, v string) (string, int) {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || strings.ContainsAny(v, "eEinfINFxX_+-") || f < 0 || f > 1 {
+				return fmt.Sprintf("jitter must be a decimal from 0 to 1 such as 0.2, got %q", v), 0
+			}
+			if f == 0 {
+				f = NoJitter
+			}
+			a.(*Step).Jitter = f
+			return "", 0
+		}},
 		{key: "timeout", set: func(a Annotation, v string) (string, int) {
 			d, msg := parseDuration("timeout", v)
 			a.(*Step).Timeout = d
@@ -128,6 +143,12 @@ var directives = map[string][]keySpec{
 			return msg, 0
 		}},
 	},
+	DirectiveError: {
+		{key: "name", required: true, set: func(a Annotation, v string) (string, int) {
+			a.(*ErrorDecl).Name = v
+			return nameMessage(storage.CheckErrorName(v))
+		}},
+	},
 	DirectiveAllow: allowSpecs(),
 }
 
@@ -145,7 +166,7 @@ func allowSpecs() []keySpec {
 }
 
 // directiveNames lists the directives in the order messages name them.
-var directiveNames = []string{DirectiveWorkflow, DirectiveStep, DirectiveEvent, DirectiveAllow}
+var directiveNames = []string{DirectiveWorkflow, DirectiveStep, DirectiveEvent, DirectiveError, DirectiveAllow}
 
 // IsDirective reports whether a comment's text starts a stem directive
 // (possibly malformed): whether Parse has anything to say about it.
@@ -221,6 +242,8 @@ func Parse(slash token.Pos, text string) (Annotation, error) {
 		a = &Step{Version: 1, Positions: pos}
 	case DirectiveEvent:
 		a = &Event{Version: 1, Positions: pos}
+	case DirectiveError:
+		a = &ErrorDecl{Positions: pos}
 	case DirectiveAllow:
 		a = &Allow{Positions: pos}
 	}

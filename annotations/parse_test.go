@@ -41,9 +41,13 @@ func TestParseGood(t *testing.T) {
 		{"//stem:step name=charge version=2 retries=0 backoff=1s", &Step{Name: "charge", Version: 2, Backoff: time.Second}},
 		{"//stem:step autoversion name=pack", &Step{Name: "pack", Version: 1, Autoversion: true}},
 		{"//stem:step name=p backoff=1s..1s", &Step{Name: "p", Version: 1, Backoff: time.Second, MaxBackoff: time.Second}},
+		{"//stem:step name=p retries=forever backoff=1h jitter=0", &Step{Name: "p", Version: 1, Retries: RetryForever, Backoff: time.Hour, Jitter: NoJitter}},
+		{"//stem:step name=p jitter=0.25", &Step{Name: "p", Version: 1, Jitter: 0.25}},
+		{"//stem:step name=p jitter=1", &Step{Name: "p", Version: 1, Jitter: 1}},
 		{"//stem:event topic=shipment.ready", &Event{Topic: "shipment.ready", Version: 1}},
 		{"//stem:event topic=a/b:c", &Event{Topic: "a/b:c", Version: 1}},
 		{"//stem:event topic=shipment.ready version=2", &Event{Topic: "shipment.ready", Version: 2}},
+		{"//stem:error name=bank.insufficient_funds", &ErrorDecl{Name: "bank.insufficient_funds"}},
 		{"//stem:allow time", &Allow{Kinds: []string{"time"}}},
 		{"//stem:allow rand goroutine io", &Allow{Kinds: []string{"rand", "goroutine", "io"}}},
 	}
@@ -89,7 +93,12 @@ func TestParseErrors(t *testing.T) {
 		line string
 		want []string // "col: message substring"
 	}{
-		{"//stem:stpe name=x", []string{"8: unknown directive //stem:stpe; want //stem:workflow, //stem:step, //stem:event or //stem:allow (did you mean //stem:step?)"}},
+		{"//stem:stpe name=x", []string{"8: unknown directive //stem:stpe; want //stem:workflow, //stem:step, //stem:event, //stem:error or //stem:allow (did you mean //stem:step?)"}},
+		{"//stem:eror name=x", []string{"8: unknown directive //stem:eror; want //stem:workflow, //stem:step, //stem:event, //stem:error or //stem:allow (did you mean //stem:error?)"}},
+		{"//stem:error", []string{"8: //stem:error needs name=<error name>"}},
+		{"//stem:error nmae=x", []string{"8: //stem:error needs name=<error name>", "14: unknown key \"nmae\" in //stem:error; want name (did you mean name?)"}},
+		{"//stem:error name=bank.insufficient funds", []string{"37: unknown key \"funds\" in //stem:error; want name"}},
+		{"//stem:error name=a@b", []string{"20: invalid character '@' in error name"}},
 		{"//stem:allow", []string{"8: //stem:allow needs the kinds of nondeterminism it allows: time, rand, goroutine, select, map, io or global"}},
 		{"//stem:allow tmie", []string{"14: unknown key \"tmie\" in //stem:allow; want time, rand, goroutine, select, map, io or global (did you mean time?)"}},
 		{"//stem:allow time=now", []string{"18: time is a flag and takes no value: write time"}},
@@ -131,11 +140,15 @@ func TestParseErrors(t *testing.T) {
 		{"//stem:workflow name=a retention=forever retention=1h", []string{"42: duplicate key retention"}},
 		{"//stem:workflow name=a queue=a:b retention=-5m queu=x", []string{
 			"31: invalid character ':' in queue name", "44: retention must be positive", "48: unknown key \"queu\""}},
-		{"//stem:step name=a nmae=b", []string{"20: unknown key \"nmae\" in //stem:step; want name, version, retries, backoff, timeout or autoversion (did you mean name?)"}},
+		{"//stem:step name=a nmae=b", []string{"20: unknown key \"nmae\" in //stem:step; want name, version, retries, backoff, jitter, timeout or autoversion (did you mean name?)"}},
 		{"//stem:step name=a name=b", []string{"20: duplicate key name in //stem:step"}},
 		{"//stem:step name=a retries=-1", []string{"28: retries must not be negative, got -1"}},
 		{"//stem:step name=a retries=x", []string{"28: retries must be a non-negative integer"}},
 		{"//stem:step name=a retries=01", []string{"28: retries must be a non-negative integer"}},
+		{"//stem:step name=a retries=Forever", []string{"28: retries must be a non-negative integer without sign or leading zeros, or forever"}},
+		{"//stem:step name=a jitter=1.5", []string{"27: jitter must be a decimal from 0 to 1"}},
+		{"//stem:step name=a jitter=-0.1", []string{"27: jitter must be a decimal from 0 to 1"}},
+		{"//stem:step name=a jitter=NaN", []string{"27: jitter must be a decimal from 0 to 1"}},
 		{"//stem:step name=a version=0", []string{"28: version must be a positive integer"}},
 		{"//stem:step name=a version=+2", []string{"28: version must be a positive integer"}},
 		{"//stem:step name=a timeout=10", []string{"28: bad duration \"10\" for timeout"}},
@@ -257,6 +270,10 @@ func stripPositions(a Annotation) Annotation {
 		c.Positions = Positions{}
 		return &c
 	case *Allow:
+		c := *a
+		c.Positions = Positions{}
+		return &c
+	case *ErrorDecl:
 		c := *a
 		c.Positions = Positions{}
 		return &c

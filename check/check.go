@@ -15,7 +15,9 @@
 // A program or a test can run it too, and, given an engine with the
 // build's workflows registered, also replay each run against the code
 // (runtime.Engine.Replay), which finds what a manifest cannot: code that
-// asks for its steps in another order.
+// asks for its steps in another order. Any Replayer can stand in for the
+// engine: stem check's builds a program in the module that registers the
+// build's workflows, runs it on the store, and answers from its report.
 //
 //	build, err := check.Load(".")
 //	...
@@ -156,9 +158,21 @@ type Options struct {
 	// same store, with the build's workflows registered; it need not be
 	// running.
 	Engine *runtime.Engine
+	// Replayer, when set and Engine is not, replays the runs instead of
+	// Engine: a replay made elsewhere (stem check builds a program from
+	// the module and runs it). It is asked for the runs in flight the
+	// check read, a batch at a time, by ID; a run it leaves out of its
+	// report, being no longer in flight, is neither replayed nor a problem.
+	Replayer Replayer
 	// PageSize is how many runs one read lists; zero means
 	// storage.DefaultPageSize.
 	PageSize int
+}
+
+// Replayer replays stored runs through a build's code, as
+// runtime.Engine.Replay does: *runtime.Engine is one.
+type Replayer interface {
+	Replay(ctx context.Context, opts runtime.ReplayOptions) (runtime.ReplayReport, error)
 }
 
 // replayBatch is how many runs one Engine.Replay call names.
@@ -207,10 +221,17 @@ func Store(ctx context.Context, store storage.Store, build *Build, opts Options)
 			}
 		}
 	}
-	if opts.Engine != nil && len(ids) > 0 {
+	var replayer Replayer
+	switch {
+	case opts.Engine != nil:
+		replayer = opts.Engine
+	case opts.Replayer != nil:
+		replayer = opts.Replayer
+	}
+	if replayer != nil && len(ids) > 0 {
 		slices.Sort(ids)
 		for start := 0; start < len(ids); start += replayBatch {
-			if err := c.replay(opts.Engine, ids[start:min(start+replayBatch, len(ids))], runs); err != nil {
+			if err := c.replay(replayer, ids[start:min(start+replayBatch, len(ids))], runs); err != nil {
 				return Report{}, err
 			}
 		}
@@ -246,15 +267,15 @@ type checker struct {
 
 func (c *checker) add(p Problem) { c.report.Problems = append(c.report.Problems, p) }
 
-// replay replays runs with engine and adds their divergences, but not
+// replay replays runs with replayer and adds their divergences, but not
 // that no registered function can run a run whose workflow or version the
 // manifests already showed missing.
-func (c *checker) replay(engine *runtime.Engine, ids []string, runs map[string]checked) error {
-	rep, err := engine.Replay(c.ctx, runtime.ReplayOptions{RunIDs: ids})
+func (c *checker) replay(replayer Replayer, ids []string, runs map[string]checked) error {
+	rep, err := replayer.Replay(c.ctx, runtime.ReplayOptions{RunIDs: ids})
 	if errors.Is(err, storage.ErrRunNotFound) && len(ids) > 1 {
 		// A run deleted since it was listed: replay the others one by one.
 		for _, id := range ids {
-			if err := c.replay(engine, []string{id}, runs); err != nil {
+			if err := c.replay(replayer, []string{id}, runs); err != nil {
 				return err
 			}
 		}
@@ -370,8 +391,8 @@ func (c *checker) run(r storage.RunRecord) (checked, error) {
 	}
 	steps := wf.pkg.steps
 	for _, cp := range replay.Checkpoints {
-		if cp.Kind != storage.KindStep {
-			continue
+		if cp.Kind != storage.KindStep || runtime.IsHelperKey(cp.Key) {
+			continue // a recorded Now, Random, UUID or SideEffect value is no step of the build
 		}
 		key, iter, iterated := strings.Cut(cp.Key, "#")
 		s := steps[key]

@@ -3,6 +3,7 @@ package check_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -450,7 +451,7 @@ func TestOldFormat(t *testing.T) {
 	if len(rep.Problems) != 2 || rep.Problems[0].Key != "gone@v1" || rep.Problems[1].Path != "hold" {
 		t.Errorf("against a format 1 manifest:\n%s", problems(rep))
 	}
-	if err := build.Add("new/"+check.ManifestFile, []byte(`{"format": 3, "workflows": []}`)); !errors.Is(err, manifest.ErrNewerFormat) || !strings.Contains(err.Error(), "new/"+check.ManifestFile) {
+	if err := build.Add("new/"+check.ManifestFile, []byte(fmt.Sprintf(`{"format": %d, "workflows": []}`, manifest.Format+1))); !errors.Is(err, manifest.ErrNewerFormat) || !strings.Contains(err.Error(), "new/"+check.ManifestFile) {
 		t.Errorf("a manifest of a newer format: %v", err)
 	}
 }

@@ -140,3 +140,65 @@ func TestReplayWithEngine(t *testing.T) {
 	}
 	t.Logf("%s", p)
 }
+
+// replayedElsewhere is a Replayer whose report was made elsewhere (in
+// another process): it answers each batch with what it holds of those runs.
+type replayedElsewhere struct {
+	report runtime.ReplayReport
+	asked  [][]string
+}
+
+func (r *replayedElsewhere) Replay(_ context.Context, opts runtime.ReplayOptions) (runtime.ReplayReport, error) {
+	r.asked = append(r.asked, opts.RunIDs)
+	var out runtime.ReplayReport
+	for _, id := range opts.RunIDs {
+		for _, d := range r.report.Divergences {
+			if d.RunID == id {
+				out.Divergences = append(out.Divergences, d)
+			}
+		}
+		for _, s := range r.report.Skipped {
+			if s.RunID == id {
+				out.Skipped = append(out.Skipped, s)
+			}
+		}
+	}
+	out.Replayed = len(opts.RunIDs) - len(out.Skipped)
+	return out, nil
+}
+
+// A Replayer stands in for an engine: its divergences become KindReplay
+// problems of the runs the check read, and the runs it could not open are
+// listed as not replayed; a divergence of a run the check did not read (it
+// started since) is not reported.
+func TestReplayer(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New(memstore.Options{})
+	defer st.Close()
+	for _, id := range []string{"g-1", "g-2", "g-3"} {
+		if _, err := st.CreateRuns(ctx, []storage.NewRun{{ID: id, Workflow: "greet", Version: 1, Input: []byte(`"ada"`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &replayedElsewhere{report: runtime.ReplayReport{
+		Divergences: []runtime.Divergence{
+			{RunID: "g-1", Workflow: "greet", Version: 1, Execution: 1, Key: "audit@v1", Message: "the code calls audit@v1, which the run did not record, where the run recorded nap"},
+			{RunID: "g-9", Workflow: "greet", Version: 1, Execution: 1, Key: "audit@v1", Message: "started since the check read the store"},
+		},
+		Skipped: []runtime.SkippedRun{{RunID: "g-3", Workflow: "greet", Reason: "sealed"}},
+	}}
+	rep, err := check.Store(ctx, st, greetBuild(t), check.Options{Replayer: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.asked) != 1 || strings.Join(r.asked[0], " ") != "g-1 g-2 g-3" {
+		t.Errorf("asked for %v", r.asked)
+	}
+	if rep.Checked != 3 || rep.Stranded != 1 || rep.Replayed != 2 || len(rep.NotReplayed) != 1 || rep.NotReplayed[0].RunID != "g-3" || len(rep.Problems) != 1 {
+		t.Fatalf("report: %+v", rep)
+	}
+	if p := rep.Problems[0]; p.RunID != "g-1" || p.Kind != check.KindReplay || p.Key != "audit@v1" || p.Status != storage.StatusQueued ||
+		p.String() != "g-1 (greet@v1, queued): audit@v1: replay diverges: the code calls audit@v1, which the run did not record, where the run recorded nap" {
+		t.Errorf("problem: %+v\n%s", p, p)
+	}
+}

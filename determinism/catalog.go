@@ -15,7 +15,7 @@ type rule struct {
 var (
 	clockRule = &rule{annotations.AllowTime,
 		"a replay reads another time than the run did",
-		"read the time in a step and use its result, or wait with the context's Sleep/SleepUntil"}
+		"use the context's Now (ctx.Now()), which records the time at the call, or wait with the context's Sleep/SleepUntil"}
 	sleepRule = &rule{annotations.AllowTime,
 		"the wait is not recorded, so it holds the worker and a replay waits again",
 		"use the context's Sleep or SleepUntil, which suspend the run durably"}
@@ -24,13 +24,19 @@ var (
 		"use the context's Sleep, SleepUntil or Timer"}
 	randRule = &rule{annotations.AllowRand,
 		"a replay draws other numbers than the run did",
-		"draw them in a step and use its result"}
+		"use the context's Random (ctx.Random()), which records the number, or draw them in a step and use its result"}
 	sourceRule = &rule{annotations.AllowRand,
 		"a replay draws other numbers than the run did, unless the source was seeded from the workflow's input",
-		"draw them in a step, or //stem:allow rand where the seed is deterministic"}
+		"use the context's Random (ctx.Random()), draw them in a step, or //stem:allow rand where the seed is deterministic"}
 	cryptoRandRule = &rule{annotations.AllowRand,
 		"a replay draws other bytes than the run did",
-		"draw them in a step and use its result"}
+		"use the context's UUID or Random (ctx.UUID(), ctx.Random()), or draw them in runtime.SideEffect or a step, which record them"}
+	uuidRule = &rule{annotations.AllowRand,
+		"a replay makes another UUID than the run did",
+		"use the context's UUID (ctx.UUID()), which records it, or make it in runtime.SideEffect or a step"}
+	deadlineRule = &rule{annotations.AllowTime,
+		"the deadline is set from the wall clock, which a replay reads again, and is not recorded",
+		"bound a step with its timeout (timeout= on //stem:step, StepOptions.Timeout), a wait with its own timeout, or the run with runtime.WithTimeout when starting it"}
 	ioRule = &rule{annotations.AllowIO,
 		"files, network, environment and processes are not recorded, so a replay repeats the I/O and may get another answer",
 		"move it into a step"}
@@ -43,6 +49,15 @@ var timeRules = map[string]*rule{
 	"Sleep": sleepRule,
 	"After": timerRule, "Tick": timerRule, "NewTimer": timerRule, "NewTicker": timerRule, "AfterFunc": timerRule,
 }
+
+// uuidPath is the import path of github.com/google/uuid, whose New*
+// functions draw random UUIDs (or read the clock, for versions 1, 6 and
+// 7). It is matched by path, not imported.
+const uuidPath = "github.com/google/uuid"
+
+// contextDeadlines are the functions of package context that set a
+// deadline from the clock.
+var contextDeadlines = set("WithTimeout", "WithDeadline", "WithTimeoutCause", "WithDeadlineCause")
 
 // randConstructors are the functions of math/rand and math/rand/v2 that
 // make a source without drawing from one.
@@ -116,6 +131,16 @@ func classify(obj types.Object) (*rule, string) {
 			}
 		case path == "crypto/rand":
 			return cryptoRandRule, name
+		case path == uuidPath:
+			if recv == "" && strings.HasPrefix(obj.Name(), "New") {
+				return uuidRule, name
+			}
+		case path == "context":
+			if recv == "" && contextDeadlines[obj.Name()] {
+				return deadlineRule, name
+			}
+		case isClock(obj, path):
+			return clockRule, name
 		case path == "path/filepath":
 			if filepathIO[obj.Name()] {
 				return ioRule, name
@@ -137,6 +162,27 @@ func classify(obj types.Object) (*rule, string) {
 	}
 	return nil, ""
 }
+
+// isClock reports whether fn, of the package at path, reads a clock the
+// way time.Now does: it is named Now, takes no arguments and returns a
+// time.Time, as the clocks of clock libraries and of users' own packages
+// do (a function or a method, of a type or an interface). Stem's own
+// packages are not clocks: the context's Now records its time.
+func isClock(fn *types.Func, path string) bool {
+	if fn.Name() != "Now" || path == runtimeRoot || strings.HasPrefix(path, runtimeRoot+"/") {
+		return false
+	}
+	sig := fn.Signature()
+	if sig.Params().Len() != 0 || sig.Results().Len() != 1 {
+		return false
+	}
+	n, ok := types.Unalias(sig.Results().At(0).Type()).(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "time" && n.Obj().Name() == "Time"
+}
+
+// runtimeRoot is the module path of Stem, whose packages are not
+// reported.
+const runtimeRoot = "github.com/stemflow/stem"
 
 // funcName returns a function's name for messages, pkg.F or (*pkg.T).M,
 // and the name of its receiver's base type ("" for a function).

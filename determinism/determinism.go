@@ -37,16 +37,25 @@
 //
 //   - time: time.Now, Since, Until (a replay reads another time), Sleep,
 //     After, Tick, NewTimer, NewTicker, AfterFunc (a wait that is not
-//     recorded). Use the context's Sleep, SleepUntil or Timer, or read the
-//     time in a step.
+//     recorded); any other package's clock: a function or method (of a
+//     type or an interface, such as a clock library's) named Now that
+//     takes nothing and returns a time.Time; and context.WithTimeout,
+//     WithDeadline and their Cause forms (a deadline set from the clock).
+//     Use the context's Now, which records the time at the call, its
+//     Sleep, SleepUntil or Timer, a step's timeout, or runtime.WithTimeout
+//     for the whole run.
 //   - rand: the functions of math/rand and math/rand/v2 (but the
 //     constructors New, NewSource, NewPCG, NewChaCha8, NewZipf) and the
-//     methods of their sources, and crypto/rand. Draw in a step; a source
-//     seeded from the workflow's input is deterministic and can be allowed.
+//     methods of their sources, crypto/rand, and the New* functions of
+//     github.com/google/uuid (matched by import path). Use the context's
+//     Random or UUID, which record what they drew, runtime.SideEffect, or
+//     a step; a source seeded from the workflow's input is deterministic
+//     and can be allowed.
 //   - goroutine: go statements. Start steps concurrently with the
 //     context's Async step methods (runtime.StepAsync) and futures.
 //   - select: select statements, channel sends and receives, and ranging
-//     over a channel. Use runtime.Select over futures and events.
+//     over a channel. Use the context's Select (runtime.Select) over futures
+//     and events.
 //   - map: ranging over a map (or over maps.Keys, maps.Values, maps.All),
 //     since Go randomizes the order — unless
 //     the loop's body cannot depend on it: every statement only adds

@@ -96,7 +96,7 @@ func (w *walker) visit(n ast.Node) bool {
 	case *ast.GoStmt:
 		w.report(n.Pos(), annotations.AllowGoroutine, w.o, "go statement",
 			"the goroutine runs beside the workflow, outside its checkpoints, so neither what it does nor when is replayed",
-			"start steps concurrently with the context's Async step methods (or runtime.StepAsync) and wait for them with Await or runtime.All")
+			"start steps concurrently with the context's Async step methods (or runtime.StepAsync) and wait for them with Await or the context's All (runtime.All)")
 	case *ast.SelectStmt:
 		for _, c := range n.Body.List {
 			if cc, ok := c.(*ast.CommClause); ok && cc.Comm != nil {
@@ -115,7 +115,7 @@ func (w *walker) visit(n ast.Node) bool {
 		}
 		w.report(n.Pos(), annotations.AllowSelect, w.o, "select",
 			"which case is ready first is not recorded, so a replay may take another",
-			"select over futures with runtime.Select, which checkpoints the winner")
+			"select over futures with the context's Select (runtime.Select), which checkpoints the winner")
 	case *ast.SendStmt:
 		if !w.commOps[n] {
 			w.report(n.Pos(), annotations.AllowSelect, w.o, "channel send", chanWhy, chanFix)
@@ -252,8 +252,15 @@ func (w *walker) ident(id *ast.Ident, pos token.Pos) {
 	if fn, ok := obj.(*types.Func); ok {
 		fn = fn.Origin()
 		if fn.Pkg() == w.pkg && w.pkg != nil {
-			if decl := w.decls[fn]; decl != nil && !w.steps[decl] && !w.stepArgs[id] {
+			decl := w.decls[fn]
+			if decl != nil && !w.steps[decl] && !w.stepArgs[id] {
 				w.callees = append(w.callees, decl)
+			}
+			if decl == nil && isClock(fn, fn.Pkg().Path()) {
+				// A clock interface's Now, declared here: its bodies are
+				// elsewhere.
+				name, _ := funcName(fn)
+				w.report(pos, clockRule.kind, w.o, name, clockRule.why, clockRule.fix)
 			}
 			return
 		}

@@ -17,12 +17,42 @@ type childOptions struct {
 	policy storage.ParentPolicy
 }
 
-// Abandon lets the child run to its end when its parent is terminated. By
-// default terminating a run terminates its unfinished children (and
-// theirs) with it.
-func Abandon() ChildOption {
-	return func(o *childOptions) { o.policy = storage.ParentAbandon }
+// ParentClosePolicy says what becomes of a child run when its parent ends
+// for any reason: it completes, errors (its deadline and its cancellation
+// included) or is terminated; and when the parent's execution continues
+// as new (ContinueAsNew), which ends the execution that started the child
+// (the next one cannot await it). It is recorded with the child (RunInfo.ParentClose, stem
+// show).
+type ParentClosePolicy = storage.ParentPolicy
+
+// The parent-close policies.
+const (
+	// ParentCloseTerminate, the default: when the parent ends, the child,
+	// if it has not ended, is terminated in the same store change (with
+	// its own children of this policy), with an error matching
+	// ErrTerminated. A child call's future the parent never awaited does
+	// not outlive it.
+	ParentCloseTerminate ParentClosePolicy = storage.ParentTerminate
+	// ParentCloseAbandon: the child runs to its own end whatever becomes
+	// of its parent, and so do its children.
+	ParentCloseAbandon ParentClosePolicy = storage.ParentAbandon
+	// ParentCloseCancel: when the parent ends, the child, if it has not
+	// ended, is cancelled (see Engine.Cancel), in the same store change:
+	// it sees an error matching ErrCanceled, runs its cleanup on the
+	// detached context, and ends itself, and its own children then meet
+	// their policies.
+	ParentCloseCancel ParentClosePolicy = storage.ParentCancel
+)
+
+// ParentClose sets what becomes of the child when its parent ends; see
+// ParentClosePolicy. The default is ParentCloseTerminate.
+func ParentClose(p ParentClosePolicy) ChildOption {
+	return func(o *childOptions) { o.policy = p }
 }
+
+// Abandon is ParentClose(ParentCloseAbandon): the child runs to its end
+// when its parent completes, errors, is terminated or continues as new.
+func Abandon() ChildOption { return ParentClose(ParentCloseAbandon) }
 
 // CallChild starts the workflow named workflow as a child of this run, with
 // input, and waits for it to end, returning its output (or its error). name
@@ -39,11 +69,15 @@ func CallChild[Out any](c *WorkflowContext, name, workflow string, input any, op
 	if err := storage.CheckStepKey(name); err != nil {
 		return zero, err
 	}
-	key, err := x.useKey(name, false)
+	key, err := x.useCallKey(name, false, asChild)
 	if err != nil {
 		return zero, err
 	}
-	if cp, ok := x.lookup(key); ok {
+	cp, ok, err := x.begin(c.detached, "child:"+key, key)
+	if err != nil {
+		return zero, err
+	}
+	if ok {
 		return decodeChild[Out](x, cp)
 	}
 	childID, finished, collision, err := x.startChild(key, workflow, input, opts)
@@ -63,6 +97,8 @@ type ChildRun[Out any] struct {
 	x   *execution
 	id  string
 	key string
+	// detached is set for a child started on the detached context.
+	detached bool
 }
 
 // ID returns the child's run ID.
@@ -75,10 +111,15 @@ func (r *ChildRun[Out]) Result() (Out, error) {
 	x := r.x
 	x.checkStopped()
 	key := r.key + "/result"
-	if cp, ok := x.lookup(key); ok {
+	cp, ok, err := x.begin(r.detached, "result:"+key, key)
+	if err != nil {
+		var zero Out
+		return zero, err
+	}
+	if ok {
 		return decodeChild[Out](x, cp)
 	}
-	if _, err := x.useKey(key, false); err != nil {
+	if _, err := x.useCallKey(key, false, asChildResult); err != nil {
 		var zero Out
 		return zero, err
 	}
@@ -104,11 +145,14 @@ func StartChild[Out any](c *WorkflowContext, name, workflow string, input any, o
 	if err := storage.CheckStepKey(name); err != nil {
 		return nil, err
 	}
-	key, err := x.useKey(name, false)
+	key, err := x.useCallKey(name, false, asChild)
 	if err != nil {
 		return nil, err
 	}
-	cp, ok := x.lookup(key)
+	cp, ok, err := x.begin(c.detached, "child:"+key, key)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		// A child that ended already is read by Result.
 		childID, _, collision, err := x.startChild(key, workflow, input, opts)
@@ -126,7 +170,7 @@ func StartChild[Out any](c *WorkflowContext, name, workflow string, input any, o
 	if err != nil {
 		return nil, err
 	}
-	return &ChildRun[Out]{x: x, id: id, key: key}, nil
+	return &ChildRun[Out]{x: x, id: id, key: key, detached: c.detached}, nil
 }
 
 // startChild creates the child run (idempotently, by its derived ID). When
@@ -149,6 +193,12 @@ func (x *execution) startChild(key, workflow string, input any, opts []ChildOpti
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if !o.policy.Valid() {
+		return "", nil, nil, invalidArg("child call %q: unknown parent-close policy %q: want ParentCloseTerminate or ParentCloseAbandon", key, o.policy)
+	}
+	x.cpMu.Lock()
+	x.startedChild = true
+	x.cpMu.Unlock()
 	req := storage.NewRun{ID: childID, Workflow: workflow, Input: in, ParentID: x.lease.RunID, ParentPolicy: o.policy,
 		Deadline: def.deadlineFrom(e.clock.Now(), time.Time{}), Queue: def.queue, Version: def.version}
 	res, err := e.createRuns(context.WithoutCancel(x.ctx), x.lease.RunID, []storage.NewRun{req})

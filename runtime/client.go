@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stemflow/stem/storage"
 )
@@ -118,7 +119,12 @@ type RunInfo struct {
 	Workflow string
 	// ParentID is the run that started this one as a child, or "".
 	ParentID string
-	Status   RunStatus
+	// ParentClose is what becomes of this child run when its parent ends:
+	// ParentCloseTerminate (the default), ParentCloseAbandon or
+	// ParentCloseCancel. "" means ParentCloseTerminate too, and is all a
+	// run that is no child has.
+	ParentClose ParentClosePolicy
+	Status      RunStatus
 	// Input is the run's JSON input. When it cannot be opened with this
 	// engine's codec, Input is nil and InputErr (a *SealedError) says why.
 	Input    json.RawMessage
@@ -135,6 +141,11 @@ type RunInfo struct {
 	OpenErr error
 	// PauseRequested is true while a pause waits for the next step boundary.
 	PauseRequested bool
+	// CancelRequested is set once the run's cancellation was requested
+	// (Engine.Cancel, or its parent's end under ParentCloseCancel), until
+	// a restart; CancelReason is the first request's reason.
+	CancelRequested bool
+	CancelReason    string
 	// ReadyAt is when a waiting run wakes (a sleep's end or a wait's
 	// deadline); nil when only an event wakes it.
 	ReadyAt *time.Time
@@ -164,17 +175,25 @@ type RunInfo struct {
 	Execution int
 	StartedAt time.Time
 	EndedAt   *time.Time
+	// Hold, when not nil, says why an engine held the run rather than
+	// execute it: the workflow's code no longer makes the calls the run's
+	// history recorded. The run is ready again after Config.HoldRetry,
+	// for a build that matches it; terminate, restart or fork it to act
+	// sooner.
+	Hold      *Hold
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
 
 func (e *Engine) runInfo(r storage.RunRecord) RunInfo {
 	info := RunInfo{
-		ID: r.ID, Workflow: r.Workflow, ParentID: r.ParentID, Status: r.Status,
+		ID: r.ID, Workflow: r.Workflow, ParentID: r.ParentID, ParentClose: r.ParentPolicy, Status: r.Status,
 		PauseRequested: r.PauseRequested, ReadyAt: r.ReadyAt, Recoveries: r.Recoveries,
+		CancelRequested: r.CancelRequested, CancelReason: r.CancelReason,
 		Execution: r.Execution, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		Queue: r.Queue, Partition: r.Partition, Priority: r.Priority, Version: r.Version,
+		Hold: r.Hold.Clone(),
 	}
 	if r.Wait != nil {
 		info.WaitingFor = r.Wait.Topic
@@ -268,6 +287,12 @@ func (r *Run[Out]) Pause(ctx context.Context) error { return r.engine.Pause(ctx,
 
 // Resume resumes a paused run; see Engine.Resume.
 func (r *Run[Out]) Resume(ctx context.Context) error { return r.engine.Resume(ctx, r.id) }
+
+// Cancel requests the run's cancellation, which its workflow handles; see
+// Engine.Cancel.
+func (r *Run[Out]) Cancel(ctx context.Context, reason string) error {
+	return r.engine.Cancel(ctx, r.id, reason)
+}
 
 // Terminate ends the run; see Engine.Terminate.
 func (r *Run[Out]) Terminate(ctx context.Context, reason string) error {
@@ -511,7 +536,8 @@ func (e *Engine) Terminate(ctx context.Context, id, reason string) error {
 	}
 	info := storage.ErrorInfo{Message: e.payloads.sealText("stem: run terminated: " + reason), Code: storage.CodeTerminated}
 	childInfo := storage.ErrorInfo{Message: e.payloads.sealText(fmt.Sprintf("stem: run terminated: parent %s terminated: %s", id, reason)), Code: storage.CodeTerminated}
-	req := storage.TerminateRequest{RunID: id, Error: info, ChildError: &childInfo}
+	req := storage.TerminateRequest{RunID: id, Error: info, ChildError: &childInfo,
+		ChildCancel: cancelReason(fmt.Sprintf("its parent %s was terminated: %s", id, reason))}
 	req.Notify = parentNotice(r.ParentID, id, childOutcome{Error: &info})
 	ids, err := e.store.Terminate(ctx, req)
 	if err != nil {
@@ -521,8 +547,56 @@ func (e *Engine) Terminate(ctx context.Context, id, reason string) error {
 		e.stopLocal(id, ErrTerminated)
 	}
 	e.waiters.wake(ids...)
+	if r.ParentID != "" {
+		e.arrivals.wake(r.ParentID)
+	}
 	e.signal()
 	return nil
+}
+
+// Cancel requests the cancellation of an unfinished run, with reason (at
+// most storage.MaxCancelReason bytes of text, possibly empty). Unlike
+// Terminate, the workflow sees it and ends itself: its context is
+// cancelled (a running step's too, which is not retried) with a cause
+// matching ErrCanceled, and its next durable call that would run a step,
+// begin a sleep or a wait, start a child or wait on futures fails with an
+// error matching ErrCanceled, as do its calls after it, but for those
+// made on the detached context (WorkflowContext.Detached), where its
+// cleanup runs and checkpoints as usual. A sleeping or waiting run wakes
+// for it at once; a paused run sees it when resumed; a held run when its
+// code is fixed. A workflow that returns the error ends errored with it
+// (RunInfo.Err matches ErrCanceled); one that handles it may complete.
+// The first request wins: cancelling again succeeds and changes nothing.
+// The run's children meet their parent-close policy when it ends. A
+// finished run: ErrInvalidState; an unknown one: ErrRunNotFound.
+func (e *Engine) Cancel(ctx context.Context, id, reason string) error {
+	if err := e.checkOpen(); err != nil {
+		return err
+	}
+	if err := e.store.Cancel(ctx, storage.CancelRequest{RunID: id, Reason: reason}); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	x := e.active[id]
+	e.mu.Unlock()
+	if x != nil {
+		x.noteCancel("", true) // the reason is the first request's, from the store
+	}
+	e.signal()
+	return nil
+}
+
+// cancelReason is s cut to the longest reason a cancellation records, on
+// a rune boundary.
+func cancelReason(s string) string {
+	if len(s) <= storage.MaxCancelReason {
+		return s
+	}
+	s = s[:storage.MaxCancelReason]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 // RestartOption configures one Restart.
@@ -621,6 +695,8 @@ func (e *Engine) SendEvent(ctx context.Context, runID, topic string, payload any
 	}
 	if delivered {
 		e.signal()
+	} else {
+		e.arrivals.wake(runID) // buffered: a select of it that runs steps here takes it
 	}
 	return nil
 }

@@ -281,6 +281,7 @@ func (p payloads) sealInfo(info *storage.ErrorInfo) *storage.ErrorInfo {
 	}
 	sealed := *info
 	sealed.Message = p.sealText(info.Message)
+	sealed.Detail = p.sealText(info.Detail)
 	return &sealed
 }
 
@@ -302,25 +303,28 @@ func (p payloads) errorOf(what, key string, info *storage.ErrorInfo) error {
 	if err != nil || opened == nil {
 		return err
 	}
-	return &StepError{Key: key, Message: opened.Message, Code: opened.Code}
+	return stepError(key, opened)
 }
 
-// openInfo returns info with its message opened. A message that cannot be
-// opened is a *SealedError that matches the code's sentinel too.
+// openInfo returns info with its message and detail opened. A message
+// that cannot be opened is a *SealedError that matches the code's sentinel
+// too; so is a detail.
 func (p payloads) openInfo(what string, info *storage.ErrorInfo) (*storage.ErrorInfo, error) {
-	if info == nil || !strings.HasPrefix(info.Message, sealedPrefix) {
+	if info == nil || !strings.HasPrefix(info.Message, sealedPrefix) && !strings.HasPrefix(info.Detail, sealedPrefix) {
 		return info, nil
 	}
-	msg, err := p.openText(what, info.Message)
-	if err != nil {
-		var se *SealedError
-		if errors.As(err, &se) {
-			se.code = codeSentinels[info.Code]
-		}
-		return nil, err
-	}
 	opened := *info
-	opened.Message = msg
+	for _, field := range []*string{&opened.Message, &opened.Detail} {
+		text, err := p.openText(what, *field)
+		if err != nil {
+			var se *SealedError
+			if errors.As(err, &se) {
+				se.code = codeSentinels[info.Code]
+			}
+			return nil, err
+		}
+		*field = text
+	}
 	return &opened, nil
 }
 

@@ -62,6 +62,14 @@
 // errors with ErrPoisonRun), not against the step's retries, and the next
 // worker runs the attempt under the same number.
 //
+// A retry due later than Config.ParkRetriesAfter (default 1s) does not
+// wait on the worker: the run parks on the store's timer, ready when the
+// retry is due, and the worker takes other runs meanwhile; the engine that
+// claims it then replays to the step and makes the next attempt at once.
+// (A step future's retry waits on the worker.) StepOptions.Retries set to
+// RetryForever retries until an attempt succeeds; StepOptions.Jitter says
+// how much of each backoff is randomized.
+//
 // # Sleeping and waiting
 //
 // WorkflowContext.Sleep and SleepUntil persist the wake time once, release

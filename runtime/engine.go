@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -63,6 +64,14 @@ type Config struct {
 	// heartbeats and the engine's wait for the next wake time. The poll and
 	// the back-offs after a store error stay in real time.
 	Clock storage.Clock
+	// RandomSeed, when set, makes the workflow context's Random and UUID
+	// derive their values from it, the run's ID and the call's key
+	// instead of drawing them: a run of a given ID gets the same values
+	// on every engine with the same seed, whatever crashed in between,
+	// so tests can compare separate runs (package stemtest sets one).
+	// Each value is still recorded at its call. Leave it nil in
+	// production: the values are then random.
+	RandomSeed []byte
 	// Logger receives the engine's logs. Default: discarded.
 	Logger *slog.Logger
 	// MaxPayloadBytes caps every payload (input, output, event), checked
@@ -89,6 +98,20 @@ type Config struct {
 	// within the grace keeps its result and does not run again elsewhere.
 	// Default 10s; negative: cancel at once.
 	ShutdownGrace time.Duration
+	// HoldRetry is how long a run held for a divergence (see Hold) waits
+	// before an engine claims it again: a build deployed meanwhile that
+	// matches the run's history continues it then, with no operator's
+	// help. Default DefaultHoldRetry (30s).
+	HoldRetry time.Duration
+	// ParkRetriesAfter is the longest a step's retry waits for its backoff
+	// on the worker. A retry due later parks the run on the store's timer,
+	// ready when the retry is due, and frees the worker for other runs
+	// meanwhile; the failed attempt is recorded first, so whichever engine
+	// claims the run makes the next attempt, and the attempt numbers and
+	// retry budget go on. A step future's retry (StepAsync) waits on the
+	// worker however long its backoff, as the run's other calls may be at
+	// work. Default DefaultParkRetriesAfter (1s); negative: never park.
+	ParkRetriesAfter time.Duration
 	// MaxParallelSteps is how many step futures (StepAsync and the typed
 	// ...Async forms) of one run execute at once on this engine; more wait
 	// for a slot. Default DefaultMaxParallelSteps.
@@ -157,6 +180,10 @@ type Engine struct {
 	stopRun context.CancelFunc
 	runDone chan struct{}
 	waiters waiters // the callers waiting on runs' results
+	// arrivals wakes an execution whose select waits on running steps when
+	// this engine sends its run an event or ends a child of it, so that it
+	// takes the event (TakeEvent) at once rather than at its next poll.
+	arrivals waiters
 	// watchStop and watchDone stop and await the watch of the store's
 	// finished runs, once started (see watchFinished).
 	watchStop context.CancelFunc
@@ -180,10 +207,25 @@ type Engine struct {
 	// held one, so steps of engines without any pay one atomic load.
 	overrides  sync.Map
 	overridden atomic.Bool
+	// workflowOverrides holds the workflow functions tests put in place of
+	// a registered workflow's own, by name (OverrideWorkflow), as
+	// *workflowOverride; workflowOverridden says it has ever held one.
+	workflowOverrides  sync.Map
+	workflowOverridden atomic.Bool
+	// registrations counts the workflows registered, so a Run under way
+	// claims one registered after it began (a test's stand-in for a
+	// child) from its next claim on.
+	registrations atomic.Uint64
 
 	// sealedRuns holds the IDs of runs handed back because this engine
 	// cannot open them, so why is logged once per run.
 	sealedRuns sync.Map
+	// heldRuns holds the runs (with why) this engine held for a
+	// divergence, so it warns once per run and reason.
+	heldRuns sync.Map
+	// unserved holds, by workflow, the count of runs in flight no live
+	// engine registers that the engine last warned of.
+	unserved sync.Map
 	// unheld holds the workflow and step keys warned of running without a
 	// lease the heartbeats keep, so each is warned of once.
 	unheld sync.Map
@@ -233,6 +275,9 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.ShutdownGrace == 0 {
 		cfg.ShutdownGrace = 10 * time.Second
 	}
+	if cfg.ParkRetriesAfter == 0 {
+		cfg.ParkRetriesAfter = DefaultParkRetriesAfter
+	}
 	if cfg.WorkerID == "" {
 		cfg.WorkerID = newWorkerID()
 	}
@@ -258,6 +303,7 @@ func New(cfg Config) (*Engine, error) {
 	if h.Store != nil {
 		store = hookedStore{s: cfg.Store, hook: h.Store}
 	}
+	cfg.RandomSeed = bytes.Clone(cfg.RandomSeed)
 	return &Engine{
 		cfg:       cfg,
 		store:     store,
@@ -297,9 +343,12 @@ type workflowDef struct {
 
 // Register registers fn as the workflow named name: the durable name stored
 // with every run, which must not change while runs of it exist. Register
-// before Run. A name is 1 to 128 ASCII letters, digits, '.', '_' and '-'
-// (storage.CheckWorkflowName, the generator's rule); another is
-// ErrInvalidArgument.
+// before Run: the store's catalog and the engine's worker record list what
+// was registered when Run began, though a workflow registered while Run
+// runs (a test's stand-in for a child workflow) is claimed from the next
+// claim on, on the queues the engine already works. A name is 1 to 128
+// ASCII letters, digits, '.', '_' and '-' (storage.CheckWorkflowName, the
+// generator's rule); another is ErrInvalidArgument.
 //
 // Every run records the version it started under (WorkflowVersion, default
 // 1), and an engine claims only runs of the versions it registers. So one
@@ -320,17 +369,7 @@ func Register[In, Out any](e *Engine, name string, fn func(c *WorkflowContext, i
 		version: 1,
 		inType:  reflect.TypeFor[In](),
 		outType: reflect.TypeFor[Out](),
-		run: func(c *WorkflowContext, input []byte) ([]byte, error) {
-			var in In
-			if err := c.exec.engine.payloads.decode("input of "+name, input, &in); err != nil {
-				return nil, err
-			}
-			out, err := fn(c, in)
-			if err != nil {
-				return nil, err
-			}
-			return c.exec.engine.payloads.encode("output of "+name, out)
-		},
+		run:     runFunc(name, fn),
 	}
 	for _, o := range opts {
 		o(def)
@@ -344,6 +383,8 @@ func Register[In, Out any](e *Engine, name string, fn func(c *WorkflowContext, i
 		return ErrClosed
 	}
 	cur, ok := e.workflows[name]
+	e.registrations.Add(1)
+	defer e.signal()
 	if !ok {
 		e.workflows[name] = def
 		e.names = append(e.names, name)
@@ -359,6 +400,22 @@ func Register[In, Out any](e *Engine, name string, fn func(c *WorkflowContext, i
 	e.older[name] = append(e.older[name], def)
 	slices.SortFunc(e.older[name], func(a, b *workflowDef) int { return a.version - b.version })
 	return nil
+}
+
+// runFunc returns what runs a workflow function on a run's stored input:
+// it decodes the input, calls fn and encodes its output.
+func runFunc[In, Out any](name string, fn func(c *WorkflowContext, in In) (Out, error)) func(c *WorkflowContext, input []byte) ([]byte, error) {
+	return func(c *WorkflowContext, input []byte) ([]byte, error) {
+		var in In
+		if err := c.exec.engine.payloads.decode("input of "+name, input, &in); err != nil {
+			return nil, err
+		}
+		out, err := fn(c, in)
+		if err != nil {
+			return nil, err
+		}
+		return c.exec.engine.payloads.encode("output of "+name, out)
+	}
 }
 
 // registeredVersion returns the registered workflow that runs a run of
@@ -467,6 +524,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.stopRun = cancel
 	e.runDone = make(chan struct{})
 	names := slices.Clone(e.names)
+	registered := e.registrations.Load()
 	e.mu.Unlock()
 	versions := e.claimVersions()
 	defer func() {
@@ -519,6 +577,13 @@ func (e *Engine) Run(ctx context.Context) error {
 	threshold := max(1, min(e.cfg.Workers, e.cfg.ClaimBatch)/4)
 	backlog := false
 	for {
+		if n := e.registrations.Load(); n != registered {
+			// A workflow registered since: claim its runs too.
+			e.mu.Lock()
+			names, registered = slices.Clone(e.names), e.registrations.Load()
+			e.mu.Unlock()
+			versions = e.claimVersions()
+		}
 		free := cap(slots) - len(slots)
 		claimed := 0
 		if free > 0 && (free >= threshold || !backlog) {

@@ -37,8 +37,11 @@ var (
 	ErrEventTimeout = errors.New("stem: event wait timed out")
 	// ErrNonDeterminism: a replay did not follow the path the run took before.
 	ErrNonDeterminism = errors.New("stem: non-deterministic workflow")
-	// ErrDuplicateStep: a step key that is not autoversion was used twice in
-	// one run.
+	// ErrDuplicateStep: a durable call's key was used twice in one
+	// execution: a step not marked autoversion, or a child call, made twice
+	// under one name; or a key a call numbered by call order (a sleep, a
+	// wait, a select, a future) shares with a call of another kind. Its
+	// text names the fix.
 	ErrDuplicateStep = errors.New("stem: step called twice")
 	// ErrTerminated: the run was terminated.
 	ErrTerminated = errors.New("stem: run terminated")
@@ -58,10 +61,46 @@ var (
 	// also while sleeping or waiting, and its running step's context is
 	// cancelled with it as the cause.
 	ErrDeadline = errors.New("stem: run passed its deadline")
+	// ErrCanceled: a cancellation. Either the workflow cancelled a future
+	// (Future.Cancel, or a select that cancels its losers, SelectCancel)
+	// before it had its result: Await returns an error matching it. Or the
+	// run was cancelled (Engine.Cancel, or a parent that ended with the
+	// child's parent-close policy cancel): the workflow's context
+	// (WorkflowContext.Context) is cancelled with a cause matching it, and
+	// its durable calls fail with it, but those made on the detached
+	// context (WorkflowContext.Detached) for its cleanup. A step whose
+	// context was cancelled has it as its cause (context.Cause). Test for
+	// it, not for context.Canceled, which a replayed cancellation does not
+	// match.
+	ErrCanceled = errors.New("stem: canceled")
 	// ErrInvalidArgument: a call's argument is malformed (an empty ID, an
 	// empty topic, a bad key).
 	ErrInvalidArgument = storage.ErrInvalidArgument
+	// ErrHeld: an engine held the run rather than execute it, because the
+	// workflow's code no longer makes the calls the run's history recorded
+	// (see Hold); a *HeldError says where.
+	ErrHeld = errors.New("stem: run held: its code no longer matches its history")
 )
+
+// Hold says why an engine held a run: the first call where the workflow's
+// code and the run's history part, with the key each has there. See
+// RunInfo.Hold.
+type Hold = storage.Hold
+
+// HeldError is why an execution ended held (Hooks.Execution's Err with
+// OutcomeHeld): the run and its hold. It matches ErrHeld.
+type HeldError struct {
+	RunID string
+	Hold  Hold
+}
+
+// Error says which run is held, where and why.
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("run %s held at call %d of execution %d: %s", e.RunID, e.Hold.Position+1, e.Hold.Execution, e.Hold.Reason)
+}
+
+// Unwrap returns ErrHeld.
+func (e *HeldError) Unwrap() error { return ErrHeld }
 
 var codeSentinels = map[string]error{
 	storage.CodeEventTimeout:    ErrEventTimeout,
@@ -74,6 +113,7 @@ var codeSentinels = map[string]error{
 	storage.CodeDeadline:        ErrDeadline,
 	storage.CodeInvalidArgument: ErrInvalidArgument,
 	storage.CodeUnknownWorkflow: ErrUnknownWorkflow,
+	storage.CodeCanceled:        ErrCanceled,
 }
 
 // Permanent wraps err so that a step returning it is not retried.
@@ -89,56 +129,132 @@ type permanentError struct{ err error }
 func (p *permanentError) Error() string { return p.err.Error() }
 func (p *permanentError) Unwrap() error { return p.err }
 
-// IsPermanent reports whether err was wrapped with Permanent.
+// IsPermanent reports whether err was wrapped with Permanent, also when
+// it is read back from a store: a step's failure that returned Permanent,
+// in the workflow, after a replay and from Result.
 func IsPermanent(err error) bool {
-	var p *permanentError
-	return errors.As(err, &p)
+	return inChain(err, func(err error) bool {
+		switch e := err.(type) {
+		case *permanentError:
+			return true
+		case *StepError:
+			return e.Code == storage.CodePermanent || e.permanent
+		}
+		return false
+	})
 }
 
-// StepError is a step's failure as replayed from its checkpoint: the message
-// the step returned, and the sentinel it matched, if any.
+// inChain reports whether match holds for an error in err's chain.
+func inChain(err error, match func(error) bool) bool {
+	found := false
+	walkChain(err, func(e error) bool {
+		found = found || match(e)
+		return !found
+	})
+	return found
+}
+
+// maxChainDepth bounds how deep walkChain follows wrapped errors.
+const maxChainDepth = 100
+
+// walkChain calls visit on err and every error it wraps, depth first in
+// the order errors.Is tries them, down to maxChainDepth; visit returns
+// whether to go on into what its error wraps.
+func walkChain(err error, visit func(error) bool) { walkChainAt(err, visit, 0) }
+
+func walkChainAt(err error, visit func(error) bool, depth int) {
+	if err == nil || depth > maxChainDepth || !visit(err) {
+		return
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		walkChainAt(u.Unwrap(), visit, depth+1)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			walkChainAt(e, visit, depth+1)
+		}
+	}
+}
+
+// StepError is a failure read back from the store: a step's, a child's or
+// a run's. It keeps the failure's text, the package's sentinel it matched,
+// and the declared errors (DeclareError, DeclareErrorType, //stem:error)
+// it held, so errors.Is and errors.As work on it as on the original, in
+// the workflow, from Result, in another process and after a replay.
 type StepError struct {
-	// Key is the checkpoint key of the step.
+	// Key is the checkpoint key of the step ("" for a run's own error).
 	Key string
 	// Message is the original error's text.
 	Message string
 	// Code names the sentinel the error matched ("" for none).
 	Code string
+
+	// records are the declared errors recorded with the failure, values
+	// those this process declared, rebuilt; permanent is the Permanent
+	// mark when the code holds another sentinel's.
+	records   []declaredRecord
+	values    []error
+	permanent bool
 }
 
 // Error returns the original error's text.
 func (e *StepError) Error() string { return e.Message }
 
-// Unwrap returns the sentinel the stored code names, so errors.Is works on a
+// Unwrap returns the sentinel the stored code names and the declared
+// errors recorded with the failure, so errors.Is and errors.As work on a
 // replayed error as on the original.
-func (e *StepError) Unwrap() error {
-	if e.Code == storage.CodePermanent {
-		return nil
+func (e *StepError) Unwrap() []error {
+	out := make([]error, 0, 1+len(e.values))
+	if c := codeSentinels[e.Code]; c != nil {
+		out = append(out, c)
 	}
-	return codeSentinels[e.Code]
+	return append(out, e.values...)
 }
 
-// errorInfo converts an error to its stored form.
+// Declared returns the durable names of the declared errors recorded with
+// the failure, outermost first, whether or not this process declares them.
+func (e *StepError) Declared() []string {
+	names := make([]string, len(e.records))
+	for i, r := range e.records {
+		names[i] = r.Name
+	}
+	return names
+}
+
+// stepError rebuilds a failure from its stored form, opened.
+func stepError(key string, info *storage.ErrorInfo) *StepError {
+	se := &StepError{Key: key, Message: info.Message, Code: info.Code}
+	se.records, se.permanent, se.values = decodeDetail(info.Detail)
+	return se
+}
+
+// errorInfo converts an error to its stored form: its text, the sentinel
+// code it matched, and the declared errors in its chain.
 func errorInfo(err error) *storage.ErrorInfo {
 	if err == nil {
 		return nil
 	}
-	info := &storage.ErrorInfo{Message: err.Error()}
+	info := &storage.ErrorInfo{Message: err.Error(), Code: sentinelCode(err)}
+	info.Detail = encodeDetail(declaredIn(err), IsPermanent(err), info.Code)
+	return info
+}
+
+// sentinelCode returns the code of the package's sentinel err matches,
+// storage.CodePermanent for a permanent failure that matches none, or "".
+func sentinelCode(err error) string {
 	var se *StepError
 	if errors.As(err, &se) && se.Code != "" {
-		info.Code = se.Code
-		return info
+		return se.Code
 	}
 	for code, sentinel := range codeSentinels {
 		if errors.Is(err, sentinel) {
-			info.Code = code
-			return info
+			return code
 		}
 	}
 	if IsPermanent(err) {
-		info.Code = storage.CodePermanent
+		return storage.CodePermanent
 	}
-	return info
+	return ""
 }
 
 func invalidArg(format string, args ...any) error {

@@ -10,7 +10,10 @@ import (
 
 // WaitForEvent suspends the run until an event of topic arrives for it (sent
 // with SendEvent to this run, or emitted to the topic while it waits), and
-// returns the event's payload decoded into T. name is the wait's durable key.
+// returns the event's payload decoded into T. name is the wait's durable
+// key; a wait may sit in a loop, as a sleep may (see WorkflowContext.Sleep):
+// the first call of name is keyed name and the n-th after it name#n, so
+// each takes an event of its own, in the order they arrive.
 // A timeout above zero bounds the wait: when it passes first, WaitForEvent
 // returns an error matching ErrEventTimeout, checkpointed like any result so
 // the wait never re-arms. The payload is seen exactly once: it is the wait's
@@ -30,11 +33,15 @@ func WaitForEvent[T any](c *WorkflowContext, name, topic string, timeout time.Du
 	if err := validTopic(topic); err != nil {
 		return zero, err
 	}
-	key, err := x.useKey(name, false)
+	key, err := x.repeatKey(name, asWait)
 	if err != nil {
 		return zero, err
 	}
-	if cp, ok := x.lookup(key); ok {
+	cp, ok, err := x.begin(c.detached, "wait:"+key, key)
+	if err != nil {
+		return zero, err
+	}
+	if ok {
 		return decodeEvent[T](x, cp, topic, timeout)
 	}
 	w := x.claim.Wait
@@ -59,7 +66,7 @@ func WaitForEvent[T any](c *WorkflowContext, name, topic string, timeout time.Du
 		return decodeCheckpoint[T](x, cp)
 	}
 	x.waiting(key, KindEvent, w, w.Deadline)
-	cp := x.suspend(key, storage.SuspendRequest{Wait: w, ReadyAt: w.Deadline})
+	cp = x.suspend(key, storage.SuspendRequest{Wait: w, ReadyAt: w.Deadline})
 	return decodeEvent[T](x, cp, topic, timeout)
 }
 
@@ -71,6 +78,7 @@ func decodeEvent[T any](x *execution, cp storage.Checkpoint, topic string, timeo
 		if err == nil || cp.Error != nil || !(errors.Is(err, ErrDecode) || errors.Is(err, ErrPayloadTooLarge)) {
 			return out, err
 		}
+		x.holdUndecodable(cp, err)
 		e := x.engine
 		now := e.clock.Now()
 		a := storage.Attempt{Key: cp.Key, Number: x.pending[cp.Key].Number + 1, Started: now, Ended: now,

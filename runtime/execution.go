@@ -11,7 +11,9 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stemflow/stem/storage"
@@ -38,13 +40,20 @@ type execution struct {
 	// goroutines of step futures write it too.
 	cpMu        sync.Mutex
 	checkpoints map[string]storage.Checkpoint
+	// startedChild is set, behind cpMu, once this execution starts (or
+	// starts again, idempotently) a child run: its completion then ends
+	// the run's children per their parent-close policy.
+	startedChild bool
 	// pending holds, per key without a checkpoint, the last attempt
 	// recorded in this execution (by this worker or one before it), so a
 	// step's attempt numbers and retry budget go on across hand-overs.
 	pending  map[string]storage.Attempt
 	used     map[string]bool
 	counters map[string]int
-	state    suspendState // from the last suspension
+	// repeats counts the calls of each sleep's and wait's name (see
+	// repeatKey); nil until the first.
+	repeats map[string]int
+	state   suspendState // from the last suspension
 
 	mu         sync.Mutex
 	lastExtend time.Time
@@ -82,6 +91,17 @@ type execution struct {
 	// replay is set when the execution only replays the run (Engine.Replay):
 	// it runs no step and writes nothing.
 	replay *replayer
+	// history is what the execution replays, checked call by call (see
+	// drift.go); held is the hold it ended with, if any.
+	history history
+	held    *storage.Hold
+	// canc is the run's cancellation, as this execution knows it.
+	canc cancellation
+	// unwinding is set once the workflow goroutine began to unwind (the run
+	// parked, paused, was handed back or stopped, or a replay ended): the
+	// workflow's defers run then, and a durable call they make ends the
+	// goroutine again without running or writing anything.
+	unwinding atomic.Bool
 }
 
 type outcome int
@@ -94,6 +114,7 @@ const (
 	outcomeFinished          // completed or errored by the execution itself
 	outcomeContinued         // continued as new
 	outcomePaused            // parked paused at a checkpoint
+	outcomeHeld              // held: the code parts from the run's history
 )
 
 // hookOutcome says how the execution ended, for Hooks.Execution.
@@ -110,6 +131,8 @@ func (x *execution) hookOutcome() (Outcome, error) {
 		return OutcomeContinued, nil
 	case outcomePaused:
 		return OutcomePaused, nil
+	case outcomeHeld:
+		return OutcomeHeld, &HeldError{RunID: x.lease.RunID, Hold: *x.held}
 	case outcomeReleased:
 		// Handed back after a restart or a failed write: stopped, as
 		// the hook sees it.
@@ -123,7 +146,9 @@ func (x *execution) hookOutcome() (Outcome, error) {
 
 // suspendState is what the engine stores with a suspension: the key it
 // suspended at and the autoversion counters reached, so a replay that reaches
-// that key with different counts is caught as non-deterministic.
+// that key with different counts is caught as non-deterministic. Counters
+// holds the repeated calls of sleeps and waits too, as "name#" → n for a
+// name last called as name#n (see repeatKey).
 type suspendState struct {
 	Key      string         `json:"key"`
 	Counters map[string]int `json:"counters,omitempty"`
@@ -189,6 +214,7 @@ func (e *Engine) executeIn(parent context.Context, r storage.ClaimedRun, hx *Hoo
 		counters:   map[string]int{},
 		lastExtend: e.clock.Now(),
 	}
+	x.canc.init(ctx)
 	if hx != nil {
 		defer func() {
 			hx.Execution = x.execution
@@ -299,7 +325,9 @@ func (x *execution) load(replay storage.Replay) error {
 	if len(x.claim.SuspendState) > 0 {
 		_ = json.Unmarshal(x.claim.SuspendState, &x.state)
 	}
+	x.history.load(replay.Checkpoints, x.state)
 	x.futures.init(e.cfg.MaxParallelSteps)
+	x.initCancel()
 	return nil
 }
 
@@ -312,13 +340,14 @@ func (x *execution) call(def *workflowDef, input []byte) (out []byte, runErr err
 	go func() {
 		defer close(done)
 		defer func() {
-			if p := recover(); p != nil {
+			if p := recover(); p != nil && !x.unwinding.Load() {
 				runErr = &StepError{Message: fmt.Sprintf("workflow panicked: %v\n%s", p, debug.Stack()), Code: storage.CodePanic}
 				returned = true
 			}
 		}()
-		out, runErr = def.run(&WorkflowContext{exec: x}, input)
+		out, runErr = x.engine.runOf(def)(&WorkflowContext{exec: x}, input)
 		x.settle()
+		x.frontier("", callSync)
 		returned = true
 	}()
 	<-done
@@ -349,6 +378,11 @@ func (x *execution) finish(out []byte, runErr error) {
 		req.Error = e.payloads.sealInfo(errorInfo(runErr))
 	}
 	req.Notify = parentNotice(x.claim.ParentID, x.lease.RunID, e.payloads.newChildOutcome(req.Output, req.Error))
+	if x.hasChildren() {
+		req.ChildError = &storage.ErrorInfo{Code: storage.CodeTerminated, Message: e.payloads.sealText(fmt.Sprintf(
+			"stem: run terminated: its parent %s ended (%s) and the child's parent-close policy is terminate", x.lease.RunID, req.Status))}
+		req.ChildCancel = fmt.Sprintf("its parent %s ended (%s) and the child's parent-close policy is cancel", x.lease.RunID, req.Status)
+	}
 	if err := e.store.Complete(context.WithoutCancel(x.ctx), req); err != nil {
 		if !errors.Is(err, ErrLeaseLost) {
 			x.logger().Error("stem: complete failed; handing the run over", "err", err)
@@ -361,6 +395,7 @@ func (x *execution) finish(out []byte, runErr error) {
 	x.outcome, x.runErr = outcomeFinished, runErr
 	e.waiters.wake(x.lease.RunID)
 	if req.Notify != nil {
+		e.arrivals.wake(req.Notify.RunID)
 		e.signal()
 	}
 }
@@ -418,6 +453,9 @@ func (x *execution) heartbeat(done <-chan struct{}) {
 		}
 		x.extended()
 		x.notePause(res)
+		if res.CancelRequested {
+			x.noteCancel("", true)
+		}
 	}
 }
 
@@ -446,6 +484,9 @@ func (x *execution) holdFor(a *storage.ActiveStep, timeout time.Duration) {
 	}
 	x.extended()
 	x.notePause(res)
+	if res.CancelRequested {
+		x.noteCancel("", true)
+	}
 }
 
 // notePause tells the run, once, that a heartbeat found a pause
@@ -544,10 +585,12 @@ func (x *execution) keep(cp storage.Checkpoint) {
 	x.cpMu.Unlock()
 }
 
-// forget drops the checkpoint of key (a refused event's).
+// forget drops the checkpoint of key (a refused event's): the history
+// no longer waits for a call of it.
 func (x *execution) forget(key string) {
 	x.cpMu.Lock()
 	delete(x.checkpoints, key)
+	x.history.ask(key)
 	x.cpMu.Unlock()
 }
 
@@ -571,9 +614,26 @@ func (x *execution) useKey(key string, autoversion bool) (string, error) {
 	}
 	x.used[key] = true
 	if key == x.state.Key && !maps.Equal(x.state.Counters, x.countersOrNil()) {
-		x.fail(fmt.Errorf("%w: run %s reached %q with autoversion counts %v, but suspended there with %v", ErrNonDeterminism, x.lease.RunID, key, x.counters, x.state.Counters))
+		x.drift(key, fmt.Errorf("%w: run %s reached %q having made its numbered calls (autoversion steps, sleeps, waits) %s, but the run suspended there after %s: a loop ran another number of times", ErrNonDeterminism, x.lease.RunID, key, callCounts(x.counters), callCounts(x.state.Counters)))
 	}
 	return key, nil
+}
+
+// callCounts says how many times each numbered call was made, for a
+// message: "pack@v1 3 times, pace 2 times", or "none".
+func callCounts(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		n := m[k]
+		if strings.HasSuffix(k, "#") { // a sleep's or wait's count is of its later calls
+			k, n = strings.TrimSuffix(k, "#"), n+1
+		}
+		parts = append(parts, fmt.Sprintf("%s %d times", k, n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (x *execution) countersOrNil() map[string]int {
@@ -583,20 +643,36 @@ func (x *execution) countersOrNil() map[string]int {
 	return x.counters
 }
 
-// checkStopped unwinds the workflow goroutine if the run was stopped, or
-// hands it back if the engine is shutting down.
+// checkStopped begins every durable call. It unwinds the workflow goroutine
+// if the run was stopped, or hands it back if the engine is shutting down.
+// A durable call made while the goroutine unwinds (from a deferred
+// function, once the run parked or stopped) ends it again at once: it
+// neither runs nor writes anything, and the call is made again, with the
+// run live, when the workflow's code reaches it in a later execution.
 func (x *execution) checkStopped() {
+	if x.unwinding.Load() {
+		runtime.Goexit()
+	}
 	if x.ctx.Err() != nil {
 		x.onStopped()
-		runtime.Goexit()
+		x.unwind()
 	}
 	select {
 	case <-x.stopping:
 		x.quiesce()
 		x.release()
-		runtime.Goexit()
+		x.unwind()
 	default:
 	}
+}
+
+// unwind ends the workflow goroutine once this execution's outcome is
+// settled (parked, paused, handed back, stopped or replayed to its end),
+// marking it unwinding first so that durable calls in the workflow's
+// defers do nothing (see checkStopped).
+func (x *execution) unwind() {
+	x.unwinding.Store(true)
+	runtime.Goexit()
 }
 
 // keepsResult reports whether a step that just succeeded may write its
@@ -707,7 +783,7 @@ func (x *execution) opened(cp storage.Checkpoint) storage.Checkpoint {
 	if err != nil {
 		x.handBack(err)
 		x.cancel(err)
-		runtime.Goexit()
+		x.unwind()
 	}
 	return cp
 }
@@ -725,19 +801,7 @@ func (x *execution) stop(err error) {
 	if lettingGo(cause) {
 		x.letGo(cause)
 	}
-	runtime.Goexit()
-}
-
-// fail ends the run as errored from inside the workflow goroutine.
-func (x *execution) fail(err error) {
-	if x.replay != nil {
-		x.replay.diverge(x, err.Error())
-	}
-	x.finish(nil, err)
-	if x.outcome == outcomeNone {
-		x.outcome = outcomeStopped
-	}
-	runtime.Goexit()
+	x.unwind()
 }
 
 // checkpoint writes a checkpoint under the lease. It returns the stored
@@ -768,6 +832,9 @@ func (x *execution) writeCheckpoint(cp storage.Checkpoint, attempts []Attempt, a
 	if res.PauseRequested {
 		x.notePause(storage.HeartbeatResult{PauseRequested: true})
 	}
+	if res.CancelRequested && cp.Kind != KindCancel {
+		x.noteCancel("", true)
+	}
 	if res.Existing != nil {
 		cp = *res.Existing
 	}
@@ -786,10 +853,11 @@ func (x *execution) writeCheckpoint(cp storage.Checkpoint, attempts []Attempt, a
 	}
 	x.keep(cp)
 	if res.Paused {
+		x.cancel(ErrLeaseLost)
 		if !async {
 			x.outcome = outcomePaused
+			x.unwind()
 		}
-		x.cancel(ErrLeaseLost)
 		runtime.Goexit()
 	}
 	return cp, res.Existing != nil
@@ -840,6 +908,9 @@ func (x *execution) suspend(key string, req storage.SuspendRequest) storage.Chec
 // park is suspend; with anyCase, a delivery at once to any case (a
 // future's) returns too, for a caller waiting on futures.
 func (x *execution) park(key string, req storage.SuspendRequest, anyCase bool) storage.Checkpoint {
+	if key != "" { // an await's park is checked by waitAny, which names it
+		x.frontier(key, callSync)
+	}
 	x.replay.reach(x, key)
 	x.quiesce()
 	own := req.Wait
@@ -852,6 +923,7 @@ func (x *execution) park(key string, req storage.SuspendRequest, anyCase bool) s
 		req.Lease = x.lease
 		req.LeaseFor = x.engine.cfg.LeaseDuration
 		req.SuspendState = state
+		req.CancelSeen = x.cancelSeen()
 		req.Progress = x.takeProgress()
 		if d := x.deadline; d != nil && (req.ReadyAt == nil || d.Before(*req.ReadyAt)) {
 			req.ReadyAt = d
@@ -879,7 +951,7 @@ func (x *execution) park(key string, req storage.SuspendRequest, anyCase bool) s
 		// may now be sooner than the one it sleeps until.
 		x.engine.signal()
 	}
-	runtime.Goexit()
+	x.unwind()
 	panic("unreachable")
 }
 
@@ -920,4 +992,26 @@ func (s *stepCount) none() <-chan struct{} {
 		s.idle = make(chan struct{})
 	}
 	return s.idle
+}
+
+// hasChildren reports whether the run may have children of this
+// execution or one before: it started one, its history holds a child
+// call, or it was parked awaiting one. A run without is completed without a search for children.
+func (x *execution) hasChildren() bool {
+	x.cpMu.Lock()
+	defer x.cpMu.Unlock()
+	if x.startedChild {
+		return true
+	}
+	for _, c := range x.claim.Wait.Cases() {
+		if c.Kind == KindChild {
+			return true // parked awaiting a child, and woken by something else
+		}
+	}
+	for _, cp := range x.checkpoints {
+		if cp.Kind == KindChild {
+			return true
+		}
+	}
+	return false
 }

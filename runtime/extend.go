@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"reflect"
+	"slices"
 	"time"
 
 	"github.com/stemflow/stem/storage"
@@ -111,4 +113,63 @@ func StepOverride[F any](c *WorkflowContext, key string) (F, bool) {
 	}
 	f, ok := v.(F)
 	return f, ok
+}
+
+// workflowOverride is a function OverrideWorkflow put in place of a
+// workflow's, for the versions registered with its input and output types.
+type workflowOverride struct {
+	inType, outType reflect.Type
+	run             func(c *WorkflowContext, input []byte) ([]byte, error)
+}
+
+// OverrideWorkflow makes the engine run fn instead of the function of the
+// workflow registered as name, for tests: generated mocks call it with fn
+// typed as the workflow's function. It applies to every version of name
+// registered with fn's input and output types, from a run's next execution
+// on; nil removes the override. The workflow keeps its name, versions,
+// options and checkpoints: fn runs as a workflow function (re-run from the
+// top when a run is replayed, so it must be deterministic like any), and a
+// parent calling it as a child gets fn's output or error, checkpointed as
+// a child's, so the parent's replays do not run it again.
+//
+// A name not registered on e is an error matching ErrUnknownWorkflow: to
+// stand in for a workflow the test does not register (a child that lives
+// in another service), Register fn under its name instead. Types other than
+// the newest registered version's are ErrInvalidArgument.
+func OverrideWorkflow[In, Out any](e *Engine, name string, fn func(c *WorkflowContext, in In) (Out, error)) error {
+	def, err := e.registered(name)
+	if err != nil {
+		e.mu.Lock()
+		names := slices.Clone(e.names)
+		e.mu.Unlock()
+		return fmt.Errorf("%w: OverrideWorkflow: %q is not registered with this engine, so there is nothing to override (register it first, or register a stand-in under its name with Register); it registers %s%s",
+			ErrUnknownWorkflow, name, listOrNone(names), didYouMean(name, names))
+	}
+	if fn == nil {
+		e.workflowOverrides.Delete(name)
+		return nil
+	}
+	in, out := reflect.TypeFor[In](), reflect.TypeFor[Out]()
+	if in != def.inType || out != def.outType {
+		return invalidArg("OverrideWorkflow: workflow %q (version %d) takes %v and returns %v, not %v and %v", name, def.version, def.inType, def.outType, in, out)
+	}
+	e.workflowOverrides.Store(name, &workflowOverride{inType: in, outType: out, run: runFunc(name, fn)})
+	e.workflowOverridden.Store(true)
+	return nil
+}
+
+// runOf returns what runs def's runs: def's function, or the one
+// OverrideWorkflow put in its place.
+func (e *Engine) runOf(def *workflowDef) func(c *WorkflowContext, input []byte) ([]byte, error) {
+	if !e.workflowOverridden.Load() {
+		return def.run
+	}
+	v, ok := e.workflowOverrides.Load(def.name)
+	if !ok {
+		return def.run
+	}
+	if o := v.(*workflowOverride); o.inType == def.inType && o.outType == def.outType {
+		return o.run
+	}
+	return def.run
 }

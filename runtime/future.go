@@ -1,11 +1,16 @@
 package runtime
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"runtime"
+	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/stemflow/stem/storage"
@@ -21,10 +26,14 @@ const DefaultMaxParallelSteps = 16
 // generated code). Its durable key is fixed when it is created, in program
 // order, so a replay finds each future's checkpoint whatever order they
 // finished in. Await it for its result; All waits for several; Select for
-// the first of several.
+// the first of several. AwaitAll and SelectFuture do the same for a slice
+// of futures of one type, and return their values.
 //
 // A Future belongs to the run and the execution that created it: use it
-// only in that workflow function, and await it at most once.
+// only in that workflow function, and await it at most once. An event
+// future that loses a Select is released; see Select and OnEvent. Cancel
+// stops a future the run no longer needs, and SelectCancel cancels a
+// select's losers.
 type Future[T any] struct {
 	future
 	// val is the output of a step future whose attempt wrote its checkpoint
@@ -34,7 +43,10 @@ type Future[T any] struct {
 }
 
 // Awaitable is a future of any result type: what All and Select take.
+// Every *Future is one.
 type Awaitable interface {
+	// Cancel cancels the future; see Future.Cancel.
+	Cancel()
 	base() *future
 }
 
@@ -70,11 +82,133 @@ type future struct {
 	// wake is a timer future's wake time.
 	wake    time.Time
 	awaited bool
+	// seq is the future's place in the order the run's futures were
+	// created.
+	seq int
+	// src is the key an event future's result is the checkpoint of, when
+	// not its own: it took over a released future's event, or gave its
+	// own away and waits under the key of the future that took it (see
+	// handOver).
+	src string
+	// released is set while an event future that lost a select lets go of
+	// its topic: it does not ride with the run's suspensions until it is
+	// awaited or selected again.
+	released bool
+	// ctx is a running step future's attempts' context, and stop cancels
+	// it (with ErrCanceled) when the future is cancelled.
+	ctx  context.Context
+	stop context.CancelCauseFunc
+	// canceled is set when Cancel took effect: the future is ready, and
+	// its result is the cancellation (a step's as its checkpoint holds
+	// it, which may be the step's own result if that was written first).
+	canceled bool
+	// detached is set for a future made on the detached context: the
+	// run's cancellation does not reach it, nor its awaits.
+	detached bool
 }
 
-// Key returns the future's durable key (its checkpoint's), or "" for a
-// future that failed at creation.
+// Key returns the future's durable key, fixed at its creation, or "" for
+// a future that failed at creation. It is its checkpoint's, but for an
+// event future that took over the event of a future released by a select
+// (see OnEvent), whose checkpoint is that future's.
 func (f *future) Key() string { return f.key }
+
+// Cancel asks that the future stop, and makes it ready: the run no longer
+// waits for it (an ending run does not settle it, a parking run does not
+// register it), and Await, All and Select find it ready at once with an
+// error matching ErrCanceled — test that, not context.Canceled. Cancel is
+// a request: a future that already has its result keeps it. Cancel is
+// deterministic on replay. What it stops depends on the future:
+//
+//   - A step future's running attempt has its context cancelled with
+//     ErrCanceled as its cause (context.Cause), and no retry follows. The
+//     cancellation is checkpointed under the step's key, so a replay
+//     returns it without running the step again; if the step's own
+//     checkpoint was written first, the future keeps that result instead.
+//     The run does not wait for a cancelled attempt to return: one whose
+//     function ignores its context is abandoned, as at a timeout, and its
+//     result is dropped.
+//   - A timer future is cancelled whether or not it is due yet: its wake
+//     time no longer bounds the run's waits.
+//   - An event future stops waiting: it no longer rides with the run's
+//     suspensions, so a later event of its topic is left for another
+//     future or wait, or stays buffered. One whose event was delivered
+//     already keeps it.
+//   - A child future stops waiting for the child, which is not cancelled:
+//     it runs on, its outcome not returned to this run, until this run
+//     ends, when its parent-close policy applies (ParentClose: terminated
+//     by default, running on to its own end when abandoned). One whose
+//     child ended already keeps its outcome.
+//
+// Cancel of a future already awaited, or failed at its creation, does
+// nothing. Like any durable call, Cancel belongs to the workflow function
+// that created the future.
+func (f *future) Cancel() {
+	x := f.x
+	if x == nil || f.err != nil || f.canceled || f.awaited {
+		return
+	}
+	x.checkStopped()
+	switch f.kind {
+	case futureStep:
+		x.cancelStep(f)
+	case futureTimer:
+		f.canceled = true
+	default:
+		if !x.ready(f) {
+			f.canceled = true
+		}
+	}
+}
+
+// cancelStep cancels a step future that has no outcome yet: its attempt's
+// context is cancelled and its cancellation written as its checkpoint,
+// with the attempt running, if any, recorded as ended by it. The first
+// checkpoint written wins: if the step's own came first, Cancel's write
+// returns it, and the future keeps it.
+func (x *execution) cancelStep(f *future) {
+	if f.done == nil {
+		return // settled at its creation
+	}
+	select {
+	case <-f.done:
+		if f.cp == nil {
+			x.checkStopped() // its goroutine unwound: the run stopped
+		}
+		return
+	default:
+	}
+	if f.stop != nil {
+		f.stop(ErrCanceled)
+	}
+	e := x.engine
+	now := e.clock.Now()
+	const why = "canceled by the workflow"
+	var as []Attempt
+	x.mu.Lock()
+	for _, a := range x.running {
+		if a.Key == f.key {
+			as = append(as, Attempt{Key: f.key, Number: a.Attempt, Started: a.Started, Ended: now, Error: e.payloads.sealText(why)})
+		}
+	}
+	x.mu.Unlock()
+	err := fmt.Errorf("step %q %s: %w", f.key, why, ErrCanceled)
+	x.checkpoint(storage.Checkpoint{Key: f.key, Kind: KindStep, Error: e.payloads.sealInfo(errorInfo(err))}, as)
+	f.canceled = true
+}
+
+// canceledErr is the result of a cancelled timer, event or child future.
+func (f *future) canceledErr() error {
+	return fmt.Errorf("future %q: %w", f.key, ErrCanceled)
+}
+
+// at returns the key of the checkpoint that holds the future's result.
+func (f *future) at() string {
+	if f.src != "" {
+		return f.src
+	}
+	return f.key
+}
 
 // futures is an execution's bookkeeping of its futures.
 type futures struct {
@@ -85,8 +219,11 @@ type futures struct {
 	// futures themselves.
 	keys []string
 	list []*future
-	// stepFutures counts the step futures whose goroutine was started.
+	// stepFutures counts the step futures whose goroutine was started;
+	// stepsAtWork those whose goroutine runs and is not waiting for a
+	// retry's backoff.
 	stepFutures int
+	stepsAtWork atomic.Int32
 	// changed is signalled when a step future's goroutine ends.
 	changed chan struct{}
 	// refusal is an event future's payload that did not decode, to take
@@ -94,6 +231,10 @@ type futures struct {
 	refusal *storage.Refusal
 	// deadlines are the deadlines of the event waits registered, by key.
 	deadlines map[string]time.Time
+	// heldEvents holds, per topic, the event futures a select released
+	// while they had their event, in creation order: the next event
+	// future of the topic created takes the first one's (see handOver).
+	heldEvents map[string][]*future
 }
 
 func (fs *futures) init(maxParallel int) {
@@ -102,10 +243,13 @@ func (fs *futures) init(maxParallel int) {
 }
 
 // acquireSlot waits for a slot for a step future's attempt; a run that
-// stops meanwhile unwinds the future's goroutine.
-func (x *execution) acquireSlot() {
+// stops, or the future cancelled (fctx done), meanwhile unwinds the
+// future's goroutine.
+func (x *execution) acquireSlot(fctx context.Context) {
 	select {
 	case x.slots <- struct{}{}:
+	case <-fctx.Done():
+		runtime.Goexit()
 	case <-x.ctx.Done():
 		runtime.Goexit()
 	case <-x.stopping:
@@ -154,14 +298,13 @@ func (x *execution) boundary(async bool) {
 	}
 }
 
-// created records a future's key in program order. A replay that creates
-// its futures in another order than the run did before its last suspension
-// fails the run as non-deterministic, naming both keys.
+// created records a future's key in program order. Independent futures
+// created in another order than the run created them are no divergence:
+// each finds its own checkpoint by its key, which its name and its own
+// count fix, whatever was created around it. What the history needs of
+// them is checked as they are created (recall, frontier).
 func (x *execution) created(f *future) {
-	n := len(x.keys)
-	if n < len(x.state.Futures) && x.state.Futures[n] != f.key {
-		x.fail(fmt.Errorf("%w: run %s created future %d as %q, but its replay creates %q there", ErrNonDeterminism, x.lease.RunID, n, x.state.Futures[n], f.key))
-	}
+	f.seq = len(x.list)
 	x.keys = append(x.keys, f.key)
 	x.list = append(x.list, f)
 }
@@ -202,7 +345,7 @@ func (x *execution) waitDeadline(key string) (time.Time, bool) {
 
 // withFutureCases returns own (nil: none) with a case for every event or
 // child future still waiting: the first future on each topic, and none on
-// own's.
+// own's. An event future released by a select it lost is not waiting.
 func (x *execution) withFutureCases(own *storage.Wait) *storage.Wait {
 	var cases []storage.WaitCase
 	topics := map[string]bool{}
@@ -210,21 +353,20 @@ func (x *execution) withFutureCases(own *storage.Wait) *storage.Wait {
 		topics[own.Topic] = true
 	}
 	for _, f := range x.list {
-		if f.err != nil || f.kind != futureEvent && f.kind != futureChild || topics[f.topic] {
+		if f.err != nil || f.kind != futureEvent && f.kind != futureChild || f.released || f.canceled || topics[f.topic] {
 			continue
 		}
-		if _, ok := x.lookup(f.key); ok {
+		if _, ok := x.lookup(f.at()); ok {
 			continue
 		}
 		topics[f.topic] = true
-		cases = append(cases, storage.WaitCase{Key: f.key, Topic: f.topic, Kind: f.waitKind})
+		cases = append(cases, storage.WaitCase{Key: f.at(), Topic: f.topic, Kind: f.waitKind})
 	}
 	if len(cases) == 0 {
 		return own
 	}
 	if own == nil {
-		c := cases[0]
-		return &storage.Wait{Key: c.Key, Topic: c.Topic, Kind: c.Kind, Also: cases[1:]}
+		return waitOf(cases)
 	}
 	w := *own
 	w.Also = cases
@@ -249,8 +391,8 @@ func (x *execution) settle() {
 		return
 	}
 	for _, f := range x.list {
-		if f.done == nil {
-			continue
+		if f.done == nil || f.canceled {
+			continue // settled at creation, or cancelled: not waited for
 		}
 		select {
 		case <-f.done:
@@ -269,7 +411,7 @@ func (x *execution) settle() {
 // delivered payload does not decode is not ready: the payload is refused
 // with the next suspension and the future waits again.
 func (x *execution) ready(f *future) bool {
-	if f.err != nil {
+	if f.err != nil || f.canceled {
 		return true
 	}
 	switch f.kind {
@@ -286,12 +428,13 @@ func (x *execution) ready(f *future) bool {
 	case futureTimer:
 		return !x.engine.clock.Now().Before(f.wake)
 	}
-	cp, ok := x.lookup(f.key)
+	cp, ok := x.lookup(f.at())
 	if !ok {
 		return false
 	}
 	if f.check != nil && cp.Error == nil {
 		if err := f.check(cp); errors.Is(err, ErrDecode) || errors.Is(err, ErrPayloadTooLarge) {
+			x.holdUndecodable(cp, err)
 			x.refuseFuture(cp, err)
 			return false
 		}
@@ -316,22 +459,29 @@ func (x *execution) refuseFuture(cp storage.Checkpoint, err error) {
 // waitAny returns once one of fs is ready, waiting on the worker while a
 // step future among them runs, and parking the run otherwise until an
 // event or child future's case is delivered or the earliest timer is due.
+// While it waits on the worker, an event or child case among fs delivered
+// meanwhile is taken from the store (takeEvent) as a park would take it,
+// so that it wins while the steps still run.
 // key names the wait in the run's suspension: a select's key, reached with
 // the autoversion counts the suspension records, or "" for All and Await,
 // which reach no key of their own (the futures' order is checked instead).
-func (x *execution) waitAny(fs []*future, key string) {
+// Before it waits it is a call the run's cancellation cuts (see cutAt),
+// named call, unless detached; it returns the cancellation's error then.
+func (x *execution) waitAny(fs []*future, key string, detached bool, call string) error {
 	for {
 		var (
-			local bool
-			wake  time.Time
+			local, cases bool
+			wake         time.Time
 		)
 		for _, f := range fs {
 			if x.ready(f) {
-				return
+				return nil
 			}
 			switch f.kind {
 			case futureStep:
 				local = true
+			case futureEvent, futureChild:
+				cases = true
 			case futureTimer:
 				if wake.IsZero() || f.wake.Before(wake) {
 					wake = f.wake
@@ -341,6 +491,16 @@ func (x *execution) waitAny(fs []*future, key string) {
 		if x.replay != nil {
 			x.replay.reach(x, waitingOn(fs, key))
 		}
+		if err := x.cutAt(detached, call, true); err != nil {
+			return err
+		}
+		if !local && x.stepsAtWork.Load() > 0 {
+			// Another step future's attempt is in progress, or about to
+			// begin: the run cannot park before it ends, so it waits on
+			// the worker, taking an event or child case delivered
+			// meanwhile.
+			local = true
+		}
 		if !local {
 			req := storage.SuspendRequest{}
 			if !wake.IsZero() {
@@ -349,11 +509,74 @@ func (x *execution) waitAny(fs []*future, key string) {
 			if x.engine.hooks.Wait != nil {
 				x.waiting(key, KindSelect, x.withFutureCases(nil), req.ReadyAt)
 			}
+			x.frontier(waitingOn(fs, key), callSync)
 			x.park(key, req, true)
 			continue
 		}
-		x.waitLocal(wake, key)
+		// A step runs: an event or child case delivered meanwhile is taken
+		// now, as a park would have taken it, rather than when the steps
+		// end. The arrival is watched before the store is asked, so that
+		// none slips between the two.
+		var arrived *runWaiters
+		var w *storage.Wait
+		if cases {
+			w = x.takeCases()
+		}
+		if w != nil {
+			arrived = x.engine.arrivals.add(x.lease.RunID)
+			if x.takeEvent(w) {
+				x.engine.arrivals.remove(x.lease.RunID, arrived)
+				continue
+			}
+		}
+		x.waitLocal(wake, key, arrived, x.cancelDone(detached))
 	}
+}
+
+// takeCases returns the wait a park would register for the event and
+// child futures still waiting (see withFutureCases), less a case whose
+// payload is being refused (the refusal goes with a suspension), or nil
+// when none is left.
+func (x *execution) takeCases() *storage.Wait {
+	w := x.withFutureCases(nil)
+	if w == nil || x.refusal == nil || !w.HasKey(x.refusal.Key) {
+		return w
+	}
+	var cases []storage.WaitCase
+	for _, c := range w.Cases() {
+		if c.Key != x.refusal.Key {
+			cases = append(cases, c)
+		}
+	}
+	if len(cases) == 0 {
+		return nil
+	}
+	return waitOf(cases)
+}
+
+// waitOf returns the wait on cases, the first its own and the rest Also.
+func waitOf(cases []storage.WaitCase) *storage.Wait {
+	c := cases[0]
+	return &storage.Wait{Key: c.Key, Topic: c.Topic, Kind: c.Kind, Also: cases[1:]}
+}
+
+// takeEvent asks the store for an event or child outcome of one of w's
+// cases delivered while steps run (Store.TakeEvent) and keeps it as a
+// park's delivery would: the case's checkpoint, which a replay finds as
+// it finds one delivered at a park. It reports whether one came. A failed
+// take stops the run as a failed write does.
+func (x *execution) takeEvent(w *storage.Wait) bool {
+	cp, err := x.engine.store.TakeEvent(context.WithoutCancel(x.ctx),
+		storage.TakeEventRequest{Lease: x.lease, LeaseFor: x.engine.cfg.LeaseDuration, Wait: w})
+	if err != nil {
+		x.stop(err)
+	}
+	if cp == nil {
+		return false
+	}
+	x.extended()
+	x.keep(x.opened(*cp))
+	return true
 }
 
 // waitingOn names what a wait on fs, none of them ready, is at: its key,
@@ -367,12 +590,24 @@ func waitingOn(fs []*future, key string) string {
 
 // waitLocal waits, while a step future runs on this worker, until one
 // ends or wake (when not zero) comes; a stop unwinds the workflow
-// goroutine and a pause parks the run at key.
-func (x *execution) waitLocal(wake time.Time, key string) {
+// goroutine and a pause parks the run at key. With arrived (an
+// arrivals watch, which it ends) it also returns when this engine sends
+// the run an event or ends a child of it, or, for those another process
+// sends, after Config.PollInterval, for the caller to take them.
+func (x *execution) waitLocal(wake time.Time, key string, arrived *runWaiters, canceledRun <-chan struct{}) {
 	var timeout <-chan time.Time
 	if !wake.IsZero() {
 		var stop func() bool
 		timeout, stop = storage.NewTimer(x.engine.clock, wake.Sub(x.engine.clock.Now()))
+		defer stop()
+	}
+	var arrival <-chan struct{}
+	var poll <-chan time.Time
+	if arrived != nil {
+		defer x.engine.arrivals.remove(x.lease.RunID, arrived)
+		arrival = arrived.done
+		var stop func() bool
+		poll, stop = storage.NewTimer(x.engine.clock, x.engine.cfg.PollInterval)
 		defer stop()
 	}
 	// Meanwhile the execution is not at work: it waits on the clock, or
@@ -382,12 +617,16 @@ func (x *execution) waitLocal(wake time.Time, key string) {
 	select {
 	case <-x.changed:
 	case <-timeout:
+	case <-arrival:
+	case <-poll:
 	case <-x.ctx.Done():
 		stopped = true
 	case <-x.stopping:
 		stopped = true
 	case <-x.pauseSeen:
 		paused = true
+	case <-canceledRun:
+		stopped = x.ctx.Err() != nil
 	}
 	x.engine.working.Add(1)
 	switch {
@@ -419,23 +658,32 @@ func (x *execution) resultErr(f *future) error {
 	if f.err != nil {
 		return f.err
 	}
+	if f.canceled && f.kind != futureStep {
+		return f.canceledErr()
+	}
 	switch f.kind {
 	case futureTimer:
 		return nil
 	case futureStep:
+		if f.canceled {
+			cp, _ := x.lookup(f.key)
+			return x.engine.payloads.errorFrom(cp.Key, cp.Error)
+		}
 		if f.cp == nil {
 			x.checkStopped()
 			return fmt.Errorf("step future %q stopped without a result", f.key)
 		}
 		return x.engine.payloads.errorFrom(f.cp.Key, f.cp.Error)
 	}
-	cp, _ := x.lookup(f.key)
+	cp, _ := x.lookup(f.at())
 	if cp.Error != nil {
 		return x.engine.payloads.errorFrom(cp.Key, cp.Error)
 	}
 	if f.kind == futureChild {
 		var co childOutcome
-		if err := decodeJSON("child outcome "+cp.Key, cp.Output, 0, &co); err == nil && co.Error != nil {
+		// The runtime's own envelope, not a user's payload: no size limit
+		// (the child's output in it was checked when it was stored).
+		if err := decodeJSON("child outcome "+cp.Key, cp.Output, math.MaxInt, &co); err == nil && co.Error != nil {
 			return x.engine.payloads.errorFrom(cp.Key, co.Error)
 		}
 	}
@@ -453,6 +701,29 @@ func All(c *WorkflowContext, futures ...Awaitable) error {
 	if err != nil {
 		return err
 	}
+	if err := x.waitAll(fs, c.detached); err != nil {
+		return err
+	}
+	for _, f := range fs {
+		if err := x.resultErr(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitAll waits until every one of fs, released ones put back to wait, has
+// its result: All's wait, and AwaitAll's. The run's cancellation cuts it
+// (at the first future's key), unless detached.
+func (x *execution) waitAll(fs []*future, detached bool) error {
+	call := "all:"
+	if len(fs) > 0 {
+		call += fs[0].key
+	}
+	if err := x.cutAt(detached, call, false); err != nil {
+		return err
+	}
+	x.rearm(fs)
 	for {
 		var waiting []*future
 		for _, f := range fs {
@@ -461,16 +732,12 @@ func All(c *WorkflowContext, futures ...Awaitable) error {
 			}
 		}
 		if len(waiting) == 0 {
-			break
+			return nil
 		}
-		x.waitAny(waiting, "")
-	}
-	for _, f := range fs {
-		if err := x.resultErr(f); err != nil {
+		if err := x.waitAny(waiting, "", detached, call); err != nil {
 			return err
 		}
 	}
-	return nil
 }
 
 // Await waits for f and returns its result; see Future.Await.
@@ -497,7 +764,14 @@ func (f *Future[T]) Await() (T, error) {
 		return zero, f.err
 	}
 	x.checkStopped()
-	x.waitAny([]*future{&f.future}, "")
+	call := "await:" + f.key
+	if err := x.cutAt(f.detached, call, false); err != nil {
+		return zero, err
+	}
+	x.rearm([]*future{&f.future})
+	if err := x.waitAny([]*future{&f.future}, "", f.detached, call); err != nil {
+		return zero, err
+	}
 	return f.result()
 }
 
@@ -505,10 +779,19 @@ func (f *Future[T]) Await() (T, error) {
 func (f *Future[T]) result() (T, error) {
 	var zero T
 	x := f.x
+	if f.canceled && f.kind != futureStep {
+		return zero, f.canceledErr()
+	}
 	switch f.kind {
 	case futureTimer:
 		return zero, nil
 	case futureStep:
+		if f.canceled {
+			// Its checkpoint as Cancel found it written: the
+			// cancellation, or the step's own result if it came first.
+			cp, _ := x.lookup(f.key)
+			return decodeCheckpoint[T](x, cp)
+		}
 		if f.cp == nil {
 			x.checkStopped()
 			return zero, fmt.Errorf("step future %q stopped without a result", f.key)
@@ -518,7 +801,7 @@ func (f *Future[T]) result() (T, error) {
 		}
 		return decodeCheckpoint[T](x, *f.cp)
 	}
-	cp, _ := x.lookup(f.key)
+	cp, _ := x.lookup(f.at())
 	if f.kind == futureChild {
 		return decodeChild[T](x, cp)
 	}
@@ -531,9 +814,24 @@ func (f *Future[T]) result() (T, error) {
 // a loop): a replay returns the same index even if another case has become
 // ready since. Cases are tried in argument order, so when several are
 // ready the first wins. While a step future among the cases runs, the
-// workflow waits on the worker for a step or a timer to win; otherwise the
-// run parks until an event or child case is delivered or the earliest
-// timer is due. No cases is ErrInvalidArgument.
+// workflow waits on the worker, and an event or child case still wins as
+// soon as it is delivered (the store's buffered event or the child's end
+// is taken as the run's checkpoint of that case, as a park would take it,
+// while the steps go on); otherwise the run parks until an event or child
+// case is delivered or the earliest timer is due. No cases is
+// ErrInvalidArgument.
+//
+// Every event future among the losers is released: it no longer waits with
+// the run, so a later event of its topic goes to a later future (or wait)
+// of the topic instead of to a future nobody awaits. A loser that had its
+// event already keeps it for the next OnEvent future of its topic created
+// afterwards, in the order the losers were created; the select's
+// checkpoint records which did, so a replay hands the same events over.
+// A released future awaited or selected again waits again: with its own
+// event if no later future took it, otherwise for a new one. Step, child
+// and timer futures that lose are not released: a step or child goes on,
+// and its outcome is kept for an Await (the run waits for a step before it
+// ends). SelectCancel cancels the losers instead.
 func Select(c *WorkflowContext, name string, cases ...Awaitable) (int, error) {
 	x := c.exec
 	x.checkStopped()
@@ -547,25 +845,179 @@ func Select(c *WorkflowContext, name string, cases ...Awaitable) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	key, err := x.useKey(name, true)
+	key, err := x.useCallKey(name, true, asSelect)
 	if err != nil {
 		return -1, err
 	}
-	if cp, ok := x.lookup(key); ok {
-		i, err := strconv.Atoi(string(cp.Output))
-		if err != nil || i < 0 || i >= len(fs) {
-			x.fail(fmt.Errorf("%w: run %s: select %q chose case %s, but its replay has %d cases", ErrNonDeterminism, x.lease.RunID, key, cp.Output, len(fs)))
+	call := "select:" + key
+	x.rearm(fs)
+	cp, ok, err := x.begin(c.detached, call, key)
+	if err != nil {
+		return -1, err
+	}
+	if ok {
+		o, err := decodeSelect(cp.Output, len(fs))
+		if err != nil {
+			x.drift(key, fmt.Errorf("%w: run %s: select %q chose %s, but its replay has %d cases", ErrNonDeterminism, x.lease.RunID, key, cp.Output, len(fs)))
 		}
-		return i, nil
+		x.releaseLosers(fs, o)
+		return o.Case, nil
 	}
 	for {
 		for i, f := range fs {
 			if x.ready(f) {
-				x.checkpoint(storage.Checkpoint{Key: key, Kind: KindSelect, Output: []byte(strconv.Itoa(i))}, nil)
+				o := selectOutcome{Case: i, Held: x.holding(fs, i)}
+				x.checkpoint(storage.Checkpoint{Key: key, Kind: KindSelect, Output: o.encode()}, nil)
+				x.releaseLosers(fs, o)
 				return i, nil
 			}
 		}
-		x.waitAny(fs, key)
+		if err := x.waitAny(fs, key, c.detached, call); err != nil {
+			return -1, err
+		}
+	}
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first
+// of cases to have its result, checkpoints the winner under name as
+// Select does, and cancels every other case (see Future.Cancel), so that
+// the run waits for none of them — a pick-first of several steps ends
+// when the first does, with the others' contexts cancelled (cause
+// ErrCanceled) and their retries stopped. A loser that had its result
+// already keeps it. Await the winner for its result; a loser awaited
+// returns its result or an error matching ErrCanceled. A replay returns
+// the same winner and the losers the same results, without running a
+// cancelled step again.
+func SelectCancel(c *WorkflowContext, name string, cases ...Awaitable) (int, error) {
+	i, err := Select(c, name, cases...)
+	if err != nil {
+		return i, err
+	}
+	won := cases[i].base()
+	for _, a := range cases {
+		if f := a.base(); f != won {
+			f.Cancel()
+		}
+	}
+	return i, nil
+}
+
+// selectOutcome is what a select's checkpoint records: the case that won,
+// and the losing event futures that had their event when it was decided
+// (by case), which goes to later futures of their topics. It is stored as
+// the bare index when none had, as a select's checkpoint always was, and
+// as JSON ({"case":1,"held":[2]}) otherwise.
+type selectOutcome struct {
+	Case int   `json:"case"`
+	Held []int `json:"held,omitempty"`
+}
+
+func (o selectOutcome) encode() []byte {
+	if len(o.Held) == 0 {
+		return []byte(strconv.Itoa(o.Case))
+	}
+	b, _ := json.Marshal(o)
+	return b
+}
+
+// decodeSelect reads a select's checkpoint, checking it against the n
+// cases of the select that reads it.
+func decodeSelect(b []byte, n int) (selectOutcome, error) {
+	var o selectOutcome
+	if i, err := strconv.Atoi(string(b)); err == nil {
+		o.Case = i
+	} else if err := json.Unmarshal(b, &o); err != nil {
+		return o, err
+	}
+	if o.Case < 0 || o.Case >= n {
+		return o, fmt.Errorf("case %d of %d", o.Case, n)
+	}
+	for _, i := range o.Held {
+		if i < 0 || i >= n || i == o.Case {
+			return o, fmt.Errorf("held case %d of %d", i, n)
+		}
+	}
+	return o, nil
+}
+
+// holding returns the losing event futures among fs (fs[won] won) that
+// have their event, decodable into their type: a select records them, so
+// a replay hands their events over as this execution does, whatever
+// arrived since.
+func (x *execution) holding(fs []*future, won int) []int {
+	var held []int
+	for i, f := range fs {
+		if f == fs[won] || f.err != nil || f.kind != futureEvent {
+			continue
+		}
+		cp, ok := x.lookup(f.at())
+		if ok && cp.Error == nil && (f.check == nil || f.check(cp) == nil) {
+			held = append(held, i)
+		}
+	}
+	return held
+}
+
+// releaseLosers lets go of the event futures among fs that lost a select
+// to fs[o.Case]: each stops riding with the run's suspensions, so later
+// events of its topic go to the run's later futures and waits of it,
+// until it is awaited or selected again (rearm). One that had its event
+// when the select was decided (o.Held) keeps it for the next event future
+// of its topic created (handOver). Step, child and timer futures are left
+// as they are: a step or child that lost goes on, and its outcome is kept.
+func (x *execution) releaseLosers(fs []*future, o selectOutcome) {
+	for i, f := range fs {
+		if f == fs[o.Case] || f.err != nil || f.kind != futureEvent || f.released {
+			continue
+		}
+		f.released = true
+		if !slices.Contains(o.Held, i) {
+			continue
+		}
+		if _, ok := x.lookup(f.at()); !ok {
+			continue // recorded, but gone since: none to hand over
+		}
+		if x.heldEvents == nil {
+			x.heldEvents = map[string][]*future{}
+		}
+		q := x.heldEvents[f.topic]
+		at, _ := slices.BinarySearchFunc(q, f.seq, func(h *future, seq int) int { return h.seq - seq })
+		x.heldEvents[f.topic] = slices.Insert(q, at, f)
+	}
+}
+
+// handOver gives a new event future n the event of the first future of
+// its topic released holding one whose payload decodes into n's type: n's
+// result is that future's checkpoint, and the released future, which can
+// no longer return it, takes n's own key to wait under if it is awaited
+// or selected again. So an event is returned once, by the future that
+// took it; the same calls make the same hand-overs on every replay.
+func (x *execution) handOver(n *future) {
+	q := x.heldEvents[n.topic]
+	for i, h := range q {
+		cp, ok := x.lookup(h.at())
+		if !ok || n.check(cp) != nil {
+			continue
+		}
+		n.src, h.src = h.at(), n.key
+		x.heldEvents[n.topic] = slices.Delete(q, i, i+1)
+		return
+	}
+}
+
+// rearm puts the released event futures among fs back to wait, as they
+// are awaited or selected again: one still holding its event keeps it,
+// and the others ride with the run's suspensions again.
+func (x *execution) rearm(fs []*future) {
+	for _, f := range fs {
+		if !f.released {
+			continue
+		}
+		f.released = false
+		q := x.heldEvents[f.topic]
+		if i := slices.Index(q, f); i >= 0 {
+			x.heldEvents[f.topic] = slices.Delete(q, i, i+1)
+		}
 	}
 }
 
@@ -588,31 +1040,43 @@ func DoAsync(c *WorkflowContext, key string, opts StepOptions, fn func(sc StepCo
 func stepAsync[T any](c *WorkflowContext, key string, opts StepOptions, fn func(sc StepContext) (T, error), void bool) *Future[T] {
 	x := c.exec
 	x.checkStopped()
-	f := &Future[T]{future: future{x: x, kind: futureStep}}
+	f := &Future[T]{future: future{x: x, kind: futureStep, detached: c.detached}}
 	if f.err = storage.CheckStepKey(key); f.err != nil {
 		return f
 	}
-	full, err := x.useKey(key, opts.Autoversion)
+	if f.err = opts.check(); f.err != nil {
+		return f
+	}
+	full, err := x.useCallKey(key, opts.Autoversion, asStep)
 	if err != nil {
 		f.err = err
 		return f
 	}
 	f.key = full
+	cp, ok := x.recall(full, callFuture)
+	if f.err = x.cutAt(c.detached, "go:"+full, !ok); f.err != nil {
+		return f
+	}
 	x.created(&f.future)
-	if cp, ok := x.lookup(full); ok {
+	if ok {
 		f.cp = &cp
 		return f
 	}
+	x.frontier(full, callFuture)
 	iteration, last := iterationOf(x, key, opts), x.pending[full]
 	f.done = make(chan struct{})
 	if x.replay != nil {
 		return f // never runs: awaiting it reaches the replay's frontier
 	}
 	x.stepFutures++
+	f.ctx, f.stop = context.WithCancelCause(x.stepBase(c.detached))
+	x.stepsAtWork.Add(1)
 	go func() {
 		defer x.signalChange()
+		defer x.stepsAtWork.Add(-1)
 		defer close(f.done)
-		out, cp, fresh := attempts(x, full, iteration, last, opts, fn, void, true)
+		defer f.stop(nil) // ended: its context is let go of (a Cancel now finds it done)
+		out, cp, fresh := attempts(x, f.ctx, full, iteration, last, opts, fn, void, true, c.detached)
 		f.val, f.fresh, f.cp = out, fresh, &cp
 	}()
 	return f
@@ -625,24 +1089,42 @@ func stepAsync[T any](c *WorkflowContext, key string, opts StepOptions, fn func(
 // (name#0, name#1, ...), so it may be created in a loop. It has no timeout
 // of its own: Select it with a Timer for one. A payload that does not
 // decode into T is refused, as by WaitForEvent.
+//
+// Of the futures of one topic waiting, the first created takes the next
+// event; events of one topic reach a run in the order they were sent.
+// A future that loses a Select is released (see Select) and waits no
+// more; if it had its event already, that event is kept for the next
+// future of the topic created afterwards in this execution, which returns
+// it at once. So the usual event loop — each iteration creates a future
+// per topic and selects the first ready — takes every event once, in
+// order. A future never awaited before the run ends is no error; an event
+// it took, or that a released future kept and no later future claimed,
+// stays in the run's history (ListSteps) and is returned by no one.
 func OnEvent[T any](c *WorkflowContext, name, topic string) *Future[T] {
 	x := c.exec
 	x.checkStopped()
-	f := &Future[T]{future: future{x: x, kind: futureEvent, topic: topic, waitKind: KindEvent}}
+	f := &Future[T]{future: future{x: x, kind: futureEvent, topic: topic, waitKind: KindEvent, detached: c.detached}}
 	if f.err = storage.CheckStepKey(name); f.err != nil {
 		return f
 	}
 	if f.err = validTopic(topic); f.err != nil {
 		return f
 	}
-	if f.key, f.err = x.useKey(name, true); f.err != nil {
+	if f.key, f.err = x.useCallKey(name, true, asEventFuture); f.err != nil {
+		return f
+	}
+	if f.err = x.cutAt(c.detached, "event:"+f.key, false); f.err != nil {
 		return f
 	}
 	x.created(&f.future)
+	// Asked for: its event, if one came, is the run's to keep whether or
+	// not the future is awaited (a replay does not miss it).
+	x.recall(f.key, callFuture)
 	f.check = func(cp storage.Checkpoint) error {
 		_, err := decodeCheckpoint[T](x, cp)
 		return err
 	}
+	x.handOver(&f.future)
 	return f
 }
 
@@ -653,20 +1135,26 @@ func OnEvent[T any](c *WorkflowContext, name, topic string) *Future[T] {
 func (c *WorkflowContext) Timer(name string, d time.Duration) *Future[struct{}] {
 	x := c.exec
 	x.checkStopped()
-	f := &Future[struct{}]{future: future{x: x, kind: futureTimer}}
+	f := &Future[struct{}]{future: future{x: x, kind: futureTimer, detached: c.detached}}
 	if f.err = storage.CheckStepKey(name); f.err != nil {
 		return f
 	}
-	if f.key, f.err = x.useKey(name, true); f.err != nil {
+	if f.key, f.err = x.useCallKey(name, true, asTimer); f.err != nil {
+		return f
+	}
+	cp, ok := x.recall(f.key, callSync)
+	if f.err = x.cutAt(c.detached, "timer:"+f.key, !ok); f.err != nil {
 		return f
 	}
 	x.created(&f.future)
-	if cp, ok := x.lookup(f.key); ok {
-		if err := decodeJSON("timer "+f.key+" wake time", cp.Output, 0, &f.wake); err != nil {
+	if ok {
+		// The runtime's own record, not a user's payload: no size limit.
+		if err := decodeJSON("timer "+f.key+" wake time", cp.Output, math.MaxInt, &f.wake); err != nil {
 			f.err = err
 		}
 		return f
 	}
+	x.frontier(f.key, callSync)
 	f.wake = x.engine.clock.Now().Add(d).UTC()
 	out, _ := f.wake.MarshalJSON()
 	x.checkpoint(storage.Checkpoint{Key: f.key, Kind: KindSleep, Output: out}, nil)
@@ -675,21 +1163,28 @@ func (c *WorkflowContext) Timer(name string, d time.Duration) *Future[struct{}] 
 
 // CallChildAsync starts the workflow named workflow as a child of this run
 // (see CallChild) and returns a future of its outcome without waiting for
-// it. The child starts when the future is created.
+// it. The child starts when the future is created. Cancelling the future
+// (Future.Cancel) stops the wait for the child, not the child itself,
+// which meets its parent-close policy when this run ends.
 func CallChildAsync[Out any](c *WorkflowContext, name, workflow string, input any, opts ...ChildOption) *Future[Out] {
 	x := c.exec
 	x.checkStopped()
-	f := &Future[Out]{future: future{x: x, kind: futureChild, waitKind: KindChild}}
+	f := &Future[Out]{future: future{x: x, kind: futureChild, waitKind: KindChild, detached: c.detached}}
 	if f.err = storage.CheckStepKey(name); f.err != nil {
 		return f
 	}
-	if f.key, f.err = x.useKey(name, false); f.err != nil {
+	if f.key, f.err = x.useCallKey(name, false, asChild); f.err != nil {
+		return f
+	}
+	_, ok := x.recall(f.key, callFuture)
+	if f.err = x.cutAt(c.detached, "child:"+f.key, !ok); f.err != nil {
 		return f
 	}
 	x.created(&f.future)
-	if _, ok := x.lookup(f.key); ok {
+	if ok {
 		return f
 	}
+	x.frontier(f.key, callFuture)
 	childID, finished, collision, err := x.startChild(f.key, workflow, input, opts)
 	switch {
 	case err != nil:

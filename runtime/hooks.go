@@ -114,6 +114,10 @@ const (
 	// nothing more: it was terminated or restarted, or its lease was lost
 	// (Err says which), or a store write failed.
 	OutcomeStopped Outcome = "stopped"
+	// OutcomeHeld: the workflow's code no longer makes the calls the run's
+	// history recorded, so the engine held the run, untouched, for a build
+	// that matches it; Err is a *HeldError that says where.
+	OutcomeHeld Outcome = "held"
 )
 
 // HookAttempt is one attempt of a step function, as Hooks.Attempt sees

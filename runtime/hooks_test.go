@@ -193,9 +193,12 @@ func TestHooksSeeARunsLife(t *testing.T) {
 	// too, unless another worker has finished the child before the run
 	// suspends: then the store delivers the result at once and the same
 	// execution goes on to complete.
-	eventually(t, "the last execution's hooks return", func() bool {
+	// The child's completion delivers the parent's result, so the
+	// parent may finish before the child's execution hooks return: wait
+	// for both.
+	eventually(t, "the last executions' hooks return", func() bool {
 		o := l.execOutcomes("life")
-		return o == "parked parked parked complete" || o == "parked parked complete"
+		return (o == "parked parked parked complete" || o == "parked parked complete") && l.execOutcomes("life/kid") == "complete"
 	})
 
 	// The step function sees both attempt hooks' contexts and its

@@ -99,6 +99,14 @@ func (h hookedStore) Suspend(ctx context.Context, req storage.SuspendRequest) (o
 	return out, err
 }
 
+func (h hookedStore) TakeEvent(ctx context.Context, req storage.TakeEventRequest) (out *storage.Checkpoint, err error) {
+	err = h.hook(ctx, "TakeEvent", func(ctx context.Context) error {
+		out, err = h.s.TakeEvent(ctx, req)
+		return err
+	})
+	return out, err
+}
+
 func (h hookedStore) Complete(ctx context.Context, req storage.CompleteRequest) error {
 	return h.hook(ctx, "Complete", func(ctx context.Context) error { return h.s.Complete(ctx, req) })
 }
@@ -117,6 +125,10 @@ func (h hookedStore) Terminate(ctx context.Context, req storage.TerminateRequest
 		return err
 	})
 	return out, err
+}
+
+func (h hookedStore) Cancel(ctx context.Context, req storage.CancelRequest) error {
+	return h.hook(ctx, "Cancel", func(ctx context.Context) error { return h.s.Cancel(ctx, req) })
 }
 
 func (h hookedStore) Restart(ctx context.Context, req storage.RestartRequest) error {

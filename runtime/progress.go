@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"runtime"
 	"sync"
 	"time"
 
@@ -149,7 +148,10 @@ func jsonEqual(a, b []byte) bool {
 // It waits for the run's step futures to write their outcomes, writes the
 // new execution, and does not return: the run is queued at once, keeping
 // its ID, parent, deadline, progress and the events sent to it, and Result
-// returns the final execution's result. An input of the wrong type, one
+// returns the final execution's result. The children the run started meet
+// their parent-close policy (see ParentClosePolicy) in the same store
+// change, as when the run ends: an execution that continued as new awaits
+// none of them. An input of the wrong type, one
 // that does not encode or one over Config.MaxPayloadBytes is an error and
 // nothing changes. Generated code types it: ctx.ContinueAsNew(in).
 func ContinueAsNew(c *WorkflowContext, input any) error {
@@ -162,17 +164,27 @@ func ContinueAsNew(c *WorkflowContext, input any) error {
 	if err != nil {
 		return err
 	}
+	if err := x.cutAt(c.detached, "continue-as-new", true); err != nil {
+		return err
+	}
 	x.settle()
+	x.frontier("continue-as-new", callSync)
 	if x.replay != nil {
 		x.replay.continued = true
-		runtime.Goexit()
+		x.unwind()
 	}
-	err = x.engine.store.ContinueAsNew(context.WithoutCancel(x.ctx), storage.ContinueRequest{Lease: x.lease, Input: in, Progress: x.takeProgress()})
+	req := storage.ContinueRequest{Lease: x.lease, Input: in, Progress: x.takeProgress()}
+	if x.hasChildren() {
+		req.ChildError = &storage.ErrorInfo{Code: storage.CodeTerminated, Message: x.engine.payloads.sealText(fmt.Sprintf(
+			"stem: run terminated: its parent %s continued as new and the child's parent-close policy is terminate", x.lease.RunID))}
+		req.ChildCancel = fmt.Sprintf("its parent %s continued as new and the child's parent-close policy is cancel", x.lease.RunID)
+	}
+	err = x.engine.store.ContinueAsNew(context.WithoutCancel(x.ctx), req)
 	if err != nil {
 		x.stop(err)
 	}
 	x.outcome = outcomeContinued
 	x.engine.signal()
-	runtime.Goexit()
+	x.unwind()
 	panic("unreachable")
 }

@@ -31,6 +31,8 @@ const (
 	KindEvent  = storage.KindEvent
 	KindChild  = storage.KindChild
 	KindSelect = storage.KindSelect
+	// KindCancel records where the run's cancellation took effect.
+	KindCancel = storage.KindCancel
 )
 
 // Attempt is one execution of a step function, as operators see it in

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"slices"
 	"strings"
 
@@ -17,7 +16,9 @@ import (
 // ReplayOptions chooses the stored runs Engine.Replay replays.
 type ReplayOptions struct {
 	// Workflows limits the replay to these workflows; nil replays every
-	// workflow registered with the engine.
+	// run stored, and reports each unfinished run of a workflow the engine
+	// does not register as a divergence: no build with this code can
+	// continue it (a workflow renamed or dropped).
 	Workflows []string
 	// RunIDs limits it to these runs; nil replays every run of Workflows.
 	RunIDs []string
@@ -81,12 +82,14 @@ type ReplayReport struct {
 // the run has not recorded (a step to run, a sleep or wait to begin, a
 // child to start): the frontier, where the run would go on live.
 //
-// A run diverges when the code reaches the frontier, or returns, while
-// keys the run recorded were never asked for (the code no longer reaches
-// them, or asks for them under other keys); when the runtime's own checks
-// catch it (ErrNonDeterminism, a step called twice); when a finished run's
-// result differs from what the code now returns; and when no registered
-// version can run it. Use it in a test against a copy of production's
+// A run diverges where a live execution would hold it (see RunInfo.Hold):
+// when the code makes its calls in another order than the run recorded
+// them, reaches the frontier or returns while calls the run recorded were
+// never made (the code no longer reaches them, or makes them under other
+// keys), or a recorded result no longer decodes into the code's type;
+// when the runtime's own checks catch it (ErrNonDeterminism, a step called
+// twice); when a finished run's result differs from what the code now
+// returns; and when no registered version can run it. Use it in a test against a copy of production's
 // store, or before a deploy (see package check).
 //
 // The engine need not be running; a store error ends the replay with the
@@ -149,6 +152,9 @@ func (e *Engine) Replay(ctx context.Context, opts ReplayOptions) (ReplayReport, 
 		}
 		return rep, nil
 	}
+	if len(opts.Workflows) == 0 {
+		return rep, e.replayAll(ctx, registered, visit, &rep)
+	}
 	for _, n := range names {
 		q := storage.ListRunsQuery{Workflow: n}
 		for {
@@ -170,6 +176,36 @@ func (e *Engine) Replay(ctx context.Context, opts ReplayOptions) (ReplayReport, 
 	return rep, nil
 }
 
+// replayAll visits every stored run of a registered workflow, and reports
+// each unfinished run of any other workflow as a divergence, for
+// Engine.Replay with no workflows named.
+func (e *Engine) replayAll(ctx context.Context, registered []string, visit func(storage.RunRecord) (bool, error), rep *ReplayReport) error {
+	var q storage.ListRunsQuery
+	for {
+		page, err := e.store.ListRuns(ctx, q)
+		if err != nil {
+			return err
+		}
+		for _, r := range page.Runs {
+			if !slices.Contains(registered, r.Workflow) {
+				if !r.Status.Finished() {
+					rep.Divergences = append(rep.Divergences, Divergence{RunID: r.ID, Workflow: r.Workflow, Version: r.Version, Execution: r.Execution,
+						Message: fmt.Sprintf("workflow %q is not registered with this engine (registered: %s): no worker of this build can continue the run%s",
+							r.Workflow, listOrNone(registered), didYouMean(r.Workflow, registered))})
+				}
+				continue
+			}
+			if done, err := visit(r); done || err != nil {
+				return err
+			}
+		}
+		if page.Next == "" {
+			return nil
+		}
+		q.After = page.Next
+	}
+}
+
 // replayer is an execution's replay state (execution.replay).
 type replayer struct {
 	// seen holds the keys the code asked for that the run recorded; it is
@@ -181,8 +217,10 @@ type replayer struct {
 	reached  bool
 	// continued is set when the code continued as new.
 	continued bool
-	// caught is what the runtime's own checks caught.
-	caught string
+	// caught is what the runtime's own checks caught, and caughtKey the
+	// key where (when they say).
+	caught    string
+	caughtKey string
 }
 
 // reach ends the replay at key, the frontier, unwinding the workflow
@@ -192,13 +230,13 @@ func (r *replayer) reach(x *execution, key string) {
 		return
 	}
 	r.frontier, r.reached = key, true
-	runtime.Goexit()
+	x.unwind()
 }
 
 // diverge ends the replay with what the runtime's checks caught.
 func (r *replayer) diverge(x *execution, msg string) {
 	r.caught = msg
-	runtime.Goexit()
+	x.unwind()
 }
 
 // settled is settle for a replay: a step future the code started and
@@ -235,6 +273,7 @@ func (e *Engine) replayRun(ctx context.Context, r storage.RunRecord) (*Divergenc
 		stopping: make(chan struct{}), log: slog.New(slog.DiscardHandler), pauseSeen: make(chan struct{}),
 		used: map[string]bool{}, counters: map[string]int{}, lastExtend: e.clock.Now(), inType: def.inType, replay: rp,
 	}
+	x.canc.init(xctx)
 	skipped := func(err error) *SkippedRun {
 		return &SkippedRun{RunID: r.ID, Workflow: r.Workflow, Reason: err.Error()}
 	}
@@ -249,7 +288,7 @@ func (e *Engine) replayRun(ctx context.Context, r storage.RunRecord) (*Divergenc
 	out, runErr, returned := x.call(def, input)
 
 	if rp.caught != "" {
-		return diverged("", "%s", rp.caught), nil, nil
+		return diverged(rp.caughtKey, "%s", rp.caught), nil, nil
 	}
 	var missed []storage.Checkpoint
 	for _, cp := range stored.Checkpoints {

@@ -93,6 +93,7 @@ func (e *Engine) sweep(ctx context.Context) {
 		case <-t.C:
 		}
 		e.recordCatalog(ctx)
+		e.warnUnserved(ctx)
 		more, err := e.expire(ctx)
 		if err != nil && ctx.Err() == nil {
 			e.log.Error("stem: deleting expired runs", "err", err)

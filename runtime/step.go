@@ -2,9 +2,11 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -17,11 +19,24 @@ import (
 // with no timeout.
 type StepOptions struct {
 	// Retries is how many times a failed attempt is retried: a step runs at
-	// most Retries+1 times. An error wrapped with Permanent is not retried.
+	// most Retries+1 times. RetryForever retries until an attempt succeeds.
+	// An error wrapped with Permanent is not retried. Other negative values
+	// are invalid: the step call returns an error matching
+	// ErrInvalidArgument.
 	Retries int
 	// Backoff is the delay before the first retry, doubled for each later
-	// one with jitter. Default 100ms.
+	// one and capped by MaxBackoff. Default 100ms. The wait is randomized
+	// by Jitter: with the default, a delay d waits between d/2 and d. A
+	// retry due later than Config.ParkRetriesAfter parks the run on the
+	// store's timer and frees the worker meanwhile (a step future's retry
+	// waits on the worker; see Config.ParkRetriesAfter).
 	Backoff time.Duration
+	// Jitter is the fraction of each backoff delay that is randomized, from
+	// 0 to 1: a delay d waits between d*(1-Jitter) and d, so that retries
+	// of many runs failing together spread out. Zero means DefaultJitter
+	// (0.5); NoJitter waits exact delays. Other values outside (0, 1] are
+	// invalid: the step call returns an error matching ErrInvalidArgument.
+	Jitter float64
 	// MaxBackoff caps the delay. Default 1m.
 	MaxBackoff time.Duration
 	// Timeout bounds each attempt; the attempt's context is cancelled and the
@@ -36,13 +51,43 @@ type StepOptions struct {
 	Autoversion bool
 }
 
+// RetryForever, as StepOptions.Retries, retries a failed step until an
+// attempt succeeds or fails with a Permanent error, however many attempts
+// that takes. Its backoff stays capped by StepOptions.MaxBackoff.
+const RetryForever = -1
+
+// DefaultJitter is the fraction of a retry's backoff that is randomized
+// when StepOptions.Jitter is zero: a delay d waits between d/2 and d.
+const DefaultJitter = 0.5
+
+// DefaultParkRetriesAfter is Config.ParkRetriesAfter when zero: a retry
+// due more than a second later parks its run and frees the worker.
+const DefaultParkRetriesAfter = time.Second
+
+// NoJitter, as StepOptions.Jitter, makes retries wait exactly their backoff
+// delays.
+const NoJitter = -1.0
+
+// check reports options no step can run with, as an error matching
+// ErrInvalidArgument.
+func (o StepOptions) check() error {
+	if o.Retries < RetryForever {
+		return fmt.Errorf("%w: StepOptions.Retries %d (want RetryForever or at least 0)", ErrInvalidArgument, o.Retries)
+	}
+	if o.Jitter != NoJitter && !(o.Jitter >= 0 && o.Jitter <= 1) {
+		return fmt.Errorf("%w: StepOptions.Jitter %v (want 0 to 1, or NoJitter)", ErrInvalidArgument, o.Jitter)
+	}
+	return nil
+}
+
 // StepContext is what a step function receives: a context.Context that is
 // cancelled when the attempt times out or the run stops on this worker, and
 // facts about the call. context.Cause tells why: ErrTerminated or
 // ErrRestarted (by this engine or, within a heartbeat, by another
-// process), ErrLeaseLost (another worker took the run), or the engine
-// shutting down. A pause does not cancel a running step: it takes effect at
-// the next step boundary.
+// process), ErrLeaseLost (another worker took the run), ErrCanceled (the
+// workflow cancelled the step's future: Future.Cancel, SelectCancel), or
+// the engine shutting down. A pause does not cancel a running step: it
+// takes effect at the next step boundary.
 type StepContext interface {
 	context.Context
 	// RunID returns the run's ID.
@@ -125,14 +170,21 @@ func runStep[T any](c *WorkflowContext, key string, opts StepOptions, fn func(sc
 	if err := storage.CheckStepKey(key); err != nil {
 		return zero, err
 	}
-	full, err := x.useKey(key, opts.Autoversion)
+	if err := opts.check(); err != nil {
+		return zero, err
+	}
+	full, err := x.useCallKey(key, opts.Autoversion, asStep)
 	if err != nil {
 		return zero, err
 	}
-	if cp, ok := x.lookup(full); ok {
-		return decodeCheckpoint[T](x, cp)
+	cp, ok, err := x.begin(c.detached, "step:"+full, full)
+	if err != nil {
+		return zero, err
 	}
-	out, cp, fresh := attempts(x, full, iterationOf(x, key, opts), x.pending[full], opts, fn, void, false)
+	if ok {
+		return decodeRecorded[T](x, cp)
+	}
+	out, cp, fresh := attempts(x, nil, full, iterationOf(x, key, opts), x.pending[full], opts, fn, void, false, c.detached)
 	if fresh {
 		return out, nil
 	}
@@ -154,8 +206,15 @@ func iterationOf(x *execution, key string, opts StepOptions) int {
 // fresh, the output of the attempt that wrote it. On the workflow goroutine
 // (async false) a stop unwinds it as every step boundary does; on a step
 // future's goroutine (async true) a stop unwinds only that goroutine, and
-// the workflow goroutine winds the run up at its next boundary.
-func attempts[T any](x *execution, full string, iteration int, last storage.Attempt, opts StepOptions, fn func(sc StepContext) (T, error), void, async bool) (out T, stored storage.Checkpoint, fresh bool) {
+// the workflow goroutine winds the run up at its next boundary. A step
+// future's attempts run under fctx, its own context: once the future is
+// cancelled (Future.Cancel) its attempt is abandoned, no retry follows and
+// its goroutine ends writing nothing (Cancel writes the cancellation).
+// Unless detached (made on the detached context), the run's cancellation
+// stops the step: its running attempt's context is cancelled, and a
+// failure after it, or a retry due after it, is the step's outcome, an
+// error matching ErrCanceled.
+func attempts[T any](x *execution, fctx context.Context, full string, iteration int, last storage.Attempt, opts StepOptions, fn func(sc StepContext) (T, error), void, async, detached bool) (out T, stored storage.Checkpoint, fresh bool) {
 	x.replay.reach(x, full)
 	e := x.engine
 	if opts.Timeout <= 0 {
@@ -176,12 +235,24 @@ func attempts[T any](x *execution, full string, iteration int, last storage.Atte
 	// Attempts recorded before a hand-over count: the numbers go on and the
 	// retry budget is not granted again. A retry whose backoff was recorded
 	// waits until its due time, on this worker as on the one before.
+	ctx := x.stepBase(detached)
+	if fctx != nil {
+		ctx = fctx
+	}
 	if last.RetryAt != nil {
-		x.retryWait(full, *last.RetryAt, async)
+		x.retryWait(fctx, full, *last.RetryAt, async, detached)
 	}
 	for attempt := last.Number + 1; ; attempt++ {
+		if !detached && x.cancelSeen() {
+			// Cancelled while it waited to retry: not retried.
+			err := x.canceledStep(full, nil)
+			cp, _ := x.writeCheckpoint(storage.Checkpoint{Key: full, Kind: KindStep, Error: e.payloads.sealInfo(errorInfo(err))}, nil, async)
+			release()
+			var zero T
+			return zero, cp, false
+		}
 		if async {
-			x.acquireSlot()
+			x.acquireSlot(fctx)
 			held = true
 		}
 		start := e.clock.Now()
@@ -195,11 +266,18 @@ func attempts[T any](x *execution, full string, iteration int, last storage.Atte
 		}
 		var r attemptResult[T]
 		if h := e.hooks.Attempt; h != nil {
-			r = hookedAttempt(h, x, full, iteration, attempt, start, async, active, opts, fn, void)
+			r = hookedAttempt(ctx, h, x, full, iteration, attempt, start, async, active, opts, fn, void)
 		} else {
-			r = attemptOnce(x.ctx, x, full, iteration, attempt, active, opts, fn, void)
+			r = attemptOnce(ctx, x, full, iteration, attempt, active, opts, fn, void, async)
 		}
 		out, err, output, end, retryAt := r.out, r.err, r.output, r.end, r.retryAt
+		if err != nil && canceledFuture(fctx) {
+			// Cancelled by the workflow, which writes the cancellation:
+			// no retry, nothing recorded here. (A success is written as
+			// usual: cancel is a request, and the first write wins.)
+			release()
+			runtime.Goexit()
+		}
 		if err == nil && !x.keepsResult() || err != nil && x.ctx.Err() != nil {
 			// An attempt that ended while the engine shuts down still has
 			// its lease: a success writes its checkpoint, a failure of its
@@ -218,6 +296,11 @@ func attempts[T any](x *execution, full string, iteration int, last storage.Atte
 			return out, cp, !existed
 		}
 		a.Error = e.payloads.sealText(err.Error())
+		if !detached && x.cancelSeen() {
+			// Stopped by the run's cancellation, or failed after it: the
+			// step's outcome is the cancellation, not retried.
+			err, retryAt = x.canceledStep(full, err), time.Time{}
+		}
 		if retryAt.IsZero() {
 			cp, _ := x.writeCheckpoint(storage.Checkpoint{Key: full, Kind: KindStep, Error: e.payloads.sealInfo(errorInfo(err))}, []Attempt{a}, async)
 			release()
@@ -231,8 +314,15 @@ func attempts[T any](x *execution, full string, iteration int, last storage.Atte
 		}
 		x.extended()
 		release()
-		x.retryWait(full, retryAt, async)
+		x.retryWait(fctx, full, retryAt, async, detached)
 	}
+}
+
+// canceledFuture reports whether fctx, a step future's context (nil on
+// the workflow goroutine), was cancelled by Future.Cancel (whose cause is
+// ErrCanceled itself; the run's cancellation's wraps it).
+func canceledFuture(fctx context.Context) bool {
+	return fctx != nil && context.Cause(fctx) == ErrCanceled
 }
 
 // attemptResult is how an attempt ended: its output (encoded, unless the
@@ -248,9 +338,9 @@ type attemptResult[T any] struct {
 
 // attemptOnce makes attempt number attempt of the step keyed full under
 // ctx, and decides what follows it.
-func attemptOnce[T any](ctx context.Context, x *execution, full string, iteration, attempt int, active *storage.ActiveStep, opts StepOptions, fn func(sc StepContext) (T, error), void bool) (r attemptResult[T]) {
+func attemptOnce[T any](ctx context.Context, x *execution, full string, iteration, attempt int, active *storage.ActiveStep, opts StepOptions, fn func(sc StepContext) (T, error), void, async bool) (r attemptResult[T]) {
 	e := x.engine
-	r.out, r.err = callStep(ctx, x, full, iteration, attempt, opts.Timeout, fn)
+	r.out, r.err = callStep(ctx, x, full, iteration, attempt, opts.Timeout, fn, async)
 	x.endStep(active)
 	r.end = e.clock.Now()
 	if r.err == nil && !void {
@@ -258,7 +348,7 @@ func attemptOnce[T any](ctx context.Context, x *execution, full string, iteratio
 			r.err = Permanent(r.err)
 		}
 	}
-	if r.err != nil && !IsPermanent(r.err) && attempt <= opts.Retries {
+	if r.err != nil && !IsPermanent(r.err) && (opts.Retries == RetryForever || attempt <= opts.Retries) {
 		r.retryAt = r.end.Add(backoff(opts, attempt))
 	}
 	return r
@@ -266,22 +356,38 @@ func attemptOnce[T any](ctx context.Context, x *execution, full string, iteratio
 
 // hookedAttempt is attemptOnce inside Hooks.Attempt h. (Apart, so that an
 // attempt without hooks makes no closure.)
-func hookedAttempt[T any](h func(context.Context, *HookAttempt, func(context.Context)), x *execution, full string, iteration, attempt int, start time.Time, async bool, active *storage.ActiveStep, opts StepOptions, fn func(sc StepContext) (T, error), void bool) (r attemptResult[T]) {
+func hookedAttempt[T any](ctx context.Context, h func(context.Context, *HookAttempt, func(context.Context)), x *execution, full string, iteration, attempt int, start time.Time, async bool, active *storage.ActiveStep, opts StepOptions, fn func(sc StepContext) (T, error), void bool) (r attemptResult[T]) {
 	ha := &HookAttempt{RunID: x.lease.RunID, Workflow: x.workflow, Key: full, Attempt: attempt, Async: async, Started: start}
-	h(x.ctx, ha, func(ctx context.Context) {
-		r = attemptOnce(ctx, x, full, iteration, attempt, active, opts, fn, void)
+	h(ctx, ha, func(ctx context.Context) {
+		r = attemptOnce(ctx, x, full, iteration, attempt, active, opts, fn, void, async)
 		ha.Ended, ha.Err, ha.Retry, ha.RetryAt = r.end, r.err, !r.retryAt.IsZero(), r.retryAt
 	})
 	return r
 }
 
 // retryWait waits until t, when the retry of the step keyed key is due. On
-// the workflow goroutine, a pause the heartbeat learns of meanwhile parks
-// the run, ready at t, so it takes effect before the next attempt; a step
-// future's goroutine goes on waiting (the workflow goroutine parks the run
-// at its next boundary).
-func (x *execution) retryWait(key string, t time.Time, async bool) {
-	x.waitUntil(t, async)
+// the workflow goroutine, a retry due later than Config.ParkRetriesAfter
+// parks the run, ready at t, and frees the worker: the attempt that failed
+// is recorded with its due time, so the execution that claims the run
+// again replays to this step and makes the next attempt at once. A pause
+// the heartbeat learns of meanwhile parks the run the same way, so it
+// takes effect before the next attempt. A step future's goroutine goes on
+// waiting on the worker (the run's other calls may still be at work; the
+// workflow goroutine parks the run at its next boundary).
+func (x *execution) retryWait(fctx context.Context, key string, t time.Time, async, detached bool) {
+	if !detached && x.cancelSeen() {
+		return // the next attempt is not made
+	}
+	if p := x.engine.cfg.ParkRetriesAfter; !async && p >= 0 && t.Sub(x.engine.clock.Now()) > p {
+		x.suspend(key, storage.SuspendRequest{ReadyAt: &t})
+	}
+	if async {
+		// Waiting for its backoff, the future does not keep the run
+		// from parking (see waitAny).
+		x.stepsAtWork.Add(-1)
+		defer x.stepsAtWork.Add(1)
+	}
+	x.waitUntil(fctx, t, async, x.cancelDone(detached))
 	if !async {
 		x.parkIfPaused(key, t)
 	}
@@ -321,8 +427,9 @@ func (e *Engine) warnUnheld(workflow, key string) {
 // waitUntil waits until t on the engine's clock, or unwinds the goroutine
 // (see boundary: the workflow's or a step future's, by async) if the run
 // stops or the engine shuts down meanwhile. On the workflow goroutine it
-// returns early when a heartbeat finds a pause requested.
-func (x *execution) waitUntil(t time.Time, async bool) {
+// returns early when a heartbeat finds a pause requested. A step future's
+// goroutine ends when fctx, its context, is cancelled meanwhile.
+func (x *execution) waitUntil(fctx context.Context, t time.Time, async bool, canceledRun <-chan struct{}) {
 	d := t.Sub(x.engine.clock.Now())
 	if d <= 0 {
 		return
@@ -337,25 +444,37 @@ func (x *execution) waitUntil(t time.Time, async bool) {
 		// (Engine.ExecutionsWorking).
 		x.engine.working.Add(-1)
 	}
+	var canceled <-chan struct{}
+	if fctx != nil {
+		canceled = fctx.Done()
+	}
 	stopped := false
 	select {
+	case <-canceled:
+		stopped = true
 	case <-x.ctx.Done():
 		stopped = true
 	case <-x.stopping:
 		stopped = true
 	case <-pauseSeen:
 	case <-timer:
+	case <-canceledRun:
+		stopped = x.ctx.Err() != nil
 	}
 	if !async {
 		x.engine.working.Add(1)
 	}
 	if stopped {
 		x.boundary(async)
+		if canceledFuture(fctx) {
+			runtime.Goexit()
+		}
 	}
 }
 
 // backoff returns the delay before retry number attempt (from 1):
-// exponential with jitter in [d/2, d], capped.
+// exponential, capped, with opts.Jitter of it randomized (a delay d waits
+// between d*(1-Jitter) and d).
 func backoff(opts StepOptions, attempt int) time.Duration {
 	base, maxd := opts.Backoff, opts.MaxBackoff
 	if base <= 0 {
@@ -369,13 +488,24 @@ func backoff(opts StepOptions, attempt int) time.Duration {
 		d *= 2
 	}
 	d = min(d, maxd)
-	return d/2 + rand.N(d/2+1)
+	j := opts.Jitter
+	switch {
+	case j == 0:
+		j = DefaultJitter
+	case j < 0:
+		return d
+	}
+	fixed := d - time.Duration(float64(d)*j)
+	return fixed + rand.N(d-fixed+1)
 }
 
 // callStep runs one attempt under ctx (the run's, or a hook's derived
-// from it), turning a panic into a failed attempt with its stack. With a timeout, an attempt that ignores its context is abandoned
-// when the timeout passes.
-func callStep[T any](ctx context.Context, x *execution, key string, iteration, attempt int, timeout time.Duration, fn func(StepContext) (T, error)) (out T, err error) {
+// from it), turning a panic into a failed attempt with its stack. With a
+// timeout, an attempt that ignores its context is abandoned when the
+// timeout passes; with abandon (a step future's attempt), also when ctx
+// is cancelled, so that a future cancelled by the workflow does not hold
+// the run while its function ignores the cancellation.
+func callStep[T any](ctx context.Context, x *execution, key string, iteration, attempt int, timeout time.Duration, fn func(StepContext) (T, error), abandon bool) (out T, err error) {
 	if timeout > 0 {
 		var cancel func()
 		ctx, cancel = withTimeout(x.engine.clock, ctx, timeout)
@@ -394,7 +524,7 @@ func callStep[T any](ctx context.Context, x *execution, key string, iteration, a
 		}()
 		return fn(sc)
 	}
-	if timeout <= 0 {
+	if timeout <= 0 && !abandon {
 		return call()
 	}
 	type result struct {
@@ -410,6 +540,12 @@ func callStep[T any](ctx context.Context, x *execution, key string, iteration, a
 	case r := <-done:
 		return r.out, r.err
 	case <-ctx.Done():
+		if timeout <= 0 && !errors.Is(context.Cause(ctx), ErrCanceled) {
+			// Only a cancelled future's attempt is abandoned: another
+			// stop waits for the function, as without abandon.
+			r := <-done
+			return r.out, r.err
+		}
 		return out, fmt.Errorf("step %q attempt %d: %w", key, attempt, context.Cause(ctx))
 	}
 }

@@ -83,7 +83,7 @@ type workflowSets struct {
 
 // outcomes are the outcomes of an execution.
 var outcomes = []runtime.Outcome{runtime.OutcomeComplete, runtime.OutcomeErrored, runtime.OutcomeParked,
-	runtime.OutcomeContinued, runtime.OutcomePaused, runtime.OutcomeReleased, runtime.OutcomeStopped}
+	runtime.OutcomeContinued, runtime.OutcomePaused, runtime.OutcomeReleased, runtime.OutcomeStopped, runtime.OutcomeHeld}
 
 func newWorkflowSets(name string) *workflowSets {
 	w := keyWorkflow.String(name)

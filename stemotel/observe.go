@@ -20,8 +20,10 @@ const queueStatsTimeout = 10 * time.Second
 // Observe reports the queues of e, as Engine.QueueStats counts them, in
 // the gauges stem.queue.ready, stem.queue.oldest_ready,
 // stem.queue.running and stem.queue.waiting: the named queues, or when
-// none is named every queue e registers and the default queue. Each
-// collection of the meter's readers reads the store once. stop ends the
+// none is named every queue e registers and the default queue. It also
+// reports stem.runs.unserved, the runs in flight of each workflow no live
+// engine registers (Engine.Unserved). Each collection of the meter's
+// readers reads the store a few times. stop ends the
 // reports; call it before closing e, whose QueueStats fails once closed.
 //
 // Engines that share a store count the same runs: observe one of them,
@@ -52,8 +54,18 @@ func (t *Telemetry) Observe(e *runtime.Engine, queues ...string) (stop func() er
 			o.ObserveInt64(t.queueRunning, int64(s.Running), q)
 			o.ObserveInt64(t.queueWaiting, int64(s.Waiting), q)
 		}
+		unserved, err := e.Unserved(ctx)
+		if err != nil {
+			if errors.Is(err, runtime.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("stemotel: reading the runs no engine serves: %w", err)
+		}
+		for _, u := range unserved {
+			o.ObserveInt64(t.unserved, u.Total, metric.WithAttributes(keyWorkflow.String(u.Workflow)))
+		}
 		return nil
-	}, t.queueReady, t.queueOldest, t.queueRunning, t.queueWaiting)
+	}, t.queueReady, t.queueOldest, t.queueRunning, t.queueWaiting, t.unserved)
 	if err != nil {
 		return nil, fmt.Errorf("stemotel: registering the queue gauges: %w", err)
 	}

@@ -65,6 +65,7 @@ type Telemetry struct {
 	queueOldest  metric.Float64ObservableGauge
 	queueRunning metric.Int64ObservableGauge
 	queueWaiting metric.Int64ObservableGauge
+	unserved     metric.Int64ObservableGauge
 
 	claimOK, claimFailed metric.MeasurementOption
 
@@ -147,6 +148,9 @@ func New(opts Options) (*Telemetry, error) {
 	check(err)
 	t.queueWaiting, err = m.Int64ObservableGauge("stem.queue.waiting", metric.WithUnit("{run}"),
 		metric.WithDescription("Runs asleep or awaiting an event, by queue."))
+	check(err)
+	t.unserved, err = m.Int64ObservableGauge("stem.runs.unserved", metric.WithUnit("{run}"),
+		metric.WithDescription("Runs in flight of a workflow no live engine registers (renamed or dropped by a deploy), by workflow."))
 	check(err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("stemotel: creating the instruments: %w", err)

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/storage"
@@ -21,12 +23,20 @@ import (
 // its outcome; then, for each step, runs it again on a fresh store with the
 // worker killed right after the step's checkpoint is written, and again
 // with the worker killed right before, and lets a fresh engine resume the
-// run (after the dead worker's lease expires, in virtual time). Each case
+// run at the same virtual instant (the dead worker's lease is handed back
+// rather than left to expire, so a workflow reading ctx.Now reads what it
+// read without the crash). Each case
 // is a subtest, named for the step and the moment; it fails when the
 // resumed run's outcome differs, when its checkpoints differ from the
-// first run's (a key missing, added or written twice), or when a step's
-// idempotency key differs: what a workflow that is not deterministic, or
-// a step that is not idempotent, shows after a crash.
+// first run's (a key missing, added or written twice), when a step's
+// idempotency key differs, or when a step's function ran more often than
+// in the first run (once more is allowed for the step whose checkpoint the
+// crash lost): what a workflow that is not deterministic, or a step that
+// is not idempotent, shows after a crash. The first run fails it too when
+// a step's function ran more often than its attempts were recorded: a
+// step that ran where nothing could be written, such as one called from a
+// defer as the run parked (the runtime refuses those; a workflow that
+// recovers from that refusal would show it).
 //
 // register registers the workflow (and any child workflows it calls);
 // opts configure every engine (WithStore is ignored: each case needs its
@@ -37,6 +47,9 @@ func CrashEveryStep[In any](t *testing.T, register func(e *runtime.Engine) error
 	base := runOnce(t, register, workflow, in, nil, opts)
 	if base == nil {
 		return
+	}
+	if unrecorded := base.unrecorded(); unrecorded != "" {
+		t.Errorf("workflow %s, without a crash: %s", workflow, unrecorded)
 	}
 	if len(base.steps) == 0 {
 		t.Logf("stemtest: workflow %s ran no step: nothing to crash", workflow)
@@ -81,6 +94,11 @@ type outcome struct {
 	keys  []string
 	// idem holds each step's idempotency key, by step key.
 	idem map[string]string
+	// ran counts the runs of each step's function, by key, in every
+	// process of the case; recorded the attempts the store holds.
+	ran, recorded map[string]int
+	// kept holds the keys checkpointed when the worker was killed.
+	kept map[string]bool
 }
 
 // runOnce runs the workflow to its end, killing the worker at crash when
@@ -88,10 +106,20 @@ type outcome struct {
 func runOnce[In any](t *testing.T, register func(e *runtime.Engine) error, workflow string, in In, crash *crashPoint, opts []Option) *outcome {
 	t.Helper()
 	var cs *crashStore
+	var ranMu sync.Mutex
+	ran := map[string]int{}
+	count := runtime.Hooks{Attempt: func(ctx context.Context, a *runtime.HookAttempt, next func(context.Context)) {
+		if a.RunID == crashRunID {
+			ranMu.Lock()
+			ran[a.Key]++
+			ranMu.Unlock()
+		}
+		next(ctx)
+	}}
 	opts = append(slices.Clone(opts), WithStore(func(clock storage.Clock) storage.Store {
 		cs = &crashStore{Store: memstore.New(memstore.Options{Clock: clock}), at: crash}
 		return cs
-	}))
+	}), func(o *options) { o.hooks = append(o.hooks, count) })
 	env := New(t, register, opts...)
 	ctx := env.Context()
 	if _, err := env.Engine.StartJSON(ctx, workflow, crashRunID, mustJSON(t, in)); err != nil {
@@ -113,6 +141,7 @@ func runOnce[In any](t *testing.T, register func(e *runtime.Engine) error, workf
 		return ch
 	}
 	ended := wait(env.Engine)
+	var kept map[string]bool
 	if crash != nil {
 		select {
 		case <-cs.crashed():
@@ -123,7 +152,18 @@ func runOnce[In any](t *testing.T, register func(e *runtime.Engine) error, workf
 			t.Fatalf("stemtest: the run never reached the checkpoint of step %s", crash.key)
 		}
 		// The worker is dead; a fresh one, on the same store, resumes
-		// the run once its lease expires.
+		// the run. Its lease is handed back at once rather than left to
+		// expire, so the crash costs no virtual time: the resumed run
+		// reads the clock (ctx.Now) where the run without the crash did.
+		h, err := cs.Store.ListSteps(ctx, storage.StepsQuery{RunID: crashRunID})
+		if err != nil {
+			t.Fatalf("stemtest: listing the run's steps at the crash: %v", err)
+		}
+		kept = map[string]bool{}
+		for _, s := range h.Steps {
+			kept[s.Key] = true
+		}
+		cs.release(ctx, env.Clock.Now())
 		env.restart(cs.Store)
 		ended = wait(env.Engine)
 	}
@@ -132,7 +172,10 @@ func runOnce[In any](t *testing.T, register func(e *runtime.Engine) error, workf
 	if err != nil {
 		t.Fatalf("stemtest: waiting for the run: %v", err)
 	}
-	o := &outcome{output: string(info.Output), idem: map[string]string{}}
+	o := &outcome{output: string(info.Output), idem: map[string]string{}, recorded: map[string]int{}, kept: kept}
+	ranMu.Lock()
+	o.ran = maps.Clone(ran)
+	ranMu.Unlock()
 	if info.Err != nil {
 		o.err = info.Err.Error()
 	}
@@ -140,7 +183,11 @@ func runOnce[In any](t *testing.T, register func(e *runtime.Engine) error, workf
 	if err != nil {
 		t.Fatalf("stemtest: listing the run's steps: %v", err)
 	}
+	for _, a := range h.Pending {
+		o.recorded[a.Key]++
+	}
 	for _, s := range h.Steps {
+		o.recorded[s.Key] += len(s.Attempts)
 		o.keys = append(o.keys, s.Key)
 		if s.Kind == storage.KindStep {
 			o.steps = append(o.steps, s.Key)
@@ -149,6 +196,18 @@ func runOnce[In any](t *testing.T, register func(e *runtime.Engine) error, workf
 	}
 	slices.Sort(o.keys)
 	return o
+}
+
+// unrecorded says which steps' functions ran more often than their
+// attempts were recorded, or "".
+func (o *outcome) unrecorded() string {
+	var d []string
+	for _, k := range slices.Sorted(maps.Keys(o.ran)) {
+		if o.ran[k] > o.recorded[k] {
+			d = append(d, fmt.Sprintf("step %s ran %d times but %d attempts were recorded: it ran where nothing could be written", k, o.ran[k], o.recorded[k]))
+		}
+	}
+	return strings.Join(d, "; ")
 }
 
 // diff says how got differs from the first run, or "".
@@ -168,6 +227,18 @@ func (base *outcome) diff(got *outcome) string {
 	for k, want := range base.idem {
 		if have, ok := got.idem[k]; ok && have != want {
 			d = append(d, fmt.Sprintf("step %s saw idempotency key %s, not %s", k, have, want))
+		}
+	}
+	// A step checkpointed before the crash never runs again; one whose
+	// attempt the crash cut short (or whose checkpoint it lost) runs once
+	// more.
+	for _, k := range slices.Sorted(maps.Keys(base.ran)) {
+		allowed := base.ran[k]
+		if !got.kept[k] {
+			allowed++
+		}
+		if got.ran[k] > allowed {
+			d = append(d, fmt.Sprintf("step %s ran %d times, %d without the crash", k, got.ran[k], base.ran[k]))
 		}
 	}
 	return strings.Join(d, "; ")
@@ -214,6 +285,8 @@ func mustJSON(t *testing.T, v any) json.RawMessage {
 // restart stops the engine, as a killed worker stops, and starts a fresh
 // one on st with the same workflows.
 func (env *Env) restart(st storage.Store) {
+	env.swapping.Lock()
+	defer env.swapping.Unlock()
 	env.shutdown()
 	env.mu.Lock()
 	env.stopped = false
@@ -235,6 +308,23 @@ type crashStore struct {
 	mu   sync.Mutex
 	dead bool
 	done chan struct{}
+	// held is the test run as the worker last claimed it: the lease the
+	// dead worker holds, and the state its claim handed back.
+	held *storage.ClaimedRun
+}
+
+// release hands the dead worker's lease on the test run back, ready now,
+// with the state its claim had, as the lease's expiry would later.
+func (c *crashStore) release(ctx context.Context, now time.Time) {
+	c.mu.Lock()
+	held := c.held
+	c.mu.Unlock()
+	if held == nil {
+		return
+	}
+	// A lease already gone (the run parked or ended before the crash) has
+	// nothing to hand back.
+	_, _ = c.Store.Suspend(ctx, storage.SuspendRequest{Lease: held.Lease, ReadyAt: &now, SuspendState: held.SuspendState})
 }
 
 func (c *crashStore) crashed() <-chan struct{} {
@@ -289,7 +379,15 @@ func (c *crashStore) Claim(ctx context.Context, req storage.ClaimRequest) ([]sto
 	if c.isDead() {
 		return nil, errCrashed
 	}
-	return c.Store.Claim(ctx, req)
+	runs, err := c.Store.Claim(ctx, req)
+	for i := range runs {
+		if runs[i].Lease.RunID == crashRunID {
+			c.mu.Lock()
+			c.held = &runs[i]
+			c.mu.Unlock()
+		}
+	}
+	return runs, err
 }
 
 func (c *crashStore) RecordAttempts(ctx context.Context, req storage.RecordAttemptsRequest) error {
@@ -311,6 +409,13 @@ func (c *crashStore) Suspend(ctx context.Context, req storage.SuspendRequest) (s
 		return storage.SuspendResult{}, errCrashed
 	}
 	return c.Store.Suspend(ctx, req)
+}
+
+func (c *crashStore) TakeEvent(ctx context.Context, req storage.TakeEventRequest) (*storage.Checkpoint, error) {
+	if c.isDead() {
+		return nil, errCrashed
+	}
+	return c.Store.TakeEvent(ctx, req)
 }
 
 func (c *crashStore) Complete(ctx context.Context, req storage.CompleteRequest) error {

@@ -22,8 +22,8 @@
 // that failed logs each run's steps and the virtual time reached.
 //
 // Generated test helpers (a workflow package's …stemtest package) build
-// on this kit: typed step mocks and a crash-at-every-step test per
-// workflow.
+// on this kit: typed step and workflow mocks (MockStep, MockWorkflow,
+// the Expect assertions) and a crash-at-every-step test per workflow.
 package stemtest
 
 import (
@@ -53,6 +53,11 @@ type options struct {
 	wall   time.Duration
 	// started is AfterStart's.
 	started func(env *Env, runID string)
+	// setup is Setup's.
+	setup func(env *Env)
+	// hooks are the kit's own, outside the test's config (the crash
+	// test's count of step functions run).
+	hooks []runtime.Hooks
 }
 
 // WithStore runs the engine on the store open returns, given the virtual
@@ -80,6 +85,12 @@ func AfterStart(f func(env *Env, runID string)) Option {
 	return func(o *options) { o.started = f }
 }
 
+// Setup has New call f with the env once its engine runs, before New
+// returns: to put mocks on the engine (a generated kit's Mock(env)) where
+// the test does not call New itself, as in CrashEveryStep, whose every
+// case calls f before it starts its run.
+func Setup(f func(env *Env)) Option { return func(o *options) { o.setup = f } }
+
 // WallTimeout bounds the test's Context in real time (default one
 // minute).
 func WallTimeout(d time.Duration) Option { return func(o *options) { o.wall = d } }
@@ -102,10 +113,14 @@ type Env struct {
 	// storeCalls counts the engine's store calls under way.
 	storeCalls atomic.Int64
 
-	mu      sync.Mutex
-	stop    func() // stops the current engine
-	paused  int    // Pause calls not yet undone
-	stopped bool
+	mu sync.Mutex
+	// swapping is held by a crash test while it replaces the engine, and
+	// read-held by the functions At runs, which use env.Engine.
+	swapping sync.RWMutex
+	onEng    []func(e *runtime.Engine) error // OnEngine's, in order
+	stop     func()                          // stops the current engine
+	paused   int                             // Pause calls not yet undone
+	stopped  bool
 }
 
 // New returns a running engine on a fresh store with a virtual clock,
@@ -138,7 +153,27 @@ func New(t testing.TB, register func(e *runtime.Engine) error, opts ...Option) *
 	if !o.manual {
 		go env.advance(ctx)
 	}
+	if o.setup != nil {
+		o.setup(env)
+	}
 	return env
+}
+
+// OnEngine calls f with the env's engine now, and with every engine the
+// env starts later (the fresh worker that resumes a run after
+// CrashEveryStep kills one), after the test's register and before that
+// engine runs: what a test changes on its engine (a mock, a stand-in for
+// a child workflow) then holds for the whole test. Generated mocks call
+// it. An error f returns fails the test.
+func (env *Env) OnEngine(f func(e *runtime.Engine) error) {
+	env.t.Helper()
+	env.mu.Lock()
+	env.onEng = append(env.onEng, f)
+	e := env.Engine
+	env.mu.Unlock()
+	if err := f(e); err != nil {
+		env.t.Fatalf("stemtest: %v", err)
+	}
 }
 
 // newEngine starts an engine on st with the test's workflows.
@@ -155,16 +190,30 @@ func (env *Env) newEngine(st storage.Store) *runtime.Engine {
 		env.opts.config(&cfg)
 		cfg.Store, cfg.Clock = st, env.Clock
 	}
+	if cfg.RandomSeed == nil {
+		// The context's Random and UUID give a run of a given ID the
+		// same values in every test and every case of CrashEveryStep.
+		cfg.RandomSeed = []byte("stemtest")
+	}
 	// Innermost of the hooks: the clock stands still while a store call
 	// is under way (see settle). Clipped, so the test's own slice is
 	// never written to.
-	cfg.Hooks = append(slices.Clip(cfg.Hooks), runtime.Hooks{Store: env.storeCall})
+	cfg.Hooks = append(slices.Clip(cfg.Hooks), env.opts.hooks...)
+	cfg.Hooks = append(cfg.Hooks, runtime.Hooks{Store: env.storeCall})
 	e, err := runtime.New(cfg)
 	if err != nil {
 		env.t.Fatalf("stemtest: %v", err)
 	}
 	if err := env.register(e); err != nil {
 		env.t.Fatalf("stemtest: registering the workflows: %v", err)
+	}
+	env.mu.Lock()
+	onEng := slices.Clone(env.onEng)
+	env.mu.Unlock()
+	for _, f := range onEng {
+		if err := f(e); err != nil {
+			env.t.Fatalf("stemtest: %v", err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -196,8 +245,15 @@ func (env *Env) Elapsed() time.Duration { return env.Clock.Now().Sub(env.start) 
 
 // At calls f on its own goroutine when the virtual clock reads d past now,
 // in order with the runs' own timers: a test sends an event at a virtual
-// time with it.
-func (env *Env) At(d time.Duration, f func()) { env.Clock.AfterFunc(d, f) }
+// time with it. f never runs while a crash test replaces the killed
+// worker's engine, so env.Engine is a live engine in it.
+func (env *Env) At(d time.Duration, f func()) {
+	env.Clock.AfterFunc(d, func() {
+		env.swapping.RLock()
+		defer env.swapping.RUnlock()
+		f()
+	})
+}
 
 // Advance moves the virtual clock d forward, letting what each timer
 // starts settle before the next fires.

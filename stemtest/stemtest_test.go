@@ -262,3 +262,49 @@ func ended(t *testing.T, env *stemtest.Env, runID string) time.Duration {
 	}
 	return info.EndedAt.Sub(stemtest.Epoch)
 }
+
+// registerSaga registers a transfer written as Go sagas are: each
+// compensation deferred once its action succeeded, one keyed on a done
+// flag and one on the named error, both across a park.
+func registerSaga(e *runtime.Engine) error {
+	return runtime.Register(e, "transfer", func(c *runtime.WorkflowContext, amount int) (out string, err error) {
+		step := func(key string) error {
+			return runtime.Do(c, key+"@v1", runtime.StepOptions{}, func(runtime.StepContext) error { return nil })
+		}
+		defer step("audit")
+		done := false
+		if err := step("debit"); err != nil {
+			return "", err
+		}
+		defer func() {
+			if !done {
+				_ = step("refund-debit")
+			}
+		}()
+		if err = step("credit"); err != nil {
+			return "", err
+		}
+		defer func() {
+			if err != nil {
+				_ = step("refund-credit")
+			}
+		}()
+		if err = c.Sleep("settle", time.Hour); err != nil {
+			return "", err
+		}
+		if amount > 100 {
+			return "", errors.New("over the limit")
+		}
+		done = true
+		return "sent", nil
+	})
+}
+
+// TestCrashEveryStepSaga: the crash test of a saga whose compensations
+// are deferred across a park passes, approved and declined: no refund
+// runs at the park, none twice, and none for a transfer that succeeds.
+func TestCrashEveryStepSaga(t *testing.T) {
+	t.Parallel()
+	stemtest.CrashEveryStep(t, registerSaga, "transfer", 50)
+	stemtest.CrashEveryStep(t, registerSaga, "transfer", 500)
+}

@@ -42,6 +42,7 @@ const (
 	CodeChildCollision  = "child_collision"
 	CodeDeadline        = "deadline"
 	CodeInvalidArgument = "invalid_argument"
+	CodeCanceled        = "canceled"
 )
 
 // invalid reports a malformed request in the wording every store shares:

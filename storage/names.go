@@ -85,6 +85,12 @@ func CheckWorkflowName(name string) error {
 	return checkASCII("workflow name", name, nameChars, nameHint)
 }
 
+// CheckErrorName checks the durable name a declared error is recorded
+// under (runtime.DeclareError, //stem:error).
+func CheckErrorName(name string) error {
+	return checkASCII("error name", name, nameChars, nameHint)
+}
+
 // CheckStepName checks a step's durable name, as an annotation gives it
 // (its key adds the version: name@vN).
 func CheckStepName(name string) error {

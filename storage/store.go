@@ -81,7 +81,8 @@ type Store interface {
 	// taken in the order ClaimRequest.Queues describes (priority, then
 	// recoveries, then oldest); the order of the returned slice is not
 	// specified. Each claimed run becomes StatusRunning with Owner, lease
-	// expiry now+LeaseFor, and a token greater than any it had before.
+	// expiry now+LeaseFor, and a token greater than any it had before, and
+	// its Hold is cleared.
 	// Concurrent claims never hand one run to two callers.
 	Claim(ctx context.Context, req ClaimRequest) ([]ClaimedRun, error)
 
@@ -171,14 +172,37 @@ type Store interface {
 	// worker could not decode is visible and the run waits again instead of
 	// failing). A Refuse whose key has no event checkpoint is
 	// ErrInvalidState, with nothing written.
+	//
+	// Hold, when set, is stored as the run's Hold in the same change; the
+	// run's next Claim clears it. A hold comes with neither Checkpoint, Wait
+	// nor Refuse: the run's wait, if it has one, is kept as it is.
 	Suspend(ctx context.Context, req SuspendRequest) (SuspendResult, error)
+
+	// TakeEvent resolves a wait without parking, fenced, for a run whose
+	// worker is busy (a select whose steps still run): when a checkpoint
+	// for the key of one of the wait's cases (Wait.Cases, in order)
+	// already exists, it is returned; otherwise the oldest event buffered
+	// for the run on one of its topics is consumed and written as the
+	// checkpoint of its case's key, of its case's kind (DeliveryKind),
+	// exactly as Suspend delivers it, and returned. Either way the lease is
+	// extended to now+LeaseFor (when LeaseFor > 0) and the run stays
+	// StatusRunning. With neither it returns nil and changes nothing.
+	// It never parks the run, never registers the wait and writes no
+	// other checkpoint. A lease that no longer holds is ErrLeaseLost with
+	// nothing written (the event stays buffered).
+	TakeEvent(ctx context.Context, req TakeEventRequest) (*Checkpoint, error)
 
 	// Complete finishes a run, fenced: StatusComplete with Output, or
 	// StatusErrored with Error, ending its execution now (EndedAt). The
 	// lease, any wait and the SuspendState are cleared. If Notify is set, it is delivered in the same atomic change
 	// exactly as SendEvent would (a child run telling its parent), except
 	// that a Notify whose run is unknown or finished is dropped: a child
-	// always finishes, whatever became of its parent.
+	// always finishes, whatever became of its parent. With ChildError set,
+	// every unfinished descendant whose ParentPolicy is ParentTerminate is
+	// terminated in the same change, with ChildError, exactly as Terminate
+	// does it (so their holders fail their next fenced write with
+	// ErrLeaseLost); without it no descendant is touched. A Complete
+	// refused (ErrLeaseLost) terminates nothing.
 	Complete(ctx context.Context, req CompleteRequest) error
 
 	// Pause pauses a run. A queued or waiting run becomes StatusPaused at
@@ -199,9 +223,29 @@ type Store interface {
 	// unfinished descendant whose ParentPolicy is ParentTerminate is
 	// terminated too, with ChildError, in the same change: descendants are
 	// reached through finished children as well, and a descendant that
-	// abandons its parent keeps its own children too. It returns the
+	// abandons its parent keeps its own children too. A descendant whose
+	// ParentPolicy is ParentCancel, reached so, is not terminated: its
+	// cancellation is requested (as Cancel does, with ChildCancel as the
+	// reason) when it is unfinished, and its own children are left to its
+	// ending. It returns the
 	// IDs it terminated, the run's first. A finished run: ErrInvalidState.
 	Terminate(ctx context.Context, req TerminateRequest) ([]string, error)
+
+	// Cancel requests a run's cancellation, which its workflow sees and
+	// handles (the run may clean up, and ends itself), unlike Terminate.
+	// The first request wins: a later one, whatever its reason, changes
+	// nothing and succeeds. The request is recorded on the run
+	// (RunRecord.CancelRequested, CancelReason) until a Restart begins its
+	// next execution (ContinueAsNew keeps it), and reported by Claim,
+	// Heartbeat and Checkpoint.
+	// A waiting run becomes ready now, as if its wake time had come (its
+	// wait stays registered); a paused run stays paused, ready now for
+	// when it is resumed; a queued run stays queued; a running run learns
+	// of it from its holder's next write (see SuspendRequest.CancelSeen).
+	// Cancelling a run does not reach its children: its ending does, by
+	// their ParentPolicy. A finished run is ErrInvalidState; an unknown
+	// one ErrRunNotFound.
+	Cancel(ctx context.Context, req CancelRequest) error
 
 	// Restart begins a run's next execution: the current one ends (keeping
 	// its checkpoints, attempts and final status, readable through
@@ -233,9 +277,15 @@ type Store interface {
 	// and nothing else: no checkpoints, attempts, wait, SuspendState,
 	// output, error, active step or recoveries. The lease is released and
 	// the run is StatusQueued, ready now, or StatusPaused when a pause was
-	// requested. A lease that no longer holds is ErrLeaseLost, with nothing
-	// written. A store's replay of the new execution costs the same
-	// whatever the number of executions before it.
+	// requested. With ChildError set, the run's children meet their
+	// ParentPolicy in the same change, as in Complete: every unfinished
+	// descendant whose ParentPolicy is ParentTerminate is terminated with
+	// ChildError, and the cancellation of those whose ParentPolicy is
+	// ParentCancel is requested with ChildCancel as the reason; without it
+	// no descendant is touched. A lease that no longer holds is
+	// ErrLeaseLost, with nothing written (no child touched either). A
+	// store's replay of the new execution costs the same whatever the
+	// number of executions before it.
 	ContinueAsNew(ctx context.Context, req ContinueRequest) error
 
 	// ListExecutions returns a run's executions, oldest first.

@@ -96,8 +96,7 @@ const (
 	MaxPriority = 1000000
 )
 
-// ParentPolicy says what becomes of a child run when its parent is
-// terminated.
+// ParentPolicy says what becomes of a child run when its parent ends.
 type ParentPolicy string
 
 // The parent policies.
@@ -106,10 +105,26 @@ const (
 	ParentTerminate ParentPolicy = ""
 	// ParentAbandon leaves the child running to its end.
 	ParentAbandon ParentPolicy = "abandon"
+	// ParentCancel requests the child's cancellation (see Store.Cancel)
+	// when its parent ends: the child runs its cleanup and ends itself.
+	ParentCancel ParentPolicy = "cancel"
 )
 
 // Valid reports whether p is one of the parent policies.
-func (p ParentPolicy) Valid() bool { return p == ParentTerminate || p == ParentAbandon }
+func (p ParentPolicy) Valid() bool {
+	return p == ParentTerminate || p == ParentAbandon || p == ParentCancel
+}
+
+// MaxCancelReason is the longest reason a cancellation records, in bytes.
+const MaxCancelReason = 1024
+
+// CancelRequest requests a run's cancellation; see Store.Cancel.
+type CancelRequest struct {
+	RunID string
+	// Reason says why, for the run's code and its operators: plain text
+	// of at most MaxCancelReason bytes, possibly empty.
+	Reason string
+}
 
 // CreateResult reports what CreateRuns did with one request.
 type CreateResult struct {
@@ -133,6 +148,11 @@ type RunRecord struct {
 	// PauseRequested is true while a pause waits for a running run's next
 	// step boundary.
 	PauseRequested bool
+	// CancelRequested is set once the run's cancellation was requested
+	// (Store.Cancel), until a Restart; CancelReason is the first
+	// request's reason.
+	CancelRequested bool
+	CancelReason    string
 	// ReadyAt is when a queued or waiting run may be claimed; nil while it
 	// waits for an event without timeout.
 	ReadyAt *time.Time
@@ -171,10 +191,48 @@ type RunRecord struct {
 	// under, 0 when unknown.
 	Version int
 	// Headers is NewRun.Headers, nil when it had none.
-	Headers   map[string]string
+	Headers map[string]string
+	// Hold says why the run is held (see Hold): set by a Suspend that
+	// holds it, cleared by the run's next Claim. Nil when not held.
+	Hold      *Hold
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
+
+// Hold is why an engine held a run instead of executing it: the workflow's
+// code no longer makes the calls the run's history recorded (a deploy
+// changed it). A held run is handed back untouched, its history, wait and
+// suspension state kept, and is ready again later, when an engine of
+// another build may continue it; it is never completed or errored for
+// being held.
+type Hold struct {
+	// Reason says what diverged, in words.
+	Reason string `json:"reason"`
+	// Recorded is the key of the call the history has at the divergence
+	// ("" when the history ends there); Called is the key of the call the
+	// code made there ("" when the code made none: it returned).
+	Recorded string `json:"recorded,omitempty"`
+	Called   string `json:"called,omitempty"`
+	// Position is the divergent call's place in the execution's history,
+	// from 0 (tools show it from 1: "call 3" is Position 2).
+	Position int `json:"position"`
+	// Execution is the execution whose history diverged.
+	Execution int `json:"execution"`
+	// Since is when the engine held the run.
+	Since time.Time `json:"since"`
+}
+
+// Clone returns a copy of h (nil for nil) that shares nothing with it.
+func (h *Hold) Clone() *Hold {
+	if h == nil {
+		return nil
+	}
+	c := *h
+	return &c
+}
+
+// MaxHoldReason bounds Hold.Reason, in bytes.
+const MaxHoldReason = 4096
 
 // ActiveStep is a step attempt in progress, as a worker reports it.
 type ActiveStep struct {
@@ -434,6 +492,10 @@ type ClaimedRun struct {
 	Headers map[string]string
 	// LeaseUntil is when this lease expires unless extended.
 	LeaseUntil time.Time
+	// CancelRequested and CancelReason are the run's (RunRecord's): the
+	// worker cancels the workflow from its start.
+	CancelRequested bool
+	CancelReason    string
 	// Replay, when not nil, is the run's replay exactly as LoadReplay would
 	// return it right after this claim, read by the store in the same
 	// round trip, so the worker need not ask. A store may leave it nil, and
@@ -452,12 +514,15 @@ const (
 	KindChild CheckpointKind = "child"
 	// KindSelect records which case of a select won (the runtime's).
 	KindSelect CheckpointKind = "select"
+	// KindCancel records the durable call at which the run's cancellation
+	// took effect (the runtime's).
+	KindCancel CheckpointKind = "cancel"
 )
 
 // Valid reports whether k is one of the checkpoint kinds.
 func (k CheckpointKind) Valid() bool {
 	switch k {
-	case KindStep, KindSleep, KindEvent, KindChild, KindSelect:
+	case KindStep, KindSleep, KindEvent, KindChild, KindSelect, KindCancel:
 		return true
 	}
 	return false
@@ -489,6 +554,11 @@ type ErrorInfo struct {
 	// Code names a sentinel the error matched (see the Code constants), so
 	// errors.Is keeps working after a replay.
 	Code string `json:"code,omitempty"`
+	// Detail is what the runtime records beyond the text and code: the
+	// declared errors the failure matched, with their fields, as text the
+	// store keeps and returns byte for byte (it may be sealed). "" for
+	// none.
+	Detail string `json:"detail,omitempty"`
 }
 
 // Attempt is one execution of a step function (or, for a wait, one refused
@@ -534,6 +604,8 @@ type CheckpointResult struct {
 	// PauseRequested is true when a pause is requested but did not take
 	// effect because the request was Busy.
 	PauseRequested bool
+	// CancelRequested is true when the run's cancellation is requested.
+	CancelRequested bool
 }
 
 // RecordAttemptsRequest appends a step's failed attempts under the lease.
@@ -560,6 +632,9 @@ type HeartbeatResult struct {
 	// boundary (see Store.Pause), so the worker learns of it between
 	// writes.
 	PauseRequested bool
+	// CancelRequested is true when the run's cancellation is requested
+	// (see Store.Cancel).
+	CancelRequested bool
 }
 
 // Replay is what a worker replays a run from: the current execution's
@@ -678,6 +753,24 @@ type SuspendRequest struct {
 	// Refuse.Attempt recorded, so the refusal stays visible; then the
 	// request proceeds as usual, so the run waits again.
 	Refuse *Refusal
+	// Hold, when set, is recorded on the run in the same change (see
+	// RunRecord.Hold): the engine holds the run rather than execute it.
+	Hold *Hold
+	// CancelSeen says the worker knows of the run's requested
+	// cancellation (its cleanup may park). Without it, a run whose
+	// cancellation is requested is parked ready now, whatever ReadyAt
+	// says, so a worker takes it again at once and sees the request; a
+	// Hold is kept as asked.
+	CancelSeen bool
+}
+
+// TakeEventRequest takes an event for a wait without parking the run; see
+// Store.TakeEvent.
+type TakeEventRequest struct {
+	Lease    Lease
+	LeaseFor time.Duration
+	// Wait names the cases an event may resolve; its Deadline is not used.
+	Wait *Wait
 }
 
 // Refusal names a delivered event checkpoint to take back and the attempt
@@ -708,6 +801,14 @@ type CompleteRequest struct {
 	// Progress, when not nil, is published in the same write; see
 	// CheckpointRequest.Progress.
 	Progress []byte
+	// ChildError, when set, terminates with the run's completion every
+	// unfinished descendant whose ParentPolicy is ParentTerminate
+	// (children, their children, ...), each with this error, in the same
+	// change, as TerminateRequest.ChildError does, and requests the
+	// cancellation of those whose ParentPolicy is ParentCancel, with
+	// ChildCancel as its reason.
+	ChildError  *ErrorInfo
+	ChildCancel string
 }
 
 // ContinueRequest ends a run's current execution and begins the next with
@@ -718,6 +819,14 @@ type ContinueRequest struct {
 	// Progress, when not nil, is published in the same write; see
 	// CheckpointRequest.Progress.
 	Progress []byte
+	// ChildError, when set, terminates with the ending execution every
+	// unfinished descendant of the run whose ParentPolicy is
+	// ParentTerminate (children, their children, ...), each with this
+	// error, in the same change, as CompleteRequest.ChildError does, and
+	// requests the cancellation of those whose ParentPolicy is
+	// ParentCancel, with ChildCancel as its reason.
+	ChildError  *ErrorInfo
+	ChildCancel string
 }
 
 // TerminateRequest terminates a run.
@@ -727,8 +836,12 @@ type TerminateRequest struct {
 	Notify *Event
 	// ChildError, when set, terminates with the run every unfinished
 	// descendant whose ParentPolicy is ParentTerminate (children, their
-	// children, ...), each with this error, in the same change.
-	ChildError *ErrorInfo
+	// children, ...), each with this error, in the same change, and
+	// requests, with ChildCancel as the reason, the cancellation of every
+	// unfinished one whose ParentPolicy is ParentCancel and whose parent
+	// ends in that change (this run or a terminated descendant).
+	ChildError  *ErrorInfo
+	ChildCancel string
 }
 
 // RestartRequest starts a run's next execution.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The rules of a well-formed request, one method per request type. Every
@@ -249,19 +251,21 @@ func (r SuspendRequest) Validate() error {
 			return err
 		}
 	}
-	if w := r.Wait; w != nil {
-		keys, topics := map[string]bool{}, map[string]bool{}
-		for _, c := range w.Cases() {
-			if err := c.validate(); err != nil {
-				return err
-			}
-			if keys[c.Key] {
-				return invalid("suspend", "wait cases share the key %q", c.Key)
-			}
-			if topics[c.Topic] {
-				return invalid("suspend", "wait cases share the topic %q", c.Topic)
-			}
-			keys[c.Key], topics[c.Topic] = true, true
+	if err := r.Wait.validateCases("suspend"); err != nil {
+		return err
+	}
+	if h := r.Hold; h != nil {
+		if h.Reason == "" || len(h.Reason) > MaxHoldReason {
+			return invalid("suspend", "a hold must say why, in at most %d bytes", MaxHoldReason)
+		}
+		if y := h.Since.Year(); h.Since.IsZero() || y < 1 || y > 9999 {
+			return invalid("suspend", "a hold needs its time, in the years 1 to 9999")
+		}
+		if h.Position < 0 || h.Execution < 1 {
+			return invalid("suspend", "a hold's position must be 0 or more and its execution 1 or more")
+		}
+		if r.Checkpoint != nil || r.Wait != nil || r.Refuse != nil {
+			return invalid("suspend", "a hold hands the run back untouched: no checkpoint, wait or refusal")
 		}
 	}
 	if f := r.Refuse; f != nil {
@@ -271,6 +275,37 @@ func (r SuspendRequest) Validate() error {
 		if f.Attempt.Key != f.Key || f.Attempt.Error == "" {
 			return invalid("suspend", "a refusal's attempt must be of key %q and say why", f.Key)
 		}
+	}
+	return nil
+}
+
+// Validate checks a TakeEventRequest: a lease, and a wait whose cases are
+// valid with distinct keys and topics.
+func (r TakeEventRequest) Validate() error {
+	if err := r.Lease.validate("take event"); err != nil {
+		return err
+	}
+	if r.Wait == nil {
+		return invalid("take event", "a wait is required")
+	}
+	return r.Wait.validateCases("take event")
+}
+
+// validateCases checks every case of a wait (nil: none) and that their
+// keys and topics are distinct.
+func (w *Wait) validateCases(op string) error {
+	keys, topics := map[string]bool{}, map[string]bool{}
+	for _, c := range w.Cases() {
+		if err := c.validate(); err != nil {
+			return err
+		}
+		if keys[c.Key] {
+			return invalid(op, "wait cases share the key %q", c.Key)
+		}
+		if topics[c.Topic] {
+			return invalid(op, "wait cases share the topic %q", c.Topic)
+		}
+		keys[c.Key], topics[c.Topic] = true, true
 	}
 	return nil
 }
@@ -311,9 +346,12 @@ func (w *Wait) HasKey(key string) bool {
 	return false
 }
 
-// Validate checks the lease.
+// Validate checks the lease and the children's cancellation reason.
 func (r ContinueRequest) Validate() error {
-	return r.Lease.validate("continue as new")
+	if err := r.Lease.validate("continue as new"); err != nil {
+		return err
+	}
+	return validCancelReason("continue as new", r.ChildCancel)
 }
 
 // Validate checks the lease, the final status and the notification.
@@ -324,12 +362,47 @@ func (r CompleteRequest) Validate() error {
 	if r.Status != StatusComplete && r.Status != StatusErrored {
 		return invalid("complete", "status %q is not complete or errored", r.Status)
 	}
+	if err := validCancelReason("complete", r.ChildCancel); err != nil {
+		return err
+	}
 	return r.Notify.validateNotify("complete")
 }
 
-// Validate checks the notification, when set.
+// Validate checks the notification, when set, and the children's
+// cancellation reason.
 func (r TerminateRequest) Validate() error {
+	if err := validCancelReason("terminate", r.ChildCancel); err != nil {
+		return err
+	}
 	return r.Notify.validateNotify("terminate")
+}
+
+// Validate checks the run ID and the reason: valid UTF-8 without control
+// characters (line breaks and tabs aside), of at most MaxCancelReason
+// bytes.
+func (r CancelRequest) Validate() error {
+	if r.RunID == "" {
+		return invalid("cancel", "empty run ID")
+	}
+	return validCancelReason("cancel", r.Reason)
+}
+
+// validCancelReason checks a cancellation's reason (empty is allowed).
+func validCancelReason(what, reason string) error {
+	if len(reason) > MaxCancelReason {
+		return invalid(what, "the reason is %d bytes, over the limit of %d", len(reason), MaxCancelReason)
+	}
+	for i, r := range reason {
+		switch {
+		case r == utf8.RuneError:
+			if _, n := utf8.DecodeRuneInString(reason[i:]); n <= 1 {
+				return invalid(what, "the reason has invalid UTF-8 at byte %d", i)
+			}
+		case unicode.IsControl(r) && r != '\n' && r != '\t':
+			return invalid(what, "the reason has the control character %q at byte %d", r, i)
+		}
+	}
+	return nil
 }
 
 // Validate checks the run ID and the fork key, when set.

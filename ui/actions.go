@@ -37,7 +37,7 @@ func (h *handler) act(rq *request, id, action string) error {
 	do, ok := actionFuncs[action]
 	if !ok {
 		return &httpError{status: http.StatusNotFound, title: "No such action",
-			msg: fmt.Sprintf("%q is not an action: a run may be paused, resumed, terminated, restarted or sent an event.", action)}
+			msg: fmt.Sprintf("%q is not an action: a run may be paused, resumed, cancelled, terminated, restarted or sent an event.", action)}
 	}
 	rq.r.Body = http.MaxBytesReader(rq.w, rq.r.Body, maxActionBody)
 	if err := h.checkPost(rq); err != nil {
@@ -87,6 +87,13 @@ var actionFuncs = map[string]func(h *handler, rq *request, id string) outcome{
 			return refused("resume the run", err)
 		}
 		return done("Resumed.")
+	},
+	"cancel": func(h *handler, rq *request, id string) outcome {
+		reason := strings.TrimSpace(rq.r.PostForm.Get("reason"))
+		if err := h.e.Cancel(rq.r.Context(), id, reason); err != nil {
+			return refused("cancel the run", err)
+		}
+		return done("Cancellation requested: the workflow sees it at its next durable call, cleans up and ends itself.")
 	},
 	"terminate": func(h *handler, rq *request, id string) outcome {
 		reason := strings.TrimSpace(rq.r.PostForm.Get("reason"))

@@ -88,7 +88,17 @@ func actionsAndOutcomes(t *testing.T, d *dash) {
 	d.get("/"+runPath("order-1")).contains(t, `id="error">stem: run terminated: customer cancelled</pre>`)
 	d.actThenRead("order-1", "restart", url.Values{"step": {""}}, "ok", "from the top")
 	d.waitStatus("order-1", "waiting")
-	d.get("/"+runPath("order-1")).contains(t, `data-execution="3"`)
+	d.get("/"+runPath("order-1")).contains(t, `data-execution="3"`, `data-action="cancel"`)
+
+	// Cancel: a hostile reason is refused with nothing changed; then the
+	// workflow sees the cancellation and ends with it.
+	d.actThenRead("order-1", "cancel", url.Values{"reason": {"bad\x00reason"}}, "error", "Could not cancel the run", "control character")
+	if st := d.status("order-1"); st != "waiting" {
+		t.Fatalf("after a refused cancel: run is %s, want waiting", st)
+	}
+	d.actThenRead("order-1", "cancel", url.Values{"reason": {"no longer wanted"}}, "ok", "Cancellation requested")
+	d.waitStatus("order-1", "errored")
+	d.get("/"+runPath("order-1")).contains(t, "no longer wanted", "stem: canceled").lacks(t, `data-action="cancel"`)
 }
 
 // An unknown action or run is a 404 in words; a flash that the dashboard

@@ -153,10 +153,16 @@ func register(t *testing.T, e *runtime.Engine) {
 	}))
 	must(t, runtime.Register(e, "doomed", func(c *runtime.WorkflowContext, _ int) (string, error) {
 		return runtime.Step(c, "explode@v1", runtime.StepOptions{}, func(runtime.StepContext) (string, error) {
-			return "", runtime.Permanent(errors.New(`boom: "<b>bold</b>" & 'quoted'`))
+			return "", runtime.Permanent(fmt.Errorf(`boom: "<b>bold</b>" & 'quoted'%w`, errBoom))
 		})
 	}))
 }
+
+// errBoom is a declared error with an empty text, so the doomed run's
+// text stays as it was: the run page names it.
+var errBoom = errors.New("")
+
+func init() { runtime.DeclareError("ui.boom", errBoom) }
 
 // gates hold the gated workflow's runs in their first step, by run ID,
 // until closed.

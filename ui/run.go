@@ -31,7 +31,13 @@ type runPage struct {
 	Error                                         *text
 	// InputErr and OpenErr say why a payload could not be opened.
 	InputErr, OpenErr string
-	ParentHref        string
+	// ErrorName is the durable name of the declared error (//stem:error)
+	// the run's error was recorded with, or "".
+	ErrorName  string
+	ParentHref string
+	// ParentClose is what becomes of the run when its parent ends:
+	// "terminate", "cancel" or "abandon" (children only).
+	ParentClose string
 
 	Executions []executionRow
 	// Shown is the execution whose steps are listed; Current the run's.
@@ -39,6 +45,8 @@ type runPage struct {
 	Steps          []stepView
 	Wait           *waitView
 	Sleep          *sleepView
+	// Held says why an engine holds the run; nil when it does not.
+	Held *holdView
 
 	Children     []childRow
 	MoreChildren string
@@ -96,10 +104,25 @@ type attemptView struct {
 	Error          *text
 }
 
-// waitView is the event wait a run is parked on.
+// waitView is the event wait a run is parked on. Held says the run is
+// held: its wait is kept, and its ready time is the hold's next try, not
+// the wait's timeout.
 type waitView struct {
 	Topics  []string
 	Timeout *moment
+	Held    bool
+}
+
+// holdView is a run's hold as the page shows it: Call counts the
+// execution's calls from 1 (Hold.Position counts from 0); Retry is when an
+// engine looks at the run again; FromStep is the step a restart may begin
+// from to keep the calls before the divergence ("" when the run recorded
+// none there in its current execution).
+type holdView struct {
+	Reason, Recorded, Called string
+	Call, Execution          int
+	Since, Retry             *moment
+	FromStep                 string
 }
 
 // sleepView is the sleep a run is parked in.
@@ -158,8 +181,15 @@ func (h *handler) run(rq *request, id string) error {
 	if p.OpenErr == errText(info.Err) {
 		p.OpenErr = "" // the error itself is sealed, and says so
 	}
+	if info.Err != nil {
+		p.ErrorName, _ = runtime.DeclaredErrorName(info.Err)
+	}
 	if info.ParentID != "" {
 		p.ParentHref = rq.base + runPath(info.ParentID, "")
+		p.ParentClose = "terminate"
+		if info.ParentClose != runtime.ParentCloseTerminate {
+			p.ParentClose = string(info.ParentClose)
+		}
 	}
 
 	execs, err := h.e.ListExecutions(ctx, id)
@@ -179,11 +209,22 @@ func (h *handler) run(rq *request, id string) error {
 	for i, s := range steps {
 		p.Steps[i] = stepOf(rq.base, id, s)
 	}
-	// A paused run keeps its wait, and waits again once resumed.
+	if h := info.Hold; h != nil {
+		p.Held = &holdView{Reason: h.Reason, Recorded: h.Recorded, Called: h.Called, Call: h.Position + 1, Execution: h.Execution,
+			Since: at(h.Since), Retry: atPtr(info.ReadyAt)}
+		if h.Recorded != "" && h.Execution == info.Execution {
+			p.Held.FromStep = h.Recorded
+		}
+	}
+	// A paused run keeps its wait, and waits again once resumed. A held
+	// run keeps its wait too; its ready time is the hold's next try.
 	if info.Status == runtime.StatusWaiting || info.Status == runtime.StatusPaused {
 		if len(info.WaitTopics) > 0 {
-			p.Wait = &waitView{Topics: info.WaitTopics, Timeout: atPtr(info.ReadyAt)}
-		} else if info.ReadyAt != nil && info.Status == runtime.StatusWaiting {
+			p.Wait = &waitView{Topics: info.WaitTopics, Timeout: atPtr(info.ReadyAt), Held: p.Held != nil}
+			if p.Held != nil {
+				p.Wait.Timeout = nil
+			}
+		} else if info.ReadyAt != nil && info.Status == runtime.StatusWaiting && p.Held == nil {
 			p.Sleep = &sleepView{Until: atPtr(info.ReadyAt)}
 			for i := len(steps) - 1; i >= 0 && p.Shown == p.Current; i-- {
 				if steps[i].Kind == runtime.KindSleep {
@@ -241,6 +282,9 @@ func (h *handler) actions(rq *request, p *runPage, shown []runtime.StepInfo) err
 		add("pause")
 	}
 	if !p.Finished {
+		if !p.CancelRequested {
+			add("cancel")
+		}
 		add("terminate")
 		add("event")
 	}

@@ -52,7 +52,7 @@ func TestRunPageShowsStepsAttemptsChildrenAndParent(t *testing.T) {
 		`<p class="wake">Wakes at <time`, `<table id="executions"`, `<tr data-execution="1" class="shown">`)
 
 	child := d.get("/runs/flaky-1%2Fship").want(t, http.StatusOK)
-	child.contains(t, `<p id="parent">Child of <a class="run-link" href="../runs/flaky-1">flaky-1</a></p>`,
+	child.contains(t, `<p id="parent">Child of <a class="run-link" href="../runs/flaky-1">flaky-1</a> <span class="sub" id="parent-close">parent-close: terminate</span></p>`,
 		`data-status="complete"`, `<pre id="output">&#34;packed parcel&#34;</pre>`).lacks(t, "data-refresh", `id="children"`)
 	sameIDs(t, "the child's steps", stepsOf(child), []string{"pack@v1=complete"})
 
@@ -71,7 +71,7 @@ func TestRunPageShowsStepsAttemptsChildrenAndParent(t *testing.T) {
 	d.start("doomed", "doomed-1", `0`)
 	d.waitStatus("doomed-1", "errored")
 	failed := d.get("/"+runPath("doomed-1")).want(t, http.StatusOK)
-	failed.contains(t, `<pre id="error">boom: &#34;&lt;b&gt;bold&lt;/b&gt;&#34; &amp; &#39;quoted&#39;</pre>`).lacks(t, "data-refresh", `id="output"`)
+	failed.contains(t, `<pre id="error">boom: &#34;&lt;b&gt;bold&lt;/b&gt;&#34; &amp; &#39;quoted&#39;</pre>`, `<h2>Error <code id="error-name">ui.boom</code></h2>`).lacks(t, "data-refresh", `id="output"`)
 	sameIDs(t, "the failed run's steps", stepsOf(failed), []string{"explode@v1=failed"})
 }
 

@@ -156,6 +156,9 @@ type runRow struct {
 	Version                           int
 	Created, Updated                  *moment
 	Detail                            string
+	// Held says an engine holds the run: its code no longer matches its
+	// history.
+	Held bool
 }
 
 func (h *handler) runs(rq *request) error {
@@ -187,7 +190,7 @@ func (h *handler) runs(rq *request) error {
 		now := h.e.Now()
 		for _, r := range runs {
 			p.Rows = append(p.Rows, runRow{ID: r.ID, Href: rq.base + runPath(r.ID, ""), Workflow: r.Workflow, Version: r.Version,
-				Status: string(r.Status), Queue: r.Queue, Created: at(r.CreatedAt), Updated: at(r.UpdatedAt), Detail: runDetail(r, now)})
+				Status: string(r.Status), Queue: r.Queue, Created: at(r.CreatedAt), Updated: at(r.UpdatedAt), Detail: runDetail(r, now), Held: r.Hold != nil})
 		}
 		v := f.values()
 		p.First = withQuery(rq.base+"runs", v)
@@ -241,6 +244,9 @@ func (p *runsPage) counts(base string, f runFilter, c runtime.RunCounts) {
 // runDetail is the runs table's word on what a run is doing or why it
 // ended, at now.
 func runDetail(r runtime.RunInfo, now time.Time) string {
+	if r.Hold != nil && !r.Status.Finished() {
+		return "held: " + longText(r.Hold.Reason).First
+	}
 	switch r.Status {
 	case runtime.StatusErrored, runtime.StatusTerminated:
 		if t := longText(errText(r.Err)); t != nil {

@@ -107,6 +107,9 @@ func writeManifest(t *testing.T, m *manifest.Manifest) string {
 	return root
 }
 
+// manifestOnlyLine is what stem check --manifest-only says of how it judged.
+const manifestOnlyLine = "judged from the manifests alone (--manifest-only): neither checked that they are what the code generates, nor replayed the runs through the code\n"
+
 var shipWait = &storage.Wait{Key: "ship", Topic: "orders.shipment-ready"}
 
 // Runs of orders.fulfil@v1 in flight while the build has only v2, or v1
@@ -121,7 +124,7 @@ func TestCheckOldVersion(t *testing.T) {
 	before := fileSum(t, db)
 
 	onlyV2 := writeManifest(t, fulfilManifest(""))
-	out, errOut := cliAt(t, 3, "--store", db, "check", onlyV2)
+	out, errOut := cliAt(t, 3, "--store", db, "check", "--manifest-only", onlyV2)
 	for _, want := range []string{
 		"order-1 (orders.fulfil@v1, waiting): the build does not have orders.fulfil@v1 (it has v2)\n",
 		"order-2 (orders.fulfil@v1, waiting): the build does not have orders.fulfil@v1 (it has v2)\n",
@@ -137,13 +140,13 @@ func TestCheckOldVersion(t *testing.T) {
 	}
 
 	retired := writeManifest(t, fulfilManifest("retired"))
-	out, _ = cliAt(t, 3, "--store", db, "check", filepath.Join(retired, "orders", manifest.FileName))
+	out, _ = cliAt(t, 3, "--store", db, "check", "--manifest-only", filepath.Join(retired, "orders", manifest.FileName))
 	if !strings.Contains(out, "order-1 (orders.fulfil@v1, waiting): orders.fulfil@v1 is retired in the build: no function is annotated with it (it has v2)\n") {
 		t.Errorf("check, v1 retired:\n%s", out)
 	}
 
 	// --json, for machines.
-	out, _ = cliAt(t, 3, "--store", db, "check", "--json", onlyV2)
+	out, _ = cliAt(t, 3, "--store", db, "check", "--manifest-only", "--json", onlyV2)
 	var rep struct {
 		Manifests         []string
 		Checked, Stranded int
@@ -168,8 +171,8 @@ func TestCheckOldVersion(t *testing.T) {
 	// The build registers v1 again: every run can continue. The current
 	// directory is the default PATH.
 	t.Chdir(writeManifest(t, fulfilManifest("current")))
-	out, errOut = cliAt(t, 0, "--store", db, "check")
-	if out != "0 of 3 in-flight runs could not continue (checked against 1 manifest)\n" || errOut != "" {
+	out, errOut = cliAt(t, 0, "--store", db, "check", "--manifest-only")
+	if out != "0 of 3 in-flight runs could not continue (checked against 1 manifest)\n"+manifestOnlyLine || errOut != "" {
 		t.Errorf("check, v1 registered: %q %q", out, errOut)
 	}
 	if fileSum(t, db) != before {
@@ -192,7 +195,7 @@ func TestCheckProblems(t *testing.T) {
 		storedRun{id: "f-unversioned", workflow: "orders.fulfil", version: 0, input: orderInput, steps: []storage.Checkpoint{stepCP("pack@v1#0", `{"label":7}`)}},
 	)
 	build := writeManifest(t, fulfilManifest(""))
-	out, _ := cliAt(t, 3, "--store", db, "check", build)
+	out, _ := cliAt(t, 3, "--store", db, "check", "--manifest-only", build)
 	for _, want := range []string{
 		"a-retired (orders.fulfil@v2, waiting): charge@v1: holds a checkpoint of step charge@v1, which the build retired: no step of the package has that key now\n",
 		"b-auto (orders.fulfil@v2, waiting): reserve@v1#0: holds iteration 0 of step reserve@v1, which the build's step is not autoversion\n",
@@ -211,13 +214,13 @@ func TestCheckProblems(t *testing.T) {
 	if strings.Contains(out, "e-sealed (") {
 		t.Errorf("a sealed run reported as a problem:\n%s", out)
 	}
-	out, _ = cliAt(t, 3, "--store", db, "--json", "check", build)
+	out, _ = cliAt(t, 3, "--store", db, "--json", "check", "--manifest-only", build)
 	if !strings.Contains(out, `"path": "items[2].qty"`) || !strings.Contains(out, `"sealed": 2`) || !strings.Contains(out, `"unversioned": 1`) {
 		t.Errorf("check --json:\n%s", out)
 	}
 
 	// --workflow keeps the runs of those workflows.
-	if out, _ := cliAt(t, 0, "--store", db, "check", "--workflow", "billing.run,orders.invoice", "--workflow", "x.y", build); !strings.HasPrefix(out, "0 of 0 in-flight runs") {
+	if out, _ := cliAt(t, 0, "--store", db, "check", "--manifest-only", "--workflow", "billing.run,orders.invoice", "--workflow", "x.y", build); !strings.HasPrefix(out, "0 of 0 in-flight runs") {
 		t.Errorf("check --workflow of others: %s", out)
 	}
 }
@@ -348,7 +351,7 @@ func TestCheckOldManifest(t *testing.T) {
 	root := t.TempDir()
 	path := filepath.Join(root, manifest.FileName)
 	os.WriteFile(path, []byte(`{"comment": "", "workflows": [{"key": "orders.fulfil@v1", "input": "{id:string}", "output": "string"}], "steps": []}`), 0o644)
-	out, _ := cliAt(t, 0, "--store", db, "check", root)
+	out, _ := cliAt(t, 0, "--store", db, "check", "--manifest-only", root)
 	if want := "note: " + path + " was written by an older stemgen, before manifests recorded events and autoversion: waits on event topics and autoversion steps were not checked (go generate rewrites it)\n"; !strings.Contains(out, want) {
 		t.Errorf("check with an old manifest:\n%s", out)
 	}

@@ -40,7 +40,8 @@ const (
 
 // run is the whole command; main only exits with its code: 0 done, 1 the
 // command failed, 2 it was called wrongly or given bad input (nothing was
-// opened), 3 stem check found runs the build could not continue.
+// opened), 3 stem check found runs the build could not continue, 4 stem
+// check could not judge.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// The Redis client logs every failed dial of its pool; the command
 	// reports a failure in one line instead.

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,8 +146,19 @@ func registerAll(t *testing.T, e *runtime.Engine, release <-chan struct{}) {
 			return "", err
 		}
 		return runtime.Step(c, "stock@v1", runtime.StepOptions{}, func(runtime.StepContext) (string, error) {
-			return "", runtime.Permanent(errors.New("out of stock\nwarehouse said: none left"))
+			return "", runtime.Permanent(fmt.Errorf("out of stock\nwarehouse said: %w", errNoneLeft))
 		})
+	}))
+	// family starts two children that wait for an event: one ended with
+	// it, one abandoned.
+	must(runtime.Register(e, "family", func(c *runtime.WorkflowContext, n int) (string, error) {
+		if _, err := runtime.StartChild[string](c, "kid", "ship", "k"); err != nil {
+			return "", err
+		}
+		if _, err := runtime.StartChild[string](c, "stays", "ship", "s", runtime.ParentClose(runtime.ParentCloseAbandon)); err != nil {
+			return "", err
+		}
+		return runtime.WaitForEvent[string](c, "go", "approval", 0)
 	}))
 	must(runtime.Register(e, "slow", func(c *runtime.WorkflowContext, _ int) (string, error) {
 		return runtime.Step(c, "wait@v1", runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
@@ -159,6 +171,11 @@ func registerAll(t *testing.T, e *runtime.Engine, release <-chan struct{}) {
 		})
 	}))
 }
+
+// errNoneLeft is a declared error: show names it beside the text.
+var errNoneLeft = errors.New("none left")
+
+func init() { runtime.DeclareError("cli.none_left", errNoneLeft) }
 
 // cli runs the command on the fixture's store and checks its exit code.
 func (f *fixture) cli(want int, args ...string) (stdout, stderr string) {
@@ -271,6 +288,38 @@ func TestOperatorCommands(t *testing.T) {
 		t.Fatalf("terminated run's result: %v", err)
 	}
 
+	// Cancel: the workflow sees it; a second request changes nothing;
+	// hostile input is refused with nothing changed.
+	d, err := runtime.Start[string, string](ctx, f.e, "approve", "di", runtime.WithID("req-4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, f.e, d.ID(), runtime.StatusWaiting)
+	if _, errOut := f.cli(2, "cancel", "req-4", "bad\x1b[2Jreason"); !strings.Contains(errOut, "control character") {
+		t.Fatalf("cancel with a control character: %s", errOut)
+	}
+	if _, errOut := f.cli(2, "cancel", "req-4", strings.Repeat("x", 2000)); !strings.Contains(errOut, "over the limit of 1024") {
+		t.Fatalf("cancel with a long reason: %s", errOut)
+	}
+	if _, errOut := f.cli(1, "cancel", "req-44"); !strings.Contains(errOut, "req-44") {
+		t.Fatalf("cancel of an unknown run: %s", errOut)
+	}
+	if info, _ := f.e.Get(ctx, "req-4"); info.CancelRequested || info.Status != runtime.StatusWaiting {
+		t.Fatalf("refused cancels changed the run: %+v", info)
+	}
+	if out, _ := f.cli(0, "cancel", "req-4", "changed my mind"); !strings.Contains(out, "cancellation requested") {
+		t.Fatalf("cancel: %s", out)
+	}
+	if _, err := d.Result(ctx); !errors.Is(err, runtime.ErrCanceled) || !strings.Contains(err.Error(), "changed my mind") {
+		t.Fatalf("cancelled run's result: %v", err)
+	}
+	if _, errOut := f.cli(1, "cancel", "req-4", "again"); !strings.Contains(errOut, "not allowed: the run is errored") {
+		t.Fatalf("cancel of an ended run: %s", errOut)
+	}
+	if out, _ := f.cli(0, "show", "req-4"); !strings.Contains(out, "cancel     requested: changed my mind") {
+		t.Fatalf("show of a cancelled run:\n%s", out)
+	}
+
 	// Bad input: clear errors, non-zero exits, nothing changed.
 	if _, errOut := f.cli(2, "send", "req-1", "approval", "{not json"); !strings.Contains(errOut, "not valid JSON") {
 		t.Fatalf("send bad json: %s", errOut)
@@ -368,6 +417,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"runs", "extra"}, `unexpected argument "extra"`},
 		{[]string{"show", "a", "b"}, `unexpected argument "b"`},
 		{[]string{"terminate", "a", "why", "more"}, `unexpected argument "more"`},
+		{[]string{"cancel", "a", "why", "more"}, `unexpected argument "more"`},
+		{[]string{"cancel"}, "want RUN_ID"},
 		{[]string{"runs", "--bogus"}, "unknown flag --bogus"},
 		{[]string{"runs", "--stauts", "waiting"}, "unknown flag --stauts; did you mean --status?"},
 		{[]string{"show", "a", "--execution", "0"}, "--execution 0: want 1 or more"},
@@ -438,7 +489,10 @@ func TestHelp(t *testing.T) {
 		if !strings.Contains(out, "  "+c.name) {
 			t.Fatalf("stem help does not list %s:\n%s", c.name, out)
 		}
-		cliAt(t, 0, "help", c.name)
+		// A switch's help has no default: it is off unless given.
+		if h, _ := cliAt(t, 0, "help", c.name); strings.Contains(h, "(default false)") {
+			t.Errorf("stem help %s shows a switch's default:\n%s", c.name, h)
+		}
 	}
 	for _, c := range []struct{ typo, want string }{{"shwo", "show"}, {"run", "runs"}, {"restrat", "restart"}, {"catalgo", "catalog"}, {"termnate", "terminate"}, {"hlep", "help"}, {"wrokers", "workers"}} {
 		_, errOut := cliAt(t, 2, c.typo)
@@ -729,9 +783,12 @@ func TestShowMidRetryAndRestartFrom(t *testing.T) {
 	if _, err := runtime.Start[int, string](f.ctx, f.e, "charge", 5, runtime.WithID("c-1")); err != nil {
 		t.Fatal(err)
 	}
-	out := f.eventually(func(out string) bool { return has(out, "retrying") }, "show", "c-1")
+	// The failed attempt is recorded before the run parks for its backoff:
+	// wait for both.
+	out := f.eventually(func(out string) bool { return has(out, "retrying") && has(out, "status     waiting") }, "show", "c-1")
 	for _, want := range []string{
-		"status     running",
+		"status     waiting", // parked for the hour's backoff (Config.ParkRetriesAfter)
+		"detail     retrying step charge@v1 at ",
 		"execution  1, started ",
 		"executions\n  #  STARTED",
 		"steps of execution 1",
@@ -743,7 +800,8 @@ func TestShowMidRetryAndRestartFrom(t *testing.T) {
 			t.Fatalf("show lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Index(out, "reserve@v1") > strings.Index(out, "charge@v1") || has(out, "goroutine") {
+	listed := out[strings.Index(out, "steps of execution 1"):]
+	if strings.Index(listed, "reserve@v1") > strings.Index(listed, "charge@v1") || has(out, "goroutine") {
 		t.Fatalf("show: steps out of order, or the stack printed:\n%s", out)
 	}
 	js, _ := f.cli(0, "--json", "show", "c-1")
@@ -794,7 +852,7 @@ func TestShowMidRetryAndRestartFrom(t *testing.T) {
 	}
 	waitStatus(t, f.e, "r-1", runtime.StatusErrored)
 	out, _ = f.cli(0, "show", "r-1")
-	if !has(out, "stock@v1   step  failed    error: out of stock …") || has(out, "warehouse said") {
+	if !has(out, "stock@v1   step  failed    error: [cli.none_left] out of stock …") || has(out, "warehouse said") || !has(out, "errored   [cli.none_left] out of stock …") {
 		t.Fatalf("show failed step:\n%s", out)
 	}
 	if out, _ := f.cli(0, "restart", "r-1", "--from", "stock@v1"); out != "r-1: restarted from stock@v1 as execution 2\n" {
@@ -1094,6 +1152,31 @@ func TestDetailDelayed(t *testing.T) {
 	}
 }
 
+// A run parked until a step's next attempt is shown retrying that step,
+// not sleeping; a run parked on a sleep is still sleeping.
+func TestShowParkedRetry(t *testing.T) {
+	now := time.Now().UTC()
+	next := now.Add(time.Hour)
+	r := runtime.RunInfo{ID: "r1", Workflow: "wf", Status: runtime.StatusWaiting, ReadyAt: &next, Execution: 1, StartedAt: now, CreatedAt: now, UpdatedAt: now}
+	xs := []runtime.ExecutionInfo{{Number: 1, StartedAt: now, Status: runtime.StatusWaiting}}
+	steps := []runtime.StepInfo{{Key: "charge@v1", Kind: runtime.KindStep, Status: runtime.StepRetrying, NextAttemptAt: &next,
+		Attempts: []runtime.Attempt{{Key: "charge@v1", Number: 1, Started: now, Ended: now, Error: "down", RetryAt: &next}}}}
+	var b strings.Builder
+	if err := printShow(&b, r, xs, 1, steps, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := "retrying step charge@v1 at " + stamp(next); !strings.Contains(b.String(), want) || strings.Contains(b.String(), "sleeping") {
+		t.Fatalf("stem show printed\n%s\nwithout %q", b.String(), want)
+	}
+	b.Reset()
+	if err := printShow(&b, r, xs, 1, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "sleeping until "+stamp(next)) {
+		t.Fatalf("stem show of a sleeping run printed\n%s", b.String())
+	}
+}
+
 func TestShowProgressDeadlineContinued(t *testing.T) {
 	now := time.Now().UTC()
 	deadline := now.Add(time.Hour)
@@ -1104,12 +1187,32 @@ func TestShowProgressDeadlineContinued(t *testing.T) {
 		{Number: 2, StartedAt: now, Status: runtime.StatusWaiting},
 	}
 	var b strings.Builder
-	if err := printShow(&b, r, xs, 2, nil); err != nil {
+	if err := printShow(&b, r, xs, 2, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"waiting for a or b", `progress   {"done":3}`, "deadline   " + stamp(deadline), "continued as new"} {
 		if !strings.Contains(b.String(), want) {
 			t.Fatalf("stem show printed\n%s\nwithout %q", b.String(), want)
+		}
+	}
+}
+
+// stem show says what becomes of a child when its parent ends.
+func TestShowParentClosePolicy(t *testing.T) {
+	f := newFixture(t, nil, true)
+	if _, err := runtime.Start[int, string](f.ctx, f.e, "family", 1, runtime.WithID("fam")); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"fam/kid", "fam/stays"} {
+		waitStatus(t, f.e, id, runtime.StatusWaiting)
+	}
+	for id, want := range map[string]string{
+		"fam/kid":   "parent     fam (parent-close: terminate)",
+		"fam/stays": "parent     fam (parent-close: abandon)",
+	} {
+		out := f.eventually(func(out string) bool { return has(out, "status     waiting") }, "show", id)
+		if !has(out, want) {
+			t.Errorf("show %s lacks %q:\n%s", id, want, out)
 		}
 	}
 }

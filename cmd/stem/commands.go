@@ -42,14 +42,19 @@ var commands []*command
 func init() {
 	commands = []*command{
 		{name: "runs", max: 0, setup: listRuns, readOnly: true,
-			args:    "[--workflow NAME] [--version N,...] [--status STATUS] [--queue NAME] [--parent RUN_ID] [--limit N] [--after RUN_ID]",
+			args:    "[--workflow NAME] [--version N,...] [--status STATUS] [--queue NAME] [--parent RUN_ID] [--held] [--limit N] [--after RUN_ID]",
 			summary: "list runs, a page at a time",
 			detail: `Lists runs by ID with their workflow, the workflow version they started
 under ("-" for a run stored before versions were kept), status, execution
 and what they are doing. Filters combine. --version keeps the runs of
 those versions (comma-separated, or repeat the flag; 0 is the runs stored
 without one). Under a full page, a "more:" line gives the command for the
-next one.`},
+next one.
+
+A held run (its workflow's code no longer makes the calls it recorded;
+see stem show) has "(held)" after its status and the reason as its detail.
+--held lists only those: the store has no index of holds, so the command
+reads the listing page after page until it has --limit held runs.`},
 		{name: "show", min: 1, max: 1, setup: show, readOnly: true,
 			args:    "RUN_ID [--execution N]",
 			summary: "a run: its executions, steps and attempts",
@@ -60,7 +65,22 @@ complete, failed, interrupted), result, and each attempt with its error.
 A multi-line error (a panic's stack) is shortened to its first line;
 --json prints it whole. The run's queue, partition and priority are shown
 when they are not the defaults (queue default, no partition, priority 0);
---json always has them.`},
+--json always has them.
+
+A held run (a deploy changed its workflow's code so that it no longer
+makes the calls the run recorded) shows "(held)" after its status and a
+HELD block: since when, why, the call where the code parted from the
+history (counted from 1; --json's "position" counts from 0), the key the
+run recorded there and the key the code called, when an engine looks at it
+again, and the commands that end it or run it again now.`},
+		{name: "export", min: 1, max: 1, setup: export, readOnly: true,
+			args:    "RUN_ID [--out FILE]",
+			summary: "write a run's history to a file, to replay in tests",
+			detail: `Writes the run's current execution as a history file: its input, each
+call it recorded (checkpoint) in order, and its outcome, payloads as
+stored (sealed ones as base64). Keep such files beside your tests and
+replay them against every change with stemtest.ReplayHistories: a change
+that would not continue the run fails the test, saying where.`},
 		{name: "start", min: 2, max: 2, setup: start,
 			args:    "WORKFLOW JSON|-|@FILE [--id RUN_ID] [--queue NAME] [--partition KEY] [--priority N] [--delay DUR]",
 			summary: "start a run of a workflow with a JSON input",
@@ -107,12 +127,23 @@ top by default; with --from, the steps before STEP_KEY (a checkpoint key
 of the current execution, as 'stem show' lists them) keep their results
 and the run goes on from that step. The previous execution stays readable
 with 'stem show RUN_ID --execution N'.`},
+		{name: "cancel", min: 1, max: 2, setup: cancel,
+			args:    "RUN_ID [REASON]",
+			summary: "ask a run to stop: its workflow cleans up and ends itself",
+			detail: `Requests the cancellation of an unfinished run, with REASON (plain text,
+at most 1024 bytes). Unlike terminate, the workflow sees it: its running
+step's context is cancelled, its next durable call fails with an error
+matching runtime.ErrCanceled, and the cleanup it runs on its detached
+context runs and is checkpointed. A sleeping or waiting run wakes for it
+at once; a paused run sees it when resumed. The first request wins. Its
+unfinished children meet their parent-close policy when it ends.`},
 		{name: "terminate", min: 1, max: 2, setup: terminate,
 			args:    "RUN_ID [REASON]",
 			summary: "end a run and its unfinished children",
 			detail: `Ends an unfinished run with REASON; its running step is cancelled, and
 its unfinished children (and theirs) are terminated with it, except those
-started to be abandoned.`},
+started to be abandoned, and those whose parent-close policy is cancel,
+which are cancelled instead (see cancel).`},
 		{name: "schedule", min: 0, max: 0, setup: noFlags, subs: scheduleSubs(),
 			args:    "SUBCOMMAND ARGS",
 			summary: "create, list, show, pause, resume, trigger or delete cron schedules",
@@ -160,7 +191,7 @@ and paused.`},
 recorded, with their versions and the shape of their JSON (in brief);
 --json prints their JSON Schemas whole.`},
 		{name: "check", max: 1 << 20, setup: checkCmd, readOnly: true, timeout: 10 * time.Minute,
-			args:    "[--workflow NAME,...] [PATH...]",
+			args:    "[--workflow NAME,...] [--manifest-only] [PATH...]",
 			summary: "list the runs in flight that a build could not continue (for CI before a deploy)",
 			detail:  checkDetail},
 		{name: "bench", max: 0, setup: bench, timeout: time.Hour,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 )
 
 func start(fs *flag.FlagSet) func(*call, []string) error {
@@ -139,6 +140,33 @@ func control(done string, op func(*runtime.Engine, context.Context, string) erro
 			}
 			return c.out.done(args[0], done)
 		}
+	}
+}
+
+// cancel requests a run's cancellation, which its workflow handles.
+func cancel(*flag.FlagSet) func(*call, []string) error {
+	return func(c *call, args []string) error {
+		c.subject = args[0]
+		reason := "cancelled by an operator"
+		if len(args) == 2 {
+			reason = args[1]
+		}
+		if err := (storage.CancelRequest{RunID: args[0], Reason: reason}).Validate(); err != nil {
+			msg := strings.TrimPrefix(err.Error(), "cancel: ")
+			return usagef("%s", strings.TrimPrefix(msg, storage.ErrInvalidArgument.Error()+": "))
+		}
+		e, err := c.open()
+		if err != nil {
+			return err
+		}
+		if err := e.Cancel(c.ctx, args[0], reason); err != nil {
+			return err
+		}
+		what := "cancellation requested (the workflow sees it at its next durable call and ends itself)"
+		if r, err := e.Get(c.ctx, args[0]); err == nil && r.CancelReason != reason {
+			what = fmt.Sprintf("cancellation already requested (%q); this request changes nothing", r.CancelReason)
+		}
+		return c.out.done(args[0], what)
 	}
 }
 

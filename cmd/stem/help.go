@@ -46,7 +46,8 @@ flags (before or after the command):
 
 Exit status: 0 done; 1 the command failed; 2 it was called wrongly or given
 input it cannot use (nothing was opened); 3 stem check found runs in flight
-the build could not continue.
+the build could not continue; 4 stem check could not judge (the code does
+not generate what its manifests say, or its runs could not be replayed).
 `)
 	return b.String()
 }
@@ -70,7 +71,7 @@ func (c *command) help(fs *flag.FlagSet) string {
 			line += " " + name
 		}
 		line += "\t" + use
-		if f.DefValue != "" && f.DefValue != "0" {
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" {
 			line += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
 		lines = append(lines, line)

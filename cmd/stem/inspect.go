@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -39,6 +40,7 @@ func listRuns(fs *flag.FlagSet) func(*call, []string) error {
 	parent := fs.String("parent", "", "only the children of run `RUN_ID`")
 	limit := fs.Int("limit", defaultLimit, "at most `N` runs per page")
 	after := fs.String("after", "", "the page after run `RUN_ID` (the \"more:\" line gives it)")
+	held := fs.Bool("held", false, "only held runs, whose code no longer matches their history (the store cannot filter on it: this pages through the listing until it has --limit of them)")
 	var versionArgs []string
 	fs.Func("version", "only runs of workflow version `N` (comma-separated, or repeat the flag; 0: stored without one)", func(s string) error {
 		versionArgs = append(versionArgs, s)
@@ -65,7 +67,14 @@ func listRuns(fs *flag.FlagSet) func(*call, []string) error {
 		if err != nil {
 			return err
 		}
-		runs, next, err := e.ListRuns(c.ctx, runtime.ListRunsQuery{Workflow: *wf, Status: st, Queue: *queue, ParentID: *parent, Versions: versions, Limit: *limit, After: *after})
+		q := runtime.ListRunsQuery{Workflow: *wf, Status: st, Queue: *queue, ParentID: *parent, Versions: versions, Limit: *limit, After: *after}
+		var runs []runtime.RunInfo
+		var next string
+		if *held {
+			runs, next, err = heldRuns(c.ctx, e, q)
+		} else {
+			runs, next, err = e.ListRuns(c.ctx, q)
+		}
 		if err != nil {
 			return err
 		}
@@ -73,7 +82,11 @@ func listRuns(fs *flag.FlagSet) func(*call, []string) error {
 			return c.out.encode(jsonRunPage{Runs: jsonRuns(runs), Next: next})
 		}
 		if len(runs) == 0 {
-			if *wf != "" || st != "" || *queue != "" || *parent != "" || len(versions) > 0 || *after != "" {
+			if *held && *wf == "" && st == "" && *queue == "" && *parent == "" && len(versions) == 0 && *after == "" {
+				_, err := fmt.Fprintln(c.out.w, "no runs are held")
+				return err
+			}
+			if *held || *wf != "" || st != "" || *queue != "" || *parent != "" || len(versions) > 0 || *after != "" {
 				_, err := fmt.Fprintln(c.out.w, "no runs match")
 				return err
 			}
@@ -83,7 +96,7 @@ func listRuns(fs *flag.FlagSet) func(*call, []string) error {
 		tw := tabwriter.NewWriter(c.out.w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tWORKFLOW\tVERSION\tSTATUS\tEXEC\tUPDATED\tDETAIL")
 		for _, r := range runs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", clean(r.ID), clean(r.Workflow), versionCell(r.Version), clean(string(r.Status)), r.Execution, stamp(r.UpdatedAt), clean(detail(r)))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", clean(r.ID), clean(r.Workflow), versionCell(r.Version), clean(statusCell(r)), r.Execution, stamp(r.UpdatedAt), clean(detail(r)))
 		}
 		tw.Flush()
 		if next != "" {
@@ -107,6 +120,9 @@ func listRuns(fs *flag.FlagSet) func(*call, []string) error {
 			if *parent != "" {
 				more = append(more, "--parent", *parent)
 			}
+			if *held {
+				more = append(more, "--held")
+			}
 			if *limit != defaultLimit {
 				more = append(more, "--limit", fmt.Sprint(*limit))
 			}
@@ -116,24 +132,67 @@ func listRuns(fs *flag.FlagSet) func(*call, []string) error {
 	}
 }
 
+// heldScanPage is the least page heldRuns reads at once.
+const heldScanPage = 200
+
+// heldRuns is stem runs --held: the held runs among those q lists, up to
+// q.Limit of them, and the cursor of the next page ("" when the listing
+// has no more). The store does not filter on holds, so it reads the
+// listing page by page (at least heldScanPage runs each) until it has
+// q.Limit held runs or the listing ends; the cursor is then the last run
+// it returns, or where the listing ends.
+func heldRuns(ctx context.Context, e *runtime.Engine, q runtime.ListRunsQuery) ([]runtime.RunInfo, string, error) {
+	want := q.Limit
+	q.Limit = max(want, heldScanPage)
+	var out []runtime.RunInfo
+	for {
+		runs, next, err := e.ListRuns(ctx, q)
+		if err != nil {
+			return nil, "", err
+		}
+		for i, r := range runs {
+			if r.Hold == nil {
+				continue
+			}
+			out = append(out, r)
+			if len(out) == want {
+				if i == len(runs)-1 && next == "" {
+					return out, "", nil
+				}
+				return out, r.ID, nil
+			}
+		}
+		if next == "" {
+			return out, "", nil
+		}
+		q.After = next
+	}
+}
+
 // more prints the "more:" line under a page: the command that gives the
 // next one, with this call's store and key file (a key given on the
 // command line is not repeated).
 func (c *call) more(args ...string) {
-	more := []string{"stem"}
+	fmt.Fprintf(c.out.w, "more: %s\n", c.command(args...))
+}
+
+// command spells a stem command to suggest, with this call's store and key
+// file (a key given on the command line is not repeated), each word shell
+// quoted. Quoted, the line holds no hidden character: clean changes
+// nothing, and the terminal writer has nothing to escape.
+func (c *call) command(args ...string) string {
+	words := []string{"stem"}
 	if c.g.storeSet {
-		more = append(more, "--store", c.g.store)
+		words = append(words, "--store", c.g.store)
 	}
 	if c.g.codecKeyFile != "" {
-		more = append(more, "--codec-key-file", c.g.codecKeyFile)
+		words = append(words, "--codec-key-file", c.g.codecKeyFile)
 	}
-	more = append(more, args...)
-	for i, a := range more {
-		more[i] = shellQuote(a)
+	words = append(words, args...)
+	for i, a := range words {
+		words[i] = shellQuote(a)
 	}
-	// Quoted, the line holds no hidden character: clean changes nothing,
-	// and the terminal writer has nothing to escape.
-	fmt.Fprintf(c.out.w, "more: %s\n", clean(strings.Join(more, " ")))
+	return clean(strings.Join(words, " "))
 }
 
 // shellQuote quotes s as one word for a POSIX shell (sh, bash, zsh), so a
@@ -207,6 +266,8 @@ func versionCell(v int) string {
 
 func detail(r runtime.RunInfo) string {
 	switch {
+	case r.Hold != nil && r.Err == nil:
+		return "held: " + truncate(r.Hold.Reason, 120)
 	case r.Err != nil:
 		return errNote(r.Err, false)
 	case r.OpenErr != nil:
@@ -226,8 +287,23 @@ func detail(r runtime.RunInfo) string {
 		return "delayed until " + stamp(*r.ReadyAt)
 	case r.PauseRequested:
 		return "pause requested"
+	case r.CancelRequested:
+		return "cancellation requested"
 	}
 	return ""
+}
+
+// showDetail is detail for stem show, which has the run's steps: a run
+// parked until a step's next attempt is retrying it, not sleeping.
+func showDetail(r runtime.RunInfo, steps []runtime.StepInfo) string {
+	if r.Status == runtime.StatusWaiting && r.ReadyAt != nil && r.WaitingFor == "" {
+		for _, s := range steps {
+			if s.Status == runtime.StepRetrying && s.NextAttemptAt != nil && s.NextAttemptAt.Equal(*r.ReadyAt) {
+				return fmt.Sprintf("retrying step %s at %s (the run is parked until then)", s.Key, stamp(*r.ReadyAt))
+			}
+		}
+	}
+	return detail(r)
 }
 
 // result shows a JSON payload in at most n bytes; a payload that is not
@@ -293,25 +369,50 @@ func show(fs *flag.FlagSet) func(*call, []string) error {
 		if c.out.json {
 			return c.out.encode(jsonShow{Run: jsonRuns([]runtime.RunInfo{r})[0], Executions: jsonExecutions(xs), Execution: n, Steps: jsonSteps(steps)})
 		}
-		return printShow(c.out.w, r, xs, n, steps)
+		return printShow(c.out.w, r, xs, n, steps, c.command)
 	}
 }
 
-func printShow(w io.Writer, r runtime.RunInfo, xs []runtime.ExecutionInfo, n int, steps []runtime.StepInfo) error {
+// statusCell is a run's status as the text output shows it: with
+// "(held)" after it while an engine holds the run.
+func statusCell(r runtime.RunInfo) string {
+	if r.Hold != nil {
+		return string(r.Status) + " (held)"
+	}
+	return string(r.Status)
+}
+
+// printShow writes stem show's text; command spells the commands it
+// suggests (see call.command).
+func printShow(w io.Writer, r runtime.RunInfo, xs []runtime.ExecutionInfo, n int, steps []runtime.StepInfo, command func(args ...string) string) error {
+	if command == nil {
+		command = (&call{g: &globals{}}).command
+	}
 	fmt.Fprintf(w, "run        %s\nworkflow   %s\n", clean(r.ID), clean(r.Workflow))
 	if r.Version > 0 {
 		fmt.Fprintf(w, "version    %d\n", r.Version)
 	} else {
 		fmt.Fprintf(w, "version    unknown (stored before versions were kept)\n")
 	}
-	fmt.Fprintf(w, "status     %s\n", clean(string(r.Status)))
+	fmt.Fprintf(w, "status     %s\n", clean(statusCell(r)))
 	if r.ParentID != "" {
-		fmt.Fprintf(w, "parent     %s\n", clean(r.ParentID))
+		close := "terminate" // the default: ended with its parent
+		if r.ParentClose != runtime.ParentCloseTerminate {
+			close = string(r.ParentClose)
+		}
+		fmt.Fprintf(w, "parent     %s (parent-close: %s)\n", clean(r.ParentID), close)
+	}
+	if r.CancelRequested {
+		reason := r.CancelReason
+		if reason == "" {
+			reason = "no reason given"
+		}
+		fmt.Fprintf(w, "cancel     requested: %s\n", clean(truncate(reason, 200)))
 	}
 	if q := placement(r.Queue, r.Partition, r.Priority); q != "" {
 		fmt.Fprintf(w, "queue      %s\n", q)
 	}
-	if d := detail(r); d != "" {
+	if d := showDetail(r, steps); d != "" && r.Hold == nil {
 		fmt.Fprintf(w, "detail     %s\n", clean(d))
 	}
 	if r.Progress != nil {
@@ -325,6 +426,9 @@ func printShow(w io.Writer, r runtime.RunInfo, xs []runtime.ExecutionInfo, n int
 		ex += ", ended " + stamp(*r.EndedAt)
 	}
 	fmt.Fprintf(w, "execution  %s\ncreated    %s\nupdated    %s\n", ex, stamp(r.CreatedAt), stamp(r.UpdatedAt))
+	if r.Hold != nil {
+		printHold(w, r, command)
+	}
 
 	fmt.Fprintf(w, "\nexecutions\n")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -378,6 +482,47 @@ func printShow(w io.Writer, r runtime.RunInfo, xs []runtime.ExecutionInfo, n int
 	return tw.Flush()
 }
 
+// printHold writes the block of stem show that says the run is held: since
+// when, why, at which call, the keys the history and the code have there,
+// when an engine looks at it again, and what an operator can do. Calls
+// are counted from 1 here (Hold.Position counts from 0).
+func printHold(w io.Writer, r runtime.RunInfo, command func(args ...string) string) {
+	h := r.Hold
+	fmt.Fprintf(w, "\nHELD since %s: the workflow's code no longer makes the calls this run recorded\n", stamp(h.Since))
+	fmt.Fprintf(w, "  reason    %s\n", clean(h.Reason))
+	fmt.Fprintf(w, "  at        call %d of execution %d\n", h.Position+1, h.Execution)
+	recorded, called := clean(h.Recorded), clean(h.Called)
+	if h.Recorded == "" {
+		recorded = "nothing: the run's history ends there"
+	}
+	if h.Called == "" {
+		called = "nothing: the code returns there"
+	}
+	fmt.Fprintf(w, "  recorded  %s\n  called    %s\n", recorded, called)
+	if len(r.WaitTopics) > 0 {
+		fmt.Fprintf(w, "  waits for %s (an event sent to it is kept)\n", clean(strings.Join(r.WaitTopics, " or ")))
+	}
+	if r.ReadyAt != nil {
+		fmt.Fprintf(w, "  next try  %s\n", stamp(*r.ReadyAt))
+	}
+	fmt.Fprintf(w, "  to do     a worker of a build that makes the calls the run recorded takes it up at the\n")
+	fmt.Fprintf(w, "            next try (every Config.HoldRetry, 30s by default), with no one's help. Or now:\n")
+	acts := [][2]string{
+		{command("terminate", r.ID), "ends the run"},
+		{command("restart", r.ID), "runs it again from the top, on this build"},
+	}
+	if h.Recorded != "" && h.Execution == r.Execution {
+		acts = append(acts, [2]string{command("restart", r.ID, "--from", h.Recorded), fmt.Sprintf("runs it again from call %d, the calls before it kept", h.Position+1)})
+	}
+	width := 0
+	for _, a := range acts {
+		width = max(width, utf8.RuneCountInString(a[0]))
+	}
+	for _, a := range acts {
+		fmt.Fprintf(w, "              %s%s  %s\n", a[0], strings.Repeat(" ", width-utf8.RuneCountInString(a[0])), a[1])
+	}
+}
+
 // stepResult is a step's RESULT cell: its output or error, or what it is
 // doing.
 func stepResult(r runtime.RunInfo, s runtime.StepInfo) string {
@@ -404,7 +549,7 @@ func stepResult(r runtime.RunInfo, s runtime.StepInfo) string {
 		return "error: " + note
 	}
 	if s.Err != nil {
-		return "error: " + truncate(errText(s.Err.Error(), false), 80)
+		return "error: " + declaredTag(s.Err) + truncate(errText(s.Err.Error(), false), 80)
 	}
 	if note, ok := sealedNote(s.OpenErr, ""); ok && s.Output == nil {
 		return note

@@ -53,7 +53,8 @@
 // the run and the store); 2 it was called wrongly (with the command's
 // usage), or given input it cannot use (a manifest missing or malformed:
 // one line naming the file), and nothing was opened; 3 stem check found
-// runs in flight the build could not continue.
+// runs in flight the build could not continue; 4 stem check could not
+// judge (stale generated code, or runs it could not replay).
 package main
 
 import (

@@ -197,8 +197,22 @@ type jsonRun struct {
 	Execution      int             `json:"execution"`
 	StartedAt      time.Time       `json:"started_at"`
 	EndedAt        *time.Time      `json:"ended_at,omitempty"`
+	Hold           *jsonHold       `json:"hold,omitempty"`
 	CreatedAt      time.Time       `json:"created_at"`
 	UpdatedAt      time.Time       `json:"updated_at"`
+}
+
+// jsonHold is why an engine held a run (runtime.Hold); absent when the run
+// is not held. Position counts the execution's calls from 0, as the
+// runtime records it; the text output counts them from 1. Recorded and
+// Called are "" where the history ends and where the code returned.
+type jsonHold struct {
+	Reason    string    `json:"reason"`
+	Recorded  string    `json:"recorded"`
+	Called    string    `json:"called"`
+	Position  int       `json:"position"`
+	Execution int       `json:"execution"`
+	Since     time.Time `json:"since"`
 }
 
 func jsonRuns(runs []runtime.RunInfo) []jsonRun {
@@ -210,6 +224,9 @@ func jsonRuns(runs []runtime.RunInfo) []jsonRun {
 			Execution: r.Execution, StartedAt: r.StartedAt, EndedAt: r.EndedAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 		if out[i].Queue == "" {
 			out[i].Queue = runtime.DefaultQueue
+		}
+		if h := r.Hold; h != nil {
+			out[i].Hold = &jsonHold{Reason: h.Reason, Recorded: h.Recorded, Called: h.Called, Position: h.Position, Execution: h.Execution, Since: h.Since.UTC()}
 		}
 		out[i].Output, out[i].OutputSealed = jsonPayload(r.Output)
 		if note, ok := sealedNote(r.OpenErr, ""); ok {

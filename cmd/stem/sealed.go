@@ -30,5 +30,14 @@ func errNote(err error, whole bool) string {
 	if note, ok := sealedNote(err, " error"); ok {
 		return note
 	}
-	return errText(err.Error(), whole)
+	return declaredTag(err) + errText(err.Error(), whole)
+}
+
+// declaredTag names the declared error (//stem:error) a failure was
+// recorded with, as "[name] ", or is "".
+func declaredTag(err error) string {
+	if name, ok := runtime.DeclaredErrorName(err); ok {
+		return "[" + clean(name) + "] "
+	}
+	return ""
 }

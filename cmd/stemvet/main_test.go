@@ -71,7 +71,7 @@ func TestVetTool(t *testing.T) {
 		t.Fatalf("go vet: %v, want a non-zero exit status\n%s", err, out)
 	}
 	for _, want := range []string{
-		"orders/orders.go:13:11: time.Now in workflow orders.fulfil: a replay reads another time than the run did; read the time in a step and use its result",
+		"orders/orders.go:13:11: time.Now in workflow orders.fulfil: a replay reads another time than the run did; use the context's Now (ctx.Now())",
 		"orders/orders.go:18:2: go statement reached from workflow orders.fulfil via helper(): ",
 		"start steps concurrently with the context's Async step methods (or runtime.StepAsync)",
 	} {

@@ -263,12 +263,19 @@ type stageCounts map[string]int
 var stageOrder = []string{orders.StageReserving, orders.StageCoolingOff, orders.StageAwaitingShipment,
 	orders.StagePacking, orders.StageCharging, orders.StageInvoicing}
 
+// heldStage counts, among the stages, the runs an engine held because
+// this build's code no longer makes the calls they recorded.
+const heldStage = "held"
+
 func (s stageCounts) String() string {
 	var parts []string
 	for _, st := range stageOrder {
 		if n := s[st]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", st, n))
 		}
+	}
+	if n := s[heldStage]; n > 0 {
+		parts = append(parts, fmt.Sprintf("held %d: this build's code no longer makes the calls they recorded (go run ./cmd/stem runs --held)", n))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -285,6 +292,10 @@ func countStatuses(ctx context.Context, e *runtime.Engine) (statusCounts, stageC
 		}
 		for _, r := range page {
 			counts[r.Status]++
+			if r.Hold != nil && !r.Status.Finished() {
+				stages[heldStage]++
+				continue
+			}
 			var p orders.FulfilProgress
 			if !r.Status.Finished() && r.Progress != nil && json.Unmarshal(r.Progress, &p) == nil {
 				stages[p.Stage]++

@@ -225,6 +225,13 @@ func (r *recorder) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) 
 	return res, err
 }
 
+func (r *recorder) TakeEvent(ctx context.Context, req storage.TakeEventRequest) (*storage.Checkpoint, error) {
+	began := time.Now()
+	cp, err := r.Store.TakeEvent(ctx, req)
+	r.note(began, "takeevent", req.Lease.RunID, req.Lease.Token, err)
+	return cp, err
+}
+
 func (r *recorder) Complete(ctx context.Context, req storage.CompleteRequest) error {
 	began := time.Now()
 	err := r.Store.Complete(ctx, req)

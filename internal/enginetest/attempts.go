@@ -76,7 +76,10 @@ func testBudgetAcrossCrash(f *fixture) {
 func testBudgetAcrossShutdown(f *fixture) {
 	var mu sync.Mutex
 	var seen []int
-	a := f.engine(config{}, flaky(f, &seen, &mu, 300*time.Millisecond))
+	// The backoff is long enough that the hand-over falls within it on a
+	// loaded machine too: the test stops the engine a poll after the
+	// second failure.
+	a := f.engine(config{parkAfter: -1}, flaky(f, &seen, &mu, 2*time.Second))
 	stopA := f.start(a)
 	_, err := runtime.Start[int, int](f.ctx, a, "flaky", 0, runtime.WithID("r1"))
 	f.must(err)
@@ -86,7 +89,7 @@ func testBudgetAcrossShutdown(f *fixture) {
 		return len(seen) == 2
 	})
 	stopA() // a deploy: the run is handed back during its backoff
-	b := f.engine(config{}, flaky(f, &seen, &mu, 300*time.Millisecond))
+	b := f.engine(config{parkAfter: -1}, flaky(f, &seen, &mu, 2*time.Second))
 	f.start(b)
 	f.waitStatus(b, "r1", runtime.StatusErrored)
 	mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/storage"
@@ -14,6 +15,7 @@ var childScenarios = []scenario{
 	{"child/a restarted parent awaits a finished child started without waiting", testRestartParentStartChild},
 	{"child/a taken child ID fails the parent's call naming both runs", testChildCollision},
 	{"child/terminating a parent terminates its children, not abandoned ones", testTerminateParentTerminatesChildren},
+	{"child/a parent that completes, errors or passes its deadline ends its children per their policy", testParentClosePolicies},
 }
 
 // family registers parent "fam.parent" (input: how to call the child) and
@@ -150,5 +152,78 @@ func testTerminateParentTerminatesChildren(f *fixture) {
 	}
 	if st := f.info(e, "p1/stays").Status; st != runtime.StatusWaiting {
 		f.t.Fatalf("abandoned child is %s, want still waiting", st)
+	}
+}
+
+// testParentClosePolicies: a parent that ends without awaiting its
+// children (it completes, it errors, it passes its deadline) terminates
+// the unfinished ones started with the default policy, and theirs, in the
+// same change; a child started with ParentClose(ParentCloseAbandon) runs
+// on to its own end. Each child records its policy.
+func testParentClosePolicies(f *fixture) {
+	waits := func(c *runtime.WorkflowContext, n int) (int, error) {
+		return runtime.WaitForEvent[int](c, "go", "fam.go", 0)
+	}
+	e := f.engine(config{}, func(e *runtime.Engine) {
+		f.must(runtime.Register(e, "fam.waits", waits))
+		f.must(runtime.Register(e, "fam.kid", func(c *runtime.WorkflowContext, n int) (int, error) {
+			if _, err := runtime.StartChild[int](c, "grand", "fam.waits", n); err != nil {
+				return 0, err
+			}
+			return waits(c, n)
+		}))
+		f.must(runtime.Register(e, "fam.leaver", func(c *runtime.WorkflowContext, how string) (int, error) {
+			if _, err := runtime.StartChild[int](c, "kid", "fam.kid", 1, runtime.ParentClose(runtime.ParentCloseTerminate)); err != nil {
+				return 0, err
+			}
+			if _, err := runtime.StartChild[int](c, "stays", "fam.waits", 1, runtime.ParentClose(runtime.ParentCloseAbandon)); err != nil {
+				return 0, err
+			}
+			// Wait until both children wait, so they are unfinished when
+			// the parent ends.
+			if _, err := runtime.WaitForEvent[int](c, "ready", "fam.ready", 0); err != nil {
+				return 0, err
+			}
+			if how == "error" {
+				return 0, errors.New("gave up")
+			}
+			return 7, nil
+		}))
+	})
+	f.start(e)
+	for _, how := range []string{"complete", "error", "deadline"} {
+		opts := []runtime.StartOption{runtime.WithID(how)}
+		if how == "deadline" {
+			// Never told it is ready, the parent ends at its deadline,
+			// long after its children wait.
+			opts = append(opts, runtime.WithTimeout(5*time.Second))
+		}
+		_, err := runtime.Start[string, int](f.ctx, e, "fam.leaver", how, opts...)
+		f.must(err)
+		for _, id := range []string{how + "/kid", how + "/kid/grand", how + "/stays"} {
+			f.waitStatus(e, id, runtime.StatusWaiting)
+		}
+		if got := f.info(e, how+"/kid").ParentClose; got != runtime.ParentCloseTerminate {
+			f.t.Errorf("%s/kid records parent-close policy %q, want terminate", how, got)
+		}
+		if got := f.info(e, how+"/stays").ParentClose; got != runtime.ParentCloseAbandon {
+			f.t.Errorf("%s/stays records parent-close policy %q, want abandon", how, got)
+		}
+		if how != "deadline" {
+			f.must(e.SendEvent(f.ctx, how, "fam.ready", 1))
+		}
+		want := map[string]runtime.RunStatus{"complete": runtime.StatusComplete, "error": runtime.StatusErrored, "deadline": runtime.StatusErrored}[how]
+		f.waitStatus(e, how, want)
+		for _, id := range []string{how + "/kid", how + "/kid/grand"} {
+			info := f.waitStatus(e, id, runtime.StatusTerminated)
+			if !errors.Is(info.Err, runtime.ErrTerminated) || !strings.Contains(info.Err.Error(), "parent "+how) || info.EndedAt == nil {
+				f.t.Errorf("%s: err %v, ended %v; want ErrTerminated naming the parent that ended", id, info.Err, info.EndedAt)
+			}
+		}
+		if st := f.info(e, how+"/stays").Status; st != runtime.StatusWaiting {
+			f.t.Fatalf("the abandoned child of the parent that ended by %s is %s, want still waiting", how, st)
+		}
+		f.must(e.SendEvent(f.ctx, how+"/stays", "fam.go", 3))
+		f.waitStatus(e, how+"/stays", runtime.StatusComplete)
 	}
 }

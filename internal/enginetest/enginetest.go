@@ -42,6 +42,17 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, productionScenarios...)
 	all = append(all, versionScenarios...)
 	all = append(all, observeScenarios...)
+	all = append(all, deferScenarios...)
+	all = append(all, deployScenarios...)
+	all = append(all, loopScenarios...)
+	all = append(all, backoffScenarios...)
+	all = append(all, determScenarios...)
+	all = append(all, faninScenarios...)
+	all = append(all, errorScenarios...)
+	all = append(all, cancelFutureScenarios...)
+	all = append(all, eventWinsScenarios...)
+	all = append(all, runCancelScenarios...)
+	all = append(all, continueChildScenarios...)
 	for _, s := range all {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
@@ -69,6 +80,11 @@ type config struct {
 	hooks []runtime.Hooks
 	// workerTTL is Config.WorkerTTL (0: the default).
 	workerTTL time.Duration
+	// holdRetry is Config.HoldRetry (0: 100ms, so a scenario's fixed
+	// build takes a held run at once).
+	holdRetry time.Duration
+	// parkAfter is Config.ParkRetriesAfter (0: the default).
+	parkAfter time.Duration
 }
 
 // engine returns an engine on the fixture's store with register's
@@ -81,6 +97,9 @@ func (f *fixture) engine(c config, register func(e *runtime.Engine)) *runtime.En
 	if c.workers == 0 {
 		c.workers = 8
 	}
+	if c.holdRetry == 0 {
+		c.holdRetry = 100 * time.Millisecond
+	}
 	st := c.store
 	if st == nil {
 		st = f.store
@@ -88,7 +107,8 @@ func (f *fixture) engine(c config, register func(e *runtime.Engine)) *runtime.En
 	e, err := runtime.New(runtime.Config{
 		Store: st, Workers: c.workers, LeaseDuration: c.lease,
 		PollInterval: 10 * time.Millisecond, ShutdownGrace: 50 * time.Millisecond,
-		Hooks: c.hooks, WorkerTTL: c.workerTTL,
+		Hooks: c.hooks, WorkerTTL: c.workerTTL, HoldRetry: c.holdRetry,
+		ParkRetriesAfter: c.parkAfter,
 	})
 	if err != nil {
 		f.t.Fatal(err)
@@ -147,7 +167,12 @@ func (f *fixture) waitStatus(e *runtime.Engine, id string, want runtime.RunStatu
 	f.t.Helper()
 	var info runtime.RunInfo
 	f.eventually("run "+id+" is "+string(want), func() bool {
-		info = f.info(e, id)
+		got, err := e.Get(f.ctx, id)
+		if errors.Is(err, runtime.ErrRunNotFound) {
+			return false // not created yet (a child its parent is about to start)
+		}
+		f.must(err)
+		info = got
 		return info.Status == want
 	})
 	return info
@@ -247,6 +272,13 @@ func (d *dyingStore) Suspend(ctx context.Context, req storage.SuspendRequest) (s
 	}
 	d.suspends.Add(1)
 	return d.Store.Suspend(ctx, req)
+}
+
+func (d *dyingStore) TakeEvent(ctx context.Context, req storage.TakeEventRequest) (*storage.Checkpoint, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	return d.Store.TakeEvent(ctx, req)
 }
 
 func (d *dyingStore) Complete(ctx context.Context, req storage.CompleteRequest) error {

@@ -122,6 +122,17 @@ func testHeadersEverywhere(f *fixture) {
 		info := f.info(b, "obs")
 		return info.Execution == 3 && info.Status == runtime.StatusComplete
 	})
+	// The execution hook records an outcome once the store's write is
+	// done, so the run may read complete a moment before it is recorded;
+	// on a loaded machine the restarted execution may also have been
+	// stopped once (its short lease lapsed) before it completed.
+	f.eventually("the restarted execution's completion is recorded", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.ContainsFunc(seen, func(x seenExecution) bool {
+			return x.run == "obs" && x.execution == 3 && x.outcome == runtime.OutcomeComplete
+		})
+	})
 
 	mu.Lock()
 	defer mu.Unlock()

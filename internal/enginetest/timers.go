@@ -50,7 +50,7 @@ func testHeartbeatKeepsLease(f *fixture) {
 			return runtime.Step(c, "work@v1", runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
 				runs.Add(1)
 				select {
-				case <-time.After(1200 * time.Millisecond):
+				case <-time.After(4 * time.Second): // over three leases
 					return 1, nil
 				case <-sc.Done():
 					return 0, sc.Err()
@@ -58,13 +58,16 @@ func testHeartbeatKeepsLease(f *fixture) {
 			})
 		}))
 	}
-	a := f.engine(config{lease: 300 * time.Millisecond}, register)
-	b := f.engine(config{lease: 300 * time.Millisecond}, register)
+	// A lease long enough that a loaded machine's stall of the heartbeat
+	// (every quarter lease) does not lose it: losing it to a stall hands
+	// the step over by design, which is not what this scenario tests.
+	a := f.engine(config{lease: 1200 * time.Millisecond}, register)
+	b := f.engine(config{lease: 1200 * time.Millisecond}, register)
 	f.start(a)
 	run, err := runtime.Start[int, int](f.ctx, a, "long", 0)
 	f.must(err)
 	f.eventually("the step started", func() bool { return runs.Load() == 1 })
-	f.start(b) // polls every 10ms for four leases' time
+	f.start(b) // polls every 10ms for over three leases' time
 	if _, err := run.Result(f.ctx); err != nil {
 		f.t.Fatal(err)
 	}

@@ -24,20 +24,29 @@ var versionScenarios = []scenario{
 // changed type, so a v1 input does not decode into shipV2.
 type shipV1 struct{ Tracking string }
 
+// shipGo is the topic that wakes v1 runs parked on an event.
+const shipGo = "ship.go"
+
 type shipV2 struct {
 	Tracking int
 	Carrier  string
 }
 
-// shipV1Fn takes a step, sleeps nap, and takes another; shipV2Fn takes one
-// step. Each says which version ran it.
+// shipV1Fn takes a step, parks, and takes another; shipV2Fn takes one
+// step. Each says which version ran it. A v1 run parks by sleeping nap, or,
+// when nap is 0, by waiting for an event on shipGo, so that a scenario and
+// not the clock decides when its runs wake.
 func shipV1Fn(nap time.Duration) func(c *runtime.WorkflowContext, in shipV1) (string, error) {
 	return func(c *runtime.WorkflowContext, in shipV1) (string, error) {
 		a, err := runtime.Step(c, "label@v1", runtime.StepOptions{}, func(runtime.StepContext) (string, error) { return in.Tracking, nil })
 		if err != nil {
 			return "", err
 		}
-		if err := c.Sleep("nap", nap); err != nil {
+		if nap == 0 {
+			if _, err := runtime.WaitForEvent[string](c, "nap", shipGo, 0); err != nil {
+				return "", err
+			}
+		} else if err := c.Sleep("nap", nap); err != nil {
 			return "", err
 		}
 		b, err := runtime.Step(c, "send@v1", runtime.StepOptions{}, func(runtime.StepContext) (string, error) { return "sent", nil })
@@ -72,7 +81,7 @@ func registerBoth(f *fixture, nap time.Duration) func(e *runtime.Engine) {
 }
 
 func testVersionsDrain(f *fixture) {
-	old := f.engine(config{}, registerV1(f, 150*time.Millisecond))
+	old := f.engine(config{}, registerV1(f, 0))
 	for i := range 3 {
 		r, err := runtime.Start[shipV1, string](f.ctx, old, "ship", shipV1{Tracking: fmt.Sprint("t", i)}, runtime.WithID(fmt.Sprint("old-", i)))
 		f.must(err)
@@ -84,7 +93,7 @@ func testVersionsDrain(f *fixture) {
 	for i := range 3 {
 		f.waitStatus(old, fmt.Sprint("old-", i), runtime.StatusWaiting)
 	}
-	stopOld() // the deploy: the old build stops while its runs sleep
+	stopOld() // the deploy: the old build stops while its runs wait
 
 	// The new build registers only version 2: it runs its own runs and
 	// never takes a version 1 run, whose input would not decode.
@@ -98,7 +107,11 @@ func testVersionsDrain(f *fixture) {
 	if info := f.info(next, "new"); info.Version != 2 {
 		f.t.Fatalf("a run started on version 2 records version %d", info.Version)
 	}
-	time.Sleep(300 * time.Millisecond) // the old runs' naps are long over
+	// The old runs' event comes: they are ready to run, but not here.
+	if n, err := next.Emit(f.ctx, shipGo, "go"); err != nil || n != 3 {
+		f.t.Fatalf("emit to the old runs: %d woken, %v; want 3", n, err)
+	}
+	time.Sleep(300 * time.Millisecond) // time for the new build to take them, were it to
 	for i := range 3 {
 		id := fmt.Sprint("old-", i)
 		info := f.info(next, id)
@@ -112,7 +125,7 @@ func testVersionsDrain(f *fixture) {
 
 	// A build that keeps version 1 beside version 2 drains them on the
 	// version 1 function, from their checkpoints.
-	both := f.engine(config{}, registerBoth(f, 150*time.Millisecond))
+	both := f.engine(config{}, registerBoth(f, 0))
 	f.start(both)
 	for i := range 3 {
 		id := fmt.Sprint("old-", i)

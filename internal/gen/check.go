@@ -23,8 +23,37 @@ func check(m *Package, d *diagnostics) {
 	for _, e := range m.Events {
 		checkEvent(e, d)
 	}
+	checkErrors(m, d)
 	checkDuplicates(m, d)
 	checkCollisions(m, d)
+	checkLoops(m, d)
+}
+
+// checkLoops reports the calls of a step that is not autoversion in a
+// loop of a workflow: the step has one checkpoint key per run, so every
+// call after the first fails at run time with runtime.ErrDuplicateStep.
+// Sleeps, waits, timers and child calls are not steps: the runtime numbers
+// them itself.
+func checkLoops(m *Package, d *diagnostics) {
+	steps := map[string]*Step{}
+	for _, s := range m.Steps {
+		steps[s.method()] = s
+		steps[s.asyncMethod()] = s
+	}
+	for _, w := range m.Workflows {
+		if w.Ann.Name == "" {
+			continue
+		}
+		for _, c := range w.Calls {
+			s := steps[c.Method]
+			if !c.InLoop || s == nil || s.Ann.Autoversion || s.Ann.Name == "" {
+				continue
+			}
+			key := s.Ann.Key()
+			d.add(c.Pos, "step %s is called in a loop in workflow %s but is not autoversion: each call after the first would fail at run time (ErrDuplicateStep); "+
+				"mark the step autoversion (its calls get keys %s#0, #1, …)", key, w.Ann.Name, key)
+		}
+	}
 }
 
 func checkWorkflow(w *Workflow, d *diagnostics) {
@@ -261,6 +290,10 @@ func checkCollisions(m *Package, d *diagnostics) {
 	// context, so adding progress= to a workflow later breaks nothing.
 	addCommon(continueAsNewMethod, "the method continuing the run as new", token.NoPos)
 	addCommon(setProgressMethod, "the method publishing the run's progress (with progress=)", token.NoPos)
+	addCommon(allMethod, "the method waiting for every one of several futures", token.NoPos)
+	addCommon(selectMethod, "the method selecting the first of several futures", token.NoPos)
+	addCommon(selectCancelMethod, "the method selecting the first of several futures and cancelling the others", token.NoPos)
+	addCommon(detachedMethod, "the method returning the context for the cleanup after a cancellation", token.NoPos)
 	for _, s := range m.Steps {
 		addCommon(s.method(), "the method of step "+s.String(), s.Pos)
 		addCommon(s.asyncMethod(), "the method starting step "+s.String()+" as a future", s.Pos)

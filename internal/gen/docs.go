@@ -931,11 +931,11 @@ func (fw *flowWalker) call(c *ast.CallExpr, out *[]flowItem) string {
 	case *ast.SelectorExpr:
 		x := ast.Unparen(fun.X)
 		if id, ok := x.(*ast.Ident); ok && fw.ctx != "" && id.Name == fw.ctx {
-			return fw.ctxCall(c, fun, out)
+			return fw.ctxCall(c, fun, args, out)
 		}
 		if s, ok := x.(*ast.SelectorExpr); ok && fw.ctx != "" && s.Sel.Name == embeddedField {
 			if id, ok := s.X.(*ast.Ident); ok && id.Name == fw.ctx {
-				return fw.ctxCall(c, fun, out)
+				return fw.ctxCall(c, fun, args, out)
 			}
 		}
 		if id, ok := x.(*ast.Ident); ok && fw.rt != "" && id.Name == fw.rt {
@@ -981,7 +981,7 @@ func (fw *flowWalker) node(out *[]flowItem, sh shape, async bool, lines ...strin
 }
 
 // ctxCall adds a call of a method of the workflow's context.
-func (fw *flowWalker) ctxCall(c *ast.CallExpr, fun *ast.SelectorExpr, out *[]flowItem) string {
+func (fw *flowWalker) ctxCall(c *ast.CallExpr, fun *ast.SelectorExpr, args []string, out *[]flowItem) string {
 	arg := func(i int) ast.Expr {
 		if i < len(c.Args) {
 			return c.Args[i]
@@ -1015,6 +1015,10 @@ func (fw *flowWalker) ctxCall(c *ast.CallExpr, fun *ast.SelectorExpr, out *[]flo
 		return ""
 	}
 	switch name {
+	case allMethod:
+		fw.all(c, args, 0, out)
+	case selectMethod, selectCancelMethod:
+		fw.selectOf(c, args, 0, out)
 	case "Sleep":
 		fw.node(out, shapeWait, false, "sleep "+nameText(arg(0)), "for "+exprText(arg(1)))
 	case "SleepUntil":
@@ -1041,8 +1045,8 @@ func (fw *flowWalker) progress(v ast.Expr, out *[]flowItem) {
 	fw.node(out, shapeFlag, false, "set progress", exprText(v))
 }
 
-// runtimeCall adds a call of a function of the runtime package whose first
-// argument is the workflow context.
+// runtimeCall adds a call of a function of the runtime package; most take
+// the workflow context first.
 func (fw *flowWalker) runtimeCall(c *ast.CallExpr, name string, args []string, out *[]flowItem) string {
 	arg := func(i int) ast.Expr {
 		if i < len(c.Args) {
@@ -1050,27 +1054,16 @@ func (fw *flowWalker) runtimeCall(c *ast.CallExpr, name string, args []string, o
 		}
 		return nil
 	}
-	futures := func(from int) []string {
-		var list []string
-		for i := from; i < len(args); i++ {
-			if args[i] != "" {
-				list = append(list, args[i])
-			} else {
-				list = append(list, exprText(c.Args[i]))
-			}
-		}
-		return list
-	}
 	switch name {
-	case "All":
-		fw.node(out, shapeWait, false, "await all of", strings.Join(futures(1), ", "))
-		for i, a := range c.Args {
-			if v := baseIdent(a); v != "" && i > 0 {
-				fw.collected[v] = true
-			}
+	case "All", "AwaitAll":
+		// All's first argument is the context; AwaitAll has none.
+		from := 1
+		if name == "AwaitAll" {
+			from = 0
 		}
-	case "Select":
-		fw.node(out, shapeWait, false, "select "+nameText(arg(1)), "first of "+strings.Join(futures(2), ", "))
+		fw.all(c, args, from, out)
+	case "Select", "SelectFuture", "SelectCancel":
+		fw.selectOf(c, args, 1, out)
 	case "Await":
 		if len(args) > 0 && args[0] != "" {
 			fw.awaitFuture(c.Args[0], args[0], out)
@@ -1113,6 +1106,43 @@ func (fw *flowWalker) runtimeCall(c *ast.CallExpr, name string, args []string, o
 		n.terminal = true
 	}
 	return ""
+}
+
+// futureList returns what the arguments of c from from on hold, as
+// "await ..." labels say it, or their text.
+func futureList(c *ast.CallExpr, args []string, from int) []string {
+	var list []string
+	for i := from; i < len(args); i++ {
+		if args[i] != "" {
+			list = append(list, args[i])
+		} else {
+			list = append(list, exprText(c.Args[i]))
+		}
+	}
+	return list
+}
+
+// all adds a wait for every future among the arguments of c from from on
+// (runtime.All, runtime.AwaitAll or the context's All): an Await of one
+// of them later returns at once, and adds nothing.
+func (fw *flowWalker) all(c *ast.CallExpr, args []string, from int, out *[]flowItem) {
+	fw.node(out, shapeWait, false, "await all of", strings.Join(futureList(c, args, from), ", "))
+	for i, a := range c.Args {
+		if v := baseIdent(a); v != "" && i >= from {
+			fw.collected[v] = true
+		}
+	}
+}
+
+// selectOf adds a select whose name is the argument of c at at, over the
+// futures after it (runtime.Select, runtime.SelectFuture or the context's
+// Select).
+func (fw *flowWalker) selectOf(c *ast.CallExpr, args []string, at int, out *[]flowItem) {
+	var name ast.Expr
+	if at < len(c.Args) {
+		name = c.Args[at]
+	}
+	fw.node(out, shapeWait, false, "select "+nameText(name), "first of "+strings.Join(futureList(c, args, at+1), ", "))
 }
 
 // await records a wait for a topic.

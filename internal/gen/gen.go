@@ -5,8 +5,10 @@
 // workflows that is not a main package, a package of test helpers,
 // <pkg>stemtest/stem_gen.go, that only tests import.
 //
-// The stages are separate files: load.go (one packages.Load), model.go and
-// types.go (our own structs, built from go/types), check.go (every
+// The stages are separate files: load.go (one packages.Load), model.go,
+// types.go, guards.go and calls.go (our own structs, built from go/types
+// and the syntax: the payload types the generated file guards, the calls
+// in workflow bodies), check.go (every
 // diagnostic, positioned), manifest.go (the shapes of workflows, steps and
 // events across generations),
 // render.go and testkit.go (jennifer, reading only the model) and names.go

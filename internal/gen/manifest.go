@@ -3,32 +3,45 @@ package gen
 import (
 	"errors"
 	"fmt"
-	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/stemflow/stem/internal/manifest"
 )
 
 // The manifest, stem.manifest.json (package internal/manifest has its
 // format), records the shape of every workflow's, step's and event's
-// payloads by key, as of the last generation. A key whose shape changes
-// without a version bump would make in-flight runs decode a payload of the
-// old shape into the new type, so stemgen refuses it; so it refuses a step
-// that becomes autoversion, or stops being one, under one key, whose
-// checkpoint keys change. Entries for keys no longer in the code are kept,
-// marked retired: stored runs may still hold them, so reusing such a key
-// with another shape is refused too.
+// payloads by key, as of the last generation. Runs in flight hold payloads
+// of the recorded shapes and the next build decodes them, so a key whose
+// shape changes is judged the way encoding/json decodes (manifest.Compare):
+// a compatible change (a field added, a number widened) is recorded and
+// needs nothing; a breaking one (a field removed or renamed, a number
+// narrowed, another kind) is refused, saying what a run in flight would do
+// and, first, the safe route: a new workflow version beside the old one,
+// which drains the runs started under it. stemgen refuses too a step that
+// becomes autoversion, or stops being one, under one key, whose checkpoint
+// keys change. Entries for keys no longer in the code are kept, marked
+// retired: stored runs may still hold them, so reusing such a key with an
+// incompatible shape is refused too.
 //
 // A workflow's progress= shape is recorded too: runs store the value they
-// published last, which callers decode into the type, so a changed shape
-// needs a version bump. Adding or removing progress= does not (no stored
-// run holds a value of another shape). A workflow's timeout=, queue= and
-// retention= are not recorded: they are not shapes, changing them needs no
-// bump, and the runtime records the queue and retention an engine
-// registered in the store's catalog, where tools read them.
+// published last, which callers decode into the type. Adding or removing
+// progress= needs no bump (no stored run holds a value of another shape).
+// A workflow's timeout=, queue= and retention= are not recorded: they are
+// not shapes, changing them needs no bump, and the runtime records the
+// queue and retention an engine registered in the store's catalog, where
+// tools read them.
+//
+// Declared errors (//stem:error) are recorded too, by durable name: a
+// value as manifest.ValueShape, a type as the shape of the fields a failure
+// records. Stored failures hold the name and those fields, and a build
+// reads them back into what the name declares then, so a type's shape is
+// judged like a payload's, and a name that moves from a value to a type,
+// or back, is refused: both need a new name. A name the code no longer
+// declares is kept, retired, like a key.
 
 // readManifest reads the package's manifest, or returns nil when it has
 // none.
@@ -61,18 +74,17 @@ func readManifest(lp *loadedPackage, d *diagnostics) *manifest.Manifest {
 func checkManifest(m *Package, old *manifest.Manifest, d *diagnostics) []byte {
 	next := &manifest.Manifest{}
 	// A manifest of format 1 did not record autoversion: its steps'
-	// Autoversion says nothing, and this generation records it.
+	// Autoversion says nothing, and this generation records it. One before
+	// format 3 did not record the sizes of numbers.
 	autoversionKnown := false
+	j := &judge{d: d}
 	if old != nil {
 		next.Workflows = slices.Clone(old.Workflows)
 		next.Steps = slices.Clone(old.Steps)
 		next.Events = slices.Clone(old.Events)
+		next.Errors = slices.Clone(old.Errors)
 		autoversionKnown = old.RecordsAutoversion()
-	}
-	changed := func(pos token.Pos, kind, key, what, was, now string) {
-		if was != now {
-			d.add(pos, "%s %s changed its %s type shape; bump version= (recorded %s, now %s)", kind, key, what, was, now)
-		}
+		j.opts.OldUnsized = !old.RecordsSizes()
 	}
 
 	present := map[string]bool{}
@@ -92,22 +104,23 @@ func checkManifest(m *Package, old *manifest.Manifest, d *diagnostics) []byte {
 		if w.Progress != nil {
 			e.Progress = w.Progress.Shape
 		}
-		pos := w.Ann.KeyPos("version")
 		if i := index(next.Workflows, key, func(x manifest.Workflow) string { return x.Key }); i < 0 {
 			next.Workflows = append(next.Workflows, e)
 		} else {
 			was := next.Workflows[i]
-			changed(pos, "workflow", key, "input", was.Input, e.Input)
-			changed(pos, "workflow", key, "output", was.Output, e.Output)
+			ok := j.workflow(w, key, "input", was.Input, e.Input)
+			ok = j.workflow(w, key, "output", was.Output, e.Output) && ok
 			if was.Progress != "" && e.Progress != "" {
-				changed(pos, "workflow", key, "progress", was.Progress, e.Progress)
+				ok = j.workflow(w, key, "progress", was.Progress, e.Progress) && ok
 			}
 			if e.Progress == "" {
 				// Removing progress= keeps the recorded shape: adding it
-				// back with another shape is a change.
+				// back is judged against it.
 				e.Progress = was.Progress
 			}
-			next.Workflows[i] = e
+			if ok {
+				next.Workflows[i] = e
+			}
 		}
 	}
 	for i := range next.Workflows {
@@ -129,17 +142,18 @@ func checkManifest(m *Package, old *manifest.Manifest, d *diagnostics) []byte {
 			out = o.Shape
 		}
 		e := manifest.Step{Key: key, Input: inputShape(s.Inputs()), Output: out, Autoversion: s.Ann.Autoversion}
-		pos := s.Ann.KeyPos("version")
 		if i := index(next.Steps, key, func(x manifest.Step) string { return x.Key }); i < 0 {
 			next.Steps = append(next.Steps, e)
 		} else {
 			was := next.Steps[i]
-			changed(pos, "step", key, "input", was.Input, e.Input)
-			changed(pos, "step", key, "output", was.Output, e.Output)
+			ok := j.step(m, s, "input", was.Input, e.Input)
+			ok = j.step(m, s, "output", was.Output, e.Output) && ok
 			if autoversionKnown {
 				checkAutoversion(s, was.Autoversion, d)
 			}
-			next.Steps[i] = e
+			if ok {
+				next.Steps[i] = e
+			}
 		}
 	}
 	for i := range next.Steps {
@@ -159,20 +173,188 @@ func checkManifest(m *Package, old *manifest.Manifest, d *diagnostics) []byte {
 		e := manifest.Event{Key: key, Payload: ev.Shape}
 		if i := index(next.Events, key, func(x manifest.Event) string { return x.Key }); i < 0 {
 			next.Events = append(next.Events, e)
-		} else {
-			if was := next.Events[i]; was.Payload != e.Payload {
-				d.add(ev.Ann.KeyPos("version"), "event %s changed its payload type shape (recorded %s, now %s): "+
-					"runs waiting on topic %s, or holding a delivered payload, would decode the old shape into the new type; "+
-					"give the new shape a new topic=, or bump version= once `stem check` shows no run in flight holds one",
-					key, was.Payload, e.Payload, ev.Ann.Topic)
-			}
+		} else if j.event(ev, next.Events[i].Payload, e.Payload) {
 			next.Events[i] = e
 		}
 	}
 	for i := range next.Events {
 		next.Events[i].Retired = !present[next.Events[i].Key]
 	}
+
+	clear(present)
+	for _, de := range m.Errors {
+		if de.Ann.Name == "" || present[de.Ann.Name] {
+			continue // reported by the parser, or by checkErrors
+		}
+		key := de.Ann.Name
+		present[key] = true
+		if de.Problem != "" || de.IsType && de.Shape == "" {
+			continue // reported by checkErrors, or by the type checker
+		}
+		e := manifest.Error{Key: key, Shape: manifest.ValueShape}
+		if de.IsType {
+			e.Shape = de.Shape
+		}
+		if i := index(next.Errors, key, func(x manifest.Error) string { return x.Key }); i < 0 {
+			next.Errors = append(next.Errors, e)
+		} else if j.declaredError(de, next.Errors[i].Shape, e.Shape) {
+			next.Errors[i] = e
+		}
+	}
+	for i := range next.Errors {
+		next.Errors[i].Retired = !present[next.Errors[i].Key]
+	}
 	return next.Encode()
+}
+
+// judge judges changed shapes, reporting breaking ones.
+type judge struct {
+	d    *diagnostics
+	opts manifest.CompareOptions
+}
+
+// compare returns what breaks when a value of shape was is decoded as
+// shape now: nothing when they are equal or the change is compatible. A
+// shape that does not parse (an edited manifest) is one break.
+func (j *judge) compare(was, now string) []manifest.Break {
+	if was == now {
+		return nil
+	}
+	old, err := manifest.ParseShape(was)
+	if err != nil {
+		return []manifest.Break{{Was: was, Why: fmt.Sprintf("the recorded shape does not read (%v); restore the manifest from version control", err)}}
+	}
+	next, err := manifest.ParseShape(now)
+	if err != nil {
+		return []manifest.Break{{Was: was, Now: now, Why: "the shapes differ"}}
+	}
+	return manifest.Compare(old, next, j.opts)
+}
+
+// breaks writes a shape's breaks for a message: the first three, and how
+// many more. A break of the whole value says only why: the message says
+// what the shape was and is.
+func breaks(bs []manifest.Break) string {
+	var parts []string
+	for i, b := range bs {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(bs)-i))
+			break
+		}
+		if b.Path == "" {
+			parts = append(parts, b.Why)
+		} else {
+			parts = append(parts, b.String())
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// workflow judges a change of workflow w's input, output or progress
+// shape, reporting it at version= (or the directive) when it breaks, and
+// returns whether it is compatible.
+func (j *judge) workflow(w *Workflow, key, what, was, now string) bool {
+	bs := j.compare(was, now)
+	if len(bs) == 0 {
+		return true
+	}
+	does := map[string]string{
+		"input":    "a run decodes its stored input again on every resume",
+		"output":   "callers decode the stored output of its runs",
+		"progress": "callers decode the progress its runs published last",
+	}[what]
+	j.d.add(w.Ann.KeyPos("version"), "workflow %s changed its %s shape from %s to %s, incompatibly for runs in flight: %s (%s). "+
+		"First, add a new workflow version= (keep the old function, annotated with the old version, until its runs finish): "+
+		"annotate the changed function version=%d, and keep the old one beside it, renamed, annotated name=%s version=%d, "+
+		"with renamed copies of the types as they were; "+
+		"only second, bump version= alone once `stem check` shows no run of %s in flight",
+		key, what, was, now, breaks(bs), does, w.Ann.Version+1, w.Ann.Name, w.Ann.Version, key)
+	return false
+}
+
+// step judges a change of step s's input or output shape, reporting it at
+// version= (or the directive) when it breaks, and returns whether it is
+// compatible.
+func (j *judge) step(m *Package, s *Step, what, was, now string) bool {
+	bs := j.compare(was, now)
+	if len(bs) == 0 {
+		return true
+	}
+	key := s.Ann.Key()
+	does := fmt.Sprintf("a run that checkpointed %s decodes that checkpoint again on every replay", key)
+	if what == "input" {
+		does = fmt.Sprintf("a run that checkpointed %s replays the result of a call made with an input of the old shape", key)
+	}
+	var callers []string
+	for _, w := range m.Workflows {
+		if w.calls(s) && !slices.Contains(callers, w.Ann.Name) {
+			callers = append(callers, w.Ann.Name)
+		}
+	}
+	which := "each workflow that calls it"
+	if len(callers) > 0 {
+		which = strings.Join(callers, " and ")
+	}
+	j.d.add(s.Ann.KeyPos("version"), "step %s changed its %s shape from %s to %s, incompatibly for runs in flight: %s (%s). "+
+		"First, add a new workflow version= to %s (keep the old function, annotated with the old version, until its runs finish), "+
+		"whose function calls the changed step at a new version= while the old function calls the step as it was, at version=%d, "+
+		"with renamed copies of the types as they were; "+
+		"only second, bump the step's version= once `stem check` shows no run holds %s (a bump re-runs the step in every run in flight)",
+		key, what, was, now, breaks(bs), does, which, s.Ann.Version, key)
+	return false
+}
+
+// event judges a change of event ev's payload shape, reporting it at
+// version= (or the directive) when it breaks, and returns whether it is
+// compatible.
+func (j *judge) event(ev *Event, was, now string) bool {
+	bs := j.compare(was, now)
+	if len(bs) == 0 {
+		return true
+	}
+	j.d.add(ev.Ann.KeyPos("version"), "event %s changed its payload shape from %s to %s, incompatibly for runs in flight: %s "+
+		"(a run waiting on topic %s, or holding a delivered payload, decodes it into the new type). "+
+		"First, give the new shape a new topic= (keep the old event type, with its topic, while runs wait on it); "+
+		"only second, bump version= once `stem check` shows no run in flight waits on or holds one",
+		ev.Ann.Key(), was, now, breaks(bs), ev.Ann.Topic)
+	return false
+}
+
+// declaredError judges a change of declared error e's recorded shape (a
+// value's manifest.ValueShape, or a type's fields), reporting it at name=
+// when stored failures would no longer match it as they did, and returns
+// whether it is compatible. Failures hold the name, and a type's fields as
+// JSON, which every build that reads them back decodes into the type the
+// name declares then.
+func (j *judge) declaredError(e *DeclaredError, was, now string) bool {
+	const fix = "Declare the changed error under a new name= " +
+		"(keep the old declaration, renamed in Go, with name=%s, while stored runs may hold failures recorded with it; " +
+		"code matching the old failures keeps matching it beside the new one); " +
+		"only second, drop the old declaration once `stem check` shows no run in flight recorded it"
+	key := e.Ann.Name
+	wasValue, nowValue := was == manifest.ValueShape, now == manifest.ValueShape
+	switch {
+	case wasValue && nowValue:
+		return true
+	case wasValue:
+		j.d.add(e.Ann.ValuePos("name"), "error %s was declared on a value (matched with errors.Is) and is now declared on type %s (matched with errors.As): "+
+			"failures stored with it hold no fields, so errors.Is against the old value is false for them and errors.As rebuilds a zero %s. "+fix,
+			key, e.GoName, e.GoName, key)
+		return false
+	case nowValue:
+		j.d.add(e.Ann.ValuePos("name"), "error %s was declared on a type (matched with errors.As) and is now declared on value %s (matched with errors.Is): "+
+			"failures stored with it hold the old type's fields, which errors.As no longer rebuilds, and errors.Is matches %s for them instead. "+fix,
+			key, e.GoName, e.GoName, key)
+		return false
+	}
+	bs := j.compare(was, now)
+	if len(bs) == 0 {
+		return true
+	}
+	j.d.add(e.Ann.ValuePos("name"), "error type %s (%s) changed its shape from %s to %s, incompatibly for failures stored with it: %s "+
+		"(a failure recorded with %s holds the fields as JSON, which are decoded into %s wherever it is read back: errors.As then no longer matches it, or reads a field zero). "+fix,
+		e.GoName, key, was, now, breaks(bs), key, e.GoName, key)
+	return false
 }
 
 // checkAutoversion reports a step whose autoversion flag differs from the

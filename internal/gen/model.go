@@ -20,6 +20,8 @@ type Package struct {
 	Workflows       []*Workflow
 	Steps           []*Step
 	Events          []*Event
+	// Errors are the variables, constants and types marked //stem:error.
+	Errors []*DeclaredError
 	// Receiver is the type whose methods are steps (the first, by position,
 	// when check finds several), or nil when every step is a function.
 	Receiver *Receiver
@@ -28,6 +30,9 @@ type Package struct {
 	// UserMethods holds the methods the user's files declare, by the name of
 	// their receiver's base type.
 	UserMethods map[string][]Ident
+	// Guards are the named types that are part of durable payloads, which
+	// the generated file guards against a change of shape, sorted by name.
+	Guards []*ShapeGuard
 }
 
 // Ident is a name and where it is declared.
@@ -104,6 +109,9 @@ type Workflow struct {
 	Ann *annotations.Workflow
 	// Progress is the type progress= names, or nil without progress=.
 	Progress *Progress
+	// Calls are the calls of methods on the workflow's context in its
+	// function's body, in source order.
+	Calls []CtxCall
 	// Newest is the newest version of the workflow's name in the package:
 	// w itself, or the workflow with the same name= and the highest
 	// version=, which alone gets the client API; w is then an older
@@ -151,7 +159,7 @@ type Event struct {
 
 // empty reports whether the package has nothing to generate.
 func (m *Package) empty() bool {
-	return len(m.Workflows) == 0 && len(m.Steps) == 0 && len(m.Events) == 0
+	return len(m.Workflows) == 0 && len(m.Steps) == 0 && len(m.Events) == 0 && len(m.Errors) == 0
 }
 
 // builder builds a Package from a loaded package.
@@ -161,6 +169,9 @@ type builder struct {
 	pkg  *types.Package
 	d    *diagnostics
 	m    *Package
+	// payloads are the types of every payload met, in order: what the
+	// guards start from.
+	payloads []types.Type
 }
 
 // buildModel collects the annotated declarations of a package. Malformed
@@ -193,6 +204,7 @@ func buildModel(lp *loadedPackage, d *diagnostics) *Package {
 	slices.SortFunc(b.m.Workflows, func(x, y *Workflow) int { return byName(x.GoName, y.GoName, x.Pos, y.Pos) })
 	slices.SortFunc(b.m.Steps, func(x, y *Step) int { return byName(x.GoName, y.GoName, x.Pos, y.Pos) })
 	slices.SortFunc(b.m.Events, func(x, y *Event) int { return byName(x.GoName, y.GoName, x.Pos, y.Pos) })
+	slices.SortFunc(b.m.Errors, func(x, y *DeclaredError) int { return byName(x.GoName, y.GoName, x.Pos, y.Pos) })
 	for _, s := range b.m.Steps {
 		if s.Recv != nil && (b.m.Receiver == nil || s.Recv.Pos < b.m.Receiver.Pos) {
 			b.m.Receiver = &Receiver{Name: s.Recv.TypeName, Pos: s.Recv.Pos}
@@ -204,6 +216,7 @@ func buildModel(lp *loadedPackage, d *diagnostics) *Package {
 		}
 	}
 	setNewest(b.m.Workflows)
+	b.m.Guards = b.shapeGuards(b.payloads)
 	return b.m
 }
 
@@ -273,6 +286,7 @@ func (b *builder) progress(name string) *Progress {
 			return p
 		}
 		p.Type = &Type{Kind: KindNamed, Path: b.pkg.Path(), Pkg: b.pkg.Name(), Name: name}
+		b.payloads = append(b.payloads, obj.Type())
 		p.Shape = b.shape(obj.Type())
 		p.Problem = b.problem(obj.Type())
 	case *types.Func:
@@ -306,13 +320,23 @@ func (b *builder) file(f *ast.File) {
 					b.d.add(a.Pos(), "//stem:workflow marks a function, not a method: %s has a receiver", decl.Name.Name)
 					continue
 				}
-				b.m.Workflows = append(b.m.Workflows, &Workflow{Func: b.fn(decl), Ann: a})
+				w := &Workflow{Func: b.fn(decl), Ann: a}
+				if len(w.Params) > 0 {
+					w.Calls = ctxCalls(decl.Body, w.Params[0].Name)
+				}
+				b.m.Workflows = append(b.m.Workflows, w)
 			case *annotations.Step:
 				b.m.Steps = append(b.m.Steps, &Step{Func: b.fn(decl), Ann: a})
 			case *annotations.Event:
 				b.d.add(a.Pos(), "//stem:event marks a type declaration, not function %s", decl.Name.Name)
+			case *annotations.ErrorDecl:
+				b.d.add(a.Pos(), "//stem:error marks a %s, not function %s", target(a), decl.Name.Name)
 			}
 		case *ast.GenDecl:
+			if decl.Tok == token.VAR || decl.Tok == token.CONST {
+				b.values(decl, used)
+				continue
+			}
 			if decl.Tok != token.TYPE {
 				for _, doc := range genDocs(decl) {
 					if a := b.directive(doc, used); a != nil {
@@ -335,6 +359,8 @@ func (b *builder) file(f *ast.File) {
 				switch a := b.directive(doc, used).(type) {
 				case *annotations.Event:
 					b.m.Events = append(b.m.Events, b.event(ts, doc, a))
+				case *annotations.ErrorDecl:
+					b.m.Errors = append(b.m.Errors, b.errorType(ts, a))
 				case nil:
 				default:
 					b.d.add(a.Pos(), "//stem:%s marks a function, not type %s", a.Directive(), ts.Name.Name)
@@ -357,8 +383,11 @@ func (b *builder) file(f *ast.File) {
 }
 
 func target(a annotations.Annotation) string {
-	if a.Directive() == annotations.DirectiveEvent {
+	switch a.Directive() {
+	case annotations.DirectiveEvent:
 		return "type declaration"
+	case annotations.DirectiveError:
+		return "variable, constant or type declaration"
 	}
 	return "function"
 }
@@ -510,6 +539,9 @@ func (b *builder) setType(p *Param, t types.Type) {
 	p.Type = b.typ(t)
 	p.Shape = b.shape(t)
 	p.Problem = b.problem(t)
+	if p.Role == RoleValue {
+		b.payloads = append(b.payloads, t)
+	}
 }
 
 // event builds the model of a type marked //stem:event.
@@ -523,6 +555,7 @@ func (b *builder) event(ts *ast.TypeSpec, doc *ast.CommentGroup, a *annotations.
 		return ev
 	}
 	ev.Type = &Type{Kind: KindNamed, Path: b.pkg.Path(), Pkg: b.pkg.Name(), Name: ts.Name.Name}
+	b.payloads = append(b.payloads, obj.Type())
 	ev.Shape = b.shape(obj.Type())
 	ev.Problem = b.problem(obj.Type())
 	return ev
@@ -564,6 +597,17 @@ func (s *Step) Inputs() []*Param {
 		return nil
 	}
 	return s.Params[1:]
+}
+
+// calls reports whether workflow w calls step s (its method or the
+// method's future form) in its function's body.
+func (w *Workflow) calls(s *Step) bool {
+	for _, c := range w.Calls {
+		if c.Method == s.method() || c.Method == s.asyncMethod() {
+			return true
+		}
+	}
+	return false
 }
 
 // Output returns a step's result value, or nil when it returns only error.

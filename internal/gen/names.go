@@ -59,6 +59,21 @@ const (
 	setProgressMethod   = "SetProgress"
 )
 
+// Methods declared on each workflow's context type that wait for futures:
+// runtime.All, runtime.Select and runtime.SelectCancel on the run's
+// context, so a workflow writes ctx.All(a, b), ctx.Select("first", a, b)
+// and ctx.SelectCancel("first", a, b).
+const (
+	allMethod          = "All"
+	selectMethod       = "Select"
+	selectCancelMethod = "SelectCancel"
+)
+
+// detachedMethod is declared on each workflow's context type: the context
+// for the workflow's cleanup after the run's cancellation, of the same
+// type (runtime.WorkflowContext.Detached).
+const detachedMethod = "Detached"
+
 // Methods of a workflow's run type with progress=, and the field holding
 // the engine they read the run's progress from (the embedded *runtime.Run
 // does not expose its engine).
@@ -111,7 +126,7 @@ const (
 
 // promoted are the methods a workflow context gets from the embedded
 // *runtime.WorkflowContext.
-var promoted = []string{"Context", "Logger", "ParentID", "RunID", "Sleep", "SleepUntil", "Timer", "Workflow"}
+var promoted = []string{"CancelRequested", "Context", "IsDetached", "Logger", "Now", "ParentID", "Random", "RunID", "Sleep", "SleepUntil", "Timer", "UUID", "Workflow"}
 
 // locals are the identifiers generated code declares inside functions;
 // import names and parameter names avoid them.
@@ -119,12 +134,18 @@ var locals = map[string]bool{
 	"c": true, "sc": true, "e": true, "ctx": true, "in": true, "opts": true, "r": true,
 	"rs": true, "err": true, "out": true, "i": true, "items": true, "ev": true, "steps": true,
 	"runID": true, "name": true, "timeout": true, "id": true, "p": true, "after": true,
-	overrideLocal: true, "ok": true,
+	overrideLocal: true, "ok": true, guardAliasName: true, "futures": true, "cases": true,
 }
 
 // overrideLocal holds, in a step's attempt, the function a test put in
 // place of the step's.
 const overrideLocal = "fn"
+
+// guardAliasName is the type alias each shape guard declares in its own
+// function: the underlying type a payload type had at go generate. The
+// compiler names it when the guard stops compiling ("cannot use Order{}
+// ... as shapeAtLastGoGenerate value").
+const guardAliasName = "shapeAtLastGoGenerate"
 
 // generated is one package-level identifier stemgen declares, and the
 // declaration it is for.
@@ -211,11 +232,21 @@ func (s *Step) mockMethod() string { return exported(s.GoName) }
 func (s *Step) mockType() string   { return exported(s.GoName) + "Mock" }
 func (s *Step) callType() string   { return exported(s.GoName) + "Call" }
 
-// Methods of a step's mock handle, and the field holding its calls.
+// Names a workflow gets in the test-helper package, as a step does: the
+// method of mocksType that mocks it (InvoiceWorkflow, apart from a step
+// named Invoice), its handle, and the struct of one call.
+func (w *Workflow) mockMethod() string { return exported(w.GoName) + "Workflow" }
+func (w *Workflow) mockType() string   { return w.mockMethod() + "Mock" }
+func (w *Workflow) callType() string   { return w.mockMethod() + "Call" }
+
+// Methods of a mock handle, and the field holding its calls.
 const (
-	callsMethod = "Calls"
-	countMethod = "Count"
-	callsField  = "calls"
+	callsMethod       = "Calls"
+	countMethod       = "Count"
+	expectCountMethod = "ExpectCount"
+	expectCallMethod  = "ExpectCall"
+	expectWithMethod  = "ExpectCalledWith"
+	callsField        = "calls"
 )
 
 // Names an event gets in the test-helper package: sending it, and
@@ -232,7 +263,7 @@ func (w *Workflow) crashFunc() string { return "CrashEveryStep" + exported(w.GoN
 var helperLocals = map[string]bool{
 	"m": true, "h": true, "fn": true, "env": true, "d": true, "runID": true, "ev": true,
 	"err": true, "t": true, "register": true, "in": true, "opts": true, "r": true, "call": true,
-	"T": true, "ctx": true,
+	"T": true, "ctx": true, "n": true, "i": true, "want": true, "c": true, "out": true,
 }
 
 // helperNames returns every package-level identifier of the package's
@@ -248,8 +279,11 @@ func (m *Package) helperNames() []generated {
 		}
 	}
 	steps, events, workflows := m.helperItems()
-	if len(steps) > 0 {
-		add(steps[0].Pos, "the package's step mocks", mocksType, mockFunc, recorderType)
+	if mocked := m.mockedWorkflows(); len(steps) > 0 || len(mocked) > 0 {
+		add(m.mocksPos(), "the package's mocks", mocksType, mockFunc, recorderType)
+		for _, w := range mocked {
+			add(w.Pos, "workflow "+w.GoName, w.mockType(), w.callType())
+		}
 	}
 	for _, s := range steps {
 		add(s.Pos, "step "+s.String(), s.mockType(), s.callType())

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/dave/jennifer/jen"
+
+	"github.com/stemflow/stem/annotations"
 )
 
 // fixedImports are the packages generated code itself uses, which get
@@ -58,6 +60,7 @@ func render(m *Package) ([]byte, error) {
 	}
 	r.registerEvents()
 	r.registerAll()
+	r.declaredErrors()
 	var buf bytes.Buffer
 	if err := r.f.Render(&buf); err != nil {
 		return nil, err
@@ -194,6 +197,12 @@ func (m *Package) eachType(fn func(*Type)) {
 			fn(w.Progress.Type)
 		}
 	}
+	for _, g := range m.Guards {
+		if g.Skip == "" {
+			fn(g.Type)
+			fn(g.Underlying)
+		}
+	}
 }
 
 // doc writes a doc comment: our text, wrapped, then the user's doc comment
@@ -304,6 +313,10 @@ func (r *renderer) guards() {
 	r.f.Comment("// that does not support it, it stops compiling here. Run go generate: stemgen")
 	r.f.Comment("// comes with the runtime's module, so the two then agree.")
 	r.f.Const().Id("_").Op("=").Add(rt(fmt.Sprintf("SupportPackageIsVersion%d", apiVersion)))
+	if len(m.Workflows) == 0 && len(m.Steps) == 0 {
+		r.shapeGuards()
+		return
+	}
 	r.f.Line()
 	r.f.Comment("// These assignments stop compiling when an annotated function's signature no")
 	r.f.Comment("// longer matches this file: run go generate.")
@@ -329,6 +342,59 @@ func (r *renderer) guards() {
 			g.Id("_").Func().Params(params...).Params(results...).Op("=").Add(fn)
 		}
 	})
+	r.shapeGuards()
+}
+
+// shapeGuards writes, for every named type that is part of a durable
+// payload, a function that stops compiling when the type's fields, their
+// types or tags change: it declares the type's underlying type as it was
+// at generation and assigns a value of the type to it (or, for a
+// predeclared underlying type, converts a pointer). The compiler then
+// points at that line, which says what to do.
+func (r *renderer) shapeGuards() {
+	if len(r.m.Guards) == 0 {
+		return
+	}
+	r.f.Line()
+	r.f.Comment("// The functions below stop compiling when a type that is part of a durable")
+	r.f.Comment("// payload no longer has the fields, field types and tags it had when this file")
+	r.f.Comment("// was generated. Run go generate: it judges the change against the manifest,")
+	r.f.Comment("// for the runs in flight that hold payloads of the old shape.")
+	alias := r.guardAlias()
+	for _, g := range r.m.Guards {
+		r.f.Line()
+		if g.Skip != "" {
+			r.doc(fmt.Sprintf("%s is part of a durable payload, but has no guard here: %s. go generate still judges its shape.", g.Name, g.Skip), "")
+			continue
+		}
+		r.doc(fmt.Sprintf("%s is part of a durable payload; %s is its underlying type as of go generate.", g.Name, alias), "")
+		note := fmt.Sprintf("stem: %s changed shape since go generate; run go generate", g.Name)
+		decl := jen.Type().Id(alias).Op("=")
+		var use *jen.Statement
+		switch {
+		case g.Basic:
+			decl.Op("*").Add(r.typ(g.Underlying))
+			use = jen.Id("_").Op("=").Id(alias).Call(jen.Parens(jen.Op("*").Add(r.typ(g.Type))).Call(jen.Nil()))
+		case g.Composite:
+			decl.Add(r.typ(g.Underlying))
+			use = jen.Var().Id("_").Id(alias).Op("=").Add(r.typ(g.Type)).Values()
+		default:
+			decl.Add(r.typ(g.Underlying))
+			use = jen.Var().Id("_").Id(alias).Op("=").Add(r.typ(g.Type)).Call(jen.Nil())
+		}
+		r.f.Func().Id("_").Params().Block(decl, use.Comment(note))
+	}
+}
+
+// guardAlias returns the name of the type alias each shape guard
+// declares: guardAliasName, unless the package declares that name, which
+// a guard's type may mention.
+func (r *renderer) guardAlias() string {
+	name := guardAliasName
+	for r.m.Declared[name].IsValid() || r.reserved[name] {
+		name += "_"
+	}
+	return name
 }
 
 // drainDoc says, for an older version of a workflow, why it exists; for
@@ -386,8 +452,8 @@ func (r *renderer) workflow(w *Workflow) {
 	f.Line()
 	r.doc(fmt.Sprintf("%s is what workflow %s (%s) receives: the runtime's *runtime.WorkflowContext, "+
 		"with a typed method for every step, event and child workflow of package %s, each also in a form "+
-		"that returns a future (runtime.All and runtime.Select wait for several), and ContinueAsNew typed "+
-		"by the workflow's input.%s", ctx, w.GoName, durable, m.Name, r.drainDoc(w)), w.Doc)
+		"that returns a future (%s and %s wait for several), and ContinueAsNew typed "+
+		"by the workflow's input.%s", ctx, w.GoName, durable, m.Name, allMethod, selectMethod, r.drainDoc(w)), w.Doc)
 	f.Type().Id(ctx).StructFunc(func(g *jen.Group) {
 		g.Op("*").Add(rt("WorkflowContext"))
 		if m.hasCalls() {
@@ -404,6 +470,9 @@ func (r *renderer) workflow(w *Workflow) {
 		"an error and nothing changes.", continueAsNewMethod, continueAsNewMethod), "")
 	f.Func().Params(jen.Id("c").Op("*").Id(ctx)).Id(continueAsNewMethod).Params(jen.Id("in").Add(in.Clone())).Error().Block(
 		jen.Return(rt("ContinueAsNew").Call(jen.Id("c").Dot(embeddedField), jen.Id("in"))))
+
+	r.fanIn(ctx)
+	r.detached(ctx)
 
 	if prog := w.Progress; prog != nil {
 		readers := fmt.Sprintf("Progress and WaitProgress on %s", w.runType())
@@ -611,6 +680,56 @@ func (r *renderer) client(w *Workflow) {
 		)
 }
 
+// fanIn writes the methods of workflow context ctx that wait for several
+// futures: runtime.All, runtime.Select and runtime.SelectCancel on the
+// run's context.
+func (r *renderer) fanIn(ctx string) {
+	f := r.f
+	f.Line()
+	r.doc(fmt.Sprintf("%s waits until every one of futures has its result, and returns the error of the "+
+		"first (in argument order) that failed, or nil; Await each for its value. It is runtime.All on "+
+		"this run's context. For futures of one type, runtime.AwaitAll returns their values.", allMethod), "")
+	f.Func().Params(jen.Id("c").Op("*").Id(ctx)).Id(allMethod).
+		Params(jen.Id("futures").Op("...").Add(rt("Awaitable"))).Error().
+		Block(jen.Return(rt("All").Call(jen.Id("c").Dot(embeddedField), jen.Id("futures").Op("..."))))
+	f.Line()
+	r.doc(fmt.Sprintf("%s waits for the first of cases to have its result and returns its index; Await it "+
+		"for the result. The winner is checkpointed under name, numbered by call order (name#0, name#1, "+
+		"...), so a replay returns the same case; an event future that loses is released. It is "+
+		"runtime.Select on this run's context. For futures of one type, runtime.SelectFuture returns "+
+		"the winner's value.", selectMethod), "")
+	f.Func().Params(jen.Id("c").Op("*").Id(ctx)).Id(selectMethod).
+		Params(jen.Id("name").String(), jen.Id("cases").Op("...").Add(rt("Awaitable"))).Params(jen.Int(), jen.Error()).
+		Block(jen.Return(rt("Select").Call(jen.Id("c").Dot(embeddedField), jen.Id("name"), jen.Id("cases").Op("..."))))
+	f.Line()
+	r.doc(fmt.Sprintf("%s is %s that cancels its losers: it waits for the first of cases to have its result, "+
+		"checkpoints the winner under name as %s does, and cancels every other case (see runtime.Future.Cancel), "+
+		"so the run waits for none of them: a losing step's context is cancelled with runtime.ErrCanceled as "+
+		"its cause and it is not retried. It is runtime.SelectCancel on this run's context.", selectCancelMethod, selectMethod, selectMethod), "")
+	f.Func().Params(jen.Id("c").Op("*").Id(ctx)).Id(selectCancelMethod).
+		Params(jen.Id("name").String(), jen.Id("cases").Op("...").Add(rt("Awaitable"))).Params(jen.Int(), jen.Error()).
+		Block(jen.Return(rt("SelectCancel").Call(jen.Id("c").Dot(embeddedField), jen.Id("name"), jen.Id("cases").Op("..."))))
+}
+
+// detached writes the method of workflow context ctx that returns it
+// detached for the cleanup after the run's cancellation.
+func (r *renderer) detached(ctx string) {
+	f := r.f
+	f.Line()
+	r.doc(fmt.Sprintf("%s returns this context for the workflow's cleanup: its calls (steps, sleeps, "+
+		"waits, children, futures) run and are checkpointed after the run's cancellation, which makes "+
+		"every call on c fail with an error matching runtime.ErrCanceled, and its Context is not "+
+		"cancelled by it. It is runtime.WorkflowContext.Detached, typed.", detachedMethod), "")
+	f.Func().Params(jen.Id("c").Op("*").Id(ctx)).Id(detachedMethod).Params().Op("*").Id(ctx).BlockFunc(func(g *jen.Group) {
+		g.Id("d").Op(":=").Op("*").Id("c")
+		g.Id("d").Dot(embeddedField).Op("=").Id("c").Dot(embeddedField).Dot(detachedMethod).Call()
+		if r.m.hasCalls() {
+			g.Id("d").Dot(callsType).Dot(runtimeField).Op("=").Id("d").Dot(embeddedField)
+		}
+		g.Return(jen.Op("&").Id("d"))
+	})
+}
+
 // calls writes the package's callsType, the type of the typed calls every
 // workflow context shares.
 func (r *renderer) calls() {
@@ -679,7 +798,7 @@ func (r *renderer) await(e *Event) {
 			jen.Id("c").Dot(runtimeField), jen.Id("name"), jen.Id(e.topicConst()), jen.Id("timeout"))))
 	f.Line()
 	r.doc(fmt.Sprintf("%s returns a future of the next event %s (topic %s) for this run, without waiting: "+
-		"the event is delivered while the run waits on anything, and Await, runtime.All or runtime.Select "+
+		"the event is delivered while the run waits on anything, and Await, the context's All or Select "+
 		"wait for it. name is the future's durable key within the run, numbered by call order (name#0, "+
 		"name#1, ...), so it may be created in a loop. It has no timeout of its own: select it with "+
 		"a Timer for one.", e.onMethod(), e.GoName, e.Ann.Topic), e.Doc)
@@ -695,7 +814,7 @@ func (r *renderer) await(e *Event) {
 func (r *renderer) children(w *Workflow) {
 	f := r.f
 	in, out := r.typ(w.Input().Type), r.typ(w.Output().Type)
-	policy := "Terminating this run terminates the child, unless opts include runtime.Abandon()."
+	policy := "When this run ends (it completes, errors or is terminated) before the child, the child is terminated, unless opts include runtime.ParentClose(runtime.ParentCloseAbandon)."
 	f.Line()
 	r.doc(fmt.Sprintf("%s runs workflow %s (%s) as a child of this run with input in, and waits for "+
 		"its output. name is the call's durable key within the run: the child's run ID derives from this "+
@@ -710,8 +829,8 @@ func (r *renderer) children(w *Workflow) {
 			jen.Id("c").Dot(runtimeField), jen.Id("name"), jen.Id(w.nameConst()), jen.Id("in"), jen.Id("opts").Op("..."))))
 	f.Line()
 	r.doc(fmt.Sprintf("%s starts workflow %s (%s) as a child of this run with input in, like %s, and "+
-		"returns a future of its output without waiting: Await it, or pass it to runtime.All or "+
-		"runtime.Select. name is the call's durable key within the run, as for %s.",
+		"returns a future of its output without waiting: Await it, or pass it to the context's All or "+
+		"Select. name is the call's durable key within the run, as for %s.",
 		w.callAsyncMethod(), w.GoName, w.Ann.Name, w.callMethod(), w.callMethod()), w.Doc)
 	f.Func().Params(jen.Id("c").Op("*").Id(callsType)).Id(w.callAsyncMethod()).
 		Params(jen.Id("name").String(), jen.Id("in").Add(in.Clone()), jen.Id("opts").Op("...").Add(rt("ChildOption"))).
@@ -767,7 +886,7 @@ func (r *renderer) stepMethod(s *Step) {
 func (r *renderer) stepAsyncMethod(s *Step) {
 	params, call := r.stepCall(s)
 	what := fmt.Sprintf("%s starts step %s (%s) as %s does, with the same key and policy, without waiting "+
-		"for it, and returns its future: Await it for the result, or pass it to runtime.All or runtime.Select. "+
+		"for it, and returns its future: Await it for the result, or pass it to the context's All or Select. "+
 		"Its attempts run beside the workflow and the run's other step futures; a step that completed "+
 		"before returns a future that is ready at once.", s.asyncMethod(), s.Ann.Key(), s, s.method())
 	if s.Ann.Autoversion {
@@ -850,8 +969,11 @@ func (r *renderer) paramNames(inputs []*Param) []string {
 func policyDoc(s *Step) string {
 	a := s.Ann
 	var parts []string
-	if a.Retries > 0 {
+	if a.Retries > 0 || a.Retries == annotations.RetryForever {
 		p := fmt.Sprintf(" A failed attempt is retried up to %d times", a.Retries)
+		if a.Retries == annotations.RetryForever {
+			p = " A failed attempt is retried until one succeeds"
+		}
 		if a.Backoff > 0 {
 			p += fmt.Sprintf(", after %s", a.Backoff)
 			if a.MaxBackoff > 0 {
@@ -872,7 +994,10 @@ func policyDoc(s *Step) string {
 func stepOptions(s *Step) *jen.Statement {
 	a := s.Ann
 	d := jen.Dict{}
-	if a.Retries > 0 {
+	switch {
+	case a.Retries == annotations.RetryForever:
+		d[jen.Id("Retries")] = rt("RetryForever")
+	case a.Retries > 0:
 		d[jen.Id("Retries")] = jen.Lit(a.Retries)
 	}
 	if a.Backoff > 0 {
@@ -880,6 +1005,12 @@ func stepOptions(s *Step) *jen.Statement {
 	}
 	if a.MaxBackoff > 0 {
 		d[jen.Id("MaxBackoff")] = duration(a.MaxBackoff)
+	}
+	switch {
+	case a.Jitter == annotations.NoJitter:
+		d[jen.Id("Jitter")] = rt("NoJitter")
+	case a.Jitter > 0:
+		d[jen.Id("Jitter")] = jen.Lit(a.Jitter)
 	}
 	if a.Timeout > 0 {
 		d[jen.Id("Timeout")] = duration(a.Timeout)

@@ -205,9 +205,10 @@ func (b *builder) problemAt(t types.Type, path string, seen map[*types.Named]boo
 // shape returns the canonical JSON shape of t, which the manifest records:
 // what a stored payload of the type looks like, independent of Go names.
 // Structs list their JSON field names in order, with the fields of embedded
-// structs promoted; pointers have their element's shape; integers, floats,
-// strings and bools are int, uint, float, string and bool; types that
-// encode themselves are named by import path.
+// structs promoted; pointers have their element's shape; numbers are
+// named by size (int32, uint8, float64; int and uint are Go's), strings and
+// bools are string and bool; types that encode themselves are named by
+// import path.
 func (b *builder) shape(t types.Type) string {
 	return b.shapeOf(t, map[*types.Named]bool{})
 }
@@ -226,17 +227,14 @@ func (b *builder) shapeOf(t types.Type, seen map[*types.Named]bool) string {
 	}
 	switch u := t.Underlying().(type) {
 	case *types.Basic:
+		if n, ok := numberShapes[u.Kind()]; ok {
+			return n
+		}
 		switch i := u.Info(); {
 		case i&types.IsBoolean != 0:
 			return "bool"
 		case i&types.IsString != 0:
 			return "string"
-		case i&types.IsUnsigned != 0:
-			return "uint"
-		case i&types.IsInteger != 0:
-			return "int"
-		case i&types.IsFloat != 0:
-			return "float"
 		}
 		return u.Name()
 	case *types.Pointer:
@@ -261,6 +259,15 @@ func (b *builder) shapeOf(t types.Type, seen map[*types.Named]bool) string {
 		return "any"
 	}
 	return b.describe(t)
+}
+
+// numberShapes are the shapes of Go's numbers: by size, which decides
+// which values decode; int and uint are Go's (uintptr is a uint of the
+// same size).
+var numberShapes = map[types.BasicKind]string{
+	types.Int: "int", types.Int8: "int8", types.Int16: "int16", types.Int32: "int32", types.Int64: "int64",
+	types.Uint: "uint", types.Uintptr: "uint", types.Uint8: "uint8", types.Uint16: "uint16", types.Uint32: "uint32", types.Uint64: "uint64",
+	types.Float32: "float32", types.Float64: "float64",
 }
 
 // qualified names a named type by import path.

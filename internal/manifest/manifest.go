@@ -1,6 +1,7 @@
 // Package manifest is the format of stem.manifest.json, the file stemgen
 // keeps beside each package's generated code: every durable shape the
-// package's workflows, steps and events have had, by key. stemgen reads it
+// package's workflows, steps and events have had, by key, and every error
+// name the package has declared. stemgen reads it
 // to refuse a changed shape without a version bump; `stem check` reads it
 // to find the runs in a store that a build could not continue.
 package manifest
@@ -21,14 +22,22 @@ import (
 const FileName = "stem.manifest.json"
 
 // Comment is the comment every manifest carries.
-const Comment = "Maintained by stemgen: the shape of each workflow's, step's and event's payloads, by key, and which keys the package's code has now. " +
-	"A changed shape needs a version bump. Commit this file; do not edit it."
+const Comment = "Maintained by stemgen: the shape of each workflow's, step's and event's payloads, and of each declared error, by key, and which keys the package's code has now. " +
+	"A change of shape that stored payloads would not survive needs a new version. Commit this file; do not edit it."
 
 // Format is the format of the manifests Encode writes, in their "format"
 // field. A manifest without the field is format 1, written before events,
 // Retired and Autoversion were recorded: its Events are missing, none of
 // its entries is Retired, and its steps' Autoversion is unknown (false).
-const Format = 2
+// Format 2 recorded those, but not the sizes of numbers: its shapes say
+// int, uint and float for a number of any size. Format 3 says int32,
+// uint8, float64, ..., and int and uint for Go's own (see ParseShape).
+// stemgen rewrites an older manifest's current entries with sizes; its
+// retired entries keep their shapes, whose int and uint then read as
+// Go's. Format 4 adds Errors, the package's declared errors (//stem:error)
+// by durable name; a manifest of an older format has none, and stemgen
+// records them as they are at its next generation.
+const Format = 4
 
 // Manifest is one package's manifest. Entries whose key the code no longer
 // has are kept, marked Retired: stored runs may still hold them, so reusing
@@ -41,6 +50,9 @@ type Manifest struct {
 	Workflows []Workflow `json:"workflows"`
 	Steps     []Step     `json:"steps"`
 	Events    []Event    `json:"events"`
+	// Errors are the errors the package declares (//stem:error), by
+	// durable name; none before format 4 (see RecordsErrors).
+	Errors []Error `json:"errors"`
 }
 
 // Workflow is the shape of one version of a workflow.
@@ -84,9 +96,43 @@ type Event struct {
 	Retired bool `json:"retired,omitempty"`
 }
 
+// ValueShape is the Shape of an Error that is a value, matched with
+// errors.Is: a failure records only its name. A type's Shape is never
+// this: shapes of types are JSON shapes (see ParseShape).
+const ValueShape = "value"
+
+// Error is one error name the package declares with //stem:error.
+// Failures are stored with the names of the declared errors in their
+// chain, and an error type's exported fields as JSON, so a build decodes
+// those fields again into the type the name declares now.
+type Error struct {
+	// Key is the error's durable name, "bank.insufficient_funds".
+	Key string `json:"key"`
+	// Shape is ValueShape for an error value; for an error type, the
+	// shape of the JSON its fields are recorded as (see ParseShape).
+	Shape string `json:"shape"`
+	// Retired is true when the package's code no longer declares the
+	// name: a failure recorded with it still reads back, as text, but
+	// errors.Is and errors.As no longer match it.
+	Retired bool `json:"retired,omitempty"`
+}
+
+// IsValue reports whether the error is a value (matched with errors.Is),
+// not a type.
+func (e Error) IsValue() bool { return e.Shape == ValueShape }
+
 // RecordsAutoversion reports whether the manifest's format records
 // whether each step is autoversion (Step.Autoversion): format 1 did not.
 func (m *Manifest) RecordsAutoversion() bool { return m.Format >= 2 }
+
+// RecordsSizes reports whether the manifest's shapes record the sizes of
+// numbers: before format 3, int, uint and float are numbers of a size the
+// manifest does not say.
+func (m *Manifest) RecordsSizes() bool { return m.Format >= 3 }
+
+// RecordsErrors reports whether the manifest's format records the
+// package's declared errors (Errors): formats before 4 did not.
+func (m *Manifest) RecordsErrors() bool { return m.Format >= 4 }
 
 // ErrNewerFormat is the error of Parse for a manifest of a format after
 // Format.
@@ -134,6 +180,7 @@ func (m *Manifest) Encode() []byte {
 	c.Workflows = sorted(c.Workflows, func(w Workflow) string { return w.Key })
 	c.Steps = sorted(c.Steps, func(s Step) string { return s.Key })
 	c.Events = sorted(c.Events, func(e Event) string { return e.Key })
+	c.Errors = sorted(c.Errors, func(e Error) string { return e.Key })
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -15,8 +15,12 @@ import (
 // A shape string, as stemgen writes it in the manifest, is the JSON form
 // of a Go type without its Go names:
 //
-//	bool string int uint float   booleans, strings, signed and unsigned
-//	                             integers, floats (any size)
+//	bool string                  booleans, strings
+//	int8 int16 int32 int64       signed integers of a size; int is Go's
+//	                             int (32 or 64 bits, by platform)
+//	uint8 … uint64 uint          unsigned integers likewise (uintptr is
+//	                             uint)
+//	float32 float64              floats
 //	bytes                        []byte: a base64 string (or an array of
 //	                             bytes, which encoding/json also takes)
 //	any                          an interface: any JSON value
@@ -37,6 +41,11 @@ import (
 // Pointers have their element's shape (null decodes into every shape), a
 // struct field tagged ",string" is string, and a field's name runs to the
 // first ':' after it (a JSON name holding ':' is not told apart).
+//
+// Manifests before format 3 did not record sizes: their numbers are int,
+// uint and float, an integer or float of a size they do not say. ParseShape
+// reads those too ("float" only in them), and Compare is told which
+// meaning int and uint have (see CompareOptions).
 
 // ShapeKind says what a Shape is.
 type ShapeKind int
@@ -45,9 +54,9 @@ type ShapeKind int
 const (
 	ShapeBool   ShapeKind = iota + 1 // bool
 	ShapeString                      // string
-	ShapeInt                         // int
-	ShapeUint                        // uint
-	ShapeFloat                       // float
+	ShapeInt                         // int, int8 … int64
+	ShapeUint                        // uint, uint8 … uint64
+	ShapeFloat                       // float32, float64 (float)
 	ShapeBytes                       // bytes
 	ShapeAny                         // any
 	ShapeSlice                       // []Elem
@@ -67,6 +76,11 @@ type Shape struct {
 	Kind ShapeKind
 	// Name is a ShapeNamed's or ShapeRef's type, by import path.
 	Name string
+	// Bits is the size of a ShapeInt, ShapeUint or ShapeFloat: 8, 16, 32
+	// or 64, or 0 for Go's int and uint (32 or 64 bits, by platform) and,
+	// in a manifest before format 3, for a number of a size it did not
+	// record.
+	Bits int
 	// Len is a ShapeArray's length.
 	Len int64
 	// Key and Elem are a map's key and element shapes; Elem is a slice's
@@ -111,12 +125,8 @@ func (s *Shape) write(b *strings.Builder) {
 		b.WriteString("bool")
 	case ShapeString:
 		b.WriteString("string")
-	case ShapeInt:
-		b.WriteString("int")
-	case ShapeUint:
-		b.WriteString("uint")
-	case ShapeFloat:
-		b.WriteString("float")
+	case ShapeInt, ShapeUint, ShapeFloat:
+		b.WriteString(numberName(s.Kind, s.Bits))
 	case ShapeBytes:
 		b.WriteString("bytes")
 	case ShapeAny:
@@ -250,18 +260,49 @@ func (p *shapeParser) shape() (*Shape, error) {
 		return &Shape{Kind: ShapeBool}, nil
 	case "string":
 		return &Shape{Kind: ShapeString}, nil
-	case "int":
-		return &Shape{Kind: ShapeInt}, nil
-	case "uint":
-		return &Shape{Kind: ShapeUint}, nil
-	case "float":
-		return &Shape{Kind: ShapeFloat}, nil
 	case "bytes":
 		return &Shape{Kind: ShapeBytes}, nil
 	case "any":
 		return &Shape{Kind: ShapeAny}, nil
 	}
+	if kind, bits, ok := parseNumber(name); ok {
+		return &Shape{Kind: kind, Bits: bits}, nil
+	}
 	return &Shape{Kind: ShapeNamed, Name: name}, nil
+}
+
+// numberName writes a number's shape: its kind's name and its size.
+func numberName(kind ShapeKind, bits int) string {
+	name := map[ShapeKind]string{ShapeInt: "int", ShapeUint: "uint", ShapeFloat: "float"}[kind]
+	if bits == 0 {
+		return name
+	}
+	return name + strconv.Itoa(bits)
+}
+
+// parseNumber reads a number's shape: int, int8 … int64, uint, uint8 …
+// uint64, float (before format 3), float32 or float64.
+func parseNumber(name string) (ShapeKind, int, bool) {
+	for _, k := range []struct {
+		prefix string
+		kind   ShapeKind
+		sizes  []int
+	}{{"uint", ShapeUint, []int{8, 16, 32, 64}}, {"int", ShapeInt, []int{8, 16, 32, 64}}, {"float", ShapeFloat, []int{32, 64}}} {
+		rest, ok := strings.CutPrefix(name, k.prefix)
+		if !ok {
+			continue
+		}
+		if rest == "" {
+			return k.kind, 0, true
+		}
+		for _, n := range k.sizes {
+			if rest == strconv.Itoa(n) {
+				return k.kind, n, true
+			}
+		}
+		return 0, 0, false
+	}
+	return 0, 0, false
 }
 
 // name reads a name up to the next delimiter.
@@ -449,7 +490,7 @@ func (c *checker) check(dec *json.Decoder, s *Shape, outer []*Shape, path string
 		if !ok {
 			return mismatch("")
 		}
-		if d := numberProblem(string(n), s.Kind); d != "" {
+		if d := numberProblem(string(n), s.Kind, s.Bits); d != "" {
 			return mismatch(d)
 		}
 	case ShapeBytes:
@@ -689,19 +730,22 @@ func objectKeys(raw []byte) []string {
 }
 
 // numberProblem says why a JSON number does not decode into a number of
-// kind, or "". Integers are judged at 64 bits: the shape does not say the
-// Go type's size.
-func numberProblem(n string, kind ShapeKind) string {
+// kind and size, or "". A size of 0 is judged at 64 bits: Go's int on the
+// platforms servers run, or a size the manifest did not record.
+func numberProblem(n string, kind ShapeKind, bits int) string {
+	if bits == 0 {
+		bits = 64
+	}
 	switch kind {
 	case ShapeInt:
-		if _, err := strconv.ParseInt(n, 10, 64); err != nil {
+		if _, err := strconv.ParseInt(n, 10, bits); err != nil {
 			if _, ferr := strconv.ParseFloat(n, 64); ferr == nil && !strings.ContainsAny(n, ".eE") {
 				return "out of range"
 			}
 			return "not an integer"
 		}
 	case ShapeUint:
-		if _, err := strconv.ParseUint(n, 10, 64); err != nil {
+		if _, err := strconv.ParseUint(n, 10, bits); err != nil {
 			if strings.HasPrefix(n, "-") {
 				return "negative"
 			}
@@ -711,7 +755,7 @@ func numberProblem(n string, kind ShapeKind) string {
 			return "not an integer"
 		}
 	case ShapeFloat:
-		if _, err := strconv.ParseFloat(n, 64); err != nil {
+		if _, err := strconv.ParseFloat(n, bits); err != nil {
 			return "out of range"
 		}
 	case shapeByte:
@@ -725,13 +769,23 @@ func numberProblem(n string, kind ShapeKind) string {
 // keyProblem says why an object key does not decode into a map key of
 // shape key, or "".
 func keyProblem(k string, key *Shape) string {
+	bits := key.Bits
+	if bits == 0 {
+		bits = 64
+	}
 	switch key.Kind {
 	case ShapeInt:
-		if _, err := strconv.ParseInt(k, 10, 64); err != nil {
+		if _, err := strconv.ParseInt(k, 10, bits); err != nil {
+			if _, err := strconv.ParseInt(k, 10, 64); err == nil {
+				return "out of range"
+			}
 			return "not an integer"
 		}
 	case ShapeUint:
-		if _, err := strconv.ParseUint(k, 10, 64); err != nil {
+		if _, err := strconv.ParseUint(k, 10, bits); err != nil {
+			if _, err := strconv.ParseUint(k, 10, 64); err == nil {
+				return "out of range"
+			}
 			return "not an unsigned integer"
 		}
 	}

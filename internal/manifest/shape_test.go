@@ -13,6 +13,10 @@ import (
 func TestParseShapeRoundTrip(t *testing.T) {
 	for _, s := range []string{
 		"bool", "string", "int", "uint", "float", "bytes", "any",
+		"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
+		"map[int32]uint8", "[4]uint8", "{n:int64,x:float32}",
+		// Names that only start like a number are named types.
+		"int128", "float16", "uint7", "integer",
 		"[]int", "[3]string", "[0]bool", "[][2]float",
 		"map[string]int", "map[int][]string", "map[uint]map[string]any",
 		"map[string]github.com/google/uuid.UUID",
@@ -141,6 +145,20 @@ func TestCheckAgreesWithEncodingJSON(t *testing.T) {
 		{shape: "int", into: func() any { return new(int) }, value: `99999999999999999999`, have: "number"},
 		{shape: "uint", into: func() any { return new(uint) }, value: `7`, ok: true},
 		{shape: "uint", into: func() any { return new(uint) }, value: `-1`, have: "number -1"},
+		// Sized numbers are judged at their size.
+		{shape: "int8", into: func() any { return new(int8) }, value: `-128`, ok: true},
+		{shape: "int8", into: func() any { return new(int8) }, value: `128`, have: "number 128"},
+		{shape: "int32", into: func() any { return new(int32) }, value: `2147483648`, have: "number 2147483648"},
+		{shape: "int64", into: func() any { return new(int64) }, value: `2147483648`, ok: true},
+		{shape: "uint8", into: func() any { return new(uint8) }, value: `255`, ok: true},
+		{shape: "uint8", into: func() any { return new(uint8) }, value: `256`, have: "number 256"},
+		{shape: "uint16", into: func() any { return new(uint16) }, value: `-1`, have: "number -1"},
+		{shape: "float32", into: func() any { return new(float32) }, value: `3.5e38`, have: "number 3.5e38"},
+		{shape: "float32", into: func() any { return new(float32) }, value: `3.4e38`, ok: true},
+		{shape: "float64", into: func() any { return new(float64) }, value: `3.5e38`, ok: true},
+		{shape: "map[int8]bool", into: func() any { return new(map[int8]bool) }, value: `{"127":true}`, ok: true},
+		{shape: "map[int8]bool", into: func() any { return new(map[int8]bool) }, value: `{"300":true}`, path: "300", have: `string "300"`},
+		{shape: "map[uint8]bool", into: func() any { return new(map[uint8]bool) }, value: `{"256":true}`, path: "256", have: `string "256"`},
 		{shape: "float", into: func() any { return new(float64) }, value: `1.5e3`, ok: true},
 		{shape: "float", into: func() any { return new(float64) }, value: `1e400`, have: "number 1e400"},
 		{shape: "float", into: func() any { return new(float64) }, value: `false`, have: "bool false"},

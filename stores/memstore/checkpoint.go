@@ -141,7 +141,7 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 	cp := &req.Checkpoint
 	if i, ok := r.find(cp.Key); ok {
 		existing := cloneCheckpoint(r.cps[i])
-		return storage.CheckpointResult{Existing: &existing}, nil
+		return storage.CheckpointResult{Existing: &existing, CancelRequested: rec.CancelRequested}, nil
 	}
 	r.write(cp.Key, cp.Kind, clone(cp.Output), cp.Error, now)
 	for _, a := range req.Attempts {
@@ -154,10 +154,10 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 		s.clearWait(r)
 	}
 	if !rec.PauseRequested {
-		return storage.CheckpointResult{}, nil
+		return storage.CheckpointResult{CancelRequested: rec.CancelRequested}, nil
 	}
 	if req.Busy {
-		return storage.CheckpointResult{PauseRequested: true}, nil
+		return storage.CheckpointResult{PauseRequested: true, CancelRequested: rec.CancelRequested}, nil
 	}
 	rec.PauseRequested = false
 	rec.Status = storage.StatusPaused
@@ -165,7 +165,7 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 	rec.ReadyAt = &readyAt
 	r.release(now)
 	s.schedule(r, now)
-	return storage.CheckpointResult{Paused: true}, nil
+	return storage.CheckpointResult{Paused: true, CancelRequested: rec.CancelRequested}, nil
 }
 
 // RecordAttempts appends attempts under the lease, fenced, and extends it.

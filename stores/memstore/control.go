@@ -92,7 +92,7 @@ func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) ([]
 	s.finish(r, storage.StatusTerminated, nil, &errInfo, now)
 	ids := []string{r.rec.ID}
 	if req.ChildError != nil {
-		ids = s.terminateChildren(r, *req.ChildError, ids, now)
+		ids = s.terminateChildren(r, *req.ChildError, req.ChildCancel, ids, now)
 	}
 	if req.Notify != nil {
 		s.sendNotify(req.Notify, now)
@@ -103,8 +103,10 @@ func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) ([]
 // terminateChildren terminates with errInfo every unfinished descendant of
 // root reached through children that terminate with their parent, appending
 // their IDs, sorted, to ids. A finished child's descendants are still
-// reached; an abandoning child and everything under it are not.
-func (s *Store) terminateChildren(root *run, errInfo storage.ErrorInfo, ids []string, now time.Time) []string {
+// reached; an abandoning child and everything under it are not. A child
+// that is cancelled with its parent, reached so, has its cancellation
+// requested with reason, and its own children are left to its ending.
+func (s *Store) terminateChildren(root *run, errInfo storage.ErrorInfo, reason string, ids []string, now time.Time) []string {
 	first := len(ids)
 	seen := map[*run]bool{root: true}
 	todo := []*run{root}
@@ -112,6 +114,10 @@ func (s *Store) terminateChildren(root *run, errInfo storage.ErrorInfo, ids []st
 		p := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
 		for _, c := range s.children[p.rec.ID] {
+			if c.rec.ParentPolicy == storage.ParentCancel && !c.rec.Status.Finished() {
+				s.requestCancel(c, reason, now)
+				continue
+			}
 			if c.rec.ParentPolicy != storage.ParentTerminate || seen[c] {
 				continue
 			}
@@ -127,6 +133,52 @@ func (s *Store) terminateChildren(root *run, errInfo storage.ErrorInfo, ids []st
 	}
 	slices.Sort(ids[first:])
 	return ids
+}
+
+// Cancel requests a run's cancellation; the first request wins.
+func (s *Store) Cancel(ctx context.Context, req storage.CancelRequest) error {
+	if err := req.Validate(); err != nil {
+		return refuse(err)
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	r := s.runs[req.RunID]
+	if r == nil {
+		return notFound("cancel", req.RunID)
+	}
+	if r.rec.Status.Finished() {
+		return invalidState("cancel", r)
+	}
+	s.requestCancel(r, req.Reason, s.clock())
+	return nil
+}
+
+// requestCancel records an unfinished run's cancellation, unless one is
+// recorded already, and makes a waiting or paused run ready now.
+func (s *Store) requestCancel(r *run, reason string, now time.Time) {
+	rec := &r.rec
+	if rec.CancelRequested {
+		return
+	}
+	rec.CancelRequested, rec.CancelReason = true, reason
+	rec.UpdatedAt = now
+	switch rec.Status {
+	case storage.StatusWaiting:
+		if rec.Hold != nil {
+			break // held: ready when its hold says
+		}
+		rec.Status = storage.StatusQueued
+		rec.ReadyAt = &now
+		s.schedule(r, now)
+		s.hub.Signal()
+	case storage.StatusPaused:
+		if rec.Hold == nil {
+			rec.ReadyAt = &now
+		}
+	}
+	s.track(r, now)
 }
 
 // Restart ends a run's current execution and queues it to run again in the
@@ -168,6 +220,7 @@ func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 	rec.Status = storage.StatusQueued
 	rec.Output, rec.Error = nil, nil
 	rec.PauseRequested = false
+	rec.CancelRequested, rec.CancelReason = false, ""
 	rec.Recoveries = 0
 	rec.Active = nil
 	rec.Progress = nil

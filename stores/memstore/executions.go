@@ -87,6 +87,8 @@ func (s *Store) ListExecutions(ctx context.Context, runID string) ([]storage.Exe
 
 // ContinueAsNew ends the current execution as continued and begins the
 // next with the new input and nothing else, releasing the lease, fenced.
+// With req.ChildError it also ends, as Complete does, every unfinished
+// descendant that did not abandon its parent.
 func (s *Store) ContinueAsNew(ctx context.Context, req storage.ContinueRequest) error {
 	if err := req.Validate(); err != nil {
 		return refuse(err)
@@ -120,6 +122,9 @@ func (s *Store) ContinueAsNew(ctx context.Context, req storage.ContinueRequest) 
 		rec.Status = storage.StatusPaused
 	}
 	s.schedule(r, now)
+	if req.ChildError != nil {
+		s.terminateChildren(r, *req.ChildError, req.ChildCancel, nil, now)
+	}
 	if rec.Status == storage.StatusQueued {
 		s.hub.Signal()
 	}

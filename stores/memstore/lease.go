@@ -136,6 +136,7 @@ func (s *Store) claim(r *run, req storage.ClaimRequest, now time.Time, recovered
 	rec.Owner = req.Owner
 	rec.LeaseUntil = now.Add(req.LeaseFor)
 	rec.Token++
+	rec.Hold = nil
 	if recovered {
 		rec.Recoveries++
 	}
@@ -161,6 +162,9 @@ func (s *Store) claim(r *run, req storage.ClaimRequest, now time.Time, recovered
 		Version:      rec.Version,
 		Headers:      cloneHeaders(rec.Headers),
 		LeaseUntil:   rec.LeaseUntil,
+
+		CancelRequested: rec.CancelRequested,
+		CancelReason:    rec.CancelReason,
 	}
 }
 
@@ -185,7 +189,7 @@ func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) (st
 		r.rec.Active = cloneActive(req.Step)
 	}
 	r.publish(req.Progress)
-	return storage.HeartbeatResult{PauseRequested: r.rec.PauseRequested}, nil
+	return storage.HeartbeatResult{PauseRequested: r.rec.PauseRequested, CancelRequested: r.rec.CancelRequested}, nil
 }
 
 // lost is the error of a fenced write op whose lease l does not hold, with
@@ -260,32 +264,17 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 		}
 	}
 	if w := req.Wait; w != nil {
-		var i int
-		ok := false
-		for _, c := range w.Cases() {
-			if i, ok = r.find(c.Key); ok {
-				break
-			}
-		}
-		if !ok {
-			if j := r.buffered(w); j >= 0 {
-				c, _ := w.Case(r.events[j].topic)
-				payload := r.events[j].payload
-				r.events = slices.Delete(r.events, j, j+1)
-				i, ok = r.write(c.Key, c.DeliveryKind(), payload, nil, now), true
-			}
-		}
-		if ok {
-			if req.LeaseFor > 0 {
-				rec.LeaseUntil = now.Add(req.LeaseFor)
-			}
-			delivered := cloneCheckpoint(r.cps[i])
-			return storage.SuspendResult{Delivered: &delivered}, nil
+		if delivered := r.satisfy(w, req.LeaseFor, now); delivered != nil {
+			return storage.SuspendResult{Delivered: delivered}, nil
 		}
 		s.setWait(r, w)
 	}
 	r.state = clone(req.SuspendState)
 	rec.ReadyAt = cloneTime(req.ReadyAt)
+	if rec.CancelRequested && !req.CancelSeen && req.Hold == nil && (rec.ReadyAt == nil || rec.ReadyAt.After(now)) {
+		rec.ReadyAt = &now // its worker has yet to see the cancellation
+	}
+	rec.Hold = req.Hold.Clone()
 	r.release(now)
 	var res storage.SuspendResult
 	switch {
@@ -303,7 +292,61 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 	return res, nil
 }
 
-// Complete finishes a run, fenced, and delivers req.Notify when set.
+// TakeEvent resolves a wait without parking, fenced, as Suspend's
+// delivery does; see storage.Store.
+func (s *Store) TakeEvent(ctx context.Context, req storage.TakeEventRequest) (*storage.Checkpoint, error) {
+	if err := req.Validate(); err != nil {
+		return nil, refuse(err)
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	r := s.leased(req.Lease)
+	if r == nil {
+		return nil, s.lost("take event", req.Lease)
+	}
+	now := s.clock()
+	cp := r.satisfy(req.Wait, req.LeaseFor, now)
+	if cp != nil {
+		r.rec.UpdatedAt = now
+	}
+	return cp, nil
+}
+
+// satisfy resolves w at once, if it can: the checkpoint of the first of
+// its cases that has one, or else its oldest buffered event, consumed and
+// written as its case's checkpoint. The lease is then extended by leaseFor
+// (when positive) and a copy of the checkpoint returned; otherwise nothing
+// changes and it returns nil.
+func (r *run) satisfy(w *storage.Wait, leaseFor time.Duration, now time.Time) *storage.Checkpoint {
+	var i int
+	ok := false
+	for _, c := range w.Cases() {
+		if i, ok = r.find(c.Key); ok {
+			break
+		}
+	}
+	if !ok {
+		j := r.buffered(w)
+		if j < 0 {
+			return nil
+		}
+		c, _ := w.Case(r.events[j].topic)
+		payload := r.events[j].payload
+		r.events = slices.Delete(r.events, j, j+1)
+		i = r.write(c.Key, c.DeliveryKind(), payload, nil, now)
+	}
+	if leaseFor > 0 {
+		r.rec.LeaseUntil = now.Add(leaseFor)
+	}
+	cp := cloneCheckpoint(r.cps[i])
+	return &cp
+}
+
+// Complete finishes a run, fenced, and delivers req.Notify when set. With
+// req.ChildError it also ends, as Terminate does, every unfinished
+// descendant that did not abandon its parent.
 func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error {
 	if err := req.Validate(); err != nil {
 		return refuse(err)
@@ -319,6 +362,9 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 	now := s.clock()
 	r.publish(req.Progress)
 	s.finish(r, req.Status, clone(req.Output), cloneError(req.Error), now)
+	if req.ChildError != nil {
+		s.terminateChildren(r, *req.ChildError, req.ChildCancel, nil, now)
+	}
 	if req.Notify != nil {
 		s.sendNotify(req.Notify, now)
 	}

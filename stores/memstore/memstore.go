@@ -165,6 +165,7 @@ func (r *run) record() storage.RunRecord {
 	rec.Deadline = cloneTime(rec.Deadline)
 	rec.Progress = clone(rec.Progress)
 	rec.Headers = cloneHeaders(rec.Headers)
+	rec.Hold = rec.Hold.Clone()
 	return rec
 }
 

@@ -332,3 +332,71 @@ func TestBatchProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestCompleteBatchCascades: completions with child errors riding in one
+// batch terminate their descendants in its transaction, a parent and its
+// child both completing included (the grandchild is reached through the
+// child, finished by the same batch); a refused completion and one
+// without a child error touch no child.
+func TestCompleteBatchCascades(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := storetest.NewClock(storetest.Start)
+	s := newTestStore(t, Options{Clock: clock})
+	// p ── c ── g; r ── k; q ── j: p, c, r and q run, the others wait queued.
+	if _, err := s.CreateRuns(ctx, []storage.NewRun{
+		{ID: "p", Workflow: "wf"}, {ID: "c", Workflow: "wf", ParentID: "p"}, {ID: "g", Workflow: "wf-kid", ParentID: "c"},
+		{ID: "r", Workflow: "wf"}, {ID: "k", Workflow: "wf-kid", ParentID: "r"},
+		{ID: "q", Workflow: "wf"}, {ID: "j", Workflow: "wf-kid", ParentID: "q"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute})
+	if err != nil || len(claimed) != 4 {
+		t.Fatalf("claim: %v (%d runs, want 4)", err, len(claimed))
+	}
+	leases := map[string]storage.Lease{}
+	for _, c := range claimed {
+		leases[c.Lease.RunID] = c.Lease
+	}
+	stale := leases["r"]
+	stale.Token--
+	errP, errC := storage.ErrorInfo{Message: "parent p finished"}, storage.ErrorInfo{Message: "parent c finished"}
+	fin := func(l storage.Lease, child *storage.ErrorInfo) *ckptCall {
+		js, err := encodeError(child)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &ckptCall{fin: &finCall{req: storage.CompleteRequest{Lease: l, Status: storage.StatusComplete, ChildError: child},
+			childJSON: textOf(js)}, done: make(chan struct{})}
+	}
+	calls := []*ckptCall{
+		fin(leases["p"], &errP), fin(leases["c"], &errC),
+		fin(stale, &storage.ErrorInfo{Message: "parent r finished"}),
+		fin(leases["q"], nil),
+	}
+	clock.Advance(time.Second)
+	s.writeBatch(calls)
+	for i, c := range calls {
+		switch {
+		case i == 2:
+			if !errors.Is(c.err, storage.ErrLeaseLost) {
+				t.Fatalf("stale completion: %v, want ErrLeaseLost", c.err)
+			}
+		case c.err != nil:
+			t.Fatalf("call %d: %v", i, c.err)
+		}
+	}
+	for id, want := range map[string]storage.RunStatus{
+		"p": storage.StatusComplete, "c": storage.StatusComplete, "g": storage.StatusTerminated,
+		"r": storage.StatusRunning, "k": storage.StatusQueued, "q": storage.StatusComplete, "j": storage.StatusQueued,
+	} {
+		rec, err := s.GetRun(ctx, id)
+		if err != nil || rec.Status != want {
+			t.Fatalf("run %s: %s, %v; want %s", id, rec.Status, err, want)
+		}
+		if id == "g" && (rec.Error == nil || (*rec.Error != errP && *rec.Error != errC) || rec.EndedAt == nil || !rec.EndedAt.Equal(clock.Now())) {
+			t.Fatalf("run g: error %+v, ended %v; want %+v or %+v, ended %v", rec.Error, rec.EndedAt, errP, errC, clock.Now())
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -95,8 +96,9 @@ func (s *Store) Resume(ctx context.Context, runID string) error {
 }
 
 // Terminate ends an unfinished run and its execution, delivers its Notify
-// event and, with ChildError, terminates its descendants (see the cascade
-// query in queries.go), all in one transaction.
+// event and, with ChildError, terminates its descendants and requests the
+// cancellation of the children cancelled with their parent (see the
+// cascade query in queries.go), all in one transaction.
 func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) ([]string, error) {
 	const op = "terminate"
 	if err := s.check(op); err != nil {
@@ -136,23 +138,22 @@ func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) ([]
 		if len(ids) != 1 {
 			return fmt.Errorf("run %q was not terminated", req.RunID)
 		}
-		if childJSON != nil {
-			rows, err := tx.Query(ctx, s.q.cascade, r.now, req.RunID, childJSON)
-			if err != nil {
-				return err
-			}
-			children, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil {
-				return err
-			}
-			ids = append(ids, children...)
+		children, woke, err := s.terminateChildren(ctx, tx, r.now, req.RunID, childJSON, req.ChildCancel)
+		if err != nil {
+			return err
 		}
+		ids = append(ids, children...)
 		if err := s.notifyFinishedTx(ctx, tx, ids); err != nil {
 			return err
 		}
 		if req.Notify != nil {
-			ready, err = s.deliverNotify(ctx, tx, *req.Notify, r.now)
-			return err
+			if ready, err = s.deliverNotify(ctx, tx, *req.Notify, r.now); err != nil {
+				return err
+			}
+		}
+		if woke && !ready {
+			ready = true
+			return s.notifyTx(ctx, tx)
 		}
 		return nil
 	})
@@ -163,6 +164,93 @@ func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) ([]
 		s.poke()
 	}
 	return ids, nil
+}
+
+// closeChildren applies the parent-close policy to the children of root,
+// which ends in tx (see terminateChildren), announces the runs it ended,
+// and reports whether it made one ready.
+func (s *Store) closeChildren(ctx context.Context, tx pgx.Tx, now time.Time, root string, childJSON []byte, reason string) (woke bool, err error) {
+	children, woke, err := s.terminateChildren(ctx, tx, now, root, childJSON, reason)
+	if err != nil {
+		return false, err
+	}
+	return woke, s.notifyFinishedTx(ctx, tx, children)
+}
+
+// terminateChildren terminates in tx, at now, with the error childJSON
+// (JSON; nil changes nothing), the unfinished descendants of run root
+// that terminate with their parent, and requests with reason the
+// cancellation of the children cancelled with their parent (see the
+// cascade query in queries.go). It returns the IDs it terminated, which
+// the caller announces (notifyFinishedTx), and whether a run it cancelled
+// became ready now, which the caller announces too (notifyTx).
+func (s *Store) terminateChildren(ctx context.Context, tx pgx.Tx, now time.Time, root string, childJSON []byte,
+	reason string) (ids []string, woke bool, err error) {
+	if childJSON == nil {
+		return nil, false, nil
+	}
+	rows, err := tx.Query(ctx, s.q.cascade, now, root, string(childJSON), reason)
+	if err != nil {
+		return nil, false, err
+	}
+	err = forRows(rows, func() error {
+		var (
+			id     string
+			cancel bool
+		)
+		if err := rows.Scan(&id, &cancel); err != nil {
+			return err
+		}
+		if cancel {
+			woke = true
+		} else {
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	return ids, woke, err
+}
+
+// Cancel requests a run's cancellation, which its workflow handles: the
+// first request wins. A waiting run becomes ready now, and is announced.
+func (s *Store) Cancel(ctx context.Context, req storage.CancelRequest) error {
+	const op = "cancel"
+	if err := s.check(op); err != nil {
+		return err
+	}
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	ready := false
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		ready = false
+		r, err := s.lockExisting(ctx, tx, req.RunID)
+		if err != nil {
+			return err
+		}
+		switch {
+		case r.Status.Finished():
+			return fmt.Errorf("run %q is %s: %w", req.RunID, r.Status, storage.ErrInvalidState)
+		case r.CancelRequested:
+			return nil
+		}
+		var status string
+		if err := tx.QueryRow(ctx, s.q.cancel, r.now, r.ID, req.Reason).Scan(&status); err != nil {
+			return err
+		}
+		if r.Status == storage.StatusWaiting && status == string(storage.StatusQueued) {
+			ready = true
+			return s.notifyTx(ctx, tx)
+		}
+		return nil
+	})
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	if ready {
+		s.poke()
+	}
+	return nil
 }
 
 // Restart ends the run's current execution and queues it to run again in

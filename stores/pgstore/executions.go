@@ -22,7 +22,9 @@ import (
 // ContinueAsNew ends the current execution as continued and begins the
 // next with req.Input, fenced by the lease, in one statement; see the
 // continueAsNew query in queries.go. A lease that does not hold says why,
-// judged by a second statement, with nothing written.
+// judged by a second statement, with nothing written. With req.ChildError
+// the statement runs in a transaction that applies the parent policy of
+// the run's descendants too (continueWithChildren).
 func (s *Store) ContinueAsNew(ctx context.Context, req storage.ContinueRequest) error {
 	const op = "continue as new"
 	if err := s.check(op); err != nil {
@@ -32,12 +34,11 @@ func (s *Store) ContinueAsNew(ctx context.Context, req storage.ContinueRequest) 
 		return fmt.Errorf("pgstore: %w", err)
 	}
 	l := req.Lease
-	args := []any{s.clock(), l.RunID, l.Token, req.Input, req.Progress}
-	if s.notify {
-		args = append(args, s.channel)
+	if req.ChildError != nil {
+		return s.continueWithChildren(ctx, req)
 	}
 	var status string
-	err := s.pool.QueryRow(ctx, s.q.continueAsNew, args...).Scan(&status)
+	err := s.pool.QueryRow(ctx, s.q.continueAsNew, s.continueArgs(s.clock(), req)...).Scan(&status)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s.lost(ctx, op, l)
 	}
@@ -45,6 +46,61 @@ func (s *Store) ContinueAsNew(ctx context.Context, req storage.ContinueRequest) 
 		return s.wrap(op, err)
 	}
 	if status == string(storage.StatusQueued) {
+		s.poke()
+	}
+	return nil
+}
+
+// continueArgs are the arguments of the continueAsNew query for req at
+// now (nil: the database's clock).
+func (s *Store) continueArgs(now any, req storage.ContinueRequest) []any {
+	args := []any{now, req.Lease.RunID, req.Lease.Token, req.Input, req.Progress}
+	if s.notify {
+		args = append(args, s.channel)
+	}
+	return args
+}
+
+// continueWithChildren is ContinueAsNew with req.ChildError: one
+// transaction locks the run, checks the lease, runs the continueAsNew
+// query and applies the parent policy of the run's descendants with the
+// cascade Complete uses (terminateChildren).
+func (s *Store) continueWithChildren(ctx context.Context, req storage.ContinueRequest) error {
+	const op = "continue as new"
+	childJSON, err := encodeError(req.ChildError)
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	ready := false
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		ready = false
+		r, err := s.fenced(ctx, tx, op, req.Lease)
+		if err != nil {
+			return err
+		}
+		var status string
+		err = tx.QueryRow(ctx, s.q.continueAsNew, s.continueArgs(r.now, req)...).Scan(&status)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return leaseLost(op, req.Lease)
+		}
+		if err != nil {
+			return err
+		}
+		ready = status == string(storage.StatusQueued)
+		woke, err := s.closeChildren(ctx, tx, r.now, r.ID, childJSON, req.ChildCancel)
+		if err != nil {
+			return err
+		}
+		if woke && !ready {
+			ready = true
+			return s.notifyTx(ctx, tx)
+		}
+		return nil
+	})
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	if ready {
 		s.poke()
 	}
 	return nil

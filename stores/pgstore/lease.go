@@ -128,15 +128,17 @@ func readClaimed(br pgx.BatchResults, owner string) ([]storage.ClaimedRun, error
 			also                     waitCases
 			version                  int32
 			headers                  *string
+			cancel                   *string
 		)
 		c.run.Lease.Owner = owner
 		if err := rows.Scan(&c.run.Lease.RunID, &c.run.Lease.Token, &c.run.Workflow, &c.run.ParentID, &c.run.Input,
 			&c.run.Recoveries, &c.run.SuspendState, &waitKey, &topic, &waitKind, &deadline, &also.keys, &also.topics, &also.kinds,
-			&c.run.Deadline, &c.run.LeaseUntil, &version, &headers, &c.since, &c.priority, &c.recovery); err != nil {
+			&c.run.Deadline, &c.run.LeaseUntil, &version, &headers, &cancel, &c.since, &c.priority, &c.recovery); err != nil {
 			rows.Close()
 			return nil, err
 		}
 		c.run.Version = int(version)
+		c.run.CancelRequested, c.run.CancelReason = cancelOf(cancel)
 		if c.run.Headers, err = decodeHeaders(headers); err != nil {
 			rows.Close()
 			return nil, err
@@ -226,7 +228,7 @@ func (s *Store) NextWake(ctx context.Context, req storage.NextWakeRequest) (stor
 
 // Heartbeat extends the lease, fenced, records the active step when the
 // request names one, publishes the progress it carries, and reports a
-// requested pause, in one statement. A lost lease says why, judged by a
+// requested pause and a requested cancellation, in one statement. A lost lease says why, judged by a
 // second statement.
 func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) (storage.HeartbeatResult, error) {
 	const op = "heartbeat"
@@ -247,7 +249,7 @@ func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) (st
 	}
 	var res storage.HeartbeatResult
 	err := s.pool.QueryRow(ctx, s.q.heartbeat, s.clock(), lease.RunID, lease.Token, micros(req.LeaseFor), key, attempt, started,
-		req.Progress).Scan(&res.PauseRequested)
+		req.Progress).Scan(&res.PauseRequested, &res.CancelRequested)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return res, s.lost(ctx, op, lease)
 	}
@@ -328,6 +330,10 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 	if err := req.Validate(); err != nil {
 		return storage.SuspendResult{}, fmt.Errorf("pgstore: %w", err)
 	}
+	hold, err := encodeHold(req.Hold)
+	if err != nil {
+		return storage.SuspendResult{}, fmt.Errorf("pgstore: %s: %w", op, err)
+	}
 	var cpErr []byte
 	if req.Checkpoint != nil {
 		var err error
@@ -354,7 +360,7 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 		res   storage.SuspendResult
 		ready bool
 	)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		res, ready = storage.SuspendResult{}, false
 		r, err := s.fenced(ctx, tx, op, req.Lease)
 		var lost *storage.LeaseLostError
@@ -380,28 +386,19 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 			wrote = tag.RowsAffected() == 1
 		}
 		if w := req.Wait; w != nil {
-			delivered, consumed, err := s.satisfy(ctx, tx, r, w)
-			if err != nil {
+			delivered, err := s.deliverNow(ctx, tx, r, w, req.LeaseFor, wrote, false, req.Progress)
+			if err != nil || delivered != nil {
+				res.Delivered = delivered
 				return err
 			}
-			if delivered != nil {
-				var leaseFor any
-				if req.LeaseFor > 0 {
-					leaseFor = micros(req.LeaseFor)
-				}
-				if _, err := tx.Exec(ctx, s.q.extendLease, r.now, r.ID, r.Token, leaseFor, wrote || consumed, req.Progress); err != nil {
-					return err
-				}
-				res.Delivered = delivered
-				return nil
-			}
 		}
+		readyAt := parkReadyAt(req, r.CancelRequested, r.now)
 		status := storage.StatusWaiting
 		switch {
 		case r.PauseRequested:
 			status = storage.StatusPaused
 			res.Paused = true
-		case req.ReadyAt != nil && !req.ReadyAt.After(r.now):
+		case readyAt != nil && !readyAt.After(r.now):
 			status = storage.StatusQueued
 			ready = true
 		}
@@ -416,8 +413,8 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 			key, topic, kind, deadline = &k, &t, &kd, wait.Deadline
 		}
 		also := alsoOf(wait)
-		tag, err := tx.Exec(ctx, s.q.park, r.now, r.ID, r.Token, string(status), req.ReadyAt,
-			key, topic, kind, deadline, req.SuspendState, wrote, also.keys, also.topics, also.kinds, req.Progress)
+		tag, err := tx.Exec(ctx, s.q.park, r.now, r.ID, r.Token, string(status), readyAt,
+			key, topic, kind, deadline, req.SuspendState, wrote, also.keys, also.topics, also.kinds, req.Progress, hold)
 		if err != nil {
 			return err
 		}
@@ -438,6 +435,18 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 	return res, nil
 }
 
+// parkReadyAt is when a run parked by req at now is ready: req.ReadyAt,
+// or now when its cancellation is requested (cancelRequested) and its
+// worker has yet to see it, so that a worker takes it again at once. A
+// hold is kept as asked. The parks of a batch (parkMany) judge the same
+// in SQL.
+func parkReadyAt(req storage.SuspendRequest, cancelRequested bool, now time.Time) *time.Time {
+	if cancelRequested && !req.CancelSeen && req.Hold == nil && (req.ReadyAt == nil || req.ReadyAt.After(now)) {
+		return &now
+	}
+	return req.ReadyAt
+}
+
 // refuse takes back the event checkpoint f names from the run locked in tx
 // and records the attempt that says why.
 func (s *Store) refuse(ctx context.Context, tx pgx.Tx, r locked, f *storage.Refusal) error {
@@ -452,6 +461,54 @@ func (s *Store) refuse(ctx context.Context, tx pgx.Tx, r locked, f *storage.Refu
 	a := f.Attempt
 	_, err = tx.Exec(ctx, s.q.insertAttempt, r.ID, r.Execution, a.Key, int32(a.Number), a.Started, a.Ended, a.Error, a.RetryAt)
 	return err
+}
+
+// TakeEvent resolves a wait without parking, fenced, as Suspend's
+// delivery does, in one transaction that first locks the run; see
+// storage.Store. The step still running stays the run's active one.
+func (s *Store) TakeEvent(ctx context.Context, req storage.TakeEventRequest) (*storage.Checkpoint, error) {
+	const op = "take event"
+	if err := s.check(op); err != nil {
+		return nil, err
+	}
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	var cp *storage.Checkpoint
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		r, err := s.fenced(ctx, tx, op, req.Lease)
+		if err != nil {
+			return err
+		}
+		cp, err = s.deliverNow(ctx, tx, r, req.Wait, req.LeaseFor, false, true, nil)
+		return err
+	})
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	return cp, nil
+}
+
+// deliverNow resolves the wait w of run r, locked in tx, at once if it
+// can (see satisfy): then, and only then, it extends the lease by
+// leaseFor (when positive), resets recoveries when anything was written
+// (wrote, or the event), publishes progress and clears the active step
+// unless keepActive, and returns the checkpoint; otherwise nil, having
+// changed nothing.
+func (s *Store) deliverNow(ctx context.Context, tx pgx.Tx, r locked, w *storage.Wait, leaseFor time.Duration,
+	wrote, keepActive bool, progress []byte) (*storage.Checkpoint, error) {
+	delivered, consumed, err := s.satisfy(ctx, tx, r, w)
+	if err != nil || delivered == nil {
+		return nil, err
+	}
+	var lf any
+	if leaseFor > 0 {
+		lf = micros(leaseFor)
+	}
+	if _, err := tx.Exec(ctx, s.q.extendLease, r.now, r.ID, r.Token, lf, wrote || consumed, progress, keepActive); err != nil {
+		return nil, err
+	}
+	return delivered, nil
 }
 
 // satisfy looks for what resolves wait at once, for the run locked in tx:
@@ -497,7 +554,10 @@ func (s *Store) satisfy(ctx context.Context, tx pgx.Tx, r locked, w *storage.Wai
 }
 
 // Complete finishes a run and its execution, fenced, and delivers
-// req.Notify in the same transaction.
+// req.Notify and, with req.ChildError, terminates its descendants and
+// requests the cancellation of the children cancelled with their parent
+// (as Terminate does) in the same transaction. A completion without Notify
+// goes through the checkpoint writers' batches instead.
 func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error {
 	const op = "complete"
 	if err := s.check(op); err != nil {
@@ -510,11 +570,19 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 	if err != nil {
 		return s.wrap(op, err)
 	}
+	childJSON, err := encodeError(req.ChildError)
+	if err != nil {
+		return s.wrap(op, err)
+	}
 	if req.Notify == nil {
 		// The fence is checked by the statement that writes, which the
-		// checkpoint writers run in the transaction of their next batch.
-		call := &ckptCall{fin: &finCall{req: req, errJSON: textOf(errJSON)}, done: make(chan struct{})}
+		// checkpoint writers run in the transaction of their next batch,
+		// followed there by the cascade to the descendants.
+		call := &ckptCall{fin: &finCall{req: req, errJSON: textOf(errJSON), childJSON: textOf(childJSON)}, done: make(chan struct{})}
 		_, err := s.submit(ctx, call)
+		if err == nil && call.fin.woke {
+			s.poke()
+		}
 		return err
 	}
 	ready := false
@@ -531,10 +599,20 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 		if n != 1 {
 			return leaseLost(op, req.Lease)
 		}
-		if req.Notify != nil {
-			ready, err = s.deliverNotify(ctx, tx, *req.Notify, r.now)
+		woke, err := s.closeChildren(ctx, tx, r.now, r.ID, childJSON, req.ChildCancel)
+		if err != nil {
+			return err
 		}
-		return err
+		if req.Notify != nil {
+			if ready, err = s.deliverNotify(ctx, tx, *req.Notify, r.now); err != nil {
+				return err
+			}
+		}
+		if woke && !ready {
+			ready = true
+			return s.notifyTx(ctx, tx)
+		}
+		return nil
 	})
 	if err != nil {
 		return s.wrap(op, err)

@@ -528,3 +528,138 @@ func TestMigrateHeadersWorkers(t *testing.T) {
 		t.Fatalf("ListWorkers = %+v, %v; want w-1", ws, err)
 	}
 }
+
+// TestMigrateHolds: a database at schema version 8, holding a queued run
+// and one waiting on an event, is upgraded in place: neither is held; each
+// can then be held, the hold stored as JSON text beside the run and read
+// by GetRun and ListRuns, the waiting run's wait kept, and the next claim
+// of each clears it.
+func TestMigrateHolds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema, q := schemaAt(t, 8)
+	pool := sharedPool(t)
+	readyAt := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	setup := []string{
+		`INSERT INTO ` + q + `.runs (id, workflow, status, ready_at, wait_key, wait_topic, wait_kind, wait_deadline, owner, token,
+				started_at, first_claimed_at, created_at, updated_at) VALUES
+			('queued', 'wf', 'queued', $1, NULL, NULL, NULL, NULL, '', 0, $1, NULL, $1, $1),
+			('waiting', 'wf', 'waiting', $1, 'ship', 'ship.ready', 'event', $1, 'old', 1, $1, $1, $1, $1)`,
+		`INSERT INTO ` + q + `.executions (run_id, number, started_at) VALUES ('queued', 1, $1), ('waiting', 1, $1)`,
+	}
+	for _, sql := range setup {
+		if _, err := pool.Exec(ctx, sql, readyAt); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+
+	s := newTestStore(t, Options{Schema: schema})
+	page, err := s.ListRuns(ctx, storage.ListRunsQuery{})
+	if err != nil || len(page.Runs) != 2 {
+		t.Fatalf("ListRuns = %+v, %v; want the two runs", page, err)
+	}
+	for _, r := range page.Runs {
+		if r.Hold != nil {
+			t.Fatalf("run %s after the migration: held (%+v); want no hold", r.ID, r.Hold)
+		}
+	}
+	claim := func() []storage.ClaimedRun {
+		t.Helper()
+		got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute})
+		if err != nil || len(got) != 2 {
+			t.Fatalf("a claim = %+v, %v; want the two runs", got, err)
+		}
+		return got
+	}
+	since := time.Now().UTC().Truncate(time.Microsecond)
+	held := &storage.Hold{Reason: "the code called b@v1 where the history has a@v1\x00", Recorded: "a@v1", Called: "b@v1",
+		Position: 1, Execution: 1, Since: since}
+	for _, c := range claim() {
+		if _, err := s.Suspend(ctx, storage.SuspendRequest{Lease: c.Lease, ReadyAt: &readyAt, SuspendState: []byte(`{}`), Hold: held}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err = s.ListRuns(ctx, storage.ListRunsQuery{})
+	if err != nil || len(page.Runs) != 2 {
+		t.Fatalf("ListRuns of the held runs = %+v, %v", page, err)
+	}
+	for _, r := range page.Runs {
+		if r.Hold == nil || r.Hold.Reason != held.Reason || r.Hold.Called != "b@v1" || !r.Hold.Since.Equal(since) {
+			t.Fatalf("run %s: hold %+v; want %+v", r.ID, r.Hold, held)
+		}
+		if r.ID == "waiting" && (r.Wait == nil || r.Wait.Key != "ship" || r.Wait.Topic != "ship.ready") {
+			t.Fatalf("the held run's wait = %+v; want ship on ship.ready kept", r.Wait)
+		}
+	}
+	// Text, which keeps the NUL of the reason escaped, where jsonb would
+	// refuse it.
+	var stored string
+	if err := pool.QueryRow(ctx, `SELECT hold FROM `+q+`.runs WHERE id = 'queued'`).Scan(&stored); err != nil ||
+		!strings.Contains(stored, `"called":"b@v1"`) || !strings.Contains(stored, `\u0000`) {
+		t.Fatalf("the stored hold = %q, %v; want JSON text with the call and the reason's NUL escaped", stored, err)
+	}
+
+	claim()
+	for _, id := range []string{"queued", "waiting"} {
+		if rec, err := s.GetRun(ctx, id); err != nil || rec.Hold != nil {
+			t.Fatalf("run %s after its claim: hold %+v, %v; want none", id, rec.Hold, err)
+		}
+	}
+}
+
+// TestMigrateCancel: a database at schema version 9, holding a queued run
+// and one waiting on an event, is upgraded in place: neither has a
+// cancellation requested; the waiting one, cancelled, becomes queued with
+// its wait kept, its claim reports the request, stored as the reason
+// beside the run, and a Restart clears it.
+func TestMigrateCancel(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema, q := schemaAt(t, 9)
+	pool := sharedPool(t)
+	at := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	setup := []string{
+		`INSERT INTO ` + q + `.runs (id, workflow, status, ready_at, wait_key, wait_topic, wait_kind, owner, token,
+				started_at, first_claimed_at, created_at, updated_at) VALUES
+			('queued', 'wf', 'queued', $1, NULL, NULL, NULL, '', 0, $1, NULL, $1, $1),
+			('waiting', 'wf', 'waiting', NULL, 'ship', 'ship.ready', 'event', 'old', 1, $1, $1, $1, $1)`,
+		`INSERT INTO ` + q + `.executions (run_id, number, started_at) VALUES ('queued', 1, $1), ('waiting', 1, $1)`,
+	}
+	for _, sql := range setup {
+		if _, err := pool.Exec(ctx, sql, at); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+
+	s := newTestStore(t, Options{Schema: schema})
+	page, err := s.ListRuns(ctx, storage.ListRunsQuery{})
+	if err != nil || len(page.Runs) != 2 {
+		t.Fatalf("ListRuns = %+v, %v; want the two runs", page, err)
+	}
+	for _, r := range page.Runs {
+		if r.CancelRequested || r.CancelReason != "" {
+			t.Fatalf("run %s after the migration: cancelled (%q); want no request", r.ID, r.CancelReason)
+		}
+	}
+	if err := s.Cancel(ctx, storage.CancelRequest{RunID: "waiting", Reason: "no longer needed"}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.GetRun(ctx, "waiting")
+	if err != nil || rec.Status != storage.StatusQueued || !rec.CancelRequested || rec.Wait == nil || rec.Wait.Topic != "ship.ready" {
+		t.Fatalf("GetRun(waiting) after Cancel = %+v, %v; want queued, cancelled, its wait kept", rec, err)
+	}
+	var stored string
+	if err := pool.QueryRow(ctx, `SELECT cancel_reason FROM `+q+`.runs WHERE id = 'waiting'`).Scan(&stored); err != nil || stored != "no longer needed" {
+		t.Fatalf("the stored reason = %q, %v", stored, err)
+	}
+	got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 10, LeaseFor: time.Minute})
+	if err != nil || len(got) != 1 || got[0].Lease.RunID != "waiting" || !got[0].CancelRequested || got[0].CancelReason != "no longer needed" {
+		t.Fatalf("a claim = %+v, %v; want the cancelled run with its request", got, err)
+	}
+	if err := s.Restart(ctx, storage.RestartRequest{RunID: "waiting"}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := s.GetRun(ctx, "waiting"); err != nil || rec.CancelRequested || rec.CancelReason != "" {
+		t.Fatalf("GetRun(waiting) after Restart = %+v, %v; want no request", rec, err)
+	}
+}

@@ -16,7 +16,10 @@
 // current one, so a restart keeps the earlier executions readable without
 // touching them and a replay reads only the current one's rows, however
 // many came before. Terminate's cascade to a run's descendants is one
-// recursive statement that locks them in ID order.
+// recursive statement that locks them in ID order; so is a completion's
+// (Complete with a child error), in its transaction, or for the
+// completions of a checkpoint writers' batch, one statement after theirs
+// in the batch's transaction.
 //
 // A run's wait is columns of its row: the first case's key, topic and kind,
 // and the further cases' as three parallel arrays, NULL for a plain wait.
@@ -29,6 +32,10 @@
 // A run's headers (storage.NewRun.Headers) are a column of JSON text its
 // creation writes and nothing changes after, in no index, NULL for a run
 // without headers; a claim returns it with the run.
+//
+// A run's hold (storage.RunRecord.Hold) is a column of JSON text too, in
+// no index, written by the statement of the Suspend that holds the run and
+// set NULL by the claim's update, so holds cost a claim nothing more.
 //
 // A run's workflow version is a column its creation writes and nothing
 // changes after, in no index. A claim and NextWake take the versions

@@ -45,6 +45,8 @@ type queries struct {
 	history        string
 	terminate      string
 	cascade        string
+	cascadeMany    string
+	cancel         string
 	forkSeq        string
 	restart        string
 	executions     string
@@ -85,7 +87,7 @@ var runColumns = []string{
 	"owner", "lease_until", "token", "recoveries", "parent_policy", "execution", "started_at", "ended_at",
 	"active_key", "active_attempt", "active_started", "created_at", "updated_at",
 	"wait_also_keys", "wait_also_topics", "wait_also_kinds", "deadline", "progress",
-	"queue", "partition", "priority", "version", "headers",
+	"queue", "partition", "priority", "version", "headers", "hold", "cancel_reason",
 }
 
 // cols lists runColumns, each prefixed by alias and a dot when alias is set.
@@ -300,8 +302,8 @@ SELECT (extract(epoch FROM least(
 // the conditions when it is locked. The picked runs are the first by
 // priority (highest first), recoveries before ready runs, then oldest
 // ReadyAt or lease expiry. The claim forgets the active step the last
-// holder reported and stamps a run's first claim since its creation or
-// Restart. Every scan tests the versions filter (versionIn) on the runs it
+// holder reported and the run's hold, and stamps a run's first claim since
+// its creation or Restart. Every scan tests the versions filter (versionIn) on the runs it
 // reads, before its limit: a run of a version the claim does not allow is
 // neither locked nor taken, and does not count against the limit, though
 // the scan still reads it on its way to the runs behind.
@@ -331,7 +333,8 @@ const limitedFilter = `
 
 // claimUpdate leases the runs of a CTE named picked (id, priority,
 // recovery, since) to owner $4 for $5 microseconds and returns what a
-// ClaimedRun needs, with the picked row's priority, recovery and since.
+// ClaimedRun needs (its requested cancellation too), with the picked
+// row's priority, recovery and since.
 const claimUpdate = `UPDATE {s}.runs r SET
 	status = 'running',
 	ready_at = NULL,
@@ -340,13 +343,14 @@ const claimUpdate = `UPDATE {s}.runs r SET
 	token = r.token + 1,
 	recoveries = CASE WHEN r.status = 'running' THEN r.recoveries + 1 ELSE r.recoveries END,
 	first_claimed_at = coalesce(r.first_claimed_at, clock.now),
+	hold = NULL,
 	{clearActive},
 	updated_at = clock.now
 FROM picked, clock
 WHERE r.id = picked.id
 RETURNING r.id, r.token, r.workflow, r.parent_id, r.input, r.recoveries, r.suspend_state,
 	r.wait_key, r.wait_topic, r.wait_kind, r.wait_deadline, r.wait_also_keys, r.wait_also_topics, r.wait_also_kinds,
-	r.deadline, r.lease_until, r.version, r.headers, picked.since, picked.priority, picked.recovery`
+	r.deadline, r.lease_until, r.version, r.headers, r.cancel_reason, picked.since, picked.priority, picked.recovery`
 
 // purgeVictims selects the runs a purge deletes: $1 statuses (finished
 // ones), finished before $2, of the workflows $3 (empty: any) but not
@@ -543,6 +547,7 @@ ORDER BY 8`
 	// was requested and the checkpoint was written, park the run paused
 	// with its lease released. Every write reads f, so nothing is written
 	// for a request whose fence fails, and such a request returns no row.
+	// Each row says too whether the run's cancellation is requested.
 	q.checkpoint = `WITH ` + clockCTE + `,
 req AS (
 	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::text[], $9::bigint[], $17::bytea[], $18::bool[])
@@ -595,7 +600,7 @@ UPDATE {s}.runs r SET
 	updated_at = clock.now
 FROM w, clock
 WHERE r.id = w.id
-RETURNING w.ord, w.written, w.pause, w.execution, w.pause_req`
+RETURNING w.ord, w.written, w.pause, w.execution, w.pause_req, r.cancel_reason IS NOT NULL`
 
 	// $2 run, $3 token, $4 lease micros, $5..$10 attempts, stamped with the
 	// run's current execution.
@@ -626,7 +631,7 @@ UPDATE {s}.runs r SET lease_until = clock.now + $4::bigint * interval '1 microse
 	updated_at = clock.now
 FROM clock
 WHERE r.id = $2 AND r.status = 'running' AND r.token = $3
-RETURNING r.pause_requested`
+RETURNING r.pause_requested, r.cancel_reason IS NOT NULL`
 
 	// Transactions lock the run first, then read and write with fresh
 	// snapshots that see every earlier holder's committed changes.
@@ -657,22 +662,26 @@ ORDER BY array_position($3::text[], key) LIMIT 1`
 
 	// $2 run, $3 token, $4 lease micros or NULL to keep the lease, $5
 	// whether a checkpoint was written, $6 progress (NULL: keep the
-	// run's): a Suspend satisfied at once.
+	// run's), $7 whether the active step stays (a TakeEvent while it
+	// runs): a Suspend or TakeEvent satisfied at once.
 	q.extendLease = `UPDATE {s}.runs SET
 	lease_until = CASE WHEN $4::bigint IS NULL THEN lease_until
 		ELSE coalesce($1::timestamptz, now()) + $4::bigint * interval '1 microsecond' END,
 	recoveries = CASE WHEN $5::boolean THEN 0 ELSE recoveries END,
 	progress = coalesce($6::bytea, progress),
-	{clearActive},
+	active_key = CASE WHEN $7::boolean THEN active_key END,
+	active_attempt = CASE WHEN $7::boolean THEN active_attempt END,
+	active_started = CASE WHEN $7::boolean THEN active_started END,
 	updated_at = coalesce($1::timestamptz, now())
 WHERE id = $2 AND status = 'running' AND token = $3`
 
 	// $2 run, $3 token, $4 status, $5 ready_at, $6 wait key, $7 topic,
 	// $8 kind, $9 deadline, $10 suspend state, $11 reset recoveries; $12,
 	// $13 and $14 the keys, topics and kinds of the wait's further cases
-	// (NULL: none), $15 progress (NULL: keep the run's).
+	// (NULL: none), $15 progress (NULL: keep the run's), $16 the hold
+	// (JSON text, NULL: none).
 	q.park = `UPDATE {s}.runs SET status = $4, ready_at = $5, wait_key = $6, wait_topic = $7, wait_kind = $8, wait_deadline = $9,
-	wait_also_keys = $12, wait_also_topics = $13, wait_also_kinds = $14, progress = coalesce($15::bytea, progress),
+	wait_also_keys = $12, wait_also_topics = $13, wait_also_kinds = $14, progress = coalesce($15::bytea, progress), hold = $16,
 	suspend_state = $10, pause_requested = false, lease_until = least(lease_until, coalesce($1::timestamptz, now())),
 	recoveries = CASE WHEN $11::boolean THEN 0 ELSE recoveries END,
 	{clearActive},
@@ -734,19 +743,24 @@ SELECT upd.ord FROM upd` + finishedWhere(notify)
 	// checkpoint first (a sleep's wake time) and registering no wait, as
 	// parallel arrays: $2 run, $3 token, $4 key, $5 kind, $6 output, $7
 	// error (JSON text), $8 ready_at, $9 suspend state, $10 progress (NULL:
-	// keep the run's); $11 the channel.
+	// keep the run's), $11 whether the worker saw the run's cancellation
+	// (SuspendRequest.CancelSeen; NULL: not); $12 the channel.
 	// Like Suspend's transaction for such a request: for the runs whose
 	// lease holds (locked in ID order), the checkpoint is written unless the
 	// key has one, and the run parks paused (a pause was requested), queued
-	// (ready now) or waiting, keeping any wait it had. One row per run
-	// parked: the request's ordinal and the status.
+	// (ready now) or waiting, keeping any wait it had. A run whose
+	// cancellation is requested, parked by a worker that has not seen it,
+	// is ready now (see parkReadyAt). One row per run parked: the
+	// request's ordinal and the status.
 	q.parkMany = `WITH ` + clockCTE + `,
 req AS (
-	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::timestamptz[], $9::bytea[], $10::bytea[])
-		WITH ORDINALITY AS q(run_id, token, key, kind, output, error, ready_at, state, progress, ord)
+	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::timestamptz[], $9::bytea[], $10::bytea[],
+			$11::bool[])
+		WITH ORDINALITY AS q(run_id, token, key, kind, output, error, ready_at, state, progress, seen, ord)
 ),
 f AS (
-	SELECT r.id, r.execution, r.pause_requested, req.ord FROM {s}.runs r JOIN req ON req.run_id = r.id AND req.token = r.token
+	SELECT r.id, r.execution, r.pause_requested, r.cancel_reason IS NOT NULL AS cancel, req.ord
+	FROM {s}.runs r JOIN req ON req.run_id = r.id AND req.token = r.token
 	WHERE r.id = ANY($2::text[]) AND r.status = 'running'
 	ORDER BY r.id
 	FOR UPDATE OF r
@@ -758,12 +772,18 @@ ins AS (
 	ON CONFLICT (run_id, execution, key) DO NOTHING
 	RETURNING run_id
 ),
-w AS (
-	SELECT f.id, f.ord, ins.run_id IS NOT NULL AS written, req.ready_at, req.state, req.progress,
-		CASE WHEN f.pause_requested THEN 'paused'
-			WHEN req.ready_at IS NOT NULL AND req.ready_at <= clock.now THEN 'queued'
-			ELSE 'waiting' END AS status
+p AS (
+	SELECT f.id, f.ord, f.pause_requested, ins.run_id IS NOT NULL AS written, req.state, req.progress, clock.now,
+		CASE WHEN f.cancel AND NOT coalesce(req.seen, false) AND (req.ready_at IS NULL OR req.ready_at > clock.now)
+			THEN clock.now ELSE req.ready_at END AS ready_at
 	FROM f JOIN req ON req.ord = f.ord CROSS JOIN clock LEFT JOIN ins ON ins.run_id = f.id
+),
+w AS (
+	SELECT p.id, p.ord, p.written, p.ready_at, p.state, p.progress,
+		CASE WHEN p.pause_requested THEN 'paused'
+			WHEN p.ready_at IS NOT NULL AND p.ready_at <= p.now THEN 'queued'
+			ELSE 'waiting' END AS status
+	FROM p
 ),
 upd AS (
 	UPDATE {s}.runs r SET status = w.status, ready_at = w.ready_at, suspend_state = w.state,
@@ -774,8 +794,15 @@ upd AS (
 	FROM w, clock
 	WHERE r.id = w.id
 	RETURNING w.ord, w.status
-)` + notifyCTE(notify, "upd", "status = 'queued'", 11) + `
+)` + notifyCTE(notify, "upd", "status = 'queued'", 12) + `
 SELECT upd.ord, upd.status FROM upd` + notifyJoin(notify)
+
+	// $1 now, $2 run, $3 the reason: requests the cancellation of the
+	// locked, unfinished run, unless one is requested already, and returns
+	// its status after (no row: it was).
+	q.cancel = `UPDATE {s}.runs r SET ` + cancelSet("$1::timestamptz", "$3::text") + `
+WHERE r.id = $2 AND r.cancel_reason IS NULL AND r.status NOT IN {finished}
+RETURNING r.status`
 
 	// $1 now, $2 run, $3 error: terminates the locked, unfinished run and
 	// ends its execution.
@@ -790,31 +817,24 @@ ex AS (
 )
 SELECT id FROM upd`
 
-	// $1 now, $2 root run, $3 error: terminates every unfinished
-	// descendant of the root reached through children whose parent policy
-	// is to terminate with the parent (an abandoning child is not entered,
-	// so its own children are left alone too), locking them in ID order.
-	q.cascade = `WITH RECURSIVE tree(id) AS (
-	SELECT c.id FROM {s}.runs c WHERE c.parent_id = $2 AND c.parent_id <> '' AND c.parent_policy = ''
-	UNION
-	SELECT c.id FROM {s}.runs c JOIN tree ON c.parent_id = tree.id WHERE c.parent_id <> '' AND c.parent_policy = ''
-),
-lk AS (
-	SELECT r.id FROM {s}.runs r JOIN tree ON tree.id = r.id
-	WHERE r.status NOT IN {finished}
-	ORDER BY r.id
-	FOR UPDATE OF r
-),
-upd AS (
-	UPDATE {s}.runs r SET ` + terminateSet("$1::timestamptz", "$3::jsonb") + `
-	FROM lk WHERE r.id = lk.id AND r.status NOT IN {finished}
-	RETURNING r.id, r.execution, r.error
-),
-ex AS (
-	UPDATE {s}.executions e SET ended_at = $1, status = 'terminated', error = upd.error
-	FROM upd WHERE e.run_id = upd.id AND e.number = upd.execution
-)
-SELECT id FROM upd ORDER BY id`
+	// $1 now, $2 root run, $3 error (JSON text), $4 the reason of the
+	// cancellations: terminates every unfinished descendant of the root
+	// and requests the cancellation of the children cancelled with their
+	// parent (see cascadeFrom).
+	q.cascade = cascadeFrom(`SELECT $2::text, $3::text, $4::text`, false, 0, 0)
+
+	// Cascades of the completions of completeMany, run after it in the same
+	// transaction, as parallel arrays: $2 run, $3 token, $4 status, $5 the
+	// descendants' error (JSON text, NULL for none), $6 the reason of the
+	// children's cancellations; $7 the ended channel, $8 the channel. The
+	// roots are the runs that completeMany ended: in the request's final
+	// status under its token, ended now. (A completion refused because
+	// the same lease ended the run at the same instant already would pass
+	// for one; that completion's cascade ran then.)
+	q.cascadeMany = cascadeFrom(`SELECT req.run_id, req.err, req.why
+	FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[]) AS req(run_id, token, status, err, why)
+	JOIN {s}.runs r ON r.id = req.run_id AND r.token = req.token AND r.status = req.status
+	WHERE req.err IS NOT NULL AND r.ended_at = (SELECT now FROM clock)`, notify, 7, 8)
 
 	// $1 run, $2 execution, $3 key: where a restart from the key forks.
 	q.forkSeq = `SELECT seq FROM {s}.checkpoints WHERE run_id = $1 AND execution = $2 AND key = $3`
@@ -827,8 +847,9 @@ SELECT id FROM upd ORDER BY id`
 	// run's, or one a restart fenced already) is kept and fences the new
 	// execution: the run is ready at its expiry unless its holder lets go
 	// first (see Suspend). The run's next claim is a start again
-	// (first_claimed_at), which a queue's rate counts. Every CTE reads the
-	// run as it was before the statement.
+	// (first_claimed_at), which a queue's rate counts, and its
+	// cancellation is no longer requested. Every CTE reads the run as it
+	// was before the statement.
 	q.restart = `WITH r AS (SELECT id, execution, status, error FROM {s}.runs WHERE id = $2),
 ended AS (
 	UPDATE {s}.executions e SET ended_at = coalesce(e.ended_at, $1::timestamptz), status = r.status, error = r.error
@@ -846,7 +867,7 @@ copied AS (
 	ORDER BY c.seq
 )
 UPDATE {s}.runs SET status = 'queued', ready_at = greatest($1, lease_until), execution = execution + 1, started_at = $1, ended_at = NULL,
-	output = NULL, error = NULL, {clearWait}, progress = NULL,
+	output = NULL, error = NULL, {clearWait}, progress = NULL, cancel_reason = NULL,
 	suspend_state = NULL, pause_requested = false, recoveries = 0, first_claimed_at = NULL,
 	{clearActive}, updated_at = $1
 WHERE id = $2`
@@ -1058,7 +1079,7 @@ FROM {s}.workers WHERE expires_at > coalesce($1::timestamptz, now()) ORDER BY id
 		&q.createRuns, &q.selectRuns, &q.getRun, &q.countRuns, &q.countRunsOf, &q.claim, &q.claimOne, &q.nextWake, &q.nextWakeOne, &q.loadReplay, &q.loadClaimed, &q.getCheckpoint,
 		&q.checkpoint, &q.recordAttempts, &q.heartbeat, &q.lockRun, &q.insertCkpt, &q.refuseCkpt, &q.insertAttempt,
 		&q.takeEvent, &q.extendLease, &q.park, &q.complete, &q.completeMany, &q.parkMany, &q.emit, &q.bufferEvent, &q.deliver, &q.history,
-		&q.terminate, &q.cascade, &q.forkSeq, &q.restart, &q.executions, &q.continueAsNew, &q.caseCkpt,
+		&q.terminate, &q.cascade, &q.cascadeMany, &q.cancel, &q.forkSeq, &q.restart, &q.executions, &q.continueAsNew, &q.caseCkpt,
 		&q.putWorkflows, &q.putEvents, &q.getWorkflows, &q.getEvents,
 		&q.claimCandidates, &q.claimPicked, &q.lockQueues, &q.queuePlaces, &q.queueStarts, &q.recordStarts,
 		&q.queueStats, &q.putQueues, &q.getQueues, &q.insertSchedule, &q.updateSchedule, &q.getSchedule,
@@ -1078,6 +1099,74 @@ func terminateSet(now, errJSON string) string {
 		ready_at = NULL, {clearWait},
 		suspend_state = NULL, pause_requested = false, lease_until = least(lease_until, ` + now + `),
 		ended_at = ` + now + `, {clearActive}, updated_at = ` + now
+}
+
+// cascadeFrom is a statement that terminates at $1 (NULL: now()) every
+// unfinished descendant of the roots, a row source of (root run, error of
+// its descendants as JSON text, reason of their cancellations), reached
+// through children whose parent policy is to terminate with the parent
+// (an abandoning child is not entered, so its own children are left alone
+// too), and requests the cancellation of every unfinished child of a root
+// or of such a descendant (finished or not) whose policy is to be
+// cancelled with its parent (its own children are left to its ending),
+// locking them all in ID order; a descendant of two roots gets either's
+// error or reason. Its rows are the IDs it terminated, in order, then
+// those of the runs whose cancellation it requested and made ready to
+// claim now (waiting runs woken, see cancelSet), each with whether it is
+// one of the latter. When notify is set, it announces each run terminated
+// on the ended channel, parameter channel, and a run made ready on the
+// channel, parameter wake.
+func cascadeFrom(roots string, notify bool, channel, wake int) string {
+	return `WITH RECURSIVE ` + clockCTE + `,
+roots(id, err, why) AS (
+	` + roots + `
+),
+tree(id, err, why) AS (
+	SELECT c.id, roots.err, roots.why FROM {s}.runs c JOIN roots ON c.parent_id = roots.id WHERE c.parent_id <> '' AND c.parent_policy = ''
+	UNION
+	SELECT c.id, tree.err, tree.why FROM {s}.runs c JOIN tree ON c.parent_id = tree.id WHERE c.parent_id <> '' AND c.parent_policy = ''
+),
+kids(id, why) AS (
+	SELECT c.id, p.why FROM {s}.runs c JOIN (SELECT id, why FROM roots UNION ALL SELECT id, why FROM tree) p ON c.parent_id = p.id
+	WHERE c.parent_id <> '' AND c.parent_policy = 'cancel'
+),
+lk AS (
+	SELECT r.id FROM {s}.runs r
+	WHERE (r.id IN (SELECT id FROM tree) OR r.id IN (SELECT id FROM kids)) AND r.status NOT IN {finished}
+	ORDER BY r.id
+	FOR UPDATE OF r
+),
+upd AS (
+	UPDATE {s}.runs r SET ` + terminateSet("clock.now", "(SELECT min(tree.err) FROM tree WHERE tree.id = r.id)::jsonb") + `
+	FROM lk, clock WHERE r.id = lk.id AND r.parent_policy = '' AND r.status NOT IN {finished}
+	RETURNING r.id, r.execution, r.error, r.ended_at
+),
+cancelled AS (
+	UPDATE {s}.runs r SET ` + cancelSet("clock.now", "(SELECT min(kids.why) FROM kids WHERE kids.id = r.id)") + `
+	FROM lk, clock WHERE r.id = lk.id AND r.parent_policy = 'cancel' AND r.status NOT IN {finished} AND r.cancel_reason IS NULL
+	RETURNING r.id, r.status
+),
+ex AS (
+	UPDATE {s}.executions e SET ended_at = upd.ended_at, status = 'terminated', error = upd.error
+	FROM upd WHERE e.run_id = upd.id AND e.number = upd.execution
+)` + finishedCTE(notify, "upd", channel) + notifyCTE(notify, "cancelled", "status = 'queued'", wake) + `
+SELECT x.id, x.woken FROM (
+	SELECT id, false AS woken FROM upd
+	UNION ALL
+	SELECT id, true FROM cancelled WHERE status = 'queued'
+) x` + notifyJoin(notify) + finishedWhere(notify) + ` ORDER BY x.woken, x.id`
+}
+
+// cancelSet is the SET list, on a run r, that records at now the
+// cancellation requested with reason: a waiting run not held becomes
+// queued, ready now (its wait stays registered), a paused one not held is
+// ready now, for when it is resumed, and a queued or running one keeps its
+// status and ready time.
+func cancelSet(now, reason string) string {
+	return `cancel_reason = ` + reason + `,
+		status = CASE WHEN r.status = 'waiting' AND r.hold IS NULL THEN 'queued' ELSE r.status END,
+		ready_at = CASE WHEN r.status IN ('waiting', 'paused') AND r.hold IS NULL THEN ` + now + ` ELSE r.ready_at END,
+		updated_at = ` + now
 }
 
 // notifyCTE is a CTE named notify that sends one notification on channel

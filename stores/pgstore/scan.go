@@ -32,6 +32,8 @@ func scanRun(row scanner, extra ...any) (storage.RunRecord, error) {
 		priority     int32
 		version      int32
 		headers      *string
+		hold         *string
+		cancel       *string
 	)
 	dest := []any{
 		&rec.ID, &rec.Workflow, &rec.ParentID, &status, &rec.Input, &rec.Output, &errJSON,
@@ -39,7 +41,7 @@ func scanRun(row scanner, extra ...any) (storage.RunRecord, error) {
 		&rec.Owner, &leaseUntil, &rec.Token, &rec.Recoveries, &policy, &execution, &rec.StartedAt, &rec.EndedAt,
 		&activeKey, &activeNumber, &activeStart, &rec.CreatedAt, &rec.UpdatedAt,
 		&also.keys, &also.topics, &also.kinds, &rec.Deadline, &rec.Progress,
-		&rec.Queue, &rec.Partition, &priority, &version, &headers,
+		&rec.Queue, &rec.Partition, &priority, &version, &headers, &hold, &cancel,
 	}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return storage.RunRecord{}, err
@@ -55,6 +57,10 @@ func scanRun(row scanner, extra ...any) (storage.RunRecord, error) {
 	if rec.Headers, err = decodeHeaders(headers); err != nil {
 		return storage.RunRecord{}, err
 	}
+	if rec.Hold, err = decodeHold(hold); err != nil {
+		return storage.RunRecord{}, err
+	}
+	rec.CancelRequested, rec.CancelReason = cancelOf(cancel)
 	rec.Wait = makeWait(waitKey, waitTopic, waitKind, waitDeadline, also)
 	if leaseUntil != nil {
 		rec.LeaseUntil = *leaseUntil
@@ -71,6 +77,15 @@ func scanRun(row scanner, extra ...any) (storage.RunRecord, error) {
 		}
 	}
 	return rec, nil
+}
+
+// cancelOf reads the cancel_reason column: whether a cancellation was
+// requested (the column is not NULL), and its reason.
+func cancelOf(reason *string) (requested bool, why string) {
+	if reason == nil {
+		return false, ""
+	}
+	return true, *reason
 }
 
 // makeWait is the wait stored in a run's wait columns, nil when the run
@@ -178,6 +193,33 @@ func decodeHeaders(text *string) (map[string]string, error) {
 		return nil, nil
 	}
 	return h, nil
+}
+
+// encodeHold returns a run's hold as the JSON text the hold column holds,
+// or nil for none. A hold JSON cannot encode (its Since outside the years
+// 0 to 9999) is storage.ErrInvalidArgument.
+func encodeHold(h *storage.Hold) (*string, error) {
+	if h == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		return nil, fmt.Errorf("hold: %w: %v", storage.ErrInvalidArgument, err)
+	}
+	str := string(b)
+	return &str, nil
+}
+
+// decodeHold reads the hold column, nil for NULL.
+func decodeHold(text *string) (*storage.Hold, error) {
+	if text == nil {
+		return nil, nil
+	}
+	var h storage.Hold
+	if err := json.Unmarshal([]byte(*text), &h); err != nil {
+		return nil, fmt.Errorf("decode hold: %w", err)
+	}
+	return &h, nil
 }
 
 // scanCheckpoint reads the ckptColumns: key, kind, output, error, seq,

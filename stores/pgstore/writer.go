@@ -55,6 +55,12 @@ type ckptCall struct {
 type finCall struct {
 	req     storage.CompleteRequest
 	errJSON *string
+	// childJSON is the error of the descendants the completion
+	// terminates (cascadeMany), nil for none.
+	childJSON *string
+	// woke is true when the completion's cascade made a child whose
+	// cancellation it requested ready now.
+	woke bool
 }
 
 // createCall is what a CreateRuns call writes, and what it gets back.
@@ -270,6 +276,7 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 		}
 	}
 	ckptArgs, finArgs, createArgs := checkpointArgs(ckpts), completeManyArgs(fins), s.createArgs(creates)
+	cascadeArgs := s.cascadeManyArgs(fins)
 	parkArgs := s.parkManyArgs(parks)
 	parkErrs := make([]error, len(parks))
 	created := make(map[string]bool)
@@ -290,6 +297,9 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 		for i, c := range parks {
 			parkErrs[i] = leaseLost("suspend", c.park.req.Lease)
 		}
+		for _, c := range fins {
+			c.fin.woke = false
+		}
 		clear(created)
 		clear(records)
 		now := s.clock()
@@ -307,6 +317,10 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 			finArgs[0] = now
 			b.Queue(s.q.completeMany, s.completeArgs(finArgs...)...)
 		}
+		if cascadeArgs != nil {
+			cascadeArgs[0] = now
+			b.Queue(s.q.cascadeMany, cascadeArgs...)
+		}
 		if len(parks) > 0 {
 			parkArgs[0] = now
 			b.Queue(s.q.parkMany, parkArgs...)
@@ -321,15 +335,16 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 		if len(ckpts) > 0 {
 			err := eachRow(br, func(rows pgx.Rows) error {
 				var (
-					ord                      int64
-					written, pause, pauseReq bool
-					execution                int32
+					ord                              int64
+					written, pause, pauseReq, cancel bool
+					execution                        int32
 				)
-				if err := rows.Scan(&ord, &written, &pause, &execution, &pauseReq); err != nil {
+				if err := rows.Scan(&ord, &written, &pause, &execution, &pauseReq, &cancel); err != nil {
 					return err
 				}
 				i := int(ord - 1)
 				ckptErrs[i], executions[i] = nil, execution
+				results[i].CancelRequested = cancel
 				if written {
 					results[i].Paused, results[i].PauseRequested = pause, pauseReq
 				} else {
@@ -351,6 +366,11 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 				return err
 			})
 			if err != nil {
+				return err
+			}
+		}
+		if cascadeArgs != nil {
+			if err := eachRow(br, func(rows pgx.Rows) error { return markWoken(rows, fins) }); err != nil {
 				return err
 			}
 		}
@@ -435,11 +455,27 @@ func (s *Store) parkManyArgs(calls []*ckptCall) []any {
 		outputs[i], errTexts[i], readyAt[i], states[i] = r.Checkpoint.Output, c.park.errJSON, r.ReadyAt, r.SuspendState
 	}
 	progress := progressArray(calls, func(c *ckptCall) []byte { return c.park.req.Progress })
-	args := []any{nil, runIDs, tokens, keys, kinds, outputs, errTexts, readyAt, states, progress}
+	args := []any{nil, runIDs, tokens, keys, kinds, outputs, errTexts, readyAt, states, progress, cancelSeenArray(calls)}
 	if s.notify {
 		args = append(args, s.channel)
 	}
 	return args
+}
+
+// cancelSeenArray is which park calls saw their run's cancellation
+// (SuspendRequest.CancelSeen), as the array the park statement takes: nil,
+// one NULL read as not seen for every call, when none did.
+func cancelSeenArray(calls []*ckptCall) []bool {
+	var out []bool
+	for i, c := range calls {
+		if c.park.req.CancelSeen {
+			if out == nil {
+				out = make([]bool, len(calls))
+			}
+			out[i] = true
+		}
+	}
+	return out
 }
 
 // createArgs are the creation statement's arguments for the runs of calls,
@@ -605,4 +641,55 @@ func completeManyArgs(calls []*ckptCall) []any {
 	}
 	progress := progressArray(calls, func(c *ckptCall) []byte { return c.fin.req.Progress })
 	return []any{nil, runIDs, tokens, statuses, outputs, errTexts, progress}
+}
+
+// cascadeManyArgs are the arguments of the statement that terminates the
+// descendants of the completions that carry a child error, and requests
+// the cancellation of their children cancelled with them (cascadeMany),
+// with the channels; nil when none does. The first, the clock, is set per
+// attempt.
+func (s *Store) cascadeManyArgs(calls []*ckptCall) []any {
+	var (
+		runIDs   []string
+		tokens   []int64
+		statuses []string
+		errTexts []*string
+		reasons  []string
+	)
+	for _, c := range calls {
+		if r := &c.fin.req; c.fin.childJSON != nil {
+			runIDs, tokens = append(runIDs, r.Lease.RunID), append(tokens, r.Lease.Token)
+			statuses, errTexts = append(statuses, string(r.Status)), append(errTexts, c.fin.childJSON)
+			reasons = append(reasons, r.ChildCancel)
+		}
+	}
+	if runIDs == nil {
+		return nil
+	}
+	args := s.completeArgs(nil, runIDs, tokens, statuses, errTexts, reasons)
+	if s.notify {
+		args = append(args, s.channel)
+	}
+	return args
+}
+
+// markWoken reads a row of cascadeMany: when it is a child whose
+// cancellation the cascade requested and made ready, it marks every
+// completion of fins that carries a child error as having woken one (the
+// row does not say whose child it is; the mark only makes the caller wake
+// this process's subscribers).
+func markWoken(rows pgx.Rows, fins []*ckptCall) error {
+	var (
+		id    string
+		woken bool
+	)
+	if err := rows.Scan(&id, &woken); err != nil || !woken {
+		return err
+	}
+	for _, c := range fins {
+		if c.fin.childJSON != nil {
+			c.fin.woke = true
+		}
+	}
+	return nil
 }

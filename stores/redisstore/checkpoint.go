@@ -61,13 +61,20 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 	if err != nil {
 		return res, err
 	}
+	if len(list) < 2 {
+		return res, fmt.Errorf("redisstore: checkpoint %q: unexpected reply", id)
+	}
+	res.CancelRequested = str(list[1]) == "1"
 	switch list[0] {
 	case "PAUSED":
 		res.Paused = true
 	case "PAUSEREQ":
 		res.PauseRequested = true
 	case "EXISTS":
-		old, err := decodeCheckpoint(cp.Key, str(list[1]))
+		if len(list) != 3 {
+			return res, fmt.Errorf("redisstore: checkpoint %q: unexpected reply", id)
+		}
+		old, err := decodeCheckpoint(cp.Key, str(list[2]))
 		if err != nil {
 			return res, err
 		}

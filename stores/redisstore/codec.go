@@ -32,6 +32,20 @@ func unmark(s string) []byte {
 	return []byte(s[1:])
 }
 
+// markText marks a text for a field whose absence means none, so that an
+// empty text is still there: one marker byte followed by the text.
+func markText(s string) string { return marker + s }
+
+// decodeCancel reads a run's cancellation request from the run hash's cq
+// field, the reason as markText wrote it: absent ("", as in every run
+// stored before cancellations were kept) is none.
+func decodeCancel(cq string) (requested bool, reason string) {
+	if cq == "" {
+		return false, ""
+	}
+	return true, cq[1:]
+}
+
 // micros converts a time to the integer microseconds the scripts use.
 func micros(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
 
@@ -290,6 +304,33 @@ func decodeHeaders(s string) (map[string]string, error) {
 	return h, nil
 }
 
+// encodeHold packs a run's hold for the run hash's hl field: a JSON
+// object, or "" for none, so that a run not held, like every run stored
+// before holds were kept, has no field. A hold JSON cannot encode (its
+// Since outside the years 0 to 9999) is storage.ErrInvalidArgument.
+func encodeHold(h *storage.Hold) (string, error) {
+	if h == nil {
+		return "", nil
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		return "", fmt.Errorf("hold: %w: %v", storage.ErrInvalidArgument, err)
+	}
+	return string(b), nil
+}
+
+// decodeHold reads what encodeHold wrote; "" is nil.
+func decodeHold(s string) (*storage.Hold, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var h storage.Hold
+	if err := json.Unmarshal([]byte(s), &h); err != nil {
+		return nil, fmt.Errorf("redisstore: bad stored hold: %w", err)
+	}
+	return &h, nil
+}
+
 // pairsToMap turns an HGETALL reply from a script into a map.
 func pairsToMap(v any) (map[string]string, error) {
 	list, ok := v.([]any)
@@ -322,6 +363,7 @@ func decodeRun(m map[string]string) (storage.RunRecord, error) {
 		return r, err
 	}
 	r.PauseRequested = m["preq"] != ""
+	r.CancelRequested, r.CancelReason = decodeCancel(m["cq"])
 	if s := m["ready"]; s != "" {
 		t, err := fromMicros(s)
 		if err != nil {
@@ -349,6 +391,9 @@ func decodeRun(m map[string]string) (storage.RunRecord, error) {
 	}
 	r.Version = int(vr)
 	if r.Headers, err = decodeHeaders(m["hd"]); err != nil {
+		return r, err
+	}
+	if r.Hold, err = decodeHold(m["hl"]); err != nil {
 		return r, err
 	}
 	r.Owner = m["own"]

@@ -22,7 +22,8 @@ func (s *Store) Resume(ctx context.Context, runID string) error {
 
 // Terminate implements storage.Store. A Notify is handled as in Complete.
 // With ChildError the script walks the children indexes (ch:<id>) from the
-// run and terminates the descendants in the same script.
+// run and terminates the descendants in the same script, requesting with
+// ChildCancel the cancellation of those cancelled with their parent.
 func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) ([]string, error) {
 	if err := req.Validate(); err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)
@@ -37,7 +38,7 @@ func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) ([]
 	}
 	id := req.RunID
 	args := append([]any{id, errJSON}, notifyArgs(req.Notify)...)
-	args = append(args, childJSON)
+	args = append(args, childJSON, markText(req.ChildCancel))
 	v, err := s.run(ctx, terminateScript, []string{s.keys.run(id)}, args...)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: terminate %q: %w", id, err)
@@ -55,6 +56,22 @@ func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) ([]
 		ids[i] = str(x)
 	}
 	return ids, nil
+}
+
+// Cancel implements storage.Store. The request is the run hash's cq
+// field, its reason marked (markText), so that a request without a reason
+// is told from none; the first request's field stays.
+func (s *Store) Cancel(ctx context.Context, req storage.CancelRequest) error {
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("redisstore: %w", err)
+	}
+	id := req.RunID
+	v, err := s.run(ctx, cancelScript, []string{s.keys.run(id)}, id, markText(req.Reason))
+	if err != nil {
+		return fmt.Errorf("redisstore: cancel %q: %w", id, err)
+	}
+	_, err = status("cancel", id, v)
+	return err
 }
 
 // Restart implements storage.Store. The call carries a random operation

@@ -70,8 +70,17 @@
 //	                absent for the default, its queue (qu), lane (ln),
 //	                partition (pt), priority (pr), workflow version (vr;
 //	                a run stored before versions were kept has none and
-//	                reads 0) and headers (hd, a JSON object; a run stored
-//	                before headers were kept has none and reads none)
+//	                reads 0), headers (hd, a JSON object; a run stored
+//	                before headers were kept has none and reads none) and
+//	                hold (hl, a JSON object, set by the Suspend that holds
+//	                the run and deleted by its next claim; a run stored
+//	                before holds were kept has none) and requested
+//	                cancellation (cq, the first request's reason after a
+//	                marker byte, so that an empty reason is still there;
+//	                set by Cancel or a parent's end, kept by a
+//	                continue-as-new, deleted by a restart; a run stored
+//	                before cancellations were kept has none and reads
+//	                not cancelled)
 //	c:<id>          hash: checkpoint key → encoded checkpoint (with its sequence
 //	                number and execution) of the current execution
 //	a:<id>          list: encoded attempts of the current execution, in the
@@ -226,8 +235,9 @@
 // queues when due, so QueueStats finds the oldest ready run younger than
 // it is until those are claimed; it does take out, by their flag, the
 // runs it claims). OpenExisting, which writes nothing, refuses a store of
-// an older layout with storage.ErrNotStore. Runs' headers need no
-// upgrade: a run stored without them reads none.
+// an older layout with storage.ErrNotStore. Runs' headers, holds and
+// cancellation requests need no upgrade: a run stored without them reads
+// none.
 //
 // With Redis Cluster every script must find its keys in one slot, so the
 // prefix must contain a hash tag, such as "{stem}:"; New refuses a cluster
@@ -235,6 +245,7 @@
 //
 // go-redis sends a command again when its reply was lost (a read timeout, a
 // dropped connection), so a script may run twice. Each is safe to repeat: a
+// repeated Cancel finds the request recorded and changes nothing; a
 // repeated checkpoint finds its own write and reports it as Existing; a
 // repeated Suspend, Complete, ContinueAsNew or Terminate finds the run
 // already changed and reports a lost lease or an invalid state; SendEvent,

@@ -56,14 +56,20 @@ func (s *Store) ListExecutions(ctx context.Context, runID string) ([]storage.Exe
 // reads nothing of earlier ones) and begins the next with the new input. A
 // lost lease says why, as Heartbeat's does. A script the client sends
 // again finds the lease released and reports it lost, as a repeated
-// Complete does.
+// Complete does. With ChildError the script applies the parent policy of
+// the run's descendants in the same call, as Complete's does.
 func (s *Store) ContinueAsNew(ctx context.Context, req storage.ContinueRequest) error {
 	if err := req.Validate(); err != nil {
 		return fmt.Errorf("redisstore: %w", err)
 	}
+	childJSON, err := encodeError(req.ChildError)
+	if err != nil {
+		return err
+	}
 	id := req.Lease.RunID
 	keys := []string{s.keys.run(id), s.keys.checkpoints(id), s.keys.attempts(id), s.keys.executions(id)}
-	v, err := s.run(ctx, continueScript, keys, req.Lease.Token, id, mark(req.Input), mark(req.Progress))
+	v, err := s.run(ctx, continueScript, keys, req.Lease.Token, id, mark(req.Input), mark(req.Progress),
+		childJSON, markText(req.ChildCancel))
 	if err != nil {
 		return fmt.Errorf("redisstore: continue as new %q: %w", id, err)
 	}

@@ -149,7 +149,7 @@ func appendVersions(args []any, vers []int) []any {
 }
 
 // decodeClaim reads {id, token, {wf, pa, in, rec, ss, wk, wt, wn, wd, wa,
-// dl, lu, vr, hd}}.
+// dl, lu, vr, hd, cq}}.
 func decodeClaim(owner string, item any) (storage.ClaimedRun, error) {
 	var c storage.ClaimedRun
 	parts, ok := item.([]any)
@@ -157,7 +157,7 @@ func decodeClaim(owner string, item any) (storage.ClaimedRun, error) {
 		return c, fmt.Errorf("redisstore: claim: unexpected reply")
 	}
 	f, ok := parts[2].([]any)
-	if !ok || len(f) != 14 {
+	if !ok || len(f) != 15 {
 		return c, fmt.Errorf("redisstore: claim: unexpected reply")
 	}
 	tok, _ := parts[1].(int64)
@@ -188,6 +188,7 @@ func decodeClaim(owner string, item any) (storage.ClaimedRun, error) {
 	if c.Headers, err = decodeHeaders(str(f[13])); err != nil {
 		return c, err
 	}
+	c.CancelRequested, c.CancelReason = decodeCancel(str(f[14]))
 	return c, nil
 }
 
@@ -221,6 +222,7 @@ func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) (st
 		return res, err
 	}
 	res.PauseRequested = len(list) > 1 && str(list[1]) == "1"
+	res.CancelRequested = len(list) > 2 && str(list[2]) == "1"
 	return res, nil
 }
 
@@ -270,7 +272,8 @@ func (s *Store) extend(ctx context.Context, op string, lease storage.Lease, leas
 // kinds as given, so GetRun and Claim return the wait as registered; the
 // scripts that deliver to a case write the checkpoint of its DeliveryKind
 // (delivery_kind). A refusal is checked and applied by the same script
-// before anything else.
+// before anything else. A run whose cancellation is requested parks
+// ready now unless CancelSeen or a Hold says otherwise (see suspend.lua).
 func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storage.SuspendResult, error) {
 	var res storage.SuspendResult
 	if err := req.Validate(); err != nil {
@@ -311,7 +314,15 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 	if req.Wait != nil {
 		also = encodeAlso(req.Wait.Also)
 	}
-	args = append(args, mark(req.Progress), also)
+	hold, err := encodeHold(req.Hold)
+	if err != nil {
+		return res, fmt.Errorf("redisstore: suspend %q: %w", id, err)
+	}
+	seen := ""
+	if req.CancelSeen {
+		seen = "1"
+	}
+	args = append(args, mark(req.Progress), also, hold, seen)
 	v, err := s.run(ctx, suspendScript, []string{s.keys.run(id), s.keys.checkpoints(id), s.keys.attempts(id)}, args...)
 	if err != nil {
 		return res, fmt.Errorf("redisstore: suspend %q: %w", id, err)
@@ -337,21 +348,47 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 	case "PAUSED":
 		res.Paused = true
 	case "DELIVERED":
-		if len(list) != 3 {
-			return res, fmt.Errorf("redisstore: suspend %q: unexpected reply", id)
-		}
-		cp, err := decodeCheckpoint(str(list[2]), str(list[1]))
-		if err != nil {
-			return res, err
-		}
-		res.Delivered = &cp
+		res.Delivered, err = deliveredOf("suspend", id, list)
 	}
-	return res, nil
+	return res, err
+}
+
+// TakeEvent implements storage.Store: takeevent.lua resolves the wait as
+// suspend.lua delivers one (the same helpers), without parking.
+func (s *Store) TakeEvent(ctx context.Context, req storage.TakeEventRequest) (*storage.Checkpoint, error) {
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("redisstore: %w", err)
+	}
+	id, w := req.Lease.RunID, req.Wait
+	v, err := s.run(ctx, takeEventScript, []string{s.keys.run(id), s.keys.checkpoints(id)},
+		req.Lease.Token, durMicros(req.LeaseFor), id, w.Key, w.Topic, string(w.Kind), encodeAlso(w.Also))
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: take event %q: %w", id, err)
+	}
+	list, err := status("take event", id, v)
+	if err != nil || list[0] != "DELIVERED" {
+		return nil, err
+	}
+	return deliveredOf("take event", id, list)
+}
+
+// deliveredOf decodes the checkpoint of a {DELIVERED, encoding, key} reply.
+func deliveredOf(op, id string, list []any) (*storage.Checkpoint, error) {
+	if len(list) != 3 {
+		return nil, fmt.Errorf("redisstore: %s %q: unexpected reply", op, id)
+	}
+	cp, err := decodeCheckpoint(str(list[2]), str(list[1]))
+	if err != nil {
+		return nil, err
+	}
+	return &cp, nil
 }
 
 // Complete implements storage.Store. A Notify whose target run does not
 // exist or has finished is dropped: the child's result must not be lost
-// because its parent went away.
+// because its parent went away. With ChildError the script terminates the
+// descendants, and requests with ChildCancel the cancellation of those
+// cancelled with their parent, as Terminate's does, in the same call.
 func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error {
 	if err := req.Validate(); err != nil {
 		return fmt.Errorf("redisstore: %w", err)
@@ -360,9 +397,13 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 	if err != nil {
 		return err
 	}
+	childJSON, err := encodeError(req.ChildError)
+	if err != nil {
+		return err
+	}
 	id := req.Lease.RunID
 	args := append([]any{req.Lease.Token, "", id, string(req.Status), mark(req.Output), errJSON}, notifyArgs(req.Notify)...)
-	args = append(args, mark(req.Progress))
+	args = append(args, mark(req.Progress), childJSON, markText(req.ChildCancel))
 	v, err := s.run(ctx, completeScript, []string{s.keys.run(id)}, args...)
 	if err != nil {
 		return fmt.Errorf("redisstore: complete %q: %w", id, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -234,7 +235,11 @@ func (s *Store) ping(ctx context.Context, timeout time.Duration) error {
 	pctx, cancel := context.WithDeadlineCause(ctx, start.Add(timeout), errConnectTimeout)
 	defer cancel()
 	err := s.client.Ping(pctx).Err()
-	if err != nil && context.Cause(pctx) == errConnectTimeout {
+	var ne net.Error
+	// The socket's own read timeout can fire a moment before the connect
+	// deadline on a loaded machine: either way the server did not answer
+	// in time.
+	if err != nil && (context.Cause(pctx) == errConnectTimeout || errors.As(err, &ne) && ne.Timeout()) {
 		err = &storage.NoAnswerError{Timeout: timeout, Err: err}
 	}
 	return s.outcome(pctx, start, "ping", err)

@@ -70,9 +70,11 @@ var (
 	checkpointScript = newScript("checkpoint")
 	attemptsScript   = newScript("attempts")
 	suspendScript    = newScript("suspend")
+	takeEventScript  = newScript("takeevent")
 	completeScript   = newScript("complete")
 	terminateScript  = newScript("terminate")
 	pauseScript      = newScript("pause")
+	cancelScript     = newScript("cancel")
 	resumeScript     = newScript("resume")
 	restartScript    = newScript("restart")
 	continueScript   = newScript("continue")
@@ -86,7 +88,7 @@ var (
 // allScripts are the scripts New loads.
 var allScripts = []*redis.Script{
 	createScript, listScript, countScript, stepsScript, claimScript, nextWakeScript, checkpointScript, attemptsScript,
-	suspendScript, completeScript, terminateScript, pauseScript, resumeScript,
+	suspendScript, takeEventScript, completeScript, terminateScript, pauseScript, cancelScript, resumeScript,
 	restartScript, continueScript, emitScript, sendScript, executionsScript, putCatalogScript, getCatalogScript,
 }
 

@@ -92,12 +92,16 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 		until := leaseUntil(now, req.LeaseFor)
 		// The fence, and what the write depends on: the execution it
 		// belongs to, a requested pause, a wait this checkpoint resolves
-		// (an event wait that timed out).
+		// (an event wait that timed out), a requested cancellation, which
+		// every answer reports.
 		var pause, resolves bool
 		var ref, exec int64
-		found, err := w.queryRow(`SELECT pause_requested, `+resolvesWait+`, ref, execution FROM runs
+		found, err := w.queryRow(`SELECT pause_requested, `+resolvesWait+`, ref, execution, cancel_reason IS NOT NULL FROM runs
 			WHERE id = ?1 AND status = 'running' AND token = ?2`,
-			func(r row) { pause, resolves, ref, exec = r.int64(0) != 0, r.int64(1) != 0, r.int64(2), r.int64(3) },
+			func(r row) {
+				pause, resolves, ref, exec = r.int64(0) != 0, r.int64(1) != 0, r.int64(2), r.int64(3)
+				res.CancelRequested = r.int64(4) != 0
+			},
 			l.RunID, l.Token, req.Checkpoint.Key)
 		if err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/stemflow/stem/storage"
@@ -202,8 +203,14 @@ func (r row) errorInfo(i int) *storage.ErrorInfo {
 	if r[i] == nil {
 		return nil
 	}
-	return &storage.ErrorInfo{Message: r.str(i), Code: r.str(i + 1)}
+	code, detail, _ := strings.Cut(r.str(i+1), codeDetailSep)
+	return &storage.ErrorInfo{Message: r.str(i), Code: code, Detail: detail}
 }
+
+// codeDetailSep parts an error's code from its detail in the error_code
+// column, which holds the code, or the code, a newline and the detail:
+// codes never hold a newline, so the first one ends the code.
+const codeDetailSep = "\n"
 
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 
@@ -241,6 +248,9 @@ func errMsg(e *storage.ErrorInfo) any {
 func errCode(e *storage.ErrorInfo) any {
 	if e == nil {
 		return nil
+	}
+	if e.Detail != "" {
+		return e.Code + codeDetailSep + e.Detail
 	}
 	return e.Code
 }

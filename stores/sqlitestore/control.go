@@ -54,7 +54,8 @@ func (s *Store) Resume(ctx context.Context, runID string) error {
 }
 
 // Terminate ends an unfinished run and, with req.ChildError, its
-// unfinished descendants that terminate with their parent; see
+// unfinished descendants that terminate with their parent, and requests
+// the cancellation of the children cancelled with their parent; see
 // storage.Store.
 func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) ([]string, error) {
 	if err := req.Validate(); err != nil {
@@ -76,27 +77,45 @@ func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) ([]
 			return err
 		}
 		ids = append(ids, req.RunID)
-		if req.ChildError != nil {
-			var children []string
-			if err := w.query(descendantsQuery, func(r row) error {
-				children = append(children, r.str(0))
-				return nil
-			}, req.RunID); err != nil {
-				return err
-			}
-			for _, id := range children {
-				if err := w.finish(id, storage.StatusTerminated, nil, req.ChildError, nil, n); err != nil {
-					return err
-				}
-			}
-			ids = append(ids, children...)
+		children, err := w.terminateChildren(req.RunID, req.ChildError, req.ChildCancel, n)
+		if err != nil {
+			return err
 		}
+		ids = append(ids, children...)
 		return w.deliverNotify(req.Notify, n)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return ids, nil
+}
+
+// terminateChildren terminates with e, at now, the unfinished descendants
+// of run root that terminate with their parent (see descendantsQuery),
+// requests with reason the cancellation of the unfinished children of
+// those and of root that are cancelled with their parent (see
+// cancelChildrenQuery), and returns the IDs it terminated; a nil e changes
+// nothing.
+func (w *wtx) terminateChildren(root string, e *storage.ErrorInfo, reason string, now int64) ([]string, error) {
+	if e == nil {
+		return nil, nil
+	}
+	if err := w.cancelChildren(root, reason, now); err != nil {
+		return nil, err
+	}
+	var children []string
+	if err := w.query(descendantsQuery, func(r row) error {
+		children = append(children, r.str(0))
+		return nil
+	}, root); err != nil {
+		return nil, err
+	}
+	for _, id := range children {
+		if err := w.finish(id, storage.StatusTerminated, nil, e, nil, now); err != nil {
+			return nil, err
+		}
+	}
+	return children, nil
 }
 
 // descendantsQuery selects the unfinished descendants of run ?1 reached
@@ -113,6 +132,76 @@ const descendantsQuery = `WITH RECURSIVE tree (id, depth, finished) AS (
 			WHERE r.parent_policy = '' AND r.id != ?1
 	)
 	SELECT id FROM tree WHERE NOT finished ORDER BY depth, id`
+
+// cancelChildren requests with reason, at now, the cancellation of the
+// unfinished children of run root and of its descendants that terminate
+// with their parent, when they are cancelled with their parent (see
+// cancelChildrenQuery).
+func (w *wtx) cancelChildren(root, reason string, now int64) error {
+	var ids []string
+	if err := w.query(cancelChildrenQuery, func(r row) error {
+		ids = append(ids, r.str(0))
+		return nil
+	}, root); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := w.requestCancel(id, reason, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cancelChildrenQuery selects, by ID, the unfinished runs cancelled with
+// their parent whose parent is run ?1 or one of the descendants of ?1
+// that descendantsQuery walks (finished ones too): the children whose
+// cancellation the end of ?1 requests. Their own children are left to
+// their ending.
+const cancelChildrenQuery = `WITH RECURSIVE tree (id) AS (
+		SELECT ?1
+		UNION
+		SELECT r.id FROM tree t JOIN runs r ON r.parent_id = t.id
+			WHERE r.parent_policy = '' AND r.id != ?1
+	)
+	SELECT r.id FROM tree t JOIN runs r ON r.parent_id = t.id
+	WHERE r.parent_policy = 'cancel' AND r.id != ?1 AND r.status NOT IN ('complete', 'errored', 'terminated')
+	ORDER BY r.id`
+
+// Cancel requests a run's cancellation; the first request wins. See
+// storage.Store.
+func (s *Store) Cancel(ctx context.Context, req storage.CancelRequest) error {
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("sqlitestore: %w", err)
+	}
+	return s.write(ctx, "cancel", func(w *wtx) error {
+		status, err := w.status(req.RunID)
+		if err != nil {
+			return err
+		}
+		if status.Finished() {
+			return fmt.Errorf("%w: cancel a %s run", storage.ErrInvalidState, status)
+		}
+		return w.requestCancel(req.RunID, req.Reason, s.now().UnixNano())
+	})
+}
+
+// requestCancel records with reason, at now, the cancellation of the
+// unfinished run id, unless one is recorded already: a waiting run not
+// held becomes queued, ready now (its wait stays registered), and a paused
+// one not held is ready now, for when it is resumed.
+func (w *wtx) requestCancel(id, reason string, now int64) error {
+	var status string
+	found, err := w.queryRow(`UPDATE runs SET cancel_reason = ?2, updated_at = ?3,
+			status = iif(status = 'waiting' AND hold IS NULL, 'queued', status),
+			ready_at = iif(status IN ('waiting', 'paused') AND hold IS NULL, ?3, ready_at)
+		WHERE id = ?1 AND cancel_reason IS NULL AND status NOT IN ('complete', 'errored', 'terminated')
+		RETURNING status`, func(r row) { status = r.str(0) }, id, reason, now)
+	if err == nil && found && status == string(storage.StatusQueued) {
+		w.wake = true
+	}
+	return err
+}
 
 // Restart begins a run's next execution, from the top or, with
 // req.FromKey, with copies of the checkpoints written before that key's;
@@ -175,8 +264,10 @@ func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 		// is kept, to be judged.
 		readyAt := max(n, until)
 		// The new execution's first claim is a start again (a queue's
-		// rate counts it), and the run is unfinished.
+		// rate counts it), the run is unfinished, and its cancellation is
+		// no longer requested.
 		if _, err := w.exec(`UPDATE runs SET execution = ?3, status = 'queued', ready_at = ?4, pause_requested = 0, recoveries = 0,
+				cancel_reason = NULL,
 				first_claimed_at = NULL, ended_at = NULL, updated_at = ?2, `+clearActive+`, `+clearWait+`
 			WHERE ref = ?1`, ref, n, next, readyAt); err != nil {
 			return err

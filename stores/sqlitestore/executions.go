@@ -51,7 +51,9 @@ func (s *Store) ListExecutions(ctx context.Context, runID string) ([]storage.Exe
 // storage.Store. The ended execution's checkpoints and attempts stay where
 // they are, under its number: every read of a run's replay or steps picks
 // one execution by the indexes that lead with (run, execution), so the
-// executions before cost the new one nothing.
+// executions before cost the new one nothing. With req.ChildError the
+// run's descendants meet their parent policy in the same change, as in
+// Complete.
 func (s *Store) ContinueAsNew(ctx context.Context, req storage.ContinueRequest) error {
 	if err := req.Validate(); err != nil {
 		return fmt.Errorf("sqlitestore: %w", err)
@@ -92,6 +94,7 @@ func (s *Store) ContinueAsNew(ctx context.Context, req storage.ContinueRequest) 
 		if status == storage.StatusQueued {
 			w.wake = true
 		}
-		return nil
+		_, err = w.terminateChildren(l.RunID, req.ChildError, req.ChildCancel, n)
+		return err
 	})
 }

@@ -59,6 +59,7 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 					Version:    int(r.int64(7)),
 				}
 				cr.Wait, scanErr = scanWait(r, 8)
+				cr.CancelRequested, cr.CancelReason = scanCancel(r, 13)
 			}, p.ref, req.Owner, until, n)
 			if err == nil && scanErr != nil {
 				err = fmt.Errorf("run %q: %w", cr.Lease.RunID, scanErr)
@@ -112,18 +113,19 @@ func (s *Store) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.
 const claimReplayBudget = 256 << 10
 
 // claimUpdate leases the run ?1 (its ref) to ?2 until ?3 at ?4: a
-// recovery's count grows, and a start (the first claim since its creation
-// or restart) is stamped for its queue's rate.
+// recovery's count grows, a start (the first claim since its creation or
+// restart) is stamped for its queue's rate, and a hold ends. It returns
+// the run's requested cancellation, if any, after its wait.
 const claimUpdate = `UPDATE runs SET
 		status = 'running', ready_at = NULL, owner = ?2, lease_until = ?3, token = token + 1,
 		recoveries = recoveries + (status = 'running'), updated_at = ?4, first_claimed_at = coalesce(first_claimed_at, ?4),
-		` + clearActive + `
+		hold = NULL, ` + clearActive + `
 	WHERE ref = ?1
-	RETURNING id, token, workflow, parent_id, recoveries, lease_until, deadline, version, ` + waitCols
+	RETURNING id, token, workflow, parent_id, recoveries, lease_until, deadline, version, ` + waitCols + `, cancel_reason`
 
 // Heartbeat extends the lease to now+leaseFor, fenced, stores the step
 // running, when named, as the run's Active step, and reports a requested
-// pause. A lost lease says why.
+// pause and a requested cancellation. A lost lease says why.
 func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) (storage.HeartbeatResult, error) {
 	if err := req.Validate(); err != nil {
 		return storage.HeartbeatResult{}, fmt.Errorf("sqlitestore: %w", err)
@@ -150,8 +152,9 @@ func (s *Store) Heartbeat(ctx context.Context, req storage.HeartbeatRequest) (st
 				active_attempt = iif(?5 IS NULL, active_attempt, ?6),
 				active_started = iif(?5 IS NULL, active_started, ?7)
 			WHERE id = ?1 AND status = 'running' AND token = ?2
-			RETURNING pause_requested, ref`, func(r row) { res.PauseRequested, ref = r.int64(0) != 0, r.int64(1) },
-			lease.RunID, lease.Token, leaseUntil(now, leaseFor), now.UnixNano(), key, attempt, started)
+			RETURNING pause_requested, ref, cancel_reason IS NOT NULL`, func(r row) {
+			res.PauseRequested, ref, res.CancelRequested = r.int64(0) != 0, r.int64(1), r.int64(2) != 0
+		}, lease.RunID, lease.Token, leaseUntil(now, leaseFor), now.UnixNano(), key, attempt, started)
 		if err != nil {
 			return err
 		}
@@ -205,9 +208,13 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 	if err := req.Validate(); err != nil {
 		return storage.SuspendResult{}, fmt.Errorf("sqlitestore: %w", err)
 	}
+	hold, err := encodeHold(req.Hold)
+	if err != nil {
+		return storage.SuspendResult{}, fmt.Errorf("sqlitestore: suspend: %w", err)
+	}
 	var res storage.SuspendResult
 	l := req.Lease
-	err := s.write(ctx, "suspend", func(w *wtx) error {
+	err = s.write(ctx, "suspend", func(w *wtx) error {
 		res = storage.SuspendResult{}
 		now := s.now()
 		st, err := w.fenceAt(l, now)
@@ -242,50 +249,16 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 			}
 		}
 		if wt := req.Wait; wt != nil {
-			// A case already decided, in the cases' order, or else the
-			// oldest event buffered on any case's topic.
-			var cp *storage.Checkpoint
-			for _, c := range wt.Cases() {
-				if cp, err = w.loadCheckpoint(st.ref, st.execution, c.Key); err != nil {
-					return err
-				}
-				if cp != nil {
-					break
-				}
-			}
-			if cp == nil {
-				key, found, err := w.takeBuffered(st.ref, st.execution, wt, n)
-				if err != nil {
-					return err
-				}
-				if found {
-					if cp, err = w.loadCheckpoint(st.ref, st.execution, key); err != nil {
-						return err
-					}
-					progressed = true
-				}
-			}
-			if cp != nil {
-				// Satisfied at once: not parked, the lease goes on. A wait
-				// still registered for this one (by a case's key) ends.
+			cp, err := w.satisfy(st, l.RunID, wt, now, req.LeaseFor, progressed, false, req.Progress)
+			if err != nil || cp != nil {
 				res.Delivered = cp
-				if err := w.publish(st.ref, req.Progress); err != nil {
-					return err
-				}
-				_, err := w.exec(`UPDATE runs SET lease_until = iif(?6, ?2, lease_until), updated_at = ?3,
-						recoveries = iif(?4, 0, recoveries), `+clearActive+`,
-						wait_topic    = iif(wait_key IN (SELECT value FROM json_each(?5)), NULL, wait_topic),
-						wait_kind     = iif(wait_key IN (SELECT value FROM json_each(?5)), NULL, wait_kind),
-						wait_deadline = iif(wait_key IN (SELECT value FROM json_each(?5)), NULL, wait_deadline),
-						wait_also     = iif(wait_key IN (SELECT value FROM json_each(?5)), NULL, wait_also),
-						wait_key      = iif(wait_key IN (SELECT value FROM json_each(?5)), NULL, wait_key)
-					WHERE id = ?1`, l.RunID, leaseUntil(now, req.LeaseFor), n, progressed, caseKeys(wt), req.LeaseFor > 0)
 				return err
 			}
 		}
 		// Park.
+		readyAt := parkReadyAt(req, st.cancelRequested, now)
 		status := storage.StatusWaiting
-		if req.ReadyAt != nil && !req.ReadyAt.After(now) {
+		if readyAt != nil && !readyAt.After(now) {
 			status = storage.StatusQueued
 		}
 		if st.pauseRequested {
@@ -305,10 +278,11 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 				wait_topic    = iif(?6, wait_topic, ?8),
 				wait_kind     = iif(?6, wait_kind, ?9),
 				wait_deadline = iif(?6, wait_deadline, ?10),
-				wait_also     = iif(?6, wait_also, ?11)
+				wait_also     = iif(?6, wait_also, ?11),
+				hold = ?12
 			WHERE ref = ?1`,
-			st.ref, string(status), nanosPtr(req.ReadyAt), n, progressed,
-			keepWait, waitKey, waitTopic, waitKind, waitDeadline, waitAlso); err != nil {
+			st.ref, string(status), nanosPtr(readyAt), n, progressed,
+			keepWait, waitKey, waitTopic, waitKind, waitDeadline, waitAlso, hold); err != nil {
 			return err
 		}
 		if status == storage.StatusQueued {
@@ -322,8 +296,95 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 	return res, nil
 }
 
+// parkReadyAt is when a run parked by req at now is ready: req.ReadyAt,
+// or now when its cancellation is requested (cancelRequested) and its
+// worker has yet to see it, so that a worker takes it again at once. A
+// hold is kept as asked.
+func parkReadyAt(req storage.SuspendRequest, cancelRequested bool, now time.Time) *time.Time {
+	if cancelRequested && !req.CancelSeen && req.Hold == nil && (req.ReadyAt == nil || req.ReadyAt.After(now)) {
+		return &now
+	}
+	return req.ReadyAt
+}
+
+// TakeEvent resolves a wait without parking, fenced, as Suspend's
+// delivery does; see storage.Store. The step still running stays the
+// run's active one.
+func (s *Store) TakeEvent(ctx context.Context, req storage.TakeEventRequest) (*storage.Checkpoint, error) {
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	}
+	var cp *storage.Checkpoint
+	err := s.write(ctx, "take event", func(w *wtx) error {
+		now := s.now()
+		st, err := w.fenceAt(req.Lease, now)
+		if err != nil {
+			return err
+		}
+		cp, err = w.satisfy(st, req.Lease.RunID, req.Wait, now, req.LeaseFor, false, true, nil)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cp, nil
+}
+
+// satisfy resolves the wait wt of the fenced run id at once, if it can:
+// the checkpoint of the first of its cases that has one, or else the
+// oldest event buffered on any case's topic, consumed and written as its
+// case's checkpoint. Then, and only then, progress is published, the
+// lease extended by leaseFor (when positive), recoveries reset when
+// anything was written (progressed, or the event), a wait still
+// registered for one of the cases ended, and the active step cleared
+// unless keepActive; it returns the checkpoint, or nil having changed
+// nothing.
+func (w *wtx) satisfy(st fenceState, id string, wt *storage.Wait, now time.Time, leaseFor time.Duration,
+	progressed, keepActive bool, progress []byte) (*storage.Checkpoint, error) {
+	n := now.UnixNano()
+	var cp *storage.Checkpoint
+	var err error
+	for _, c := range wt.Cases() {
+		if cp, err = w.loadCheckpoint(st.ref, st.execution, c.Key); err != nil {
+			return nil, err
+		}
+		if cp != nil {
+			break
+		}
+	}
+	if cp == nil {
+		key, found, err := w.takeBuffered(st.ref, st.execution, wt, n)
+		if err != nil || !found {
+			return nil, err
+		}
+		if cp, err = w.loadCheckpoint(st.ref, st.execution, key); err != nil {
+			return nil, err
+		}
+		progressed = true
+	}
+	if err := w.publish(st.ref, progress); err != nil {
+		return nil, err
+	}
+	_, err = w.exec(`UPDATE runs SET lease_until = iif(?6, ?2, lease_until), updated_at = ?3,
+			recoveries = iif(?4, 0, recoveries),
+			active_key = iif(?7, active_key, NULL), active_attempt = iif(?7, active_attempt, NULL),
+			active_started = iif(?7, active_started, NULL),
+			wait_topic    = iif(wait_key IN (SELECT value FROM json_each(?5)), NULL, wait_topic),
+			wait_kind     = iif(wait_key IN (SELECT value FROM json_each(?5)), NULL, wait_kind),
+			wait_deadline = iif(wait_key IN (SELECT value FROM json_each(?5)), NULL, wait_deadline),
+			wait_also     = iif(wait_key IN (SELECT value FROM json_each(?5)), NULL, wait_also),
+			wait_key      = iif(wait_key IN (SELECT value FROM json_each(?5)), NULL, wait_key)
+		WHERE id = ?1`, id, leaseUntil(now, leaseFor), n, progressed, caseKeys(wt), leaseFor > 0, keepActive)
+	if err != nil {
+		return nil, err
+	}
+	return cp, nil
+}
+
 // Complete finishes a run, fenced, and delivers req.Notify in the same
-// change.
+// change; with req.ChildError it terminates the run's descendants in it
+// too, and requests the cancellation of the children that are cancelled
+// with their parent, as Terminate does.
 func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error {
 	if err := req.Validate(); err != nil {
 		return fmt.Errorf("sqlitestore: %w", err)
@@ -334,6 +395,9 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 		}
 		n := s.now().UnixNano()
 		if err := w.finish(req.Lease.RunID, req.Status, bytesArg(req.Output), req.Error, req.Progress, n); err != nil {
+			return err
+		}
+		if _, err := w.terminateChildren(req.Lease.RunID, req.ChildError, req.ChildCancel, n); err != nil {
 			return err
 		}
 		return w.deliverNotify(req.Notify, n)
@@ -368,6 +432,8 @@ type fenceState struct {
 	ref            int64 // the run's row
 	execution      int64 // the run's current execution
 	pauseRequested bool
+	// cancelRequested is true when the run's cancellation is requested.
+	cancelRequested bool
 }
 
 // fence checks, inside the writing transaction, that the run is running
@@ -382,11 +448,13 @@ func (w *wtx) fenceAt(l storage.Lease, now time.Time) (fenceState, error) {
 	var status string
 	var token int64
 	var until time.Time
-	found, err := w.queryRow(`SELECT status, token, pause_requested, ref, execution, lease_until FROM runs WHERE id = ?1`, func(r row) {
+	found, err := w.queryRow(`SELECT status, token, pause_requested, ref, execution, lease_until, cancel_reason IS NOT NULL
+		FROM runs WHERE id = ?1`, func(r row) {
 		status, token = r.str(0), r.int64(1)
 		st.pauseRequested = r.int64(2) != 0
 		st.ref, st.execution = r.int64(3), r.int64(4)
 		until = r.time(5)
+		st.cancelRequested = r.int64(6) != 0
 	}, l.RunID)
 	if err != nil {
 		return st, err

@@ -219,7 +219,7 @@ const runCols = `r.id, r.workflow, r.parent_id, r.status, d.input, d.output, d.e
 	r.pause_requested, r.ready_at, r.wait_key, r.wait_topic, r.wait_kind, r.wait_deadline, r.wait_also,
 	r.owner, r.lease_until, r.token, r.recoveries, r.created_at, r.updated_at,
 	r.parent_policy, r.execution, e.started_at, e.ended_at, r.active_key, r.active_attempt, r.active_started,
-	r.deadline, d.progress, r.queue, r.partition_key, r.priority, r.version, d.headers`
+	r.deadline, d.progress, r.queue, r.partition_key, r.priority, r.version, d.headers, r.hold, r.cancel_reason`
 
 // runFrom joins a run's state, its data and its current execution.
 const runFrom = `runs r JOIN run_data d ON d.ref = r.ref JOIN executions e ON e.run_ref = r.ref AND e.number = r.execution`
@@ -260,6 +260,10 @@ func scanRun(r row) (storage.RunRecord, error) {
 	if err == nil {
 		rec.Headers, err = decodeHeaders(r, 34)
 	}
+	if err == nil {
+		rec.Hold, err = decodeHold(r, 35)
+	}
+	rec.CancelRequested, rec.CancelReason = scanCancel(r, 36)
 	if err != nil {
 		err = fmt.Errorf("run %q: %w", rec.ID, err)
 	}
@@ -290,6 +294,41 @@ func decodeHeaders(r row, i int) (map[string]string, error) {
 		return nil, nil
 	}
 	return h, nil
+}
+
+// scanCancel reads the cancel_reason column at i: whether a cancellation
+// was requested (the column is not NULL), and its reason.
+func scanCancel(r row, i int) (requested bool, reason string) {
+	if r.isNull(i) {
+		return false, ""
+	}
+	return true, r.str(i)
+}
+
+// encodeHold returns the hold column for a run's hold: a JSON object,
+// NULL for none. A hold JSON cannot encode (its Since outside the years
+// 0 to 9999) is ErrInvalidArgument.
+func encodeHold(h *storage.Hold) (any, error) {
+	if h == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		return nil, fmt.Errorf("hold: %w: %v", storage.ErrInvalidArgument, err)
+	}
+	return string(b), nil
+}
+
+// decodeHold reads the hold column at i: nil when NULL.
+func decodeHold(r row, i int) (*storage.Hold, error) {
+	if r.isNull(i) {
+		return nil, nil
+	}
+	var h storage.Hold
+	if err := json.Unmarshal(r.bytes(i), &h); err != nil {
+		return nil, fmt.Errorf("stored hold: %w", err)
+	}
+	return &h, nil
 }
 
 // waitCols are the columns scanWait reads, from runs.

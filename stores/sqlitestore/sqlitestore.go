@@ -33,8 +33,10 @@
 // The embedded, numbered migrations (migrations/NNN_name.up.sql, applied by
 // Migrate) create: runs, one small row per run with the state a step
 // changes (status, lease, token, wait, readiness, current execution, the
-// step running now, the deadline) and the workflow version it started
-// under, so the per-step update stays cheap
+// step running now, the deadline), the workflow version it started
+// under, its hold, if any (JSON, cleared by the claim's own update), and
+// its requested cancellation's reason (NULL: none), so the per-step
+// update stays cheap
 // whatever the payload sizes; a wait's first case lives in columns of its
 // own and its further cases, if any, as JSON beside them, their topics
 // indexed in wait_topics (kept in step by a trigger) so that Emit finds a

@@ -14,6 +14,7 @@ var checkpointCases = []testCase{
 	{"checkpoint/execution order, not key order", testExecutionOrder},
 	{"checkpoint/attempts recorded in order with the step", testAttempts},
 	{"checkpoint/step error round-trips", testCheckpointError},
+	{"checkpoint/an error's detail round-trips byte for byte, in checkpoints, the run, its executions and a fork", testErrorDetail},
 	{"attempts/pending attempts survive a hand-over, then belong to their step", testPendingAttempts},
 	{"attempts/pending attempts of an earlier execution are not pending after Restart", testPendingAfterRestart},
 	{"sleep/wake time stored once, run claimable at the wake time", testSleep},
@@ -185,6 +186,50 @@ func testCheckpointError(f *fixture) {
 	if steps := f.steps("run-1"); len(steps) != 1 || steps[0].Error == nil || *steps[0].Error != info {
 		f.t.Fatalf("steps = %+v, want charge@v1 with error %+v", steps, info)
 	}
+}
+
+// testErrorDetail: the runtime records the declared errors a failure
+// matched in ErrorInfo.Detail; a store returns it as written wherever the
+// error is read back, or errors.Is stops matching after a replay.
+func testErrorDetail(f *fixture) {
+	a := f.start("run-1", "in")
+	declined := storage.ErrorInfo{Message: "card declined:\nlimit 100", Code: storage.CodePermanent,
+		Detail: `{"errors":[{"name":"bank.limit","fields":{"Limit":100,"Note":"line one\nline two ✓"}}],"permanent":true}` + "\nraw newline, \x01 and \"quotes\""}
+	if _, err := f.store.Checkpoint(f.ctx, storage.CheckpointRequest{
+		Lease: a.Lease, LeaseFor: lease,
+		Checkpoint: storage.Checkpoint{Key: "charge@v1", Kind: storage.KindStep, Error: &declined},
+	}); err != nil {
+		f.t.Fatalf("Checkpoint: %v", err)
+	}
+	f.checkpoint(a.Lease, "notify@v1", "sent")
+	final := storage.ErrorInfo{Message: "not shipped", Detail: `{"errors":[{"name":"orders.not_shipped"}]}`}
+	if err := f.store.Complete(f.ctx, storage.CompleteRequest{Lease: a.Lease, Status: storage.StatusErrored, Error: &final}); err != nil {
+		f.t.Fatalf("Complete: %v", err)
+	}
+	wantInfo := func(what string, got *storage.ErrorInfo, want storage.ErrorInfo) {
+		f.t.Helper()
+		if got == nil || *got != want {
+			f.t.Fatalf("%s = %+v, want %+v", what, got, want)
+		}
+	}
+	cps := f.wantCheckpoints("run-1", "charge@v1=", "notify@v1=sent")
+	wantInfo("checkpoint charge@v1's error", cps[0].Error, declined)
+	wantInfo("the run's error", f.wantStatus("run-1", storage.StatusErrored).Error, final)
+	es := f.executions("run-1")
+	if len(es) != 1 {
+		f.t.Fatalf("executions = %s, want one", fmtExecutions(es))
+	}
+	wantInfo("execution 1's error", es[0].Error, final)
+
+	// A fork from a later step copies the failed step with its detail.
+	f.restart("run-1", "notify@v1")
+	cps = f.wantCheckpoints("run-1", "charge@v1=")
+	wantInfo("the forked checkpoint charge@v1's error", cps[0].Error, declined)
+	es = f.executions("run-1")
+	if len(es) != 2 {
+		f.t.Fatalf("executions after the fork = %s, want two", fmtExecutions(es))
+	}
+	wantInfo("execution 1's error after the fork", es[0].Error, final)
 }
 
 func testSleep(f *fixture) {

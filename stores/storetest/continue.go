@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"reflect"
 	"time"
 
 	"github.com/stemflow/stem/storage"
@@ -13,6 +14,7 @@ var continueCases = []testCase{
 	{"continue/a lease that no longer holds continues nothing", testContinueFenced},
 	{"continue/a pause requested makes the next execution paused", testContinuePaused},
 	{"continue/many executions leave the replay of the current one alone", testContinueMany},
+	{"continue/with a child error the children meet their parent policy", testContinueChildren},
 	{"progress/every fenced write publishes it, nil leaves it", testProgress},
 	{"progress/a write whose lease no longer holds publishes nothing", testProgressFenced},
 	{"progress/restart clears it, continue-as-new keeps it", testProgressRestart},
@@ -256,4 +258,95 @@ func testDeadline(f *fixture) {
 	}
 	_, err := f.store.CreateRuns(f.ctx, []storage.NewRun{{ID: "run-3", Workflow: wf, Deadline: &time.Time{}}})
 	f.wantErr(err, storage.ErrInvalidArgument, "CreateRuns with a zero deadline")
+}
+
+// testContinueChildren continues a run that has a waiting child of each
+// parent policy, and a waiting grandchild under the one that terminates
+// with its parent: with ChildError the children meet their policy in the
+// same change, as when the run completes; a refused ContinueAsNew and one
+// without ChildError touch no child.
+func testContinueChildren(f *fixture) {
+	for _, withErr := range []bool{true, false} {
+		p := "plain-"
+		if withErr {
+			p = "child-error-"
+		}
+		root := f.startAs(storage.NewRun{ID: p + "root"})
+		waiting := func(id, parent string, policy storage.ParentPolicy) {
+			f.t.Helper()
+			c := f.startAs(storage.NewRun{ID: p + id, ParentID: p + parent, ParentPolicy: policy})
+			f.park(c.Lease, "ev@v1", p+id+"-topic", storage.KindEvent)
+		}
+		waiting("term", "root", storage.ParentTerminate)
+		waiting("term-kid", "term", storage.ParentTerminate)
+		waiting("cancel", "root", storage.ParentCancel)
+		waiting("free", "root", storage.ParentAbandon)
+		children := func() map[string]storage.RunRecord {
+			m := map[string]storage.RunRecord{}
+			for _, id := range []string{"term", "term-kid", "cancel", "free"} {
+				m[id] = normRecord(f.get(p + id))
+			}
+			return m
+		}
+		childErr := storage.ErrorInfo{Message: "parent continued as new", Code: storage.CodeTerminated}
+		const why = "its parent continued as new"
+
+		// Under a lease taken over: refused, nothing written.
+		f.clock.Advance(lease + time.Millisecond)
+		b := f.claimOne("worker-b", "wf-"+p+"root")
+		if b.Lease.RunID != p+"root" {
+			f.t.Fatalf("claimed %s, want %sroot", b.Lease.RunID, p)
+		}
+		snap := f.snapshot()
+		err := f.store.ContinueAsNew(f.ctx, storage.ContinueRequest{Lease: root.Lease, Input: []byte("stale"),
+			ChildError: &childErr, ChildCancel: why})
+		f.wantErr(err, storage.ErrLeaseLost, "ContinueAsNew with a child error under a lease taken over")
+		f.wantUnchanged(snap, "a refused ContinueAsNew with a child error")
+
+		f.clock.Advance(time.Second)
+		before := children()
+		req := storage.ContinueRequest{Lease: b.Lease, Input: []byte("next")}
+		if withErr {
+			req.ChildError, req.ChildCancel = &childErr, why
+		}
+		if err := f.store.ContinueAsNew(f.ctx, req); err != nil {
+			f.t.Fatalf("ContinueAsNew (child error %v): %v", withErr, err)
+		}
+
+		// The run itself begins its next execution as ever.
+		rec := f.wantStatus(p+"root", storage.StatusQueued)
+		if rec.Execution != 2 || string(rec.Input) != "next" {
+			f.t.Fatalf("%sroot after ContinueAsNew: execution %d input %q, want 2 and next", p, rec.Execution, rec.Input)
+		}
+		f.wantTimePtr("ReadyAt of the continued run", rec.ReadyAt, f.now())
+		if c := f.claimOne("worker-c", "wf-"+p+"root"); c.Lease.RunID != p+"root" || string(c.Input) != "next" {
+			f.t.Fatalf("claim after ContinueAsNew = %s input %q, want %sroot with next", c.Lease.RunID, c.Input, p)
+		}
+
+		after := children()
+		if !withErr {
+			if !reflect.DeepEqual(before, after) {
+				f.t.Fatalf("ContinueAsNew without a child error changed the children:\nbefore %+v\nafter  %+v", before, after)
+			}
+			continue
+		}
+		for _, id := range []string{"term", "term-kid"} {
+			rec := f.wantStatus(p+id, storage.StatusTerminated)
+			if rec.Error == nil || *rec.Error != childErr {
+				f.t.Fatalf("%s%s error %+v, want %+v", p, id, rec.Error, childErr)
+			}
+			f.wantTimePtr("EndedAt of "+p+id, rec.EndedAt, f.now())
+		}
+		rec = f.wantCancel(p+"cancel", true, why)
+		if rec.Status != storage.StatusQueued || rec.Wait == nil {
+			f.t.Fatalf("the waiting child with the cancel policy is %s (wait %+v), want queued with its wait", rec.Status, rec.Wait)
+		}
+		f.wantTimePtr("ReadyAt of the child with the cancel policy", rec.ReadyAt, f.now())
+		if !reflect.DeepEqual(before["free"], after["free"]) {
+			f.t.Fatalf("the child that abandons its parent changed:\nbefore %+v\nafter  %+v", before["free"], after["free"])
+		}
+		if c := f.claimOne("worker-d", "wf-"+p+"cancel", "wf-"+p+"term", "wf-"+p+"term-kid", "wf-"+p+"free"); c.Lease.RunID != p+"cancel" || !c.CancelRequested {
+			f.t.Fatalf("claim after ContinueAsNew = %s (cancel requested %v), want %scancel with the request", c.Lease.RunID, c.CancelRequested, p)
+		}
+	}
 }

@@ -25,6 +25,11 @@ var controlCases = []testCase{
 	{"restart/drops progress, keeps input and events, revokes the lease", testRestart},
 	{"terminate/child error terminates unfinished descendants, leaves abandoned and finished ones", testTerminateTree},
 	{"terminate/without child error no child is touched", testTerminateNoChildError},
+	{"complete/child error terminates unfinished descendants, leaves abandoned and finished ones", testCompleteTree(storage.StatusComplete)},
+	{"complete/errored with a child error terminates descendants too", testCompleteTree(storage.StatusErrored)},
+	{"complete/without child error no child is touched", testCompleteNoChildError},
+	{"complete/refused under a lost lease terminates nothing", testCompleteTreeRefused},
+	{"complete/child error and notify: the parent is told, the grandchild terminated", testCompleteChildNotify},
 }
 
 func (f *fixture) pause(id string) {
@@ -506,32 +511,31 @@ func family(f *fixture) (root, crun storage.ClaimedRun) {
 	return root, crun
 }
 
-func testTerminateTree(f *fixture) {
-	root, crun := family(f)
-	f.clock.Advance(time.Second)
+// familyUntouched records the runs of family that a cascade from root
+// leaves as they are: finished children, the abandoned branch and the
+// stranger.
+func familyUntouched(f *fixture) map[string]storage.RunRecord {
+	f.t.Helper()
 	untouched := map[string]storage.RunRecord{}
 	for _, id := range []string{"c-done", "c-failed", "c-gone", "c-abandon", "a-kid", "a-grandkid", "stranger"} {
 		untouched[id] = normRecord(f.get(id))
 	}
-	stop := storage.ErrorInfo{Message: "stopped by operator", Code: storage.CodeTerminated}
-	childErr := storage.ErrorInfo{Message: "parent root terminated", Code: storage.CodeTerminated}
-	ids := f.terminate(storage.TerminateRequest{RunID: "root", Error: stop, ChildError: &childErr})
-	if len(ids) == 0 || ids[0] != "root" {
-		f.t.Fatalf("Terminate returned %v, want root first", ids)
-	}
-	rest := slices.Clone(ids[1:])
-	slices.Sort(rest)
-	// d-kid is reached through its finished parent: it is a descendant all
-	// the same.
-	if want := []string{"c-paused", "c-run", "d-kid", "g-run", "gg-wait"}; !slices.Equal(rest, want) {
-		f.t.Fatalf("Terminate returned %v, want root then %v in any order", ids, want)
-	}
-	rec := f.wantStatus("root", storage.StatusTerminated)
-	if rec.Error == nil || *rec.Error != stop {
-		f.t.Fatalf("root error %+v, want %+v", rec.Error, stop)
-	}
-	f.wantTimePtr("EndedAt of root", rec.EndedAt, f.now())
-	for _, id := range rest {
+	return untouched
+}
+
+// familyCascade is what a cascade from family's root terminates, in ID
+// order: d-kid is reached through its finished parent, a descendant all
+// the same.
+var familyCascade = []string{"c-paused", "c-run", "d-kid", "g-run", "gg-wait"}
+
+// wantFamilyCascade checks a family whose root ended now with its
+// descendants terminated with childErr: familyCascade terminated, ended now
+// and fenced (the holders of leases fail their fenced writes), their waits
+// gone, the untouched runs as they were and the abandoned branch still
+// claimable.
+func wantFamilyCascade(f *fixture, childErr storage.ErrorInfo, untouched map[string]storage.RunRecord, leases ...storage.Lease) {
+	f.t.Helper()
+	for _, id := range familyCascade {
 		rec := f.wantStatus(id, storage.StatusTerminated)
 		if rec.Error == nil || *rec.Error != childErr || rec.Wait != nil || rec.PauseRequested {
 			f.t.Fatalf("terminated child %s = %+v (error %+v), want error %+v and nothing pending", id, rec, rec.Error, childErr)
@@ -541,11 +545,10 @@ func testTerminateTree(f *fixture) {
 	}
 	for id, before := range untouched {
 		if after := normRecord(f.get(id)); !reflect.DeepEqual(after, before) {
-			f.t.Fatalf("Terminate with a child error changed %s:\nbefore %+v\nafter  %+v", id, before, after)
+			f.t.Fatalf("the cascade changed %s:\nbefore %+v\nafter  %+v", id, before, after)
 		}
 	}
-	// The holders of running descendants are fenced, and so is the root's.
-	for _, l := range []storage.Lease{root.Lease, crun.Lease} {
+	for _, l := range leases {
 		_, err := f.store.Checkpoint(f.ctx, stepReq(l, "late@v1", ""))
 		f.wantErr(err, storage.ErrLeaseLost, "Checkpoint by the holder of "+l.RunID)
 		f.wantErr(errOf(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: l, LeaseFor: lease})), storage.ErrLeaseLost, "Heartbeat by the holder of "+l.RunID)
@@ -561,28 +564,59 @@ func testTerminateTree(f *fixture) {
 	f.claimNone("wf-root", wf, "wf-c-run", "wf-g-run", "wf-gg-wait", "wf-c-paused", "wf-d-kid")
 }
 
+func testTerminateTree(f *fixture) {
+	root, crun := family(f)
+	f.clock.Advance(time.Second)
+	untouched := familyUntouched(f)
+	stop := storage.ErrorInfo{Message: "stopped by operator", Code: storage.CodeTerminated}
+	childErr := storage.ErrorInfo{Message: "parent root terminated", Code: storage.CodeTerminated}
+	ids := f.terminate(storage.TerminateRequest{RunID: "root", Error: stop, ChildError: &childErr})
+	if len(ids) == 0 || ids[0] != "root" {
+		f.t.Fatalf("Terminate returned %v, want root first", ids)
+	}
+	rest := slices.Clone(ids[1:])
+	slices.Sort(rest)
+	if !slices.Equal(rest, familyCascade) {
+		f.t.Fatalf("Terminate returned %v, want root then %v in any order", ids, familyCascade)
+	}
+	rec := f.wantStatus("root", storage.StatusTerminated)
+	if rec.Error == nil || *rec.Error != stop {
+		f.t.Fatalf("root error %+v, want %+v", rec.Error, stop)
+	}
+	f.wantTimePtr("EndedAt of root", rec.EndedAt, f.now())
+	// The holders of running descendants are fenced, and so is the root's.
+	wantFamilyCascade(f, childErr, untouched, root.Lease, crun.Lease)
+}
+
+// othersUnchanged runs end, which ends family's root, and fails if any
+// other run changed.
+func othersUnchanged(f *fixture, what string, end func()) {
+	f.t.Helper()
+	others := func() []storage.RunRecord {
+		var recs []storage.RunRecord
+		for _, r := range f.listAll(storage.ListRunsQuery{}) {
+			if r.ID != "root" {
+				recs = append(recs, normRecord(r))
+			}
+		}
+		return recs
+	}
+	before := others()
+	end()
+	if after := others(); !reflect.DeepEqual(before, after) {
+		f.t.Fatalf("%s changed other runs:\nbefore %+v\nafter  %+v", what, before, after)
+	}
+}
+
 func testTerminateNoChildError(f *fixture) {
 	root, crun := family(f)
 	f.clock.Advance(time.Second)
-	var before []storage.RunRecord
-	for _, r := range f.listAll(storage.ListRunsQuery{}) {
-		if r.ID != "root" {
-			before = append(before, normRecord(r))
+	othersUnchanged(f, "Terminate without a child error", func() {
+		if ids := f.terminate(storage.TerminateRequest{RunID: "root", Error: storage.ErrorInfo{Message: "stop"}}); !slices.Equal(ids, []string{"root"}) {
+			f.t.Fatalf("Terminate returned %v, want [root]", ids)
 		}
-	}
-	if ids := f.terminate(storage.TerminateRequest{RunID: "root", Error: storage.ErrorInfo{Message: "stop"}}); !slices.Equal(ids, []string{"root"}) {
-		f.t.Fatalf("Terminate returned %v, want [root]", ids)
-	}
+	})
 	f.wantStatus("root", storage.StatusTerminated)
-	var after []storage.RunRecord
-	for _, r := range f.listAll(storage.ListRunsQuery{}) {
-		if r.ID != "root" {
-			after = append(after, normRecord(r))
-		}
-	}
-	if !reflect.DeepEqual(before, after) {
-		f.t.Fatalf("Terminate without a child error changed other runs:\nbefore %+v\nafter  %+v", before, after)
-	}
 	_, err := f.store.Checkpoint(f.ctx, stepReq(root.Lease, "late@v1", ""))
 	f.wantErr(err, storage.ErrLeaseLost, "Checkpoint by the root's holder")
 	f.checkpoint(crun.Lease, "s@v1", "child goes on")
@@ -592,4 +626,87 @@ func testTerminateNoChildError(f *fixture) {
 	_, err = f.store.Terminate(f.ctx, storage.TerminateRequest{RunID: "root", Error: storage.ErrorInfo{Message: "again"}, ChildError: &storage.ErrorInfo{Message: "x"}})
 	f.wantErr(err, storage.ErrInvalidState, "Terminate of a terminated run with a child error")
 	f.wantUnchanged(snap, "a rejected Terminate with a child error")
+}
+
+// completeRoot completes family's root, holding l, with status (a result
+// or an error) and childErr (nil: none).
+func completeRoot(l storage.Lease, status storage.RunStatus, childErr *storage.ErrorInfo) storage.CompleteRequest {
+	req := storage.CompleteRequest{Lease: l, Status: status, ChildError: childErr}
+	if status == storage.StatusErrored {
+		req.Error = &storage.ErrorInfo{Message: "root failed"}
+	} else {
+		req.Output = []byte("root result")
+	}
+	return req
+}
+
+// testCompleteTree completes family's root with status and a child error:
+// the descendants are terminated as by Terminate, in the same change.
+func testCompleteTree(status storage.RunStatus) func(*fixture) {
+	return func(f *fixture) {
+		root, crun := family(f)
+		f.clock.Advance(time.Second)
+		untouched := familyUntouched(f)
+		childErr := storage.ErrorInfo{Message: "parent root finished", Code: storage.CodeTerminated}
+		req := completeRoot(root.Lease, status, &childErr)
+		if err := f.store.Complete(f.ctx, req); err != nil {
+			f.t.Fatalf("Complete(%s) with a child error: %v", status, err)
+		}
+		rec := f.wantStatus("root", status)
+		f.wantBytes("root's output", rec.Output, string(req.Output))
+		if !reflect.DeepEqual(rec.Error, req.Error) {
+			f.t.Fatalf("root error %+v, want %+v", rec.Error, req.Error)
+		}
+		f.wantTimePtr("EndedAt of root", rec.EndedAt, f.now())
+		wantFamilyCascade(f, childErr, untouched, crun.Lease)
+	}
+}
+
+func testCompleteNoChildError(f *fixture) {
+	root, crun := family(f)
+	f.clock.Advance(time.Second)
+	othersUnchanged(f, "Complete without a child error", func() {
+		f.complete(root.Lease, "done")
+	})
+	f.wantStatus("root", storage.StatusComplete)
+	f.checkpoint(crun.Lease, "s@v1", "child goes on")
+	f.wantErr(errOf(f.store.Heartbeat(f.ctx, storage.HeartbeatRequest{Lease: crun.Lease, LeaseFor: lease})), nil, "Heartbeat by c-run's holder")
+}
+
+func testCompleteTreeRefused(f *fixture) {
+	root, _ := family(f)
+	f.clock.Advance(lease + time.Millisecond)
+	if c := f.claimOne("worker-b", wf); c.Lease.RunID != "root" {
+		f.t.Fatalf("claimed %s, want root", c.Lease.RunID)
+	}
+	snap := f.snapshot()
+	for _, status := range []storage.RunStatus{storage.StatusComplete, storage.StatusErrored} {
+		err := f.store.Complete(f.ctx, completeRoot(root.Lease, status, &storage.ErrorInfo{Message: "parent root finished"}))
+		f.wantErr(err, storage.ErrLeaseLost, "Complete("+string(status)+") with a child error under a lost lease")
+	}
+	f.wantUnchanged(snap, "a refused Complete with a child error")
+}
+
+// testCompleteChildNotify completes a child that has a child of its own,
+// telling its waiting parent: the parent gets the event, the grandchild is
+// terminated, in one change.
+func testCompleteChildNotify(f *fixture) {
+	p := f.start("parent", "")
+	f.park(p.Lease, "child@v1", "child:run-1", storage.KindChild)
+	c := f.startAs(storage.NewRun{ID: "run-1", ParentID: "parent"})
+	f.createRun(storage.NewRun{ID: "grandchild", Workflow: "wf-grandchild", ParentID: "run-1"})
+	childErr := storage.ErrorInfo{Message: "parent run-1 finished", Code: storage.CodeTerminated}
+	f.clock.Advance(time.Second)
+	if err := f.store.Complete(f.ctx, storage.CompleteRequest{Lease: c.Lease, Status: storage.StatusComplete, Output: []byte("child result"),
+		Notify: childNotify("parent"), ChildError: &childErr}); err != nil {
+		f.t.Fatalf("Complete with a notify and a child error: %v", err)
+	}
+	f.wantStatus("run-1", storage.StatusComplete)
+	rec := f.wantStatus("grandchild", storage.StatusTerminated)
+	if rec.Error == nil || *rec.Error != childErr {
+		f.t.Fatalf("grandchild error %+v, want %+v", rec.Error, childErr)
+	}
+	f.wantCheckpoints("parent", `child@v1="child result"`)
+	f.wantStatus("parent", storage.StatusQueued)
+	f.claimNone("wf-grandchild")
 }

@@ -12,8 +12,8 @@ import (
 // check that every way a run ends is announced, and that a write that ended
 // nothing is not; a store without FinishNotifier skips them.
 var finishedCases = []testCase{
-	{"finished/completions, errors and terminations with their cascade are announced", testFinishedAnnounced},
-	{"finished/a refused completion announces nothing", testFinishedNotOnRefusal},
+	{"finished/completions, errors and terminations with their cascades are announced", testFinishedAnnounced},
+	{"finished/a refused completion announces nothing, not even its cascade", testFinishedNotOnRefusal},
 }
 
 // finished subscribes to the store's finished runs, skipping the test when
@@ -67,6 +67,14 @@ func testFinishedAnnounced(f *fixture) {
 	f.createRun(storage.NewRun{ID: "parent/child", Workflow: wf, ParentID: "parent"})
 	f.terminate(storage.TerminateRequest{RunID: "parent", Error: storage.ErrorInfo{Message: "stop"}, ChildError: &storage.ErrorInfo{Message: "parent stopped"}})
 	f.wantFinished(ch, "parent", "parent/child")
+
+	p := f.start("parent-2", "")
+	f.createRun(storage.NewRun{ID: "parent-2/child", Workflow: wf, ParentID: "parent-2"})
+	if err := f.store.Complete(f.ctx, storage.CompleteRequest{Lease: p.Lease, Status: storage.StatusComplete,
+		ChildError: &storage.ErrorInfo{Message: "parent finished"}}); err != nil {
+		f.t.Fatalf("Complete with a child error: %v", err)
+	}
+	f.wantFinished(ch, "parent-2", "parent-2/child")
 }
 
 func testFinishedNotOnRefusal(f *fixture) {
@@ -74,8 +82,10 @@ func testFinishedNotOnRefusal(f *fixture) {
 	a := f.start("run-1", "")
 	f.clock.Advance(lease + time.Millisecond)
 	f.claimOne("worker-b") // a's lease is lost
-	err := f.store.Complete(f.ctx, storage.CompleteRequest{Lease: a.Lease, Status: storage.StatusComplete})
-	f.wantErr(err, storage.ErrLeaseLost, "Complete under a lost lease")
+	f.createRun(storage.NewRun{ID: "run-1/child", Workflow: "wf-child", ParentID: "run-1"})
+	err := f.store.Complete(f.ctx, storage.CompleteRequest{Lease: a.Lease, Status: storage.StatusComplete,
+		ChildError: &storage.ErrorInfo{Message: "parent finished"}})
+	f.wantErr(err, storage.ErrLeaseLost, "Complete with a child error under a lost lease")
 	c := f.start("run-2", "")
 	f.complete(c.Lease, "done")
 	// Announcements arrive in commit order: had the refused completion of

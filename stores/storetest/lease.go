@@ -252,16 +252,28 @@ func testLeaseExpired(f *fixture) {
 	f.wantCheckpoints("run-1", "step@v1=from c")
 }
 
+// takeOver lets a's lease expire and has worker-b claim the run: it
+// returns b's claim and the leases that no longer hold, a's and one
+// forged with a token above b's.
+func (f *fixture) takeOver(a storage.ClaimedRun) (storage.ClaimedRun, []storage.Lease) {
+	f.t.Helper()
+	f.clock.Advance(lease + time.Millisecond)
+	b := f.claimOne("worker-b")
+	if b.Lease.RunID != a.Lease.RunID {
+		f.t.Fatalf("worker-b claimed %s, want %s", b.Lease.RunID, a.Lease.RunID)
+	}
+	forged := b.Lease
+	forged.Token = b.Lease.Token + 1
+	return b, []storage.Lease{a.Lease, forged}
+}
+
 func testFencedWrites(f *fixture) {
 	a := f.start("run-1", "")
 	f.checkpoint(a.Lease, "one@v1", "1")
-	f.clock.Advance(lease + time.Millisecond)
-	b := f.claimOne("worker-b")
+	b, stale := f.takeOver(a)
 	before := f.snapshot()
 
-	forged := b.Lease
-	forged.Token = b.Lease.Token + 1
-	for _, l := range []storage.Lease{a.Lease, forged} {
+	for _, l := range stale {
 		what := fmt.Sprintf("token %d (current %d)", l.Token, b.Lease.Token)
 		_, err := f.store.Checkpoint(f.ctx, storage.CheckpointRequest{
 			Lease: l, LeaseFor: lease,

@@ -17,7 +17,8 @@
 // list, parents), lease.go (claim, leases, active step, suspend, complete),
 // checkpoint.go (write once, order, attempts, pending attempts, sleep),
 // events.go (delivery, refusals), control.go (pause, terminate with its
-// descendants, restart and their races), executions.go (executions,
+// descendants, the descendants a completion terminates, restart and their
+// races), executions.go (executions,
 // restart from a step), catalog.go and inputs.go (malformed requests,
 // unknown runs, Close), so a rule and the code that must honour it share a
 // file name; cancel.go holds what a heartbeat tells a lease holder and the
@@ -36,7 +37,9 @@
 // records and the claims, wake times and listings that filter by it
 // (runs.go and lease.go in stores); workers.go the records engines keep of
 // themselves, the headers a run carries to its claims (runs.go and
-// lease.go) and the age of a queue's oldest ready run (queue.go).
+// lease.go) and the age of a queue's oldest ready run (queue.go);
+// takeevent.go TakeEvent, the delivery of a wait's case without parking
+// (lease.go in stores, beside Suspend, whose delivery it shares).
 package storetest
 
 import (
@@ -111,11 +114,13 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, executionCases...)
 	all = append(all, catalogCases...)
 	all = append(all, cancelCases...)
+	all = append(all, cancelRunCases...)
 	all = append(all, nameCases...)
 	all = append(all, autoversionCases...)
 	all = append(all, wakeCases...)
 	all = append(all, finishedCases...)
 	all = append(all, waitCaseCases...)
+	all = append(all, takeEventCases...)
 	all = append(all, continueCases...)
 	all = append(all, queueCases...)
 	all = append(all, scheduleCases...)
@@ -123,6 +128,7 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, versionCases...)
 	all = append(all, workerCases...)
 	all = append(all, listingCases...)
+	all = append(all, holdCases...)
 	for _, c := range all {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -133,6 +133,14 @@ func sqlitePath(s string) (string, sqlitestore.Synchronous, error) {
 	case strings.Contains(s, "://"):
 		return "", 0, fmt.Errorf("storeurl: unknown store scheme in %q (want a SQLite path, sqlite:, postgres://, redis:// or mem:)", redact(s))
 	default:
+		if scheme, rest, ok := strings.Cut(s, ":"); ok && len(scheme) > 1 {
+			if near := storage.Nearest(scheme, []string{"sqlite", "postgres", "postgresql", "redis", "rediss", "mem"}); near == scheme {
+				return "", 0, fmt.Errorf("storeurl: %q: a %s store is written %s://HOST/…", redact(s), scheme, scheme)
+			} else if near != "" {
+				return "", 0, fmt.Errorf("storeurl: unknown store scheme %q in %q: did you mean %s:? (a SQLite file whose name has a ':' is written sqlite:%s:%s)",
+					scheme+":", redact(s), near, scheme, rest)
+			}
+		}
 		path = s
 	}
 	if base, query, ok := strings.Cut(path, "?"); ok && path != s {

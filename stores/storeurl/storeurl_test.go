@@ -171,3 +171,27 @@ func TestOpenDialTimeout(t *testing.T) {
 		}
 	}
 }
+
+// A misspelled scheme is named, with the one meant, rather than taken
+// for a SQLite file of that name.
+func TestMisspelledScheme(t *testing.T) {
+	for in, want := range map[string]string{
+		"sqlit:orders.db": `unknown store scheme "sqlit:" in "sqlit:orders.db": did you mean sqlite:?`,
+		"postgress:x":     `did you mean postgres:?`,
+		"redis:localhost": `a redis store is written redis://HOST/`,
+		"rdis:x":          `did you mean redis:?`,
+	} {
+		_, err := storeurl.Open(t.Context(), in)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Open(%q): %v, want %q", in, err, want)
+		}
+	}
+	dir := t.TempDir()
+	st, err := storeurl.Open(t.Context(), filepath.Join(dir, "plain.db"))
+	if err == nil {
+		st.Close()
+	}
+	if err != nil && strings.Contains(err.Error(), "scheme") {
+		t.Fatalf("a plain path was taken for a scheme: %v", err)
+	}
+}

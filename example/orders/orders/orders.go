@@ -27,6 +27,7 @@ package orders
 //go:generate go run github.com/stemflow/stem/cmd/stemgen
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -45,7 +46,8 @@ type Order struct {
 	CoolOff time.Duration `json:"cool_off,omitempty"`
 	// ShipWithin bounds the wait for the warehouse (default
 	// DefaultShipWithin); when it passes, the reservation is released and
-	// the run fails with an error matching runtime.ErrEventTimeout.
+	// the run fails with an error matching ErrNotShipped (and
+	// runtime.ErrEventTimeout).
 	ShipWithin time.Duration `json:"ship_within,omitempty"`
 }
 
@@ -150,6 +152,27 @@ type ShipmentReady struct {
 	Tracking string `json:"tracking"`
 }
 
+// ErrNotShipped: the warehouse did not ship the order in time (its
+// ShipWithin). A run of Fulfil that ends so matches it with errors.Is,
+// read from Result here or in another process.
+//
+//stem:error name=orders.not_shipped
+var ErrNotShipped = errors.New("the warehouse did not ship")
+
+// ChargeRejected: the payment service refused the charge (a 4xx reply).
+// It is permanent, so the charge is not retried; the caller of a run that
+// ends so gets it back with errors.As, fields and all.
+//
+//stem:error name=orders.charge_rejected
+type ChargeRejected struct {
+	Status int    `json:"status"`
+	Reason string `json:"reason"`
+}
+
+func (e *ChargeRejected) Error() string {
+	return fmt.Sprintf("orders: charge rejected (%d): %s", e.Status, e.Reason)
+}
+
 // FulfilQueue is the queue orders are fulfilled on: at most 24 orders
 // execute at once across every worker sharing the store (the payment
 // provider's limit on concurrent calls), and at most 2 of one customer, so
@@ -172,7 +195,7 @@ func Fulfil(ctx *FulfilContext, order Order) (Receipt, error) {
 	// Two steps at once: each future's key is fixed here, in program
 	// order, so a replay finds both checkpoints whichever ended first.
 	reserve, quote := ctx.ReserveAsync(order), ctx.QuoteShippingAsync(order)
-	if err := runtime.All(ctx.WorkflowContext, reserve, quote); err != nil {
+	if err := ctx.All(reserve, quote); err != nil {
 		return Receipt{}, err
 	}
 	res, err := reserve.Await()
@@ -203,7 +226,7 @@ func Fulfil(ctx *FulfilContext, order Order) (Receipt, error) {
 	// The shipment or the timeout, whichever comes first: the winner is
 	// checkpointed, so a replay takes the same branch.
 	shipped, late := ctx.OnShipmentReady("shipment"), ctx.Timer("ship-within", within)
-	first, err := runtime.Select(ctx.WorkflowContext, "shipment-or-timeout", shipped, late)
+	first, err := ctx.Select("shipment-or-timeout", shipped, late)
 	if err != nil {
 		return Receipt{}, err
 	}
@@ -211,7 +234,7 @@ func Fulfil(ctx *FulfilContext, order Order) (Receipt, error) {
 		if rerr := ctx.Release(res); rerr != nil {
 			return Receipt{}, rerr
 		}
-		return Receipt{}, fmt.Errorf("order %s: the warehouse did not ship within %s: %w", order.ID, within, runtime.ErrEventTimeout)
+		return Receipt{}, fmt.Errorf("order %s: %w within %s: %w", order.ID, ErrNotShipped, within, runtime.ErrEventTimeout)
 	}
 	ship, err := shipped.Await()
 	if err != nil {
@@ -224,11 +247,9 @@ func Fulfil(ctx *FulfilContext, order Order) (Receipt, error) {
 	for i, item := range order.Items {
 		packs[i] = ctx.PackAsync(item) // keyed pack@v1#i by creation order
 	}
-	parcels := make([]Parcel, len(packs))
-	for i, f := range packs {
-		if parcels[i], err = f.Await(); err != nil {
-			return Receipt{}, err
-		}
+	parcels, err := runtime.AwaitAll(packs)
+	if err != nil {
+		return Receipt{}, err
 	}
 	if err := stage(StageCharging, len(parcels)); err != nil {
 		return Receipt{}, err

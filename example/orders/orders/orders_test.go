@@ -155,7 +155,8 @@ func TestFulfil(t *testing.T) {
 }
 
 // TestShipmentTimeout: the warehouse never ships, the wait times out, the
-// reservation is released and the run errors with ErrEventTimeout.
+// reservation is released and the run errors with ErrNotShipped, which
+// also matches ErrEventTimeout.
 func TestShipmentTimeout(t *testing.T) {
 	t.Parallel()
 	f := setup(t, 0, 0)
@@ -166,8 +167,8 @@ func TestShipmentTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = run.Result(f.ctx)
-	if !errors.Is(err, runtime.ErrEventTimeout) {
-		t.Fatalf("Result error = %v, want ErrEventTimeout", err)
+	if !errors.Is(err, orders.ErrNotShipped) || !errors.Is(err, runtime.ErrEventTimeout) {
+		t.Fatalf("Result error = %v, want ErrNotShipped and ErrEventTimeout", err)
 	}
 	info, err := run.Info(f.ctx)
 	if err != nil || info.Status != runtime.StatusErrored {

@@ -38,8 +38,8 @@ type chargeRequest struct {
 
 // Charge charges amount cents to customer. Charges with the same
 // idempotency key are one charge: the service returns the first one's
-// payment. A rejected charge (4xx) is a runtime.Permanent error, not worth
-// retrying; anything else may be retried.
+// payment. A rejected charge (4xx) is a permanent *ChargeRejected, not
+// worth retrying; anything else may be retried.
 func (c *PaymentsClient) Charge(ctx context.Context, customer string, amountCents int64, idempotencyKey string) (Payment, error) {
 	body, err := json.Marshal(chargeRequest{Customer: customer, AmountCents: amountCents})
 	if err != nil {
@@ -68,7 +68,7 @@ func (c *PaymentsClient) Charge(ctx context.Context, customer string, amountCent
 		}
 		return p, nil
 	case resp.StatusCode >= 400 && resp.StatusCode < 500:
-		return Payment{}, runtime.Permanent(fmt.Errorf("orders: charge rejected: %s: %s", resp.Status, bytes.TrimSpace(b)))
+		return Payment{}, runtime.Permanent(&ChargeRejected{Status: resp.StatusCode, Reason: string(bytes.TrimSpace(b))})
 	}
 	return Payment{}, fmt.Errorf("orders: charge: %s: %s", resp.Status, bytes.TrimSpace(b))
 }

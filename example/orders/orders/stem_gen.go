@@ -28,6 +28,143 @@ var (
 	_ func(*Steps, runtime.StepContext, Order) (Reservation, error)         = (*Steps).Reserve
 )
 
+// The functions below stop compiling when a type that is part of a durable
+// payload no longer has the fields, field types and tags it had when this file
+// was generated. Run go generate: it judges the change against the manifest,
+// for the runs in flight that hold payloads of the old shape.
+
+// FulfilProgress is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Stage  string `json:"stage"`
+		Packed int    `json:"packed"`
+		Lines  int    `json:"lines"`
+	}
+	var _ shapeAtLastGoGenerate = FulfilProgress{} // stem: FulfilProgress changed shape since go generate; run go generate
+}
+
+// InvoiceDoc is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Number string `json:"number"`
+		Text   string `json:"text"`
+	}
+	var _ shapeAtLastGoGenerate = InvoiceDoc{} // stem: InvoiceDoc changed shape since go generate; run go generate
+}
+
+// InvoiceRequest is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		OrderID   string   `json:"order_id"`
+		Customer  string   `json:"customer"`
+		PaymentID string   `json:"payment_id"`
+		Lines     []Parcel `json:"lines"`
+	}
+	var _ shapeAtLastGoGenerate = InvoiceRequest{} // stem: InvoiceRequest changed shape since go generate; run go generate
+}
+
+// Item is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		SKU        string `json:"sku"`
+		Qty        int    `json:"qty"`
+		PriceCents int64  `json:"price_cents"`
+	}
+	var _ shapeAtLastGoGenerate = Item{} // stem: Item changed shape since go generate; run go generate
+}
+
+// Order is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		ID         string        `json:"id"`
+		Customer   string        `json:"customer"`
+		Items      []Item        `json:"items"`
+		CoolOff    time.Duration `json:"cool_off,omitempty"`
+		ShipWithin time.Duration `json:"ship_within,omitempty"`
+	}
+	var _ shapeAtLastGoGenerate = Order{} // stem: Order changed shape since go generate; run go generate
+}
+
+// Parcel is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		SKU   string `json:"sku"`
+		Qty   int    `json:"qty"`
+		Label string `json:"label"`
+	}
+	var _ shapeAtLastGoGenerate = Parcel{} // stem: Parcel changed shape since go generate; run go generate
+}
+
+// Payment is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		ID          string `json:"id"`
+		Customer    string `json:"customer"`
+		AmountCents int64  `json:"amount_cents"`
+	}
+	var _ shapeAtLastGoGenerate = Payment{} // stem: Payment changed shape since go generate; run go generate
+}
+
+// Quote is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Carrier   string `json:"carrier"`
+		CostCents int64  `json:"cost_cents"`
+	}
+	var _ shapeAtLastGoGenerate = Quote{} // stem: Quote changed shape since go generate; run go generate
+}
+
+// Receipt is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		OrderID  string     `json:"order_id"`
+		Payment  Payment    `json:"payment"`
+		Shipping Quote      `json:"shipping"`
+		Tracking string     `json:"tracking"`
+		Parcels  []Parcel   `json:"parcels"`
+		Invoice  InvoiceDoc `json:"invoice"`
+	}
+	var _ shapeAtLastGoGenerate = Receipt{} // stem: Receipt changed shape since go generate; run go generate
+}
+
+// Reservation is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		OrderID     string `json:"order_id"`
+		Hold        string `json:"hold"`
+		AmountCents int64  `json:"amount_cents"`
+		Customer    string `json:"customer"`
+	}
+	var _ shapeAtLastGoGenerate = Reservation{} // stem: Reservation changed shape since go generate; run go generate
+}
+
+// ShipmentReady is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		OrderID  string `json:"order_id"`
+		Tracking string `json:"tracking"`
+	}
+	var _ shapeAtLastGoGenerate = ShipmentReady{} // stem: ShipmentReady changed shape since go generate; run go generate
+}
+
+// time.Duration is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = *int64
+	_ = shapeAtLastGoGenerate((*time.Duration)(nil)) // stem: time.Duration changed shape since go generate; run go generate
+}
+
 // stemCalls holds the typed calls of package orders, each declared once: a
 // method per step, per event and, to run it as a child, per workflow. Every
 // workflow context embeds it, so they are methods of each.
@@ -70,7 +207,7 @@ func (c *stemCalls) Charge(r Reservation) (Payment, error) {
 
 // ChargeAsync starts step charge@v1 (Steps.Charge) as Charge does, with the
 // same key and policy, without waiting for it, and returns its future: Await
-// it for the result, or pass it to runtime.All or runtime.Select. Its attempts
+// it for the result, or pass it to the context's All or Select. Its attempts
 // run beside the workflow and the run's other step futures; a step that
 // completed before returns a future that is ready at once.
 //
@@ -128,7 +265,7 @@ func (c *stemCalls) Pack(item Item) (Parcel, error) {
 
 // PackAsync starts step pack@v1 (Steps.Pack) as Pack does, with the same key
 // and policy, without waiting for it, and returns its future: Await it for the
-// result, or pass it to runtime.All or runtime.Select. Its attempts run beside
+// result, or pass it to the context's All or Select. Its attempts run beside
 // the workflow and the run's other step futures; a step that completed before
 // returns a future that is ready at once. Its call number, and so its key
 // (StepPackIteration(i)), is fixed when the future is created.
@@ -178,9 +315,9 @@ func (c *stemCalls) QuoteShipping(order Order) (Quote, error) {
 
 // QuoteShippingAsync starts step quote-shipping@v1 (Steps.QuoteShipping) as
 // QuoteShipping does, with the same key and policy, without waiting for it,
-// and returns its future: Await it for the result, or pass it to runtime.All
-// or runtime.Select. Its attempts run beside the workflow and the run's other
-// step futures; a step that completed before returns a future that is ready at
+// and returns its future: Await it for the result, or pass it to the context's
+// All or Select. Its attempts run beside the workflow and the run's other step
+// futures; a step that completed before returns a future that is ready at
 // once.
 //
 // QuoteShipping asks the carriers what shipping the order costs. It
@@ -227,7 +364,7 @@ func (c *stemCalls) Release(r Reservation) error {
 
 // ReleaseAsync starts step release@v1 (Steps.Release) as Release does, with
 // the same key and policy, without waiting for it, and returns its future:
-// Await it for the result, or pass it to runtime.All or runtime.Select. Its
+// Await it for the result, or pass it to the context's All or Select. Its
 // attempts run beside the workflow and the run's other step futures; a step
 // that completed before returns a future that is ready at once.
 //
@@ -269,9 +406,9 @@ func (c *stemCalls) RenderInvoice(req InvoiceRequest) (InvoiceDoc, error) {
 
 // RenderInvoiceAsync starts step render-invoice@v1 (Steps.RenderInvoice) as
 // RenderInvoice does, with the same key and policy, without waiting for it,
-// and returns its future: Await it for the result, or pass it to runtime.All
-// or runtime.Select. Its attempts run beside the workflow and the run's other
-// step futures; a step that completed before returns a future that is ready at
+// and returns its future: Await it for the result, or pass it to the context's
+// All or Select. Its attempts run beside the workflow and the run's other step
+// futures; a step that completed before returns a future that is ready at
 // once.
 //
 // RenderInvoice renders an invoice.
@@ -314,7 +451,7 @@ func (c *stemCalls) Reserve(order Order) (Reservation, error) {
 
 // ReserveAsync starts step reserve@v1 (Steps.Reserve) as Reserve does, with
 // the same key and policy, without waiting for it, and returns its future:
-// Await it for the result, or pass it to runtime.All or runtime.Select. Its
+// Await it for the result, or pass it to the context's All or Select. Its
 // attempts run beside the workflow and the run's other step futures; a step
 // that completed before returns a future that is ready at once.
 //
@@ -346,9 +483,9 @@ func (c *stemCalls) AwaitShipmentReady(name string, timeout time.Duration) (Ship
 
 // OnShipmentReady returns a future of the next event ShipmentReady (topic
 // orders.shipment-ready) for this run, without waiting: the event is delivered
-// while the run waits on anything, and Await, runtime.All or runtime.Select
-// wait for it. name is the future's durable key within the run, numbered by
-// call order (name#0, name#1, ...), so it may be created in a loop. It has no
+// while the run waits on anything, and Await, the context's All or Select wait
+// for it. name is the future's durable key within the run, numbered by call
+// order (name#0, name#1, ...), so it may be created in a loop. It has no
 // timeout of its own: select it with a Timer for one.
 //
 // ShipmentReady says the warehouse has the order's parcels ready to go.
@@ -360,10 +497,11 @@ func (c *stemCalls) OnShipmentReady(name string) *runtime.Future[ShipmentReady] 
 // input in, and waits for its output. name is the call's durable key within
 // the run: the child's run ID derives from this run's ID and name, so a replay
 // never starts the child twice, and takes the outcome of a child that already
-// finished. Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of Fulfil), the call fails with an error matching
-// runtime.ErrChildCollision.
+// finished. When this run ends (it completes, errors or is terminated) before
+// the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Fulfil), the call fails with an
+// error matching runtime.ErrChildCollision.
 //
 // Fulfil reserves stock and quotes shipping at once, cools off, waits for
 // the warehouse, packs every line at once, charges the customer, and has
@@ -374,7 +512,7 @@ func (c *stemCalls) CallFulfil(name string, in Order, opts ...runtime.ChildOptio
 
 // CallFulfilAsync starts workflow Fulfil (orders.fulfil) as a child of this
 // run with input in, like CallFulfil, and returns a future of its output
-// without waiting: Await it, or pass it to runtime.All or runtime.Select. name
+// without waiting: Await it, or pass it to the context's All or Select. name
 // is the call's durable key within the run, as for CallFulfil.
 //
 // Fulfil reserves stock and quotes shipping at once, cools off, waits for
@@ -388,11 +526,13 @@ func (c *stemCalls) CallFulfilAsync(name string, in Order, opts ...runtime.Child
 // run with input in, without waiting, and returns a typed handle on it, whose
 // Result waits for the child's output later, durably. name is the call's
 // durable key within the run: the child's run ID derives from this run's ID
-// and name, so a replay returns the same child. Terminating this run
-// terminates the child, unless opts include runtime.Abandon(). If the derived
-// ID is taken by another run (not this run's child of Fulfil), the call fails
-// with an error matching runtime.ErrChildCollision. To start a run from
-// outside a workflow, use StartFulfil.
+// and name, so a replay returns the same child. When this run ends (it
+// completes, errors or is terminated) before the child, the child is
+// terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Fulfil), the call fails with an
+// error matching runtime.ErrChildCollision. To start a run from outside a
+// workflow, use StartFulfil.
 //
 // Fulfil reserves stock and quotes shipping at once, cools off, waits for
 // the warehouse, packs every line at once, charges the customer, and has
@@ -405,10 +545,11 @@ func (c *stemCalls) StartFulfilChild(name string, in Order, opts ...runtime.Chil
 // with input in, and waits for its output. name is the call's durable key
 // within the run: the child's run ID derives from this run's ID and name, so a
 // replay never starts the child twice, and takes the outcome of a child that
-// already finished. Terminating this run terminates the child, unless opts
-// include runtime.Abandon(). If the derived ID is taken by another run (not
-// this run's child of Invoice), the call fails with an error matching
-// runtime.ErrChildCollision.
+// already finished. When this run ends (it completes, errors or is terminated)
+// before the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Invoice), the call fails with an
+// error matching runtime.ErrChildCollision.
 //
 // Invoice renders and files the invoice of a paid order.
 func (c *stemCalls) CallInvoice(name string, in InvoiceRequest, opts ...runtime.ChildOption) (InvoiceDoc, error) {
@@ -417,7 +558,7 @@ func (c *stemCalls) CallInvoice(name string, in InvoiceRequest, opts ...runtime.
 
 // CallInvoiceAsync starts workflow Invoice (orders.invoice) as a child of this
 // run with input in, like CallInvoice, and returns a future of its output
-// without waiting: Await it, or pass it to runtime.All or runtime.Select. name
+// without waiting: Await it, or pass it to the context's All or Select. name
 // is the call's durable key within the run, as for CallInvoice.
 //
 // Invoice renders and files the invoice of a paid order.
@@ -429,11 +570,13 @@ func (c *stemCalls) CallInvoiceAsync(name string, in InvoiceRequest, opts ...run
 // this run with input in, without waiting, and returns a typed handle on it,
 // whose Result waits for the child's output later, durably. name is the call's
 // durable key within the run: the child's run ID derives from this run's ID
-// and name, so a replay returns the same child. Terminating this run
-// terminates the child, unless opts include runtime.Abandon(). If the derived
-// ID is taken by another run (not this run's child of Invoice), the call fails
-// with an error matching runtime.ErrChildCollision. To start a run from
-// outside a workflow, use StartInvoice.
+// and name, so a replay returns the same child. When this run ends (it
+// completes, errors or is terminated) before the child, the child is
+// terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Invoice), the call fails with an
+// error matching runtime.ErrChildCollision. To start a run from outside a
+// workflow, use StartInvoice.
 //
 // Invoice renders and files the invoice of a paid order.
 func (c *stemCalls) StartInvoiceChild(name string, in InvoiceRequest, opts ...runtime.ChildOption) (*runtime.ChildRun[InvoiceDoc], error) {
@@ -460,8 +603,8 @@ const FulfilWorkflowVersion = 2
 // FulfilContext is what workflow Fulfil (orders.fulfil) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
 // event and child workflow of package orders, each also in a form that returns
-// a future (runtime.All and runtime.Select wait for several), and
-// ContinueAsNew typed by the workflow's input.
+// a future (All and Select wait for several), and ContinueAsNew typed by the
+// workflow's input.
 //
 // Fulfil reserves stock and quotes shipping at once, cools off, waits for
 // the warehouse, packs every line at once, charges the customer, and has
@@ -480,6 +623,46 @@ type FulfilContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *FulfilContext) ContinueAsNew(in Order) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *FulfilContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *FulfilContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *FulfilContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *FulfilContext) Detached() *FulfilContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // SetProgress publishes p as the run's progress, which callers read with
@@ -622,8 +805,8 @@ const InvoiceWorkflowVersion = 1
 // InvoiceContext is what workflow Invoice (orders.invoice) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
 // event and child workflow of package orders, each also in a form that returns
-// a future (runtime.All and runtime.Select wait for several), and
-// ContinueAsNew typed by the workflow's input.
+// a future (All and Select wait for several), and ContinueAsNew typed by the
+// workflow's input.
 //
 // Invoice renders and files the invoice of a paid order.
 type InvoiceContext struct {
@@ -640,6 +823,46 @@ type InvoiceContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *InvoiceContext) ContinueAsNew(in InvoiceRequest) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *InvoiceContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *InvoiceContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *InvoiceContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *InvoiceContext) Detached() *InvoiceContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // InvoiceRun is a typed handle on a run of workflow Invoice (orders.invoice):
@@ -762,4 +985,13 @@ func RegisterWorkflows(e *runtime.Engine, steps *Steps) error {
 		return err
 	}
 	return nil
+}
+
+// init declares the errors of package orders marked //stem:error, under their
+// durable names, so that a failure holding one keeps its identity through the
+// store: errors.Is and errors.As match it in the workflow, from Result, in
+// another process and after a replay.
+func init() {
+	runtime.DeclareErrorType[*ChargeRejected]("orders.charge_rejected")
+	runtime.DeclareError("orders.not_shipped", ErrNotShipped)
 }

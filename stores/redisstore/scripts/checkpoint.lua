@@ -9,17 +9,19 @@
 -- another key than the checkpoint's, ARGV[11]: marked progress ("" leaves
 -- the run's as it is), ARGV[12]: "1" when the worker is busy with other
 -- steps (a requested pause then waits), ARGV[13...]: encoded attempts.
--- Reply: {OK} | {PAUSED} | {PAUSEREQ} | {EXISTS, encoding of the stored
--- checkpoint} | {LEASELOST}.
+-- Reply: {OK, cr} | {PAUSED, cr} | {PAUSEREQ, cr} | {EXISTS, cr,
+-- encoding of the stored checkpoint} | {LEASELOST}, cr "1" when the
+-- run's cancellation is requested, else "".
 --
 -- Every step of every run calls it, so it makes as few calls as it can:
--- the fence's HMGET also reads the sequence counter and the active step
--- (cleared only when set), the checkpoint goes in with HSETNX (which
--- finds an existing one), and the run hash's fields are written in one
--- HSET.
+-- the fence's HMGET also reads the sequence counter, the active step
+-- (cleared only when set) and the cancellation request, the checkpoint
+-- goes in with HSETNX (which finds an existing one), and the run hash's
+-- fields are written in one HSET.
 local function main()
-  local bad, st, ru, wk, preq, ex, seq, act = fence(ARGV[5], 'seq', 'act')
+  local bad, st, ru, wk, preq, ex, seq, act, cq = fence(ARGV[5], 'seq', 'act', 'cq')
   if bad then return bad end
+  local cr = cq and '1' or ''
   local r, c, a, id, lf, key = KEYS[1], KEYS[2], KEYS[3], ARGV[5], tonumber(ARGV[4]), ARGV[6]
   local lu = f(NOW + lf)
   seq = f(tonumber(seq or '0') + 1)
@@ -34,7 +36,7 @@ local function main()
     else
       redis.call('HSET', r, 'lu', lu, 'ua', NOWS)
     end
-    return {'EXISTS', redis.call('HGET', c, key)}
+    return {'EXISTS', cr, redis.call('HGET', c, key)}
   end
   if ARGV[11] ~= '' then
     redis.call('HSET', r, 'lu', lu, 'ua', NOWS, 'rec', '0', 'seq', seq, 'pg', ARGV[11])
@@ -47,13 +49,13 @@ local function main()
   end
   -- a checkpoint of any case's key (a wait's timeout) ends the wait
   if wk and wait_has_key(r, wk, key) then clear_wait(r, id) end
-  if preq and ARGV[12] == '1' then return {'PAUSEREQ'} end
+  if preq and ARGV[12] == '1' then return {'PAUSEREQ', cr} end
   if preq then
     redis.call('HDEL', r, 'preq')
     redis.call('HSET', r, 'ready', NOWS)
     release(r, ru)
     set_status(r, ru, st, 'paused')
-    return {'PAUSED'}
+    return {'PAUSED', cr}
   end
-  return {'OK'}
+  return {'OK', cr}
 end

@@ -10,7 +10,7 @@
 -- partition concurrency, rate and rate period (µs), 0 for no limit.
 -- Reply: per claimed run {id, token, its claim fields as the claim leaves
 -- them, as HMGET replies them: wf, pa, in, rec, ss, wk, wt, wn, wd, wa,
--- dl, lu, vr, hd}.
+-- dl, lu, vr, hd, cq}.
 --
 -- The runs are taken level by level, highest priority first (level 0, the
 -- lanes of the keys of layout 1, and the levels sets' others); within a
@@ -78,7 +78,7 @@ local function main()
 
   -- the fields of the run hash a claimed run's reply holds, in order
   -- (decodeClaim), and those with the fields try decides by before them
-  local reply = {'wf', 'pa', 'in', 'rec', 'ss', 'wk', 'wt', 'wn', 'wd', 'wa', 'dl', 'lu', 'vr', 'hd'}
+  local reply = {'wf', 'pa', 'in', 'rec', 'ss', 'wk', 'wt', 'wn', 'wd', 'wa', 'dl', 'lu', 'vr', 'hd', 'cq'}
   local whole = {'st', 'pt', 'qf', 'tok', unpack(reply)}
 
   -- try leases run id from set s (recovery: its lease set): 'taken',
@@ -131,10 +131,12 @@ local function main()
     if recovery then rec = rec + 1 end
     tok = tonumber(tok or '0') + 1
     redis.call('HSET', r, 'st', 'running', 'tok', f(tok), 'own', owner, 'lu', lu, 'rec', f(rec), 'ua', NOWS, 'sd', '1')
+    -- the claim ends the run's hold, if any, in the call that clears
+    -- its ready time and active step
     if recovery then
-      redis.call('HDEL', r, 'ready', 'act')
+      redis.call('HDEL', r, 'ready', 'act', 'hl')
     else
-      redis.call('HDEL', r, 'ready', 'act', 'qf')
+      redis.call('HDEL', r, 'ready', 'act', 'qf', 'hl')
       redis.call('ZREM', s.key, id)
       if qf then redis.call('ZREM', queuedq(q.name), id) end
       index_status(run_of(id, s.wf, q.name, s.ln, pt, s.pr), st, 'running')

@@ -3,16 +3,20 @@
 -- execution is recorded in the executions list and its checkpoints and
 -- attempts are renamed to its own keys, as restart.lua does, so the new
 -- execution's keys start empty and its replay reads nothing of earlier
--- executions however many there were. Buffered events, parent, deadline
--- and progress (unless one is given) stay with the run; wait, suspend
--- state, output, error, active step and recoveries go. The lease is
--- released and the run is queued, ready now, or paused when a pause was
--- requested.
+-- executions however many there were. Buffered events, parent, deadline,
+-- a requested cancellation (cq) and progress (unless one is given) stay
+-- with the run; wait, suspend state, output, error, active step and
+-- recoveries go. The lease is released and the run is queued, ready now,
+-- or paused when a pause was requested. When given a child error, the
+-- run's descendants meet their parent policy as in complete.lua
+-- (terminate_children).
 -- KEYS[1]: the run hash, KEYS[2]: its checkpoints, KEYS[3]: its attempts,
 -- KEYS[4]: its executions list.
 -- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3]: token, ARGV[4]: run id,
 -- ARGV[5]: the new execution's marked input, ARGV[6]: marked progress to
--- publish ("" keeps the run's).
+-- publish ("" keeps the run's), ARGV[7]: the descendants' error JSON (""
+-- to leave them alone), ARGV[8]: the marked reason of the cancellations
+-- it requests.
 -- Reply: {OK} | {LEASELOST, status, token, lease until, now} as in
 -- heartbeat.lua.
 local function main()
@@ -35,6 +39,7 @@ local function main()
   release(r, ru)
   redis.call('HSET', r, 'in', ARGV[5], 'rec', '0', 'ready', NOWS, 'ex', f(ex + 1), 'sa', NOWS, 'ua', NOWS)
   if ARGV[6] ~= '' then redis.call('HSET', r, 'pg', ARGV[6]) end
+  if ARGV[7] ~= '' then terminate_children(id, ARGV[7], ARGV[8], {}) end
   if preq then
     set_status(r, ru, st, 'paused')
     return {'OK'}

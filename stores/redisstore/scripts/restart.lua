@@ -46,8 +46,9 @@ local function main()
   end
   clear_wait(r, id)
   -- sd goes too: the new execution's first claim is a start, which a
-  -- queue's rate counts
-  redis.call('HDEL', r, 'ss', 'out', 'err', 'preq', 'act', 'ea', 'pend', 'xf', 'xk', 'pg', 'sd')
+  -- queue's rate counts; and so does a requested cancellation (cq),
+  -- which ends with the execution
+  redis.call('HDEL', r, 'ss', 'out', 'err', 'preq', 'act', 'ea', 'pend', 'xf', 'xk', 'pg', 'sd', 'cq')
   if finished(st) then
     redis.call('ZREM', fin_st(st), id)
     redis.call('ZREM', fin_wf_st(st, wf), id)

@@ -11,12 +11,17 @@
 -- ARGV[18]: "1" when a refusal is given, ARGV[19..20]: the key of the
 -- event checkpoint it takes back and the encoded attempt that records why,
 -- ARGV[21]: marked progress to publish ("" leaves the run's), ARGV[22]:
--- the wait's further cases as encodeAlso writes them ("" for none).
+-- the wait's further cases as encodeAlso writes them ("" for none),
+-- ARGV[23]: the hold, JSON ("" for none), recorded when the run parks;
+-- a run parked without one is left with none. ARGV[24]: "1" when the
+-- worker has seen the run's requested cancellation; without it, a run
+-- whose cancellation is requested (cq) and that is not held parks ready
+-- now, whatever its ready time, so that a worker takes it again at once.
 -- Reply: {PARKED} | {PAUSED} | {DELIVERED, encoding of the checkpoint, its
 -- key} | {LEASELOST} | {INVALID} when the refused key has no event
 -- checkpoint.
 local function main()
-  local bad, st, ru, wk, preq, ex = fence(ARGV[5])
+  local bad, st, ru, wk, preq, ex, cq = fence(ARGV[5], 'cq')
   if bad then return bad end
   local r, c, lf, id = KEYS[1], KEYS[2], tonumber(ARGV[4]), ARGV[5]
   if ARGV[18] == '1' then
@@ -27,48 +32,12 @@ local function main()
     redis.call('HSET', r, 'pend', '1')
   end
   redis.call('HSET', r, 'ua', NOWS)
-  redis.call('HDEL', r, 'act')
+  redis.call('HDEL', r, 'act', 'hl')
   if ARGV[21] ~= '' then redis.call('HSET', r, 'pg', ARGV[21]) end
   if ARGV[6] == '1' then write_cp(r, c, ARGV[7], ARGV[8], ARGV[9], ARGV[10], ex) end
   if ARGV[11] == '1' then
-    -- the cases in order, each {key, topic, kind as given}
-    local cases = {{ARGV[12], ARGV[13], ARGV[14]}}
-    if ARGV[22] ~= '' then
-      for _, cs in ipairs(wait_also(ARGV[22])) do cases[#cases + 1] = cs end
-    end
-    local have, hkey
-    for _, cs in ipairs(cases) do
-      have = redis.call('HGET', c, cs[1])
-      if have then
-        hkey = cs[1]
-        break
-      end
-    end
-    if not have then
-      -- the oldest event buffered on any case's topic: the head of that
-      -- topic's list with the lowest sequence number
-      local pick = 1
-      if #cases > 1 then
-        pick = nil
-        local low
-        for i, cs in ipairs(cases) do
-          local head = redis.call('LINDEX', evkey(id, cs[2]), 0)
-          if head then
-            local seq = ev_split(head)
-            if not low or seq < low then pick, low = i, seq end
-          end
-        end
-      end
-      if pick then
-        local cs = cases[pick]
-        local ev = redis.call('LPOP', evkey(id, cs[2]))
-        if ev then
-          local _, payload = ev_split(ev)
-          hkey = cs[1]
-          have = write_cp(r, c, hkey, delivery_kind(cs[3]), '', payload, ex)
-        end
-      end
-    end
+    local cases = wait_cases(ARGV[12], ARGV[13], ARGV[14], ARGV[22])
+    local have, hkey = take_case(r, c, id, cases, ex)
     if have then
       if lf > 0 then extend(r, ru, lf) end
       return {'DELIVERED', have, hkey}
@@ -81,7 +50,11 @@ local function main()
   end
   release(r, ru)
   if ARGV[17] == '' then redis.call('HDEL', r, 'ss') else redis.call('HSET', r, 'ss', ARGV[17]) end
+  if ARGV[23] ~= '' then redis.call('HSET', r, 'hl', ARGV[23]) end
   local ready = ARGV[16]
+  if cq and ARGV[24] ~= '1' and ARGV[23] == '' and (ready == '' or tonumber(ready) > NOW) then
+    ready = NOWS -- its worker has yet to see the cancellation
+  end
   if ready == '' then redis.call('HDEL', r, 'ready') else redis.call('HSET', r, 'ready', ready) end
   if preq then
     redis.call('HDEL', r, 'preq')

@@ -3,6 +3,7 @@
 package kinds
 
 import (
+	"context"
 	crand "crypto/rand"
 	"database/sql"
 	"fmt"
@@ -16,6 +17,10 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"clocks"
+
+	"github.com/google/uuid"
 
 	"github.com/stemflow/stem/runtime"
 )
@@ -49,7 +54,7 @@ func (s *Steps) Pack(ctx runtime.StepContext, sku string, qty int) (string, erro
 //
 //stem:workflow name=kinds.fulfil
 func Fulfil(ctx *FulfilContext, order Order) (string, error) {
-	start := time.Now()           // want `^time.Now in workflow kinds.fulfil: a replay reads another time than the run did; read the time in a step and use its result, or wait with the context's Sleep/SleepUntil$`
+	start := time.Now()           // want `^time.Now in workflow kinds.fulfil: a replay reads another time than the run did; use the context's Now \(ctx.Now\(\)\), which records the time at the call, or wait with the context's Sleep/SleepUntil$`
 	_ = time.Since(start)         // want `^time.Since in workflow kinds.fulfil: a replay reads another time`
 	_ = time.Until(start)         // want `^time.Until in workflow kinds.fulfil`
 	time.Sleep(time.Second)       // want `^time.Sleep in workflow kinds.fulfil: the wait is not recorded, so it holds the worker and a replay waits again; use the context's Sleep or SleepUntil, which suspend the run durably$`
@@ -62,20 +67,43 @@ func Fulfil(ctx *FulfilContext, order Order) (string, error) {
 	_ = clock
 	_ = time.Unix(0, 0).Add(time.Hour) // deterministic
 
-	_ = rand.Intn(10)                     // want `^rand.Intn in workflow kinds.fulfil: a replay draws other numbers than the run did; draw them in a step and use its result$`
+	_ = rand.Intn(10)                     // want `^rand.Intn in workflow kinds.fulfil: a replay draws other numbers than the run did; use the context's Random \(ctx.Random\(\)\), which records the number, or draw them in a step and use its result$`
 	_ = randv2.IntN(10)                   // want `^rand.IntN in workflow`
 	seeded := rand.New(rand.NewSource(1)) // constructors draw nothing
-	_ = seeded.Intn(10)                   // want `^\(\*rand.Rand\).Intn in workflow kinds.fulfil: a replay draws other numbers than the run did, unless the source was seeded from the workflow's input; draw them in a step, or //stem:allow rand where the seed is deterministic$`
+	_ = seeded.Intn(10)                   // want `^\(\*rand.Rand\).Intn in workflow kinds.fulfil: a replay draws other numbers than the run did, unless the source was seeded from the workflow's input; use the context's Random \(ctx.Random\(\)\), draw them in a step, or //stem:allow rand where the seed is deterministic$`
 	buf := make([]byte, 8)
-	_, _ = crand.Read(buf)                // want `^rand.Read in workflow kinds.fulfil: a replay draws other bytes`
+	_, _ = crand.Read(buf)                // want `^rand.Read in workflow kinds.fulfil: a replay draws other bytes than the run did; use the context's UUID or Random \(ctx.UUID\(\), ctx.Random\(\)\), or draw them in runtime.SideEffect or a step, which record them$`
 	_, _ = io.ReadFull(crand.Reader, buf) // want `^rand.Reader in workflow`
+
+	_ = uuid.New()          // want `^uuid.New in workflow kinds.fulfil: a replay makes another UUID than the run did; use the context's UUID \(ctx.UUID\(\)\), which records it, or make it in runtime.SideEffect or a step$`
+	_ = uuid.NewString()    // want `^uuid.NewString in workflow`
+	_, _ = uuid.NewRandom() // want `^uuid.NewRandom in workflow`
+	_, _ = uuid.NewV7()     // want `^uuid.NewV7 in workflow`
+	id, _ := uuid.Parse("00000000-0000-0000-0000-000000000000")
+	_ = id.String()
+
+	_ = clocks.Now()        // want `^clocks.Now in workflow kinds.fulfil: a replay reads another time than the run did; use the context's Now`
+	_ = clocks.Real{}.Now() // want `^clocks.Real.Now in workflow`
+	var clk clocks.Clock = clocks.Real{}
+	_ = clk.Now() // want `^clocks.Clock.Now in workflow`
+	_ = clocks.NowIn(time.UTC)
+	_ = clocks.Epoch(0)
+	var own ownClock
+	_ = own.Now() // want `^kinds.ownClock.Now in workflow`
+
+	tctx, cancel := context.WithTimeout(context.Background(), time.Second) // want `^context.WithTimeout in workflow kinds.fulfil: the deadline is set from the wall clock, which a replay reads again, and is not recorded; bound a step with its timeout \(timeout= on //stem:step, StepOptions.Timeout\), a wait with its own timeout, or the run with runtime.WithTimeout when starting it$`
+	cancel()
+	_, cancel = context.WithDeadline(tctx, start) // want `^context.WithDeadline in workflow`
+	cancel()
+	_, cancel = context.WithCancel(tctx)
+	cancel()
 
 	go func() {}() // want `^go statement in workflow kinds.fulfil: the goroutine runs beside the workflow`
 
 	ch := make(chan int, 1)
 	ch <- 1  // want `^channel send in workflow kinds.fulfil: what a channel delivers, and when, is not recorded`
 	<-ch     // want `^channel receive in workflow`
-	select { // want `^select in workflow kinds.fulfil: which case is ready first is not recorded, so a replay may take another; select over futures with runtime.Select, which checkpoints the winner$`
+	select { // want `^select in workflow kinds.fulfil: which case is ready first is not recorded, so a replay may take another; select over futures with the context's Select \(runtime.Select\), which checkpoints the winner$`
 	case v := <-ch:
 		_ = v
 	case ch <- 2:
@@ -165,6 +193,9 @@ func first[T any](xs []T) T {
 	go func() {}() // want `^go statement reached from workflow kinds.fulfil via first\(\)`
 	return xs[0]
 }
+
+// ownClock is a clock interface of the workflow's package.
+type ownClock interface{ Now() time.Time }
 
 type shipper struct{}
 

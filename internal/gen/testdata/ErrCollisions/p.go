@@ -106,3 +106,15 @@ func (s *Steps) CrashEveryStepPay(ctx runtime.StepContext) error { return nil }
 //
 //stem:workflow name=p.pay-mock
 func PayMock(ctx *PayMockContext, n int) (int, error) { return n, nil }
+
+//stem:step name=select
+func (s *Steps) Select(ctx runtime.StepContext) error { return nil }
+
+// All is the user's own method on a generated context.
+func (c *FooContext) All() {}
+
+// RefundWorkflow's mock in the test helpers has the names of workflow
+// Refund's: RefundWorkflowMock and RefundWorkflowCall.
+//
+//stem:step name=refund-workflow
+func (s *Steps) RefundWorkflow(ctx runtime.StepContext) error { return nil }

@@ -22,10 +22,13 @@ func Charge(ctx runtime.StepContext, amount int64) (Money, error) {
 	return Money{Cents: amount}, nil
 }
 
+// Refund no longer takes a note: a removed field.
+//
 //stem:step name=refund
 func Refund(ctx runtime.StepContext, m Money) error { return nil }
 
-// Status is what Track publishes: it gained a field.
+// Status is what Track publishes: it gained a field, and Done was a
+// string.
 type Status struct{ Done, Of int }
 
 // Track publishes its progress, whose shape changed.

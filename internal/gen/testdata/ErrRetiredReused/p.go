@@ -12,7 +12,7 @@ func Ship(ctx *ShipContext, n int) (string, error) {
 		return "", err
 	}
 	g, err := ctx.AwaitGone("gone", 0)
-	return g.At, err
+	return g.Where, err
 }
 
 // Wrap took a string, and was autoversion.
@@ -20,10 +20,10 @@ func Ship(ctx *ShipContext, n int) (string, error) {
 //stem:step name=wrap
 func Wrap(ctx runtime.StepContext, n int) error { return nil }
 
-// Gone gained Where.
+// Gone's At was a string.
 //
 //stem:event topic=p.gone
 type Gone struct {
-	At    string
-	Where int
+	At    int
+	Where string
 }

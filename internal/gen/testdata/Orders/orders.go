@@ -88,7 +88,7 @@ func Fulfil(ctx *FulfilContext, order Order) (Receipt, error) {
 	}
 	reserve := ctx.ReserveAsync(order)
 	notify := ctx.NotifyAsync("reserving " + order.ID)
-	if err := runtime.All(ctx.WorkflowContext, reserve, notify); err != nil {
+	if err := ctx.All(reserve, notify); err != nil {
 		return Receipt{}, err
 	}
 	res, err := reserve.Await()
@@ -102,7 +102,7 @@ func Fulfil(ctx *FulfilContext, order Order) (Receipt, error) {
 		return Receipt{}, err
 	}
 	ship, late := ctx.OnShipmentReady("ship"), ctx.Timer("ship-timeout", time.Minute)
-	first, err := runtime.Select(ctx.WorkflowContext, "ship-or-timeout", ship, late)
+	first, err := ctx.Select("ship-or-timeout", ship, late)
 	if err != nil {
 		return Receipt{}, err
 	}
@@ -117,13 +117,9 @@ func Fulfil(ctx *FulfilContext, order Order) (Receipt, error) {
 	for _, item := range order.Items {
 		packs = append(packs, ctx.PackAsync(item))
 	}
-	var parcels []Parcel
-	for _, f := range packs {
-		p, err := f.Await()
-		if err != nil {
-			return Receipt{}, err
-		}
-		parcels = append(parcels, p)
+	parcels, err := runtime.AwaitAll(packs)
+	if err != nil {
+		return Receipt{}, err
 	}
 	if err := ctx.SetProgress(FulfilProgress{Stage: "packed", Packed: len(parcels)}); err != nil {
 		return Receipt{}, err
@@ -162,7 +158,7 @@ func Refund(ctx *RefundContext, in RefundInput) (RefundResult, error) {
 
 // Reserve holds stock; the stock service is flaky and fails twice.
 //
-//stem:step name=reserve retries=3 backoff=1ms..4ms timeout=5s
+//stem:step name=reserve retries=3 backoff=1ms..4ms jitter=0.25 timeout=5s
 func (s *Steps) Reserve(ctx runtime.StepContext, order Order) (Reservation, error) {
 	s.mu.Lock()
 	s.attempts["reserve"]++
@@ -196,7 +192,7 @@ func (s *Steps) Charge(ctx runtime.StepContext, r Reservation, sh ShipmentReady)
 
 // IssueRefund issues a refund.
 //
-//stem:step name=issue-refund
+//stem:step name=issue-refund retries=forever jitter=0
 func (s *Steps) IssueRefund(ctx runtime.StepContext, in RefundInput) (RefundResult, error) {
 	return RefundResult{ID: "refund-of-" + in.OrderID}, nil
 }

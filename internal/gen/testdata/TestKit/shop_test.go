@@ -80,3 +80,36 @@ func TestEmit(t *testing.T) {
 func TestCrashEveryStep(t *testing.T) {
 	shopstemtest.CrashEveryStepCheckout(t, register, order)
 }
+
+// TestWorkflowMock mocks Checkout as the child of a parent in another
+// package, where the test does not register Checkout: the mock stands in
+// under its durable name and serves the parent once.
+func TestWorkflowMock(t *testing.T) {
+	env := stemtest.New(t, func(e *runtime.Engine) error {
+		return runtime.Register(e, "gifts.send", func(c *runtime.WorkflowContext, o shop.Order) (string, error) {
+			rec, err := runtime.CallChild[shop.Receipt](c, "checkout", shop.CheckoutWorkflowName, o)
+			if err != nil {
+				return "", err
+			}
+			if err := c.Sleep("wrap", time.Hour); err != nil {
+				return "", err
+			}
+			return "gift in " + rec.Box, nil
+		})
+	})
+	checkout := shopstemtest.Mock(env).CheckoutWorkflow(func(ctx *runtime.WorkflowContext, o shop.Order) (shop.Receipt, error) {
+		return shop.Receipt{Payment: "mock", Box: "B-" + o.ID}, nil
+	})
+	run, err := runtime.Start[shop.Order, string](env.Context(), env.Engine, "gifts.send", order)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := run.Result(env.Context()); err != nil || got != "gift in B-o-1" {
+		t.Fatalf("gift: %q, %v", got, err)
+	}
+	if checkout.ExpectCount(t, 1) && checkout.ExpectCall(t, 0, order) {
+		if c := checkout.Calls()[0]; c.ParentID != run.ID() {
+			t.Errorf("the mock's parent %q, want %s", c.ParentID, run.ID())
+		}
+	}
+}

@@ -13,8 +13,8 @@ import (
 	"github.com/stemflow/stem/stores/memstore"
 )
 
-// Outer runs Inner as a child, starts another without waiting, and reports
-// where it ran.
+// Outer runs Inner as a child, starts another without waiting (abandoned to
+// its own end, since Outer ends first), and reports where it ran.
 //
 //stem:workflow name=flows.outer
 func Outer(ctx *OuterContext, n int) (string, error) {
@@ -25,7 +25,7 @@ func Outer(ctx *OuterContext, n int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	later, err := ctx.StartInnerChild("later", got)
+	later, err := ctx.StartInnerChild("later", got, runtime.ParentClose(runtime.ParentCloseAbandon))
 	if err != nil {
 		return "", err
 	}

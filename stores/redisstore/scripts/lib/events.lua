@@ -52,6 +52,19 @@ local function send_check(id)
   return nil
 end
 
+-- send_notify sends the notify of a run that finished to run id ('' for
+-- none), dropping it when that run is unknown or finished. It returns 1
+-- delivered, 0 buffered (or nothing to send), -1 target not found, -2
+-- target finished. Callers send it last, after every run they finish, so
+-- that it never reaches one of those.
+local function send_notify(id, topic, payload)
+  if id == '' then return 0 end
+  local why = send_check(id)
+  if why == 'NOTFOUND' then return -1 end
+  if why == 'INVALID' then return -2 end
+  return send(id, topic, payload)
+end
+
 -- once_get and once_put make a script safe to repeat: go-redis sends a
 -- command again when its reply was lost (a read timeout, a dropped
 -- connection), and a repeated SendEvent must not buffer the event twice.
@@ -66,4 +79,47 @@ end
 local function once_put(op, res)
   redis.call('SET', opkey(op), cmsgpack.pack(res), 'PX', 60000)
   return res
+end
+
+-- wait_cases returns a wait's cases in order, each {key, topic, kind as
+-- given}: its own (key k, topic t, kind n), then those of also as
+-- encodeAlso writes them ("" for none).
+local function wait_cases(k, t, n, also)
+  local cases = {{k, t, n}}
+  if also ~= '' then
+    for _, cs in ipairs(wait_also(also)) do cases[#cases + 1] = cs end
+  end
+  return cases
+end
+
+-- take_case resolves a wait of run id (run hash r, checkpoints c,
+-- execution ex) at once if it can: the checkpoint of the first of cases
+-- (see wait_cases) that has one, or else the oldest event buffered on
+-- any case's topic (the head of that topic's list with the lowest
+-- sequence number), consumed and written as its case's checkpoint, of
+-- its delivery kind. It returns the checkpoint's encoding and key, or
+-- nil having changed nothing.
+local function take_case(r, c, id, cases, ex)
+  for _, cs in ipairs(cases) do
+    local have = redis.call('HGET', c, cs[1])
+    if have then return have, cs[1] end
+  end
+  local pick = 1
+  if #cases > 1 then
+    pick = nil
+    local low
+    for i, cs in ipairs(cases) do
+      local head = redis.call('LINDEX', evkey(id, cs[2]), 0)
+      if head then
+        local seq = ev_split(head)
+        if not low or seq < low then pick, low = i, seq end
+      end
+    end
+  end
+  if not pick then return nil end
+  local cs = cases[pick]
+  local ev = redis.call('LPOP', evkey(id, cs[2]))
+  if not ev then return nil end
+  local _, payload = ev_split(ev)
+  return write_cp(r, c, cs[1], delivery_kind(cs[3]), '', payload, ex), cs[1]
 end

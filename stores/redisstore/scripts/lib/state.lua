@@ -166,10 +166,10 @@ end
 -- version 0), and a running run is never in its queue's set of queued
 -- runs (the claim took it out), so qf is not read.
 --
--- The caller may name up to two more fields of the run hash to read in
+-- The caller may name up to three more fields of the run hash to read in
 -- the same HMGET; their values follow ex.
 local function fence(id, ...)
-  local st, tok, wf, wk, preq, ex, ln, pt, x1, x2 = unpack(redis.call('HMGET', KEYS[1],
+  local st, tok, wf, wk, preq, ex, ln, pt, x1, x2, x3 = unpack(redis.call('HMGET', KEYS[1],
     'st', 'tok', 'wf', 'wk', 'preq', 'ex', 'ln', 'pt', ...))
   if not st or st ~= 'running' or tok ~= ARGV[3] then return {'LEASELOST'} end
   local qu, pr
@@ -177,7 +177,7 @@ local function fence(id, ...)
     qu, pr = string.match(ln, '^([^:]*):([^:]*):')
     if pr == '0' then pr = nil end
   end
-  return nil, st, run_of(id, wf, qu, ln, pt, pr), wk, preq, ex or '1', x1, x2
+  return nil, st, run_of(id, wf, qu, ln, pt, pr), wk, preq, ex or '1', x1, x2, x3
 end
 
 -- finish clears what a finished run no longer has: lease, wait, schedule,
@@ -214,6 +214,67 @@ local function finish(r, ru, st, new, ...)
   redis.call('ZADD', fin_wf_st(new, ru.wf), NOWS, id)
   -- tells waiters in every process that the run ended (Finished)
   redis.call('PUBLISH', ended_channel(), id)
+end
+
+-- request_cancel records the cancellation of unfinished run id (hash r)
+-- with the marked reason cq (the run hash's cq field, present once a
+-- cancellation is requested) unless one is recorded already: the first
+-- request wins. A waiting run that is not held becomes queued, ready now,
+-- its wait kept registered; a paused one that is not held is ready now
+-- for its resume; a queued or running one only records it (a running
+-- run's holder learns of it from its next write). The caller checked
+-- that the run exists and is unfinished.
+local function request_cancel(r, id, cq)
+  local st, old, hl, wf, qu, ln, pt, pr, qf = unpack(redis.call('HMGET', r,
+    'st', 'cq', 'hl', 'wf', 'qu', 'ln', 'pt', 'pr', 'qf'))
+  if old then return end
+  if st == 'waiting' and not hl then
+    local ru = run_of(id, wf, qu, ln, pt, pr, qf)
+    ready_add(ru, NOWS)
+    set_status(r, ru, st, 'queued', NOWS, 'ready', NOWS, 'cq', cq)
+    WOKE = true
+  elseif st == 'paused' and not hl then
+    redis.call('HSET', r, 'cq', cq, 'ready', NOWS, 'ua', NOWS)
+  else
+    redis.call('HSET', r, 'cq', cq, 'ua', NOWS)
+  end
+end
+
+-- terminate_children terminates, with error JSON err, every unfinished
+-- descendant of run id that terminates with its parent, appending their
+-- IDs to the list ids: it walks the children indexes from the run, breadth
+-- first and each run's children in ID order, descending through every
+-- child of the default policy, finished or not, and never into one that
+-- abandons its parent. An unfinished child that is cancelled with its
+-- parent, reached so, has its cancellation requested with the marked
+-- reason cq (request_cancel) instead, and its own children are left to
+-- its ending. It reads the children indexes as it goes, so a run's
+-- descendants need not be named in KEYS (as for every key this store's
+-- prefix builds, they share the prefix's slot).
+local function terminate_children(id, err, cq, ids)
+  local queue, seen, i = {id}, {[id] = true}, 1
+  while i <= #queue do
+    local kids = redis.call('ZRANGE', chkey(queue[i]), 0, -1)
+    i = i + 1
+    for _, k in ipairs(kids) do
+      if not seen[k] then
+        seen[k] = true
+        local kr = rkey(k)
+        local kst, kwf, kpp, kqu, kln, kpt, kpr, kqf = unpack(redis.call('HMGET', kr, 'st', 'wf', 'pp', 'qu', 'ln', 'pt', 'pr', 'qf'))
+        if kst and kpp == 'cancel' then
+          if not finished(kst) then request_cancel(kr, k, cq) end
+        elseif kst and (not kpp or kpp == '') then
+          if not finished(kst) then
+            redis.call('HSET', kr, 'err', err)
+            redis.call('HDEL', kr, 'out')
+            finish(kr, run_of(k, kwf, kqu, kln, kpt, kpr, kqf), kst, 'terminated')
+            ids[#ids + 1] = k
+          end
+          queue[#queue + 1] = k
+        end
+      end
+    end
+  end
 end
 
 -- queue_count counts the runs of queue qu in status st: its own index's,

@@ -29,6 +29,69 @@ var (
 	_ func(*Steps, runtime.StepContext, Quote) error            = (*Steps).Refund
 )
 
+// The functions below stop compiling when a type that is part of a durable
+// payload no longer has the fields, field types and tags it had when this file
+// was generated. Run go generate: it judges the change against the manifest,
+// for the runs in flight that hold payloads of the old shape.
+
+// Bill is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Cents int64
+	}
+	var _ shapeAtLastGoGenerate = Bill{} // stem: Bill changed shape since go generate; run go generate
+}
+
+// Cancelled is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Reason string
+	}
+	var _ shapeAtLastGoGenerate = Cancelled{} // stem: Cancelled changed shape since go generate; run go generate
+}
+
+// Order is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		ID    string
+		Lines []string
+		Mode  string
+		Due   time.Time
+		Again int
+	}
+	var _ shapeAtLastGoGenerate = Order{} // stem: Order changed shape since go generate; run go generate
+}
+
+// Quote is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Cents int64
+	}
+	var _ shapeAtLastGoGenerate = Quote{} // stem: Quote changed shape since go generate; run go generate
+}
+
+// ShipProgress is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Stage string
+	}
+	var _ shapeAtLastGoGenerate = ShipProgress{} // stem: ShipProgress changed shape since go generate; run go generate
+}
+
+// Shipped is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Tracking string
+	}
+	var _ shapeAtLastGoGenerate = Shipped{} // stem: Shipped changed shape since go generate; run go generate
+}
+
 // stemCalls holds the typed calls of package docs, each declared once: a
 // method per step, per event and, to run it as a child, per workflow. Every
 // workflow context embeds it, so they are methods of each.
@@ -61,7 +124,7 @@ func (c *stemCalls) Cancel(id string) error {
 
 // CancelAsync starts step cancel@v1 (Steps.Cancel) as Cancel does, with the
 // same key and policy, without waiting for it, and returns its future: Await
-// it for the result, or pass it to runtime.All or runtime.Select. Its attempts
+// it for the result, or pass it to the context's All or Select. Its attempts
 // run beside the workflow and the run's other step futures; a step that
 // completed before returns a future that is ready at once.
 //
@@ -99,7 +162,7 @@ func (c *stemCalls) Charge(q Quote) (Bill, error) {
 
 // ChargeAsync starts step charge@v1 (Steps.Charge) as Charge does, with the
 // same key and policy, without waiting for it, and returns its future: Await
-// it for the result, or pass it to runtime.All or runtime.Select. Its attempts
+// it for the result, or pass it to the context's All or Select. Its attempts
 // run beside the workflow and the run's other step futures; a step that
 // completed before returns a future that is ready at once.
 //
@@ -137,7 +200,7 @@ func (c *stemCalls) Check(in Order) error {
 
 // CheckAsync starts step check@v1 (Steps.Check) as Check does, with the same
 // key and policy, without waiting for it, and returns its future: Await it for
-// the result, or pass it to runtime.All or runtime.Select. Its attempts run
+// the result, or pass it to the context's All or Select. Its attempts run
 // beside the workflow and the run's other step futures; a step that completed
 // before returns a future that is ready at once.
 //
@@ -185,7 +248,7 @@ func (c *stemCalls) Pack(line string) (string, error) {
 
 // PackAsync starts step pack@v1 (Steps.Pack) as Pack does, with the same key
 // and policy, without waiting for it, and returns its future: Await it for the
-// result, or pass it to runtime.All or runtime.Select. Its attempts run beside
+// result, or pass it to the context's All or Select. Its attempts run beside
 // the workflow and the run's other step futures; a step that completed before
 // returns a future that is ready at once. Its call number, and so its key
 // (StepPackIteration(i)), is fixed when the future is created.
@@ -224,7 +287,7 @@ func (c *stemCalls) Quote(in Order) (Quote, error) {
 
 // QuoteAsync starts step quote.shipping@v2 (Steps.Quote) as Quote does, with
 // the same key and policy, without waiting for it, and returns its future:
-// Await it for the result, or pass it to runtime.All or runtime.Select. Its
+// Await it for the result, or pass it to the context's All or Select. Its
 // attempts run beside the workflow and the run's other step futures; a step
 // that completed before returns a future that is ready at once.
 //
@@ -262,7 +325,7 @@ func (c *stemCalls) Refund(q Quote) error {
 
 // RefundAsync starts step refund@v1 (Steps.Refund) as Refund does, with the
 // same key and policy, without waiting for it, and returns its future: Await
-// it for the result, or pass it to runtime.All or runtime.Select. Its attempts
+// it for the result, or pass it to the context's All or Select. Its attempts
 // run beside the workflow and the run's other step futures; a step that
 // completed before returns a future that is ready at once.
 //
@@ -288,7 +351,7 @@ func (c *stemCalls) AwaitCancelled(name string, timeout time.Duration) (Cancelle
 
 // OnCancelled returns a future of the next event Cancelled (topic
 // docs.cancelled) for this run, without waiting: the event is delivered while
-// the run waits on anything, and Await, runtime.All or runtime.Select wait for
+// the run waits on anything, and Await, the context's All or Select wait for
 // it. name is the future's durable key within the run, numbered by call order
 // (name#0, name#1, ...), so it may be created in a loop. It has no timeout of
 // its own: select it with a Timer for one.
@@ -310,7 +373,7 @@ func (c *stemCalls) AwaitShipped(name string, timeout time.Duration) (Shipped, e
 
 // OnShipped returns a future of the next event Shipped (topic docs/shipped:v1)
 // for this run, without waiting: the event is delivered while the run waits on
-// anything, and Await, runtime.All or runtime.Select wait for it. name is the
+// anything, and Await, the context's All or Select wait for it. name is the
 // future's durable key within the run, numbered by call order (name#0, name#1,
 // ...), so it may be created in a loop. It has no timeout of its own: select
 // it with a Timer for one.
@@ -324,10 +387,11 @@ func (c *stemCalls) OnShipped(name string) *runtime.Future[Shipped] {
 // in, and waits for its output. name is the call's durable key within the run:
 // the child's run ID derives from this run's ID and name, so a replay never
 // starts the child twice, and takes the outcome of a child that already
-// finished. Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of Audit), the call fails with an error matching
-// runtime.ErrChildCollision.
+// finished. When this run ends (it completes, errors or is terminated) before
+// the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Audit), the call fails with an error
+// matching runtime.ErrChildCollision.
 //
 // Audit waits an hour for a cancellation, and cancels when none comes.
 //
@@ -338,7 +402,7 @@ func (c *stemCalls) CallAudit(name string, in string, opts ...runtime.ChildOptio
 
 // CallAuditAsync starts workflow Audit (docs.audit) as a child of this run
 // with input in, like CallAudit, and returns a future of its output without
-// waiting: Await it, or pass it to runtime.All or runtime.Select. name is the
+// waiting: Await it, or pass it to the context's All or Select. name is the
 // call's durable key within the run, as for CallAudit.
 //
 // Audit waits an hour for a cancellation, and cancels when none comes.
@@ -352,11 +416,13 @@ func (c *stemCalls) CallAuditAsync(name string, in string, opts ...runtime.Child
 // with input in, without waiting, and returns a typed handle on it, whose
 // Result waits for the child's output later, durably. name is the call's
 // durable key within the run: the child's run ID derives from this run's ID
-// and name, so a replay returns the same child. Terminating this run
-// terminates the child, unless opts include runtime.Abandon(). If the derived
-// ID is taken by another run (not this run's child of Audit), the call fails
-// with an error matching runtime.ErrChildCollision. To start a run from
-// outside a workflow, use StartAudit.
+// and name, so a replay returns the same child. When this run ends (it
+// completes, errors or is terminated) before the child, the child is
+// terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Audit), the call fails with an error
+// matching runtime.ErrChildCollision. To start a run from outside a workflow,
+// use StartAudit.
 //
 // Audit waits an hour for a cancellation, and cancels when none comes.
 //
@@ -369,10 +435,11 @@ func (c *stemCalls) StartAuditChild(name string, in string, opts ...runtime.Chil
 // input in, and waits for its output. name is the call's durable key within
 // the run: the child's run ID derives from this run's ID and name, so a replay
 // never starts the child twice, and takes the outcome of a child that already
-// finished. Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of BillFor), the call fails with an error matching
-// runtime.ErrChildCollision.
+// finished. When this run ends (it completes, errors or is terminated) before
+// the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of BillFor), the call fails with an
+// error matching runtime.ErrChildCollision.
 //
 // Bill charges a quote.
 func (c *stemCalls) CallBillFor(name string, in Quote, opts ...runtime.ChildOption) (Bill, error) {
@@ -381,7 +448,7 @@ func (c *stemCalls) CallBillFor(name string, in Quote, opts ...runtime.ChildOpti
 
 // CallBillForAsync starts workflow BillFor (docs.bill) as a child of this run
 // with input in, like CallBillFor, and returns a future of its output without
-// waiting: Await it, or pass it to runtime.All or runtime.Select. name is the
+// waiting: Await it, or pass it to the context's All or Select. name is the
 // call's durable key within the run, as for CallBillFor.
 //
 // Bill charges a quote.
@@ -393,11 +460,13 @@ func (c *stemCalls) CallBillForAsync(name string, in Quote, opts ...runtime.Chil
 // with input in, without waiting, and returns a typed handle on it, whose
 // Result waits for the child's output later, durably. name is the call's
 // durable key within the run: the child's run ID derives from this run's ID
-// and name, so a replay returns the same child. Terminating this run
-// terminates the child, unless opts include runtime.Abandon(). If the derived
-// ID is taken by another run (not this run's child of BillFor), the call fails
-// with an error matching runtime.ErrChildCollision. To start a run from
-// outside a workflow, use StartBillFor.
+// and name, so a replay returns the same child. When this run ends (it
+// completes, errors or is terminated) before the child, the child is
+// terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of BillFor), the call fails with an
+// error matching runtime.ErrChildCollision. To start a run from outside a
+// workflow, use StartBillFor.
 //
 // Bill charges a quote.
 func (c *stemCalls) StartBillForChild(name string, in Quote, opts ...runtime.ChildOption) (*runtime.ChildRun[Bill], error) {
@@ -408,10 +477,11 @@ func (c *stemCalls) StartBillForChild(name string, in Quote, opts ...runtime.Chi
 // in, and waits for its output. name is the call's durable key within the run:
 // the child's run ID derives from this run's ID and name, so a replay never
 // starts the child twice, and takes the outcome of a child that already
-// finished. Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of Ship), the call fails with an error matching
-// runtime.ErrChildCollision.
+// finished. When this run ends (it completes, errors or is terminated) before
+// the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Ship), the call fails with an error
+// matching runtime.ErrChildCollision.
 //
 // Ship checks and quotes at once, packs every line, waits as the *mode*
 // says, then for the `carrier` or a <cancel> | whichever comes first, and
@@ -422,7 +492,7 @@ func (c *stemCalls) CallShip(name string, in Order, opts ...runtime.ChildOption)
 
 // CallShipAsync starts workflow Ship (docs.ship) as a child of this run with
 // input in, like CallShip, and returns a future of its output without waiting:
-// Await it, or pass it to runtime.All or runtime.Select. name is the call's
+// Await it, or pass it to the context's All or Select. name is the call's
 // durable key within the run, as for CallShip.
 //
 // Ship checks and quotes at once, packs every line, waits as the *mode*
@@ -436,11 +506,12 @@ func (c *stemCalls) CallShipAsync(name string, in Order, opts ...runtime.ChildOp
 // input in, without waiting, and returns a typed handle on it, whose Result
 // waits for the child's output later, durably. name is the call's durable key
 // within the run: the child's run ID derives from this run's ID and name, so a
-// replay returns the same child. Terminating this run terminates the child,
-// unless opts include runtime.Abandon(). If the derived ID is taken by another
-// run (not this run's child of Ship), the call fails with an error matching
-// runtime.ErrChildCollision. To start a run from outside a workflow, use
-// StartShip.
+// replay returns the same child. When this run ends (it completes, errors or
+// is terminated) before the child, the child is terminated, unless opts
+// include runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID
+// is taken by another run (not this run's child of Ship), the call fails with
+// an error matching runtime.ErrChildCollision. To start a run from outside a
+// workflow, use StartShip.
 //
 // Ship checks and quotes at once, packs every line, waits as the *mode*
 // says, then for the `carrier` or a <cancel> | whichever comes first, and
@@ -469,8 +540,8 @@ const AuditWorkflowVersion = 1
 // AuditContext is what workflow Audit (docs.audit) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package docs, each also in a form that returns a future
-// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
-// by the workflow's input.
+// (All and Select wait for several), and ContinueAsNew typed by the workflow's
+// input.
 //
 // Audit waits an hour for a cancellation, and cancels when none comes.
 //
@@ -489,6 +560,46 @@ type AuditContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *AuditContext) ContinueAsNew(in string) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *AuditContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *AuditContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *AuditContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *AuditContext) Detached() *AuditContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // AuditRun is a typed handle on a run of workflow Audit (docs.audit): ID,
@@ -595,8 +706,8 @@ const BillForWorkflowVersion = 1
 // BillForContext is what workflow BillFor (docs.bill) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package docs, each also in a form that returns a future
-// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
-// by the workflow's input.
+// (All and Select wait for several), and ContinueAsNew typed by the workflow's
+// input.
 //
 // Bill charges a quote.
 type BillForContext struct {
@@ -613,6 +724,46 @@ type BillForContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *BillForContext) ContinueAsNew(in Quote) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *BillForContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *BillForContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *BillForContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *BillForContext) Detached() *BillForContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // BillForRun is a typed handle on a run of workflow BillFor (docs.bill): ID,
@@ -712,8 +863,8 @@ const ShipWorkflowVersion = 3
 // ShipContext is what workflow Ship (docs.ship) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package docs, each also in a form that returns a future
-// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
-// by the workflow's input.
+// (All and Select wait for several), and ContinueAsNew typed by the workflow's
+// input.
 //
 // Ship checks and quotes at once, packs every line, waits as the *mode*
 // says, then for the `carrier` or a <cancel> | whichever comes first, and
@@ -732,6 +883,46 @@ type ShipContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *ShipContext) ContinueAsNew(in Order) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *ShipContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *ShipContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *ShipContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *ShipContext) Detached() *ShipContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // SetProgress publishes p as the run's progress, which callers read with

@@ -20,6 +20,32 @@ var (
 	_ func(*WaitContext, int) (int, error) = Wait
 )
 
+// The functions below stop compiling when a type that is part of a durable
+// payload no longer has the fields, field types and tags it had when this file
+// was generated. Run go generate: it judges the change against the manifest,
+// for the runs in flight that hold payloads of the old shape.
+
+// Ping is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct{}
+	var _ shapeAtLastGoGenerate = Ping{} // stem: Ping changed shape since go generate; run go generate
+}
+
+// Pong is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct{}
+	var _ shapeAtLastGoGenerate = Pong{} // stem: Pong changed shape since go generate; run go generate
+}
+
+// Unused is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct{}
+	var _ shapeAtLastGoGenerate = Unused{} // stem: Unused changed shape since go generate; run go generate
+}
+
 // stemCalls holds the typed calls of package p, each declared once: a method
 // per step, per event and, to run it as a child, per workflow. Every workflow
 // context embeds it, so they are methods of each.
@@ -39,10 +65,10 @@ func (c *stemCalls) AwaitPing(name string, timeout time.Duration) (Ping, error) 
 
 // OnPing returns a future of the next event Ping (topic p.ping) for this run,
 // without waiting: the event is delivered while the run waits on anything, and
-// Await, runtime.All or runtime.Select wait for it. name is the future's
-// durable key within the run, numbered by call order (name#0, name#1, ...), so
-// it may be created in a loop. It has no timeout of its own: select it with a
-// Timer for one.
+// Await, the context's All or Select wait for it. name is the future's durable
+// key within the run, numbered by call order (name#0, name#1, ...), so it may
+// be created in a loop. It has no timeout of its own: select it with a Timer
+// for one.
 //
 // Ping is awaited, and nothing sends it.
 func (c *stemCalls) OnPing(name string) *runtime.Future[Ping] {
@@ -61,10 +87,10 @@ func (c *stemCalls) AwaitPong(name string, timeout time.Duration) (Pong, error) 
 
 // OnPong returns a future of the next event Pong (topic p.pong) for this run,
 // without waiting: the event is delivered while the run waits on anything, and
-// Await, runtime.All or runtime.Select wait for it. name is the future's
-// durable key within the run, numbered by call order (name#0, name#1, ...), so
-// it may be created in a loop. It has no timeout of its own: select it with a
-// Timer for one.
+// Await, the context's All or Select wait for it. name is the future's durable
+// key within the run, numbered by call order (name#0, name#1, ...), so it may
+// be created in a loop. It has no timeout of its own: select it with a Timer
+// for one.
 //
 // Pong is awaited, and only a test sends it.
 func (c *stemCalls) OnPong(name string) *runtime.Future[Pong] {
@@ -83,7 +109,7 @@ func (c *stemCalls) AwaitUnused(name string, timeout time.Duration) (Unused, err
 
 // OnUnused returns a future of the next event Unused (topic p.unused) for this
 // run, without waiting: the event is delivered while the run waits on
-// anything, and Await, runtime.All or runtime.Select wait for it. name is the
+// anything, and Await, the context's All or Select wait for it. name is the
 // future's durable key within the run, numbered by call order (name#0, name#1,
 // ...), so it may be created in a loop. It has no timeout of its own: select
 // it with a Timer for one.
@@ -97,10 +123,11 @@ func (c *stemCalls) OnUnused(name string) *runtime.Future[Unused] {
 // and waits for its output. name is the call's durable key within the run: the
 // child's run ID derives from this run's ID and name, so a replay never starts
 // the child twice, and takes the outcome of a child that already finished.
-// Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of Wait), the call fails with an error matching
-// runtime.ErrChildCollision.
+// When this run ends (it completes, errors or is terminated) before the child,
+// the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Wait), the call fails with an error
+// matching runtime.ErrChildCollision.
 //
 // Wait waits for a ping, a pong and a raw topic.
 func (c *stemCalls) CallWait(name string, in int, opts ...runtime.ChildOption) (int, error) {
@@ -109,7 +136,7 @@ func (c *stemCalls) CallWait(name string, in int, opts ...runtime.ChildOption) (
 
 // CallWaitAsync starts workflow Wait (p.wait) as a child of this run with
 // input in, like CallWait, and returns a future of its output without waiting:
-// Await it, or pass it to runtime.All or runtime.Select. name is the call's
+// Await it, or pass it to the context's All or Select. name is the call's
 // durable key within the run, as for CallWait.
 //
 // Wait waits for a ping, a pong and a raw topic.
@@ -121,11 +148,12 @@ func (c *stemCalls) CallWaitAsync(name string, in int, opts ...runtime.ChildOpti
 // input in, without waiting, and returns a typed handle on it, whose Result
 // waits for the child's output later, durably. name is the call's durable key
 // within the run: the child's run ID derives from this run's ID and name, so a
-// replay returns the same child. Terminating this run terminates the child,
-// unless opts include runtime.Abandon(). If the derived ID is taken by another
-// run (not this run's child of Wait), the call fails with an error matching
-// runtime.ErrChildCollision. To start a run from outside a workflow, use
-// StartWait.
+// replay returns the same child. When this run ends (it completes, errors or
+// is terminated) before the child, the child is terminated, unless opts
+// include runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID
+// is taken by another run (not this run's child of Wait), the call fails with
+// an error matching runtime.ErrChildCollision. To start a run from outside a
+// workflow, use StartWait.
 //
 // Wait waits for a ping, a pong and a raw topic.
 func (c *stemCalls) StartWaitChild(name string, in int, opts ...runtime.ChildOption) (*runtime.ChildRun[int], error) {
@@ -147,9 +175,9 @@ const WaitWorkflowVersion = 1
 
 // WaitContext is what workflow Wait (p.wait) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
-// child workflow of package p, each also in a form that returns a future
-// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
-// by the workflow's input.
+// child workflow of package p, each also in a form that returns a future (All
+// and Select wait for several), and ContinueAsNew typed by the workflow's
+// input.
 //
 // Wait waits for a ping, a pong and a raw topic.
 type WaitContext struct {
@@ -166,6 +194,46 @@ type WaitContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *WaitContext) ContinueAsNew(in int) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *WaitContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *WaitContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *WaitContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *WaitContext) Detached() *WaitContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // WaitRun is a typed handle on a run of workflow Wait (p.wait): ID, Status,

@@ -27,6 +27,30 @@ var (
 	_ func(context.Context, runtime1.Info, [2]bool) (Page[pgtype.Text], error) = Inspect
 )
 
+// The functions below stop compiling when a type that is part of a durable
+// payload no longer has the fields, field types and tags it had when this file
+// was generated. Run go generate: it judges the change against the manifest,
+// for the runs in flight that hold payloads of the old shape.
+
+// Page[pgtype.Text] is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Items []pgtype.Text
+		Next  *string `json:"next,omitempty"`
+	}
+	var _ shapeAtLastGoGenerate = Page[pgtype.Text]{} // stem: Page[pgtype.Text] changed shape since go generate; run go generate
+}
+
+// runtime.Info is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		N int
+	}
+	var _ shapeAtLastGoGenerate = runtime1.Info{} // stem: runtime.Info changed shape since go generate; run go generate
+}
+
 // stemCalls holds the typed calls of package imports, each declared once: a
 // method per step, per event and, to run it as a child, per workflow. Every
 // workflow context embeds it, so they are methods of each.
@@ -65,7 +89,7 @@ func (c *stemCalls) Assign(page Page[pgtype.Text], opts struct {
 
 // AssignAsync starts step assign@v1 (Assign) as Assign does, with the same key
 // and policy, without waiting for it, and returns its future: Await it for the
-// result, or pass it to runtime.All or runtime.Select. Its attempts run beside
+// result, or pass it to the context's All or Select. Its attempts run beside
 // the workflow and the run's other step futures; a step that completed before
 // returns a future that is ready at once.
 //
@@ -109,7 +133,7 @@ func (c *stemCalls) Inspect(arg1 runtime1.Info, flags [2]bool) (Page[pgtype.Text
 
 // InspectAsync starts step inspect@v1 (Inspect) as Inspect does, with the same
 // key and policy, without waiting for it, and returns its future: Await it for
-// the result, or pass it to runtime.All or runtime.Select. Its attempts run
+// the result, or pass it to the context's All or Select. Its attempts run
 // beside the workflow and the run's other step futures; a step that completed
 // before returns a future that is ready at once.
 //
@@ -127,10 +151,11 @@ func (c *stemCalls) InspectAsync(arg1 runtime1.Info, flags [2]bool) *runtime.Fut
 // in, and waits for its output. name is the call's durable key within the run:
 // the child's run ID derives from this run's ID and name, so a replay never
 // starts the child twice, and takes the outcome of a child that already
-// finished. Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of Sync), the call fails with an error matching
-// runtime.ErrChildCollision.
+// finished. When this run ends (it completes, errors or is terminated) before
+// the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Sync), the call fails with an error
+// matching runtime.ErrChildCollision.
 //
 // Sync copies a page of names.
 func (c *stemCalls) CallSync(name string, in Page[pgtype.Text], opts ...runtime.ChildOption) (map[string]*uuid.UUID, error) {
@@ -139,7 +164,7 @@ func (c *stemCalls) CallSync(name string, in Page[pgtype.Text], opts ...runtime.
 
 // CallSyncAsync starts workflow Sync (imports.sync) as a child of this run
 // with input in, like CallSync, and returns a future of its output without
-// waiting: Await it, or pass it to runtime.All or runtime.Select. name is the
+// waiting: Await it, or pass it to the context's All or Select. name is the
 // call's durable key within the run, as for CallSync.
 //
 // Sync copies a page of names.
@@ -151,11 +176,13 @@ func (c *stemCalls) CallSyncAsync(name string, in Page[pgtype.Text], opts ...run
 // with input in, without waiting, and returns a typed handle on it, whose
 // Result waits for the child's output later, durably. name is the call's
 // durable key within the run: the child's run ID derives from this run's ID
-// and name, so a replay returns the same child. Terminating this run
-// terminates the child, unless opts include runtime.Abandon(). If the derived
-// ID is taken by another run (not this run's child of Sync), the call fails
-// with an error matching runtime.ErrChildCollision. To start a run from
-// outside a workflow, use StartSync.
+// and name, so a replay returns the same child. When this run ends (it
+// completes, errors or is terminated) before the child, the child is
+// terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Sync), the call fails with an error
+// matching runtime.ErrChildCollision. To start a run from outside a workflow,
+// use StartSync.
 //
 // Sync copies a page of names.
 func (c *stemCalls) StartSyncChild(name string, in Page[pgtype.Text], opts ...runtime.ChildOption) (*runtime.ChildRun[map[string]*uuid.UUID], error) {
@@ -178,8 +205,8 @@ const SyncWorkflowVersion = 1
 // SyncContext is what workflow Sync (imports.sync) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package imports, each also in a form that returns a future
-// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
-// by the workflow's input.
+// (All and Select wait for several), and ContinueAsNew typed by the workflow's
+// input.
 //
 // Sync copies a page of names.
 type SyncContext struct {
@@ -196,6 +223,46 @@ type SyncContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *SyncContext) ContinueAsNew(in Page[pgtype.Text]) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *SyncContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *SyncContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *SyncContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *SyncContext) Detached() *SyncContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // SyncRun is a typed handle on a run of workflow Sync (imports.sync): ID,

@@ -27,6 +27,95 @@ var (
 	_ func(*Steps, runtime.StepContext, Order) (Reservation, error)                  = (*Steps).Reserve
 )
 
+// The functions below stop compiling when a type that is part of a durable
+// payload no longer has the fields, field types and tags it had when this file
+// was generated. Run go generate: it judges the change against the manifest,
+// for the runs in flight that hold payloads of the old shape.
+
+// FulfilProgress is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Stage  string
+		Packed int
+	}
+	var _ shapeAtLastGoGenerate = FulfilProgress{} // stem: FulfilProgress changed shape since go generate; run go generate
+}
+
+// Order is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		ID     string   `json:"id"`
+		Items  []string `json:"items"`
+		Amount int64    `json:"amount"`
+	}
+	var _ shapeAtLastGoGenerate = Order{} // stem: Order changed shape since go generate; run go generate
+}
+
+// Parcel is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Item string
+		Seq  int
+	}
+	var _ shapeAtLastGoGenerate = Parcel{} // stem: Parcel changed shape since go generate; run go generate
+}
+
+// Receipt is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		OrderID  string
+		Charged  int64
+		Payment  string
+		Tracking string
+		Parcels  []Parcel
+		Refund   string
+	}
+	var _ shapeAtLastGoGenerate = Receipt{} // stem: Receipt changed shape since go generate; run go generate
+}
+
+// RefundInput is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		OrderID string
+		Amount  int64
+		Rounds  int
+	}
+	var _ shapeAtLastGoGenerate = RefundInput{} // stem: RefundInput changed shape since go generate; run go generate
+}
+
+// RefundResult is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		ID string
+	}
+	var _ shapeAtLastGoGenerate = RefundResult{} // stem: RefundResult changed shape since go generate; run go generate
+}
+
+// Reservation is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		OrderID string
+		Amount  int64
+	}
+	var _ shapeAtLastGoGenerate = Reservation{} // stem: Reservation changed shape since go generate; run go generate
+}
+
+// ShipmentReady is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Tracking string
+	}
+	var _ shapeAtLastGoGenerate = ShipmentReady{} // stem: ShipmentReady changed shape since go generate; run go generate
+}
+
 // stemCalls holds the typed calls of package main, each declared once: a
 // method per step, per event and, to run it as a child, per workflow. Every
 // workflow context embeds it, so they are methods of each.
@@ -59,7 +148,7 @@ func (c *stemCalls) Charge(r Reservation, sh ShipmentReady) (Receipt, error) {
 
 // ChargeAsync starts step charge@v2 (Steps.Charge) as Charge does, with the
 // same key and policy, without waiting for it, and returns its future: Await
-// it for the result, or pass it to runtime.All or runtime.Select. Its attempts
+// it for the result, or pass it to the context's All or Select. Its attempts
 // run beside the workflow and the run's other step futures; a step that
 // completed before returns a future that is ready at once.
 //
@@ -83,11 +172,15 @@ const StepIssueRefund = "issue-refund@v1"
 
 // IssueRefund runs step issue-refund@v1 (Steps.IssueRefund) as a checkpointed
 // step: once it succeeds (or exhausts its retries), a replay of the run
-// returns its recorded result without running it again.
+// returns its recorded result without running it again. A failed attempt is
+// retried until one succeeds.
 //
 // IssueRefund issues a refund.
 func (c *stemCalls) IssueRefund(in RefundInput) (RefundResult, error) {
-	return runtime.Step(c.wc, StepIssueRefund, runtime.StepOptions{}, func(sc runtime.StepContext) (RefundResult, error) {
+	return runtime.Step(c.wc, StepIssueRefund, runtime.StepOptions{
+		Jitter:  runtime.NoJitter,
+		Retries: runtime.RetryForever,
+	}, func(sc runtime.StepContext) (RefundResult, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, RefundInput) (RefundResult, error)](c.wc, StepIssueRefund); ok {
 			return fn(sc, in)
 		}
@@ -97,14 +190,17 @@ func (c *stemCalls) IssueRefund(in RefundInput) (RefundResult, error) {
 
 // IssueRefundAsync starts step issue-refund@v1 (Steps.IssueRefund) as
 // IssueRefund does, with the same key and policy, without waiting for it, and
-// returns its future: Await it for the result, or pass it to runtime.All or
-// runtime.Select. Its attempts run beside the workflow and the run's other
-// step futures; a step that completed before returns a future that is ready at
+// returns its future: Await it for the result, or pass it to the context's All
+// or Select. Its attempts run beside the workflow and the run's other step
+// futures; a step that completed before returns a future that is ready at
 // once.
 //
 // IssueRefund issues a refund.
 func (c *stemCalls) IssueRefundAsync(in RefundInput) *runtime.Future[RefundResult] {
-	return runtime.StepAsync(c.wc, StepIssueRefund, runtime.StepOptions{}, func(sc runtime.StepContext) (RefundResult, error) {
+	return runtime.StepAsync(c.wc, StepIssueRefund, runtime.StepOptions{
+		Jitter:  runtime.NoJitter,
+		Retries: runtime.RetryForever,
+	}, func(sc runtime.StepContext) (RefundResult, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, RefundInput) (RefundResult, error)](c.wc, StepIssueRefund); ok {
 			return fn(sc, in)
 		}
@@ -152,7 +248,7 @@ func (c *stemCalls) Notify(msg string) error {
 
 // NotifyAsync starts step notify@v1 (Notify) as Notify does, with the same key
 // and policy, without waiting for it, and returns its future: Await it for the
-// result, or pass it to runtime.All or runtime.Select. Its attempts run beside
+// result, or pass it to the context's All or Select. Its attempts run beside
 // the workflow and the run's other step futures; a step that completed before
 // returns a future that is ready at once. Its call number, and so its key
 // (StepNotifyIteration(i)), is fixed when the future is created.
@@ -203,7 +299,7 @@ func (c *stemCalls) Pack(item string) (Parcel, error) {
 
 // PackAsync starts step pack@v1 (Steps.Pack) as Pack does, with the same key
 // and policy, without waiting for it, and returns its future: Await it for the
-// result, or pass it to runtime.All or runtime.Select. Its attempts run beside
+// result, or pass it to the context's All or Select. Its attempts run beside
 // the workflow and the run's other step futures; a step that completed before
 // returns a future that is ready at once. Its call number, and so its key
 // (StepPackIteration(i)), is fixed when the future is created.
@@ -235,6 +331,7 @@ const StepReserve = "reserve@v1"
 func (c *stemCalls) Reserve(order Order) (Reservation, error) {
 	return runtime.Step(c.wc, StepReserve, runtime.StepOptions{
 		Backoff:    time.Millisecond,
+		Jitter:     0.25,
 		MaxBackoff: 4 * time.Millisecond,
 		Retries:    3,
 		Timeout:    5 * time.Second,
@@ -248,7 +345,7 @@ func (c *stemCalls) Reserve(order Order) (Reservation, error) {
 
 // ReserveAsync starts step reserve@v1 (Steps.Reserve) as Reserve does, with
 // the same key and policy, without waiting for it, and returns its future:
-// Await it for the result, or pass it to runtime.All or runtime.Select. Its
+// Await it for the result, or pass it to the context's All or Select. Its
 // attempts run beside the workflow and the run's other step futures; a step
 // that completed before returns a future that is ready at once.
 //
@@ -256,6 +353,7 @@ func (c *stemCalls) Reserve(order Order) (Reservation, error) {
 func (c *stemCalls) ReserveAsync(order Order) *runtime.Future[Reservation] {
 	return runtime.StepAsync(c.wc, StepReserve, runtime.StepOptions{
 		Backoff:    time.Millisecond,
+		Jitter:     0.25,
 		MaxBackoff: 4 * time.Millisecond,
 		Retries:    3,
 		Timeout:    5 * time.Second,
@@ -279,7 +377,7 @@ func (c *stemCalls) AwaitShipmentReady(name string, timeout time.Duration) (Ship
 
 // OnShipmentReady returns a future of the next event ShipmentReady (topic
 // shipment.ready) for this run, without waiting: the event is delivered while
-// the run waits on anything, and Await, runtime.All or runtime.Select wait for
+// the run waits on anything, and Await, the context's All or Select wait for
 // it. name is the future's durable key within the run, numbered by call order
 // (name#0, name#1, ...), so it may be created in a loop. It has no timeout of
 // its own: select it with a Timer for one.
@@ -293,10 +391,11 @@ func (c *stemCalls) OnShipmentReady(name string) *runtime.Future[ShipmentReady] 
 // input in, and waits for its output. name is the call's durable key within
 // the run: the child's run ID derives from this run's ID and name, so a replay
 // never starts the child twice, and takes the outcome of a child that already
-// finished. Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of Fulfil), the call fails with an error matching
-// runtime.ErrChildCollision.
+// finished. When this run ends (it completes, errors or is terminated) before
+// the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Fulfil), the call fails with an
+// error matching runtime.ErrChildCollision.
 //
 // Fulfil reserves stock while it tells the customer, waits for the
 // warehouse (or a timeout), packs every item at once, then charges the
@@ -307,7 +406,7 @@ func (c *stemCalls) CallFulfil(name string, in Order, opts ...runtime.ChildOptio
 
 // CallFulfilAsync starts workflow Fulfil (orders.fulfil) as a child of this
 // run with input in, like CallFulfil, and returns a future of its output
-// without waiting: Await it, or pass it to runtime.All or runtime.Select. name
+// without waiting: Await it, or pass it to the context's All or Select. name
 // is the call's durable key within the run, as for CallFulfil.
 //
 // Fulfil reserves stock while it tells the customer, waits for the
@@ -321,11 +420,13 @@ func (c *stemCalls) CallFulfilAsync(name string, in Order, opts ...runtime.Child
 // run with input in, without waiting, and returns a typed handle on it, whose
 // Result waits for the child's output later, durably. name is the call's
 // durable key within the run: the child's run ID derives from this run's ID
-// and name, so a replay returns the same child. Terminating this run
-// terminates the child, unless opts include runtime.Abandon(). If the derived
-// ID is taken by another run (not this run's child of Fulfil), the call fails
-// with an error matching runtime.ErrChildCollision. To start a run from
-// outside a workflow, use StartFulfil.
+// and name, so a replay returns the same child. When this run ends (it
+// completes, errors or is terminated) before the child, the child is
+// terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Fulfil), the call fails with an
+// error matching runtime.ErrChildCollision. To start a run from outside a
+// workflow, use StartFulfil.
 //
 // Fulfil reserves stock while it tells the customer, waits for the
 // warehouse (or a timeout), packs every item at once, then charges the
@@ -338,10 +439,11 @@ func (c *stemCalls) StartFulfilChild(name string, in Order, opts ...runtime.Chil
 // input in, and waits for its output. name is the call's durable key within
 // the run: the child's run ID derives from this run's ID and name, so a replay
 // never starts the child twice, and takes the outcome of a child that already
-// finished. Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of Refund), the call fails with an error matching
-// runtime.ErrChildCollision.
+// finished. When this run ends (it completes, errors or is terminated) before
+// the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Refund), the call fails with an
+// error matching runtime.ErrChildCollision.
 //
 // Refund returns part of a payment, after continuing as new in.Rounds
 // times.
@@ -353,7 +455,7 @@ func (c *stemCalls) CallRefund(name string, in RefundInput, opts ...runtime.Chil
 
 // CallRefundAsync starts workflow Refund (orders.refund) as a child of this
 // run with input in, like CallRefund, and returns a future of its output
-// without waiting: Await it, or pass it to runtime.All or runtime.Select. name
+// without waiting: Await it, or pass it to the context's All or Select. name
 // is the call's durable key within the run, as for CallRefund.
 //
 // Refund returns part of a payment, after continuing as new in.Rounds
@@ -368,11 +470,13 @@ func (c *stemCalls) CallRefundAsync(name string, in RefundInput, opts ...runtime
 // run with input in, without waiting, and returns a typed handle on it, whose
 // Result waits for the child's output later, durably. name is the call's
 // durable key within the run: the child's run ID derives from this run's ID
-// and name, so a replay returns the same child. Terminating this run
-// terminates the child, unless opts include runtime.Abandon(). If the derived
-// ID is taken by another run (not this run's child of Refund), the call fails
-// with an error matching runtime.ErrChildCollision. To start a run from
-// outside a workflow, use StartRefund.
+// and name, so a replay returns the same child. When this run ends (it
+// completes, errors or is terminated) before the child, the child is
+// terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Refund), the call fails with an
+// error matching runtime.ErrChildCollision. To start a run from outside a
+// workflow, use StartRefund.
 //
 // Refund returns part of a payment, after continuing as new in.Rounds
 // times.
@@ -402,8 +506,8 @@ const FulfilWorkflowVersion = 1
 // FulfilContext is what workflow Fulfil (orders.fulfil) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
 // event and child workflow of package main, each also in a form that returns a
-// future (runtime.All and runtime.Select wait for several), and ContinueAsNew
-// typed by the workflow's input.
+// future (All and Select wait for several), and ContinueAsNew typed by the
+// workflow's input.
 //
 // Fulfil reserves stock while it tells the customer, waits for the
 // warehouse (or a timeout), packs every item at once, then charges the
@@ -422,6 +526,46 @@ type FulfilContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *FulfilContext) ContinueAsNew(in Order) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *FulfilContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *FulfilContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *FulfilContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *FulfilContext) Detached() *FulfilContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // SetProgress publishes p as the run's progress, which callers read with
@@ -569,8 +713,8 @@ const RefundWorkflowVersion = 2
 // RefundContext is what workflow Refund (orders.refund) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
 // event and child workflow of package main, each also in a form that returns a
-// future (runtime.All and runtime.Select wait for several), and ContinueAsNew
-// typed by the workflow's input.
+// future (All and Select wait for several), and ContinueAsNew typed by the
+// workflow's input.
 //
 // Refund returns part of a payment, after continuing as new in.Rounds
 // times.
@@ -590,6 +734,46 @@ type RefundContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *RefundContext) ContinueAsNew(in RefundInput) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *RefundContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *RefundContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *RefundContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *RefundContext) Detached() *RefundContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // RefundRun is a typed handle on a run of workflow Refund (orders.refund): ID,

@@ -34,10 +34,11 @@ type stemCalls struct {
 // input in, and waits for its output. name is the call's durable key within
 // the run: the child's run ID derives from this run's ID and name, so a replay
 // never starts the child twice, and takes the outcome of a child that already
-// finished. Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of Audit), the call fails with an error matching
-// runtime.ErrChildCollision.
+// finished. When this run ends (it completes, errors or is terminated) before
+// the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Audit), the call fails with an error
+// matching runtime.ErrChildCollision.
 //
 // Audit checks the books; its runs are kept forever.
 func (c *stemCalls) CallAudit(name string, in int, opts ...runtime.ChildOption) (bool, error) {
@@ -46,7 +47,7 @@ func (c *stemCalls) CallAudit(name string, in int, opts ...runtime.ChildOption) 
 
 // CallAuditAsync starts workflow Audit (billing.audit) as a child of this run
 // with input in, like CallAudit, and returns a future of its output without
-// waiting: Await it, or pass it to runtime.All or runtime.Select. name is the
+// waiting: Await it, or pass it to the context's All or Select. name is the
 // call's durable key within the run, as for CallAudit.
 //
 // Audit checks the books; its runs are kept forever.
@@ -58,11 +59,13 @@ func (c *stemCalls) CallAuditAsync(name string, in int, opts ...runtime.ChildOpt
 // with input in, without waiting, and returns a typed handle on it, whose
 // Result waits for the child's output later, durably. name is the call's
 // durable key within the run: the child's run ID derives from this run's ID
-// and name, so a replay returns the same child. Terminating this run
-// terminates the child, unless opts include runtime.Abandon(). If the derived
-// ID is taken by another run (not this run's child of Audit), the call fails
-// with an error matching runtime.ErrChildCollision. To start a run from
-// outside a workflow, use StartAudit.
+// and name, so a replay returns the same child. When this run ends (it
+// completes, errors or is terminated) before the child, the child is
+// terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Audit), the call fails with an error
+// matching runtime.ErrChildCollision. To start a run from outside a workflow,
+// use StartAudit.
 //
 // Audit checks the books; its runs are kept forever.
 func (c *stemCalls) StartAuditChild(name string, in int, opts ...runtime.ChildOption) (*runtime.ChildRun[bool], error) {
@@ -73,10 +76,11 @@ func (c *stemCalls) StartAuditChild(name string, in int, opts ...runtime.ChildOp
 // with input in, and waits for its output. name is the call's durable key
 // within the run: the child's run ID derives from this run's ID and name, so a
 // replay never starts the child twice, and takes the outcome of a child that
-// already finished. Terminating this run terminates the child, unless opts
-// include runtime.Abandon(). If the derived ID is taken by another run (not
-// this run's child of Invoice), the call fails with an error matching
-// runtime.ErrChildCollision.
+// already finished. When this run ends (it completes, errors or is terminated)
+// before the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Invoice), the call fails with an
+// error matching runtime.ErrChildCollision.
 //
 // Invoice bills an order, on the billing queue; its runs are kept 30 days.
 func (c *stemCalls) CallInvoice(name string, in int, opts ...runtime.ChildOption) (string, error) {
@@ -85,7 +89,7 @@ func (c *stemCalls) CallInvoice(name string, in int, opts ...runtime.ChildOption
 
 // CallInvoiceAsync starts workflow Invoice (billing.invoice) as a child of
 // this run with input in, like CallInvoice, and returns a future of its output
-// without waiting: Await it, or pass it to runtime.All or runtime.Select. name
+// without waiting: Await it, or pass it to the context's All or Select. name
 // is the call's durable key within the run, as for CallInvoice.
 //
 // Invoice bills an order, on the billing queue; its runs are kept 30 days.
@@ -97,11 +101,13 @@ func (c *stemCalls) CallInvoiceAsync(name string, in int, opts ...runtime.ChildO
 // this run with input in, without waiting, and returns a typed handle on it,
 // whose Result waits for the child's output later, durably. name is the call's
 // durable key within the run: the child's run ID derives from this run's ID
-// and name, so a replay returns the same child. Terminating this run
-// terminates the child, unless opts include runtime.Abandon(). If the derived
-// ID is taken by another run (not this run's child of Invoice), the call fails
-// with an error matching runtime.ErrChildCollision. To start a run from
-// outside a workflow, use StartInvoice.
+// and name, so a replay returns the same child. When this run ends (it
+// completes, errors or is terminated) before the child, the child is
+// terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Invoice), the call fails with an
+// error matching runtime.ErrChildCollision. To start a run from outside a
+// workflow, use StartInvoice.
 //
 // Invoice bills an order, on the billing queue; its runs are kept 30 days.
 func (c *stemCalls) StartInvoiceChild(name string, in int, opts ...runtime.ChildOption) (*runtime.ChildRun[string], error) {
@@ -112,10 +118,11 @@ func (c *stemCalls) StartInvoiceChild(name string, in int, opts ...runtime.Child
 // in, and waits for its output. name is the call's durable key within the run:
 // the child's run ID derives from this run's ID and name, so a replay never
 // starts the child twice, and takes the outcome of a child that already
-// finished. Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of Ping), the call fails with an error matching
-// runtime.ErrChildCollision.
+// finished. When this run ends (it completes, errors or is terminated) before
+// the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Ping), the call fails with an error
+// matching runtime.ErrChildCollision.
 //
 // Ping names the engine's default queue outright, and keeps the engine's
 // default retention.
@@ -125,7 +132,7 @@ func (c *stemCalls) CallPing(name string, in int, opts ...runtime.ChildOption) (
 
 // CallPingAsync starts workflow Ping (billing.ping) as a child of this run
 // with input in, like CallPing, and returns a future of its output without
-// waiting: Await it, or pass it to runtime.All or runtime.Select. name is the
+// waiting: Await it, or pass it to the context's All or Select. name is the
 // call's durable key within the run, as for CallPing.
 //
 // Ping names the engine's default queue outright, and keeps the engine's
@@ -138,11 +145,13 @@ func (c *stemCalls) CallPingAsync(name string, in int, opts ...runtime.ChildOpti
 // with input in, without waiting, and returns a typed handle on it, whose
 // Result waits for the child's output later, durably. name is the call's
 // durable key within the run: the child's run ID derives from this run's ID
-// and name, so a replay returns the same child. Terminating this run
-// terminates the child, unless opts include runtime.Abandon(). If the derived
-// ID is taken by another run (not this run's child of Ping), the call fails
-// with an error matching runtime.ErrChildCollision. To start a run from
-// outside a workflow, use StartPing.
+// and name, so a replay returns the same child. When this run ends (it
+// completes, errors or is terminated) before the child, the child is
+// terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Ping), the call fails with an error
+// matching runtime.ErrChildCollision. To start a run from outside a workflow,
+// use StartPing.
 //
 // Ping names the engine's default queue outright, and keeps the engine's
 // default retention.
@@ -154,10 +163,11 @@ func (c *stemCalls) StartPingChild(name string, in int, opts ...runtime.ChildOpt
 // input in, and waits for its output. name is the call's durable key within
 // the run: the child's run ID derives from this run's ID and name, so a replay
 // never starts the child twice, and takes the outcome of a child that already
-// finished. Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of Remind), the call fails with an error matching
-// runtime.ErrChildCollision.
+// finished. When this run ends (it completes, errors or is terminated) before
+// the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Remind), the call fails with an
+// error matching runtime.ErrChildCollision.
 //
 // Remind nudges a customer; its runs are kept 90 minutes, on the engine's
 // default queue.
@@ -167,7 +177,7 @@ func (c *stemCalls) CallRemind(name string, in string, opts ...runtime.ChildOpti
 
 // CallRemindAsync starts workflow Remind (billing.remind) as a child of this
 // run with input in, like CallRemind, and returns a future of its output
-// without waiting: Await it, or pass it to runtime.All or runtime.Select. name
+// without waiting: Await it, or pass it to the context's All or Select. name
 // is the call's durable key within the run, as for CallRemind.
 //
 // Remind nudges a customer; its runs are kept 90 minutes, on the engine's
@@ -180,11 +190,13 @@ func (c *stemCalls) CallRemindAsync(name string, in string, opts ...runtime.Chil
 // run with input in, without waiting, and returns a typed handle on it, whose
 // Result waits for the child's output later, durably. name is the call's
 // durable key within the run: the child's run ID derives from this run's ID
-// and name, so a replay returns the same child. Terminating this run
-// terminates the child, unless opts include runtime.Abandon(). If the derived
-// ID is taken by another run (not this run's child of Remind), the call fails
-// with an error matching runtime.ErrChildCollision. To start a run from
-// outside a workflow, use StartRemind.
+// and name, so a replay returns the same child. When this run ends (it
+// completes, errors or is terminated) before the child, the child is
+// terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Remind), the call fails with an
+// error matching runtime.ErrChildCollision. To start a run from outside a
+// workflow, use StartRemind.
 //
 // Remind nudges a customer; its runs are kept 90 minutes, on the engine's
 // default queue.
@@ -208,8 +220,8 @@ const AuditWorkflowVersion = 2
 // AuditContext is what workflow Audit (billing.audit) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package main, each also in a form that returns a future
-// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
-// by the workflow's input.
+// (All and Select wait for several), and ContinueAsNew typed by the workflow's
+// input.
 //
 // Audit checks the books; its runs are kept forever.
 type AuditContext struct {
@@ -226,6 +238,46 @@ type AuditContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *AuditContext) ContinueAsNew(in int) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *AuditContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *AuditContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *AuditContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *AuditContext) Detached() *AuditContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // AuditRun is a typed handle on a run of workflow Audit (billing.audit): ID,
@@ -316,8 +368,8 @@ const InvoiceWorkflowVersion = 1
 // InvoiceContext is what workflow Invoice (billing.invoice) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
 // event and child workflow of package main, each also in a form that returns a
-// future (runtime.All and runtime.Select wait for several), and ContinueAsNew
-// typed by the workflow's input.
+// future (All and Select wait for several), and ContinueAsNew typed by the
+// workflow's input.
 //
 // Invoice bills an order, on the billing queue; its runs are kept 30 days.
 type InvoiceContext struct {
@@ -334,6 +386,46 @@ type InvoiceContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *InvoiceContext) ContinueAsNew(in int) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *InvoiceContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *InvoiceContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *InvoiceContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *InvoiceContext) Detached() *InvoiceContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // InvoiceRun is a typed handle on a run of workflow Invoice (billing.invoice):
@@ -424,8 +516,8 @@ const PingWorkflowVersion = 1
 // PingContext is what workflow Ping (billing.ping) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package main, each also in a form that returns a future
-// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
-// by the workflow's input.
+// (All and Select wait for several), and ContinueAsNew typed by the workflow's
+// input.
 //
 // Ping names the engine's default queue outright, and keeps the engine's
 // default retention.
@@ -443,6 +535,46 @@ type PingContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *PingContext) ContinueAsNew(in int) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *PingContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *PingContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *PingContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *PingContext) Detached() *PingContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // PingRun is a typed handle on a run of workflow Ping (billing.ping): ID,
@@ -536,8 +668,8 @@ const RemindWorkflowVersion = 1
 // RemindContext is what workflow Remind (billing.remind) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
 // event and child workflow of package main, each also in a form that returns a
-// future (runtime.All and runtime.Select wait for several), and ContinueAsNew
-// typed by the workflow's input.
+// future (All and Select wait for several), and ContinueAsNew typed by the
+// workflow's input.
 //
 // Remind nudges a customer; its runs are kept 90 minutes, on the engine's
 // default queue.
@@ -555,6 +687,46 @@ type RemindContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *RemindContext) ContinueAsNew(in string) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *RemindContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *RemindContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *RemindContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *RemindContext) Detached() *RemindContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // RemindRun is a typed handle on a run of workflow Remind (billing.remind):

@@ -47,7 +47,7 @@ func (c *stemCalls) Label(parcel string) (string, error) {
 
 // LabelAsync starts step label@v1 (Label) as Label does, with the same key and
 // policy, without waiting for it, and returns its future: Await it for the
-// result, or pass it to runtime.All or runtime.Select. Its attempts run beside
+// result, or pass it to the context's All or Select. Its attempts run beside
 // the workflow and the run's other step futures; a step that completed before
 // returns a future that is ready at once.
 func (c *stemCalls) LabelAsync(parcel string) *runtime.Future[string] {
@@ -78,7 +78,7 @@ func (c *stemCalls) Pack(item string) (string, error) {
 
 // PackAsync starts step pack@v1 (Pack) as Pack does, with the same key and
 // policy, without waiting for it, and returns its future: Await it for the
-// result, or pass it to runtime.All or runtime.Select. Its attempts run beside
+// result, or pass it to the context's All or Select. Its attempts run beside
 // the workflow and the run's other step futures; a step that completed before
 // returns a future that is ready at once.
 func (c *stemCalls) PackAsync(item string) *runtime.Future[string] {
@@ -94,10 +94,11 @@ func (c *stemCalls) PackAsync(item string) *runtime.Future[string] {
 // and waits for its output. name is the call's durable key within the run: the
 // child's run ID derives from this run's ID and name, so a replay never starts
 // the child twice, and takes the outcome of a child that already finished.
-// Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of Ship), the call fails with an error matching
-// runtime.ErrChildCollision.
+// When this run ends (it completes, errors or is terminated) before the child,
+// the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Ship), the call fails with an error
+// matching runtime.ErrChildCollision.
 //
 // Ship packs and labels.
 func (c *stemCalls) CallShip(name string, in string, opts ...runtime.ChildOption) (string, error) {
@@ -106,7 +107,7 @@ func (c *stemCalls) CallShip(name string, in string, opts ...runtime.ChildOption
 
 // CallShipAsync starts workflow Ship (p.ship) as a child of this run with
 // input in, like CallShip, and returns a future of its output without waiting:
-// Await it, or pass it to runtime.All or runtime.Select. name is the call's
+// Await it, or pass it to the context's All or Select. name is the call's
 // durable key within the run, as for CallShip.
 //
 // Ship packs and labels.
@@ -118,11 +119,12 @@ func (c *stemCalls) CallShipAsync(name string, in string, opts ...runtime.ChildO
 // input in, without waiting, and returns a typed handle on it, whose Result
 // waits for the child's output later, durably. name is the call's durable key
 // within the run: the child's run ID derives from this run's ID and name, so a
-// replay returns the same child. Terminating this run terminates the child,
-// unless opts include runtime.Abandon(). If the derived ID is taken by another
-// run (not this run's child of Ship), the call fails with an error matching
-// runtime.ErrChildCollision. To start a run from outside a workflow, use
-// StartShip.
+// replay returns the same child. When this run ends (it completes, errors or
+// is terminated) before the child, the child is terminated, unless opts
+// include runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID
+// is taken by another run (not this run's child of Ship), the call fails with
+// an error matching runtime.ErrChildCollision. To start a run from outside a
+// workflow, use StartShip.
 //
 // Ship packs and labels.
 func (c *stemCalls) StartShipChild(name string, in string, opts ...runtime.ChildOption) (*runtime.ChildRun[string], error) {
@@ -144,9 +146,9 @@ const ShipWorkflowVersion = 2
 
 // ShipContext is what workflow Ship (p.ship) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
-// child workflow of package p, each also in a form that returns a future
-// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
-// by the workflow's input.
+// child workflow of package p, each also in a form that returns a future (All
+// and Select wait for several), and ContinueAsNew typed by the workflow's
+// input.
 //
 // Ship packs and labels.
 type ShipContext struct {
@@ -163,6 +165,46 @@ type ShipContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *ShipContext) ContinueAsNew(in string) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *ShipContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *ShipContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *ShipContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *ShipContext) Detached() *ShipContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // ShipRun is a typed handle on a run of workflow Ship (p.ship): ID, Status,

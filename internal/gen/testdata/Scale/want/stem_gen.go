@@ -40,6 +40,126 @@ var (
 	_ func(*Steps, runtime.StepContext, Cart) error                                = (*Steps).Validate
 )
 
+// The functions below stop compiling when a type that is part of a durable
+// payload no longer has the fields, field types and tags it had when this file
+// was generated. Run go generate: it judges the change against the manifest,
+// for the runs in flight that hold payloads of the old shape.
+
+// Cart is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		ID       string `json:"id"`
+		Customer string `json:"customer"`
+		Lines    []Line `json:"lines"`
+	}
+	var _ shapeAtLastGoGenerate = Cart{} // stem: Cart changed shape since go generate; run go generate
+}
+
+// Charge is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		CartID   string `json:"cart_id"`
+		Customer string `json:"customer"`
+		Cents    int64  `json:"cents"`
+	}
+	var _ shapeAtLastGoGenerate = Charge{} // stem: Charge changed shape since go generate; run go generate
+}
+
+// Delivered is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Tracking string `json:"tracking"`
+	}
+	var _ shapeAtLastGoGenerate = Delivered{} // stem: Delivered changed shape since go generate; run go generate
+}
+
+// Entry is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Subject string `json:"subject"`
+		What    string `json:"what"`
+	}
+	var _ shapeAtLastGoGenerate = Entry{} // stem: Entry changed shape since go generate; run go generate
+}
+
+// Line is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		SKU   string `json:"sku"`
+		Qty   int    `json:"qty"`
+		Cents int64  `json:"cents"`
+	}
+	var _ shapeAtLastGoGenerate = Line{} // stem: Line changed shape since go generate; run go generate
+}
+
+// Payment is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		ID    string `json:"id"`
+		Cents int64  `json:"cents"`
+	}
+	var _ shapeAtLastGoGenerate = Payment{} // stem: Payment changed shape since go generate; run go generate
+}
+
+// PaymentConfirmed is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Reference string `json:"reference"`
+	}
+	var _ shapeAtLastGoGenerate = PaymentConfirmed{} // stem: PaymentConfirmed changed shape since go generate; run go generate
+}
+
+// Receipt is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		CartID   string   `json:"cart_id"`
+		Payment  Payment  `json:"payment"`
+		Shipment Shipment `json:"shipment"`
+		AuditRun string   `json:"audit_run"`
+		AuditID  string   `json:"audit_id"`
+	}
+	var _ shapeAtLastGoGenerate = Receipt{} // stem: Receipt changed shape since go generate; run go generate
+}
+
+// RefundApproved is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		By string `json:"by"`
+	}
+	var _ shapeAtLastGoGenerate = RefundApproved{} // stem: RefundApproved changed shape since go generate; run go generate
+}
+
+// RefundRequest is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		PaymentID string `json:"payment_id"`
+		Cents     int64  `json:"cents"`
+		Reason    string `json:"reason"`
+	}
+	var _ shapeAtLastGoGenerate = RefundRequest{} // stem: RefundRequest changed shape since go generate; run go generate
+}
+
+// Shipment is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Tracking  string   `json:"tracking"`
+		Parcels   []string `json:"parcels"`
+		Delivered bool     `json:"delivered"`
+	}
+	var _ shapeAtLastGoGenerate = Shipment{} // stem: Shipment changed shape since go generate; run go generate
+}
+
 // stemCalls holds the typed calls of package main, each declared once: a
 // method per step, per event and, to run it as a child, per workflow. Every
 // workflow context embeds it, so they are methods of each.
@@ -72,7 +192,7 @@ func (c *stemCalls) Archive(id string, score int) error {
 
 // ArchiveAsync starts step archive@v1 (Steps.Archive) as Archive does, with
 // the same key and policy, without waiting for it, and returns its future:
-// Await it for the result, or pass it to runtime.All or runtime.Select. Its
+// Await it for the result, or pass it to the context's All or Select. Its
 // attempts run beside the workflow and the run's other step futures; a step
 // that completed before returns a future that is ready at once.
 //
@@ -116,10 +236,9 @@ func (c *stemCalls) Authorize(arg1 Charge) (string, error) {
 
 // AuthorizeAsync starts step authorize@v1 (Steps.Authorize) as Authorize does,
 // with the same key and policy, without waiting for it, and returns its
-// future: Await it for the result, or pass it to runtime.All or
-// runtime.Select. Its attempts run beside the workflow and the run's other
-// step futures; a step that completed before returns a future that is ready at
-// once.
+// future: Await it for the result, or pass it to the context's All or Select.
+// Its attempts run beside the workflow and the run's other step futures; a
+// step that completed before returns a future that is ready at once.
 //
 // Authorize authorizes a charge with the provider.
 func (c *stemCalls) AuthorizeAsync(arg1 Charge) *runtime.Future[string] {
@@ -160,7 +279,7 @@ func (c *stemCalls) Capture(auth string, conf PaymentConfirmed) (Payment, error)
 
 // CaptureAsync starts step capture@v3 (Steps.Capture) as Capture does, with
 // the same key and policy, without waiting for it, and returns its future:
-// Await it for the result, or pass it to runtime.All or runtime.Select. Its
+// Await it for the result, or pass it to the context's All or Select. Its
 // attempts run beside the workflow and the run's other step futures; a step
 // that completed before returns a future that is ready at once.
 //
@@ -197,7 +316,7 @@ func (c *stemCalls) Cleanup(hold string) error {
 
 // CleanupAsync starts step cleanup@v1 (Cleanup) as Cleanup does, with the same
 // key and policy, without waiting for it, and returns its future: Await it for
-// the result, or pass it to runtime.All or runtime.Select. Its attempts run
+// the result, or pass it to the context's All or Select. Its attempts run
 // beside the workflow and the run's other step futures; a step that completed
 // before returns a future that is ready at once.
 //
@@ -236,10 +355,9 @@ func (c *stemCalls) Dispatch(label string) error {
 
 // DispatchAsync starts step dispatch@v1 (Steps.Dispatch) as Dispatch does,
 // with the same key and policy, without waiting for it, and returns its
-// future: Await it for the result, or pass it to runtime.All or
-// runtime.Select. Its attempts run beside the workflow and the run's other
-// step futures; a step that completed before returns a future that is ready at
-// once.
+// future: Await it for the result, or pass it to the context's All or Select.
+// Its attempts run beside the workflow and the run's other step futures; a
+// step that completed before returns a future that is ready at once.
 //
 // Dispatch hands a labelled shipment to the carrier.
 func (c *stemCalls) DispatchAsync(label string) *runtime.Future[struct{}] {
@@ -275,7 +393,7 @@ func (c *stemCalls) Invoice(cart Cart, p Payment) (string, error) {
 
 // InvoiceAsync starts step invoice@v1 (Steps.Invoice) as Invoice does, with
 // the same key and policy, without waiting for it, and returns its future:
-// Await it for the result, or pass it to runtime.All or runtime.Select. Its
+// Await it for the result, or pass it to the context's All or Select. Its
 // attempts run beside the workflow and the run's other step futures; a step
 // that completed before returns a future that is ready at once.
 //
@@ -313,7 +431,7 @@ func (c *stemCalls) Label(cartID string, parcels []string) (string, error) {
 
 // LabelAsync starts step label@v1 (Steps.Label) as Label does, with the same
 // key and policy, without waiting for it, and returns its future: Await it for
-// the result, or pass it to runtime.All or runtime.Select. Its attempts run
+// the result, or pass it to the context's All or Select. Its attempts run
 // beside the workflow and the run's other step futures; a step that completed
 // before returns a future that is ready at once.
 //
@@ -366,7 +484,7 @@ func (c *stemCalls) Notify(to string, msg string) error {
 
 // NotifyAsync starts step notify@v1 (Steps.Notify) as Notify does, with the
 // same key and policy, without waiting for it, and returns its future: Await
-// it for the result, or pass it to runtime.All or runtime.Select. Its attempts
+// it for the result, or pass it to the context's All or Select. Its attempts
 // run beside the workflow and the run's other step futures; a step that
 // completed before returns a future that is ready at once. Its call number,
 // and so its key (StepNotifyIteration(i)), is fixed when the future is
@@ -423,7 +541,7 @@ func (c *stemCalls) Pack(l Line) (string, error) {
 
 // PackAsync starts step pack@v1 (Steps.Pack) as Pack does, with the same key
 // and policy, without waiting for it, and returns its future: Await it for the
-// result, or pass it to runtime.All or runtime.Select. Its attempts run beside
+// result, or pass it to the context's All or Select. Its attempts run beside
 // the workflow and the run's other step futures; a step that completed before
 // returns a future that is ready at once. Its call number, and so its key
 // (StepPackIteration(i)), is fixed when the future is created.
@@ -475,7 +593,7 @@ func (c *stemCalls) Price(l Line) (int64, error) {
 
 // PriceAsync starts step price@v1 (Steps.Price) as Price does, with the same
 // key and policy, without waiting for it, and returns its future: Await it for
-// the result, or pass it to runtime.All or runtime.Select. Its attempts run
+// the result, or pass it to the context's All or Select. Its attempts run
 // beside the workflow and the run's other step futures; a step that completed
 // before returns a future that is ready at once. Its call number, and so its
 // key (StepPriceIteration(i)), is fixed when the future is created.
@@ -514,7 +632,7 @@ func (c *stemCalls) Record(e Entry) (string, error) {
 
 // RecordAsync starts step record@v1 (Steps.Record) as Record does, with the
 // same key and policy, without waiting for it, and returns its future: Await
-// it for the result, or pass it to runtime.All or runtime.Select. Its attempts
+// it for the result, or pass it to the context's All or Select. Its attempts
 // run beside the workflow and the run's other step futures; a step that
 // completed before returns a future that is ready at once.
 //
@@ -558,7 +676,7 @@ func (c *stemCalls) Reserve(cart Cart) (string, error) {
 
 // ReserveAsync starts step reserve@v1 (Steps.Reserve) as Reserve does, with
 // the same key and policy, without waiting for it, and returns its future:
-// Await it for the result, or pass it to runtime.All or runtime.Select. Its
+// Await it for the result, or pass it to the context's All or Select. Its
 // attempts run beside the workflow and the run's other step futures; a step
 // that completed before returns a future that is ready at once.
 //
@@ -601,7 +719,7 @@ func (c *stemCalls) Return(req RefundRequest) (Payment, error) {
 
 // ReturnAsync starts step return@v2 (Steps.Return) as Return does, with the
 // same key and policy, without waiting for it, and returns its future: Await
-// it for the result, or pass it to runtime.All or runtime.Select. Its attempts
+// it for the result, or pass it to the context's All or Select. Its attempts
 // run beside the workflow and the run's other step futures; a step that
 // completed before returns a future that is ready at once.
 //
@@ -639,7 +757,7 @@ func (c *stemCalls) Score(e Entry) (int, error) {
 
 // ScoreAsync starts step score@v1 (Steps.Score) as Score does, with the same
 // key and policy, without waiting for it, and returns its future: Await it for
-// the result, or pass it to runtime.All or runtime.Select. Its attempts run
+// the result, or pass it to the context's All or Select. Its attempts run
 // beside the workflow and the run's other step futures; a step that completed
 // before returns a future that is ready at once.
 //
@@ -677,10 +795,9 @@ func (c *stemCalls) Validate(cart Cart) error {
 
 // ValidateAsync starts step validate@v1 (Steps.Validate) as Validate does,
 // with the same key and policy, without waiting for it, and returns its
-// future: Await it for the result, or pass it to runtime.All or
-// runtime.Select. Its attempts run beside the workflow and the run's other
-// step futures; a step that completed before returns a future that is ready at
-// once.
+// future: Await it for the result, or pass it to the context's All or Select.
+// Its attempts run beside the workflow and the run's other step futures; a
+// step that completed before returns a future that is ready at once.
 //
 // Validate refuses an empty cart.
 func (c *stemCalls) ValidateAsync(cart Cart) *runtime.Future[struct{}] {
@@ -704,7 +821,7 @@ func (c *stemCalls) AwaitDelivered(name string, timeout time.Duration) (Delivere
 
 // OnDelivered returns a future of the next event Delivered (topic
 // shop.delivered) for this run, without waiting: the event is delivered while
-// the run waits on anything, and Await, runtime.All or runtime.Select wait for
+// the run waits on anything, and Await, the context's All or Select wait for
 // it. name is the future's durable key within the run, numbered by call order
 // (name#0, name#1, ...), so it may be created in a loop. It has no timeout of
 // its own: select it with a Timer for one.
@@ -727,8 +844,8 @@ func (c *stemCalls) AwaitPaymentConfirmed(name string, timeout time.Duration) (P
 
 // OnPaymentConfirmed returns a future of the next event PaymentConfirmed
 // (topic shop.payment-confirmed) for this run, without waiting: the event is
-// delivered while the run waits on anything, and Await, runtime.All or
-// runtime.Select wait for it. name is the future's durable key within the run,
+// delivered while the run waits on anything, and Await, the context's All or
+// Select wait for it. name is the future's durable key within the run,
 // numbered by call order (name#0, name#1, ...), so it may be created in a
 // loop. It has no timeout of its own: select it with a Timer for one.
 //
@@ -750,9 +867,9 @@ func (c *stemCalls) AwaitRefundApproved(name string, timeout time.Duration) (Ref
 
 // OnRefundApproved returns a future of the next event RefundApproved (topic
 // shop.refund-approved) for this run, without waiting: the event is delivered
-// while the run waits on anything, and Await, runtime.All or runtime.Select
-// wait for it. name is the future's durable key within the run, numbered by
-// call order (name#0, name#1, ...), so it may be created in a loop. It has no
+// while the run waits on anything, and Await, the context's All or Select wait
+// for it. name is the future's durable key within the run, numbered by call
+// order (name#0, name#1, ...), so it may be created in a loop. It has no
 // timeout of its own: select it with a Timer for one.
 //
 // RefundApproved says a person approved a refund.
@@ -764,10 +881,11 @@ func (c *stemCalls) OnRefundApproved(name string) *runtime.Future[RefundApproved
 // in, and waits for its output. name is the call's durable key within the run:
 // the child's run ID derives from this run's ID and name, so a replay never
 // starts the child twice, and takes the outcome of a child that already
-// finished. Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of Audit), the call fails with an error matching
-// runtime.ErrChildCollision.
+// finished. When this run ends (it completes, errors or is terminated) before
+// the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Audit), the call fails with an error
+// matching runtime.ErrChildCollision.
 //
 // Audit records an entry, scores it and archives it.
 func (c *stemCalls) CallAudit(name string, in Entry, opts ...runtime.ChildOption) (string, error) {
@@ -776,7 +894,7 @@ func (c *stemCalls) CallAudit(name string, in Entry, opts ...runtime.ChildOption
 
 // CallAuditAsync starts workflow Audit (shop.audit) as a child of this run
 // with input in, like CallAudit, and returns a future of its output without
-// waiting: Await it, or pass it to runtime.All or runtime.Select. name is the
+// waiting: Await it, or pass it to the context's All or Select. name is the
 // call's durable key within the run, as for CallAudit.
 //
 // Audit records an entry, scores it and archives it.
@@ -788,11 +906,13 @@ func (c *stemCalls) CallAuditAsync(name string, in Entry, opts ...runtime.ChildO
 // with input in, without waiting, and returns a typed handle on it, whose
 // Result waits for the child's output later, durably. name is the call's
 // durable key within the run: the child's run ID derives from this run's ID
-// and name, so a replay returns the same child. Terminating this run
-// terminates the child, unless opts include runtime.Abandon(). If the derived
-// ID is taken by another run (not this run's child of Audit), the call fails
-// with an error matching runtime.ErrChildCollision. To start a run from
-// outside a workflow, use StartAudit.
+// and name, so a replay returns the same child. When this run ends (it
+// completes, errors or is terminated) before the child, the child is
+// terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Audit), the call fails with an error
+// matching runtime.ErrChildCollision. To start a run from outside a workflow,
+// use StartAudit.
 //
 // Audit records an entry, scores it and archives it.
 func (c *stemCalls) StartAuditChild(name string, in Entry, opts ...runtime.ChildOption) (*runtime.ChildRun[string], error) {
@@ -803,10 +923,11 @@ func (c *stemCalls) StartAuditChild(name string, in Entry, opts ...runtime.Child
 // with input in, and waits for its output. name is the call's durable key
 // within the run: the child's run ID derives from this run's ID and name, so a
 // replay never starts the child twice, and takes the outcome of a child that
-// already finished. Terminating this run terminates the child, unless opts
-// include runtime.Abandon(). If the derived ID is taken by another run (not
-// this run's child of Checkout), the call fails with an error matching
-// runtime.ErrChildCollision.
+// already finished. When this run ends (it completes, errors or is terminated)
+// before the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Checkout), the call fails with an
+// error matching runtime.ErrChildCollision.
 //
 // Checkout validates and prices a cart, reserves its stock, has it paid
 // and delivered by child workflows, and has it audited by a child it starts
@@ -819,9 +940,8 @@ func (c *stemCalls) CallCheckout(name string, in Cart, opts ...runtime.ChildOpti
 
 // CallCheckoutAsync starts workflow Checkout (shop.checkout) as a child of
 // this run with input in, like CallCheckout, and returns a future of its
-// output without waiting: Await it, or pass it to runtime.All or
-// runtime.Select. name is the call's durable key within the run, as for
-// CallCheckout.
+// output without waiting: Await it, or pass it to the context's All or Select.
+// name is the call's durable key within the run, as for CallCheckout.
 //
 // Checkout validates and prices a cart, reserves its stock, has it paid
 // and delivered by child workflows, and has it audited by a child it starts
@@ -836,11 +956,13 @@ func (c *stemCalls) CallCheckoutAsync(name string, in Cart, opts ...runtime.Chil
 // this run with input in, without waiting, and returns a typed handle on it,
 // whose Result waits for the child's output later, durably. name is the call's
 // durable key within the run: the child's run ID derives from this run's ID
-// and name, so a replay returns the same child. Terminating this run
-// terminates the child, unless opts include runtime.Abandon(). If the derived
-// ID is taken by another run (not this run's child of Checkout), the call
-// fails with an error matching runtime.ErrChildCollision. To start a run from
-// outside a workflow, use StartCheckout.
+// and name, so a replay returns the same child. When this run ends (it
+// completes, errors or is terminated) before the child, the child is
+// terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Checkout), the call fails with an
+// error matching runtime.ErrChildCollision. To start a run from outside a
+// workflow, use StartCheckout.
 //
 // Checkout validates and prices a cart, reserves its stock, has it paid
 // and delivered by child workflows, and has it audited by a child it starts
@@ -855,10 +977,11 @@ func (c *stemCalls) StartCheckoutChild(name string, in Cart, opts ...runtime.Chi
 // input in, and waits for its output. name is the call's durable key within
 // the run: the child's run ID derives from this run's ID and name, so a replay
 // never starts the child twice, and takes the outcome of a child that already
-// finished. Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of Deliver), the call fails with an error matching
-// runtime.ErrChildCollision.
+// finished. When this run ends (it completes, errors or is terminated) before
+// the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Deliver), the call fails with an
+// error matching runtime.ErrChildCollision.
 //
 // Deliver packs every line, labels and dispatches the parcels, and
 // notifies the customer of each step; a delivery not confirmed in time is
@@ -869,7 +992,7 @@ func (c *stemCalls) CallDeliver(name string, in Cart, opts ...runtime.ChildOptio
 
 // CallDeliverAsync starts workflow Deliver (shop.deliver) as a child of this
 // run with input in, like CallDeliver, and returns a future of its output
-// without waiting: Await it, or pass it to runtime.All or runtime.Select. name
+// without waiting: Await it, or pass it to the context's All or Select. name
 // is the call's durable key within the run, as for CallDeliver.
 //
 // Deliver packs every line, labels and dispatches the parcels, and
@@ -883,11 +1006,13 @@ func (c *stemCalls) CallDeliverAsync(name string, in Cart, opts ...runtime.Child
 // run with input in, without waiting, and returns a typed handle on it, whose
 // Result waits for the child's output later, durably. name is the call's
 // durable key within the run: the child's run ID derives from this run's ID
-// and name, so a replay returns the same child. Terminating this run
-// terminates the child, unless opts include runtime.Abandon(). If the derived
-// ID is taken by another run (not this run's child of Deliver), the call fails
-// with an error matching runtime.ErrChildCollision. To start a run from
-// outside a workflow, use StartDeliver.
+// and name, so a replay returns the same child. When this run ends (it
+// completes, errors or is terminated) before the child, the child is
+// terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Deliver), the call fails with an
+// error matching runtime.ErrChildCollision. To start a run from outside a
+// workflow, use StartDeliver.
 //
 // Deliver packs every line, labels and dispatches the parcels, and
 // notifies the customer of each step; a delivery not confirmed in time is
@@ -900,10 +1025,11 @@ func (c *stemCalls) StartDeliverChild(name string, in Cart, opts ...runtime.Chil
 // and waits for its output. name is the call's durable key within the run: the
 // child's run ID derives from this run's ID and name, so a replay never starts
 // the child twice, and takes the outcome of a child that already finished.
-// Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of Pay), the call fails with an error matching
-// runtime.ErrChildCollision.
+// When this run ends (it completes, errors or is terminated) before the child,
+// the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Pay), the call fails with an error
+// matching runtime.ErrChildCollision.
 //
 // Pay authorizes a charge, waits for the provider's confirmation, and
 // captures it.
@@ -913,7 +1039,7 @@ func (c *stemCalls) CallPay(name string, in Charge, opts ...runtime.ChildOption)
 
 // CallPayAsync starts workflow Pay (shop.pay) as a child of this run with
 // input in, like CallPay, and returns a future of its output without waiting:
-// Await it, or pass it to runtime.All or runtime.Select. name is the call's
+// Await it, or pass it to the context's All or Select. name is the call's
 // durable key within the run, as for CallPay.
 //
 // Pay authorizes a charge, waits for the provider's confirmation, and
@@ -926,11 +1052,12 @@ func (c *stemCalls) CallPayAsync(name string, in Charge, opts ...runtime.ChildOp
 // input in, without waiting, and returns a typed handle on it, whose Result
 // waits for the child's output later, durably. name is the call's durable key
 // within the run: the child's run ID derives from this run's ID and name, so a
-// replay returns the same child. Terminating this run terminates the child,
-// unless opts include runtime.Abandon(). If the derived ID is taken by another
-// run (not this run's child of Pay), the call fails with an error matching
-// runtime.ErrChildCollision. To start a run from outside a workflow, use
-// StartPay.
+// replay returns the same child. When this run ends (it completes, errors or
+// is terminated) before the child, the child is terminated, unless opts
+// include runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID
+// is taken by another run (not this run's child of Pay), the call fails with
+// an error matching runtime.ErrChildCollision. To start a run from outside a
+// workflow, use StartPay.
 //
 // Pay authorizes a charge, waits for the provider's confirmation, and
 // captures it.
@@ -942,10 +1069,11 @@ func (c *stemCalls) StartPayChild(name string, in Charge, opts ...runtime.ChildO
 // input in, and waits for its output. name is the call's durable key within
 // the run: the child's run ID derives from this run's ID and name, so a replay
 // never starts the child twice, and takes the outcome of a child that already
-// finished. Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of Refund), the call fails with an error matching
-// runtime.ErrChildCollision.
+// finished. When this run ends (it completes, errors or is terminated) before
+// the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Refund), the call fails with an
+// error matching runtime.ErrChildCollision.
 //
 // Refund waits for a person's approval, refunds the payment, and has the
 // refund audited.
@@ -955,7 +1083,7 @@ func (c *stemCalls) CallRefund(name string, in RefundRequest, opts ...runtime.Ch
 
 // CallRefundAsync starts workflow Refund (shop.refund) as a child of this run
 // with input in, like CallRefund, and returns a future of its output without
-// waiting: Await it, or pass it to runtime.All or runtime.Select. name is the
+// waiting: Await it, or pass it to the context's All or Select. name is the
 // call's durable key within the run, as for CallRefund.
 //
 // Refund waits for a person's approval, refunds the payment, and has the
@@ -968,11 +1096,13 @@ func (c *stemCalls) CallRefundAsync(name string, in RefundRequest, opts ...runti
 // with input in, without waiting, and returns a typed handle on it, whose
 // Result waits for the child's output later, durably. name is the call's
 // durable key within the run: the child's run ID derives from this run's ID
-// and name, so a replay returns the same child. Terminating this run
-// terminates the child, unless opts include runtime.Abandon(). If the derived
-// ID is taken by another run (not this run's child of Refund), the call fails
-// with an error matching runtime.ErrChildCollision. To start a run from
-// outside a workflow, use StartRefund.
+// and name, so a replay returns the same child. When this run ends (it
+// completes, errors or is terminated) before the child, the child is
+// terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Refund), the call fails with an
+// error matching runtime.ErrChildCollision. To start a run from outside a
+// workflow, use StartRefund.
 //
 // Refund waits for a person's approval, refunds the payment, and has the
 // refund audited.
@@ -996,8 +1126,8 @@ const AuditWorkflowVersion = 1
 // AuditContext is what workflow Audit (shop.audit) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package main, each also in a form that returns a future
-// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
-// by the workflow's input.
+// (All and Select wait for several), and ContinueAsNew typed by the workflow's
+// input.
 //
 // Audit records an entry, scores it and archives it.
 type AuditContext struct {
@@ -1014,6 +1144,46 @@ type AuditContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *AuditContext) ContinueAsNew(in Entry) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *AuditContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *AuditContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *AuditContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *AuditContext) Detached() *AuditContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // AuditRun is a typed handle on a run of workflow Audit (shop.audit): ID,
@@ -1118,8 +1288,8 @@ const CheckoutWorkflowVersion = 1
 // CheckoutContext is what workflow Checkout (shop.checkout) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
 // event and child workflow of package main, each also in a form that returns a
-// future (runtime.All and runtime.Select wait for several), and ContinueAsNew
-// typed by the workflow's input.
+// future (All and Select wait for several), and ContinueAsNew typed by the
+// workflow's input.
 //
 // Checkout validates and prices a cart, reserves its stock, has it paid
 // and delivered by child workflows, and has it audited by a child it starts
@@ -1140,6 +1310,46 @@ type CheckoutContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *CheckoutContext) ContinueAsNew(in Cart) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *CheckoutContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *CheckoutContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *CheckoutContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *CheckoutContext) Detached() *CheckoutContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // CheckoutRun is a typed handle on a run of workflow Checkout (shop.checkout):
@@ -1260,8 +1470,8 @@ const DeliverWorkflowVersion = 1
 // DeliverContext is what workflow Deliver (shop.deliver) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
 // event and child workflow of package main, each also in a form that returns a
-// future (runtime.All and runtime.Select wait for several), and ContinueAsNew
-// typed by the workflow's input.
+// future (All and Select wait for several), and ContinueAsNew typed by the
+// workflow's input.
 //
 // Deliver packs every line, labels and dispatches the parcels, and
 // notifies the customer of each step; a delivery not confirmed in time is
@@ -1280,6 +1490,46 @@ type DeliverContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *DeliverContext) ContinueAsNew(in Cart) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *DeliverContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *DeliverContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *DeliverContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *DeliverContext) Detached() *DeliverContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // DeliverRun is a typed handle on a run of workflow Deliver (shop.deliver):
@@ -1387,8 +1637,8 @@ const PayWorkflowVersion = 1
 // PayContext is what workflow Pay (shop.pay) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package main, each also in a form that returns a future
-// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
-// by the workflow's input.
+// (All and Select wait for several), and ContinueAsNew typed by the workflow's
+// input.
 //
 // Pay authorizes a charge, waits for the provider's confirmation, and
 // captures it.
@@ -1406,6 +1656,46 @@ type PayContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *PayContext) ContinueAsNew(in Charge) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *PayContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *PayContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *PayContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *PayContext) Detached() *PayContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // PayRun is a typed handle on a run of workflow Pay (shop.pay): ID, Status,
@@ -1508,8 +1798,8 @@ const RefundWorkflowVersion = 2
 // RefundContext is what workflow Refund (shop.refund) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package main, each also in a form that returns a future
-// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
-// by the workflow's input.
+// (All and Select wait for several), and ContinueAsNew typed by the workflow's
+// input.
 //
 // Refund waits for a person's approval, refunds the payment, and has the
 // refund audited.
@@ -1527,6 +1817,46 @@ type RefundContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *RefundContext) ContinueAsNew(in RefundRequest) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *RefundContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *RefundContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *RefundContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *RefundContext) Detached() *RefundContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // RefundRun is a typed handle on a run of workflow Refund (shop.refund): ID,

@@ -53,7 +53,7 @@ func (c *stemCalls) Double(n int) (int, error) {
 
 // DoubleAsync starts step double@v1 (Steps.Double) as Double does, with the
 // same key and policy, without waiting for it, and returns its future: Await
-// it for the result, or pass it to runtime.All or runtime.Select. Its attempts
+// it for the result, or pass it to the context's All or Select. Its attempts
 // run beside the workflow and the run's other step futures; a step that
 // completed before returns a future that is ready at once.
 //
@@ -71,10 +71,11 @@ func (c *stemCalls) DoubleAsync(n int) *runtime.Future[int] {
 // in, and waits for its output. name is the call's durable key within the run:
 // the child's run ID derives from this run's ID and name, so a replay never
 // starts the child twice, and takes the outcome of a child that already
-// finished. Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of Flow), the call fails with an error matching
-// runtime.ErrChildCollision.
+// finished. When this run ends (it completes, errors or is terminated) before
+// the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Flow), the call fails with an error
+// matching runtime.ErrChildCollision.
 //
 // Flow calls a step the stale file does not know.
 func (c *stemCalls) CallFlow(name string, in int, opts ...runtime.ChildOption) (int, error) {
@@ -83,7 +84,7 @@ func (c *stemCalls) CallFlow(name string, in int, opts ...runtime.ChildOption) (
 
 // CallFlowAsync starts workflow Flow (stale.flow) as a child of this run with
 // input in, like CallFlow, and returns a future of its output without waiting:
-// Await it, or pass it to runtime.All or runtime.Select. name is the call's
+// Await it, or pass it to the context's All or Select. name is the call's
 // durable key within the run, as for CallFlow.
 //
 // Flow calls a step the stale file does not know.
@@ -95,11 +96,12 @@ func (c *stemCalls) CallFlowAsync(name string, in int, opts ...runtime.ChildOpti
 // input in, without waiting, and returns a typed handle on it, whose Result
 // waits for the child's output later, durably. name is the call's durable key
 // within the run: the child's run ID derives from this run's ID and name, so a
-// replay returns the same child. Terminating this run terminates the child,
-// unless opts include runtime.Abandon(). If the derived ID is taken by another
-// run (not this run's child of Flow), the call fails with an error matching
-// runtime.ErrChildCollision. To start a run from outside a workflow, use
-// StartFlow.
+// replay returns the same child. When this run ends (it completes, errors or
+// is terminated) before the child, the child is terminated, unless opts
+// include runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID
+// is taken by another run (not this run's child of Flow), the call fails with
+// an error matching runtime.ErrChildCollision. To start a run from outside a
+// workflow, use StartFlow.
 //
 // Flow calls a step the stale file does not know.
 func (c *stemCalls) StartFlowChild(name string, in int, opts ...runtime.ChildOption) (*runtime.ChildRun[int], error) {
@@ -122,8 +124,8 @@ const FlowWorkflowVersion = 1
 // FlowContext is what workflow Flow (stale.flow) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package stale, each also in a form that returns a future
-// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
-// by the workflow's input.
+// (All and Select wait for several), and ContinueAsNew typed by the workflow's
+// input.
 //
 // Flow calls a step the stale file does not know.
 type FlowContext struct {
@@ -140,6 +142,46 @@ type FlowContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *FlowContext) ContinueAsNew(in int) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *FlowContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *FlowContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *FlowContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *FlowContext) Detached() *FlowContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // FlowRun is a typed handle on a run of workflow Flow (stale.flow): ID,

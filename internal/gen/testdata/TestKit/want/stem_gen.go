@@ -27,6 +27,52 @@ var (
 	_ func(*Steps, runtime.StepContext, entry) error                   = (*Steps).audit
 )
 
+// The functions below stop compiling when a type that is part of a durable
+// payload no longer has the fields, field types and tags it had when this file
+// was generated. Run go generate: it judges the change against the manifest,
+// for the runs in flight that hold payloads of the old shape.
+
+// Order is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		ID    string   `json:"id"`
+		Items []string `json:"items"`
+		Cents int64    `json:"cents"`
+	}
+	var _ shapeAtLastGoGenerate = Order{} // stem: Order changed shape since go generate; run go generate
+}
+
+// Packed is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		OrderID string `json:"order_id"`
+		Box     string `json:"box"`
+	}
+	var _ shapeAtLastGoGenerate = Packed{} // stem: Packed changed shape since go generate; run go generate
+}
+
+// Receipt is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Payment string   `json:"payment"`
+		Labels  []string `json:"labels"`
+		Box     string   `json:"box"`
+	}
+	var _ shapeAtLastGoGenerate = Receipt{} // stem: Receipt changed shape since go generate; run go generate
+}
+
+// entry is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		OrderID string `json:"order_id"`
+	}
+	var _ shapeAtLastGoGenerate = entry{} // stem: entry changed shape since go generate; run go generate
+}
+
 // stemCalls holds the typed calls of package shop, each declared once: a
 // method per step, per event and, to run it as a child, per workflow. Every
 // workflow context embeds it, so they are methods of each.
@@ -63,7 +109,7 @@ func (c *stemCalls) Charge(orderID string, cents int64) (string, error) {
 
 // ChargeAsync starts step charge@v1 (Steps.Charge) as Charge does, with the
 // same key and policy, without waiting for it, and returns its future: Await
-// it for the result, or pass it to runtime.All or runtime.Select. Its attempts
+// it for the result, or pass it to the context's All or Select. Its attempts
 // run beside the workflow and the run's other step futures; a step that
 // completed before returns a future that is ready at once.
 //
@@ -114,7 +160,7 @@ func (c *stemCalls) Label(item string) (string, error) {
 
 // LabelAsync starts step label@v1 (Steps.Label) as Label does, with the same
 // key and policy, without waiting for it, and returns its future: Await it for
-// the result, or pass it to runtime.All or runtime.Select. Its attempts run
+// the result, or pass it to the context's All or Select. Its attempts run
 // beside the workflow and the run's other step futures; a step that completed
 // before returns a future that is ready at once. Its call number, and so its
 // key (StepLabelIteration(i)), is fixed when the future is created.
@@ -154,7 +200,7 @@ func (c *stemCalls) Notify(arg1 string) error {
 
 // NotifyAsync starts step notify@v1 (Notify) as Notify does, with the same key
 // and policy, without waiting for it, and returns its future: Await it for the
-// result, or pass it to runtime.All or runtime.Select. Its attempts run beside
+// result, or pass it to the context's All or Select. Its attempts run beside
 // the workflow and the run's other step futures; a step that completed before
 // returns a future that is ready at once.
 //
@@ -193,7 +239,7 @@ func (c *stemCalls) Packed(box string) error {
 
 // PackedAsync starts step packed@v1 (Steps.Packed) as Packed does, with the
 // same key and policy, without waiting for it, and returns its future: Await
-// it for the result, or pass it to runtime.All or runtime.Select. Its attempts
+// it for the result, or pass it to the context's All or Select. Its attempts
 // run beside the workflow and the run's other step futures; a step that
 // completed before returns a future that is ready at once.
 //
@@ -231,7 +277,7 @@ func (c *stemCalls) audit(e entry) error {
 
 // auditAsync starts step audit@v1 (Steps.audit) as audit does, with the same
 // key and policy, without waiting for it, and returns its future: Await it for
-// the result, or pass it to runtime.All or runtime.Select. Its attempts run
+// the result, or pass it to the context's All or Select. Its attempts run
 // beside the workflow and the run's other step futures; a step that completed
 // before returns a future that is ready at once.
 //
@@ -257,7 +303,7 @@ func (c *stemCalls) AwaitPacked(name string, timeout time.Duration) (Packed, err
 
 // OnPacked returns a future of the next event Packed (topic shop.packed) for
 // this run, without waiting: the event is delivered while the run waits on
-// anything, and Await, runtime.All or runtime.Select wait for it. name is the
+// anything, and Await, the context's All or Select wait for it. name is the
 // future's durable key within the run, numbered by call order (name#0, name#1,
 // ...), so it may be created in a loop. It has no timeout of its own: select
 // it with a Timer for one.
@@ -271,10 +317,11 @@ func (c *stemCalls) OnPacked(name string) *runtime.Future[Packed] {
 // with input in, and waits for its output. name is the call's durable key
 // within the run: the child's run ID derives from this run's ID and name, so a
 // replay never starts the child twice, and takes the outcome of a child that
-// already finished. Terminating this run terminates the child, unless opts
-// include runtime.Abandon(). If the derived ID is taken by another run (not
-// this run's child of Checkout), the call fails with an error matching
-// runtime.ErrChildCollision.
+// already finished. When this run ends (it completes, errors or is terminated)
+// before the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Checkout), the call fails with an
+// error matching runtime.ErrChildCollision.
 //
 // Checkout charges an order, labels its items at once, waits up to three
 // days for the warehouse to pack it, and tells the customer.
@@ -284,9 +331,8 @@ func (c *stemCalls) CallCheckout(name string, in Order, opts ...runtime.ChildOpt
 
 // CallCheckoutAsync starts workflow Checkout (shop.checkout) as a child of
 // this run with input in, like CallCheckout, and returns a future of its
-// output without waiting: Await it, or pass it to runtime.All or
-// runtime.Select. name is the call's durable key within the run, as for
-// CallCheckout.
+// output without waiting: Await it, or pass it to the context's All or Select.
+// name is the call's durable key within the run, as for CallCheckout.
 //
 // Checkout charges an order, labels its items at once, waits up to three
 // days for the warehouse to pack it, and tells the customer.
@@ -298,11 +344,13 @@ func (c *stemCalls) CallCheckoutAsync(name string, in Order, opts ...runtime.Chi
 // this run with input in, without waiting, and returns a typed handle on it,
 // whose Result waits for the child's output later, durably. name is the call's
 // durable key within the run: the child's run ID derives from this run's ID
-// and name, so a replay returns the same child. Terminating this run
-// terminates the child, unless opts include runtime.Abandon(). If the derived
-// ID is taken by another run (not this run's child of Checkout), the call
-// fails with an error matching runtime.ErrChildCollision. To start a run from
-// outside a workflow, use StartCheckout.
+// and name, so a replay returns the same child. When this run ends (it
+// completes, errors or is terminated) before the child, the child is
+// terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Checkout), the call fails with an
+// error matching runtime.ErrChildCollision. To start a run from outside a
+// workflow, use StartCheckout.
 //
 // Checkout charges an order, labels its items at once, waits up to three
 // days for the warehouse to pack it, and tells the customer.
@@ -330,8 +378,8 @@ const CheckoutWorkflowVersion = 2
 // CheckoutContext is what workflow Checkout (shop.checkout) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
 // event and child workflow of package shop, each also in a form that returns a
-// future (runtime.All and runtime.Select wait for several), and ContinueAsNew
-// typed by the workflow's input.
+// future (All and Select wait for several), and ContinueAsNew typed by the
+// workflow's input.
 //
 // Checkout charges an order, labels its items at once, waits up to three
 // days for the warehouse to pack it, and tells the customer.
@@ -349,6 +397,46 @@ type CheckoutContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *CheckoutContext) ContinueAsNew(in Order) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *CheckoutContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *CheckoutContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *CheckoutContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *CheckoutContext) Detached() *CheckoutContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // CheckoutRun is a typed handle on a run of workflow Checkout (shop.checkout):
@@ -453,10 +541,10 @@ const CheckoutV1WorkflowVersion = 1
 // CheckoutV1Context is what workflow CheckoutV1 (shop.checkout) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
 // event and child workflow of package shop, each also in a form that returns a
-// future (runtime.All and runtime.Select wait for several), and ContinueAsNew
-// typed by the workflow's input. CheckoutV1 is version 1 of shop.checkout,
-// older than Checkout (version 2): it exists to drain the runs started under
-// version 1, while new runs start on the newest version an engine registers.
+// future (All and Select wait for several), and ContinueAsNew typed by the
+// workflow's input. CheckoutV1 is version 1 of shop.checkout, older than
+// Checkout (version 2): it exists to drain the runs started under version 1,
+// while new runs start on the newest version an engine registers.
 //
 // CheckoutV1 is the first version of Checkout, kept to drain its runs: it
 // gets no crash test of its own.
@@ -474,6 +562,46 @@ type CheckoutV1Context struct {
 // input that does not encode is an error and nothing changes.
 func (c *CheckoutV1Context) ContinueAsNew(in Order) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *CheckoutV1Context) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *CheckoutV1Context) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *CheckoutV1Context) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *CheckoutV1Context) Detached() *CheckoutV1Context {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // RegisterCheckoutV1 registers workflow CheckoutV1 with e under its durable

@@ -23,6 +23,31 @@ var (
 	_ func(runtime.StepContext, int64) (Money, error) = Charge
 )
 
+// The functions below stop compiling when a type that is part of a durable
+// payload no longer has the fields, field types and tags it had when this file
+// was generated. Run go generate: it judges the change against the manifest,
+// for the runs in flight that hold payloads of the old shape.
+
+// Money is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Cents    int64
+		Currency string
+	}
+	var _ shapeAtLastGoGenerate = Money{} // stem: Money changed shape since go generate; run go generate
+}
+
+// Status is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Done int
+		Of   int
+	}
+	var _ shapeAtLastGoGenerate = Status{} // stem: Status changed shape since go generate; run go generate
+}
+
 // stemCalls holds the typed calls of package bump, each declared once: a
 // method per step, per event and, to run it as a child, per workflow. Every
 // workflow context embeds it, so they are methods of each.
@@ -53,7 +78,7 @@ func (c *stemCalls) Charge(amount int64) (Money, error) {
 
 // ChargeAsync starts step charge@v2 (Charge) as Charge does, with the same key
 // and policy, without waiting for it, and returns its future: Await it for the
-// result, or pass it to runtime.All or runtime.Select. Its attempts run beside
+// result, or pass it to the context's All or Select. Its attempts run beside
 // the workflow and the run's other step futures; a step that completed before
 // returns a future that is ready at once.
 //
@@ -71,10 +96,11 @@ func (c *stemCalls) ChargeAsync(amount int64) *runtime.Future[Money] {
 // and waits for its output. name is the call's durable key within the run: the
 // child's run ID derives from this run's ID and name, so a replay never starts
 // the child twice, and takes the outcome of a child that already finished.
-// Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of Pay), the call fails with an error matching
-// runtime.ErrChildCollision.
+// When this run ends (it completes, errors or is terminated) before the child,
+// the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Pay), the call fails with an error
+// matching runtime.ErrChildCollision.
 //
 // Pay charges.
 func (c *stemCalls) CallPay(name string, in int64, opts ...runtime.ChildOption) (Money, error) {
@@ -83,7 +109,7 @@ func (c *stemCalls) CallPay(name string, in int64, opts ...runtime.ChildOption) 
 
 // CallPayAsync starts workflow Pay (bump.pay) as a child of this run with
 // input in, like CallPay, and returns a future of its output without waiting:
-// Await it, or pass it to runtime.All or runtime.Select. name is the call's
+// Await it, or pass it to the context's All or Select. name is the call's
 // durable key within the run, as for CallPay.
 //
 // Pay charges.
@@ -95,11 +121,12 @@ func (c *stemCalls) CallPayAsync(name string, in int64, opts ...runtime.ChildOpt
 // input in, without waiting, and returns a typed handle on it, whose Result
 // waits for the child's output later, durably. name is the call's durable key
 // within the run: the child's run ID derives from this run's ID and name, so a
-// replay returns the same child. Terminating this run terminates the child,
-// unless opts include runtime.Abandon(). If the derived ID is taken by another
-// run (not this run's child of Pay), the call fails with an error matching
-// runtime.ErrChildCollision. To start a run from outside a workflow, use
-// StartPay.
+// replay returns the same child. When this run ends (it completes, errors or
+// is terminated) before the child, the child is terminated, unless opts
+// include runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID
+// is taken by another run (not this run's child of Pay), the call fails with
+// an error matching runtime.ErrChildCollision. To start a run from outside a
+// workflow, use StartPay.
 //
 // Pay charges.
 func (c *stemCalls) StartPayChild(name string, in int64, opts ...runtime.ChildOption) (*runtime.ChildRun[Money], error) {
@@ -110,10 +137,11 @@ func (c *stemCalls) StartPayChild(name string, in int64, opts ...runtime.ChildOp
 // in, and waits for its output. name is the call's durable key within the run:
 // the child's run ID derives from this run's ID and name, so a replay never
 // starts the child twice, and takes the outcome of a child that already
-// finished. Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of Quiet), the call fails with an error matching
-// runtime.ErrChildCollision.
+// finished. When this run ends (it completes, errors or is terminated) before
+// the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Quiet), the call fails with an error
+// matching runtime.ErrChildCollision.
 //
 // Quiet no longer publishes progress: the manifest keeps the shape it
 // recorded, so publishing another later needs a bump.
@@ -123,7 +151,7 @@ func (c *stemCalls) CallQuiet(name string, in int, opts ...runtime.ChildOption) 
 
 // CallQuietAsync starts workflow Quiet (bump.quiet) as a child of this run
 // with input in, like CallQuiet, and returns a future of its output without
-// waiting: Await it, or pass it to runtime.All or runtime.Select. name is the
+// waiting: Await it, or pass it to the context's All or Select. name is the
 // call's durable key within the run, as for CallQuiet.
 //
 // Quiet no longer publishes progress: the manifest keeps the shape it
@@ -136,11 +164,13 @@ func (c *stemCalls) CallQuietAsync(name string, in int, opts ...runtime.ChildOpt
 // with input in, without waiting, and returns a typed handle on it, whose
 // Result waits for the child's output later, durably. name is the call's
 // durable key within the run: the child's run ID derives from this run's ID
-// and name, so a replay returns the same child. Terminating this run
-// terminates the child, unless opts include runtime.Abandon(). If the derived
-// ID is taken by another run (not this run's child of Quiet), the call fails
-// with an error matching runtime.ErrChildCollision. To start a run from
-// outside a workflow, use StartQuiet.
+// and name, so a replay returns the same child. When this run ends (it
+// completes, errors or is terminated) before the child, the child is
+// terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Quiet), the call fails with an error
+// matching runtime.ErrChildCollision. To start a run from outside a workflow,
+// use StartQuiet.
 //
 // Quiet no longer publishes progress: the manifest keeps the shape it
 // recorded, so publishing another later needs a bump.
@@ -152,10 +182,11 @@ func (c *stemCalls) StartQuietChild(name string, in int, opts ...runtime.ChildOp
 // in, and waits for its output. name is the call's durable key within the run:
 // the child's run ID derives from this run's ID and name, so a replay never
 // starts the child twice, and takes the outcome of a child that already
-// finished. Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of Track), the call fails with an error matching
-// runtime.ErrChildCollision.
+// finished. When this run ends (it completes, errors or is terminated) before
+// the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Track), the call fails with an error
+// matching runtime.ErrChildCollision.
 //
 // Track publishes its progress.
 func (c *stemCalls) CallTrack(name string, in int, opts ...runtime.ChildOption) (int, error) {
@@ -164,7 +195,7 @@ func (c *stemCalls) CallTrack(name string, in int, opts ...runtime.ChildOption) 
 
 // CallTrackAsync starts workflow Track (bump.track) as a child of this run
 // with input in, like CallTrack, and returns a future of its output without
-// waiting: Await it, or pass it to runtime.All or runtime.Select. name is the
+// waiting: Await it, or pass it to the context's All or Select. name is the
 // call's durable key within the run, as for CallTrack.
 //
 // Track publishes its progress.
@@ -176,11 +207,13 @@ func (c *stemCalls) CallTrackAsync(name string, in int, opts ...runtime.ChildOpt
 // with input in, without waiting, and returns a typed handle on it, whose
 // Result waits for the child's output later, durably. name is the call's
 // durable key within the run: the child's run ID derives from this run's ID
-// and name, so a replay returns the same child. Terminating this run
-// terminates the child, unless opts include runtime.Abandon(). If the derived
-// ID is taken by another run (not this run's child of Track), the call fails
-// with an error matching runtime.ErrChildCollision. To start a run from
-// outside a workflow, use StartTrack.
+// and name, so a replay returns the same child. When this run ends (it
+// completes, errors or is terminated) before the child, the child is
+// terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Track), the call fails with an error
+// matching runtime.ErrChildCollision. To start a run from outside a workflow,
+// use StartTrack.
 //
 // Track publishes its progress.
 func (c *stemCalls) StartTrackChild(name string, in int, opts ...runtime.ChildOption) (*runtime.ChildRun[int], error) {
@@ -202,8 +235,8 @@ const PayWorkflowVersion = 1
 // PayContext is what workflow Pay (bump.pay) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package bump, each also in a form that returns a future
-// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
-// by the workflow's input.
+// (All and Select wait for several), and ContinueAsNew typed by the workflow's
+// input.
 //
 // Pay charges.
 type PayContext struct {
@@ -220,6 +253,46 @@ type PayContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *PayContext) ContinueAsNew(in int64) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *PayContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *PayContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *PayContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *PayContext) Detached() *PayContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // PayRun is a typed handle on a run of workflow Pay (bump.pay): ID, Status,
@@ -306,8 +379,8 @@ const QuietWorkflowVersion = 1
 // QuietContext is what workflow Quiet (bump.quiet) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package bump, each also in a form that returns a future
-// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
-// by the workflow's input.
+// (All and Select wait for several), and ContinueAsNew typed by the workflow's
+// input.
 //
 // Quiet no longer publishes progress: the manifest keeps the shape it
 // recorded, so publishing another later needs a bump.
@@ -325,6 +398,46 @@ type QuietContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *QuietContext) ContinueAsNew(in int) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *QuietContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *QuietContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *QuietContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *QuietContext) Detached() *QuietContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // QuietRun is a typed handle on a run of workflow Quiet (bump.quiet): ID,
@@ -415,8 +528,8 @@ const TrackWorkflowVersion = 2
 // TrackContext is what workflow Track (bump.track) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package bump, each also in a form that returns a future
-// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
-// by the workflow's input.
+// (All and Select wait for several), and ContinueAsNew typed by the workflow's
+// input.
 //
 // Track publishes its progress.
 type TrackContext struct {
@@ -433,6 +546,46 @@ type TrackContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *TrackContext) ContinueAsNew(in int) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *TrackContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *TrackContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *TrackContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *TrackContext) Detached() *TrackContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // SetProgress publishes p as the run's progress, which callers read with

@@ -23,6 +23,39 @@ var (
 	_ func(runtime.StepContext, string) (string, error) = Pack
 )
 
+// The functions below stop compiling when a type that is part of a durable
+// payload no longer has the fields, field types and tags it had when this file
+// was generated. Run go generate: it judges the change against the manifest,
+// for the runs in flight that hold payloads of the old shape.
+
+// Order is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		ID    string
+		Items []string
+	}
+	var _ shapeAtLastGoGenerate = Order{} // stem: Order changed shape since go generate; run go generate
+}
+
+// Ready is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Shelf string
+	}
+	var _ shapeAtLastGoGenerate = Ready{} // stem: Ready changed shape since go generate; run go generate
+}
+
+// Status is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Stage string
+	}
+	var _ shapeAtLastGoGenerate = Status{} // stem: Status changed shape since go generate; run go generate
+}
+
 // stemCalls holds the typed calls of package main, each declared once: a
 // method per step, per event and, to run it as a child, per workflow. Every
 // workflow context embeds it, so they are methods of each.
@@ -53,7 +86,7 @@ func (c *stemCalls) Count(o Order) (int, error) {
 
 // CountAsync starts step count@v1 (Count) as Count does, with the same key and
 // policy, without waiting for it, and returns its future: Await it for the
-// result, or pass it to runtime.All or runtime.Select. Its attempts run beside
+// result, or pass it to the context's All or Select. Its attempts run beside
 // the workflow and the run's other step futures; a step that completed before
 // returns a future that is ready at once.
 //
@@ -90,7 +123,7 @@ func (c *stemCalls) Pack(what string) (string, error) {
 
 // PackAsync starts step pack@v1 (Pack) as Pack does, with the same key and
 // policy, without waiting for it, and returns its future: Await it for the
-// result, or pass it to runtime.All or runtime.Select. Its attempts run beside
+// result, or pass it to the context's All or Select. Its attempts run beside
 // the workflow and the run's other step futures; a step that completed before
 // returns a future that is ready at once.
 //
@@ -116,7 +149,7 @@ func (c *stemCalls) AwaitReady(name string, timeout time.Duration) (Ready, error
 
 // OnReady returns a future of the next event Ready (topic vers.ready) for this
 // run, without waiting: the event is delivered while the run waits on
-// anything, and Await, runtime.All or runtime.Select wait for it. name is the
+// anything, and Await, the context's All or Select wait for it. name is the
 // future's durable key within the run, numbered by call order (name#0, name#1,
 // ...), so it may be created in a loop. It has no timeout of its own: select
 // it with a Timer for one.
@@ -130,10 +163,11 @@ func (c *stemCalls) OnReady(name string) *runtime.Future[Ready] {
 // input in, and waits for its output. name is the call's durable key within
 // the run: the child's run ID derives from this run's ID and name, so a replay
 // never starts the child twice, and takes the outcome of a child that already
-// finished. Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of Fulfil), the call fails with an error matching
-// runtime.ErrChildCollision.
+// finished. When this run ends (it completes, errors or is terminated) before
+// the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Fulfil), the call fails with an
+// error matching runtime.ErrChildCollision.
 //
 // Fulfil packs the items, and counts them.
 func (c *stemCalls) CallFulfil(name string, in Order, opts ...runtime.ChildOption) (string, error) {
@@ -142,7 +176,7 @@ func (c *stemCalls) CallFulfil(name string, in Order, opts ...runtime.ChildOptio
 
 // CallFulfilAsync starts workflow Fulfil (vers.fulfil) as a child of this run
 // with input in, like CallFulfil, and returns a future of its output without
-// waiting: Await it, or pass it to runtime.All or runtime.Select. name is the
+// waiting: Await it, or pass it to the context's All or Select. name is the
 // call's durable key within the run, as for CallFulfil.
 //
 // Fulfil packs the items, and counts them.
@@ -154,11 +188,13 @@ func (c *stemCalls) CallFulfilAsync(name string, in Order, opts ...runtime.Child
 // with input in, without waiting, and returns a typed handle on it, whose
 // Result waits for the child's output later, durably. name is the call's
 // durable key within the run: the child's run ID derives from this run's ID
-// and name, so a replay returns the same child. Terminating this run
-// terminates the child, unless opts include runtime.Abandon(). If the derived
-// ID is taken by another run (not this run's child of Fulfil), the call fails
-// with an error matching runtime.ErrChildCollision. To start a run from
-// outside a workflow, use StartFulfil.
+// and name, so a replay returns the same child. When this run ends (it
+// completes, errors or is terminated) before the child, the child is
+// terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Fulfil), the call fails with an
+// error matching runtime.ErrChildCollision. To start a run from outside a
+// workflow, use StartFulfil.
 //
 // Fulfil packs the items, and counts them.
 func (c *stemCalls) StartFulfilChild(name string, in Order, opts ...runtime.ChildOption) (*runtime.ChildRun[string], error) {
@@ -183,8 +219,8 @@ const FulfilWorkflowVersion = 2
 // FulfilContext is what workflow Fulfil (vers.fulfil) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package main, each also in a form that returns a future
-// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
-// by the workflow's input.
+// (All and Select wait for several), and ContinueAsNew typed by the workflow's
+// input.
 //
 // Fulfil packs the items, and counts them.
 type FulfilContext struct {
@@ -201,6 +237,46 @@ type FulfilContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *FulfilContext) ContinueAsNew(in Order) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *FulfilContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *FulfilContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *FulfilContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *FulfilContext) Detached() *FulfilContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // FulfilRun is a typed handle on a run of workflow Fulfil (vers.fulfil): ID,
@@ -293,10 +369,10 @@ const FulfilV1WorkflowVersion = 1
 // FulfilV1Context is what workflow FulfilV1 (vers.fulfil) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
 // event and child workflow of package main, each also in a form that returns a
-// future (runtime.All and runtime.Select wait for several), and ContinueAsNew
-// typed by the workflow's input. FulfilV1 is version 1 of vers.fulfil, older
-// than Fulfil (version 2): it exists to drain the runs started under version
-// 1, while new runs start on the newest version an engine registers.
+// future (All and Select wait for several), and ContinueAsNew typed by the
+// workflow's input. FulfilV1 is version 1 of vers.fulfil, older than Fulfil
+// (version 2): it exists to drain the runs started under version 1, while new
+// runs start on the newest version an engine registers.
 //
 // FulfilV1 packs the order in one parcel.
 type FulfilV1Context struct {
@@ -313,6 +389,46 @@ type FulfilV1Context struct {
 // input that does not encode is an error and nothing changes.
 func (c *FulfilV1Context) ContinueAsNew(in Order) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *FulfilV1Context) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *FulfilV1Context) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *FulfilV1Context) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *FulfilV1Context) Detached() *FulfilV1Context {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // SetProgress publishes p as the run's progress, which callers read with

@@ -31,10 +31,11 @@ type stemCalls struct {
 // input in, and waits for its output. name is the call's durable key within
 // the run: the child's run ID derives from this run's ID and name, so a replay
 // never starts the child twice, and takes the outcome of a child that already
-// finished. Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of Inner), the call fails with an error matching
-// runtime.ErrChildCollision.
+// finished. When this run ends (it completes, errors or is terminated) before
+// the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Inner), the call fails with an error
+// matching runtime.ErrChildCollision.
 //
 // Inner doubles n, and says which run is its parent.
 func (c *stemCalls) CallInner(name string, in int, opts ...runtime.ChildOption) (int, error) {
@@ -43,7 +44,7 @@ func (c *stemCalls) CallInner(name string, in int, opts ...runtime.ChildOption) 
 
 // CallInnerAsync starts workflow Inner (flows.inner) as a child of this run
 // with input in, like CallInner, and returns a future of its output without
-// waiting: Await it, or pass it to runtime.All or runtime.Select. name is the
+// waiting: Await it, or pass it to the context's All or Select. name is the
 // call's durable key within the run, as for CallInner.
 //
 // Inner doubles n, and says which run is its parent.
@@ -55,11 +56,13 @@ func (c *stemCalls) CallInnerAsync(name string, in int, opts ...runtime.ChildOpt
 // with input in, without waiting, and returns a typed handle on it, whose
 // Result waits for the child's output later, durably. name is the call's
 // durable key within the run: the child's run ID derives from this run's ID
-// and name, so a replay returns the same child. Terminating this run
-// terminates the child, unless opts include runtime.Abandon(). If the derived
-// ID is taken by another run (not this run's child of Inner), the call fails
-// with an error matching runtime.ErrChildCollision. To start a run from
-// outside a workflow, use StartInner.
+// and name, so a replay returns the same child. When this run ends (it
+// completes, errors or is terminated) before the child, the child is
+// terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Inner), the call fails with an error
+// matching runtime.ErrChildCollision. To start a run from outside a workflow,
+// use StartInner.
 //
 // Inner doubles n, and says which run is its parent.
 func (c *stemCalls) StartInnerChild(name string, in int, opts ...runtime.ChildOption) (*runtime.ChildRun[int], error) {
@@ -70,24 +73,25 @@ func (c *stemCalls) StartInnerChild(name string, in int, opts ...runtime.ChildOp
 // input in, and waits for its output. name is the call's durable key within
 // the run: the child's run ID derives from this run's ID and name, so a replay
 // never starts the child twice, and takes the outcome of a child that already
-// finished. Terminating this run terminates the child, unless opts include
-// runtime.Abandon(). If the derived ID is taken by another run (not this run's
-// child of Outer), the call fails with an error matching
-// runtime.ErrChildCollision.
+// finished. When this run ends (it completes, errors or is terminated) before
+// the child, the child is terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Outer), the call fails with an error
+// matching runtime.ErrChildCollision.
 //
-// Outer runs Inner as a child, starts another without waiting, and reports
-// where it ran.
+// Outer runs Inner as a child, starts another without waiting (abandoned to
+// its own end, since Outer ends first), and reports where it ran.
 func (c *stemCalls) CallOuter(name string, in int, opts ...runtime.ChildOption) (string, error) {
 	return runtime.CallChild[string](c.wc, name, OuterWorkflowName, in, opts...)
 }
 
 // CallOuterAsync starts workflow Outer (flows.outer) as a child of this run
 // with input in, like CallOuter, and returns a future of its output without
-// waiting: Await it, or pass it to runtime.All or runtime.Select. name is the
+// waiting: Await it, or pass it to the context's All or Select. name is the
 // call's durable key within the run, as for CallOuter.
 //
-// Outer runs Inner as a child, starts another without waiting, and reports
-// where it ran.
+// Outer runs Inner as a child, starts another without waiting (abandoned to
+// its own end, since Outer ends first), and reports where it ran.
 func (c *stemCalls) CallOuterAsync(name string, in int, opts ...runtime.ChildOption) *runtime.Future[string] {
 	return runtime.CallChildAsync[string](c.wc, name, OuterWorkflowName, in, opts...)
 }
@@ -96,14 +100,16 @@ func (c *stemCalls) CallOuterAsync(name string, in int, opts ...runtime.ChildOpt
 // with input in, without waiting, and returns a typed handle on it, whose
 // Result waits for the child's output later, durably. name is the call's
 // durable key within the run: the child's run ID derives from this run's ID
-// and name, so a replay returns the same child. Terminating this run
-// terminates the child, unless opts include runtime.Abandon(). If the derived
-// ID is taken by another run (not this run's child of Outer), the call fails
-// with an error matching runtime.ErrChildCollision. To start a run from
-// outside a workflow, use StartOuter.
+// and name, so a replay returns the same child. When this run ends (it
+// completes, errors or is terminated) before the child, the child is
+// terminated, unless opts include
+// runtime.ParentClose(runtime.ParentCloseAbandon). If the derived ID is taken
+// by another run (not this run's child of Outer), the call fails with an error
+// matching runtime.ErrChildCollision. To start a run from outside a workflow,
+// use StartOuter.
 //
-// Outer runs Inner as a child, starts another without waiting, and reports
-// where it ran.
+// Outer runs Inner as a child, starts another without waiting (abandoned to
+// its own end, since Outer ends first), and reports where it ran.
 func (c *stemCalls) StartOuterChild(name string, in int, opts ...runtime.ChildOption) (*runtime.ChildRun[string], error) {
 	return runtime.StartChild[string](c.wc, name, OuterWorkflowName, in, opts...)
 }
@@ -124,8 +130,8 @@ const InnerWorkflowVersion = 1
 // InnerContext is what workflow Inner (flows.inner) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package main, each also in a form that returns a future
-// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
-// by the workflow's input.
+// (All and Select wait for several), and ContinueAsNew typed by the workflow's
+// input.
 //
 // Inner doubles n, and says which run is its parent.
 type InnerContext struct {
@@ -142,6 +148,46 @@ type InnerContext struct {
 // input that does not encode is an error and nothing changes.
 func (c *InnerContext) ContinueAsNew(in int) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
+}
+
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *InnerContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *InnerContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *InnerContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *InnerContext) Detached() *InnerContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
 }
 
 // InnerRun is a typed handle on a run of workflow Inner (flows.inner): ID,
@@ -214,26 +260,26 @@ func GetInner(ctx context.Context, e *runtime.Engine, id string) (*InnerRun, err
 // OuterWorkflowName is the durable name of workflow Outer, stored with every
 // run.
 //
-// Outer runs Inner as a child, starts another without waiting, and reports
-// where it ran.
+// Outer runs Inner as a child, starts another without waiting (abandoned to
+// its own end, since Outer ends first), and reports where it ran.
 const OuterWorkflowName = "flows.outer"
 
 // OuterWorkflowVersion is the version= of workflow Outer (flows.outer). Every
 // run records the version it started under, and an engine claims a run only
 // when it registers that version.
 //
-// Outer runs Inner as a child, starts another without waiting, and reports
-// where it ran.
+// Outer runs Inner as a child, starts another without waiting (abandoned to
+// its own end, since Outer ends first), and reports where it ran.
 const OuterWorkflowVersion = 1
 
 // OuterContext is what workflow Outer (flows.outer) receives: the runtime's
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package main, each also in a form that returns a future
-// (runtime.All and runtime.Select wait for several), and ContinueAsNew typed
-// by the workflow's input.
+// (All and Select wait for several), and ContinueAsNew typed by the workflow's
+// input.
 //
-// Outer runs Inner as a child, starts another without waiting, and reports
-// where it ran.
+// Outer runs Inner as a child, starts another without waiting (abandoned to
+// its own end, since Outer ends first), and reports where it ran.
 type OuterContext struct {
 	*runtime.WorkflowContext
 	stemCalls
@@ -250,12 +296,52 @@ func (c *OuterContext) ContinueAsNew(in int) error {
 	return runtime.ContinueAsNew(c.WorkflowContext, in)
 }
 
+// All waits until every one of futures has its result, and returns the error
+// of the first (in argument order) that failed, or nil; Await each for its
+// value. It is runtime.All on this run's context. For futures of one type,
+// runtime.AwaitAll returns their values.
+func (c *OuterContext) All(futures ...runtime.Awaitable) error {
+	return runtime.All(c.WorkflowContext, futures...)
+}
+
+// Select waits for the first of cases to have its result and returns its
+// index; Await it for the result. The winner is checkpointed under name,
+// numbered by call order (name#0, name#1, ...), so a replay returns the same
+// case; an event future that loses is released. It is runtime.Select on this
+// run's context. For futures of one type, runtime.SelectFuture returns the
+// winner's value.
+func (c *OuterContext) Select(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.Select(c.WorkflowContext, name, cases...)
+}
+
+// SelectCancel is Select that cancels its losers: it waits for the first of
+// cases to have its result, checkpoints the winner under name as Select does,
+// and cancels every other case (see runtime.Future.Cancel), so the run waits
+// for none of them: a losing step's context is cancelled with
+// runtime.ErrCanceled as its cause and it is not retried. It is
+// runtime.SelectCancel on this run's context.
+func (c *OuterContext) SelectCancel(name string, cases ...runtime.Awaitable) (int, error) {
+	return runtime.SelectCancel(c.WorkflowContext, name, cases...)
+}
+
+// Detached returns this context for the workflow's cleanup: its calls (steps,
+// sleeps, waits, children, futures) run and are checkpointed after the run's
+// cancellation, which makes every call on c fail with an error matching
+// runtime.ErrCanceled, and its Context is not cancelled by it. It is
+// runtime.WorkflowContext.Detached, typed.
+func (c *OuterContext) Detached() *OuterContext {
+	d := *c
+	d.WorkflowContext = c.WorkflowContext.Detached()
+	d.stemCalls.wc = d.WorkflowContext
+	return &d
+}
+
 // OuterRun is a typed handle on a run of workflow Outer (flows.outer): ID,
 // Status, Result, Pause, Resume, Terminate, Restart, and IdempotencyKey for
 // reconciling with the services its steps called.
 //
-// Outer runs Inner as a child, starts another without waiting, and reports
-// where it ran.
+// Outer runs Inner as a child, starts another without waiting (abandoned to
+// its own end, since Outer ends first), and reports where it ran.
 type OuterRun struct {
 	*runtime.Run[string]
 }
@@ -265,8 +351,8 @@ type OuterRun struct {
 // with the shapes of its input and output, for tools that start runs without
 // its Go types.
 //
-// Outer runs Inner as a child, starts another without waiting, and reports
-// where it ran.
+// Outer runs Inner as a child, starts another without waiting (abandoned to
+// its own end, since Outer ends first), and reports where it ran.
 func RegisterOuter(e *runtime.Engine) error {
 	return runtime.Register(e, OuterWorkflowName, func(c *runtime.WorkflowContext, in int) (string, error) {
 		return Outer(&OuterContext{
@@ -280,8 +366,8 @@ func RegisterOuter(e *runtime.Engine) error {
 // runtime.WithID, starting an ID that exists returns the existing run;
 // runtime.WithTimeout or runtime.WithDeadline give the run a deadline.
 //
-// Outer runs Inner as a child, starts another without waiting, and reports
-// where it ran.
+// Outer runs Inner as a child, starts another without waiting (abandoned to
+// its own end, since Outer ends first), and reports where it ran.
 func StartOuter(ctx context.Context, e *runtime.Engine, in int, opts ...runtime.StartOption) (*OuterRun, error) {
 	r, err := runtime.Start[int, string](ctx, e, OuterWorkflowName, in, opts...)
 	if err != nil {
@@ -294,8 +380,8 @@ func StartOuter(ctx context.Context, e *runtime.Engine, in int, opts ...runtime.
 // store call. Every input is checked before anything is written; items with an
 // ID that exists return the existing run.
 //
-// Outer runs Inner as a child, starts another without waiting, and reports
-// where it ran.
+// Outer runs Inner as a child, starts another without waiting (abandoned to
+// its own end, since Outer ends first), and reports where it ran.
 func StartOuterBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[int]) ([]*OuterRun, error) {
 	rs, err := runtime.StartBatch[int, string](ctx, e, OuterWorkflowName, items)
 	if err != nil {
@@ -312,8 +398,8 @@ func StartOuterBatch(ctx context.Context, e *runtime.Engine, items []runtime.Bat
 // (flows.outer): an error matching runtime.ErrRunNotFound if there is none,
 // runtime.ErrInvalidArgument if it is a run of another workflow.
 //
-// Outer runs Inner as a child, starts another without waiting, and reports
-// where it ran.
+// Outer runs Inner as a child, starts another without waiting (abandoned to
+// its own end, since Outer ends first), and reports where it ran.
 func GetOuter(ctx context.Context, e *runtime.Engine, id string) (*OuterRun, error) {
 	r, err := runtime.Get[string](ctx, e, OuterWorkflowName, id)
 	if err != nil {
