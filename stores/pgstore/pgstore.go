@@ -100,6 +100,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -265,6 +266,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		// pgx's parse errors redact the password.
 		return nil, fmt.Errorf("pgstore: parse url: %w", err)
 	}
+	if err := refuseStemParams(cfg.ConnConfig.RuntimeParams); err != nil {
+		return nil, err
+	}
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = defaultMaxConns
 	}
@@ -284,6 +288,28 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// refuseStemParams refuses a URL parameter starting with stem_, which pgx
+// would send to the server as a setting: such a parameter is meant for
+// package storeurl (stem_schema), which removes it before the URL gets
+// here, or is a misspelling of one. Options.Schema names the schema.
+func refuseStemParams(params map[string]string) error {
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		if strings.HasPrefix(strings.ToLower(k), "stem_") {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	slices.Sort(keys)
+	msg := fmt.Sprintf("pgstore: unknown URL parameter %q", keys[0])
+	if near := storage.Nearest(strings.ToLower(keys[0]), []string{"stem_schema"}); near != "" && near != keys[0] {
+		msg += fmt.Sprintf("; did you mean %s?", near)
+	}
+	return fmt.Errorf("%s (Open passes no stem_ parameter to the server: name the schema with Options.Schema, or open the URL with package storeurl, which reads stem_schema): %w", msg, storage.ErrInvalidArgument)
 }
 
 // New returns a Store on a pool the caller owns: Close leaves the pool

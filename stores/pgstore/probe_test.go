@@ -106,3 +106,18 @@ func assertNoProbeTable(t *testing.T, s *Store) {
 		t.Fatalf("the probe left %s.%s behind", s.schemaName, probeTable)
 	}
 }
+
+// A stem_ parameter in the URL (storeurl's stem_schema, or a misspelling)
+// is refused before anything is dialled, not sent to the server as a
+// setting. Nothing listens on port 1.
+func TestOpenRefusesStemParams(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://127.0.0.1:1/x?stem_shcema=a": `unknown URL parameter "stem_shcema"; did you mean stem_schema?`,
+		"postgres://127.0.0.1:1/x?stem_schema=a": `unknown URL parameter "stem_schema" (Open passes no stem_ parameter to the server: name the schema with Options.Schema`,
+	} {
+		_, err := Open(t.Context(), in, Options{ConnectTimeout: time.Second})
+		if !errors.Is(err, storage.ErrInvalidArgument) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Open(%q): %v, want %q", in, err, want)
+		}
+	}
+}

@@ -14,9 +14,11 @@
 // A SQLite store written in the sqlite: form takes one, stem_sync, the
 // durability mode: normal (the default) or full (sqlitestore.SyncFull), as
 // in sqlite:stem.db?stem_sync=full; a plain path is taken as written, '?'
-// and all. Any other value, a repeated parameter, or a ';' anywhere in the query
-// (which Go's URL parser would silently drop with its parameter) is an
-// error naming the parameter.
+// and all. Any other value, a repeated parameter, a stem_ parameter the
+// store does not take (misspelled, or another store's: it would otherwise
+// reach the driver, which sends it to the server or drops it), or a ';'
+// anywhere in the query (which Go's URL parser would silently drop with its
+// parameter) is an error naming the parameter, and the nearest known one.
 //
 // Open creates a store that is not there (a SQLite file, a Postgres schema)
 // and migrates an older one, as a worker wants. A tool passes
@@ -204,6 +206,9 @@ func takeParam(s, name string, check func(string) error, timeoutParam string, ti
 			return "", "", fmt.Errorf("storeurl: malformed query parameter name %q", k)
 		}
 		if key != name {
+			if strings.HasPrefix(strings.ToLower(key), "stem_") {
+				return "", "", unknownStemParam(key, name)
+			}
 			if strings.Contains(part, ";") {
 				return "", "", fmt.Errorf("storeurl: the query parameter %s holds a ';', which the driver would drop with the parameter; separate parameters with & (or write a literal ';' as %%3B)", key)
 			}
@@ -227,6 +232,24 @@ func takeParam(s, name string, check func(string) error, timeoutParam string, ti
 	}
 	u.RawQuery = strings.Join(kept, "&")
 	return u.String(), value, nil
+}
+
+// stemParams are the stem_ query parameters, each with the store that
+// takes it.
+var stemParams = map[string]string{"stem_schema": "a Postgres store", "stem_prefix": "a Redis store", "stem_sync": "a SQLite store"}
+
+// unknownStemParam refuses a stem_ parameter other than name, the one the
+// store takes: a misspelled or misplaced store option would otherwise
+// reach the driver (pgx sends it to the server as a setting) or be
+// dropped, and the store open somewhere else than meant.
+func unknownStemParam(key, name string) error {
+	msg := fmt.Sprintf("storeurl: unknown query parameter %q", key)
+	if store, ok := stemParams[strings.ToLower(key)]; ok && !strings.EqualFold(key, name) {
+		msg += fmt.Sprintf(": it is a parameter of %s", store)
+	} else if near := storage.Nearest(strings.ToLower(key), []string{name}); near != "" {
+		msg += fmt.Sprintf("; did you mean %s?", near)
+	}
+	return fmt.Errorf("%s (%s takes %s; parameters starting with stem_ are Stem's, not the driver's)", msg, stemParams[name], name)
 }
 
 // checkSchema accepts a Postgres identifier as it may be written unquoted.

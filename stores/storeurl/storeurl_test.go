@@ -195,3 +195,29 @@ func TestMisspelledScheme(t *testing.T) {
 		t.Fatalf("a plain path was taken for a scheme: %v", err)
 	}
 }
+
+// A stem_ parameter a store does not take, misspelled or another
+// store's, is refused before anything is dialled, naming it and the one
+// meant, rather than passed to the driver (pgx would send it to the server
+// as a setting). Nothing listens on port 1: reaching the driver would fail
+// with a connection error instead.
+func TestUnknownStemParameter(t *testing.T) {
+	for in, want := range map[string][]string{
+		"postgres://postgres@127.0.0.1:1/x?sslmode=disable&stem_shcema=x": {`unknown query parameter "stem_shcema"`, "did you mean stem_schema?"},
+		"postgres://127.0.0.1:1/x?STEM_SCHEMA=x":                          {`unknown query parameter "STEM_SCHEMA"`, "did you mean stem_schema?"},
+		"postgres://127.0.0.1:1/x?stem_prefix=x":                          {`"stem_prefix": it is a parameter of a Redis store`, "a Postgres store takes stem_schema"},
+		"redis://127.0.0.1:1/0?stem_prefx=a:":                             {`unknown query parameter "stem_prefx"`, "did you mean stem_prefix?"},
+		"redis://127.0.0.1:1/0?stem_schema=a":                             {`"stem_schema": it is a parameter of a Postgres store`, "a Redis store takes stem_prefix"},
+		"sqlite:x.db?stem_snyc=full":                                      {`unknown query parameter "stem_snyc"`, "did you mean stem_sync?"},
+	} {
+		_, err := storeurl.OpenWith(t.Context(), in, storeurl.Options{OpenExisting: true, DialTimeout: time.Second})
+		if err == nil {
+			t.Fatalf("OpenWith(%q) opened", in)
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("OpenWith(%q): %v, want %q", in, err, w)
+			}
+		}
+	}
+}
