@@ -116,12 +116,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var u usageError
 	var o openError
 	var in inputError
+	var arg argError
 	var code exitCode
 	switch {
 	case errors.As(err, &code):
 		return int(code)
 	case errors.As(err, &u):
 		fmt.Fprintf(stderr, "stem %s: %s\n\n%s", cmd.name, u.msg, cmd.help(fs))
+		return 2
+	case errors.As(err, &arg):
+		fmt.Fprintf(stderr, "stem %s: %s\n(see \"stem %s -h\")\n", cmd.name, clean(arg.msg), cmd.name)
 		return 2
 	case errors.As(err, &in):
 		fmt.Fprintf(stderr, "stem %s: %s\n", cmd.name, clean(in.msg))
@@ -325,6 +329,14 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 type inputError struct{ msg string }
 
 func (i inputError) Error() string { return i.msg }
+
+// argError is an argument the command cannot use although the call is
+// right (a JSON argument that does not parse, a @FILE that cannot be
+// read): exit 2 with one line that says what, and a pointer to the
+// command's help rather than the whole usage, which would bury it.
+type argError struct{ msg string }
+
+func (a argError) Error() string { return a.msg }
 
 // exitCode ends a command that has said all it has to say with a code of
 // its own.

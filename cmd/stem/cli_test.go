@@ -424,7 +424,6 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"show", "a", "--execution", "0"}, "--execution 0: want 1 or more"},
 		{[]string{"show", "a", "--execution", "x"}, "invalid value"},
 		{[]string{"restart", "a", "--form", "x"}, "unknown flag --form; did you mean --from?"},
-		{[]string{"start", "greet", "{"}, "the input is not valid JSON"},
 		{[]string{"emit", "t"}, "want TOPIC JSON"},
 	} {
 		_, errOut := cliAt(t, 2, append([]string{"--store", missing}, c.args...)...)

@@ -216,7 +216,7 @@ func (c *call) jsonArg(what, s string) (json.RawMessage, error) {
 		err = pe.Err // the path is said once, below
 	}
 	if err != nil {
-		return nil, usagef("cannot read the %s from %s: %s", what, from, err)
+		return nil, argError{fmt.Sprintf("cannot read the %s from %s: %s", what, from, err)}
 	}
 	if len(b) > runtime.DefaultMaxPayloadBytes {
 		if from == "" {
@@ -226,9 +226,9 @@ func (c *call) jsonArg(what, s string) (json.RawMessage, error) {
 	}
 	if !json.Valid(b) {
 		if from != "" {
-			return nil, usagef("the %s read from %s is not valid JSON: %s", what, from, truncate(strings.TrimSpace(string(b)), 40))
+			return nil, argError{fmt.Sprintf("the %s read from %s is not valid JSON: %s", what, from, truncate(strings.TrimSpace(string(b)), 40))}
 		}
-		return nil, usagef("the %s is not valid JSON: %s", what, truncate(s, 40))
+		return nil, argError{fmt.Sprintf("the %s is not valid JSON: %s", what, truncate(s, 40))}
 	}
 	return json.RawMessage(b), nil
 }

@@ -52,7 +52,9 @@
 // Exit status: 0 done; 1 the command failed (one line on stderr, naming
 // the run and the store); 2 it was called wrongly (with the command's
 // usage), or given input it cannot use (a manifest missing or malformed:
-// one line naming the file), and nothing was opened; 3 stem check found
+// one line naming the file; a JSON argument that does not parse or a
+// @FILE that cannot be read: one line saying which, and one pointing to
+// the command's -h), and nothing was opened; 3 stem check found
 // runs in flight the build could not continue; 4 stem check could not
 // judge (stale generated code, or runs it could not replay).
 package main

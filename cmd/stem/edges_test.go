@@ -1,0 +1,47 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A JSON argument that does not parse, or a @FILE that cannot be read, is
+// input the command cannot use, not a wrong call: exit 2 with the error
+// and a one-line pointer to the command's help, not the whole usage,
+// which would bury the error. Nothing is opened.
+func TestArgErrorsPointToHelp(t *testing.T) {
+	t.Setenv("STEM_STORE", "")
+	t.Setenv("STEM_CODEC_KEY", "")
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "none.db")
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte("{\"name\":\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nope := filepath.Join(dir, "nope.json")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"start", "greet", "{"}, "stem start: the input is not valid JSON: {\n(see \"stem start -h\")\n"},
+		{[]string{"start", "greet", "@" + nope}, "stem start: cannot read the input from " + nope + ": no such file or directory\n(see \"stem start -h\")\n"},
+		{[]string{"send", "r", "t", "@" + bad}, "stem send: the payload read from " + bad + " is not valid JSON: {\"name\":\n(see \"stem send -h\")\n"},
+		{[]string{"emit", "t", "nope"}, "stem emit: the payload is not valid JSON: nope\n(see \"stem emit -h\")\n"},
+		{[]string{"schedule", "create", "d", "greet", "@daily", "{"}, "stem schedule create: the input is not valid JSON: {\n(see \"stem schedule create -h\")\n"},
+	} {
+		_, errOut := cliAt(t, 2, append([]string{"--store", missing}, c.args...)...)
+		if errOut != c.want {
+			t.Errorf("stem %v:\n%s\nwant\n%s", c.args, errOut, c.want)
+		}
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused call touched the store: %v", err)
+	}
+	// A wrong call still prints the usage.
+	if _, errOut := cliAt(t, 2, "--store", missing, "start", "greet"); !strings.Contains(errOut, "usage: stem start ") {
+		t.Fatalf("wrong argument count without the usage:\n%s", errOut)
+	}
+}
