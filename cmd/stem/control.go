@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -191,7 +192,10 @@ func terminate(*flag.FlagSet) func(*call, []string) error {
 // jsonArg reads and checks a JSON argument before anything is opened: the
 // document itself, "-" for standard input, or "@PATH" for a file (no JSON
 // document begins with '@'). What is read is bounded by the payload limit,
-// so a huge input is refused without being held in memory.
+// so a huge input is refused without being held in memory. The whitespace
+// around the document (a file's trailing newline) is dropped: it is no
+// part of any JSON value, a string's included, so the value is the same,
+// and the payload stored and shown (a schedule's input) is as typed.
 func (c *call) jsonArg(what, s string) (json.RawMessage, error) {
 	var (
 		b    []byte
@@ -224,6 +228,7 @@ func (c *call) jsonArg(what, s string) (json.RawMessage, error) {
 		}
 		return nil, fmt.Errorf("%w: the %s from %s is more than %d bytes", runtime.ErrPayloadTooLarge, what, from, runtime.DefaultMaxPayloadBytes)
 	}
+	b = bytes.Trim(b, " \t\r\n") // JSON's whitespace
 	if !json.Valid(b) {
 		if from != "" {
 			return nil, argError{fmt.Sprintf("the %s read from %s is not valid JSON: %s", what, from, truncate(strings.TrimSpace(string(b)), 40))}

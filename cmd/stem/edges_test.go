@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stemflow/stem/schedule"
 )
 
 // A JSON argument that does not parse, or a @FILE that cannot be read, is
@@ -43,5 +45,27 @@ func TestArgErrorsPointToHelp(t *testing.T) {
 	// A wrong call still prints the usage.
 	if _, errOut := cliAt(t, 2, "--store", missing, "start", "greet"); !strings.Contains(errOut, "usage: stem start ") {
 		t.Fatalf("wrong argument count without the usage:\n%s", errOut)
+	}
+}
+
+// A JSON argument read from a file or standard input is stored without
+// the whitespace around it (an editor's trailing newline): the value is
+// the same, and the input a schedule shows and stores is what was typed.
+func TestJSONArgumentTrimmed(t *testing.T) {
+	f := newOpsFixture(t)
+	in := filepath.Join(t.TempDir(), "in.json")
+	if err := os.WriteFile(in, []byte("{\"name\":\"ada\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := f.cli(0, "schedule", "create", "nightly", "greet", "0 2 * * *", "@"+in)
+	if !strings.Contains(out, "input      {\"name\":\"ada\"}\n") {
+		t.Fatalf("create shows the input with the file's newline:\n%s", out)
+	}
+	f.cliIn("  \"bob\"\r\n\n", 0, "schedule", "create", "other", "approve", "0 2 * * *", "-")
+	for id, want := range map[string]string{"nightly": `{"name":"ada"}`, "other": `"bob"`} {
+		got, err := schedule.Get(f.ctx, f.e, id)
+		if err != nil || string(got.Input) != want {
+			t.Fatalf("%s stored input %q, %v; want %q", id, got.Input, err, want)
+		}
 	}
 }
