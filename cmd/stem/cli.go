@@ -379,12 +379,40 @@ func (c *call) openError(err error) error {
 		// text adds nothing.
 		msg := strings.Replace(trimPrefixes(err.Error()), storage.ErrNotStore.Error()+": ", "", 1)
 		msg = strings.TrimSuffix(msg, ": "+storage.ErrNotStore.Error())
+		msg = c.initHint(msg)
 		if !c.g.storeSet && os.Getenv("STEM_STORE") == "" {
 			msg += " (name your workers' store with --store or $STEM_STORE)"
 		}
 		return openError{oneLine(msg)}
 	}
 	return openError{fmt.Sprintf("cannot open the store %s: %s", c.g.storeName(), oneLine(trimPrefixes(err.Error())))}
+}
+
+// initHint points a refusal of a store that is not there, or at an older
+// schema, to stem init, which creates or migrates it. The stores' own
+// words are for programs ("a worker's Open creates it"); an operator's
+// next step is a command. Another application's database and a newer
+// schema are left as they are: stem init would refuse them too.
+func (c *call) initHint(msg string) string {
+	init := `"stem init"`
+	if c.g.storeSet {
+		init = fmt.Sprintf(`"stem init --store %s"`, shellQuote(c.g.storeName()))
+	}
+	for _, missing := range []string{": the file does not exist", ": the file is empty"} {
+		if strings.HasSuffix(msg, missing) {
+			return msg + "; run " + init + " first to create one"
+		}
+	}
+	for _, r := range [][2]string{
+		{" (a worker's Open creates it)", "; run " + init + " first to create one"},
+		{"a worker's Open (or Migrate) upgrades it", "run " + init + " (or a worker of this version) to migrate it"},
+		{"open it once without OpenExisting (as a worker does), which upgrades it in place,", "run " + init + " (or a worker of this version) to upgrade it in place,"},
+	} {
+		if strings.Contains(msg, r[0]) {
+			return strings.Replace(msg, r[0], r[1], 1)
+		}
+	}
+	return msg
 }
 
 func (c *call) close() {

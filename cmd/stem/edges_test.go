@@ -4,8 +4,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stemflow/stem/schedule"
 )
@@ -66,6 +68,48 @@ func TestJSONArgumentTrimmed(t *testing.T) {
 		got, err := schedule.Get(f.ctx, f.e, id)
 		if err != nil || string(got.Input) != want {
 			t.Fatalf("%s stored input %q, %v; want %q", id, got.Input, err, want)
+		}
+	}
+}
+
+// A store that is not there is refused with the command that creates it,
+// stem init, naming the store as it was given; so is one at an older
+// schema, which stem init migrates.
+func TestMissingStorePointsToInit(t *testing.T) {
+	quiet(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "stme.db")
+	if _, errOut := cliAt(t, 1, "--store", path, "runs"); errOut != "stem: no Stem store at "+path+`: the file does not exist; run "stem init --store `+path+`" first to create one`+"\n" {
+		t.Fatalf("runs on a missing file: %q", errOut)
+	}
+	empty := filepath.Join(dir, "empty db")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut := cliAt(t, 1, "--store", empty, "pause", "x"); errOut != "stem: no Stem store at "+empty+`: the file is empty; run "stem init --store '`+empty+`'" first to create one`+"\n" {
+		t.Fatalf("pause on an empty file: %q", errOut)
+	}
+	t.Chdir(dir)
+	if _, errOut := cliAt(t, 1, "runs"); errOut != `stem: no Stem store at stem.db: the file does not exist; run "stem init" first to create one (name your workers' store with --store or $STEM_STORE)`+"\n" {
+		t.Fatalf("runs on the default store: %q", errOut)
+	}
+	if got := files(t, dir); len(got) != 1 {
+		t.Fatalf("refused commands created files: %v", got)
+	}
+
+	for env, param := range map[string]string{"STEM_TEST_POSTGRES_URL": "stem_schema", "STEM_TEST_REDIS_URL": "stem_prefix"} {
+		base := os.Getenv(env)
+		if base == "" {
+			continue
+		}
+		sep := "?"
+		if strings.Contains(base, "?") {
+			sep = "&"
+		}
+		u := base + sep + param + "=stem_cli_nostore_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		_, errOut := cliAt(t, 1, "--store", u, "runs")
+		if !strings.Contains(errOut, `; run "stem init --store `) || !strings.HasSuffix(errOut, `" first to create one`+"\n") || strings.Contains(errOut, "worker's Open") {
+			t.Errorf("runs on %s: %q, want it to point to stem init", u, errOut)
 		}
 	}
 }

@@ -118,7 +118,7 @@ func TestInitCreatesTheStore(t *testing.T) {
 	quiet(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "stme.db")
-	if _, errOut := cliAt(t, 1, "--store", path, "runs"); errOut != "stem: no Stem store at "+path+": the file does not exist\n" {
+	if _, errOut := cliAt(t, 1, "--store", path, "runs"); errOut != "stem: no Stem store at "+path+": the file does not exist; run \"stem init --store "+path+"\" first to create one\n" {
 		t.Fatalf("runs on a missing file: %q", errOut)
 	}
 	cliAt(t, 1, "--store", path, "pause", "x")
