@@ -111,11 +111,11 @@ type (see 'stem workflows'), else it is refused and nothing is written.
 			detail: `Delivers an event to every run waiting on TOPIC now. The topic and the payload are checked as by send.
 
 ` + jsonFrom},
-		{name: "pause", min: 1, max: 1, setup: control("paused (takes effect at the next step boundary if running)", (*runtime.Engine).Pause),
+		{name: "pause", min: 1, max: 1, setup: control("paused", "paused (takes effect at the next step boundary if running)", (*runtime.Engine).Pause),
 			args:    "RUN_ID",
 			summary: "pause a run at its next step boundary",
 			detail:  `Pauses a run: a running one at its next step boundary, a waiting or queued one at once.`},
-		{name: "resume", min: 1, max: 1, setup: control("resumed", (*runtime.Engine).Resume),
+		{name: "resume", min: 1, max: 1, setup: control("resumed", "resumed", (*runtime.Engine).Resume),
 			args:    "RUN_ID",
 			summary: "resume a paused run",
 			detail:  `Resumes a paused run, or cancels a pause that has not taken effect yet.`},

@@ -59,7 +59,7 @@ func start(fs *flag.FlagSet) func(*call, []string) error {
 			r, err := e.Get(c.ctx, *id)
 			switch {
 			case err == nil && r.Workflow == args[0]:
-				return c.out.done(r.ID, fmt.Sprintf("exists already (%s), left as it is", r.Status))
+				return c.done(r.ID, "exists", fmt.Sprintf("exists already (%s), left as it is", r.Status))
 			case err == nil:
 				return fmt.Errorf("run ID %s is taken by a run of workflow %s", *id, r.Workflow)
 			case !errors.Is(err, runtime.ErrRunNotFound):
@@ -78,7 +78,7 @@ func start(fs *flag.FlagSet) func(*call, []string) error {
 		if r.ReadyAt != nil && r.ReadyAt.After(time.Now()) {
 			what += " from " + stamp(*r.ReadyAt)
 		}
-		return c.out.done(r.ID, what)
+		return c.done(r.ID, "started", what)
 	}
 }
 
@@ -124,11 +124,11 @@ func restart(fs *flag.FlagSet) func(*call, []string) error {
 		if r, err := e.Get(c.ctx, args[0]); err == nil {
 			what += fmt.Sprintf(" as execution %d", r.Execution)
 		}
-		return c.out.done(args[0], what)
+		return c.done(args[0], "restarted", what)
 	}
 }
 
-func control(done string, op func(*runtime.Engine, context.Context, string) error) func(*flag.FlagSet) func(*call, []string) error {
+func control(action, done string, op func(*runtime.Engine, context.Context, string) error) func(*flag.FlagSet) func(*call, []string) error {
 	return func(*flag.FlagSet) func(*call, []string) error {
 		return func(c *call, args []string) error {
 			c.subject = args[0]
@@ -139,7 +139,7 @@ func control(done string, op func(*runtime.Engine, context.Context, string) erro
 			if err := op(e, c.ctx, args[0]); err != nil {
 				return err
 			}
-			return c.out.done(args[0], done)
+			return c.done(args[0], action, done)
 		}
 	}
 }
@@ -163,11 +163,11 @@ func cancel(*flag.FlagSet) func(*call, []string) error {
 		if err := e.Cancel(c.ctx, args[0], reason); err != nil {
 			return err
 		}
-		what := "cancellation requested (the workflow sees it at its next durable call and ends itself)"
+		action, what := "cancel_requested", "cancellation requested (the workflow sees it at its next durable call and ends itself)"
 		if r, err := e.Get(c.ctx, args[0]); err == nil && r.CancelReason != reason {
-			what = fmt.Sprintf("cancellation already requested (%q); this request changes nothing", r.CancelReason)
+			action, what = "cancel_already_requested", fmt.Sprintf("cancellation already requested (%q); this request changes nothing", r.CancelReason)
 		}
-		return c.out.done(args[0], what)
+		return c.done(args[0], action, what)
 	}
 }
 
@@ -185,7 +185,7 @@ func terminate(*flag.FlagSet) func(*call, []string) error {
 		if err := e.Terminate(c.ctx, args[0], reason); err != nil {
 			return err
 		}
-		return c.out.done(args[0], "terminated")
+		return c.done(args[0], "terminated", "terminated")
 	}
 }
 
@@ -257,7 +257,7 @@ func send(*flag.FlagSet) func(*call, []string) error {
 		if err := e.SendEventJSON(c.ctx, args[0], args[1], p); err != nil {
 			return err
 		}
-		return c.out.done(args[0], "event "+args[1]+" sent")
+		return c.done(args[0], "sent", "event "+args[1]+" sent")
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/schedule"
 )
 
@@ -111,5 +113,83 @@ func TestMissingStorePointsToInit(t *testing.T) {
 		if !strings.Contains(errOut, `; run "stem init --store `) || !strings.HasSuffix(errOut, `" first to create one`+"\n") || strings.Contains(errOut, "worker's Open") {
 			t.Errorf("runs on %s: %q, want it to point to stem init", u, errOut)
 		}
+	}
+}
+
+// With --json, an action prints a JSON object that says what it did in a
+// word (action) and the run or schedule as it stands after, not only a
+// sentence; without --json it prints the sentence.
+func TestActionsJSON(t *testing.T) {
+	f := newOpsFixture(t)
+	type done struct {
+		RunID   string `json:"run_id"`
+		Action  string `json:"action"`
+		Message string `json:"message"`
+		Run     *struct {
+			ID        string `json:"id"`
+			Workflow  string `json:"workflow"`
+			Status    string `json:"status"`
+			Execution int    `json:"execution"`
+		} `json:"run"`
+		ScheduleID string `json:"schedule_id"`
+		Schedule   *struct {
+			ID     string `json:"id"`
+			Paused bool   `json:"paused"`
+		} `json:"schedule"`
+	}
+	act := func(action string, args ...string) done {
+		t.Helper()
+		out, _ := f.cli(0, append([]string{"--json"}, args...)...)
+		var d done
+		if err := json.Unmarshal([]byte(out), &d); err != nil || d.Action != action || d.Message == "" {
+			t.Fatalf("stem --json %v: %s (%v), want action %q and a message", args, out, err, action)
+		}
+		return d
+	}
+	wantRun := func(d done, id, status string) {
+		t.Helper()
+		if d.RunID != id || d.Run == nil || d.Run.ID != id || d.Run.Workflow != "approve" || status != "" && d.Run.Status != status {
+			t.Fatalf("%+v: want run %s (%s)", d, id, status)
+		}
+	}
+
+	wantRun(act("started", "start", "approve", `"ada"`, "--id", "a-1"), "a-1", "")
+	wantRun(act("exists", "start", "approve", `"ada"`, "--id", "a-1"), "a-1", "")
+	waitStatus(t, f.e, "a-1", runtime.StatusWaiting)
+	wantRun(act("paused", "pause", "a-1"), "a-1", "paused")
+	wantRun(act("resumed", "resume", "a-1"), "a-1", "")
+	wantRun(act("sent", "send", "a-1", "approval", "true"), "a-1", "")
+	waitStatus(t, f.e, "a-1", runtime.StatusComplete)
+
+	f.cli(0, "start", "approve", `"bob"`, "--id", "a-2")
+	waitStatus(t, f.e, "a-2", runtime.StatusWaiting)
+	wantRun(act("terminated", "terminate", "a-2"), "a-2", "terminated")
+	if d := act("restarted", "restart", "a-2"); d.Run == nil || d.Run.Execution != 2 {
+		t.Fatalf("restart: %+v, want execution 2", d)
+	}
+	waitStatus(t, f.e, "a-2", runtime.StatusWaiting)
+	wantRun(act("cancel_requested", "cancel", "a-2"), "a-2", "")
+
+	// Without --json, the sentence.
+	f.cli(0, "start", "approve", `"cy"`, "--id", "a-3")
+	waitStatus(t, f.e, "a-3", runtime.StatusWaiting)
+	if out, _ := f.cli(0, "terminate", "a-3"); out != "a-3: terminated\n" {
+		t.Fatalf("terminate: %q", out)
+	}
+
+	f.cli(0, "schedule", "create", "nightly", "greet", "0 2 * * *", `{"name":"ada"}`)
+	if d := act("paused", "schedule", "pause", "nightly"); d.ScheduleID != "nightly" || d.Schedule == nil || !d.Schedule.Paused {
+		t.Fatalf("schedule pause: %+v", d)
+	}
+	act("already_paused", "schedule", "pause", "nightly")
+	if d := act("resumed", "schedule", "resume", "nightly"); d.Schedule == nil || d.Schedule.Paused {
+		t.Fatalf("schedule resume: %+v", d)
+	}
+	act("not_paused", "schedule", "resume", "nightly")
+	if d := act("triggered", "schedule", "trigger", "nightly"); !strings.HasPrefix(d.RunID, "nightly@manual-") {
+		t.Fatalf("schedule trigger: %+v", d)
+	}
+	if d := act("deleted", "schedule", "delete", "nightly"); d.Schedule != nil {
+		t.Fatalf("schedule delete: %+v", d)
 	}
 }

@@ -36,7 +36,9 @@ flags (before or after the command):
                          version's schema: stem init creates or migrates it, no
                          other command changes it (runs, show, workflows, queues,
                          check, schedule list and show only read)
-  --json                 print JSON (snake_case names throughout)
+  --json                 print JSON (snake_case names throughout); an action on a
+                         run prints {"run_id", "action", "message", "run"}: what
+                         it did in a word, in a sentence, and the run after it
   --codec-key KEY        the AES key (hex or base64, 16, 24 or 32 bytes) the workers
                          seal payloads with (Config.Codec); or $STEM_CODEC_KEY.
                          Several while keys rotate: repeat the flag or separate

@@ -25,7 +25,9 @@
 //
 //	--store URL            a SQLite path (default stem.db, or $STEM_STORE), or a
 //	                       postgres:// or redis:// URL; see package storeurl
-//	--json                 print JSON, with snake_case names throughout
+//	--json                 print JSON, with snake_case names throughout; an
+//	                       action on a run prints run_id, action (what it
+//	                       did in a word), message and the run after it
 //	--codec-key KEY        the AES key (hex or base64; 16, 24 or 32 bytes) the
 //	                       workers seal payloads with, or $STEM_CODEC_KEY;
 //	                       several, newest first, while keys rotate (repeat

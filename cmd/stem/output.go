@@ -48,13 +48,20 @@ func (p *printer) encode(v any) error {
 	return err
 }
 
-// done reports a change to one run.
-func (p *printer) done(id, what string) error {
-	if p.json {
-		return p.encode(jsonDone{RunID: id, Result: what})
+// done reports a change to one run: what it did in a line of text or,
+// with --json, as a jsonDone with the run as it stands after.
+func (c *call) done(id, action, what string) error {
+	if !c.out.json {
+		_, err := fmt.Fprintf(c.out.w, "%s: %s\n", clean(id), clean(what))
+		return err
 	}
-	_, err := fmt.Fprintf(p.w, "%s: %s\n", clean(id), clean(what))
-	return err
+	j := jsonDone{RunID: id, Action: action, Message: what}
+	if c.engine != nil {
+		if r, err := c.engine.Get(c.ctx, id); err == nil {
+			j.Run = &jsonRuns([]runtime.RunInfo{r})[0]
+		}
+	}
+	return c.out.encode(j)
 }
 
 // hidden reports whether r must not reach a terminal as it is: a control
@@ -158,9 +165,16 @@ func jsonEscape(s string) string {
 	return b.String()
 }
 
+// jsonDone is what an action on one run did. Action says it in a word,
+// for programs: started, exists (start --id of a run there already),
+// restarted, paused, resumed, cancel_requested, cancel_already_requested,
+// terminated or sent. Message says it as the text output does. Run is
+// the run as it stands after the action, absent if it could not be read.
 type jsonDone struct {
-	RunID  string `json:"run_id"`
-	Result string `json:"result"`
+	RunID   string   `json:"run_id"`
+	Action  string   `json:"action"`
+	Message string   `json:"message"`
+	Run     *jsonRun `json:"run,omitempty"`
 }
 
 type jsonEmit struct {

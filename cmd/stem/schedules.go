@@ -455,35 +455,43 @@ func scheduleOp(op string) func(*flag.FlagSet) func(*call, []string) error {
 			if err != nil {
 				return c.scheduleError(e, id, err)
 			}
-			var what, runID string
+			var action, what, runID string
 			switch op {
 			case "pause":
 				err = schedule.Pause(c.ctx, e, id)
-				what = "paused; its ticks start nothing until stem schedule resume"
+				action, what = "paused", "paused; its ticks start nothing until stem schedule resume"
 				if before.Paused {
-					what = "was paused already"
+					action, what = "already_paused", "was paused already"
 				}
 			case "resume":
 				err = schedule.Resume(c.ctx, e, id)
-				what = "was not paused"
+				action, what = "not_paused", "was not paused"
 				if before.Paused && err == nil {
-					what = "resumed"
+					action, what = "resumed", "resumed"
 					if after, gerr := schedule.Get(c.ctx, e, id); gerr == nil && len(after.Next) > 0 {
 						what += "; next tick at " + after.Next[0].Format(time.RFC3339)
 					}
 				}
 			case "trigger":
 				runID, err = schedule.Trigger(c.ctx, e, id)
-				what = "started run " + runID
+				action, what = "triggered", "started run "+runID
 			case "delete":
 				err = schedule.Delete(c.ctx, e, id)
-				what = "deleted; the runs it started stay"
+				action, what = "deleted", "deleted; the runs it started stay"
 			}
 			if err != nil {
 				return c.scheduleError(e, id, err)
 			}
 			if c.out.json {
-				return c.out.encode(jsonScheduleDone{ScheduleID: id, Result: what, RunID: runID})
+				j := jsonScheduleDone{ScheduleID: id, Action: action, Message: what, RunID: runID}
+				if op != "delete" {
+					if after, gerr := schedule.Get(c.ctx, e, id); gerr == nil {
+						c.openInput(&after)
+						js := jsonScheduleOf(after)
+						j.Schedule = &js
+					}
+				}
+				return c.out.encode(j)
 			}
 			_, err = fmt.Fprintf(c.out.w, "%s: %s\n", clean(id), clean(what))
 			return err
@@ -491,11 +499,18 @@ func scheduleOp(op string) func(*flag.FlagSet) func(*call, []string) error {
 	}
 }
 
+// jsonScheduleDone is what stem schedule pause, resume, trigger or delete
+// did. Action says it in a word, for programs: paused, already_paused,
+// resumed, not_paused, triggered or deleted. Message says it as the text
+// output does. Schedule is the schedule as it stands after (absent once
+// deleted, or if it could not be read).
 type jsonScheduleDone struct {
 	ScheduleID string `json:"schedule_id"`
-	Result     string `json:"result"`
+	Action     string `json:"action"`
+	Message    string `json:"message"`
 	// RunID is the run trigger started.
-	RunID string `json:"run_id,omitempty"`
+	RunID    string        `json:"run_id,omitempty"`
+	Schedule *jsonSchedule `json:"schedule,omitempty"`
 }
 
 type jsonSchedulePage struct {
