@@ -60,8 +60,10 @@ reads the listing page after page until it has --limit held runs.`},
 			summary: "a run: its executions, steps and attempts",
 			detail: `Shows the run (its current execution, with start and end), the list of
 its executions (each start or restart), and the steps of one execution in
-the order they ran, with their status (running, retrying, waiting,
-complete, failed, interrupted), result, and each attempt with its error.
+the order they ran, numbered from 1 in each execution on every store, with
+their status (running, retrying, waiting, complete, failed, interrupted,
+or timed out: an event wait whose timeout passed, which the workflow sees
+as an error it may handle), result, and each attempt with its error.
 A multi-line error (a panic's stack) is shortened to its first line;
 --json prints it whole. The run's queue, partition and priority are shown
 when they are not the defaults (queue default, no partition, priority 0);

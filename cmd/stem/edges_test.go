@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/schedule"
+	"github.com/stemflow/stem/storage"
 )
 
 // A JSON argument that does not parse, or a @FILE that cannot be read, is
@@ -191,5 +193,63 @@ func TestActionsJSON(t *testing.T) {
 	}
 	if d := act("deleted", "schedule", "delete", "nightly"); d.Schedule != nil {
 		t.Fatalf("schedule delete: %+v", d)
+	}
+}
+
+// stem show numbers a run's steps 1, 2, 3... in each execution, whatever
+// the store's Seq (SQLite's runs share one sequence; Redis counts each
+// run's from 1), in text and JSON.
+func TestShowNumbersStepsPerRun(t *testing.T) {
+	path := storeWith(t,
+		storedRun{id: "r-1", workflow: "greet", input: `{}`, steps: []storage.Checkpoint{stepCP("a@v1", `1`), stepCP("b@v1", `2`)}},
+		storedRun{id: "r-2", workflow: "greet", input: `{}`, steps: []storage.Checkpoint{stepCP("c@v1", `1`), stepCP("d@v1", `2`), stepCP("e@v1", `3`)}},
+	)
+	out, _ := cliAt(t, 0, "--store", path, "show", "r-2")
+	for i, key := range []string{"c@v1", "d@v1", "e@v1"} {
+		if !regexp.MustCompile(`\n  ` + strconv.Itoa(i+1) + ` +` + regexp.QuoteMeta(key) + ` `).MatchString(out) {
+			t.Fatalf("show r-2: want %s numbered %d:\n%s", key, i+1, out)
+		}
+	}
+	js, _ := cliAt(t, 0, "--store", path, "--json", "show", "r-2")
+	var got struct {
+		Steps []struct {
+			Seq int    `json:"seq"`
+			Key string `json:"key"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(js), &got); err != nil || len(got.Steps) != 3 {
+		t.Fatalf("show --json: %s (%v)", js, err)
+	}
+	for i, s := range got.Steps {
+		if s.Seq != i+1 {
+			t.Fatalf("show --json: step %s has seq %d, want %d", s.Key, s.Seq, i+1)
+		}
+	}
+}
+
+// An event wait that timed out is checkpointed with the timeout as its
+// error, which the workflow may handle: stem show says it timed out, not
+// that it failed.
+func TestShowWaitTimedOut(t *testing.T) {
+	timedOut := storage.Checkpoint{Key: "decision", Kind: storage.KindEvent, Error: &storage.ErrorInfo{
+		Message: `event "decision" (topic "approval") did not arrive by 2026-01-02T03:04:05Z`, Code: storage.CodeEventTimeout}}
+	failed := storage.Checkpoint{Key: "charge@v1", Kind: storage.KindStep, Error: &storage.ErrorInfo{Message: "card declined"}}
+	path := storeWith(t, storedRun{id: "w-1", workflow: "approve", input: `"ada"`, steps: []storage.Checkpoint{stepCP("ask@v1", `"asked ada"`), timedOut, failed}})
+	out, _ := cliAt(t, 0, "--store", path, "show", "w-1")
+	if !regexp.MustCompile(`\n  2 +decision +event +timed out +event "decision" \(topic "approval"\) did not arrive by`).MatchString(out) {
+		t.Fatalf("show: want the wait timed out:\n%s", out)
+	}
+	if !regexp.MustCompile(`\n  3 +charge@v1 +step +failed +error: card declined`).MatchString(out) {
+		t.Fatalf("show: want the step failed:\n%s", out)
+	}
+	js, _ := cliAt(t, 0, "--store", path, "--json", "show", "w-1")
+	var got struct {
+		Steps []struct {
+			Status string `json:"status"`
+			Error  string `json:"error"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(js), &got); err != nil || len(got.Steps) != 3 || got.Steps[1].Status != "timed_out" || got.Steps[1].Error == "" || got.Steps[2].Status != "failed" {
+		t.Fatalf("show --json: %s (%v)", js, err)
 	}
 }

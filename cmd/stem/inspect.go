@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -461,12 +462,16 @@ func printShow(w io.Writer, r runtime.RunInfo, xs []runtime.ExecutionInfo, n int
 	}
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  #\tSTEP\tKIND\tSTATUS\tRESULT")
-	for _, s := range steps {
+	nums := stepNumbers(steps)
+	for i, s := range steps {
 		seq := "-"
-		if s.Seq > 0 {
-			seq = fmt.Sprint(s.Seq)
+		if nums[i] > 0 {
+			seq = fmt.Sprint(nums[i])
 		}
-		status := string(s.Status)
+		status := stepStatus(s)
+		if status == stepTimedOut {
+			status = "timed out"
+		}
 		if s.ForkedFrom != 0 {
 			status += fmt.Sprintf(" (kept from %d)", s.ForkedFrom)
 		}
@@ -523,6 +528,38 @@ func printHold(w io.Writer, r runtime.RunInfo, command func(args ...string) stri
 	}
 }
 
+// stepNumbers numbers the steps of one execution that have a result
+// (a checkpoint) 1, 2, 3... in the order they were recorded, which is
+// the order ListSteps lists them in; a step without one yet gets 0. The
+// stores' Seq only orders a run's checkpoints: SQLite and Postgres draw
+// it from one sequence for the whole store, Redis counts each run's from
+// 1, so shown as it is the same history would read differently on each.
+func stepNumbers(steps []runtime.StepInfo) []int {
+	nums := make([]int, len(steps))
+	n := 0
+	for i, s := range steps {
+		if s.Seq > 0 {
+			n++
+			nums[i] = n
+		}
+	}
+	return nums
+}
+
+// stepTimedOut is the status of an event wait that timed out: the runtime
+// checkpoints the timeout as the wait's error (one matching
+// runtime.ErrEventTimeout), which the workflow sees and may well handle,
+// so it is not shown as a failure. Text output writes it "timed out".
+const stepTimedOut = "timed_out"
+
+// stepStatus is a step's status as shown: its StepStatus, or stepTimedOut.
+func stepStatus(s runtime.StepInfo) string {
+	if s.Status == runtime.StepFailed && s.Kind == runtime.KindEvent && errors.Is(s.Err, runtime.ErrEventTimeout) {
+		return stepTimedOut
+	}
+	return string(s.Status)
+}
+
 // stepResult is a step's RESULT cell: its output or error, or what it is
 // doing.
 func stepResult(r runtime.RunInfo, s runtime.StepInfo) string {
@@ -547,6 +584,9 @@ func stepResult(r runtime.RunInfo, s runtime.StepInfo) string {
 	}
 	if note, ok := sealedNote(s.Err, " error"); ok {
 		return "error: " + note
+	}
+	if stepStatus(s) == stepTimedOut {
+		return truncate(errText(s.Err.Error(), false), 80)
 	}
 	if s.Err != nil {
 		return "error: " + declaredTag(s.Err) + truncate(errText(s.Err.Error(), false), 80)

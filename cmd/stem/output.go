@@ -296,8 +296,12 @@ func jsonExecutions(xs []runtime.ExecutionInfo) []jsonExecution {
 	return out
 }
 
+// jsonStep is a step of one execution. Seq numbers the steps with a
+// result 1, 2, 3... in the order they were recorded, on every store
+// (stepNumbers); it is absent for a step without one yet. Status is a
+// runtime.StepStatus, or "timed_out" for an event wait that timed out.
 type jsonStep struct {
-	Seq           int64           `json:"seq,omitempty"`
+	Seq           int             `json:"seq,omitempty"`
 	Key           string          `json:"key"`
 	Kind          string          `json:"kind"`
 	Status        string          `json:"status"`
@@ -325,8 +329,9 @@ type jsonAttempt struct {
 
 func jsonSteps(steps []runtime.StepInfo) []jsonStep {
 	out := make([]jsonStep, len(steps))
+	nums := stepNumbers(steps)
 	for i, s := range steps {
-		j := jsonStep{Seq: s.Seq, Key: s.Key, Kind: string(s.Kind), Status: string(s.Status), Execution: s.Execution,
+		j := jsonStep{Seq: nums[i], Key: s.Key, Kind: string(s.Kind), Status: stepStatus(s), Execution: s.Execution,
 			ForkedFrom: s.ForkedFrom, Attempt: s.Attempt, NextAttemptAt: s.NextAttemptAt, Attempts: []jsonAttempt{}}
 		j.Output, j.OutputSealed = jsonPayload(s.Output)
 		if note, ok := sealedNote(s.OpenErr, ""); ok {
