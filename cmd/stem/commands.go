@@ -179,7 +179,11 @@ every worker), partition concurrency (of one partition key), and rate
 (starts per period); unlimited when not set. Then their runs now: ready
 (the backlog), how long the oldest of those has been ready, scheduled (a
 delayed start not yet due), running, waiting (asleep or awaiting an event)
-and paused.`},
+and paused.
+
+--json gives each limit as a number, 0 for unlimited, as runtime.Queue
+takes it (concurrency, partition_concurrency, rate; rate_period is a Go
+duration, absent without a rate).`},
 		{name: "workers", max: 0, setup: workers, readOnly: true,
 			summary: "the workers at work on the store: host, process, heartbeat, runs in flight",
 			detail:  workersDetail},

@@ -253,3 +253,32 @@ func TestShowWaitTimedOut(t *testing.T) {
 		t.Fatalf("show --json: %s (%v)", js, err)
 	}
 }
+
+// A queue limit that is not set is "unlimited" in text; --json keeps the
+// number, 0, which stem help queues documents as unlimited.
+func TestQueueLimitsUnlimited(t *testing.T) {
+	f := newOpsFixture(t)
+	out, _ := f.cli(0, "queues")
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`\ndefault +unlimited +unlimited +unlimited +0 `),
+		regexp.MustCompile(`\nbulk +2 +unlimited +100 per 1m +0 `),
+		regexp.MustCompile(`\ntenants +unlimited +1 +unlimited +0 `),
+	} {
+		if !want.MatchString(out) {
+			t.Fatalf("queues: want %s:\n%s", want, out)
+		}
+	}
+	js, _ := f.cli(0, "--json", "queues")
+	var got struct {
+		Queues []map[string]any `json:"queues"`
+	}
+	if err := json.Unmarshal([]byte(js), &got); err != nil || len(got.Queues) != 3 {
+		t.Fatalf("queues --json: %s (%v)", js, err)
+	}
+	if q := got.Queues[0]; q["name"] != "default" || q["concurrency"] != 0.0 || q["partition_concurrency"] != 0.0 || q["rate"] != 0.0 {
+		t.Fatalf("queues --json: default is %v, want its limits 0", q)
+	}
+	if help, _ := cliAt(t, 0, "help", "queues"); !strings.Contains(help, "--json gives each limit as a number, 0 for unlimited") {
+		t.Fatalf("help queues does not say what 0 means:\n%s", help)
+	}
+}

@@ -91,6 +91,8 @@ func queues(*flag.FlagSet) func(*call, []string) error {
 	}
 }
 
+// limit is a queue's limit as text: "unlimited" for 0, which is how the
+// runtime and the stores write no limit.
 func limit(n int) string {
 	if n == 0 {
 		return "unlimited"
@@ -102,8 +104,10 @@ type jsonQueues struct {
 	Queues []jsonQueue `json:"queues"`
 }
 
-// jsonQueue is a queue's limits (0: unlimited), who recorded them, and its
-// runs by state.
+// jsonQueue is a queue's limits, who recorded them, and its runs by state.
+// A limit is a number, 0 for unlimited, as runtime.Queue takes it (not
+// null: a script can hand the numbers back to a Queue as they are); the
+// text output writes "unlimited", and stem help queues says so.
 type jsonQueue struct {
 	Name                 string `json:"name"`
 	Concurrency          int    `json:"concurrency"`
