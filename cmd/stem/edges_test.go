@@ -14,6 +14,7 @@ import (
 	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/schedule"
 	"github.com/stemflow/stem/storage"
+	"github.com/stemflow/stem/stores/storeurl"
 )
 
 // A JSON argument that does not parse, or a @FILE that cannot be read, is
@@ -280,5 +281,83 @@ func TestQueueLimitsUnlimited(t *testing.T) {
 	}
 	if help, _ := cliAt(t, 0, "help", "queues"); !strings.Contains(help, "--json gives each limit as a number, 0 for unlimited") {
 		t.Fatalf("help queues does not say what 0 means:\n%s", help)
+	}
+}
+
+// fillStore writes runs into st as storeWith does: each claimed, its
+// checkpoints written, and parked (asleep, or waiting on its wait).
+func fillStore(t *testing.T, st storage.Store, runs ...storedRun) {
+	t.Helper()
+	ctx := t.Context()
+	for _, r := range runs {
+		if _, err := st.CreateRuns(ctx, []storage.NewRun{{ID: r.id, Workflow: r.workflow, Version: r.version, Input: []byte(r.input)}}); err != nil {
+			t.Fatal(err)
+		}
+		claimed, err := st.Claim(ctx, storage.ClaimRequest{Owner: "old-worker", Workflows: []string{r.workflow}, Limit: 5, LeaseFor: time.Hour})
+		if err != nil || len(claimed) != 1 {
+			t.Fatalf("claim %s: %v %v", r.id, claimed, err)
+		}
+		l := claimed[0].Lease
+		for _, cp := range r.steps {
+			if _, err := st.Checkpoint(ctx, storage.CheckpointRequest{Lease: l, LeaseFor: time.Hour, Checkpoint: cp}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		later := time.Now().Add(time.Hour)
+		if _, err := st.Suspend(ctx, storage.SuspendRequest{Lease: l, LeaseFor: time.Hour, Wait: r.wait, ReadyAt: &later}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The same history reads the same in stem show on every store: the steps
+// of the second run are numbered from 1 on SQLite, Postgres and Redis
+// alike, though their Seq differ (one sequence per store, or per run).
+func TestShowStepsSameOnEveryStore(t *testing.T) {
+	quiet(t)
+	stores := map[string]string{"sqlite": filepath.Join(t.TempDir(), "stem.db")}
+	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
+	if base := os.Getenv("STEM_TEST_POSTGRES_URL"); base != "" {
+		schema := "stem_cli_seq_" + suffix
+		t.Cleanup(func() { dropPgSchema(t, base, schema) })
+		stores["postgres"] = withParam(base, "stem_schema", schema)
+	}
+	if base := os.Getenv("STEM_TEST_REDIS_URL"); base != "" {
+		prefix := "stem-cli-seq-" + suffix + ":"
+		cleanRedisPrefix(t, prefix)
+		stores["redis"] = withParam(base, "stem_prefix", prefix)
+	}
+	steps := func(out string) string {
+		_, after, ok := strings.Cut(out, "\nsteps of execution 1\n")
+		if !ok {
+			t.Fatalf("show without steps:\n%s", out)
+		}
+		return after
+	}
+	var want string
+	for _, name := range []string{"sqlite", "postgres", "redis"} {
+		u, ok := stores[name]
+		if !ok {
+			continue
+		}
+		st, err := storeurl.Open(t.Context(), u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fillStore(t, st,
+			storedRun{id: "r-1", workflow: "greet", input: `{}`, steps: []storage.Checkpoint{stepCP("a@v1", `1`), stepCP("b@v1", `2`)}},
+			storedRun{id: "r-2", workflow: "greet", input: `{}`, steps: []storage.Checkpoint{stepCP("c@v1", `1`), stepCP("d@v1", `2`), stepCP("e@v1", `3`)}},
+		)
+		st.Close()
+		out, _ := cliAt(t, 0, "--store", u, "show", "r-2")
+		got := steps(out)
+		if !strings.Contains(got, "\n  1  c@v1") || !strings.Contains(got, "\n  3  e@v1") {
+			t.Fatalf("%s: steps not numbered from 1:\n%s", name, got)
+		}
+		if want == "" {
+			want = got
+		} else if got != want {
+			t.Fatalf("%s shows the steps as\n%s\nSQLite as\n%s", name, got, want)
+		}
 	}
 }
