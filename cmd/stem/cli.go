@@ -394,19 +394,19 @@ func (c *call) openError(err error) error {
 // next step is a command. Another application's database and a newer
 // schema are left as they are: stem init would refuse them too.
 func (c *call) initHint(msg string) string {
-	init := `"stem init"`
+	run := `"stem init"`
 	if c.g.storeSet {
-		init = fmt.Sprintf(`"stem init --store %s"`, shellQuote(c.g.storeName()))
+		run = fmt.Sprintf(`"stem init --store %s"`, shellQuote(c.g.storeName()))
 	}
 	for _, missing := range []string{": the file does not exist", ": the file is empty"} {
 		if strings.HasSuffix(msg, missing) {
-			return msg + "; run " + init + " first to create one"
+			return msg + "; run " + run + " first to create one"
 		}
 	}
 	for _, r := range [][2]string{
-		{" (a worker's Open creates it)", "; run " + init + " first to create one"},
-		{"a worker's Open (or Migrate) upgrades it", "run " + init + " (or a worker of this version) to migrate it"},
-		{"open it once without OpenExisting (as a worker does), which upgrades it in place,", "run " + init + " (or a worker of this version) to upgrade it in place,"},
+		{" (a worker's Open creates it)", "; run " + run + " first to create one"},
+		{"a worker's Open (or Migrate) upgrades it", "run " + run + " (or a worker of this version) to migrate it"},
+		{"open it once without OpenExisting (as a worker does), which upgrades it in place,", "run " + run + " (or a worker of this version) to upgrade it in place,"},
 	} {
 		if strings.Contains(msg, r[0]) {
 			return strings.Replace(msg, r[0], r[1], 1)
