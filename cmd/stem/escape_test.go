@@ -58,7 +58,7 @@ func TestTextOutputEscapesStoreStrings(t *testing.T) {
 		}
 	}
 	must(runtime.Register(f.e, "evil.fail", func(c *runtime.WorkflowContext, _ int) (string, error) {
-		return runtime.Step(c, "k\u202eey@v1", runtime.StepOptions{}, func(runtime.StepContext) (string, error) {
+		return runtime.Step(c, "key@v1", runtime.StepOptions{}, func(runtime.StepContext) (string, error) {
 			return "", runtime.Permanent(errors.New(evilErr))
 		})
 	}))
@@ -67,23 +67,33 @@ func TestTextOutputEscapesStoreStrings(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); f.e.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	_, err := runtime.Start[int, string](f.ctx, f.e, "evil.fail", 1, runtime.WithID(failID))
+	_, err := runtime.Start[int, string](f.ctx, f.e, "evil.fail", 1, runtime.WithID("fail-1"))
 	must(err)
 	_, err = runtime.Start[int, string](f.ctx, f.e, "evil.out", 1, runtime.WithID("out-1"))
 	must(err)
-	waitStatus(t, f.e, failID, runtime.StatusErrored)
+	waitStatus(t, f.e, "fail-1", runtime.StatusErrored)
 	waitStatus(t, f.e, "out-1", runtime.StatusComplete)
 	cancel()
 	<-done
+	db, err := sql.Open("sqlite", f.path+"?_pragma=busy_timeout(10000)")
+	must(err)
+	defer db.Close()
+	// The rules on names now refuse a bidirectional override in a run ID
+	// or step key; a store may hold them from before, as written here.
+	for _, q := range []string{`UPDATE runs SET id = ? WHERE id = 'fail-1'`, `UPDATE checkpoints SET key = ? WHERE key = 'key@v1'`, `UPDATE attempts SET key = ? WHERE key = 'key@v1'`} {
+		v := failID
+		if !strings.HasPrefix(q, "UPDATE runs") {
+			v = "k\u202eey@v1"
+		}
+		_, err = db.Exec(q, v)
+		must(err)
+	}
 
 	// A run stored before the rules: its ID and workflow hold an escape, a
 	// tab and a newline that would fake a row.
 	const legacyID, legacyWF = "legacy\x1b[31m\tX\nfake-row queued", "old\x1bwf"
 	_, err = runtime.Start[greeting, string](f.ctx, f.e, "greet", greeting{Name: "x"}, runtime.WithID("legacy-1"))
 	must(err)
-	db, err := sql.Open("sqlite", f.path+"?_pragma=busy_timeout(10000)")
-	must(err)
-	defer db.Close()
 	_, err = db.Exec(`UPDATE runs SET id = ?, workflow = ? WHERE id = 'legacy-1'`, legacyID, legacyWF)
 	must(err)
 
@@ -218,12 +228,23 @@ func TestMoreHintIsShellQuoted(t *testing.T) {
 		t.Skip("no bash to read the line:", err)
 	}
 	f := newFixture(t, nil, false)
-	ids := []string{"g 'one'", "g$(three)", "g\u202etwo"}
+	ids := []string{"g 'one'", "g$(three)", "g-two"}
 	for _, id := range ids {
 		if _, err := runtime.Start[greeting, string](f.ctx, f.e, "greet", greeting{Name: "x"}, runtime.WithID(id)); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// The rules on names now refuse the override; a store may hold it
+	// from before, as written here.
+	db, err := sql.Open("sqlite", f.path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE runs SET id = ? WHERE id = 'g-two'`, "g\u202etwo"); err != nil {
+		t.Fatal(err)
+	}
+	ids[2] = "g\u202etwo"
 	// IDs sort by byte: the space, then '$', then the override.
 	var pages []string
 	args := []string{"--store", f.path, "runs", "--workflow", "greet", "--limit", "1"}
