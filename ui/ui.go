@@ -47,7 +47,12 @@
 //
 //	ui.New(engine, ui.Options{AllowedHosts: []string{"ops.example.com"}})
 //
-// Every value is escaped by html/template; payloads are shown as text. Each
+// Every value is escaped by html/template; payloads are shown as text. A
+// name a store holds from before the rules on names refused invisible
+// characters (storage.Invisible: a right-to-left override, a zero-width
+// space) shows each such character as a marked escape (\u202E, set apart
+// by the stylesheet) in links, headings and titles, so two run IDs never
+// look the same. Each
 // POST must carry the form's token, which is tied to a cookie, and pass
 // http.CrossOriginProtection; Options.Authorize says what a request may do
 // (see Access). Responses forbid framing and inline script (a
