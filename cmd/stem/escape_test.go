@@ -154,13 +154,16 @@ func TestTextOutputEscapesStoreStrings(t *testing.T) {
 // as it is.
 func TestClean(t *testing.T) {
 	for in, want := range map[string]string{
-		"plain order-1 ünï ✓ \\x": "plain order-1 ünï ✓ \\x",
-		"a\x1b[2Jb\x07":           `a\x1b[2Jb\x07`,
-		"tab\tnl\ncr\r":           `tab\tnl\ncr\r`,
-		"del\x7f c1\u0085\u009b":  `del\x7f c1\u0085\u009b`,
-		"bidi\u202e\u2066\u200b":  `bidi\u202e\u2066\u200b`,
-		"sep\u2028\u2029":         `sep\u2028\u2029`,
-		"bad\xff\xc3":             `bad\xff\xc3`,
+		"plain order-1 ünï ✓ \\x":  "plain order-1 ünï ✓ \\x",
+		"a\x1b[2Jb\x07":            `a\x1b[2Jb\x07`,
+		"tab\tnl\ncr\r":            `tab\tnl\ncr\r`,
+		"del\x7f c1\u0085\u009b":   `del\x7f c1\u0085\u009b`,
+		"bidi\u202e\u2066\u200b":   `bidi\u202e\u2066\u200b`,
+		"sep\u2028\u2029":          `sep\u2028\u2029`,
+		"joiner\u2060\u2064\u00ad": `joiner\u2060\u2064\u00ad`,
+		"space\u00a0\u3000\u3164":  `space\u00a0\u3000\u3164`,
+		"tag\U000e0041\ufe0f":      `tag\U000e0041\ufe0f`,
+		"bad\xff\xc3":              `bad\xff\xc3`,
 	} {
 		if got := clean(in); got != want {
 			t.Errorf("clean(%q) = %q, want %q", in, got, want)
@@ -301,5 +304,23 @@ func TestCLIRefusesReservedNames(t *testing.T) {
 	}
 	if runs, _, err := f.e.ListRuns(f.ctx, runtime.ListRunsQuery{}); err != nil || len(runs) != 0 {
 		t.Fatalf("refused commands stored %d runs (%v)", len(runs), err)
+	}
+}
+
+// jsonEscape writes a hidden character beyond the basic plane as its
+// UTF-16 surrogates, as JSON must, so the document reads back the same.
+func TestJSONEscapeBeyondTheBasicPlane(t *testing.T) {
+	const in = "tag\U000e0041\u2060x"
+	doc, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	esc := jsonEscape(string(doc))
+	if want := `"tag\udb40\udc41\u2060x"`; esc != want {
+		t.Fatalf("jsonEscape(%s) = %s, want %s", doc, esc, want)
+	}
+	var back string
+	if err := json.Unmarshal([]byte(esc), &back); err != nil || back != in {
+		t.Fatalf("%s reads back as %q (%v), want %q", esc, back, err, in)
 	}
 }
