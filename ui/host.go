@@ -151,6 +151,8 @@ func misdirected(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
 	hd.Set("Content-Type", "text/plain; charset=utf-8")
 	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("X-Frame-Options", "DENY")
 	w.WriteHeader(http.StatusMisdirectedRequest)
 	name, ok := hostName(r.Host)
 	if !ok {

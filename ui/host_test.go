@@ -37,6 +37,9 @@ func refusedHost(t *testing.T, res *response, secrets ...string) {
 	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
 		t.Errorf("%s %s: Content-Type %q, want plain text", res.req.Method, res.req.URL, ct)
 	}
+	if res.Header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("%s %s: no X-Content-Type-Options: nosniff", res.req.Method, res.req.URL)
+	}
 	if c := res.Header.Values("Set-Cookie"); len(c) > 0 {
 		t.Errorf("%s %s: sets cookies %q for a host it does not answer to", res.req.Method, res.req.URL, c)
 	}
