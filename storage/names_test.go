@@ -175,3 +175,75 @@ func TestReservedTopicsOnlyForTheRuntime(t *testing.T) {
 		}
 	}
 }
+
+// Invisible characters (format characters such as the bidirectional
+// overrides and zero-width spaces, unusual spaces, variation selectors,
+// fillers) are refused in every name, so one ID cannot pass for another:
+// the message names the field, quotes the value escaped, names the
+// character and its byte offset.
+func TestInvisibleCharactersRefused(t *testing.T) {
+	t.Parallel()
+	checks := map[string]func(string) error{
+		"workflow name": storage.CheckWorkflowName,
+		"step name":     storage.CheckStepName,
+		"event topic":   storage.CheckTopic,
+		"run ID":        storage.CheckRunID,
+		"step key":      storage.CheckStepKey,
+		"queue name":    storage.CheckQueueName,
+		"schedule ID":   storage.CheckScheduleID,
+	}
+	for _, r := range []rune{0x00a0, 0x00ad, 0x034f, 0x061c, 0x115f, 0x180e, 0x200b, 0x200c, 0x200d, 0x200e, 0x200f,
+		0x2028, 0x2029, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2060, 0x2061, 0x2062, 0x2063, 0x2064, 0x2066,
+		0x2067, 0x2068, 0x2069, 0x2003, 0x3000, 0x3164, 0xfe0f, 0xfeff, 0xffa0, 0xe0001, 0xe0041, 0xe0100} {
+		if !storage.Invisible(r) {
+			t.Errorf("Invisible(%U) = false", r)
+		}
+		v := "abc" + string(r) + "def"
+		for field, check := range checks {
+			err := check(v)
+			var ne *storage.NameError
+			if !errors.Is(err, storage.ErrInvalidArgument) || !errors.As(err, &ne) {
+				t.Errorf("%s with %U: %v, want a NameError matching ErrInvalidArgument", field, r, err)
+				continue
+			}
+			if ne.Offset != 3 || strings.ContainsRune(err.Error(), r) || !strings.Contains(err.Error(), field) {
+				t.Errorf("%s with %U: %q (offset %d), want it to name the field, point at byte 3 and quote the value escaped", field, r, err, ne.Offset)
+			}
+		}
+	}
+	for _, r := range []rune{' ', 'a', 'é', 'ü', '✓', '中', 'ا', 0x1f600, 0x0301} {
+		if storage.Invisible(r) {
+			t.Errorf("Invisible(%U) = true", r)
+		}
+	}
+	for _, c := range []struct {
+		check func(string) error
+		v     string
+		says  string
+	}{
+		{storage.CheckRunID, "abc\u202edef", `run ID "abc\u202edef" holds U+202E RIGHT-TO-LEFT OVERRIDE at byte 3: invisible format characters are not allowed`},
+		{storage.CheckStepKey, "a\u200bb@v1", `step key "a\u200bb@v1" holds U+200B ZERO WIDTH SPACE at byte 1: invisible format characters are not allowed`},
+		{storage.CheckRunID, "order\u00a042", `run ID "order\u00a042" holds U+00A0 NO-BREAK SPACE at byte 5: spaces other than ' ' are not allowed`},
+		{storage.CheckRunID, "x\u3164", `run ID "x\u3164" holds U+3164 HANGUL FILLER at byte 1: invisible characters are not allowed`},
+		{storage.CheckRunID, "x\U000e0041", `run ID "x\U000e0041" holds U+E0041 at byte 1: invisible format characters are not allowed`},
+		{storage.CheckTopic, "order\u202e.paid", `invalid character '\u202e' in event topic "order\u202e.paid"`},
+	} {
+		err := c.check(c.v)
+		if !errors.Is(err, storage.ErrInvalidArgument) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("check(%q) = %v, want ErrInvalidArgument saying %s", c.v, err, c.says)
+		}
+	}
+	// Header values are data, not names: they keep what they held.
+	if err := storage.ValidateHeaders(map[string]string{"note": "line\u2028paragraph\u00a0\u200b"}); err != nil {
+		t.Errorf("ValidateHeaders refuses a value with invisible characters: %v", err)
+	}
+	// A child's call key and a partition key are held to the same.
+	for _, runs := range [][]storage.NewRun{
+		{{ID: "p1/c\u202e", Workflow: "wf", ParentID: "p1"}},
+		{{ID: "r1", Workflow: "wf", Partition: "tenant\u200b"}},
+	} {
+		if err := storage.ValidateNewRuns(runs); !errors.Is(err, storage.ErrInvalidArgument) || !strings.Contains(err.Error(), "invisible format characters are not allowed") {
+			t.Errorf("ValidateNewRuns(%+v) = %v, want it refused as invisible", runs, err)
+		}
+	}
+}

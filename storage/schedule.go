@@ -165,7 +165,7 @@ func (w ScheduleWrite) Validate() error {
 		if f.v == "" {
 			continue
 		}
-		if err := checkText(f.field, f.v, MaxNameLen); err != nil {
+		if err := checkVisible(f.field, f.v, MaxNameLen); err != nil {
 			return invalid("write schedule", "schedule %q: %s", s.ID, reason(err))
 		}
 	}

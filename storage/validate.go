@@ -43,7 +43,7 @@ func ValidateNewRuns(runs []NewRun) error {
 				return invalid("create runs", "run %q: %s", r.ID, reason(err))
 			}
 		}
-		if err := checkText("partition key", r.Partition, MaxNameLen); r.Partition != "" && err != nil {
+		if err := checkVisible("partition key", r.Partition, MaxNameLen); r.Partition != "" && err != nil {
 			return invalid("create runs", "run %q: %s", r.ID, reason(err))
 		}
 		if r.Priority < MinPriority || r.Priority > MaxPriority {
@@ -81,7 +81,7 @@ func (r NewRun) checkID() error {
 	if !ok || call == "" {
 		return invalid("create runs", "run %q has parent %q: an ID with '/' is a child run's, its parent's ID, '/' and its call's key (%s/<call>)", r.ID, r.ParentID, r.ParentID)
 	}
-	if err := checkText("call key", call, MaxDerivedLen); err != nil {
+	if err := checkVisible("call key", call, MaxDerivedLen); err != nil {
 		return invalid("create runs", "child run %q: %s", r.ID, reason(err))
 	}
 	if err := checkLen("run ID", r.ID, MaxDerivedLen); err != nil {
@@ -558,7 +558,7 @@ func (c *Checkpoint) validate(what string) error {
 // CheckStepKey) with what the runtime appends ("#N", "/result"), so '#'
 // is allowed and the bound is MaxDerivedLen.
 func validStoredKey(what, key string) error {
-	if err := checkText("step key", key, MaxDerivedLen); err != nil {
+	if err := checkVisible("step key", key, MaxDerivedLen); err != nil {
 		return invalid(what, "%s", reason(err))
 	}
 	return nil

@@ -177,7 +177,7 @@ func benchHandler(b *testing.B, st storage.Store) http.Handler {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { e.Close() })
-	return ui.New(e, ui.Options{})
+	return ui.New(e, ui.Options{AllowedHosts: testHosts})
 }
 
 // serve benchmarks one page: its whole server time, from the request to

@@ -22,6 +22,10 @@ import (
 	"github.com/stemflow/stem/ui"
 )
 
+// testHosts are the hosts the test dashboards answer to besides localhost
+// and IP addresses: httptest.NewRequest's.
+var testHosts = []string{"example.com"}
+
 // dash is a dashboard over a memstore-backed engine, for handler tests.
 type dash struct {
 	t     *testing.T
@@ -78,7 +82,7 @@ func newDashOn(t *testing.T, st storage.Store, work bool) *dash {
 		})
 	}
 	t.Cleanup(func() { e.Close() })
-	d.h = ui.New(e, ui.Options{Authorize: d.authorize})
+	d.h = ui.New(e, ui.Options{Authorize: d.authorize, AllowedHosts: testHosts})
 	return d
 }
 

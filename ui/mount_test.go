@@ -160,11 +160,11 @@ func TestOptions(t *testing.T) {
 			t.Error("a 5-byte CSRFKey was taken")
 		}
 	}()
-	h := ui.New(d.e, ui.Options{Refresh: -1})
+	h := ui.New(d.e, ui.Options{Refresh: -1, AllowedHosts: testHosts})
 	d.h = h
 	d.get("/runs").want(t, http.StatusOK).lacks(t, "data-refresh")
 	key := []byte(strings.Repeat("k", 32))
-	a, b := ui.New(d.e, ui.Options{CSRFKey: key}), ui.New(d.e, ui.Options{CSRFKey: key})
+	a, b := ui.New(d.e, ui.Options{CSRFKey: key, AllowedHosts: testHosts}), ui.New(d.e, ui.Options{CSRFKey: key, AllowedHosts: testHosts})
 	_, err := d.store.CreateRuns(context.Background(), []storage.NewRun{{ID: "r", Workflow: "nobody"}})
 	must(t, err)
 	d.h = a

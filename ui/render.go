@@ -32,7 +32,8 @@ func parsePages() map[string]*template.Template {
 }
 
 var funcs = template.FuncMap{
-	"dur": duration,
+	"dur":   duration,
+	"shown": shown,
 }
 
 // view is what the layout renders: the page's own data is Page.

@@ -251,7 +251,7 @@ func (h *handler) run(rq *request, id string) error {
 			return err
 		}
 	}
-	v := &view{Title: "Run " + id, Nav: "runs", Page: p, Flash: h.readFlash(id, q.Get("flash"))}
+	v := &view{Title: "Run " + shownPlain(id), Nav: "runs", Page: p, Flash: h.readFlash(id, q.Get("flash"))}
 	if !p.Finished {
 		v.Refresh = h.refresh.Milliseconds()
 	}

@@ -170,7 +170,7 @@ func TestSealedPayloads(t *testing.T) {
 	blind.contains(t, `<p class="sealed">stem: sealed payload cannot be opened: input of run s-1`, `data-status="terminated"`).lacks(t, "4242", "fraud suspected")
 	d.get("/runs").want(t, http.StatusOK).contains(t, `data-run-id="s-1"`)
 
-	d.h = ui.New(sealing, ui.Options{})
+	d.h = ui.New(sealing, ui.Options{AllowedHosts: testHosts})
 	open := d.get("/runs/s-1").want(t, http.StatusOK)
 	open.contains(t, `&#34;card&#34;: &#34;4242 4242 4242 4242&#34;`, `<pre id="error">stem: run terminated: fraud suspected</pre>`).lacks(t, `class="sealed"`)
 }

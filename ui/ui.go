@@ -32,7 +32,27 @@
 //
 // # Safety
 //
-// Every value is escaped by html/template; payloads are shown as text. Each
+// The dashboard answers only to the host names it serves: localhost (and
+// its subdomains, *.localhost), IP addresses, and Options.AllowedHosts. A
+// request whose Host header names another host is refused with 421
+// Misdirected Request and a plain message, for every method and page and
+// whatever Authorize says, before any page, cookie or token is made. This
+// defeats DNS rebinding: a web page at evil.example whose name is made to
+// resolve to 127.0.0.1 is, to the browser, of the same origin as the
+// dashboard, so without the check it could read every run and its
+// payloads and post actions; the browser still sends Host: evil.example,
+// which is refused. An IP address needs no allowing, since no other site's
+// page can have it as its origin. Mounted behind a name (a proxy at
+// ops.example.com that passes the Host on), list the name:
+//
+//	ui.New(engine, ui.Options{AllowedHosts: []string{"ops.example.com"}})
+//
+// Every value is escaped by html/template; payloads are shown as text. A
+// name a store holds from before the rules on names refused invisible
+// characters (storage.Invisible: a right-to-left override, a zero-width
+// space) shows each such character as a marked escape (\u202E, set apart
+// by the stylesheet) in links, headings and titles, so two run IDs never
+// look the same. Each
 // POST must carry the form's token, which is tied to a cookie, and pass
 // http.CrossOriginProtection; Options.Authorize says what a request may do
 // (see Access). Responses forbid framing and inline script (a
@@ -106,6 +126,16 @@ type Options struct {
 	// ops.example.com") whose pages may post actions: see
 	// http.CrossOriginProtection.AddTrustedOrigin.
 	TrustedOrigins []string
+	// AllowedHosts are the host names, besides localhost and IP
+	// addresses, that requests may name in their Host header
+	// ("ops.example.com"; ".example.com" for a domain and its
+	// subdomains; "*" for every name, when a proxy in front checks the
+	// Host itself). A request naming another host is refused with 421
+	// Misdirected Request before any page, cookie or token is made: see
+	// the package doc's Safety. Names have no port: an allowed name is
+	// answered on any port. New panics on a list CheckAllowedHosts
+	// refuses.
+	AllowedHosts []string
 }
 
 // handler is the dashboard.
@@ -116,6 +146,7 @@ type handler struct {
 	log     *slog.Logger
 	key     []byte
 	cop     *http.CrossOriginProtection
+	hosts   *hosts
 	mux     *http.ServeMux
 }
 
@@ -126,8 +157,9 @@ type handler struct {
 // needs no workflows registered and need not Run; its codec opens sealed
 // payloads for display.
 //
-// New panics when opts holds a CSRFKey shorter than 32 bytes or a trusted
-// origin http.CrossOriginProtection refuses: both are programming errors.
+// New panics when opts holds a CSRFKey shorter than 32 bytes, a trusted
+// origin http.CrossOriginProtection refuses, or an allowed host
+// CheckAllowedHosts refuses: all are programming errors.
 func New(e *runtime.Engine, opts Options) http.Handler {
 	h := &handler{e: e, auth: opts.Authorize, refresh: opts.Refresh, log: opts.Logger, cop: http.NewCrossOriginProtection()}
 	if h.refresh == 0 {
@@ -150,6 +182,11 @@ func New(e *runtime.Engine, opts Options) http.Handler {
 			panic(fmt.Sprintf("ui: Options.TrustedOrigins: %v", err))
 		}
 	}
+	hs, err := newHosts(opts.AllowedHosts)
+	if err != nil {
+		panic(fmt.Sprintf("ui: Options.AllowedHosts: %v", err))
+	}
+	h.hosts = hs
 	h.routes()
 	return h
 }
@@ -173,9 +210,13 @@ func (h *handler) routes() {
 	h.mux = m
 }
 
-// ServeHTTP sets the security headers, asks Authorize, and serves the
-// route.
+// ServeHTTP refuses a request for a host it does not answer to, sets the
+// security headers, asks Authorize, and serves the route.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.hosts.allows(r.Host) {
+		misdirected(w, r)
+		return
+	}
 	hd := w.Header()
 	hd.Set("Content-Security-Policy", "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'")
 	hd.Set("X-Content-Type-Options", "nosniff")

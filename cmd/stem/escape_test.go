@@ -58,7 +58,7 @@ func TestTextOutputEscapesStoreStrings(t *testing.T) {
 		}
 	}
 	must(runtime.Register(f.e, "evil.fail", func(c *runtime.WorkflowContext, _ int) (string, error) {
-		return runtime.Step(c, "k\u202eey@v1", runtime.StepOptions{}, func(runtime.StepContext) (string, error) {
+		return runtime.Step(c, "key@v1", runtime.StepOptions{}, func(runtime.StepContext) (string, error) {
 			return "", runtime.Permanent(errors.New(evilErr))
 		})
 	}))
@@ -67,23 +67,33 @@ func TestTextOutputEscapesStoreStrings(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); f.e.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	_, err := runtime.Start[int, string](f.ctx, f.e, "evil.fail", 1, runtime.WithID(failID))
+	_, err := runtime.Start[int, string](f.ctx, f.e, "evil.fail", 1, runtime.WithID("fail-1"))
 	must(err)
 	_, err = runtime.Start[int, string](f.ctx, f.e, "evil.out", 1, runtime.WithID("out-1"))
 	must(err)
-	waitStatus(t, f.e, failID, runtime.StatusErrored)
+	waitStatus(t, f.e, "fail-1", runtime.StatusErrored)
 	waitStatus(t, f.e, "out-1", runtime.StatusComplete)
 	cancel()
 	<-done
+	db, err := sql.Open("sqlite", f.path+"?_pragma=busy_timeout(10000)")
+	must(err)
+	defer db.Close()
+	// The rules on names now refuse a bidirectional override in a run ID
+	// or step key; a store may hold them from before, as written here.
+	for _, q := range []string{`UPDATE runs SET id = ? WHERE id = 'fail-1'`, `UPDATE checkpoints SET key = ? WHERE key = 'key@v1'`, `UPDATE attempts SET key = ? WHERE key = 'key@v1'`} {
+		v := failID
+		if !strings.HasPrefix(q, "UPDATE runs") {
+			v = "k\u202eey@v1"
+		}
+		_, err = db.Exec(q, v)
+		must(err)
+	}
 
 	// A run stored before the rules: its ID and workflow hold an escape, a
 	// tab and a newline that would fake a row.
 	const legacyID, legacyWF = "legacy\x1b[31m\tX\nfake-row queued", "old\x1bwf"
 	_, err = runtime.Start[greeting, string](f.ctx, f.e, "greet", greeting{Name: "x"}, runtime.WithID("legacy-1"))
 	must(err)
-	db, err := sql.Open("sqlite", f.path+"?_pragma=busy_timeout(10000)")
-	must(err)
-	defer db.Close()
 	_, err = db.Exec(`UPDATE runs SET id = ?, workflow = ? WHERE id = 'legacy-1'`, legacyID, legacyWF)
 	must(err)
 
@@ -144,13 +154,16 @@ func TestTextOutputEscapesStoreStrings(t *testing.T) {
 // as it is.
 func TestClean(t *testing.T) {
 	for in, want := range map[string]string{
-		"plain order-1 ünï ✓ \\x": "plain order-1 ünï ✓ \\x",
-		"a\x1b[2Jb\x07":           `a\x1b[2Jb\x07`,
-		"tab\tnl\ncr\r":           `tab\tnl\ncr\r`,
-		"del\x7f c1\u0085\u009b":  `del\x7f c1\u0085\u009b`,
-		"bidi\u202e\u2066\u200b":  `bidi\u202e\u2066\u200b`,
-		"sep\u2028\u2029":         `sep\u2028\u2029`,
-		"bad\xff\xc3":             `bad\xff\xc3`,
+		"plain order-1 ünï ✓ \\x":  "plain order-1 ünï ✓ \\x",
+		"a\x1b[2Jb\x07":            `a\x1b[2Jb\x07`,
+		"tab\tnl\ncr\r":            `tab\tnl\ncr\r`,
+		"del\x7f c1\u0085\u009b":   `del\x7f c1\u0085\u009b`,
+		"bidi\u202e\u2066\u200b":   `bidi\u202e\u2066\u200b`,
+		"sep\u2028\u2029":          `sep\u2028\u2029`,
+		"joiner\u2060\u2064\u00ad": `joiner\u2060\u2064\u00ad`,
+		"space\u00a0\u3000\u3164":  `space\u00a0\u3000\u3164`,
+		"tag\U000e0041\ufe0f":      `tag\U000e0041\ufe0f`,
+		"bad\xff\xc3":              `bad\xff\xc3`,
 	} {
 		if got := clean(in); got != want {
 			t.Errorf("clean(%q) = %q, want %q", in, got, want)
@@ -218,12 +231,23 @@ func TestMoreHintIsShellQuoted(t *testing.T) {
 		t.Skip("no bash to read the line:", err)
 	}
 	f := newFixture(t, nil, false)
-	ids := []string{"g 'one'", "g$(three)", "g\u202etwo"}
+	ids := []string{"g 'one'", "g$(three)", "g-two"}
 	for _, id := range ids {
 		if _, err := runtime.Start[greeting, string](f.ctx, f.e, "greet", greeting{Name: "x"}, runtime.WithID(id)); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// The rules on names now refuse the override; a store may hold it
+	// from before, as written here.
+	db, err := sql.Open("sqlite", f.path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE runs SET id = ? WHERE id = 'g-two'`, "g\u202etwo"); err != nil {
+		t.Fatal(err)
+	}
+	ids[2] = "g\u202etwo"
 	// IDs sort by byte: the space, then '$', then the override.
 	var pages []string
 	args := []string{"--store", f.path, "runs", "--workflow", "greet", "--limit", "1"}
@@ -280,5 +304,23 @@ func TestCLIRefusesReservedNames(t *testing.T) {
 	}
 	if runs, _, err := f.e.ListRuns(f.ctx, runtime.ListRunsQuery{}); err != nil || len(runs) != 0 {
 		t.Fatalf("refused commands stored %d runs (%v)", len(runs), err)
+	}
+}
+
+// jsonEscape writes a hidden character beyond the basic plane as its
+// UTF-16 surrogates, as JSON must, so the document reads back the same.
+func TestJSONEscapeBeyondTheBasicPlane(t *testing.T) {
+	const in = "tag\U000e0041\u2060x"
+	doc, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	esc := jsonEscape(string(doc))
+	if want := `"tag\udb40\udc41\u2060x"`; esc != want {
+		t.Fatalf("jsonEscape(%s) = %s, want %s", doc, esc, want)
+	}
+	var back string
+	if err := json.Unmarshal([]byte(esc), &back); err != nil || back != in {
+		t.Fatalf("%s reads back as %q (%v), want %q", esc, back, err, in)
 	}
 }

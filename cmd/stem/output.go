@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/stemflow/stem/runtime"
@@ -65,20 +66,12 @@ func (c *call) done(id, action, what string) error {
 }
 
 // hidden reports whether r must not reach a terminal as it is: a control
-// character (C0, DEL, C1), a line or paragraph separator, or a formatting
-// character that reorders or hides text (bidirectional overrides and
-// isolates, zero-width marks).
-func hidden(r rune) bool {
-	switch {
-	case r < 0x20, r >= 0x7f && r < 0xa0:
-		return true
-	case r == 0x2028, r == 0x2029, r == 0x061c, r == 0xfeff:
-		return true
-	case r >= 0x200b && r <= 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-		return true
-	}
-	return false
-}
+// character (C0, DEL, C1), or any other character the rules on names
+// refuse for not showing as itself (storage.Invisible: line and paragraph
+// separators, formatting characters that reorder or hide text such as
+// bidirectional overrides and isolates and zero-width marks, spaces other
+// than ASCII's, variation selectors, fillers).
+func hidden(r rune) bool { return storage.Invisible(r) }
 
 // clean escapes a value for one line of text: every hidden character
 // (tabs and newlines too) and every byte that is not UTF-8, as Go writes
@@ -115,6 +108,8 @@ func escapeText(s string, keepLines bool) string {
 			b.WriteString(`\r`)
 		case r < 0x80 && hidden(r):
 			fmt.Fprintf(&b, `\x%02x`, r)
+		case hidden(r) && r > 0xffff:
+			fmt.Fprintf(&b, `\U%08x`, r)
 		case hidden(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
@@ -156,7 +151,11 @@ func jsonEscape(s string) string {
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		if hidden(r) && r >= 0x20 {
-			fmt.Fprintf(&b, `\u%04x`, r)
+			// JSON writes a character beyond the basic plane as its
+			// UTF-16 surrogates.
+			for _, u := range utf16.AppendRune(nil, r) {
+				fmt.Fprintf(&b, `\u%04x`, u)
+			}
 		} else {
 			b.WriteString(s[i : i+n])
 		}

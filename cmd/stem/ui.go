@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -39,15 +40,30 @@ login of its own: another address (--addr :8233 listens on every
 interface) lets whoever reaches it operate the runs, and stem ui warns of
 it. --read-only serves the pages without the actions and refuses every
 action, and opens the store read-only. To put the dashboard behind your
-own authentication, mount ui.New in your server with an Authorize hook.`
+own authentication, mount ui.New in your server with an Authorize hook.
+
+The dashboard answers only to the host names it serves, so that a web page
+whose name is made to resolve to this host (DNS rebinding) can neither read
+the runs nor act on them: localhost (and *.localhost) and IP addresses
+always, and the names --allowed-host gives (repeat it, or separate names
+with commas; .example.com allows a domain and its subdomains). A request
+for any other name gets 421 Misdirected Request, whatever the mode. So
+--addr :8233 answers at http://<this host's address>:8233 at once; to
+reach it by a name (http://stem.internal:8233, or through a proxy that
+passes the Host on), add --allowed-host stem.internal.`
 
 // serveUI is stem ui: the dashboard over the call's engine, until a signal.
 func serveUI(fs *flag.FlagSet) func(*call, []string) error {
 	addr := fs.String("addr", defaultUIAddr, "listen on `HOST:PORT`; HOST empty (:8233) is every interface, port 0 a free one")
 	readOnly := fs.Bool("read-only", false, "show the runs but refuse every action (pause, resume, terminate, restart, send an event)")
+	var allowed hostList
+	fs.Var(&allowed, "allowed-host", "answer to `NAME` too, besides localhost and IP addresses (repeatable, or comma-separated; .example.com for a domain and its subdomains)")
 	return func(c *call, _ []string) error {
 		if _, port, err := net.SplitHostPort(*addr); err != nil || port == "" {
 			return usagef("--addr %q: want HOST:PORT, such as %s, or :8233 for every interface", *addr, defaultUIAddr)
+		}
+		if err := ui.CheckAllowedHosts(allowed); err != nil {
+			return usagef("--allowed-host: %v", err)
 		}
 		c.readOnly = *readOnly
 		e, err := c.open()
@@ -66,7 +82,7 @@ func serveUI(fs *flag.FlagSet) func(*call, []string) error {
 
 		// What the dashboard could not do for a request (a store that
 		// fails) goes to stderr, where an operator watching it sees it.
-		opts := ui.Options{Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+		opts := ui.Options{Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)), AllowedHosts: allowed}
 		if *readOnly {
 			opts.Authorize = func(*http.Request) ui.Access { return ui.AccessRead }
 		}
@@ -85,12 +101,12 @@ func serveUI(fs *flag.FlagSet) func(*call, []string) error {
 
 		tcp := ln.Addr().(*net.TCPAddr) // a "tcp" listener's
 		if c.out.json {
-			if err := c.out.encode(jsonUI{URL: uiURL(tcp), Loopback: tcp.IP.IsLoopback(), ReadOnly: *readOnly}); err != nil {
+			if err := c.out.encode(jsonUI{URL: uiURL(tcp), Loopback: tcp.IP.IsLoopback(), ReadOnly: *readOnly, AllowedHosts: allowed}); err != nil {
 				srv.Close()
 				return err
 			}
 		} else {
-			for _, line := range uiBanner(tcp, *readOnly) {
+			for _, line := range uiBanner(tcp, *readOnly, allowed) {
 				fmt.Fprintln(c.out.w, line)
 			}
 		}
@@ -118,6 +134,25 @@ type jsonUI struct {
 	URL      string `json:"url"`
 	Loopback bool   `json:"loopback"`
 	ReadOnly bool   `json:"read_only"`
+	// AllowedHosts are the names it answers to besides localhost and IP
+	// addresses (--allowed-host).
+	AllowedHosts []string `json:"allowed_hosts,omitempty"`
+}
+
+// hostList is --allowed-host: names, repeated or comma-separated.
+type hostList []string
+
+// String lists the names, comma-separated.
+func (l *hostList) String() string { return strings.Join(*l, ",") }
+
+// Set adds the comma-separated names of one --allowed-host.
+func (l *hostList) Set(v string) error {
+	for n := range strings.SplitSeq(v, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			*l = append(*l, n)
+		}
+	}
+	return nil
 }
 
 // uiURL is the dashboard's address as a browser on this host opens it.
@@ -129,8 +164,8 @@ func uiURL(a *net.TCPAddr) string {
 }
 
 // uiBanner is what stem ui says once it listens on a: where, who can reach
-// it, and a warning when more than this host can.
-func uiBanner(a *net.TCPAddr, readOnly bool) []string {
+// it and by which names, and a warning when more than this host can.
+func uiBanner(a *net.TCPAddr, readOnly bool, allowed []string) []string {
 	var lines []string
 	if a.IP.IsLoopback() {
 		lines = append(lines, fmt.Sprintf("serving the dashboard on %s — localhost only; --addr :%d listens on every interface", uiURL(a), a.Port))
@@ -147,6 +182,11 @@ func uiBanner(a *net.TCPAddr, readOnly bool) []string {
 			fmt.Sprintf("serving the dashboard on %s — %s, not only to this host", uiURL(a), where),
 			"warning: the dashboard has no login of its own: whoever reaches this port can "+can+
 				"; listen on 127.0.0.1 behind an authenticating proxy, or mount ui.New in your own server with an Authorize hook")
+	}
+	if len(allowed) > 0 {
+		lines = append(lines, "answers to "+strings.Join(allowed, ", ")+", localhost and IP addresses; other host names are refused")
+	} else if !a.IP.IsLoopback() {
+		lines = append(lines, "answers to IP addresses and localhost only; --allowed-host NAME lets it answer to a name (a page of any other name is refused, against DNS rebinding)")
 	}
 	if readOnly {
 		lines = append(lines, "read-only: the runs are shown; every action is refused")

@@ -196,6 +196,8 @@ func TestUIErrors(t *testing.T) {
 		{[]string{"ui", "--addr", "8233"}, `--addr "8233": want HOST:PORT`},
 		{[]string{"ui", "--addr", "localhost:"}, `--addr "localhost:": want HOST:PORT`},
 		{[]string{"ui", "extra"}, `unexpected argument "extra"`},
+		{[]string{"ui", "--allowed-host", "ok.example,stem.internal:8233"}, `--allowed-host: allowed host "stem.internal:8233": want a host name without a port`},
+		{[]string{"ui", "--allowed-host", "http://stem.internal"}, `--allowed-host: allowed host "http://stem.internal": want a host name alone`},
 	} {
 		_, errOut := cliAt(t, 2, append([]string{"--store", missing}, c.args...)...)
 		if !strings.HasPrefix(errOut, "stem ui: ") || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "usage: stem ui [--addr HOST:PORT] [--read-only]") {
@@ -222,7 +224,7 @@ func TestUIErrors(t *testing.T) {
 	if want := "stem ui: cannot listen on " + taken.Addr().String() + ": "; !strings.HasPrefix(errOut, want) || strings.Count(errOut, "\n") != 1 {
 		t.Fatalf("stem ui on a taken port: %q, want %q...", errOut, want)
 	}
-	if out, _ := cliAt(t, 0, "help", "ui"); !strings.Contains(out, "--read-only") || !strings.Contains(out, "127.0.0.1:8233") {
+	if out, _ := cliAt(t, 0, "help", "ui"); !strings.Contains(out, "--read-only") || !strings.Contains(out, "127.0.0.1:8233") || !strings.Contains(out, "--allowed-host") || !strings.Contains(out, "DNS rebinding") {
 		t.Fatalf("help ui:\n%s", out)
 	}
 }
@@ -243,9 +245,15 @@ func TestUIBanner(t *testing.T) {
 		{&net.TCPAddr{IP: net.IPv6unspecified, Port: 8233}, false,
 			[]string{"serving the dashboard on http://localhost:8233 — on every interface", "pause, resume, restart, terminate"}, true},
 		{&net.TCPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 8233}, true,
-			[]string{"http://192.0.2.7:8233 — on 192.0.2.7, not only to this host", "read-only: "}, true},
+			[]string{"http://192.0.2.7:8233 — on 192.0.2.7, not only to this host", "read-only: ", "answers to IP addresses and localhost only; --allowed-host NAME"}, true},
+		{&net.TCPAddr{IP: net.IPv4zero, Port: 8233}, false,
+			[]string{"answers to stem.internal, .corp.example, localhost and IP addresses"}, true},
 	} {
-		got := strings.Join(uiBanner(c.addr, c.readOnly), "\n")
+		var allowed []string
+		if c.addr.IP.Equal(net.IPv4zero) {
+			allowed = []string{"stem.internal", ".corp.example"}
+		}
+		got := strings.Join(uiBanner(c.addr, c.readOnly, allowed), "\n")
 		for _, w := range c.want {
 			if !strings.Contains(got, w) {
 				t.Errorf("banner for %v (read-only %v) lacks %q:\n%s", c.addr, c.readOnly, w, got)
@@ -253,6 +261,81 @@ func TestUIBanner(t *testing.T) {
 		}
 		if warns := strings.Contains(got, "warning: the dashboard has no login of its own"); warns != c.warns {
 			t.Errorf("banner for %v warns %v, want %v:\n%s", c.addr, warns, c.warns, got)
+		}
+	}
+}
+
+// getAs fetches path under the dashboard naming host in the Host header,
+// as a browser at http://host/ does, and returns the status and body.
+func (p *uiProcess) getAs(host, path string) (int, string) {
+	p.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, p.base+path, nil)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	req.Host = host
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// stem ui answers only to localhost, IP addresses and the names
+// --allowed-host gives (repeated or comma-separated): a page whose name
+// re-resolves to it (DNS rebinding) is refused with 421, in read-only mode
+// too, and cannot act.
+func TestUIAnswersOnlyToItsHosts(t *testing.T) {
+	f := newFixture(t, nil, true)
+	if _, err := runtime.Start[string, string](f.ctx, f.e, "approve", "ada", runtime.WithID("req-1")); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, f.e, "req-1", runtime.StatusWaiting)
+
+	for _, readOnly := range []bool{false, true} {
+		args := []string{"--store", f.path, "ui", "--addr", "127.0.0.1:0", "--allowed-host", "stem.internal, ops.example", "--allowed-host", ".corp.example"}
+		if readOnly {
+			args = append(args, "--read-only")
+		}
+		p := startUI(t, args...)
+		port := p.base[strings.LastIndexByte(p.base, ':')+1:]
+		for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port, "localhost", "stem.internal:" + port, "OPS.example", "eu.corp.example:" + port, "[::1]:" + port} {
+			if code, body := p.getAs(host, "/runs"); code != http.StatusOK || !strings.Contains(body, `data-run-id="req-1"`) {
+				t.Errorf("read-only %v, Host %s: %d, want the runs\n%s", readOnly, host, code, body)
+			}
+		}
+		for _, host := range []string{"evil.example:" + port, "evil.example", "stem.internal.evil.example:" + port} {
+			for _, path := range []string{"/", "/runs", "/runs/req-1"} {
+				if code, body := p.getAs(host, path); code != http.StatusMisdirectedRequest || strings.Contains(body, "req-1") || !strings.Contains(body, "--allowed-host") {
+					t.Errorf("read-only %v, GET %s with Host %s: %d, want 421 and nothing of the runs\n%s", readOnly, path, host, code, body)
+				}
+			}
+		}
+		req, err := http.NewRequest(http.MethodPost, p.base+"/runs/req-1/pause", strings.NewReader("csrf=x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = "evil.example:" + port
+		req.Header.Set("Origin", "http://evil.example:"+port)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMisdirectedRequest {
+			t.Errorf("read-only %v, rebound POST pause: %d, want 421", readOnly, resp.StatusCode)
+		}
+		if info, err := f.e.Get(f.ctx, "req-1"); err != nil || info.Status != runtime.StatusWaiting {
+			t.Fatalf("after a rebound pause the run is %s (%v), want waiting", info.Status, err)
+		}
+		if code, out := p.stop(os.Interrupt); code != 0 || !strings.Contains(out, "answers to stem.internal, ops.example, .corp.example, localhost and IP addresses") {
+			t.Fatalf("stem ui after SIGINT: exit %d\n%s", code, out)
 		}
 	}
 }

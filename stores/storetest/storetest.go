@@ -39,7 +39,10 @@
 // themselves, the headers a run carries to its claims (runs.go and
 // lease.go) and the age of a queue's oldest ready run (queue.go);
 // takeevent.go TakeEvent, the delivery of a wait's case without parking
-// (lease.go in stores, beside Suspend, whose delivery it shares).
+// (lease.go in stores, beside Suspend, whose delivery it shares);
+// invisible.go the names refused for an invisible character (a
+// bidirectional override, a zero-width space), which names.go's rules
+// apply.
 package storetest
 
 import (
@@ -129,6 +132,7 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, workerCases...)
 	all = append(all, listingCases...)
 	all = append(all, holdCases...)
+	all = append(all, invisibleCases...)
 	for _, c := range all {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
