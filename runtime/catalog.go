@@ -97,7 +97,7 @@ func (e *Engine) recordCatalog(ctx context.Context) {
 		}
 		c.Workflows = append(c.Workflows, storage.WorkflowType{
 			Name: name, Version: d.version, InputSchema: in, OutputSchema: out, Worker: e.cfg.WorkerID, UpdatedAt: now,
-			Queue: d.queue, Retention: d.retention,
+			Queue: d.queue, Retention: d.retention, Timeout: d.timeout,
 		})
 	}
 	topics := make([]string, 0, len(e.events))
@@ -183,6 +183,7 @@ func (e *Engine) PrepareStartJSON(ctx context.Context, workflow, id string, inpu
 		return storage.NewRun{}, err
 	}
 	version := 0 // the registered newest: StartDefaults
+	var recorded *storage.WorkflowType
 	if def, err := e.registered(workflow); err == nil {
 		if err := decodeJSON(what, input, e.cfg.MaxPayloadBytes, reflect.New(def.inType).Interface()); err != nil {
 			return storage.NewRun{}, err
@@ -203,7 +204,8 @@ func (e *Engine) PrepareStartJSON(ctx context.Context, workflow, id string, inpu
 		if err := checkSchema(what, c.Workflows[i].InputSchema, input); err != nil {
 			return storage.NewRun{}, err
 		}
-		version = c.Workflows[i].Version
+		recorded = &c.Workflows[i]
+		version = recorded.Version
 	}
 	in, err := e.payloads.encodeRaw(what, input)
 	if err != nil {
@@ -224,7 +226,11 @@ func (e *Engine) PrepareStartJSON(ctx context.Context, workflow, id string, inpu
 	if !o.deadline.IsZero() {
 		run.Deadline = &o.deadline
 	}
-	e.StartDefaults(&run)
+	if recorded != nil {
+		catalogDefaults(&run, *recorded, e.clock.Now())
+	} else {
+		e.StartDefaults(&run)
+	}
 	if err := e.place(ctx, &run, &queueCatalog{}); err != nil {
 		return storage.NewRun{}, err
 	}
