@@ -150,7 +150,10 @@ func (e *Engine) Catalog(ctx context.Context) (storage.Catalog, error) {
 // same workflow; an ID WithID would refuse is ErrInvalidArgument.
 //
 // Of opts, OnQueue, WithPartition, WithPriority, WithStartAt, WithDelay,
-// WithTimeout and WithDeadline apply; WithID is the id argument.
+// WithTimeout and WithDeadline apply; WithID is the id argument. Without
+// WithTimeout or WithDeadline the run gets the workflow's timeout=, from
+// its registration here or else from the catalog, counted from its start,
+// and it records the workflow's version from the same place.
 func (e *Engine) StartJSON(ctx context.Context, workflow, id string, input json.RawMessage, opts ...StartOption) (RunInfo, error) {
 	run, err := e.PrepareStartJSON(ctx, workflow, id, input, opts...)
 	if err != nil {
