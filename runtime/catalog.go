@@ -97,7 +97,7 @@ func (e *Engine) recordCatalog(ctx context.Context) {
 		}
 		c.Workflows = append(c.Workflows, storage.WorkflowType{
 			Name: name, Version: d.version, InputSchema: in, OutputSchema: out, Worker: e.cfg.WorkerID, UpdatedAt: now,
-			Queue: d.queue, Retention: d.retention,
+			Queue: d.queue, Retention: d.retention, Timeout: d.timeout,
 		})
 	}
 	topics := make([]string, 0, len(e.events))
@@ -150,7 +150,10 @@ func (e *Engine) Catalog(ctx context.Context) (storage.Catalog, error) {
 // same workflow; an ID WithID would refuse is ErrInvalidArgument.
 //
 // Of opts, OnQueue, WithPartition, WithPriority, WithStartAt, WithDelay,
-// WithTimeout and WithDeadline apply; WithID is the id argument.
+// WithTimeout and WithDeadline apply; WithID is the id argument. Without
+// WithTimeout or WithDeadline the run gets the workflow's timeout=, from
+// its registration here or else from the catalog, counted from its start,
+// and it records the workflow's version from the same place.
 func (e *Engine) StartJSON(ctx context.Context, workflow, id string, input json.RawMessage, opts ...StartOption) (RunInfo, error) {
 	run, err := e.PrepareStartJSON(ctx, workflow, id, input, opts...)
 	if err != nil {
@@ -183,6 +186,7 @@ func (e *Engine) PrepareStartJSON(ctx context.Context, workflow, id string, inpu
 		return storage.NewRun{}, err
 	}
 	version := 0 // the registered newest: StartDefaults
+	var recorded *storage.WorkflowType
 	if def, err := e.registered(workflow); err == nil {
 		if err := decodeJSON(what, input, e.cfg.MaxPayloadBytes, reflect.New(def.inType).Interface()); err != nil {
 			return storage.NewRun{}, err
@@ -203,7 +207,8 @@ func (e *Engine) PrepareStartJSON(ctx context.Context, workflow, id string, inpu
 		if err := checkSchema(what, c.Workflows[i].InputSchema, input); err != nil {
 			return storage.NewRun{}, err
 		}
-		version = c.Workflows[i].Version
+		recorded = &c.Workflows[i]
+		version = recorded.Version
 	}
 	in, err := e.payloads.encodeRaw(what, input)
 	if err != nil {
@@ -224,7 +229,11 @@ func (e *Engine) PrepareStartJSON(ctx context.Context, workflow, id string, inpu
 	if !o.deadline.IsZero() {
 		run.Deadline = &o.deadline
 	}
-	e.StartDefaults(&run)
+	if recorded != nil {
+		catalogDefaults(&run, *recorded, e.clock.Now())
+	} else {
+		e.StartDefaults(&run)
+	}
 	if err := e.place(ctx, &run, &queueCatalog{}); err != nil {
 		return storage.NewRun{}, err
 	}
@@ -239,7 +248,11 @@ func (e *Engine) SendEventJSON(ctx context.Context, runID, topic string, payload
 	if err := e.checkEventJSON(ctx, topic, payload); err != nil {
 		return err
 	}
-	return e.SendEvent(ctx, runID, topic, payload)
+	b, err := e.payloads.encode("payload of event "+topic, payload)
+	if err != nil {
+		return err
+	}
+	return e.sendEvent(ctx, runID, topic, b)
 }
 
 // EmitJSON is Emit for tools that have the payload as JSON; the topic and
@@ -248,7 +261,11 @@ func (e *Engine) EmitJSON(ctx context.Context, topic string, payload json.RawMes
 	if err := e.checkEventJSON(ctx, topic, payload); err != nil {
 		return 0, err
 	}
-	return e.Emit(ctx, topic, payload)
+	b, err := e.payloads.encode("payload of event "+topic, payload)
+	if err != nil {
+		return 0, err
+	}
+	return e.emit(ctx, topic, b)
 }
 
 func (e *Engine) checkEventJSON(ctx context.Context, topic string, payload json.RawMessage) error {
@@ -262,25 +279,53 @@ func (e *Engine) checkEventJSON(ctx context.Context, topic string, payload json.
 	if err := e.checkJSON(what, payload); err != nil {
 		return err
 	}
+	t, err := e.eventType(ctx, topic)
+	if err != nil {
+		return err
+	}
+	switch {
+	case t.typ != nil:
+		return decodeJSON(what, payload, e.cfg.MaxPayloadBytes, reflect.New(t.typ).Interface())
+	case t.recorded:
+		return checkSchema(what, t.schema, payload)
+	}
+	return invalidArg("event topic %q: no engine that shares this store awaits it (known: %s)", topic, listOrNone(t.known))
+}
+
+// topicType is what an engine knows of an event topic's payloads.
+type topicType struct {
+	// typ is the Go type this engine registers the topic with, or nil.
+	typ reflect.Type
+	// recorded says the store's catalog records the topic (read only when
+	// typ is nil), with schema, its payload's JSON Schema (nil when the
+	// recording engine could not derive one); known lists the topics the
+	// catalog records.
+	recorded bool
+	schema   json.RawMessage
+	known    []string
+}
+
+// eventType looks topic up in the engine's registrations, then in the
+// store's catalog.
+func (e *Engine) eventType(ctx context.Context, topic string) (topicType, error) {
 	e.mu.Lock()
 	def, ok := e.events[topic]
 	e.mu.Unlock()
 	if ok {
-		return decodeJSON(what, payload, e.cfg.MaxPayloadBytes, reflect.New(def.typ).Interface())
+		return topicType{typ: def.typ}, nil
 	}
 	c, err := e.store.GetCatalog(ctx)
 	if err != nil {
-		return err
+		return topicType{}, err
 	}
-	i := slices.IndexFunc(c.Events, func(ev storage.EventType) bool { return ev.Topic == topic })
-	if i < 0 {
-		topics := make([]string, len(c.Events))
-		for i, ev := range c.Events {
-			topics[i] = ev.Topic
+	var t topicType
+	for _, ev := range c.Events {
+		t.known = append(t.known, ev.Topic)
+		if ev.Topic == topic {
+			t.recorded, t.schema = true, ev.PayloadSchema
 		}
-		return invalidArg("event topic %q: no engine that shares this store awaits it (known: %s)", topic, listOrNone(topics))
 	}
-	return checkSchema(what, c.Events[i].PayloadSchema, payload)
+	return t, nil
 }
 
 // checkJSON refuses a payload over the size limit or that is not JSON.

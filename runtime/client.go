@@ -652,7 +652,9 @@ func (e *Engine) stopLocal(id string, cause error) {
 }
 
 // Emit delivers payload (encoded as JSON) to every run waiting on topic and
-// returns how many it reached. Runs not waiting are not affected.
+// returns how many it reached. Runs not waiting are not affected. A payload
+// of the wrong shape for the topic is refused as by SendEvent, with
+// nothing delivered.
 func (e *Engine) Emit(ctx context.Context, topic string, payload any) (int, error) {
 	if err := e.checkOpen(); err != nil {
 		return 0, err
@@ -660,10 +662,15 @@ func (e *Engine) Emit(ctx context.Context, topic string, payload any) (int, erro
 	if err := validTopic(topic); err != nil {
 		return 0, err
 	}
-	b, err := e.payloads.encode("payload of event "+topic, payload)
+	b, err := e.eventPayload(ctx, topic, payload)
 	if err != nil {
 		return 0, err
 	}
+	return e.emit(ctx, topic, b)
+}
+
+// emit delivers an encoded payload to the runs waiting on topic.
+func (e *Engine) emit(ctx context.Context, topic string, b []byte) (int, error) {
 	ids, err := e.store.Emit(ctx, storage.EmitRequest{Topic: topic, Payload: b})
 	if err != nil {
 		return 0, err
@@ -678,6 +685,14 @@ func (e *Engine) Emit(ctx context.Context, topic string, payload any) (int, erro
 // waiting on topic yet, the event is kept for it and delivered when it
 // waits, so an early event is never lost. An unknown run: ErrRunNotFound; a
 // finished run: ErrInvalidState.
+//
+// A payload that a run waiting on topic would refuse is ErrInvalidArgument
+// (matching ErrDecode too), naming the topic and what is wrong, with
+// nothing written: one that does not decode into the Go type this engine
+// registers the topic with (RegisterEvent), or, for a topic registered by
+// another engine sharing the store, one that does not match the JSON Schema
+// it recorded in the catalog. A topic neither registers nor records is not
+// checked: a workflow may wait on a topic nobody declared.
 func (e *Engine) SendEvent(ctx context.Context, runID, topic string, payload any) error {
 	if err := e.checkOpen(); err != nil {
 		return err
@@ -685,10 +700,15 @@ func (e *Engine) SendEvent(ctx context.Context, runID, topic string, payload any
 	if err := validTopic(topic); err != nil {
 		return err
 	}
-	b, err := e.payloads.encode("payload of event "+topic, payload)
+	b, err := e.eventPayload(ctx, topic, payload)
 	if err != nil {
 		return err
 	}
+	return e.sendEvent(ctx, runID, topic, b)
+}
+
+// sendEvent delivers an encoded payload to one run.
+func (e *Engine) sendEvent(ctx context.Context, runID, topic string, b []byte) error {
 	delivered, err := e.store.SendEvent(ctx, storage.Event{RunID: runID, Topic: topic, Payload: b})
 	if err != nil {
 		return err

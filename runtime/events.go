@@ -1,8 +1,11 @@
 package runtime
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/stemflow/stem/storage"
@@ -93,4 +96,47 @@ func decodeEvent[T any](x *execution, cp storage.Checkpoint, topic string, timeo
 		}
 		cp = x.suspend(cp.Key, storage.SuspendRequest{Wait: w, ReadyAt: w.Deadline, Refuse: &storage.Refusal{Key: cp.Key, Attempt: a}})
 	}
+}
+
+// eventPayload encodes the payload of an event sent or emitted on topic
+// (SendEvent, Emit) for the store, after refusing one that a run waiting
+// on topic would refuse, so the caller hears of it and nothing is written:
+// when this engine registers the topic (RegisterEvent), a payload that does
+// not decode into its Go type, decoded as the waiting workflow decodes it;
+// else, when an engine sharing the store recorded the topic in the
+// catalog, one that does not match the recorded JSON Schema. Either is
+// ErrInvalidArgument (and ErrDecode) naming the topic and what is wrong.
+//
+// A topic that neither this engine registers nor the catalog records is
+// not checked, as before: a workflow may wait on a topic nobody declared
+// (WaitForEvent needs no RegisterEvent), and an event may be sent before
+// the engine that awaits it first records its catalog. Reading the catalog
+// costs a store read per call, which only sends on undeclared topics pay.
+func (e *Engine) eventPayload(ctx context.Context, topic string, payload any) ([]byte, error) {
+	what := "payload of event " + topic
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("stem: encode %s: %w", what, err)
+	}
+	if len(raw) > e.cfg.MaxPayloadBytes {
+		return nil, fmt.Errorf("%w: %s is %d bytes, limit %d", ErrPayloadTooLarge, what, len(raw), e.cfg.MaxPayloadBytes)
+	}
+	t, err := e.eventType(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case t.typ != nil:
+		// What the worker does with the stored payload, once opened.
+		if err := decodeJSON(what, raw, e.cfg.MaxPayloadBytes, reflect.New(t.typ).Interface()); err != nil {
+			return nil, fmt.Errorf("%w: event topic %q is registered with payload type %v, and a waiting run would refuse this one: %w",
+				ErrInvalidArgument, topic, t.typ, err)
+		}
+	case t.recorded:
+		if err := checkSchema(what, t.schema, raw); err != nil {
+			return nil, fmt.Errorf("%w: event topic %q is recorded in the store's catalog with a payload schema this one does not match, so a waiting run would refuse it: %w",
+				ErrInvalidArgument, topic, err)
+		}
+	}
+	return e.payloads.encodeRaw(what, raw)
 }

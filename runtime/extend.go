@@ -56,18 +56,60 @@ func (e *Engine) starting(ctx context.Context, parentID string, runs []storage.N
 
 // StartDefaults gives a run created later than it was prepared (a
 // schedule's tick) what a start now gives it, when the workflow is
-// registered on this engine: its timeout=, counted from now, when the run
-// has no deadline, and the newest registered version when it has none.
+// registered on this engine: its timeout=, counted from now (or from the
+// run's StartAt, when it is delayed past now), when the run has no
+// deadline, and the newest registered version when it has none.
 func (e *Engine) StartDefaults(r *storage.NewRun) {
 	def, err := e.registered(r.Workflow)
 	if err != nil {
 		return
 	}
 	if r.Deadline == nil {
-		r.Deadline = def.deadlineFrom(e.clock.Now(), time.Time{})
+		r.Deadline = def.deadlineFrom(startOf(r, e.clock.Now()), time.Time{})
 	}
 	if r.Version == 0 {
 		r.Version = def.version
+	}
+}
+
+// StartDefaultsFromCatalog is StartDefaults for runs of workflows this
+// engine may not register (a schedule's ticks fired or triggered by an
+// engine that does not run the workflow, such as the operator command's):
+// a run of a registered workflow gets what StartDefaults gives it; a run
+// of a workflow the store's catalog records gets the recorded timeout=,
+// counted from now, when it has no deadline, and the recorded version
+// when it has none, as StartJSON gives them. The catalog is read once, and
+// only when a run's workflow is not registered here; a run of a workflow
+// it does not record either is left as it is.
+func (e *Engine) StartDefaultsFromCatalog(ctx context.Context, runs []storage.NewRun) error {
+	var cat queueCatalog
+	for i := range runs {
+		r := &runs[i]
+		if _, err := e.registered(r.Workflow); err == nil {
+			e.StartDefaults(r)
+			continue
+		}
+		if err := cat.load(ctx, e); err != nil {
+			return err
+		}
+		if w, ok := cat.workflows[r.Workflow]; ok {
+			catalogDefaults(r, w, e.clock.Now())
+		}
+	}
+	return nil
+}
+
+// catalogDefaults gives a run of a workflow known from the catalog only,
+// started at now, what StartDefaults gives a run of a registered one: the
+// workflow's timeout= when the run has no deadline, and its version when
+// the run has none.
+func catalogDefaults(r *storage.NewRun, w storage.WorkflowType, now time.Time) {
+	if r.Deadline == nil && w.Timeout > 0 {
+		d := startOf(r, now).Add(w.Timeout)
+		r.Deadline = &d
+	}
+	if r.Version == 0 {
+		r.Version = w.Version
 	}
 }
 
@@ -172,4 +214,14 @@ func (e *Engine) runOf(def *workflowDef) func(c *WorkflowContext, input []byte) 
 		return o.run
 	}
 	return def.run
+}
+
+// startOf is when a run created at now starts: its StartAt when it is
+// delayed past now, else now. A workflow's timeout= counts from there, so a
+// delayed run does not reach its deadline before it may start.
+func startOf(r *storage.NewRun, now time.Time) time.Time {
+	if r.StartAt != nil && r.StartAt.After(now) {
+		return *r.StartAt
+	}
+	return now
 }

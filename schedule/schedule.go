@@ -334,11 +334,12 @@ func update(ctx context.Context, e *runtime.Engine, id string, change func(*stor
 }
 
 // write stores s at revision rev with the runs of its tick, each given
-// what a start on e gives it (StartDefaults), in one atomic change, and
-// wakes e's workers when a run was created.
+// what a start on e gives it (its workflow's timeout= and version, from
+// e's registration or else the store's catalog: StartDefaultsFromCatalog),
+// in one atomic change, and wakes e's workers when a run was created.
 func write(ctx context.Context, e *runtime.Engine, s storage.Schedule, rev int64, runs []storage.NewRun) error {
-	for i := range runs {
-		e.StartDefaults(&runs[i])
+	if err := e.StartDefaultsFromCatalog(ctx, runs); err != nil {
+		return err
 	}
 	// The tick's runs are started inside the engine's start hooks (a
 	// trace of the tick, say), as any start is.

@@ -906,6 +906,11 @@ type WorkflowType struct {
 	// Retention, when set, is how long the workflow's finished runs are
 	// kept, overriding the engines' default; 0 keeps them forever.
 	Retention *time.Duration
+	// Timeout, when above zero, is the workflow's timeout= : a run started
+	// without a deadline of its own gets one Timeout after its start, by
+	// whatever starts it (an engine that registers the workflow, or one
+	// that knows it only from the catalog). 0 is no timeout.
+	Timeout time.Duration
 	// Worker is the engine that recorded it last, and UpdatedAt when.
 	Worker    string
 	UpdatedAt time.Time

@@ -453,6 +453,9 @@ func (c Catalog) Validate() error {
 		if w.Retention != nil && *w.Retention < 0 {
 			return invalid("put catalog", "workflow %q has a negative retention", w.Name)
 		}
+		if w.Timeout < 0 {
+			return invalid("put catalog", "workflow %q has a negative timeout", w.Name)
+		}
 	}
 	qs := make([]Queue, len(c.Queues))
 	for i, q := range c.Queues {

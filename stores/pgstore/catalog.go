@@ -34,6 +34,7 @@ func (s *Store) PutCatalog(ctx context.Context, c storage.Catalog) error {
 			updated = make([]time.Time, len(ws))
 			queues  = make([]string, len(ws))
 			keep    = make([]*int64, len(ws))
+			timeout = make([]*int64, len(ws))
 		)
 		for i, w := range ws {
 			names[i], vers[i], ins[i], outs[i] = w.Name, int32(w.Version), w.InputSchema, w.OutputSchema
@@ -42,8 +43,12 @@ func (s *Store) PutCatalog(ctx context.Context, c storage.Catalog) error {
 				ns := int64(*w.Retention)
 				keep[i] = &ns
 			}
+			if w.Timeout > 0 { // NULL: no timeout
+				ns := int64(w.Timeout)
+				timeout[i] = &ns
+			}
 		}
-		b.Queue(s.q.putWorkflows, names, vers, ins, outs, workers, updated, queues, keep)
+		b.Queue(s.q.putWorkflows, names, vers, ins, outs, workers, updated, queues, keep, timeout)
 	}
 	if es := lastByName(c.Events, func(e storage.EventType) string { return e.Topic }); len(es) > 0 {
 		var (
@@ -116,9 +121,13 @@ func (s *Store) GetCatalog(ctx context.Context) (storage.Catalog, error) {
 				version  int32
 				in, outS []byte
 				keep     *int64
+				timeout  *int64
 			)
-			if err := rows.Scan(&w.Name, &version, &in, &outS, &w.Worker, &w.UpdatedAt, &w.Queue, &keep); err != nil {
+			if err := rows.Scan(&w.Name, &version, &in, &outS, &w.Worker, &w.UpdatedAt, &w.Queue, &keep, &timeout); err != nil {
 				return err
+			}
+			if timeout != nil {
+				w.Timeout = time.Duration(*timeout)
 			}
 			if keep != nil {
 				d := time.Duration(*keep)

@@ -916,13 +916,13 @@ FROM {s}.runs r LEFT JOIN {s}.executions e ON e.run_id = r.id
 WHERE r.id = $1 ORDER BY e.number`
 
 	// $1 names, $2 versions, $3 input schemas, $4 output schemas, $5
-	// workers, $6 updated, $7 queues, $8 retentions (nanoseconds, NULL:
-	// none): one row per name.
-	q.putWorkflows = `INSERT INTO {s}.workflow_types (name, version, input_schema, output_schema, worker, updated_at, queue, retention)
-SELECT * FROM unnest($1::text[], $2::int[], $3::bytea[], $4::bytea[], $5::text[], $6::timestamptz[], $7::text[], $8::bigint[])
+	// workers, $6 updated, $7 queues, $8 retentions and $9 timeouts
+	// (nanoseconds, NULL: none): one row per name.
+	q.putWorkflows = `INSERT INTO {s}.workflow_types (name, version, input_schema, output_schema, worker, updated_at, queue, retention, timeout)
+SELECT * FROM unnest($1::text[], $2::int[], $3::bytea[], $4::bytea[], $5::text[], $6::timestamptz[], $7::text[], $8::bigint[], $9::bigint[])
 ON CONFLICT (name) DO UPDATE SET version = excluded.version, input_schema = excluded.input_schema,
 	output_schema = excluded.output_schema, worker = excluded.worker, updated_at = excluded.updated_at,
-	queue = excluded.queue, retention = excluded.retention`
+	queue = excluded.queue, retention = excluded.retention, timeout = excluded.timeout`
 	// $1 names, $2 concurrencies, $3 partition concurrencies, $4 rates, $5
 	// rate periods (nanoseconds), $6 workers, $7 updated.
 	q.putQueues = `INSERT INTO {s}.queue_types (name, concurrency, partition_concurrency, rate, rate_period, worker, updated_at)
@@ -936,7 +936,7 @@ FROM {s}.queue_types ORDER BY name COLLATE "C"`
 SELECT * FROM unnest($1::text[], $2::bytea[], $3::text[], $4::timestamptz[])
 ON CONFLICT (topic) DO UPDATE SET payload_schema = excluded.payload_schema, worker = excluded.worker,
 	updated_at = excluded.updated_at`
-	q.getWorkflows = `SELECT name, version, input_schema, output_schema, worker, updated_at, queue, retention FROM {s}.workflow_types ORDER BY name COLLATE "C"`
+	q.getWorkflows = `SELECT name, version, input_schema, output_schema, worker, updated_at, queue, retention, timeout FROM {s}.workflow_types ORDER BY name COLLATE "C"`
 	q.getEvents = `SELECT topic, payload_schema, worker, updated_at FROM {s}.event_types ORDER BY topic COLLATE "C"`
 
 	// $2 topic, $3 payload, $4 channel. Locks the runs waiting on the

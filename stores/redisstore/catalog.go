@@ -30,7 +30,7 @@ func (s *Store) PutCatalog(ctx context.Context, c storage.Catalog) error {
 	for _, w := range c.Workflows {
 		enc, err := encodeCatalogEntry(catalogEntry{
 			Version: w.Version, Input: w.InputSchema, Output: w.OutputSchema,
-			Queue: w.Queue, Retention: w.Retention,
+			Queue: w.Queue, Retention: w.Retention, Timeout: w.Timeout,
 			Worker: w.Worker, Updated: w.UpdatedAt,
 		})
 		if err != nil {
@@ -90,7 +90,7 @@ func (s *Store) GetCatalog(ctx context.Context) (storage.Catalog, error) {
 		c.Workflows = append(c.Workflows, storage.WorkflowType{
 			Name: name, Version: e.Version,
 			InputSchema: json.RawMessage(e.Input), OutputSchema: json.RawMessage(e.Output),
-			Queue: e.Queue, Retention: e.Retention,
+			Queue: e.Queue, Retention: e.Retention, Timeout: e.Timeout,
 			Worker: e.Worker, UpdatedAt: e.Updated,
 		})
 	}

@@ -486,8 +486,9 @@ func currentExecution(num, started, ended, st, forked, errJSON, fromKey string) 
 
 // catalogEntry is how a WorkflowType, EventType or QueueType is stored,
 // under its name or topic: the schemas byte for byte (nil stays nil), the
-// time in full; a workflow's queue and retention (nanoseconds, nil for
-// none), a queue's limits.
+// time in full; a workflow's queue, retention (nanoseconds, nil for
+// none) and timeout (nanoseconds, absent for none, as in every entry
+// stored before timeouts were kept), a queue's limits.
 type catalogEntry struct {
 	Version   int            `json:"v,omitempty"`
 	Input     []byte         `json:"i"`
@@ -495,6 +496,7 @@ type catalogEntry struct {
 	Payload   []byte         `json:"p"`
 	Queue     string         `json:"q,omitempty"`
 	Retention *time.Duration `json:"r,omitempty"`
+	Timeout   time.Duration  `json:"t,omitempty"`
 	// A queue's limits.
 	Concurrency          int           `json:"c,omitempty"`
 	PartitionConcurrency int           `json:"pc,omitempty"`

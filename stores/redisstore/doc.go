@@ -152,7 +152,7 @@
 //	                (iws:<status>:<wf> for a workflow)
 //	cat:w, cat:e, cat:q
 //	                hashes: the catalog, workflow name → encoded
-//	                WorkflowType (with its queue and retention), topic →
+//	                WorkflowType (with its queue, retention and timeout), topic →
 //	                encoded EventType and queue name → encoded QueueType
 //	s:<id>          hash: a schedule: its revision (rev), creation and
 //	                update times (ca, ua) and the rest as JSON (j)

@@ -22,13 +22,17 @@ func (s *Store) PutCatalog(ctx context.Context, c storage.Catalog) error {
 			if wf.Retention != nil {
 				retention = int64(*wf.Retention)
 			}
-			if _, err := w.exec(`INSERT INTO workflow_types (name, version, input_schema, output_schema, worker, updated_at, queue, retention)
-				VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+			var timeout any // NULL: no timeout
+			if wf.Timeout > 0 {
+				timeout = int64(wf.Timeout)
+			}
+			if _, err := w.exec(`INSERT INTO workflow_types (name, version, input_schema, output_schema, worker, updated_at, queue, retention, timeout)
+				VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
 				ON CONFLICT (name) DO UPDATE SET version = excluded.version, input_schema = excluded.input_schema,
 					output_schema = excluded.output_schema, worker = excluded.worker, updated_at = excluded.updated_at,
-					queue = excluded.queue, retention = excluded.retention`,
+					queue = excluded.queue, retention = excluded.retention, timeout = excluded.timeout`,
 				wf.Name, wf.Version, bytesArg(wf.InputSchema), bytesArg(wf.OutputSchema), wf.Worker, nanos(wf.UpdatedAt),
-				wf.Queue, retention); err != nil {
+				wf.Queue, retention, timeout); err != nil {
 				return err
 			}
 		}
@@ -61,7 +65,7 @@ func (s *Store) GetCatalog(ctx context.Context) (storage.Catalog, error) {
 	var c storage.Catalog
 	err := s.read(ctx, "get catalog", true, func(rc *conn) error {
 		c = storage.Catalog{}
-		if err := rc.query(`SELECT name, version, input_schema, output_schema, worker, updated_at, queue, retention
+		if err := rc.query(`SELECT name, version, input_schema, output_schema, worker, updated_at, queue, retention, timeout
 			FROM workflow_types ORDER BY name`, func(r row) error {
 			wt := storage.WorkflowType{
 				Name:         r.str(0),
@@ -75,6 +79,9 @@ func (s *Store) GetCatalog(ctx context.Context) (storage.Catalog, error) {
 			if !r.isNull(7) {
 				d := time.Duration(r.int64(7))
 				wt.Retention = &d
+			}
+			if !r.isNull(8) {
+				wt.Timeout = time.Duration(r.int64(8))
 			}
 			c.Workflows = append(c.Workflows, wt)
 			return nil

@@ -19,7 +19,8 @@
 // events.go (delivery, refusals), control.go (pause, terminate with its
 // descendants, the descendants a completion terminates, restart and their
 // races), executions.go (executions,
-// restart from a step), catalog.go and inputs.go (malformed requests,
+// restart from a step), catalog.go and catalogtimeout.go (a workflow's
+// timeout= in the catalog) and inputs.go (malformed requests,
 // unknown runs, Close), so a rule and the code that must honour it share a
 // file name; cancel.go holds what a heartbeat tells a lease holder and the
 // restart that waits for it to let go (lease.go and control.go in stores);
@@ -116,6 +117,7 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, inputCases...)
 	all = append(all, executionCases...)
 	all = append(all, catalogCases...)
+	all = append(all, catalogTimeoutCases...)
 	all = append(all, cancelCases...)
 	all = append(all, cancelRunCases...)
 	all = append(all, nameCases...)
