@@ -16,7 +16,7 @@
 //	stem [flags] purge --older-than DUR [--status STATUS,...] [--workflow NAME,...] [--dry-run]
 //	stem [flags] queues
 //	stem [flags] workflows              (also: stem catalog)
-//	stem [flags] ui [--addr HOST:PORT] [--read-only]
+//	stem [flags] ui [--addr HOST:PORT] [--allowed-host NAME] [--read-only]
 //	stem [flags] check [--workflow NAME,...] [PATH...]
 //	stem [flags] init
 //	stem help [COMMAND]                 (also: stem COMMAND --help)

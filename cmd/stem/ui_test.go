@@ -200,7 +200,7 @@ func TestUIErrors(t *testing.T) {
 		{[]string{"ui", "--allowed-host", "http://stem.internal"}, `--allowed-host: allowed host "http://stem.internal": want a host name alone`},
 	} {
 		_, errOut := cliAt(t, 2, append([]string{"--store", missing}, c.args...)...)
-		if !strings.HasPrefix(errOut, "stem ui: ") || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "usage: stem ui [--addr HOST:PORT] [--read-only]") {
+		if !strings.HasPrefix(errOut, "stem ui: ") || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "usage: stem ui [--addr HOST:PORT] [--allowed-host NAME] [--read-only]") {
 			t.Fatalf("stem %v:\n%s\nwant %q and the usage", c.args, errOut, c.want)
 		}
 	}
