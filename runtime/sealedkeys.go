@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/hex"
 	"slices"
 	"sync"
 	"time"
@@ -175,4 +176,14 @@ func (e *Engine) lacksKey(ctx context.Context, id, workflow string) []string {
 		e.sealed.exclude(workflow, e.clock.Now().Add(e.handBackDelay()))
 	}
 	return holders
+}
+
+// SealedKeyID returns the ID of the key a stored payload is sealed with
+// (see AESGCMKeyID), or "" when it is plaintext or sealed by a codec that
+// does not name its key.
+func SealedKeyID(stored []byte) string {
+	if !isKeyringFrame(stored) || len(stored) < keyringHeader {
+		return ""
+	}
+	return hex.EncodeToString(stored[len(sealMagic)+1 : keyringHeader])
 }

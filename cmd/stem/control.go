@@ -54,6 +54,9 @@ func start(fs *flag.FlagSet) func(*call, []string) error {
 		if err := checkQueue(c, e, *queue); err != nil {
 			return err
 		}
+		if err := c.checkSealKey(e); err != nil {
+			return err
+		}
 		if *id != "" {
 			r, err := e.Get(c.ctx, *id)
 			switch {
@@ -181,6 +184,9 @@ func terminate(*flag.FlagSet) func(*call, []string) error {
 		if err != nil {
 			return err
 		}
+		if err := c.checkSealKey(e); err != nil {
+			return err
+		}
 		if err := e.Terminate(c.ctx, args[0], reason); err != nil {
 			return err
 		}
@@ -249,6 +255,9 @@ func send(*flag.FlagSet) func(*call, []string) error {
 		if err != nil {
 			return err
 		}
+		if err := c.checkSealKey(e); err != nil {
+			return err
+		}
 		if err := e.SendEventJSON(c.ctx, args[0], args[1], p); err != nil {
 			return err
 		}
@@ -265,6 +274,9 @@ func emit(*flag.FlagSet) func(*call, []string) error {
 		}
 		e, err := c.open()
 		if err != nil {
+			return err
+		}
+		if err := c.checkSealKey(e); err != nil {
 			return err
 		}
 		n, err := e.EmitJSON(c.ctx, args[0], p)
