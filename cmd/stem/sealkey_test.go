@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/schedule"
+	"github.com/stemflow/stem/stores/sqlitestore"
 )
 
 // waitWorker waits until the fixture's engine is recorded in the store.
@@ -97,5 +100,49 @@ func TestCodecKeyWithoutWorkers(t *testing.T) {
 	}
 	if _, err := f.e.Get(context.Background(), "g-1"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// stem workers shows the key IDs each worker holds, and warns of a worker
+// that met a run sealed with a key it lacks.
+func TestWorkersMissingKey(t *testing.T) {
+	codec, err := runtime.NewAESGCMCodec(newKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, codec, true)
+	f.waitWorker()
+	// Sealed with the old key past the command's check, as an
+	// application's own client would.
+	store, err := sqlitestore.Open(f.path, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	old, err := runtime.NewAESGCMCodec(oldKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := runtime.New(runtime.Config{Store: store, Codec: old})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if _, err := client.StartJSON(context.Background(), "greet", "g-old", []byte(`{"name":"ada"}`)); err != nil {
+		t.Fatal(err)
+	}
+	oldID, newID := runtime.AESGCMKeyID(oldKey), runtime.AESGCMKeyID(newKey)
+	warning := "warning: worker test-worker cannot open runs sealed with key ID " + oldID + " (it holds key IDs " + newID + "): give it that key"
+	f.eventually(func(out string) bool { return strings.Contains(out, warning) }, "workers")
+	js, _ := f.cli(0, "--json", "workers")
+	var doc struct {
+		Workers []struct {
+			KeyIDs        []string `json:"key_ids"`
+			MissingKeyIDs []string `json:"missing_key_ids"`
+		}
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil || len(doc.Workers) != 1 ||
+		!slices.Equal(doc.Workers[0].KeyIDs, []string{newID}) || !slices.Equal(doc.Workers[0].MissingKeyIDs, []string{oldID}) {
+		t.Fatalf("workers --json (%v):\n%s", err, js)
 	}
 }
