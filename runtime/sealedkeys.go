@@ -13,7 +13,9 @@ import (
 // KeyedCodec is a Codec that names the keys it holds, as NewAESGCMCodec's
 // does. An engine lists them in its worker record (storage.Worker.KeyIDs),
 // so that an operator's command refuses to seal a payload with a key no
-// live worker holds.
+// live worker holds. A Codec that wraps NewAESGCMCodec's should implement
+// it too, returning the wrapped codec's KeyIDs: else its workers hold no
+// key as the stem command sees them, and its sealed writes are refused.
 type KeyedCodec interface {
 	Codec
 	// KeyIDs returns the IDs of the keys the codec opens payloads with,
