@@ -101,6 +101,20 @@ func TestCodecKeyWithoutWorkers(t *testing.T) {
 	if _, err := f.e.Get(context.Background(), "g-1"); err != nil {
 		t.Fatal(err)
 	}
+
+	// A schedule whose input is sealed with a key no live worker holds is
+	// not triggered.
+	f.cli(0, "--codec-key", key, "schedule", "create", "s", "greet", "@daily", `{"name":"ada"}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.e.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	f.waitWorker()
+	_, stderr = f.cli(1, "schedule", "trigger", "s")
+	wantRefused(t, "schedule trigger", stderr, keyID, "no codec key")
+	if s, err := schedule.Get(ctx, f.e, "s"); err != nil || s.LastRunID != "" {
+		t.Fatalf("after a refused trigger: %+v, %v", s, err)
+	}
 }
 
 // stem workers shows the key IDs each worker holds, and warns of a worker
