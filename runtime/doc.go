@@ -132,5 +132,9 @@
 // ListSteps, ListExecutions) is an error matching ErrSealed, a *SealedError
 // naming the run and the key ID it needs; and an engine that claims a run it
 // cannot open hands it back untouched, logging why once, for an engine
-// that holds the key.
+// that holds the key. Engines list the key IDs they hold in their worker
+// records (Worker.KeyIDs), and those they met without holding
+// (Worker.MissingKeyIDs): a run sealed with a key another live worker
+// holds is ready for that worker at once, and the engine lacking the key
+// leaves its workflow to it for a while.
 package runtime

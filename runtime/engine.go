@@ -220,6 +220,9 @@ type Engine struct {
 	// sealedRuns holds the IDs of runs handed back because this engine
 	// cannot open them, so why is logged once per run.
 	sealedRuns sync.Map
+	// sealed holds the key IDs this engine lacks and the workflows it
+	// leaves to the workers that hold them (see lacksKey).
+	sealed sealedKeys
 	// heldRuns holds the runs (with why) this engine held for a
 	// divergence, so it warns once per run and reason.
 	heldRuns sync.Map
@@ -589,7 +592,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		if free > 0 && (free >= threshold || !backlog) {
 			runs, err := e.store.Claim(ctx, storage.ClaimRequest{
 				Owner:     e.cfg.WorkerID,
-				Workflows: names,
+				Workflows: e.sealed.claimable(e.clock.Now(), names),
 				Limit:     min(free, e.cfg.ClaimBatch),
 				LeaseFor:  e.cfg.LeaseDuration,
 				Queues:    queues,
@@ -646,7 +649,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			default:
 			}
 		}
-		next := e.nextWake(ctx, names, queueNames, versions)
+		next := e.nextWake(ctx, e.sealed.claimable(e.clock.Now(), names), queueNames, versions)
 		wait := e.cfg.PollInterval
 		if next.Found && next.After < wait {
 			wait = max(next.After, minWake)

@@ -61,6 +61,9 @@ type execution struct {
 	// whose timeout is longer than the lease runs (zero otherwise).
 	holdUntil time.Time
 	outcome   outcome
+	// sealedErr is why handBack handed the run back: what it could not
+	// open (a *SealedError), for Hooks.Execution.
+	sealedErr error
 	// runErr is the error the run finished with (outcomeFinished).
 	runErr error
 	// execution is the run's execution number, once loaded.
@@ -139,7 +142,7 @@ func (x *execution) hookOutcome() (Outcome, error) {
 		if cause := context.Cause(x.ctx); cause != nil && !errors.Is(cause, errShutdown) && !errors.Is(cause, context.Canceled) {
 			return OutcomeStopped, cause
 		}
-		return OutcomeReleased, nil
+		return OutcomeReleased, x.sealedErr
 	}
 	return OutcomeStopped, context.Cause(x.ctx)
 }
@@ -757,23 +760,31 @@ func (x *execution) letGo(why error) {
 }
 
 // handBack hands back a run this engine cannot open, untouched: no
-// checkpoint, attempt or error is written, its wait and suspension state
-// are kept, and it is ready again a little later (not at once, so no
-// engine spins on it), for an engine that holds the key. Why is logged once
-// per run.
+// checkpoint, attempt or error is written, and its wait and suspension
+// state are kept. When it is sealed with a key other live workers hold
+// (and serve its workflow), it is ready again at once, for them, and this
+// engine leaves the workflow to them for a while (see lacksKey); else it
+// is ready again a little later (not at once, so no engine spins on it).
+// Why is logged once per run.
 func (x *execution) handBack(err error) {
 	e := x.engine
-	if _, warned := e.sealedRuns.LoadOrStore(x.lease.RunID, true); !warned {
-		x.logger().Warn("stem: cannot open the run with this engine's codec; handing it back untouched for an engine that holds the key", "err", err)
+	readyAt := e.clock.Now().Add(e.handBackDelay())
+	var holders []string
+	if se := (*SealedError)(nil); errors.As(err, &se) && se.KeyID != "" {
+		if holders = e.lacksKey(x.ctx, se.KeyID, x.workflow); len(holders) > 0 {
+			readyAt = e.clock.Now()
+		}
 	}
-	readyAt := e.clock.Now().Add(min(max(10*e.cfg.PollInterval, time.Second), time.Minute))
+	if _, warned := e.sealedRuns.LoadOrStore(x.lease.RunID, true); !warned {
+		x.logger().Warn("stem: cannot open the run with this engine's codec; handing it back untouched for an engine that holds the key", "err", err, "holders", holders)
+	}
 	_, serr := e.store.Suspend(context.WithoutCancel(x.ctx), storage.SuspendRequest{
 		Lease: x.lease, LeaseFor: e.cfg.LeaseDuration, ReadyAt: &readyAt, SuspendState: x.claim.SuspendState,
 	})
 	if serr != nil && !errors.Is(serr, ErrLeaseLost) {
 		x.logger().Warn("stem: hand back", "err", serr)
 	}
-	x.outcome = outcomeReleased
+	x.outcome, x.sealedErr = outcomeReleased, err
 }
 
 // opened returns cp opened for the replay; one this engine cannot open

@@ -10,6 +10,7 @@ import (
 
 // Worker is an engine at work as it records itself in the store: its ID,
 // host and PID, when it started, the queues and workflows it serves, the
+// codec keys it holds and those of payloads it could not open, the
 // runs it was executing at its last heartbeat, and when that was.
 type Worker = storage.Worker
 
@@ -37,13 +38,14 @@ func (e *Engine) newWorkerRecord(queues, workflows []string, inFlight func() int
 	host, _ := os.Hostname()
 	return &workerRecord{e: e, inFlight: inFlight, w: storage.Worker{
 		ID: e.cfg.WorkerID, Host: host, PID: os.Getpid(), StartedAt: e.clock.Now(),
-		Queues: queues, Workflows: workflows,
+		Queues: queues, Workflows: workflows, KeyIDs: recordKeyIDs(CodecKeyIDs(e.payloads.codec)),
 	}}
 }
 
 // put records the worker now.
 func (r *workerRecord) put(ctx context.Context) {
 	r.w.InFlight = r.inFlight()
+	r.w.MissingKeyIDs = r.e.sealed.missingIDs()
 	ctx, cancel := context.WithTimeout(ctx, r.e.cfg.WorkerTTL/3)
 	defer cancel()
 	err := r.e.store.PutWorker(ctx, storage.PutWorkerRequest{Worker: r.w, TTL: r.e.cfg.WorkerTTL})
@@ -57,15 +59,19 @@ func (r *workerRecord) put(ctx context.Context) {
 	}
 }
 
-// keep renews the record every WorkerTTL/3 until ctx is done.
+// keep renews the record every WorkerTTL/3 until ctx is done, and at once
+// when the engine meets a key it lacks, so operators see it.
 func (r *workerRecord) keep(ctx context.Context) {
 	t := time.NewTicker(r.e.cfg.WorkerTTL / 3)
 	defer t.Stop()
+	missed := r.e.sealed.changes()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			r.put(ctx)
+		case <-missed:
 			r.put(ctx)
 		}
 	}

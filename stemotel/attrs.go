@@ -31,6 +31,7 @@ const (
 	keyWaitUntil   = attribute.Key("stem.wait.until")
 	keyStoreOp     = attribute.Key("stem.store.op")
 	keyQueue       = attribute.Key("stem.queue")
+	keyKeyID       = attribute.Key("stem.codec.key_id")
 )
 
 // maxCached bounds each cache of attribute sets. Workflow names, step

@@ -68,6 +68,7 @@
 //	stem.step.duration      histogram  step attempts, in seconds, by stem.workflow, stem.step and stem.outcome (ok, retry, failed)
 //	stem.step.retries       counter    failed attempts to be retried, by stem.workflow and stem.step
 //	stem.lease.lost         counter    executions stopped because another worker took the run, by stem.workflow
+//	stem.sealed.handbacks   counter    runs handed back because the engine's codec cannot open them, by stem.workflow and stem.codec.key_id (the key they are sealed with; "" when unnamed)
 //	stem.store.duration     histogram  store calls, in seconds, by stem.store.op and stem.outcome (ok, error)
 //	stem.claim.duration     histogram  the engine's claims of ready runs, in seconds, by stem.outcome (ok, error)
 //	stem.queue.ready        gauge      runs ready and not yet claimed, by stem.queue (Observe)

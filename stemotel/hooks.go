@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -140,6 +141,12 @@ func (t *Telemetry) execute(ctx context.Context, x *runtime.HookExecution, next 
 	case runtime.OutcomeStopped:
 		if errors.Is(x.Err, runtime.ErrLeaseLost) {
 			t.leaseLost.Add(ctx, 1, w.leaseLost)
+		}
+	case runtime.OutcomeReleased:
+		// A worker whose codec lacks a key: the metric names the key, so
+		// an alert says which worker to fix with which key.
+		if se := (*runtime.SealedError)(nil); errors.As(x.Err, &se) {
+			t.sealed.Add(ctx, 1, metric.WithAttributes(w.attr, keyKeyID.String(se.KeyID)))
 		}
 	}
 }

@@ -302,3 +302,36 @@ func TestLeaseLost(t *testing.T) {
 		t.Errorf("the stopped execution's span: %v %v", stopped.Attributes(), stopped.Status())
 	}
 }
+
+// A run the engine's codec cannot open is handed back, and counted by the
+// key it is sealed with, so an alert names the key the worker lacks.
+func TestSealedHandBacks(t *testing.T) {
+	t.Parallel()
+	f := setup(t, stemotel.Options{})
+	keyA, keyB := []byte("aaaaaaaaaaaaaaaa"), []byte("bbbbbbbbbbbbbbbb")
+	codec := func(key []byte) runtime.Codec {
+		c, err := runtime.NewAESGCMCodec(key)
+		must(t, err)
+		return c
+	}
+	register := func(e *runtime.Engine) {
+		must(t, runtime.Register(e, "otel.sealed", func(c *runtime.WorkflowContext, n int) (int, error) { return n, nil }))
+	}
+	sealer := f.engine(f.store, runtime.Config{Codec: codec(keyB)}, register)
+	_, err := runtime.Start[int, int](context.Background(), sealer, "otel.sealed", 1, runtime.WithID("sealed"))
+	must(t, err)
+	lacks := f.engine(f.store, runtime.Config{Codec: codec(keyA)}, register)
+	stop := run(t, lacks)
+	defer stop()
+	idB := runtime.AESGCMKeyID(keyB)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if p, ok := find(f.collect(), "stem.sealed.handbacks", "stem.workflow=otel.sealed", "stem.codec.key_id="+idB); ok && p.value >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stem.sealed.handbacks never counted the run sealed with key ID %s:\n%v", idB, points(f.collect(), "stem.sealed.handbacks"))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

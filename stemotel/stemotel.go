@@ -58,6 +58,7 @@ type Telemetry struct {
 	stepDuration  metric.Float64Histogram
 	stepRetries   metric.Int64Counter
 	leaseLost     metric.Int64Counter
+	sealed        metric.Int64Counter
 	storeDuration metric.Float64Histogram
 	claimDuration metric.Float64Histogram
 
@@ -128,6 +129,9 @@ func New(opts Options) (*Telemetry, error) {
 	check(err)
 	t.leaseLost, err = m.Int64Counter("stem.lease.lost", metric.WithUnit("{execution}"),
 		metric.WithDescription("Executions stopped because another worker took the run, by workflow."))
+	check(err)
+	t.sealed, err = m.Int64Counter("stem.sealed.handbacks", metric.WithUnit("{execution}"),
+		metric.WithDescription("Runs handed back because this engine's codec cannot open them, by workflow and the key ID they are sealed with."))
 	check(err)
 	t.storeDuration, err = m.Float64Histogram("stem.store.duration", metric.WithUnit("s"),
 		metric.WithDescription("Store calls, by method and outcome (ok, error)."),

@@ -23,6 +23,16 @@ type Worker struct {
 	// InFlight is how many runs it was executing when it last recorded
 	// itself.
 	InFlight int
+	// KeyIDs are the IDs of the codec keys the worker opens payloads with
+	// (see runtime.AESGCMKeyID), the one it seals with first; nil when it
+	// has no codec or its codec names no keys. An operator's command
+	// refuses to seal with a key no live worker lists here.
+	KeyIDs []string
+	// MissingKeyIDs are the key IDs of payloads the worker claimed and
+	// could not open, for its codec does not hold them: it is
+	// misconfigured, and hands such runs back to workers that hold the
+	// key. Nil when it has met none.
+	MissingKeyIDs []string
 	// Heartbeat is when it last recorded itself, and ExpiresAt when the
 	// record lapses unless recorded again: set by the store, on its clock.
 	Heartbeat time.Time
@@ -46,12 +56,18 @@ const (
 	MaxWorkerNames = 1000
 	// MaxHostLen caps Worker.Host, in bytes.
 	MaxHostLen = 255
+	// MaxWorkerKeyIDs caps Worker.KeyIDs and Worker.MissingKeyIDs, each.
+	MaxWorkerKeyIDs = 64
+	// MaxKeyIDLen caps each codec key ID a worker record lists, in bytes.
+	MaxKeyIDLen = 64
 )
 
 // Validate checks the request: a worker ID as a store can hold it (text of
 // 1 to MaxDerivedLen bytes), a host of at most MaxHostLen, no negative PID
 // or InFlight, a start time, at most MaxWorkerNames valid queue and
-// workflow names each, and a TTL within MinWorkerTTL and MaxWorkerTTL.
+// workflow names each, at most MaxWorkerKeyIDs codec key IDs and missing
+// key IDs each (see CheckKeyID), and a TTL within MinWorkerTTL and
+// MaxWorkerTTL.
 // Heartbeat and ExpiresAt are the store's to set and are ignored.
 func (r PutWorkerRequest) Validate() error {
 	w := r.Worker
@@ -82,6 +98,16 @@ func (r PutWorkerRequest) Validate() error {
 			return invalid("put worker", "worker %q: %s", w.ID, reason(err))
 		}
 	}
+	if len(w.KeyIDs) > MaxWorkerKeyIDs || len(w.MissingKeyIDs) > MaxWorkerKeyIDs {
+		return invalid("put worker", "worker %q lists %d key IDs and %d missing key IDs, at most %d each", w.ID, len(w.KeyIDs), len(w.MissingKeyIDs), MaxWorkerKeyIDs)
+	}
+	for _, ids := range [][]string{w.KeyIDs, w.MissingKeyIDs} {
+		for _, id := range ids {
+			if err := CheckKeyID(id); err != nil {
+				return invalid("put worker", "worker %q: %s", w.ID, reason(err))
+			}
+		}
+	}
 	if r.TTL < MinWorkerTTL || r.TTL > MaxWorkerTTL {
 		return invalid("put worker", "worker %q has TTL %v, want %v to %v", w.ID, r.TTL, MinWorkerTTL, MaxWorkerTTL)
 	}
@@ -92,6 +118,13 @@ func (r PutWorkerRequest) Validate() error {
 // MaxDerivedLen bytes, valid UTF-8 without control characters.
 func CheckWorkerID(id string) error {
 	return checkText("worker ID", id, MaxDerivedLen)
+}
+
+// CheckKeyID checks a codec key ID as a worker record lists it: 1 to
+// MaxKeyIDLen ASCII letters, digits, '.', '_', '-', '/' and ':' (the
+// AES-GCM codec's are 16 hex digits).
+func CheckKeyID(id string) error {
+	return checkASCIIUpTo("codec key ID", id, MaxKeyIDLen, topicChars, topicHint)
 }
 
 // The bounds of NewRun.Headers.

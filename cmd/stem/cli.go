@@ -107,7 +107,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(cmd.timeout, timeout))
 	defer cancel()
-	c := &call{ctx: ctx, g: g, codec: codec, in: stdin, out: newPrinter(stdout, g.json), readOnly: cmd.readOnly}
+	c := &call{ctx: ctx, g: g, codec: codec, in: stdin, out: newPrinter(stdout, g.json), errw: stderr, readOnly: cmd.readOnly}
 	defer c.close()
 	err = do(c, pos)
 	if err == nil {
@@ -299,6 +299,7 @@ type call struct {
 	codec  runtime.Codec
 	in     io.Reader // what a JSON argument "-" reads
 	out    *printer
+	errw   io.Writer // the command's standard error, for warnings
 	store  storage.Store
 	engine *runtime.Engine
 	// readOnly opens the store read-only (the command only reads);

@@ -55,6 +55,9 @@ func start(fs *flag.FlagSet) func(*call, []string) error {
 		if err := checkQueue(c, e, *queue); err != nil {
 			return err
 		}
+		if err := c.checkSealKey(e); err != nil {
+			return err
+		}
 		if *id != "" {
 			r, err := e.Get(c.ctx, *id)
 			switch {
@@ -182,6 +185,9 @@ func terminate(*flag.FlagSet) func(*call, []string) error {
 		if err != nil {
 			return err
 		}
+		if err := c.checkSealKey(e); err != nil {
+			return err
+		}
 		if err := e.Terminate(c.ctx, args[0], reason); err != nil {
 			return err
 		}
@@ -254,6 +260,9 @@ func send(*flag.FlagSet) func(*call, []string) error {
 		if err != nil {
 			return err
 		}
+		if err := c.checkSealKey(e); err != nil {
+			return err
+		}
 		if err := e.SendEventJSON(c.ctx, args[0], args[1], p); err != nil {
 			return err
 		}
@@ -270,6 +279,9 @@ func emit(*flag.FlagSet) func(*call, []string) error {
 		}
 		e, err := c.open()
 		if err != nil {
+			return err
+		}
+		if err := c.checkSealKey(e); err != nil {
 			return err
 		}
 		n, err := e.EmitJSON(c.ctx, args[0], p)

@@ -43,7 +43,8 @@ flags (before or after the command):
                          seal payloads with (Config.Codec); or $STEM_CODEC_KEY.
                          Several while keys rotate: repeat the flag or separate
                          them with commas, newest first; the command seals with
-                         the first and opens what any of them sealed
+                         the first and opens what any of them sealed. A write
+                         sealed with a key no live worker holds is refused
   --codec-key-file PATH  read the keys from a file: one a line, newest first
 
 Exit status: 0 done; 1 the command failed; 2 it was called wrongly or given

@@ -217,6 +217,9 @@ func createSchedule(fs *flag.FlagSet) func(*call, []string) error {
 		if err := checkQueue(c, e, *queue); err != nil {
 			return err
 		}
+		if err := c.checkSealKey(e); err != nil {
+			return err
+		}
 		info, err := schedule.CreateJSON(c.ctx, e, schedule.Spec{
 			ID: id, Workflow: workflow, Cron: expr, TimeZone: *zone,
 			Queue: *queue, Partition: *partition, Priority: *priority,
@@ -473,6 +476,9 @@ func scheduleOp(op string) func(*flag.FlagSet) func(*call, []string) error {
 					}
 				}
 			case "trigger":
+				if err := c.checkKeyHeld(e, runtime.SealedKeyID(before.Input), "the schedule's input is sealed with key ID"); err != nil {
+					return err
+				}
 				runID, err = schedule.Trigger(c.ctx, e, id)
 				action, what = "triggered", "started run "+runID
 			case "delete":

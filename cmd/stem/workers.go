@@ -11,7 +11,9 @@ import (
 const workersDetail = `Lists the workers (engines running runtime.Engine.Run) sharing the
 store, by ID: the host and process each runs in, when it started, its
 last heartbeat, how many runs it was executing then, and the queues and
-workflows it serves. Each running engine records itself every third of
+workflows it serves, and the codec key IDs it holds (--json) and those of
+runs it could not open, for its codec lacks the key: such a worker hands
+those runs to the workers that hold it. Each running engine records itself every third of
 its runtime.Config.WorkerTTL (30s by default) and removes its record when
 it stops; the record of one that died drops out once its TTL has passed.`
 
@@ -29,7 +31,8 @@ func workers(*flag.FlagSet) func(*call, []string) error {
 			out := jsonWorkers{Workers: make([]jsonWorker, len(ws))}
 			for i, w := range ws {
 				out.Workers[i] = jsonWorker{ID: w.ID, Host: w.Host, PID: w.PID, StartedAt: w.StartedAt, Heartbeat: w.Heartbeat,
-					ExpiresAt: w.ExpiresAt, InFlight: w.InFlight, Queues: nonNil(w.Queues), Workflows: nonNil(w.Workflows)}
+					ExpiresAt: w.ExpiresAt, InFlight: w.InFlight, Queues: nonNil(w.Queues), Workflows: nonNil(w.Workflows),
+					KeyIDs: nonNil(w.KeyIDs), MissingKeyIDs: nonNil(w.MissingKeyIDs)}
 			}
 			return c.out.encode(out)
 		}
@@ -45,7 +48,23 @@ func workers(*flag.FlagSet) func(*call, []string) error {
 				w.StartedAt.UTC().Format(time.RFC3339), shortDuration(max(now.Sub(w.Heartbeat), 0).Round(time.Second)), w.InFlight,
 				clean(orDash(strings.Join(w.Queues, ","))), clean(orDash(strings.Join(w.Workflows, ","))))
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, w := range ws {
+			if len(w.MissingKeyIDs) == 0 {
+				continue
+			}
+			holds := "no codec key"
+			if len(w.KeyIDs) > 0 {
+				holds = "key IDs " + strings.Join(w.KeyIDs, ", ")
+			}
+			if _, err := fmt.Fprintf(c.out.w, "warning: worker %s cannot open runs sealed with key ID %s (it holds %s): give it that key\n",
+				clean(w.ID), strings.Join(w.MissingKeyIDs, ", "), holds); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 }
 
@@ -78,4 +97,9 @@ type jsonWorker struct {
 	InFlight  int       `json:"in_flight"`
 	Queues    []string  `json:"queues"`
 	Workflows []string  `json:"workflows"`
+	// KeyIDs are the codec key IDs the worker holds, the one it seals
+	// with first.
+	KeyIDs []string `json:"key_ids"`
+	// MissingKeyIDs are the key IDs of runs it could not open.
+	MissingKeyIDs []string `json:"missing_key_ids"`
 }

@@ -37,6 +37,7 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, eventScenarios...)
 	all = append(all, timeScenarios...)
 	all = append(all, codecScenarios...)
+	all = append(all, sealedKeyScenarios...)
 	all = append(all, cancelScenarios...)
 	all = append(all, futureScenarios...)
 	all = append(all, productionScenarios...)

@@ -23,6 +23,7 @@ func (s *Store) PutWorker(ctx context.Context, req storage.PutWorkerRequest) err
 	s.expireWorkers(now)
 	w := req.Worker
 	w.Queues, w.Workflows = slices.Clone(w.Queues), slices.Clone(w.Workflows)
+	w.KeyIDs, w.MissingKeyIDs = cloneKeyIDs(w.KeyIDs), cloneKeyIDs(w.MissingKeyIDs)
 	w.Heartbeat, w.ExpiresAt = now, now.Add(req.TTL)
 	s.workers[w.ID] = w
 	return nil
@@ -51,6 +52,7 @@ func (s *Store) ListWorkers(ctx context.Context) ([]storage.Worker, error) {
 	out := make([]storage.Worker, 0, len(s.workers))
 	for _, w := range s.workers {
 		w.Queues, w.Workflows = slices.Clone(w.Queues), slices.Clone(w.Workflows)
+		w.KeyIDs, w.MissingKeyIDs = cloneKeyIDs(w.KeyIDs), cloneKeyIDs(w.MissingKeyIDs)
 		out = append(out, w)
 	}
 	slices.SortFunc(out, func(a, b storage.Worker) int { return strings.Compare(a.ID, b.ID) })
@@ -65,4 +67,13 @@ func (s *Store) expireWorkers(now time.Time) {
 			delete(s.workers, id)
 		}
 	}
+}
+
+// cloneKeyIDs copies a worker's key IDs; an empty list is nil, as the
+// other stores read it back.
+func cloneKeyIDs(ids []string) []string {
+	if len(ids) == 0 {
+		return nil
+	}
+	return slices.Clone(ids)
 }

@@ -1056,14 +1056,16 @@ SELECT (SELECT count(*) FROM victims), (SELECT count(*) FROM {s}.events e WHERE 
 	q.notifyFinished = `SELECT pg_notify($1, id) FROM unnest($2::text[]) id`
 
 	// $2 ID, $3 host, $4 PID, $5 start, $6 queues, $7 workflows, $8 runs
-	// in flight, $9 TTL micros: the worker's record, replaced whole,
-	// stamped with the clock.
-	q.putWorker = `INSERT INTO {s}.workers (id, host, pid, started_at, queues, workflows, in_flight, heartbeat, expires_at)
-SELECT $2, $3, $4, $5, $6, $7, $8, clock.now, clock.now + $9::bigint * interval '1 microsecond'
+	// in flight, $9 TTL micros, $10 codec key IDs, $11 missing key IDs
+	// (NULL for none): the worker's record, replaced whole, stamped with
+	// the clock.
+	q.putWorker = `INSERT INTO {s}.workers (id, host, pid, started_at, queues, workflows, in_flight, heartbeat, expires_at, key_ids, missing_key_ids)
+SELECT $2, $3, $4, $5, $6, $7, $8, clock.now, clock.now + $9::bigint * interval '1 microsecond', $10::text[], $11::text[]
 FROM (SELECT coalesce($1::timestamptz, now()) AS now) clock
 ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, started_at = excluded.started_at,
 	queues = excluded.queues, workflows = excluded.workflows, in_flight = excluded.in_flight,
-	heartbeat = excluded.heartbeat, expires_at = excluded.expires_at`
+	heartbeat = excluded.heartbeat, expires_at = excluded.expires_at,
+	key_ids = excluded.key_ids, missing_key_ids = excluded.missing_key_ids`
 	// The records expired by the clock, deleted; one another statement
 	// holds (a put of the worker, a concurrent deletion) is skipped, not
 	// waited for: it is never listed, and goes next time.
@@ -1071,7 +1073,7 @@ ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, started
 	SELECT id FROM {s}.workers WHERE expires_at <= coalesce($1::timestamptz, now()) FOR UPDATE SKIP LOCKED
 )`
 	// The live records, by ID (the primary key, in byte order).
-	q.listWorkers = `SELECT id, host, pid, started_at, queues, workflows, in_flight, heartbeat, expires_at
+	q.listWorkers = `SELECT id, host, pid, started_at, queues, workflows, in_flight, heartbeat, expires_at, key_ids, missing_key_ids
 FROM {s}.workers WHERE expires_at > coalesce($1::timestamptz, now()) ORDER BY id`
 	q.removeWorker = `DELETE FROM {s}.workers WHERE id = $1`
 

@@ -33,7 +33,7 @@ func (s *Store) PutWorker(ctx context.Context, req storage.PutWorkerRequest) err
 	err := s.retrying(ctx, func() error {
 		now := s.clock()
 		b := &pgx.Batch{}
-		b.Queue(s.q.putWorker, now, w.ID, w.Host, int64(w.PID), w.StartedAt, queues, workflows, int64(w.InFlight), micros(req.TTL))
+		b.Queue(s.q.putWorker, now, w.ID, w.Host, int64(w.PID), w.StartedAt, queues, workflows, int64(w.InFlight), micros(req.TTL), orNull(w.KeyIDs), orNull(w.MissingKeyIDs))
 		b.Queue(s.q.expireWorkers, now)
 		return s.pool.SendBatch(ctx, b).Close()
 	})
@@ -78,7 +78,7 @@ func (s *Store) ListWorkers(ctx context.Context) ([]storage.Worker, error) {
 				w            storage.Worker
 				pid, running int64
 			)
-			if err := rows.Scan(&w.ID, &w.Host, &pid, &w.StartedAt, &w.Queues, &w.Workflows, &running, &w.Heartbeat, &w.ExpiresAt); err != nil {
+			if err := rows.Scan(&w.ID, &w.Host, &pid, &w.StartedAt, &w.Queues, &w.Workflows, &running, &w.Heartbeat, &w.ExpiresAt, &w.KeyIDs, &w.MissingKeyIDs); err != nil {
 				return err
 			}
 			w.PID, w.InFlight = int(pid), int(running)
@@ -87,6 +87,12 @@ func (s *Store) ListWorkers(ctx context.Context) ([]storage.Worker, error) {
 			}
 			if len(w.Workflows) == 0 {
 				w.Workflows = nil
+			}
+			if len(w.KeyIDs) == 0 {
+				w.KeyIDs = nil
+			}
+			if len(w.MissingKeyIDs) == 0 {
+				w.MissingKeyIDs = nil
 			}
 			out = append(out, w)
 			return nil
@@ -99,4 +105,12 @@ func (s *Store) ListWorkers(ctx context.Context) ([]storage.Worker, error) {
 		return nil, s.wrap(op, err)
 	}
 	return out, nil
+}
+
+// orNull is a worker's key IDs as stored: NULL when it lists none.
+func orNull(ids []string) any {
+	if len(ids) == 0 {
+		return nil
+	}
+	return ids
 }

@@ -42,6 +42,8 @@ type workerEntry struct {
 	Queues    []string `json:"q,omitempty"`
 	Workflows []string `json:"w,omitempty"`
 	InFlight  int      `json:"n,omitempty"`
+	KeyIDs    []string `json:"k,omitempty"`
+	Missing   []string `json:"m,omitempty"`
 }
 
 // PutWorker implements storage.Store: one script drops the expired
@@ -54,6 +56,7 @@ func (s *Store) PutWorker(ctx context.Context, req storage.PutWorkerRequest) err
 	b, err := json.Marshal(workerEntry{
 		Host: w.Host, PID: w.PID, StartedAt: w.StartedAt.UnixMicro(),
 		Queues: w.Queues, Workflows: w.Workflows, InFlight: w.InFlight,
+		KeyIDs: w.KeyIDs, Missing: w.MissingKeyIDs,
 	})
 	if err != nil {
 		return fmt.Errorf("redisstore: encoding worker %q: %w", w.ID, err)
@@ -124,5 +127,6 @@ func decodeWorker(id, rec string) (storage.Worker, error) {
 	w.Host, w.PID, w.InFlight = e.Host, e.PID, e.InFlight
 	w.StartedAt = time.UnixMicro(e.StartedAt).UTC()
 	w.Queues, w.Workflows = e.Queues, e.Workflows
+	w.KeyIDs, w.MissingKeyIDs = e.KeyIDs, e.Missing
 	return w, nil
 }

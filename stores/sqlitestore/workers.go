@@ -16,18 +16,20 @@ func (s *Store) PutWorker(ctx context.Context, req storage.PutWorkerRequest) err
 	}
 	wk := req.Worker
 	queues, workflows := encodeNames(wk.Queues), encodeNames(wk.Workflows)
+	keyIDs, missing := encodeNames(nonEmpty(wk.KeyIDs)), encodeNames(nonEmpty(wk.MissingKeyIDs))
 	return s.write(ctx, "put worker", func(w *wtx) error {
 		now := s.now()
 		n := now.UnixNano()
 		if _, err := w.exec(`DELETE FROM workers WHERE expires_at <= ?1`, n); err != nil {
 			return err
 		}
-		_, err := w.exec(`INSERT INTO workers (id, host, pid, started_at, queues, workflows, in_flight, heartbeat, expires_at)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+		_, err := w.exec(`INSERT INTO workers (id, host, pid, started_at, queues, workflows, in_flight, heartbeat, expires_at, key_ids, missing_key_ids)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
 			ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, started_at = excluded.started_at,
 				queues = excluded.queues, workflows = excluded.workflows, in_flight = excluded.in_flight,
-				heartbeat = excluded.heartbeat, expires_at = excluded.expires_at`,
-			wk.ID, wk.Host, wk.PID, wk.StartedAt.UnixNano(), queues, workflows, wk.InFlight, n, now.Add(req.TTL).UnixNano())
+				heartbeat = excluded.heartbeat, expires_at = excluded.expires_at,
+				key_ids = excluded.key_ids, missing_key_ids = excluded.missing_key_ids`,
+			wk.ID, wk.Host, wk.PID, wk.StartedAt.UnixNano(), queues, workflows, wk.InFlight, n, now.Add(req.TTL).UnixNano(), keyIDs, missing)
 		return err
 	})
 }
@@ -51,7 +53,7 @@ func (s *Store) ListWorkers(ctx context.Context) ([]storage.Worker, error) {
 	var out []storage.Worker
 	err := s.read(ctx, "list workers", false, func(c *conn) error {
 		out = []storage.Worker{}
-		return c.query(`SELECT id, host, pid, started_at, queues, workflows, in_flight, heartbeat, expires_at
+		return c.query(`SELECT id, host, pid, started_at, queues, workflows, in_flight, heartbeat, expires_at, key_ids, missing_key_ids
 			FROM workers WHERE expires_at > ?1 ORDER BY id`, func(r row) error {
 			wk := storage.Worker{
 				ID:        r.str(0),
@@ -65,6 +67,12 @@ func (s *Store) ListWorkers(ctx context.Context) ([]storage.Worker, error) {
 			var err error
 			if wk.Queues, err = decodeNames(r, 4); err == nil {
 				wk.Workflows, err = decodeNames(r, 5)
+			}
+			if err == nil {
+				wk.KeyIDs, err = decodeNames(r, 9)
+			}
+			if err == nil {
+				wk.MissingKeyIDs, err = decodeNames(r, 10)
 			}
 			if err != nil {
 				return fmt.Errorf("worker %q: %w", wk.ID, err)
@@ -99,4 +107,13 @@ func decodeNames(r row, i int) ([]string, error) {
 		return nil, fmt.Errorf("stored names: %w", err)
 	}
 	return names, nil
+}
+
+// nonEmpty is ids, or nil when it is empty: a worker's key IDs are stored
+// as NULL when it lists none.
+func nonEmpty(ids []string) []string {
+	if len(ids) == 0 {
+		return nil
+	}
+	return ids
 }

@@ -132,6 +132,7 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, purgeCases...)
 	all = append(all, versionCases...)
 	all = append(all, workerCases...)
+	all = append(all, workerKeyCases...)
 	all = append(all, listingCases...)
 	all = append(all, holdCases...)
 	all = append(all, invisibleCases...)

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/stemflow/stem/runtime"
+)
+
+// checkSealKey refuses a write that the command would seal with a codec
+// key no live worker holds: the workers could never open it, and would
+// hand the run back again and again. It is called after the store is
+// opened and before anything is written; a command without a codec key
+// writes plaintext, which every worker reads, and is never refused.
+func (c *call) checkSealKey(e *runtime.Engine) error {
+	ids := runtime.CodecKeyIDs(c.codec)
+	if len(ids) == 0 {
+		return nil
+	}
+	return c.checkKeyHeld(e, ids[0], "the codec key given seals with key ID")
+}
+
+// checkKeyHeld refuses a write sealed with key ID id (said as what, then
+// the ID) when no live worker holds the key, naming the key IDs they hold.
+//
+// With no live worker recorded at all, the write goes ahead with a
+// warning: a fresh deployment may start runs before its first worker
+// does, and nothing in the store says which key that worker will hold.
+func (c *call) checkKeyHeld(e *runtime.Engine, id, what string) error {
+	if id == "" {
+		return nil
+	}
+	workers, err := e.Workers(c.ctx)
+	if err != nil {
+		return err
+	}
+	if len(workers) == 0 {
+		if c.errw != nil {
+			fmt.Fprintf(c.errw, "stem: warning: %s %s, and no live worker is recorded in %s to say whether the workers will hold it\n", what, id, c.g.storeName())
+		}
+		return nil
+	}
+	var held []string
+	for _, w := range workers {
+		if slices.Contains(w.KeyIDs, id) {
+			return nil
+		}
+		for _, k := range w.KeyIDs {
+			if !slices.Contains(held, k) {
+				held = append(held, k)
+			}
+		}
+	}
+	holds := "no codec key"
+	if len(held) > 0 {
+		holds = "key IDs " + strings.Join(held, ", ")
+	}
+	return fmt.Errorf("refused, nothing written: %s %s, which no live worker holds (the %d live worker(s) hold %s); give the workers' key with --codec-key, --codec-key-file or $STEM_CODEC_KEY, newest first", what, id, len(workers), holds)
+}
