@@ -98,10 +98,13 @@ func testQueueLimitEngines(f *fixture) {
 	// until their leases expire and another engine takes them back.
 	dying := &dyingStore{Store: f.store}
 	for i := range 4 {
-		c := config{workers: 4, lease: 300 * time.Millisecond}
+		// The live engines' leases outlast any stall of a busy machine: a
+		// live worker whose lease lapsed mid-step would rightly lose its
+		// run to another, whose step would then overlap its own.
+		c := config{workers: 4}
 		var dead func() bool
 		if i == 3 {
-			c.store, dead = dying, dying.dead.Load
+			c.store, dead, c.lease = dying, dying.dead.Load, 300*time.Millisecond
 		}
 		engines = append(engines, f.engine(c, limited(f, q, &g, 15*time.Millisecond, dead)))
 	}
