@@ -3,7 +3,10 @@ package runtime
 import (
 	"context"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -188,4 +191,50 @@ func SealedKeyID(stored []byte) string {
 		return ""
 	}
 	return hex.EncodeToString(stored[len(sealMagic)+1 : keyringHeader])
+}
+
+// ErrKeyNotHeld marks a write refused because it would be sealed with a
+// codec key that no live worker holds (see Engine.CheckSealKey).
+var ErrKeyNotHeld = errors.New("no live worker holds the codec key")
+
+// SealKeyID returns the ID of the key the engine's codec seals payloads
+// with, or "" when it has no codec or one that names no key (KeyedCodec).
+func (e *Engine) SealKeyID() string {
+	if ids := CodecKeyIDs(e.cfg.Codec); len(ids) > 0 {
+		return ids[0]
+	}
+	return ""
+}
+
+// CheckKeyHeld checks that a live worker holds the codec key with ID id,
+// before a tool writes a payload sealed with it: the workers could never
+// open one sealed with another key. It returns how many live workers are
+// recorded; with none, it returns 0 and no error, since a deployment may
+// write before its first worker starts and nothing says which key that
+// worker will hold. Otherwise an error wrapping ErrKeyNotHeld names the
+// key IDs the live workers hold. An empty id (a plaintext write) passes.
+func (e *Engine) CheckKeyHeld(ctx context.Context, id string) (live int, err error) {
+	if id == "" {
+		return 0, nil
+	}
+	workers, err := e.Workers(ctx)
+	if err != nil || len(workers) == 0 {
+		return 0, err
+	}
+	var held []string
+	for _, w := range workers {
+		if slices.Contains(w.KeyIDs, id) {
+			return len(workers), nil
+		}
+		for _, k := range w.KeyIDs {
+			if !slices.Contains(held, k) {
+				held = append(held, k)
+			}
+		}
+	}
+	holds := "no codec key"
+	if len(held) > 0 {
+		holds = "key IDs " + strings.Join(held, ", ")
+	}
+	return len(workers), fmt.Errorf("%w: key ID %s is held by none of the %d live worker(s), which hold %s", ErrKeyNotHeld, id, len(workers), holds)
 }

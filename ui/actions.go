@@ -71,6 +71,17 @@ func refused(what string, err error) outcome {
 	return outcome{flash: flash{Kind: "error", Message: "Could not " + what + ": " + err.Error()}}
 }
 
+// keyRefused is the refusal of an action that would write a payload
+// sealed with a codec key no live worker holds, which the workers could
+// never open; ok is false when the write may go ahead (no codec key, a
+// live worker holds it, or no live worker is recorded to say).
+func keyRefused(h *handler, rq *request, what string) (outcome, bool) {
+	if _, err := h.e.CheckKeyHeld(rq.r.Context(), h.e.SealKeyID()); err != nil {
+		return refused(what, err), true
+	}
+	return outcome{}, false
+}
+
 var actionFuncs = map[string]func(h *handler, rq *request, id string) outcome{
 	"pause": func(h *handler, rq *request, id string) outcome {
 		ctx := rq.r.Context()
@@ -97,6 +108,10 @@ var actionFuncs = map[string]func(h *handler, rq *request, id string) outcome{
 	},
 	"terminate": func(h *handler, rq *request, id string) outcome {
 		reason := strings.TrimSpace(rq.r.PostForm.Get("reason"))
+		// The run's error text, reason and all, is sealed with the codec.
+		if o, refuse := keyRefused(h, rq, "terminate the run"); refuse {
+			return o
+		}
 		if err := h.e.Terminate(rq.r.Context(), id, reason); err != nil {
 			return refused("terminate the run", err)
 		}
@@ -131,6 +146,9 @@ var actionFuncs = map[string]func(h *handler, rq *request, id string) outcome{
 		var v any
 		if err := json.Unmarshal([]byte(raw), &v); err != nil {
 			return outcome{flash: flash{Kind: "error", Message: "Could not send the event: its payload is not JSON: " + err.Error()}}
+		}
+		if o, refuse := keyRefused(h, rq, "send the event"); refuse {
+			return o
 		}
 		if err := h.e.SendEventJSON(rq.r.Context(), id, topic, json.RawMessage(raw)); err != nil {
 			return refused("send the event", err)

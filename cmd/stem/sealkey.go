@@ -1,8 +1,8 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/stemflow/stem/runtime"
@@ -28,33 +28,14 @@ func (c *call) checkSealKey(e *runtime.Engine) error {
 // warning: a fresh deployment may start runs before its first worker
 // does, and nothing in the store says which key that worker will hold.
 func (c *call) checkKeyHeld(e *runtime.Engine, id, what string) error {
-	if id == "" {
-		return nil
-	}
-	workers, err := e.Workers(c.ctx)
-	if err != nil {
+	live, err := e.CheckKeyHeld(c.ctx, id)
+	switch {
+	case errors.Is(err, runtime.ErrKeyNotHeld):
+		return fmt.Errorf("refused, nothing written: %s %s, which no live worker holds (%s); give the workers' key with --codec-key, --codec-key-file or $STEM_CODEC_KEY, newest first", what, id, strings.TrimPrefix(err.Error(), runtime.ErrKeyNotHeld.Error()+": "))
+	case err != nil:
 		return err
+	case live == 0 && id != "" && c.errw != nil:
+		fmt.Fprintf(c.errw, "stem: warning: %s %s, and no live worker is recorded in %s to say whether the workers will hold it\n", what, id, c.g.storeName())
 	}
-	if len(workers) == 0 {
-		if c.errw != nil {
-			fmt.Fprintf(c.errw, "stem: warning: %s %s, and no live worker is recorded in %s to say whether the workers will hold it\n", what, id, c.g.storeName())
-		}
-		return nil
-	}
-	var held []string
-	for _, w := range workers {
-		if slices.Contains(w.KeyIDs, id) {
-			return nil
-		}
-		for _, k := range w.KeyIDs {
-			if !slices.Contains(held, k) {
-				held = append(held, k)
-			}
-		}
-	}
-	holds := "no codec key"
-	if len(held) > 0 {
-		holds = "key IDs " + strings.Join(held, ", ")
-	}
-	return fmt.Errorf("refused, nothing written: %s %s, which no live worker holds (the %d live worker(s) hold %s); give the workers' key with --codec-key, --codec-key-file or $STEM_CODEC_KEY, newest first", what, id, len(workers), holds)
+	return nil
 }
