@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"sync"
@@ -63,7 +64,7 @@ func (p *readPool) init(db *sql.DB, max int) {
 func (p *readPool) get(ctx context.Context) (*readConn, error) {
 	select {
 	case rc := <-p.free:
-		return rc, nil
+		return p.reopen(ctx, rc)
 	default:
 	}
 	p.mu.Lock()
@@ -81,13 +82,47 @@ func (p *readPool) get(ctx context.Context) (*readConn, error) {
 	p.mu.Unlock()
 	select {
 	case rc := <-p.free:
-		return rc, nil
+		return p.reopen(ctx, rc)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
 
+// reopen gives rc a new connection if discard closed its last one; on
+// failure rc goes back to the pool, still without one.
+func (p *readPool) reopen(ctx context.Context, rc *readConn) (*readConn, error) {
+	if rc.sc != nil {
+		return rc, nil
+	}
+	sc, err := p.db.Conn(ctx)
+	if err != nil {
+		p.put(rc)
+		return nil, err
+	}
+	rc.sc = sc
+	return rc, nil
+}
+
 func (p *readPool) put(rc *readConn) { p.free <- rc }
+
+// discard closes rc's connection, whose state is in doubt, and puts rc
+// back without one, for the next get to open a fresh one. The statements
+// are finalized and the driver connection closed rather than handed back to
+// database/sql's pool (Raw does that on driver.ErrBadConn), so nothing
+// reuses it.
+func (p *readPool) discard(rc *readConn) {
+	p.mu.Lock()
+	rc.sc.Raw(func(any) error {
+		if rc.c != nil {
+			rc.c.closeStmts()
+		}
+		return driver.ErrBadConn
+	})
+	rc.sc.Close() // already closed by Raw: ErrConnDone
+	rc.sc, rc.c = nil, nil
+	p.mu.Unlock()
+	p.put(rc)
+}
 
 // close finalizes the statements and closes every connection. The caller
 // guarantees no read is in progress.
@@ -96,6 +131,9 @@ func (p *readPool) close() error {
 	defer p.mu.Unlock()
 	var errs []error
 	for _, rc := range p.all {
+		if rc.sc == nil {
+			continue // discarded, not reopened
+		}
 		if rc.c != nil {
 			errs = append(errs, rc.sc.Raw(func(any) error { return rc.c.closeStmts() }))
 		}
@@ -104,6 +142,10 @@ func (p *readPool) close() error {
 	p.all = nil
 	return errors.Join(errs...)
 }
+
+// errDoubtfulConn ends a read whose connection a failed attempt left in
+// doubt, instead of retrying on it.
+var errDoubtfulConn = errors.New("read connection left in doubt by a failed attempt")
 
 // read runs f on a read connection; with snapshot, inside one read
 // transaction so that all its statements see one state of the database
@@ -126,9 +168,25 @@ func (s *Store) read(ctx context.Context, op string, snapshot bool, f func(c *co
 	if err != nil {
 		return fmt.Errorf("sqlitestore: %s: %w", op, err)
 	}
-	defer s.reads.put(rc)
+	// doubtful is set when a snapshot read could not be sure to have ended
+	// its transaction: the connection is then closed, not reused, since one
+	// left inside a read transaction would answer every later read from
+	// that transaction's old snapshot of the database.
+	var doubtful bool
+	defer func() {
+		if doubtful {
+			s.reads.discard(rc)
+		} else {
+			s.reads.put(rc)
+		}
+	}()
 	_, err = retryBusy(ctx, s.logger, func() (struct{}, error) {
 		return struct{}{}, rc.sc.Raw(func(dc any) error {
+			if doubtful {
+				// A retry after a failure that left the connection in
+				// doubt: not on this one.
+				return errDoubtfulConn
+			}
 			if rc.c == nil {
 				c, err := newConn(dc)
 				if err != nil {
@@ -142,19 +200,33 @@ func (s *Store) read(ctx context.Context, op string, snapshot bool, f func(c *co
 			if !snapshot {
 				return f(c)
 			}
-			if _, err := c.exec("BEGIN DEFERRED"); err != nil {
+			// BEGIN DEFERRED takes no lock and waits for nothing, so it
+			// runs without ctx: the driver reports a call whose context
+			// ended while it ran as failed with the context's error even
+			// when the statement took effect (its interrupt comes too late
+			// to stop it), which for BEGIN would leave the connection
+			// inside a transaction nobody ends.
+			if err := ctx.Err(); err != nil {
 				return err
 			}
+			c.ctx = context.Background()
+			if _, err := c.exec("BEGIN DEFERRED"); err != nil {
+				doubtful = true
+				return err
+			}
+			c.ctx = ctx
 			err := f(c)
-			// Ending the transaction must not be interrupted by ctx: a
-			// connection left inside one would fail every later read's
-			// BEGIN.
+			// Nor may ctx interrupt ending the transaction.
 			c.ctx = context.Background()
 			if err == nil {
 				_, err = c.exec("COMMIT")
 			}
 			if err != nil {
-				c.exec("ROLLBACK")
+				if _, rerr := c.exec("ROLLBACK"); rerr != nil {
+					// Still in the transaction, or out of it by a way
+					// not foreseen: either way, not to be trusted.
+					doubtful = true
+				}
 			}
 			return err
 		})
