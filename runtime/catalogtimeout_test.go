@@ -80,3 +80,24 @@ func TestStartJSONAppliesCatalogTimeout(t *testing.T) {
 		t.Fatalf("run started on the registering engine: deadline %v, version %d; want %v, 3", info.Deadline, info.Version, want)
 	}
 }
+
+// A typed start delayed past the workflow's timeout= is started, with the
+// timeout counted from when the run may start, as StartJSON counts it; a
+// WithTimeout still counts from the call.
+func TestTypedStartCountsTimeoutFromItsStart(t *testing.T) {
+	t.Parallel()
+	f, clock := setupClock(t)
+	e, _ := f.engine(time.Minute, registerReport(t))
+	ctx := waitCtx(t)
+	now := clock.Now()
+	run, err := runtime.Start[int, string](ctx, e, "report", 1, runtime.WithID("later"), runtime.WithDelay(3*time.Hour))
+	must(t, err)
+	info, err := e.Get(ctx, run.ID())
+	must(t, err)
+	if want := now.Add(3*time.Hour + reportTimeout); info.Deadline == nil || !info.Deadline.Equal(want) {
+		t.Fatalf("a run delayed 3h of a workflow with a 2h timeout: deadline %v, want %v", info.Deadline, want)
+	}
+	if _, err := runtime.Start[int, string](ctx, e, "report", 1, runtime.WithID("given"), runtime.WithDelay(3*time.Hour), runtime.WithTimeout(time.Hour)); err == nil {
+		t.Fatal("a WithTimeout that ends before the delayed start was accepted")
+	}
+}

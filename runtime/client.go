@@ -344,7 +344,8 @@ type BatchItem[In any] struct {
 	Input   In
 	StartAt time.Time
 	// Deadline, when not zero, is the run's deadline (as for
-	// WithDeadline); zero gives it the workflow's timeout=, if any.
+	// WithDeadline); zero gives it the workflow's timeout=, if any,
+	// counted from StartAt when that is later than now.
 	Deadline time.Time
 	// Queue, Partition and Priority place the run as OnQueue, WithPartition
 	// and WithPriority do; "" is the workflow's queue.
@@ -369,7 +370,13 @@ func StartBatch[In, Out any](ctx context.Context, e *Engine, name string, items 
 		if err != nil {
 			return nil, err
 		}
-		runs[i] = storage.NewRun{ID: it.ID, Workflow: name, Input: in, Deadline: def.deadlineFrom(now, it.Deadline),
+		// The workflow's timeout= counts from when the run may start, as
+		// it does for StartJSON and a schedule's ticks.
+		from := now
+		if it.StartAt.After(now) {
+			from = it.StartAt
+		}
+		runs[i] = storage.NewRun{ID: it.ID, Workflow: name, Input: in, Deadline: def.deadlineFrom(from, it.Deadline),
 			Queue: it.Queue, Partition: it.Partition, Priority: it.Priority, Version: def.version}
 		if err := e.place(ctx, &runs[i], &cat); err != nil {
 			return nil, err
