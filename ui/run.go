@@ -2,6 +2,7 @@ package ui
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -322,9 +323,20 @@ func (h *handler) actions(rq *request, p *runPage, shown []runtime.StepInfo) err
 	return nil
 }
 
+// stepStatus is a step's status as the page shows it: its StepStatus, or
+// "timed_out" for an event wait that timed out, which the runtime records
+// as the wait's error and the workflow may well handle, so it is not
+// shown as a failure (stem show says the same).
+func stepStatus(s runtime.StepInfo) string {
+	if s.Status == runtime.StepFailed && s.Kind == runtime.KindEvent && errors.Is(s.Err, runtime.ErrEventTimeout) {
+		return "timed_out"
+	}
+	return string(s.Status)
+}
+
 // stepOf is a step as the page shows it.
 func stepOf(base, runID string, s runtime.StepInfo) stepView {
-	v := stepView{Key: s.Key, Kind: string(s.Kind), Status: string(s.Status), ForkedFrom: s.ForkedFrom, Created: at(s.CreatedAt),
+	v := stepView{Key: s.Key, Kind: string(s.Kind), Status: stepStatus(s), ForkedFrom: s.ForkedFrom, Created: at(s.CreatedAt),
 		Next: atPtr(s.NextAttemptAt), Error: longText(errText(s.Err)), OpenError: errText(s.OpenErr)}
 	if v.OpenError == errText(s.Err) {
 		v.OpenError = ""
