@@ -11,10 +11,13 @@
 // Postgres schema (a Postgres identifier written unquoted: letters, digits
 // and _, not starting with a digit, at most 63 bytes), and stem_prefix, the
 // Redis key prefix (letters, digits and _ - . : / { }, at most 64 bytes).
-// A SQLite store written in the sqlite: form takes one, stem_sync, the
+// A SQLite store written in the sqlite: form takes two: stem_sync, the
 // durability mode: normal (the default) or full (sqlitestore.SyncFull), as
-// in sqlite:stem.db?stem_sync=full; a plain path is taken as written, '?'
-// and all. Any other value, a repeated parameter, or a ';' anywhere in the query
+// in sqlite:stem.db?stem_sync=full; and stem_share_file=true
+// (sqlitestore.Options.ShareFile), which lets Stem add its tables to a
+// file another application's tables are in, as in
+// sqlite:app.db?stem_share_file=true, where without it the file is
+// refused. A plain path is taken as written, '?' and all. Any other value, a repeated parameter, or a ';' anywhere in the query
 // (which Go's URL parser would silently drop with its parameter) is an
 // error naming the parameter.
 //
@@ -101,11 +104,11 @@ func OpenWith(ctx context.Context, s string, opts Options) (storage.Store, error
 		}
 		return st, nil
 	}
-	path, sync, err := sqlitePath(s)
+	su, err := sqlitePath(s)
 	if err != nil {
 		return nil, err
 	}
-	st, err := sqlitestore.Open(path, sqlitestore.Options{Synchronous: sync, OpenExisting: opts.OpenExisting, ReadOnly: opts.ReadOnly, Logger: opts.Logger})
+	st, err := sqlitestore.Open(su.path, sqlitestore.Options{Synchronous: su.sync, ShareFile: su.share, OpenExisting: opts.OpenExisting, ReadOnly: opts.ReadOnly, Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("storeurl: %w", err)
 	}
@@ -120,10 +123,17 @@ func isRedis(s string) bool {
 	return strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")
 }
 
-// sqlitePath returns the path of a SQLite store string and the durability
-// mode its sqlite: form's stem_sync names, or an error for a URL of a
-// scheme no store has.
-func sqlitePath(s string) (string, sqlitestore.Synchronous, error) {
+// sqliteURL is what a SQLite store string says: the file, and the
+// options its sqlite: form's parameters set.
+type sqliteURL struct {
+	path  string
+	sync  sqlitestore.Synchronous // stem_sync
+	share bool                    // stem_share_file
+}
+
+// sqlitePath reads a SQLite store string, or returns an error for a URL of
+// a scheme no store has.
+func sqlitePath(s string) (sqliteURL, error) {
 	var path string
 	switch {
 	case strings.HasPrefix(s, "sqlite://"):
@@ -131,50 +141,61 @@ func sqlitePath(s string) (string, sqlitestore.Synchronous, error) {
 	case strings.HasPrefix(s, "sqlite:"):
 		path = strings.TrimPrefix(s, "sqlite:")
 	case strings.Contains(s, "://"):
-		return "", 0, fmt.Errorf("storeurl: unknown store scheme in %q (want a SQLite path, sqlite:, postgres://, redis:// or mem:)", redact(s))
+		return sqliteURL{}, fmt.Errorf("storeurl: unknown store scheme in %q (want a SQLite path, sqlite:, postgres://, redis:// or mem:)", redact(s))
 	default:
 		if scheme, rest, ok := strings.Cut(s, ":"); ok && len(scheme) > 1 {
 			if near := storage.Nearest(scheme, []string{"sqlite", "postgres", "postgresql", "redis", "rediss", "mem"}); near == scheme {
-				return "", 0, fmt.Errorf("storeurl: %q: a %s store is written %s://HOST/…", redact(s), scheme, scheme)
+				return sqliteURL{}, fmt.Errorf("storeurl: %q: a %s store is written %s://HOST/…", redact(s), scheme, scheme)
 			} else if near != "" {
-				return "", 0, fmt.Errorf("storeurl: unknown store scheme %q in %q: did you mean %s:? (a SQLite file whose name has a ':' is written sqlite:%s:%s)",
+				return sqliteURL{}, fmt.Errorf("storeurl: unknown store scheme %q in %q: did you mean %s:? (a SQLite file whose name has a ':' is written sqlite:%s:%s)",
 					scheme+":", redact(s), near, scheme, rest)
 			}
 		}
 		path = s
 	}
 	if base, query, ok := strings.Cut(path, "?"); ok && path != s {
-		return sqliteSync(base, query)
+		return sqliteParams(base, query)
 	}
 	if path == "" {
-		return "", 0, fmt.Errorf("storeurl: empty SQLite path")
+		return sqliteURL{}, fmt.Errorf("storeurl: empty SQLite path")
 	}
-	return path, sqlitestore.SyncNormal, nil
+	return sqliteURL{path: path, sync: sqlitestore.SyncNormal}, nil
 }
 
-// sqliteSync reads the query of a sqlite: store string, whose one
-// parameter is stem_sync, and returns the path before it and the mode.
-func sqliteSync(path, query string) (string, sqlitestore.Synchronous, error) {
-	u, v, err := takeParam("sqlite:x?"+query, "stem_sync", func(v string) error {
+// sqliteParams reads the query of a sqlite: store string, whose
+// parameters are stem_sync and stem_share_file, and returns them with the
+// path before it.
+func sqliteParams(path, query string) (sqliteURL, error) {
+	u, sync, err := takeParam("sqlite:x?"+query, "stem_sync", func(v string) error {
 		if v != "normal" && v != "full" {
 			return errors.New("want normal or full")
 		}
 		return nil
 	}, "", 0)
 	if err != nil {
-		return "", 0, err
+		return sqliteURL{}, err
+	}
+	u, share, err := takeParam(u, "stem_share_file", func(v string) error {
+		if v != "true" && v != "false" {
+			return errors.New("want true or false")
+		}
+		return nil
+	}, "", 0)
+	if err != nil {
+		return sqliteURL{}, err
 	}
 	if _, rest, _ := strings.Cut(u, "?"); rest != "" {
 		k, _, _ := strings.Cut(rest, "=")
-		return "", 0, fmt.Errorf("storeurl: unknown query parameter %q of a SQLite store (it takes stem_sync=normal or full)", k)
+		return sqliteURL{}, fmt.Errorf("storeurl: unknown query parameter %q of a SQLite store (it takes stem_sync=normal or full, and stem_share_file=true or false)", k)
 	}
 	if path == "" {
-		return "", 0, fmt.Errorf("storeurl: empty SQLite path")
+		return sqliteURL{}, fmt.Errorf("storeurl: empty SQLite path")
 	}
-	if v == "full" {
-		return path, sqlitestore.SyncFull, nil
+	r := sqliteURL{path: path, sync: sqlitestore.SyncNormal, share: share == "true"}
+	if sync == "full" {
+		r.sync = sqlitestore.SyncFull
 	}
-	return path, sqlitestore.SyncNormal, nil
+	return r, nil
 }
 
 // takeParam removes the query parameter name from the URL and returns its
