@@ -15,6 +15,12 @@ func exported(s string) string {
 	return string(unicode.ToUpper(r)) + s[n:]
 }
 
+// unexported returns s with its first letter lower-cased.
+func unexported(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToLower(r)) + s[n:]
+}
+
 // Package-level names of a workflow. Every version of a workflow gets its
 // context, its Register function and its version constant; only the
 // newest version of a name gets the others, the client API.
