@@ -136,8 +136,9 @@ var promoted = []string{"CancelRequested", "Context", "IsDetached", "Logger", "N
 
 // locals are the identifiers generated code declares inside functions
 // (receivers, parameters, variables); import names and parameter names
-// avoid them, and a type of the package that has one of these names is
-// written through an alias (see renderer.hiddenTypes). TestLocals checks
+// avoid them, and a type or annotated function of the package that has
+// one of these names is written through an alias (see
+// renderer.hiddenTypes). TestLocals checks
 // that the list is complete.
 var locals = map[string]bool{
 	"c": true, "sc": true, "e": true, "ctx": true, "in": true, "opts": true, "r": true,

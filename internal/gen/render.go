@@ -33,13 +33,14 @@ type renderer struct {
 	reserved map[string]bool
 	// typeNames maps the package's own types that a local of generated
 	// code would hide (a payload type named in, say) to the alias the
-	// generated file declares for each (see typeAliases).
-	typeNames map[string]string
+	// generated file declares for each (see typeAliases); funcNames does
+	// the same for annotated functions (a step function named c).
+	typeNames, funcNames map[string]string
 }
 
 // render returns the package's generated file, gofmt'd.
 func render(m *Package) ([]byte, error) {
-	r := &renderer{m: m, f: jen.NewFilePathName(m.Path, m.Name), reserved: map[string]bool{}, typeNames: map[string]string{}}
+	r := &renderer{m: m, f: jen.NewFilePathName(m.Path, m.Name), reserved: map[string]bool{}, typeNames: map[string]string{}, funcNames: map[string]string{}}
 	r.f.HeaderComment(header)
 	r.imports()
 	r.guards()
@@ -219,27 +220,59 @@ func (r *renderer) hiddenTypes(taken map[string]bool) {
 			add(s.Recv.TypeName)
 		}
 	}
-	slices.Sort(hidden)
-	for _, name := range hidden {
-		base := "stemType" + exported(name)
+	var funcs []string
+	for _, w := range r.m.Workflows {
+		if locals[w.GoName] {
+			funcs = append(funcs, w.GoName)
+		}
+	}
+	for _, s := range r.m.Steps {
+		if s.Recv == nil && locals[s.GoName] {
+			funcs = append(funcs, s.GoName)
+		}
+	}
+	name := func(prefix, name string) string {
+		base := prefix + exported(name)
 		alias := base
 		for i := 1; taken[alias] || r.m.Declared[alias].IsValid(); i++ {
 			alias = base + strconv.Itoa(i)
 		}
 		taken[alias] = true
 		r.reserved[alias] = true
-		r.typeNames[name] = alias
+		return alias
+	}
+	slices.Sort(hidden)
+	for _, n := range hidden {
+		r.typeNames[n] = name("stemType", n)
+	}
+	slices.Sort(funcs)
+	for _, n := range slices.Compact(funcs) {
+		r.funcNames[n] = name("stemFunc", n)
 	}
 }
 
 // typeAliases declares the aliases hiddenTypes named.
 func (r *renderer) typeAliases() {
-	names := slices.Sorted(maps.Keys(r.typeNames))
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(r.typeNames)) {
 		r.f.Line()
 		r.doc(fmt.Sprintf("%s is %s, under a name that no local of this file's functions hides: the file writes the type by this name.", r.typeNames[name], name), "")
 		r.f.Type().Id(r.typeNames[name]).Op("=").Id(name)
 	}
+	for _, name := range slices.Sorted(maps.Keys(r.funcNames)) {
+		r.f.Line()
+		r.doc(fmt.Sprintf("%s is %s, under a name that no local of this file's functions hides: the file calls the function by this name.", r.funcNames[name], name), "")
+		r.f.Var().Id(r.funcNames[name]).Op("=").Id(name)
+	}
+}
+
+// ownFunc writes the name of an annotated function of the package, as
+// the variable typeAliases declares when a local of generated code would
+// hide it.
+func (r *renderer) ownFunc(name string) *jen.Statement {
+	if alias, ok := r.funcNames[name]; ok {
+		return jen.Id(alias)
+	}
+	return jen.Id(name)
 }
 
 // ownType writes the package's own type name, as an alias when a local
@@ -693,7 +726,7 @@ func (r *renderer) register(w *Workflow) {
 		g.Return(rt("Register").Call(append([]jen.Code{jen.Id("e"), jen.Id(w.Newest.nameConst()),
 			jen.Func().Params(jen.Id("c").Op("*").Add(rt("WorkflowContext")), jen.Id("in").Add(in.Clone())).
 				Params(out.Clone(), jen.Error()).
-				Block(jen.Return(jen.Id(w.GoName).Call(jen.Op("&").Id(ctx).Values(lit), jen.Id("in"))))},
+				Block(jen.Return(r.ownFunc(w.GoName).Call(jen.Op("&").Id(ctx).Values(lit), jen.Id("in"))))},
 			opts...)...))
 	})
 }
@@ -1001,7 +1034,7 @@ func (r *renderer) stepCall(s *Step) ([]jen.Code, []jen.Code) {
 		params = append(params, jen.Id(names[i]).Add(r.typ(p.Type)))
 		args = append(args, jen.Id(names[i]))
 	}
-	own := jen.Id(s.GoName).Call(args...)
+	own := r.ownFunc(s.GoName).Call(args...)
 	if s.Recv != nil {
 		own = jen.Id("c").Dot(stepsField).Dot(s.GoName).Call(args...)
 	}
