@@ -8,14 +8,17 @@
 // The orders have fixed IDs, so running it again after an interruption
 // (Ctrl-C, or kill -9) resumes the unfinished runs instead of starting over.
 //
-// With --otel it traces each order with OpenTelemetry (package stemotel),
-// to the OTLP/HTTP endpoint OTEL_EXPORTER_OTLP_ENDPOINT names or else to
-// traces.json; with --metrics it serves the engine's metrics for
-// Prometheus, and keeps serving them once the orders are done:
+// Built with -tags otel, it takes two more flags: with --otel it traces
+// each order with OpenTelemetry (package stemotel), to the OTLP/HTTP
+// endpoint OTEL_EXPORTER_OTLP_ENDPOINT names or else to traces.json; with
+// --metrics it serves the engine's metrics for Prometheus, and keeps
+// serving them once the orders are done. The default build leaves the
+// OpenTelemetry SDK, its exporters and the Prometheus client out, which
+// would more than double what its first build compiles:
 //
-//	go run ./example/orders --otel
-//	OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 go run ./example/orders --otel
-//	go run ./example/orders --metrics :9464    # then: curl localhost:9464/metrics
+//	go run -tags otel ./example/orders --otel
+//	OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 go run -tags otel ./example/orders --otel
+//	go run -tags otel ./example/orders --metrics :9464    # then: curl localhost:9464/metrics
 package main
 
 import (

@@ -19,6 +19,19 @@ import (
 	"github.com/stemflow/stem/stores/storeurl"
 )
 
+// tracesFile is where --otel writes the traces when no OTLP endpoint is
+// configured, in the working directory.
+const tracesFile = "traces.json"
+
+// needsOTel ends the help of the flags that only a build with -tags otel
+// has.
+func needsOTel() string {
+	if telemetryBuilt {
+		return ""
+	}
+	return " (needs a build with -tags otel)"
+}
+
 // run is the whole program; main only wires signals and the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("orders", flag.ContinueOnError)
@@ -29,8 +42,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	coolOff := fs.Duration("cool-off", 3*time.Second, "each order's cool-off sleep")
 	truck := fs.Duration("truck", time.Second, "how often the warehouse's truck collects waiting orders")
 	plain := fs.Bool("plain", false, "print plain progress lines even on a terminal")
-	traces := fs.Bool("otel", false, "trace the orders with OpenTelemetry: to the OTLP/HTTP endpoint OTEL_EXPORTER_OTLP_ENDPOINT names, or else to "+tracesFile)
-	metrics := fs.String("metrics", "", "serve OpenTelemetry metrics for Prometheus at http://`ADDR`/metrics (:9464, say), and keep serving them once the orders are done")
+	traces := fs.Bool("otel", false, "trace the orders with OpenTelemetry: to the OTLP/HTTP endpoint OTEL_EXPORTER_OTLP_ENDPOINT names, or else to "+tracesFile+needsOTel())
+	metrics := fs.String("metrics", "", "serve OpenTelemetry metrics for Prometheus at http://`ADDR`/metrics (:9464, say), and keep serving them once the orders are done"+needsOTel())
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -205,9 +218,9 @@ func startOrders(ctx context.Context, e *runtime.Engine, items []runtime.BatchIt
 	}
 	runs := make([]*orders.FulfilRun, len(items))
 	for i, it := range items {
-		octx, span := tel.startSpan(ctx, "order "+it.ID)
+		octx, end := tel.startSpan(ctx, "order "+it.ID)
 		r, err := orders.StartFulfil(octx, e, it.Input, runtime.WithID(it.ID), runtime.WithPartition(it.Partition))
-		span.End()
+		end()
 		if err != nil {
 			return nil, err
 		}

@@ -1,3 +1,10 @@
+//go:build otel
+
+// The OpenTelemetry wiring of --otel and --metrics, built only with
+// -tags otel: the SDK, its exporters and the Prometheus client would more
+// than double what the first build of the default run compiles.
+// telemetry_off.go stands in for it otherwise.
+
 package main
 
 import (
@@ -30,10 +37,6 @@ import (
 
 // serviceName names this program in its traces and metrics.
 const serviceName = "stem-example-orders"
-
-// tracesFile is where --otel writes the traces when no OTLP endpoint is
-// configured, in the working directory.
-const tracesFile = "traces.json"
 
 // telemetry is what --otel and --metrics set up: the OpenTelemetry SDK's
 // providers with their exporters, and the /metrics server.
@@ -142,13 +145,18 @@ func (t *telemetry) observe(e *runtime.Engine) (stop func() error, err error) {
 }
 
 // startSpan starts the root span of an order's trace: its start, and all
-// its run's work, wherever and whenever it happens, are under it.
-func (t *telemetry) startSpan(ctx context.Context, name string) (context.Context, trace.Span) {
+// its run's work, wherever and whenever it happens, are under it. end ends
+// the span.
+func (t *telemetry) startSpan(ctx context.Context, name string) (_ context.Context, end func()) {
 	if t == nil {
-		return ctx, trace.SpanFromContext(ctx)
+		return ctx, func() {}
 	}
-	return t.tracer.Start(ctx, name)
+	ctx, span := t.tracer.Start(ctx, name)
+	return ctx, func() { span.End() }
 }
+
+// telemetryBuilt says that this build has --otel and --metrics.
+const telemetryBuilt = true
 
 // tracing reports whether traces are recorded.
 func (t *telemetry) tracing() bool { return t != nil && t.tp != nil }

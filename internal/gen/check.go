@@ -16,9 +16,11 @@ import (
 func check(m *Package, d *diagnostics) {
 	for _, w := range m.Workflows {
 		checkWorkflow(w, d)
+		checkExportedWorkflow(w, d)
 	}
 	for _, s := range m.Steps {
 		checkStep(m, s, d)
+		checkExportedStep(s, d)
 	}
 	for _, e := range m.Events {
 		checkEvent(e, d)
@@ -27,6 +29,83 @@ func check(m *Package, d *diagnostics) {
 	checkDuplicates(m, d)
 	checkCollisions(m, d)
 	checkLoops(m, d)
+}
+
+// checkExportedWorkflow reports an input or output of an exported
+// workflow whose type other packages cannot name: they could not call its
+// exported function, nor the generated Start function, with it.
+func checkExportedWorkflow(w *Workflow, d *diagnostics) {
+	if !token.IsExported(w.GoName) || len(w.Params) != 2 || len(w.Results) != 2 || w.Results[1].Role != RoleError {
+		return
+	}
+	what := "workflow " + w.GoName
+	fix := fmt.Sprintf("export the type, or unexport the workflow (%s) to keep it to this package", unexported(w.GoName))
+	checkExposed(w.Input(), "input "+paramName(w.Input(), 1), what, fmt.Sprintf("call %s or %s with it", w.GoName, w.startFunc()), fix, d)
+	checkExposed(w.Output(), "output", what, fmt.Sprintf("use the result of %s or of its runs (%s.Result)", w.GoName, w.runType()), fix, d)
+}
+
+// checkExportedStep reports an input or output of an exported step whose
+// type other packages cannot name.
+func checkExportedStep(s *Step, d *diagnostics) {
+	if !token.IsExported(s.GoName) || s.Recv != nil && !token.IsExported(s.Recv.TypeName) {
+		return
+	}
+	if len(s.Params) == 0 || s.Params[0].Role != RoleStepContext && s.Params[0].Role != RoleContext {
+		return
+	}
+	what := "step " + s.String()
+	fix := fmt.Sprintf("export the type, or unexport the step (%s) to keep it to this package", unexported(s.GoName))
+	for i, p := range s.Inputs() {
+		checkExposed(p, "input "+paramName(p, i+1), what, "call "+s.String()+" with it", fix, d)
+	}
+	if len(s.Results) == 2 && s.Results[1].Role == RoleError {
+		checkExposed(s.Results[0], "output", what, "use the result of "+s.String(), fix, d)
+	}
+}
+
+// checkExposed reports, at its type, a parameter or result of an exported
+// function whose type is or holds an unexported type of a package.
+func checkExposed(p *Param, what, of, cannot, fix string, d *diagnostics) {
+	if p.Role == RoleInvalid || p.Type == nil {
+		return
+	}
+	hidden := hiddenType(p.Type)
+	if hidden == "" {
+		return
+	}
+	typ := "the unexported type " + hidden
+	if p.Written != hidden {
+		typ = fmt.Sprintf("type %s, which holds the unexported type %s", p.Written, hidden)
+	}
+	d.add(p.Pos, "%s of exported %s has %s: other packages cannot %s; %s", what, of, typ, cannot, fix)
+}
+
+// hiddenType returns the name of the first unexported named type t is or
+// holds (as an element, key, type argument or field), or "".
+func hiddenType(t *Type) string {
+	if t == nil {
+		return ""
+	}
+	if t.Kind == KindNamed && t.Path != "" && !token.IsExported(t.Name) {
+		return t.Name
+	}
+	for _, a := range t.Args {
+		if h := hiddenType(a); h != "" {
+			return h
+		}
+	}
+	if h := hiddenType(t.Key); h != "" {
+		return h
+	}
+	if h := hiddenType(t.Elem); h != "" {
+		return h
+	}
+	for _, f := range t.Fields {
+		if h := hiddenType(f.Type); h != "" {
+			return h
+		}
+	}
+	return ""
 }
 
 // checkLoops reports the calls of a step that is not autoversion in a

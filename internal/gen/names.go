@@ -15,6 +15,12 @@ func exported(s string) string {
 	return string(unicode.ToUpper(r)) + s[n:]
 }
 
+// unexported returns s with its first letter lower-cased.
+func unexported(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToLower(r)) + s[n:]
+}
+
 // Package-level names of a workflow. Every version of a workflow gets its
 // context, its Register function and its version constant; only the
 // newest version of a name gets the others, the client API.
@@ -128,13 +134,17 @@ const (
 // *runtime.WorkflowContext.
 var promoted = []string{"CancelRequested", "Context", "IsDetached", "Logger", "Now", "ParentID", "Random", "RunID", "Sleep", "SleepUntil", "Timer", "UUID", "Workflow"}
 
-// locals are the identifiers generated code declares inside functions;
-// import names and parameter names avoid them.
+// locals are the identifiers generated code declares inside functions
+// (receivers, parameters, variables); import names and parameter names
+// avoid them, and a type or annotated function of the package that has
+// one of these names is written through an alias (see
+// renderer.hiddenTypes). TestLocals checks
+// that the list is complete.
 var locals = map[string]bool{
 	"c": true, "sc": true, "e": true, "ctx": true, "in": true, "opts": true, "r": true,
 	"rs": true, "err": true, "out": true, "i": true, "items": true, "ev": true, "steps": true,
 	"runID": true, "name": true, "timeout": true, "id": true, "p": true, "after": true,
-	overrideLocal: true, "ok": true, guardAliasName: true, "futures": true, "cases": true,
+	overrideLocal: true, "ok": true, guardAliasName: true, "futures": true, "cases": true, "d": true,
 }
 
 // overrideLocal holds, in a step's attempt, the function a test put in

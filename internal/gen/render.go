@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"go/format"
 	"go/token"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,14 +31,20 @@ type renderer struct {
 	f *jen.File
 	// reserved are identifiers a parameter name must not shadow.
 	reserved map[string]bool
+	// typeNames maps the package's own types that a local of generated
+	// code would hide (a payload type named in, say) to the alias the
+	// generated file declares for each (see typeAliases); funcNames does
+	// the same for annotated functions (a step function named c).
+	typeNames, funcNames map[string]string
 }
 
 // render returns the package's generated file, gofmt'd.
 func render(m *Package) ([]byte, error) {
-	r := &renderer{m: m, f: jen.NewFilePathName(m.Path, m.Name), reserved: map[string]bool{}}
+	r := &renderer{m: m, f: jen.NewFilePathName(m.Path, m.Name), reserved: map[string]bool{}, typeNames: map[string]string{}, funcNames: map[string]string{}}
 	r.f.HeaderComment(header)
 	r.imports()
 	r.guards()
+	r.typeAliases()
 	r.calls()
 	for _, s := range m.Steps {
 		r.step(s)
@@ -170,6 +177,111 @@ func (r *renderer) imports() {
 	}
 	r.reserved["c"], r.reserved["sc"] = true, true
 	r.reserved[overrideLocal], r.reserved["ok"] = true, true
+	r.hiddenTypes(taken)
+}
+
+// hiddenTypes names an alias for each of the package's own types that
+// generated code mentions and that has the name of one of its locals
+// (locals): written under its own name, a function declaring that local
+// would mean the local, not the type. The aliases are named
+// stemType<Name>, or with a number after when that is taken.
+func (r *renderer) hiddenTypes(taken map[string]bool) {
+	var hidden []string
+	add := func(name string) {
+		// The shape guards rename their own local apart from the
+		// package's names.
+		if locals[name] && name != guardAliasName && !slices.Contains(hidden, name) {
+			hidden = append(hidden, name)
+		}
+	}
+	var walk func(t *Type)
+	walk = func(t *Type) {
+		if t == nil {
+			return
+		}
+		if t.Kind == KindNamed && t.Path == r.m.Path {
+			add(t.Name)
+		}
+		for _, a := range t.Args {
+			walk(a)
+		}
+		walk(t.Key)
+		walk(t.Elem)
+		for _, f := range t.Fields {
+			walk(f.Type)
+		}
+	}
+	r.m.eachType(walk)
+	if r.m.Receiver != nil {
+		add(r.m.Receiver.Name)
+	}
+	for _, s := range r.m.Steps {
+		if s.Recv != nil {
+			add(s.Recv.TypeName)
+		}
+	}
+	var funcs []string
+	for _, w := range r.m.Workflows {
+		if locals[w.GoName] {
+			funcs = append(funcs, w.GoName)
+		}
+	}
+	for _, s := range r.m.Steps {
+		if s.Recv == nil && locals[s.GoName] {
+			funcs = append(funcs, s.GoName)
+		}
+	}
+	name := func(prefix, name string) string {
+		base := prefix + exported(name)
+		alias := base
+		for i := 1; taken[alias] || r.m.Declared[alias].IsValid(); i++ {
+			alias = base + strconv.Itoa(i)
+		}
+		taken[alias] = true
+		r.reserved[alias] = true
+		return alias
+	}
+	slices.Sort(hidden)
+	for _, n := range hidden {
+		r.typeNames[n] = name("stemType", n)
+	}
+	slices.Sort(funcs)
+	for _, n := range slices.Compact(funcs) {
+		r.funcNames[n] = name("stemFunc", n)
+	}
+}
+
+// typeAliases declares the aliases hiddenTypes named.
+func (r *renderer) typeAliases() {
+	for _, name := range slices.Sorted(maps.Keys(r.typeNames)) {
+		r.f.Line()
+		r.doc(fmt.Sprintf("%s is %s, under a name that no local of this file's functions hides: the file writes the type by this name.", r.typeNames[name], name), "")
+		r.f.Type().Id(r.typeNames[name]).Op("=").Id(name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.funcNames)) {
+		r.f.Line()
+		r.doc(fmt.Sprintf("%s is %s, under a name that no local of this file's functions hides: the file calls the function by this name.", r.funcNames[name], name), "")
+		r.f.Var().Id(r.funcNames[name]).Op("=").Id(name)
+	}
+}
+
+// ownFunc writes the name of an annotated function of the package, as
+// the variable typeAliases declares when a local of generated code would
+// hide it.
+func (r *renderer) ownFunc(name string) *jen.Statement {
+	if alias, ok := r.funcNames[name]; ok {
+		return jen.Id(alias)
+	}
+	return jen.Id(name)
+}
+
+// ownType writes the package's own type name, as an alias when a local
+// of generated code would hide it.
+func (r *renderer) ownType(name string) *jen.Statement {
+	if alias, ok := r.typeNames[name]; ok {
+		return jen.Id(alias)
+	}
+	return jen.Id(name)
 }
 
 // eachType calls fn for every type the generated file mentions.
@@ -245,7 +357,9 @@ func (r *renderer) typ(t *Type) *jen.Statement {
 	switch t.Kind {
 	case KindNamed:
 		s := jen.Id(t.Name)
-		if t.Path != "" {
+		if alias, ok := r.typeNames[t.Name]; ok && t.Path == r.m.Path {
+			s = jen.Id(alias)
+		} else if t.Path != "" {
 			s = jen.Qual(t.Path, t.Name)
 		}
 		if len(t.Args) > 0 {
@@ -329,8 +443,8 @@ func (r *renderer) guards() {
 			var params []jen.Code
 			fn := jen.Id(s.GoName)
 			if s.Recv != nil {
-				params = append(params, jen.Op("*").Id(s.Recv.TypeName))
-				fn = jen.Parens(jen.Op("*").Id(s.Recv.TypeName)).Dot(s.GoName)
+				params = append(params, jen.Op("*").Add(r.ownType(s.Recv.TypeName)))
+				fn = jen.Parens(jen.Op("*").Add(r.ownType(s.Recv.TypeName))).Dot(s.GoName)
 			}
 			for _, p := range s.Params {
 				params = append(params, r.typ(p.Type))
@@ -576,7 +690,7 @@ func (r *renderer) register(w *Workflow) {
 			"check an event's payload.", m.Name)
 	}
 	if m.Receiver != nil {
-		regParams = append(regParams, jen.Id("steps").Op("*").Id(m.Receiver.Name))
+		regParams = append(regParams, jen.Id("steps").Op("*").Add(r.ownType(m.Receiver.Name)))
 		regDoc += " Its steps run on steps, which must not be nil."
 	}
 	r.doc(regDoc, w.Doc)
@@ -612,7 +726,7 @@ func (r *renderer) register(w *Workflow) {
 		g.Return(rt("Register").Call(append([]jen.Code{jen.Id("e"), jen.Id(w.Newest.nameConst()),
 			jen.Func().Params(jen.Id("c").Op("*").Add(rt("WorkflowContext")), jen.Id("in").Add(in.Clone())).
 				Params(out.Clone(), jen.Error()).
-				Block(jen.Return(jen.Id(w.GoName).Call(jen.Op("&").Id(ctx).Values(lit), jen.Id("in"))))},
+				Block(jen.Return(r.ownFunc(w.GoName).Call(jen.Op("&").Id(ctx).Values(lit), jen.Id("in"))))},
 			opts...)...))
 	})
 }
@@ -744,7 +858,7 @@ func (r *renderer) calls() {
 	f.Type().Id(callsType).StructFunc(func(g *jen.Group) {
 		g.Id(runtimeField).Op("*").Add(rt("WorkflowContext"))
 		if m.Receiver != nil {
-			g.Id(stepsField).Op("*").Id(m.Receiver.Name)
+			g.Id(stepsField).Op("*").Add(r.ownType(m.Receiver.Name))
 		}
 	})
 }
@@ -920,7 +1034,7 @@ func (r *renderer) stepCall(s *Step) ([]jen.Code, []jen.Code) {
 		params = append(params, jen.Id(names[i]).Add(r.typ(p.Type)))
 		args = append(args, jen.Id(names[i]))
 	}
-	own := jen.Id(s.GoName).Call(args...)
+	own := r.ownFunc(s.GoName).Call(args...)
 	if s.Recv != nil {
 		own = jen.Id("c").Dot(stepsField).Dot(s.GoName).Call(args...)
 	}
@@ -1105,7 +1219,7 @@ func (r *renderer) registerAll() {
 	params := []jen.Code{jen.Id("e").Op("*").Add(rt("Engine"))}
 	args := []jen.Code{jen.Id("e")}
 	if m.Receiver != nil {
-		params = append(params, jen.Id("steps").Op("*").Id(m.Receiver.Name))
+		params = append(params, jen.Id("steps").Op("*").Add(r.ownType(m.Receiver.Name)))
 		args = append(args, jen.Id("steps"))
 	}
 	r.f.Line()

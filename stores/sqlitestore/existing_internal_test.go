@@ -305,3 +305,101 @@ func TestReadOnly(t *testing.T) {
 		t.Fatalf("Pause after Close = %v, want ErrClosed", err)
 	}
 }
+
+// Open, as a worker calls it, refuses another application's database with
+// ErrNotStore and ErrForeignFile, naming the file and its first tables and
+// saying what to do, and leaves every byte of it as it was; with
+// ShareFile it adds Stem's tables beside the application's, which keep
+// their rows. A new file, an empty one and a Stem store open either way.
+func TestOpenRefusesForeignFile(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dir := t.TempDir()
+	other := foreignDB(t, dir)
+	many := filepath.Join(dir, "many.db")
+	db, err := sql.Open("sqlite", many+"?_pragma=journal_mode(DELETE)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"users", "orders", "audit", "sessions", "invoices"} {
+		if _, err := db.Exec(`CREATE TABLE ` + name + ` (id INTEGER PRIMARY KEY)`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	before := dirState(t, dir)
+
+	for _, c := range []struct {
+		path string
+		want []string
+	}{
+		{other, []string{"made by another application", "none of them Stem's: customers)", "ShareFile"}},
+		{many, []string{"none of them Stem's: audit, invoices, orders and 2 more)", "ShareFile", "stem_share_file=true"}},
+	} {
+		s, err := Open(c.path, Options{})
+		if err == nil {
+			s.Close()
+			t.Fatalf("Open(%s) succeeded on another application's file", c.path)
+		}
+		if !errors.Is(err, storage.ErrNotStore) || !errors.Is(err, ErrForeignFile) || !strings.Contains(err.Error(), c.path) {
+			t.Errorf("Open(%s) = %v, want ErrNotStore and ErrForeignFile naming the path", c.path, err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("Open(%s) = %v, want it to say %q", c.path, err, w)
+			}
+		}
+		// SkipMigrate would let the caller migrate it next: refused too.
+		if s, err := Open(c.path, Options{SkipMigrate: true}); !errors.Is(err, ErrForeignFile) {
+			if err == nil {
+				s.Close()
+			}
+			t.Errorf("Open(%s, SkipMigrate) = %v, want ErrForeignFile", c.path, err)
+		}
+	}
+	// StoredSchemaVersion (stem init's check) names the tables the same way.
+	if _, err := StoredSchemaVersion(ctx, many); !errors.Is(err, ErrForeignFile) || !strings.Contains(err.Error(), "audit, invoices, orders and 2 more") {
+		t.Errorf("StoredSchemaVersion(many) = %v, want ErrForeignFile naming the tables", err)
+	}
+	sameDir(t, dir, before)
+
+	// Told to share the file, Open adds Stem's tables; the application's
+	// rows stay, and the file opens without ShareFile from then on.
+	s, err := Open(other, Options{ShareFile: true})
+	if err != nil {
+		t.Fatalf("Open(other, ShareFile): %v", err)
+	}
+	if _, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "a", Workflow: "wf", Input: []byte(`1`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(other, Options{})
+	if err != nil {
+		t.Fatalf("Open(shared file) without ShareFile: %v", err)
+	}
+	s.Close()
+	db, err = sql.Open("sqlite", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM customers`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("customers after sharing: %d rows, %v; want 2", n, err)
+	}
+
+	// A new file and an empty one are a worker's to create.
+	empty := filepath.Join(dir, "empty.db")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(dir, "new.db"), empty} {
+		s, err := Open(p, Options{})
+		if err != nil {
+			t.Fatalf("Open(%s): %v", p, err)
+		}
+		s.Close()
+	}
+}

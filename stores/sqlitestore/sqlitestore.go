@@ -99,6 +99,11 @@
 // exactly as it was. StoredSchemaVersion reads a file's version the same
 // way.
 //
+// Open refuses another application's database too (a file with tables,
+// none of them Stem's), naming some of its tables, so that a worker
+// pointed at the wrong file does not add Stem's tables to it unannounced;
+// Options.ShareFile is how a program says it means to share the file.
+//
 // # Clock
 //
 // SQLite has no clock of its own that every process would share, so lease
@@ -206,6 +211,16 @@ type Options struct {
 	// pragma that writes. Every write method returns ErrReadOnly. Other
 	// Stores, in this process or others, may write the file meanwhile.
 	ReadOnly bool
+	// ShareFile lets Open add Stem's tables to a file that already holds
+	// another application's tables (a SQLite database with tables, none of
+	// them Stem's). Without it such a file is refused with
+	// storage.ErrNotStore and ErrForeignFile, naming the file and some of
+	// its tables, and left unchanged, so that a worker pointed at the wrong
+	// file does not quietly write into it. A new or empty file and a Stem
+	// store are opened either way. Stem's tables (runs, events, checkpoints
+	// and others, see the migrations) must not have the names of the
+	// application's.
+	ShareFile bool
 	// MaxWAL bounds the write-ahead log file (<path>-wal), in bytes. Every
 	// commit appends to the log until a checkpoint copies it into the
 	// database file and the log starts over. Once the file passes MaxWAL the
@@ -275,7 +290,9 @@ type Store struct {
 // Open opens (creating if needed) the SQLite database at path, applies the
 // embedded migrations (unless Options.SkipMigrate) and starts the writer.
 // With Options.OpenExisting or Options.ReadOnly it creates and migrates
-// nothing, and refuses a path that holds no current Stem store.
+// nothing, and refuses a path that holds no current Stem store. A file
+// another application made (tables, none of them Stem's) is refused with
+// ErrForeignFile unless Options.ShareFile.
 func Open(path string, opts Options) (*Store, error) {
 	if err := checkPath(path); err != nil {
 		return nil, err
@@ -311,6 +328,10 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	if opts.ReadOnly || opts.OpenExisting {
 		if err := checkExisting(context.Background(), path, opts); err != nil {
+			return nil, err
+		}
+	} else if !opts.ShareFile {
+		if err := checkNotForeign(context.Background(), path, opts); err != nil {
 			return nil, err
 		}
 	}

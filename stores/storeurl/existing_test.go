@@ -210,3 +210,61 @@ func TestPostgresOpenExistingAndInit(t *testing.T) {
 		t.Fatalf("the foreign schema has %d tables (%v), want its 1", tables, err)
 	}
 }
+
+// A worker's Open refuses another application's SQLite database, naming
+// it, and changes nothing; sqlite:...?stem_share_file=true lets Open and
+// Init add Stem's tables beside the application's.
+func TestSQLiteShareFile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	newOther := func(name string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		db, err := sql.Open("sqlite", p+"?_pragma=journal_mode(DELETE)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Exec(`CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('hello')`); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	other := newOther("other.db")
+	before, err := os.ReadFile(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{other, "sqlite:" + other, "sqlite:" + other + "?stem_share_file=false"} {
+		_, err := storeurl.Open(ctx, s)
+		if !errors.Is(err, sqlitestore.ErrForeignFile) || !strings.Contains(err.Error(), other) || !strings.Contains(err.Error(), "notes") {
+			t.Fatalf("Open(%s) = %v, want ErrForeignFile naming the file and its table", s, err)
+		}
+	}
+	if after, _ := os.ReadFile(other); string(after) != string(before) {
+		t.Fatal("the refused opens changed the file")
+	}
+
+	st, err := storeurl.Open(ctx, "sqlite:"+other+"?stem_share_file=true&stem_sync=full")
+	if err != nil {
+		t.Fatalf("Open with stem_share_file=true: %v", err)
+	}
+	st.Close()
+	shared := newOther("shared.db")
+	r, err := storeurl.Init(ctx, "sqlite:"+shared+"?stem_share_file=true", storeurl.Options{})
+	if err != nil || r.From != 0 || r.To != sqlitestore.SchemaVersion() {
+		t.Fatalf("Init with stem_share_file=true = %+v, %v", r, err)
+	}
+	// Shared once, the file is a Stem store: it opens as one.
+	for _, p := range []string{other, shared} {
+		st, err := storeurl.OpenWith(ctx, p, storeurl.Options{OpenExisting: true})
+		if err != nil {
+			t.Fatalf("OpenExisting(%s) after sharing: %v", p, err)
+		}
+		st.Close()
+	}
+
+	if _, err := storeurl.Open(ctx, "sqlite:"+other+"?stem_share_file=yes"); err == nil || !strings.Contains(err.Error(), `stem_share_file="yes": want true or false`) {
+		t.Fatalf("stem_share_file=yes: %v", err)
+	}
+}

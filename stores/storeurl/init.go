@@ -45,7 +45,7 @@ func (r InitReport) String() string {
 // Open does, made explicit for an operator, with one difference: what
 // holds another application's data (a SQLite database, a Postgres schema
 // with tables, none of them Stem's) is refused with storage.ErrNotStore and
-// left unchanged. mem: has nothing to initialise and is refused. Only
+// left unchanged, unless a sqlite: URL says stem_share_file=true. mem: has nothing to initialise and is refused. Only
 // DialTimeout and Logger of opts are used.
 func Init(ctx context.Context, s string, opts Options) (InitReport, error) {
 	opts.OpenExisting, opts.ReadOnly = false, false
@@ -59,15 +59,15 @@ func Init(ctx context.Context, s string, opts Options) (InitReport, error) {
 	case isRedis(s):
 		return initRedis(ctx, s, opts)
 	}
-	path, sync, err := sqlitePath(s)
+	su, err := sqlitePath(s)
 	if err != nil {
 		return InitReport{}, err
 	}
-	r := InitReport{Store: path, To: sqlitestore.SchemaVersion()}
-	if r.From, err = sqlitestore.StoredSchemaVersion(ctx, path); err != nil {
+	r := InitReport{Store: su.path, To: sqlitestore.SchemaVersion()}
+	if r.From, err = sqlitestore.StoredSchemaVersion(ctx, su.path); err != nil && !(su.share && errors.Is(err, sqlitestore.ErrForeignFile)) {
 		return InitReport{}, fmt.Errorf("storeurl: %w", err)
 	}
-	st, err := sqlitestore.Open(path, sqlitestore.Options{Synchronous: sync, OpenExisting: r.From == r.To, Logger: opts.Logger})
+	st, err := sqlitestore.Open(su.path, sqlitestore.Options{Synchronous: su.sync, ShareFile: su.share, OpenExisting: r.From == r.To, Logger: opts.Logger})
 	if err != nil {
 		return InitReport{}, fmt.Errorf("storeurl: %w", err)
 	}

@@ -11,14 +11,18 @@
 // Postgres schema (a Postgres identifier written unquoted: letters, digits
 // and _, not starting with a digit, at most 63 bytes), and stem_prefix, the
 // Redis key prefix (letters, digits and _ - . : / { }, at most 64 bytes).
-// A SQLite store written in the sqlite: form takes one, stem_sync, the
+// A SQLite store written in the sqlite: form takes two: stem_sync, the
 // durability mode: normal (the default) or full (sqlitestore.SyncFull), as
-// in sqlite:stem.db?stem_sync=full; a plain path is taken as written, '?'
-// and all. Any other value, a repeated parameter, a stem_ parameter the
-// store does not take (misspelled, or another store's: it would otherwise
-// reach the driver, which sends it to the server or drops it), or a ';'
-// anywhere in the query (which Go's URL parser would silently drop with its
-// parameter) is an error naming the parameter, and the nearest known one.
+// in sqlite:stem.db?stem_sync=full; and stem_share_file=true
+// (sqlitestore.Options.ShareFile), which lets Stem add its tables to a
+// file another application's tables are in, as in
+// sqlite:app.db?stem_share_file=true, where without it the file is
+// refused. A plain path is taken as written, '?' and all. Any other value,
+// a repeated parameter, a stem_ parameter the store does not take
+// (misspelled, or another store's: it would otherwise reach the driver,
+// which sends it to the server or drops it), or a ';' anywhere in the
+// query (which Go's URL parser would silently drop with its parameter) is
+// an error naming the parameter, and the nearest known one.
 //
 // Open creates a store that is not there (a SQLite file, a Postgres schema)
 // and migrates an older one, as a worker wants. A tool passes
@@ -34,6 +38,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -103,11 +108,11 @@ func OpenWith(ctx context.Context, s string, opts Options) (storage.Store, error
 		}
 		return st, nil
 	}
-	path, sync, err := sqlitePath(s)
+	su, err := sqlitePath(s)
 	if err != nil {
 		return nil, err
 	}
-	st, err := sqlitestore.Open(path, sqlitestore.Options{Synchronous: sync, OpenExisting: opts.OpenExisting, ReadOnly: opts.ReadOnly, Logger: opts.Logger})
+	st, err := sqlitestore.Open(su.path, sqlitestore.Options{Synchronous: su.sync, ShareFile: su.share, OpenExisting: opts.OpenExisting, ReadOnly: opts.ReadOnly, Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("storeurl: %w", err)
 	}
@@ -122,10 +127,17 @@ func isRedis(s string) bool {
 	return strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")
 }
 
-// sqlitePath returns the path of a SQLite store string and the durability
-// mode its sqlite: form's stem_sync names, or an error for a URL of a
-// scheme no store has.
-func sqlitePath(s string) (string, sqlitestore.Synchronous, error) {
+// sqliteURL is what a SQLite store string says: the file, and the
+// options its sqlite: form's parameters set.
+type sqliteURL struct {
+	path  string
+	sync  sqlitestore.Synchronous // stem_sync
+	share bool                    // stem_share_file
+}
+
+// sqlitePath reads a SQLite store string, or returns an error for a URL of
+// a scheme no store has.
+func sqlitePath(s string) (sqliteURL, error) {
 	var path string
 	switch {
 	case strings.HasPrefix(s, "sqlite://"):
@@ -133,50 +145,61 @@ func sqlitePath(s string) (string, sqlitestore.Synchronous, error) {
 	case strings.HasPrefix(s, "sqlite:"):
 		path = strings.TrimPrefix(s, "sqlite:")
 	case strings.Contains(s, "://"):
-		return "", 0, fmt.Errorf("storeurl: unknown store scheme in %q (want a SQLite path, sqlite:, postgres://, redis:// or mem:)", redact(s))
+		return sqliteURL{}, fmt.Errorf("storeurl: unknown store scheme in %q (want a SQLite path, sqlite:, postgres://, redis:// or mem:)", redact(s))
 	default:
 		if scheme, rest, ok := strings.Cut(s, ":"); ok && len(scheme) > 1 {
 			if near := storage.Nearest(scheme, []string{"sqlite", "postgres", "postgresql", "redis", "rediss", "mem"}); near == scheme {
-				return "", 0, fmt.Errorf("storeurl: %q: a %s store is written %s://HOST/…", redact(s), scheme, scheme)
+				return sqliteURL{}, fmt.Errorf("storeurl: %q: a %s store is written %s://HOST/…", redact(s), scheme, scheme)
 			} else if near != "" {
-				return "", 0, fmt.Errorf("storeurl: unknown store scheme %q in %q: did you mean %s:? (a SQLite file whose name has a ':' is written sqlite:%s:%s)",
+				return sqliteURL{}, fmt.Errorf("storeurl: unknown store scheme %q in %q: did you mean %s:? (a SQLite file whose name has a ':' is written sqlite:%s:%s)",
 					scheme+":", redact(s), near, scheme, rest)
 			}
 		}
 		path = s
 	}
 	if base, query, ok := strings.Cut(path, "?"); ok && path != s {
-		return sqliteSync(base, query)
+		return sqliteParams(base, query)
 	}
 	if path == "" {
-		return "", 0, fmt.Errorf("storeurl: empty SQLite path")
+		return sqliteURL{}, fmt.Errorf("storeurl: empty SQLite path")
 	}
-	return path, sqlitestore.SyncNormal, nil
+	return sqliteURL{path: path, sync: sqlitestore.SyncNormal}, nil
 }
 
-// sqliteSync reads the query of a sqlite: store string, whose one
-// parameter is stem_sync, and returns the path before it and the mode.
-func sqliteSync(path, query string) (string, sqlitestore.Synchronous, error) {
-	u, v, err := takeParam("sqlite:x?"+query, "stem_sync", func(v string) error {
+// sqliteParams reads the query of a sqlite: store string, whose
+// parameters are stem_sync and stem_share_file, and returns them with the
+// path before it.
+func sqliteParams(path, query string) (sqliteURL, error) {
+	u, sync, err := takeParam("sqlite:x?"+query, "stem_sync", func(v string) error {
 		if v != "normal" && v != "full" {
 			return errors.New("want normal or full")
 		}
 		return nil
 	}, "", 0)
 	if err != nil {
-		return "", 0, err
+		return sqliteURL{}, err
+	}
+	u, share, err := takeParam(u, "stem_share_file", func(v string) error {
+		if v != "true" && v != "false" {
+			return errors.New("want true or false")
+		}
+		return nil
+	}, "", 0)
+	if err != nil {
+		return sqliteURL{}, err
 	}
 	if _, rest, _ := strings.Cut(u, "?"); rest != "" {
 		k, _, _ := strings.Cut(rest, "=")
-		return "", 0, fmt.Errorf("storeurl: unknown query parameter %q of a SQLite store (it takes stem_sync=normal or full)", k)
+		return sqliteURL{}, fmt.Errorf("storeurl: unknown query parameter %q of a SQLite store (it takes stem_sync=normal or full, and stem_share_file=true or false)", k)
 	}
 	if path == "" {
-		return "", 0, fmt.Errorf("storeurl: empty SQLite path")
+		return sqliteURL{}, fmt.Errorf("storeurl: empty SQLite path")
 	}
-	if v == "full" {
-		return path, sqlitestore.SyncFull, nil
+	r := sqliteURL{path: path, sync: sqlitestore.SyncNormal, share: share == "true"}
+	if sync == "full" {
+		r.sync = sqlitestore.SyncFull
 	}
-	return path, sqlitestore.SyncNormal, nil
+	return r, nil
 }
 
 // takeParam removes the query parameter name from the URL and returns its
@@ -206,7 +229,7 @@ func takeParam(s, name string, check func(string) error, timeoutParam string, ti
 			return "", "", fmt.Errorf("storeurl: malformed query parameter name %q", k)
 		}
 		if key != name {
-			if strings.HasPrefix(strings.ToLower(key), "stem_") {
+			if strings.HasPrefix(strings.ToLower(key), "stem_") && stemParams[key] != stemParams[name] {
 				return "", "", unknownStemParam(key, name)
 			}
 			if strings.Contains(part, ";") {
@@ -236,20 +259,28 @@ func takeParam(s, name string, check func(string) error, timeoutParam string, ti
 
 // stemParams are the stem_ query parameters, each with the store that
 // takes it.
-var stemParams = map[string]string{"stem_schema": "a Postgres store", "stem_prefix": "a Redis store", "stem_sync": "a SQLite store"}
+var stemParams = map[string]string{"stem_schema": "a Postgres store", "stem_prefix": "a Redis store", "stem_sync": "a SQLite store", "stem_share_file": "a SQLite store"}
 
-// unknownStemParam refuses a stem_ parameter other than name, the one the
-// store takes: a misspelled or misplaced store option would otherwise
+// unknownStemParam refuses a stem_ parameter that the store taking name
+// does not take: a misspelled or misplaced store option would otherwise
 // reach the driver (pgx sends it to the server as a setting) or be
 // dropped, and the store open somewhere else than meant.
 func unknownStemParam(key, name string) error {
+	store := stemParams[name]
+	var takes []string
+	for p, s := range stemParams {
+		if s == store {
+			takes = append(takes, p)
+		}
+	}
+	slices.Sort(takes)
 	msg := fmt.Sprintf("storeurl: unknown query parameter %q", key)
-	if store, ok := stemParams[strings.ToLower(key)]; ok && !strings.EqualFold(key, name) {
-		msg += fmt.Sprintf(": it is a parameter of %s", store)
-	} else if near := storage.Nearest(strings.ToLower(key), []string{name}); near != "" {
+	if other, ok := stemParams[strings.ToLower(key)]; ok && other != store {
+		msg += fmt.Sprintf(": it is a parameter of %s", other)
+	} else if near := storage.Nearest(strings.ToLower(key), takes); near != "" {
 		msg += fmt.Sprintf("; did you mean %s?", near)
 	}
-	return fmt.Errorf("%s (%s takes %s; parameters starting with stem_ are Stem's, not the driver's)", msg, stemParams[name], name)
+	return fmt.Errorf("%s (%s takes %s; parameters starting with stem_ are Stem's, not the driver's)", msg, store, strings.Join(takes, " and "))
 }
 
 // checkSchema accepts a Postgres identifier as it may be written unquoted.
