@@ -68,22 +68,27 @@ func newDashOn(t *testing.T, st storage.Store, work bool) *dash {
 		t.Fatal(err)
 	}
 	d.e = e
+	t.Cleanup(func() { e.Close() })
 	if work {
 		register(t, e)
-		ctx, stop := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			e.Run(ctx)
-		}()
-		t.Cleanup(func() {
-			stop()
-			<-done
-		})
+		runEngine(t, e)
 	}
-	t.Cleanup(func() { e.Close() })
 	d.h = ui.New(e, ui.Options{Authorize: d.authorize, AllowedHosts: testHosts})
 	return d
+}
+
+// runEngine runs e until the test ends.
+func runEngine(t *testing.T, e *runtime.Engine) {
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		stop()
+		<-done
+	})
 }
 
 func (d *dash) authorize(r *http.Request) ui.Access {

@@ -16,7 +16,7 @@ import (
 func TestActionsRefuseAKeyNoWorkerHolds(t *testing.T) {
 	t.Parallel()
 	d := newDash(t, false, nil)
-	ctx, stop := context.WithCancel(context.Background())
+	ctx := context.Background()
 	right, err := runtime.NewAESGCMCodec([]byte("0123456789abcdef0123456789abcdef"))
 	must(t, err)
 	wrong, err := runtime.NewAESGCMCodec([]byte("fedcba9876543210fedcba9876543210"))
@@ -25,16 +25,8 @@ func TestActionsRefuseAKeyNoWorkerHolds(t *testing.T) {
 	worker, err := runtime.New(runtime.Config{Store: d.store, Codec: right, PollInterval: 5 * time.Millisecond})
 	must(t, err)
 	register(t, worker)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		worker.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		stop()
-		<-done
-		worker.Close()
-	})
+	t.Cleanup(func() { worker.Close() })
+	runEngine(t, worker)
 	_, err = worker.StartJSON(ctx, "approval", "order-1", []byte(`{}`))
 	must(t, err)
 	d.waitStatus("order-1", "waiting")

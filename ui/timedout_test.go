@@ -24,17 +24,9 @@ func TestTimedOutWaitIsNotAFailure(t *testing.T) {
 		}
 		return "replied", err
 	}))
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		e.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		stop()
-		<-done
-		e.Close()
-	})
+	t.Cleanup(func() { e.Close() })
+	runEngine(t, e)
+	ctx := context.Background()
 	_, err = e.StartJSON(ctx, "patient", "p-1", []byte(`1`))
 	must(t, err)
 	d.h = ui.New(e, ui.Options{Authorize: d.authorize, AllowedHosts: testHosts})
