@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stemflow/stem/internal/manifest"
 	"github.com/stemflow/stem/storage"
@@ -36,30 +34,7 @@ func storeWith(t *testing.T, runs ...storedRun) string {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	ctx := context.Background()
-	for _, r := range runs {
-		if _, err := st.CreateRuns(ctx, []storage.NewRun{{ID: r.id, Workflow: r.workflow, Version: r.version, Input: []byte(r.input)}}); err != nil {
-			t.Fatal(err)
-		}
-		claimed, err := st.Claim(ctx, storage.ClaimRequest{Owner: "old-worker", Workflows: []string{r.workflow}, Limit: 5, LeaseFor: time.Hour})
-		if err != nil || len(claimed) != 1 {
-			t.Fatalf("claim %s: %v %v", r.id, claimed, err)
-		}
-		l := claimed[0].Lease
-		for _, cp := range r.steps {
-			if _, err := st.Checkpoint(ctx, storage.CheckpointRequest{Lease: l, LeaseFor: time.Hour, Checkpoint: cp}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		req := storage.SuspendRequest{Lease: l, LeaseFor: time.Hour, Wait: r.wait}
-		if r.wait == nil {
-			later := time.Now().Add(time.Hour)
-			req.ReadyAt = &later
-		}
-		if _, err := st.Suspend(ctx, req); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fillStore(t, st, runs...)
 	return path
 }
 

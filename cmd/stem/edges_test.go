@@ -303,8 +303,12 @@ func fillStore(t *testing.T, st storage.Store, runs ...storedRun) {
 				t.Fatal(err)
 			}
 		}
-		later := time.Now().Add(time.Hour)
-		if _, err := st.Suspend(ctx, storage.SuspendRequest{Lease: l, LeaseFor: time.Hour, Wait: r.wait, ReadyAt: &later}); err != nil {
+		req := storage.SuspendRequest{Lease: l, LeaseFor: time.Hour, Wait: r.wait}
+		if r.wait == nil {
+			later := time.Now().Add(time.Hour)
+			req.ReadyAt = &later
+		}
+		if _, err := st.Suspend(ctx, req); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -118,16 +118,7 @@ func (p *uiProcess) stop(sig os.Signal) (code int, stdout string) {
 // get fetches path under the dashboard and returns the status and body.
 func (p *uiProcess) get(path string) (int, string) {
 	p.t.Helper()
-	resp, err := http.Get(p.base + path)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
+	return p.getAs("", path)
 }
 
 // stem ui serves the dashboard of the store on the port it says, on
@@ -265,8 +256,9 @@ func TestUIBanner(t *testing.T) {
 	}
 }
 
-// getAs fetches path under the dashboard naming host in the Host header,
-// as a browser at http://host/ does, and returns the status and body.
+// getAs fetches path under the dashboard naming host in the Host header
+// (none: the listener's address), as a browser at http://host/ does, and
+// returns the status and body.
 func (p *uiProcess) getAs(host, path string) (int, string) {
 	p.t.Helper()
 	req, err := http.NewRequest(http.MethodGet, p.base+path, nil)
