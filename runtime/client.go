@@ -370,19 +370,16 @@ func StartBatch[In, Out any](ctx context.Context, e *Engine, name string, items 
 		if err != nil {
 			return nil, err
 		}
-		// The workflow's timeout= counts from when the run may start, as
-		// it does for StartJSON and a schedule's ticks.
-		from := now
-		if it.StartAt.After(now) {
-			from = it.StartAt
-		}
-		runs[i] = storage.NewRun{ID: it.ID, Workflow: name, Input: in, Deadline: def.deadlineFrom(from, it.Deadline),
+		runs[i] = storage.NewRun{ID: it.ID, Workflow: name, Input: in,
 			Queue: it.Queue, Partition: it.Partition, Priority: it.Priority, Version: def.version}
-		if err := e.place(ctx, &runs[i], &cat); err != nil {
-			return nil, err
-		}
 		if !it.StartAt.IsZero() {
 			runs[i].StartAt = &it.StartAt
+		}
+		// The workflow's timeout= counts from when the run may start, as
+		// it does for StartJSON and a schedule's ticks.
+		runs[i].Deadline = def.deadlineFrom(startOf(&runs[i], now), it.Deadline)
+		if err := e.place(ctx, &runs[i], &cat); err != nil {
+			return nil, err
 		}
 		if d := runs[i].Deadline; d != nil && !d.After(now) {
 			return nil, fmt.Errorf("%w: run %d of the batch: deadline %s is already past", ErrInvalidArgument, i, d.Format(time.RFC3339Nano))

@@ -118,8 +118,11 @@ func (e *Engine) eventPayload(ctx context.Context, topic string, payload any) ([
 	if err != nil {
 		return nil, fmt.Errorf("stem: encode %s: %w", what, err)
 	}
-	if len(raw) > e.cfg.MaxPayloadBytes {
-		return nil, fmt.Errorf("%w: %s is %d bytes, limit %d", ErrPayloadTooLarge, what, len(raw), e.cfg.MaxPayloadBytes)
+	// Sealed first: encodeRaw refuses a payload over the limit before it
+	// is decoded for the check.
+	sealed, err := e.payloads.encodeRaw(what, raw)
+	if err != nil {
+		return nil, err
 	}
 	t, err := e.eventType(ctx, topic)
 	if err != nil {
@@ -138,5 +141,5 @@ func (e *Engine) eventPayload(ctx context.Context, topic string, payload any) ([
 				ErrInvalidArgument, topic, err)
 		}
 	}
-	return e.payloads.encodeRaw(what, raw)
+	return sealed, nil
 }
