@@ -88,12 +88,6 @@ func (s *Store) ListWorkers(ctx context.Context) ([]storage.Worker, error) {
 			if len(w.Workflows) == 0 {
 				w.Workflows = nil
 			}
-			if len(w.KeyIDs) == 0 {
-				w.KeyIDs = nil
-			}
-			if len(w.MissingKeyIDs) == 0 {
-				w.MissingKeyIDs = nil
-			}
 			out = append(out, w)
 			return nil
 		}); err != nil {
