@@ -51,7 +51,10 @@ type Store interface {
 	// the same ID. A run whose ID already exists is left untouched and
 	// reported with Created false and its stored record; concurrent creates
 	// of one ID create it exactly once. New runs are StatusQueued and ready
-	// at once, in execution 1 started now. Results are in the order of the
+	// at once, in execution 1 started now, unless NewRun.StartAt delays
+	// them or NewRun.Lease starts them leased (StatusRunning, as if
+	// claimed at creation; CreateResult.Run then carries the lease's
+	// Owner, Token and LeaseUntil). Results are in the order of the
 	// requests.
 	CreateRuns(ctx context.Context, runs []NewRun) ([]CreateResult, error)
 
@@ -117,6 +120,12 @@ type Store interface {
 	// same change; Paused reports it and the worker stops. A Busy request
 	// leaves the run running and its pause requested, and reports
 	// PauseRequested instead.
+	//
+	// Complete, when set, finishes the run in the same change when the
+	// checkpoint was written and no pause took effect with it, exactly as
+	// Complete would right after (its Notify and ChildError included);
+	// Completed reports it. With Existing or Paused, the completion is not
+	// written.
 	//
 	// Progress, when not nil, is published in the same change (also when
 	// the checkpoint existed): RunRecord.Progress becomes it. Checkpoint,

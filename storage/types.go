@@ -85,6 +85,23 @@ type NewRun struct {
 	// The store keeps it byte for byte with the run, through restarts and
 	// continue-as-new; nil and empty are the same (see ValidateHeaders).
 	Headers map[string]string
+	// Lease, when set, starts the run already leased (an eager start): the
+	// engine that creates it executes it at once, with no claim. The run
+	// is created StatusRunning, held by Lease.Owner until now+Lease.For
+	// with token 1, exactly as if a Claim had taken it at its creation: it
+	// holds a place in its queue, counts as a start of its queue's rate,
+	// and when the lease expires any Claim recovers it (Recoveries 1). A
+	// run whose ID exists already is left as it is and is not leased
+	// (Created false). StartAt cannot be set with it.
+	Lease *EagerLease
+}
+
+// EagerLease is the lease a run is created with (NewRun.Lease).
+type EagerLease struct {
+	// Owner is the worker that holds the run from its creation.
+	Owner string
+	// For is how long the lease lasts unless extended.
+	For time.Duration
 }
 
 // MaxVersion is the highest workflow version a run records.
@@ -591,6 +608,15 @@ type CheckpointRequest struct {
 	// requested pause does not take effect with this write (the result
 	// reports it instead, and the worker parks the run once they are done).
 	Busy bool
+	// Complete, when set, finishes the run in the same atomic change, as
+	// Store.Complete would right after this checkpoint, when the
+	// checkpoint was written (not Existing) and no pause took effect with
+	// it: a run whose workflow returns right after its last step costs
+	// one write, not two. CheckpointResult.Completed reports it; when
+	// not completed, the run is left exactly as Checkpoint alone leaves
+	// it. Its Lease is the request's (it may be left zero); it cannot be
+	// Busy.
+	Complete *CompleteRequest
 }
 
 // CheckpointResult reports a checkpoint write.
@@ -606,6 +632,8 @@ type CheckpointResult struct {
 	PauseRequested bool
 	// CancelRequested is true when the run's cancellation is requested.
 	CancelRequested bool
+	// Completed is true when the request's Complete finished the run.
+	Completed bool
 }
 
 // RecordAttemptsRequest appends a step's failed attempts under the lease.

@@ -55,6 +55,16 @@ func ValidateNewRuns(runs []NewRun) error {
 		if err := ValidateHeaders(r.Headers); err != nil {
 			return invalid("create runs", "run %q: %s", r.ID, err)
 		}
+		if l := r.Lease; l != nil {
+			switch {
+			case l.Owner == "":
+				return invalid("create runs", "run %q is leased to an empty owner", r.ID)
+			case l.For <= 0:
+				return invalid("create runs", "run %q is leased for %v; want a positive lease", r.ID, l.For)
+			case r.StartAt != nil:
+				return invalid("create runs", "run %q is both leased at creation and delayed to a start time", r.ID)
+			}
+		}
 	}
 	return nil
 }
@@ -214,7 +224,32 @@ func (r CheckpointRequest) Validate() error {
 	if err := r.Checkpoint.validate("checkpoint"); err != nil {
 		return err
 	}
-	return validAttempts("checkpoint", r.Attempts)
+	if err := validAttempts("checkpoint", r.Attempts); err != nil {
+		return err
+	}
+	if c := r.Complete; c != nil {
+		switch {
+		case r.Busy:
+			return invalid("checkpoint", "a busy checkpoint cannot complete the run")
+		case c.Lease != (Lease{}) && c.Lease != r.Lease:
+			return invalid("checkpoint", "the completion's lease (run %q, token %d) is not the checkpoint's (run %q, token %d)", c.Lease.RunID, c.Lease.Token, r.Lease.RunID, r.Lease.Token)
+		}
+		done := *c
+		done.Lease = r.Lease
+		return done.Validate()
+	}
+	return nil
+}
+
+// Completion is the request's Complete under the request's lease, nil
+// when it has none.
+func (r CheckpointRequest) Completion() *CompleteRequest {
+	if r.Complete == nil {
+		return nil
+	}
+	c := *r.Complete
+	c.Lease = r.Lease
+	return &c
 }
 
 // Validate checks the lease, the lease length and the attempts' keys.

@@ -154,7 +154,12 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 		s.clearWait(r)
 	}
 	if !rec.PauseRequested {
-		return storage.CheckpointResult{CancelRequested: rec.CancelRequested}, nil
+		res := storage.CheckpointResult{CancelRequested: rec.CancelRequested}
+		if c := req.Completion(); c != nil {
+			s.complete(r, *c, now)
+			res.Completed = true
+		}
+		return res, nil
 	}
 	if req.Busy {
 		return storage.CheckpointResult{PauseRequested: true, CancelRequested: rec.CancelRequested}, nil

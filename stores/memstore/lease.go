@@ -359,7 +359,13 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 	if r == nil {
 		return s.lost("complete", req.Lease)
 	}
-	now := s.clock()
+	s.complete(r, req, s.clock())
+	return nil
+}
+
+// complete finishes r as Complete does; the caller holds the mutex and
+// checked the lease.
+func (s *Store) complete(r *run, req storage.CompleteRequest, now time.Time) {
 	r.publish(req.Progress)
 	s.finish(r, req.Status, clone(req.Output), cloneError(req.Error), now)
 	if req.ChildError != nil {
@@ -368,7 +374,6 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 	if req.Notify != nil {
 		s.sendNotify(req.Notify, now)
 	}
-	return nil
 }
 
 // finish makes r final, clearing its lease, wait and suspension data.

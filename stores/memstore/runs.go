@@ -70,9 +70,15 @@ func (s *Store) create(runs []storage.NewRun, now time.Time) []storage.CreateRes
 			s.idsDirty = true
 		}
 		s.ids = append(s.ids, nr.ID)
-		s.schedule(r, now)
+		if l := nr.Lease; l != nil {
+			// An eager start: leased at creation, as a claim would.
+			r.rec.ReadyAt = nil
+			s.claim(r, storage.ClaimRequest{Owner: l.Owner, LeaseFor: l.For}, now, false)
+		} else {
+			s.schedule(r, now)
+			created = true
+		}
 		out[i] = storage.CreateResult{Created: true, Run: r.record()}
-		created = true
 	}
 	if created {
 		s.hub.Signal()

@@ -43,7 +43,9 @@
 // (lease.go in stores, beside Suspend, whose delivery it shares);
 // invisible.go the names refused for an invisible character (a
 // bidirectional override, a zero-width space), which names.go's rules
-// apply.
+// apply; eager.go the runs created already leased (runs.go and lease.go
+// in stores) and the completions that ride with a checkpoint
+// (checkpoint.go).
 package storetest
 
 import (
@@ -136,6 +138,7 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, listingCases...)
 	all = append(all, holdCases...)
 	all = append(all, invisibleCases...)
+	all = append(all, eagerCases...)
 	for _, c := range all {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
