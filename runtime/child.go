@@ -201,6 +201,7 @@ func (x *execution) startChild(key, workflow string, input any, opts []ChildOpti
 	x.cpMu.Unlock()
 	req := storage.NewRun{ID: childID, Workflow: workflow, Input: in, ParentID: x.lease.RunID, ParentPolicy: o.policy,
 		Deadline: def.deadlineFrom(e.clock.Now(), time.Time{}), Queue: def.queue, Version: def.version}
+	x.flush()
 	res, err := e.createRuns(context.WithoutCancel(x.ctx), x.lease.RunID, []storage.NewRun{req})
 	if err != nil {
 		x.stop(err)

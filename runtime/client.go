@@ -265,7 +265,7 @@ func (r *Run[Out]) IdempotencyKey(stepKey, scope string) string {
 // value.
 func (r *Run[Out]) Result(ctx context.Context) (Out, error) {
 	var zero Out
-	info, err := r.engine.Wait(ctx, r.id)
+	info, err := r.engine.wait(ctx, r.id, true)
 	if err != nil {
 		return zero, err
 	}
@@ -410,16 +410,23 @@ func (e *Engine) create(ctx context.Context, runs []storage.NewRun) ([]storage.C
 			return nil, err
 		}
 	}
+	pool, leased := e.eagerSlots(runs)
 	res, err := e.createRuns(ctx, "", runs)
 	if err != nil {
+		dropEager(pool, leased, runs)
 		return nil, err
+	}
+	if len(leased) > 0 {
+		e.startEager(pool, leased, res)
 	}
 	for i, r := range res {
 		if !r.Created && r.Run.Workflow != runs[i].Workflow {
 			return nil, fmt.Errorf("%w: run %q exists as a run of %q, not %q", ErrInvalidArgument, r.Run.ID, r.Run.Workflow, runs[i].Workflow)
 		}
 	}
-	e.signal()
+	if len(leased) < len(runs) {
+		e.signal()
+	}
 	return res, nil
 }
 
@@ -469,6 +476,13 @@ func (e *Engine) Get(ctx context.Context, id string) (RunInfo, error) {
 // Wait blocks until the run finishes (complete, errored or terminated) and
 // returns its final state, or ctx's error.
 func (e *Engine) Wait(ctx context.Context, id string) (RunInfo, error) {
+	return e.wait(ctx, id, false)
+}
+
+// wait is Wait; with outcome, only the run's status, output and error are
+// wanted (Run.Result): a run this engine executes is not read while it
+// runs, and its end here hands them over without a read.
+func (e *Engine) wait(ctx context.Context, id string, outcome bool) (RunInfo, error) {
 	// Where the store announces every run's end, polling is only a safety
 	// net against a lost announcement; elsewhere it is how the end of a
 	// run in another process is learnt, and starts soon.
@@ -476,13 +490,18 @@ func (e *Engine) Wait(ctx context.Context, id string) (RunInfo, error) {
 	if e.watchFinished() {
 		delay = e.cfg.PollInterval
 	}
-	for {
+	for first := true; ; first = false {
 		rw := e.waiters.add(id)
-		info, err := e.waitRead(ctx, id)
-		if err != nil || info.Status.Finished() {
-			e.waiters.remove(id, rw)
-			return info, err
+		// A run executing here is read only when its end was not heard in
+		// time: the engine may have lost it to another, which ended it.
+		if !outcome || !first || !e.executing(id) {
+			info, err := e.waitRead(ctx, id)
+			if err != nil || info.Status.Finished() {
+				e.waiters.remove(id, rw)
+				return info, err
+			}
 		}
+		var err error
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -495,6 +514,9 @@ func (e *Engine) Wait(ctx context.Context, id string) (RunInfo, error) {
 		e.waiters.remove(id, rw)
 		if err != nil {
 			return RunInfo{}, err
+		}
+		if outcome && rw.ended != nil {
+			return e.runInfo(*rw.ended), nil
 		}
 	}
 }

@@ -180,6 +180,7 @@ func (x *execution) hold(h storage.Hold) {
 	}
 	e := x.engine
 	x.quiesce()
+	x.flush()
 	h.Since = e.clock.Now().UTC()
 	if _, warned := e.heldRuns.LoadOrStore(x.lease.RunID+"\x00"+h.Reason, true); !warned {
 		x.logger().Warn("stem: the workflow's code no longer matches the run's history; the run is held until a build that matches it takes it",
@@ -195,6 +196,7 @@ func (x *execution) hold(h storage.Hold) {
 	if err != nil && !errors.Is(err, ErrLeaseLost) {
 		x.logger().Warn("stem: hold", "err", err)
 	}
+	e.signal() // its ready time may be sooner than the engine's next wake
 	x.held = &h
 	x.outcome = outcomeHeld
 	x.unwind()

@@ -57,6 +57,14 @@ type Config struct {
 	PollInterval time.Duration
 	// ClaimBatch caps how many runs one claim leases. Default Workers.
 	ClaimBatch int
+	// DisableEagerStart makes every run this engine starts wait for a
+	// claim. By default, while Run runs, a run started here of a workflow
+	// the engine works, on a queue without limits, not delayed, is created
+	// already leased to the engine and begins at once when a worker is
+	// free and no backlog waits: no claim and no notification, and the
+	// run is in the store, handed over on a crash like any other, before
+	// its first step.
+	DisableEagerStart bool
 	// Clock tells the time for sleeps, deadlines and attempt records. Default
 	// the system clock. A Clock that is a storage.Timers (a test's virtual
 	// clock, package stemtest) also runs the timers that measure a run's
@@ -179,6 +187,8 @@ type Engine struct {
 	running bool
 	stopRun context.CancelFunc
 	runDone chan struct{}
+	// pool is what Run executes runs with, while it runs (see eager.go).
+	pool *workPool
 	waiters waiters // the callers waiting on runs' results
 	// arrivals wakes an execution whose select waits on running steps when
 	// this engine sends its run an event or ends a child of it, so that it
@@ -554,7 +564,22 @@ func (e *Engine) Run(ctx context.Context) error {
 	if n, ok := e.cfg.Store.(storage.Notifier); ok {
 		notes = n.Notifications(ctx)
 	}
-	slots := make(chan struct{}, e.cfg.Workers)
+	pool := &workPool{ctx: ctx, slots: make(chan struct{}, e.cfg.Workers), freed: make(chan struct{}, 1), unlimited: map[string]bool{}}
+	for _, q := range queues {
+		if !q.Limited() {
+			pool.unlimited[q.Name] = true
+		}
+	}
+	slots, freed := pool.slots, pool.freed
+	e.mu.Lock()
+	e.pool = pool
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.pool = nil
+		e.mu.Unlock()
+		pool.close()
+	}()
 	record := e.newWorkerRecord(queueNames, names, func() int { return len(slots) })
 	record.put(ctx)
 	defer record.remove(ctx)
@@ -569,7 +594,6 @@ func (e *Engine) Run(ctx context.Context) error {
 	// then backs off, doubling from minWake to PollInterval, until a claim
 	// takes a run or something wakes it.
 	idle := 0
-	freed := make(chan struct{}, 1)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	errBackoff := e.cfg.PollInterval / 10
@@ -609,23 +633,25 @@ func (e *Engine) Run(ctx context.Context) error {
 				errBackoff = 0
 			}
 			backlog = err == nil && len(runs) == min(free, e.cfg.ClaimBatch)
+			pool.backlog.Store(backlog)
 			for _, r := range runs {
 				claimed++
-				slots <- struct{}{}
-				wg.Add(1)
-				// Counted from here, not from the goroutine's start, so a
-				// claimed run is never a moment without work.
-				e.working.Add(1)
-				go func() {
-					defer wg.Done()
-					defer e.working.Add(-1)
-					e.execute(ctx, r)
-					<-slots
+				select {
+				case slots <- struct{}{}:
+				default:
+					// Eager starts took the slots meanwhile: wait for
+					// one to free up.
 					select {
-					case freed <- struct{}{}:
-					default:
+					case slots <- struct{}{}:
+					case <-ctx.Done():
+						e.releaseClaimed(r)
+						continue
 					}
-				}()
+				}
+				if !pool.launch(e, r) {
+					<-slots
+					e.releaseClaimed(r)
+				}
 			}
 		}
 		if ctx.Err() != nil {
@@ -654,10 +680,16 @@ func (e *Engine) Run(ctx context.Context) error {
 		if next.Found && next.After < wait {
 			wait = max(next.After, minWake)
 		}
+		// A run ending wakes an idle engine only when runs are due but
+		// were passed over, their queues full: the end may free a place.
+		// Whatever else an execution makes claimable (a park, a hand-back,
+		// a child, an event to another run) signals the engine itself.
+		var freedIdle <-chan struct{}
 		if wait <= minWake {
 			wait = min(minWake<<min(idle, 20), e.cfg.PollInterval)
 			idle++
 			next.Found = false
+			freedIdle = freed
 		}
 		// The next wake time is the runs' own time: on a virtual clock (a
 		// test's), its timer, however far; the back-off and the poll are
@@ -674,7 +706,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		case <-e.wake:
 			idle = 0
 		case <-notes:
-		case <-freed:
+		case <-freedIdle:
 			idle = 0
 		case <-timer.C:
 		case <-onClock:
@@ -686,6 +718,13 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// releaseClaimed hands back, ready now, a run claimed as the engine
+// stopped, before its execution began.
+func (e *Engine) releaseClaimed(r storage.ClaimedRun) {
+	now := e.clock.Now()
+	_, _ = e.store.Suspend(context.Background(), storage.SuspendRequest{Lease: r.Lease, LeaseFor: e.cfg.LeaseDuration, ReadyAt: &now, SuspendState: r.SuspendState})
 }
 
 // minWake is the shortest an idle engine sleeps after an empty claim: a run

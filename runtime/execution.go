@@ -100,6 +100,14 @@ type execution struct {
 	held    *storage.Hold
 	// canc is the run's cancellation, as this execution knows it.
 	canc cancellation
+	// deferred is a step's checkpoint not written yet (see deferStep);
+	// flushMu is held while it is taken and written, so that it lands
+	// before any later write of the run.
+	deferred atomic.Pointer[deferredWrite]
+	flushMu  sync.Mutex
+	// ended is set once the run's completion is written, before its
+	// waiters are woken (see Engine.wait).
+	ended atomic.Bool
 	// unwinding is set once the workflow goroutine began to unwind (the run
 	// parked, paused, was handed back or stopped, or a replay ended): the
 	// workflow's defers run then, and a durable call they make ends the
@@ -386,7 +394,30 @@ func (x *execution) finish(out []byte, runErr error) {
 			"stem: run terminated: its parent %s ended (%s) and the child's parent-close policy is terminate", x.lease.RunID, req.Status))}
 		req.ChildCancel = fmt.Sprintf("its parent %s ended (%s) and the child's parent-close policy is cancel", x.lease.RunID, req.Status)
 	}
-	if err := e.store.Complete(context.WithoutCancel(x.ctx), req); err != nil {
+	var err error
+	if d := x.takeDeferred(); d != nil {
+		// The last step's checkpoint carries the completion: one write.
+		var res storage.CheckpointResult
+		res, err = e.store.Checkpoint(context.WithoutCancel(x.ctx), storage.CheckpointRequest{
+			Lease: x.lease, LeaseFor: e.cfg.LeaseDuration, Checkpoint: d.cp, Attempts: d.attempts, Progress: req.Progress, Complete: &req,
+		})
+		switch {
+		case err != nil:
+		case res.Paused:
+			// Paused at its last step: resumed, it replays to its end and
+			// completes then.
+			x.outcome = outcomePaused
+			return
+		case !res.Completed:
+			// The key's checkpoint was stored by another meanwhile.
+			x.logger().Warn("stem: the run's last checkpoint was written by another; handing the run back to replay", "key", d.cp.Key)
+			x.release()
+			return
+		}
+	} else {
+		err = e.store.Complete(context.WithoutCancel(x.ctx), req)
+	}
+	if err != nil {
 		if !errors.Is(err, ErrLeaseLost) {
 			x.logger().Error("stem: complete failed; handing the run over", "err", err)
 		}
@@ -396,7 +427,8 @@ func (x *execution) finish(out []byte, runErr error) {
 		return
 	}
 	x.outcome, x.runErr = outcomeFinished, runErr
-	e.waiters.wake(x.lease.RunID)
+	x.ended.Store(true)
+	e.waiters.end(x.lease.RunID, &storage.RunRecord{ID: x.lease.RunID, Workflow: x.workflow, Status: req.Status, Output: req.Output, Error: req.Error})
 	if req.Notify != nil {
 		e.arrivals.wake(req.Notify.RunID)
 		e.signal()
@@ -426,6 +458,7 @@ func (x *execution) heartbeat(done <-chan struct{}) {
 			return
 		case <-tick:
 		}
+		x.flushIdle(every / 4)
 		x.mu.Lock()
 		if clock.Now().Sub(x.lastExtend) < every && !x.progress.due(every/4) {
 			x.mu.Unlock()
@@ -656,6 +689,9 @@ func (x *execution) checkStopped() {
 	if x.unwinding.Load() {
 		runtime.Goexit()
 	}
+	if x.keepsResult() {
+		x.flush()
+	}
 	if x.ctx.Err() != nil {
 		x.onStopped()
 		x.unwind()
@@ -784,6 +820,7 @@ func (x *execution) handBack(err error) {
 	if serr != nil && !errors.Is(serr, ErrLeaseLost) {
 		x.logger().Warn("stem: hand back", "err", serr)
 	}
+	e.signal() // its ready time may be sooner than the engine's next wake
 	x.outcome, x.sealedErr = outcomeReleased, err
 }
 
@@ -832,12 +869,27 @@ func (x *execution) writeCheckpoint(cp storage.Checkpoint, attempts []Attempt, a
 	x.mu.Lock()
 	busy := async || len(x.running) > 0
 	x.mu.Unlock()
+	if !busy && cp.Kind == KindStep && x.stepFutures == 0 && x.replay == nil {
+		return x.deferStep(cp, attempts), false
+	}
+	x.flush()
+	return x.put(cp, attempts, async, busy, nil)
+}
+
+// put writes a checkpoint as writeCheckpoint does. For a deferred one
+// (d), a checkpoint stored meanwhile under the key that differs from it
+// stops the run: the workflow went on with a result the store does not
+// hold, so the run is handed back to replay from what it does.
+func (x *execution) put(cp storage.Checkpoint, attempts []Attempt, async, busy bool, d *deferredWrite) (stored storage.Checkpoint, existed bool) {
 	res, err := x.engine.store.Checkpoint(context.WithoutCancel(x.ctx), storage.CheckpointRequest{
 		Lease: x.lease, LeaseFor: x.engine.cfg.LeaseDuration, Checkpoint: cp, Attempts: attempts, Progress: x.takeProgress(),
 		Busy: busy,
 	})
 	if err != nil {
 		x.fault(err, async)
+	}
+	if d != nil && res.Existing != nil && !d.same(*res.Existing) {
+		x.fault(d.overtaken(x.lease.RunID), async)
 	}
 	x.extended()
 	if res.PauseRequested {
@@ -924,6 +976,7 @@ func (x *execution) park(key string, req storage.SuspendRequest, anyCase bool) s
 	}
 	x.replay.reach(x, key)
 	x.quiesce()
+	x.flush()
 	own := req.Wait
 	for {
 		req.Wait = x.withFutureCases(own)

@@ -566,6 +566,7 @@ func waitOf(cases []storage.WaitCase) *storage.Wait {
 // it finds one delivered at a park. It reports whether one came. A failed
 // take stops the run as a failed write does.
 func (x *execution) takeEvent(w *storage.Wait) bool {
+	x.flush()
 	cp, err := x.engine.store.TakeEvent(context.WithoutCancel(x.ctx),
 		storage.TakeEventRequest{Lease: x.lease, LeaseFor: x.engine.cfg.LeaseDuration, Wait: w})
 	if err != nil {

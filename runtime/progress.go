@@ -173,6 +173,7 @@ func ContinueAsNew(c *WorkflowContext, input any) error {
 		x.replay.continued = true
 		x.unwind()
 	}
+	x.flush()
 	req := storage.ContinueRequest{Lease: x.lease, Input: in, Progress: x.takeProgress()}
 	if x.hasChildren() {
 		req.ChildError = &storage.ErrorInfo{Code: storage.CodeTerminated, Message: x.engine.payloads.sealText(fmt.Sprintf(

@@ -309,6 +309,9 @@ func attempts[T any](x *execution, fctx context.Context, full string, iteration 
 		}
 		at := retryAt // its own variable: taking retryAt's address would move it to the heap for every attempt
 		a.RetryAt = &at
+		if !async {
+			x.flush()
+		}
 		if err := e.store.RecordAttempts(context.WithoutCancel(x.ctx), storage.RecordAttemptsRequest{Lease: x.lease, LeaseFor: e.cfg.LeaseDuration, Attempts: []Attempt{a}}); err != nil {
 			x.fault(err, async)
 		}

@@ -20,10 +20,14 @@ type waiters struct {
 }
 
 // runWaiters is the wake-up of one run's callers: done is closed when the
-// run ends here; refs counts the callers holding it.
+// run ends here; refs counts the callers holding it. ended, set before
+// done is closed when this engine completed the run, is the run's final
+// status and outcome as written, which a caller wanting only those need
+// not read back.
 type runWaiters struct {
-	done chan struct{}
-	refs int
+	done  chan struct{}
+	refs  int
+	ended *storage.RunRecord
 }
 
 // add registers a caller waiting on run id and returns what it waits on;
@@ -49,6 +53,18 @@ func (w *waiters) remove(id string, rw *runWaiters) {
 	defer w.mu.Unlock()
 	rw.refs--
 	if rw.refs == 0 && w.m[id] == rw {
+		delete(w.m, id)
+	}
+}
+
+// end wakes the callers waiting on run id, which this engine just ended
+// as rec says (its ID, workflow, status, output and error).
+func (w *waiters) end(id string, rec *storage.RunRecord) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if rw := w.m[id]; rw != nil {
+		rw.ended = rec
+		close(rw.done)
 		delete(w.m, id)
 	}
 }
@@ -184,4 +200,14 @@ func (e *Engine) reader(first waitReadReq) {
 			return
 		}
 	}
+}
+
+// executing reports whether this engine executes run id now and has not
+// yet ended it: its end here will wake the run's waiters, so a waiter
+// registered before asking need not read the run first.
+func (e *Engine) executing(id string) bool {
+	e.mu.Lock()
+	x := e.active[id]
+	e.mu.Unlock()
+	return x != nil && !x.ended.Load() && x.replay == nil
 }

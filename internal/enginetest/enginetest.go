@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, eventWinsScenarios...)
 	all = append(all, runCancelScenarios...)
 	all = append(all, continueChildScenarios...)
+	all = append(all, eagerScenarios...)
 	for _, s := range all {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()

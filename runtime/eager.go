@@ -1,0 +1,146 @@
+package runtime
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/stemflow/stem/storage"
+)
+
+// workPool is what Run executes runs with: its slots, the executions it
+// waits for when it stops, and what a start needs to know to hand a run
+// straight to it (an eager start). It exists while Run runs.
+type workPool struct {
+	ctx   context.Context
+	slots chan struct{}
+	freed chan struct{}
+	// unlimited holds the work queues that set no limit: only their runs
+	// start eagerly; a limited queue's runs go through its claims.
+	unlimited map[string]bool
+	// backlog is set while the last claim came back full: runs are
+	// queued, and a new one waits its turn behind them.
+	backlog atomic.Bool
+
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// launch executes r on its own goroutine, in a slot the caller holds. It
+// reports false, doing nothing, once the pool is closed.
+func (p *workPool) launch(e *Engine, r storage.ClaimedRun) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.wg.Add(1)
+	// Counted from here, not from the goroutine's start, so a run held is
+	// never a moment without work.
+	e.working.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer e.working.Add(-1)
+		e.execute(p.ctx, r)
+		<-p.slots
+		select {
+		case p.freed <- struct{}{}:
+		default:
+		}
+	}()
+	return true
+}
+
+// close stops launches and waits for every execution launched.
+func (p *workPool) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// eagerSlots leases to this engine, for an eager start, the runs of a
+// create that it can begin at once: while Run runs, for each run of a
+// workflow it works, on a queue without limits, not delayed, while no
+// backlog waits and a slot is free. Each such run gets NewRun.Lease and
+// holds a slot; the caller hands each to startEager or gives the slots
+// back. It returns the pool and the indexes of the runs leased.
+func (e *Engine) eagerSlots(runs []storage.NewRun) (*workPool, []int) {
+	if e.cfg.DisableEagerStart {
+		return nil, nil
+	}
+	e.mu.Lock()
+	p := e.pool
+	e.mu.Unlock()
+	if p == nil || p.backlog.Load() || p.ctx.Err() != nil {
+		return nil, nil
+	}
+	var names []string
+	var leased []int
+	for i := range runs {
+		r := &runs[i]
+		if r.StartAt != nil || r.Lease != nil || !p.unlimited[r.QueueOf()] {
+			continue
+		}
+		if names == nil {
+			e.mu.Lock()
+			names = e.sealed.claimable(e.clock.Now(), slices.Clone(e.names))
+			e.mu.Unlock()
+		}
+		if !slices.Contains(names, r.Workflow) {
+			continue
+		}
+		select {
+		case p.slots <- struct{}{}:
+		default:
+			return p, leased // no slot free
+		}
+		r.Lease = &storage.EagerLease{Owner: e.cfg.WorkerID, For: e.cfg.LeaseDuration}
+		leased = append(leased, i)
+	}
+	return p, leased
+}
+
+// startEager begins the runs eagerSlots leased, as created (res, in the
+// order of runs), and frees the slots of those the store did not create
+// leased to this engine (an ID that existed).
+func (e *Engine) startEager(p *workPool, leased []int, res []storage.CreateResult) {
+	for _, i := range leased {
+		rec := res[i].Run
+		if !res[i].Created || rec.Status != storage.StatusRunning || rec.Owner != e.cfg.WorkerID {
+			<-p.slots
+			continue
+		}
+		c := storage.ClaimedRun{
+			Lease:      storage.Lease{RunID: rec.ID, Owner: rec.Owner, Token: rec.Token},
+			Workflow:   rec.Workflow,
+			ParentID:   rec.ParentID,
+			Input:      rec.Input,
+			Deadline:   rec.Deadline,
+			Version:    rec.Version,
+			Headers:    rec.Headers,
+			LeaseUntil: rec.LeaseUntil,
+			Replay:     &storage.Replay{Execution: rec.Execution},
+			// A cancellation can be asked for a run as soon as it exists.
+			CancelRequested: rec.CancelRequested,
+			CancelReason:    rec.CancelReason,
+		}
+		if !p.launch(e, c) {
+			// The engine stopped meanwhile: hand the run back at once.
+			<-p.slots
+			now := e.clock.Now()
+			_, _ = e.store.Suspend(context.Background(), storage.SuspendRequest{Lease: c.Lease, LeaseFor: e.cfg.LeaseDuration, ReadyAt: &now})
+		}
+	}
+}
+
+// dropEager frees the slots eagerSlots took for a create that failed, and
+// takes the leases off its runs.
+func dropEager(p *workPool, leased []int, runs []storage.NewRun) {
+	for _, i := range leased {
+		runs[i].Lease = nil
+		<-p.slots
+	}
+}
