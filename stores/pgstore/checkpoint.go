@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -148,7 +149,10 @@ func (a *attemptRow) attempt(key *string, execution int) storage.Attempt {
 // Checkpoint records a step's result under the lease: fence, write-once
 // insert into the current execution, attempts, lease extension and the
 // pause hand-off, in one statement shared with the other runs' checkpoints
-// queued at the same moment (see writer.go).
+// queued at the same moment (see writer.go). A completion it carries
+// (req.Complete) follows it in the same transaction and round trip, in the
+// batch's completeRides statement; one with a Notify, in a transaction of
+// its own (checkpointNotify).
 func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (storage.CheckpointResult, error) {
 	const op = "checkpoint"
 	if err := s.check(op); err != nil {
@@ -179,7 +183,91 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 	if call.attempts, err = encodeAttempts(own); err != nil {
 		return storage.CheckpointResult{}, s.wrap(op, err)
 	}
-	return s.submit(ctx, call)
+	c := req.Completion()
+	if c == nil {
+		return s.submit(ctx, call)
+	}
+	errJSON, err = encodeError(c.Error)
+	if err != nil {
+		return storage.CheckpointResult{}, s.wrap(op, err)
+	}
+	childJSON, err := encodeError(c.ChildError)
+	if err != nil {
+		return storage.CheckpointResult{}, s.wrap(op, err)
+	}
+	if c.Notify != nil {
+		return s.checkpointNotify(ctx, call, *c, errJSON, childJSON)
+	}
+	// The completion rides in the writers' batch, after the checkpoint
+	// statement, in its transaction (see completeManySQL).
+	call.ride = &finCall{req: *c, errJSON: textOf(errJSON), childJSON: textOf(childJSON)}
+	res, err := s.submit(ctx, call)
+	if err == nil && call.ride.woke {
+		s.poke()
+	}
+	return res, err
+}
+
+// checkpointNotify writes a checkpoint that carries a completion with a
+// Notify (an event to deliver to another run, which takes more than one
+// statement) in a transaction of its own: the checkpoint statement for
+// this call alone, then, when it wrote the checkpoint and no pause took
+// effect, Complete's transaction (completeTx).
+func (s *Store) checkpointNotify(ctx context.Context, call *ckptCall, c storage.CompleteRequest, errJSON, childJSON []byte) (storage.CheckpointResult, error) {
+	const op = "checkpoint"
+	var (
+		res   storage.CheckpointResult
+		ready bool
+		args  = checkpointArgs([]*ckptCall{call})
+	)
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		res, ready = storage.CheckpointResult{}, false
+		args[0] = s.clock()
+		var (
+			ord                              int64
+			written, pause, pauseReq, cancel bool
+			execution                        int32
+		)
+		err := tx.QueryRow(ctx, s.q.checkpoint, args...).Scan(&ord, &written, &pause, &execution, &pauseReq, &cancel)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return leaseLost(op, call.req.Lease)
+		}
+		if err != nil {
+			return err
+		}
+		res.CancelRequested = cancel
+		if !written {
+			existing, err := scanCheckpoint(tx.QueryRow(ctx, s.q.getCheckpoint, call.req.Lease.RunID, execution, call.req.Checkpoint.Key))
+			if errors.Is(err, pgx.ErrNoRows) {
+				// Taken back since by a refusal, which needs the lease too.
+				return leaseLost(op, call.req.Lease)
+			}
+			if err != nil {
+				return err
+			}
+			res.Existing = &existing
+			return nil
+		}
+		res.Paused, res.PauseRequested = pause, pauseReq
+		if pause {
+			return nil
+		}
+		if ready, err = s.completeTx(ctx, tx, "complete", c, errJSON, childJSON); err != nil {
+			return err
+		}
+		res.Completed = true
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, storage.ErrLeaseLost) {
+			return storage.CheckpointResult{}, err
+		}
+		return storage.CheckpointResult{}, s.wrap(op, err)
+	}
+	if ready {
+		s.poke()
+	}
+	return res, nil
 }
 
 // RecordAttempts appends attempts to the current execution under the lease

@@ -587,32 +587,8 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 	}
 	ready := false
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		ready = false
-		r, err := s.fenced(ctx, tx, op, req.Lease)
-		if err != nil {
-			return err
-		}
-		var n int
-		if err := tx.QueryRow(ctx, s.q.complete, s.completeArgs(r.now, r.ID, r.Token, string(req.Status), req.Output, errJSON, req.Progress)...).Scan(&n); err != nil {
-			return err
-		}
-		if n != 1 {
-			return leaseLost(op, req.Lease)
-		}
-		woke, err := s.closeChildren(ctx, tx, r.now, r.ID, childJSON, req.ChildCancel)
-		if err != nil {
-			return err
-		}
-		if req.Notify != nil {
-			if ready, err = s.deliverNotify(ctx, tx, *req.Notify, r.now); err != nil {
-				return err
-			}
-		}
-		if woke && !ready {
-			ready = true
-			return s.notifyTx(ctx, tx)
-		}
-		return nil
+		ready, err = s.completeTx(ctx, tx, op, req, errJSON, childJSON)
+		return err
 	})
 	if err != nil {
 		return s.wrap(op, err)
@@ -621,4 +597,35 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 		s.poke()
 	}
 	return nil
+}
+
+// completeTx is Complete's transaction, in tx: it finishes the run and
+// its execution, fenced, terminates its descendants with childJSON (the
+// encoded req.ChildError), and delivers req.Notify. It reports whether a
+// run became ready to claim (the ready notification is queued in tx).
+func (s *Store) completeTx(ctx context.Context, tx pgx.Tx, op string, req storage.CompleteRequest, errJSON, childJSON []byte) (ready bool, err error) {
+	r, err := s.fenced(ctx, tx, op, req.Lease)
+	if err != nil {
+		return false, err
+	}
+	var n int
+	if err := tx.QueryRow(ctx, s.q.complete, s.completeArgs(r.now, r.ID, r.Token, string(req.Status), req.Output, errJSON, req.Progress)...).Scan(&n); err != nil {
+		return false, err
+	}
+	if n != 1 {
+		return false, leaseLost(op, req.Lease)
+	}
+	woke, err := s.closeChildren(ctx, tx, r.now, r.ID, childJSON, req.ChildCancel)
+	if err != nil {
+		return false, err
+	}
+	if req.Notify != nil {
+		if ready, err = s.deliverNotify(ctx, tx, *req.Notify, r.now); err != nil {
+			return false, err
+		}
+	}
+	if woke && !ready {
+		return true, s.notifyTx(ctx, tx)
+	}
+	return ready, nil
 }

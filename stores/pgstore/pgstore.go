@@ -245,6 +245,14 @@ type Store struct {
 	// ended is the listener of runs' ends, for Finished.
 	ended listener
 
+	// rated holds the name of each queue that a claim through this store
+	// named with a rate (the queue's name, as a string key): a run
+	// created leased on such a queue records its start in queue_starts,
+	// as its claim would have (see createSQL). Like memstore, the store
+	// learns a queue's rate from the claims that name it; the runs of a
+	// queue no claim here named with a rate record no start.
+	rated sync.Map
+
 	ckptQueue   chan *ckptCall
 	writersGone chan struct{}
 	// batches and batched count checkpoint statements and the checkpoints

@@ -13,6 +13,7 @@ import (
 // parameter too.
 type queries struct {
 	createRuns     string
+	createLeased   string
 	selectRuns     string
 	getRun         string
 	countRuns      string
@@ -35,6 +36,7 @@ type queries struct {
 	park           string
 	complete       string
 	completeMany   string
+	completeRides  string
 	loadClaimed    string
 	parkMany       string
 	emit           string
@@ -361,39 +363,121 @@ const purgeVictims = `SELECT id FROM {s}.runs
 	ORDER BY ended_at
 	LIMIT $5`
 
+// createSQL is the creation statement: $2 ids, $3 workflows, $4 parent
+// ids, $5 inputs, $6 parent policies, $7 start times (NULL: now), $8
+// deadlines, $9 queues, $10 partitions, $11 priorities, $12 workflow
+// versions, $13 headers (JSON text, NULL: none), then the channel. Rows go
+// in in ID order, so that concurrent creates of overlapping IDs wait for
+// each other instead of deadlocking. Each new run's first execution is
+// recorded by the same statement. Of an ID given twice (two calls in one
+// batch), the first request's row goes in. A start time ahead of the
+// clock delays the run; the notification goes out for it too, so that
+// engines elsewhere learn of the new wake time.
+//
+// With leased (createLeased), $14 is each run's lease owner (NULL: not
+// leased), $15 its lease in microseconds, $16 the queues whose starts are
+// recorded (see Store.rated), and $17 the channel. A leased run goes in
+// as a claim would leave it (see claimUpdate): running, not ready, held
+// by its owner until the clock plus its lease with token 1, started (its
+// first claim is now), and its start recorded in queue_starts when its
+// queue is one of $16. Only runs created ready send the notification: a
+// leased run is its owner's to execute.
+func createSQL(notify, leased bool) string {
+	status, ready := `'queued'`, `greatest(clock.now, coalesce(t.start_at, clock.now))`
+	cols, vals, from, names := "", "", "", ""
+	channel, cond, starts, returning := 14, "true", "", ""
+	if leased {
+		status = `CASE WHEN t.owner IS NULL THEN 'queued' ELSE 'running' END`
+		ready = `CASE WHEN t.owner IS NULL THEN ` + ready + ` END`
+		cols = `, owner, lease_until, token, first_claimed_at`
+		vals = `, coalesce(t.owner, ''), clock.now + t.lease * interval '1 microsecond',
+		CASE WHEN t.owner IS NULL THEN 0 ELSE 1 END, CASE WHEN t.owner IS NOT NULL THEN clock.now END`
+		from, names = `, $14::text[], $15::bigint[]`, `, owner, lease`
+		channel, cond, returning = 17, "status = 'queued'", ", queue, status"
+		starts = `,
+st AS (
+	INSERT INTO {s}.queue_starts (queue, at)
+	SELECT ins.queue, clock.now FROM ins, clock WHERE ins.status = 'running' AND ins.queue = ANY($16::text[])
+)`
+	}
+	return `WITH ` + clockCTE + `,
+ins AS (
+	INSERT INTO {s}.runs (id, workflow, parent_id, parent_policy, status, input, ready_at, deadline, execution, started_at, created_at, updated_at,
+		queue, partition, priority, version, headers` + cols + `)
+	SELECT t.id, t.workflow, t.parent_id, t.policy, ` + status + `, t.input, ` + ready + `,
+		t.deadline, 1, clock.now, clock.now, clock.now, t.queue, t.partition, t.priority, t.version, t.headers` + vals + `
+	FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::timestamptz[], $8::timestamptz[],
+			$9::text[], $10::text[], $11::int[], $12::int[], $13::text[]` + from + `)
+		WITH ORDINALITY AS t(id, workflow, parent_id, input, policy, start_at, deadline, queue, partition, priority, version, headers` + names + `, ord), clock
+	ORDER BY t.id, t.ord
+	ON CONFLICT (id) DO NOTHING
+	RETURNING id, started_at, ready_at` + returning + `
+),
+ex AS (
+	INSERT INTO {s}.executions (run_id, number, started_at)
+	SELECT id, 1, started_at FROM ins
+)` + starts + notifyCTE(notify, "ins", cond, channel) + `
+SELECT ins.id FROM ins` + notifyJoin(notify)
+}
+
+// completeManySQL is the statement of completions of several runs at
+// once (each run at most once), as parallel arrays: $2 run, $3 token, $4
+// status, $5 output, $6 error (JSON text), $7 progress (NULL: keep the
+// run's); then the ended channel. Like complete, for the runs whose lease
+// holds, locked in ID order; one row, the request's ordinal, per run
+// ended.
+//
+// With rides (completeRides), $8 is the key of the checkpoint each
+// completion rides with, and $9 the ended channel: the statement runs
+// after the checkpoint statement in its transaction, and completes a run
+// only if that checkpoint was written by this transaction (the row's
+// xmin, compared modulo 2^32 with the 64-bit transaction ID, as
+// loadClaimed does) and the run is still running: a checkpoint that
+// existed, or one that parked the run paused, leaves the run as it is.
+func completeManySQL(notify, rides bool) string {
+	keys, names, written, channel := "", "", "", 8
+	if rides {
+		keys, names, channel = ", $8::text[]", ", key", 9
+		written = `
+		AND EXISTS (SELECT 1 FROM {s}.checkpoints c
+			WHERE c.run_id = r.id AND c.execution = r.execution AND c.key = req.key
+				AND c.xmin::text::bigint = pg_current_xact_id()::text::bigint % 4294967296)`
+	}
+	return `WITH ` + clockCTE + `,
+req AS (
+	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bytea[], $6::text[], $7::bytea[]` + keys + `)
+		WITH ORDINALITY AS q(run_id, token, status, output, error, progress` + names + `, ord)
+),
+f AS (
+	SELECT r.id, req.ord FROM {s}.runs r JOIN req ON req.run_id = r.id AND req.token = r.token
+	WHERE r.id = ANY($2::text[]) AND r.status = 'running'` + written + `
+	ORDER BY r.id
+	FOR UPDATE OF r
+),
+upd AS (
+	UPDATE {s}.runs r SET status = req.status, output = req.output, error = req.error::jsonb,
+		progress = coalesce(req.progress, r.progress), ready_at = NULL, {clearWait},
+		suspend_state = NULL, pause_requested = false, lease_until = least(r.lease_until, clock.now),
+		ended_at = clock.now, {clearActive}, updated_at = clock.now
+	FROM f JOIN req ON req.ord = f.ord, clock
+	WHERE r.id = f.id
+	RETURNING f.ord, r.id, r.execution, r.status, r.error, r.ended_at
+),
+ex AS (
+	UPDATE {s}.executions e SET ended_at = upd.ended_at, status = upd.status, error = upd.error
+	FROM upd WHERE e.run_id = upd.id AND e.number = upd.execution
+)` + finishedCTE(notify, "upd", channel) + `
+SELECT upd.ord FROM upd` + finishedWhere(notify)
+}
+
 func buildQueries(schema string, notify bool) queries {
 	r := strings.NewReplacer("{s}", schema, "{sched}", schedColumns, "{runs}", cols(""), "{r.runs}", cols("r"),
 		"{finished}", finished, "{clearActive}", clearActive, "{clearWait}", clearWait, "{ckpt}", ckptColumns)
 	var q queries
 
-	// $2 ids, $3 workflows, $4 parent ids, $5 inputs, $6 parent policies,
-	// $7 start times (NULL: now), $8 deadlines, $9 queues, $10 partitions,
-	// $11 priorities, $12 workflow versions, $13 headers (JSON text, NULL:
-	// none), $14 channel. Rows go in in ID
-	// order, so that concurrent creates of overlapping IDs wait for each
-	// other instead of deadlocking. Each new run's first execution is
-	// recorded by the same statement. Of an ID given twice (two calls in
-	// one batch), the first request's row goes in. A start time ahead of
-	// the clock delays the run; the notification goes out for it too, so
-	// that engines elsewhere learn of the new wake time.
-	q.createRuns = `WITH ` + clockCTE + `,
-ins AS (
-	INSERT INTO {s}.runs (id, workflow, parent_id, parent_policy, status, input, ready_at, deadline, execution, started_at, created_at, updated_at,
-		queue, partition, priority, version, headers)
-	SELECT t.id, t.workflow, t.parent_id, t.policy, 'queued', t.input, greatest(clock.now, coalesce(t.start_at, clock.now)),
-		t.deadline, 1, clock.now, clock.now, clock.now, t.queue, t.partition, t.priority, t.version, t.headers
-	FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::timestamptz[], $8::timestamptz[],
-			$9::text[], $10::text[], $11::int[], $12::int[], $13::text[])
-		WITH ORDINALITY AS t(id, workflow, parent_id, input, policy, start_at, deadline, queue, partition, priority, version, headers, ord), clock
-	ORDER BY t.id, t.ord
-	ON CONFLICT (id) DO NOTHING
-	RETURNING id, started_at, ready_at
-),
-ex AS (
-	INSERT INTO {s}.executions (run_id, number, started_at)
-	SELECT id, 1, started_at FROM ins
-)` + notifyCTE(notify, "ins", "true", 14) + `
-SELECT ins.id FROM ins` + notifyJoin(notify)
+	// See createSQL.
+	q.createRuns = createSQL(notify, false)
+	q.createLeased = createSQL(notify, true)
 
 	// $2 workflows, $3 queues (nextWakeOne: $3 one queue), $4 and $5 the
 	// versions filter (see pairs.allowed).
@@ -708,36 +792,9 @@ ex AS (
 )` + finishedCTE(notify, "upd", 8) + `
 SELECT count(*) FROM upd` + finishedJoin(notify)
 
-	// Completions of several runs at once (each run at most once), as
-	// parallel arrays: $2 run, $3 token, $4 status, $5 output, $6 error
-	// (JSON text), $7 progress (NULL: keep the run's); $8 the channel. Like complete, for the runs whose lease
-	// holds, locked in ID order; one row, the request's ordinal, per run
-	// ended.
-	q.completeMany = `WITH ` + clockCTE + `,
-req AS (
-	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bytea[], $6::text[], $7::bytea[])
-		WITH ORDINALITY AS q(run_id, token, status, output, error, progress, ord)
-),
-f AS (
-	SELECT r.id, req.ord FROM {s}.runs r JOIN req ON req.run_id = r.id AND req.token = r.token
-	WHERE r.id = ANY($2::text[]) AND r.status = 'running'
-	ORDER BY r.id
-	FOR UPDATE OF r
-),
-upd AS (
-	UPDATE {s}.runs r SET status = req.status, output = req.output, error = req.error::jsonb,
-		progress = coalesce(req.progress, r.progress), ready_at = NULL, {clearWait},
-		suspend_state = NULL, pause_requested = false, lease_until = least(r.lease_until, clock.now),
-		ended_at = clock.now, {clearActive}, updated_at = clock.now
-	FROM f JOIN req ON req.ord = f.ord, clock
-	WHERE r.id = f.id
-	RETURNING f.ord, r.id, r.execution, r.status, r.error, r.ended_at
-),
-ex AS (
-	UPDATE {s}.executions e SET ended_at = upd.ended_at, status = upd.status, error = upd.error
-	FROM upd WHERE e.run_id = upd.id AND e.number = upd.execution
-)` + finishedCTE(notify, "upd", 8) + `
-SELECT upd.ord FROM upd` + finishedWhere(notify)
+	// See completeManySQL.
+	q.completeMany = completeManySQL(notify, false)
+	q.completeRides = completeManySQL(notify, true)
 
 	// Parks of several runs at once (each run at most once), each writing a
 	// checkpoint first (a sleep's wake time) and registering no wait, as
@@ -1078,9 +1135,9 @@ FROM {s}.workers WHERE expires_at > coalesce($1::timestamptz, now()) ORDER BY id
 	q.removeWorker = `DELETE FROM {s}.workers WHERE id = $1`
 
 	for _, p := range []*string{
-		&q.createRuns, &q.selectRuns, &q.getRun, &q.countRuns, &q.countRunsOf, &q.claim, &q.claimOne, &q.nextWake, &q.nextWakeOne, &q.loadReplay, &q.loadClaimed, &q.getCheckpoint,
+		&q.createRuns, &q.createLeased, &q.selectRuns, &q.getRun, &q.countRuns, &q.countRunsOf, &q.claim, &q.claimOne, &q.nextWake, &q.nextWakeOne, &q.loadReplay, &q.loadClaimed, &q.getCheckpoint,
 		&q.checkpoint, &q.recordAttempts, &q.heartbeat, &q.lockRun, &q.insertCkpt, &q.refuseCkpt, &q.insertAttempt,
-		&q.takeEvent, &q.extendLease, &q.park, &q.complete, &q.completeMany, &q.parkMany, &q.emit, &q.bufferEvent, &q.deliver, &q.history,
+		&q.takeEvent, &q.extendLease, &q.park, &q.complete, &q.completeMany, &q.completeRides, &q.parkMany, &q.emit, &q.bufferEvent, &q.deliver, &q.history,
 		&q.terminate, &q.cascade, &q.cascadeMany, &q.cancel, &q.forkSeq, &q.restart, &q.executions, &q.continueAsNew, &q.caseCkpt,
 		&q.putWorkflows, &q.putEvents, &q.getWorkflows, &q.getEvents,
 		&q.claimCandidates, &q.claimPicked, &q.lockQueues, &q.queuePlaces, &q.queueStarts, &q.recordStarts,

@@ -66,6 +66,9 @@ func (s *Store) claimLimited(ctx context.Context, req storage.ClaimRequest, queu
 		}
 		if q.Rate > 0 {
 			rated, periods = append(rated, q.Name), append(periods, micros(q.RatePeriod))
+			if _, ok := s.rated.Load(q.Name); !ok {
+				s.rated.Store(q.Name, struct{}{})
+			}
 		}
 	}
 	sort.Strings(locks)

@@ -16,7 +16,9 @@ import (
 // CreateRuns inserts the runs with one INSERT ... ON CONFLICT DO NOTHING,
 // which also records each new run's first execution, and reads back every
 // requested ID, both in one implicit transaction (one round trip). Runs that
-// already existed are reported with Created false.
+// already existed are reported with Created false. A run with a Lease goes
+// in leased, as a claim would leave it (see createSQL), and wakes no
+// claimer.
 func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
 	const op = "create runs"
 	if err := s.check(op); err != nil {
@@ -36,13 +38,21 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 		return nil, err
 	}
 	out := call.create.out
-	for _, r := range out {
-		if r.Created {
-			s.poke()
-			break
-		}
+	if createdReady(out) {
+		s.poke()
 	}
 	return out, nil
+}
+
+// createdReady reports whether out has a run created to be claimed: one
+// not created leased, which is its owner's to execute.
+func createdReady(out []storage.CreateResult) bool {
+	for _, r := range out {
+		if r.Created && r.Run.Status != storage.StatusRunning {
+			return true
+		}
+	}
+	return false
 }
 
 // GetRun returns a run's record, or ErrRunNotFound.

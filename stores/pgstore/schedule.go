@@ -64,10 +64,10 @@ func (s *Store) WriteSchedule(ctx context.Context, w storage.ScheduleWrite) (sto
 			return nil
 		}
 		call := &createCall{runs: w.Runs}
-		createArgs := s.createArgs([]*ckptCall{{create: call}})
+		createSQL, createArgs := s.createArgs([]*ckptCall{{create: call}})
 		createArgs[0] = s.clock()
 		b := &pgx.Batch{}
-		b.Queue(s.q.createRuns, createArgs...)
+		b.Queue(createSQL, createArgs...)
 		b.Queue(s.q.selectRuns, createArgs[1])
 		br := tx.SendBatch(ctx, b)
 		done := make(map[string]bool)
@@ -83,9 +83,7 @@ func (s *Store) WriteSchedule(ctx context.Context, w storage.ScheduleWrite) (sto
 			return err
 		}
 		res.Runs = call.out
-		for _, r := range call.out {
-			created = created || r.Created
-		}
+		created = createdReady(call.out)
 		return nil
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -37,8 +38,12 @@ const (
 // one Complete call: completions ride in the same transaction as the
 // batch's checkpoints, so a run's end costs no commit of its own.
 type ckptCall struct {
-	req      storage.CheckpointRequest
-	fin      *finCall
+	req storage.CheckpointRequest
+	fin *finCall
+	// ride is the completion a checkpoint call carries
+	// (CheckpointRequest.Complete), written after its checkpoint in the
+	// batch's transaction (see completeManySQL).
+	ride     *finCall
 	create   *createCall
 	park     *parkCall
 	errJSON  *string
@@ -103,6 +108,15 @@ func (c *ckptCall) lease() storage.Lease {
 		return storage.Lease{}
 	}
 	return c.req.Lease
+}
+
+// completion is what the call completes: a Complete call's finCall, or
+// the completion a checkpoint call carries (nil for none).
+func (c *ckptCall) completion() *finCall {
+	if c.fin != nil {
+		return c.fin
+	}
+	return c.ride
 }
 
 // finish hands the call its result and wakes its caller.
@@ -275,8 +289,21 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 			ckpts = append(ckpts, c)
 		}
 	}
-	ckptArgs, finArgs, createArgs := checkpointArgs(ckpts), completeManyArgs(fins), s.createArgs(creates)
-	cascadeArgs := s.cascadeManyArgs(fins)
+	ckptArgs, finArgs := checkpointArgs(ckpts), completeManyArgs(fins)
+	createSQL, createArgs := s.createArgs(creates)
+	// The checkpoints that carry a completion (CheckpointRequest.Complete
+	// without a Notify): rides[i] is ckpts[rideOf[i]].
+	var (
+		rides  []*ckptCall
+		rideOf []int
+	)
+	for i, c := range ckpts {
+		if c.ride != nil {
+			rides, rideOf = append(rides, c), append(rideOf, i)
+		}
+	}
+	rideArgs := rideManyArgs(rides)
+	cascadeArgs := s.cascadeManyArgs(slices.Concat(fins, rides))
 	parkArgs := s.parkManyArgs(parks)
 	parkErrs := make([]error, len(parks))
 	created := make(map[string]bool)
@@ -300,13 +327,16 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 		for _, c := range fins {
 			c.fin.woke = false
 		}
+		for _, c := range rides {
+			c.ride.woke = false
+		}
 		clear(created)
 		clear(records)
 		now := s.clock()
 		b := &pgx.Batch{}
 		if len(creates) > 0 {
 			createArgs[0] = now
-			b.Queue(s.q.createRuns, createArgs...)
+			b.Queue(createSQL, createArgs...)
 			b.Queue(s.q.selectRuns, createArgs[1])
 		}
 		if len(ckpts) > 0 {
@@ -316,6 +346,11 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 		if len(fins) > 0 {
 			finArgs[0] = now
 			b.Queue(s.q.completeMany, s.completeArgs(finArgs...)...)
+		}
+		if len(rides) > 0 {
+			// After the checkpoints, whose writes it reads.
+			rideArgs[0] = now
+			b.Queue(s.q.completeRides, s.completeArgs(rideArgs...)...)
 		}
 		if cascadeArgs != nil {
 			cascadeArgs[0] = now
@@ -369,8 +404,21 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 				return err
 			}
 		}
+		if len(rides) > 0 {
+			err := eachRow(br, func(rows pgx.Rows) error {
+				var ord int64
+				err := rows.Scan(&ord)
+				if err == nil {
+					results[rideOf[ord-1]].Completed = true
+				}
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
 		if cascadeArgs != nil {
-			if err := eachRow(br, func(rows pgx.Rows) error { return markWoken(rows, fins) }); err != nil {
+			if err := eachRow(br, func(rows pgx.Rows) error { return markWoken(rows, fins, rides) }); err != nil {
 				return err
 			}
 		}
@@ -478,12 +526,21 @@ func cancelSeenArray(calls []*ckptCall) []bool {
 	return out
 }
 
-// createArgs are the creation statement's arguments for the runs of calls,
-// in call order; the first, the clock, is set per attempt.
-func (s *Store) createArgs(calls []*ckptCall) []any {
-	var n int
+// createArgs are the creation statement for the runs of calls, and its
+// arguments, in call order; the first, the clock, is set per attempt.
+// The statement is createRuns, or createLeased when a run is created
+// leased (NewRun.Lease), so that creations without a lease pay nothing
+// for those.
+func (s *Store) createArgs(calls []*ckptCall) (string, []any) {
+	var (
+		n      int
+		leased bool
+	)
 	for _, c := range calls {
 		n += len(c.create.runs)
+		for _, r := range c.create.runs {
+			leased = leased || r.Lease != nil
+		}
 	}
 	var (
 		ids       = make([]string, 0, n)
@@ -498,7 +555,13 @@ func (s *Store) createArgs(calls []*ckptCall) []any {
 		prios     = make([]int32, 0, n)
 		versions  = make([]int32, 0, n)
 		headers   = make([]*string, 0, n)
+		owners    []*string
+		leases    []int64
+		rated     = []string{}
 	)
+	if leased {
+		owners, leases = make([]*string, 0, n), make([]int64, 0, n)
+	}
 	for _, c := range calls {
 		for _, r := range c.create.runs {
 			ids, workflows, parents = append(ids, r.ID), append(workflows, r.Workflow), append(parents, r.ParentID)
@@ -507,13 +570,29 @@ func (s *Store) createArgs(calls []*ckptCall) []any {
 			queues, parts, prios = append(queues, r.QueueOf()), append(parts, r.Partition), append(prios, int32(r.Priority))
 			versions = append(versions, int32(r.Version))
 			headers = append(headers, encodeHeaders(r.Headers))
+			if !leased {
+				continue
+			}
+			if l := r.Lease; l != nil {
+				owners, leases = append(owners, &l.Owner), append(leases, micros(l.For))
+				if _, ok := s.rated.Load(r.QueueOf()); ok && !slices.Contains(rated, r.QueueOf()) {
+					rated = append(rated, r.QueueOf())
+				}
+			} else {
+				owners, leases = append(owners, nil), append(leases, 0)
+			}
 		}
 	}
+	query := s.q.createRuns
 	args := []any{nil, ids, workflows, parents, inputs, policies, starts, deadlines, queues, parts, prios, versions, headers}
+	if leased {
+		query = s.q.createLeased
+		args = append(args, owners, leases, rated)
+	}
 	if s.notify {
 		args = append(args, s.channel)
 	}
-	return args
+	return query, args
 }
 
 // readCreated reads the creation statement's and the read's rows: the IDs
@@ -636,18 +715,34 @@ func completeManyArgs(calls []*ckptCall) []any {
 		errTexts = make([]*string, n)
 	)
 	for i, c := range calls {
-		r := &c.fin.req
-		runIDs[i], tokens[i], statuses[i], outputs[i], errTexts[i] = r.Lease.RunID, r.Lease.Token, string(r.Status), r.Output, c.fin.errJSON
+		f := c.completion()
+		r := &f.req
+		runIDs[i], tokens[i], statuses[i], outputs[i], errTexts[i] = r.Lease.RunID, r.Lease.Token, string(r.Status), r.Output, f.errJSON
 	}
-	progress := progressArray(calls, func(c *ckptCall) []byte { return c.fin.req.Progress })
+	progress := progressArray(calls, func(c *ckptCall) []byte { return c.completion().req.Progress })
 	return []any{nil, runIDs, tokens, statuses, outputs, errTexts, progress}
+}
+
+// rideManyArgs are completeRides' arguments for the checkpoint calls
+// rides, each carrying a completion: completeMany's, and the keys of
+// their checkpoints. The first, the clock, is set per attempt.
+func rideManyArgs(rides []*ckptCall) []any {
+	if len(rides) == 0 {
+		return nil
+	}
+	keys := make([]string, len(rides))
+	for i, c := range rides {
+		keys[i] = c.req.Checkpoint.Key
+	}
+	return append(completeManyArgs(rides), keys)
 }
 
 // cascadeManyArgs are the arguments of the statement that terminates the
 // descendants of the completions that carry a child error, and requests
 // the cancellation of their children cancelled with them (cascadeMany),
-// with the channels; nil when none does. The first, the clock, is set per
-// attempt.
+// with the channels; nil when none does. calls are completions and
+// checkpoints that carry one (see ckptCall.completion). The first, the
+// clock, is set per attempt.
 func (s *Store) cascadeManyArgs(calls []*ckptCall) []any {
 	var (
 		runIDs   []string
@@ -657,9 +752,10 @@ func (s *Store) cascadeManyArgs(calls []*ckptCall) []any {
 		reasons  []string
 	)
 	for _, c := range calls {
-		if r := &c.fin.req; c.fin.childJSON != nil {
+		if f := c.completion(); f.childJSON != nil {
+			r := &f.req
 			runIDs, tokens = append(runIDs, r.Lease.RunID), append(tokens, r.Lease.Token)
-			statuses, errTexts = append(statuses, string(r.Status)), append(errTexts, c.fin.childJSON)
+			statuses, errTexts = append(statuses, string(r.Status)), append(errTexts, f.childJSON)
 			reasons = append(reasons, r.ChildCancel)
 		}
 	}
@@ -675,10 +771,10 @@ func (s *Store) cascadeManyArgs(calls []*ckptCall) []any {
 
 // markWoken reads a row of cascadeMany: when it is a child whose
 // cancellation the cascade requested and made ready, it marks every
-// completion of fins that carries a child error as having woken one (the
-// row does not say whose child it is; the mark only makes the caller wake
-// this process's subscribers).
-func markWoken(rows pgx.Rows, fins []*ckptCall) error {
+// completion of fins and rides that carries a child error as having woken
+// one (the row does not say whose child it is; the mark only makes the
+// caller wake this process's subscribers).
+func markWoken(rows pgx.Rows, fins, rides []*ckptCall) error {
 	var (
 		id    string
 		woken bool
@@ -686,9 +782,9 @@ func markWoken(rows pgx.Rows, fins []*ckptCall) error {
 	if err := rows.Scan(&id, &woken); err != nil || !woken {
 		return err
 	}
-	for _, c := range fins {
-		if c.fin.childJSON != nil {
-			c.fin.woke = true
+	for _, c := range slices.Concat(fins, rides) {
+		if f := c.completion(); f.childJSON != nil {
+			f.woke = true
 		}
 	}
 	return nil

@@ -9,6 +9,13 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
+// rideScript writes a checkpoint that carries the run's completion;
+// checkpointScript, which carries none of the completion's code, writes
+// the others.
+var rideScript = newScript("ride")
+
+func init() { allScripts = append(allScripts, rideScript) }
+
 // LoadReplay implements storage.Store. It reads the current execution's
 // attempts only when some may lack their checkpoint (the run hash's pend
 // flag), so replaying a run whose steps all succeeded at once costs what
@@ -25,7 +32,12 @@ func (s *Store) LoadReplay(ctx context.Context, runID string) (storage.Replay, e
 	return rp, nil
 }
 
-// Checkpoint implements storage.Store.
+// Checkpoint implements storage.Store. A request with a Complete runs
+// ride.lua instead of checkpoint.lua: the same checkpoint write, followed
+// in the same script by the completion when the checkpoint was written
+// and no pause took effect, so the run's last step and its end cost one
+// call. A plain checkpoint's script carries none of the completion's
+// code.
 func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (storage.CheckpointResult, error) {
 	var res storage.CheckpointResult
 	if err := req.Validate(); err != nil {
@@ -50,10 +62,20 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 	if req.Busy {
 		busy = "1"
 	}
-	args := make([]any, 0, 10+len(atts))
+	sc, size := checkpointScript, 10+len(atts)
+	done := req.Completion()
+	if done != nil {
+		sc, size = rideScript, size+completionFields
+	}
+	args := make([]any, 0, size)
 	args = append(args, req.Lease.Token, durMicros(req.LeaseFor), id, cp.Key, string(cp.Kind), errJSON, mark(cp.Output), loose, mark(req.Progress), busy)
+	if done != nil {
+		if args, err = appendCompletion(args, *done); err != nil {
+			return res, err
+		}
+	}
 	args = append(args, atts...)
-	v, err := s.run(ctx, checkpointScript, []string{s.keys.run(id), s.keys.checkpoints(id), s.keys.attempts(id)}, args...)
+	v, err := s.run(ctx, sc, []string{s.keys.run(id), s.keys.checkpoints(id), s.keys.attempts(id)}, args...)
 	if err != nil {
 		return res, fmt.Errorf("redisstore: checkpoint %q: %w", id, err)
 	}
@@ -70,6 +92,8 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 		res.Paused = true
 	case "PAUSEREQ":
 		res.PauseRequested = true
+	case "DONE":
+		res.Completed = true
 	case "EXISTS":
 		if len(list) != 3 {
 			return res, fmt.Errorf("redisstore: checkpoint %q: unexpected reply", id)

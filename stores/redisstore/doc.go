@@ -24,7 +24,14 @@
 // (Options.OpenExisting) and upgrades an older layout.
 //
 // Readiness and lease expiry are judged on one clock: the server's TIME,
-// read inside the script that decides, or Options.Now when set (tests).
+// read inside the script that decides, or Options.Clock when set (tests).
+//
+// A checkpoint that carries the run's completion
+// (storage.CheckpointRequest.Complete) runs a script of its own,
+// scripts/ride.lua, built of the parts the checkpoint and complete
+// scripts share (scripts/lib/holder.lua): a run's last step and its end
+// cost one call, and the plain checkpoint's script carries none of the
+// completion's code.
 //
 // # Durability
 //
@@ -135,9 +142,15 @@
 //	pr:<queue>:<p>  set: the running runs of the queue's partition p, whose
 //	                size PartitionConcurrency bounds
 //	qs:<queue>      sorted set: the queue's starts (a run's first claim
-//	                since its creation or restart, the run hash's sd flag),
-//	                run ID:token scored by the time (µs), pruned to the
-//	                rate window by each claim that names the queue's rate
+//	                since its creation or restart, the run hash's sd flag,
+//	                or its creation leased), run ID:token scored by the
+//	                time (µs), pruned to the rate window by each claim that
+//	                names the queue's rate
+//	qr              set: the queues a claim named with a rate when their
+//	                window held no start (so that they had no qs:<queue>):
+//	                a run created leased records its start in qs:<queue>
+//	                only when that set exists or its queue is here, for
+//	                only claims that name a rate prune it
 //	fx:<status>, fx:<status>:<wf>
 //	                sorted sets: the finished runs of a status (and
 //	                workflow), scored by EndedAt (µs), which Purge reads
@@ -191,6 +204,13 @@
 // more per run: a run it cannot pass over (a recovery, or a ready run of
 // a queue without limits) is read in one call, not two, which pays for
 // its removal from its queue's set of queued runs (qf:<queue>).
+//
+// A run created leased (storage.NewRun.Lease, an eager start) is written
+// by the create script as a claim leaves a run it takes: running, in its
+// lane's lease set, its place held in its queue's running index and its
+// partition's set, its start recorded when the queue is rated (see qr
+// above). A batch without such a run runs a create script that carries
+// none of that code.
 //
 // QueueStats reads each queue's counts from the sizes of its status
 // indexes, and its scheduled runs and the age of its oldest ready run
@@ -254,6 +274,10 @@
 // begins one execution, not two; a repeated RecordAttempts records its
 // attempts twice, which changes no attempt count (the runtime counts by
 // attempt number); a repeated CreateRuns reports the runs it had just
-// created as existing; a repeated Claim leaves the first reply's runs leased
-// to nobody until their lease expires (they are then recovered).
+// created as existing, and so leaves those it created leased to nobody
+// until their lease expires, as a repeated Claim does; a repeated Claim
+// leaves the first reply's runs leased to nobody until their lease
+// expires (they are then recovered); a repeated Checkpoint that
+// completed the run finds it finished and reports a lost lease, as a
+// repeated Complete does.
 package redisstore

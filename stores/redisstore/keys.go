@@ -132,6 +132,12 @@ func (k keyspace) partition(queue, partition string) string {
 // run ID:token scored by the time (qs:<queue>).
 func (k keyspace) starts(queue string) string { return k.prefix + "qs:" + queue }
 
+// ratedQueues is the set of the queues a claim has named with a rate
+// when their rate window held no start, so that no set of starts stood
+// for them (qr): a create that leases a run of such a queue records its
+// start.
+func (k keyspace) ratedQueues() string { return k.prefix + "qr" }
+
 // queueNames is the set of the queues other than the default that runs
 // were created on (qn).
 func (k keyspace) queueNames() string { return k.prefix + "qn" }

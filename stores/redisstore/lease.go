@@ -384,6 +384,28 @@ func deliveredOf(op, id string, list []any) (*storage.Checkpoint, error) {
 	return &cp, nil
 }
 
+// completionFields is how many script arguments describe a completion;
+// see complete_run in scripts/lib/holder.lua.
+const completionFields = 9
+
+// appendCompletion appends the script arguments of a completion as
+// complete_run reads them: final status, marked output, error JSON, the
+// notify (notifyArgs), marked progress, the descendants' error JSON and
+// the marked reason of the cancellations it requests.
+func appendCompletion(args []any, req storage.CompleteRequest) ([]any, error) {
+	errJSON, err := encodeError(req.Error)
+	if err != nil {
+		return nil, err
+	}
+	childJSON, err := encodeError(req.ChildError)
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, string(req.Status), mark(req.Output), errJSON)
+	args = append(args, notifyArgs(req.Notify)...)
+	return append(args, mark(req.Progress), childJSON, markText(req.ChildCancel)), nil
+}
+
 // Complete implements storage.Store. A Notify whose target run does not
 // exist or has finished is dropped: the child's result must not be lost
 // because its parent went away. With ChildError the script terminates the
@@ -393,17 +415,11 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 	if err := req.Validate(); err != nil {
 		return fmt.Errorf("redisstore: %w", err)
 	}
-	errJSON, err := encodeError(req.Error)
-	if err != nil {
-		return err
-	}
-	childJSON, err := encodeError(req.ChildError)
-	if err != nil {
-		return err
-	}
 	id := req.Lease.RunID
-	args := append([]any{req.Lease.Token, "", id, string(req.Status), mark(req.Output), errJSON}, notifyArgs(req.Notify)...)
-	args = append(args, mark(req.Progress), childJSON, markText(req.ChildCancel))
+	args, err := appendCompletion(append(make([]any, 0, 3+completionFields), req.Lease.Token, "", id), req)
+	if err != nil {
+		return err
+	}
 	v, err := s.run(ctx, completeScript, []string{s.keys.run(id)}, args...)
 	if err != nil {
 		return fmt.Errorf("redisstore: complete %q: %w", id, err)

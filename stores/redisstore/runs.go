@@ -10,11 +10,21 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
+// createLeasedScript creates a batch with runs to create leased; a
+// batch without one runs createScript, which carries none of that code.
+var createLeasedScript = newScript("createleased")
+
+func init() { allScripts = append(allScripts, createLeasedScript) }
+
 // createBatch caps the runs one create script handles, so a huge batch
 // does not hold the server for long.
 const createBatch = 128
 
-// CreateRuns implements storage.Store.
+// CreateRuns implements storage.Store. A batch with a run to create
+// leased (NewRun.Lease, an eager start) runs createleased.lua, which
+// leases it as a claim would (see create_leased in scripts/lib/runs.lua),
+// so that an eager start costs that one call and no claim; a batch
+// without one runs create.lua, which carries none of that code.
 func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
 	if err := storage.ValidateNewRuns(runs); err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)
@@ -25,12 +35,15 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 	out := make([]storage.CreateResult, 0, len(runs))
 	for chunk := range slices.Chunk(runs, createBatch) {
 		keys := make([]string, len(chunk))
-		args := make([]any, 0, newRunFields*len(chunk))
 		for i, r := range chunk {
 			keys[i] = s.keys.run(r.ID)
-			args = appendNewRun(args, r)
 		}
-		v, err := s.run(ctx, createScript, keys, args...)
+		sc := createScript
+		if slices.ContainsFunc(chunk, func(r storage.NewRun) bool { return r.Lease != nil }) {
+			sc = createLeasedScript
+		}
+		args := appendNewRuns(make([]any, 0, newRunFields*len(chunk)), chunk)
+		v, err := s.run(ctx, sc, keys, args...)
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: create: %w", err)
 		}
@@ -46,7 +59,7 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 }
 
 // newRunFields is how many script arguments describe a new run; see
-// create_run in scripts/lib/runs.lua.
+// new_run in scripts/lib/runs.lua.
 const newRunFields = 12
 
 // appendNewRun appends the script arguments of a new run: ID, workflow,
@@ -57,6 +70,23 @@ func appendNewRun(args []any, r storage.NewRun) []any {
 	return append(args, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), mark(r.Input),
 		microsPtr(r.StartAt), microsPtr(r.Deadline), r.Queue, r.Partition, nonZero(r.Priority), nonZero(r.Version),
 		encodeHeaders(r.Headers))
+}
+
+// appendNewRuns appends the script arguments of runs as create_runs (in
+// scripts/lib/runs.lua) reads them: each run's (appendNewRun), then for
+// each run to create leased its place among them (1 for the first), its
+// owner and its lease length (µs). Without such a run they are what
+// create.lua reads.
+func appendNewRuns(args []any, runs []storage.NewRun) []any {
+	for _, r := range runs {
+		args = appendNewRun(args, r)
+	}
+	for i, r := range runs {
+		if l := r.Lease; l != nil {
+			args = append(args, i+1, l.Owner, durMicros(l.For))
+		}
+	}
+	return args
 }
 
 // nonZero formats n for a script argument whose default is 0: "" for 0.

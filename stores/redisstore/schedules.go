@@ -117,8 +117,8 @@ func (s *Store) WriteSchedule(ctx context.Context, w storage.ScheduleWrite) (sto
 	args = append(args, sc.ID, w.Revision, enc, micros(sc.CheckAt), paused)
 	for _, r := range w.Runs {
 		keys = append(keys, s.keys.run(r.ID))
-		args = appendNewRun(args, r)
 	}
+	args = appendNewRuns(args, w.Runs)
 	v, err := s.run(ctx, schedWriteScript, keys, args...)
 	if err != nil {
 		return res, fmt.Errorf("redisstore: write schedule %q: %w", sc.ID, err)

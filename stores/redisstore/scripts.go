@@ -20,11 +20,11 @@ import (
 // A script as sent to Redis is assembled from them (see assemble): the
 // "#!lua" shebang, lib/header.lua, lib/clock.lua when the script reads the
 // clock, the helpers the body uses (the local functions of lib/util.lua,
-// lib/keys.lua, lib/state.lua, lib/events.lua, lib/runs.lua and
-// lib/workers.lua), the body, and the epilogue. Comment lines are
-// dropped. New loads every script once (SCRIPT LOAD) and each call is an
-// EVALSHA; go-redis sends the text again should the server have lost its
-// script cache.
+// lib/keys.lua, lib/state.lua, lib/events.lua, lib/holder.lua,
+// lib/runs.lua and lib/workers.lua), the body, and the epilogue. Comment
+// lines are dropped. New loads every script once (SCRIPT LOAD) and each
+// call is an EVALSHA; go-redis sends the text again should the server
+// have lost its script cache.
 //
 // The shebang makes Redis 7 treat each script as one that may write, so the
 // server refuses it up front when out of memory instead of failing a write
@@ -116,7 +116,7 @@ type luaHelper struct {
 // helpers in definition order: each may call only those before it. A script
 // gets only the helpers it uses, because Redis runs a script's whole text on
 // every call and each local function costs a closure allocation.
-var helpers = loadHelpers("util", "keys", "state", "events", "runs", "workers")
+var helpers = loadHelpers("util", "keys", "state", "events", "holder", "runs", "workers")
 
 // scriptNames names each script, for the store's health log.
 var scriptNames = map[*redis.Script]string{}

@@ -149,6 +149,7 @@ func TestScriptKeys(t *testing.T) {
 		"queuedq('q')":                                     k.queued("q"),
 		"partset('q', 'p:1')":                              k.partition("q", "p:1"),
 		"queue_names()":                                    k.queueNames(),
+		"rated_queues()":                                   k.ratedQueues(),
 		"startsq('q')":                                     k.starts("q"),
 		"idx_q('q')":                                       k.indexQueue("q"),
 		"idx_q_st('queued', 'q')":                          k.indexQueueStatus("queued", "q"),

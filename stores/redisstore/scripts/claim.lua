@@ -35,6 +35,11 @@ local function main()
     if q.rate > 0 then
       redis.call('ZREMRANGEBYSCORE', startsq(q.name), '-inf', f(NOW - q.period))
       q.started = redis.call('ZCARD', startsq(q.name))
+      -- a window without starts leaves the queue no set of starts: the
+      -- rated queues set then tells a create that leases a run of the
+      -- queue to record its start (create_run); adding a member the set
+      -- holds writes nothing
+      if q.started == 0 then redis.call('SADD', rated_queues(), q.name) end
     end
     queues[#queues + 1] = q
   end
@@ -143,7 +148,7 @@ local function main()
       if q.conc > 0 then q.running = q.running + 1 end
       if q.pconc > 0 and pt then q.parts[pt] = q.parts[pt] + 1 end
       if q.rate > 0 and not sd then
-        redis.call('ZADD', startsq(q.name), NOWS, id .. ':' .. f(tok))
+        record_start(q.name, id, f(tok))
         q.started = q.started + 1
       end
     end

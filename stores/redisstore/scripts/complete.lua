@@ -1,7 +1,8 @@
 -- complete finishes a run under its lease, ending its execution
 -- (Complete) and, when given a child error, terminating every unfinished
 -- descendant that terminates with its parent and requesting the
--- cancellation of those cancelled with it, as terminate.lua does.
+-- cancellation of those cancelled with it, as terminate.lua does (see
+-- complete_run in lib/holder.lua).
 -- KEYS[1]: the run hash.
 -- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3]: token, ARGV[4]: unused,
 -- ARGV[5]: run id, ARGV[6]: final status, ARGV[7]: marked output, ARGV[8]:
@@ -15,12 +16,5 @@
 local function main()
   local bad, st, ru = fence(ARGV[5])
   if bad then return bad end
-  local r, id = KEYS[1], ARGV[5]
-  if ARGV[12] ~= '' then
-    finish(r, ru, st, ARGV[6], 'out', ARGV[7], 'err', ARGV[8], 'pg', ARGV[12])
-  else
-    finish(r, ru, st, ARGV[6], 'out', ARGV[7], 'err', ARGV[8])
-  end
-  if ARGV[13] ~= '' then terminate_children(id, ARGV[13], ARGV[14], {}) end
-  return {'OK', send_notify(ARGV[9], ARGV[10], ARGV[11])}
+  return {'OK', complete_run(KEYS[1], ru, st, ARGV, 6)}
 end

@@ -6,7 +6,8 @@
 -- revision the stored schedule must have (0: none may exist), ARGV[5]:
 -- the encoded schedule, ARGV[6]: its CheckAt (µs), ARGV[7]: "1" when
 -- paused, ARGV[8...]: per run the 12 fields create_run reads
--- (lib/runs.lua).
+-- (lib/runs.lua), then per run created leased its place among them,
+-- owner and lease length (µs) (create_runs).
 -- Reply: {OK, revision, created at, updated at, per run {created,
 -- HGETALL of the run hash}} | {NOTFOUND} | {CONFLICT, stored revision}.
 local function main()
@@ -28,9 +29,5 @@ local function main()
   else
     redis.call('ZADD', sched_due(), ARGV[6], id)
   end
-  local runs = {}
-  for i = 2, #KEYS do
-    runs[#runs + 1] = create_run(KEYS[i], ARGV, 7 + (i - 2) * 12)
-  end
-  return {'OK', rev, ca, NOWS, runs}
+  return {'OK', rev, ca, NOWS, create_runs(KEYS, 2, #KEYS - 1, ARGV, 7)}
 end

@@ -24,6 +24,7 @@ local function queuedq(qu) return P .. 'qf:' .. qu end
 local function partset(qu, pt) return P .. 'pr:' .. qu .. ':' .. pt end
 local function queue_names() return P .. 'qn' end
 local function startsq(qu) return P .. 'qs:' .. qu end
+local function rated_queues() return P .. 'qr' end
 local function waitset(topic) return P .. 'w:' .. topic end
 local function idx_all() return P .. 'ia' end
 local function idx_wf(wf) return P .. 'iw:' .. wf end

@@ -1,30 +1,30 @@
 -- Shared helpers: creating runs, for CreateRuns and WriteSchedule.
 -- KEYS and ARGV: none read; the callers pass each run's fields.
 
--- create_run creates run hash r from the twelve entries of a after a[b]
--- unless it exists, and replies as create.lua does for it. The entries:
--- id, workflow, parent id, parent policy, marked input, start time (µs,
--- '' for now: a run whose start time is ahead waits queued until then),
--- deadline (µs, '' for none), queue ('' for the default queue),
--- partition ('' for none), priority ('' for 0), workflow version (''
--- for 0) and headers (JSON, '' for none). A version other than 0 gives
--- the run lanes of its own and goes in the versions set of its queue and
--- workflow.
-local function create_run(r, a, b)
+-- new_run begins the creation of run hash r from the twelve entries of a
+-- after a[b]: id, workflow, parent id, parent policy, marked input, start
+-- time (µs, '' for now: a run whose start time is ahead waits queued
+-- until then), deadline (µs, '' for none), queue ('' for the default
+-- queue), partition ('' for none), priority ('' for 0), workflow version
+-- ('' for 0) and headers (JSON, '' for none). A version other than 0
+-- gives the run lanes of its own and goes in the versions set of its
+-- queue and workflow. When the run exists it returns nil and the reply
+-- create.lua gives for it, having written nothing. Otherwise it puts the
+-- run in its parent's children index and the listing indexes of no
+-- status, and returns the run hash's fields with token tok (field,
+-- value pairs, which the caller writes with the status in one HSET) and
+-- the run (run_of).
+local function new_run(r, a, b, tok)
   local id, wf, parent, policy, input = a[b + 1], a[b + 2], a[b + 3], a[b + 4], a[b + 5]
-  if redis.call('EXISTS', r) == 1 then return {0, redis.call('HGETALL', r)} end
-  local ready = NOWS
-  if a[b + 6] ~= '' and tonumber(a[b + 6]) > NOW then ready = a[b + 6] end
+  if redis.call('EXISTS', r) == 1 then return nil, {0, redis.call('HGETALL', r)} end
   local qu, pt, pr, vr = a[b + 8], a[b + 9], a[b + 10], a[b + 11]
   if qu == '' or qu == 'default' then qu = nil end
   if pt == '' then pt = nil end
   if pr == '' or pr == '0' then pr = nil end
   if vr == '' or vr == '0' then vr = nil end
   local ln = lane(qu, pr, vr)
-  -- the run hash's fields, written with the status in one HSET
   local h = {'id', id, 'wf', wf, 'pa', parent, 'in', input,
-    'ready', ready, 'tok', '0', 'rec', '0', 'seq', '0', 'ca', NOWS,
-    'ex', '1', 'sa', NOWS}
+    'tok', tok, 'rec', '0', 'seq', '0', 'ca', NOWS, 'ex', '1', 'sa', NOWS}
   local function put(k, v) h[#h + 1] = k; h[#h + 1] = v end
   if policy ~= '' then put('pp', policy) end
   if a[b + 7] ~= '' then put('dl', a[b + 7]) end
@@ -38,15 +38,72 @@ local function create_run(r, a, b)
     redis.call('SADD', versionset(qu or 'default', wf), vr)
   end
   if parent ~= '' then redis.call('ZADD', chkey(parent), 0, id) end
-  local ru = run_of(id, wf, qu, ln, pt, pr)
   redis.call('ZADD', idx_all(), 0, id)
   redis.call('ZADD', idx_wf(wf), 0, id)
   if qu then
     redis.call('ZADD', idx_q(qu), 0, id)
     redis.call('SADD', queue_names(), qu)
   end
+  return h, run_of(id, wf, qu, ln, pt, pr)
+end
+
+-- create_run creates run hash r from the twelve entries of a after a[b]
+-- (see new_run) unless it exists, queued and ready at its start time,
+-- and replies as create.lua does for it: {created (1 or 0), HGETALL of
+-- the run hash}.
+local function create_run(r, a, b)
+  local h, ru = new_run(r, a, b, '0')
+  if not h then return ru end
+  local ready = NOWS
+  if a[b + 6] ~= '' and tonumber(a[b + 6]) > NOW then ready = a[b + 6] end
+  h[#h + 1] = 'ready'
+  h[#h + 1] = ready
   set_status(r, ru, nil, 'queued', ready, unpack(h))
   ready_add(ru, ready)
   WOKE = true -- a delayed run too: engines learn of its wake time
   return {1, redis.call('HGETALL', r)}
+end
+
+-- create_leased creates run hash r from the twelve entries of a after
+-- a[b] (see new_run) unless it exists, leased to owner (an eager start),
+-- and replies as create_run does. The run is as a claim leaves a ready
+-- run it takes (see claim.lua): running, held by owner until now+lf (lf
+-- in µs) with token 1, started, in its lane's lease set (and its
+-- priority in the levels set, so that a claim finds the lease when it
+-- expires) and in no ready set, holding its place in its queue and
+-- partition. Its start is recorded for its queue's rate when a claim has
+-- named one (the queue has a set of starts, or is in the rated queues
+-- set): only such claims prune a set of starts, so a queue without a
+-- rate keeps none. The run is not ready, so WOKE is left as it is.
+local function create_leased(r, a, b, owner, lf)
+  local h, ru = new_run(r, a, b, '1')
+  if not h then return ru end
+  local id, lu, n = ru.id, f(NOW + lf), #h
+  h[n + 1], h[n + 2], h[n + 3], h[n + 4], h[n + 5], h[n + 6] = 'own', owner, 'lu', lu, 'sd', '1'
+  set_status(r, ru, nil, 'running', nil, unpack(h))
+  redis.call('ZADD', leaseq(ru.wf, ru.ln), lu, id)
+  if ru.pr then redis.call('ZADD', levelset(ru.qu, ru.wf), ru.pr, ru.pr) end
+  if redis.call('EXISTS', startsq(ru.qu)) == 1 or redis.call('SISMEMBER', rated_queues(), ru.qu) == 1 then
+    record_start(ru.qu, id, '1')
+  end
+  return {1, redis.call('HGETALL', r)}
+end
+
+-- create_runs creates n runs, of the hashes keys[k] to keys[k + n - 1],
+-- from the entries of a after a[b]: twelve per run (new_run), then three
+-- per run to create leased: its place among the n (1 for the first), its
+-- owner and its lease length (µs). It returns the replies of
+-- create_run and create_leased, in order.
+local function create_runs(keys, k, n, a, b)
+  local leased, out = {}, {}
+  for j = b + 1 + n * 12, #a, 3 do leased[tonumber(a[j])] = j end
+  for i = 1, n do
+    local j = leased[i]
+    if j then
+      out[i] = create_leased(keys[k + i - 1], a, b + (i - 1) * 12, a[j + 1], tonumber(a[j + 2]))
+    else
+      out[i] = create_run(keys[k + i - 1], a, b + (i - 1) * 12)
+    end
+  end
+  return out
 end

@@ -70,6 +70,13 @@ local function ready_add(ru, ready)
   if ru.pr then redis.call('ZADD', levelset(ru.qu, ru.wf), ru.pr, ru.pr) end
 end
 
+-- record_start records the start of run id under lease token tok (a
+-- string) in queue qu's set of starts, scored by now, which the claims
+-- that name the queue's rate count and prune.
+local function record_start(qu, id, tok)
+  redis.call('ZADD', startsq(qu), NOWS, id .. ':' .. tok)
+end
+
 -- clear_wait drops the run's registered event wait, if any, with all its
 -- cases: the run leaves the wait set of every case's topic.
 local function clear_wait(r, id)
