@@ -38,6 +38,13 @@ type benchResult struct {
 	// CeilingRatio is a w1 result's steps per second over the ceiling's
 	// commits per second at as many connections as there are workers.
 	CeilingRatio float64 `json:"ceiling_ratio,omitempty"`
+	// At one worker, ReleaseCeilingRatio is a w1 result's CeilingRatio in
+	// the last release; CommitLatencies is w2's p50 over the p50 of one
+	// commit of the store, and ReleaseCommitLatencies the same in the
+	// last release (see lastRelease).
+	ReleaseCeilingRatio    float64 `json:"release_ceiling_ratio,omitempty"`
+	CommitLatencies        float64 `json:"commit_latencies,omitempty"`
+	ReleaseCommitLatencies float64 `json:"release_commit_latencies,omitempty"`
 	// A ceiling probe: what one commit is, from how many connections
 	// (asked for, and used), how many a second.
 	Commit           string  `json:"commit,omitempty"`
@@ -157,6 +164,9 @@ func bench(fs *flag.FlagSet) func(*call, []string) error {
 				if p, ok := ceiling[workers]; ok && r.Workload == "w1" && p.PerSecond() > 0 {
 					results[i].CeilingRatio = r.StepsPerSecond / p.PerSecond()
 				}
+			}
+			if one, ok := ceiling[1]; ok && workers == 1 {
+				compareRelease(results, one)
 			}
 			report.Results = append(report.Results, results...)
 		}
@@ -343,9 +353,19 @@ func printBench(c *call, r jsonBench, sleep time.Duration) error {
 			if x.CeilingRatio > 0 {
 				fmt.Fprintf(out, "  %.2f× ceiling", x.CeilingRatio)
 			}
+			if x.ReleaseCeilingRatio > 0 {
+				fmt.Fprintf(out, "  (last release, %s: %.2f×)", lastRelease.Build, x.ReleaseCeilingRatio)
+			}
 			fmt.Fprintln(out)
 		case "w2":
-			fmt.Fprintf(out, "w2  %d runs of %d steps one at a time  p50 %.2f ms  p90 %.2f ms  p99 %.2f ms\n", x.Runs, x.Steps, x.P50Ms, x.P90Ms, x.P99Ms)
+			fmt.Fprintf(out, "w2  %d runs of %d steps one at a time  p50 %.2f ms  p90 %.2f ms  p99 %.2f ms", x.Runs, x.Steps, x.P50Ms, x.P90Ms, x.P99Ms)
+			if x.CommitLatencies > 0 {
+				fmt.Fprintf(out, "  p50 = %.1f commits", x.CommitLatencies)
+			}
+			if x.ReleaseCommitLatencies > 0 {
+				fmt.Fprintf(out, "  (last release, %s: %.1f)", lastRelease.Build, x.ReleaseCommitLatencies)
+			}
+			fmt.Fprintln(out)
 		case "w3":
 			fmt.Fprintf(out, "w3  %d runs sleeping %v, %-10s  wall %.2fs\n", x.Runs, sleep, x.Start, x.Seconds)
 		}
