@@ -44,6 +44,9 @@ func (p *workPool) launch(e *Engine, r storage.ClaimedRun) bool {
 		defer p.wg.Done()
 		defer e.working.Add(-1)
 		e.execute(p.ctx, r)
+		e.mu.Lock()
+		delete(e.eager, r.Lease.RunID) // when a hook did not execute it
+		e.mu.Unlock()
 		<-p.slots
 		select {
 		case p.freed <- struct{}{}:
@@ -127,7 +130,16 @@ func (e *Engine) startEager(p *workPool, leased []int, res []storage.CreateResul
 			CancelRequested: rec.CancelRequested,
 			CancelReason:    rec.CancelReason,
 		}
+		e.mu.Lock()
+		if e.eager == nil {
+			e.eager = map[string]bool{}
+		}
+		e.eager[rec.ID] = true
+		e.mu.Unlock()
 		if !p.launch(e, c) {
+			e.mu.Lock()
+			delete(e.eager, rec.ID)
+			e.mu.Unlock()
 			// The engine stopped meanwhile: hand the run back at once.
 			<-p.slots
 			now := e.clock.Now()

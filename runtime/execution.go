@@ -236,6 +236,7 @@ func (e *Engine) executeIn(parent context.Context, r storage.ClaimedRun, hx *Hoo
 
 	e.mu.Lock()
 	e.active[r.Lease.RunID] = x
+	delete(e.eager, r.Lease.RunID)
 	e.mu.Unlock()
 	defer func() {
 		e.mu.Lock()
@@ -243,6 +244,11 @@ func (e *Engine) executeIn(parent context.Context, r storage.ClaimedRun, hx *Hoo
 			delete(e.active, r.Lease.RunID)
 		}
 		e.mu.Unlock()
+		if x.outcome != outcomeFinished {
+			// Callers that skipped an announcement (see watchFinished)
+			// read the run again.
+			e.waiters.wake(r.Lease.RunID)
+		}
 	}()
 
 	// The engine stopping hands the run back at its next step boundary; a
@@ -421,6 +427,8 @@ func (x *execution) finish(out []byte, runErr error) {
 		if !errors.Is(err, ErrLeaseLost) {
 			x.logger().Error("stem: complete failed; handing the run over", "err", err)
 		}
+		x.cancel(x.lostCause(err))
+		x.outcome = outcomeStopped
 		if lettingGo(err) {
 			x.letGo(err)
 		}

@@ -117,7 +117,12 @@ func (e *Engine) watchFinished() (everywhere bool) {
 	go func() {
 		defer close(done)
 		for id := range ids {
-			e.waiters.wake(id)
+			// A run this engine executes wakes its callers itself as the
+			// execution ends, with its outcome when it completed it: the
+			// announcement may come first.
+			if !e.executing(id) {
+				e.waiters.wake(id)
+			}
 		}
 	}()
 	return everywhere
@@ -207,7 +212,7 @@ func (e *Engine) reader(first waitReadReq) {
 // registered before asking need not read the run first.
 func (e *Engine) executing(id string) bool {
 	e.mu.Lock()
-	x := e.active[id]
+	x, eager := e.active[id], e.eager[id]
 	e.mu.Unlock()
-	return x != nil && !x.ended.Load() && x.replay == nil
+	return eager || x != nil && !x.ended.Load() && x.replay == nil
 }

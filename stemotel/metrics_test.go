@@ -182,7 +182,9 @@ func TestMetrics(t *testing.T) {
 	if n := len(points(rm, "stem.step.duration")); n != 5 {
 		t.Errorf("stem.step.duration has %d series, want 5 (one per step, not per autoversion iteration)", n)
 	}
-	for _, op := range []string{"Claim", "CreateRuns", "Checkpoint", "RecordAttempts", "Complete"} {
+	// A run's completion rides with its last step's checkpoint: these
+	// workflows end right after a step, so none calls Complete.
+	for _, op := range []string{"Claim", "CreateRuns", "Checkpoint", "RecordAttempts"} {
 		if p, ok := find(rm, "stem.store.duration", "stem.store.op="+op, "stem.outcome=ok"); !ok || p.count == 0 {
 			t.Errorf("stem.store.duration has no %s call", op)
 		}

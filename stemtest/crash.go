@@ -390,6 +390,23 @@ func (c *crashStore) Claim(ctx context.Context, req storage.ClaimRequest) ([]sto
 	return runs, err
 }
 
+// CreateRuns records the test run as held when it is created leased to
+// the worker (an eager start), as Claim does when a claim takes it.
+func (c *crashStore) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
+	if c.isDead() {
+		return nil, errCrashed
+	}
+	res, err := c.Store.CreateRuns(ctx, runs)
+	for _, r := range res {
+		if rec := r.Run; r.Created && rec.ID == crashRunID && rec.Status == storage.StatusRunning {
+			c.mu.Lock()
+			c.held = &storage.ClaimedRun{Lease: storage.Lease{RunID: rec.ID, Owner: rec.Owner, Token: rec.Token}}
+			c.mu.Unlock()
+		}
+	}
+	return res, err
+}
+
 func (c *crashStore) RecordAttempts(ctx context.Context, req storage.RecordAttemptsRequest) error {
 	if c.isDead() {
 		return errCrashed
@@ -430,13 +447,6 @@ func (c *crashStore) ContinueAsNew(ctx context.Context, req storage.ContinueRequ
 		return errCrashed
 	}
 	return c.Store.ContinueAsNew(ctx, req)
-}
-
-func (c *crashStore) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
-	if c.isDead() {
-		return nil, errCrashed
-	}
-	return c.Store.CreateRuns(ctx, runs)
 }
 
 func (c *crashStore) Emit(ctx context.Context, req storage.EmitRequest) ([]string, error) {
