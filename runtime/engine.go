@@ -189,8 +189,8 @@ type Engine struct {
 	runDone chan struct{}
 	// pool is what Run executes runs with, while it runs (see eager.go);
 	// eager holds the runs started eagerly whose execution has not begun.
-	pool  *workPool
-	eager map[string]bool
+	pool    *workPool
+	eager   map[string]bool
 	waiters waiters // the callers waiting on runs' results
 	// arrivals wakes an execution whose select waits on running steps when
 	// this engine sends its run an event or ends a child of it, so that it
