@@ -99,6 +99,7 @@ func bench(fs *flag.FlagSet) func(*call, []string) error {
 	samples := fs.Int("samples", 50, "`N` runs one at a time for w2")
 	sleep := fs.Duration("sleep", time.Second, "how long each w3 run sleeps (`D`)")
 	probe := fs.Duration("probe", 2*time.Second, "how long each probe of the ceiling commits (`D`)")
+	poll := fs.Duration("poll", time.Second, "the workers' poll interval (`D`), only a safety net: engines wake on the runs' own times")
 	return func(c *call, _ []string) error {
 		which, err := benchWhich(*workload)
 		if err != nil {
@@ -124,7 +125,7 @@ func bench(fs *flag.FlagSet) func(*call, []string) error {
 		for _, f := range []struct {
 			name string
 			v    time.Duration
-		}{{"--sleep", *sleep}, {"--probe", *probe}} {
+		}{{"--sleep", *sleep}, {"--probe", *probe}, {"--poll", *poll}} {
 			if f.v < time.Millisecond {
 				return usagef("%s %v: want 1ms or more", f.name, f.v)
 			}
@@ -148,7 +149,7 @@ func bench(fs *flag.FlagSet) func(*call, []string) error {
 			which = which[1:]
 		}
 		if len(which) > 0 {
-			ws, err := startBenchWorkers(c, *procs, *conc)
+			ws, err := startBenchWorkers(c, *procs, *conc, *poll)
 			if err != nil {
 				return err
 			}
@@ -272,14 +273,14 @@ type benchWorkers struct {
 // startBenchWorkers starts an engine of conc workers in this process, or
 // procs worker processes of conc workers each, and returns once they are
 // ready to work.
-func startBenchWorkers(c *call, procs, conc int) (*benchWorkers, error) {
+func startBenchWorkers(c *call, procs, conc int, poll time.Duration) (*benchWorkers, error) {
 	if procs > 1 {
 		if err := loadgen.Register(c.engine); err != nil {
 			return nil, err
 		}
-		return startWorkerProcs(c, procs, conc)
+		return startWorkerProcs(c, procs, conc, poll)
 	}
-	w, err := runtime.New(runtime.Config{Store: c.store, Workers: conc, Codec: c.codec, Logger: slog.New(slog.DiscardHandler)})
+	w, err := runtime.New(runtime.Config{Store: c.store, Workers: conc, PollInterval: poll, Codec: c.codec, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return nil, err
 	}

@@ -50,6 +50,7 @@ starts it; there is no other use for it.`,
 // benchWorker is the worker process's command.
 func benchWorker(fs *flag.FlagSet) func(*call, []string) error {
 	conc := fs.Int("concurrency", 32, "`C` workers of the engine")
+	poll := fs.Duration("poll", 0, "the engine's poll interval (`D`; 0: its default)")
 	return func(c *call, _ []string) error {
 		if *conc < 1 {
 			return usagef("--concurrency %d: want 1 or more", *conc)
@@ -57,7 +58,7 @@ func benchWorker(fs *flag.FlagSet) func(*call, []string) error {
 		if _, err := c.open(); err != nil {
 			return err
 		}
-		e, err := runtime.New(runtime.Config{Store: c.store, Workers: *conc, Codec: c.codec, Logger: slog.New(slog.DiscardHandler)})
+		e, err := runtime.New(runtime.Config{Store: c.store, Workers: *conc, PollInterval: *poll, Codec: c.codec, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			return err
 		}
@@ -131,7 +132,7 @@ func (e *workerExit) Error() string { return e.msg }
 // startWorkerProcs starts n worker processes of conc workers each on the
 // store and waits until every one works, at most the command timeout; on
 // any failure it kills those it started.
-func startWorkerProcs(c *call, n, conc int) (*benchWorkers, error) {
+func startWorkerProcs(c *call, n, conc int, poll time.Duration) (*benchWorkers, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("worker processes: cannot find this program to start it again: %w", err)
@@ -146,7 +147,7 @@ func startWorkerProcs(c *call, n, conc int) (*benchWorkers, error) {
 	case c.g.codecKeyFile != "":
 		args = append(args, "--codec-key-file", c.g.codecKeyFile)
 	}
-	args = append(args, workerCommand.name, "--concurrency", strconv.Itoa(conc))
+	args = append(args, workerCommand.name, "--concurrency", strconv.Itoa(conc), "--poll", poll.String())
 
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	wp := &workerProcs{cancel: cancel}
