@@ -79,6 +79,8 @@ SELECT r.execution, 1, a.id, ` + attemptColsA + `, NULL, NULL
 ORDER BY 2, 3`
 
 // Checkpoint records a step's result under the lease; see storage.Store.
+// A completion that rides with it (req.Complete) finishes the run in the
+// same transaction, in place of the checkpoint's own update of the run.
 func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (storage.CheckpointResult, error) {
 	if err := req.Validate(); err != nil {
 		return storage.CheckpointResult{}, fmt.Errorf("sqlitestore: %w", err)
@@ -112,6 +114,19 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 		written, err := w.insertCheckpoint(ref, exec, &req.Checkpoint, req.Attempts, n)
 		if err != nil {
 			return err
+		}
+		if done := req.Completion(); done != nil && written && !pause {
+			// The completion rides with the step: the run ends in this
+			// change, its finishing statement doing the checkpoint's
+			// update of the run (the lease ends, the active step and a
+			// wait the step resolves go, recoveries reset) and publishing
+			// the progress, the completion's over the checkpoint's.
+			progress := done.Progress
+			if progress == nil {
+				progress = req.Progress
+			}
+			res.Completed = true
+			return w.complete(*done, progress, true, n)
 		}
 		if err := w.publish(ref, req.Progress); err != nil {
 			return err

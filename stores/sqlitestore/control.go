@@ -73,7 +73,7 @@ func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) ([]
 		}
 		n := s.now().UnixNano()
 		e := req.Error
-		if err := w.finish(req.RunID, storage.StatusTerminated, nil, &e, nil, n); err != nil {
+		if err := w.finish(req.RunID, storage.StatusTerminated, nil, &e, nil, false, n); err != nil {
 			return err
 		}
 		ids = append(ids, req.RunID)
@@ -111,7 +111,7 @@ func (w *wtx) terminateChildren(root string, e *storage.ErrorInfo, reason string
 		return nil, err
 	}
 	for _, id := range children {
-		if err := w.finish(id, storage.StatusTerminated, nil, e, nil, now); err != nil {
+		if err := w.finish(id, storage.StatusTerminated, nil, e, nil, false, now); err != nil {
 			return nil, err
 		}
 	}

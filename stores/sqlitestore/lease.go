@@ -393,25 +393,32 @@ func (s *Store) Complete(ctx context.Context, req storage.CompleteRequest) error
 		if _, err := w.fenceAt(req.Lease, s.now()); err != nil {
 			return err
 		}
-		n := s.now().UnixNano()
-		if err := w.finish(req.Lease.RunID, req.Status, bytesArg(req.Output), req.Error, req.Progress, n); err != nil {
-			return err
-		}
-		if _, err := w.terminateChildren(req.Lease.RunID, req.ChildError, req.ChildCancel, n); err != nil {
-			return err
-		}
-		return w.deliverNotify(req.Notify, n)
+		return w.complete(req, req.Progress, false, s.now().UnixNano())
 	})
+}
+
+// complete finishes the fenced run as Complete does, at now, publishing
+// progress (nil: leaves it); stepped is set when the run's step was
+// written in the same change (a completion that rides with a checkpoint),
+// which resets its recoveries, as the checkpoint would.
+func (w *wtx) complete(req storage.CompleteRequest, progress []byte, stepped bool, now int64) error {
+	if err := w.finish(req.Lease.RunID, req.Status, bytesArg(req.Output), req.Error, progress, stepped, now); err != nil {
+		return err
+	}
+	if _, err := w.terminateChildren(req.Lease.RunID, req.ChildError, req.ChildCancel, now); err != nil {
+		return err
+	}
+	return w.deliverNotify(req.Notify, now)
 }
 
 // finish puts a run in a final status, clearing lease, wait, active step
 // and suspension, publishes progress (nil: leaves it), and ends its
-// execution.
-func (w *wtx) finish(runID string, status storage.RunStatus, output any, e *storage.ErrorInfo, progress []byte, now int64) error {
+// execution; stepped resets its recoveries too (see complete).
+func (w *wtx) finish(runID string, status storage.RunStatus, output any, e *storage.ErrorInfo, progress []byte, stepped bool, now int64) error {
 	var ref, exec int64
-	if _, err := w.queryRow(`UPDATE runs SET status = ?2, ended_at = ?3,
+	if _, err := w.queryRow(`UPDATE runs SET status = ?2, ended_at = ?3, recoveries = iif(?4, 0, recoveries),
 			pause_requested = 0, ready_at = NULL, updated_at = ?3, `+releaseLease("?3")+`, `+clearActive+`, `+clearWait+`
-		WHERE id = ?1 RETURNING ref, execution`, func(r row) { ref, exec = r.int64(0), r.int64(1) }, runID, string(status), now); err != nil {
+		WHERE id = ?1 RETURNING ref, execution`, func(r row) { ref, exec = r.int64(0), r.int64(1) }, runID, string(status), now, stepped); err != nil {
 		return err
 	}
 	if _, err := w.exec(`UPDATE run_data SET output = ?2, error_message = ?3, error_code = ?4, suspend_state = NULL,

@@ -550,12 +550,52 @@ func (cl *claimer) count(c *queueCursor) error {
 		if _, err := cl.w.exec(`DELETE FROM queue_starts WHERE queue = ?1 AND at <= ?2`, q.Name, cl.now-q.RatePeriod.Nanoseconds()); err != nil {
 			return err
 		}
-		if _, err := cl.w.queryRow(`SELECT count(*) FROM queue_starts WHERE queue = ?1`,
-			func(r row) { c.started = int(r.int64(0)) }, q.Name); err != nil {
+		marked := false
+		if _, err := cl.w.queryRow(countStartsQuery, func(r row) {
+			marked = !r.isNull(1) && r.int64(1) == rateMark
+			c.started = int(r.int64(0))
+			if marked {
+				c.started--
+			}
+		}, q.Name); err != nil {
 			return err
+		}
+		if !marked {
+			// Once per queue: from now on its eager starts are logged.
+			if _, err := cl.w.exec(`INSERT INTO queue_starts (queue, at) VALUES (?1, ?2)`, q.Name, rateMark); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// rateMark is the time of the row of queue_starts that marks a queue as
+// rate-limited: a claim that counts the queue's starts for a rate leaves
+// it once, and a run created leased on the queue (NewRun.Lease) logs its
+// start only when it is there (logEagerStart). A claim hands the store its
+// queues' limits, which a create does not know, and logging the eager
+// starts of every queue would fill queue_starts with the starts of queues
+// no claim ever prunes. No start is at rateMark, and no pruning reaches
+// it; a queue never claimed with a rate has no mark, so its eager starts
+// go unlogged, as a claim without a rate logs none.
+const rateMark = math.MaxInt64
+
+// countStartsQuery counts a rate-limited queue's starts (?1), its mark
+// among them (the greatest time, rateMark when marked).
+const countStartsQuery = `SELECT count(*), max(at) FROM queue_starts WHERE queue = ?1`
+
+// logEagerStartQuery logs a start of queue ?1 at ?2 when the queue is
+// marked rate-limited (rateMark, ?3).
+const logEagerStartQuery = `INSERT INTO queue_starts (queue, at) SELECT ?1, ?2
+	WHERE EXISTS (SELECT 1 FROM queue_starts WHERE queue = ?1 AND at = ?3)`
+
+// logEagerStart logs the start of a run created leased on queue at now,
+// as a claim logs the runs it starts on a rate-limited queue, when a claim
+// has marked the queue rate-limited (see rateMark).
+func (w *wtx) logEagerStart(queue string, now int64) error {
+	_, err := w.exec(logEagerStartQuery, queue, now, int64(rateMark))
+	return err
 }
 
 // countRunning counts the places a limited queue's runs hold: its running

@@ -11,8 +11,9 @@ import (
 )
 
 // CreateRuns inserts runs; an ID that exists is left untouched and reported
-// with Created false and its stored record. All requests are one atomic
-// change.
+// with Created false and its stored record. A run with a Lease is inserted
+// running under it, as a claim would leave it, so that its engine needs no
+// claim (see insertLeasedRun). All requests are one atomic change.
 func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
 	if err := storage.ValidateNewRuns(runs); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
@@ -35,15 +36,22 @@ func (w *wtx) createRuns(runs []storage.NewRun, now time.Time) ([]storage.Create
 	n := now.UnixNano()
 	for _, r := range runs {
 		var ref int64
-		ready := n
-		if r.StartAt != nil && r.StartAt.After(now) {
-			ready = r.StartAt.UnixNano()
+		var created bool
+		var err error
+		scan := func(r row) { ref = r.int64(0) }
+		if l := r.Lease; l != nil {
+			// An eager start: the run is inserted as claimUpdate leaves a
+			// run it starts, token 1, its start stamped.
+			created, err = w.queryRow(insertLeasedRun, scan, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), n, nanosPtr(r.Deadline),
+				r.QueueOf(), r.Partition, r.Priority, r.Version, l.Owner, leaseUntil(now, l.For))
+		} else {
+			ready := n
+			if r.StartAt != nil && r.StartAt.After(now) {
+				ready = r.StartAt.UnixNano()
+			}
+			created, err = w.queryRow(insertRun, scan, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), n, ready, nanosPtr(r.Deadline),
+				r.QueueOf(), r.Partition, r.Priority, r.Version)
 		}
-		created, err := w.queryRow(`INSERT INTO runs (id, workflow, parent_id, parent_policy, status, ready_at, created_at, updated_at, deadline,
-				queue, partition_key, priority, version)
-			VALUES (?1, ?2, ?3, ?4, 'queued', ?6, ?5, ?5, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (id) DO NOTHING RETURNING ref`,
-			func(r row) { ref = r.int64(0) }, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), n, ready, nanosPtr(r.Deadline),
-			r.QueueOf(), r.Partition, r.Priority, r.Version)
 		if err != nil {
 			return nil, err
 		}
@@ -54,7 +62,13 @@ func (w *wtx) createRuns(runs []storage.NewRun, now time.Time) ([]storage.Create
 			if _, err := w.exec(`INSERT INTO executions (run_ref, number, started_at) VALUES (?1, 1, ?2)`, ref, n); err != nil {
 				return nil, err
 			}
-			w.wake = true // a delayed run too: engines learn of its wake time
+			if r.Lease != nil {
+				if err := w.logEagerStart(r.QueueOf(), n); err != nil {
+					return nil, err
+				}
+			} else {
+				w.wake = true // a delayed run too: engines learn of its wake time
+			}
 		}
 		rec, _, err := getRun(w.conn, r.ID)
 		if err != nil {
@@ -64,6 +78,21 @@ func (w *wtx) createRuns(runs []storage.NewRun, now time.Time) ([]storage.Create
 	}
 	return out, nil
 }
+
+// insertRun inserts a queued run, ready at ?6, unless its ID (?1) exists,
+// and returns its ref. insertLeasedRun inserts a run leased at creation
+// (NewRun.Lease) instead: running, held by ?11 until ?12 with token 1 and
+// started at ?5, as claimUpdate leaves a run it starts, so that a claim
+// recovers it once the lease expires and counts it as holding its queue's
+// place meanwhile.
+const (
+	insertRun = `INSERT INTO runs (id, workflow, parent_id, parent_policy, status, ready_at, created_at, updated_at, deadline,
+			queue, partition_key, priority, version)
+		VALUES (?1, ?2, ?3, ?4, 'queued', ?6, ?5, ?5, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (id) DO NOTHING RETURNING ref`
+	insertLeasedRun = `INSERT INTO runs (id, workflow, parent_id, parent_policy, status, created_at, updated_at, deadline,
+			queue, partition_key, priority, version, owner, lease_until, token, first_claimed_at)
+		VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 1, ?5) ON CONFLICT (id) DO NOTHING RETURNING ref`
+)
 
 // GetRun returns a run's record, or storage.ErrRunNotFound.
 func (s *Store) GetRun(ctx context.Context, id string) (storage.RunRecord, error) {

@@ -53,7 +53,8 @@
 // payloads), in their execution too; events buffered for runs not yet
 // waiting on them; the catalog (workflow_types, queue_types,
 // event_types); schedules, written whole by revision; queue_starts,
-// the recent starts of rate-limited queues; and workers, the records
+// the recent starts of rate-limited queues (and a mark for each, see
+// queues.go); and workers, the records
 // engines keep of themselves. Tables keyed by run use the
 // run's row number, assigned in creation order, so runs created and
 // claimed together share pages. A claim reads an index over when each run
