@@ -419,6 +419,9 @@ func (e *Engine) create(ctx context.Context, runs []storage.NewRun) ([]storage.C
 	if len(leased) > 0 {
 		e.startEager(pool, leased, res)
 	}
+	if pool != nil && len(leased) < len(runs) {
+		pool.noteQueued(runs)
+	}
 	for i, r := range res {
 		if !r.Created && r.Run.Workflow != runs[i].Workflow {
 			return nil, fmt.Errorf("%w: run %q exists as a run of %q, not %q", ErrInvalidArgument, r.Run.ID, r.Run.Workflow, runs[i].Workflow)
@@ -492,9 +495,14 @@ func (e *Engine) wait(ctx context.Context, id string, outcome bool) (RunInfo, er
 	}
 	for first := true; ; first = false {
 		rw := e.waiters.add(id)
-		// A run executing here is read only when its end was not heard in
-		// time: the engine may have lost it to another, which ended it.
-		if !outcome || !first || !e.executing(id) {
+		// A run executing here is not read: its execution's end wakes the
+		// callers, with the outcome when it completed the run, else to
+		// read it. It is read after a poll interval all the same, in case
+		// the execution is stuck and another engine ended the run.
+		wait := delay
+		if outcome && first && e.executing(id) {
+			wait = e.cfg.PollInterval
+		} else {
 			info, err := e.waitRead(ctx, id)
 			if err != nil || info.Status.Finished() {
 				e.waiters.remove(id, rw)
@@ -502,7 +510,7 @@ func (e *Engine) wait(ctx context.Context, id string, outcome bool) (RunInfo, er
 			}
 		}
 		var err error
-		t := time.NewTimer(delay)
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			err = ctx.Err()

@@ -19,13 +19,49 @@ type workPool struct {
 	// unlimited holds the work queues that set no limit: only their runs
 	// start eagerly; a limited queue's runs go through its claims.
 	unlimited map[string]bool
-	// backlog is set while the last claim came back full: runs are
+	// backlog is set while the last claim came back full of runs other
+	// than those this engine queued itself since: others' runs are
 	// queued, and a new one waits its turn behind them.
 	backlog atomic.Bool
 
 	mu     sync.Mutex
 	closed bool
 	wg     sync.WaitGroup
+	// queued holds the runs this engine started that did not start
+	// eagerly, until a claim takes them (at most maxQueuedHere).
+	queued map[string]bool
+}
+
+// maxQueuedHere bounds workPool.queued: past it, runs this engine queued
+// count as others' (a conservative backlog).
+const maxQueuedHere = 4096
+
+// noteQueued records runs this engine started without an eager start.
+func (p *workPool) noteQueued(runs []storage.NewRun) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range runs {
+		if runs[i].Lease == nil && len(p.queued) < maxQueuedHere {
+			p.queued[runs[i].ID] = true
+		}
+	}
+}
+
+// claimed records what a claim of limit runs took: it is a backlog of
+// others' runs when it came back full and took one this engine did not
+// queue itself.
+func (p *workPool) claimed(runs []storage.ClaimedRun, limit int) {
+	p.mu.Lock()
+	others := false
+	for _, r := range runs {
+		if p.queued[r.Lease.RunID] {
+			delete(p.queued, r.Lease.RunID)
+		} else {
+			others = true
+		}
+	}
+	p.mu.Unlock()
+	p.backlog.Store(others && len(runs) == limit)
 }
 
 // launch executes r on its own goroutine, in a slot the caller holds. It
@@ -40,18 +76,21 @@ func (p *workPool) launch(e *Engine, r storage.ClaimedRun) bool {
 	// Counted from here, not from the goroutine's start, so a run held is
 	// never a moment without work.
 	e.working.Add(1)
-	go func() {
-		defer p.wg.Done()
-		defer e.working.Add(-1)
-		e.execute(p.ctx, r)
-		e.mu.Lock()
-		delete(e.eager, r.Lease.RunID) // when a hook did not execute it
-		e.mu.Unlock()
+	free := sync.OnceFunc(func() {
 		<-p.slots
 		select {
 		case p.freed <- struct{}{}:
 		default:
 		}
+	})
+	go func() {
+		defer p.wg.Done()
+		defer e.working.Add(-1)
+		e.execute(p.ctx, r, free)
+		e.mu.Lock()
+		delete(e.eager, r.Lease.RunID) // when a hook did not execute it
+		e.mu.Unlock()
+		free()
 	}()
 	return true
 }
@@ -77,8 +116,11 @@ func (e *Engine) eagerSlots(runs []storage.NewRun) (*workPool, []int) {
 	e.mu.Lock()
 	p := e.pool
 	e.mu.Unlock()
-	if p == nil || p.backlog.Load() || p.ctx.Err() != nil {
+	if p == nil || p.ctx.Err() != nil {
 		return nil, nil
+	}
+	if p.backlog.Load() {
+		return p, nil // the runs wait their turn behind others'
 	}
 	var names []string
 	var leased []int

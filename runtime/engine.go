@@ -566,7 +566,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if n, ok := e.cfg.Store.(storage.Notifier); ok {
 		notes = n.Notifications(ctx)
 	}
-	pool := &workPool{ctx: ctx, slots: make(chan struct{}, e.cfg.Workers), freed: make(chan struct{}, 1), unlimited: map[string]bool{}}
+	pool := &workPool{ctx: ctx, slots: make(chan struct{}, e.cfg.Workers), freed: make(chan struct{}, 1), unlimited: map[string]bool{}, queued: map[string]bool{}}
 	for _, q := range queues {
 		if !q.Limited() {
 			pool.unlimited[q.Name] = true
@@ -635,7 +635,9 @@ func (e *Engine) Run(ctx context.Context) error {
 				errBackoff = 0
 			}
 			backlog = err == nil && len(runs) == min(free, e.cfg.ClaimBatch)
-			pool.backlog.Store(backlog)
+			if err == nil {
+				pool.claimed(runs, min(free, e.cfg.ClaimBatch))
+			}
 			for _, r := range runs {
 				claimed++
 				select {

@@ -106,8 +106,9 @@ type execution struct {
 	deferred atomic.Pointer[deferredWrite]
 	flushMu  sync.Mutex
 	// ended is set once the run's completion is written, before its
-	// waiters are woken (see Engine.wait).
+	// waiters are woken (see Engine.wait); free gives the worker slot back.
 	ended atomic.Bool
+	free  func()
 	// unwinding is set once the workflow goroutine began to unwind (the run
 	// parked, paused, was handed back or stopped, or a replay ended): the
 	// workflow's defers run then, and a durable call they make ends the
@@ -190,26 +191,28 @@ func (x *execution) logger() *slog.Logger {
 
 // execute runs one claimed run until it completes, suspends or stops,
 // inside Hooks.Execution when one is set.
-func (e *Engine) execute(parent context.Context, r storage.ClaimedRun) {
+func (e *Engine) execute(parent context.Context, r storage.ClaimedRun, free func()) {
 	if h := e.hooks.Execution; h != nil {
-		e.executeHooked(h, parent, r)
+		e.executeHooked(h, parent, r, free)
 		return
 	}
-	e.executeIn(parent, r, nil)
+	e.executeIn(parent, r, nil, free)
 }
 
 // executeHooked is execute inside Hooks.Execution h. (Apart, so that a
 // claimed run executed without hooks is not moved to the heap for the
 // closure.)
-func (e *Engine) executeHooked(h func(context.Context, *HookExecution, func(context.Context)), parent context.Context, r storage.ClaimedRun) {
+func (e *Engine) executeHooked(h func(context.Context, *HookExecution, func(context.Context)), parent context.Context, r storage.ClaimedRun, free func()) {
 	hx := &HookExecution{RunID: r.Lease.RunID, Workflow: r.Workflow, Version: r.Version, ParentID: r.ParentID,
 		Headers: r.Headers, Recoveries: r.Recoveries}
-	h(parent, hx, func(ctx context.Context) { e.executeIn(ctx, r, hx) })
+	h(parent, hx, func(ctx context.Context) { e.executeIn(ctx, r, hx, free) })
 }
 
 // executeIn is execute under parent, telling hx (when not nil) the
-// execution's number and how it ended.
-func (e *Engine) executeIn(parent context.Context, r storage.ClaimedRun, hx *HookExecution) {
+// execution's number and how it ended. free gives the execution's worker
+// slot back; a completion calls it before it wakes the run's callers, so
+// that a caller starting its next run finds the worker free.
+func (e *Engine) executeIn(parent context.Context, r storage.ClaimedRun, hx *HookExecution, free func()) {
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	x := &execution{
 		engine:     e,
@@ -221,6 +224,7 @@ func (e *Engine) executeIn(parent context.Context, r storage.ClaimedRun, hx *Hoo
 		stopping:   make(chan struct{}),
 		pauseSeen:  make(chan struct{}),
 		deadline:   r.Deadline,
+		free:       free,
 		used:       map[string]bool{},
 		counters:   map[string]int{},
 		lastExtend: e.clock.Now(),
@@ -436,6 +440,9 @@ func (x *execution) finish(out []byte, runErr error) {
 	}
 	x.outcome, x.runErr = outcomeFinished, runErr
 	x.ended.Store(true)
+	if x.free != nil {
+		x.free()
+	}
 	e.waiters.end(x.lease.RunID, &storage.RunRecord{ID: x.lease.RunID, Workflow: x.workflow, Status: req.Status, Output: req.Output, Error: req.Error})
 	if req.Notify != nil {
 		e.arrivals.wake(req.Notify.RunID)
