@@ -691,22 +691,40 @@ func testCompleteTreeRefused(f *fixture) {
 // telling its waiting parent: the parent gets the event, the grandchild is
 // terminated, in one change.
 func testCompleteChildNotify(f *fixture) {
+	c, done := f.childFamily()
+	f.clock.Advance(time.Second)
+	done.Lease = c.Lease
+	if err := f.store.Complete(f.ctx, done); err != nil {
+		f.t.Fatalf("Complete with a notify and a child error: %v", err)
+	}
+	f.wantFamilyEnded(done)
+	f.claimNone("wf-grandchild")
+}
+
+// childFamily makes parent, waiting on its child run-1, which holds a
+// lease and has a child of its own, grandchild; it returns run-1's claim
+// and the completion that tells the parent and ends the grandchild.
+func (f *fixture) childFamily() (storage.ClaimedRun, storage.CompleteRequest) {
+	f.t.Helper()
 	p := f.start("parent", "")
 	f.park(p.Lease, "child@v1", "child:run-1", storage.KindChild)
 	c := f.startAs(storage.NewRun{ID: "run-1", ParentID: "parent"})
 	f.createRun(storage.NewRun{ID: "grandchild", Workflow: "wf-grandchild", ParentID: "run-1"})
 	childErr := storage.ErrorInfo{Message: "parent run-1 finished", Code: storage.CodeTerminated}
-	f.clock.Advance(time.Second)
-	if err := f.store.Complete(f.ctx, storage.CompleteRequest{Lease: c.Lease, Status: storage.StatusComplete, Output: []byte("child result"),
-		Notify: childNotify("parent"), ChildError: &childErr}); err != nil {
-		f.t.Fatalf("Complete with a notify and a child error: %v", err)
-	}
+	return c, storage.CompleteRequest{Status: storage.StatusComplete, Output: []byte("child result"),
+		Notify: childNotify("parent"), ChildError: &childErr}
+}
+
+// wantFamilyEnded checks what childFamily's completion done did: run-1
+// complete, grandchild terminated with its error, the parent queued with
+// the child's result.
+func (f *fixture) wantFamilyEnded(done storage.CompleteRequest) {
+	f.t.Helper()
 	f.wantStatus("run-1", storage.StatusComplete)
 	rec := f.wantStatus("grandchild", storage.StatusTerminated)
-	if rec.Error == nil || *rec.Error != childErr {
-		f.t.Fatalf("grandchild error %+v, want %+v", rec.Error, childErr)
+	if rec.Error == nil || *rec.Error != *done.ChildError {
+		f.t.Fatalf("grandchild error %+v, want %+v", rec.Error, *done.ChildError)
 	}
 	f.wantCheckpoints("parent", `child@v1="child result"`)
 	f.wantStatus("parent", storage.StatusQueued)
-	f.claimNone("wf-grandchild")
 }

@@ -306,24 +306,13 @@ func testRideLeaseLost(f *fixture) {
 }
 
 func testRideFamily(f *fixture) {
-	p := f.start("parent", "")
-	f.park(p.Lease, "child@v1", "child:run-1", storage.KindChild)
-	c := f.startAs(storage.NewRun{ID: "run-1", ParentID: "parent"})
-	f.createRun(storage.NewRun{ID: "grandchild", Workflow: "wf-grandchild", ParentID: "run-1"})
-	childErr := storage.ErrorInfo{Message: "parent run-1 finished", Code: storage.CodeTerminated}
+	c, done := f.childFamily()
 	req := stepReq(c.Lease, "s1@v1", "one")
-	req.Complete = &storage.CompleteRequest{Status: storage.StatusComplete, Output: []byte("child result"),
-		Notify: childNotify("parent"), ChildError: &childErr}
+	req.Complete = &done
 	if res, err := f.store.Checkpoint(f.ctx, req); err != nil || !res.Completed {
 		f.t.Fatalf("Checkpoint with a family completion = %+v, %v; want completed", res, err)
 	}
-	f.wantStatus("run-1", storage.StatusComplete)
-	rec := f.wantStatus("grandchild", storage.StatusTerminated)
-	if rec.Error == nil || *rec.Error != childErr {
-		f.t.Fatalf("grandchild error %+v, want %+v", rec.Error, childErr)
-	}
-	f.wantCheckpoints("parent", `child@v1="child result"`)
-	f.wantStatus("parent", storage.StatusQueued)
+	f.wantFamilyEnded(done)
 }
 
 func testRideRefused(f *fixture) {
