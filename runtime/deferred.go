@@ -44,10 +44,10 @@ func (x *execution) deferStep(cp storage.Checkpoint, attempts []Attempt) storage
 // flush writes the deferred checkpoint, if any, on the workflow
 // goroutine, before the write the caller is about to make: a failure
 // stops the run, a pause taking effect parks it, as any checkpoint's.
+//
+// It takes flushMu even when nothing waits: the heartbeat may be writing
+// the deferred checkpoint, which must land before the caller's write.
 func (x *execution) flush() {
-	if x.deferred.Load() == nil {
-		return
-	}
 	x.flushMu.Lock()
 	defer x.flushMu.Unlock()
 	if d := x.deferred.Swap(nil); d != nil {
@@ -59,11 +59,9 @@ func (x *execution) flush() {
 }
 
 // takeDeferred takes the deferred checkpoint, if any, for the caller to
-// write (a completion riding with it).
+// write (a completion riding with it), once any write of it by the
+// heartbeat has ended.
 func (x *execution) takeDeferred() *deferredWrite {
-	if x.deferred.Load() == nil {
-		return nil
-	}
 	x.flushMu.Lock()
 	defer x.flushMu.Unlock()
 	return x.deferred.Swap(nil)
