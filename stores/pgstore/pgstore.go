@@ -255,6 +255,12 @@ type Store struct {
 
 	ckptQueue   chan *ckptCall
 	writersGone chan struct{}
+	// slots holds a token for each write that may be in flight, by a
+	// writer or inline (writeInline).
+	slots chan struct{}
+	// closeMu is read-held by each inline write; Close takes it once the
+	// store is stopped, so that it closes the pool after them.
+	closeMu sync.RWMutex
 	// batches and batched count checkpoint statements and the checkpoints
 	// they carried (benchmarks report the mean batch).
 	batches, batched atomic.Int64
@@ -411,6 +417,9 @@ func (s *Store) Close() error {
 		s.ended.mu.Unlock()
 		s.listener.mu.Unlock()
 		s.stop()
+		// Inline writes hold closeMu for reading: wait for them.
+		s.closeMu.Lock()
+		s.closeMu.Unlock()
 		s.wg.Wait()
 		s.hub.Close()
 		if s.ownPool {
