@@ -15,12 +15,12 @@ import (
 
 // Checkpoints are written by a few writer goroutines per store, each taking
 // every request queued at that moment (one per run) into one statement and
-// one commit: group commit. A request that finds a write slot free and
+// one commit: group commit. A request that finds no write in flight and
 // nothing queued is written alone at once on its caller's goroutine
 // (writeInline), so that one run at a time pays no hand-off to a writer
-// and back; with many callers, those that arrive while the slots are busy
-// queue, and a commit carries many steps, so throughput is not bound by
-// the server's commits per second.
+// and back; with many callers, those that arrive while a write is in
+// flight queue, and a commit carries many steps, so throughput is not
+// bound by the server's commits per second.
 
 const (
 	// defaultWriters is how many checkpoint statements may be in flight at
@@ -168,13 +168,15 @@ func (s *Store) submit(ctx context.Context, call *ckptCall) (storage.CheckpointR
 	return call.res, call.err
 }
 
-// writeInline writes call alone on the caller's goroutine when a write
-// slot is free and nothing is queued: an idle store pays no hand-off to a
-// writer and back. It reports false, having done nothing, otherwise; the
-// call then queues for the writers, and shares the commit of whatever
-// else is queued by the time a slot frees (group commit).
+// writeInline writes call alone on the caller's goroutine when the store
+// is idle, no write in flight and nothing queued: one run at a time pays
+// no hand-off to a writer and back. It reports false, having done
+// nothing, otherwise; the call then queues for the writers, and shares the
+// commit of whatever else is queued by the time a slot frees (group
+// commit). Busy stores keep batching: a call that arrives while another
+// write is in flight waits for it rather than commit alone beside it.
 func (s *Store) writeInline(call *ckptCall) bool {
-	if len(s.ckptQueue) > 0 {
+	if len(s.ckptQueue) > 0 || len(s.slots) < cap(s.slots) {
 		return false
 	}
 	select {
