@@ -9,17 +9,18 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// listener is the state of one of the store's LISTEN connections: one on
-// the ready channel for Notifications, one on the ended channel for
-// Finished, each started by the first call that needs it. A process that
-// only works runs hears no completions; one that only awaits results
-// hears no ready hints. What they hear goes to the store's storage.Hub,
-// which fans it out to subscribers.
+// listener is the state of the store's LISTEN connection, started by the
+// first call that needs it (Notifications or Finished). One connection
+// listens on both the ready channel and the ended channel, so that a
+// completion, which notifies both, is heard by one backend of the store,
+// not two. What it hears goes to the store's storage.Hub, which fans it out
+// to subscribers; a hint or an end no one subscribed to costs the hub
+// nothing.
 type listener struct {
-	// channel is the channel LISTENed to (raw name).
-	channel string
-	// heard passes one notification's payload on.
-	heard func(payload string)
+	// channels are the channels LISTENed to (raw names).
+	channels []string
+	// heard passes one notification on.
+	heard func(channel, payload string)
 	// reconnected, when set, runs after each (re)subscription.
 	reconnected func()
 
@@ -63,21 +64,29 @@ func (s *Store) startListener(l *listener) {
 	go s.listen(l)
 }
 
-// initListeners sets up the ready listener (its hints wake subscribers;
-// after a reconnection, every subscriber is woken once, in case a hint was
-// missed) and the ended listener (each payload is the ID of a run that
-// ended).
+// initListeners sets up the listener: a ready hint wakes subscribers
+// (after a reconnection every subscriber is woken once, in case a hint was
+// missed), and each payload on the ended channel is the ID of a run that
+// ended.
 func (s *Store) initListeners() {
-	s.listener = listener{channel: s.channel, heard: func(string) { s.hub.Signal() }, reconnected: s.hub.Signal}
-	s.ended = listener{channel: s.endedChannel, heard: func(id string) { s.hub.Finished(id) }}
+	s.listener = listener{
+		channels: []string{s.channel, s.endedChannel},
+		heard: func(channel, payload string) {
+			if channel == s.endedChannel {
+				s.hub.Finished(payload)
+			} else {
+				s.hub.Signal()
+			}
+		},
+		reconnected: s.hub.Signal,
+	}
 	s.listener.ready = make(chan struct{})
-	s.ended.ready = make(chan struct{})
 }
 
 // Finished returns a channel that receives the ID of each run that ends
 // (completes, errors or is terminated) after the call, by this process or
-// any other using the same schema, through a LISTEN connection of its own;
-// see storage.FinishNotifier. With Options.DisableNotify it
+// any other using the same schema, through the store's LISTEN connection
+// (the one Notifications starts); see storage.FinishNotifier. With Options.DisableNotify it
 // never receives. The channel is closed when ctx is done or the store
 // closes.
 //
@@ -87,11 +96,11 @@ func (s *Store) initListeners() {
 func (s *Store) Finished(ctx context.Context) <-chan string {
 	ch := s.hub.SubscribeFinished(ctx)
 	if s.notify {
-		s.startListener(&s.ended)
+		s.startListener(&s.listener)
 		t := time.NewTimer(s.pool.timeout)
 		defer t.Stop()
 		select {
-		case <-s.ended.ready:
+		case <-s.listener.ready:
 		case <-ctx.Done():
 		case <-s.stopCtx.Done():
 		case <-t.C: // a listener that cannot connect leaves waiters to poll
@@ -140,7 +149,7 @@ func (s *Store) notifyTx(ctx context.Context, tx pgx.Tx) error {
 	return err
 }
 
-// listen keeps one connection LISTENing on l's channel until the store
+// listen keeps one connection LISTENing on l's channels until the store
 // closes, reconnecting with capped exponential backoff.
 func (s *Store) listen(l *listener) {
 	defer s.wg.Done()
@@ -181,8 +190,10 @@ func (s *Store) listenOnce(ctx context.Context, l *listener) (connected bool, er
 		defer cancel()
 		conn.Close(closeCtx)
 	}()
-	if err := s.listenOn(ctx, conn, l.channel); err != nil {
-		return false, err
+	for _, ch := range l.channels {
+		if err := s.listenOn(ctx, conn, ch); err != nil {
+			return false, err
+		}
 	}
 	if l.reconnected != nil {
 		l.reconnected()
@@ -194,6 +205,6 @@ func (s *Store) listenOnce(ctx context.Context, l *listener) (connected bool, er
 		if err != nil {
 			return true, err
 		}
-		l.heard(n.Payload)
+		l.heard(n.Channel, n.Payload)
 	}
 }

@@ -59,11 +59,13 @@
 // schema (<schema>_ready); the store implements storage.Notifier with one
 // listening connection that fans the hints out to subscribers. Writes that
 // end runs announce each run's ID on a second channel (<schema>_ended),
-// which the store implements storage.FinishNotifier with, on a connection
-// of its own: a process that only works runs never hears completions, and
-// one that only awaits results never hears ready hints. Both only make
-// things faster: with Options.DisableNotify, polling alone still runs
-// everything.
+// which the store implements storage.FinishNotifier with. One connection
+// listens on both, so that a store holds one listening backend, not two,
+// and a write that notifies both channels wakes one; the price is that a
+// process that only works runs hears completions no one awaits, and one
+// that only awaits results hears ready hints no one claims on, both
+// dropped by the hub at once. Both only make things faster: with
+// Options.DisableNotify, polling alone still runs everything.
 //
 // The schema is created and upgraded by Migrate, which Open and New call.
 // Migrations are embedded, numbered, and applied under an advisory lock, so
@@ -242,8 +244,6 @@ type Store struct {
 	wg        sync.WaitGroup
 	hub       storage.Hub
 	listener  listener
-	// ended is the listener of runs' ends, for Finished.
-	ended listener
 
 	// rated holds the name of each queue that a claim through this store
 	// named with a rate (the queue's name, as a string key): a run
@@ -255,6 +255,12 @@ type Store struct {
 
 	ckptQueue   chan *ckptCall
 	writersGone chan struct{}
+	// slots holds a token for each write that may be in flight, by a
+	// writer or inline (writeInline).
+	slots chan struct{}
+	// closeMu is read-held by each inline write; Close takes it once the
+	// store is stopped, so that it closes the pool after them.
+	closeMu sync.RWMutex
 	// batches and batched count checkpoint statements and the checkpoints
 	// they carried (benchmarks report the mean batch).
 	batches, batched atomic.Int64
@@ -406,11 +412,12 @@ func (s *Store) Close() error {
 		// Marked under the listener's lock, so no listener starts once
 		// Close waits for the store's goroutines.
 		s.listener.mu.Lock()
-		s.ended.mu.Lock()
 		s.closed.Store(true)
-		s.ended.mu.Unlock()
 		s.listener.mu.Unlock()
 		s.stop()
+		// Inline writes hold closeMu for reading: wait for them.
+		s.closeMu.Lock()
+		s.closeMu.Unlock()
 		s.wg.Wait()
 		s.hub.Close()
 		if s.ownPool {

@@ -15,9 +15,12 @@ import (
 
 // Checkpoints are written by a few writer goroutines per store, each taking
 // every request queued at that moment (one per run) into one statement and
-// one commit: group commit. With one caller a request is written alone at
-// once; with many, a commit carries many steps, so throughput is not bound
-// by the server's commits per second.
+// one commit: group commit. A request that finds no write in flight and
+// nothing queued is written alone at once on its caller's goroutine
+// (writeInline), so that one run at a time pays no hand-off to a writer
+// and back; with many callers, those that arrive while a write is in
+// flight queue, and a commit carries many steps, so throughput is not
+// bound by the server's commits per second.
 
 const (
 	// defaultWriters is how many checkpoint statements may be in flight at
@@ -134,6 +137,12 @@ func (s *Store) submit(ctx context.Context, call *ckptCall) (storage.CheckpointR
 	if err := ctx.Err(); err != nil {
 		return storage.CheckpointResult{}, s.wrap(op, err)
 	}
+	if s.stopCtx.Err() != nil {
+		return storage.CheckpointResult{}, fmt.Errorf("pgstore: %s: %w", op, storage.ErrClosed)
+	}
+	if s.writeInline(call) {
+		return call.res, call.err
+	}
 	select {
 	case s.ckptQueue <- call:
 	case <-ctx.Done():
@@ -159,9 +168,44 @@ func (s *Store) submit(ctx context.Context, call *ckptCall) (storage.CheckpointR
 	return call.res, call.err
 }
 
-// startWriters starts the checkpoint writers; Close stops them.
+// writeInline writes call alone on the caller's goroutine when the store
+// is idle, no write in flight and nothing queued: one run at a time pays
+// no hand-off to a writer and back. It reports false, having done
+// nothing, otherwise; the call then queues for the writers, and shares the
+// commit of whatever else is queued by the time a slot frees (group
+// commit). Busy stores keep batching: a call that arrives while another
+// write is in flight waits for it rather than commit alone beside it.
+func (s *Store) writeInline(call *ckptCall) bool {
+	if len(s.ckptQueue) > 0 || len(s.slots) < cap(s.slots) {
+		return false
+	}
+	select {
+	case <-s.slots:
+	default:
+		return false
+	}
+	defer func() { s.slots <- struct{}{} }()
+	// Close waits for the store's goroutines, this write among them,
+	// before it closes the pool.
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.stopCtx.Err() != nil {
+		return false
+	}
+	call.state.Store(callTaken)
+	s.writeBatch([]*ckptCall{call})
+	return true
+}
+
+// startWriters starts the checkpoint writers; Close stops them. n is also
+// how many writes may be in flight at once, inline ones (writeInline)
+// included: each takes one of n slots.
 func (s *Store) startWriters(n int) {
 	s.ckptQueue = make(chan *ckptCall, 4*maxBatch)
+	s.slots = make(chan struct{}, n)
+	for range n {
+		s.slots <- struct{}{}
+	}
 	s.writersGone = make(chan struct{})
 	var left atomic.Int32
 	left.Store(int32(n))
@@ -212,6 +256,16 @@ func (s *Store) writeLoop() {
 				return
 			}
 		}
+		// Wait for a free slot before taking the rest: what queues
+		// meanwhile joins this batch.
+		select {
+		case <-s.slots:
+		case <-s.stopCtx.Done():
+			// What was taken is not written: its callers see the
+			// store close.
+			s.abandon(batch)
+			return
+		}
 	drain:
 		for len(batch) < maxBatch {
 			select {
@@ -224,6 +278,17 @@ func (s *Store) writeLoop() {
 		carry = next
 		if len(batch) > 0 {
 			s.writeBatch(batch)
+		}
+		s.slots <- struct{}{}
+	}
+}
+
+// abandon finishes calls a writer took but will not write, because the
+// store is closing.
+func (s *Store) abandon(calls []*ckptCall) {
+	for _, c := range calls {
+		if c.state.Load() == callTaken {
+			c.finish(storage.CheckpointResult{}, fmt.Errorf("pgstore: %s: %w", c.op(), storage.ErrClosed))
 		}
 	}
 }
