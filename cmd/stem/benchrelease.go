@@ -14,20 +14,21 @@ type releaseFigures struct {
 }
 
 // lastRelease is what `stem bench --workload ceiling,w1,w2 --concurrency
-// 1` measured on each store at the last release, by the ceiling probe's
-// description of one commit (storage.CommitProbe.Commit). stem bench at
-// one worker prints them beside today's figures, so a change that slows
-// one run at a time shows.
+// 1 --runs 300` measured on each store at the last release, by the
+// ceiling probe's description of one commit (storage.CommitProbe.Commit):
+// medians of three rounds on a 2-core machine that also ran the servers.
+// stem bench at one worker prints them beside today's figures, so a
+// change that slows one run at a time shows.
 var lastRelease = struct {
 	Build  string
 	Stores map[string]releaseFigures
 }{
 	Build: "631d70a",
 	Stores: map[string]releaseFigures{
-		"one-row commits, synchronous=NORMAL": {Batch: 0.21, Goroutines: 0.18, W2Commits: 71},
-		"one-row commits, synchronous=FULL":   {Batch: 0.62, Goroutines: 0.55, W2Commits: 19},
-		"one-row commits":                     {Batch: 0.42, Goroutines: 0.46, W2Commits: 24},
-		"trivial EVALSHA calls":               {Batch: 0.33, Goroutines: 0.27, W2Commits: 59},
+		"one-row commits, synchronous=NORMAL": {Batch: 0.23, Goroutines: 0.19, W2Commits: 75},
+		"one-row commits, synchronous=FULL":   {Batch: 0.57, Goroutines: 0.59, W2Commits: 20},
+		"one-row commits":                     {Batch: 0.32, Goroutines: 0.32, W2Commits: 40},
+		"trivial EVALSHA calls":               {Batch: 0.37, Goroutines: 0.31, W2Commits: 45},
 	},
 }
 

@@ -1061,13 +1061,22 @@ func TestBench(t *testing.T) {
 	if len(rep.Results) != 1 || rep.Results[0].Commit != "one-row commits, synchronous=NORMAL" || rep.Results[0].Connections != 1 || rep.Results[0].CommitsPerSecond <= 0 || rep.Results[0].P50Ms <= 0 {
 		t.Fatalf("bench --json --workload ceiling: %+v, want the one probe of the file", rep.Results)
 	}
+	// At one worker, with the ceiling measured, each figure comes with the
+	// last release's beside it, and W2's median in commits of the store.
+	out, _ = f.cli(0, "bench", "--workload", "ceiling,w1,w2", "--start", "batch", "--probe", "50ms", "--concurrency", "1", "--runs", "5", "--steps", "2", "--samples", "3")
+	for _, want := range []string{"(last release, " + lastRelease.Build + ": 0.23×)", "commits  (last release, " + lastRelease.Build + ": 75.0)"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("bench at one worker lacks %q:\n%s", want, out)
+		}
+	}
 	out, _ = cliAt(t, 0, "--store", "mem:", "bench", "--workload", "ceiling")
 	if want := "ceiling  the store has no ceiling to measure"; !strings.Contains(out, want) || strings.Contains(out, "every result checked") {
 		t.Fatalf("bench on mem: lacks %q (and reports runs):\n%s", want, out)
 	}
-	// 20 + 20 (w1) + 8 (w2, with its warm-ups) + 10 + 10 (the --json w1s).
+	// 20 + 20 (w1) + 8 (w2, with its warm-ups) + 10 + 10 (the --json w1s)
+	// + 5 + 8 (one worker).
 	list, _ := f.cli(0, "runs", "--workflow", "stembench.steps", "--status", "complete", "--limit", "100")
-	if n := strings.Count(list, "stembench.steps"); n != 68 {
+	if n := strings.Count(list, "stembench.steps"); n != 81 {
 		t.Fatalf("%d complete stembench.steps runs listed, want 68:\n%s", n, list)
 	}
 	for _, c := range []struct {
