@@ -422,7 +422,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"runs", "--bogus"}, "unknown flag --bogus"},
 		{[]string{"runs", "--stauts", "waiting"}, "unknown flag --stauts; did you mean --status?"},
 		{[]string{"show", "a", "--execution", "0"}, "--execution 0: want 1 or more"},
-		{[]string{"show", "a", "--execution", "x"}, "invalid value"},
+		{[]string{"show", "a", "--execution", "x"}, `--execution "x": want a whole number`},
+		{[]string{"bench", "--poll", "5"}, `--poll "5": want a duration such as 500ms, 5s or 1m`},
+		{[]string{"runs", "--json=maybe"}, `--json "maybe": want true or false`},
 		{[]string{"restart", "a", "--form", "x"}, "unknown flag --form; did you mean --from?"},
 		{[]string{"emit", "t"}, "want TOPIC JSON"},
 	} {

@@ -4,9 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/stemflow/stem/storage"
 )
@@ -125,8 +128,12 @@ func help(args []string, stdout, stderr io.Writer) int {
 }
 
 // flagError rewords the flag package's "flag provided but not defined: -x"
-// in the command's own terms, suggesting the nearest flag fs defines.
+// in the command's own terms, suggesting the nearest flag fs defines, and
+// its "invalid value "v" for flag -x: parse error" as what the flag wants.
 func flagError(fs *flag.FlagSet, err error) error {
+	if m := invalidFlag.FindStringSubmatch(err.Error()); m != nil {
+		return fmt.Errorf("--%s %q: %s", m[2], m[1], flagWants(fs.Lookup(m[2]), m[3]))
+	}
 	const undefined = "flag provided but not defined: -"
 	name, ok := strings.CutPrefix(err.Error(), undefined)
 	if !ok {
@@ -138,6 +145,28 @@ func flagError(fs *flag.FlagSet, err error) error {
 		return fmt.Errorf("unknown flag --%s; did you mean --%s?", name, best)
 	}
 	return fmt.Errorf("unknown flag --%s", name)
+}
+
+// invalidFlag matches the flag package's error for a value a flag could
+// not parse: the value, the flag's name and the reason.
+var invalidFlag = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-([^:]+): (.*)$`)
+
+// flagWants says what flag f takes, from its default, or the flag
+// package's reason when the default does not tell.
+func flagWants(f *flag.Flag, reason string) string {
+	if f == nil {
+		return reason
+	}
+	if _, ok := f.Value.(interface{ IsBoolFlag() bool }); ok {
+		return "want true or false"
+	}
+	if _, err := strconv.Atoi(f.DefValue); err == nil {
+		return "want a whole number"
+	}
+	if _, err := time.ParseDuration(f.DefValue); err == nil {
+		return "want a duration such as 500ms, 5s or 1m"
+	}
+	return reason
 }
 
 // nearest returns the candidate closest to name, or "" (storage.Nearest).

@@ -245,7 +245,7 @@ func TestOperatorCommandErrors(t *testing.T) {
 		{2, with("--catch-up", "lates"), `stem schedule create: --catch-up: unknown catch-up policy "lates"; did you mean "latest"? (want skip, latest or all)`},
 		{2, with("--catch-up", "all"), "stem schedule create: --catch-up all needs --catch-up-window DUR"},
 		{2, with("--catch-up-window", "1h"), "stem schedule create: --catch-up-window applies only to --catch-up all (not skip)"},
-		{2, with("--catch-up-window", "1x"), `stem schedule create: invalid value "1x" for flag -catch-up-window`},
+		{2, with("--catch-up-window", "1x"), `stem schedule create: --catch-up-window "1x": want a duration such as 500ms, 5s or 1m`},
 		{2, with("--tz", "Europe/Pari"), `stem schedule create: --tz "Europe/Pari": unknown time zone; give an IANA name such as Europe/Paris`},
 		{2, with("--priority", "2000000"), "stem schedule create: --priority 2000000: want -1000000 to 1000000"},
 		{2, with("--queue", "bu lk"), `stem schedule create: --queue: invalid character ' ' in queue name "bu lk"`},
