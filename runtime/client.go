@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	gort "runtime"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -232,6 +234,20 @@ type Run[Out any] struct {
 	id       string
 	workflow string
 	engine   *Engine
+	// pre, for a handle of a run this engine created, is its caller's
+	// registration to hear of the run's end, made before the run existed:
+	// its first Result need not read the run to learn whether it ended.
+	pre *preWait
+}
+
+// preWait is a registration with the engine's waiters made before a run
+// was created, taken once: by Result, or by the handle's cleanup.
+type preWait struct {
+	rw *runWaiters
+	// heard says the store's announcements of runs' ends were watched
+	// already when it was made (see Engine.hearing).
+	heard bool
+	taken atomic.Bool
 }
 
 // ID returns the run's ID.
@@ -265,7 +281,7 @@ func (r *Run[Out]) IdempotencyKey(stepKey, scope string) string {
 // value.
 func (r *Run[Out]) Result(ctx context.Context) (Out, error) {
 	var zero Out
-	info, err := r.engine.wait(ctx, r.id, true)
+	info, err := r.engine.wait(ctx, r.id, true, r.pre)
 	if err != nil {
 		return zero, err
 	}
@@ -388,13 +404,39 @@ func StartBatch[In, Out any](ctx context.Context, e *Engine, name string, items 
 			return nil, fmt.Errorf("%w: run %d of the batch: deadline %s is not after its start time %s", ErrInvalidArgument, i, d.Format(time.RFC3339Nano), runs[i].StartAt.Format(time.RFC3339Nano))
 		}
 	}
+	// Each run's end is listened for before the run exists, so its first
+	// Result need not read it (see wait): by this engine, which wakes the
+	// run's callers as it ends it, and, once a Result has started the
+	// watch of the store's announcements, by every other.
+	heard := e.hearing()
+	pre := make([]*preWait, len(runs))
+	for i := range runs {
+		if runs[i].ID == "" {
+			runs[i].ID = newRunID()
+		}
+		pre[i] = &preWait{rw: e.waiters.add(runs[i].ID), heard: heard}
+	}
 	results, err := e.create(ctx, runs)
 	if err != nil {
+		for i := range runs {
+			e.waiters.remove(runs[i].ID, pre[i].rw)
+		}
 		return nil, err
 	}
 	out := make([]*Run[Out], len(results))
 	for i, r := range results {
-		out[i] = &Run[Out]{id: r.Run.ID, workflow: name, engine: e}
+		id := r.Run.ID
+		out[i] = &Run[Out]{id: id, workflow: name, engine: e}
+		if !r.Created {
+			e.waiters.remove(id, pre[i].rw) // it may have ended long ago: Result reads it
+			continue
+		}
+		out[i].pre = pre[i]
+		gort.AddCleanup(out[i], func(p *preWait) {
+			if !p.taken.Swap(true) {
+				e.waiters.remove(id, p.rw)
+			}
+		}, pre[i])
 	}
 	return out, nil
 }
@@ -479,13 +521,15 @@ func (e *Engine) Get(ctx context.Context, id string) (RunInfo, error) {
 // Wait blocks until the run finishes (complete, errored or terminated) and
 // returns its final state, or ctx's error.
 func (e *Engine) Wait(ctx context.Context, id string) (RunInfo, error) {
-	return e.wait(ctx, id, false)
+	return e.wait(ctx, id, false, nil)
 }
 
 // wait is Wait; with outcome, only the run's status, output and error are
 // wanted (Run.Result): a run this engine executes is not read while it
-// runs, and its end here hands them over without a read.
-func (e *Engine) wait(ctx context.Context, id string, outcome bool) (RunInfo, error) {
+// runs, and its end here hands them over without a read. pre, when not
+// nil and not taken, is a registration made before the run was created:
+// whenever the run ends it wakes it, so the run is not read first.
+func (e *Engine) wait(ctx context.Context, id string, outcome bool, pre *preWait) (RunInfo, error) {
 	// Where the store announces every run's end, polling is only a safety
 	// net against a lost announcement; elsewhere it is how the end of a
 	// run in another process is learnt, and starts soon.
@@ -494,15 +538,24 @@ func (e *Engine) wait(ctx context.Context, id string, outcome bool) (RunInfo, er
 		delay = e.cfg.PollInterval
 	}
 	for first := true; ; first = false {
-		rw := e.waiters.add(id)
 		// A run executing here is not read: its execution's end wakes the
 		// callers, with the outcome when it completed the run, else to
 		// read it. It is read after a poll interval all the same, in case
-		// the execution is stuck and another engine ended the run.
+		// the execution is stuck and another engine ended the run. Nor is
+		// one whose end was listened for since before it existed.
 		wait := delay
-		if outcome && first && e.executing(id) {
+		var rw *runWaiters
+		switch {
+		case first && pre != nil && pre.heard && !pre.taken.Swap(true):
+			rw = pre.rw
+			if e.executing(id) {
+				wait = e.cfg.PollInterval
+			}
+		case outcome && first && e.executing(id):
+			rw = e.waiters.add(id)
 			wait = e.cfg.PollInterval
-		} else {
+		default:
+			rw = e.waiters.add(id)
 			info, err := e.waitRead(ctx, id)
 			if err != nil || info.Status.Finished() {
 				e.waiters.remove(id, rw)
@@ -525,6 +578,9 @@ func (e *Engine) wait(ctx context.Context, id string, outcome bool) (RunInfo, er
 		}
 		if outcome && rw.ended != nil {
 			return e.runInfo(*rw.ended), nil
+		}
+		if pre != nil && !pre.taken.Swap(true) {
+			e.waiters.remove(id, pre.rw) // not trusted: made before the watch began
 		}
 	}
 }

@@ -187,6 +187,9 @@ type Engine struct {
 	running bool
 	stopRun context.CancelFunc
 	runDone chan struct{}
+	// watchEverywhere is set with the watch of announcements (see
+	// watchFinished) when the store announces every run's end.
+	watchEverywhere bool
 	// pool is what Run executes runs with, while it runs (see eager.go);
 	// eager holds the runs started eagerly whose execution has not begun.
 	pool    *workPool

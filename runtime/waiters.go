@@ -97,6 +97,7 @@ func (e *Engine) watchFinished() (everywhere bool) {
 		everywhere = ev.HearsEveryFinish()
 	}
 	e.mu.Lock()
+	e.watchEverywhere = everywhere
 	if e.closed {
 		e.mu.Unlock()
 		return false
@@ -126,6 +127,24 @@ func (e *Engine) watchFinished() (everywhere bool) {
 		}
 	}()
 	return everywhere
+}
+
+// hearing reports whether the watch of the store's announcements (see
+// watchFinished) has begun and everywhere announces every run's end: a
+// caller registered from now on hears of any run's end.
+func (e *Engine) hearing() bool {
+	e.mu.Lock()
+	ready, everywhere := e.watchReady, e.watchEverywhere
+	e.mu.Unlock()
+	if ready == nil || !everywhere {
+		return false
+	}
+	select {
+	case <-ready:
+		return true
+	default:
+		return false
+	}
 }
 
 // waitReaders is how many goroutines of the engine at most read runs for

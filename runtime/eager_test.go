@@ -1,0 +1,115 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
+	"github.com/stemflow/stem/stores/memstore"
+)
+
+// readCounter counts an engine's reads of runs and its claims; it
+// announces runs' ends as its memstore does.
+type readCounter struct {
+	*memstore.Store
+	reads, claims atomic.Int64
+}
+
+func (c *readCounter) GetRun(ctx context.Context, id string) (storage.RunRecord, error) {
+	c.reads.Add(1)
+	return c.Store.GetRun(ctx, id)
+}
+
+func (c *readCounter) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.ClaimedRun, error) {
+	got, err := c.Store.Claim(ctx, req)
+	c.claims.Add(int64(len(got)))
+	return got, err
+}
+
+// A caller that starts a run on a working engine and awaits its result,
+// one run at a time, makes the store neither claim nor read it: the run
+// starts leased to the engine, and its outcome comes from the execution
+// that ended it.
+func TestOneRunAtATimeNeitherClaimedNorRead(t *testing.T) {
+	t.Parallel()
+	st := &readCounter{Store: memstore.New(memstore.Options{})}
+	e, err := runtime.New(runtime.Config{Store: st, Workers: 1})
+	must(t, err)
+	t.Cleanup(func() { e.Close() })
+	must(t, runtime.Register(e, "steps", func(c *runtime.WorkflowContext, n int) (int, error) {
+		sum := 0
+		for i := range n {
+			v, err := runtime.Step(c, fmt.Sprintf("s%d@v1", i), runtime.StepOptions{}, func(runtime.StepContext) (int, error) { return i, nil })
+			if err != nil {
+				return 0, err
+			}
+			sum += v
+		}
+		return sum, nil
+	}))
+	start(t, e)
+	ctx := waitCtx(t)
+	run := func() {
+		t.Helper()
+		h, err := runtime.Start[int, int](ctx, e, "steps", 4)
+		must(t, err)
+		got, err := h.Result(ctx)
+		must(t, err)
+		if got != 6 {
+			t.Fatalf("result %d, want 6", got)
+		}
+	}
+	// The first Result begins the engine's watch of runs' ends. A run
+	// started before the engine works goes through the queue, and the
+	// claim that takes it, full, counts as a backlog that the next run
+	// waits behind: two runs settle both.
+	run()
+	run()
+	st.reads.Store(0)
+	st.claims.Store(0)
+	for range 20 {
+		run()
+	}
+	if r, c := st.reads.Load(), st.claims.Load(); r != 0 || c != 0 {
+		t.Fatalf("20 runs one at a time: %d reads, %d runs claimed; want none of either", r, c)
+	}
+}
+
+// The callers of runs started in a batch, most of them queued, read none
+// of them either: each run's end was listened for before it existed.
+func TestBatchResultsNotRead(t *testing.T) {
+	t.Parallel()
+	st := &readCounter{Store: memstore.New(memstore.Options{})}
+	e, err := runtime.New(runtime.Config{Store: st, Workers: 1})
+	must(t, err)
+	t.Cleanup(func() { e.Close() })
+	must(t, runtime.Register(e, "double", func(c *runtime.WorkflowContext, n int) (int, error) {
+		return runtime.Step(c, "double@v1", runtime.StepOptions{}, func(runtime.StepContext) (int, error) { return 2 * n, nil })
+	}))
+	start(t, e)
+	ctx := waitCtx(t)
+	warm, err := runtime.Start[int, int](ctx, e, "double", 0)
+	must(t, err)
+	_, err = warm.Result(ctx) // begins the engine's watch of runs' ends
+	must(t, err)
+	st.reads.Store(0)
+	items := make([]runtime.BatchItem[int], 10)
+	for i := range items {
+		items[i].Input = i
+	}
+	runs, err := runtime.StartBatch[int, int](ctx, e, "double", items)
+	must(t, err)
+	for i, r := range runs {
+		got, err := r.Result(ctx)
+		must(t, err)
+		if got != 2*i {
+			t.Fatalf("run %d returned %d, want %d", i, got, 2*i)
+		}
+	}
+	if n := st.reads.Load(); n != 0 {
+		t.Fatalf("%d reads for the results of a batch, want none", n)
+	}
+}
