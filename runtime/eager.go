@@ -184,8 +184,7 @@ func (e *Engine) startEager(p *workPool, leased []int, res []storage.CreateResul
 			e.mu.Unlock()
 			// The engine stopped meanwhile: hand the run back at once.
 			<-p.slots
-			now := e.clock.Now()
-			_, _ = e.store.Suspend(context.Background(), storage.SuspendRequest{Lease: c.Lease, LeaseFor: e.cfg.LeaseDuration, ReadyAt: &now})
+			e.releaseClaimed(c)
 		}
 	}
 }

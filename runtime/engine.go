@@ -727,8 +727,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	return nil
 }
 
-// releaseClaimed hands back, ready now, a run claimed as the engine
-// stopped, before its execution began.
+// releaseClaimed hands back, ready now, a run claimed (or started
+// eagerly) as the engine stopped, before its execution began.
 func (e *Engine) releaseClaimed(r storage.ClaimedRun) {
 	now := e.clock.Now()
 	_, _ = e.store.Suspend(context.Background(), storage.SuspendRequest{Lease: r.Lease, LeaseFor: e.cfg.LeaseDuration, ReadyAt: &now, SuspendState: r.SuspendState})
