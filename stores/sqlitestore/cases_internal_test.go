@@ -64,11 +64,7 @@ func TestMigrateFromVersion2(t *testing.T) {
 func TestWaitTopicsFollowTheWait(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s, err := Open(filepath.Join(t.TempDir(), "stem.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	topics := func() string {
 		t.Helper()
 		rows, err := s.rdb.QueryContext(ctx, `SELECT r.id || ':' || t.topic FROM wait_topics t JOIN runs r ON r.ref = t.run_ref ORDER BY 1`)
@@ -184,11 +180,7 @@ func TestWaitTopicsFollowTheWait(t *testing.T) {
 // attempts.
 func TestIndexedPlans(t *testing.T) {
 	t.Parallel()
-	s, err := Open(filepath.Join(t.TempDir(), "stem.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	for _, c := range []struct {
 		name, query string
 		want        []string

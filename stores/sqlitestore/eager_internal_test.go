@@ -15,11 +15,7 @@ import (
 func TestEagerRunCommits(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s, err := Open(filepath.Join(t.TempDir(), "stem.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	before := s.stats.batches // the writer has committed nothing yet
 	res, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "run-1", Workflow: "wf",
 		Lease: &storage.EagerLease{Owner: "w", For: time.Hour}}})
@@ -54,11 +50,7 @@ func TestEagerRunCommits(t *testing.T) {
 func TestEagerStartLogged(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s, err := Open(filepath.Join(t.TempDir(), "stem.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	starts := func(queue string) (n int) {
 		t.Helper()
 		if err := s.rdb.QueryRowContext(ctx, `SELECT count(*) FROM queue_starts WHERE queue = ?1 AND at < ?2`, queue, int64(rateMark)).Scan(&n); err != nil {
@@ -97,4 +89,16 @@ func TestEagerStartLogged(t *testing.T) {
 	if got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 1, LeaseFor: time.Hour, Queues: rate}); err != nil || len(got) != 0 {
 		t.Fatalf("Claim within the late start's period = %v, %v; want nothing", got, err)
 	}
+}
+
+// openTemp opens a store on a file of the test's own, closed when the test
+// ends.
+func openTemp(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "stem.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }

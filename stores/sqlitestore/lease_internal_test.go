@@ -3,7 +3,6 @@ package sqlitestore
 import (
 	"bytes"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -17,11 +16,7 @@ import (
 func TestClaimBringsShortReplays(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s, err := Open(filepath.Join(t.TempDir(), "stem.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	claim := func() storage.ClaimedRun {
 		t.Helper()
 		got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 1, LeaseFor: time.Hour})

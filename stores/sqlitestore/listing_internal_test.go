@@ -22,11 +22,7 @@ import (
 func TestListingPlans(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s, err := Open(filepath.Join(t.TempDir(), "stem.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	// explain returns the plan of query and the opcodes of its program,
 	// every parameter bound (to NULL), as the store binds them.
 	explain := func(query string) (plan, ops []string) {
@@ -162,11 +158,7 @@ func TestListRunsBounds(t *testing.T) {
 func TestListIDPrefixEndsOutsideUTF8(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s, err := Open(filepath.Join(t.TempDir(), "stem.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	ids := []string{"a", "a\u00fe", "a\u00ff", "a\u00ff0", "a\u00ff\u00ff", "a\u00ff\U0010ffff", "a\u0100", "a\u0800", "a\U0010ffff", "b"}
 	var runs []storage.NewRun
 	for _, id := range ids {

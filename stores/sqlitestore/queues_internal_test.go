@@ -75,11 +75,7 @@ func TestMigrateFromVersion3(t *testing.T) {
 // holds its running runs alone, never its ready or sleeping ones.
 func TestQueuePlans(t *testing.T) {
 	t.Parallel()
-	s, err := Open(filepath.Join(t.TempDir(), "stem.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	few, many := newClaimStmts([]string{"a", "b"}, nil), newClaimStmts(manyWorkflows, nil)
 	// With a versions filter: a CASE over a few workflows, JSON lists for
 	// many.
@@ -183,11 +179,7 @@ func manyVersions() map[string][]int {
 func TestClaimFilterReadsNoRow(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s, err := Open(filepath.Join(t.TempDir(), "stem.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	var root int64
 	if err := s.rdb.QueryRowContext(ctx, `SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = 'runs'`).Scan(&root); err != nil {
 		t.Fatal(err)

@@ -110,11 +110,7 @@ func TestClaimVersionForms(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			s, err := Open(filepath.Join(t.TempDir(), "stem.db"), Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := openTemp(t)
 			// Workflow 0 has no entry (any version), workflow 1 an
 			// empty one (none), the others some versions each.
 			versions := map[string][]int{}
