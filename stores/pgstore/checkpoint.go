@@ -218,8 +218,8 @@ func (s *Store) checkpointNotify(ctx context.Context, call *ckptCall, c storage.
 	var (
 		res   storage.CheckpointResult
 		ready bool
-		args  = checkpointArgs([]*ckptCall{call})
 	)
+	q, args := s.checkpointStatement([]*ckptCall{call})
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		res, ready = storage.CheckpointResult{}, false
 		args[0] = s.clock()
@@ -228,7 +228,7 @@ func (s *Store) checkpointNotify(ctx context.Context, call *ckptCall, c storage.
 			written, pause, pauseReq, cancel bool
 			execution                        int32
 		)
-		err := tx.QueryRow(ctx, s.q.checkpoint, args...).Scan(&ord, &written, &pause, &execution, &pauseReq, &cancel)
+		err := tx.QueryRow(ctx, q, args...).Scan(&ord, &written, &pause, &execution, &pauseReq, &cancel)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return leaseLost(op, call.req.Lease)
 		}

@@ -147,7 +147,7 @@ func TestCheckpointAfterConcurrentDelivery(t *testing.T) {
 			res, cerr = s.Checkpoint(ctx, storage.CheckpointRequest{Lease: l, LeaseFor: time.Minute,
 				Checkpoint: storage.Checkpoint{Key: "k@v1", Kind: storage.KindEvent, Output: []byte("timeout")}})
 		}()
-		waitBlocked(t, s, "AS q(run_id, token, key, kind")
+		waitBlocked(t, s, "f AS (") // either checkpoint statement
 		return nil
 	})
 	if err != nil {

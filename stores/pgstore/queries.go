@@ -25,6 +25,7 @@ type queries struct {
 	loadReplay     string
 	getCheckpoint  string
 	checkpoint     string
+	checkpointOne  string
 	recordAttempts string
 	heartbeat      string
 	lockRun        string
@@ -686,6 +687,53 @@ FROM w, clock
 WHERE r.id = w.id
 RETURNING w.ord, w.written, w.pause, w.execution, w.pause_req, r.cancel_reason IS NOT NULL`
 
+	// One run's checkpoint (the one-call case of q.checkpoint, with no
+	// attempts of other keys), in the same row shape: $2 run, $3 token, $4
+	// key, $5 kind, $6 output, $7 error (JSON text), $8 attempts of the key
+	// (JSON text), $9 lease micros, $10 progress (NULL: keep the run's),
+	// $11 busy. Scalars instead of arrays let the planner use the primary
+	// key and skip the joins that match requests to runs: one run at a time
+	// pays for its own row only.
+	q.checkpointOne = `WITH ` + clockCTE + `,
+f AS (
+	SELECT r.id, r.execution, r.pause_requested, coalesce(r.wait_key = $4::text OR $4::text = ANY(r.wait_also_keys), false) AS on_wait
+	FROM {s}.runs r
+	WHERE r.id = $2::text AND r.token = $3::bigint AND r.status = 'running'
+	FOR UPDATE
+),
+ins AS (
+	INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, attempts, created_at)
+	SELECT f.id, f.execution, $4::text, $5::text, $6::bytea, $7::text::jsonb, $8::text::jsonb, clock.now
+	FROM f, clock
+	ON CONFLICT (run_id, execution, key) DO NOTHING
+	RETURNING run_id
+),
+w AS (
+	SELECT f.id, f.execution, ins.run_id IS NOT NULL AS written,
+		f.pause_requested AND NOT $11::bool AND ins.run_id IS NOT NULL AS pause,
+		f.pause_requested AND $11::bool AND ins.run_id IS NOT NULL AS pause_req, f.on_wait AND ins.run_id IS NOT NULL AS unwait
+	FROM f LEFT JOIN ins ON true
+)
+UPDATE {s}.runs r SET
+	status = CASE WHEN w.pause THEN 'paused' ELSE r.status END,
+	pause_requested = CASE WHEN w.pause THEN false ELSE r.pause_requested END,
+	ready_at = CASE WHEN w.pause THEN clock.now ELSE r.ready_at END,
+	lease_until = CASE WHEN w.pause THEN clock.now ELSE clock.now + $9::bigint * interval '1 microsecond' END,
+	recoveries = CASE WHEN w.written THEN 0 ELSE r.recoveries END,
+	wait_key = CASE WHEN w.unwait THEN NULL ELSE r.wait_key END,
+	wait_topic = CASE WHEN w.unwait THEN NULL ELSE r.wait_topic END,
+	wait_kind = CASE WHEN w.unwait THEN NULL ELSE r.wait_kind END,
+	wait_deadline = CASE WHEN w.unwait THEN NULL ELSE r.wait_deadline END,
+	wait_also_keys = CASE WHEN w.unwait THEN NULL ELSE r.wait_also_keys END,
+	wait_also_topics = CASE WHEN w.unwait THEN NULL ELSE r.wait_also_topics END,
+	wait_also_kinds = CASE WHEN w.unwait THEN NULL ELSE r.wait_also_kinds END,
+	progress = coalesce($10::bytea, r.progress),
+	{clearActive},
+	updated_at = clock.now
+FROM w, clock
+WHERE r.id = w.id
+RETURNING 1::bigint, w.written, w.pause, w.execution, w.pause_req, r.cancel_reason IS NOT NULL`
+
 	// $2 run, $3 token, $4 lease micros, $5..$10 attempts, stamped with the
 	// run's current execution.
 	q.recordAttempts = `WITH ` + clockCTE + `,
@@ -1136,7 +1184,7 @@ FROM {s}.workers WHERE expires_at > coalesce($1::timestamptz, now()) ORDER BY id
 
 	for _, p := range []*string{
 		&q.createRuns, &q.createLeased, &q.selectRuns, &q.getRun, &q.countRuns, &q.countRunsOf, &q.claim, &q.claimOne, &q.nextWake, &q.nextWakeOne, &q.loadReplay, &q.loadClaimed, &q.getCheckpoint,
-		&q.checkpoint, &q.recordAttempts, &q.heartbeat, &q.lockRun, &q.insertCkpt, &q.refuseCkpt, &q.insertAttempt,
+		&q.checkpoint, &q.checkpointOne, &q.recordAttempts, &q.heartbeat, &q.lockRun, &q.insertCkpt, &q.refuseCkpt, &q.insertAttempt,
 		&q.takeEvent, &q.extendLease, &q.park, &q.complete, &q.completeMany, &q.completeRides, &q.parkMany, &q.emit, &q.bufferEvent, &q.deliver, &q.history,
 		&q.terminate, &q.cascade, &q.cascadeMany, &q.cancel, &q.forkSeq, &q.restart, &q.executions, &q.continueAsNew, &q.caseCkpt,
 		&q.putWorkflows, &q.putEvents, &q.getWorkflows, &q.getEvents,

@@ -354,7 +354,8 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 			ckpts = append(ckpts, c)
 		}
 	}
-	ckptArgs, finArgs := checkpointArgs(ckpts), completeManyArgs(fins)
+	ckptSQL, ckptArgs := s.checkpointStatement(ckpts)
+	finArgs := completeManyArgs(fins)
 	createSQL, createArgs := s.createArgs(creates)
 	// The checkpoints that carry a completion (CheckpointRequest.Complete
 	// without a Notify): rides[i] is ckpts[rideOf[i]].
@@ -406,7 +407,7 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 		}
 		if len(ckpts) > 0 {
 			ckptArgs[0] = now
-			b.Queue(s.q.checkpoint, ckptArgs...)
+			b.Queue(ckptSQL, ckptArgs...)
 		}
 		if len(fins) > 0 {
 			finArgs[0] = now
@@ -704,6 +705,21 @@ func (c *createCall) results(created map[string]bool, records map[string]storage
 		delete(created, r.ID)
 	}
 	return nil
+}
+
+// checkpointStatement is the statement that writes calls' checkpoints and
+// its arguments, the first of which, the clock, is set per attempt: for
+// one call with no attempts of other keys (one run at a time, as a rule)
+// the one-run statement, for any other the many-run one. Both return the
+// same rows.
+func (s *Store) checkpointStatement(calls []*ckptCall) (string, []any) {
+	if len(calls) != 1 || len(calls[0].loose) > 0 {
+		return s.q.checkpoint, checkpointArgs(calls)
+	}
+	c := calls[0]
+	r := &c.req
+	return s.q.checkpointOne, []any{nil, r.Lease.RunID, r.Lease.Token, r.Checkpoint.Key, string(r.Checkpoint.Kind),
+		r.Checkpoint.Output, c.errJSON, c.attempts, micros(r.LeaseFor), r.Progress, r.Busy}
 }
 
 // checkpointArgs are the checkpoint statement's arguments for calls; the
