@@ -406,8 +406,18 @@ func StartBatch[In, Out any](ctx context.Context, e *Engine, name string, items 
 	}
 	// Each run's end is listened for before the run exists, so its first
 	// Result need not read it (see wait): by this engine, which wakes the
-	// run's callers as it ends it, and, once a Result has started the
-	// watch of the store's announcements, by every other.
+	// run's callers as it ends it, and, once the watch of the store's
+	// announcements has begun, by every other. An engine whose Run works
+	// runs begins the watch at its first start (one round trip, once): its
+	// callers await runs it works, as a rule. An engine that only starts
+	// runs begins it at its first Result, so that a program that never
+	// awaits holds no listener.
+	e.mu.Lock()
+	working := e.running
+	e.mu.Unlock()
+	if working {
+		e.watchFinished()
+	}
 	heard := e.hearing()
 	pre := make([]*preWait, len(runs))
 	for i := range runs {
@@ -524,6 +534,10 @@ func (e *Engine) Wait(ctx context.Context, id string) (RunInfo, error) {
 	return e.wait(ctx, id, false, nil)
 }
 
+// heardPollMost is the longest a caller awaiting a run waits between two
+// reads of it where the store announces every run's end.
+const heardPollMost = 30 * time.Second
+
 // wait is Wait; with outcome, only the run's status, output and error are
 // wanted (Run.Result): a run this engine executes is not read while it
 // runs, and its end here hands them over without a read. pre, when not
@@ -533,9 +547,23 @@ func (e *Engine) wait(ctx context.Context, id string, outcome bool, pre *preWait
 	// Where the store announces every run's end, polling is only a safety
 	// net against a lost announcement; elsewhere it is how the end of a
 	// run in another process is learnt, and starts soon.
-	delay := 5 * time.Millisecond
+	delay, most := 5*time.Millisecond, e.cfg.PollInterval
 	if e.watchFinished() {
-		delay = e.cfg.PollInterval
+		// Announcements missed are announced too (storage.Missed), so the
+		// poll only guards against a store that fails to: it begins at four
+		// poll intervals and backs off to heardPollMost, and thousands of callers awaiting queued runs do
+		// not read them every PollInterval.
+		delay, most = 4*e.cfg.PollInterval, max(4*e.cfg.PollInterval, heardPollMost)
+	}
+	if pre != nil {
+		// Only the handle's first wait may trust the registration: once
+		// it returns, the registration is released, and a later wait (after
+		// a restart, say) reads the run.
+		defer func() {
+			if !pre.taken.Swap(true) {
+				e.waiters.remove(id, pre.rw)
+			}
+		}()
 	}
 	for first := true; ; first = false {
 		// A run executing here is not read: its execution's end wakes the
@@ -545,6 +573,18 @@ func (e *Engine) wait(ctx context.Context, id string, outcome bool, pre *preWait
 		// one whose end was listened for since before it existed.
 		wait := delay
 		var rw *runWaiters
+		if first && outcome && pre != nil && !pre.heard {
+			// Not heard from elsewhere, but ended here already: this
+			// engine handed it its outcome.
+			select {
+			case <-pre.rw.done:
+				if pre.rw.ended != nil && !pre.taken.Swap(true) {
+					e.waiters.remove(id, pre.rw)
+					return e.runInfo(*pre.rw.ended), nil
+				}
+			default:
+			}
+		}
 		switch {
 		case first && pre != nil && pre.heard && !pre.taken.Swap(true):
 			rw = pre.rw
@@ -569,7 +609,7 @@ func (e *Engine) wait(ctx context.Context, id string, outcome bool, pre *preWait
 			err = ctx.Err()
 		case <-rw.done:
 		case <-t.C:
-			delay = min(delay*2, e.cfg.PollInterval)
+			delay = min(delay*2, most)
 		}
 		t.Stop()
 		e.waiters.remove(id, rw)

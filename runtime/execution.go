@@ -439,11 +439,11 @@ func (x *execution) finish(out []byte, runErr error) {
 		return
 	}
 	x.outcome, x.runErr = outcomeFinished, runErr
-	x.ended.Store(true)
 	if x.free != nil {
 		x.free()
 	}
-	e.waiters.end(x.lease.RunID, &storage.RunRecord{ID: x.lease.RunID, Workflow: x.workflow, Status: req.Status, Output: req.Output, Error: req.Error})
+	e.waiters.end(x.lease.RunID, &storage.RunRecord{ID: x.lease.RunID, Workflow: x.workflow, Status: req.Status, Output: req.Output, Error: req.Error},
+		func() { x.ended.Store(true) })
 	if req.Notify != nil {
 		e.arrivals.wake(req.Notify.RunID)
 		e.signal()

@@ -58,14 +58,44 @@ func (w *waiters) remove(id string, rw *runWaiters) {
 }
 
 // end wakes the callers waiting on run id, which this engine just ended
-// as rec says (its ID, workflow, status, output and error).
-func (w *waiters) end(id string, rec *storage.RunRecord) {
+// as rec says (its ID, workflow, status, output and error). It calls
+// mark, which makes the run no longer executing here, under the lock that
+// heard (see watchFinished) takes: the store's announcement of the end,
+// which may come first, wakes no caller before rec is theirs.
+func (w *waiters) end(id string, rec *storage.RunRecord, mark func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	mark()
 	if rw := w.m[id]; rw != nil {
 		rw.ended = rec
 		close(rw.done)
 		delete(w.m, id)
+	}
+}
+
+// heard wakes the callers waiting on run id, which the store announced as
+// ended, unless executing says this engine still executes it: its end
+// here wakes them, with the outcome (see end).
+func (w *waiters) heard(id string, executing func(string) bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if rw := w.m[id]; rw != nil && !executing(id) {
+		close(rw.done)
+		delete(w.m, id)
+	}
+}
+
+// heardAll wakes the callers waiting on every run but those executing
+// says this engine still executes: the store's announcements of some runs'
+// ends were missed, and each caller reads its run again.
+func (w *waiters) heardAll(executing func(string) bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, rw := range w.m {
+		if !executing(id) {
+			close(rw.done)
+			delete(w.m, id)
+		}
 	}
 }
 
@@ -121,9 +151,11 @@ func (e *Engine) watchFinished() (everywhere bool) {
 			// A run this engine executes wakes its callers itself as the
 			// execution ends, with its outcome when it completed it: the
 			// announcement may come first.
-			if !e.executing(id) {
-				e.waiters.wake(id)
+			if id == storage.Missed {
+				e.waiters.heardAll(e.executing)
+				continue
 			}
+			e.waiters.heard(id, e.executing)
 		}
 	}()
 	return everywhere

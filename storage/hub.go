@@ -10,8 +10,9 @@ import (
 // Notifier or FinishNotifier keep one. A hint never blocks: each ready
 // subscriber's channel holds one value, and hints that find it full merge
 // into the one pending, so a slow subscriber misses nothing it needs; a
-// finished subscriber's channel holds FinishedBuffer IDs, and IDs that find
-// it full are dropped (its waiters poll). The zero Hub is ready to use.
+// finished subscriber's channel holds FinishedBuffer IDs, and when IDs
+// find it full the subscriber is told it missed some (Missed), so it
+// misses no end it waits for either. The zero Hub is ready to use.
 type Hub struct {
 	mu       sync.Mutex
 	subs     map[chan struct{}]func() bool // each subscriber's context.AfterFunc stop
@@ -61,7 +62,16 @@ func subscribe[T any](ctx context.Context, h *Hub, subs *map[chan T]func() bool,
 	return ch
 }
 
-// Finished tells every finished subscriber that the runs ids ended.
+// Missed is what a finished subscriber receives, in place of run IDs,
+// when some may not have reached it: its channel was full, or the store's
+// subscription to the server's announcements was down for a while (see
+// Gap). No run has the empty ID. A subscriber that receives it treats
+// every run it waits on as possibly ended.
+const Missed = ""
+
+// Finished tells every finished subscriber that the runs ids ended. A
+// subscriber whose channel is full gets Missed instead of the IDs that do
+// not fit.
 func (h *Hub) Finished(ids ...string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -69,10 +79,40 @@ func (h *Hub) Finished(ids ...string) {
 		for _, id := range ids {
 			select {
 			case ch <- id:
-			default: // full: dropped, the subscriber's waiters poll
+			default:
+				missed(ch)
 			}
 		}
 	}
+}
+
+// Gap tells every finished subscriber that announcements may have been
+// missed (Missed): the store's subscription to them was down, and is back.
+func (h *Hub) Gap() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.finished {
+		select {
+		case ch <- Missed:
+		default:
+			missed(ch)
+		}
+	}
+}
+
+// missed empties a full finished subscriber's channel and leaves Missed in
+// it, which stands for the IDs taken out and those that did not fit. The
+// caller holds h.mu, so no other send can take the room made.
+func missed(ch chan string) {
+drain:
+	for {
+		select {
+		case <-ch:
+		default:
+			break drain
+		}
+	}
+	ch <- Missed
 }
 
 // Signal wakes every subscriber.

@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/stemflow/stem/storage"
@@ -64,8 +65,8 @@ func TestHubClosesOnContextEndAndOnClose(t *testing.T) {
 }
 
 // TestHubFinished: every finished subscriber receives every ID in order; a
-// full subscriber drops IDs without blocking the hub; cancelling a
-// subscriber or closing the hub closes its channel.
+// full subscriber is told it missed IDs (Missed) without blocking the hub;
+// cancelling a subscriber or closing the hub closes its channel.
 func TestHubFinished(t *testing.T) {
 	var h storage.Hub
 	ctx, cancel := context.WithCancel(t.Context())
@@ -80,8 +81,18 @@ func TestHubFinished(t *testing.T) {
 	for i := range storage.FinishedBuffer + 10 {
 		h.Finished("x" + string(rune('a'+i%26))) // never blocks, though nobody reads
 	}
-	if n := len(b); n != storage.FinishedBuffer {
-		t.Fatalf("a full subscriber holds %d IDs, want %d", n, storage.FinishedBuffer)
+	// What was dropped is not lost silently: Missed stands for it, and
+	// the IDs sent after it are there.
+	var got []string
+	for len(b) > 0 {
+		got = append(got, <-b)
+	}
+	if !slices.Contains(got, storage.Missed) || got[len(got)-1] != "x"+string(rune('a'+(storage.FinishedBuffer+9)%26)) {
+		t.Fatalf("a subscriber that fell behind got %d IDs, %q last, Missed among them: %v; want Missed and the last ID sent", len(got), got[len(got)-1], slices.Contains(got, storage.Missed))
+	}
+	h.Finished("after")
+	if id := <-b; id != "after" {
+		t.Fatalf("after catching up the subscriber got %q, want the next ID", id)
 	}
 	cancel()
 	for range a { // drains, then ends: closed by the cancellation
@@ -91,5 +102,37 @@ func TestHubFinished(t *testing.T) {
 	}
 	if _, open := <-h.SubscribeFinished(t.Context()); open {
 		t.Fatal("a subscriber after Close got an open channel")
+	}
+}
+
+// TestHubGap: a gap in the store's announcements reaches every finished
+// subscriber as Missed, even one whose channel is full, and never blocks;
+// ready subscribers are not told.
+func TestHubGap(t *testing.T) {
+	var h storage.Hub
+	a := h.SubscribeFinished(t.Context())
+	full := h.SubscribeFinished(t.Context())
+	ready := h.Subscribe(t.Context())
+	for range storage.FinishedBuffer {
+		h.Finished("r")
+	}
+	for len(a) > 0 {
+		<-a
+	}
+	h.Gap()
+	if id := <-a; id != storage.Missed {
+		t.Fatalf("after a gap the subscriber got %q, want Missed", id)
+	}
+	var last string
+	for len(full) > 0 {
+		last = <-full
+	}
+	if last != storage.Missed {
+		t.Fatalf("a full subscriber's last ID after a gap is %q, want Missed", last)
+	}
+	select {
+	case <-ready:
+		t.Fatal("a gap in announcements of ends woke a ready subscriber")
+	default:
 	}
 }

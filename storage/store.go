@@ -396,8 +396,10 @@ type Store interface {
 type FinishNotifier interface {
 	// Finished returns a channel that receives the ID of each run that
 	// completes, errors or is terminated (a cascade's children too) after
-	// the call, by this process or another. A subscriber that falls behind
-	// may miss IDs. It is closed when ctx is done or the store closes.
+	// the call, by this process or another. Where IDs may have been missed
+	// (the subscriber fell behind, the store's subscription to the
+	// server's announcements was down) it receives Missed, the empty ID,
+	// instead. It is closed when ctx is done or the store closes.
 	Finished(ctx context.Context) <-chan string
 }
 

@@ -66,8 +66,8 @@ func (s *Store) startListener(l *listener) {
 
 // initListeners sets up the listener: a ready hint wakes subscribers
 // (after a reconnection every subscriber is woken once, in case a hint was
-// missed), and each payload on the ended channel is the ID of a run that
-// ended.
+// missed, and finished subscribers are told they may have missed ends),
+// and each payload on the ended channel is the ID of a run that ended.
 func (s *Store) initListeners() {
 	s.listener = listener{
 		channels: []string{s.channel, s.endedChannel},
@@ -78,7 +78,14 @@ func (s *Store) initListeners() {
 				s.hub.Signal()
 			}
 		},
-		reconnected: s.hub.Signal,
+	}
+	subscribed := false
+	s.listener.reconnected = func() {
+		s.hub.Signal()
+		if subscribed {
+			s.hub.Gap() // ends announced while it was down were missed
+		}
+		subscribed = true
 	}
 	s.listener.ready = make(chan struct{})
 }

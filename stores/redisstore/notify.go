@@ -1,6 +1,10 @@
 package redisstore
 
-import "context"
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // Notifications implements storage.Notifier with Redis pub/sub: the scripts
 // publish on the prefix's wake channel whenever they make a run ready now.
@@ -12,7 +16,7 @@ func (s *Store) Notifications(ctx context.Context) <-chan struct{} {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 	ch := s.hub.Subscribe(ctx)
-	s.listen(ctx, &s.listeningWake, s.keys.wake(), func(string) { s.hub.Signal() })
+	s.listen(ctx, &s.listeningWake, s.keys.wake(), func(string) { s.hub.Signal() }, s.hub.Signal)
 	return ch
 }
 
@@ -28,7 +32,7 @@ func (s *Store) Finished(ctx context.Context) <-chan string {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 	ch := s.hub.SubscribeFinished(ctx)
-	s.listen(ctx, &s.listeningEnded, s.keys.ended(), func(id string) { s.hub.Finished(id) })
+	s.listen(ctx, &s.listeningEnded, s.keys.ended(), func(id string) { s.hub.Finished(id) }, s.hub.Gap)
 	return ch
 }
 
@@ -40,9 +44,11 @@ func (s *Store) HearsEveryFinish() bool { return true }
 // store is closed, and passes every message's payload to heard until the
 // store closes. It waits for the server's confirmation, so that every
 // change after the call returns is seen; a failure only costs the hints
-// (the engine polls), and go-redis keeps trying to subscribe again. The
+// (the engine polls), and go-redis keeps trying to subscribe again. Each
+// subscription after the first (go-redis subscribes again after a lost
+// connection) calls resubscribed: messages may have been missed. The
 // caller holds closeMu.
-func (s *Store) listen(ctx context.Context, listening *bool, channel string, heard func(payload string)) {
+func (s *Store) listen(ctx context.Context, listening *bool, channel string, heard func(payload string), resubscribed func()) {
 	if *listening || s.closed.Load() || ctx.Err() != nil {
 		return
 	}
@@ -53,7 +59,7 @@ func (s *Store) listen(ctx context.Context, listening *bool, channel string, hea
 	if _, err := ps.Receive(rctx); err != nil && ctx.Err() == nil {
 		s.logger.Warn("redisstore: subscribing to "+channel+" failed; workers and waiters fall back to polling", "error", err)
 	}
-	msgs := ps.Channel()
+	msgs := ps.ChannelWithSubscriptions()
 	s.subs.Add(1)
 	go func() {
 		defer s.subs.Done()
@@ -66,7 +72,14 @@ func (s *Store) listen(ctx context.Context, listening *bool, channel string, hea
 				if !ok {
 					return
 				}
-				heard(m.Payload)
+				switch m := m.(type) {
+				case *redis.Message:
+					heard(m.Payload)
+				case *redis.Subscription:
+					if m.Kind == "subscribe" {
+						resubscribed()
+					}
+				}
 			}
 		}
 	}()
