@@ -83,19 +83,35 @@ func TestNotifyAcrossStores(t *testing.T) {
 }
 
 // TestListenerReconnects kills the listening connection's backend; the
-// listener reconnects and notifications flow again.
+// listener reconnects and notifications flow again, and a subscriber to
+// runs' ends is told it may have missed some (storage.Missed), and only
+// then: not at the first subscription.
 func TestListenerReconnects(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	a := newTestStore(t, Options{ListenerRetry: 100 * time.Millisecond})
 	b := newTestStore(t, Options{Schema: unquote(a.schema), DisableNotify: false})
 	ch := a.Notifications(ctx)
+	ends := a.Finished(ctx)
 	pid := awaitListening(t, a, 0)
+	select {
+	case id := <-ends:
+		t.Fatalf("a new subscriber to ends got %q before anything ended or was missed", id)
+	default:
+	}
 	var killed bool
 	if err := a.pool.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, int32(pid)).Scan(&killed); err != nil || !killed {
 		t.Fatalf("terminate listener: %v %v", err, killed)
 	}
 	awaitListening(t, a, pid)
+	select {
+	case id := <-ends:
+		if id != storage.Missed {
+			t.Fatalf("after the listener came back a subscriber to ends got %q, want storage.Missed", id)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("after the listener came back a subscriber to ends was not told it may have missed some")
+	}
 	drain(ch)
 	if _, err := b.CreateRuns(ctx, []storage.NewRun{{ID: "r1", Workflow: "wf"}}); err != nil {
 		t.Fatal(err)

@@ -48,3 +48,63 @@ func TestChaosServerRestart(t *testing.T) {
 		Timeout: 90 * time.Second,
 	})
 }
+
+// TestFinishedAfterResubscribe: a subscriber to runs' ends hears them and
+// is told of no gap at its subscription, and, after the server was killed and started again
+// (go-redis subscribes again by itself), that it may have missed some
+// (storage.Missed); ends flow again after that.
+func TestFinishedAfterResubscribe(t *testing.T) {
+	rd := testserver.Redis(t)
+	ctx := t.Context()
+	s, err := Open(ctx, rd.URL(), Options{Prefix: "stemresub:", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ends := s.Finished(ctx)
+	endRun := func(id string) {
+		t.Helper()
+		testserver.AnswersAgain(t, "redis", func() error {
+			_, err := s.CreateRuns(ctx, []storage.NewRun{{ID: id, Workflow: "wf"}})
+			return err
+		})
+		claimed, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 1, LeaseFor: time.Minute})
+		if err != nil || len(claimed) != 1 {
+			t.Fatalf("claim: %v, %d runs", err, len(claimed))
+		}
+		if err := s.Complete(ctx, storage.CompleteRequest{Lease: claimed[0].Lease, Status: storage.StatusComplete, Output: []byte("1")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	endRun("r0")
+	select {
+	case id := <-ends:
+		if id != "r0" {
+			t.Fatalf("the first thing a new subscriber to ends got is %q, want the end of r0", id)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the end of a run was not heard")
+	}
+	rd.Kill()
+	rd.Start()
+	select {
+	case id := <-ends:
+		if id != storage.Missed {
+			t.Fatalf("after the server came back a subscriber to ends got %q, want storage.Missed", id)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("after the server came back a subscriber to ends was not told it may have missed some")
+	}
+	// Ends are heard again.
+	endRun("r1")
+	for {
+		select {
+		case id := <-ends:
+			if id == "r1" {
+				return
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("the end of a run after the resubscription was not heard")
+		}
+	}
+}
