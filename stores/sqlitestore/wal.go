@@ -155,29 +155,38 @@ func (ww *walWatch) restarted() {
 }
 
 // next waits for the next request, making a TRUNCATE checkpoint whenever
-// the writer has been idle for IdleCheckpoint since a commit. ok is false
-// once the queue is closed and drained.
-func (ww *walWatch) next(c *conn, queue <-chan *request) (r *request, ok bool) {
-	for {
-		if !ww.dirty || ww.s.opts.IdleCheckpoint < 0 {
-			r, ok = <-queue
-			return r, ok
-		}
+// the writer has been idle for IdleCheckpoint since a commit, and checking
+// for other processes' commits (foreign) meanwhile. ok is false once the
+// queue is closed and drained.
+func (ww *walWatch) next(c *conn, queue <-chan *request, foreign *foreignWatch) (r *request, ok bool) {
+	var idle <-chan time.Time
+	if ww.dirty && ww.s.opts.IdleCheckpoint >= 0 {
 		if ww.idle == nil {
 			ww.idle = time.NewTimer(ww.s.opts.IdleCheckpoint)
 		} else {
 			ww.idle.Reset(ww.s.opts.IdleCheckpoint)
 		}
+		idle = ww.idle.C
+	}
+	for {
 		select {
 		case r, ok = <-queue:
-			ww.idle.Stop()
+			if ww.idle != nil {
+				ww.idle.Stop()
+			}
 			return r, ok
-		case <-ww.idle.C:
+		case <-foreign.tick.C:
+			foreign.check(c)
+		case <-idle:
+			idle = nil
 			if ww.checkpoint(c, "TRUNCATE") {
 				ww.dirty = false
 				ww.limit = ww.s.opts.MaxWAL
 				ww.restarted()
 				ww.lastSize = 0
+			} else {
+				ww.idle.Reset(ww.s.opts.IdleCheckpoint) // tried again later
+				idle = ww.idle.C
 			}
 		}
 	}

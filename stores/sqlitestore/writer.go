@@ -164,13 +164,15 @@ func (s *Store) runWriter(sc *sql.Conn, started chan<- error) {
 		if err := wal.init(c); err != nil {
 			return err
 		}
+		foreign := s.newForeignWatch(c)
+		defer foreign.stop()
 		started <- nil
 		started = nil
 		w := &wtx{conn: c}
 		batch := make([]*request, 0, s.opts.MaxBatch)
 		last := 0 // size of the previous batch
 		for {
-			r, ok := wal.next(c, s.queue)
+			r, ok := wal.next(c, s.queue, foreign)
 			if !ok {
 				return nil
 			}
@@ -198,6 +200,7 @@ func (s *Store) runWriter(sc *sql.Conn, started chan<- error) {
 			if wrote, full := s.commitBatch(w, batch); wrote {
 				wal.afterBatch(c, full)
 			}
+			foreign.check(c)
 			clear(batch)
 		}
 	})
