@@ -249,9 +249,10 @@ func (e *Engine) executeIn(parent context.Context, r storage.ClaimedRun, hx *Hoo
 		}
 		e.mu.Unlock()
 		if x.outcome != outcomeFinished {
-			// Callers that skipped an announcement (see watchFinished)
-			// read the run again.
-			e.waiters.wake(r.Lease.RunID)
+			// Callers relying on this execution's end (see wait), or whose
+			// announcement was skipped meanwhile (see watchFinished), read
+			// the run again.
+			e.waiters.executionEnded(r.Lease.RunID, e.hearing())
 		}
 	}()
 

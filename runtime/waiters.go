@@ -28,6 +28,10 @@ type runWaiters struct {
 	done  chan struct{}
 	refs  int
 	ended *storage.RunRecord
+	// skipped is set when the store announced the run's end while this
+	// engine executed it (see heard): the execution's end wakes the
+	// callers even when it did not end the run.
+	skipped bool
 }
 
 // add registers a caller waiting on run id and returns what it waits on;
@@ -79,7 +83,26 @@ func (w *waiters) end(id string, rec *storage.RunRecord, mark func()) {
 func (w *waiters) heard(id string, executing func(string) bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if rw := w.m[id]; rw != nil && !executing(id) {
+	rw := w.m[id]
+	switch {
+	case rw == nil:
+	case executing(id):
+		rw.skipped = true
+	default:
+		close(rw.done)
+		delete(w.m, id)
+	}
+}
+
+// executionEnded wakes the callers waiting on run id, whose execution here
+// ended without ending the run, when they need it: every caller, unless
+// the engine hears every run's end (everywhere), in which case only those
+// whose run's end was announced during the execution (skipped), since the
+// announcement of any later end wakes the others.
+func (w *waiters) executionEnded(id string, everywhere bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if rw := w.m[id]; rw != nil && (!everywhere || rw.skipped) {
 		close(rw.done)
 		delete(w.m, id)
 	}
@@ -92,10 +115,12 @@ func (w *waiters) heardAll(executing func(string) bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for id, rw := range w.m {
-		if !executing(id) {
-			close(rw.done)
-			delete(w.m, id)
+		if executing(id) {
+			rw.skipped = true
+			continue
 		}
+		close(rw.done)
+		delete(w.m, id)
 	}
 }
 

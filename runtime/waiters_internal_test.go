@@ -39,3 +39,50 @@ func TestWaitersWakeOnlyTheirRun(t *testing.T) {
 		t.Fatalf("the set still holds %d runs after every caller left", len(w.m))
 	}
 }
+
+// TestWaitersAfterAnExecutionEnds: when an execution here ends without
+// ending its run, its callers are woken to read the run where the engine
+// does not hear every end; where it does, only those whose run's end was
+// announced while the execution ran (the announcement was skipped then),
+// the others staying asleep until an announcement.
+func TestWaitersAfterAnExecutionEnds(t *testing.T) {
+	woken := func(rw *runWaiters) bool {
+		select {
+		case <-rw.done:
+			return true
+		default:
+			return false
+		}
+	}
+	executing := func(string) bool { return true }
+
+	var w waiters
+	quiet, announced := w.add("quiet"), w.add("announced")
+	w.heard("announced", executing) // skipped: the run executes here
+	if woken(announced) {
+		t.Fatal("an announcement of a run executing here woke its caller")
+	}
+	w.executionEnded("quiet", true)
+	w.executionEnded("announced", true)
+	if woken(quiet) {
+		t.Fatal("where every end is heard, an execution's end woke a caller whose run's end was never announced")
+	}
+	if !woken(announced) {
+		t.Fatal("an execution's end did not wake a caller whose announcement it skipped")
+	}
+
+	var local waiters
+	rw := local.add("r")
+	local.executionEnded("r", false)
+	if !woken(rw) {
+		t.Fatal("where not every end is heard, an execution's end did not wake its run's caller")
+	}
+
+	var missed waiters
+	rw = missed.add("r")
+	missed.heardAll(executing)
+	missed.executionEnded("r", true)
+	if !woken(rw) {
+		t.Fatal("after missed announcements, an execution's end did not wake its run's caller")
+	}
+}
