@@ -6,7 +6,7 @@ import "time"
 // Their commits are noticed by the writer: SQLite's data_version, read on
 // the writer's connection, changes when any other connection commits to
 // the file, and only then (this Store's other connections only read). The
-// writer reads it after each batch and, while idle, every foreignCheck.
+// writer reads it every foreignCheck, between two batches or while idle.
 // When it changed, another process wrote: runs may have become ready
 // (every ready subscriber is woken) and runs may have ended unheard (every
 // finished subscriber is told it may have missed ends, storage.Missed, at
@@ -61,6 +61,16 @@ func (f *foreignWatch) check(c *conn) {
 			f.gapAt, f.owed = now, false
 			f.s.hub.Gap()
 		}
+	}
+}
+
+// due checks, between two batches, when a check is due: at most once a
+// tick, so that a busy writer does not pay for a read per batch.
+func (f *foreignWatch) due(c *conn) {
+	select {
+	case <-f.tick.C:
+		f.check(c)
+	default:
 	}
 }
 

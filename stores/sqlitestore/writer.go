@@ -200,7 +200,7 @@ func (s *Store) runWriter(sc *sql.Conn, started chan<- error) {
 			if wrote, full := s.commitBatch(w, batch); wrote {
 				wal.afterBatch(c, full)
 			}
-			foreign.check(c)
+			foreign.due(c)
 			clear(batch)
 		}
 	})
