@@ -114,6 +114,32 @@ func attemptsFrom(n int) string {
 // finished is the SQL list of the final statuses.
 const finished = `('complete', 'errored', 'terminated')`
 
+// checkpointUpdate is the checkpoint statements' update of the runs of a
+// CTE named w (id, written, pause, unwait) with the clock: park the run
+// paused when a pause takes effect, else extend its lease by lease
+// microseconds; forget the recoveries of a written checkpoint, the wait
+// its key answered, and the active step; publish progress (NULL: keep
+// the run's).
+func checkpointUpdate(lease, progress string) string {
+	return `UPDATE {s}.runs r SET
+	status = CASE WHEN w.pause THEN 'paused' ELSE r.status END,
+	pause_requested = CASE WHEN w.pause THEN false ELSE r.pause_requested END,
+	ready_at = CASE WHEN w.pause THEN clock.now ELSE r.ready_at END,
+	lease_until = CASE WHEN w.pause THEN clock.now ELSE clock.now + ` + lease + ` * interval '1 microsecond' END,
+	recoveries = CASE WHEN w.written THEN 0 ELSE r.recoveries END,
+	wait_key = CASE WHEN w.unwait THEN NULL ELSE r.wait_key END,
+	wait_topic = CASE WHEN w.unwait THEN NULL ELSE r.wait_topic END,
+	wait_kind = CASE WHEN w.unwait THEN NULL ELSE r.wait_kind END,
+	wait_deadline = CASE WHEN w.unwait THEN NULL ELSE r.wait_deadline END,
+	wait_also_keys = CASE WHEN w.unwait THEN NULL ELSE r.wait_also_keys END,
+	wait_also_topics = CASE WHEN w.unwait THEN NULL ELSE r.wait_also_topics END,
+	wait_also_kinds = CASE WHEN w.unwait THEN NULL ELSE r.wait_also_kinds END,
+	progress = coalesce(` + progress + `, r.progress),
+	{clearActive},
+	updated_at = clock.now
+FROM w, clock`
+}
+
 // clearActive is the SET list that forgets the run's active step.
 const clearActive = `active_key = NULL, active_attempt = NULL, active_started = NULL`
 
@@ -667,23 +693,7 @@ w AS (
 		f.pause_requested AND f.busy AND ins.run_id IS NOT NULL AS pause_req, f.on_wait AND ins.run_id IS NOT NULL AS unwait
 	FROM f LEFT JOIN ins ON ins.run_id = f.id
 )
-UPDATE {s}.runs r SET
-	status = CASE WHEN w.pause THEN 'paused' ELSE r.status END,
-	pause_requested = CASE WHEN w.pause THEN false ELSE r.pause_requested END,
-	ready_at = CASE WHEN w.pause THEN clock.now ELSE r.ready_at END,
-	lease_until = CASE WHEN w.pause THEN clock.now ELSE clock.now + w.lease * interval '1 microsecond' END,
-	recoveries = CASE WHEN w.written THEN 0 ELSE r.recoveries END,
-	wait_key = CASE WHEN w.unwait THEN NULL ELSE r.wait_key END,
-	wait_topic = CASE WHEN w.unwait THEN NULL ELSE r.wait_topic END,
-	wait_kind = CASE WHEN w.unwait THEN NULL ELSE r.wait_kind END,
-	wait_deadline = CASE WHEN w.unwait THEN NULL ELSE r.wait_deadline END,
-	wait_also_keys = CASE WHEN w.unwait THEN NULL ELSE r.wait_also_keys END,
-	wait_also_topics = CASE WHEN w.unwait THEN NULL ELSE r.wait_also_topics END,
-	wait_also_kinds = CASE WHEN w.unwait THEN NULL ELSE r.wait_also_kinds END,
-	progress = coalesce(w.progress, r.progress),
-	{clearActive},
-	updated_at = clock.now
-FROM w, clock
+` + checkpointUpdate("w.lease", "w.progress") + `
 WHERE r.id = w.id
 RETURNING w.ord, w.written, w.pause, w.execution, w.pause_req, r.cancel_reason IS NOT NULL`
 
@@ -714,23 +724,7 @@ w AS (
 		f.pause_requested AND $11::bool AND ins.run_id IS NOT NULL AS pause_req, f.on_wait AND ins.run_id IS NOT NULL AS unwait
 	FROM f LEFT JOIN ins ON true
 )
-UPDATE {s}.runs r SET
-	status = CASE WHEN w.pause THEN 'paused' ELSE r.status END,
-	pause_requested = CASE WHEN w.pause THEN false ELSE r.pause_requested END,
-	ready_at = CASE WHEN w.pause THEN clock.now ELSE r.ready_at END,
-	lease_until = CASE WHEN w.pause THEN clock.now ELSE clock.now + $9::bigint * interval '1 microsecond' END,
-	recoveries = CASE WHEN w.written THEN 0 ELSE r.recoveries END,
-	wait_key = CASE WHEN w.unwait THEN NULL ELSE r.wait_key END,
-	wait_topic = CASE WHEN w.unwait THEN NULL ELSE r.wait_topic END,
-	wait_kind = CASE WHEN w.unwait THEN NULL ELSE r.wait_kind END,
-	wait_deadline = CASE WHEN w.unwait THEN NULL ELSE r.wait_deadline END,
-	wait_also_keys = CASE WHEN w.unwait THEN NULL ELSE r.wait_also_keys END,
-	wait_also_topics = CASE WHEN w.unwait THEN NULL ELSE r.wait_also_topics END,
-	wait_also_kinds = CASE WHEN w.unwait THEN NULL ELSE r.wait_also_kinds END,
-	progress = coalesce($10::bytea, r.progress),
-	{clearActive},
-	updated_at = clock.now
-FROM w, clock
+` + checkpointUpdate("$9::bigint", "$10::bytea") + `
 WHERE r.id = w.id
 RETURNING 1::bigint, w.written, w.pause, w.execution, w.pause_req, r.cancel_reason IS NOT NULL`
 
