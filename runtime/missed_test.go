@@ -2,6 +2,8 @@ package runtime_test
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,4 +96,79 @@ func TestResultAfterMissedAnnouncements(t *testing.T) {
 	}
 	s.ends <- storage.Missed
 	must(t, <-got)
+}
+
+// countingStore counts GetRun and Claim calls, and passes the store's
+// announcements through.
+type countingStore struct {
+	*memstore.Store
+	reads, claims atomic.Int64
+}
+
+func (s *countingStore) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.ClaimedRun, error) {
+	s.claims.Add(1)
+	return s.Store.Claim(ctx, req)
+}
+
+func (s *countingStore) GetRun(ctx context.Context, id string) (storage.RunRecord, error) {
+	s.reads.Add(1)
+	return s.Store.GetRun(ctx, id)
+}
+
+// TestCallersAwaitingRunsReadNone: 300 runs started each from a goroutine
+// of its own on an engine of four workers, so most runs wait queued, then
+// awaited each from a goroutine: not one caller reads its run, whether it
+// executed eagerly or was claimed later, ended before its Result or after.
+// The engine listens for ends from its first
+// start, every end here hands its outcome to the caller, and the store
+// announces every end. (The poll, a safety net, is an hour away.)
+func TestCallersAwaitingRunsReadNone(t *testing.T) {
+	s := &countingStore{Store: memstore.New(memstore.Options{})}
+	e, err := runtime.New(runtime.Config{Store: s, Workers: 4, PollInterval: time.Hour})
+	must(t, err)
+	t.Cleanup(func() { e.Close() })
+	const wf = "reads.step"
+	gate := make(chan struct{}) // holds the steps until every caller awaits
+	must(t, runtime.Register(e, wf, func(c *runtime.WorkflowContext, n int) (int, error) {
+		return runtime.Step(c, "s@v1", runtime.StepOptions{}, func(runtime.StepContext) (int, error) {
+			<-gate
+			return n + 1, nil
+		})
+	}))
+	stop := start(t, e)
+	defer stop()
+	ctx := waitCtx(t)
+	// Once Run works runs (it has looked for some), the engine listens for
+	// ends from its first start on.
+	eventually(t, "the engine works runs", func() bool { return s.claims.Load() > 0 })
+	// Every run is started before any caller awaits one, so no Result
+	// has begun the watch: the starts must have.
+	runs := make([]*runtime.Run[int], 300)
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Go(func() {
+			run, err := runtime.Start[int, int](ctx, e, wf, i)
+			if err != nil {
+				t.Error(err)
+			}
+			runs[i] = run
+		})
+	}
+	wg.Wait()
+	for i, run := range runs {
+		if run == nil {
+			t.FailNow()
+		}
+		wg.Go(func() {
+			if out, err := run.Result(ctx); err != nil || out != i+1 {
+				t.Errorf("run %d: Result = %d, %v", i, out, err)
+			}
+		})
+	}
+	time.Sleep(50 * time.Millisecond) // most callers are waiting by now; any order must read none
+	close(gate)
+	wg.Wait()
+	if n := s.reads.Load(); n != 0 {
+		t.Fatalf("callers read their runs %d times, want none", n)
+	}
 }
