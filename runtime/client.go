@@ -592,7 +592,7 @@ func (e *Engine) wait(ctx context.Context, id string, outcome bool, pre *preWait
 				wait = e.cfg.PollInterval
 			}
 		case outcome && first && e.executing(id):
-			rw = e.waiters.add(id)
+			rw = e.waiters.addLocal(id)
 			wait = e.cfg.PollInterval
 		default:
 			rw = e.waiters.add(id)

@@ -29,9 +29,10 @@ type runWaiters struct {
 	refs  int
 	ended *storage.RunRecord
 	// skipped is set when the store announced the run's end while this
-	// engine executed it (see heard): the execution's end wakes the
-	// callers even when it did not end the run.
-	skipped bool
+	// engine executed it (see heard), and local when a caller waits on
+	// the execution here without having read the run (see wait): the
+	// execution's end wakes the callers even when it did not end the run.
+	skipped, local bool
 }
 
 // add registers a caller waiting on run id and returns what it waits on;
@@ -48,6 +49,17 @@ func (w *waiters) add(id string) *runWaiters {
 		w.m[id] = rw
 	}
 	rw.refs++
+	return rw
+}
+
+// addLocal is add for a caller that waits on the run's execution here
+// without having read the run: the execution's end wakes it, whatever
+// the end (see executionEnded).
+func (w *waiters) addLocal(id string) *runWaiters {
+	rw := w.add(id)
+	w.mu.Lock()
+	rw.local = true
+	w.mu.Unlock()
 	return rw
 }
 
@@ -102,7 +114,7 @@ func (w *waiters) heard(id string, executing func(string) bool) {
 func (w *waiters) executionEnded(id string, everywhere bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if rw := w.m[id]; rw != nil && (!everywhere || rw.skipped) {
+	if rw := w.m[id]; rw != nil && (!everywhere || rw.skipped || rw.local) {
 		close(rw.done)
 		delete(w.m, id)
 	}

@@ -86,3 +86,18 @@ func TestWaitersAfterAnExecutionEnds(t *testing.T) {
 		t.Fatal("after missed announcements, an execution's end did not wake its run's caller")
 	}
 }
+
+// TestWaitersOnAnExecutionWakeAtItsEnd: a caller that waits on an
+// execution here without having read the run (it may have come after the
+// announcement of the run's end by another process) is woken when the
+// execution ends, even where every end is heard.
+func TestWaitersOnAnExecutionWakeAtItsEnd(t *testing.T) {
+	var w waiters
+	local := w.addLocal("r")
+	w.executionEnded("r", true)
+	select {
+	case <-local.done:
+	default:
+		t.Fatal("an execution's end did not wake a caller waiting on it unread")
+	}
+}
