@@ -550,9 +550,10 @@ func (e *Engine) wait(ctx context.Context, id string, outcome bool, pre *preWait
 	delay, most := 5*time.Millisecond, e.cfg.PollInterval
 	if e.watchFinished() {
 		// Announcements missed are announced too (storage.Missed), so the
-		// poll only guards against a store that fails to: it begins at four
-		// poll intervals and backs off to heardPollMost, and thousands of callers awaiting queued runs do
-		// not read them every PollInterval.
+		// poll only guards against a store that fails to: it begins at
+		// four poll intervals and backs off to heardPollMost, and
+		// thousands of callers awaiting queued runs do not read them
+		// every PollInterval.
 		delay, most = 4*e.cfg.PollInterval, max(4*e.cfg.PollInterval, heardPollMost)
 	}
 	if pre != nil {

@@ -37,7 +37,16 @@ type runWaiters struct {
 
 // add registers a caller waiting on run id and returns what it waits on;
 // the caller calls remove with it when it stops waiting.
-func (w *waiters) add(id string) *runWaiters {
+func (w *waiters) add(id string) *runWaiters { return w.register(id, false) }
+
+// addLocal is add for a caller that waits on the run's execution here
+// without having read the run: the execution's end wakes it, whatever
+// the end (see executionEnded).
+func (w *waiters) addLocal(id string) *runWaiters { return w.register(id, true) }
+
+// register is add, marking the run's wait local when local is set, in one
+// hold of the lock: an execution ending in between cannot miss the mark.
+func (w *waiters) register(id string, local bool) *runWaiters {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.m == nil {
@@ -49,17 +58,7 @@ func (w *waiters) add(id string) *runWaiters {
 		w.m[id] = rw
 	}
 	rw.refs++
-	return rw
-}
-
-// addLocal is add for a caller that waits on the run's execution here
-// without having read the run: the execution's end wakes it, whatever
-// the end (see executionEnded).
-func (w *waiters) addLocal(id string) *runWaiters {
-	rw := w.add(id)
-	w.mu.Lock()
-	rw.local = true
-	w.mu.Unlock()
+	rw.local = rw.local || local
 	return rw
 }
 
@@ -95,22 +94,30 @@ func (w *waiters) end(id string, rec *storage.RunRecord, mark func()) {
 func (w *waiters) heard(id string, executing func(string) bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	rw := w.m[id]
-	switch {
-	case rw == nil:
-	case executing(id):
-		rw.skipped = true
-	default:
-		close(rw.done)
-		delete(w.m, id)
+	if rw := w.m[id]; rw != nil {
+		w.hear(id, rw, executing)
 	}
+}
+
+// hear handles the announcement of the end of run id to its callers rw:
+// marked skipped while this engine executes the run, woken otherwise.
+// The caller holds w.mu.
+func (w *waiters) hear(id string, rw *runWaiters, executing func(string) bool) {
+	if executing(id) {
+		rw.skipped = true
+		return
+	}
+	close(rw.done)
+	delete(w.m, id)
 }
 
 // executionEnded wakes the callers waiting on run id, whose execution here
 // ended without ending the run, when they need it: every caller, unless
 // the engine hears every run's end (everywhere), in which case only those
-// whose run's end was announced during the execution (skipped), since the
-// announcement of any later end wakes the others.
+// whose run's end was announced during the execution (skipped) or who
+// wait on the execution without having read the run (local: an end
+// announced before they came is theirs to learn), since the announcement
+// of any later end wakes the others.
 func (w *waiters) executionEnded(id string, everywhere bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -127,12 +134,7 @@ func (w *waiters) heardAll(executing func(string) bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for id, rw := range w.m {
-		if executing(id) {
-			rw.skipped = true
-			continue
-		}
-		close(rw.done)
-		delete(w.m, id)
+		w.hear(id, rw, executing)
 	}
 }
 
