@@ -77,11 +77,7 @@ func (h *Hub) Finished(ids ...string) {
 	defer h.mu.Unlock()
 	for ch := range h.finished {
 		for _, id := range ids {
-			select {
-			case ch <- id:
-			default:
-				missed(ch)
-			}
+			sendFinished(ch, id)
 		}
 	}
 }
@@ -92,18 +88,20 @@ func (h *Hub) Gap() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for ch := range h.finished {
-		select {
-		case ch <- Missed:
-		default:
-			missed(ch)
-		}
+		sendFinished(ch, Missed)
 	}
 }
 
-// missed empties a full finished subscriber's channel and leaves Missed in
-// it, which stands for the IDs taken out and those that did not fit. The
-// caller holds h.mu, so no other send can take the room made.
-func missed(ch chan string) {
+// sendFinished sends id to a finished subscriber's channel, or, when it
+// is full, empties it and leaves Missed in it, which stands for the IDs
+// taken out and this one. The caller holds h.mu, so no other send can
+// take the room made.
+func sendFinished(ch chan string, id string) {
+	select {
+	case ch <- id:
+		return
+	default:
+	}
 drain:
 	for {
 		select {
