@@ -11,11 +11,11 @@ import (
 	"github.com/stemflow/stem/stores/memstore"
 )
 
-// readCounter counts an engine's reads of runs and its claims; it
-// announces runs' ends as its memstore does.
+// readCounter counts an engine's reads of runs, the runs it claimed and
+// its claim calls; it announces runs' ends as its memstore does.
 type readCounter struct {
 	*memstore.Store
-	reads, claims atomic.Int64
+	reads, claims, claimCalls atomic.Int64
 }
 
 func (c *readCounter) GetRun(ctx context.Context, id string) (storage.RunRecord, error) {
@@ -25,6 +25,7 @@ func (c *readCounter) GetRun(ctx context.Context, id string) (storage.RunRecord,
 
 func (c *readCounter) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.ClaimedRun, error) {
 	got, err := c.Store.Claim(ctx, req)
+	c.claimCalls.Add(1)
 	c.claims.Add(int64(len(got)))
 	return got, err
 }

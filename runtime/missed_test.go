@@ -3,7 +3,6 @@ package runtime_test
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,23 +97,6 @@ func TestResultAfterMissedAnnouncements(t *testing.T) {
 	must(t, <-got)
 }
 
-// countingStore counts GetRun and Claim calls, and passes the store's
-// announcements through.
-type countingStore struct {
-	*memstore.Store
-	reads, claims atomic.Int64
-}
-
-func (s *countingStore) Claim(ctx context.Context, req storage.ClaimRequest) ([]storage.ClaimedRun, error) {
-	s.claims.Add(1)
-	return s.Store.Claim(ctx, req)
-}
-
-func (s *countingStore) GetRun(ctx context.Context, id string) (storage.RunRecord, error) {
-	s.reads.Add(1)
-	return s.Store.GetRun(ctx, id)
-}
-
 // TestCallersAwaitingRunsReadNone: 300 runs started each from a goroutine
 // of its own on an engine of four workers, so most runs wait queued, then
 // awaited each from a goroutine: not one caller reads its run, whether it
@@ -123,7 +105,7 @@ func (s *countingStore) GetRun(ctx context.Context, id string) (storage.RunRecor
 // start, every end here hands its outcome to the caller, and the store
 // announces every end. (The poll, a safety net, is an hour away.)
 func TestCallersAwaitingRunsReadNone(t *testing.T) {
-	s := &countingStore{Store: memstore.New(memstore.Options{})}
+	s := &readCounter{Store: memstore.New(memstore.Options{})}
 	e, err := runtime.New(runtime.Config{Store: s, Workers: 4, PollInterval: time.Hour})
 	must(t, err)
 	t.Cleanup(func() { e.Close() })
@@ -140,7 +122,7 @@ func TestCallersAwaitingRunsReadNone(t *testing.T) {
 	ctx := waitCtx(t)
 	// Once Run works runs (it has looked for some), the engine listens for
 	// ends from its first start on.
-	eventually(t, "the engine works runs", func() bool { return s.claims.Load() > 0 })
+	eventually(t, "the engine works runs", func() bool { return s.claimCalls.Load() > 0 })
 	// Every run is started before any caller awaits one, so no Result
 	// has begun the watch: the starts must have.
 	runs := make([]*runtime.Run[int], 300)
