@@ -65,8 +65,8 @@ func testSealedKeyLeftToHolder(f *fixture) {
 	f.start(lacksB)
 	f.eventually("lacks-b hands the run back", func() bool { return lacking.Load() >= 1 })
 	// Ready at once: a hand-back for later would be ready after now. (Read
-	// until seen queued: the hand-back's hook may run before its write is
-	// visible to this read.)
+	// until seen so: a claim of lacks-b's in flight as it handed the run
+	// back may take it once more, and hand it back again.)
 	f.eventually("the run handed back is ready now, for holds-b", func() bool {
 		info := f.info(lacksB, "sealed-b")
 		return !info.Status.Finished() && info.ReadyAt != nil && !info.ReadyAt.After(time.Now())

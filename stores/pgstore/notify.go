@@ -93,9 +93,9 @@ func (s *Store) initListeners() {
 // Finished returns a channel that receives the ID of each run that ends
 // (completes, errors or is terminated) after the call, by this process or
 // any other using the same schema, through the store's LISTEN connection
-// (the one Notifications starts); see storage.FinishNotifier. With Options.DisableNotify it
-// never receives. The channel is closed when ctx is done or the store
-// closes.
+// (the one Notifications starts); see storage.FinishNotifier. With
+// Options.DisableNotify it never receives. The channel is closed when ctx
+// is done or the store closes.
 //
 // The first call waits, at most Options.CallTimeout, until the listener has
 // subscribed, so that a run ending after Finished returns is heard: an ID
