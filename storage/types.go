@@ -94,6 +94,26 @@ type NewRun struct {
 	// run whose ID exists already is left as it is and is not leased
 	// (Created false). StartAt cannot be set with it.
 	Lease *EagerLease
+	// OnExisting and OnEnded say what the create does when a run with the
+	// ID exists: returns it (the zero values), refuses the create
+	// (CreateResult.Refused), or replaces the run with the new one on the
+	// terms of Replace, which a replacing policy requires. The store
+	// judges them in the same atomic change that creates, so concurrent
+	// creates of one ID agree.
+	OnExisting ExistingPolicy
+	OnEnded    EndedPolicy
+	Replace    *ReplaceTerms
+	// Event, when set, is delivered in the same atomic change to the run
+	// the create leaves under the ID (signal-with-start): buffered for the
+	// new run, or delivered to the existing one exactly as SendEvent
+	// would (CreateResult.Delivered). Its RunID is ignored. With OnEnded
+	// EndedReturn an ended run refuses it (RefusedEnded). A refused create
+	// delivers nothing.
+	Event *Event
+	// Key, when set, makes the run a singleton or a debounced run of its
+	// workflow (see StartKey). Neither Lease nor StartAt can be set with
+	// a debounce key.
+	Key *StartKey
 }
 
 // EagerLease is the lease a run is created with (NewRun.Lease).
@@ -147,8 +167,23 @@ type CancelRequest struct {
 type CreateResult struct {
 	// Created is false when a run with the ID already existed.
 	Created bool
-	// Run is the stored record: the new run, or the existing one.
+	// Run is the stored record: the new run, or the existing one (the
+	// key's holder when Joined; the run that refused it when Refused).
 	Run RunRecord
+	// Replaced is set when the new run replaced one of the same ID
+	// (ExistingReplace, EndedReuse, EndedReuseFailed); ReplacedStatus is
+	// the replaced run's status before the change.
+	Replaced       bool
+	ReplacedStatus RunStatus
+	// Joined is set when the create's StartKey was held and it joined its
+	// holder, which Run is, instead of creating a run.
+	Joined bool
+	// Refused, when not empty, says why the create's policy refused it:
+	// nothing was written for it.
+	Refused StartRefusal
+	// Delivered reports that NewRun.Event resolved a wait of the run (as
+	// SendEvent's delivered); false when it was buffered.
+	Delivered bool
 }
 
 // RunRecord is a run as stored.

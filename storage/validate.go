@@ -65,6 +65,56 @@ func ValidateNewRuns(runs []NewRun) error {
 				return invalid("create runs", "run %q is both leased at creation and delayed to a start time", r.ID)
 			}
 		}
+		if err := r.checkPolicies(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkPolicies checks the start policies, the event and the key of a
+// create.
+func (r NewRun) checkPolicies() error {
+	const op = "create runs"
+	if !r.OnExisting.Valid() {
+		return invalid(op, "run %q has unknown policy %q for an existing run: want \"\", %q or %q", r.ID, r.OnExisting, ExistingFail, ExistingReplace)
+	}
+	if !r.OnEnded.Valid() {
+		return invalid(op, "run %q has unknown policy %q for an ended run: want \"\", %q, %q or %q", r.ID, r.OnEnded, EndedReuse, EndedReject, EndedReuseFailed)
+	}
+	replacing := r.OnExisting == ExistingReplace || r.OnEnded == EndedReuse || r.OnEnded == EndedReuseFailed
+	switch {
+	case replacing && r.Replace == nil:
+		return invalid(op, "run %q may replace a run of its ID but has no terms to end it with (Replace)", r.ID)
+	case replacing && r.ParentID != "":
+		return invalid(op, "child run %q cannot replace a run: a child's ID is its parent's", r.ID)
+	case replacing && r.Lease != nil && r.OnExisting == ExistingReplace:
+		return invalid(op, "run %q is leased at creation and may replace a running run", r.ID)
+	}
+	if ev := r.Event; ev != nil {
+		if ev.Topic == "" {
+			return invalid(op, "run %q: its event has an empty topic", r.ID)
+		}
+		if err := CheckTopic(ev.Topic); err != nil {
+			return invalid(op, "run %q: its event: %s", r.ID, reason(err))
+		}
+	}
+	if k := r.Key; k != nil {
+		if err := checkVisible("start key", k.Key, MaxNameLen); err != nil {
+			return invalid(op, "run %q: %s", r.ID, reason(err))
+		}
+		switch {
+		case k.Debounce < 0:
+			return invalid(op, "run %q has a negative debounce window %v", r.ID, k.Debounce)
+		case k.KeepFirst && k.Debounce == 0:
+			return invalid(op, "run %q keeps its key's first input, which only a debounce window has", r.ID)
+		case k.Debounce > 0 && r.StartAt != nil:
+			return invalid(op, "run %q has both a debounce window and a start time: the window sets when it starts", r.ID)
+		case r.Lease != nil:
+			return invalid(op, "run %q is leased at creation and has a start key", r.ID)
+		case r.ParentID != "":
+			return invalid(op, "child run %q has a start key", r.ID)
+		}
 	}
 	return nil
 }
