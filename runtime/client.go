@@ -29,6 +29,11 @@ type startOptions struct {
 	queue     string
 	partition string
 	priority  int
+	// existing and ended are IfExists's and IfEnded's, nil when not set
+	// (the workflow's own apply); key is WithSingleton's or WithDebounce's.
+	existing *ExistingPolicy
+	ended    *EndedPolicy
+	key      *StartKey
 	// err is an option's refusal, returned by the start with nothing
 	// written.
 	err error
@@ -335,21 +340,10 @@ func typedWorkflow[In, Out any](e *Engine, name string) (*workflowDef, error) {
 }
 
 // Start starts a run of the workflow registered as name with input in.
+// A start its policy refuses (IfExists, IfEnded) is a *RefusedError,
+// matching ErrStartRefused, with nothing written.
 func Start[In, Out any](ctx context.Context, e *Engine, name string, in In, opts ...StartOption) (*Run[Out], error) {
-	var o startOptions
-	for _, f := range opts {
-		f(&o)
-	}
-	if o.err != nil {
-		return nil, o.err
-	}
-	o.resolve(e.clock.Now())
-	runs, err := StartBatch[In, Out](ctx, e, name, []BatchItem[In]{{ID: o.id, Input: in, StartAt: o.at, Deadline: o.deadline,
-		Queue: o.queue, Partition: o.partition, Priority: o.priority}})
-	if err != nil {
-		return nil, err
-	}
-	return runs[0], nil
+	return start[In, Out](ctx, e, name, in, opts, startHow{})
 }
 
 // BatchItem is one run of a StartBatch: an optional caller-chosen ID (as
@@ -368,12 +362,38 @@ type BatchItem[In any] struct {
 	Queue     string
 	Partition string
 	Priority  int
+	// IfExists and IfEnded are the item's start policies (see IfExists
+	// and IfEnded); "" is the workflow's own (its annotation's existing=
+	// and ended=), else return the existing run.
+	IfExists ExistingPolicy
+	IfEnded  EndedPolicy
+	// Key, when set, makes the run a singleton or a debounced run (see
+	// WithSingleton and WithDebounce).
+	Key *StartKey
 }
 
 // StartBatch starts many runs of one workflow in one store call. Items with
-// an ID that exists return the existing run. Every input is checked before
-// anything is written: one bad item fails the batch and stores nothing.
+// an ID that exists return the existing run, unless their policies say
+// otherwise (IfExists, IfEnded). Every input is checked before anything is
+// written: one bad item fails the batch and stores nothing. Items that
+// their policy refuses are left out: their runs are nil and the error,
+// returned with the others, joins a *RefusedError (matching
+// ErrStartRefused) for each.
 func StartBatch[In, Out any](ctx context.Context, e *Engine, name string, items []BatchItem[In]) ([]*Run[Out], error) {
+	return startRuns[In, Out](ctx, e, name, items, startHow{})
+}
+
+// startHow is what a start adds to its items: the options of a Start
+// (set), an event delivered with the run (SendOrStart), and the
+// application's transaction (tx, for StartTx).
+type startHow struct {
+	set   *startOptions
+	event *storage.Event
+	tx    any
+}
+
+// startRuns starts items as StartBatch does, as how says.
+func startRuns[In, Out any](ctx context.Context, e *Engine, name string, items []BatchItem[In], how startHow) ([]*Run[Out], error) {
 	def, err := typedWorkflow[In, Out](e, name)
 	if err != nil {
 		return nil, err
@@ -387,7 +407,10 @@ func StartBatch[In, Out any](ctx context.Context, e *Engine, name string, items 
 			return nil, err
 		}
 		runs[i] = storage.NewRun{ID: it.ID, Workflow: name, Input: in,
-			Queue: it.Queue, Partition: it.Partition, Priority: it.Priority, Version: def.version}
+			Queue: it.Queue, Partition: it.Partition, Priority: it.Priority, Version: def.version, Key: it.Key, Event: how.event}
+		if err := e.startPolicies(def, &runs[i], it.IfExists, it.IfEnded, how.set); err != nil {
+			return nil, err
+		}
 		if !it.StartAt.IsZero() {
 			runs[i].StartAt = &it.StartAt
 		}
@@ -424,21 +447,41 @@ func StartBatch[In, Out any](ctx context.Context, e *Engine, name string, items 
 		if runs[i].ID == "" {
 			runs[i].ID = newRunID()
 		}
-		pre[i] = &preWait{rw: e.waiters.add(runs[i].ID), heard: heard}
+		if how.tx == nil {
+			pre[i] = &preWait{rw: e.waiters.add(runs[i].ID), heard: heard}
+		}
 	}
-	results, err := e.create(ctx, runs)
+	unregister := func(i int) {
+		if pre[i] != nil {
+			e.waiters.remove(runs[i].ID, pre[i].rw)
+		}
+	}
+	var results []storage.CreateResult
+	if how.tx != nil {
+		results, err = e.createTx(ctx, how.tx, runs)
+	} else {
+		results, err = e.create(ctx, runs)
+	}
 	if err != nil {
 		for i := range runs {
-			e.waiters.remove(runs[i].ID, pre[i].rw)
+			unregister(i)
 		}
 		return nil, err
 	}
 	out := make([]*Run[Out], len(results))
+	var refused []error
 	for i, r := range results {
+		if r.Refused != "" {
+			unregister(i)
+			refused = append(refused, &RefusedError{RunID: r.Run.ID, Status: r.Run.Status, Refusal: r.Refused})
+			continue
+		}
 		id := r.Run.ID
 		out[i] = &Run[Out]{id: id, workflow: name, engine: e}
-		if !r.Created {
-			e.waiters.remove(id, pre[i].rw) // it may have ended long ago: Result reads it
+		if !r.Created || r.Replaced || pre[i] == nil {
+			// It may have ended long ago, or replaced a run whose end
+			// was announced: Result reads it.
+			unregister(i)
 			continue
 		}
 		out[i].pre = pre[i]
@@ -447,6 +490,9 @@ func StartBatch[In, Out any](ctx context.Context, e *Engine, name string, items 
 				e.waiters.remove(id, p.rw)
 			}
 		}, pre[i])
+	}
+	if len(refused) > 0 {
+		return out, errors.Join(refused...)
 	}
 	return out, nil
 }
@@ -474,15 +520,31 @@ func (e *Engine) create(ctx context.Context, runs []storage.NewRun) ([]storage.C
 	if pool != nil && len(leased) < len(runs) {
 		pool.noteQueued(runs)
 	}
-	for i, r := range res {
-		if !r.Created && r.Run.Workflow != runs[i].Workflow {
-			return nil, fmt.Errorf("%w: run %q exists as a run of %q, not %q", ErrInvalidArgument, r.Run.ID, r.Run.Workflow, runs[i].Workflow)
-		}
+	if err := e.created(runs, res); err != nil {
+		return nil, err
 	}
 	if len(leased) < len(runs) {
 		e.signal()
 	}
 	return res, nil
+}
+
+// created checks what the store did with runs (res): an ID taken by a run
+// of another workflow is ErrInvalidArgument (a Start the run's existence
+// answered, with nothing written); the callers of a run a replacement
+// ended are woken, to await the run that replaced it.
+func (e *Engine) created(runs []storage.NewRun, res []storage.CreateResult) error {
+	for i, r := range res {
+		if !r.Created && r.Refused == "" && r.Run.Workflow != runs[i].Workflow {
+			return fmt.Errorf("%w: run %q exists as a run of %q, not %q", ErrInvalidArgument, r.Run.ID, r.Run.Workflow, runs[i].Workflow)
+		}
+		if r.Replaced && !r.ReplacedStatus.Finished() {
+			// The replaced run's holder learns of its end from its next
+			// write or heartbeat, as of any termination.
+			e.waiters.wake(r.Run.ID)
+		}
+	}
+	return nil
 }
 
 // createRuns creates runs of one workflow in the store, through

@@ -126,7 +126,7 @@ func (e *Engine) eagerSlots(runs []storage.NewRun) (*workPool, []int) {
 	var leased []int
 	for i := range runs {
 		r := &runs[i]
-		if r.StartAt != nil || r.Lease != nil || !p.unlimited[r.QueueOf()] {
+		if r.StartAt != nil || r.Lease != nil || r.Key != nil || r.OnExisting == storage.ExistingReplace || !p.unlimited[r.QueueOf()] {
 			continue
 		}
 		if names == nil {

@@ -355,6 +355,13 @@ type workflowDef struct {
 	queue string
 	// retention, when set, overrides Config.Retention for its runs.
 	retention *time.Duration
+	// existing and ended are the start policies of its runs where a
+	// start sets none (WorkflowStartPolicies).
+	existing ExistingPolicy
+	ended    EndedPolicy
+	// txSteps are its transactional steps' keys and the transaction type
+	// each takes (WorkflowTxSteps).
+	txSteps map[string]reflect.Type
 	// run decodes the input, runs the workflow and encodes its output.
 	run func(c *WorkflowContext, input []byte) ([]byte, error)
 }
@@ -394,6 +401,12 @@ func Register[In, Out any](e *Engine, name string, fn func(c *WorkflowContext, i
 	}
 	if def.version < 1 {
 		return invalidArg("workflow %q: version %d, want 1 or more", name, def.version)
+	}
+	if !def.existing.Valid() || !def.ended.Valid() {
+		return invalidArg("workflow %q: start policies %q and %q: want an ExistingPolicy and an EndedPolicy", name, def.existing, def.ended)
+	}
+	if err := e.checkTxSteps(def); err != nil {
+		return err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

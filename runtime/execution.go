@@ -904,6 +904,12 @@ func (x *execution) put(cp storage.Checkpoint, attempts []Attempt, async, busy b
 	if err != nil {
 		x.fault(err, async)
 	}
+	return x.landed(res, cp, async, d)
+}
+
+// landed takes in what the store did with checkpoint cp (res), written by
+// put or with a transactional step's attempt.
+func (x *execution) landed(res storage.CheckpointResult, cp storage.Checkpoint, async bool, d *deferredWrite) (stored storage.Checkpoint, existed bool) {
 	if d != nil && res.Existing != nil && !d.same(*res.Existing) {
 		x.fault(d.overtaken(x.lease.RunID), async)
 	}

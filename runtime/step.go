@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -49,6 +50,9 @@ type StepOptions struct {
 	// Autoversion lets the step run many times in one run: its calls get the
 	// keys key#0, key#1, ... by call order.
 	Autoversion bool
+	// tx is the transaction type a transactional step takes (TxStep), nil
+	// for a step that is not one.
+	tx reflect.Type
 }
 
 // RetryForever, as StepOptions.Retries, retries a failed step until an
@@ -133,6 +137,8 @@ type stepContext struct {
 	key       string
 	attempt   int
 	iteration int
+	// tx is a transactional step's transaction (TxStep), nil otherwise.
+	tx any
 }
 
 func (s *stepContext) RunID() string    { return s.x.lease.RunID }
@@ -290,6 +296,11 @@ func attempts[T any](x *execution, fctx context.Context, full string, iteration 
 			x.boundary(async)
 		}
 		a := Attempt{Key: full, Number: attempt, Started: start, Ended: end}
+		if err == nil && r.written != nil {
+			cp, existed := x.landed(*r.written, storage.Checkpoint{Key: full, Kind: KindStep, Output: output}, async, nil)
+			release()
+			return out, cp, !existed
+		}
 		if err == nil {
 			cp, existed := x.writeCheckpoint(storage.Checkpoint{Key: full, Kind: KindStep, Output: output}, []Attempt{a}, async)
 			release()
@@ -337,18 +348,84 @@ type attemptResult[T any] struct {
 	output  []byte
 	end     time.Time
 	retryAt time.Time
+	// written is what the store did with a transactional step's
+	// checkpoint, written with the attempt's success (attemptTx).
+	written *storage.CheckpointResult
+}
+
+// attemptTx makes an attempt of a transactional step: the store calls fn
+// in a transaction of its own and writes the step's checkpoint in it with
+// the attempt, both committed together or neither (see
+// storage.TxStore.CheckpointTx). A failure rolled back is the attempt's
+// error, retried as any step's; a store that cannot run it fails the step
+// for good.
+func attemptTx[T any](ctx context.Context, x *execution, full string, iteration, attempt int, active *storage.ActiveStep, opts StepOptions, fn func(sc StepContext) (T, error), void, async bool) (r attemptResult[T]) {
+	e := x.engine
+	ts, ok := e.cfg.Store.(storage.TxStore)
+	switch {
+	case !ok:
+		r.err = Permanent(fmt.Errorf("%w: step %q is transactional (it takes a %v) and the engine's store (%T) has no transactions; Postgres (pgstore) and SQLite (sqlitestore) run such steps", ErrInvalidArgument, full, opts.tx, e.cfg.Store))
+	case ts.TxType() != opts.tx:
+		r.err = Permanent(fmt.Errorf("%w: step %q takes a %v and the engine's store (%T) runs steps in a %v", ErrInvalidArgument, full, opts.tx, e.cfg.Store, ts.TxType()))
+	}
+	if r.err != nil {
+		x.endStep(active)
+		r.end = e.clock.Now()
+		return r
+	}
+	if !async {
+		x.flush() // the run's deferred write lands before this one
+	}
+	x.mu.Lock()
+	busy := async || len(x.running) > 0
+	x.mu.Unlock()
+	attempts := []Attempt{{Key: full, Number: attempt, Started: active.Started}}
+	req := storage.CheckpointRequest{Lease: x.lease, LeaseFor: e.cfg.LeaseDuration,
+		Checkpoint: storage.Checkpoint{Key: full, Kind: KindStep}, Attempts: attempts, Progress: x.takeProgress(), Busy: busy}
+	var stepErr error
+	res, err := ts.CheckpointTx(context.WithoutCancel(x.ctx), req, func(txCtx context.Context, tx any) ([]byte, error) {
+		r.out, stepErr = callStep(ctx, x, full, iteration, attempt, opts.Timeout, fn, async, tx)
+		x.endStep(active)
+		r.end = e.clock.Now()
+		attempts[0].Ended = r.end
+		if stepErr == nil && !void {
+			if r.output, stepErr = e.payloads.encode("output of step "+full, r.out); stepErr != nil {
+				stepErr = Permanent(stepErr)
+			}
+		}
+		if stepErr != nil {
+			return nil, stepErr
+		}
+		return r.output, nil
+	})
+	switch {
+	case stepErr != nil:
+		r.err = stepErr
+	case err != nil:
+		x.fault(err, async)
+	default:
+		r.written = &res
+	}
+	if r.end.IsZero() {
+		r.end = e.clock.Now()
+	}
+	return r
 }
 
 // attemptOnce makes attempt number attempt of the step keyed full under
 // ctx, and decides what follows it.
 func attemptOnce[T any](ctx context.Context, x *execution, full string, iteration, attempt int, active *storage.ActiveStep, opts StepOptions, fn func(sc StepContext) (T, error), void, async bool) (r attemptResult[T]) {
 	e := x.engine
-	r.out, r.err = callStep(ctx, x, full, iteration, attempt, opts.Timeout, fn, async)
-	x.endStep(active)
-	r.end = e.clock.Now()
-	if r.err == nil && !void {
-		if r.output, r.err = e.payloads.encode("output of step "+full, r.out); r.err != nil {
-			r.err = Permanent(r.err)
+	if opts.tx != nil {
+		r = attemptTx(ctx, x, full, iteration, attempt, active, opts, fn, void, async)
+	} else {
+		r.out, r.err = callStep(ctx, x, full, iteration, attempt, opts.Timeout, fn, async, nil)
+		x.endStep(active)
+		r.end = e.clock.Now()
+		if r.err == nil && !void {
+			if r.output, r.err = e.payloads.encode("output of step "+full, r.out); r.err != nil {
+				r.err = Permanent(r.err)
+			}
 		}
 	}
 	if r.err != nil && !IsPermanent(r.err) && (opts.Retries == RetryForever || attempt <= opts.Retries) {
@@ -508,13 +585,13 @@ func backoff(opts StepOptions, attempt int) time.Duration {
 // timeout passes; with abandon (a step future's attempt), also when ctx
 // is cancelled, so that a future cancelled by the workflow does not hold
 // the run while its function ignores the cancellation.
-func callStep[T any](ctx context.Context, x *execution, key string, iteration, attempt int, timeout time.Duration, fn func(StepContext) (T, error), abandon bool) (out T, err error) {
+func callStep[T any](ctx context.Context, x *execution, key string, iteration, attempt int, timeout time.Duration, fn func(StepContext) (T, error), abandon bool, tx any) (out T, err error) {
 	if timeout > 0 {
 		var cancel func()
 		ctx, cancel = withTimeout(x.engine.clock, ctx, timeout)
 		defer cancel()
 	}
-	sc := &stepContext{Context: ctx, x: x, key: key, attempt: attempt, iteration: iteration}
+	sc := &stepContext{Context: ctx, x: x, key: key, attempt: attempt, iteration: iteration, tx: tx}
 	x.steps.add()
 	x.engine.stepsRunning.Add(1)
 	call := func() (out T, err error) {

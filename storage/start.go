@@ -192,7 +192,9 @@ type TxStore interface {
 	// checkpoint that is not written (the key had one: Existing; the lease
 	// no longer holds: ErrLeaseLost) rolls the step's writes back too. A
 	// crash at any point leaves both or neither. req.Complete must be nil;
-	// req.Checkpoint.Output is ignored (step's output is written).
+	// req.Checkpoint.Output is ignored (step's output is written), and
+	// req.Attempts is read after step returns, so that step may fill in
+	// its attempt's end.
 	// Transactional steps run each in a transaction of its own: one
 	// step's failure never rolls back another's writes.
 	CheckpointTx(ctx context.Context, req CheckpointRequest, step func(ctx context.Context, tx any) ([]byte, error)) (CheckpointResult, error)
