@@ -6,7 +6,8 @@
 // callers may reuse their buffers and may modify what they get back.
 //
 // The files follow the layout every store shares: runs.go creates and reads
-// runs, lease.go takes, keeps, parks and ends leases, checkpoint.go writes and
+// runs, start.go judges a create's start policies, event and key (and
+// replaces a run), lease.go takes, keeps, parks and ends leases, checkpoint.go writes and
 // lists checkpoints, events.go delivers events, control.go pauses, resumes,
 // terminates and restarts, executions.go keeps and lists a run's
 // executions, catalog.go records what workers serve, notify.go hands out
@@ -51,6 +52,9 @@ type Store struct {
 	waits map[string]map[string]*run
 	// children indexes child runs by parent ID, in creation order.
 	children map[string][]*run
+	// keys holds the run each start key was last taken by (start.go); it
+	// holds the key only while it is still s.runs' run of its ID.
+	keys map[startKey]*run
 	// workflows and eventTypes are the catalog, by name and by topic.
 	workflows  map[string]storage.WorkflowType
 	eventTypes map[string]storage.EventType
@@ -81,6 +85,7 @@ func New(opts Options) *Store {
 		waits:  make(map[string]map[string]*run),
 
 		children:   make(map[string][]*run),
+		keys:       make(map[startKey]*run),
 		workflows:  make(map[string]storage.WorkflowType),
 		eventTypes: make(map[string]storage.EventType),
 		queueTypes: make(map[string]storage.QueueType),
@@ -99,7 +104,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.hub.Close()
-	s.runs, s.ids, s.queues, s.waits, s.children = nil, nil, nil, nil, nil
+	s.runs, s.ids, s.queues, s.waits, s.children, s.keys = nil, nil, nil, nil, nil, nil
 	s.workflows, s.eventTypes, s.queueTypes = nil, nil, nil
 	s.schedules, s.scheduleIDs, s.workers = nil, nil, nil
 	return nil
@@ -139,6 +144,8 @@ type run struct {
 	// started is set by the first claim since the run's creation or last
 	// Restart: a later claim is not a start.
 	started bool
+	// key is the start key the run was created with, nil if none.
+	key *startKey
 }
 
 // release ends the current lease; Owner and Token keep describing it.

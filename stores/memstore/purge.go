@@ -43,23 +43,33 @@ func (s *Store) Purge(ctx context.Context, req storage.PurgeRequest) (storage.Pu
 	if req.DryRun || len(doomed) == 0 {
 		return res, nil
 	}
-	gone := make(map[string]bool, len(doomed))
-	for _, r := range doomed {
+	s.forgetAll(doomed)
+	return res, nil
+}
+
+// forgetAll forgets the finished runs given and drops their IDs from
+// s.ids.
+func (s *Store) forgetAll(runs []*run) {
+	gone := make(map[string]bool, len(runs))
+	for _, r := range runs {
 		s.forget(r)
 		gone[r.rec.ID] = true
 	}
 	s.ids = slices.DeleteFunc(s.ids, func(id string) bool { return gone[id] })
-	return res, nil
 }
 
 // forget removes a finished run from the store but for s.ids: its record,
 // executions, checkpoints, attempts and buffered events go with the run;
-// it leaves its parent's children, and its index's count. A finished run
+// it leaves its parent's children, its index's count and the start key it
+// holds. A finished run
 // holds no wait, no place in its queue and no current heap entry. Its
 // own children stay indexed under its ID, which they still name.
 func (s *Store) forget(r *run) {
 	delete(s.runs, r.rec.ID)
 	r.ix.runs--
+	if r.key != nil && s.keys[*r.key] == r {
+		delete(s.keys, *r.key)
+	}
 	if p := r.rec.ParentID; p != "" {
 		kids := slices.DeleteFunc(s.children[p], func(c *run) bool { return c == r })
 		if len(kids) == 0 {

@@ -9,8 +9,8 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
-// CreateRuns inserts runs; an existing ID is left untouched and reported
-// with Created false.
+// CreateRuns inserts runs, each as its start policies, event and key say
+// (start.go), in one critical section each.
 func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
 	if err := storage.ValidateNewRuns(runs); err != nil {
 		return nil, refuse(err)
@@ -22,68 +22,82 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 	return s.create(runs, s.clock()), nil
 }
 
-// create inserts runs as CreateRuns does; the caller holds the mutex.
+// create judges and inserts runs as CreateRuns does; the caller holds the
+// mutex. A new run ready to claim wakes the subscribers of Notifications.
 func (s *Store) create(runs []storage.NewRun, now time.Time) []storage.CreateResult {
 	out := make([]storage.CreateResult, len(runs))
 	created := false
 	for i := range runs {
-		nr := &runs[i]
-		if r := s.runs[nr.ID]; r != nil {
-			out[i] = storage.CreateResult{Run: r.record()}
-			continue
-		}
-		q := s.queueOf(nr.QueueOf())
-		ix := q.indexOf(nr.Workflow, nr.Version)
-		ix.runs++
-		readyAt := now
-		if nr.StartAt != nil && nr.StartAt.After(now) {
-			readyAt = *nr.StartAt
-		}
-		r := &run{
-			rec: storage.RunRecord{
-				ID:           nr.ID,
-				Workflow:     nr.Workflow,
-				ParentID:     nr.ParentID,
-				ParentPolicy: nr.ParentPolicy,
-				Status:       storage.StatusQueued,
-				Input:        clone(nr.Input),
-				ReadyAt:      &readyAt,
-				Deadline:     cloneTime(nr.Deadline),
-				Queue:        nr.QueueOf(),
-				Partition:    nr.Partition,
-				Priority:     nr.Priority,
-				Version:      nr.Version,
-				Headers:      cloneHeaders(nr.Headers),
-				Execution:    1,
-				StartedAt:    now,
-				CreatedAt:    now,
-				UpdatedAt:    now,
-			},
-			q:  q,
-			ix: ix,
-		}
-		s.runs[nr.ID] = r
-		if nr.ParentID != "" {
-			s.children[nr.ParentID] = append(s.children[nr.ParentID], r)
-		}
-		if n := len(s.ids); n > 0 && s.ids[n-1] > nr.ID {
-			s.idsDirty = true
-		}
-		s.ids = append(s.ids, nr.ID)
-		if l := nr.Lease; l != nil {
-			// An eager start: leased at creation, as a claim would.
-			r.rec.ReadyAt = nil
-			s.claim(r, storage.ClaimRequest{Owner: l.Owner, LeaseFor: l.For}, now, false)
-		} else {
-			s.schedule(r, now)
+		out[i] = s.start(&runs[i], now)
+		if out[i].Created && runs[i].Lease == nil {
 			created = true
 		}
-		out[i] = storage.CreateResult{Created: true, Run: r.record()}
 	}
 	if created {
 		s.hub.Signal()
 	}
 	return out
+}
+
+// insert creates the run nr describes, whose ID has no run, with token as
+// its lease token so far (zero for an ID never used, the replaced run's
+// otherwise). A debounced run is ready when its window closes; a run with
+// a start key holds it.
+func (s *Store) insert(nr *storage.NewRun, token int64, now time.Time) *run {
+	q := s.queueOf(nr.QueueOf())
+	ix := q.indexOf(nr.Workflow, nr.Version)
+	ix.runs++
+	readyAt := now
+	if nr.StartAt != nil && nr.StartAt.After(now) {
+		readyAt = *nr.StartAt
+	}
+	if k := nr.Key; k != nil && k.Debounce > 0 {
+		readyAt = now.Add(k.Debounce)
+	}
+	r := &run{
+		rec: storage.RunRecord{
+			ID:           nr.ID,
+			Workflow:     nr.Workflow,
+			ParentID:     nr.ParentID,
+			ParentPolicy: nr.ParentPolicy,
+			Status:       storage.StatusQueued,
+			Input:        clone(nr.Input),
+			ReadyAt:      &readyAt,
+			Deadline:     cloneTime(nr.Deadline),
+			Queue:        nr.QueueOf(),
+			Partition:    nr.Partition,
+			Priority:     nr.Priority,
+			Version:      nr.Version,
+			Headers:      cloneHeaders(nr.Headers),
+			Token:        token,
+			Execution:    1,
+			StartedAt:    now,
+			CreatedAt:    now,
+			UpdatedAt:    now,
+		},
+		q:  q,
+		ix: ix,
+	}
+	s.runs[nr.ID] = r
+	if nr.ParentID != "" {
+		s.children[nr.ParentID] = append(s.children[nr.ParentID], r)
+	}
+	if n := len(s.ids); n > 0 && s.ids[n-1] > nr.ID {
+		s.idsDirty = true
+	}
+	s.ids = append(s.ids, nr.ID)
+	if k := nr.Key; k != nil {
+		r.key = &startKey{nr.Workflow, k.Key}
+		s.keys[*r.key] = r
+	}
+	if l := nr.Lease; l != nil {
+		// An eager start: leased at creation, as a claim would.
+		r.rec.ReadyAt = nil
+		s.claim(r, storage.ClaimRequest{Owner: l.Owner, LeaseFor: l.For}, now, false)
+	} else {
+		s.schedule(r, now)
+	}
+	return r
 }
 
 // GetRun returns a run's record, or ErrRunNotFound.
