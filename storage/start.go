@@ -105,11 +105,11 @@ type ReplaceTerms struct {
 //
 // A debounce key is held by a run that has not started yet: the first
 // create makes a run ready Debounce after now (the window opens with the
-// first start and does not move); each create with the key before the run
-// is claimed joins it (Joined), and unless KeepFirst its input and headers
-// become the joining create's, so the run starts with the last input of
-// the window. A create after the window's run was claimed opens a new
-// window with a new run.
+// first start and does not move); each create with the key while that run
+// is queued and the window open (its ReadyAt still ahead) joins it
+// (Joined), and unless KeepFirst its input and headers become the joining
+// create's, so the run starts with the last input of the window. A create
+// after the window closed opens a new window with a new run.
 //
 // A joining create writes no run of its own: its ID, policies and
 // placement are ignored, its Event, if any, goes to the holder.

@@ -52,6 +52,7 @@ const (
 	envStepDur = "STEM_CRASHTEST_STEP"
 	envLimit   = "STEM_CRASHTEST_QUEUE_LIMIT"
 	envTicks   = "STEM_CRASHTEST_SCHEDULES"
+	envTxTable = "STEM_CRASHTEST_TX_TABLE"
 )
 
 // Queue is the queue the harness's runs are on when Config.QueueLimit is
@@ -62,14 +63,18 @@ const Queue = "crashtest"
 // "<runID> <key>" to the side-effect log in dir before returning, so the log
 // shows every execution of every step, re-executions included.
 func Register(e *runtime.Engine, dir string, stepDur time.Duration) error {
-	return register(e, dir, stepDur, 0)
+	return register(e, dir, stepDur, 0, "")
 }
 
 // register is Register, on a queue of queueLimit concurrency when it is
 // set. Each step then also appends "B <ns> <run>" to spans.<pid>.log when
 // it begins and "E <ns> <run>" when it ends, so the harness can tell how
 // many runs executed steps at any moment.
-func register(e *runtime.Engine, dir string, stepDur time.Duration, queueLimit int) error {
+//
+// With txTable set, each step is a transactional one (runtime.TxStep)
+// that also inserts "<runID> <key>" into that table of the store's
+// database, in the step's transaction.
+func register(e *runtime.Engine, dir string, stepDur time.Duration, queueLimit int, txTable string) error {
 	var spans *os.File
 	var opts []runtime.RegisterOption
 	if queueLimit > 0 {
@@ -95,7 +100,7 @@ func register(e *runtime.Engine, dir string, stepDur time.Duration, queueLimit i
 	return runtime.Register(e, Workflow, func(c *runtime.WorkflowContext, in int) (int, error) {
 		sum := in
 		for i := range Steps {
-			v, err := runtime.Step(c, fmt.Sprintf("step%d@v1", i), runtime.StepOptions{Retries: 3, Backoff: time.Millisecond}, func(sc runtime.StepContext) (int, error) {
+			body := func(sc runtime.StepContext, tx any) (int, error) {
 				// The side effect comes first, then the step's work: a worker
 				// killed mid-step leaves an effect whose step runs again.
 				span("B", sc.RunID())
@@ -103,11 +108,26 @@ func register(e *runtime.Engine, dir string, stepDur time.Duration, queueLimit i
 				if _, err := fmt.Fprintf(log, "%s %s\n", sc.RunID(), sc.Key()); err != nil {
 					return 0, err
 				}
+				if tx != nil {
+					// The transactional effect, which a kill before the
+					// step's commit takes back.
+					if err := insertEffect(sc, tx, txTable, sc.RunID(), sc.Key()); err != nil {
+						return 0, err
+					}
+				}
 				if stepDur > 0 {
 					time.Sleep(time.Duration(rand.Int64N(int64(stepDur) + 1)))
 				}
 				return sum + i, nil
-			})
+			}
+			key, opts := fmt.Sprintf("step%d@v1", i), runtime.StepOptions{Retries: 3, Backoff: time.Millisecond}
+			var v int
+			var err error
+			if txTable != "" {
+				v, err = runtime.TxStep(c, key, opts, body)
+			} else {
+				v, err = runtime.Step(c, key, opts, func(sc runtime.StepContext) (int, error) { return body(sc, nil) })
+			}
 			if err != nil {
 				return 0, err
 			}
@@ -151,12 +171,16 @@ func worker(open func() (storage.Store, error)) int {
 	if os.Getenv(envTicks) == "1" {
 		cfg.Services = []runtime.Service{schedule.Service{Poll: 20 * time.Millisecond}}
 	}
+	txTable := os.Getenv(envTxTable)
+	if txTable != "" {
+		cfg.Store = txRecorder{rec}
+	}
 	e, err := runtime.New(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crashtest worker:", err)
 		return 2
 	}
-	if err := register(e, dir, stepDur, limit); err != nil {
+	if err := register(e, dir, stepDur, limit, txTable); err != nil {
 		fmt.Fprintln(os.Stderr, "crashtest worker:", err)
 		return 2
 	}
@@ -285,6 +309,12 @@ type Config struct {
 	// runs than that ever executed steps at one moment, kills included (a
 	// killed worker's steps end when it is killed).
 	QueueLimit int
+	// TxSteps makes every step transactional (runtime.TxStep), writing its
+	// effect as a row of a table in the store's database in the step's
+	// transaction, and checks that every step's row is there exactly
+	// once: a kill between the write and the commit takes the write back
+	// with the step. The store must be a storage.TxStore.
+	TxSteps bool
 	// Timeout bounds the whole test.
 	Timeout time.Duration
 }
@@ -325,7 +355,11 @@ func Run(t *testing.T, cfg Config) Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := register(client, dir, cfg.StepDuration, cfg.QueueLimit); err != nil {
+	txTable := ""
+	if cfg.TxSteps {
+		txTable = createEffects(ctx, t, store)
+	}
+	if err := register(client, dir, cfg.StepDuration, cfg.QueueLimit, txTable); err != nil {
 		t.Fatal(err)
 	}
 	items := make([]runtime.BatchItem[int], cfg.Runs)
@@ -338,7 +372,7 @@ func Run(t *testing.T, cfg Config) Report {
 		}
 	}
 
-	procs := &processes{t: t, cfg: cfg, dir: dir}
+	procs := &processes{t: t, cfg: cfg, dir: dir, txTable: txTable}
 	defer procs.stopAll()
 	for range cfg.Processes {
 		procs.start()
@@ -409,7 +443,7 @@ func Run(t *testing.T, cfg Config) Report {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := register(finisher, dir, 0, cfg.QueueLimit); err != nil {
+		if err := register(finisher, dir, 0, cfg.QueueLimit, txTable); err != nil {
 			t.Fatal(err)
 		}
 		runCtx, stop := context.WithCancel(ctx)
@@ -437,6 +471,9 @@ func Run(t *testing.T, cfg Config) Report {
 
 	verifyCheckpoints(ctx, t, store, cfg.Runs)
 	rep.StepRuns = verifyEffects(t, dir, cfg.Runs)
+	if txTable != "" {
+		verifyTxEffects(ctx, t, store, txTable, cfg.Runs)
+	}
 	rep.ReExecutions = rep.StepRuns - cfg.Runs*Steps
 	writes := readWrites(t, dir)
 	verifyOneCompletion(t, writes)
@@ -462,6 +499,8 @@ type processes struct {
 	killedAt map[int]time.Time
 	// ticks makes the workers serve schedules.
 	ticks bool
+	// txTable is the table of the transactional steps' effects, if any.
+	txTable string
 }
 
 func (p *processes) start() {
@@ -477,6 +516,9 @@ func (p *processes) start() {
 	)
 	if p.ticks {
 		cmd.Env = append(cmd.Env, envTicks+"=1")
+	}
+	if p.txTable != "" {
+		cmd.Env = append(cmd.Env, envTxTable+"="+p.txTable)
 	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {

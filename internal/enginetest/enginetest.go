@@ -55,6 +55,7 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, runCancelScenarios...)
 	all = append(all, continueChildScenarios...)
 	all = append(all, eagerScenarios...)
+	all = append(all, startScenarios...)
 	for _, s := range all {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
