@@ -145,6 +145,9 @@ func MaybeWorker(open func() (storage.Store, error)) {
 	if os.Getenv(envWorker) != "1" {
 		return
 	}
+	if os.Getenv(envStarter) == "1" {
+		os.Exit(starter(open))
+	}
 	os.Exit(worker(open))
 }
 

@@ -13,3 +13,7 @@ func TestChaosQueueLimit(t *testing.T) { crashtest.RunQueueLimit(t, crashConfig(
 // TestChaosSchedule: four worker processes, killed at random, start one
 // run per tick of a schedule (crashtest.RunFourScheduleWorkers).
 func TestChaosSchedule(t *testing.T) { crashtest.RunFourScheduleWorkers(t, crashConfig(t)) }
+
+// TestChaosKeys: singleton and debounce keys hold across four processes
+// starting runs at once (crashtest.RunKeys).
+func TestChaosKeys(t *testing.T) { crashtest.RunKeys(t, crashConfig(t)) }
