@@ -303,3 +303,41 @@ func BenchmarkClaim(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCreate measures CreateRuns of one run at a time: a plain
+// create (create.lua), which start policies must leave as fast as it was,
+// and creates that take createpolicy.lua, one with a policy and an event
+// (signal-with-start of a new ID) and one with a singleton key.
+func BenchmarkCreate(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		run  func(id, wf string) storage.NewRun
+	}{
+		{"plain", func(id, wf string) storage.NewRun {
+			return storage.NewRun{ID: id, Workflow: wf, Input: []byte(`{"n":1}`)}
+		}},
+		{"policy+event", func(id, wf string) storage.NewRun {
+			return storage.NewRun{ID: id, Workflow: wf, Input: []byte(`{"n":1}`), OnExisting: storage.ExistingFail,
+				Event: &storage.Event{Topic: "t", Payload: []byte(`{"ok":true}`)}}
+		}},
+		{"key", func(id, wf string) storage.NewRun {
+			return storage.NewRun{ID: id, Workflow: wf, Input: []byte(`{"n":1}`), Key: &storage.StartKey{Key: id}}
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			ctx := context.Background()
+			c := benchClient(b, 1)
+			prefix := testPrefix(b)
+			cleanupPrefix(b, c, prefix)
+			s, err := New(ctx, c, Options{Prefix: prefix, Logger: quietLogger()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			runParallel(b, c, 1, "creates/s", func(_, i int) error {
+				_, err := s.CreateRuns(ctx, []storage.NewRun{tc.run(fmt.Sprintf("run-%09d", i), "bench")})
+				return err
+			})
+		})
+	}
+}

@@ -14,9 +14,11 @@
 // Open, New and Close; runs.go, lease.go, checkpoint.go, events.go,
 // control.go, executions.go, catalog.go, queues.go, schedules.go,
 // purge.go, workers.go and notify.go the methods of storage.Store by
-// concern; keys.go builds the keys listed below; scripts.go assembles and
-// loads the Lua scripts of scripts/ (one file per script, the parts they
-// share in scripts/lib/); codec.go encodes what the scripts store;
+// concern (start.go the creates with start policies, events or keys,
+// which CreateRuns hands on); keys.go builds the keys listed below;
+// scripts.go assembles and loads the Lua scripts of scripts/ (one file
+// per script, the parts they share in scripts/lib/); codec.go encodes
+// what the scripts store;
 // timeout.go bounds every call by Options.CallTimeout and reports it to a
 // storage.Health, which logs a server that stops answering once per
 // episode; policy.go re-checks the eviction policy for Claim; existing.go
@@ -218,6 +220,23 @@
 // runs' priorities, lanes and versions: a few reads per queue, never a
 // scan.
 //
+// # Start policies
+//
+// A batch with a run that has a start policy (storage.NewRun.OnExisting,
+// OnEnded), an event or a start key runs scripts/createpolicy.lua, and
+// any other batch the create scripts above, which carry none of its code.
+// For each run it judges, in the one script that creates: the start key
+// (a held key is joined), the run of the ID (returned, refused or
+// replaced) and the event (sent as SendEvent sends it, to the run the
+// create leaves). A replacement reads the run's whole family first, so
+// that an unfinished descendant that does not end with it refuses it
+// before any write; it then terminates the run as Terminate does
+// (terminate_run in scripts/lib/state.lua), and any descendant still
+// unfinished, and deletes them all as Purge deletes a run (drop_run in
+// scripts/lib/family.lua) with their children indexes and their start
+// keys' records. The new run's lease tokens continue the old run's, so a
+// holder of the old run's lease never holds a lease of the new one.
+//
 // # Workflow versions
 //
 // A run's workflow version (storage.NewRun.Version) is part of its lane,
@@ -257,7 +276,11 @@
 // runs it claims). OpenExisting, which writes nothing, refuses a store of
 // an older layout with storage.ErrNotStore. Runs' headers, holds and
 // cancellation requests need no upgrade: a run stored without them reads
-// none.
+// none. Nor do start keys (sk:<wf>:<key> and the run hash's sk field),
+// which came within layout 3: they are a new key and a new field that no
+// run stored before has and no older code reads, so a store without them
+// simply has no key held. Code that predates them purges a run without
+// deleting its key's record, which then holds nothing (its run is gone).
 //
 // With Redis Cluster every script must find its keys in one slot, so the
 // prefix must contain a hash tag, such as "{stem}:"; New refuses a cluster
@@ -275,7 +298,11 @@
 // attempts twice, which changes no attempt count (the runtime counts by
 // attempt number); a repeated CreateRuns reports the runs it had just
 // created as existing, and so leaves those it created leased to nobody
-// until their lease expires, as a repeated Claim does; a repeated Claim
+// until their lease expires, as a repeated Claim does, unless a run of
+// its batch has a start policy, an event or a start key: that batch
+// carries an operation ID too, and a repeat returns the first results
+// (with the runs as they are then), so it never joins, replaces or
+// delivers twice; a repeated Claim
 // leaves the first reply's runs leased to nobody until their lease
 // expires (they are then recovered); a repeated Checkpoint that
 // completed the run finds it finished and reports a lost lease, as a

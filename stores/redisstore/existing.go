@@ -35,7 +35,9 @@ import (
 // every queued run in its queue's set of queued runs by ReadyAt
 // (qf:<queue>), where 2 put only those queued before they were due, so
 // that QueueStats finds the oldest ready run there: the upgrade adds the
-// others.
+// others. Start keys came within layout 3 and need no upgrade: their
+// records (sk:<wf>:<key>) and the run hash's sk field are new, and a
+// store without them has no key held.
 const storeVersion = 3
 
 // upgradable reports whether a store of layout version v (as its version

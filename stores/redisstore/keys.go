@@ -168,6 +168,13 @@ func (k keyspace) finishedWorkflow(st storage.RunStatus, wf string) string {
 // on (et:<id>), so that Purge finds their lists.
 func (k keyspace) eventTopics(id string) string { return k.prefix + "et:" + id }
 
+// startKey is the record of a workflow's start key (storage.StartKey):
+// a string holding the ID of the run created with the key last
+// (sk:<workflow>:<key>; no workflow name holds a colon). That run's hash
+// names the key (its sk field), so a record whose run is gone, or was
+// replaced by one without the key, holds nothing.
+func (k keyspace) startKey(wf, key string) string { return k.prefix + "sk:" + wf + ":" + key }
+
 // schedule is a schedule's hash (s:<id>).
 func (k keyspace) schedule(id string) string { return k.prefix + "s:" + id }
 

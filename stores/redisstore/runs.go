@@ -14,7 +14,12 @@ import (
 // batch without one runs createScript, which carries none of that code.
 var createLeasedScript = newScript("createleased")
 
-func init() { allScripts = append(allScripts, createLeasedScript) }
+// createPolicyScript creates a batch with a run that has a start policy,
+// an event or a start key (see hasPolicy); a batch without one runs
+// createScript or createLeasedScript, which carry none of that code.
+var createPolicyScript = newScript("createpolicy")
+
+func init() { allScripts = append(allScripts, createLeasedScript, createPolicyScript) }
 
 // createBatch caps the runs one create script handles, so a huge batch
 // does not hold the server for long.
@@ -24,7 +29,9 @@ const createBatch = 128
 // leased (NewRun.Lease, an eager start) runs createleased.lua, which
 // leases it as a claim would (see create_leased in scripts/lib/runs.lua),
 // so that an eager start costs that one call and no claim; a batch
-// without one runs create.lua, which carries none of that code.
+// without one runs create.lua, which carries none of that code. A batch
+// with a run that has a start policy, an event or a start key runs
+// createpolicy.lua instead (see createPolicies).
 func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
 	if err := storage.ValidateNewRuns(runs); err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)
@@ -37,6 +44,13 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 		keys := make([]string, len(chunk))
 		for i, r := range chunk {
 			keys[i] = s.keys.run(r.ID)
+		}
+		if slices.ContainsFunc(chunk, hasPolicy) {
+			var err error
+			if out, err = s.createPolicies(ctx, keys, chunk, out); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		sc := createScript
 		if slices.ContainsFunc(chunk, func(r storage.NewRun) bool { return r.Lease != nil }) {

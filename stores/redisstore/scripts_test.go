@@ -159,6 +159,7 @@ func TestScriptKeys(t *testing.T) {
 		"sched_due()":                                      k.schedulesDue(),
 		"sched_ids()":                                      k.scheduleIDs(),
 		"ended_channel()":                                  k.ended(),
+		"startkey('" + wf + "', 'k:1')":                    k.startKey(wf, "k:1"),
 	}
 	var calls []string
 	for call := range want {

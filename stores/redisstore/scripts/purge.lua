@@ -1,6 +1,7 @@
 -- purge deletes up to a limit of finished runs that ended before a time,
--- oldest end first, each with every key it owns and its entries in every
--- index (Purge), or counts them (a dry run). It reads the finished
+-- oldest end first, each with every key it owns, its entries in every
+-- index and the record of the start key it holds (drop_run in
+-- lib/family.lua), or counts them (a dry run). It reads the finished
 -- indexes (by status, or by status and workflow when workflows are
 -- named), and passes over at most a bounded number of runs of excepted
 -- workflows, so that one call stays short.
@@ -32,30 +33,16 @@ local function main()
   end
   local runs, events, budget = 0, 0, 1000
 
-  -- gone drops run id's entries from every index and deletes its keys
-  local function gone(id, st, wf, ex, pa, qu)
-    local r = rkey(id)
+  -- gone deletes run id with its keys and index entries (drop_run), or
+  -- on a dry run counts its buffered events
+  local function gone(id, st, wf, ex, pa, qu, sk)
+    if not dry then
+      events = events + drop_run(id, st, wf, ex, pa, qu, sk)
+      return
+    end
     for _, t in ipairs(redis.call('SMEMBERS', evtopics(id))) do
-      local k = evkey(id, t)
-      events = events + redis.call('LLEN', k)
-      if not dry then redis.call('UNLINK', k) end
+      events = events + redis.call('LLEN', evkey(id, t))
     end
-    if dry then return end
-    for n = 1, tonumber(ex or '1') - 1 do redis.call('UNLINK', cxkey(n, id), axkey(n, id)) end
-    -- its children index stays: the children outlive it, still listed
-    -- by its ID
-    redis.call('UNLINK', r, ckey(id), akey(id), xkey(id), evtopics(id))
-    redis.call('ZREM', idx_all(), id)
-    redis.call('ZREM', idx_wf(wf), id)
-    redis.call('ZREM', idx_st(st), id)
-    redis.call('ZREM', idx_wf_st(st, wf), id)
-    redis.call('ZREM', fin_st(st), id)
-    redis.call('ZREM', fin_wf_st(st, wf), id)
-    if qu then
-      redis.call('ZREM', idx_q(qu), id)
-      redis.call('ZREM', idx_q_st(st, qu), id)
-    end
-    if pa and pa ~= '' then redis.call('ZREM', chkey(pa), id) end
   end
 
   local offs, live = {}, {}
@@ -83,7 +70,7 @@ local function main()
     for _, c in ipairs(cands) do
       if runs >= limit then break end
       local id, s = c[1], sources[c[3]]
-      local st, wf, ex, pa, qu = unpack(redis.call('HMGET', rkey(id), 'st', 'wf', 'ex', 'pa', 'qu'))
+      local st, wf, ex, pa, qu, sk = unpack(redis.call('HMGET', rkey(id), 'st', 'wf', 'ex', 'pa', 'qu', 'sk'))
       if st ~= s.st then
         -- an entry out of step with its run (restarted since): dropped
         if not dry then
@@ -93,7 +80,7 @@ local function main()
       elseif except[wf] then
         budget = budget - 1
       else
-        gone(id, st, wf, ex, pa, qu)
+        gone(id, st, wf, ex, pa, qu, sk)
         runs = runs + 1
         if not dry then offs[c[3]] = offs[c[3]] - 1 end
       end

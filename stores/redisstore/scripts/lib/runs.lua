@@ -50,12 +50,16 @@ end
 -- create_run creates run hash r from the twelve entries of a after a[b]
 -- (see new_run) unless it exists, queued and ready at its start time,
 -- and replies as create.lua does for it: {created (1 or 0), HGETALL of
--- the run hash}.
-local function create_run(r, a, b)
-  local h, ru = new_run(r, a, b, '0')
+-- the run hash}. A start policy's create (lib/start.lua) may give the
+-- token tok its lease tokens continue from (nil for '0') and the time
+-- ready (µs, a string) it is ready at instead of its start time.
+local function create_run(r, a, b, tok, ready)
+  local h, ru = new_run(r, a, b, tok or '0')
   if not h then return ru end
-  local ready = NOWS
-  if a[b + 6] ~= '' and tonumber(a[b + 6]) > NOW then ready = a[b + 6] end
+  if not ready then
+    ready = NOWS
+    if a[b + 6] ~= '' and tonumber(a[b + 6]) > NOW then ready = a[b + 6] end
+  end
   h[#h + 1] = 'ready'
   h[#h + 1] = ready
   set_status(r, ru, nil, 'queued', ready, unpack(h))
@@ -68,15 +72,17 @@ end
 -- a[b] (see new_run) unless it exists, leased to owner (an eager start),
 -- and replies as create_run does. The run is as a claim leaves a ready
 -- run it takes (see claim.lua): running, held by owner until now+lf (lf
--- in µs) with token 1, started, in its lane's lease set (and its
+-- in µs) with token tok (1 unless given), started, in its lane's lease set (and its
 -- priority in the levels set, so that a claim finds the lease when it
 -- expires) and in no ready set, holding its place in its queue and
 -- partition. Its start is recorded for its queue's rate when a claim has
 -- named one (the queue has a set of starts, or is in the rated queues
 -- set): only such claims prune a set of starts, so a queue without a
--- rate keeps none. The run is not ready, so WOKE is left as it is.
-local function create_leased(r, a, b, owner, lf)
-  local h, ru = new_run(r, a, b, '1')
+-- rate keeps none. The run is not ready, so WOKE is left as it is. A
+-- start policy's create may give its token tok (nil for '1').
+local function create_leased(r, a, b, owner, lf, tok)
+  tok = tok or '1'
+  local h, ru = new_run(r, a, b, tok)
   if not h then return ru end
   local id, lu, n = ru.id, f(NOW + lf), #h
   h[n + 1], h[n + 2], h[n + 3], h[n + 4], h[n + 5], h[n + 6] = 'own', owner, 'lu', lu, 'sd', '1'
@@ -84,7 +90,7 @@ local function create_leased(r, a, b, owner, lf)
   redis.call('ZADD', leaseq(ru.wf, ru.ln), lu, id)
   if ru.pr then redis.call('ZADD', levelset(ru.qu, ru.wf), ru.pr, ru.pr) end
   if redis.call('EXISTS', startsq(ru.qu)) == 1 or redis.call('SISMEMBER', rated_queues(), ru.qu) == 1 then
-    record_start(ru.qu, id, '1')
+    record_start(ru.qu, id, tok)
   end
   return {1, redis.call('HGETALL', r)}
 end

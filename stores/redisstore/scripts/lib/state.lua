@@ -284,6 +284,22 @@ local function terminate_children(id, err, cq, ids)
   end
 end
 
+-- terminate_run terminates unfinished run ru (hash r, status st) with
+-- error JSON err and ends its execution, as Terminate does, appending its
+-- ID to the list ids; with a descendants' error JSON cerr ('' leaves
+-- them alone) it terminates its unfinished descendants that terminate
+-- with their parent, and requests with the marked reason cq the
+-- cancellation of those cancelled with it (terminate_children),
+-- appending the IDs it terminates. The caller checked that the run
+-- exists and is unfinished.
+local function terminate_run(r, ru, st, err, cerr, cq, ids)
+  redis.call('HSET', r, 'err', err)
+  redis.call('HDEL', r, 'out')
+  finish(r, ru, st, 'terminated')
+  ids[#ids + 1] = ru.id
+  if cerr ~= '' then terminate_children(ru.id, cerr, cq, ids) end
+end
+
 -- queue_count counts the runs of queue qu in status st: its own index's,
 -- or for the default queue, which has none, all runs' less every other
 -- queue's (the queues runs were ever created on, qn).
