@@ -35,9 +35,15 @@ const SleepWorkflow = "bench.sleep"
 // microseconds.
 const StampWorkflow = "bench.stamp"
 
+// TxWorkflow is the durable name of the workflow of Steps transactional
+// steps (runtime.TxStep) that do no work of their own: against Workflow,
+// what a step's own transaction costs.
+const TxWorkflow = "bench.tentx"
+
 // Register registers the benchmark workflows: Workflow, Steps checkpointed
 // steps that do no work of their own, so the figures are the framework's
-// cost per step; and SleepWorkflow, one durable sleep.
+// cost per step; TxWorkflow, the same as transactional steps (runnable on
+// stores with transactions only); and SleepWorkflow, one durable sleep.
 func Register(e *runtime.Engine) error {
 	if err := runtime.Register(e, SleepWorkflow, func(c *runtime.WorkflowContext, ms int) (int, error) {
 		return ms, c.Sleep("nap", time.Duration(ms)*time.Millisecond)
@@ -56,6 +62,21 @@ func Register(e *runtime.Engine) error {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("s%d@v1", i)
 	}
+	if err := runtime.Register(e, TxWorkflow, func(c *runtime.WorkflowContext, in int) (int, error) {
+		sum := in
+		for i, key := range keys {
+			v, err := runtime.TxStep(c, key, runtime.StepOptions{}, func(runtime.StepContext, any) (int, error) {
+				return sum + i, nil
+			})
+			if err != nil {
+				return 0, err
+			}
+			sum = v
+		}
+		return sum, nil
+	}); err != nil {
+		return err
+	}
 	return runtime.Register(e, Workflow, func(c *runtime.WorkflowContext, in int) (int, error) {
 		sum := in
 		for i, key := range keys {
@@ -69,6 +90,23 @@ func Register(e *runtime.Engine) error {
 		}
 		return sum, nil
 	})
+}
+
+// TxSteps times `runs` runs from the first start to the last result, as
+// Starts does, of Workflow (steps=plain) and of TxWorkflow (steps=tx),
+// each started in one batch and from a goroutine per run: what a step's
+// own transaction costs against a plain step's checkpoint, on a store
+// with transactions.
+func TxSteps(b *testing.B, newStore func(b *testing.B) storage.Store, workers, runs int) {
+	for _, wf := range []struct{ name, workflow string }{{"plain", Workflow}, {"tx", TxWorkflow}} {
+		for _, st := range loadgen.Styles {
+			b.Run("steps="+wf.name+"/start="+string(st), func(b *testing.B) {
+				measure(b, newStore, benchPoll, nil, workers, runs, true, nil, func(ctx context.Context, e *runtime.Engine) error {
+					return loadgen.StartAll(ctx, e, st, wf.workflow, runs, func(i int) int { return i }, tenStepsOf)
+				})
+			})
+		}
+	}
 }
 
 // tenStepsOf is what Workflow returns for input i: i plus 0+1+...+9.

@@ -100,3 +100,11 @@ func BenchmarkContinueAsNew(b *testing.B) {
 	defer s.Close()
 	benchwork.ContinueLoop(b, s, 10000)
 }
+
+// BenchmarkTxSteps times 1000 ten-step runs of plain steps and of
+// transactional steps (each in a transaction of its own with its
+// checkpoint) on 32 workers, started in one batch and from a goroutine
+// per run.
+func BenchmarkTxSteps(b *testing.B) {
+	benchwork.TxSteps(b, func(b *testing.B) storage.Store { return benchStore(b, sqlitestore.SyncNormal) }, 32, 1000)
+}
