@@ -57,15 +57,24 @@ func (f *fixture) txStore() storage.TxStore {
 }
 
 // begin begins an application transaction, rolled back when the case ends
-// unless committed.
+// unless committed (with a context of its own: the case's is done by
+// then). While it is open a case only reads through the store: on SQLite
+// the transaction holds the database's write lock.
 func (f *fixture) begin(ts storage.TxStore) storage.AppTx {
 	f.t.Helper()
 	tx, err := ts.BeginTx(f.ctx)
 	if err != nil {
 		f.t.Fatalf("BeginTx: %v", err)
 	}
-	f.t.Cleanup(func() { _ = tx.Rollback(f.ctx) })
+	f.t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 	return tx
+}
+
+// wantInvisible checks, by a read, that run id does not exist (yet).
+func (f *fixture) wantInvisible(id, what string) {
+	f.t.Helper()
+	_, err := f.store.GetRun(f.ctx, id)
+	f.wantErr(err, storage.ErrRunNotFound, "GetRun of "+id+" "+what)
 }
 
 // notifications subscribes to the store's hints that runs are ready, nil
@@ -153,7 +162,7 @@ func testTxCreateRollback(f *fixture) {
 	if err != nil || len(res) != 1 || !res[0].Created || res[0].Run.ID != "run-1" {
 		f.t.Fatalf("CreateRunsTx = %+v, %v; want run-1 created in the transaction", res, err)
 	}
-	f.wantGone("run-1")
+	f.wantInvisible("run-1", "before the rollback")
 	if err := tx.Rollback(f.ctx); err != nil {
 		f.t.Fatalf("Rollback: %v", err)
 	}
@@ -172,7 +181,7 @@ func testTxCreateCommit(f *fixture) {
 		f.t.Fatalf("CreateRunsTx = %+v, %v; want run-1 created in the transaction", res, err)
 	}
 	f.wantQuiet(ch, "a create not yet committed")
-	f.wantGone("run-1")
+	f.wantInvisible("run-1", "before the commit")
 	if err := tx.Commit(f.ctx); err != nil {
 		f.t.Fatalf("Commit: %v", err)
 	}
