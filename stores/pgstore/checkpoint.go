@@ -161,33 +161,15 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 	if err := req.Validate(); err != nil {
 		return storage.CheckpointResult{}, fmt.Errorf("pgstore: %w", err)
 	}
-	errJSON, err := encodeError(req.Checkpoint.Error)
+	call, err := s.checkpointCall(req)
 	if err != nil {
-		return storage.CheckpointResult{}, s.wrap(op, err)
-	}
-	call := &ckptCall{req: req, errJSON: textOf(errJSON), done: make(chan struct{})}
-	// The step's own attempts ride in its checkpoint row; attempts of other
-	// keys (none, from the runtime) go to the attempts table, so that a key
-	// without a checkpoint finds its attempts there.
-	own, key := req.Attempts, req.Checkpoint.Key
-	if slices.ContainsFunc(own, func(a storage.Attempt) bool { return a.Key != key }) {
-		own = nil
-		for _, a := range req.Attempts {
-			if a.Key == key {
-				own = append(own, a)
-			} else {
-				call.loose = append(call.loose, a)
-			}
-		}
-	}
-	if call.attempts, err = encodeAttempts(own); err != nil {
 		return storage.CheckpointResult{}, s.wrap(op, err)
 	}
 	c := req.Completion()
 	if c == nil {
 		return s.submit(ctx, call)
 	}
-	errJSON, err = encodeError(c.Error)
+	errJSON, err := encodeError(c.Error)
 	if err != nil {
 		return storage.CheckpointResult{}, s.wrap(op, err)
 	}
@@ -206,6 +188,33 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 		s.poke()
 	}
 	return res, err
+}
+
+// checkpointCall is the call that writes req's checkpoint, its error and
+// attempts encoded. The step's own attempts ride in its checkpoint row;
+// attempts of other keys (none, from the runtime) go to the attempts
+// table, so that a key without a checkpoint finds its attempts there.
+func (s *Store) checkpointCall(req storage.CheckpointRequest) (*ckptCall, error) {
+	errJSON, err := encodeError(req.Checkpoint.Error)
+	if err != nil {
+		return nil, err
+	}
+	call := &ckptCall{req: req, errJSON: textOf(errJSON), done: make(chan struct{})}
+	own, key := req.Attempts, req.Checkpoint.Key
+	if slices.ContainsFunc(own, func(a storage.Attempt) bool { return a.Key != key }) {
+		own = nil
+		for _, a := range req.Attempts {
+			if a.Key == key {
+				own = append(own, a)
+			} else {
+				call.loose = append(call.loose, a)
+			}
+		}
+	}
+	if call.attempts, err = encodeAttempts(own); err != nil {
+		return nil, err
+	}
+	return call, nil
 }
 
 // checkpointNotify writes a checkpoint that carries a completion with a

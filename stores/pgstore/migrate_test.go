@@ -663,3 +663,52 @@ func TestMigrateCancel(t *testing.T) {
 		t.Fatalf("GetRun(waiting) after Restart = %+v, %v; want no request", rec, err)
 	}
 }
+
+// TestMigrateStartKeys: a database at schema version 12, holding a queued
+// run, is upgraded in place: a create with a start key makes a run that
+// holds it and a second create joins it; the old run is replaced by a
+// create that takes the key's record over; and a purge of the holder
+// deletes its record, so the key is free again.
+func TestMigrateStartKeys(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema, q := schemaAt(t, 12)
+	pool := sharedPool(t)
+	at := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	setup := []string{
+		`INSERT INTO ` + q + `.runs (id, workflow, status, ready_at, started_at, created_at, updated_at)
+			VALUES ('old', 'wf', 'queued', $1, $1, $1, $1)`,
+		`INSERT INTO ` + q + `.executions (run_id, number, started_at) VALUES ('old', 1, $1)`,
+	}
+	for _, sql := range setup {
+		if _, err := pool.Exec(ctx, sql, at); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+
+	s := newTestStore(t, Options{Schema: schema})
+	key := &storage.StartKey{Key: "k"}
+	res, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "a", Workflow: "wf", Key: key}, {ID: "b", Workflow: "wf", Key: key}})
+	if err != nil || !res[0].Created || !res[1].Joined || res[1].Run.ID != "a" {
+		t.Fatalf("keyed creates after the migration = %+v, %v; want a created and b joined", res, err)
+	}
+	res, err = s.CreateRuns(ctx, []storage.NewRun{{ID: "old", Workflow: "wf", Input: []byte("new"), OnExisting: storage.ExistingReplace,
+		Replace: &storage.ReplaceTerms{Error: storage.ErrorInfo{Message: "replaced"}}}})
+	if err != nil || !res[0].Replaced || res[0].ReplacedStatus != storage.StatusQueued || string(res[0].Run.Input) != "new" {
+		t.Fatalf("a replace of the migrated run = %+v, %v", res, err)
+	}
+	if _, err := s.Terminate(ctx, storage.TerminateRequest{RunID: "a", Error: storage.ErrorInfo{Message: "done"}}); err != nil {
+		t.Fatal(err)
+	}
+	if pr, err := s.Purge(ctx, storage.PurgeRequest{FinishedBefore: time.Now().Add(time.Hour), Limit: 10}); err != nil || pr.Runs != 1 {
+		t.Fatalf("Purge = %+v, %v; want a deleted", pr, err)
+	}
+	var records int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+q+`.start_keys`).Scan(&records); err != nil || records != 0 {
+		t.Fatalf("start-key records after the purge of their holder: %d, %v; want none", records, err)
+	}
+	res, err = s.CreateRuns(ctx, []storage.NewRun{{ID: "c", Workflow: "wf", Key: key}})
+	if err != nil || !res[0].Created {
+		t.Fatalf("a keyed create after the purge = %+v, %v; want created", res, err)
+	}
+}

@@ -79,20 +79,31 @@
 // 127.0.0.1:5432: no answer within 30s: ..."), and a server that stops
 // answering is logged once, not once per failed call.
 //
+// A create that carries a start policy, an event or a start key
+// (storage.NewRun.OnExisting, OnEnded, Event, Key) runs in a transaction
+// of its own, under a transaction-level advisory lock of its key and the
+// row lock of the run its ID names; a replacement resets that row in
+// place, keeping its fencing token, after deleting what the run and its
+// descendants own. Start keys are rows of their own table, naming their
+// holder. The store implements storage.TxStore: the same statements sent
+// on the application's pgx.Tx, and transactional steps whose checkpoint is
+// written on the step's transaction after it returns.
+//
 // The files follow the layout every store shares: runs.go creates, reads
-// and lists runs; lease.go claims, heartbeats, suspends and completes them
-// (the fenced writes); checkpoint.go reads and writes checkpoints and
-// attempts, through the group-commit writers of writer.go; events.go
-// delivers events; control.go pauses, resumes, terminates and restarts;
-// executions.go lists a run's executions; catalog.go records what workers
-// serve; queue.go enforces queues' limits in a limited claim and counts
-// QueueStats; schedule.go keeps schedules; purge.go deletes finished runs;
-// workers.go keeps the records engines keep of themselves; notify.go and
-// listen.go are the LISTEN/NOTIFY listener. The SQL
-// lives in queries.go, row decoding in scan.go, the schema in migrate.go
-// and migrations/, the check of OpenExisting in existing.go; timeout.go
-// bounds every statement and reports each call to a storage.Health, which
-// logs a server that stops answering.
+// and lists runs; start.go applies the policies, events and keys of a
+// create; tx.go is the transactional store; lease.go claims, heartbeats,
+// suspends and completes them (the fenced writes); checkpoint.go reads
+// and writes checkpoints and attempts, through the group-commit writers
+// of writer.go; events.go delivers events; control.go pauses, resumes,
+// terminates and restarts; executions.go lists a run's executions;
+// catalog.go records what workers serve; queue.go enforces queues' limits
+// in a limited claim and counts QueueStats; schedule.go keeps schedules;
+// purge.go deletes finished runs; workers.go keeps the records engines
+// keep of themselves; notify.go and listen.go are the LISTEN/NOTIFY
+// listener. The SQL lives in queries.go, row decoding in scan.go, the
+// schema in migrate.go and migrations/, the check of OpenExisting in
+// existing.go; timeout.go bounds every statement and reports each call to
+// a storage.Health, which logs a server that stops answering.
 package pgstore
 
 import (

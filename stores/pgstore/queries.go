@@ -81,6 +81,16 @@ type queries struct {
 	expireWorkers   string
 	listWorkers     string
 	removeWorker    string
+
+	readRun    string
+	txNow      string
+	lockKey    string
+	getKey     string
+	putKey     string
+	joinInput  string
+	family     string
+	dropFamily string
+	resetRun   string
 }
 
 // runColumns are the columns scanRun reads, in its order.
@@ -1130,8 +1140,8 @@ SELECT false, {sched} FROM {s}.schedules WHERE id = $2 AND NOT EXISTS (SELECT 1 
 
 	// Purge ($1..$5 as purgeVictims): locks the victims, skipping any run
 	// another transaction holds (a claim, a write, another purge), and
-	// deletes them with their executions, checkpoints, attempts and
-	// buffered events, in one statement. A victim changed since the
+	// deletes them with their executions, checkpoints, attempts, buffered
+	// events and the start-key records naming them, in one statement. A victim changed since the
 	// snapshot (restarted, say) is rechecked when locked and passed over.
 	// Counts the runs and events deleted.
 	q.purge = `WITH victims AS (
@@ -1142,7 +1152,8 @@ gone AS (DELETE FROM {s}.runs r USING victims v WHERE r.id = v.id RETURNING r.id
 ex AS (DELETE FROM {s}.executions e USING gone g WHERE e.run_id = g.id),
 ck AS (DELETE FROM {s}.checkpoints c USING gone g WHERE c.run_id = g.id),
 at AS (DELETE FROM {s}.attempts a USING gone g WHERE a.run_id = g.id),
-ev AS (DELETE FROM {s}.events e USING gone g WHERE e.run_id = g.id RETURNING 1)
+ev AS (DELETE FROM {s}.events e USING gone g WHERE e.run_id = g.id RETURNING 1),
+sk AS (DELETE FROM {s}.start_keys k USING gone g WHERE k.run_id = g.id)
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM ev)`
 
 	// A dry purge: what purge would delete, counted, locking nothing.
@@ -1176,6 +1187,8 @@ ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, started
 FROM {s}.workers WHERE expires_at > coalesce($1::timestamptz, now()) ORDER BY id`
 	q.removeWorker = `DELETE FROM {s}.workers WHERE id = $1`
 
+	startQueries(&q, notify)
+
 	for _, p := range []*string{
 		&q.createRuns, &q.createLeased, &q.selectRuns, &q.getRun, &q.countRuns, &q.countRunsOf, &q.claim, &q.claimOne, &q.nextWake, &q.nextWakeOne, &q.loadReplay, &q.loadClaimed, &q.getCheckpoint,
 		&q.checkpoint, &q.checkpointOne, &q.recordAttempts, &q.heartbeat, &q.lockRun, &q.insertCkpt, &q.refuseCkpt, &q.insertAttempt,
@@ -1186,6 +1199,7 @@ FROM {s}.workers WHERE expires_at > coalesce($1::timestamptz, now()) ORDER BY id
 		&q.queueStats, &q.putQueues, &q.getQueues, &q.insertSchedule, &q.updateSchedule, &q.getSchedule,
 		&q.listSchedules, &q.dueSchedules, &q.deleteSchedule, &q.purge, &q.purgeDry,
 		&q.putWorker, &q.expireWorkers, &q.listWorkers, &q.removeWorker,
+		&q.readRun, &q.txNow, &q.lockKey, &q.getKey, &q.putKey, &q.joinInput, &q.family, &q.dropFamily, &q.resetRun,
 	} {
 		*p = r.Replace(*p)
 	}
@@ -1333,4 +1347,97 @@ func wake(now, written string) string {
 			ELSE r.ready_at END,
 		recoveries = CASE WHEN ` + written + ` THEN 0 ELSE r.recoveries END,
 		updated_at = ` + now
+}
+
+// startQueries fills in the statements of the creates that carry a start
+// policy, an event or a start key, and of the transactional store (see
+// start.go and tx.go).
+func startQueries(q *queries, notify bool) {
+	// A run read as lockRun reads it, locking nothing: the creates that
+	// only return or refuse what they find.
+	q.readRun = `SELECT {runs}, coalesce($1::timestamptz, now()) FROM {s}.runs WHERE id = $2`
+
+	// The store clock's time of a call in a transaction, read once and
+	// passed to each of its statements: the time of the call's first
+	// statement rather than of the transaction's start (now()), which an
+	// application's transaction may have begun long before.
+	q.txNow = `SELECT coalesce($1::timestamptz, statement_timestamp())`
+
+	// $1 the key's name (see keyLock): a transaction-level advisory lock
+	// that makes the creates of one start key take turns, across every
+	// process, from before they read its record until they commit.
+	q.lockKey = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
+
+	// $1 workflow, $2 key: the run holding the key.
+	q.getKey = `SELECT run_id FROM {s}.start_keys WHERE workflow = $1 AND key = $2`
+
+	// $1 workflow, $2 key, $3 run: the run created with the key holds it.
+	q.putKey = `INSERT INTO {s}.start_keys (workflow, key, run_id) VALUES ($1, $2, $3)
+ON CONFLICT (workflow, key) DO UPDATE SET run_id = excluded.run_id`
+
+	// $1 now, $2 run, $3 input, $4 headers (JSON text, NULL: none): a
+	// debounce window's run takes the input and headers of a create that
+	// joins it.
+	q.joinInput = `UPDATE {s}.runs SET input = $3, headers = $4, updated_at = $1 WHERE id = $2`
+
+	// $1 run: every descendant of the run, finished or not, through
+	// runs_parent_idx, locked in ID order (as Terminate's cascade locks
+	// them), with its status and parent policy.
+	q.family = `WITH RECURSIVE tree(id) AS (
+	SELECT c.id FROM {s}.runs c WHERE c.parent_id = $1 AND c.parent_id <> ''
+	UNION
+	SELECT c.id FROM {s}.runs c JOIN tree ON c.parent_id = tree.id WHERE c.parent_id <> ''
+)
+SELECT r.id, r.status, r.parent_policy FROM {s}.runs r WHERE r.id IN (SELECT id FROM tree)
+ORDER BY r.id
+FOR UPDATE OF r`
+
+	// $1 the replaced run and its descendants, $2 the descendants: deletes
+	// everything they own, as Purge does (executions, checkpoints,
+	// attempts, buffered events, start-key records), and the descendants'
+	// rows. The replaced run's row stays, for resetRun.
+	q.dropFamily = `WITH ck AS (DELETE FROM {s}.checkpoints WHERE run_id = ANY($1::text[])),
+at AS (DELETE FROM {s}.attempts WHERE run_id = ANY($1::text[])),
+ev AS (DELETE FROM {s}.events WHERE run_id = ANY($1::text[])),
+ex AS (DELETE FROM {s}.executions WHERE run_id = ANY($1::text[])),
+sk AS (DELETE FROM {s}.start_keys WHERE run_id = ANY($1::text[]))
+DELETE FROM {s}.runs WHERE id = ANY($2::text[])`
+
+	// resetRun makes the locked row of a replaced run the new run of its
+	// ID, after dropFamily: $1 now, $2 ID, $3 workflow, $4 parent policy,
+	// $5 input, $6 start time (NULL: now), $7 deadline, $8 queue, $9
+	// partition, $10 priority, $11 workflow version, $12 headers (JSON
+	// text, NULL: none), $13 lease owner (NULL: not leased), $14 its lease
+	// in microseconds, $15 the queues whose starts are recorded (see
+	// Store.rated), $16 the channel. Every column takes the value
+	// createSQL gives a new run, but the fencing token, which the new run
+	// keeps (one more when it is created leased), so that a lease of the
+	// old run never fences a write to the new one. The row is updated in
+	// place, not deleted and inserted again: a statement waiting for its
+	// lock (a SendEvent, a fenced write) then finds the new run, where a
+	// deleted row would be no run at all. The new run's first execution is
+	// recorded, a leased run's start too when its queue is one of $15, and
+	// a run created ready is announced. Returns the new record.
+	q.resetRun = `WITH upd AS (
+	UPDATE {s}.runs r SET workflow = $3, parent_id = '', parent_policy = $4,
+		status = CASE WHEN $13::text IS NULL THEN 'queued' ELSE 'running' END,
+		input = $5, output = NULL, error = NULL, pause_requested = false,
+		ready_at = CASE WHEN $13::text IS NULL THEN greatest($1::timestamptz, coalesce($6::timestamptz, $1::timestamptz)) END,
+		{clearWait}, owner = coalesce($13::text, ''),
+		lease_until = CASE WHEN $13::text IS NOT NULL THEN $1::timestamptz + $14::bigint * interval '1 microsecond' END,
+		token = CASE WHEN $13::text IS NULL THEN r.token ELSE r.token + 1 END,
+		recoveries = 0, suspend_state = NULL, execution = 1, started_at = $1, ended_at = NULL,
+		{clearActive}, created_at = $1, updated_at = $1, deadline = $7, progress = NULL,
+		queue = $8, partition = $9, priority = $10, version = $11, headers = $12, hold = NULL, cancel_reason = NULL,
+		first_claimed_at = CASE WHEN $13::text IS NOT NULL THEN $1::timestamptz END
+	WHERE r.id = $2
+	RETURNING {r.runs}
+),
+ex AS (
+	INSERT INTO {s}.executions (run_id, number, started_at) SELECT id, 1, started_at FROM upd
+),
+st AS (
+	INSERT INTO {s}.queue_starts (queue, at) SELECT upd.queue, $1 FROM upd WHERE upd.status = 'running' AND upd.queue = ANY($15::text[])
+)` + notifyCTE(notify, "upd", "status = 'queued'", 16) + `
+SELECT ` + cols("upd") + ` FROM upd` + notifyJoin(notify)
 }

@@ -19,6 +19,10 @@ import (
 // already existed are reported with Created false. A run with a Lease goes
 // in leased, as a claim would leave it (see createSQL), and wakes no
 // claimer.
+//
+// A call with a run that carries a start policy, an event or a start key
+// runs in a transaction of its own instead, its runs one after another
+// under the locks that start.go describes.
 func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
 	const op = "create runs"
 	if err := s.check(op); err != nil {
@@ -29,6 +33,23 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 	}
 	if len(runs) == 0 {
 		return []storage.CreateResult{}, nil
+	}
+	if carriesPolicy(runs) {
+		var (
+			out   []storage.CreateResult
+			ready bool
+		)
+		err := s.inTx(ctx, func(tx pgx.Tx) (err error) {
+			out, ready, err = s.createIn(ctx, tx, runs)
+			return err
+		})
+		if err != nil {
+			return nil, s.wrap(op, err)
+		}
+		if ready {
+			s.poke()
+		}
+		return out, nil
 	}
 	// Creations ride with the checkpoint writers' next batch, with every
 	// other creation queued by then: callers starting runs one at a time

@@ -12,8 +12,8 @@ import (
 )
 
 // Schedules live in the schedules table, written whole and compared by
-// revision; the runs a write starts are created in its transaction by
-// the statement CreateRuns uses.
+// revision; the runs a write starts are created in its transaction as
+// CreateRuns creates them (createIn).
 
 // WriteSchedule creates the schedule (revision 0: an insert that fails
 // over to ErrConflict when the ID is taken) or replaces it at the expected
@@ -63,27 +63,11 @@ func (s *Store) WriteSchedule(ctx context.Context, w storage.ScheduleWrite) (sto
 		if len(w.Runs) == 0 {
 			return nil
 		}
-		call := &createCall{runs: w.Runs}
-		createSQL, createArgs := s.createArgs([]*ckptCall{{create: call}})
-		createArgs[0] = s.clock()
-		b := &pgx.Batch{}
-		b.Queue(createSQL, createArgs...)
-		b.Queue(s.q.selectRuns, createArgs[1])
-		br := tx.SendBatch(ctx, b)
-		done := make(map[string]bool)
-		records := make(map[string]storage.RunRecord)
-		if err := s.readCreated(br, done, records); err != nil {
-			br.Close()
+		out, ready, err := s.createIn(ctx, tx, w.Runs)
+		if err != nil {
 			return err
 		}
-		if err := br.Close(); err != nil {
-			return err
-		}
-		if err := call.results(done, records); err != nil {
-			return err
-		}
-		res.Runs = call.out
-		created = createdReady(call.out)
+		res.Runs, created = out, ready
 		return nil
 	})
 	if err != nil {
