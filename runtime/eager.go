@@ -36,6 +36,17 @@ type workPool struct {
 // count as others' (a conservative backlog).
 const maxQueuedHere = 4096
 
+// free gives a slot back and tells Run's claim loop, which may be waiting
+// for one: an eager start's slot, taken before its create, is given back
+// like an execution's.
+func (p *workPool) free() {
+	<-p.slots
+	select {
+	case p.freed <- struct{}{}:
+	default:
+	}
+}
+
 // noteQueued records runs this engine started without an eager start.
 func (p *workPool) noteQueued(runs []storage.NewRun) {
 	p.mu.Lock()
@@ -76,13 +87,7 @@ func (p *workPool) launch(e *Engine, r storage.ClaimedRun) bool {
 	// Counted from here, not from the goroutine's start, so a run held is
 	// never a moment without work.
 	e.working.Add(1)
-	free := sync.OnceFunc(func() {
-		<-p.slots
-		select {
-		case p.freed <- struct{}{}:
-		default:
-		}
-	})
+	free := sync.OnceFunc(p.free)
 	go func() {
 		defer p.wg.Done()
 		defer e.working.Add(-1)
@@ -155,7 +160,7 @@ func (e *Engine) startEager(p *workPool, leased []int, res []storage.CreateResul
 	for _, i := range leased {
 		rec := res[i].Run
 		if !res[i].Created || rec.Status != storage.StatusRunning || rec.Owner != e.cfg.WorkerID {
-			<-p.slots
+			p.free()
 			continue
 		}
 		c := storage.ClaimedRun{
@@ -183,7 +188,7 @@ func (e *Engine) startEager(p *workPool, leased []int, res []storage.CreateResul
 			delete(e.eager, rec.ID)
 			e.mu.Unlock()
 			// The engine stopped meanwhile: hand the run back at once.
-			<-p.slots
+			p.free()
 			e.releaseClaimed(c)
 		}
 	}
@@ -194,6 +199,6 @@ func (e *Engine) startEager(p *workPool, leased []int, res []storage.CreateResul
 func dropEager(p *workPool, leased []int, runs []storage.NewRun) {
 	for _, i := range leased {
 		runs[i].Lease = nil
-		<-p.slots
+		p.free()
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/storage"
@@ -112,5 +113,68 @@ func TestBatchResultsNotRead(t *testing.T) {
 	}
 	if n := st.reads.Load(); n != 0 {
 		t.Fatalf("%d reads for the results of a batch, want none", n)
+	}
+}
+
+// gatedCreates holds an engine's creates of one run ID until the gate
+// opens, telling when one is held.
+type gatedCreates struct {
+	*memstore.Store
+	id      string
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (g *gatedCreates) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
+	if len(runs) == 1 && runs[0].ID == g.id {
+		close(g.entered)
+		<-g.gate
+	}
+	return g.Store.CreateRuns(ctx, runs)
+}
+
+// A slot an eager start took and gave back, its ID existing already,
+// wakes the engine's claims: a run queued meanwhile by another process
+// runs, though no execution ended to free a slot.
+func TestEagerSlotGivenBackWakesClaims(t *testing.T) {
+	t.Parallel()
+	mem := memstore.New(memstore.Options{})
+	st := &gatedCreates{Store: mem, id: "dup", entered: make(chan struct{}), gate: make(chan struct{})}
+	e, err := runtime.New(runtime.Config{Store: st, Workers: 1, PollInterval: time.Hour})
+	must(t, err)
+	t.Cleanup(func() { e.Close() })
+	must(t, runtime.Register(e, "noop", func(c *runtime.WorkflowContext, n int) (int, error) { return n, nil }))
+	start(t, e)
+	ctx := waitCtx(t)
+	if _, err := mem.CreateRuns(ctx, []storage.NewRun{{ID: "dup", Workflow: "noop", Input: []byte("1"), Version: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := runtime.Get[int](ctx, e, "noop", "dup")
+	must(t, err)
+	if _, err := first.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Twice: the first time, the end of dup's execution may have left
+	// the engine's wake-up pending.
+	for round := range 2 {
+		st.entered, st.gate = make(chan struct{}), make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			_, err := runtime.Start[int, int](ctx, e, "noop", 2, runtime.WithID("dup"))
+			done <- err
+		}()
+		<-st.entered // the start holds the engine's only slot
+		id := fmt.Sprintf("other%d", round)
+		if _, err := mem.CreateRuns(ctx, []storage.NewRun{{ID: id, Workflow: "noop", Input: []byte("3"), Version: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond) // let the engine look for a slot
+		close(st.gate)
+		must(t, <-done)
+		other, err := runtime.Get[int](ctx, e, "noop", id)
+		must(t, err)
+		if got, err := other.Result(ctx); err != nil || got != 3 {
+			t.Fatalf("run %s, queued meanwhile: %d, %v; want it run, 3", id, got, err)
+		}
 	}
 }
