@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"fmt"
 	"go/token"
 	"unicode"
 	"unicode/utf8"
@@ -32,6 +33,7 @@ func (w *Workflow) startFunc() string    { return "Start" + exported(w.GoName) }
 func (w *Workflow) batchFunc() string    { return "Start" + exported(w.GoName) + "Batch" }
 func (w *Workflow) getFunc() string      { return "Get" + exported(w.GoName) }
 func (w *Workflow) nameConst() string    { return exported(w.GoName) + "WorkflowName" }
+func (w *Workflow) startTxFunc() string  { return "Start" + exported(w.GoName) + "Tx" }
 
 // Package-level names of a step: its checkpoint-key constant, which the
 // step's method and everything else that names the key use, and, for an
@@ -105,6 +107,15 @@ func (m *Package) hasCalls() bool {
 func (e *Event) topicConst() string { return exported(e.GoName) + "Topic" }
 func (e *Event) sendFunc() string   { return "Send" + exported(e.GoName) }
 func (e *Event) emitFunc() string   { return "Emit" + exported(e.GoName) }
+func (e *Event) sendTxFunc() string { return e.sendFunc() + "Tx" }
+func (e *Event) emitTxFunc() string { return e.emitFunc() + "Tx" }
+
+// sendOrStartFunc names the function that sends event e to a run of
+// workflow w, starting the run if it does not exist (signal-with-start):
+// one per event and newest workflow version of the package.
+func sendOrStartFunc(e *Event, w *Workflow) string {
+	return e.sendFunc() + "OrStart" + exported(w.GoName)
+}
 
 // registerAllFunc registers every workflow of the package.
 const registerAllFunc = "RegisterWorkflows"
@@ -145,7 +156,12 @@ var locals = map[string]bool{
 	"rs": true, "err": true, "out": true, "i": true, "items": true, "ev": true, "steps": true,
 	"runID": true, "name": true, "timeout": true, "id": true, "p": true, "after": true,
 	overrideLocal: true, "ok": true, guardAliasName: true, "futures": true, "cases": true, "d": true,
+	txLocal: true,
 }
+
+// txLocal names the application's transaction the Tx forms of the client
+// take.
+const txLocal = "tx"
 
 // overrideLocal holds, in a step's attempt, the function a test put in
 // place of the step's.
@@ -178,7 +194,7 @@ func (m *Package) packageNames() []generated {
 		what := "workflow " + w.GoName
 		add(w.Pos, what, w.contextType(), w.registerFunc(), w.versionConst())
 		if w.isNewest() {
-			add(w.Pos, what, w.runType(), w.startFunc(), w.batchFunc(), w.getFunc(), w.nameConst())
+			add(w.Pos, what, w.runType(), w.startFunc(), w.startTxFunc(), w.batchFunc(), w.getFunc(), w.nameConst())
 		}
 	}
 	for _, s := range m.Steps {
@@ -188,7 +204,12 @@ func (m *Package) packageNames() []generated {
 		}
 	}
 	for _, e := range m.Events {
-		add(e.Pos, "event "+e.GoName, e.topicConst(), e.sendFunc(), e.emitFunc())
+		add(e.Pos, "event "+e.GoName, e.topicConst(), e.sendFunc(), e.emitFunc(), e.sendTxFunc(), e.emitTxFunc())
+		for _, w := range m.Workflows {
+			if w.isNewest() {
+				add(e.Pos, fmt.Sprintf("event %s and workflow %s", e.GoName, w.GoName), sendOrStartFunc(e, w))
+			}
+		}
 	}
 	if len(m.Workflows) > 0 {
 		add(m.Workflows[0].Pos, "the package's workflows", registerAllFunc)

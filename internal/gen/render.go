@@ -416,7 +416,11 @@ func rt(name string) *jen.Statement { return jen.Qual(runtimePath, name) }
 // compiling against a runtime without it, naming the function, and a file
 // that does not is unchanged and still builds against older runtimes of
 // this version. A bump is for a change that would otherwise compile and
-// misbehave, or that every generated file must pick up.
+// misbehave, or that every generated file must pick up. (The Tx forms and
+// Send<Event>OrStart<Workflow>, which every file with workflows or events
+// now has, need runtime.StartTx, SendOrStart and Engine.SendEventTx and
+// EmitTx: against a runtime without them such a file stops compiling,
+// naming the function; nothing misbehaves, so they bumped nothing.)
 const apiVersion = 4
 
 // guards writes the compile-time checks: the runtime version, and the
@@ -689,6 +693,9 @@ func (r *renderer) register(w *Workflow) {
 		regDoc += fmt.Sprintf(" It also registers the event types of package %s, so such tools can "+
 			"check an event's payload.", m.Name)
 	}
+	if existing, ended := policyClauses(w); existing != "" || ended != "" {
+		regDoc += " " + startPolicyDoc(existing, ended, "runtime.IfExists and runtime.IfEnded in a start override them.")
+	}
 	if m.Receiver != nil {
 		regParams = append(regParams, jen.Id("steps").Op("*").Add(r.ownType(m.Receiver.Name)))
 		regDoc += " Its steps run on steps, which must not be nil."
@@ -723,12 +730,76 @@ func (r *renderer) register(w *Workflow) {
 		case w.Ann.Retention > 0:
 			opts = append(opts, rt("WorkflowRetention").Call(duration(w.Ann.Retention)))
 		}
+		if w.Ann.Existing != "" || w.Ann.Ended != "" {
+			opts = append(opts, rt("WorkflowStartPolicies").Call(rt(existingPolicies[w.Ann.Existing]), rt(endedPolicies[w.Ann.Ended])))
+		}
 		g.Return(rt("Register").Call(append([]jen.Code{jen.Id("e"), jen.Id(w.Newest.nameConst()),
 			jen.Func().Params(jen.Id("c").Op("*").Add(rt("WorkflowContext")), jen.Id("in").Add(in.Clone())).
 				Params(out.Clone(), jen.Error()).
 				Block(jen.Return(r.ownFunc(w.GoName).Call(jen.Op("&").Id(ctx).Values(lit), jen.Id("in"))))},
 			opts...)...))
 	})
+}
+
+// existingPolicies and endedPolicies map the values of existing= and
+// ended= ("" when absent) to the runtime's constants.
+var (
+	existingPolicies = map[string]string{
+		"":                          "ExistingReturn",
+		annotations.ExistingReturn:  "ExistingReturn",
+		annotations.ExistingFail:    "ExistingFail",
+		annotations.ExistingReplace: "ExistingReplace",
+	}
+	endedPolicies = map[string]string{
+		"":                           "EndedReturn",
+		annotations.EndedReturn:      "EndedReturn",
+		annotations.EndedReuse:       "EndedReuse",
+		annotations.EndedReject:      "EndedReject",
+		annotations.EndedReuseFailed: "EndedReuseFailed",
+	}
+)
+
+// policyClauses says what workflow w's existing= and ended= make a start
+// of an ID whose run exists do: each "" when the key is absent.
+func policyClauses(w *Workflow) (existing, ended string) {
+	switch w.Ann.Existing {
+	case annotations.ExistingReturn:
+		existing = "returns that run, writing nothing"
+	case annotations.ExistingFail:
+		existing = "fails with an error matching runtime.ErrStartRefused, writing nothing"
+	case annotations.ExistingReplace:
+		existing = "terminates that run and starts the new one in its place, deleting the old one with its history and children"
+	}
+	if existing != "" {
+		existing += " (existing=" + w.Ann.Existing + ")"
+	}
+	switch w.Ann.Ended {
+	case annotations.EndedReturn:
+		ended = "returns the ended run, writing nothing"
+	case annotations.EndedReuse:
+		ended = "starts a new run in its place, deleting the ended one with its history and children"
+	case annotations.EndedReject:
+		ended = "fails with an error matching runtime.ErrStartRefused"
+	case annotations.EndedReuseFailed:
+		ended = "starts a new run in its place when the ended one errored or was terminated, and fails with an error matching runtime.ErrStartRefused when it completed"
+	}
+	if ended != "" {
+		ended += " (ended=" + w.Ann.Ended + ")"
+	}
+	return existing, ended
+}
+
+// startPolicyDoc describes a workflow's start policies from
+// policyClauses (the absent one as the default), then override.
+func startPolicyDoc(existing, ended, override string) string {
+	if existing == "" {
+		existing = "returns that run"
+	}
+	if ended == "" {
+		ended = "returns the ended run"
+	}
+	return fmt.Sprintf("A start of an ID whose run exists and has not ended %s; a start of an ID whose run has ended %s. %s",
+		existing, ended, override)
 }
 
 // client writes the functions that start and get runs of workflow w, the
@@ -744,10 +815,17 @@ func (r *renderer) client(w *Workflow) {
 		}
 		return jen.Op("&").Id(run).Values(r)
 	}
+	ids := "With runtime.WithID, starting an ID that exists returns the existing run;"
+	batchIDs := "items with an ID that exists return the existing run, unless they set IfExists or IfEnded"
+	if existing, ended := policyClauses(w); existing != "" || ended != "" {
+		ids = "With runtime.WithID, the workflow's start policies apply. " +
+			startPolicyDoc(existing, ended, "runtime.IfExists and runtime.IfEnded override them, and")
+		batchIDs = "items with an ID that exists follow the workflow's start policies, as for " + w.startFunc() +
+			", unless they set IfExists or IfEnded"
+	}
 	f.Line()
-	r.doc(fmt.Sprintf("%s starts a run of workflow %s (%s) with input in. With runtime.WithID, starting "+
-		"an ID that exists returns the existing run; runtime.WithTimeout or runtime.WithDeadline give the "+
-		"run a deadline.", w.startFunc(), w.GoName, durable), w.Doc)
+	r.doc(fmt.Sprintf("%s starts a run of workflow %s (%s) with input in. %s runtime.WithTimeout or "+
+		"runtime.WithDeadline give the run a deadline.", w.startFunc(), w.GoName, durable, ids), w.Doc)
 	f.Func().Id(w.startFunc()).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
 		jen.Id("in").Add(in.Clone()), jen.Id("opts").Op("...").Add(rt("StartOption"))).
 		Params(jen.Op("*").Id(run), jen.Error()).
@@ -760,18 +838,39 @@ func (r *renderer) client(w *Workflow) {
 
 	f.Line()
 	r.doc(fmt.Sprintf("%s starts many runs of workflow %s (%s) in one store call. Every input is checked "+
-		"before anything is written; items with an ID that exists return the existing run.", w.batchFunc(), w.GoName, durable), w.Doc)
+		"before anything is written; %s. The items a policy refuses are nil in the result, which comes with "+
+		"an error joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each; any other "+
+		"error returns no runs.", w.batchFunc(), w.GoName, durable, batchIDs), w.Doc)
 	f.Func().Id(w.batchFunc()).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
 		jen.Id("items").Index().Add(rt("BatchItem")).Types(in.Clone())).
 		Params(jen.Index().Op("*").Id(run), jen.Error()).
 		Block(
 			jen.List(jen.Id("rs"), jen.Err()).Op(":=").Add(rt("StartBatch")).Types(in.Clone(), out.Clone()).
 				Call(jen.Id("ctx"), jen.Id("e"), jen.Id(w.nameConst()), jen.Id("items")),
-			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+			jen.If(jen.Id("rs").Op("==").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
 			jen.Id("out").Op(":=").Make(jen.Index().Op("*").Id(run), jen.Len(jen.Id("rs"))),
 			jen.For(jen.List(jen.Id("i"), jen.Id("r")).Op(":=").Range().Id("rs")).Block(
-				jen.Id("out").Index(jen.Id("i")).Op("=").Add(handle(jen.Id("r")))),
-			jen.Return(jen.Id("out"), jen.Nil()),
+				jen.If(jen.Id("r").Op("!=").Nil()).Block(
+					jen.Id("out").Index(jen.Id("i")).Op("=").Add(handle(jen.Id("r"))))),
+			jen.Return(jen.Id("out"), jen.Err()),
+		)
+
+	f.Line()
+	r.doc(fmt.Sprintf("%s starts a run of workflow %s (%s) with input in, as %s does, inside tx, the "+
+		"application's transaction on the store's database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on "+
+		"SQLite (sqlitestore, on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx "+
+		"commits, with the application's own writes in tx: a rollback leaves no run, and no engine starts "+
+		"it before the commit. The handle's Result waits for the run once it exists. Stores without "+
+		"transactions (Redis, the in-memory store) refuse it with an error matching "+
+		"runtime.ErrInvalidArgument.", w.startTxFunc(), w.GoName, durable, w.startFunc()), w.Doc)
+	f.Func().Id(w.startTxFunc()).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
+		jen.Id(txLocal).Any(), jen.Id("in").Add(in.Clone()), jen.Id("opts").Op("...").Add(rt("StartOption"))).
+		Params(jen.Op("*").Id(run), jen.Error()).
+		Block(
+			jen.List(jen.Id("r"), jen.Err()).Op(":=").Add(rt("StartTx")).Types(in.Clone(), out.Clone()).
+				Call(jen.Id("ctx"), jen.Id("e"), jen.Id(txLocal), jen.Id(w.nameConst()), jen.Id("in"), jen.Id("opts").Op("...")),
+			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+			jen.Return(handle(jen.Id("r")), jen.Nil()),
 		)
 
 	f.Line()
@@ -1172,6 +1271,70 @@ func (r *renderer) event(e *Event) {
 	f.Func().Id(e.emitFunc()).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
 		jen.Id("ev").Add(r.typ(e.Type))).Params(jen.Int(), jen.Error()).Block(
 		jen.Return(jen.Id("e").Dot("Emit").Call(jen.Id("ctx"), jen.Id(e.topicConst()), jen.Id("ev"))))
+
+	txDoc := "inside tx, the application's transaction on the store's database: a pgx.Tx on Postgres " +
+		"(pgstore), a *sql.Tx on SQLite (sqlitestore, on the store's file), or the Tx of e.BeginTx."
+	refuse := "Stores without transactions (Redis, the in-memory store) refuse it with an error matching " +
+		"runtime.ErrInvalidArgument."
+	f.Line()
+	r.doc(fmt.Sprintf("%s delivers ev to the run runID, as %s does, %s The event is delivered exactly when tx "+
+		"commits, with the application's own writes in tx: a rollback delivers nothing. %s",
+		e.sendTxFunc(), e.sendFunc(), txDoc, refuse), e.Doc)
+	f.Func().Id(e.sendTxFunc()).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
+		jen.Id(txLocal).Any(), jen.Id("runID").String(), jen.Id("ev").Add(r.typ(e.Type))).Error().Block(
+		jen.Return(jen.Id("e").Dot("SendEventTx").Call(jen.Id("ctx"), jen.Id(txLocal), jen.Id("runID"), jen.Id(e.topicConst()), jen.Id("ev"))))
+
+	f.Line()
+	r.doc(fmt.Sprintf("%s delivers ev to every run waiting for %s, as %s does, %s It reaches the runs waiting "+
+		"when its statement runs, and returns how many; the deliveries take effect exactly when tx commits, "+
+		"with the application's own writes in tx: a rollback delivers nothing. %s",
+		e.emitTxFunc(), e.GoName, e.emitFunc(), txDoc, refuse), e.Doc)
+	f.Func().Id(e.emitTxFunc()).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
+		jen.Id(txLocal).Any(), jen.Id("ev").Add(r.typ(e.Type))).Params(jen.Int(), jen.Error()).Block(
+		jen.Return(jen.Id("e").Dot("EmitTx").Call(jen.Id("ctx"), jen.Id(txLocal), jen.Id(e.topicConst()), jen.Id("ev"))))
+
+	for _, w := range r.m.Workflows {
+		if w.isNewest() {
+			r.sendOrStart(e, w)
+		}
+	}
+}
+
+// sendOrStart writes the function that delivers event e to a run of
+// workflow w, the newest version of its name, starting the run if it
+// does not exist.
+func (r *renderer) sendOrStart(e *Event, w *Workflow) {
+	f := r.f
+	run := w.runType()
+	in, out := r.typ(w.Input().Type), r.typ(w.Output().Type)
+	policies := "An existing run that has not ended gets ev as " + e.sendFunc() + " gives it; an ended one " +
+		"refuses it (runtime.ErrStartRefused) unless runtime.IfEnded in opts lets a new run start in its place, " +
+		"which then gets it."
+	if existing, ended := policyClauses(w); existing != "" || ended != "" {
+		policies = "The workflow's start policies apply as to " + w.startFunc() + ", and runtime.IfExists and " +
+			"runtime.IfEnded in opts override them: an existing run that has not ended and is not replaced gets ev " +
+			"as " + e.sendFunc() + " gives it; an ended run that is not replaced refuses it (runtime.ErrStartRefused)."
+	}
+	f.Line()
+	r.doc(fmt.Sprintf("%s delivers ev (event %s, topic %s) to the run id of workflow %s (%s), starting that run "+
+		"with input in if it does not exist, in one atomic store change (signal-with-start): concurrent calls "+
+		"for one ID create one run, which receives every call's event, and a call that fails or is refused "+
+		"writes nothing. %s It returns a typed handle on the run that got ev. It has no form inside the "+
+		"application's transaction, to keep the API small: runtime.SendOrStartTx is that, untyped.",
+		sendOrStartFunc(e, w), e.GoName, e.Ann.Topic, w.GoName, w.Ann.Name, policies), "")
+	handle := jen.Op("&").Id(run).Values(jen.Id("r"))
+	if w.Progress != nil {
+		handle = jen.Op("&").Id(run).Values(jen.Dict{jen.Id("Run"): jen.Id("r"), jen.Id(runEngineField): jen.Id("e")})
+	}
+	f.Func().Id(sendOrStartFunc(e, w)).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
+		jen.Id("id").String(), jen.Id("in").Add(in.Clone()), jen.Id("ev").Add(r.typ(e.Type)), jen.Id("opts").Op("...").Add(rt("StartOption"))).
+		Params(jen.Op("*").Id(run), jen.Error()).
+		Block(
+			jen.List(jen.Id("r"), jen.Err()).Op(":=").Add(rt("SendOrStart")).Types(in.Clone(), out.Clone()).
+				Call(jen.Id("ctx"), jen.Id("e"), jen.Id(w.nameConst()), jen.Id("id"), jen.Id("in"), jen.Id(e.topicConst()), jen.Id("ev"), jen.Id("opts").Op("...")),
+			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+			jen.Return(handle, jen.Nil()),
+		)
 }
 
 // eventList names a package's events with their topics.
