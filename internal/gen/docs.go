@@ -1212,12 +1212,22 @@ func timeoutText(e ast.Expr) string {
 }
 
 // stepKey is a step's checkpoint key as the flowchart shows it: an
-// autoversion step's calls add "#i".
+// autoversion step's calls add "#i"; an autoversion or transactional step
+// says so.
 func stepKey(s *Step) string {
+	key := s.Ann.Key()
+	var flags []string
 	if s.Ann.Autoversion {
-		return s.Ann.Key() + "#i (autoversion)"
+		key += "#i"
+		flags = append(flags, "autoversion")
 	}
-	return s.Ann.Key()
+	if s.Ann.Tx {
+		flags = append(flags, "transactional")
+	}
+	if len(flags) > 0 {
+		key += " (" + strings.Join(flags, ", ") + ")"
+	}
+	return key
 }
 
 func isString(e ast.Expr) bool {

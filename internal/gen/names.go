@@ -3,6 +3,7 @@ package gen
 import (
 	"fmt"
 	"go/token"
+	"slices"
 	"unicode"
 	"unicode/utf8"
 )
@@ -58,6 +59,11 @@ func (e *Event) onMethod() string           { return "On" + exported(e.GoName) }
 func (w *Workflow) callAsyncMethod() string { return w.callMethod() + asyncSuffix }
 
 const asyncSuffix = "Async"
+
+// hasAsync reports whether step s gets its future form: every step but a
+// transactional one, which the runtime runs only as a call that waits
+// (runtime.TxStep has no future form).
+func (s *Step) hasAsync() bool { return !s.Ann.Tx }
 
 // Methods declared on each workflow's context type itself, typed by the
 // workflow: continuing the run as new with its input type, and, for a
@@ -117,6 +123,22 @@ func sendOrStartFunc(e *Event, w *Workflow) string {
 	return e.sendFunc() + "OrStart" + exported(w.GoName)
 }
 
+// txStepsVar is the package-level variable holding the package's
+// transactional steps with their transaction types, which every
+// Register<W> passes to runtime.WorkflowTxSteps. It is declared once, when
+// the package has workflows (to pass it) and transactional steps.
+const txStepsVar = "stemTxSteps"
+
+// hasTxSteps reports whether the package has a step marked tx.
+func (m *Package) hasTxSteps() bool {
+	return slices.ContainsFunc(m.Steps, func(s *Step) bool { return s.Ann.Tx })
+}
+
+// declaresTxSteps reports whether the package gets txStepsVar.
+func (m *Package) declaresTxSteps() bool {
+	return len(m.Workflows) > 0 && m.hasTxSteps()
+}
+
 // registerAllFunc registers every workflow of the package.
 const registerAllFunc = "RegisterWorkflows"
 
@@ -159,8 +181,8 @@ var locals = map[string]bool{
 	txLocal: true,
 }
 
-// txLocal names the application's transaction the Tx forms of the client
-// take.
+// txLocal names the transaction a transactional step's attempt gets, and
+// the application's transaction the Tx forms of the client take.
 const txLocal = "tx"
 
 // overrideLocal holds, in a step's attempt, the function a test put in
@@ -219,6 +241,10 @@ func (m *Package) packageNames() []generated {
 	}
 	if m.registersEvents() {
 		add(m.Events[0].Pos, "the package's event types", registerEventsFunc)
+	}
+	if m.declaresTxSteps() {
+		i := slices.IndexFunc(m.Steps, func(s *Step) bool { return s.Ann.Tx })
+		add(m.Steps[i].Pos, "the package's transactional steps", txStepsVar)
 	}
 	return out
 }
@@ -294,7 +320,7 @@ func (w *Workflow) crashFunc() string { return "CrashEveryStep" + exported(w.GoN
 var helperLocals = map[string]bool{
 	"m": true, "h": true, "fn": true, "env": true, "d": true, "runID": true, "ev": true,
 	"err": true, "t": true, "register": true, "in": true, "opts": true, "r": true, "call": true,
-	"T": true, "ctx": true, "n": true, "i": true, "want": true, "c": true, "out": true,
+	"T": true, "ctx": true, "n": true, "i": true, "want": true, "c": true, "out": true, txLocal: true,
 }
 
 // helperNames returns every package-level identifier of the package's
@@ -309,7 +335,7 @@ func (m *Package) helperNames() []generated {
 			out = append(out, generated{n, pos, what})
 		}
 	}
-	steps, events, workflows := m.helperItems()
+	steps, events, _ := m.helperItems()
 	if mocked := m.mockedWorkflows(); len(steps) > 0 || len(mocked) > 0 {
 		add(m.mocksPos(), "the package's mocks", mocksType, mockFunc, recorderType)
 		for _, w := range mocked {
@@ -322,7 +348,7 @@ func (m *Package) helperNames() []generated {
 	for _, e := range events {
 		add(e.Pos, "event "+e.GoName, e.sendAtFunc(), e.emitAtFunc())
 	}
-	for _, w := range workflows {
+	for _, w := range m.crashWorkflows() {
 		add(w.Pos, "workflow "+w.GoName, w.crashFunc())
 	}
 	return out

@@ -22,6 +22,7 @@ var fixedImports = []struct{ path, name string }{
 	{runtimePath, "runtime"},
 	{"context", "context"},
 	{"fmt", "fmt"},
+	{"reflect", "reflect"},
 	{"time", "time"},
 }
 
@@ -66,6 +67,7 @@ func render(m *Package) ([]byte, error) {
 		r.event(e)
 	}
 	r.registerEvents()
+	r.txSteps()
 	r.registerAll()
 	r.declaredErrors()
 	var buf bytes.Buffer
@@ -177,6 +179,7 @@ func (r *renderer) imports() {
 	}
 	r.reserved["c"], r.reserved["sc"] = true, true
 	r.reserved[overrideLocal], r.reserved["ok"] = true, true
+	r.reserved[txLocal] = true
 	r.hiddenTypes(taken)
 }
 
@@ -567,11 +570,15 @@ func (r *renderer) workflow(w *Workflow) {
 	r.doc(versionDoc+r.drainDoc(w), w.Doc)
 	f.Const().Id(w.versionConst()).Op("=").Lit(w.Ann.Version)
 
+	each := "each"
+	if m.hasTxSteps() {
+		each = "each but a transactional step"
+	}
 	f.Line()
 	r.doc(fmt.Sprintf("%s is what workflow %s (%s) receives: the runtime's *runtime.WorkflowContext, "+
-		"with a typed method for every step, event and child workflow of package %s, each also in a form "+
+		"with a typed method for every step, event and child workflow of package %s, %s also in a form "+
 		"that returns a future (%s and %s wait for several), and ContinueAsNew typed "+
-		"by the workflow's input.%s", ctx, w.GoName, durable, m.Name, allMethod, selectMethod, r.drainDoc(w)), w.Doc)
+		"by the workflow's input.%s", ctx, w.GoName, durable, m.Name, each, allMethod, selectMethod, r.drainDoc(w)), w.Doc)
 	f.Type().Id(ctx).StructFunc(func(g *jen.Group) {
 		g.Op("*").Add(rt("WorkflowContext"))
 		if m.hasCalls() {
@@ -696,6 +703,12 @@ func (r *renderer) register(w *Workflow) {
 	if existing, ended := policyClauses(w); existing != "" || ended != "" {
 		regDoc += " " + startPolicyDoc(existing, ended, "runtime.IfExists and runtime.IfEnded in a start override them.")
 	}
+	if m.declaresTxSteps() {
+		regDoc += fmt.Sprintf(" Package %s has transactional steps, which run only on a store with transactions of "+
+			"their type (pgstore for pgx.Tx, sqlitestore for *sql.Tx): on another, such as Redis or the in-memory "+
+			"store, it fails with an error matching runtime.ErrInvalidArgument that names the step, its "+
+			"transaction type and the store.", m.Name)
+	}
 	if m.Receiver != nil {
 		regParams = append(regParams, jen.Id("steps").Op("*").Add(r.ownType(m.Receiver.Name)))
 		regDoc += " Its steps run on steps, which must not be nil."
@@ -732,6 +745,9 @@ func (r *renderer) register(w *Workflow) {
 		}
 		if w.Ann.Existing != "" || w.Ann.Ended != "" {
 			opts = append(opts, rt("WorkflowStartPolicies").Call(rt(existingPolicies[w.Ann.Existing]), rt(endedPolicies[w.Ann.Ended])))
+		}
+		if m.declaresTxSteps() {
+			opts = append(opts, rt("WorkflowTxSteps").Call(jen.Id(txStepsVar)))
 		}
 		g.Return(rt("Register").Call(append([]jen.Code{jen.Id("e"), jen.Id(w.Newest.nameConst()),
 			jen.Func().Params(jen.Id("c").Op("*").Add(rt("WorkflowContext")), jen.Id("in").Add(in.Clone())).
@@ -991,7 +1007,9 @@ func (r *renderer) step(s *Step) {
 	}
 	if m.hasCalls() {
 		r.stepMethod(s)
-		r.stepAsyncMethod(s)
+		if s.hasAsync() {
+			r.stepAsyncMethod(s)
+		}
 	}
 }
 
@@ -1078,19 +1096,35 @@ func (r *renderer) stepMethod(s *Step) {
 			s.method(), key, s, s.iterationFunc())
 	}
 	what += policyDoc(s)
+	if tx := s.TxParam(); tx != nil {
+		what += fmt.Sprintf(" It is transactional (tx): each attempt runs in a transaction of its own on the "+
+			"store's database, which the step gets as its %s, and its writes there commit together with its "+
+			"checkpoint, so a crash leaves both or neither and the step never applies twice; a failed attempt "+
+			"rolls back what it wrote before it is retried. Only the database's writes are rolled back, not a "+
+			"call to another service. It has no future form: the runtime runs a transactional step only as a "+
+			"call that waits.", tx.Written)
+	}
 	r.f.Line()
 	r.doc(what, s.Doc)
 	opts := stepOptions(s)
 	recv := jen.Id("c").Op("*").Id(callsType)
+	// fn is the function the attempts run: its context, for a
+	// transactional step its transaction, and the step's call.
+	fnParams := []jen.Code{jen.Id("sc").Add(rt("StepContext"))}
+	step, do := "Step", "Do"
+	if tx := s.TxParam(); tx != nil {
+		fnParams = append(fnParams, jen.Id(txLocal).Add(r.typ(tx.Type)))
+		step, do = "TxStep", "TxDo"
+	}
 	if o := s.Output(); o != nil {
 		r.f.Func().Params(recv).Id(s.method()).Params(params...).Params(r.typ(o.Type), jen.Error()).Block(
-			jen.Return(rt("Step").Call(jen.Id("c").Dot(runtimeField), jen.Id(s.keyConst()), opts,
-				jen.Func().Params(jen.Id("sc").Add(rt("StepContext"))).Params(r.typ(o.Type), jen.Error()).Block(call...))))
+			jen.Return(rt(step).Call(jen.Id("c").Dot(runtimeField), jen.Id(s.keyConst()), opts,
+				jen.Func().Params(fnParams...).Params(r.typ(o.Type), jen.Error()).Block(call...))))
 		return
 	}
 	r.f.Func().Params(recv).Id(s.method()).Params(params...).Error().Block(
-		jen.Return(rt("Do").Call(jen.Id("c").Dot(runtimeField), jen.Id(s.keyConst()), opts,
-			jen.Func().Params(jen.Id("sc").Add(rt("StepContext"))).Error().Block(call...))))
+		jen.Return(rt(do).Call(jen.Id("c").Dot(runtimeField), jen.Id(s.keyConst()), opts,
+			jen.Func().Params(fnParams...).Error().Block(call...))))
 }
 
 // stepAsyncMethod writes the future-returning form of step s's method on
@@ -1129,6 +1163,9 @@ func (r *renderer) stepCall(s *Step) ([]jen.Code, []jen.Code) {
 	names := r.paramNames(inputs)
 	var params, args []jen.Code
 	args = append(args, jen.Id("sc"))
+	if s.TxParam() != nil {
+		args = append(args, jen.Id(txLocal))
+	}
 	for i, p := range inputs {
 		params = append(params, jen.Id(names[i]).Add(r.typ(p.Type)))
 		args = append(args, jen.Id(names[i]))
@@ -1146,8 +1183,9 @@ func (r *renderer) stepCall(s *Step) ([]jen.Code, []jen.Code) {
 }
 
 // stepFuncType writes the type of step s's function without its receiver,
-// the type runtime.OverrideStep takes for it: its context and inputs,
-// then (T, error) or error.
+// the type runtime.OverrideStep takes for it: its context, its
+// transaction for a transactional step, and its inputs, then (T, error)
+// or error.
 func (r *renderer) stepFuncType(s *Step) *jen.Statement {
 	var params, results []jen.Code
 	for _, p := range s.Params {
@@ -1335,6 +1373,33 @@ func (r *renderer) sendOrStart(e *Event, w *Workflow) {
 			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
 			jen.Return(handle, jen.Nil()),
 		)
+}
+
+// txSteps writes the variable holding the package's transactional steps,
+// which every Register function passes to runtime.WorkflowTxSteps.
+func (r *renderer) txSteps() {
+	m := r.m
+	if !m.declaresTxSteps() {
+		return
+	}
+	var list []string
+	for _, s := range m.Steps {
+		if tx := s.TxParam(); tx != nil {
+			list = append(list, fmt.Sprintf("%s (%s)", s.Ann.Key(), tx.Written))
+		}
+	}
+	r.f.Line()
+	r.doc(fmt.Sprintf("%s holds the transactional steps of package %s, by checkpoint key, with the transaction "+
+		"type each takes: %s. Every Register function of the package passes it to runtime.WorkflowTxSteps, so "+
+		"that registering on a store without transactions, or with transactions of another type, fails naming "+
+		"the step.", txStepsVar, m.Name, strings.Join(list, ", ")), "")
+	r.f.Var().Id(txStepsVar).Op("=").Map(jen.String()).Qual("reflect", "Type").Values(jen.DictFunc(func(d jen.Dict) {
+		for _, s := range m.Steps {
+			if tx := s.TxParam(); tx != nil {
+				d[jen.Id(s.keyConst())] = jen.Qual("reflect", "TypeFor").Types(r.typ(tx.Type)).Call()
+			}
+		}
+	}))
 }
 
 // eventList names a package's events with their topics.
