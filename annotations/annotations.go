@@ -71,7 +71,8 @@ func (p Positions) ValuePos(key string) token.Pos {
 }
 
 // Workflow is //stem:workflow name=<name> [version=<n>] [timeout=<d>]
-// [progress=<Type>] [queue=<queue>] [retention=<d>|forever]. It marks
+// [progress=<Type>] [queue=<queue>] [retention=<d>|forever]
+// [existing=<policy>] [ended=<policy>]. It marks
 //
 //	func Name(ctx *NameContext, in In) (Out, error)
 //
@@ -104,8 +105,43 @@ type Workflow struct {
 	// RetainForever keeps the workflow's finished runs forever
 	// (retention=forever). Retention is then 0.
 	RetainForever bool
+	// Existing is what a start of an ID whose run exists and has not
+	// ended does, as written (existing=): ExistingReturn, ExistingFail or
+	// ExistingReplace; "" when absent, which is ExistingReturn. A start's
+	// runtime.IfExists overrides it. Not a shape, like Queue.
+	Existing string
+	// Ended is what a start of an ID whose run has ended does, as written
+	// (ended=): EndedReturn, EndedReuse, EndedReject or EndedReuseFailed;
+	// "" when absent, which is EndedReturn. A start's runtime.IfEnded
+	// overrides it. Not a shape, like Queue.
+	Ended string
 	Positions
 }
+
+// The values of existing=, what a start of an ID whose run exists and has
+// not ended does (runtime.ExistingReturn, ExistingFail, ExistingReplace).
+const (
+	ExistingReturn  = "return"  // return the existing run, writing nothing
+	ExistingFail    = "fail"    // fail with runtime.ErrStartRefused
+	ExistingReplace = "replace" // terminate it and start the new run in its place
+)
+
+// ExistingPolicies lists the values existing= accepts, in the order
+// messages name them.
+var ExistingPolicies = []string{ExistingReturn, ExistingFail, ExistingReplace}
+
+// The values of ended=, what a start of an ID whose run has ended does
+// (runtime.EndedReturn, EndedReuse, EndedReject, EndedReuseFailed).
+const (
+	EndedReturn      = "return"       // return the ended run, writing nothing
+	EndedReuse       = "reuse"        // start a new run in its place
+	EndedReject      = "reject"       // fail with runtime.ErrStartRefused
+	EndedReuseFailed = "reuse-failed" // reuse if it errored or was terminated, else reject
+)
+
+// EndedPolicies lists the values ended= accepts, in the order messages
+// name them.
+var EndedPolicies = []string{EndedReturn, EndedReuse, EndedReject, EndedReuseFailed}
 
 // Directive returns DirectiveWorkflow.
 func (*Workflow) Directive() string { return DirectiveWorkflow }
@@ -133,6 +169,12 @@ func (w *Workflow) String() string {
 	case w.Retention != 0:
 		fmt.Fprintf(&b, " retention=%s", w.Retention)
 	}
+	if w.Existing != "" {
+		b.WriteString(" existing=" + w.Existing)
+	}
+	if w.Ended != "" {
+		b.WriteString(" ended=" + w.Ended)
+	}
 	return b.String()
 }
 
@@ -145,9 +187,9 @@ const RetryForever = -1
 const NoJitter = -1.0
 
 // Step is //stem:step name=<name> [version=<n>] [retries=<n>|forever]
-// [backoff=<d>[..<max>]] [jitter=<f>] [timeout=<d>] [autoversion]. It
-// marks a method of the package's step receiver, or a plain function, as
-// a checkpointed step.
+// [backoff=<d>[..<max>]] [jitter=<f>] [timeout=<d>] [autoversion] [tx].
+// It marks a method of the package's step receiver, or a plain function,
+// as a checkpointed step.
 type Step struct {
 	// Name is the durable step name (name=, required).
 	Name string
@@ -170,6 +212,11 @@ type Step struct {
 	Timeout time.Duration
 	// Autoversion lets the step run many times in one run (autoversion).
 	Autoversion bool
+	// Tx makes the step transactional (tx): its function takes the
+	// store's transaction after its context (pgx.Tx or *sql.Tx), and its
+	// writes there commit with its checkpoint. The parser checks nothing
+	// else; the generator checks the parameter.
+	Tx bool
 	Positions
 }
 
@@ -211,6 +258,9 @@ func (s *Step) String() string {
 	}
 	if s.Autoversion {
 		b.WriteString(" autoversion")
+	}
+	if s.Tx {
+		b.WriteString(" tx")
 	}
 	return b.String()
 }

@@ -41,10 +41,27 @@
 //	retention=<d>|forever optional: how long the workflow's finished runs are
 //	                      kept after they end, overriding the engine's
 //	                      default; forever keeps them forever
+//	existing=<policy>     optional, default return: what a start of an ID
+//	                      (runtime.WithID) whose run exists and has not
+//	                      ended does: return returns that run, writing
+//	                      nothing; fail fails with runtime.ErrStartRefused;
+//	                      replace terminates it and starts the new run in
+//	                      its place
+//	ended=<policy>        optional, default return: what a start of an ID
+//	                      whose run has ended does: return returns the ended
+//	                      run; reuse starts a new run in its place; reject
+//	                      fails with runtime.ErrStartRefused; reuse-failed
+//	                      reuses it if it errored or was terminated and
+//	                      rejects the start if it completed
+//
+// A start's runtime.IfExists and runtime.IfEnded override existing= and
+// ended=; the store judges them in the atomic change that creates the run,
+// so concurrent starts of one ID agree. A run replaced (replace, reuse)
+// is deleted with its history and children.
 //
 // The package's manifest records each workflow's name, version and type
-// shapes, not its timeout=, queue= or retention=: they are not shapes, so
-// changing them needs no version bump.
+// shapes, not its timeout=, queue=, retention=, existing= or ended=: they
+// are not shapes, so changing them needs no version bump.
 //
 // Several functions may carry the same name= with different version=s: a
 // build keeps the previous version's function registered beside the new
@@ -74,6 +91,27 @@
 //	autoversion           flag: the step may run many times in one run, keyed
 //	                      name@vN#0, #1, ... by call order; adding or removing
 //	                      it changes the keys, so it needs a version bump
+//	tx                    flag: the step is transactional; see below
+//
+// A transactional step (tx) takes the store's transaction right after its
+// context, and its writes there commit together with its checkpoint: a
+// crash leaves both or neither, a failed attempt rolls back what it wrote
+// before it is retried, and the step never applies twice. Only the
+// database's writes are rolled back: a call to another service from the
+// step is not. The parameter is exactly pgx.Tx (github.com/jackc/pgx/v5),
+// for Postgres (pgstore), or *sql.Tx (database/sql), for SQLite
+// (sqlitestore); the generator reports any other type, or a missing
+// parameter: transactional steps run in a Postgres or SQLite transaction,
+// and Redis and the in-memory store have none. The generated Register
+// functions of the package refuse to register its workflows on a store
+// without transactions, or with transactions of another type, naming the
+// step. A transactional step has no future form (no <Step>Async method):
+// the runtime runs it only as a call that waits (runtime.TxStep, TxDo).
+// tx changes neither the checkpoint key nor the shapes the manifest
+// records, so adding or removing it needs no version bump.
+//
+//	//stem:step name=record-payment tx
+//	func (s *Steps) RecordPayment(ctx runtime.StepContext, tx pgx.Tx, p Payment) (Receipt, error)
 //
 // # //stem:event
 //
@@ -135,6 +173,8 @@
 //     (write 720h for 30 days), or the word forever. retention=0s is
 //     refused rather than read as forever, so that keeping runs forever is
 //     always written out as such.
+//   - existing= is return, fail or replace; ended= is return, reuse,
+//     reject or reuse-failed.
 //   - A progress type is a Go identifier naming a type the package declares
 //     (not an import's, not generic); the generator reports an unknown
 //     name with the closest declared type, as the parser does for keys.

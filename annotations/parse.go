@@ -63,6 +63,20 @@ var directives = map[string][]keySpec{
 			w.Retention = d
 			return msg, 0
 		}},
+		{key: "existing", set: func(a Annotation, v string) (string, int) {
+			msg := oneOfValues("existing", v, ExistingPolicies)
+			if msg == "" {
+				a.(*Workflow).Existing = v
+			}
+			return msg, 0
+		}},
+		{key: "ended", set: func(a Annotation, v string) (string, int) {
+			msg := oneOfValues("ended", v, EndedPolicies)
+			if msg == "" {
+				a.(*Workflow).Ended = v
+			}
+			return msg, 0
+		}},
 	},
 	DirectiveStep: {
 		{key: "name", required: true, set: func(a Annotation, v string) (string, int) {
@@ -129,6 +143,10 @@ var directives = map[string][]keySpec{
 		}},
 		{key: "autoversion", flag: true, set: func(a Annotation, _ string) (string, int) {
 			a.(*Step).Autoversion = true
+			return "", 0
+		}},
+		{key: "tx", flag: true, set: func(a Annotation, _ string) (string, int) {
+			a.(*Step).Tx = true
 			return "", 0
 		}},
 	},
@@ -383,6 +401,19 @@ func parseDuration(what, v string) (time.Duration, string) {
 		return 0, fmt.Sprintf("%s must be positive, got %s", what, v)
 	}
 	return d, ""
+}
+
+// oneOfValues checks that the value of key is one of allowed, returning a
+// message naming them (with the closest as a "did you mean") when not.
+func oneOfValues(key, v string, allowed []string) string {
+	if slices.Contains(allowed, v) {
+		return ""
+	}
+	msg := fmt.Sprintf("%s must be %s, got %q", key, oneOf(allowed), v)
+	if s := suggest(v, allowed); s != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", s)
+	}
+	return msg
 }
 
 // parseRetention parses a retention other than forever. Zero is refused

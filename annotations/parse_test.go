@@ -35,11 +35,18 @@ func TestParseGood(t *testing.T) {
 		{"//stem:workflow retention=forever name=w queue=default", &Workflow{Name: "w", Version: 1, Queue: "default", RetainForever: true}},
 		{"//stem:workflow name=w retention=1ns", &Workflow{Name: "w", Version: 1, Retention: 1}},
 		{"//stem:workflow name=w queue=" + strings.Repeat("q", 128), &Workflow{Name: "w", Version: 1, Queue: strings.Repeat("q", 128)}},
+		{"//stem:workflow name=w existing=fail ended=reuse-failed", &Workflow{Name: "w", Version: 1, Existing: ExistingFail, Ended: EndedReuseFailed}},
+		{"//stem:workflow ended=reject name=w existing=replace", &Workflow{Name: "w", Version: 1, Existing: ExistingReplace, Ended: EndedReject}},
+		{"//stem:workflow name=w existing=return", &Workflow{Name: "w", Version: 1, Existing: ExistingReturn}},
+		{"//stem:workflow name=w ended=return", &Workflow{Name: "w", Version: 1, Ended: EndedReturn}},
+		{"//stem:workflow name=w ended=reuse", &Workflow{Name: "w", Version: 1, Ended: EndedReuse}},
 		{"//stem:step name=reserve", &Step{Name: "reserve", Version: 1}},
 		{"//stem:step name=reserve retries=5 backoff=200ms..30s timeout=10s",
 			&Step{Name: "reserve", Version: 1, Retries: 5, Backoff: 200 * time.Millisecond, MaxBackoff: 30 * time.Second, Timeout: 10 * time.Second}},
 		{"//stem:step name=charge version=2 retries=0 backoff=1s", &Step{Name: "charge", Version: 2, Backoff: time.Second}},
 		{"//stem:step autoversion name=pack", &Step{Name: "pack", Version: 1, Autoversion: true}},
+		{"//stem:step name=pay tx", &Step{Name: "pay", Version: 1, Tx: true}},
+		{"//stem:step tx name=pack autoversion retries=3", &Step{Name: "pack", Version: 1, Retries: 3, Autoversion: true, Tx: true}},
 		{"//stem:step name=p backoff=1s..1s", &Step{Name: "p", Version: 1, Backoff: time.Second, MaxBackoff: time.Second}},
 		{"//stem:step name=p retries=forever backoff=1h jitter=0", &Step{Name: "p", Version: 1, Retries: RetryForever, Backoff: time.Hour, Jitter: NoJitter}},
 		{"//stem:step name=p jitter=0.25", &Step{Name: "p", Version: 1, Jitter: 0.25}},
@@ -117,12 +124,12 @@ func TestParseErrors(t *testing.T) {
 		{"//stem:workflow name=a timeout=-1h", []string{"32: timeout must be positive, got -1h"}},
 		{"//stem:workflow name=a progress=pkg.P", []string{"33: progress names a type declared in the workflow's package, got \"pkg.P\""}},
 		{"//stem:workflow name=a progress=[]P", []string{"33: progress names a type"}},
-		{"//stem:workflow name=a progres=P", []string{"24: unknown key \"progres\" in //stem:workflow; want name, version, timeout, progress, queue or retention (did you mean progress?)"}},
+		{"//stem:workflow name=a progres=P", []string{"24: unknown key \"progres\" in //stem:workflow; want name, version, timeout, progress, queue, retention, existing or ended (did you mean progress?)"}},
 		{"//stem:workflow name=a timout=1s", []string{"24: (did you mean timeout?)"}},
 		{"//stem:workflow name=a progress", []string{"24: progress needs a value: write progress=<value>"}},
-		{"//stem:workflow name=a queu=q", []string{"24: unknown key \"queu\" in //stem:workflow; want name, version, timeout, progress, queue or retention (did you mean queue?)"}},
+		{"//stem:workflow name=a queu=q", []string{"24: unknown key \"queu\" in //stem:workflow; want name, version, timeout, progress, queue, retention, existing or ended (did you mean queue?)"}},
 		{"//stem:workflow name=a queues=q", []string{"24: (did you mean queue?)"}},
-		{"//stem:workflow name=a retentoin=1h", []string{"24: unknown key \"retentoin\" in //stem:workflow; want name, version, timeout, progress, queue or retention (did you mean retention?)"}},
+		{"//stem:workflow name=a retentoin=1h", []string{"24: unknown key \"retentoin\" in //stem:workflow; want name, version, timeout, progress, queue, retention, existing or ended (did you mean retention?)"}},
 		{"//stem:workflow name=a retension=forever", []string{"24: (did you mean retention?)"}},
 		{"//stem:workflow name=a queue=", []string{"30: empty value for queue"}},
 		{"//stem:workflow name=a queue", []string{"24: queue needs a value: write queue=<value>"}},
@@ -140,7 +147,20 @@ func TestParseErrors(t *testing.T) {
 		{"//stem:workflow name=a retention=forever retention=1h", []string{"42: duplicate key retention"}},
 		{"//stem:workflow name=a queue=a:b retention=-5m queu=x", []string{
 			"31: invalid character ':' in queue name", "44: retention must be positive", "48: unknown key \"queu\""}},
-		{"//stem:step name=a nmae=b", []string{"20: unknown key \"nmae\" in //stem:step; want name, version, retries, backoff, jitter, timeout or autoversion (did you mean name?)"}},
+		{"//stem:workflow name=a existing=replce", []string{"33: existing must be return, fail or replace, got \"replce\" (did you mean replace?)"}},
+		{"//stem:workflow name=a existing=reuse", []string{"33: existing must be return, fail or replace, got \"reuse\""}},
+		{"//stem:workflow name=a existing=Fail", []string{"33: existing must be return, fail or replace, got \"Fail\" (did you mean fail?)"}},
+		{"//stem:workflow name=a ended=reuse_failed", []string{"30: ended must be return, reuse, reject or reuse-failed, got \"reuse_failed\" (did you mean reuse-failed?)"}},
+		{"//stem:workflow name=a ended=fail", []string{"30: ended must be return, reuse, reject or reuse-failed, got \"fail\""}},
+		{"//stem:workflow name=a ended=", []string{"30: empty value for ended"}},
+		{"//stem:workflow name=a existing", []string{"24: existing needs a value: write existing=<value>"}},
+		{"//stem:workflow name=a existing=fail existing=replace", []string{"38: duplicate key existing in //stem:workflow"}},
+		{"//stem:workflow name=a exisitng=fail", []string{"24: unknown key \"exisitng\" in //stem:workflow; want name, version, timeout, progress, queue, retention, existing or ended (did you mean existing?)"}},
+		{"//stem:workflow name=a ende=reuse", []string{"24: (did you mean ended?)"}},
+		{"//stem:step name=a tx=pgx", []string{"22: tx is a flag and takes no value: write tx"}},
+		{"//stem:step name=a tx tx", []string{"23: duplicate key tx in //stem:step"}},
+		{"//stem:step name=a txn", []string{"20: unknown key \"txn\" in //stem:step; want name, version, retries, backoff, jitter, timeout, autoversion or tx (did you mean tx?)"}},
+		{"//stem:step name=a nmae=b", []string{"20: unknown key \"nmae\" in //stem:step; want name, version, retries, backoff, jitter, timeout, autoversion or tx (did you mean name?)"}},
 		{"//stem:step name=a name=b", []string{"20: duplicate key name in //stem:step"}},
 		{"//stem:step name=a retries=-1", []string{"28: retries must not be negative, got -1"}},
 		{"//stem:step name=a retries=x", []string{"28: retries must be a non-negative integer"}},
@@ -237,7 +257,7 @@ func TestParseComment(t *testing.T) {
 			}
 		}
 	}
-	want := []string{`p.go:5:27: unknown key "versoin" in //stem:workflow; want name, version, timeout, progress, queue or retention (did you mean version?)`}
+	want := []string{`p.go:5:27: unknown key "versoin" in //stem:workflow; want name, version, timeout, progress, queue, retention, existing or ended (did you mean version?)`}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q\nwant %q", got, want)
 	}

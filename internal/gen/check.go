@@ -29,6 +29,27 @@ func check(m *Package, d *diagnostics) {
 	checkDuplicates(m, d)
 	checkCollisions(m, d)
 	checkLoops(m, d)
+	checkTxAsync(m, d)
+}
+
+// checkTxAsync reports the calls of a transactional step's future form in
+// a workflow: it is not generated, and the compiler would say only that
+// the context has no such method.
+func checkTxAsync(m *Package, d *diagnostics) {
+	steps := map[string]*Step{}
+	for _, s := range m.Steps {
+		if !s.hasAsync() {
+			steps[s.asyncMethod()] = s
+		}
+	}
+	for _, w := range m.Workflows {
+		for _, c := range w.Calls {
+			if s := steps[c.Method]; s != nil && s.Ann.Name != "" {
+				d.add(c.Pos, "step %s (%s) is transactional (tx) and has no future form %s: call %s, which waits for it (the runtime runs a transactional step only as such a call)",
+					s.Ann.Key(), s, c.Method, s.method())
+			}
+		}
+	}
 }
 
 // checkExportedWorkflow reports an input or output of an exported
@@ -117,7 +138,9 @@ func checkLoops(m *Package, d *diagnostics) {
 	steps := map[string]*Step{}
 	for _, s := range m.Steps {
 		steps[s.method()] = s
-		steps[s.asyncMethod()] = s
+		if s.hasAsync() {
+			steps[s.asyncMethod()] = s
+		}
 	}
 	for _, w := range m.Workflows {
 		if w.Ann.Name == "" {
@@ -213,8 +236,14 @@ func checkStep(m *Package, s *Step, d *diagnostics) {
 			last := s.Params[len(s.Params)-1]
 			d.add(last.Pos, "step %s must not be variadic: take a slice instead", s)
 		}
+		checkTxParam(s, d)
 		for i, p := range s.Inputs() {
-			checkPayload(p, fmt.Sprintf("input %s", paramName(p, i+1)), "step "+s.String(), d)
+			what := fmt.Sprintf("input %s", paramName(p, i+1))
+			if p.Role == RoleTx {
+				checkTxInput(s, p, what, i == 0 && !s.Ann.Tx, d)
+				continue
+			}
+			checkPayload(p, what, "step "+s.String(), d)
 		}
 	}
 	switch {
@@ -225,6 +254,69 @@ func checkStep(m *Package, s *Step, d *diagnostics) {
 	default:
 		d.add(s.ResultsPos, "step %s must return (T, error) or error", s)
 	}
+}
+
+// checkTxParam reports a transactional step whose parameter after its
+// context is not the store's transaction: at that parameter, at a
+// transaction further on, or at the ")" of the parameter list when it has
+// none.
+func checkTxParam(s *Step, d *diagnostics) {
+	if !s.Ann.Tx {
+		return
+	}
+	p := s.TxParam()
+	switch {
+	case p == nil:
+		d.add(s.ParamsEnd, "step %s is transactional (tx) and takes no transaction: add the store's transaction after its context, %s: %s",
+			s, txTypes, txWhy)
+	case p.Role == RoleInvalid || p.Role == RoleTx:
+	default:
+		if i := slices.IndexFunc(s.Inputs(), func(p *Param) bool { return p.Role == RoleTx }); i >= 0 {
+			later := s.Inputs()[i]
+			d.add(later.Pos, "the transaction of step %s (%s) must be its parameter right after the context", s, later.Written)
+			return
+		}
+		d.add(p.Pos, "step %s is transactional (tx): its parameter after the context must be the store's transaction, %s, not %s: %s",
+			s, txTypes, notTx(p), txWhy)
+	}
+}
+
+// checkTxInput reports an input of step s, after its context (and its
+// transaction), whose type is a transaction type: a step takes at most
+// one transaction, right after its context, and only when marked tx.
+// first says whether it is right after the context of a step that is not
+// marked tx.
+func checkTxInput(s *Step, p *Param, what string, first bool, d *diagnostics) {
+	switch {
+	case s.Ann.Tx && s.TxParam().Role == RoleTx:
+		d.add(p.Pos, "%s of step %s is a second transaction (%s): a transactional step takes one, right after its context", what, s, p.Written)
+	case s.Ann.Tx:
+		// checkTxParam reports it.
+	case first:
+		d.add(p.Pos, "%s of step %s is the store's transaction (%s), which only a transactional step takes: mark the step tx (//stem:step ... tx)", what, s, p.Written)
+	default:
+		d.add(p.Pos, "%s of step %s is the store's transaction (%s), which only a transactional step takes, right after its context: mark the step tx (//stem:step ... tx) and move the parameter there", what, s, p.Written)
+	}
+}
+
+// notTx names a parameter's type for the message that it is not a
+// transaction type, saying what to write instead when it is nearly one.
+func notTx(p *Param) string {
+	t := p.Type
+	switch {
+	case t == nil:
+	case t.Kind == KindPointer && t.Elem != nil && t.Elem.Kind == KindNamed && t.Elem.Path == pgxPath && t.Elem.Name == "Tx":
+		return p.Written + " (pgx.Tx is an interface: take it as it is)"
+	case t.Kind == KindNamed && t.Path == sqlPath && t.Name == "Tx":
+		return p.Written + " (take a pointer, *sql.Tx)"
+	}
+	if t != nil && t.Kind == KindPointer {
+		t = t.Elem
+	}
+	if t != nil && t.Kind == KindNamed && t.Name == "Tx" && t.Path != "" && t.Path != pgxPath && t.Path != sqlPath {
+		return fmt.Sprintf("%s of %s", p.Written, t.Path)
+	}
+	return p.Written
 }
 
 func paramName(p *Param, i int) string {
@@ -375,7 +467,9 @@ func checkCollisions(m *Package, d *diagnostics) {
 	addCommon(detachedMethod, "the method returning the context for the cleanup after a cancellation", token.NoPos)
 	for _, s := range m.Steps {
 		addCommon(s.method(), "the method of step "+s.String(), s.Pos)
-		addCommon(s.asyncMethod(), "the method starting step "+s.String()+" as a future", s.Pos)
+		if s.hasAsync() {
+			addCommon(s.asyncMethod(), "the method starting step "+s.String()+" as a future", s.Pos)
+		}
 	}
 	for _, e := range m.Events {
 		addCommon(e.awaitMethod(), "the method awaiting event "+e.GoName, e.Pos)

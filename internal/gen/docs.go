@@ -269,8 +269,18 @@ func scanSenders(root, pkgDir string, m *Package, topics map[string]*docTopic) [
 	consts := map[string]string{}   // <Event>Topic → topic
 	var needles [][]byte
 	for _, e := range m.Events {
+		// Send<Event>OrStart<Workflow> starts with Send<Event>, and
+		// the Tx forms with Send<Event> and Emit<Event>: their names
+		// find the files that call them too.
 		typed[e.sendFunc()] = docSender{topic: e.Ann.Topic, kind: "send"}
 		typed[e.emitFunc()] = docSender{topic: e.Ann.Topic, kind: "emit"}
+		typed[e.sendTxFunc()] = docSender{topic: e.Ann.Topic, kind: "send"}
+		typed[e.emitTxFunc()] = docSender{topic: e.Ann.Topic, kind: "emit"}
+		for _, w := range m.Workflows {
+			if w.isNewest() {
+				typed[sendOrStartFunc(e, w)] = docSender{topic: e.Ann.Topic, kind: "send"}
+			}
+		}
 		consts[e.topicConst()] = e.Ann.Topic
 		needles = append(needles, []byte(e.sendFunc()), []byte(e.emitFunc()), []byte(e.topicConst()))
 	}
@@ -321,7 +331,8 @@ func scanSenders(root, pkgDir string, m *Package, topics map[string]*docTopic) [
 				fs.names = append(fs.names, imp.Name.Name)
 			}
 		}
-		if !fs.local && len(fs.names) == 0 && !bytes.Contains(src, []byte("Emit")) && !bytes.Contains(src, []byte("SendEvent")) {
+		if !fs.local && len(fs.names) == 0 && !bytes.Contains(src, []byte("Emit")) && !bytes.Contains(src, []byte("SendEvent")) &&
+			!bytes.Contains(src, []byte("SendOrStart")) {
 			return nil
 		}
 		file := relSlash(pkgDir, path)
@@ -410,12 +421,20 @@ func (fs *fileSenders) match(c *ast.CallExpr) (docSender, bool) {
 				return s, true
 			}
 		}
-		arg, kind := -1, ""
+		arg, kind := -1, "" // the topic's argument
 		switch fun.Sel.Name {
 		case "SendEvent", "SendEventJSON":
 			arg, kind = 2, "send"
+		case "SendEventTx":
+			arg, kind = 3, "send"
 		case "Emit", "EmitJSON":
 			arg, kind = 1, "emit"
+		case "EmitTx":
+			arg, kind = 2, "emit"
+		case "SendOrStart":
+			arg, kind = 5, "send"
+		case "SendOrStartTx":
+			arg, kind = 6, "send"
 		}
 		if arg >= 0 && len(c.Args) > arg {
 			if t := fs.topic(c.Args[arg]); t != "" {
@@ -1193,12 +1212,22 @@ func timeoutText(e ast.Expr) string {
 }
 
 // stepKey is a step's checkpoint key as the flowchart shows it: an
-// autoversion step's calls add "#i".
+// autoversion step's calls add "#i"; an autoversion or transactional step
+// says so.
 func stepKey(s *Step) string {
+	key := s.Ann.Key()
+	var flags []string
 	if s.Ann.Autoversion {
-		return s.Ann.Key() + "#i (autoversion)"
+		key += "#i"
+		flags = append(flags, "autoversion")
 	}
-	return s.Ann.Key()
+	if s.Ann.Tx {
+		flags = append(flags, "transactional")
+	}
+	if len(flags) > 0 {
+		key += " (" + strings.Join(flags, ", ") + ")"
+	}
+	return key
 }
 
 func isString(e ast.Expr) bool {

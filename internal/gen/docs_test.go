@@ -71,6 +71,72 @@ func TestSendersOfTheModule(t *testing.T) {
 	}
 }
 
+// sendsPingTx sends Ping in the ways the transactional and
+// signal-with-start API has: typed, and through the runtime.
+const sendsPingTx = `package x
+
+import (
+	"context"
+
+	"example.com/stemcase"
+	"github.com/stemflow/stem/runtime"
+)
+
+func TypedTx(ctx context.Context, e *runtime.Engine, tx any) error {
+	return p.SendPingTx(ctx, e, tx, "run", p.Ping{})
+}
+
+func TypedEmitTx(ctx context.Context, e *runtime.Engine, tx any) (int, error) {
+	return p.EmitPingTx(ctx, e, tx, p.Ping{})
+}
+
+func TypedOrStart(ctx context.Context, e *runtime.Engine) error {
+	_, err := p.SendPingOrStartWait(ctx, e, "run", 1, p.Ping{})
+	return err
+}
+
+func EngineTx(ctx context.Context, e *runtime.Engine, tx any) error {
+	if _, err := e.EmitTx(ctx, tx, "p.ping", nil); err != nil {
+		return err
+	}
+	return e.SendEventTx(ctx, tx, "run", p.PingTopic, nil)
+}
+
+func RuntimeOrStart(ctx context.Context, e *runtime.Engine) error {
+	_, err := runtime.SendOrStart[int, int](ctx, e, p.WaitWorkflowName, "run", 1, "p.ping", nil)
+	return err
+}
+
+func RuntimeOrStartTx(ctx context.Context, e *runtime.Engine, tx any) error {
+	_, err := runtime.SendOrStartTx[int, int](ctx, e, tx, p.WaitWorkflowName, "run", 1, p.PingTopic, nil)
+	return err
+}
+`
+
+// TestSendersTx: the page names the senders that send or emit in the
+// application's transaction, or start the run with the event.
+func TestSendersTx(t *testing.T) {
+	t.Parallel()
+	dir := gentest.Module(t, "")
+	writeFile(t, filepath.Join(dir, "p.go"), awaitsPing)
+	writeFile(t, filepath.Join(dir, "x", "x.go"), sendsPingTx)
+	res := generate(t, dir)
+	if len(res.Diagnostics) > 0 || len(res.Warnings) > 0 {
+		t.Fatalf("diagnostics %v, warnings %v", res.Diagnostics, res.Warnings)
+	}
+	page := string(fileContent(t, res, filepath.Join(dir, DocsFileName)))
+	for _, want := range []string{
+		"emit: `x.EngineTx` in [x/x.go](x/x.go)", "send: `x.EngineTx` in [x/x.go](x/x.go)",
+		"send: `x.RuntimeOrStart` in [x/x.go](x/x.go)", "send: `x.RuntimeOrStartTx` in [x/x.go](x/x.go)",
+		"emit: `x.TypedEmitTx` in [x/x.go](x/x.go)",
+		"send: `x.TypedOrStart` in [x/x.go](x/x.go)", "send: `x.TypedTx` in [x/x.go](x/x.go)",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page does not name %s:\n%s", want, page)
+		}
+	}
+}
+
 func fileContent(t *testing.T, res *Result, path string) []byte {
 	t.Helper()
 	i := slices.IndexFunc(res.Files, func(f File) bool { return f.Path == path })

@@ -134,7 +134,7 @@ func TestPatterns(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "b", "b.go"), "package b\n\n//stem:workflow name=b.w retries=1\nfunc W(ctx *WContext, n int) (int, error) { return n, nil }\n")
 	writeFile(t, filepath.Join(dir, "c", "c.go"), "package c\n\nfunc Plain() {}\n")
 	res := generate(t, dir, "./...")
-	want := []string{`b/b.go:3:26: unknown key "retries" in //stem:workflow; want name, version, timeout, progress, queue or retention`}
+	want := []string{`b/b.go:3:26: unknown key "retries" in //stem:workflow; want name, version, timeout, progress, queue, retention, existing or ended`}
 	if got := diagStrings(res, dir); !slices.Equal(got, want) {
 		t.Errorf("diagnostics = %q, want %q", got, want)
 	}

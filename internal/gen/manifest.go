@@ -141,6 +141,10 @@ func checkManifest(m *Package, old *manifest.Manifest, d *diagnostics) []byte {
 		if o := s.Output(); o != nil {
 			out = o.Shape
 		}
+		// A transactional step's transaction is not an input, and tx is
+		// not recorded: a checkpoint reads back the same with or without
+		// it, and its key does not change, so adding or removing it
+		// breaks no run in flight.
 		e := manifest.Step{Key: key, Input: inputShape(s.Inputs()), Output: out, Autoversion: s.Ann.Autoversion}
 		if i := index(next.Steps, key, func(x manifest.Step) string { return x.Key }); i < 0 {
 			next.Steps = append(next.Steps, e)

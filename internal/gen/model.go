@@ -57,7 +57,31 @@ const (
 	RoleContext                 // context.Context
 	RoleError                   // error
 	RoleInvalid                 // its type did not type-check
+	RoleTx                      // a store's transaction: pgx.Tx or *sql.Tx
 )
+
+// The transaction types a transactional step may take: pgx.Tx on Postgres
+// (pgstore) and *sql.Tx on SQLite (sqlitestore), what the stores'
+// storage.TxStore.TxType returns.
+const (
+	pgxPath = "github.com/jackc/pgx/v5"
+	sqlPath = "database/sql"
+)
+
+// txTypes says which they are, for messages.
+const txTypes = "pgx.Tx (" + pgxPath + ") or *sql.Tx (" + sqlPath + ")"
+
+// txWhy says why no other type will do, for messages.
+const txWhy = "transactional steps run in a Postgres or SQLite transaction; Redis and the in-memory store have none"
+
+// isTxType reports whether t is one of the transaction types.
+func isTxType(t types.Type) bool {
+	if isNamed(t, pgxPath, "Tx") {
+		return true
+	}
+	p, ok := types.Unalias(t).(*types.Pointer)
+	return ok && isNamed(p.Elem(), sqlPath, "Tx")
+}
 
 // Func is a workflow's or step's Go function.
 type Func struct {
@@ -70,12 +94,13 @@ type Func struct {
 	Recv *Recv
 	// TypeParams is the position of the type parameter list, if any.
 	TypeParams token.Pos
-	// ParamsPos is the position of the parameter list's "(", ResultsPos of
-	// the result list (or the function's name when it has none).
-	ParamsPos, ResultsPos token.Pos
-	Params                []*Param
-	Results               []*Param
-	Variadic              bool
+	// ParamsPos is the position of the parameter list's "(", ParamsEnd of
+	// its ")", ResultsPos of the result list (or the function's name when
+	// it has none).
+	ParamsPos, ParamsEnd, ResultsPos token.Pos
+	Params                           []*Param
+	Results                          []*Param
+	Variadic                         bool
 }
 
 // Recv is a method's receiver.
@@ -466,6 +491,7 @@ func (b *builder) fn(decl *ast.FuncDecl) Func {
 		Pos:        decl.Name.Pos(),
 		Doc:        decl.Doc.Text(),
 		ParamsPos:  decl.Type.Params.Opening,
+		ParamsEnd:  decl.Type.Params.Closing,
 		ResultsPos: decl.Name.Pos(),
 	}
 	if decl.Type.Results != nil {
@@ -535,6 +561,10 @@ func (b *builder) setType(p *Param, t types.Type) {
 		p.Role = RoleStepContext
 	case isNamed(t, "context", "Context"):
 		p.Role = RoleContext
+	case isTxType(t):
+		// Its shape and problem stay, for check to report it where a
+		// payload belongs (a workflow's input, say).
+		p.Role = RoleTx
 	}
 	p.Type = b.typ(t)
 	p.Shape = b.shape(t)
@@ -591,19 +621,33 @@ func (f *Func) String() string {
 	return f.GoName
 }
 
-// Inputs returns a step's parameters after its context.
+// Inputs returns a step's parameters after its context, and after its
+// transaction for a transactional step: its payloads.
 func (s *Step) Inputs() []*Param {
-	if len(s.Params) == 0 {
+	switch {
+	case len(s.Params) == 0:
 		return nil
+	case s.Ann.Tx && len(s.Params) >= 2:
+		return s.Params[2:]
 	}
 	return s.Params[1:]
+}
+
+// TxParam returns a transactional step's parameter after its context, the
+// store's transaction (check reports one of another type), or nil for a
+// step that is not transactional or has no such parameter.
+func (s *Step) TxParam() *Param {
+	if s.Ann.Tx && len(s.Params) >= 2 {
+		return s.Params[1]
+	}
+	return nil
 }
 
 // calls reports whether workflow w calls step s (its method or the
 // method's future form) in its function's body.
 func (w *Workflow) calls(s *Step) bool {
 	for _, c := range w.Calls {
-		if c.Method == s.method() || c.Method == s.asyncMethod() {
+		if c.Method == s.method() || c.Method == s.asyncMethod() && s.hasAsync() {
 			return true
 		}
 	}

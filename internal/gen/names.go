@@ -1,7 +1,9 @@
 package gen
 
 import (
+	"fmt"
 	"go/token"
+	"slices"
 	"unicode"
 	"unicode/utf8"
 )
@@ -32,6 +34,7 @@ func (w *Workflow) startFunc() string    { return "Start" + exported(w.GoName) }
 func (w *Workflow) batchFunc() string    { return "Start" + exported(w.GoName) + "Batch" }
 func (w *Workflow) getFunc() string      { return "Get" + exported(w.GoName) }
 func (w *Workflow) nameConst() string    { return exported(w.GoName) + "WorkflowName" }
+func (w *Workflow) startTxFunc() string  { return "Start" + exported(w.GoName) + "Tx" }
 
 // Package-level names of a step: its checkpoint-key constant, which the
 // step's method and everything else that names the key use, and, for an
@@ -56,6 +59,11 @@ func (e *Event) onMethod() string           { return "On" + exported(e.GoName) }
 func (w *Workflow) callAsyncMethod() string { return w.callMethod() + asyncSuffix }
 
 const asyncSuffix = "Async"
+
+// hasAsync reports whether step s gets its future form: every step but a
+// transactional one, which the runtime runs only as a call that waits
+// (runtime.TxStep has no future form).
+func (s *Step) hasAsync() bool { return !s.Ann.Tx }
 
 // Methods declared on each workflow's context type itself, typed by the
 // workflow: continuing the run as new with its input type, and, for a
@@ -105,6 +113,31 @@ func (m *Package) hasCalls() bool {
 func (e *Event) topicConst() string { return exported(e.GoName) + "Topic" }
 func (e *Event) sendFunc() string   { return "Send" + exported(e.GoName) }
 func (e *Event) emitFunc() string   { return "Emit" + exported(e.GoName) }
+func (e *Event) sendTxFunc() string { return e.sendFunc() + "Tx" }
+func (e *Event) emitTxFunc() string { return e.emitFunc() + "Tx" }
+
+// sendOrStartFunc names the function that sends event e to a run of
+// workflow w, starting the run if it does not exist (signal-with-start):
+// one per event and newest workflow version of the package.
+func sendOrStartFunc(e *Event, w *Workflow) string {
+	return e.sendFunc() + "OrStart" + exported(w.GoName)
+}
+
+// txStepsVar is the package-level variable holding the package's
+// transactional steps with their transaction types, which every
+// Register<W> passes to runtime.WorkflowTxSteps. It is declared once, when
+// the package has workflows (to pass it) and transactional steps.
+const txStepsVar = "stemTxSteps"
+
+// hasTxSteps reports whether the package has a step marked tx.
+func (m *Package) hasTxSteps() bool {
+	return slices.ContainsFunc(m.Steps, func(s *Step) bool { return s.Ann.Tx })
+}
+
+// declaresTxSteps reports whether the package gets txStepsVar.
+func (m *Package) declaresTxSteps() bool {
+	return len(m.Workflows) > 0 && m.hasTxSteps()
+}
 
 // registerAllFunc registers every workflow of the package.
 const registerAllFunc = "RegisterWorkflows"
@@ -145,7 +178,12 @@ var locals = map[string]bool{
 	"rs": true, "err": true, "out": true, "i": true, "items": true, "ev": true, "steps": true,
 	"runID": true, "name": true, "timeout": true, "id": true, "p": true, "after": true,
 	overrideLocal: true, "ok": true, guardAliasName: true, "futures": true, "cases": true, "d": true,
+	txLocal: true,
 }
+
+// txLocal names the transaction a transactional step's attempt gets, and
+// the application's transaction the Tx forms of the client take.
+const txLocal = "tx"
 
 // overrideLocal holds, in a step's attempt, the function a test put in
 // place of the step's.
@@ -178,7 +216,7 @@ func (m *Package) packageNames() []generated {
 		what := "workflow " + w.GoName
 		add(w.Pos, what, w.contextType(), w.registerFunc(), w.versionConst())
 		if w.isNewest() {
-			add(w.Pos, what, w.runType(), w.startFunc(), w.batchFunc(), w.getFunc(), w.nameConst())
+			add(w.Pos, what, w.runType(), w.startFunc(), w.startTxFunc(), w.batchFunc(), w.getFunc(), w.nameConst())
 		}
 	}
 	for _, s := range m.Steps {
@@ -188,7 +226,12 @@ func (m *Package) packageNames() []generated {
 		}
 	}
 	for _, e := range m.Events {
-		add(e.Pos, "event "+e.GoName, e.topicConst(), e.sendFunc(), e.emitFunc())
+		add(e.Pos, "event "+e.GoName, e.topicConst(), e.sendFunc(), e.emitFunc(), e.sendTxFunc(), e.emitTxFunc())
+		for _, w := range m.Workflows {
+			if w.isNewest() {
+				add(e.Pos, fmt.Sprintf("event %s and workflow %s", e.GoName, w.GoName), sendOrStartFunc(e, w))
+			}
+		}
 	}
 	if len(m.Workflows) > 0 {
 		add(m.Workflows[0].Pos, "the package's workflows", registerAllFunc)
@@ -198,6 +241,10 @@ func (m *Package) packageNames() []generated {
 	}
 	if m.registersEvents() {
 		add(m.Events[0].Pos, "the package's event types", registerEventsFunc)
+	}
+	if m.declaresTxSteps() {
+		i := slices.IndexFunc(m.Steps, func(s *Step) bool { return s.Ann.Tx })
+		add(m.Steps[i].Pos, "the package's transactional steps", txStepsVar)
 	}
 	return out
 }
@@ -273,7 +320,7 @@ func (w *Workflow) crashFunc() string { return "CrashEveryStep" + exported(w.GoN
 var helperLocals = map[string]bool{
 	"m": true, "h": true, "fn": true, "env": true, "d": true, "runID": true, "ev": true,
 	"err": true, "t": true, "register": true, "in": true, "opts": true, "r": true, "call": true,
-	"T": true, "ctx": true, "n": true, "i": true, "want": true, "c": true, "out": true,
+	"T": true, "ctx": true, "n": true, "i": true, "want": true, "c": true, "out": true, txLocal: true,
 }
 
 // helperNames returns every package-level identifier of the package's
@@ -288,7 +335,7 @@ func (m *Package) helperNames() []generated {
 			out = append(out, generated{n, pos, what})
 		}
 	}
-	steps, events, workflows := m.helperItems()
+	steps, events, _ := m.helperItems()
 	if mocked := m.mockedWorkflows(); len(steps) > 0 || len(mocked) > 0 {
 		add(m.mocksPos(), "the package's mocks", mocksType, mockFunc, recorderType)
 		for _, w := range mocked {
@@ -301,7 +348,7 @@ func (m *Package) helperNames() []generated {
 	for _, e := range events {
 		add(e.Pos, "event "+e.GoName, e.sendAtFunc(), e.emitAtFunc())
 	}
-	for _, w := range workflows {
+	for _, w := range m.crashWorkflows() {
 		add(w.Pos, "workflow "+w.GoName, w.crashFunc())
 	}
 	return out

@@ -22,6 +22,7 @@ var fixedImports = []struct{ path, name string }{
 	{runtimePath, "runtime"},
 	{"context", "context"},
 	{"fmt", "fmt"},
+	{"reflect", "reflect"},
 	{"time", "time"},
 }
 
@@ -66,6 +67,7 @@ func render(m *Package) ([]byte, error) {
 		r.event(e)
 	}
 	r.registerEvents()
+	r.txSteps()
 	r.registerAll()
 	r.declaredErrors()
 	var buf bytes.Buffer
@@ -177,6 +179,7 @@ func (r *renderer) imports() {
 	}
 	r.reserved["c"], r.reserved["sc"] = true, true
 	r.reserved[overrideLocal], r.reserved["ok"] = true, true
+	r.reserved[txLocal] = true
 	r.hiddenTypes(taken)
 }
 
@@ -416,7 +419,11 @@ func rt(name string) *jen.Statement { return jen.Qual(runtimePath, name) }
 // compiling against a runtime without it, naming the function, and a file
 // that does not is unchanged and still builds against older runtimes of
 // this version. A bump is for a change that would otherwise compile and
-// misbehave, or that every generated file must pick up.
+// misbehave, or that every generated file must pick up. (The Tx forms and
+// Send<Event>OrStart<Workflow>, which every file with workflows or events
+// now has, need runtime.StartTx, SendOrStart and Engine.SendEventTx and
+// EmitTx: against a runtime without them such a file stops compiling,
+// naming the function; nothing misbehaves, so they bumped nothing.)
 const apiVersion = 4
 
 // guards writes the compile-time checks: the runtime version, and the
@@ -563,11 +570,15 @@ func (r *renderer) workflow(w *Workflow) {
 	r.doc(versionDoc+r.drainDoc(w), w.Doc)
 	f.Const().Id(w.versionConst()).Op("=").Lit(w.Ann.Version)
 
+	each := "each"
+	if m.hasTxSteps() {
+		each = "each but a transactional step"
+	}
 	f.Line()
 	r.doc(fmt.Sprintf("%s is what workflow %s (%s) receives: the runtime's *runtime.WorkflowContext, "+
-		"with a typed method for every step, event and child workflow of package %s, each also in a form "+
+		"with a typed method for every step, event and child workflow of package %s, %s also in a form "+
 		"that returns a future (%s and %s wait for several), and ContinueAsNew typed "+
-		"by the workflow's input.%s", ctx, w.GoName, durable, m.Name, allMethod, selectMethod, r.drainDoc(w)), w.Doc)
+		"by the workflow's input.%s", ctx, w.GoName, durable, m.Name, each, allMethod, selectMethod, r.drainDoc(w)), w.Doc)
 	f.Type().Id(ctx).StructFunc(func(g *jen.Group) {
 		g.Op("*").Add(rt("WorkflowContext"))
 		if m.hasCalls() {
@@ -689,6 +700,15 @@ func (r *renderer) register(w *Workflow) {
 		regDoc += fmt.Sprintf(" It also registers the event types of package %s, so such tools can "+
 			"check an event's payload.", m.Name)
 	}
+	if existing, ended := policyClauses(w); existing != "" || ended != "" {
+		regDoc += " " + startPolicyDoc(existing, ended, "runtime.IfExists and runtime.IfEnded in a start override them.")
+	}
+	if m.declaresTxSteps() {
+		regDoc += fmt.Sprintf(" Package %s has transactional steps, which run only on a store with transactions of "+
+			"their type (pgstore for pgx.Tx, sqlitestore for *sql.Tx): on another, such as Redis or the in-memory "+
+			"store, it fails with an error matching runtime.ErrInvalidArgument that names the step, its "+
+			"transaction type and the store.", m.Name)
+	}
 	if m.Receiver != nil {
 		regParams = append(regParams, jen.Id("steps").Op("*").Add(r.ownType(m.Receiver.Name)))
 		regDoc += " Its steps run on steps, which must not be nil."
@@ -723,12 +743,79 @@ func (r *renderer) register(w *Workflow) {
 		case w.Ann.Retention > 0:
 			opts = append(opts, rt("WorkflowRetention").Call(duration(w.Ann.Retention)))
 		}
+		if w.Ann.Existing != "" || w.Ann.Ended != "" {
+			opts = append(opts, rt("WorkflowStartPolicies").Call(rt(existingPolicies[w.Ann.Existing]), rt(endedPolicies[w.Ann.Ended])))
+		}
+		if m.declaresTxSteps() {
+			opts = append(opts, rt("WorkflowTxSteps").Call(jen.Id(txStepsVar)))
+		}
 		g.Return(rt("Register").Call(append([]jen.Code{jen.Id("e"), jen.Id(w.Newest.nameConst()),
 			jen.Func().Params(jen.Id("c").Op("*").Add(rt("WorkflowContext")), jen.Id("in").Add(in.Clone())).
 				Params(out.Clone(), jen.Error()).
 				Block(jen.Return(r.ownFunc(w.GoName).Call(jen.Op("&").Id(ctx).Values(lit), jen.Id("in"))))},
 			opts...)...))
 	})
+}
+
+// existingPolicies and endedPolicies map the values of existing= and
+// ended= ("" when absent) to the runtime's constants.
+var (
+	existingPolicies = map[string]string{
+		"":                          "ExistingReturn",
+		annotations.ExistingReturn:  "ExistingReturn",
+		annotations.ExistingFail:    "ExistingFail",
+		annotations.ExistingReplace: "ExistingReplace",
+	}
+	endedPolicies = map[string]string{
+		"":                           "EndedReturn",
+		annotations.EndedReturn:      "EndedReturn",
+		annotations.EndedReuse:       "EndedReuse",
+		annotations.EndedReject:      "EndedReject",
+		annotations.EndedReuseFailed: "EndedReuseFailed",
+	}
+)
+
+// policyClauses says what workflow w's existing= and ended= make a start
+// of an ID whose run exists do: each "" when the key is absent.
+func policyClauses(w *Workflow) (existing, ended string) {
+	switch w.Ann.Existing {
+	case annotations.ExistingReturn:
+		existing = "returns that run, writing nothing"
+	case annotations.ExistingFail:
+		existing = "fails with an error matching runtime.ErrStartRefused, writing nothing"
+	case annotations.ExistingReplace:
+		existing = "terminates that run and starts the new one in its place, deleting the old one with its history and children"
+	}
+	if existing != "" {
+		existing += " (existing=" + w.Ann.Existing + ")"
+	}
+	switch w.Ann.Ended {
+	case annotations.EndedReturn:
+		ended = "returns the ended run, writing nothing"
+	case annotations.EndedReuse:
+		ended = "starts a new run in its place, deleting the ended one with its history and children"
+	case annotations.EndedReject:
+		ended = "fails with an error matching runtime.ErrStartRefused"
+	case annotations.EndedReuseFailed:
+		ended = "starts a new run in its place when the ended one errored or was terminated, and fails with an error matching runtime.ErrStartRefused when it completed"
+	}
+	if ended != "" {
+		ended += " (ended=" + w.Ann.Ended + ")"
+	}
+	return existing, ended
+}
+
+// startPolicyDoc describes a workflow's start policies from
+// policyClauses (the absent one as the default), then override.
+func startPolicyDoc(existing, ended, override string) string {
+	if existing == "" {
+		existing = "returns that run"
+	}
+	if ended == "" {
+		ended = "returns the ended run"
+	}
+	return fmt.Sprintf("A start of an ID whose run exists and has not ended %s; a start of an ID whose run has ended %s. %s",
+		existing, ended, override)
 }
 
 // client writes the functions that start and get runs of workflow w, the
@@ -744,10 +831,17 @@ func (r *renderer) client(w *Workflow) {
 		}
 		return jen.Op("&").Id(run).Values(r)
 	}
+	ids := "With runtime.WithID, starting an ID that exists returns the existing run;"
+	batchIDs := "items with an ID that exists return the existing run, unless they set IfExists or IfEnded"
+	if existing, ended := policyClauses(w); existing != "" || ended != "" {
+		ids = "With runtime.WithID, the workflow's start policies apply. " +
+			startPolicyDoc(existing, ended, "runtime.IfExists and runtime.IfEnded override them, and")
+		batchIDs = "items with an ID that exists follow the workflow's start policies, as for " + w.startFunc() +
+			", unless they set IfExists or IfEnded"
+	}
 	f.Line()
-	r.doc(fmt.Sprintf("%s starts a run of workflow %s (%s) with input in. With runtime.WithID, starting "+
-		"an ID that exists returns the existing run; runtime.WithTimeout or runtime.WithDeadline give the "+
-		"run a deadline.", w.startFunc(), w.GoName, durable), w.Doc)
+	r.doc(fmt.Sprintf("%s starts a run of workflow %s (%s) with input in. %s runtime.WithTimeout or "+
+		"runtime.WithDeadline give the run a deadline.", w.startFunc(), w.GoName, durable, ids), w.Doc)
 	f.Func().Id(w.startFunc()).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
 		jen.Id("in").Add(in.Clone()), jen.Id("opts").Op("...").Add(rt("StartOption"))).
 		Params(jen.Op("*").Id(run), jen.Error()).
@@ -760,18 +854,39 @@ func (r *renderer) client(w *Workflow) {
 
 	f.Line()
 	r.doc(fmt.Sprintf("%s starts many runs of workflow %s (%s) in one store call. Every input is checked "+
-		"before anything is written; items with an ID that exists return the existing run.", w.batchFunc(), w.GoName, durable), w.Doc)
+		"before anything is written; %s. The items a policy refuses are nil in the result, which comes with "+
+		"an error joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each; any other "+
+		"error returns no runs.", w.batchFunc(), w.GoName, durable, batchIDs), w.Doc)
 	f.Func().Id(w.batchFunc()).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
 		jen.Id("items").Index().Add(rt("BatchItem")).Types(in.Clone())).
 		Params(jen.Index().Op("*").Id(run), jen.Error()).
 		Block(
 			jen.List(jen.Id("rs"), jen.Err()).Op(":=").Add(rt("StartBatch")).Types(in.Clone(), out.Clone()).
 				Call(jen.Id("ctx"), jen.Id("e"), jen.Id(w.nameConst()), jen.Id("items")),
-			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+			jen.If(jen.Id("rs").Op("==").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
 			jen.Id("out").Op(":=").Make(jen.Index().Op("*").Id(run), jen.Len(jen.Id("rs"))),
 			jen.For(jen.List(jen.Id("i"), jen.Id("r")).Op(":=").Range().Id("rs")).Block(
-				jen.Id("out").Index(jen.Id("i")).Op("=").Add(handle(jen.Id("r")))),
-			jen.Return(jen.Id("out"), jen.Nil()),
+				jen.If(jen.Id("r").Op("!=").Nil()).Block(
+					jen.Id("out").Index(jen.Id("i")).Op("=").Add(handle(jen.Id("r"))))),
+			jen.Return(jen.Id("out"), jen.Err()),
+		)
+
+	f.Line()
+	r.doc(fmt.Sprintf("%s starts a run of workflow %s (%s) with input in, as %s does, inside tx, the "+
+		"application's transaction on the store's database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on "+
+		"SQLite (sqlitestore, on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx "+
+		"commits, with the application's own writes in tx: a rollback leaves no run, and no engine starts "+
+		"it before the commit. The handle's Result waits for the run once it exists. Stores without "+
+		"transactions (Redis, the in-memory store) refuse it with an error matching "+
+		"runtime.ErrInvalidArgument.", w.startTxFunc(), w.GoName, durable, w.startFunc()), w.Doc)
+	f.Func().Id(w.startTxFunc()).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
+		jen.Id(txLocal).Any(), jen.Id("in").Add(in.Clone()), jen.Id("opts").Op("...").Add(rt("StartOption"))).
+		Params(jen.Op("*").Id(run), jen.Error()).
+		Block(
+			jen.List(jen.Id("r"), jen.Err()).Op(":=").Add(rt("StartTx")).Types(in.Clone(), out.Clone()).
+				Call(jen.Id("ctx"), jen.Id("e"), jen.Id(txLocal), jen.Id(w.nameConst()), jen.Id("in"), jen.Id("opts").Op("...")),
+			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+			jen.Return(handle(jen.Id("r")), jen.Nil()),
 		)
 
 	f.Line()
@@ -892,7 +1007,9 @@ func (r *renderer) step(s *Step) {
 	}
 	if m.hasCalls() {
 		r.stepMethod(s)
-		r.stepAsyncMethod(s)
+		if s.hasAsync() {
+			r.stepAsyncMethod(s)
+		}
 	}
 }
 
@@ -979,19 +1096,35 @@ func (r *renderer) stepMethod(s *Step) {
 			s.method(), key, s, s.iterationFunc())
 	}
 	what += policyDoc(s)
+	if tx := s.TxParam(); tx != nil {
+		what += fmt.Sprintf(" It is transactional (tx): each attempt runs in a transaction of its own on the "+
+			"store's database, which the step gets as its %s, and its writes there commit together with its "+
+			"checkpoint, so a crash leaves both or neither and the step never applies twice; a failed attempt "+
+			"rolls back what it wrote before it is retried. Only the database's writes are rolled back, not a "+
+			"call to another service. It has no future form: the runtime runs a transactional step only as a "+
+			"call that waits.", tx.Written)
+	}
 	r.f.Line()
 	r.doc(what, s.Doc)
 	opts := stepOptions(s)
 	recv := jen.Id("c").Op("*").Id(callsType)
+	// fn is the function the attempts run: its context, for a
+	// transactional step its transaction, and the step's call.
+	fnParams := []jen.Code{jen.Id("sc").Add(rt("StepContext"))}
+	step, do := "Step", "Do"
+	if tx := s.TxParam(); tx != nil {
+		fnParams = append(fnParams, jen.Id(txLocal).Add(r.typ(tx.Type)))
+		step, do = "TxStep", "TxDo"
+	}
 	if o := s.Output(); o != nil {
 		r.f.Func().Params(recv).Id(s.method()).Params(params...).Params(r.typ(o.Type), jen.Error()).Block(
-			jen.Return(rt("Step").Call(jen.Id("c").Dot(runtimeField), jen.Id(s.keyConst()), opts,
-				jen.Func().Params(jen.Id("sc").Add(rt("StepContext"))).Params(r.typ(o.Type), jen.Error()).Block(call...))))
+			jen.Return(rt(step).Call(jen.Id("c").Dot(runtimeField), jen.Id(s.keyConst()), opts,
+				jen.Func().Params(fnParams...).Params(r.typ(o.Type), jen.Error()).Block(call...))))
 		return
 	}
 	r.f.Func().Params(recv).Id(s.method()).Params(params...).Error().Block(
-		jen.Return(rt("Do").Call(jen.Id("c").Dot(runtimeField), jen.Id(s.keyConst()), opts,
-			jen.Func().Params(jen.Id("sc").Add(rt("StepContext"))).Error().Block(call...))))
+		jen.Return(rt(do).Call(jen.Id("c").Dot(runtimeField), jen.Id(s.keyConst()), opts,
+			jen.Func().Params(fnParams...).Error().Block(call...))))
 }
 
 // stepAsyncMethod writes the future-returning form of step s's method on
@@ -1030,6 +1163,9 @@ func (r *renderer) stepCall(s *Step) ([]jen.Code, []jen.Code) {
 	names := r.paramNames(inputs)
 	var params, args []jen.Code
 	args = append(args, jen.Id("sc"))
+	if s.TxParam() != nil {
+		args = append(args, jen.Id(txLocal))
+	}
 	for i, p := range inputs {
 		params = append(params, jen.Id(names[i]).Add(r.typ(p.Type)))
 		args = append(args, jen.Id(names[i]))
@@ -1047,8 +1183,9 @@ func (r *renderer) stepCall(s *Step) ([]jen.Code, []jen.Code) {
 }
 
 // stepFuncType writes the type of step s's function without its receiver,
-// the type runtime.OverrideStep takes for it: its context and inputs,
-// then (T, error) or error.
+// the type runtime.OverrideStep takes for it: its context, its
+// transaction for a transactional step, and its inputs, then (T, error)
+// or error.
 func (r *renderer) stepFuncType(s *Step) *jen.Statement {
 	var params, results []jen.Code
 	for _, p := range s.Params {
@@ -1172,6 +1309,97 @@ func (r *renderer) event(e *Event) {
 	f.Func().Id(e.emitFunc()).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
 		jen.Id("ev").Add(r.typ(e.Type))).Params(jen.Int(), jen.Error()).Block(
 		jen.Return(jen.Id("e").Dot("Emit").Call(jen.Id("ctx"), jen.Id(e.topicConst()), jen.Id("ev"))))
+
+	txDoc := "inside tx, the application's transaction on the store's database: a pgx.Tx on Postgres " +
+		"(pgstore), a *sql.Tx on SQLite (sqlitestore, on the store's file), or the Tx of e.BeginTx."
+	refuse := "Stores without transactions (Redis, the in-memory store) refuse it with an error matching " +
+		"runtime.ErrInvalidArgument."
+	f.Line()
+	r.doc(fmt.Sprintf("%s delivers ev to the run runID, as %s does, %s The event is delivered exactly when tx "+
+		"commits, with the application's own writes in tx: a rollback delivers nothing. %s",
+		e.sendTxFunc(), e.sendFunc(), txDoc, refuse), e.Doc)
+	f.Func().Id(e.sendTxFunc()).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
+		jen.Id(txLocal).Any(), jen.Id("runID").String(), jen.Id("ev").Add(r.typ(e.Type))).Error().Block(
+		jen.Return(jen.Id("e").Dot("SendEventTx").Call(jen.Id("ctx"), jen.Id(txLocal), jen.Id("runID"), jen.Id(e.topicConst()), jen.Id("ev"))))
+
+	f.Line()
+	r.doc(fmt.Sprintf("%s delivers ev to every run waiting for %s, as %s does, %s It reaches the runs waiting "+
+		"when its statement runs, and returns how many; the deliveries take effect exactly when tx commits, "+
+		"with the application's own writes in tx: a rollback delivers nothing. %s",
+		e.emitTxFunc(), e.GoName, e.emitFunc(), txDoc, refuse), e.Doc)
+	f.Func().Id(e.emitTxFunc()).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
+		jen.Id(txLocal).Any(), jen.Id("ev").Add(r.typ(e.Type))).Params(jen.Int(), jen.Error()).Block(
+		jen.Return(jen.Id("e").Dot("EmitTx").Call(jen.Id("ctx"), jen.Id(txLocal), jen.Id(e.topicConst()), jen.Id("ev"))))
+
+	for _, w := range r.m.Workflows {
+		if w.isNewest() {
+			r.sendOrStart(e, w)
+		}
+	}
+}
+
+// sendOrStart writes the function that delivers event e to a run of
+// workflow w, the newest version of its name, starting the run if it
+// does not exist.
+func (r *renderer) sendOrStart(e *Event, w *Workflow) {
+	f := r.f
+	run := w.runType()
+	in, out := r.typ(w.Input().Type), r.typ(w.Output().Type)
+	policies := "An existing run that has not ended gets ev as " + e.sendFunc() + " gives it; an ended one " +
+		"refuses it (runtime.ErrStartRefused) unless runtime.IfEnded in opts lets a new run start in its place, " +
+		"which then gets it."
+	if existing, ended := policyClauses(w); existing != "" || ended != "" {
+		policies = "The workflow's start policies apply as to " + w.startFunc() + ", and runtime.IfExists and " +
+			"runtime.IfEnded in opts override them: an existing run that has not ended and is not replaced gets ev " +
+			"as " + e.sendFunc() + " gives it; an ended run that is not replaced refuses it (runtime.ErrStartRefused)."
+	}
+	f.Line()
+	r.doc(fmt.Sprintf("%s delivers ev (event %s, topic %s) to the run id of workflow %s (%s), starting that run "+
+		"with input in if it does not exist, in one atomic store change (signal-with-start): concurrent calls "+
+		"for one ID create one run, which receives every call's event, and a call that fails or is refused "+
+		"writes nothing. %s It returns a typed handle on the run that got ev. It has no form inside the "+
+		"application's transaction, to keep the API small: runtime.SendOrStartTx is that, untyped.",
+		sendOrStartFunc(e, w), e.GoName, e.Ann.Topic, w.GoName, w.Ann.Name, policies), "")
+	handle := jen.Op("&").Id(run).Values(jen.Id("r"))
+	if w.Progress != nil {
+		handle = jen.Op("&").Id(run).Values(jen.Dict{jen.Id("Run"): jen.Id("r"), jen.Id(runEngineField): jen.Id("e")})
+	}
+	f.Func().Id(sendOrStartFunc(e, w)).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
+		jen.Id("id").String(), jen.Id("in").Add(in.Clone()), jen.Id("ev").Add(r.typ(e.Type)), jen.Id("opts").Op("...").Add(rt("StartOption"))).
+		Params(jen.Op("*").Id(run), jen.Error()).
+		Block(
+			jen.List(jen.Id("r"), jen.Err()).Op(":=").Add(rt("SendOrStart")).Types(in.Clone(), out.Clone()).
+				Call(jen.Id("ctx"), jen.Id("e"), jen.Id(w.nameConst()), jen.Id("id"), jen.Id("in"), jen.Id(e.topicConst()), jen.Id("ev"), jen.Id("opts").Op("...")),
+			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+			jen.Return(handle, jen.Nil()),
+		)
+}
+
+// txSteps writes the variable holding the package's transactional steps,
+// which every Register function passes to runtime.WorkflowTxSteps.
+func (r *renderer) txSteps() {
+	m := r.m
+	if !m.declaresTxSteps() {
+		return
+	}
+	var list []string
+	for _, s := range m.Steps {
+		if tx := s.TxParam(); tx != nil {
+			list = append(list, fmt.Sprintf("%s (%s)", s.Ann.Key(), tx.Written))
+		}
+	}
+	r.f.Line()
+	r.doc(fmt.Sprintf("%s holds the transactional steps of package %s, by checkpoint key, with the transaction "+
+		"type each takes: %s. Every Register function of the package passes it to runtime.WorkflowTxSteps, so "+
+		"that registering on a store without transactions, or with transactions of another type, fails naming "+
+		"the step.", txStepsVar, m.Name, strings.Join(list, ", ")), "")
+	r.f.Var().Id(txStepsVar).Op("=").Map(jen.String()).Qual("reflect", "Type").Values(jen.DictFunc(func(d jen.Dict) {
+		for _, s := range m.Steps {
+			if tx := s.TxParam(); tx != nil {
+				d[jen.Id(s.keyConst())] = jen.Qual("reflect", "TypeFor").Types(r.typ(tx.Type)).Call()
+			}
+		}
+	}))
 }
 
 // eventList names a package's events with their topics.

@@ -68,6 +68,30 @@ func (w *Workflow) mockOK() bool {
 	return w.helperOK() && len(w.Results) == 2 && exportable(w.Output().Type)
 }
 
+// crashWorkflows returns the workflows the test-helper package has a crash
+// test for: those helperItems gives, unless the package has transactional
+// steps. The crash test runs each case on an in-memory store, which has no
+// transactions, so registering the package's workflows there fails.
+func (m *Package) crashWorkflows() []*Workflow {
+	if m.hasTxSteps() {
+		return nil
+	}
+	_, _, workflows := m.helperItems()
+	return workflows
+}
+
+// txStepKeys lists the checkpoint keys of the package's transactional
+// steps.
+func (m *Package) txStepKeys() string {
+	var keys []string
+	for _, s := range m.Steps {
+		if s.Ann.Tx {
+			keys = append(keys, s.Ann.Key())
+		}
+	}
+	return strings.Join(keys, ", ")
+}
+
 // mockedWorkflows returns the workflows the test-helper package has a mock
 // for.
 func (m *Package) mockedWorkflows() []*Workflow {
@@ -238,7 +262,8 @@ func packageClause(path string) string {
 func renderHelper(m *Package) ([]byte, error) {
 	r := &renderer{m: m, f: jen.NewFilePathName(m.helperPath(), m.helperName()), reserved: map[string]bool{}}
 	r.f.HeaderComment(header)
-	steps, events, workflows := m.helperItems()
+	steps, events, _ := m.helperItems()
+	workflows := m.crashWorkflows()
 	r.helperDoc(steps, events, workflows)
 	r.helperImports()
 	mocked := m.mockedWorkflows()
@@ -307,6 +332,13 @@ func (r *renderer) helperDoc(steps []*Step, events []*Event, workflows []*Workfl
 		r.f.PackageComment("")
 		pc(fmt.Sprintf("It has no helper for %s, whose types another package cannot name.", left))
 	}
+	if m.hasTxSteps() {
+		r.f.PackageComment("")
+		pc(fmt.Sprintf("It has no crash test (CrashEveryStep<Workflow>): package %s has transactional steps (%s), "+
+			"which need a store with transactions, and the crash test runs each case on the in-memory store, "+
+			"which has none. Its mocks work on an env whose store has transactions (stemtest.WithStore with "+
+			"an sqlitestore, say): the workflows of package %s do not register on another.", m.Name, m.txStepKeys(), m.Name))
+	}
 }
 
 // helperImports names every imported package of the test-helper
@@ -358,7 +390,7 @@ func (r *renderer) helperImports() {
 	for _, g := range m.helperNames() {
 		r.reserved[g.name] = true
 	}
-	for _, n := range []string{"m", "h", "fn", "ctx"} {
+	for _, n := range []string{"m", "h", "fn", "ctx", txLocal} {
 		r.reserved[n] = true
 	}
 }
@@ -407,14 +439,20 @@ func (r *renderer) mock(s *Step) {
 		}
 		return jen.Func().Params(params...).Params(results...)
 	}
-	names := append([]string{"ctx"}, r.paramNames(inputs)...)
+	// The parameters before the inputs: the context, and a transactional
+	// step's transaction.
+	lead := []string{"ctx"}
+	if s.TxParam() != nil {
+		lead = append(lead, txLocal)
+	}
+	names := append(lead, r.paramNames(inputs)...)
 	var params, args []jen.Code
 	call := jen.Dict{}
 	for i, p := range s.Params {
 		params = append(params, jen.Id(names[i]).Add(r.typ(p.Type)))
 		args = append(args, jen.Id(names[i]))
-		if i > 0 {
-			call[jen.Id(fields[i-1])] = jen.Id(names[i])
+		if i >= len(lead) {
+			call[jen.Id(fields[i-len(lead)])] = jen.Id(names[i])
 		}
 	}
 	var results []jen.Code
@@ -425,12 +463,18 @@ func (r *renderer) mock(s *Step) {
 	if s.Ann.Autoversion {
 		every = fmt.Sprintf("every attempt of every call of the autoversion step (keyed %s#0, %s#1, ...)", key, key)
 	}
+	with, tx := "the attempt's context and the step's inputs", ""
+	if s.TxParam() != nil {
+		with = "the attempt's context, its transaction and the step's inputs"
+		tx = " The step stays transactional: what fn writes in the transaction commits with the step's " +
+			"checkpoint, and the env's store must have transactions (stemtest.WithStore)."
+	}
 	f.Line()
 	r.doc(fmt.Sprintf("%s puts fn in place of step %s (%s) on the env's engine: from the step's next attempt "+
-		"on, %s, in every run, calls fn with the attempt's context and the step's inputs, and the handle "+
-		"returned records each call. The step keeps its key, options, retries and checkpoints. Calling %s "+
+		"on, %s, in every run, calls fn with %s, and the handle "+
+		"returned records each call. The step keeps its key, options, retries and checkpoints.%s Calling %s "+
 		"again replaces fn, with a new handle; a nil fn gives the step its own function back.",
-		s.mockMethod(), key, s, every, s.mockMethod()), s.Doc)
+		s.mockMethod(), key, s, every, with, tx, s.mockMethod()), s.Doc)
 	keyConst := r.pkg(s.keyConst())
 	f.Func().Params(jen.Id("m").Op("*").Id(mocksType)).Id(s.mockMethod()).Params(jen.Id("fn").Add(declared())).
 		Op("*").Id(s.mockType()).Block(

@@ -751,24 +751,52 @@ func StartFulfil(ctx context.Context, e *runtime.Engine, in Order, opts ...runti
 
 // StartFulfilBatch starts many runs of workflow Fulfil (orders.fulfil) in one
 // store call. Every input is checked before anything is written; items with an
-// ID that exists return the existing run.
+// ID that exists return the existing run, unless they set IfExists or IfEnded.
+// The items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Fulfil reserves stock and quotes shipping at once, cools off, waits for
 // the warehouse, packs every line at once, charges the customer, and has
 // the invoice made.
 func StartFulfilBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[Order]) ([]*FulfilRun, error) {
 	rs, err := runtime.StartBatch[Order, Receipt](ctx, e, FulfilWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*FulfilRun, len(rs))
 	for i, r := range rs {
-		out[i] = &FulfilRun{
-			Run:    r,
-			engine: e,
+		if r != nil {
+			out[i] = &FulfilRun{
+				Run:    r,
+				engine: e,
+			}
 		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartFulfilTx starts a run of workflow Fulfil (orders.fulfil) with input in,
+// as StartFulfil does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Fulfil reserves stock and quotes shipping at once, cools off, waits for
+// the warehouse, packs every line at once, charges the customer, and has
+// the invoice made.
+func StartFulfilTx(ctx context.Context, e *runtime.Engine, tx any, in Order, opts ...runtime.StartOption) (*FulfilRun, error) {
+	r, err := runtime.StartTx[Order, Receipt](ctx, e, tx, FulfilWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &FulfilRun{
+		Run:    r,
+		engine: e,
+	}, nil
 }
 
 // GetFulfil returns a typed handle on the existing run id of workflow Fulfil
@@ -915,19 +943,43 @@ func StartInvoice(ctx context.Context, e *runtime.Engine, in InvoiceRequest, opt
 
 // StartInvoiceBatch starts many runs of workflow Invoice (orders.invoice) in
 // one store call. Every input is checked before anything is written; items
-// with an ID that exists return the existing run.
+// with an ID that exists return the existing run, unless they set IfExists or
+// IfEnded. The items a policy refuses are nil in the result, which comes with
+// an error joining a *runtime.RefusedError (matching runtime.ErrStartRefused)
+// for each; any other error returns no runs.
 //
 // Invoice renders and files the invoice of a paid order.
 func StartInvoiceBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[InvoiceRequest]) ([]*InvoiceRun, error) {
 	rs, err := runtime.StartBatch[InvoiceRequest, InvoiceDoc](ctx, e, InvoiceWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*InvoiceRun, len(rs))
 	for i, r := range rs {
-		out[i] = &InvoiceRun{r}
+		if r != nil {
+			out[i] = &InvoiceRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartInvoiceTx starts a run of workflow Invoice (orders.invoice) with input
+// in, as StartInvoice does, inside tx, the application's transaction on the
+// store's database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite
+// (sqlitestore, on the store's file), or the Tx of e.BeginTx. The run exists
+// exactly when tx commits, with the application's own writes in tx: a rollback
+// leaves no run, and no engine starts it before the commit. The handle's
+// Result waits for the run once it exists. Stores without transactions (Redis,
+// the in-memory store) refuse it with an error matching
+// runtime.ErrInvalidArgument.
+//
+// Invoice renders and files the invoice of a paid order.
+func StartInvoiceTx(ctx context.Context, e *runtime.Engine, tx any, in InvoiceRequest, opts ...runtime.StartOption) (*InvoiceRun, error) {
+	r, err := runtime.StartTx[InvoiceRequest, InvoiceDoc](ctx, e, tx, InvoiceWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &InvoiceRun{r}, nil
 }
 
 // GetInvoice returns a typed handle on the existing run id of workflow Invoice
@@ -963,6 +1015,75 @@ func SendShipmentReady(ctx context.Context, e *runtime.Engine, runID string, ev 
 // ShipmentReady says the warehouse has the order's parcels ready to go.
 func EmitShipmentReady(ctx context.Context, e *runtime.Engine, ev ShipmentReady) (int, error) {
 	return e.Emit(ctx, ShipmentReadyTopic, ev)
+}
+
+// SendShipmentReadyTx delivers ev to the run runID, as SendShipmentReady does,
+// inside tx, the application's transaction on the store's database: a pgx.Tx
+// on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore, on the store's
+// file), or the Tx of e.BeginTx. The event is delivered exactly when tx
+// commits, with the application's own writes in tx: a rollback delivers
+// nothing. Stores without transactions (Redis, the in-memory store) refuse it
+// with an error matching runtime.ErrInvalidArgument.
+//
+// ShipmentReady says the warehouse has the order's parcels ready to go.
+func SendShipmentReadyTx(ctx context.Context, e *runtime.Engine, tx any, runID string, ev ShipmentReady) error {
+	return e.SendEventTx(ctx, tx, runID, ShipmentReadyTopic, ev)
+}
+
+// EmitShipmentReadyTx delivers ev to every run waiting for ShipmentReady, as
+// EmitShipmentReady does, inside tx, the application's transaction on the
+// store's database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite
+// (sqlitestore, on the store's file), or the Tx of e.BeginTx. It reaches the
+// runs waiting when its statement runs, and returns how many; the deliveries
+// take effect exactly when tx commits, with the application's own writes in
+// tx: a rollback delivers nothing. Stores without transactions (Redis, the
+// in-memory store) refuse it with an error matching
+// runtime.ErrInvalidArgument.
+//
+// ShipmentReady says the warehouse has the order's parcels ready to go.
+func EmitShipmentReadyTx(ctx context.Context, e *runtime.Engine, tx any, ev ShipmentReady) (int, error) {
+	return e.EmitTx(ctx, tx, ShipmentReadyTopic, ev)
+}
+
+// SendShipmentReadyOrStartFulfil delivers ev (event ShipmentReady, topic
+// orders.shipment-ready) to the run id of workflow Fulfil (orders.fulfil),
+// starting that run with input in if it does not exist, in one atomic store
+// change (signal-with-start): concurrent calls for one ID create one run,
+// which receives every call's event, and a call that fails or is refused
+// writes nothing. An existing run that has not ended gets ev as
+// SendShipmentReady gives it; an ended one refuses it
+// (runtime.ErrStartRefused) unless runtime.IfEnded in opts lets a new run
+// start in its place, which then gets it. It returns a typed handle on the run
+// that got ev. It has no form inside the application's transaction, to keep
+// the API small: runtime.SendOrStartTx is that, untyped.
+func SendShipmentReadyOrStartFulfil(ctx context.Context, e *runtime.Engine, id string, in Order, ev ShipmentReady, opts ...runtime.StartOption) (*FulfilRun, error) {
+	r, err := runtime.SendOrStart[Order, Receipt](ctx, e, FulfilWorkflowName, id, in, ShipmentReadyTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &FulfilRun{
+		Run:    r,
+		engine: e,
+	}, nil
+}
+
+// SendShipmentReadyOrStartInvoice delivers ev (event ShipmentReady, topic
+// orders.shipment-ready) to the run id of workflow Invoice (orders.invoice),
+// starting that run with input in if it does not exist, in one atomic store
+// change (signal-with-start): concurrent calls for one ID create one run,
+// which receives every call's event, and a call that fails or is refused
+// writes nothing. An existing run that has not ended gets ev as
+// SendShipmentReady gives it; an ended one refuses it
+// (runtime.ErrStartRefused) unless runtime.IfEnded in opts lets a new run
+// start in its place, which then gets it. It returns a typed handle on the run
+// that got ev. It has no form inside the application's transaction, to keep
+// the API small: runtime.SendOrStartTx is that, untyped.
+func SendShipmentReadyOrStartInvoice(ctx context.Context, e *runtime.Engine, id string, in InvoiceRequest, ev ShipmentReady, opts ...runtime.StartOption) (*InvoiceRun, error) {
+	r, err := runtime.SendOrStart[InvoiceRequest, InvoiceDoc](ctx, e, InvoiceWorkflowName, id, in, ShipmentReadyTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &InvoiceRun{r}, nil
 }
 
 // stemRegisterEvents registers the event types of package orders with e, for

@@ -1,7 +1,8 @@
 // Command scale is five workflows sharing fifteen steps and three events,
 // calling each other as children: the case that shows how the generated
 // file grows with workflows and steps (it should grow with their sum, not
-// their product).
+// their product, but for Send<Event>OrStart<Workflow>, one per workflow
+// and event).
 package main
 
 import (

@@ -256,20 +256,44 @@ func StartFulfil(ctx context.Context, e *runtime.Engine, in Order, opts ...runti
 
 // StartFulfilBatch starts many runs of workflow Fulfil (p.fulfil) in one store
 // call. Every input is checked before anything is written; items with an ID
-// that exists return the existing run.
+// that exists return the existing run, unless they set IfExists or IfEnded.
+// The items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Fulfil does what ErrNondeterminism's does, each deliberately: allowed,
 // or moved where it belongs.
 func StartFulfilBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[Order]) ([]*FulfilRun, error) {
 	rs, err := runtime.StartBatch[Order, string](ctx, e, FulfilWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*FulfilRun, len(rs))
 	for i, r := range rs {
-		out[i] = &FulfilRun{r}
+		if r != nil {
+			out[i] = &FulfilRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartFulfilTx starts a run of workflow Fulfil (p.fulfil) with input in, as
+// StartFulfil does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Fulfil does what ErrNondeterminism's does, each deliberately: allowed,
+// or moved where it belongs.
+func StartFulfilTx(ctx context.Context, e *runtime.Engine, tx any, in Order, opts ...runtime.StartOption) (*FulfilRun, error) {
+	r, err := runtime.StartTx[Order, string](ctx, e, tx, FulfilWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &FulfilRun{r}, nil
 }
 
 // GetFulfil returns a typed handle on the existing run id of workflow Fulfil

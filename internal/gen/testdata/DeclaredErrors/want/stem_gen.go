@@ -221,19 +221,43 @@ func StartTransfer(ctx context.Context, e *runtime.Engine, in string, opts ...ru
 
 // StartTransferBatch starts many runs of workflow Transfer (bank.transfer) in
 // one store call. Every input is checked before anything is written; items
-// with an ID that exists return the existing run.
+// with an ID that exists return the existing run, unless they set IfExists or
+// IfEnded. The items a policy refuses are nil in the result, which comes with
+// an error joining a *runtime.RefusedError (matching runtime.ErrStartRefused)
+// for each; any other error returns no runs.
 //
 // Transfer fails with a declared error chosen by its input.
 func StartTransferBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[string]) ([]*TransferRun, error) {
 	rs, err := runtime.StartBatch[string, string](ctx, e, TransferWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*TransferRun, len(rs))
 	for i, r := range rs {
-		out[i] = &TransferRun{r}
+		if r != nil {
+			out[i] = &TransferRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartTransferTx starts a run of workflow Transfer (bank.transfer) with input
+// in, as StartTransfer does, inside tx, the application's transaction on the
+// store's database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite
+// (sqlitestore, on the store's file), or the Tx of e.BeginTx. The run exists
+// exactly when tx commits, with the application's own writes in tx: a rollback
+// leaves no run, and no engine starts it before the commit. The handle's
+// Result waits for the run once it exists. Stores without transactions (Redis,
+// the in-memory store) refuse it with an error matching
+// runtime.ErrInvalidArgument.
+//
+// Transfer fails with a declared error chosen by its input.
+func StartTransferTx(ctx context.Context, e *runtime.Engine, tx any, in string, opts ...runtime.StartOption) (*TransferRun, error) {
+	r, err := runtime.StartTx[string, string](ctx, e, tx, TransferWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &TransferRun{r}, nil
 }
 
 // GetTransfer returns a typed handle on the existing run id of workflow

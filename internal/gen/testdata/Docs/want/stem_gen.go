@@ -658,21 +658,46 @@ func StartAudit(ctx context.Context, e *runtime.Engine, in string, opts ...runti
 
 // StartAuditBatch starts many runs of workflow Audit (docs.audit) in one store
 // call. Every input is checked before anything is written; items with an ID
-// that exists return the existing run.
+// that exists return the existing run, unless they set IfExists or IfEnded.
+// The items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Audit waits an hour for a cancellation, and cancels when none comes.
 //
 // Deprecated: audits move to the ledger.
 func StartAuditBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[string]) ([]*AuditRun, error) {
 	rs, err := runtime.StartBatch[string, string](ctx, e, AuditWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*AuditRun, len(rs))
 	for i, r := range rs {
-		out[i] = &AuditRun{r}
+		if r != nil {
+			out[i] = &AuditRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartAuditTx starts a run of workflow Audit (docs.audit) with input in, as
+// StartAudit does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Audit waits an hour for a cancellation, and cancels when none comes.
+//
+// Deprecated: audits move to the ledger.
+func StartAuditTx(ctx context.Context, e *runtime.Engine, tx any, in string, opts ...runtime.StartOption) (*AuditRun, error) {
+	r, err := runtime.StartTx[string, string](ctx, e, tx, AuditWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &AuditRun{r}, nil
 }
 
 // GetAudit returns a typed handle on the existing run id of workflow Audit
@@ -815,19 +840,43 @@ func StartBillFor(ctx context.Context, e *runtime.Engine, in Quote, opts ...runt
 
 // StartBillForBatch starts many runs of workflow BillFor (docs.bill) in one
 // store call. Every input is checked before anything is written; items with an
-// ID that exists return the existing run.
+// ID that exists return the existing run, unless they set IfExists or IfEnded.
+// The items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Bill charges a quote.
 func StartBillForBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[Quote]) ([]*BillForRun, error) {
 	rs, err := runtime.StartBatch[Quote, Bill](ctx, e, BillForWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*BillForRun, len(rs))
 	for i, r := range rs {
-		out[i] = &BillForRun{r}
+		if r != nil {
+			out[i] = &BillForRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartBillForTx starts a run of workflow BillFor (docs.bill) with input in,
+// as StartBillFor does, inside tx, the application's transaction on the
+// store's database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite
+// (sqlitestore, on the store's file), or the Tx of e.BeginTx. The run exists
+// exactly when tx commits, with the application's own writes in tx: a rollback
+// leaves no run, and no engine starts it before the commit. The handle's
+// Result waits for the run once it exists. Stores without transactions (Redis,
+// the in-memory store) refuse it with an error matching
+// runtime.ErrInvalidArgument.
+//
+// Bill charges a quote.
+func StartBillForTx(ctx context.Context, e *runtime.Engine, tx any, in Quote, opts ...runtime.StartOption) (*BillForRun, error) {
+	r, err := runtime.StartTx[Quote, Bill](ctx, e, tx, BillForWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &BillForRun{r}, nil
 }
 
 // GetBillFor returns a typed handle on the existing run id of workflow BillFor
@@ -1007,24 +1056,52 @@ func StartShip(ctx context.Context, e *runtime.Engine, in Order, opts ...runtime
 
 // StartShipBatch starts many runs of workflow Ship (docs.ship) in one store
 // call. Every input is checked before anything is written; items with an ID
-// that exists return the existing run.
+// that exists return the existing run, unless they set IfExists or IfEnded.
+// The items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Ship checks and quotes at once, packs every line, waits as the *mode*
 // says, then for the `carrier` or a <cancel> | whichever comes first, and
 // bills through a child. Callers start it with StartShip.
 func StartShipBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[Order]) ([]*ShipRun, error) {
 	rs, err := runtime.StartBatch[Order, Bill](ctx, e, ShipWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*ShipRun, len(rs))
 	for i, r := range rs {
-		out[i] = &ShipRun{
-			Run:    r,
-			engine: e,
+		if r != nil {
+			out[i] = &ShipRun{
+				Run:    r,
+				engine: e,
+			}
 		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartShipTx starts a run of workflow Ship (docs.ship) with input in, as
+// StartShip does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Ship checks and quotes at once, packs every line, waits as the *mode*
+// says, then for the `carrier` or a <cancel> | whichever comes first, and
+// bills through a child. Callers start it with StartShip.
+func StartShipTx(ctx context.Context, e *runtime.Engine, tx any, in Order, opts ...runtime.StartOption) (*ShipRun, error) {
+	r, err := runtime.StartTx[Order, Bill](ctx, e, tx, ShipWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ShipRun{
+		Run:    r,
+		engine: e,
+	}, nil
 }
 
 // GetShip returns a typed handle on the existing run id of workflow Ship
@@ -1067,6 +1144,90 @@ func EmitCancelled(ctx context.Context, e *runtime.Engine, ev Cancelled) (int, e
 	return e.Emit(ctx, CancelledTopic, ev)
 }
 
+// SendCancelledTx delivers ev to the run runID, as SendCancelled does, inside
+// tx, the application's transaction on the store's database: a pgx.Tx on
+// Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore, on the store's file),
+// or the Tx of e.BeginTx. The event is delivered exactly when tx commits, with
+// the application's own writes in tx: a rollback delivers nothing. Stores
+// without transactions (Redis, the in-memory store) refuse it with an error
+// matching runtime.ErrInvalidArgument.
+//
+// Cancelled says the customer cancelled; step Cancel emits it.
+func SendCancelledTx(ctx context.Context, e *runtime.Engine, tx any, runID string, ev Cancelled) error {
+	return e.SendEventTx(ctx, tx, runID, CancelledTopic, ev)
+}
+
+// EmitCancelledTx delivers ev to every run waiting for Cancelled, as
+// EmitCancelled does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. It reaches the runs waiting
+// when its statement runs, and returns how many; the deliveries take effect
+// exactly when tx commits, with the application's own writes in tx: a rollback
+// delivers nothing. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Cancelled says the customer cancelled; step Cancel emits it.
+func EmitCancelledTx(ctx context.Context, e *runtime.Engine, tx any, ev Cancelled) (int, error) {
+	return e.EmitTx(ctx, tx, CancelledTopic, ev)
+}
+
+// SendCancelledOrStartAudit delivers ev (event Cancelled, topic
+// docs.cancelled) to the run id of workflow Audit (docs.audit), starting that
+// run with input in if it does not exist, in one atomic store change
+// (signal-with-start): concurrent calls for one ID create one run, which
+// receives every call's event, and a call that fails or is refused writes
+// nothing. An existing run that has not ended gets ev as SendCancelled gives
+// it; an ended one refuses it (runtime.ErrStartRefused) unless runtime.IfEnded
+// in opts lets a new run start in its place, which then gets it. It returns a
+// typed handle on the run that got ev. It has no form inside the application's
+// transaction, to keep the API small: runtime.SendOrStartTx is that, untyped.
+func SendCancelledOrStartAudit(ctx context.Context, e *runtime.Engine, id string, in string, ev Cancelled, opts ...runtime.StartOption) (*AuditRun, error) {
+	r, err := runtime.SendOrStart[string, string](ctx, e, AuditWorkflowName, id, in, CancelledTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &AuditRun{r}, nil
+}
+
+// SendCancelledOrStartBillFor delivers ev (event Cancelled, topic
+// docs.cancelled) to the run id of workflow BillFor (docs.bill), starting that
+// run with input in if it does not exist, in one atomic store change
+// (signal-with-start): concurrent calls for one ID create one run, which
+// receives every call's event, and a call that fails or is refused writes
+// nothing. An existing run that has not ended gets ev as SendCancelled gives
+// it; an ended one refuses it (runtime.ErrStartRefused) unless runtime.IfEnded
+// in opts lets a new run start in its place, which then gets it. It returns a
+// typed handle on the run that got ev. It has no form inside the application's
+// transaction, to keep the API small: runtime.SendOrStartTx is that, untyped.
+func SendCancelledOrStartBillFor(ctx context.Context, e *runtime.Engine, id string, in Quote, ev Cancelled, opts ...runtime.StartOption) (*BillForRun, error) {
+	r, err := runtime.SendOrStart[Quote, Bill](ctx, e, BillForWorkflowName, id, in, CancelledTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &BillForRun{r}, nil
+}
+
+// SendCancelledOrStartShip delivers ev (event Cancelled, topic docs.cancelled)
+// to the run id of workflow Ship (docs.ship), starting that run with input in
+// if it does not exist, in one atomic store change (signal-with-start):
+// concurrent calls for one ID create one run, which receives every call's
+// event, and a call that fails or is refused writes nothing. An existing run
+// that has not ended gets ev as SendCancelled gives it; an ended one refuses
+// it (runtime.ErrStartRefused) unless runtime.IfEnded in opts lets a new run
+// start in its place, which then gets it. It returns a typed handle on the run
+// that got ev. It has no form inside the application's transaction, to keep
+// the API small: runtime.SendOrStartTx is that, untyped.
+func SendCancelledOrStartShip(ctx context.Context, e *runtime.Engine, id string, in Order, ev Cancelled, opts ...runtime.StartOption) (*ShipRun, error) {
+	r, err := runtime.SendOrStart[Order, Bill](ctx, e, ShipWorkflowName, id, in, CancelledTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ShipRun{
+		Run:    r,
+		engine: e,
+	}, nil
+}
+
 // ShippedTopic is the topic of event Shipped.
 //
 // Shipped says an order left the warehouse; cmd/ship sends it.
@@ -1087,6 +1248,90 @@ func SendShipped(ctx context.Context, e *runtime.Engine, runID string, ev Shippe
 // Shipped says an order left the warehouse; cmd/ship sends it.
 func EmitShipped(ctx context.Context, e *runtime.Engine, ev Shipped) (int, error) {
 	return e.Emit(ctx, ShippedTopic, ev)
+}
+
+// SendShippedTx delivers ev to the run runID, as SendShipped does, inside tx,
+// the application's transaction on the store's database: a pgx.Tx on Postgres
+// (pgstore), a *sql.Tx on SQLite (sqlitestore, on the store's file), or the Tx
+// of e.BeginTx. The event is delivered exactly when tx commits, with the
+// application's own writes in tx: a rollback delivers nothing. Stores without
+// transactions (Redis, the in-memory store) refuse it with an error matching
+// runtime.ErrInvalidArgument.
+//
+// Shipped says an order left the warehouse; cmd/ship sends it.
+func SendShippedTx(ctx context.Context, e *runtime.Engine, tx any, runID string, ev Shipped) error {
+	return e.SendEventTx(ctx, tx, runID, ShippedTopic, ev)
+}
+
+// EmitShippedTx delivers ev to every run waiting for Shipped, as EmitShipped
+// does, inside tx, the application's transaction on the store's database: a
+// pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore, on the
+// store's file), or the Tx of e.BeginTx. It reaches the runs waiting when its
+// statement runs, and returns how many; the deliveries take effect exactly
+// when tx commits, with the application's own writes in tx: a rollback
+// delivers nothing. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Shipped says an order left the warehouse; cmd/ship sends it.
+func EmitShippedTx(ctx context.Context, e *runtime.Engine, tx any, ev Shipped) (int, error) {
+	return e.EmitTx(ctx, tx, ShippedTopic, ev)
+}
+
+// SendShippedOrStartAudit delivers ev (event Shipped, topic docs/shipped:v1)
+// to the run id of workflow Audit (docs.audit), starting that run with input
+// in if it does not exist, in one atomic store change (signal-with-start):
+// concurrent calls for one ID create one run, which receives every call's
+// event, and a call that fails or is refused writes nothing. An existing run
+// that has not ended gets ev as SendShipped gives it; an ended one refuses it
+// (runtime.ErrStartRefused) unless runtime.IfEnded in opts lets a new run
+// start in its place, which then gets it. It returns a typed handle on the run
+// that got ev. It has no form inside the application's transaction, to keep
+// the API small: runtime.SendOrStartTx is that, untyped.
+func SendShippedOrStartAudit(ctx context.Context, e *runtime.Engine, id string, in string, ev Shipped, opts ...runtime.StartOption) (*AuditRun, error) {
+	r, err := runtime.SendOrStart[string, string](ctx, e, AuditWorkflowName, id, in, ShippedTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &AuditRun{r}, nil
+}
+
+// SendShippedOrStartBillFor delivers ev (event Shipped, topic docs/shipped:v1)
+// to the run id of workflow BillFor (docs.bill), starting that run with input
+// in if it does not exist, in one atomic store change (signal-with-start):
+// concurrent calls for one ID create one run, which receives every call's
+// event, and a call that fails or is refused writes nothing. An existing run
+// that has not ended gets ev as SendShipped gives it; an ended one refuses it
+// (runtime.ErrStartRefused) unless runtime.IfEnded in opts lets a new run
+// start in its place, which then gets it. It returns a typed handle on the run
+// that got ev. It has no form inside the application's transaction, to keep
+// the API small: runtime.SendOrStartTx is that, untyped.
+func SendShippedOrStartBillFor(ctx context.Context, e *runtime.Engine, id string, in Quote, ev Shipped, opts ...runtime.StartOption) (*BillForRun, error) {
+	r, err := runtime.SendOrStart[Quote, Bill](ctx, e, BillForWorkflowName, id, in, ShippedTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &BillForRun{r}, nil
+}
+
+// SendShippedOrStartShip delivers ev (event Shipped, topic docs/shipped:v1) to
+// the run id of workflow Ship (docs.ship), starting that run with input in if
+// it does not exist, in one atomic store change (signal-with-start):
+// concurrent calls for one ID create one run, which receives every call's
+// event, and a call that fails or is refused writes nothing. An existing run
+// that has not ended gets ev as SendShipped gives it; an ended one refuses it
+// (runtime.ErrStartRefused) unless runtime.IfEnded in opts lets a new run
+// start in its place, which then gets it. It returns a typed handle on the run
+// that got ev. It has no form inside the application's transaction, to keep
+// the API small: runtime.SendOrStartTx is that, untyped.
+func SendShippedOrStartShip(ctx context.Context, e *runtime.Engine, id string, in Order, ev Shipped, opts ...runtime.StartOption) (*ShipRun, error) {
+	r, err := runtime.SendOrStart[Order, Bill](ctx, e, ShipWorkflowName, id, in, ShippedTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ShipRun{
+		Run:    r,
+		engine: e,
+	}, nil
 }
 
 // stemRegisterEvents registers the event types of package docs with e, for the

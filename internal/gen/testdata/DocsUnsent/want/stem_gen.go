@@ -279,19 +279,42 @@ func StartWait(ctx context.Context, e *runtime.Engine, in int, opts ...runtime.S
 
 // StartWaitBatch starts many runs of workflow Wait (p.wait) in one store call.
 // Every input is checked before anything is written; items with an ID that
-// exists return the existing run.
+// exists return the existing run, unless they set IfExists or IfEnded. The
+// items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Wait waits for a ping, a pong and a raw topic.
 func StartWaitBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[int]) ([]*WaitRun, error) {
 	rs, err := runtime.StartBatch[int, int](ctx, e, WaitWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*WaitRun, len(rs))
 	for i, r := range rs {
-		out[i] = &WaitRun{r}
+		if r != nil {
+			out[i] = &WaitRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartWaitTx starts a run of workflow Wait (p.wait) with input in, as
+// StartWait does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Wait waits for a ping, a pong and a raw topic.
+func StartWaitTx(ctx context.Context, e *runtime.Engine, tx any, in int, opts ...runtime.StartOption) (*WaitRun, error) {
+	r, err := runtime.StartTx[int, int](ctx, e, tx, WaitWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &WaitRun{r}, nil
 }
 
 // GetWait returns a typed handle on the existing run id of workflow Wait
@@ -329,6 +352,51 @@ func EmitPing(ctx context.Context, e *runtime.Engine, ev Ping) (int, error) {
 	return e.Emit(ctx, PingTopic, ev)
 }
 
+// SendPingTx delivers ev to the run runID, as SendPing does, inside tx, the
+// application's transaction on the store's database: a pgx.Tx on Postgres
+// (pgstore), a *sql.Tx on SQLite (sqlitestore, on the store's file), or the Tx
+// of e.BeginTx. The event is delivered exactly when tx commits, with the
+// application's own writes in tx: a rollback delivers nothing. Stores without
+// transactions (Redis, the in-memory store) refuse it with an error matching
+// runtime.ErrInvalidArgument.
+//
+// Ping is awaited, and nothing sends it.
+func SendPingTx(ctx context.Context, e *runtime.Engine, tx any, runID string, ev Ping) error {
+	return e.SendEventTx(ctx, tx, runID, PingTopic, ev)
+}
+
+// EmitPingTx delivers ev to every run waiting for Ping, as EmitPing does,
+// inside tx, the application's transaction on the store's database: a pgx.Tx
+// on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore, on the store's
+// file), or the Tx of e.BeginTx. It reaches the runs waiting when its
+// statement runs, and returns how many; the deliveries take effect exactly
+// when tx commits, with the application's own writes in tx: a rollback
+// delivers nothing. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Ping is awaited, and nothing sends it.
+func EmitPingTx(ctx context.Context, e *runtime.Engine, tx any, ev Ping) (int, error) {
+	return e.EmitTx(ctx, tx, PingTopic, ev)
+}
+
+// SendPingOrStartWait delivers ev (event Ping, topic p.ping) to the run id of
+// workflow Wait (p.wait), starting that run with input in if it does not
+// exist, in one atomic store change (signal-with-start): concurrent calls for
+// one ID create one run, which receives every call's event, and a call that
+// fails or is refused writes nothing. An existing run that has not ended gets
+// ev as SendPing gives it; an ended one refuses it (runtime.ErrStartRefused)
+// unless runtime.IfEnded in opts lets a new run start in its place, which then
+// gets it. It returns a typed handle on the run that got ev. It has no form
+// inside the application's transaction, to keep the API small:
+// runtime.SendOrStartTx is that, untyped.
+func SendPingOrStartWait(ctx context.Context, e *runtime.Engine, id string, in int, ev Ping, opts ...runtime.StartOption) (*WaitRun, error) {
+	r, err := runtime.SendOrStart[int, int](ctx, e, WaitWorkflowName, id, in, PingTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &WaitRun{r}, nil
+}
+
 // PongTopic is the topic of event Pong.
 //
 // Pong is awaited, and only a test sends it.
@@ -351,6 +419,51 @@ func EmitPong(ctx context.Context, e *runtime.Engine, ev Pong) (int, error) {
 	return e.Emit(ctx, PongTopic, ev)
 }
 
+// SendPongTx delivers ev to the run runID, as SendPong does, inside tx, the
+// application's transaction on the store's database: a pgx.Tx on Postgres
+// (pgstore), a *sql.Tx on SQLite (sqlitestore, on the store's file), or the Tx
+// of e.BeginTx. The event is delivered exactly when tx commits, with the
+// application's own writes in tx: a rollback delivers nothing. Stores without
+// transactions (Redis, the in-memory store) refuse it with an error matching
+// runtime.ErrInvalidArgument.
+//
+// Pong is awaited, and only a test sends it.
+func SendPongTx(ctx context.Context, e *runtime.Engine, tx any, runID string, ev Pong) error {
+	return e.SendEventTx(ctx, tx, runID, PongTopic, ev)
+}
+
+// EmitPongTx delivers ev to every run waiting for Pong, as EmitPong does,
+// inside tx, the application's transaction on the store's database: a pgx.Tx
+// on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore, on the store's
+// file), or the Tx of e.BeginTx. It reaches the runs waiting when its
+// statement runs, and returns how many; the deliveries take effect exactly
+// when tx commits, with the application's own writes in tx: a rollback
+// delivers nothing. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Pong is awaited, and only a test sends it.
+func EmitPongTx(ctx context.Context, e *runtime.Engine, tx any, ev Pong) (int, error) {
+	return e.EmitTx(ctx, tx, PongTopic, ev)
+}
+
+// SendPongOrStartWait delivers ev (event Pong, topic p.pong) to the run id of
+// workflow Wait (p.wait), starting that run with input in if it does not
+// exist, in one atomic store change (signal-with-start): concurrent calls for
+// one ID create one run, which receives every call's event, and a call that
+// fails or is refused writes nothing. An existing run that has not ended gets
+// ev as SendPong gives it; an ended one refuses it (runtime.ErrStartRefused)
+// unless runtime.IfEnded in opts lets a new run start in its place, which then
+// gets it. It returns a typed handle on the run that got ev. It has no form
+// inside the application's transaction, to keep the API small:
+// runtime.SendOrStartTx is that, untyped.
+func SendPongOrStartWait(ctx context.Context, e *runtime.Engine, id string, in int, ev Pong, opts ...runtime.StartOption) (*WaitRun, error) {
+	r, err := runtime.SendOrStart[int, int](ctx, e, WaitWorkflowName, id, in, PongTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &WaitRun{r}, nil
+}
+
 // UnusedTopic is the topic of event Unused.
 //
 // Unused is neither awaited nor sent.
@@ -371,6 +484,51 @@ func SendUnused(ctx context.Context, e *runtime.Engine, runID string, ev Unused)
 // Unused is neither awaited nor sent.
 func EmitUnused(ctx context.Context, e *runtime.Engine, ev Unused) (int, error) {
 	return e.Emit(ctx, UnusedTopic, ev)
+}
+
+// SendUnusedTx delivers ev to the run runID, as SendUnused does, inside tx,
+// the application's transaction on the store's database: a pgx.Tx on Postgres
+// (pgstore), a *sql.Tx on SQLite (sqlitestore, on the store's file), or the Tx
+// of e.BeginTx. The event is delivered exactly when tx commits, with the
+// application's own writes in tx: a rollback delivers nothing. Stores without
+// transactions (Redis, the in-memory store) refuse it with an error matching
+// runtime.ErrInvalidArgument.
+//
+// Unused is neither awaited nor sent.
+func SendUnusedTx(ctx context.Context, e *runtime.Engine, tx any, runID string, ev Unused) error {
+	return e.SendEventTx(ctx, tx, runID, UnusedTopic, ev)
+}
+
+// EmitUnusedTx delivers ev to every run waiting for Unused, as EmitUnused
+// does, inside tx, the application's transaction on the store's database: a
+// pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore, on the
+// store's file), or the Tx of e.BeginTx. It reaches the runs waiting when its
+// statement runs, and returns how many; the deliveries take effect exactly
+// when tx commits, with the application's own writes in tx: a rollback
+// delivers nothing. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Unused is neither awaited nor sent.
+func EmitUnusedTx(ctx context.Context, e *runtime.Engine, tx any, ev Unused) (int, error) {
+	return e.EmitTx(ctx, tx, UnusedTopic, ev)
+}
+
+// SendUnusedOrStartWait delivers ev (event Unused, topic p.unused) to the run
+// id of workflow Wait (p.wait), starting that run with input in if it does not
+// exist, in one atomic store change (signal-with-start): concurrent calls for
+// one ID create one run, which receives every call's event, and a call that
+// fails or is refused writes nothing. An existing run that has not ended gets
+// ev as SendUnused gives it; an ended one refuses it (runtime.ErrStartRefused)
+// unless runtime.IfEnded in opts lets a new run start in its place, which then
+// gets it. It returns a typed handle on the run that got ev. It has no form
+// inside the application's transaction, to keep the API small:
+// runtime.SendOrStartTx is that, untyped.
+func SendUnusedOrStartWait(ctx context.Context, e *runtime.Engine, id string, in int, ev Unused, opts ...runtime.StartOption) (*WaitRun, error) {
+	r, err := runtime.SendOrStart[int, int](ctx, e, WaitWorkflowName, id, in, UnusedTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &WaitRun{r}, nil
 }
 
 // stemRegisterEvents registers the event types of package p with e, for the

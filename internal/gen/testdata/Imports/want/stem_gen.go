@@ -304,19 +304,42 @@ func StartSync(ctx context.Context, e *runtime.Engine, in Page[pgtype.Text], opt
 
 // StartSyncBatch starts many runs of workflow Sync (imports.sync) in one store
 // call. Every input is checked before anything is written; items with an ID
-// that exists return the existing run.
+// that exists return the existing run, unless they set IfExists or IfEnded.
+// The items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Sync copies a page of names.
 func StartSyncBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[Page[pgtype.Text]]) ([]*SyncRun, error) {
 	rs, err := runtime.StartBatch[Page[pgtype.Text], map[string]*uuid.UUID](ctx, e, SyncWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*SyncRun, len(rs))
 	for i, r := range rs {
-		out[i] = &SyncRun{r}
+		if r != nil {
+			out[i] = &SyncRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartSyncTx starts a run of workflow Sync (imports.sync) with input in, as
+// StartSync does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Sync copies a page of names.
+func StartSyncTx(ctx context.Context, e *runtime.Engine, tx any, in Page[pgtype.Text], opts ...runtime.StartOption) (*SyncRun, error) {
+	r, err := runtime.StartTx[Page[pgtype.Text], map[string]*uuid.UUID](ctx, e, tx, SyncWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &SyncRun{r}, nil
 }
 
 // GetSync returns a typed handle on the existing run id of workflow Sync

@@ -310,19 +310,42 @@ func StartIn(ctx context.Context, e *runtime.Engine, in int, opts ...runtime.Sta
 
 // StartInBatch starts many runs of workflow in (p.in) in one store call. Every
 // input is checked before anything is written; items with an ID that exists
-// return the existing run.
+// return the existing run, unless they set IfExists or IfEnded. The items a
+// policy refuses are nil in the result, which comes with an error joining a
+// *runtime.RefusedError (matching runtime.ErrStartRefused) for each; any other
+// error returns no runs.
 //
 // in doubles n through its steps.
 func StartInBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[int]) ([]*InRun, error) {
 	rs, err := runtime.StartBatch[int, int](ctx, e, InWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*InRun, len(rs))
 	for i, r := range rs {
-		out[i] = &InRun{r}
+		if r != nil {
+			out[i] = &InRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartInTx starts a run of workflow in (p.in) with input in, as StartIn does,
+// inside tx, the application's transaction on the store's database: a pgx.Tx
+// on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore, on the store's
+// file), or the Tx of e.BeginTx. The run exists exactly when tx commits, with
+// the application's own writes in tx: a rollback leaves no run, and no engine
+// starts it before the commit. The handle's Result waits for the run once it
+// exists. Stores without transactions (Redis, the in-memory store) refuse it
+// with an error matching runtime.ErrInvalidArgument.
+//
+// in doubles n through its steps.
+func StartInTx(ctx context.Context, e *runtime.Engine, tx any, in int, opts ...runtime.StartOption) (*InRun, error) {
+	r, err := runtime.StartTx[int, int](ctx, e, tx, InWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &InRun{r}, nil
 }
 
 // GetIn returns a typed handle on the existing run id of workflow in (p.in):

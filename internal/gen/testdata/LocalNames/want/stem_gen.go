@@ -763,22 +763,48 @@ func StartFlow(ctx context.Context, e *runtime.Engine, in stemTypeIn, opts ...ru
 
 // StartFlowBatch starts many runs of workflow flow (p.flow) in one store call.
 // Every input is checked before anything is written; items with an ID that
-// exists return the existing run.
+// exists return the existing run, unless they set IfExists or IfEnded. The
+// items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // flow runs every step once.
 func StartFlowBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[stemTypeIn]) ([]*FlowRun, error) {
 	rs, err := runtime.StartBatch[stemTypeIn, stemTypeOut](ctx, e, FlowWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*FlowRun, len(rs))
 	for i, r := range rs {
-		out[i] = &FlowRun{
-			Run:    r,
-			engine: e,
+		if r != nil {
+			out[i] = &FlowRun{
+				Run:    r,
+				engine: e,
+			}
 		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartFlowTx starts a run of workflow flow (p.flow) with input in, as
+// StartFlow does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// flow runs every step once.
+func StartFlowTx(ctx context.Context, e *runtime.Engine, tx any, in stemTypeIn, opts ...runtime.StartOption) (*FlowRun, error) {
+	r, err := runtime.StartTx[stemTypeIn, stemTypeOut](ctx, e, tx, FlowWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &FlowRun{
+		Run:    r,
+		engine: e,
+	}, nil
 }
 
 // GetFlow returns a typed handle on the existing run id of workflow flow
@@ -816,6 +842,54 @@ func SendE(ctx context.Context, e *runtime.Engine, runID string, ev stemTypeE) e
 // e is an event of an unexported type.
 func EmitE(ctx context.Context, e *runtime.Engine, ev stemTypeE) (int, error) {
 	return e.Emit(ctx, ETopic, ev)
+}
+
+// SendETx delivers ev to the run runID, as SendE does, inside tx, the
+// application's transaction on the store's database: a pgx.Tx on Postgres
+// (pgstore), a *sql.Tx on SQLite (sqlitestore, on the store's file), or the Tx
+// of e.BeginTx. The event is delivered exactly when tx commits, with the
+// application's own writes in tx: a rollback delivers nothing. Stores without
+// transactions (Redis, the in-memory store) refuse it with an error matching
+// runtime.ErrInvalidArgument.
+//
+// e is an event of an unexported type.
+func SendETx(ctx context.Context, e *runtime.Engine, tx any, runID string, ev stemTypeE) error {
+	return e.SendEventTx(ctx, tx, runID, ETopic, ev)
+}
+
+// EmitETx delivers ev to every run waiting for e, as EmitE does, inside tx,
+// the application's transaction on the store's database: a pgx.Tx on Postgres
+// (pgstore), a *sql.Tx on SQLite (sqlitestore, on the store's file), or the Tx
+// of e.BeginTx. It reaches the runs waiting when its statement runs, and
+// returns how many; the deliveries take effect exactly when tx commits, with
+// the application's own writes in tx: a rollback delivers nothing. Stores
+// without transactions (Redis, the in-memory store) refuse it with an error
+// matching runtime.ErrInvalidArgument.
+//
+// e is an event of an unexported type.
+func EmitETx(ctx context.Context, e *runtime.Engine, tx any, ev stemTypeE) (int, error) {
+	return e.EmitTx(ctx, tx, ETopic, ev)
+}
+
+// SendEOrStartFlow delivers ev (event e, topic p.ready) to the run id of
+// workflow flow (p.flow), starting that run with input in if it does not
+// exist, in one atomic store change (signal-with-start): concurrent calls for
+// one ID create one run, which receives every call's event, and a call that
+// fails or is refused writes nothing. An existing run that has not ended gets
+// ev as SendE gives it; an ended one refuses it (runtime.ErrStartRefused)
+// unless runtime.IfEnded in opts lets a new run start in its place, which then
+// gets it. It returns a typed handle on the run that got ev. It has no form
+// inside the application's transaction, to keep the API small:
+// runtime.SendOrStartTx is that, untyped.
+func SendEOrStartFlow(ctx context.Context, e *runtime.Engine, id string, in stemTypeIn, ev stemTypeE, opts ...runtime.StartOption) (*FlowRun, error) {
+	r, err := runtime.SendOrStart[stemTypeIn, stemTypeOut](ctx, e, FlowWorkflowName, id, in, ETopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &FlowRun{
+		Run:    r,
+		engine: e,
+	}, nil
 }
 
 // stemRegisterEvents registers the event types of package p with e, for the

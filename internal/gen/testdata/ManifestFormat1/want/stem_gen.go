@@ -265,19 +265,42 @@ func StartPack(ctx context.Context, e *runtime.Engine, in []string, opts ...runt
 
 // StartPackBatch starts many runs of workflow Pack (p.pack) in one store call.
 // Every input is checked before anything is written; items with an ID that
-// exists return the existing run.
+// exists return the existing run, unless they set IfExists or IfEnded. The
+// items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Pack packs every item once the warehouse is ready.
 func StartPackBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[[]string]) ([]*PackRun, error) {
 	rs, err := runtime.StartBatch[[]string, int](ctx, e, PackWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*PackRun, len(rs))
 	for i, r := range rs {
-		out[i] = &PackRun{r}
+		if r != nil {
+			out[i] = &PackRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartPackTx starts a run of workflow Pack (p.pack) with input in, as
+// StartPack does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Pack packs every item once the warehouse is ready.
+func StartPackTx(ctx context.Context, e *runtime.Engine, tx any, in []string, opts ...runtime.StartOption) (*PackRun, error) {
+	r, err := runtime.StartTx[[]string, int](ctx, e, tx, PackWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &PackRun{r}, nil
 }
 
 // GetPack returns a typed handle on the existing run id of workflow Pack
@@ -313,6 +336,51 @@ func SendReady(ctx context.Context, e *runtime.Engine, runID string, ev Ready) e
 // Ready says the warehouse is ready.
 func EmitReady(ctx context.Context, e *runtime.Engine, ev Ready) (int, error) {
 	return e.Emit(ctx, ReadyTopic, ev)
+}
+
+// SendReadyTx delivers ev to the run runID, as SendReady does, inside tx, the
+// application's transaction on the store's database: a pgx.Tx on Postgres
+// (pgstore), a *sql.Tx on SQLite (sqlitestore, on the store's file), or the Tx
+// of e.BeginTx. The event is delivered exactly when tx commits, with the
+// application's own writes in tx: a rollback delivers nothing. Stores without
+// transactions (Redis, the in-memory store) refuse it with an error matching
+// runtime.ErrInvalidArgument.
+//
+// Ready says the warehouse is ready.
+func SendReadyTx(ctx context.Context, e *runtime.Engine, tx any, runID string, ev Ready) error {
+	return e.SendEventTx(ctx, tx, runID, ReadyTopic, ev)
+}
+
+// EmitReadyTx delivers ev to every run waiting for Ready, as EmitReady does,
+// inside tx, the application's transaction on the store's database: a pgx.Tx
+// on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore, on the store's
+// file), or the Tx of e.BeginTx. It reaches the runs waiting when its
+// statement runs, and returns how many; the deliveries take effect exactly
+// when tx commits, with the application's own writes in tx: a rollback
+// delivers nothing. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Ready says the warehouse is ready.
+func EmitReadyTx(ctx context.Context, e *runtime.Engine, tx any, ev Ready) (int, error) {
+	return e.EmitTx(ctx, tx, ReadyTopic, ev)
+}
+
+// SendReadyOrStartPack delivers ev (event Ready, topic p.ready) to the run id
+// of workflow Pack (p.pack), starting that run with input in if it does not
+// exist, in one atomic store change (signal-with-start): concurrent calls for
+// one ID create one run, which receives every call's event, and a call that
+// fails or is refused writes nothing. An existing run that has not ended gets
+// ev as SendReady gives it; an ended one refuses it (runtime.ErrStartRefused)
+// unless runtime.IfEnded in opts lets a new run start in its place, which then
+// gets it. It returns a typed handle on the run that got ev. It has no form
+// inside the application's transaction, to keep the API small:
+// runtime.SendOrStartTx is that, untyped.
+func SendReadyOrStartPack(ctx context.Context, e *runtime.Engine, id string, in []string, ev Ready, opts ...runtime.StartOption) (*PackRun, error) {
+	r, err := runtime.SendOrStart[[]string, int](ctx, e, PackWorkflowName, id, in, ReadyTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &PackRun{r}, nil
 }
 
 // stemRegisterEvents registers the event types of package p with e, for the

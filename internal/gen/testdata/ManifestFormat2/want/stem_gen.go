@@ -235,19 +235,42 @@ func StartLog(ctx context.Context, e *runtime.Engine, in Reading, opts ...runtim
 
 // StartLogBatch starts many runs of workflow Log (p.log) in one store call.
 // Every input is checked before anything is written; items with an ID that
-// exists return the existing run.
+// exists return the existing run, unless they set IfExists or IfEnded. The
+// items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Log stores readings.
 func StartLogBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[Reading]) ([]*LogRun, error) {
 	rs, err := runtime.StartBatch[Reading, int64](ctx, e, LogWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*LogRun, len(rs))
 	for i, r := range rs {
-		out[i] = &LogRun{r}
+		if r != nil {
+			out[i] = &LogRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartLogTx starts a run of workflow Log (p.log) with input in, as StartLog
+// does, inside tx, the application's transaction on the store's database: a
+// pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore, on the
+// store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Log stores readings.
+func StartLogTx(ctx context.Context, e *runtime.Engine, tx any, in Reading, opts ...runtime.StartOption) (*LogRun, error) {
+	r, err := runtime.StartTx[Reading, int64](ctx, e, tx, LogWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &LogRun{r}, nil
 }
 
 // GetLog returns a typed handle on the existing run id of workflow Log

@@ -324,19 +324,42 @@ func StartAudit(ctx context.Context, e *runtime.Engine, in int, opts ...runtime.
 
 // StartAuditBatch starts many runs of workflow Audit (billing.audit) in one
 // store call. Every input is checked before anything is written; items with an
-// ID that exists return the existing run.
+// ID that exists return the existing run, unless they set IfExists or IfEnded.
+// The items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Audit checks the books; its runs are kept forever.
 func StartAuditBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[int]) ([]*AuditRun, error) {
 	rs, err := runtime.StartBatch[int, bool](ctx, e, AuditWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*AuditRun, len(rs))
 	for i, r := range rs {
-		out[i] = &AuditRun{r}
+		if r != nil {
+			out[i] = &AuditRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartAuditTx starts a run of workflow Audit (billing.audit) with input in,
+// as StartAudit does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Audit checks the books; its runs are kept forever.
+func StartAuditTx(ctx context.Context, e *runtime.Engine, tx any, in int, opts ...runtime.StartOption) (*AuditRun, error) {
+	r, err := runtime.StartTx[int, bool](ctx, e, tx, AuditWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &AuditRun{r}, nil
 }
 
 // GetAudit returns a typed handle on the existing run id of workflow Audit
@@ -470,19 +493,43 @@ func StartInvoice(ctx context.Context, e *runtime.Engine, in int, opts ...runtim
 
 // StartInvoiceBatch starts many runs of workflow Invoice (billing.invoice) in
 // one store call. Every input is checked before anything is written; items
-// with an ID that exists return the existing run.
+// with an ID that exists return the existing run, unless they set IfExists or
+// IfEnded. The items a policy refuses are nil in the result, which comes with
+// an error joining a *runtime.RefusedError (matching runtime.ErrStartRefused)
+// for each; any other error returns no runs.
 //
 // Invoice bills an order, on the billing queue; its runs are kept 30 days.
 func StartInvoiceBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[int]) ([]*InvoiceRun, error) {
 	rs, err := runtime.StartBatch[int, string](ctx, e, InvoiceWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*InvoiceRun, len(rs))
 	for i, r := range rs {
-		out[i] = &InvoiceRun{r}
+		if r != nil {
+			out[i] = &InvoiceRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartInvoiceTx starts a run of workflow Invoice (billing.invoice) with input
+// in, as StartInvoice does, inside tx, the application's transaction on the
+// store's database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite
+// (sqlitestore, on the store's file), or the Tx of e.BeginTx. The run exists
+// exactly when tx commits, with the application's own writes in tx: a rollback
+// leaves no run, and no engine starts it before the commit. The handle's
+// Result waits for the run once it exists. Stores without transactions (Redis,
+// the in-memory store) refuse it with an error matching
+// runtime.ErrInvalidArgument.
+//
+// Invoice bills an order, on the billing queue; its runs are kept 30 days.
+func StartInvoiceTx(ctx context.Context, e *runtime.Engine, tx any, in int, opts ...runtime.StartOption) (*InvoiceRun, error) {
+	r, err := runtime.StartTx[int, string](ctx, e, tx, InvoiceWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &InvoiceRun{r}, nil
 }
 
 // GetInvoice returns a typed handle on the existing run id of workflow Invoice
@@ -620,20 +667,44 @@ func StartPing(ctx context.Context, e *runtime.Engine, in int, opts ...runtime.S
 
 // StartPingBatch starts many runs of workflow Ping (billing.ping) in one store
 // call. Every input is checked before anything is written; items with an ID
-// that exists return the existing run.
+// that exists return the existing run, unless they set IfExists or IfEnded.
+// The items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Ping names the engine's default queue outright, and keeps the engine's
 // default retention.
 func StartPingBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[int]) ([]*PingRun, error) {
 	rs, err := runtime.StartBatch[int, int](ctx, e, PingWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*PingRun, len(rs))
 	for i, r := range rs {
-		out[i] = &PingRun{r}
+		if r != nil {
+			out[i] = &PingRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartPingTx starts a run of workflow Ping (billing.ping) with input in, as
+// StartPing does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Ping names the engine's default queue outright, and keeps the engine's
+// default retention.
+func StartPingTx(ctx context.Context, e *runtime.Engine, tx any, in int, opts ...runtime.StartOption) (*PingRun, error) {
+	r, err := runtime.StartTx[int, int](ctx, e, tx, PingWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &PingRun{r}, nil
 }
 
 // GetPing returns a typed handle on the existing run id of workflow Ping
@@ -772,20 +843,45 @@ func StartRemind(ctx context.Context, e *runtime.Engine, in string, opts ...runt
 
 // StartRemindBatch starts many runs of workflow Remind (billing.remind) in one
 // store call. Every input is checked before anything is written; items with an
-// ID that exists return the existing run.
+// ID that exists return the existing run, unless they set IfExists or IfEnded.
+// The items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Remind nudges a customer; its runs are kept 90 minutes, on the engine's
 // default queue.
 func StartRemindBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[string]) ([]*RemindRun, error) {
 	rs, err := runtime.StartBatch[string, string](ctx, e, RemindWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*RemindRun, len(rs))
 	for i, r := range rs {
-		out[i] = &RemindRun{r}
+		if r != nil {
+			out[i] = &RemindRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartRemindTx starts a run of workflow Remind (billing.remind) with input
+// in, as StartRemind does, inside tx, the application's transaction on the
+// store's database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite
+// (sqlitestore, on the store's file), or the Tx of e.BeginTx. The run exists
+// exactly when tx commits, with the application's own writes in tx: a rollback
+// leaves no run, and no engine starts it before the commit. The handle's
+// Result waits for the run once it exists. Stores without transactions (Redis,
+// the in-memory store) refuse it with an error matching
+// runtime.ErrInvalidArgument.
+//
+// Remind nudges a customer; its runs are kept 90 minutes, on the engine's
+// default queue.
+func StartRemindTx(ctx context.Context, e *runtime.Engine, tx any, in string, opts ...runtime.StartOption) (*RemindRun, error) {
+	r, err := runtime.StartTx[string, string](ctx, e, tx, RemindWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &RemindRun{r}, nil
 }
 
 // GetRemind returns a typed handle on the existing run id of workflow Remind

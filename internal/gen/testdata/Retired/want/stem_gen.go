@@ -245,19 +245,42 @@ func StartShip(ctx context.Context, e *runtime.Engine, in string, opts ...runtim
 
 // StartShipBatch starts many runs of workflow Ship (p.ship) in one store call.
 // Every input is checked before anything is written; items with an ID that
-// exists return the existing run.
+// exists return the existing run, unless they set IfExists or IfEnded. The
+// items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Ship packs and labels.
 func StartShipBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[string]) ([]*ShipRun, error) {
 	rs, err := runtime.StartBatch[string, string](ctx, e, ShipWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*ShipRun, len(rs))
 	for i, r := range rs {
-		out[i] = &ShipRun{r}
+		if r != nil {
+			out[i] = &ShipRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartShipTx starts a run of workflow Ship (p.ship) with input in, as
+// StartShip does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Ship packs and labels.
+func StartShipTx(ctx context.Context, e *runtime.Engine, tx any, in string, opts ...runtime.StartOption) (*ShipRun, error) {
+	r, err := runtime.StartTx[string, string](ctx, e, tx, ShipWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ShipRun{r}, nil
 }
 
 // GetShip returns a typed handle on the existing run id of workflow Ship

@@ -1236,19 +1236,42 @@ func StartAudit(ctx context.Context, e *runtime.Engine, in Entry, opts ...runtim
 
 // StartAuditBatch starts many runs of workflow Audit (shop.audit) in one store
 // call. Every input is checked before anything is written; items with an ID
-// that exists return the existing run.
+// that exists return the existing run, unless they set IfExists or IfEnded.
+// The items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Audit records an entry, scores it and archives it.
 func StartAuditBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[Entry]) ([]*AuditRun, error) {
 	rs, err := runtime.StartBatch[Entry, string](ctx, e, AuditWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*AuditRun, len(rs))
 	for i, r := range rs {
-		out[i] = &AuditRun{r}
+		if r != nil {
+			out[i] = &AuditRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartAuditTx starts a run of workflow Audit (shop.audit) with input in, as
+// StartAudit does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Audit records an entry, scores it and archives it.
+func StartAuditTx(ctx context.Context, e *runtime.Engine, tx any, in Entry, opts ...runtime.StartOption) (*AuditRun, error) {
+	r, err := runtime.StartTx[Entry, string](ctx, e, tx, AuditWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &AuditRun{r}, nil
 }
 
 // GetAudit returns a typed handle on the existing run id of workflow Audit
@@ -1414,7 +1437,10 @@ func StartCheckout(ctx context.Context, e *runtime.Engine, in Cart, opts ...runt
 
 // StartCheckoutBatch starts many runs of workflow Checkout (shop.checkout) in
 // one store call. Every input is checked before anything is written; items
-// with an ID that exists return the existing run.
+// with an ID that exists return the existing run, unless they set IfExists or
+// IfEnded. The items a policy refuses are nil in the result, which comes with
+// an error joining a *runtime.RefusedError (matching runtime.ErrStartRefused)
+// for each; any other error returns no runs.
 //
 // Checkout validates and prices a cart, reserves its stock, has it paid
 // and delivered by child workflows, and has it audited by a child it starts
@@ -1423,14 +1449,39 @@ func StartCheckout(ctx context.Context, e *runtime.Engine, in Cart, opts ...runt
 // makes the run replay the start of the audit before awaiting it.
 func StartCheckoutBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[Cart]) ([]*CheckoutRun, error) {
 	rs, err := runtime.StartBatch[Cart, Receipt](ctx, e, CheckoutWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*CheckoutRun, len(rs))
 	for i, r := range rs {
-		out[i] = &CheckoutRun{r}
+		if r != nil {
+			out[i] = &CheckoutRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartCheckoutTx starts a run of workflow Checkout (shop.checkout) with input
+// in, as StartCheckout does, inside tx, the application's transaction on the
+// store's database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite
+// (sqlitestore, on the store's file), or the Tx of e.BeginTx. The run exists
+// exactly when tx commits, with the application's own writes in tx: a rollback
+// leaves no run, and no engine starts it before the commit. The handle's
+// Result waits for the run once it exists. Stores without transactions (Redis,
+// the in-memory store) refuse it with an error matching
+// runtime.ErrInvalidArgument.
+//
+// Checkout validates and prices a cart, reserves its stock, has it paid
+// and delivered by child workflows, and has it audited by a child it starts
+// early and awaits last, through the typed handle (a child that outlives
+// its parent if the checkout is terminated). The settling sleep between
+// makes the run replay the start of the audit before awaiting it.
+func StartCheckoutTx(ctx context.Context, e *runtime.Engine, tx any, in Cart, opts ...runtime.StartOption) (*CheckoutRun, error) {
+	r, err := runtime.StartTx[Cart, Receipt](ctx, e, tx, CheckoutWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &CheckoutRun{r}, nil
 }
 
 // GetCheckout returns a typed handle on the existing run id of workflow
@@ -1588,21 +1639,47 @@ func StartDeliver(ctx context.Context, e *runtime.Engine, in Cart, opts ...runti
 
 // StartDeliverBatch starts many runs of workflow Deliver (shop.deliver) in one
 // store call. Every input is checked before anything is written; items with an
-// ID that exists return the existing run.
+// ID that exists return the existing run, unless they set IfExists or IfEnded.
+// The items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Deliver packs every line, labels and dispatches the parcels, and
 // notifies the customer of each step; a delivery not confirmed in time is
 // still a shipment.
 func StartDeliverBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[Cart]) ([]*DeliverRun, error) {
 	rs, err := runtime.StartBatch[Cart, Shipment](ctx, e, DeliverWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*DeliverRun, len(rs))
 	for i, r := range rs {
-		out[i] = &DeliverRun{r}
+		if r != nil {
+			out[i] = &DeliverRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartDeliverTx starts a run of workflow Deliver (shop.deliver) with input
+// in, as StartDeliver does, inside tx, the application's transaction on the
+// store's database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite
+// (sqlitestore, on the store's file), or the Tx of e.BeginTx. The run exists
+// exactly when tx commits, with the application's own writes in tx: a rollback
+// leaves no run, and no engine starts it before the commit. The handle's
+// Result waits for the run once it exists. Stores without transactions (Redis,
+// the in-memory store) refuse it with an error matching
+// runtime.ErrInvalidArgument.
+//
+// Deliver packs every line, labels and dispatches the parcels, and
+// notifies the customer of each step; a delivery not confirmed in time is
+// still a shipment.
+func StartDeliverTx(ctx context.Context, e *runtime.Engine, tx any, in Cart, opts ...runtime.StartOption) (*DeliverRun, error) {
+	r, err := runtime.StartTx[Cart, Shipment](ctx, e, tx, DeliverWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &DeliverRun{r}, nil
 }
 
 // GetDeliver returns a typed handle on the existing run id of workflow Deliver
@@ -1750,20 +1827,44 @@ func StartPay(ctx context.Context, e *runtime.Engine, in Charge, opts ...runtime
 
 // StartPayBatch starts many runs of workflow Pay (shop.pay) in one store call.
 // Every input is checked before anything is written; items with an ID that
-// exists return the existing run.
+// exists return the existing run, unless they set IfExists or IfEnded. The
+// items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Pay authorizes a charge, waits for the provider's confirmation, and
 // captures it.
 func StartPayBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[Charge]) ([]*PayRun, error) {
 	rs, err := runtime.StartBatch[Charge, Payment](ctx, e, PayWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*PayRun, len(rs))
 	for i, r := range rs {
-		out[i] = &PayRun{r}
+		if r != nil {
+			out[i] = &PayRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartPayTx starts a run of workflow Pay (shop.pay) with input in, as
+// StartPay does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Pay authorizes a charge, waits for the provider's confirmation, and
+// captures it.
+func StartPayTx(ctx context.Context, e *runtime.Engine, tx any, in Charge, opts ...runtime.StartOption) (*PayRun, error) {
+	r, err := runtime.StartTx[Charge, Payment](ctx, e, tx, PayWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &PayRun{r}, nil
 }
 
 // GetPay returns a typed handle on the existing run id of workflow Pay
@@ -1912,20 +2013,44 @@ func StartRefund(ctx context.Context, e *runtime.Engine, in RefundRequest, opts 
 
 // StartRefundBatch starts many runs of workflow Refund (shop.refund) in one
 // store call. Every input is checked before anything is written; items with an
-// ID that exists return the existing run.
+// ID that exists return the existing run, unless they set IfExists or IfEnded.
+// The items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Refund waits for a person's approval, refunds the payment, and has the
 // refund audited.
 func StartRefundBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[RefundRequest]) ([]*RefundRun, error) {
 	rs, err := runtime.StartBatch[RefundRequest, Payment](ctx, e, RefundWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*RefundRun, len(rs))
 	for i, r := range rs {
-		out[i] = &RefundRun{r}
+		if r != nil {
+			out[i] = &RefundRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartRefundTx starts a run of workflow Refund (shop.refund) with input in,
+// as StartRefund does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Refund waits for a person's approval, refunds the payment, and has the
+// refund audited.
+func StartRefundTx(ctx context.Context, e *runtime.Engine, tx any, in RefundRequest, opts ...runtime.StartOption) (*RefundRun, error) {
+	r, err := runtime.StartTx[RefundRequest, Payment](ctx, e, tx, RefundWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &RefundRun{r}, nil
 }
 
 // GetRefund returns a typed handle on the existing run id of workflow Refund
@@ -1964,6 +2089,123 @@ func EmitDelivered(ctx context.Context, e *runtime.Engine, ev Delivered) (int, e
 	return e.Emit(ctx, DeliveredTopic, ev)
 }
 
+// SendDeliveredTx delivers ev to the run runID, as SendDelivered does, inside
+// tx, the application's transaction on the store's database: a pgx.Tx on
+// Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore, on the store's file),
+// or the Tx of e.BeginTx. The event is delivered exactly when tx commits, with
+// the application's own writes in tx: a rollback delivers nothing. Stores
+// without transactions (Redis, the in-memory store) refuse it with an error
+// matching runtime.ErrInvalidArgument.
+//
+// Delivered says the carrier delivered a shipment.
+func SendDeliveredTx(ctx context.Context, e *runtime.Engine, tx any, runID string, ev Delivered) error {
+	return e.SendEventTx(ctx, tx, runID, DeliveredTopic, ev)
+}
+
+// EmitDeliveredTx delivers ev to every run waiting for Delivered, as
+// EmitDelivered does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. It reaches the runs waiting
+// when its statement runs, and returns how many; the deliveries take effect
+// exactly when tx commits, with the application's own writes in tx: a rollback
+// delivers nothing. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Delivered says the carrier delivered a shipment.
+func EmitDeliveredTx(ctx context.Context, e *runtime.Engine, tx any, ev Delivered) (int, error) {
+	return e.EmitTx(ctx, tx, DeliveredTopic, ev)
+}
+
+// SendDeliveredOrStartAudit delivers ev (event Delivered, topic
+// shop.delivered) to the run id of workflow Audit (shop.audit), starting that
+// run with input in if it does not exist, in one atomic store change
+// (signal-with-start): concurrent calls for one ID create one run, which
+// receives every call's event, and a call that fails or is refused writes
+// nothing. An existing run that has not ended gets ev as SendDelivered gives
+// it; an ended one refuses it (runtime.ErrStartRefused) unless runtime.IfEnded
+// in opts lets a new run start in its place, which then gets it. It returns a
+// typed handle on the run that got ev. It has no form inside the application's
+// transaction, to keep the API small: runtime.SendOrStartTx is that, untyped.
+func SendDeliveredOrStartAudit(ctx context.Context, e *runtime.Engine, id string, in Entry, ev Delivered, opts ...runtime.StartOption) (*AuditRun, error) {
+	r, err := runtime.SendOrStart[Entry, string](ctx, e, AuditWorkflowName, id, in, DeliveredTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &AuditRun{r}, nil
+}
+
+// SendDeliveredOrStartCheckout delivers ev (event Delivered, topic
+// shop.delivered) to the run id of workflow Checkout (shop.checkout), starting
+// that run with input in if it does not exist, in one atomic store change
+// (signal-with-start): concurrent calls for one ID create one run, which
+// receives every call's event, and a call that fails or is refused writes
+// nothing. An existing run that has not ended gets ev as SendDelivered gives
+// it; an ended one refuses it (runtime.ErrStartRefused) unless runtime.IfEnded
+// in opts lets a new run start in its place, which then gets it. It returns a
+// typed handle on the run that got ev. It has no form inside the application's
+// transaction, to keep the API small: runtime.SendOrStartTx is that, untyped.
+func SendDeliveredOrStartCheckout(ctx context.Context, e *runtime.Engine, id string, in Cart, ev Delivered, opts ...runtime.StartOption) (*CheckoutRun, error) {
+	r, err := runtime.SendOrStart[Cart, Receipt](ctx, e, CheckoutWorkflowName, id, in, DeliveredTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &CheckoutRun{r}, nil
+}
+
+// SendDeliveredOrStartDeliver delivers ev (event Delivered, topic
+// shop.delivered) to the run id of workflow Deliver (shop.deliver), starting
+// that run with input in if it does not exist, in one atomic store change
+// (signal-with-start): concurrent calls for one ID create one run, which
+// receives every call's event, and a call that fails or is refused writes
+// nothing. An existing run that has not ended gets ev as SendDelivered gives
+// it; an ended one refuses it (runtime.ErrStartRefused) unless runtime.IfEnded
+// in opts lets a new run start in its place, which then gets it. It returns a
+// typed handle on the run that got ev. It has no form inside the application's
+// transaction, to keep the API small: runtime.SendOrStartTx is that, untyped.
+func SendDeliveredOrStartDeliver(ctx context.Context, e *runtime.Engine, id string, in Cart, ev Delivered, opts ...runtime.StartOption) (*DeliverRun, error) {
+	r, err := runtime.SendOrStart[Cart, Shipment](ctx, e, DeliverWorkflowName, id, in, DeliveredTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &DeliverRun{r}, nil
+}
+
+// SendDeliveredOrStartPay delivers ev (event Delivered, topic shop.delivered)
+// to the run id of workflow Pay (shop.pay), starting that run with input in if
+// it does not exist, in one atomic store change (signal-with-start):
+// concurrent calls for one ID create one run, which receives every call's
+// event, and a call that fails or is refused writes nothing. An existing run
+// that has not ended gets ev as SendDelivered gives it; an ended one refuses
+// it (runtime.ErrStartRefused) unless runtime.IfEnded in opts lets a new run
+// start in its place, which then gets it. It returns a typed handle on the run
+// that got ev. It has no form inside the application's transaction, to keep
+// the API small: runtime.SendOrStartTx is that, untyped.
+func SendDeliveredOrStartPay(ctx context.Context, e *runtime.Engine, id string, in Charge, ev Delivered, opts ...runtime.StartOption) (*PayRun, error) {
+	r, err := runtime.SendOrStart[Charge, Payment](ctx, e, PayWorkflowName, id, in, DeliveredTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &PayRun{r}, nil
+}
+
+// SendDeliveredOrStartRefund delivers ev (event Delivered, topic
+// shop.delivered) to the run id of workflow Refund (shop.refund), starting
+// that run with input in if it does not exist, in one atomic store change
+// (signal-with-start): concurrent calls for one ID create one run, which
+// receives every call's event, and a call that fails or is refused writes
+// nothing. An existing run that has not ended gets ev as SendDelivered gives
+// it; an ended one refuses it (runtime.ErrStartRefused) unless runtime.IfEnded
+// in opts lets a new run start in its place, which then gets it. It returns a
+// typed handle on the run that got ev. It has no form inside the application's
+// transaction, to keep the API small: runtime.SendOrStartTx is that, untyped.
+func SendDeliveredOrStartRefund(ctx context.Context, e *runtime.Engine, id string, in RefundRequest, ev Delivered, opts ...runtime.StartOption) (*RefundRun, error) {
+	r, err := runtime.SendOrStart[RefundRequest, Payment](ctx, e, RefundWorkflowName, id, in, DeliveredTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &RefundRun{r}, nil
+}
+
 // PaymentConfirmedTopic is the topic of event PaymentConfirmed.
 //
 // PaymentConfirmed says the payment provider confirmed an authorization.
@@ -1986,6 +2228,129 @@ func EmitPaymentConfirmed(ctx context.Context, e *runtime.Engine, ev PaymentConf
 	return e.Emit(ctx, PaymentConfirmedTopic, ev)
 }
 
+// SendPaymentConfirmedTx delivers ev to the run runID, as SendPaymentConfirmed
+// does, inside tx, the application's transaction on the store's database: a
+// pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore, on the
+// store's file), or the Tx of e.BeginTx. The event is delivered exactly when
+// tx commits, with the application's own writes in tx: a rollback delivers
+// nothing. Stores without transactions (Redis, the in-memory store) refuse it
+// with an error matching runtime.ErrInvalidArgument.
+//
+// PaymentConfirmed says the payment provider confirmed an authorization.
+func SendPaymentConfirmedTx(ctx context.Context, e *runtime.Engine, tx any, runID string, ev PaymentConfirmed) error {
+	return e.SendEventTx(ctx, tx, runID, PaymentConfirmedTopic, ev)
+}
+
+// EmitPaymentConfirmedTx delivers ev to every run waiting for
+// PaymentConfirmed, as EmitPaymentConfirmed does, inside tx, the application's
+// transaction on the store's database: a pgx.Tx on Postgres (pgstore), a
+// *sql.Tx on SQLite (sqlitestore, on the store's file), or the Tx of
+// e.BeginTx. It reaches the runs waiting when its statement runs, and returns
+// how many; the deliveries take effect exactly when tx commits, with the
+// application's own writes in tx: a rollback delivers nothing. Stores without
+// transactions (Redis, the in-memory store) refuse it with an error matching
+// runtime.ErrInvalidArgument.
+//
+// PaymentConfirmed says the payment provider confirmed an authorization.
+func EmitPaymentConfirmedTx(ctx context.Context, e *runtime.Engine, tx any, ev PaymentConfirmed) (int, error) {
+	return e.EmitTx(ctx, tx, PaymentConfirmedTopic, ev)
+}
+
+// SendPaymentConfirmedOrStartAudit delivers ev (event PaymentConfirmed, topic
+// shop.payment-confirmed) to the run id of workflow Audit (shop.audit),
+// starting that run with input in if it does not exist, in one atomic store
+// change (signal-with-start): concurrent calls for one ID create one run,
+// which receives every call's event, and a call that fails or is refused
+// writes nothing. An existing run that has not ended gets ev as
+// SendPaymentConfirmed gives it; an ended one refuses it
+// (runtime.ErrStartRefused) unless runtime.IfEnded in opts lets a new run
+// start in its place, which then gets it. It returns a typed handle on the run
+// that got ev. It has no form inside the application's transaction, to keep
+// the API small: runtime.SendOrStartTx is that, untyped.
+func SendPaymentConfirmedOrStartAudit(ctx context.Context, e *runtime.Engine, id string, in Entry, ev PaymentConfirmed, opts ...runtime.StartOption) (*AuditRun, error) {
+	r, err := runtime.SendOrStart[Entry, string](ctx, e, AuditWorkflowName, id, in, PaymentConfirmedTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &AuditRun{r}, nil
+}
+
+// SendPaymentConfirmedOrStartCheckout delivers ev (event PaymentConfirmed,
+// topic shop.payment-confirmed) to the run id of workflow Checkout
+// (shop.checkout), starting that run with input in if it does not exist, in
+// one atomic store change (signal-with-start): concurrent calls for one ID
+// create one run, which receives every call's event, and a call that fails or
+// is refused writes nothing. An existing run that has not ended gets ev as
+// SendPaymentConfirmed gives it; an ended one refuses it
+// (runtime.ErrStartRefused) unless runtime.IfEnded in opts lets a new run
+// start in its place, which then gets it. It returns a typed handle on the run
+// that got ev. It has no form inside the application's transaction, to keep
+// the API small: runtime.SendOrStartTx is that, untyped.
+func SendPaymentConfirmedOrStartCheckout(ctx context.Context, e *runtime.Engine, id string, in Cart, ev PaymentConfirmed, opts ...runtime.StartOption) (*CheckoutRun, error) {
+	r, err := runtime.SendOrStart[Cart, Receipt](ctx, e, CheckoutWorkflowName, id, in, PaymentConfirmedTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &CheckoutRun{r}, nil
+}
+
+// SendPaymentConfirmedOrStartDeliver delivers ev (event PaymentConfirmed,
+// topic shop.payment-confirmed) to the run id of workflow Deliver
+// (shop.deliver), starting that run with input in if it does not exist, in one
+// atomic store change (signal-with-start): concurrent calls for one ID create
+// one run, which receives every call's event, and a call that fails or is
+// refused writes nothing. An existing run that has not ended gets ev as
+// SendPaymentConfirmed gives it; an ended one refuses it
+// (runtime.ErrStartRefused) unless runtime.IfEnded in opts lets a new run
+// start in its place, which then gets it. It returns a typed handle on the run
+// that got ev. It has no form inside the application's transaction, to keep
+// the API small: runtime.SendOrStartTx is that, untyped.
+func SendPaymentConfirmedOrStartDeliver(ctx context.Context, e *runtime.Engine, id string, in Cart, ev PaymentConfirmed, opts ...runtime.StartOption) (*DeliverRun, error) {
+	r, err := runtime.SendOrStart[Cart, Shipment](ctx, e, DeliverWorkflowName, id, in, PaymentConfirmedTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &DeliverRun{r}, nil
+}
+
+// SendPaymentConfirmedOrStartPay delivers ev (event PaymentConfirmed, topic
+// shop.payment-confirmed) to the run id of workflow Pay (shop.pay), starting
+// that run with input in if it does not exist, in one atomic store change
+// (signal-with-start): concurrent calls for one ID create one run, which
+// receives every call's event, and a call that fails or is refused writes
+// nothing. An existing run that has not ended gets ev as SendPaymentConfirmed
+// gives it; an ended one refuses it (runtime.ErrStartRefused) unless
+// runtime.IfEnded in opts lets a new run start in its place, which then gets
+// it. It returns a typed handle on the run that got ev. It has no form inside
+// the application's transaction, to keep the API small: runtime.SendOrStartTx
+// is that, untyped.
+func SendPaymentConfirmedOrStartPay(ctx context.Context, e *runtime.Engine, id string, in Charge, ev PaymentConfirmed, opts ...runtime.StartOption) (*PayRun, error) {
+	r, err := runtime.SendOrStart[Charge, Payment](ctx, e, PayWorkflowName, id, in, PaymentConfirmedTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &PayRun{r}, nil
+}
+
+// SendPaymentConfirmedOrStartRefund delivers ev (event PaymentConfirmed, topic
+// shop.payment-confirmed) to the run id of workflow Refund (shop.refund),
+// starting that run with input in if it does not exist, in one atomic store
+// change (signal-with-start): concurrent calls for one ID create one run,
+// which receives every call's event, and a call that fails or is refused
+// writes nothing. An existing run that has not ended gets ev as
+// SendPaymentConfirmed gives it; an ended one refuses it
+// (runtime.ErrStartRefused) unless runtime.IfEnded in opts lets a new run
+// start in its place, which then gets it. It returns a typed handle on the run
+// that got ev. It has no form inside the application's transaction, to keep
+// the API small: runtime.SendOrStartTx is that, untyped.
+func SendPaymentConfirmedOrStartRefund(ctx context.Context, e *runtime.Engine, id string, in RefundRequest, ev PaymentConfirmed, opts ...runtime.StartOption) (*RefundRun, error) {
+	r, err := runtime.SendOrStart[RefundRequest, Payment](ctx, e, RefundWorkflowName, id, in, PaymentConfirmedTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &RefundRun{r}, nil
+}
+
 // RefundApprovedTopic is the topic of event RefundApproved.
 //
 // RefundApproved says a person approved a refund.
@@ -2006,6 +2371,129 @@ func SendRefundApproved(ctx context.Context, e *runtime.Engine, runID string, ev
 // RefundApproved says a person approved a refund.
 func EmitRefundApproved(ctx context.Context, e *runtime.Engine, ev RefundApproved) (int, error) {
 	return e.Emit(ctx, RefundApprovedTopic, ev)
+}
+
+// SendRefundApprovedTx delivers ev to the run runID, as SendRefundApproved
+// does, inside tx, the application's transaction on the store's database: a
+// pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore, on the
+// store's file), or the Tx of e.BeginTx. The event is delivered exactly when
+// tx commits, with the application's own writes in tx: a rollback delivers
+// nothing. Stores without transactions (Redis, the in-memory store) refuse it
+// with an error matching runtime.ErrInvalidArgument.
+//
+// RefundApproved says a person approved a refund.
+func SendRefundApprovedTx(ctx context.Context, e *runtime.Engine, tx any, runID string, ev RefundApproved) error {
+	return e.SendEventTx(ctx, tx, runID, RefundApprovedTopic, ev)
+}
+
+// EmitRefundApprovedTx delivers ev to every run waiting for RefundApproved, as
+// EmitRefundApproved does, inside tx, the application's transaction on the
+// store's database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite
+// (sqlitestore, on the store's file), or the Tx of e.BeginTx. It reaches the
+// runs waiting when its statement runs, and returns how many; the deliveries
+// take effect exactly when tx commits, with the application's own writes in
+// tx: a rollback delivers nothing. Stores without transactions (Redis, the
+// in-memory store) refuse it with an error matching
+// runtime.ErrInvalidArgument.
+//
+// RefundApproved says a person approved a refund.
+func EmitRefundApprovedTx(ctx context.Context, e *runtime.Engine, tx any, ev RefundApproved) (int, error) {
+	return e.EmitTx(ctx, tx, RefundApprovedTopic, ev)
+}
+
+// SendRefundApprovedOrStartAudit delivers ev (event RefundApproved, topic
+// shop.refund-approved) to the run id of workflow Audit (shop.audit), starting
+// that run with input in if it does not exist, in one atomic store change
+// (signal-with-start): concurrent calls for one ID create one run, which
+// receives every call's event, and a call that fails or is refused writes
+// nothing. An existing run that has not ended gets ev as SendRefundApproved
+// gives it; an ended one refuses it (runtime.ErrStartRefused) unless
+// runtime.IfEnded in opts lets a new run start in its place, which then gets
+// it. It returns a typed handle on the run that got ev. It has no form inside
+// the application's transaction, to keep the API small: runtime.SendOrStartTx
+// is that, untyped.
+func SendRefundApprovedOrStartAudit(ctx context.Context, e *runtime.Engine, id string, in Entry, ev RefundApproved, opts ...runtime.StartOption) (*AuditRun, error) {
+	r, err := runtime.SendOrStart[Entry, string](ctx, e, AuditWorkflowName, id, in, RefundApprovedTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &AuditRun{r}, nil
+}
+
+// SendRefundApprovedOrStartCheckout delivers ev (event RefundApproved, topic
+// shop.refund-approved) to the run id of workflow Checkout (shop.checkout),
+// starting that run with input in if it does not exist, in one atomic store
+// change (signal-with-start): concurrent calls for one ID create one run,
+// which receives every call's event, and a call that fails or is refused
+// writes nothing. An existing run that has not ended gets ev as
+// SendRefundApproved gives it; an ended one refuses it
+// (runtime.ErrStartRefused) unless runtime.IfEnded in opts lets a new run
+// start in its place, which then gets it. It returns a typed handle on the run
+// that got ev. It has no form inside the application's transaction, to keep
+// the API small: runtime.SendOrStartTx is that, untyped.
+func SendRefundApprovedOrStartCheckout(ctx context.Context, e *runtime.Engine, id string, in Cart, ev RefundApproved, opts ...runtime.StartOption) (*CheckoutRun, error) {
+	r, err := runtime.SendOrStart[Cart, Receipt](ctx, e, CheckoutWorkflowName, id, in, RefundApprovedTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &CheckoutRun{r}, nil
+}
+
+// SendRefundApprovedOrStartDeliver delivers ev (event RefundApproved, topic
+// shop.refund-approved) to the run id of workflow Deliver (shop.deliver),
+// starting that run with input in if it does not exist, in one atomic store
+// change (signal-with-start): concurrent calls for one ID create one run,
+// which receives every call's event, and a call that fails or is refused
+// writes nothing. An existing run that has not ended gets ev as
+// SendRefundApproved gives it; an ended one refuses it
+// (runtime.ErrStartRefused) unless runtime.IfEnded in opts lets a new run
+// start in its place, which then gets it. It returns a typed handle on the run
+// that got ev. It has no form inside the application's transaction, to keep
+// the API small: runtime.SendOrStartTx is that, untyped.
+func SendRefundApprovedOrStartDeliver(ctx context.Context, e *runtime.Engine, id string, in Cart, ev RefundApproved, opts ...runtime.StartOption) (*DeliverRun, error) {
+	r, err := runtime.SendOrStart[Cart, Shipment](ctx, e, DeliverWorkflowName, id, in, RefundApprovedTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &DeliverRun{r}, nil
+}
+
+// SendRefundApprovedOrStartPay delivers ev (event RefundApproved, topic
+// shop.refund-approved) to the run id of workflow Pay (shop.pay), starting
+// that run with input in if it does not exist, in one atomic store change
+// (signal-with-start): concurrent calls for one ID create one run, which
+// receives every call's event, and a call that fails or is refused writes
+// nothing. An existing run that has not ended gets ev as SendRefundApproved
+// gives it; an ended one refuses it (runtime.ErrStartRefused) unless
+// runtime.IfEnded in opts lets a new run start in its place, which then gets
+// it. It returns a typed handle on the run that got ev. It has no form inside
+// the application's transaction, to keep the API small: runtime.SendOrStartTx
+// is that, untyped.
+func SendRefundApprovedOrStartPay(ctx context.Context, e *runtime.Engine, id string, in Charge, ev RefundApproved, opts ...runtime.StartOption) (*PayRun, error) {
+	r, err := runtime.SendOrStart[Charge, Payment](ctx, e, PayWorkflowName, id, in, RefundApprovedTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &PayRun{r}, nil
+}
+
+// SendRefundApprovedOrStartRefund delivers ev (event RefundApproved, topic
+// shop.refund-approved) to the run id of workflow Refund (shop.refund),
+// starting that run with input in if it does not exist, in one atomic store
+// change (signal-with-start): concurrent calls for one ID create one run,
+// which receives every call's event, and a call that fails or is refused
+// writes nothing. An existing run that has not ended gets ev as
+// SendRefundApproved gives it; an ended one refuses it
+// (runtime.ErrStartRefused) unless runtime.IfEnded in opts lets a new run
+// start in its place, which then gets it. It returns a typed handle on the run
+// that got ev. It has no form inside the application's transaction, to keep
+// the API small: runtime.SendOrStartTx is that, untyped.
+func SendRefundApprovedOrStartRefund(ctx context.Context, e *runtime.Engine, id string, in RefundRequest, ev RefundApproved, opts ...runtime.StartOption) (*RefundRun, error) {
+	r, err := runtime.SendOrStart[RefundRequest, Payment](ctx, e, RefundWorkflowName, id, in, RefundApprovedTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &RefundRun{r}, nil
 }
 
 // stemRegisterEvents registers the event types of package main with e, for the

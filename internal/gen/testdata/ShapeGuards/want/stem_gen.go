@@ -355,19 +355,42 @@ func StartPlace(ctx context.Context, e *runtime.Engine, in Order, opts ...runtim
 
 // StartPlaceBatch starts many runs of workflow Place (p.place) in one store
 // call. Every input is checked before anything is written; items with an ID
-// that exists return the existing run.
+// that exists return the existing run, unless they set IfExists or IfEnded.
+// The items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Place places an order.
 func StartPlaceBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[Order]) ([]*PlaceRun, error) {
 	rs, err := runtime.StartBatch[Order, Result](ctx, e, PlaceWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*PlaceRun, len(rs))
 	for i, r := range rs {
-		out[i] = &PlaceRun{r}
+		if r != nil {
+			out[i] = &PlaceRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartPlaceTx starts a run of workflow Place (p.place) with input in, as
+// StartPlace does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Place places an order.
+func StartPlaceTx(ctx context.Context, e *runtime.Engine, tx any, in Order, opts ...runtime.StartOption) (*PlaceRun, error) {
+	r, err := runtime.StartTx[Order, Result](ctx, e, tx, PlaceWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &PlaceRun{r}, nil
 }
 
 // GetPlace returns a typed handle on the existing run id of workflow Place

@@ -229,19 +229,42 @@ func StartFlow(ctx context.Context, e *runtime.Engine, in int, opts ...runtime.S
 
 // StartFlowBatch starts many runs of workflow Flow (stale.flow) in one store
 // call. Every input is checked before anything is written; items with an ID
-// that exists return the existing run.
+// that exists return the existing run, unless they set IfExists or IfEnded.
+// The items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Flow calls a step the stale file does not know.
 func StartFlowBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[int]) ([]*FlowRun, error) {
 	rs, err := runtime.StartBatch[int, int](ctx, e, FlowWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*FlowRun, len(rs))
 	for i, r := range rs {
-		out[i] = &FlowRun{r}
+		if r != nil {
+			out[i] = &FlowRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartFlowTx starts a run of workflow Flow (stale.flow) with input in, as
+// StartFlow does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Flow calls a step the stale file does not know.
+func StartFlowTx(ctx context.Context, e *runtime.Engine, tx any, in int, opts ...runtime.StartOption) (*FlowRun, error) {
+	r, err := runtime.StartTx[int, int](ctx, e, tx, FlowWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &FlowRun{r}, nil
 }
 
 // GetFlow returns a typed handle on the existing run id of workflow Flow

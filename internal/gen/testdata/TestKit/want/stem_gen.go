@@ -494,20 +494,45 @@ func StartCheckout(ctx context.Context, e *runtime.Engine, in Order, opts ...run
 
 // StartCheckoutBatch starts many runs of workflow Checkout (shop.checkout) in
 // one store call. Every input is checked before anything is written; items
-// with an ID that exists return the existing run.
+// with an ID that exists return the existing run, unless they set IfExists or
+// IfEnded. The items a policy refuses are nil in the result, which comes with
+// an error joining a *runtime.RefusedError (matching runtime.ErrStartRefused)
+// for each; any other error returns no runs.
 //
 // Checkout charges an order, labels its items at once, waits up to three
 // days for the warehouse to pack it, and tells the customer.
 func StartCheckoutBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[Order]) ([]*CheckoutRun, error) {
 	rs, err := runtime.StartBatch[Order, Receipt](ctx, e, CheckoutWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*CheckoutRun, len(rs))
 	for i, r := range rs {
-		out[i] = &CheckoutRun{r}
+		if r != nil {
+			out[i] = &CheckoutRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartCheckoutTx starts a run of workflow Checkout (shop.checkout) with input
+// in, as StartCheckout does, inside tx, the application's transaction on the
+// store's database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite
+// (sqlitestore, on the store's file), or the Tx of e.BeginTx. The run exists
+// exactly when tx commits, with the application's own writes in tx: a rollback
+// leaves no run, and no engine starts it before the commit. The handle's
+// Result waits for the run once it exists. Stores without transactions (Redis,
+// the in-memory store) refuse it with an error matching
+// runtime.ErrInvalidArgument.
+//
+// Checkout charges an order, labels its items at once, waits up to three
+// days for the warehouse to pack it, and tells the customer.
+func StartCheckoutTx(ctx context.Context, e *runtime.Engine, tx any, in Order, opts ...runtime.StartOption) (*CheckoutRun, error) {
+	r, err := runtime.StartTx[Order, Receipt](ctx, e, tx, CheckoutWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &CheckoutRun{r}, nil
 }
 
 // GetCheckout returns a typed handle on the existing run id of workflow
@@ -653,6 +678,51 @@ func SendPacked(ctx context.Context, e *runtime.Engine, runID string, ev Packed)
 // Packed says the warehouse packed an order.
 func EmitPacked(ctx context.Context, e *runtime.Engine, ev Packed) (int, error) {
 	return e.Emit(ctx, PackedTopic, ev)
+}
+
+// SendPackedTx delivers ev to the run runID, as SendPacked does, inside tx,
+// the application's transaction on the store's database: a pgx.Tx on Postgres
+// (pgstore), a *sql.Tx on SQLite (sqlitestore, on the store's file), or the Tx
+// of e.BeginTx. The event is delivered exactly when tx commits, with the
+// application's own writes in tx: a rollback delivers nothing. Stores without
+// transactions (Redis, the in-memory store) refuse it with an error matching
+// runtime.ErrInvalidArgument.
+//
+// Packed says the warehouse packed an order.
+func SendPackedTx(ctx context.Context, e *runtime.Engine, tx any, runID string, ev Packed) error {
+	return e.SendEventTx(ctx, tx, runID, PackedTopic, ev)
+}
+
+// EmitPackedTx delivers ev to every run waiting for Packed, as EmitPacked
+// does, inside tx, the application's transaction on the store's database: a
+// pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore, on the
+// store's file), or the Tx of e.BeginTx. It reaches the runs waiting when its
+// statement runs, and returns how many; the deliveries take effect exactly
+// when tx commits, with the application's own writes in tx: a rollback
+// delivers nothing. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Packed says the warehouse packed an order.
+func EmitPackedTx(ctx context.Context, e *runtime.Engine, tx any, ev Packed) (int, error) {
+	return e.EmitTx(ctx, tx, PackedTopic, ev)
+}
+
+// SendPackedOrStartCheckout delivers ev (event Packed, topic shop.packed) to
+// the run id of workflow Checkout (shop.checkout), starting that run with
+// input in if it does not exist, in one atomic store change
+// (signal-with-start): concurrent calls for one ID create one run, which
+// receives every call's event, and a call that fails or is refused writes
+// nothing. An existing run that has not ended gets ev as SendPacked gives it;
+// an ended one refuses it (runtime.ErrStartRefused) unless runtime.IfEnded in
+// opts lets a new run start in its place, which then gets it. It returns a
+// typed handle on the run that got ev. It has no form inside the application's
+// transaction, to keep the API small: runtime.SendOrStartTx is that, untyped.
+func SendPackedOrStartCheckout(ctx context.Context, e *runtime.Engine, id string, in Order, ev Packed, opts ...runtime.StartOption) (*CheckoutRun, error) {
+	r, err := runtime.SendOrStart[Order, Receipt](ctx, e, CheckoutWorkflowName, id, in, PackedTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &CheckoutRun{r}, nil
 }
 
 // stemRegisterEvents registers the event types of package shop with e, for the

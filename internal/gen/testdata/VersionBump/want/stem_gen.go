@@ -333,19 +333,42 @@ func StartPay(ctx context.Context, e *runtime.Engine, in int64, opts ...runtime.
 
 // StartPayBatch starts many runs of workflow Pay (bump.pay) in one store call.
 // Every input is checked before anything is written; items with an ID that
-// exists return the existing run.
+// exists return the existing run, unless they set IfExists or IfEnded. The
+// items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Pay charges.
 func StartPayBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[int64]) ([]*PayRun, error) {
 	rs, err := runtime.StartBatch[int64, Money](ctx, e, PayWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*PayRun, len(rs))
 	for i, r := range rs {
-		out[i] = &PayRun{r}
+		if r != nil {
+			out[i] = &PayRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartPayTx starts a run of workflow Pay (bump.pay) with input in, as
+// StartPay does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Pay charges.
+func StartPayTx(ctx context.Context, e *runtime.Engine, tx any, in int64, opts ...runtime.StartOption) (*PayRun, error) {
+	r, err := runtime.StartTx[int64, Money](ctx, e, tx, PayWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &PayRun{r}, nil
 }
 
 // GetPay returns a typed handle on the existing run id of workflow Pay
@@ -482,20 +505,44 @@ func StartQuiet(ctx context.Context, e *runtime.Engine, in int, opts ...runtime.
 
 // StartQuietBatch starts many runs of workflow Quiet (bump.quiet) in one store
 // call. Every input is checked before anything is written; items with an ID
-// that exists return the existing run.
+// that exists return the existing run, unless they set IfExists or IfEnded.
+// The items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Quiet no longer publishes progress: the manifest keeps the shape it
 // recorded, so publishing another later needs a bump.
 func StartQuietBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[int]) ([]*QuietRun, error) {
 	rs, err := runtime.StartBatch[int, int](ctx, e, QuietWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*QuietRun, len(rs))
 	for i, r := range rs {
-		out[i] = &QuietRun{r}
+		if r != nil {
+			out[i] = &QuietRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartQuietTx starts a run of workflow Quiet (bump.quiet) with input in, as
+// StartQuiet does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Quiet no longer publishes progress: the manifest keeps the shape it
+// recorded, so publishing another later needs a bump.
+func StartQuietTx(ctx context.Context, e *runtime.Engine, tx any, in int, opts ...runtime.StartOption) (*QuietRun, error) {
+	r, err := runtime.StartTx[int, int](ctx, e, tx, QuietWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &QuietRun{r}, nil
 }
 
 // GetQuiet returns a typed handle on the existing run id of workflow Quiet
@@ -656,22 +703,48 @@ func StartTrack(ctx context.Context, e *runtime.Engine, in int, opts ...runtime.
 
 // StartTrackBatch starts many runs of workflow Track (bump.track) in one store
 // call. Every input is checked before anything is written; items with an ID
-// that exists return the existing run.
+// that exists return the existing run, unless they set IfExists or IfEnded.
+// The items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Track publishes its progress.
 func StartTrackBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[int]) ([]*TrackRun, error) {
 	rs, err := runtime.StartBatch[int, int](ctx, e, TrackWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*TrackRun, len(rs))
 	for i, r := range rs {
-		out[i] = &TrackRun{
-			Run:    r,
-			engine: e,
+		if r != nil {
+			out[i] = &TrackRun{
+				Run:    r,
+				engine: e,
+			}
 		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartTrackTx starts a run of workflow Track (bump.track) with input in, as
+// StartTrack does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Track publishes its progress.
+func StartTrackTx(ctx context.Context, e *runtime.Engine, tx any, in int, opts ...runtime.StartOption) (*TrackRun, error) {
+	r, err := runtime.StartTx[int, int](ctx, e, tx, TrackWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &TrackRun{
+		Run:    r,
+		engine: e,
+	}, nil
 }
 
 // GetTrack returns a typed handle on the existing run id of workflow Track

@@ -327,19 +327,42 @@ func StartFulfil(ctx context.Context, e *runtime.Engine, in Order, opts ...runti
 
 // StartFulfilBatch starts many runs of workflow Fulfil (vers.fulfil) in one
 // store call. Every input is checked before anything is written; items with an
-// ID that exists return the existing run.
+// ID that exists return the existing run, unless they set IfExists or IfEnded.
+// The items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Fulfil packs the items, and counts them.
 func StartFulfilBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[Order]) ([]*FulfilRun, error) {
 	rs, err := runtime.StartBatch[Order, string](ctx, e, FulfilWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*FulfilRun, len(rs))
 	for i, r := range rs {
-		out[i] = &FulfilRun{r}
+		if r != nil {
+			out[i] = &FulfilRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartFulfilTx starts a run of workflow Fulfil (vers.fulfil) with input in,
+// as StartFulfil does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Fulfil packs the items, and counts them.
+func StartFulfilTx(ctx context.Context, e *runtime.Engine, tx any, in Order, opts ...runtime.StartOption) (*FulfilRun, error) {
+	r, err := runtime.StartTx[Order, string](ctx, e, tx, FulfilWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &FulfilRun{r}, nil
 }
 
 // GetFulfil returns a typed handle on the existing run id of workflow Fulfil
@@ -481,6 +504,51 @@ func SendReady(ctx context.Context, e *runtime.Engine, runID string, ev Ready) e
 // Ready says the warehouse has the order.
 func EmitReady(ctx context.Context, e *runtime.Engine, ev Ready) (int, error) {
 	return e.Emit(ctx, ReadyTopic, ev)
+}
+
+// SendReadyTx delivers ev to the run runID, as SendReady does, inside tx, the
+// application's transaction on the store's database: a pgx.Tx on Postgres
+// (pgstore), a *sql.Tx on SQLite (sqlitestore, on the store's file), or the Tx
+// of e.BeginTx. The event is delivered exactly when tx commits, with the
+// application's own writes in tx: a rollback delivers nothing. Stores without
+// transactions (Redis, the in-memory store) refuse it with an error matching
+// runtime.ErrInvalidArgument.
+//
+// Ready says the warehouse has the order.
+func SendReadyTx(ctx context.Context, e *runtime.Engine, tx any, runID string, ev Ready) error {
+	return e.SendEventTx(ctx, tx, runID, ReadyTopic, ev)
+}
+
+// EmitReadyTx delivers ev to every run waiting for Ready, as EmitReady does,
+// inside tx, the application's transaction on the store's database: a pgx.Tx
+// on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore, on the store's
+// file), or the Tx of e.BeginTx. It reaches the runs waiting when its
+// statement runs, and returns how many; the deliveries take effect exactly
+// when tx commits, with the application's own writes in tx: a rollback
+// delivers nothing. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Ready says the warehouse has the order.
+func EmitReadyTx(ctx context.Context, e *runtime.Engine, tx any, ev Ready) (int, error) {
+	return e.EmitTx(ctx, tx, ReadyTopic, ev)
+}
+
+// SendReadyOrStartFulfil delivers ev (event Ready, topic vers.ready) to the
+// run id of workflow Fulfil (vers.fulfil), starting that run with input in if
+// it does not exist, in one atomic store change (signal-with-start):
+// concurrent calls for one ID create one run, which receives every call's
+// event, and a call that fails or is refused writes nothing. An existing run
+// that has not ended gets ev as SendReady gives it; an ended one refuses it
+// (runtime.ErrStartRefused) unless runtime.IfEnded in opts lets a new run
+// start in its place, which then gets it. It returns a typed handle on the run
+// that got ev. It has no form inside the application's transaction, to keep
+// the API small: runtime.SendOrStartTx is that, untyped.
+func SendReadyOrStartFulfil(ctx context.Context, e *runtime.Engine, id string, in Order, ev Ready, opts ...runtime.StartOption) (*FulfilRun, error) {
+	r, err := runtime.SendOrStart[Order, string](ctx, e, FulfilWorkflowName, id, in, ReadyTopic, ev, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &FulfilRun{r}, nil
 }
 
 // stemRegisterEvents registers the event types of package main with e, for the

@@ -229,19 +229,42 @@ func StartInner(ctx context.Context, e *runtime.Engine, in int, opts ...runtime.
 
 // StartInnerBatch starts many runs of workflow Inner (flows.inner) in one
 // store call. Every input is checked before anything is written; items with an
-// ID that exists return the existing run.
+// ID that exists return the existing run, unless they set IfExists or IfEnded.
+// The items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Inner doubles n, and says which run is its parent.
 func StartInnerBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[int]) ([]*InnerRun, error) {
 	rs, err := runtime.StartBatch[int, int](ctx, e, InnerWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*InnerRun, len(rs))
 	for i, r := range rs {
-		out[i] = &InnerRun{r}
+		if r != nil {
+			out[i] = &InnerRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartInnerTx starts a run of workflow Inner (flows.inner) with input in, as
+// StartInner does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Inner doubles n, and says which run is its parent.
+func StartInnerTx(ctx context.Context, e *runtime.Engine, tx any, in int, opts ...runtime.StartOption) (*InnerRun, error) {
+	r, err := runtime.StartTx[int, int](ctx, e, tx, InnerWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &InnerRun{r}, nil
 }
 
 // GetInner returns a typed handle on the existing run id of workflow Inner
@@ -378,20 +401,44 @@ func StartOuter(ctx context.Context, e *runtime.Engine, in int, opts ...runtime.
 
 // StartOuterBatch starts many runs of workflow Outer (flows.outer) in one
 // store call. Every input is checked before anything is written; items with an
-// ID that exists return the existing run.
+// ID that exists return the existing run, unless they set IfExists or IfEnded.
+// The items a policy refuses are nil in the result, which comes with an error
+// joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
+// any other error returns no runs.
 //
 // Outer runs Inner as a child, starts another without waiting (abandoned to
 // its own end, since Outer ends first), and reports where it ran.
 func StartOuterBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[int]) ([]*OuterRun, error) {
 	rs, err := runtime.StartBatch[int, string](ctx, e, OuterWorkflowName, items)
-	if err != nil {
+	if rs == nil {
 		return nil, err
 	}
 	out := make([]*OuterRun, len(rs))
 	for i, r := range rs {
-		out[i] = &OuterRun{r}
+		if r != nil {
+			out[i] = &OuterRun{r}
+		}
 	}
-	return out, nil
+	return out, err
+}
+
+// StartOuterTx starts a run of workflow Outer (flows.outer) with input in, as
+// StartOuter does, inside tx, the application's transaction on the store's
+// database: a pgx.Tx on Postgres (pgstore), a *sql.Tx on SQLite (sqlitestore,
+// on the store's file), or the Tx of e.BeginTx. The run exists exactly when tx
+// commits, with the application's own writes in tx: a rollback leaves no run,
+// and no engine starts it before the commit. The handle's Result waits for the
+// run once it exists. Stores without transactions (Redis, the in-memory store)
+// refuse it with an error matching runtime.ErrInvalidArgument.
+//
+// Outer runs Inner as a child, starts another without waiting (abandoned to
+// its own end, since Outer ends first), and reports where it ran.
+func StartOuterTx(ctx context.Context, e *runtime.Engine, tx any, in int, opts ...runtime.StartOption) (*OuterRun, error) {
+	r, err := runtime.StartTx[int, string](ctx, e, tx, OuterWorkflowName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &OuterRun{r}, nil
 }
 
 // GetOuter returns a typed handle on the existing run id of workflow Outer
