@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"reflect"
 	"time"
 
@@ -340,7 +342,9 @@ func (e *Engine) createTx(ctx context.Context, tx any, runs []storage.NewRun) ([
 //
 // A store that cannot run it (Redis, the in-memory store), or whose
 // transactions are not Tx, fails the step with a permanent error naming
-// both; generated code refuses it at registration already.
+// both; generated code refuses it at registration already. Tx may be any,
+// for code that runs on either store (and passes the transaction on to
+// StartTx, say).
 func TxStep[T, Tx any](c *WorkflowContext, key string, opts StepOptions, fn func(sc StepContext, tx Tx) (T, error)) (T, error) {
 	opts.tx = reflect.TypeFor[Tx]()
 	return runStep(c, key, opts, func(sc StepContext) (T, error) {
@@ -386,13 +390,14 @@ func WorkflowTxSteps(steps map[string]reflect.Type) RegisterOption {
 // checkTxSteps is Register's check of the workflow's transactional steps
 // against the engine's store.
 func (e *Engine) checkTxSteps(def *workflowDef) error {
-	for key, want := range def.txSteps {
+	for _, key := range slices.Sorted(maps.Keys(def.txSteps)) {
+		want := def.txSteps[key]
 		ts, ok := e.cfg.Store.(storage.TxStore)
 		if !ok {
 			return fmt.Errorf("%w: workflow %q has transactional step %q, which the engine's store (%T) cannot run: it has no transactions; Postgres (pgstore) and SQLite (sqlitestore) run them",
 				ErrInvalidArgument, def.name, key, e.cfg.Store)
 		}
-		if got := ts.TxType(); got != want {
+		if got := ts.TxType(); want != anyTx && got != want {
 			return fmt.Errorf("%w: workflow %q has transactional step %q, which takes a %v, and the engine's store (%T) runs steps in a %v",
 				ErrInvalidArgument, def.name, key, want, e.cfg.Store, got)
 		}

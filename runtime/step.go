@@ -353,6 +353,10 @@ type attemptResult[T any] struct {
 	written *storage.CheckpointResult
 }
 
+// anyTx is the transaction type of a TxStep[T, any], which runs on any
+// store's transactions.
+var anyTx = reflect.TypeFor[any]()
+
 // attemptTx makes an attempt of a transactional step: the store calls fn
 // in a transaction of its own and writes the step's checkpoint in it with
 // the attempt, both committed together or neither (see
@@ -365,7 +369,7 @@ func attemptTx[T any](ctx context.Context, x *execution, full string, iteration,
 	switch {
 	case !ok:
 		r.err = Permanent(fmt.Errorf("%w: step %q is transactional (it takes a %v) and the engine's store (%T) has no transactions; Postgres (pgstore) and SQLite (sqlitestore) run such steps", ErrInvalidArgument, full, opts.tx, e.cfg.Store))
-	case ts.TxType() != opts.tx:
+	case opts.tx != anyTx && ts.TxType() != opts.tx:
 		r.err = Permanent(fmt.Errorf("%w: step %q takes a %v and the engine's store (%T) runs steps in a %v", ErrInvalidArgument, full, opts.tx, e.cfg.Store, ts.TxType()))
 	}
 	if r.err != nil {
