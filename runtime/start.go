@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/stemflow/stem/storage"
