@@ -10,10 +10,11 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
-// CreateRuns inserts runs; an ID that exists is left untouched and reported
-// with Created false and its stored record. A run with a Lease is inserted
-// running under it, as a claim would leave it, so that its engine needs no
-// claim (see insertLeasedRun). All requests are one atomic change.
+// CreateRuns creates runs, keeping the start rules of storage.NewRun (its
+// start key, its policies for an ID whose run exists, its event; see
+// createRun). A run with a Lease is inserted running under it, as a claim
+// would leave it, so that its engine needs no claim (see insertLeasedRun).
+// All requests are one atomic change.
 func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
 	if err := storage.ValidateNewRuns(runs); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
@@ -29,52 +30,17 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 	return out, nil
 }
 
-// createRuns is CreateRuns inside the writer's transaction, at now; a
-// schedule's write creates its runs with it too.
+// createRuns is CreateRuns inside the writing transaction, at now; a
+// schedule's write creates its runs with it too, and CreateRunsTx in the
+// application's transaction.
 func (w *wtx) createRuns(runs []storage.NewRun, now time.Time) ([]storage.CreateResult, error) {
 	out := make([]storage.CreateResult, 0, len(runs))
-	n := now.UnixNano()
 	for _, r := range runs {
-		var ref int64
-		var created bool
-		var err error
-		scan := func(r row) { ref = r.int64(0) }
-		if l := r.Lease; l != nil {
-			// An eager start: the run is inserted as claimUpdate leaves a
-			// run it starts, token 1, its start stamped.
-			created, err = w.queryRow(insertLeasedRun, scan, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), n, nanosPtr(r.Deadline),
-				r.QueueOf(), r.Partition, r.Priority, r.Version, l.Owner, leaseUntil(now, l.For))
-		} else {
-			ready := n
-			if r.StartAt != nil && r.StartAt.After(now) {
-				ready = r.StartAt.UnixNano()
-			}
-			created, err = w.queryRow(insertRun, scan, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), n, ready, nanosPtr(r.Deadline),
-				r.QueueOf(), r.Partition, r.Priority, r.Version)
-		}
+		res, err := w.createRun(r, now)
 		if err != nil {
 			return nil, err
 		}
-		if created {
-			if _, err := w.exec(`INSERT INTO run_data (ref, input, headers) VALUES (?1, ?2, ?3)`, ref, bytesArg(r.Input), encodeHeaders(r.Headers)); err != nil {
-				return nil, err
-			}
-			if _, err := w.exec(`INSERT INTO executions (run_ref, number, started_at) VALUES (?1, 1, ?2)`, ref, n); err != nil {
-				return nil, err
-			}
-			if r.Lease != nil {
-				if err := w.logEagerStart(r.QueueOf(), n); err != nil {
-					return nil, err
-				}
-			} else {
-				w.wake = true // a delayed run too: engines learn of its wake time
-			}
-		}
-		rec, _, err := getRun(w.conn, r.ID)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, storage.CreateResult{Created: created, Run: rec})
+		out = append(out, res)
 	}
 	return out, nil
 }
