@@ -46,18 +46,25 @@ func (w *wtx) createRuns(runs []storage.NewRun, now time.Time) ([]storage.Create
 }
 
 // insertRun inserts a queued run, ready at ?6, unless its ID (?1) exists,
-// and returns its ref. insertLeasedRun inserts a run leased at creation
-// (NewRun.Lease) instead: running, held by ?11 until ?12 with token 1 and
-// started at ?5, as claimUpdate leaves a run it starts, so that a claim
-// recovers it once the lease expires and counts it as holding its queue's
-// place meanwhile.
+// and returns its ref and token. insertLeasedRun inserts a run leased at
+// creation (NewRun.Lease) instead: running, held by ?11 until ?12, its
+// token taken once and started at ?5, as claimUpdate leaves a run it
+// starts, so that a claim recovers it once the lease expires and counts
+// it as holding its queue's place meanwhile. A run's token starts at 0,
+// or where a deleted run of its ID left it (run_tokens, see replace).
 const (
 	insertRun = `INSERT INTO runs (id, workflow, parent_id, parent_policy, status, ready_at, created_at, updated_at, deadline,
-			queue, partition_key, priority, version)
-		VALUES (?1, ?2, ?3, ?4, 'queued', ?6, ?5, ?5, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (id) DO NOTHING RETURNING ref`
+			queue, partition_key, priority, version, token)
+		VALUES (?1, ?2, ?3, ?4, 'queued', ?6, ?5, ?5, ?7, ?8, ?9, ?10, ?11, ` + retiredToken + `)
+		ON CONFLICT (id) DO NOTHING RETURNING ref, token`
 	insertLeasedRun = `INSERT INTO runs (id, workflow, parent_id, parent_policy, status, created_at, updated_at, deadline,
 			queue, partition_key, priority, version, owner, lease_until, token, first_claimed_at)
-		VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 1, ?5) ON CONFLICT (id) DO NOTHING RETURNING ref`
+		VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ` + retiredToken + ` + 1, ?5)
+		ON CONFLICT (id) DO NOTHING RETURNING ref, token - 1`
+	// retiredToken is the token a deleted run of the ID ?1 left: 0 for
+	// none, the common case, read by a seek in a table that is empty but
+	// for the IDs of replaced runs not yet taken again.
+	retiredToken = `coalesce((SELECT token FROM run_tokens WHERE id = ?1), 0)`
 )
 
 // GetRun returns a run's record, or storage.ErrRunNotFound.

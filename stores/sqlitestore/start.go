@@ -103,7 +103,8 @@ func startPolicy(r storage.NewRun, status storage.RunStatus) (refusal storage.St
 // when its window closes.
 func (w *wtx) insertNew(r storage.NewRun, now time.Time) (ref int64, created bool, err error) {
 	n := now.UnixNano()
-	scan := func(r row) { ref = r.int64(0) }
+	var inherited int64 // the token a deleted run of the ID left, if any
+	scan := func(r row) { ref, inherited = r.int64(0), r.int64(1) }
 	if l := r.Lease; l != nil {
 		// An eager start: the run is inserted as claimUpdate leaves a run
 		// it starts, token 1, its start stamped.
@@ -122,6 +123,11 @@ func (w *wtx) insertNew(r storage.NewRun, now time.Time) (ref int64, created boo
 	}
 	if err != nil || !created {
 		return 0, false, err
+	}
+	if inherited > 0 {
+		if _, err := w.exec(`DELETE FROM run_tokens WHERE id = ?1`, r.ID); err != nil {
+			return 0, false, err
+		}
 	}
 	if _, err := w.exec(`INSERT INTO run_data (ref, input, headers) VALUES (?1, ?2, ?3)`, ref, bytesArg(r.Input), encodeHeaders(r.Headers)); err != nil {
 		return 0, false, err
@@ -199,7 +205,12 @@ func (w *wtx) joinKey(r storage.NewRun, now int64) (res storage.CreateResult, jo
 // below a finished child that abandoned its parent) is terminated with
 // the child error too, so that every run deleted unfinished has its end
 // announced. Then the run and every descendant, finished ones too, are
-// deleted as Purge deletes a run.
+// deleted as Purge deletes a run, the lease token of each that was ever
+// claimed kept in run_tokens, so that the next run made under its ID goes
+// on from it: fencing compares a run's ID and token, and a holder of a
+// deleted run's lease, which may not have heard yet that it lost it, must
+// not match the lease of the run made in its place (the new run, or a
+// child of it that takes a deleted child's ID).
 func (w *wtx) replace(r storage.NewRun, old storage.RunRecord, now int64) (storage.StartRefusal, error) {
 	type member struct {
 		ref      int64
@@ -209,8 +220,9 @@ func (w *wtx) replace(r storage.NewRun, old storage.RunRecord, now int64) (stora
 	var family []member
 	var refused bool
 	if err := w.query(familyQuery, func(row row) error {
-		m := member{ref: row.int64(0), id: row.str(1), finished: storage.RunStatus(row.str(2)).Finished()}
-		if row.int64(4) == 0 && !m.finished && storage.ParentPolicy(row.str(3)) != storage.ParentTerminate {
+		status, root := storage.RunStatus(row.str(2)), row.int64(4) == 1
+		m := member{ref: row.int64(0), id: row.str(1), finished: status.Finished()}
+		if !root && !m.finished && storage.ParentPolicy(row.str(3)) != storage.ParentTerminate {
 			refused = true
 		}
 		family = append(family, m)
@@ -242,7 +254,15 @@ func (w *wtx) replace(r storage.NewRun, old storage.RunRecord, now int64) (stora
 			}
 		}
 	}
-	_, _, err = w.deleteRuns(refList(refs))
+	// The tokens go on where the deleted runs left them (see insertRun),
+	// read before the rows go.
+	list := refList(refs)
+	if _, err := w.exec(`INSERT INTO run_tokens (id, token)
+			SELECT id, token FROM runs WHERE ref IN (SELECT value FROM json_each(?1)) AND token > 0
+		ON CONFLICT (id) DO UPDATE SET token = max(token, excluded.token)`, list); err != nil {
+		return "", err
+	}
+	_, _, err = w.deleteRuns(list)
 	return "", err
 }
 

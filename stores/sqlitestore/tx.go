@@ -161,10 +161,7 @@ func (a *appTx) Commit(ctx context.Context) error {
 	if err := a.tx.Commit(); err != nil {
 		return fmt.Errorf("sqlitestore: commit tx: %w", a.s.fileError(err))
 	}
-	a.mu.Lock()
-	wake, finished := a.wake, a.finished
-	a.mu.Unlock()
-	a.s.announce(wake, finished)
+	a.announce()
 	return nil
 }
 
@@ -186,14 +183,17 @@ func (a *appTx) note(w *wtx) {
 	a.finished = append(a.finished, w.finished...)
 }
 
-// announce wakes the Hub's subscribers after a commit made outside the
-// writer, as the writer does after its own.
-func (s *Store) announce(wake bool, finished []string) {
+// announce tells the Hub, after the transaction's commit, what the
+// store's calls in it noted, as the writer does after its own commits.
+func (a *appTx) announce() {
+	a.mu.Lock()
+	wake, finished := a.wake, a.finished
+	a.mu.Unlock()
 	if wake {
-		s.hub.Signal()
+		a.s.hub.Signal()
 	}
 	if len(finished) > 0 {
-		s.hub.Finished(finished...)
+		a.s.hub.Finished(finished...)
 	}
 }
 
@@ -330,6 +330,11 @@ func (s *Store) CheckpointTx(ctx context.Context, req storage.CheckpointRequest,
 	if err != nil {
 		return storage.CheckpointResult{}, fmt.Errorf("sqlitestore: %s: begin: %w", op, s.fileError(err))
 	}
+	// Registered as BeginTx's are, so that what the step's own calls in
+	// it (CreateRunsTx, ...) note is told with the checkpoint's at commit.
+	a := &appTx{s: s, tx: tx}
+	s.app.txs.Store(tx, a)
+	defer s.app.txs.Delete(tx)
 	committed := false
 	defer func() {
 		if !committed {
@@ -353,6 +358,7 @@ func (s *Store) CheckpointTx(ctx context.Context, req storage.CheckpointRequest,
 		return storage.CheckpointResult{}, fmt.Errorf("sqlitestore: %s: commit: %w", op, s.fileError(err))
 	}
 	committed = true
-	s.announce(w.wake, w.finished)
+	a.note(w)
+	a.announce()
 	return res, nil
 }

@@ -45,7 +45,13 @@
 // bidirectional override, a zero-width space), which names.go's rules
 // apply; eager.go the runs created already leased (runs.go and lease.go
 // in stores) and the completions that ride with a checkpoint
-// (checkpoint.go).
+// (checkpoint.go); start.go the policies of a create whose ID has a run
+// (return, refuse, replace), the event a create delivers
+// (signal-with-start) and the start keys (singletons, debounce windows),
+// all judged in CreateRuns (runs.go); starttx.go the writes a
+// storage.TxStore makes in the application's transaction and its
+// transactional steps (CheckpointTx), which Run registers only for a store
+// that implements storage.TxStore.
 package storetest
 
 import (
@@ -139,6 +145,10 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, holdCases...)
 	all = append(all, invisibleCases...)
 	all = append(all, eagerCases...)
+	all = append(all, startCases...)
+	if implementsTx(t, newStore) {
+		all = append(all, startTxCases...)
+	}
 	for _, c := range all {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -18,3 +18,14 @@ CREATE TABLE start_keys (
 ) STRICT, WITHOUT ROWID;
 
 CREATE INDEX start_keys_run ON start_keys (run_ref);
+
+-- The lease tokens of runs a create deleted to replace them (the replaced
+-- run and its descendants, those ever claimed), by ID: the next run made
+-- under the ID goes on from its token, which its insert reads here and
+-- then deletes, so that a holder of the deleted run's lease never matches
+-- a lease of the new run (fencing compares the ID and the token). A row
+-- stays until a run takes its ID again.
+CREATE TABLE run_tokens (
+    id    TEXT    NOT NULL PRIMARY KEY,
+    token INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
