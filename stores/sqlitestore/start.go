@@ -107,7 +107,7 @@ func (w *wtx) insertNew(r storage.NewRun, now time.Time) (ref int64, created boo
 	scan := func(r row) { ref, inherited = r.int64(0), r.int64(1) }
 	if l := r.Lease; l != nil {
 		// An eager start: the run is inserted as claimUpdate leaves a run
-		// it starts, token 1, its start stamped.
+		// it starts, its first token taken, its start stamped.
 		created, err = w.queryRow(insertLeasedRun, scan, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), n, nanosPtr(r.Deadline),
 			r.QueueOf(), r.Partition, r.Priority, r.Version, l.Owner, leaseUntil(now, l.For))
 	} else {

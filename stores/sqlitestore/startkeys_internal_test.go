@@ -8,9 +8,10 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
-// A database written by schema version 11 is upgraded in place: its runs
-// hold no start key, so a create with a key makes a run even beside a
-// stored run of the workflow; the key's record is then kept by run,
+// A database written by schema version 11 is upgraded in place: a stored
+// run that is replaced leaves its token to the run made in its place; its
+// runs hold no start key, so a create with a key makes a run even beside
+// a stored run of the workflow; the key's record is then kept by run,
 // joined while its run has not ended, and deleted with the run by Purge,
 // leaving no record that names a missing run.
 func TestMigrateFromVersion11(t *testing.T) {
@@ -21,12 +22,26 @@ func TestMigrateFromVersion11(t *testing.T) {
 	n := time.Now().UnixNano()
 	migrateSeeded(t, ctx, s, []seedRow{
 		{`INSERT INTO runs (ref, id, workflow, status, ready_at, created_at, updated_at) VALUES (1, 'old', 'wf', 'queued', ?1, ?1, ?1)`, []any{n}},
-		{`INSERT INTO run_data (ref, input) VALUES (1, x'01')`, nil},
-		{`INSERT INTO executions (run_ref, number, started_at) VALUES (1, 1, ?1)`, []any{n}},
+		{`INSERT INTO runs (ref, id, workflow, status, owner, lease_until, token, first_claimed_at, created_at, updated_at)
+			VALUES (2, 'running', 'wf2', 'running', 'w', ?1, 3, ?1, ?1, ?1)`, []any{n + int64(time.Hour)}},
+		{`INSERT INTO run_data (ref, input) VALUES (1, x'01'), (2, x'02')`, nil},
+		{`INSERT INTO executions (run_ref, number, started_at) VALUES (1, 1, ?1), (2, 1, ?1)`, []any{n}},
 	})
 
+	// A stored run claimed three times, replaced: the new run's first
+	// claim goes on from its token.
+	res, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "running", Workflow: "wf2", OnExisting: storage.ExistingReplace,
+		Replace: &storage.ReplaceTerms{Error: storage.ErrorInfo{Message: "replaced"}}}})
+	if err != nil || !res[0].Replaced || res[0].ReplacedStatus != storage.StatusRunning {
+		t.Fatalf("CreateRuns(replace the stored running run) = %+v, %v", res, err)
+	}
+	claimed, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf2"}, Limit: 1, LeaseFor: time.Minute})
+	if err != nil || len(claimed) != 1 || claimed[0].Lease.Token != 4 {
+		t.Fatalf("Claim of the new run = %+v, %v; want token 4", claimed, err)
+	}
+
 	key := &storage.StartKey{Key: "tenant-1"}
-	res, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "k1", Workflow: "wf", Key: key}})
+	res, err = s.CreateRuns(ctx, []storage.NewRun{{ID: "k1", Workflow: "wf", Key: key}})
 	if err != nil || !res[0].Created || res[0].Joined {
 		t.Fatalf("CreateRuns(k1 with a key) = %+v, %v; want created", res, err)
 	}
