@@ -150,7 +150,12 @@ func (e *Engine) Catalog(ctx context.Context) (storage.Catalog, error) {
 // same workflow; an ID WithID would refuse is ErrInvalidArgument.
 //
 // Of opts, OnQueue, WithPartition, WithPriority, WithStartAt, WithDelay,
-// WithTimeout and WithDeadline apply; WithID is the id argument. Without
+// WithTimeout, WithDeadline, IfExists, IfEnded, WithSingleton and
+// WithDebounce apply; WithID is the id argument. A start its policy
+// refuses is a *RefusedError (ErrStartRefused); one that joins a key's
+// run returns that run. The policies where none is given are the
+// workflow's when this engine registers it, else ExistingReturn and
+// EndedReturn (the catalog does not record them). Without
 // WithTimeout or WithDeadline the run gets the workflow's timeout=, from
 // its registration here or else from the catalog, counted from its start,
 // and it records the workflow's version from the same place.
@@ -162,6 +167,9 @@ func (e *Engine) StartJSON(ctx context.Context, workflow, id string, input json.
 	res, err := e.create(ctx, []storage.NewRun{run})
 	if err != nil {
 		return RunInfo{}, err
+	}
+	if r := res[0]; r.Refused != "" {
+		return RunInfo{}, &RefusedError{RunID: r.Run.ID, Status: r.Run.Status, Refusal: r.Refused}
 	}
 	return e.runInfo(res[0].Run), nil
 }
@@ -187,7 +195,9 @@ func (e *Engine) PrepareStartJSON(ctx context.Context, workflow, id string, inpu
 	}
 	version := 0 // the registered newest: StartDefaults
 	var recorded *storage.WorkflowType
+	policies := &workflowDef{} // the workflow's start policies, when registered here
 	if def, err := e.registered(workflow); err == nil {
+		policies = def
 		if err := decodeJSON(what, input, e.cfg.MaxPayloadBytes, reflect.New(def.inType).Interface()); err != nil {
 			return storage.NewRun{}, err
 		}
@@ -222,7 +232,10 @@ func (e *Engine) PrepareStartJSON(ctx context.Context, workflow, id string, inpu
 		return storage.NewRun{}, o.err
 	}
 	o.resolve(e.clock.Now())
-	run.Queue, run.Partition, run.Priority = o.queue, o.partition, o.priority
+	run.Queue, run.Partition, run.Priority, run.Key = o.queue, o.partition, o.priority, o.key
+	if err := e.startPolicies(policies, &run, "", "", &o); err != nil {
+		return storage.NewRun{}, err
+	}
 	if !o.at.IsZero() {
 		run.StartAt = &o.at
 	}

@@ -744,6 +744,34 @@ func TestStartSendEmitChecked(t *testing.T) {
 	if _, errOut := f.cli(1, "start", "approve", `"x"`, "--id", "g-1"); !strings.Contains(errOut, "run ID g-1 is taken by a run of workflow greet") {
 		t.Fatalf("start taken: %q", errOut)
 	}
+	// The start policies and keys: the store judges them.
+	if _, errOut := f.cli(1, "start", "greet", `{"name":"bob"}`, "--id", "g-1", "--if-ended", "reject"); !strings.Contains(errOut, `run "g-1" ended complete`) {
+		t.Fatalf("start --if-ended reject: %q", errOut)
+	}
+	if _, errOut := f.cli(2, "start", "greet", `{"name":"bob"}`, "--id", "g-1", "--if-ended", "resue"); !strings.Contains(errOut, `--if-ended "resue": want reject, return, reuse, reuse-failed (did you mean "reuse"?)`) {
+		t.Fatalf("start --if-ended resue: %q", errOut)
+	}
+	if _, errOut := f.cli(2, "start", "greet", `{"name":"bob"}`, "--if-exists", "fail"); !strings.Contains(errOut, "give --id") {
+		t.Fatalf("start --if-exists without --id: %q", errOut)
+	}
+	if out, _ := f.cli(0, "start", "greet", `{"name":"bob"}`, "--id", "g-1", "--if-ended", "reuse"); !strings.HasPrefix(out, "g-1: started") {
+		t.Fatalf("start --if-ended reuse: %q", out)
+	}
+	waitStatus(t, f.e, "g-1", runtime.StatusComplete)
+	if out, _ := f.cli(0, "show", "g-1"); !strings.Contains(out, `"hello bob"`) {
+		t.Fatalf("show the run that reused g-1:\n%s", out)
+	}
+	out, _ = f.cli(0, "start", "ship", `"order-7"`, "--id", "s-1", "--singleton", "one-ship")
+	if !strings.HasPrefix(out, "s-1: started") {
+		t.Fatalf("start --singleton: %q", out)
+	}
+	if out, _ := f.cli(0, "start", "ship", `"order-8"`, "--id", "s-2", "--singleton", "one-ship"); !strings.HasPrefix(out, "s-1: joined") {
+		t.Fatalf("start --singleton while s-1 waits: %q", out)
+	}
+	if _, errOut := f.cli(2, "start", "ship", `"order-8"`, "--debounce", "k"); !strings.Contains(errOut, "want KEY=DUR") {
+		t.Fatalf("start --debounce k: %q", errOut)
+	}
+	f.cli(0, "terminate", "s-1")
 	out, _ = f.cli(0, "start", "ship", `"order-9"`)
 	id := strings.TrimSuffix(strings.Fields(out)[0], ":")
 	waitStatus(t, f.e, id, runtime.StatusWaiting)

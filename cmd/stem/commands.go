@@ -84,13 +84,21 @@ stored (sealed ones as base64). Keep such files beside your tests and
 replay them against every change with stemtest.ReplayHistories: a change
 that would not continue the run fails the test, saying where.`},
 		{name: "start", min: 2, max: 2, setup: start,
-			args:    "WORKFLOW JSON|-|@FILE [--id RUN_ID] [--queue NAME] [--partition KEY] [--priority N] [--delay DUR]",
+			args:    "WORKFLOW JSON|-|@FILE [--id RUN_ID] [--if-exists POLICY] [--if-ended POLICY] [--singleton KEY | --debounce KEY=DUR] [--queue NAME] [--partition KEY] [--priority N] [--delay DUR]",
 			summary: "start a run of a workflow with a JSON input",
 			detail: `Starts a run of WORKFLOW, which a worker sharing the store serves (it
 records its workflows in the store when it runs; see 'stem workflows'). The
 input is checked against the workflow's input type first: a mismatch is
 refused and nothing is written. With --id, an existing run of the same
-workflow with that ID is left as it is.
+workflow with that ID is left as it is, unless --if-exists (return, fail,
+replace) or --if-ended (return, reuse, reject, reuse-failed) says
+otherwise: fail and reject refuse the start, replace and reuse delete the
+old run with its history and children and start anew under the ID (see
+the README's start policies). --singleton KEY starts the run only if no
+unfinished run of the workflow holds KEY, and answers with that run
+otherwise; --debounce KEY=DUR joins the run of KEY's open window (taking
+its input), or opens a window of DUR with a new run that starts when it
+closes.
 
 The run goes on its workflow's queue, or the one --queue names (a queue a
 worker registered; see 'stem queues'); --partition puts it in a partition

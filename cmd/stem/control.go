@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,12 +25,19 @@ func start(fs *flag.FlagSet) func(*call, []string) error {
 	partition := fs.String("partition", "", "start the run in partition `KEY` of its queue")
 	priority := fs.Int("priority", 0, "the run's priority `N` within its queue (higher first)")
 	delay := fs.Duration("delay", 0, "keep the run queued for `DUR` before a worker takes it")
+	ifExists := fs.String("if-exists", "", "when the --id run exists and has not ended: `POLICY` return, fail or replace")
+	ifEnded := fs.String("if-ended", "", "when the --id run has ended: `POLICY` return, reuse, reject or reuse-failed")
+	singleton := fs.String("singleton", "", "start only if no unfinished run of the workflow holds `KEY`; else answer with that run")
+	debounce := fs.String("debounce", "", "join the run of KEY's open window, or open one of DUR (`KEY=DUR`)")
 	return func(c *call, args []string) error {
 		c.subject = args[0]
 		if err := checkPlacement(*queue, *priority); err != nil {
 			return err
 		}
-		var opts []runtime.StartOption
+		opts, err := startPolicyFlags(*id, *ifExists, *ifEnded, *singleton, *debounce)
+		if err != nil {
+			return err
+		}
 		if *queue != "" {
 			opts = append(opts, runtime.OnQueue(*queue))
 		}
@@ -58,7 +67,7 @@ func start(fs *flag.FlagSet) func(*call, []string) error {
 		if err := c.checkSealKey(e); err != nil {
 			return err
 		}
-		if *id != "" {
+		if *id != "" && *ifExists == "" && *ifEnded == "" {
 			r, err := e.Get(c.ctx, *id)
 			switch {
 			case err == nil && r.Workflow == args[0]:
@@ -73,6 +82,9 @@ func start(fs *flag.FlagSet) func(*call, []string) error {
 		if err != nil {
 			return err
 		}
+		if (*singleton != "" || *debounce != "") && *id != "" && r.ID != *id {
+			return c.done(r.ID, "joined", "joined the run that holds the key, left as it is ("+string(r.Status)+")")
+		}
 		what := "started"
 		if q := placement(r.Queue, r.Partition, r.Priority); q != "" {
 			what += " on queue " + q
@@ -83,6 +95,61 @@ func start(fs *flag.FlagSet) func(*call, []string) error {
 		}
 		return c.done(r.ID, "started", what)
 	}
+}
+
+// startPolicyFlags turns stem start's policy and key flags into start
+// options, refusing a misspelled policy (naming the nearest) or a
+// malformed key.
+func startPolicyFlags(id, ifExists, ifEnded, singleton, debounce string) ([]runtime.StartOption, error) {
+	var opts []runtime.StartOption
+	if (ifExists != "" || ifEnded != "") && id == "" {
+		return nil, usagef("--if-exists and --if-ended judge the run of --id; give --id")
+	}
+	if ifExists != "" {
+		p, err := policyFlag("--if-exists", ifExists, map[string]string{"return": string(runtime.ExistingReturn), "fail": string(runtime.ExistingFail), "replace": string(runtime.ExistingReplace)})
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, runtime.IfExists(runtime.ExistingPolicy(p)))
+	}
+	if ifEnded != "" {
+		p, err := policyFlag("--if-ended", ifEnded, map[string]string{"return": string(runtime.EndedReturn), "reuse": string(runtime.EndedReuse), "reject": string(runtime.EndedReject), "reuse-failed": string(runtime.EndedReuseFailed)})
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, runtime.IfEnded(runtime.EndedPolicy(p)))
+	}
+	switch {
+	case singleton != "" && debounce != "":
+		return nil, usagef("--singleton and --debounce: give one key, not both")
+	case singleton != "":
+		opts = append(opts, runtime.WithSingleton(singleton))
+	case debounce != "":
+		key, dur, ok := strings.Cut(debounce, "=")
+		if !ok || key == "" {
+			return nil, usagef("--debounce %q: want KEY=DUR, as in --debounce nightly=30s", debounce)
+		}
+		d, err := time.ParseDuration(dur)
+		if err != nil || d <= 0 {
+			return nil, usagef("--debounce %q: the window %q is not a positive Go duration (30s, 5m, 1h)", debounce, dur)
+		}
+		opts = append(opts, runtime.WithDebounce(key, d))
+	}
+	return opts, nil
+}
+
+// policyFlag is the policy a flag names, or a usage error naming the
+// choices and the nearest.
+func policyFlag(flagName, v string, choices map[string]string) (string, error) {
+	if p, ok := choices[v]; ok {
+		return p, nil
+	}
+	names := slices.Sorted(maps.Keys(choices))
+	msg := fmt.Sprintf("%s %q: want %s", flagName, v, strings.Join(names, ", "))
+	if best := nearest(v, names); best != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return "", usagef("%s", msg)
 }
 
 func restart(fs *flag.FlagSet) func(*call, []string) error {
