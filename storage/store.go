@@ -56,6 +56,15 @@ type Store interface {
 	// claimed at creation; CreateResult.Run then carries the lease's
 	// Owner, Token and LeaseUntil). Results are in the order of the
 	// requests.
+	//
+	// A request's start policies (OnExisting, OnEnded), event and key
+	// (NewRun.Event, NewRun.Key; see StartKey and ReplaceTerms) are judged
+	// in the same atomic change that creates it: one that a policy refuses
+	// writes nothing (CreateResult.Refused), a replacement deletes the old
+	// run with its family and creates the new one, and concurrent creates
+	// of one ID or key agree. A run created under the ID of a run a
+	// replacement deleted gets fencing tokens above the deleted one's, so
+	// the deleted run's late holder never matches its lease.
 	CreateRuns(ctx context.Context, runs []NewRun) ([]CreateResult, error)
 
 	// GetRun returns a run's record, or ErrRunNotFound.
