@@ -55,6 +55,13 @@ type Store struct {
 	// keys holds the run each start key was last taken by (start.go); it
 	// holds the key only while it is still s.runs' run of its ID.
 	keys map[startKey]*run
+	// retired holds the lease tokens of runs a replacement deleted (the
+	// replaced run and its descendants, those ever claimed), by ID: the
+	// next run made under the ID goes on from its token and drops the
+	// entry (start.go), so that a late holder of the deleted run's lease
+	// never matches a lease of the new one. An entry stays until a run
+	// takes its ID again.
+	retired map[string]int64
 	// workflows and eventTypes are the catalog, by name and by topic.
 	workflows  map[string]storage.WorkflowType
 	eventTypes map[string]storage.EventType
@@ -86,6 +93,7 @@ func New(opts Options) *Store {
 
 		children:   make(map[string][]*run),
 		keys:       make(map[startKey]*run),
+		retired:    make(map[string]int64),
 		workflows:  make(map[string]storage.WorkflowType),
 		eventTypes: make(map[string]storage.EventType),
 		queueTypes: make(map[string]storage.QueueType),
@@ -104,7 +112,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.hub.Close()
-	s.runs, s.ids, s.queues, s.waits, s.children, s.keys = nil, nil, nil, nil, nil, nil
+	s.runs, s.ids, s.queues, s.waits, s.children, s.keys, s.retired = nil, nil, nil, nil, nil, nil, nil
 	s.workflows, s.eventTypes, s.queueTypes = nil, nil, nil
 	s.schedules, s.scheduleIDs, s.workers = nil, nil, nil
 	return nil

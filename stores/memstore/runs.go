@@ -39,11 +39,13 @@ func (s *Store) create(runs []storage.NewRun, now time.Time) []storage.CreateRes
 	return out
 }
 
-// insert creates the run nr describes, whose ID has no run, with token as
-// its lease token so far (zero for an ID never used, the replaced run's
-// otherwise). A debounced run is ready when its window closes; a run with
-// a start key holds it.
-func (s *Store) insert(nr *storage.NewRun, token int64, now time.Time) *run {
+// insert creates the run nr describes, whose ID has no run. Its lease
+// token so far is the one a run of its ID that a replacement deleted left
+// in s.retired, which it takes out, or zero. A debounced run is ready when
+// its window closes; a run with a start key holds it.
+func (s *Store) insert(nr *storage.NewRun, now time.Time) *run {
+	token := s.retired[nr.ID]
+	delete(s.retired, nr.ID)
 	q := s.queueOf(nr.QueueOf())
 	ix := q.indexOf(nr.Workflow, nr.Version)
 	ix.runs++

@@ -20,7 +20,7 @@ func (s *Store) start(nr *storage.NewRun, now time.Time) storage.CreateResult {
 	}
 	old := s.runs[nr.ID]
 	if old == nil {
-		return s.created(s.insert(nr, 0, now), nr, now)
+		return s.created(s.insert(nr, now), nr, now)
 	}
 	replace := false
 	if !old.rec.Status.Finished() {
@@ -63,9 +63,10 @@ func (s *Store) start(nr *storage.NewRun, now time.Time) storage.CreateResult {
 	}
 	was := old.rec.Status
 	s.replace(old, family, nr.Replace, now)
-	// The new run's tokens go on from the old one's, so the old holder's
-	// lease never matches a lease of the new run.
-	res := s.created(s.insert(nr, old.rec.Token, now), nr, now)
+	// The new run's tokens go on from the old one's (replace kept it in
+	// s.retired), so the old holder's lease never matches a lease of the
+	// new run.
+	res := s.created(s.insert(nr, now), nr, now)
 	res.Replaced, res.ReplacedStatus = true, was
 	return res
 }
@@ -146,7 +147,11 @@ func (s *Store) family(r *run) ([]*run, bool) {
 // terms given and deletes them: r is terminated as Terminate would with
 // terms' errors, and so is every unfinished descendant, which family found
 // to end with its parent; each end is announced. Then they go, as Purge
-// deletes runs, with the start keys they hold.
+// deletes runs, with the start keys they hold, but the lease token of each
+// that was ever claimed stays in s.retired: fencing compares a run's ID and
+// token, and a holder of a deleted run's lease, which may not have heard
+// yet that it lost it, must not match the lease of a run made later in its
+// place (the new run, or a child of it that takes a deleted child's ID).
 func (s *Store) replace(r *run, family []*run, terms *storage.ReplaceTerms, now time.Time) {
 	if !r.rec.Status.Finished() {
 		e := terms.Error
@@ -158,5 +163,11 @@ func (s *Store) replace(r *run, family []*run, terms *storage.ReplaceTerms, now 
 			s.finish(d, storage.StatusTerminated, nil, &e, now)
 		}
 	}
-	s.forgetAll(append(family, r))
+	family = append(family, r)
+	for _, d := range family {
+		if t := d.rec.Token; t > s.retired[d.rec.ID] {
+			s.retired[d.rec.ID] = t
+		}
+	}
+	s.forgetAll(family)
 }
