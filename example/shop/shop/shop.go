@@ -105,9 +105,10 @@ func CheckPrice(ctx runtime.StepContext, o Order) (Order, error) {
 // order's paid count raised by one. Both commit with the step's
 // checkpoint, or neither does, so the payment is applied once. paid counts
 // rather than being set to 1 so that a payment applied twice would show
-// there too, not only as a second row.
+// there too, not only as a second row. A failed attempt's writes roll
+// back with it, so the step is retried safely.
 //
-//stem:step name=record-payment tx
+//stem:step name=record-payment tx retries=3 backoff=10ms
 func RecordPayment(ctx runtime.StepContext, tx *sql.Tx, o Order) (Receipt, error) {
 	res, err := tx.ExecContext(ctx, `UPDATE shop_orders SET paid = paid + 1 WHERE id = ?`, o.ID)
 	if err != nil {

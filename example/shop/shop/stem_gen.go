@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"reflect"
+	"time"
 
 	"github.com/stemflow/stem/runtime"
 )
@@ -117,28 +118,34 @@ func (c *stemCalls) CheckPriceAsync(o Order) *runtime.Future[Order] {
 // order's paid count raised by one. Both commit with the step's
 // checkpoint, or neither does, so the payment is applied once. paid counts
 // rather than being set to 1 so that a payment applied twice would show
-// there too, not only as a second row.
+// there too, not only as a second row. A failed attempt's writes roll
+// back with it, so the step is retried safely.
 const StepRecordPayment = "record-payment@v1"
 
 // RecordPayment runs step record-payment@v1 (RecordPayment) as a checkpointed
 // step: once it succeeds (or exhausts its retries), a replay of the run
-// returns its recorded result without running it again. It is transactional
-// (tx): each attempt runs in a transaction of its own on the store's database,
-// which the step gets as its *sql.Tx, and its writes there commit together
-// with its checkpoint, so a crash leaves both or neither and the step never
-// applies twice; a failed attempt rolls back what it wrote before it is
-// retried. Only the database's writes are rolled back, not a call to another
-// service. It has no future form: the runtime runs a transactional step only
-// as a call that waits.
+// returns its recorded result without running it again. A failed attempt is
+// retried up to 3 times, after 10ms doubling. It is transactional (tx): each
+// attempt runs in a transaction of its own on the store's database, which the
+// step gets as its *sql.Tx, and its writes there commit together with its
+// checkpoint, so a crash leaves both or neither and the step never applies
+// twice; a failed attempt rolls back what it wrote before it is retried. Only
+// the database's writes are rolled back, not a call to another service. It has
+// no future form: the runtime runs a transactional step only as a call that
+// waits.
 //
 // RecordPayment records the payment of the priced order in tx, the step's
 // transaction on the store's SQLite file: a row in shop_payments, and the
 // order's paid count raised by one. Both commit with the step's
 // checkpoint, or neither does, so the payment is applied once. paid counts
 // rather than being set to 1 so that a payment applied twice would show
-// there too, not only as a second row.
+// there too, not only as a second row. A failed attempt's writes roll
+// back with it, so the step is retried safely.
 func (c *stemCalls) RecordPayment(o Order) (Receipt, error) {
-	return runtime.TxStep(c.wc, StepRecordPayment, runtime.StepOptions{}, func(sc runtime.StepContext, tx *sql.Tx) (Receipt, error) {
+	return runtime.TxStep(c.wc, StepRecordPayment, runtime.StepOptions{
+		Backoff: 10 * time.Millisecond,
+		Retries: 3,
+	}, func(sc runtime.StepContext, tx *sql.Tx) (Receipt, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, *sql.Tx, Order) (Receipt, error)](c.wc, StepRecordPayment); ok {
 			return fn(sc, tx, o)
 		}

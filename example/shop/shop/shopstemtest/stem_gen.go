@@ -138,7 +138,8 @@ type CheckPriceCall struct {
 // order's paid count raised by one. Both commit with the step's
 // checkpoint, or neither does, so the payment is applied once. paid counts
 // rather than being set to 1 so that a payment applied twice would show
-// there too, not only as a second row.
+// there too, not only as a second row. A failed attempt's writes roll
+// back with it, so the step is retried safely.
 func (m *Mocks) RecordPayment(fn func(ctx runtime.StepContext, tx *sql.Tx, o shop.Order) (shop.Receipt, error)) *RecordPaymentMock {
 	h := &RecordPaymentMock{}
 	if fn == nil {
