@@ -56,7 +56,7 @@ var ErrStartRefused = storage.ErrStartRefused
 // ID agree: one creates, the others see it. A replacement deletes the old
 // run with its history and its children (they end with it as with
 // Terminate), so the new run's children can take their IDs; a child that
-// does not end with its parent (started with Abandon or ParentCloseCancel)
+// does not end with its parent (ParentCloseAbandon or ParentCloseCancel)
 // and has not ended refuses it (ErrStartRefused).
 func IfExists(p ExistingPolicy) StartOption {
 	return func(o *startOptions) {

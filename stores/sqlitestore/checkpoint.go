@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/stemflow/stem/storage"
 )
@@ -86,83 +87,89 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 		return storage.CheckpointResult{}, fmt.Errorf("sqlitestore: %w", err)
 	}
 	var res storage.CheckpointResult
-	l := req.Lease
-	err := s.write(ctx, "checkpoint", func(w *wtx) error {
-		res = storage.CheckpointResult{}
-		now := s.now()
-		n := now.UnixNano()
-		until := leaseUntil(now, req.LeaseFor)
-		// The fence, and what the write depends on: the execution it
-		// belongs to, a requested pause, a wait this checkpoint resolves
-		// (an event wait that timed out), a requested cancellation, which
-		// every answer reports.
-		var pause, resolves bool
-		var ref, exec int64
-		found, err := w.queryRow(`SELECT pause_requested, `+resolvesWait+`, ref, execution, cancel_reason IS NOT NULL FROM runs
-			WHERE id = ?1 AND status = 'running' AND token = ?2`,
-			func(r row) {
-				pause, resolves, ref, exec = r.int64(0) != 0, r.int64(1) != 0, r.int64(2), r.int64(3)
-				res.CancelRequested = r.int64(4) != 0
-			},
-			l.RunID, l.Token, req.Checkpoint.Key)
-		if err != nil {
-			return err
-		}
-		if !found {
-			return leaseLost(l)
-		}
-		written, err := w.insertCheckpoint(ref, exec, &req.Checkpoint, req.Attempts, n)
-		if err != nil {
-			return err
-		}
-		if done := req.Completion(); done != nil && written && !pause {
-			// The completion rides with the step: the run ends in this
-			// change, its finishing statement doing the checkpoint's
-			// update of the run (the lease ends, the active step and a
-			// wait the step resolves go, recoveries reset) and publishing
-			// the progress, the completion's over the checkpoint's.
-			progress := done.Progress
-			if progress == nil {
-				progress = req.Progress
-			}
-			res.Completed = true
-			return w.complete(*done, progress, true, n)
-		}
-		if err := w.publish(ref, req.Progress); err != nil {
-			return err
-		}
-		if !written {
-			// Written before (an event delivered while the worker decided a
-			// timeout): extend the lease, nothing more.
-			if err := w.extendLease(l.RunID, until, n); err != nil {
-				return err
-			}
-			res.Existing, err = w.loadCheckpoint(ref, exec, req.Checkpoint.Key)
-			return err
-		}
-		res.PauseRequested = pause && req.Busy
-		switch {
-		case pause && !req.Busy:
-			// The pause takes effect: the run is parked, its lease released.
-			_, err = w.exec(`UPDATE runs SET status = 'paused', pause_requested = 0, recoveries = 0,
-					ready_at = ?2, updated_at = ?2, `+releaseLease("?2")+`, `+clearActive+`,
-					wait_key = iif(?3, NULL, wait_key), wait_topic = iif(?3, NULL, wait_topic),
-					wait_kind = iif(?3, NULL, wait_kind), wait_deadline = iif(?3, NULL, wait_deadline),
-					wait_also = iif(?3, NULL, wait_also)
-				WHERE ref = ?1`, ref, n, resolves)
-			res.Paused = true
-		case resolves:
-			_, err = w.exec(`UPDATE runs SET lease_until = ?2, recoveries = 0, updated_at = ?3, `+clearActive+`, `+clearWait+`
-				WHERE ref = ?1`, ref, until, n)
-		default:
-			_, err = w.exec(`UPDATE runs SET lease_until = ?2, recoveries = 0, updated_at = ?3, `+clearActive+` WHERE ref = ?1`, ref, until, n)
-		}
+	err := s.write(ctx, "checkpoint", func(w *wtx) (err error) {
+		res, err = w.checkpoint(req, s.now())
 		return err
 	})
 	if err != nil {
 		return storage.CheckpointResult{}, err
 	}
 	return res, nil
+}
+
+// checkpoint is Checkpoint in the writing transaction, at now. CheckpointTx
+// writes its step's checkpoint with it too.
+func (w *wtx) checkpoint(req storage.CheckpointRequest, now time.Time) (storage.CheckpointResult, error) {
+	var res storage.CheckpointResult
+	l := req.Lease
+	n := now.UnixNano()
+	until := leaseUntil(now, req.LeaseFor)
+	// The fence, and what the write depends on: the execution it belongs
+	// to, a requested pause, a wait this checkpoint resolves (an event
+	// wait that timed out), a requested cancellation, which every answer
+	// reports.
+	var pause, resolves bool
+	var ref, exec int64
+	found, err := w.queryRow(`SELECT pause_requested, `+resolvesWait+`, ref, execution, cancel_reason IS NOT NULL FROM runs
+		WHERE id = ?1 AND status = 'running' AND token = ?2`,
+		func(r row) {
+			pause, resolves, ref, exec = r.int64(0) != 0, r.int64(1) != 0, r.int64(2), r.int64(3)
+			res.CancelRequested = r.int64(4) != 0
+		},
+		l.RunID, l.Token, req.Checkpoint.Key)
+	if err != nil {
+		return res, err
+	}
+	if !found {
+		return res, leaseLost(l)
+	}
+	written, err := w.insertCheckpoint(ref, exec, &req.Checkpoint, req.Attempts, n)
+	if err != nil {
+		return res, err
+	}
+	if done := req.Completion(); done != nil && written && !pause {
+		// The completion rides with the step: the run ends in this
+		// change, its finishing statement doing the checkpoint's update
+		// of the run (the lease ends, the active step and a wait the step
+		// resolves go, recoveries reset) and publishing the progress, the
+		// completion's over the checkpoint's.
+		progress := done.Progress
+		if progress == nil {
+			progress = req.Progress
+		}
+		res.Completed = true
+		return res, w.complete(*done, progress, true, n)
+	}
+	if err := w.publish(ref, req.Progress); err != nil {
+		return res, err
+	}
+	if !written {
+		// Written before (an event delivered while the worker decided a
+		// timeout): extend the lease, nothing more.
+		if err := w.extendLease(l.RunID, until, n); err != nil {
+			return res, err
+		}
+		res.Existing, err = w.loadCheckpoint(ref, exec, req.Checkpoint.Key)
+		return res, err
+	}
+	res.PauseRequested = pause && req.Busy
+	switch {
+	case pause && !req.Busy:
+		// The pause takes effect: the run is parked, its lease released.
+		_, err = w.exec(`UPDATE runs SET status = 'paused', pause_requested = 0, recoveries = 0,
+				ready_at = ?2, updated_at = ?2, `+releaseLease("?2")+`, `+clearActive+`,
+				wait_key = iif(?3, NULL, wait_key), wait_topic = iif(?3, NULL, wait_topic),
+				wait_kind = iif(?3, NULL, wait_kind), wait_deadline = iif(?3, NULL, wait_deadline),
+				wait_also = iif(?3, NULL, wait_also)
+			WHERE ref = ?1`, ref, n, resolves)
+		res.Paused = true
+	case resolves:
+		_, err = w.exec(`UPDATE runs SET lease_until = ?2, recoveries = 0, updated_at = ?3, `+clearActive+`, `+clearWait+`
+			WHERE ref = ?1`, ref, until, n)
+	default:
+		_, err = w.exec(`UPDATE runs SET lease_until = ?2, recoveries = 0, updated_at = ?3, `+clearActive+` WHERE ref = ?1`, ref, until, n)
+	}
+	return res, err
 }
 
 // resolvesWait is the SQL expression, on a run's row, that says whether the

@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -19,12 +20,26 @@ import (
 // is used by one goroutine at a time, inside (*sql.Conn).Raw, which talks to
 // the driver directly: no per-call argument conversion or reflection, and a
 // zero-length BLOB stays distinguishable from NULL.
+//
+// A conn made by newTxConn runs the same statements on a *sql.Tx instead
+// (an application's transaction, or CheckpointTx's), through database/sql,
+// so that the store's write code (the methods of wtx) runs unchanged in a
+// transaction it does not own. It is a branch in exec and query rather
+// than an interface over the two: through an interface the compiler can
+// no longer see that the callbacks and arguments of a statement do not
+// outlive it, and every statement of the writer would allocate its
+// callback's closure, the variables it captures and its arguments.
 type conn struct {
 	dc    driver.Conn
+	tx    *sql.Tx // set by newTxConn: statements run on it, dc is nil
 	ctx   context.Context
 	stmts map[string]driver.Stmt
 	args  []driver.NamedValue
 	dest  []driver.Value
+	// vals and ptrs are the arguments and scan destinations of a
+	// statement on tx, reused.
+	vals []any
+	ptrs []any
 }
 
 func newConn(dc any) (*conn, error) {
@@ -36,6 +51,11 @@ func newConn(dc any) (*conn, error) {
 		return nil, fmt.Errorf("driver connection %T cannot prepare with a context", dc)
 	}
 	return &conn{dc: d, ctx: context.Background(), stmts: make(map[string]driver.Stmt)}, nil
+}
+
+// newTxConn returns a conn whose statements run on tx under ctx.
+func newTxConn(ctx context.Context, tx *sql.Tx) *conn {
+	return &conn{tx: tx, ctx: ctx}
 }
 
 func (c *conn) stmt(query string) (driver.Stmt, error) {
@@ -85,6 +105,9 @@ func (c *conn) bind(args []any) []driver.NamedValue {
 
 // exec runs a statement and returns the number of rows it changed.
 func (c *conn) exec(query string, args ...any) (int64, error) {
+	if c.tx != nil {
+		return c.txExec(query, c.bind(args))
+	}
 	st, err := c.stmt(query)
 	if err != nil {
 		return 0, err
@@ -99,6 +122,9 @@ func (c *conn) exec(query string, args ...any) (int64, error) {
 // query runs a statement and calls each for every row. The row is only
 // valid during the call.
 func (c *conn) query(query string, each func(r row) error, args ...any) error {
+	if c.tx != nil {
+		return c.txQuery(query, each, c.bind(args))
+	}
 	st, err := c.stmt(query)
 	if err != nil {
 		return err
@@ -142,6 +168,62 @@ func (c *conn) queryRow(query string, scan func(r row), args ...any) (found bool
 }
 
 var errStopRows = errors.New("stop")
+
+// txValues returns the bound arguments as database/sql takes them, in
+// c.vals: a copy, so that the caller's own arguments do not escape.
+func (c *conn) txValues(args []driver.NamedValue) []any {
+	c.vals = c.vals[:0]
+	for _, a := range args {
+		c.vals = append(c.vals, a.Value)
+	}
+	return c.vals
+}
+
+// txExec is exec on c.tx.
+func (c *conn) txExec(query string, args []driver.NamedValue) (int64, error) {
+	res, err := c.tx.ExecContext(c.ctx, query, c.txValues(args)...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// txQuery is query on c.tx. Each column is scanned into an any, which
+// database/sql fills with the driver's value as it is (a BLOB copied, an
+// empty one still a non-nil slice), so rows read the same on both paths.
+func (c *conn) txQuery(query string, each func(r row) error, args []driver.NamedValue) error {
+	rows, err := c.tx.QueryContext(c.ctx, query, c.txValues(args)...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return err
+	}
+	n := len(cols)
+	if cap(c.dest) < n {
+		c.dest = make([]driver.Value, n)
+	}
+	dest := c.dest[:n]
+	scanned := make([]any, n)
+	c.ptrs = c.ptrs[:0]
+	for i := range scanned {
+		c.ptrs = append(c.ptrs, &scanned[i])
+	}
+	for rows.Next() {
+		if err := rows.Scan(c.ptrs...); err != nil {
+			return err
+		}
+		for i, v := range scanned {
+			dest[i] = v
+		}
+		if err := each(row(dest)); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
 
 // row is one result row as the driver returns it: int64, string, []byte
 // (a BLOB, possibly empty) or nil (NULL).

@@ -62,32 +62,39 @@ func (s *Store) Terminate(ctx context.Context, req storage.TerminateRequest) ([]
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
 	var ids []string
-	err := s.write(ctx, "terminate", func(w *wtx) error {
-		ids = nil
-		status, err := w.status(req.RunID)
-		if err != nil {
-			return err
-		}
-		if status.Finished() {
-			return fmt.Errorf("%w: terminate a %s run", storage.ErrInvalidState, status)
-		}
-		n := s.now().UnixNano()
-		e := req.Error
-		if err := w.finish(req.RunID, storage.StatusTerminated, nil, &e, nil, false, n); err != nil {
-			return err
-		}
-		ids = append(ids, req.RunID)
-		children, err := w.terminateChildren(req.RunID, req.ChildError, req.ChildCancel, n)
-		if err != nil {
-			return err
-		}
-		ids = append(ids, children...)
-		return w.deliverNotify(req.Notify, n)
+	err := s.write(ctx, "terminate", func(w *wtx) (err error) {
+		ids, err = w.terminate(req, s.now().UnixNano())
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return ids, nil
+}
+
+// terminate is Terminate in the writing transaction, at now: it returns
+// the IDs of the runs it ended, req.RunID first. A create that replaces an
+// unfinished run terminates it with it.
+func (w *wtx) terminate(req storage.TerminateRequest, now int64) ([]string, error) {
+	status, err := w.status(req.RunID)
+	if err != nil {
+		return nil, err
+	}
+	if status.Finished() {
+		return nil, fmt.Errorf("%w: terminate a %s run", storage.ErrInvalidState, status)
+	}
+	e := req.Error
+	if err := w.finish(req.RunID, storage.StatusTerminated, nil, &e, nil, false, now); err != nil {
+		return nil, err
+	}
+	children, err := w.terminateChildren(req.RunID, req.ChildError, req.ChildCancel, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.deliverNotify(req.Notify, now); err != nil {
+		return nil, err
+	}
+	return append([]string{req.RunID}, children...), nil
 }
 
 // terminateChildren terminates with e, at now, the unfinished descendants

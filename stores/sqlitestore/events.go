@@ -15,33 +15,38 @@ func (s *Store) Emit(ctx context.Context, req storage.EmitRequest) ([]string, er
 	if err := req.Validate(); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	topic, payload := req.Topic, req.Payload
 	var ids []string
-	err := s.write(ctx, "emit", func(w *wtx) error {
-		ids = nil
-		n := s.now().UnixNano()
-		var waiting []waiter
-		if err := w.query(emitQuery, func(r row) error {
-			wt, err := scanWaiter(r)
-			waiting = append(waiting, wt)
-			return err
-		}, topic); err != nil {
-			return err
-		}
-		for _, wt := range waiting {
-			c, ok := wt.wait.Case(topic)
-			if !ok {
-				return fmt.Errorf("run %q waits on topic %q by wait_topics, but no case of its wait has it", wt.id, topic)
-			}
-			if err := w.deliver(wt, c, payload, n); err != nil {
-				return err
-			}
-			ids = append(ids, wt.id)
-		}
-		return nil
+	err := s.write(ctx, "emit", func(w *wtx) (err error) {
+		ids, err = w.emit(req, s.now().UnixNano())
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	return ids, nil
+}
+
+// emit is Emit in the writing transaction, at now: it returns the IDs of
+// the runs it delivered to.
+func (w *wtx) emit(req storage.EmitRequest, now int64) ([]string, error) {
+	var waiting []waiter
+	if err := w.query(emitQuery, func(r row) error {
+		wt, err := scanWaiter(r)
+		waiting = append(waiting, wt)
+		return err
+	}, req.Topic); err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, wt := range waiting {
+		c, ok := wt.wait.Case(req.Topic)
+		if !ok {
+			return nil, fmt.Errorf("run %q waits on topic %q by wait_topics, but no case of its wait has it", wt.id, req.Topic)
+		}
+		if err := w.deliver(wt, c, req.Payload, now); err != nil {
+			return nil, err
+		}
+		ids = append(ids, wt.id)
 	}
 	return ids, nil
 }

@@ -9,8 +9,8 @@ import (
 )
 
 // Purge deletes up to req.Limit finished runs that match it, oldest end
-// first, each with its executions, checkpoints, attempts, buffered events
-// and wait topics, in one write request of the writer: the batch holding it
+// first, each with its executions, checkpoints, attempts, buffered events,
+// wait topics and start keys (see deleteRuns), in one write request of the writer: the batch holding it
 // is as long as deleting those runs, and claims queued meanwhile go in the
 // next. The victims come from runs_ended, an index of the finished runs
 // alone by their end, so finding them never reads an unfinished run. A dry
@@ -46,29 +46,37 @@ func (s *Store) Purge(ctx context.Context, req storage.PurgeRequest) (storage.Pu
 		if err != nil || len(refs) == 0 {
 			return err
 		}
-		list := refList(refs)
-		// A run's rows first, the run last: every table that refers to
-		// runs is indexed by run, so the foreign key checks are seeks.
-		for _, table := range []string{"checkpoints", "attempts", "events", "wait_topics", "executions"} {
-			n, err := w.exec(`DELETE FROM `+table+` WHERE run_ref IN (SELECT value FROM json_each(?1))`, list)
-			if err != nil {
-				return err
-			}
-			if table == "events" {
-				res.Events = int(n)
-			}
-		}
-		if _, err := w.exec(`DELETE FROM run_data WHERE ref IN (SELECT value FROM json_each(?1))`, list); err != nil {
-			return err
-		}
-		n, err := w.exec(`DELETE FROM runs WHERE ref IN (SELECT value FROM json_each(?1))`, list)
-		res.Runs = int(n)
+		res.Runs, res.Events, err = w.deleteRuns(refList(refs))
 		return err
 	})
 	if err != nil {
 		return storage.PurgeResult{}, err
 	}
 	return res, nil
+}
+
+// deleteRuns deletes the runs whose refs list (a JSON list) holds, each with
+// everything it owns: executions, checkpoints, attempts, buffered events,
+// wait topics, data and the start keys it holds. It returns how many runs
+// and buffered events it deleted. Purge deletes its victims with it, and a
+// create that replaces a run deletes that run's family.
+func (w *wtx) deleteRuns(list string) (runs, events int, err error) {
+	// A run's rows first, the run last: every table that refers to runs is
+	// indexed by run, so the foreign key checks are seeks.
+	for _, table := range []string{"checkpoints", "attempts", "events", "wait_topics", "executions", "start_keys"} {
+		n, err := w.exec(`DELETE FROM `+table+` WHERE run_ref IN (SELECT value FROM json_each(?1))`, list)
+		if err != nil {
+			return 0, 0, err
+		}
+		if table == "events" {
+			events = int(n)
+		}
+	}
+	if _, err := w.exec(`DELETE FROM run_data WHERE ref IN (SELECT value FROM json_each(?1))`, list); err != nil {
+		return 0, 0, err
+	}
+	n, err := w.exec(`DELETE FROM runs WHERE ref IN (SELECT value FROM json_each(?1))`, list)
+	return int(n), events, err
 }
 
 // purgeQuery selects the refs of the finished runs a purge deletes: ended

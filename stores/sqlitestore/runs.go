@@ -10,10 +10,11 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
-// CreateRuns inserts runs; an ID that exists is left untouched and reported
-// with Created false and its stored record. A run with a Lease is inserted
-// running under it, as a claim would leave it, so that its engine needs no
-// claim (see insertLeasedRun). All requests are one atomic change.
+// CreateRuns creates runs, keeping the start rules of storage.NewRun (its
+// start key, its policies for an ID whose run exists, its event; see
+// createRun). A run with a Lease is inserted running under it, as a claim
+// would leave it, so that its engine needs no claim (see insertLeasedRun).
+// All requests are one atomic change.
 func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storage.CreateResult, error) {
 	if err := storage.ValidateNewRuns(runs); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
@@ -29,69 +30,41 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 	return out, nil
 }
 
-// createRuns is CreateRuns inside the writer's transaction, at now; a
-// schedule's write creates its runs with it too.
+// createRuns is CreateRuns inside the writing transaction, at now; a
+// schedule's write creates its runs with it too, and CreateRunsTx in the
+// application's transaction.
 func (w *wtx) createRuns(runs []storage.NewRun, now time.Time) ([]storage.CreateResult, error) {
 	out := make([]storage.CreateResult, 0, len(runs))
-	n := now.UnixNano()
 	for _, r := range runs {
-		var ref int64
-		var created bool
-		var err error
-		scan := func(r row) { ref = r.int64(0) }
-		if l := r.Lease; l != nil {
-			// An eager start: the run is inserted as claimUpdate leaves a
-			// run it starts, token 1, its start stamped.
-			created, err = w.queryRow(insertLeasedRun, scan, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), n, nanosPtr(r.Deadline),
-				r.QueueOf(), r.Partition, r.Priority, r.Version, l.Owner, leaseUntil(now, l.For))
-		} else {
-			ready := n
-			if r.StartAt != nil && r.StartAt.After(now) {
-				ready = r.StartAt.UnixNano()
-			}
-			created, err = w.queryRow(insertRun, scan, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), n, ready, nanosPtr(r.Deadline),
-				r.QueueOf(), r.Partition, r.Priority, r.Version)
-		}
+		res, err := w.createRun(r, now)
 		if err != nil {
 			return nil, err
 		}
-		if created {
-			if _, err := w.exec(`INSERT INTO run_data (ref, input, headers) VALUES (?1, ?2, ?3)`, ref, bytesArg(r.Input), encodeHeaders(r.Headers)); err != nil {
-				return nil, err
-			}
-			if _, err := w.exec(`INSERT INTO executions (run_ref, number, started_at) VALUES (?1, 1, ?2)`, ref, n); err != nil {
-				return nil, err
-			}
-			if r.Lease != nil {
-				if err := w.logEagerStart(r.QueueOf(), n); err != nil {
-					return nil, err
-				}
-			} else {
-				w.wake = true // a delayed run too: engines learn of its wake time
-			}
-		}
-		rec, _, err := getRun(w.conn, r.ID)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, storage.CreateResult{Created: created, Run: rec})
+		out = append(out, res)
 	}
 	return out, nil
 }
 
 // insertRun inserts a queued run, ready at ?6, unless its ID (?1) exists,
-// and returns its ref. insertLeasedRun inserts a run leased at creation
-// (NewRun.Lease) instead: running, held by ?11 until ?12 with token 1 and
-// started at ?5, as claimUpdate leaves a run it starts, so that a claim
-// recovers it once the lease expires and counts it as holding its queue's
-// place meanwhile.
+// and returns its ref and token. insertLeasedRun inserts a run leased at
+// creation (NewRun.Lease) instead: running, held by ?11 until ?12, its
+// token taken once and started at ?5, as claimUpdate leaves a run it
+// starts, so that a claim recovers it once the lease expires and counts
+// it as holding its queue's place meanwhile. A run's token starts at 0,
+// or where a deleted run of its ID left it (run_tokens, see replace).
 const (
 	insertRun = `INSERT INTO runs (id, workflow, parent_id, parent_policy, status, ready_at, created_at, updated_at, deadline,
-			queue, partition_key, priority, version)
-		VALUES (?1, ?2, ?3, ?4, 'queued', ?6, ?5, ?5, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (id) DO NOTHING RETURNING ref`
+			queue, partition_key, priority, version, token)
+		VALUES (?1, ?2, ?3, ?4, 'queued', ?6, ?5, ?5, ?7, ?8, ?9, ?10, ?11, ` + retiredToken + `)
+		ON CONFLICT (id) DO NOTHING RETURNING ref, token`
 	insertLeasedRun = `INSERT INTO runs (id, workflow, parent_id, parent_policy, status, created_at, updated_at, deadline,
 			queue, partition_key, priority, version, owner, lease_until, token, first_claimed_at)
-		VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 1, ?5) ON CONFLICT (id) DO NOTHING RETURNING ref`
+		VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ` + retiredToken + ` + 1, ?5)
+		ON CONFLICT (id) DO NOTHING RETURNING ref, token - 1`
+	// retiredToken is the token a deleted run of the ID ?1 left: 0 for
+	// none, the common case, read by a seek in a table that is empty but
+	// for the IDs of replaced runs not yet taken again.
+	retiredToken = `coalesce((SELECT token FROM run_tokens WHERE id = ?1), 0)`
 )
 
 // GetRun returns a run's record, or storage.ErrRunNotFound.

@@ -54,8 +54,9 @@
 // waiting on them; the catalog (workflow_types, queue_types,
 // event_types); schedules, written whole by revision; queue_starts,
 // the recent starts of rate-limited queues (and a mark for each, see
-// queues.go); and workers, the records
-// engines keep of themselves. Tables keyed by run use the
+// queues.go); workers, the records
+// engines keep of themselves; and start_keys, the run that holds each
+// start key of a workflow (storage.StartKey). Tables keyed by run use the
 // run's row number, assigned in creation order, so runs created and
 // claimed together share pages. A claim reads an index over when each run
 // becomes claimable (ready, or its lease expired), ordered by queue,
@@ -89,6 +90,16 @@
 // A process stopped (not killed) while it holds the write lock stops every
 // writer on the file until it resumes.
 //
+// # The application's transactions
+//
+// Store is a storage.TxStore: CreateRunsTx, SendEventTx and EmitTx write
+// into the application's own *sql.Tx on the store's file (BeginTx begins
+// one), and CheckpointTx runs a step in a transaction of its own with its
+// checkpoint, each with the same code the writer runs. Those commits are
+// not the writer's: it hears them as another connection's, as it hears
+// another process's (see tx.go). While such a transaction is open it
+// holds the file's one write lock, and the writer waits for it.
+//
 // # Opening without creating
 //
 // Open creates the file and migrates its schema, as a worker wants. A tool
@@ -113,7 +124,10 @@
 // # Files
 //
 // The methods sit by the rule they keep, as in every Stem store: runs.go
-// (creating and reading runs), lease.go (claiming, keeping, parking and
+// (creating and reading runs), start.go (the start rules of a create:
+// keys, policies for an ID that has a run, replacing it, its event),
+// tx.go (the application's transactions and transactional steps,
+// storage.TxStore), lease.go (claiming, keeping, parking and
 // ending a lease), checkpoint.go (checkpoints and attempts, written and
 // read), events.go, control.go (pause, resume, terminate, restart),
 // executions.go (listing them, continue-as-new), queues.go (how a claim
@@ -286,6 +300,10 @@ type Store struct {
 	// hub fans the writer's "runs may be ready" hints out to
 	// Notifications.
 	hub storage.Hub
+
+	// app is the handle of the application's transactions and the
+	// transactional steps (see tx.go).
+	app appDB
 }
 
 // Open opens (creating if needed) the SQLite database at path, applies the
@@ -435,7 +453,10 @@ func (s *Store) Close() error {
 		close(s.ckptStop)
 		<-s.ckptDone
 		s.hub.Close()
-		err := s.reads.close()
+		err := s.closeApp()
+		if e := s.reads.close(); err == nil {
+			err = e
+		}
 		if e := s.rdb.Close(); err == nil {
 			err = e
 		}

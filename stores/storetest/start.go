@@ -21,6 +21,7 @@ var startCases = []testCase{
 	{"start/existing replace of a running run fences its holder and starts anew", testStartReplaceRunning},
 	{"start/existing replace keeps the old holder fenced after the new run is claimed", testStartReplaceFenced},
 	{"start/existing replace deletes the children that end with the run", testStartReplaceFamily},
+	{"start/existing replace keeps a deleted child's holder fenced from a new child of its ID", testStartReplaceChildFenced},
 	{"start/existing replace refused by an unfinished abandon or cancel descendant", testStartReplaceRefused},
 	{"start/ended default returns it", testStartEndedReturn},
 	{"start/ended reject refuses", testStartEndedReject},
@@ -186,6 +187,25 @@ func testStartReplaceFenced(f *fixture) {
 	f.wantCheckpoints("run-1")
 	f.checkpoint(b.Lease, "s1@v1", "fresh")
 	f.wantCheckpoints("run-1", "s1@v1=fresh")
+}
+
+func testStartReplaceChildFenced(f *fixture) {
+	f.startAs(storage.NewRun{ID: "p", Workflow: wf})
+	old := f.startAs(storage.NewRun{ID: "p/c", Workflow: "wf-c", ParentID: "p"})
+	f.clock.Advance(time.Second)
+	res := f.createRes(storage.NewRun{ID: "p", Workflow: wf, Input: []byte("new"), OnExisting: storage.ExistingReplace, Replace: replaceTerms})
+	f.wantReplaced("a replace of a parent", res, storage.StatusRunning, "new")
+	f.wantGone("p/c")
+	// The new parent starts its child under the same ID, and a worker
+	// claims it: the deleted child's holder must not match that lease.
+	fresh := f.startAs(storage.NewRun{ID: "p/c", Workflow: "wf-c", ParentID: "p"})
+	if fresh.Lease.Token == old.Lease.Token {
+		f.t.Fatalf("the new child's lease %+v has the deleted child's token", fresh.Lease)
+	}
+	_, err := f.store.Checkpoint(f.ctx, stepReq(old.Lease, "stale@v1", "stale"))
+	f.wantErr(err, storage.ErrLeaseLost, "a checkpoint by the deleted child's holder after the new child's claim")
+	f.checkpoint(fresh.Lease, "fresh@v1", "fresh")
+	f.wantCheckpoints("p/c", "fresh@v1=fresh")
 }
 
 func testStartReplaceFamily(f *fixture) {
