@@ -159,6 +159,14 @@
 //	                oldest first; Restart takes a run out
 //	et:<id>         set: the topics the run has had events buffered on, so
 //	                that Purge finds their lists
+//	tk:<id>         string: the last lease token of a run a start
+//	                policy's replacement deleted as a descendant of the
+//	                run it replaced, kept when the run was ever claimed:
+//	                the next run created under the ID starts its tokens
+//	                from it and deletes it (one GETDEL per run created).
+//	                It expires a day after the deleted run's lease would
+//	                have ended, so the keys of IDs never taken again go
+//	                away; Purge leaves it
 //	w:<topic>       set: runs with a case of their wait on the topic
 //	ia, iw:<wf>, is:<status>, iws:<status>:<wf>
 //	                sorted sets (all scores 0): the listing indexes, read in
@@ -235,7 +243,15 @@
 // unfinished, and deletes them all as Purge deletes a run (drop_run in
 // scripts/lib/family.lua) with their children indexes and their start
 // keys' records. The new run's lease tokens continue the old run's, so a
-// holder of the old run's lease never holds a lease of the new one.
+// holder of the old run's lease never holds a lease of the new one; and
+// the last token of each descendant ever claimed is kept (tk:<id>) for
+// the next run created under its ID, such as the new run's child of the
+// same ID, whose tokens continue it, so that the deleted descendant's
+// holder never holds that run's lease either. Those keys expire a day
+// after the deleted runs' leases would have ended: far longer than a
+// holder acts on a lease it lost (its next write or heartbeat, a second
+// apart by default, finds the run gone), and bounded retention for IDs
+// that no run takes again, at most a day's replaced descendants.
 //
 // # Workflow versions
 //
@@ -281,6 +297,10 @@
 // run stored before has and no older code reads, so a store without them
 // simply has no key held. Code that predates them purges a run without
 // deleting its key's record, which then holds nothing (its run is gone).
+// Kept tokens (tk:<id>) came within layout 3 too: code that predates them
+// neither writes nor reads them, so a run it creates under a kept ID
+// starts its tokens at 0 as before, and leaves the key to expire (a
+// replacement that finds it keeps the greater token).
 //
 // With Redis Cluster every script must find its keys in one slot, so the
 // prefix must contain a hash tag, such as "{stem}:"; New refuses a cluster

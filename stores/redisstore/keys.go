@@ -175,6 +175,14 @@ func (k keyspace) eventTopics(id string) string { return k.prefix + "et:" + id }
 // replaced by one without the key, holds nothing.
 func (k keyspace) startKey(wf, key string) string { return k.prefix + "sk:" + wf + ":" + key }
 
+// keptToken is the last lease token of a run that a start policy's
+// replacement deleted with the run it replaced, a descendant that was
+// ever claimed (tk:<id>): the next run created under the ID starts its
+// tokens from it and deletes it, so that the deleted run's holder never
+// matches that run's lease. It expires a day after the deleted run's last
+// lease would have (see keep_token in scripts/lib/family.lua).
+func (k keyspace) keptToken(id string) string { return k.prefix + "tk:" + id }
+
 // schedule is a schedule's hash (s:<id>).
 func (k keyspace) schedule(id string) string { return k.prefix + "s:" + id }
 

@@ -160,6 +160,7 @@ func TestScriptKeys(t *testing.T) {
 		"sched_ids()":                                      k.scheduleIDs(),
 		"ended_channel()":                                  k.ended(),
 		"startkey('" + wf + "', 'k:1')":                    k.startKey(wf, "k:1"),
+		"tokkey('" + id + "')":                             k.keptToken(id),
 	}
 	var calls []string
 	for call := range want {

@@ -33,8 +33,9 @@ func storeKeys(t *testing.T, s *Store, c *redis.Client) []string {
 // entries), terminates first, and announces, the descendant its
 // cascade does not reach (below a finished child that abandons its
 // parent), and leaves the store's keys exactly as a fresh create of the
-// new run would: the record of the start key the old run held is gone
-// too.
+// new run would, the record of the start key the old run held gone too,
+// but for the last tokens of the descendants ever claimed (tk:<id>),
+// kept for the next runs of their IDs (TestReplaceKeepsTokens).
 func TestReplaceLeavesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -100,11 +101,82 @@ func TestReplaceLeavesNothing(t *testing.T) {
 		t.Fatalf("Finished heard %v, want %v", heard, want)
 	}
 	mustCreate(t, fresh, newRun)
-	if got, want := storeKeys(t, s, c), storeKeys(t, fresh, fc); !slices.Equal(got, want) {
+	want := append(storeKeys(t, fresh, fc), "tk:p/a", "tk:p/a/g")
+	slices.Sort(want)
+	if got := storeKeys(t, s, c); !slices.Equal(got, want) {
 		t.Fatalf("keys after the replace:\n%q\nafter a fresh create:\n%q", got, want)
 	}
 	if ids, err := s.Emit(ctx, storage.EmitRequest{Topic: "gt", Payload: []byte("x")}); err != nil || len(ids) != 0 {
 		t.Fatalf("Emit reached %v, %v: a deleted run kept its wait", ids, err)
+	}
+}
+
+// TestReplaceKeepsTokens: a replacement keeps the last token of each
+// descendant ever claimed, and of none other, under its ID, expiring a
+// day after the descendant's lease would have ended; the next run created
+// under the ID, queued or leased, goes on from it and deletes it, so the
+// deleted run's holder never matches its lease.
+func TestReplaceKeepsTokens(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := newClock()
+	s, c := newTestStore(t, clock)
+	k := s.keys
+	mustCreate(t, s, storage.NewRun{ID: "p", Workflow: "wf"})
+	mustClaimOne(t, s, "wf")
+	mustCreate(t, s,
+		storage.NewRun{ID: "p/run", Workflow: "wf-run", ParentID: "p"},
+		storage.NewRun{ID: "p/done", Workflow: "wf-done", ParentID: "p"},
+		storage.NewRun{ID: "p/new", Workflow: "wf-new", ParentID: "p"})
+	mustClaimOne(t, s, "wf-run") // leased for a minute
+	done := mustClaimOne(t, s, "wf-done")
+	if err := s.Complete(ctx, storage.CompleteRequest{Lease: done.Lease, Status: storage.StatusComplete}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	res, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "p", Workflow: "wf", OnExisting: storage.ExistingReplace,
+		Replace: &storage.ReplaceTerms{Error: storage.ErrorInfo{Message: "replaced"}, ChildError: storage.ErrorInfo{Message: "parent replaced"}}}})
+	if err != nil || !res[0].Created || !res[0].Replaced {
+		t.Fatalf("replace = %+v, %v", res, err)
+	}
+	const day = 24 * time.Hour
+	for _, tc := range []struct {
+		id  string
+		ttl time.Duration // the longest it can have
+	}{
+		{"p/run", day + 59*time.Second}, // the rest of its lease, then a day
+		{"p/done", day},                 // its lease ended when it did
+	} {
+		if got, err := c.Get(ctx, k.keptToken(tc.id)).Result(); err != nil || got != "1" {
+			t.Errorf("%s's kept token = %q, %v; want 1", tc.id, got, err)
+		}
+		if ttl, err := c.PTTL(ctx, k.keptToken(tc.id)).Result(); err != nil || ttl > tc.ttl || ttl < tc.ttl-5*time.Second {
+			t.Errorf("%s's kept token expires in %v, %v; want %v", tc.id, ttl, err, tc.ttl)
+		}
+	}
+	for _, id := range []string{"p", "p/new"} {
+		if n, err := c.Exists(ctx, k.keptToken(id)).Result(); err != nil || n != 0 {
+			t.Errorf("a token of %s is kept (%d, %v): the new run's goes on from its own, the other was never claimed", id, n, err)
+		}
+	}
+
+	mustCreate(t, s, storage.NewRun{ID: "p/run", Workflow: "wf-run", ParentID: "p"})
+	if got := mustClaimOne(t, s, "wf-run"); got.Lease.Token != 2 {
+		t.Errorf("the new p/run's first claim has token %d, want 2", got.Lease.Token)
+	}
+	res, err = s.CreateRuns(ctx, []storage.NewRun{{ID: "p/done", Workflow: "wf-done", ParentID: "p",
+		Lease: &storage.EagerLease{Owner: "w", For: time.Minute}}})
+	if err != nil || !res[0].Created || res[0].Run.Token != 2 {
+		t.Errorf("the new p/done created leased = %+v, %v; want token 2", res, err)
+	}
+	mustCreate(t, s, storage.NewRun{ID: "p/new", Workflow: "wf-new", ParentID: "p"})
+	if got := mustClaimOne(t, s, "wf-new"); got.Lease.Token != 1 {
+		t.Errorf("the new p/new's first claim has token %d, want 1", got.Lease.Token)
+	}
+	for _, id := range []string{"p/run", "p/done"} {
+		if n, err := c.Exists(ctx, k.keptToken(id)).Result(); err != nil || n != 0 {
+			t.Errorf("%s's kept token outlived the run created under its ID (%d, %v)", id, n, err)
+		}
 	}
 }
 

@@ -35,6 +35,7 @@ local function idx_q_st(st, qu) return P .. 'iqs:' .. st .. ':' .. qu end
 local function fin_st(st) return P .. 'fx:' .. st end
 local function fin_wf_st(st, wf) return P .. 'fx:' .. st .. ':' .. wf end
 local function startkey(wf, key) return P .. 'sk:' .. wf .. ':' .. key end
+local function tokkey(id) return P .. 'tk:' .. id end
 local function schedkey(id) return P .. 's:' .. id end
 local function sched_due() return P .. 'sc' end
 local function sched_ids() return P .. 'si' end

@@ -11,12 +11,22 @@
 -- queue and workflow. When the run exists it returns nil and the reply
 -- create.lua gives for it, having written nothing. Otherwise it puts the
 -- run in its parent's children index and the listing indexes of no
--- status, and returns the run hash's fields with token tok (field,
--- value pairs, which the caller writes with the status in one HSET) and
--- the run (run_of).
-local function new_run(r, a, b, tok)
+-- status, and returns the run hash's fields (field, value pairs, which
+-- the caller writes with the status in one HSET), the run (run_of) and
+-- its token. The token goes on from the greater of tok (a string, nil
+-- for '0': a replaced run's last token) and the token a deleted run of
+-- the ID left (tokkey, see keep_token in lib/family.lua), whose key it
+-- deletes: one GETDEL per run created, none for a run that exists. It
+-- is the one after that for a run created leased (leased true), as a
+-- claim's would be, and that one for any other, whose first claim takes
+-- the next.
+local function new_run(r, a, b, tok, leased)
   local id, wf, parent, policy, input = a[b + 1], a[b + 2], a[b + 3], a[b + 4], a[b + 5]
   if redis.call('EXISTS', r) == 1 then return nil, {0, redis.call('HGETALL', r)} end
+  local n, kept = tonumber(tok or '0'), redis.call('GETDEL', tokkey(id))
+  if kept and tonumber(kept) > n then n = tonumber(kept) end
+  if leased then n = n + 1 end
+  tok = f(n)
   local qu, pt, pr, vr = a[b + 8], a[b + 9], a[b + 10], a[b + 11]
   if qu == '' or qu == 'default' then qu = nil end
   if pt == '' then pt = nil end
@@ -44,17 +54,18 @@ local function new_run(r, a, b, tok)
     redis.call('ZADD', idx_q(qu), 0, id)
     redis.call('SADD', queue_names(), qu)
   end
-  return h, run_of(id, wf, qu, ln, pt, pr)
+  return h, run_of(id, wf, qu, ln, pt, pr), tok
 end
 
 -- create_run creates run hash r from the twelve entries of a after a[b]
 -- (see new_run) unless it exists, queued and ready at its start time,
 -- and replies as create.lua does for it: {created (1 or 0), HGETALL of
 -- the run hash}. A start policy's create (lib/start.lua) may give the
--- token tok its lease tokens continue from (nil for '0') and the time
--- ready (µs, a string) it is ready at instead of its start time.
+-- token tok its lease tokens continue from (nil for '0', see new_run)
+-- and the time ready (µs, a string) it is ready at instead of its start
+-- time.
 local function create_run(r, a, b, tok, ready)
-  local h, ru = new_run(r, a, b, tok or '0')
+  local h, ru = new_run(r, a, b, tok, false)
   if not h then return ru end
   if not ready then
     ready = NOWS
@@ -72,17 +83,19 @@ end
 -- a[b] (see new_run) unless it exists, leased to owner (an eager start),
 -- and replies as create_run does. The run is as a claim leaves a ready
 -- run it takes (see claim.lua): running, held by owner until now+lf (lf
--- in µs) with token tok (1 unless given), started, in its lane's lease set (and its
+-- in µs) with the token after the one its tokens go on from (1 unless
+-- new_run found one), started, in its lane's lease set (and its
 -- priority in the levels set, so that a claim finds the lease when it
 -- expires) and in no ready set, holding its place in its queue and
 -- partition. Its start is recorded for its queue's rate when a claim has
 -- named one (the queue has a set of starts, or is in the rated queues
 -- set): only such claims prune a set of starts, so a queue without a
 -- rate keeps none. The run is not ready, so WOKE is left as it is. A
--- start policy's create may give its token tok (nil for '1').
+-- start policy's create may give the token tok its tokens go on from
+-- (nil for '0', see new_run).
 local function create_leased(r, a, b, owner, lf, tok)
-  tok = tok or '1'
-  local h, ru = new_run(r, a, b, tok)
+  local h, ru
+  h, ru, tok = new_run(r, a, b, tok, true)
   if not h then return ru end
   local id, lu, n = ru.id, f(NOW + lf), #h
   h[n + 1], h[n + 2], h[n + 3], h[n + 4], h[n + 5], h[n + 6] = 'own', owner, 'lu', lu, 'sd', '1'

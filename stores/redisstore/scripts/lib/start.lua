@@ -89,13 +89,12 @@ local function start_run(r, a, b)
       if topic ~= '' then sent = send(id, topic, payload) end
       return {0, id, '', 0, '', sent}
     end
-    local fam = family_of(id)
+    local fam, last = family_of(id)
     if not fam then return {0, id, '', 0, 'family', 0} end
-    tok = replace_run(r, id, st, fam, a[b + 17], a[b + 18], a[b + 19])
+    tok = replace_run(r, id, st, fam, last, a[b + 17], a[b + 18], a[b + 19])
     was = st
   end
   if a[b + 13] ~= '' then
-    if tok then tok = f(tonumber(tok) + 1) end
     create_leased(r, a, b, a[b + 13], tonumber(a[b + 14]), tok)
   elseif deb ~= '' then
     create_run(r, a, b, tok, f(NOW + tonumber(deb)))
