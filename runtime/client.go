@@ -852,10 +852,7 @@ func (e *Engine) Emit(ctx context.Context, topic string, payload any) (int, erro
 	if err := e.checkOpen(); err != nil {
 		return 0, err
 	}
-	if err := validTopic(topic); err != nil {
-		return 0, err
-	}
-	b, err := e.eventPayload(ctx, topic, payload)
+	b, err := e.checkedPayload(ctx, topic, payload)
 	if err != nil {
 		return 0, err
 	}
@@ -890,14 +887,20 @@ func (e *Engine) SendEvent(ctx context.Context, runID, topic string, payload any
 	if err := e.checkOpen(); err != nil {
 		return err
 	}
-	if err := validTopic(topic); err != nil {
-		return err
-	}
-	b, err := e.eventPayload(ctx, topic, payload)
+	b, err := e.checkedPayload(ctx, topic, payload)
 	if err != nil {
 		return err
 	}
 	return e.sendEvent(ctx, runID, topic, b)
+}
+
+// checkedPayload checks an event's topic and payload as SendEvent and
+// Emit do, and encodes the payload for the store.
+func (e *Engine) checkedPayload(ctx context.Context, topic string, payload any) ([]byte, error) {
+	if err := validTopic(topic); err != nil {
+		return nil, err
+	}
+	return e.eventPayload(ctx, topic, payload)
 }
 
 // sendEvent delivers an encoded payload to one run.

@@ -185,10 +185,7 @@ func sendOrStart[In, Out any](ctx context.Context, e *Engine, tx any, name, id s
 	if id == "" {
 		return nil, invalidArg("SendOrStart of %q on topic %q: an empty run ID (the event needs the run it goes to)", name, topic)
 	}
-	if err := validTopic(topic); err != nil {
-		return nil, err
-	}
-	b, err := e.eventPayload(ctx, topic, payload)
+	b, err := e.checkedPayload(ctx, topic, payload)
 	if err != nil {
 		return nil, err
 	}
@@ -225,10 +222,7 @@ func (e *Engine) SendEventTx(ctx context.Context, tx any, runID, topic string, p
 	if err != nil {
 		return err
 	}
-	if err := validTopic(topic); err != nil {
-		return err
-	}
-	b, err := e.eventPayload(ctx, topic, payload)
+	b, err := e.checkedPayload(ctx, topic, payload)
 	if err != nil {
 		return err
 	}
@@ -247,10 +241,7 @@ func (e *Engine) EmitTx(ctx context.Context, tx any, topic string, payload any) 
 	if err != nil {
 		return 0, err
 	}
-	if err := validTopic(topic); err != nil {
-		return 0, err
-	}
-	b, err := e.eventPayload(ctx, topic, payload)
+	b, err := e.checkedPayload(ctx, topic, payload)
 	if err != nil {
 		return 0, err
 	}
@@ -348,14 +339,10 @@ func (e *Engine) createTx(ctx context.Context, tx any, runs []storage.NewRun) ([
 func TxStep[T, Tx any](c *WorkflowContext, key string, opts StepOptions, fn func(sc StepContext, tx Tx) (T, error)) (T, error) {
 	opts.tx = reflect.TypeFor[Tx]()
 	return runStep(c, key, opts, func(sc StepContext) (T, error) {
-		var zero T
-		s, ok := sc.(*stepContext)
-		if !ok || s.tx == nil {
-			return zero, Permanent(fmt.Errorf("%w: step %q is transactional and was called without the store's transaction", ErrInvalidArgument, key))
-		}
-		tx, ok := s.tx.(Tx)
-		if !ok {
-			return zero, Permanent(fmt.Errorf("%w: step %q takes a %v and the store's transaction is a %T", ErrInvalidArgument, key, reflect.TypeFor[Tx](), s.tx))
+		tx, err := stepTx[Tx](sc, key)
+		if err != nil {
+			var zero T
+			return zero, err
 		}
 		return fn(sc, tx)
 	}, false)
@@ -365,17 +352,27 @@ func TxStep[T, Tx any](c *WorkflowContext, key string, opts StepOptions, fn func
 func TxDo[Tx any](c *WorkflowContext, key string, opts StepOptions, fn func(sc StepContext, tx Tx) error) error {
 	opts.tx = reflect.TypeFor[Tx]()
 	_, err := runStep(c, key, opts, func(sc StepContext) (struct{}, error) {
-		s, ok := sc.(*stepContext)
-		if !ok || s.tx == nil {
-			return struct{}{}, Permanent(fmt.Errorf("%w: step %q is transactional and was called without the store's transaction", ErrInvalidArgument, key))
-		}
-		tx, ok := s.tx.(Tx)
-		if !ok {
-			return struct{}{}, Permanent(fmt.Errorf("%w: step %q takes a %v and the store's transaction is a %T", ErrInvalidArgument, key, reflect.TypeFor[Tx](), s.tx))
+		tx, err := stepTx[Tx](sc, key)
+		if err != nil {
+			return struct{}{}, err
 		}
 		return struct{}{}, fn(sc, tx)
 	}, true)
 	return err
+}
+
+// stepTx is the transaction of the transactional step keyed key, as Tx.
+func stepTx[Tx any](sc StepContext, key string) (Tx, error) {
+	var zero Tx
+	s, ok := sc.(*stepContext)
+	if !ok || s.tx == nil {
+		return zero, Permanent(fmt.Errorf("%w: step %q is transactional and was called without the store's transaction", ErrInvalidArgument, key))
+	}
+	tx, ok := s.tx.(Tx)
+	if !ok {
+		return zero, Permanent(fmt.Errorf("%w: step %q takes a %v and the store's transaction is a %T", ErrInvalidArgument, key, reflect.TypeFor[Tx](), s.tx))
+	}
+	return tx, nil
 }
 
 // WorkflowTxSteps declares the workflow's transactional steps (generated

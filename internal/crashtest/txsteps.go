@@ -101,6 +101,13 @@ func inTx(ctx context.Context, t *testing.T, ts storage.TxStore, query string) {
 	}
 }
 
+// stepRows is what pgx.Rows and *sql.Rows share.
+type stepRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
 // verifyTxEffects checks that every step of every run left exactly one
 // row: its commit came once, with its checkpoint, whatever the kills.
 func verifyTxEffects(ctx context.Context, t *testing.T, s storage.Store, table string, runs int) {
@@ -113,38 +120,32 @@ func verifyTxEffects(ctx context.Context, t *testing.T, s storage.Store, table s
 	}
 	defer tx.Rollback(ctx)
 	q := "SELECT run_id || ' ' || step_key FROM " + table
+	var rows stepRows
 	switch tx := tx.Tx().(type) {
 	case pgx.Tx:
-		rows, err := tx.Query(ctx, q)
+		r, err := tx.Query(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for rows.Next() {
-			var k string
-			if err := rows.Scan(&k); err != nil {
-				t.Fatal(err)
-			}
-			counts[k]++
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
+		defer r.Close()
+		rows = r
 	case *sql.Tx:
-		rows, err := tx.QueryContext(ctx, q)
+		r, err := tx.QueryContext(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var k string
-			if err := rows.Scan(&k); err != nil {
-				t.Fatal(err)
-			}
-			counts[k]++
-		}
-		if err := rows.Err(); err != nil {
+		defer r.Close()
+		rows = r
+	}
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
 			t.Fatal(err)
 		}
+		counts[k]++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
 	for i := range runs {
 		for k := range Steps {
