@@ -367,13 +367,15 @@ func testStartEndedReuseFailed(f *fixture) {
 	f.wantUnchanged(before, "a refused reuse-failed create")
 }
 
-func testStartConcurrentFail(f *fixture) {
-	const goroutines = 16
-	results := make([]storage.CreateResult, goroutines)
+// createConcurrently makes n creates at once, the g-th of run(g), and
+// returns their results in order; nil when a create failed (the test has
+// failed then).
+func (f *fixture) createConcurrently(n int, run func(g int) storage.NewRun) []storage.CreateResult {
+	results := make([]storage.CreateResult, n)
 	var wg sync.WaitGroup
-	for g := range goroutines {
+	for g := range n {
 		wg.Go(func() {
-			res, err := f.store.CreateRuns(f.ctx, []storage.NewRun{{ID: "run-1", Workflow: wf, Input: fmt.Appendf(nil, "from-%02d", g), OnExisting: storage.ExistingFail}})
+			res, err := f.store.CreateRuns(f.ctx, []storage.NewRun{run(g)})
 			if err != nil || len(res) != 1 {
 				f.t.Errorf("CreateRuns = %+v, %v", res, err)
 				return
@@ -383,6 +385,17 @@ func testStartConcurrentFail(f *fixture) {
 	}
 	wg.Wait()
 	if f.t.Failed() {
+		return nil
+	}
+	return results
+}
+
+func testStartConcurrentFail(f *fixture) {
+	const goroutines = 16
+	results := f.createConcurrently(goroutines, func(g int) storage.NewRun {
+		return storage.NewRun{ID: "run-1", Workflow: wf, Input: fmt.Appendf(nil, "from-%02d", g), OnExisting: storage.ExistingFail}
+	})
+	if results == nil {
 		return
 	}
 	winner := ""
@@ -409,21 +422,11 @@ func testStartConcurrentReuse(f *fixture) {
 	f.finish("run-1", wf, storage.StatusComplete)
 	f.clock.Advance(time.Second)
 	const goroutines = 16
-	results := make([]storage.CreateResult, goroutines)
-	var wg sync.WaitGroup
-	for g := range goroutines {
-		wg.Go(func() {
-			res, err := f.store.CreateRuns(f.ctx, []storage.NewRun{{ID: "run-1", Workflow: wf, Input: fmt.Appendf(nil, "from-%02d", g),
-				OnEnded: storage.EndedReuse, Replace: replaceTerms}})
-			if err != nil || len(res) != 1 {
-				f.t.Errorf("CreateRuns = %+v, %v", res, err)
-				return
-			}
-			results[g] = res[0]
-		})
-	}
-	wg.Wait()
-	if f.t.Failed() {
+	results := f.createConcurrently(goroutines, func(g int) storage.NewRun {
+		return storage.NewRun{ID: "run-1", Workflow: wf, Input: fmt.Appendf(nil, "from-%02d", g),
+			OnEnded: storage.EndedReuse, Replace: replaceTerms}
+	})
+	if results == nil {
 		return
 	}
 	winner := ""
@@ -517,21 +520,11 @@ func testStartEventEnded(f *fixture) {
 
 func testStartEventConcurrent(f *fixture) {
 	const goroutines = 32
-	results := make([]storage.CreateResult, goroutines)
-	var wg sync.WaitGroup
-	for g := range goroutines {
-		wg.Go(func() {
-			res, err := f.store.CreateRuns(f.ctx, []storage.NewRun{{ID: "run-1", Workflow: wf,
-				Event: &storage.Event{Topic: "t", Payload: fmt.Appendf(nil, "p-%02d", g)}}})
-			if err != nil || len(res) != 1 {
-				f.t.Errorf("CreateRuns = %+v, %v", res, err)
-				return
-			}
-			results[g] = res[0]
-		})
-	}
-	wg.Wait()
-	if f.t.Failed() {
+	results := f.createConcurrently(goroutines, func(g int) storage.NewRun {
+		return storage.NewRun{ID: "run-1", Workflow: wf,
+			Event: &storage.Event{Topic: "t", Payload: fmt.Appendf(nil, "p-%02d", g)}}
+	})
+	if results == nil {
 		return
 	}
 	created := 0
@@ -621,20 +614,10 @@ func testStartKeyReplaced(f *fixture) {
 
 func testStartKeyConcurrent(f *fixture) {
 	const goroutines = 16
-	results := make([]storage.CreateResult, goroutines)
-	var wg sync.WaitGroup
-	for g := range goroutines {
-		wg.Go(func() {
-			res, err := f.store.CreateRuns(f.ctx, []storage.NewRun{keyed(runID(g), wf, "k", runID(g))})
-			if err != nil || len(res) != 1 {
-				f.t.Errorf("CreateRuns = %+v, %v", res, err)
-				return
-			}
-			results[g] = res[0]
-		})
-	}
-	wg.Wait()
-	if f.t.Failed() {
+	results := f.createConcurrently(goroutines, func(g int) storage.NewRun {
+		return keyed(runID(g), wf, "k", runID(g))
+	})
+	if results == nil {
 		return
 	}
 	winner := ""
