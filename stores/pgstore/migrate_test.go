@@ -712,3 +712,96 @@ func TestMigrateStartKeys(t *testing.T) {
 		t.Fatalf("a keyed create after the purge = %+v, %v; want created", res, err)
 	}
 }
+
+// TestMigrateRunTokens: a database at schema version 13, holding a running
+// parent with children claimed twice (running), claimed once (ended) and
+// never claimed, is upgraded in place: a replacement of the parent keeps
+// the tokens of the two claimed children by ID, and the runs created later
+// under their IDs go on from them, plain or leased at creation, so that
+// the deleted child's holder is fenced from the new one; the child never
+// claimed leaves nothing, its ID starts again at 0, and every kept token
+// is gone once its ID is taken again.
+func TestMigrateRunTokens(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema, q := schemaAt(t, 13)
+	pool := sharedPool(t)
+	at := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	setup := []string{
+		`INSERT INTO ` + q + `.runs (id, workflow, parent_id, status, ready_at, ended_at, owner, lease_until, token,
+				started_at, first_claimed_at, created_at, updated_at) VALUES
+			('p', 'wf', '', 'running', NULL, NULL, 'w', now() + interval '1 hour', 1, $1, $1, $1, $1),
+			('p/c', 'child', 'p', 'running', NULL, NULL, 'w', now() + interval '1 hour', 2, $1, $1, $1, $1),
+			('p/d', 'child', 'p', 'complete', NULL, $1, '', NULL, 1, $1, $1, $1, $1),
+			('p/e', 'child', 'p', 'queued', $1, NULL, '', NULL, 0, $1, NULL, $1, $1)`,
+		`INSERT INTO ` + q + `.executions (run_id, number, started_at) VALUES ('p', 1, $1), ('p/c', 1, $1), ('p/d', 1, $1), ('p/e', 1, $1)`,
+	}
+	for _, sql := range setup {
+		if _, err := pool.Exec(ctx, sql, at); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+
+	s := newTestStore(t, Options{Schema: schema})
+	res, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "p", Workflow: "wf", OnExisting: storage.ExistingReplace,
+		Replace: &storage.ReplaceTerms{Error: storage.ErrorInfo{Message: "replaced"}, ChildError: storage.ErrorInfo{Message: "parent replaced"}}}})
+	if err != nil || !res[0].Replaced || res[0].Run.Token != 1 {
+		t.Fatalf("a replace of the migrated parent = %+v, %v; want replaced, keeping token 1", res, err)
+	}
+	kept := func() map[string]int64 {
+		t.Helper()
+		rows, err := pool.Query(ctx, `SELECT id, token FROM `+q+`.run_tokens`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := make(map[string]int64)
+		for rows.Next() {
+			var id string
+			var token int64
+			if err := rows.Scan(&id, &token); err != nil {
+				t.Fatal(err)
+			}
+			m[id] = token
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if got, want := kept(), map[string]int64{"p/c": 2, "p/d": 1}; !maps.Equal(got, want) {
+		t.Fatalf("tokens kept by the replacement: %v, want %v", got, want)
+	}
+
+	res, err = s.CreateRuns(ctx, []storage.NewRun{
+		{ID: "p/c", Workflow: "child", ParentID: "p"},
+		{ID: "p/d", Workflow: "child", ParentID: "p", Lease: &storage.EagerLease{Owner: "w", For: time.Minute}},
+		{ID: "p/e", Workflow: "child", ParentID: "p"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int64{2, 2, 0} {
+		if r := res[i]; !r.Created || r.Run.Token != want {
+			t.Fatalf("the new child %d: %+v; want created with token %d", i, r, want)
+		}
+	}
+	if got := kept(); len(got) != 0 {
+		t.Fatalf("tokens kept once their IDs were taken again: %v, want none", got)
+	}
+	got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"child"}, Limit: 10, LeaseFor: time.Minute})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("a claim of the children = %+v, %v; want p/c and p/e", got, err)
+	}
+	tokens := map[string]int64{}
+	for _, c := range got {
+		tokens[c.Lease.RunID] = c.Lease.Token
+	}
+	if want := map[string]int64{"p/c": 3, "p/e": 1}; !maps.Equal(tokens, want) {
+		t.Fatalf("the children's claims have tokens %v, want %v", tokens, want)
+	}
+	stale := storage.Lease{RunID: "p/c", Owner: "w", Token: 2}
+	if _, err := s.Checkpoint(ctx, storage.CheckpointRequest{Lease: stale, LeaseFor: time.Minute,
+		Checkpoint: storage.Checkpoint{Key: "stale@v1", Kind: storage.KindStep}}); !errors.Is(err, storage.ErrLeaseLost) {
+		t.Fatalf("a checkpoint by the deleted child's holder = %v, want ErrLeaseLost", err)
+	}
+}

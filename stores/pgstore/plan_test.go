@@ -551,3 +551,114 @@ func TestCountRunsReadsIndexes(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateProbesRunTokens: the creation statement looks up the IDs it
+// creates in run_tokens through run_tokens_pkey, reading only their
+// entries, and deletes the entries it took by the same index: with tens
+// of thousands of tokens kept for IDs no run has taken again, creates of
+// one run and of batches, plain and leased, read a few entries whatever
+// the table holds. That holds before the table is analyzed for batches of
+// dozens; a batch of hundreds may then scan it, the planner pricing as
+// many index probes above one scan, until statistics (autovacuum analyzes
+// a table long before it grows so) tell it how many entries match. The
+// creates take the tokens of the IDs they find there.
+func TestCreateProbesRunTokens(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newTestStore(t, Options{})
+	if _, err := s.pool.Exec(ctx, `INSERT INTO `+s.schema+`.run_tokens (id, token)
+		SELECT 'gone-' || lpad(g::text, 5, '0'), 4 FROM generate_series(1, 50000) g`); err != nil {
+		t.Fatal(err)
+	}
+	check := func(stats string, sizes []int) {
+		for _, n := range sizes {
+			for _, leased := range []bool{false, true} {
+				runs := make([]storage.NewRun, n)
+				for i := range runs {
+					runs[i] = storage.NewRun{ID: fmt.Sprintf("new-%05d", i), Workflow: "wf"}
+					if leased {
+						runs[i].Lease = &storage.EagerLease{Owner: "w", For: time.Minute}
+					}
+				}
+				inherited := 0
+				if n > 1 {
+					runs[0].ID, runs[1].ID, inherited = "gone-00001", "gone-25000", 2
+				}
+				sql, args := s.createArgs([]*ckptCall{{create: &createCall{runs: runs}}})
+				nodes := analyze(t, s, sql, args...)
+				read, indexes := rowsRead(nodes, "run_tokens")
+				if indexes["Seq Scan"] {
+					t.Errorf("%s, %d runs, leased %v: the creation scans run_tokens: %v", stats, n, leased, indexes)
+				}
+				// The entries found, and their deletion.
+				if read > float64(2*inherited) {
+					t.Errorf("%s, %d runs, leased %v: the creation read %v rows of run_tokens, want at most %d", stats, n, leased, read, 2*inherited)
+				}
+			}
+		}
+	}
+	check("no statistics", []int{1, 50})
+	if _, err := s.pool.Exec(ctx, "ANALYZE "+s.schema+".run_tokens"); err != nil {
+		t.Fatal(err)
+	}
+	check("analyzed", []int{1, 50, 500})
+
+	runs := []storage.NewRun{{ID: "gone-00001", Workflow: "wf"}, {ID: "fresh", Workflow: "wf"},
+		{ID: "gone-25000", Workflow: "wf", Lease: &storage.EagerLease{Owner: "w", For: time.Minute}}}
+	res, err := s.CreateRuns(ctx, runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int64{4, 0, 5} {
+		if !res[i].Created || res[i].Run.Token != want {
+			t.Errorf("create of %s = %+v, want created with token %d", runs[i].ID, res[i], want)
+		}
+	}
+	var left int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+s.schema+`.run_tokens`).Scan(&left); err != nil || left != 49998 {
+		t.Errorf("entries left: %d, %v; want 49998, the two taken deleted", left, err)
+	}
+}
+
+// TestCreatePlannedOnce: the creation statements of one run, plain and
+// leased, get a generic plan, which the connection keeps, on a store whose
+// run_tokens is empty and was never analyzed, as on most stores: a plan
+// whose estimate grew with the runs it creates (a probe of run_tokens
+// per run) would be planned again on every call, costing a single create
+// more than its lookups do.
+func TestCreatePlannedOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newTestStore(t, Options{})
+	conn, err := s.pool.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for _, leased := range []bool{false, true} {
+		r := storage.NewRun{ID: "one", Workflow: "wf"}
+		if leased {
+			r.Lease = &storage.EagerLease{Owner: "w", For: time.Minute}
+		}
+		sql, args := s.createArgs([]*ckptCall{{create: &createCall{runs: []storage.NewRun{r}}}})
+		for range 10 {
+			tx, err := conn.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(ctx, sql, args...); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var generic, custom int64
+		if err := conn.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1`, sql).Scan(&generic, &custom); err != nil {
+			t.Fatalf("leased %v: %v", leased, err)
+		}
+		if generic == 0 || custom > 5 {
+			t.Errorf("leased %v: %d generic plans, %d custom plans; want the generic plan kept after the first five", leased, generic, custom)
+		}
+	}
+}

@@ -411,24 +411,48 @@ const purgeVictims = `SELECT id FROM {s}.runs
 // clock delays the run; the notification goes out for it too, so that
 // engines elsewhere learn of the new wake time.
 //
+// A new run's token starts at 0, or where a run of its ID that a
+// replacement deleted left it (run_tokens, see dropFamily), whose entry
+// the statement then deletes. run_tokens is empty but for the IDs of
+// deleted runs not yet taken again: the statement reads the entries of
+// its IDs once, by the primary key (kept), and deletes those of the runs
+// it created with a token (taken), so a plain creation costs an index
+// lookup that finds nothing and a deletion of no IDs. Reading the
+// entries as one set, rather than probing per run, keeps the plan's
+// estimate from growing with the runs it creates, so that a creation of
+// one run keeps a generic plan instead of being planned on every call
+// (TestCreatePlannedOnce). The entries are read without a lock and
+// deleted after the runs' rows went in: the statement takes its locks in
+// the order a replacement takes them, runs then run_tokens. They are read
+// in the statement's snapshot: a creation that waits for an uncommitted
+// replacement deleting a run of its ID (ON CONFLICT waits for the
+// deleting transaction, then inserts) does not see the entry that
+// replacement writes, and starts at 0, the entry staying for a later run
+// of the ID. Only a create of a descendant's ID racing the replacement of
+// its ancestor is so exposed; a child the new run creates after the
+// commit finds the entry.
+//
 // With leased (createLeased), $14 is each run's lease owner (NULL: not
 // leased), $15 its lease in microseconds, $16 the queues whose starts are
 // recorded (see Store.rated), and $17 the channel. A leased run goes in
 // as a claim would leave it (see claimUpdate): running, not ready, held
-// by its owner until the clock plus its lease with token 1, started (its
-// first claim is now), and its start recorded in queue_starts when its
-// queue is one of $16. Only runs created ready send the notification: a
-// leased run is its owner's to execute.
+// by its owner until the clock plus its lease, its token taken once (1
+// for an ID without an entry in run_tokens), started (its first claim is
+// now), and its start recorded in queue_starts when its queue is one of
+// $16. Only runs created ready send the notification: a leased run is its
+// owner's to execute.
 func createSQL(notify, leased bool) string {
 	status, ready := `'queued'`, `greatest(clock.now, coalesce(t.start_at, clock.now))`
+	token := `coalesce(k.token, 0)`
 	cols, vals, from, names := "", "", "", ""
 	channel, cond, starts, returning := 14, "true", "", ""
 	if leased {
 		status = `CASE WHEN t.owner IS NULL THEN 'queued' ELSE 'running' END`
 		ready = `CASE WHEN t.owner IS NULL THEN ` + ready + ` END`
-		cols = `, owner, lease_until, token, first_claimed_at`
+		token += ` + CASE WHEN t.owner IS NULL THEN 0 ELSE 1 END`
+		cols = `, owner, lease_until, first_claimed_at`
 		vals = `, coalesce(t.owner, ''), clock.now + t.lease * interval '1 microsecond',
-		CASE WHEN t.owner IS NULL THEN 0 ELSE 1 END, CASE WHEN t.owner IS NOT NULL THEN clock.now END`
+		CASE WHEN t.owner IS NOT NULL THEN clock.now END`
 		from, names = `, $14::text[], $15::bigint[]`, `, owner, lease`
 		channel, cond, returning = 17, "status = 'queued'", ", queue, status"
 		starts = `,
@@ -438,21 +462,28 @@ st AS (
 )`
 	}
 	return `WITH ` + clockCTE + `,
+kept AS MATERIALIZED (
+	SELECT id, token FROM {s}.run_tokens WHERE id = ANY($2::text[])
+),
 ins AS (
 	INSERT INTO {s}.runs (id, workflow, parent_id, parent_policy, status, input, ready_at, deadline, execution, started_at, created_at, updated_at,
-		queue, partition, priority, version, headers` + cols + `)
+		queue, partition, priority, version, headers, token` + cols + `)
 	SELECT t.id, t.workflow, t.parent_id, t.policy, ` + status + `, t.input, ` + ready + `,
-		t.deadline, 1, clock.now, clock.now, clock.now, t.queue, t.partition, t.priority, t.version, t.headers` + vals + `
+		t.deadline, 1, clock.now, clock.now, clock.now, t.queue, t.partition, t.priority, t.version, t.headers, ` + token + vals + `
 	FROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::timestamptz[], $8::timestamptz[],
 			$9::text[], $10::text[], $11::int[], $12::int[], $13::text[]` + from + `)
-		WITH ORDINALITY AS t(id, workflow, parent_id, input, policy, start_at, deadline, queue, partition, priority, version, headers` + names + `, ord), clock
+		WITH ORDINALITY AS t(id, workflow, parent_id, input, policy, start_at, deadline, queue, partition, priority, version, headers` + names + `, ord)
+		LEFT JOIN kept k ON k.id = t.id, clock
 	ORDER BY t.id, t.ord
 	ON CONFLICT (id) DO NOTHING
-	RETURNING id, started_at, ready_at` + returning + `
+	RETURNING id, started_at, ready_at, token` + returning + `
 ),
 ex AS (
 	INSERT INTO {s}.executions (run_id, number, started_at)
 	SELECT id, 1, started_at FROM ins
+),
+taken AS (
+	DELETE FROM {s}.run_tokens WHERE id = ANY(ARRAY(SELECT id FROM ins WHERE token > 0))
 )` + starts + notifyCTE(notify, "ins", cond, channel) + `
 SELECT ins.id FROM ins` + notifyJoin(notify)
 }
@@ -1395,13 +1426,21 @@ FOR UPDATE OF r`
 	// $1 the replaced run and its descendants, $2 the descendants: deletes
 	// everything they own, as Purge does (executions, checkpoints,
 	// attempts, buffered events, start-key records), and the descendants'
-	// rows. The replaced run's row stays, for resetRun.
+	// rows, keeping the token of each that was ever claimed in run_tokens
+	// (the greater, should its ID have an entry already), in ID order: the
+	// next run created under its ID goes on from it (see createSQL), so
+	// that a holder of the deleted run's lease never matches a lease of
+	// that run. The replaced run's row stays, for resetRun, with its
+	// token.
 	q.dropFamily = `WITH ck AS (DELETE FROM {s}.checkpoints WHERE run_id = ANY($1::text[])),
 at AS (DELETE FROM {s}.attempts WHERE run_id = ANY($1::text[])),
 ev AS (DELETE FROM {s}.events WHERE run_id = ANY($1::text[])),
 ex AS (DELETE FROM {s}.executions WHERE run_id = ANY($1::text[])),
-sk AS (DELETE FROM {s}.start_keys WHERE run_id = ANY($1::text[]))
-DELETE FROM {s}.runs WHERE id = ANY($2::text[])`
+sk AS (DELETE FROM {s}.start_keys WHERE run_id = ANY($1::text[])),
+gone AS (DELETE FROM {s}.runs WHERE id = ANY($2::text[]) RETURNING id, token)
+INSERT INTO {s}.run_tokens AS k (id, token)
+SELECT id, token FROM gone WHERE token > 0 ORDER BY id
+ON CONFLICT (id) DO UPDATE SET token = greatest(k.token, excluded.token)`
 
 	// resetRun makes the locked row of a replaced run the new run of its
 	// ID, after dropFamily: $1 now, $2 ID, $3 workflow, $4 parent policy,

@@ -315,7 +315,9 @@ func (s *Store) joinKey(ctx context.Context, tx pgx.Tx, now time.Time, r storage
 // remains of it after the commit is what Terminate's leaves of runs
 // deleted then, its announcements on the ended channel, and the end of
 // every lease of x (the new run keeps x's fencing token, see resetRun)
-// and of its descendants (their rows are gone). Terminate's cascade
+// and of its descendants (their rows are gone, and a run created later
+// under one of their IDs goes on from its token, see dropFamily).
+// Terminate's cascade
 // requests the cancellation of unfinished children cancelled with their
 // parent, and leaves abandoned ones alone; the family check refuses the
 // replacement of a run that has any, so every unfinished descendant is
