@@ -139,3 +139,14 @@ func BenchmarkContinueAsNew(b *testing.B) {
 	defer s.Close()
 	benchwork.ContinueLoop(b, s, 10000)
 }
+
+// BenchmarkTxSteps times 1000 ten-step runs of plain steps and of
+// transactional steps (each in a transaction of its own with its
+// checkpoint) on 32 workers, started in one batch and from a goroutine
+// per run. Run it beside the server's ceiling:
+//
+//	STEM_TEST_POSTGRES_URL=... go test -run '^$' -bench 'BenchmarkServerInsertCommits|BenchmarkTxSteps' ./stores/pgstore
+func BenchmarkTxSteps(b *testing.B) {
+	testURL(b)
+	benchwork.TxSteps(b, func(b *testing.B) storage.Store { return benchStore(b) }, 32, 1000)
+}
