@@ -56,6 +56,12 @@ type appDB struct {
 	// they end, so that what the store's calls in them wrote is told to
 	// the Hub at their commit.
 	txs sync.Map // *sql.Tx -> *appTx
+	// turn is the connection transactional steps run on, one at a time
+	// (in the writer's turns), and turnConn its driver connection with
+	// the checkpoint's statements prepared once, as the writer's are.
+	turn     *sql.Conn
+	turnConn *conn
+	turnDC   any
 }
 
 // appDatabase returns the store's appDB handle, opening it at first use:
@@ -94,6 +100,7 @@ func (s *Store) appDatabase(op string) (*sql.DB, error) {
 // closeApp closes the appDB handle, if it was opened; Close calls it.
 func (s *Store) closeApp() error {
 	a := &s.app
+	a.dropTurn()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.closed = true
@@ -326,8 +333,34 @@ func (s *Store) CheckpointTx(ctx context.Context, req storage.CheckpointRequest,
 	if err != nil {
 		return storage.CheckpointResult{}, err
 	}
-	tx, err := retryBusy(ctx, s.logger, func() (*sql.Tx, error) { return db.BeginTx(ctx, nil) })
+	// The step's transaction waits for its turn at the file, which this
+	// store's writer gives between its batches, rather than retrying
+	// against the writer's lock (SQLite's busy handler sleeps a
+	// millisecond and more per try).
+	var (
+		res     storage.CheckpointResult
+		stepErr error
+	)
+	if err := s.takeTurn(ctx, op, func() { res, stepErr = s.checkpointTx(ctx, db, req, step) }); err != nil {
+		return storage.CheckpointResult{}, err
+	}
+	return res, stepErr
+}
+
+// checkpointTx is CheckpointTx in the writer's turn, on the turn's
+// connection: the step's *sql.Tx there, then the checkpoint's statements
+// on the same connection, in the same transaction, prepared once.
+func (s *Store) checkpointTx(ctx context.Context, db *sql.DB, req storage.CheckpointRequest, step func(ctx context.Context, tx any) ([]byte, error)) (storage.CheckpointResult, error) {
+	const op = "checkpoint tx"
+	sc, err := s.app.turnConnection(ctx, db)
 	if err != nil {
+		return storage.CheckpointResult{}, fmt.Errorf("sqlitestore: %s: %w", op, s.fileError(err))
+	}
+	tx, err := retryBusy(ctx, s.logger, func() (*sql.Tx, error) { return sc.BeginTx(ctx, nil) })
+	if err != nil {
+		// A connection that cannot begin is dropped (no transaction is
+		// open on it): the next turn opens another.
+		s.app.dropTurn()
 		return storage.CheckpointResult{}, fmt.Errorf("sqlitestore: %s: begin: %w", op, s.fileError(err))
 	}
 	// Registered as BeginTx's are, so that what the step's own calls in
@@ -346,8 +379,19 @@ func (s *Store) CheckpointTx(ctx context.Context, req storage.CheckpointRequest,
 		return storage.CheckpointResult{}, err
 	}
 	req.Checkpoint.Output = out
-	w := &wtx{conn: newTxConn(ctx, tx)}
-	res, err := w.checkpoint(req, s.now())
+	var (
+		w   *wtx
+		res storage.CheckpointResult
+	)
+	err = sc.Raw(func(dc any) error {
+		c, err := s.app.turnStatements(dc)
+		if err != nil {
+			return err
+		}
+		w = &wtx{conn: c}
+		res, err = w.checkpoint(req, s.now())
+		return err
+	})
 	if err != nil {
 		return storage.CheckpointResult{}, fmt.Errorf("sqlitestore: %s: %w", op, s.fileError(err))
 	}
@@ -361,4 +405,55 @@ func (s *Store) CheckpointTx(ctx context.Context, req storage.CheckpointRequest,
 	a.note(w)
 	a.announce()
 	return res, nil
+}
+
+// turnConnection returns the turn's connection, opening it at first use.
+// Only the writer's turns use it, one at a time.
+func (a *appDB) turnConnection(ctx context.Context, db *sql.DB) (*sql.Conn, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.turn == nil {
+		sc, err := db.Conn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		a.turn = sc
+	}
+	return a.turn, nil
+}
+
+// turnStatements returns the turn connection's driver connection dc with
+// its statements cache, made at first use.
+func (a *appDB) turnStatements(dc any) (*conn, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.turnConn != nil && a.turnDC == dc {
+		return a.turnConn, nil
+	}
+	if a.turnConn != nil {
+		a.turnConn.closeStmts()
+	}
+	c, err := newConn(dc)
+	if err != nil {
+		return nil, err
+	}
+	a.turnConn, a.turnDC = c, dc
+	return c, nil
+}
+
+// dropTurn closes the turn's connection when it could not begin, or at
+// Close, so that the next turn opens another. No transaction may be open
+// on it: closing waits for it.
+func (a *appDB) dropTurn() {
+	a.mu.Lock()
+	sc, c := a.turn, a.turnConn
+	a.turn, a.turnConn, a.turnDC = nil, nil, nil
+	a.mu.Unlock()
+	if sc == nil {
+		return
+	}
+	if c != nil {
+		_ = sc.Raw(func(any) error { return c.closeStmts() })
+	}
+	_ = sc.Close()
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	goruntime "runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +24,13 @@ type request struct {
 	// writeLease): with SyncFull, a batch of nothing else commits without
 	// an fsync of its own.
 	leaseOnly bool
+
+	// turn, when set, makes the request a turn at the file (see
+	// takeTurn): fn is nil, and the writer, between its transactions,
+	// closes turn and waits for back, so that the caller writes in a
+	// transaction of its own on another connection without waiting on
+	// SQLite's lock.
+	turn, back chan struct{}
 
 	// state moves from pending to taken (by the writer) or to abandoned (by
 	// a caller whose context ended first); whoever moves it first decides.
@@ -170,7 +178,8 @@ func (s *Store) runWriter(sc *sql.Conn, started chan<- error) {
 		started = nil
 		w := &wtx{conn: c}
 		batch := make([]*request, 0, s.opts.MaxBatch)
-		last := 0 // size of the previous batch
+		var turns []*request // the batch's turns at the file, given after it
+		last := 0            // size of the previous batch
 		for {
 			r, ok := wal.next(c, s.queue, foreign)
 			if !ok {
@@ -182,7 +191,7 @@ func (s *Store) runWriter(sc *sql.Conn, started chan<- error) {
 			for i := 0; i < yieldRounds && len(s.queue)+1 < last; i++ {
 				goruntime.Gosched()
 			}
-			batch = append(batch[:0], r)
+			batch, turns = append(batch[:0], r), turns[:0]
 		drain:
 			for len(batch) < s.opts.MaxBatch {
 				select {
@@ -196,12 +205,24 @@ func (s *Store) runWriter(sc *sql.Conn, started chan<- error) {
 				}
 			}
 			last = len(batch)
-			wal.beforeBatch(c)
-			if wrote, full := s.commitBatch(w, batch); wrote {
-				wal.afterBatch(c, full)
+			batch = slices.DeleteFunc(batch, func(r *request) bool {
+				if r.turn != nil {
+					turns = append(turns, r)
+				}
+				return r.turn != nil
+			})
+			if len(batch) > 0 {
+				wal.beforeBatch(c)
+				if wrote, full := s.commitBatch(w, batch); wrote {
+					wal.afterBatch(c, full)
+				}
+			}
+			for _, r := range turns {
+				s.giveTurn(r)
 			}
 			foreign.due(c)
 			clear(batch)
+			clear(turns)
 		}
 	})
 	if started != nil {
@@ -210,6 +231,50 @@ func (s *Store) runWriter(sc *sql.Conn, started chan<- error) {
 		}
 		started <- err
 	}
+}
+
+// takeTurn waits for the writer to stand aside, between its transactions,
+// and runs fn meanwhile: a write in a transaction of fn's own on another
+// connection (a transactional step's) then takes SQLite's lock at once,
+// instead of retrying against the writer's. The writer goes on when fn
+// returns; every other write waits meanwhile, as SQLite's one lock makes
+// it wait anyway. If ctx ends before the writer stood aside, fn is not
+// run and ctx's error is returned.
+func (s *Store) takeTurn(ctx context.Context, op string, fn func()) error {
+	r := &request{turn: make(chan struct{}), back: make(chan struct{}), done: make(chan struct{})}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return fmt.Errorf("sqlitestore: %s: %w", op, storage.ErrClosed)
+	}
+	select {
+	case s.queue <- r:
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return fmt.Errorf("sqlitestore: %s: %w", op, ctx.Err())
+	}
+	s.mu.RUnlock()
+	select {
+	case <-r.turn:
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(statePending, stateAbandoned) {
+			return fmt.Errorf("sqlitestore: %s: %w", op, ctx.Err())
+		}
+		<-r.turn
+	}
+	defer close(r.back)
+	fn()
+	return nil
+}
+
+// giveTurn stands the writer aside for a turn at the file (takeTurn)
+// until its caller is done; a turn its caller gave up is passed over.
+func (s *Store) giveTurn(r *request) {
+	if !r.state.CompareAndSwap(statePending, stateTaken) {
+		return
+	}
+	close(r.turn)
+	<-r.back
 }
 
 // commitBatch runs the batch's requests in one transaction, each in its own
