@@ -142,7 +142,7 @@ func (e *RefusedError) Error() string {
 	case RefusedExists:
 		return "stem: run " + id + " exists and is " + string(e.Status) + ": the start's policy for an existing run is to fail"
 	case RefusedEnded:
-		return "stem: run " + id + " ended " + string(e.Status) + ": the start's policy for an ended run refuses a new one"
+		return "stem: run " + id + " has ended (" + string(e.Status) + "): the start's policy for an ended run refuses a new one"
 	case RefusedFamily:
 		return "stem: run " + id + " cannot be replaced: a descendant that does not end with it (abandon or cancel policy) has not ended"
 	}

@@ -745,7 +745,7 @@ func TestStartSendEmitChecked(t *testing.T) {
 		t.Fatalf("start taken: %q", errOut)
 	}
 	// The start policies and keys: the store judges them.
-	if _, errOut := f.cli(1, "start", "greet", `{"name":"bob"}`, "--id", "g-1", "--if-ended", "reject"); !strings.Contains(errOut, `run "g-1" ended complete`) {
+	if _, errOut := f.cli(1, "start", "greet", `{"name":"bob"}`, "--id", "g-1", "--if-ended", "reject"); !strings.Contains(errOut, `run "g-1" has ended (complete)`) {
 		t.Fatalf("start --if-ended reject: %q", errOut)
 	}
 	if _, errOut := f.cli(2, "start", "greet", `{"name":"bob"}`, "--id", "g-1", "--if-ended", "resue"); !strings.Contains(errOut, `--if-ended "resue": want reject, return, reuse, reuse-failed (did you mean "reuse"?)`) {
