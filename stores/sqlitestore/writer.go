@@ -124,25 +124,8 @@ func (s *Store) enqueue(ctx context.Context, op string, leaseOnly bool, fn func(
 		return s.refuseReadOnly(op)
 	}
 	r := &request{fn: fn, leaseOnly: leaseOnly, done: make(chan struct{})}
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
-		return fmt.Errorf("sqlitestore: %s: %w", op, storage.ErrClosed)
-	}
-	select {
-	case s.queue <- r:
-	case <-ctx.Done():
-		s.mu.RUnlock()
-		return fmt.Errorf("sqlitestore: %s: %w", op, ctx.Err())
-	}
-	s.mu.RUnlock()
-	select {
-	case <-r.done:
-	case <-ctx.Done():
-		if r.state.CompareAndSwap(statePending, stateAbandoned) {
-			return fmt.Errorf("sqlitestore: %s: %w", op, ctx.Err())
-		}
-		<-r.done
+	if err := s.queueFor(ctx, op, r, r.done); err != nil {
+		return err
 	}
 	if r.err != nil {
 		return fmt.Errorf("sqlitestore: %s: %w", op, s.fileError(r.err))
@@ -233,15 +216,10 @@ func (s *Store) runWriter(sc *sql.Conn, started chan<- error) {
 	}
 }
 
-// takeTurn waits for the writer to stand aside, between its transactions,
-// and runs fn meanwhile: a write in a transaction of fn's own on another
-// connection (a transactional step's) then takes SQLite's lock at once,
-// instead of retrying against the writer's. The writer goes on when fn
-// returns; every other write waits meanwhile, as SQLite's one lock makes
-// it wait anyway. If ctx ends before the writer stood aside, fn is not
-// run and ctx's error is returned.
-func (s *Store) takeTurn(ctx context.Context, op string, fn func()) error {
-	r := &request{turn: make(chan struct{}), back: make(chan struct{}), done: make(chan struct{})}
+// queueFor queues r for the writer and waits until taken is closed (the
+// request done, or its turn given). If ctx ends before the writer took
+// it, r is abandoned and ctx's error returned; once taken, it waits.
+func (s *Store) queueFor(ctx context.Context, op string, r *request, taken <-chan struct{}) error {
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -255,12 +233,27 @@ func (s *Store) takeTurn(ctx context.Context, op string, fn func()) error {
 	}
 	s.mu.RUnlock()
 	select {
-	case <-r.turn:
+	case <-taken:
 	case <-ctx.Done():
 		if r.state.CompareAndSwap(statePending, stateAbandoned) {
 			return fmt.Errorf("sqlitestore: %s: %w", op, ctx.Err())
 		}
-		<-r.turn
+		<-taken
+	}
+	return nil
+}
+
+// takeTurn waits for the writer to stand aside, between its transactions,
+// and runs fn meanwhile: a write in a transaction of fn's own on another
+// connection (a transactional step's) then takes SQLite's lock at once,
+// instead of retrying against the writer's. The writer goes on when fn
+// returns; every other write waits meanwhile, as SQLite's one lock makes
+// it wait anyway. If ctx ends before the writer stood aside, fn is not
+// run and ctx's error is returned.
+func (s *Store) takeTurn(ctx context.Context, op string, fn func()) error {
+	r := &request{turn: make(chan struct{}), back: make(chan struct{}), done: make(chan struct{})}
+	if err := s.queueFor(ctx, op, r, r.turn); err != nil {
+		return err
 	}
 	defer close(r.back)
 	fn()
