@@ -545,7 +545,7 @@ func TestCodecHandsBackRunItCannotOpen(t *testing.T) {
 	wrong := codecEngine(t, w, codecOf(t, keyB), func(c *runtime.Config) {
 		c.Clock, c.Logger = clock, slog.New(log)
 	})
-	start(t, wrong)
+	stopWrong := start(t, wrong)
 	for round := 1; round <= 3; round++ {
 		eventually(t, "both runs handed back", func() bool { return w.releases.Load() >= int32(2*round) })
 		clock.Advance(time.Minute) // ready again: the poll claims them again
@@ -580,6 +580,10 @@ func TestCodecHandsBackRunItCannotOpen(t *testing.T) {
 	}
 
 	// The right key's engine finds both as they were and completes them.
+	// The wrong one stops first: still working, it would take the runs
+	// back whenever they are ready, and on a busy machine it may win every
+	// such claim.
+	stopWrong()
 	right := codecEngine(t, f.store, codecOf(t, keyA), func(c *runtime.Config) { c.Clock = clock })
 	start(t, right)
 	clock.Advance(time.Minute)
