@@ -228,38 +228,10 @@ func (s *Store) checkpointNotify(ctx context.Context, call *ckptCall, c storage.
 		res   storage.CheckpointResult
 		ready bool
 	)
-	q, args := s.checkpointStatement([]*ckptCall{call})
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		res, ready = storage.CheckpointResult{}, false
-		args[0] = s.clock()
-		var (
-			ord                              int64
-			written, pause, pauseReq, cancel bool
-			execution                        int32
-		)
-		err := tx.QueryRow(ctx, q, args...).Scan(&ord, &written, &pause, &execution, &pauseReq, &cancel)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return leaseLost(op, call.req.Lease)
-		}
-		if err != nil {
+	err := s.inTx(ctx, func(tx pgx.Tx) (err error) {
+		ready = false
+		if res, err = s.checkpointIn(ctx, tx, call, s.clock()); err != nil || res.Existing != nil || res.Paused {
 			return err
-		}
-		res.CancelRequested = cancel
-		if !written {
-			existing, err := scanCheckpoint(tx.QueryRow(ctx, s.q.getCheckpoint, call.req.Lease.RunID, execution, call.req.Checkpoint.Key))
-			if errors.Is(err, pgx.ErrNoRows) {
-				// Taken back since by a refusal, which needs the lease too.
-				return leaseLost(op, call.req.Lease)
-			}
-			if err != nil {
-				return err
-			}
-			res.Existing = &existing
-			return nil
-		}
-		res.Paused, res.PauseRequested = pause, pauseReq
-		if pause {
-			return nil
 		}
 		if ready, err = s.completeTx(ctx, tx, "complete", c, errJSON, childJSON); err != nil {
 			return err

@@ -258,11 +258,19 @@ func (s *Store) CheckpointTx(ctx context.Context, req storage.CheckpointRequest,
 // call (txNow): its result, with Existing set when the key had a
 // checkpoint in the run's current execution, or ErrLeaseLost.
 func (s *Store) checkpointOn(ctx context.Context, tx pgx.Tx, call *ckptCall) (storage.CheckpointResult, error) {
-	const op = "checkpoint"
 	var now time.Time
 	if err := tx.QueryRow(ctx, s.q.txNow, s.clock()).Scan(&now); err != nil {
 		return storage.CheckpointResult{}, err
 	}
+	return s.checkpointIn(ctx, tx, call, now)
+}
+
+// checkpointIn writes call's checkpoint in tx with the statement the
+// checkpoint writers send for it alone, at now (a time, or the store
+// clock's argument): its result, with Existing set when the key had a
+// checkpoint in the run's current execution, or ErrLeaseLost.
+func (s *Store) checkpointIn(ctx context.Context, tx pgx.Tx, call *ckptCall, now any) (storage.CheckpointResult, error) {
+	const op = "checkpoint"
 	q, args := s.checkpointStatement([]*ckptCall{call})
 	args[0] = now
 	var (
