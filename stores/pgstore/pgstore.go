@@ -537,15 +537,7 @@ type locked struct {
 
 // lock reads and locks a run inside tx; ok is false when no run has the ID.
 func (s *Store) lock(ctx context.Context, tx pgx.Tx, id string) (r locked, ok bool, err error) {
-	rec, err := scanRun(tx.QueryRow(ctx, s.q.lockRun, s.clock(), id), &r.now)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return locked{}, false, nil
-	}
-	if err != nil {
-		return locked{}, false, err
-	}
-	r.RunRecord = rec
-	return r, true, nil
+	return s.readAt(ctx, tx, s.clock(), id, true)
 }
 
 // lockExisting locks the run like lock, and reports a missing run as

@@ -217,8 +217,10 @@ func (s *Store) afterCreate(ctx context.Context, tx pgx.Tx, now time.Time, r sto
 }
 
 // readAt reads the run id in tx, locking it when lock is set, with now as
-// its time; found is false when no run has the ID.
-func (s *Store) readAt(ctx context.Context, tx pgx.Tx, now time.Time, id string, lock bool) (r locked, found bool, err error) {
+// its time (a time, or the store clock's argument, which the statement
+// reads as the server's time when nil); found is false when no run has
+// the ID.
+func (s *Store) readAt(ctx context.Context, tx pgx.Tx, now any, id string, lock bool) (r locked, found bool, err error) {
 	sql := s.q.readRun
 	if lock {
 		sql = s.q.lockRun
