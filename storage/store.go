@@ -368,7 +368,7 @@ type Store interface {
 
 	// Purge deletes up to Limit finished runs that match the request, each
 	// with everything it owns (executions, checkpoints, attempts, buffered
-	// events), oldest EndedAt first, and reports how many. A run being
+	// events, updates, streams), oldest EndedAt first, and reports how many. A run being
 	// deleted by another Purge is passed over; a purge never holds what a
 	// claim or a run's writes wait on for longer than deleting one batch,
 	// and a run that is not finished is never touched. DryRun counts
@@ -391,6 +391,10 @@ type Store interface {
 	// the store deletes expired records as it goes (on PutWorker or
 	// ListWorkers), so those of workers that died do not accumulate.
 	ListWorkers(ctx context.Context) ([]Worker, error)
+
+	// Interactor carries updates to runs and their replies, and the
+	// runs' streams.
+	Interactor
 
 	// Close releases the store's resources. Calls after Close return
 	// ErrClosed.

@@ -574,7 +574,7 @@ const (
 // Valid reports whether k is one of the checkpoint kinds.
 func (k CheckpointKind) Valid() bool {
 	switch k {
-	case KindStep, KindSleep, KindEvent, KindChild, KindSelect, KindCancel:
+	case KindStep, KindSleep, KindEvent, KindChild, KindSelect, KindCancel, KindUpdate, KindReply, KindStream:
 		return true
 	}
 	return false
@@ -652,6 +652,15 @@ type CheckpointRequest struct {
 	// it. Its Lease is the request's (it may be left zero); it cannot be
 	// Busy.
 	Complete *CompleteRequest
+	// Reply, when set, is the workflow's reply to one of the run's
+	// updates: when the checkpoint is written (not Existing), the update
+	// becomes UpdateReplied with it in the same change, unless it was
+	// replied to already (the first reply stands). An update the run does
+	// not have is ErrInvalidArgument, with nothing written.
+	Reply *UpdateReply
+	// Streams, when set, are appended to the run's streams in the same
+	// change, in order, when the checkpoint is written (not Existing).
+	Streams []StreamWrite
 }
 
 // CheckpointResult reports a checkpoint write.

@@ -277,6 +277,9 @@ func (r CheckpointRequest) Validate() error {
 	if err := validAttempts("checkpoint", r.Attempts); err != nil {
 		return err
 	}
+	if err := validInteractions(r.Reply, r.Streams); err != nil {
+		return err
+	}
 	if c := r.Complete; c != nil {
 		switch {
 		case r.Busy:
@@ -403,16 +406,23 @@ func (c WaitCase) validate() error {
 	if c.Key == "" || c.Topic == "" {
 		return invalid("suspend", "a wait needs a key and a topic")
 	}
-	if c.Kind != "" && c.Kind != KindEvent && c.Kind != KindChild {
+	if c.Kind != "" && c.Kind != KindEvent && c.Kind != KindChild && c.Kind != KindUpdate {
 		return invalid("suspend", "unknown wait kind %q", c.Kind)
 	}
 	if err := validStoredKey("suspend", c.Key); err != nil {
 		return err
 	}
 	var err error
-	if c.DeliveryKind() == KindChild {
+	switch c.DeliveryKind() {
+	case KindChild:
 		err = checkDerived("event topic", c.Topic, maxChildTopicLen)
-	} else {
+	case KindUpdate:
+		name, ok := strings.CutPrefix(c.Topic, UpdateTopicPrefix)
+		if !ok {
+			return invalid("suspend", "wait %q: an update case waits on an update topic (%s<name>), not %q", c.Key, UpdateTopicPrefix, c.Topic)
+		}
+		err = CheckUpdateName(name)
+	default:
 		err = CheckTopic(c.Topic)
 	}
 	if err != nil {
