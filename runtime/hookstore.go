@@ -244,3 +244,43 @@ func (h hookedStore) ListWorkers(ctx context.Context) (out []storage.Worker, err
 }
 
 func (h hookedStore) Close() error { return h.s.Close() }
+
+func (h hookedStore) SendUpdate(ctx context.Context, req storage.UpdateRequest) (out storage.UpdateResult, err error) {
+	err = h.hook(ctx, "SendUpdate", func(ctx context.Context) error {
+		out, err = h.s.SendUpdate(ctx, req)
+		return err
+	})
+	return out, err
+}
+
+func (h hookedStore) GetUpdate(ctx context.Context, runID, id string) (out storage.UpdateRecord, err error) {
+	err = h.hook(ctx, "GetUpdate", func(ctx context.Context) error {
+		out, err = h.s.GetUpdate(ctx, runID, id)
+		return err
+	})
+	return out, err
+}
+
+func (h hookedStore) ListUpdates(ctx context.Context, q storage.UpdatesQuery) (out []storage.UpdateRecord, err error) {
+	err = h.hook(ctx, "ListUpdates", func(ctx context.Context) error {
+		out, err = h.s.ListUpdates(ctx, q)
+		return err
+	})
+	return out, err
+}
+
+func (h hookedStore) ReadStream(ctx context.Context, q storage.StreamQuery) (out storage.StreamPage, err error) {
+	err = h.hook(ctx, "ReadStream", func(ctx context.Context) error {
+		out, err = h.s.ReadStream(ctx, q)
+		return err
+	})
+	return out, err
+}
+
+func (h hookedStore) ListStreams(ctx context.Context, runID string) (out []storage.StreamInfo, err error) {
+	err = h.hook(ctx, "ListStreams", func(ctx context.Context) error {
+		out, err = h.s.ListStreams(ctx, runID)
+		return err
+	})
+	return out, err
+}
