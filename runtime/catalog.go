@@ -112,6 +112,7 @@ func (e *Engine) recordCatalog(ctx context.Context) {
 		}
 		c.Events = append(c.Events, storage.EventType{Topic: t, PayloadSchema: s, Worker: e.cfg.WorkerID, UpdatedAt: now})
 	}
+	c.Events = append(c.Events, e.updateSchemas(now)...)
 	for _, q := range e.queues {
 		c.Queues = append(c.Queues, storage.QueueType{Queue: q, Worker: e.cfg.WorkerID, UpdatedAt: now})
 	}

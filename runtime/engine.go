@@ -180,6 +180,7 @@ type Engine struct {
 	// first: they run the runs started under them, and start none.
 	older   map[string][]*workflowDef
 	events  map[string]eventDef
+	updates map[string]*updateDef
 	queues  map[string]storage.Queue
 	names   []string // sorted workflow names, for claims
 	active  map[string]*execution
@@ -332,6 +333,7 @@ func New(cfg Config) (*Engine, error) {
 		workflows: map[string]*workflowDef{},
 		older:     map[string][]*workflowDef{},
 		events:    map[string]eventDef{},
+		updates:   map[string]*updateDef{},
 		queues:    map[string]storage.Queue{},
 		active:    map[string]*execution{},
 		wake:      make(chan struct{}, 1),

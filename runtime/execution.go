@@ -881,15 +881,28 @@ func (x *execution) checkpoint(cp storage.Checkpoint, attempts []Attempt) (store
 // taking effect stops the run for the workflow goroutine to wind up and
 // unwinds only the future's goroutine.
 func (x *execution) writeCheckpoint(cp storage.Checkpoint, attempts []Attempt, async bool) (stored storage.Checkpoint, existed bool) {
+	return x.writeWith(cp, attempts, async, nil)
+}
+
+// cpExtras is what a checkpoint write carries beside the checkpoint: a
+// reply to an update, values appended to streams.
+type cpExtras struct {
+	reply   *storage.UpdateReply
+	streams []storage.StreamWrite
+}
+
+// writeWith is writeCheckpoint with extras, which are written in the same
+// change, when the checkpoint is (never deferred).
+func (x *execution) writeWith(cp storage.Checkpoint, attempts []Attempt, async bool, ex *cpExtras) (stored storage.Checkpoint, existed bool) {
 	x.replay.reach(x, cp.Key)
 	x.mu.Lock()
 	busy := async || len(x.running) > 0
 	x.mu.Unlock()
-	if !busy && cp.Kind == KindStep && x.stepFutures == 0 && x.replay == nil {
+	if ex == nil && !busy && cp.Kind == KindStep && x.stepFutures == 0 && x.replay == nil {
 		return x.deferStep(cp, attempts), false
 	}
 	x.flush()
-	return x.put(cp, attempts, async, busy, nil)
+	return x.putWith(cp, attempts, async, busy, nil, ex)
 }
 
 // put writes a checkpoint as writeCheckpoint does. For a deferred one
@@ -897,14 +910,38 @@ func (x *execution) writeCheckpoint(cp storage.Checkpoint, attempts []Attempt, a
 // stops the run: the workflow went on with a result the store does not
 // hold, so the run is handed back to replay from what it does.
 func (x *execution) put(cp storage.Checkpoint, attempts []Attempt, async, busy bool, d *deferredWrite) (stored storage.Checkpoint, existed bool) {
-	res, err := x.engine.store.Checkpoint(context.WithoutCancel(x.ctx), storage.CheckpointRequest{
+	return x.putWith(cp, attempts, async, busy, d, nil)
+}
+
+// putWith is put with extras (see writeWith).
+func (x *execution) putWith(cp storage.Checkpoint, attempts []Attempt, async, busy bool, d *deferredWrite, ex *cpExtras) (stored storage.Checkpoint, existed bool) {
+	req := storage.CheckpointRequest{
 		Lease: x.lease, LeaseFor: x.engine.cfg.LeaseDuration, Checkpoint: cp, Attempts: attempts, Progress: x.takeProgress(),
 		Busy: busy,
-	})
+	}
+	if ex != nil {
+		req.Reply, req.Streams = ex.reply, ex.streams
+	}
+	res, err := x.engine.store.Checkpoint(context.WithoutCancel(x.ctx), req)
 	if err != nil {
 		x.fault(err, async)
 	}
+	if ex != nil && res.Existing == nil {
+		x.announce(ex)
+	}
 	return x.landed(res, cp, async, d)
+}
+
+// announce wakes this engine's callers waiting on the reply or the
+// streams a write carried (the store announces them to other processes).
+func (x *execution) announce(ex *cpExtras) {
+	run := x.lease.RunID
+	if ex.reply != nil {
+		x.engine.waiters.wake(storage.UpdateAnnouncement(run, ex.reply.ID))
+	}
+	for _, w := range ex.streams {
+		x.engine.waiters.wake(storage.StreamAnnouncement(run, w.Stream))
+	}
 }
 
 // landed takes in what the store did with checkpoint cp (res), written by

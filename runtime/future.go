@@ -1102,13 +1102,25 @@ func stepAsync[T any](c *WorkflowContext, key string, opts StepOptions, fn func(
 // it took, or that a released future kept and no later future claimed,
 // stays in the run's history (ListSteps) and is returned by no one.
 func OnEvent[T any](c *WorkflowContext, name, topic string) *Future[T] {
+	return onDelivery[T](c, name, topic, false)
+}
+
+// onDelivery is OnEvent (update false: of an event on topic) and OnUpdate
+// (update true: of an update named topic, delivered on its reserved topic
+// as a checkpoint of kind KindUpdate).
+func onDelivery[T any](c *WorkflowContext, name, topic string, update bool) *Future[T] {
 	x := c.exec
 	x.checkStopped()
 	f := &Future[T]{future: future{x: x, kind: futureEvent, topic: topic, waitKind: KindEvent, detached: c.detached}}
 	if f.err = storage.CheckStepKey(name); f.err != nil {
 		return f
 	}
-	if f.err = validTopic(topic); f.err != nil {
+	if update {
+		if f.err = storage.CheckUpdateName(topic); f.err != nil {
+			return f
+		}
+		f.topic, f.waitKind = storage.UpdateTopic(topic), KindUpdate
+	} else if f.err = validTopic(topic); f.err != nil {
 		return f
 	}
 	if f.key, f.err = x.useCallKey(name, true, asEventFuture); f.err != nil {

@@ -21,7 +21,8 @@ const (
 )
 
 // StepKind says what a step of a run is: a step function, a sleep (or a
-// timer), an event wait, a child workflow call, or the winner of a select.
+// timer), an event wait, a child workflow call, the winner of a select, an
+// update taken or replied to, or an append to a stream.
 type StepKind = storage.CheckpointKind
 
 // The step kinds.
@@ -33,6 +34,12 @@ const (
 	KindSelect = storage.KindSelect
 	// KindCancel records where the run's cancellation took effect.
 	KindCancel = storage.KindCancel
+	// KindUpdate is an update the run took (OnUpdate).
+	KindUpdate = storage.KindUpdate
+	// KindReply is the run's reply to an update (Update.Reply).
+	KindReply = storage.KindReply
+	// KindStream is the run's append to a stream (Append).
+	KindStream = storage.KindStream
 )
 
 // Attempt is one execution of a step function, as operators see it in

@@ -139,6 +139,9 @@ type stepContext struct {
 	iteration int
 	// tx is a transactional step's transaction (TxStep), nil otherwise.
 	tx any
+	// streams holds the attempt's appends to the run's streams
+	// (AppendInStep), written with its checkpoint.
+	streams stepStreams
 }
 
 func (s *stepContext) RunID() string    { return s.x.lease.RunID }
@@ -302,7 +305,11 @@ func attempts[T any](x *execution, fctx context.Context, full string, iteration 
 			return out, cp, !existed
 		}
 		if err == nil {
-			cp, existed := x.writeCheckpoint(storage.Checkpoint{Key: full, Kind: KindStep, Output: output}, []Attempt{a}, async)
+			var ex *cpExtras
+			if len(r.streams) > 0 {
+				ex = &cpExtras{streams: r.streams}
+			}
+			cp, existed := x.writeWith(storage.Checkpoint{Key: full, Kind: KindStep, Output: output}, []Attempt{a}, async, ex)
 			release()
 			return out, cp, !existed
 		}
@@ -351,6 +358,8 @@ type attemptResult[T any] struct {
 	// written is what the store did with a transactional step's
 	// checkpoint, written with the attempt's success (attemptTx).
 	written *storage.CheckpointResult
+	// streams are a successful attempt's appends to the run's streams.
+	streams []storage.StreamWrite
 }
 
 // anyTx is the transaction type of a TxStep[T, any], which runs on any
@@ -388,7 +397,11 @@ func attemptTx[T any](ctx context.Context, x *execution, full string, iteration,
 		Checkpoint: storage.Checkpoint{Key: full, Kind: KindStep}, Attempts: attempts, Progress: x.takeProgress(), Busy: busy}
 	var stepErr error
 	res, err := ts.CheckpointTx(context.WithoutCancel(x.ctx), req, func(txCtx context.Context, tx any) ([]byte, error) {
-		r.out, stepErr = callStep(ctx, x, full, iteration, attempt, opts.Timeout, fn, async, tx)
+		var writes []storage.StreamWrite
+		r.out, stepErr = callStep(ctx, x, full, iteration, attempt, opts.Timeout, fn, async, tx, &writes)
+		if stepErr == nil && len(writes) > 0 {
+			stepErr = Permanent(fmt.Errorf("%w: transactional step %q appended to a stream; append from the workflow, or from a step that is not transactional", ErrInvalidArgument, full))
+		}
 		x.endStep(active)
 		r.end = e.clock.Now()
 		attempts[0].Ended = r.end
@@ -423,7 +436,7 @@ func attemptOnce[T any](ctx context.Context, x *execution, full string, iteratio
 	if opts.tx != nil {
 		r = attemptTx(ctx, x, full, iteration, attempt, active, opts, fn, void, async)
 	} else {
-		r.out, r.err = callStep(ctx, x, full, iteration, attempt, opts.Timeout, fn, async, nil)
+		r.out, r.err = callStep(ctx, x, full, iteration, attempt, opts.Timeout, fn, async, nil, &r.streams)
 		x.endStep(active)
 		r.end = e.clock.Now()
 		if r.err == nil && !void {
@@ -589,7 +602,7 @@ func backoff(opts StepOptions, attempt int) time.Duration {
 // timeout passes; with abandon (a step future's attempt), also when ctx
 // is cancelled, so that a future cancelled by the workflow does not hold
 // the run while its function ignores the cancellation.
-func callStep[T any](ctx context.Context, x *execution, key string, iteration, attempt int, timeout time.Duration, fn func(StepContext) (T, error), abandon bool, tx any) (out T, err error) {
+func callStep[T any](ctx context.Context, x *execution, key string, iteration, attempt int, timeout time.Duration, fn func(StepContext) (T, error), abandon bool, tx any, writes *[]storage.StreamWrite) (out T, err error) {
 	if timeout > 0 {
 		var cancel func()
 		ctx, cancel = withTimeout(x.engine.clock, ctx, timeout)
@@ -606,8 +619,14 @@ func callStep[T any](ctx context.Context, x *execution, key string, iteration, a
 				err = fmt.Errorf("step %q panicked: %v\n%s", key, p, debug.Stack())
 			}
 		}()
+		defer sc.streams.seal()
 		return fn(sc)
 	}
+	defer func() {
+		if err == nil {
+			*writes = sc.streams.take()
+		}
+	}()
 	if timeout <= 0 && !abandon {
 		return call()
 	}

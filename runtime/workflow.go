@@ -122,6 +122,8 @@ const (
 	asEventFuture
 	asTimer
 	asChildResult
+	asReply
+	asAppend
 )
 
 func (k durableCall) String() string {
@@ -140,6 +142,10 @@ func (k durableCall) String() string {
 		return "event future"
 	case asTimer:
 		return "timer"
+	case asReply:
+		return "reply"
+	case asAppend:
+		return "stream write"
 	}
 	return "child result"
 }

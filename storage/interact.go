@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -376,4 +377,18 @@ func validInteractions(reply *UpdateReply, streams []StreamWrite) error {
 		}
 	}
 	return nil
+}
+
+// UpdateSchema is what a store's catalog records of an update an engine
+// handles: the PayloadSchema of the catalog's event type of the update's
+// topic (UpdateTopic), so tools that send updates by hand check a request
+// as the handling engine's would be.
+type UpdateSchema struct {
+	// Request and Reply are the JSON Schemas of the request and the reply.
+	Request json.RawMessage `json:"request,omitempty"`
+	Reply   json.RawMessage `json:"reply,omitempty"`
+	// Validator says the update has a validator, which only the
+	// application's code can run: a tool that cannot run it must not send
+	// the update unless told to.
+	Validator bool `json:"validator,omitempty"`
 }

@@ -566,7 +566,11 @@ func (c Catalog) Validate() error {
 		if e.Topic == "" {
 			return invalid("put catalog", "an event type has an empty topic")
 		}
-		if err := CheckTopic(e.Topic); err != nil {
+		if name, ok := strings.CutPrefix(e.Topic, UpdateTopicPrefix); ok {
+			if err := CheckUpdateName(name); err != nil {
+				return invalid("put catalog", "%s", reason(err))
+			}
+		} else if err := CheckTopic(e.Topic); err != nil {
 			return invalid("put catalog", "%s", reason(err))
 		}
 		if err := checkStorable("worker", e.Worker); err != nil {
