@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, continueChildScenarios...)
 	all = append(all, eagerScenarios...)
 	all = append(all, startScenarios...)
+	all = append(all, interactScenarios...)
 	for _, s := range all {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
@@ -212,6 +213,10 @@ type dyingStore struct {
 	recorded      atomic.Int32
 	// suspends counts the worker's Suspend calls.
 	suspends atomic.Int32
+	// killAfter, when set, kills the worker once a checkpoint it wrote
+	// landed and killAfter says so: the write is stored, and the process
+	// dies before it hears back.
+	killAfter func(storage.CheckpointRequest) bool
 }
 
 func (d *dyingStore) check() error {
@@ -246,7 +251,12 @@ func (d *dyingStore) Checkpoint(ctx context.Context, req storage.CheckpointReque
 	if err := d.check(); err != nil {
 		return storage.CheckpointResult{}, err
 	}
-	return d.Store.Checkpoint(ctx, req)
+	res, err := d.Store.Checkpoint(ctx, req)
+	if err == nil && d.killAfter != nil && d.killAfter(req) {
+		d.dead.Store(true)
+		return storage.CheckpointResult{}, errDead
+	}
+	return res, err
 }
 
 func (d *dyingStore) RecordAttempts(ctx context.Context, req storage.RecordAttemptsRequest) error {

@@ -1,0 +1,428 @@
+package enginetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
+)
+
+// interactScenarios are the updates callers send to runs and the streams
+// runs write for their readers, across crashes of either side.
+var interactScenarios = []scenario{
+	{"update/a caller retrying an update across a worker crash gets the one reply, handled once", testUpdateWorkerCrash},
+	{"update/a caller that crashed and sends the update again gets the first reply", testUpdateCallerCrash},
+	{"update/a refused update writes nothing, and the run goes on", testUpdateRefused},
+	{"update/100 concurrent updates each get their own reply, in the order accepted", testUpdate100},
+	{"update/updates to an ended run, or that the run never handles, fail with their errors", testUpdateEnded},
+	{"stream/10000 values reach two readers once and in order across a worker crash and a continue-as-new", testStream10000},
+	{"stream/a workflow's own appends survive a worker crash without doubles", testStreamWorkflowAppends},
+}
+
+// errTooBig is the validator's refusal in the update scenarios.
+var errTooBig = errors.New("amount too big")
+
+// counter registers "counter": it takes "add" updates (requests are
+// amounts), applies each with a step that counts its runs in applied, and
+// replies the running total, until an update of 0 ends it with the total.
+func counter(f *fixture, applied *atomic.Int32) func(e *runtime.Engine) {
+	return func(e *runtime.Engine) {
+		f.must(runtime.RegisterUpdate[int, int](e, "add", func(n int) error {
+			if n > 1000 {
+				return fmt.Errorf("add %d: %w", n, errTooBig)
+			}
+			return nil
+		}))
+		f.must(runtime.Register(e, "counter", func(c *runtime.WorkflowContext, start int) (int, error) {
+			total := start
+			for {
+				u, err := runtime.AwaitUpdate[int, int](c, "add", "add")
+				if err != nil {
+					return 0, err
+				}
+				if u.Request == 0 {
+					if err := u.Reply(c, total); err != nil {
+						return 0, err
+					}
+					return total, nil
+				}
+				total, err = runtime.Step(c, "apply", runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (int, error) {
+					applied.Add(1)
+					return total + u.Request, nil
+				})
+				if err != nil {
+					return 0, err
+				}
+				if err := u.Reply(c, total); err != nil {
+					return 0, err
+				}
+			}
+		}))
+	}
+}
+
+func testUpdateWorkerCrash(f *fixture) {
+	var applied atomic.Int32
+	// The first worker dies as its step's checkpoint lands, before the
+	// reply is written; the second as the reply lands.
+	for i, kill := range []func(storage.CheckpointRequest) bool{
+		func(r storage.CheckpointRequest) bool { return r.Checkpoint.Kind == storage.KindStep },
+		func(r storage.CheckpointRequest) bool { return r.Reply != nil },
+	} {
+		id := fmt.Sprintf("c%d", i)
+		applied.Store(0)
+		dying := &dyingStore{Store: f.store, killAfter: kill}
+		a := f.engine(config{lease: 300 * time.Millisecond, store: dying}, counter(f, &applied))
+		stopA := f.start(a)
+		_, err := runtime.Start[int, int](f.ctx, a, "counter", 100, runtime.WithID(id))
+		f.must(err)
+		client := f.engine(config{}, counter(f, &applied))
+		// The caller gives up on its first try while the worker dies.
+		ctx, cancel := context.WithCancel(f.ctx)
+		first := make(chan error, 1)
+		go func() {
+			_, err := runtime.CallUpdate[int](ctx, client, id, "add", 5, runtime.WithUpdateID("u1"))
+			first <- err
+		}()
+		f.eventually("the first worker died", dying.dead.Load)
+		cancel()
+		<-first
+		stopA()
+		b := f.engine(config{lease: 300 * time.Millisecond}, counter(f, &applied))
+		f.start(b)
+		// The caller sends the same ID again until it has its reply.
+		got, err := runtime.CallUpdate[int](f.ctx, client, id, "add", 5, runtime.WithUpdateID("u1"))
+		f.must(err)
+		if got != 105 {
+			f.t.Fatalf("run %s: reply %d, want 105", id, got)
+		}
+		if n := applied.Load(); n != 1 {
+			f.t.Fatalf("run %s: the update was applied %d times, want once", id, n)
+		}
+		// Once more: the reply is the stored one.
+		if got, err := runtime.CallUpdate[int](f.ctx, client, id, "add", 5, runtime.WithUpdateID("u1")); err != nil || got != 105 {
+			f.t.Fatalf("run %s: update sent a third time: %d, %v; want 105", id, got, err)
+		}
+		us, err := client.Updates(f.ctx, id, 0, 0)
+		f.must(err)
+		if len(us) != 1 || us[0].ID != "u1" || us[0].State != storage.UpdateReplied {
+			f.t.Fatalf("run %s: updates %+v; want u1 replied, once", id, us)
+		}
+		if got, err := runtime.CallUpdate[int](f.ctx, client, id, "add", 0); err != nil || got != 105 {
+			f.t.Fatalf("run %s: final update: %d, %v", id, got, err)
+		}
+		f.waitStatus(b, id, runtime.StatusComplete)
+	}
+}
+
+func testUpdateCallerCrash(f *fixture) {
+	var applied atomic.Int32
+	e := f.engine(config{}, counter(f, &applied))
+	f.start(e)
+	_, err := runtime.Start[int, int](f.ctx, e, "counter", 0, runtime.WithID("c"))
+	f.must(err)
+	// The caller's process dies right after sending: it never awaits.
+	caller := f.engine(config{}, counter(f, &applied))
+	h, err := caller.SendUpdate(f.ctx, "c", "add", 7, runtime.WithUpdateID("once"))
+	f.must(err)
+	if !h.Created {
+		f.t.Fatal("the first send did not create the update")
+	}
+	f.must(caller.Close())
+	f.eventually("the run handled the update", func() bool { return applied.Load() == 1 })
+	// A new caller sends the same ID, with another request even: the
+	// first request's reply comes back, and nothing is handled again.
+	again := f.engine(config{}, counter(f, &applied))
+	got, err := runtime.CallUpdate[int](f.ctx, again, "c", "add", 9, runtime.WithUpdateID("once"))
+	f.must(err)
+	if got != 7 || applied.Load() != 1 {
+		f.t.Fatalf("resent update: reply %d, applied %d times; want 7, once", got, applied.Load())
+	}
+}
+
+func testUpdateRefused(f *fixture) {
+	var applied atomic.Int32
+	e := f.engine(config{}, counter(f, &applied))
+	f.start(e)
+	_, err := runtime.Start[int, int](f.ctx, e, "counter", 0, runtime.WithID("c"))
+	f.must(err)
+	f.waitStatus(e, "c", runtime.StatusWaiting)
+	_, err = runtime.CallUpdate[int](f.ctx, e, "c", "add", 5000, runtime.WithUpdateID("big"))
+	if !errors.Is(err, runtime.ErrUpdateRefused) || !errors.Is(err, errTooBig) {
+		f.t.Fatalf("refused update: %v; want ErrUpdateRefused and the validator's error", err)
+	}
+	if us, err := e.Updates(f.ctx, "c", 0, 0); err != nil || len(us) != 0 {
+		f.t.Fatalf("a refused update was recorded: %+v, %v", us, err)
+	}
+	if _, err := e.AwaitUpdate(f.ctx, runtime.UpdateHandle{RunID: "c", ID: "big"}); !errors.Is(err, runtime.ErrUpdateNotFound) {
+		f.t.Fatalf("await of a refused update: %v; want ErrUpdateNotFound", err)
+	}
+	// A request the update's type would not decode is refused too.
+	if _, err := e.SendUpdate(f.ctx, "c", "add", "five"); !errors.Is(err, runtime.ErrInvalidArgument) {
+		f.t.Fatalf("update with a request of the wrong type: %v; want ErrInvalidArgument", err)
+	}
+	for _, s := range f.steps(e, "c", 0) {
+		if s.Kind == runtime.KindUpdate || s.Kind == runtime.KindReply {
+			f.t.Fatalf("history holds %s after refusals only", s.Key)
+		}
+	}
+	// The ID refused is free, and the run goes on.
+	if got, err := runtime.CallUpdate[int](f.ctx, e, "c", "add", 3, runtime.WithUpdateID("big")); err != nil || got != 3 {
+		f.t.Fatalf("update after refusals: %d, %v; want 3", got, err)
+	}
+	if applied.Load() != 1 {
+		f.t.Fatalf("applied %d times, want once", applied.Load())
+	}
+}
+
+func testUpdate100(f *fixture) {
+	const n = 100
+	e := f.engine(config{}, func(e *runtime.Engine) {
+		f.must(runtime.RegisterUpdate[int, [2]int](e, "take", nil))
+		f.must(runtime.Register(e, "taker", func(c *runtime.WorkflowContext, _ int) (int, error) {
+			for i := 1; i <= n; i++ {
+				u, err := runtime.AwaitUpdate[int, [2]int](c, "take", "take")
+				if err != nil {
+					return 0, err
+				}
+				// The reply says which update it answers and in what turn.
+				if err := u.Reply(c, [2]int{u.Request, i}); err != nil {
+					return 0, err
+				}
+			}
+			return n, nil
+		}))
+	})
+	f.start(e)
+	_, err := runtime.Start[int, int](f.ctx, e, "taker", 0, runtime.WithID("t"))
+	f.must(err)
+	replies := make([][2]int, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			r, err := runtime.CallUpdate[[2]int](f.ctx, e, "t", "take", i, runtime.WithUpdateID(fmt.Sprintf("u%03d", i)))
+			if err != nil {
+				errs <- err
+				return
+			}
+			replies[i] = r
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		f.t.Fatal(err)
+	}
+	turns := make([]int, 0, n)
+	for i, r := range replies {
+		if r[0] != i {
+			f.t.Fatalf("caller %d got the reply to request %d", i, r[0])
+		}
+		turns = append(turns, r[1])
+	}
+	slices.Sort(turns)
+	for i, t := range turns {
+		if t != i+1 {
+			f.t.Fatalf("turns %v: want each of 1..%d once", turns, n)
+		}
+	}
+	// Handled in the order accepted: the update of Seq k got turn k.
+	us, err := e.Updates(f.ctx, "t", 0, 0)
+	f.must(err)
+	if len(us) != n {
+		f.t.Fatalf("%d updates recorded, want %d", len(us), n)
+	}
+	for _, u := range us {
+		var i int
+		if _, err := fmt.Sscanf(u.ID, "u%03d", &i); err != nil {
+			f.t.Fatal(err)
+		}
+		if replies[i][1] != int(u.Seq) {
+			f.t.Fatalf("update %s (seq %d) was handled in turn %d", u.ID, u.Seq, replies[i][1])
+		}
+	}
+	f.waitStatus(e, "t", runtime.StatusComplete)
+}
+
+func testUpdateEnded(f *fixture) {
+	e := f.engine(config{}, func(e *runtime.Engine) {
+		blockUntilEvent(f, e)
+		f.must(runtime.RegisterUpdate[int, int](e, "never", nil))
+	})
+	f.start(e)
+	_, err := runtime.Start[int, int](f.ctx, e, "hold", 1, runtime.WithID("h"))
+	f.must(err)
+	f.waitStatus(e, "h", runtime.StatusWaiting)
+	// Sent while the run waits for something else; it ends without
+	// taking it.
+	h, err := e.SendUpdate(f.ctx, "h", "never", 1, runtime.WithUpdateID("lost"))
+	f.must(err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := runtime.AwaitReply[int](f.ctx, e, h)
+		done <- err
+	}()
+	f.must(e.SendEvent(f.ctx, "h", "test.go", 1))
+	if err := <-done; !errors.Is(err, runtime.ErrUpdateUnhandled) {
+		f.t.Fatalf("update the run never handled: %v; want ErrUpdateUnhandled", err)
+	}
+	f.waitStatus(e, "h", runtime.StatusComplete)
+	if _, err := e.SendUpdate(f.ctx, "h", "never", 1); !errors.Is(err, runtime.ErrUpdateRunEnded) {
+		f.t.Fatalf("update to an ended run: %v; want ErrUpdateRunEnded", err)
+	}
+	// The ended run's own update is still found under its ID.
+	h2, err := e.SendUpdate(f.ctx, "h", "never", 1, runtime.WithUpdateID("lost"))
+	if err != nil || h2.Created {
+		f.t.Fatalf("resend of an ended run's update: %+v, %v; want its handle", h2, err)
+	}
+	if _, err := runtime.CallUpdate[int](f.ctx, e, "nobody", "never", 1); !errors.Is(err, runtime.ErrRunNotFound) {
+		f.t.Fatalf("update to an unknown run: %v; want ErrRunNotFound", err)
+	}
+}
+
+// producer registers "producer": it writes batches of 1000 values, each
+// a step that appends them (AppendInStep), values equal to their offsets,
+// continuing as new after half of them, and closes the stream after the
+// last. ran counts the steps' attempts.
+func producer(f *fixture, batches int, ran *atomic.Int32) func(e *runtime.Engine) {
+	return func(e *runtime.Engine) {
+		f.must(runtime.Register(e, "producer", func(c *runtime.WorkflowContext, from int) (int, error) {
+			for b := from; b < batches; b++ {
+				if b == batches/2 && from < b {
+					return 0, runtime.ContinueAsNew(c, b)
+				}
+				_, err := runtime.Step(c, fmt.Sprintf("batch-%d", b), runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+					ran.Add(1)
+					for i := range 1000 {
+						if err := runtime.AppendInStep(sc, "out", b*1000+i); err != nil {
+							return 0, err
+						}
+					}
+					return b, nil
+				})
+				if err != nil {
+					return 0, err
+				}
+			}
+			return batches * 1000, runtime.CloseStream(c, "out")
+		}))
+	}
+}
+
+// readAll reads the run's stream "out" from offset from, up to stop
+// values (0: all), checking each is its offset.
+func readAll(f *fixture, e *runtime.Engine, id string, from int64, stop int) (next int64, n int, err error) {
+	next = from
+	for v, err := range runtime.ReadStream[int](f.ctx, e, id, "out", from) {
+		if err != nil {
+			return next, n, err
+		}
+		if v.Offset != next || int64(v.Value) != v.Offset {
+			return next, n, fmt.Errorf("read offset %d value %d where offset %d was next", v.Offset, v.Value, next)
+		}
+		next, n = v.Offset+1, n+1
+		if stop > 0 && n == stop {
+			return next, n, nil
+		}
+	}
+	return next, n, nil
+}
+
+func testStream10000(f *fixture) {
+	const batches = 10
+	var ran atomic.Int32
+	var lands atomic.Int32
+	// The first worker dies as its third batch's checkpoint lands.
+	dying := &dyingStore{Store: f.store, killAfter: func(r storage.CheckpointRequest) bool {
+		return len(r.Streams) > 0 && lands.Add(1) == 3
+	}}
+	a := f.engine(config{lease: 300 * time.Millisecond, store: dying}, producer(f, batches, &ran))
+	stopA := f.start(a)
+	reader := f.engine(config{}, producer(f, batches, &ran))
+	_, err := runtime.Start[int, int](f.ctx, a, "producer", 0, runtime.WithID("p"))
+	f.must(err)
+	type result struct {
+		n   int
+		err error
+	}
+	whole := make(chan result, 1)
+	go func() {
+		next, n, err := readAll(f, reader, "p", 0, 0)
+		if err == nil && next != batches*1000 {
+			err = fmt.Errorf("the whole read ended at offset %d", next)
+		}
+		whole <- result{n, err}
+	}()
+	// The second reader leaves after 2500 values and comes back from
+	// where it was.
+	next, n1, err := readAll(f, reader, "p", 0, 2500)
+	f.must(err)
+	f.eventually("the first worker died", dying.dead.Load)
+	stopA()
+	b := f.engine(config{lease: 300 * time.Millisecond}, producer(f, batches, &ran))
+	f.start(b)
+	end, n2, err := readAll(f, reader, "p", next, 0)
+	f.must(err)
+	if n1+n2 != batches*1000 || end != batches*1000 {
+		f.t.Fatalf("resumed reader read %d+%d values, to offset %d; want %d", n1, n2, end, batches*1000)
+	}
+	r := <-whole
+	f.must(r.err)
+	if r.n != batches*1000 {
+		f.t.Fatalf("whole reader read %d values", r.n)
+	}
+	info := f.waitStatus(b, "p", runtime.StatusComplete)
+	if info.Execution != 2 {
+		f.t.Fatalf("run in execution %d, want 2 (one continue-as-new)", info.Execution)
+	}
+	// Each batch ran once: the dying worker's third landed with its
+	// values, so the next worker did not run it again.
+	if got := ran.Load(); got != batches {
+		f.t.Fatalf("batches ran %d times, want %d", got, batches)
+	}
+	ss, err := b.Streams(f.ctx, "p")
+	f.must(err)
+	if len(ss) != 1 || ss[0].Name != "out" || ss[0].Length != batches*1000 || !ss[0].Closed {
+		f.t.Fatalf("streams %+v; want out, %d values, closed", ss, batches*1000)
+	}
+}
+
+func testStreamWorkflowAppends(f *fixture) {
+	const n = 50
+	register := func(e *runtime.Engine) {
+		f.must(runtime.Register(e, "appender", func(c *runtime.WorkflowContext, _ int) (int, error) {
+			for i := range n {
+				if err := runtime.Append(c, "out", i); err != nil {
+					return 0, err
+				}
+			}
+			return n, nil
+		}))
+	}
+	var lands atomic.Int32
+	dying := &dyingStore{Store: f.store, killAfter: func(r storage.CheckpointRequest) bool {
+		return len(r.Streams) > 0 && lands.Add(1) == n/2
+	}}
+	a := f.engine(config{lease: 300 * time.Millisecond, store: dying}, register)
+	stopA := f.start(a)
+	_, err := runtime.Start[int, int](f.ctx, a, "appender", 0, runtime.WithID("w"))
+	f.must(err)
+	f.eventually("the first worker died", dying.dead.Load)
+	stopA()
+	b := f.engine(config{lease: 300 * time.Millisecond}, register)
+	f.start(b)
+	f.waitStatus(b, "w", runtime.StatusComplete)
+	// The run ended, so the read ends at the stream's end, unclosed.
+	end, got, err := readAll(f, b, "w", 0, 0)
+	f.must(err)
+	if got != n || end != n {
+		f.t.Fatalf("read %d values to offset %d; want %d", got, end, n)
+	}
+}
