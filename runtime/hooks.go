@@ -45,6 +45,34 @@ type Hooks struct {
 	// method's name ("Claim", "Checkpoint", ...). An error returned
 	// without calling next fails the call as a store error would.
 	Store func(ctx context.Context, op string, next func(context.Context) error) error
+	// Update wraps each update this engine sends (SendUpdate, CallUpdate,
+	// UpdateOrStart, SendUpdateJSON). The hook may add to u.Headers before
+	// calling next (a trace context): they travel with the update to the
+	// workflow's reply (see Reply). next records the update and sets
+	// u.Created. An error returned without calling next refuses the
+	// update and writes nothing.
+	Update func(ctx context.Context, u *HookUpdate, next func(context.Context) error) error
+	// Reply is told of each reply a workflow of this engine writes to an
+	// update, with the headers the update was sent with, once the reply
+	// is written.
+	Reply func(ctx context.Context, u HookUpdate)
+}
+
+// HookUpdate is an update, as Hooks.Update and Hooks.Reply see it.
+type HookUpdate struct {
+	RunID string
+	// ID and Name are the update's ID and durable name.
+	ID, Name string
+	// Workflow is the run's workflow, when known (Reply).
+	Workflow string
+	// Headers are the sender's propagated context: a hook of Update may
+	// add to them; Reply sees them as sent.
+	Headers map[string]string
+	// Created is false when the run had an update of the ID already (set
+	// by next, for Update).
+	Created bool
+	// Err is the error the workflow replied with (Fail), for Reply.
+	Err error
 }
 
 // HookStart is a start of runs, as Hooks.Start sees it.
@@ -207,6 +235,25 @@ func composeHooks(hs []Hooks) hooks {
 				}
 			} else {
 				h.Wait = f
+			}
+		}
+		if f := o.Update; f != nil {
+			if inner := h.Update; inner != nil {
+				h.Update = func(ctx context.Context, u *HookUpdate, next func(context.Context) error) error {
+					return f(ctx, u, func(ctx context.Context) error { return inner(ctx, u, next) })
+				}
+			} else {
+				h.Update = f
+			}
+		}
+		if f := o.Reply; f != nil {
+			if inner := h.Reply; inner != nil {
+				h.Reply = func(ctx context.Context, u HookUpdate) {
+					f(ctx, u)
+					inner(ctx, u)
+				}
+			} else {
+				h.Reply = f
 			}
 		}
 		if f := o.Store; f != nil {

@@ -112,8 +112,10 @@ type UpdateHandle struct {
 // updateEnvelope is what an update's payload holds: its ID, which the
 // workflow's reply names, and the request.
 type updateEnvelope struct {
-	ID      string          `json:"id"`
-	Request json.RawMessage `json:"request"`
+	ID      string            `json:"id"`
+	Name    string            `json:"name"`
+	Request json.RawMessage   `json:"request"`
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 // SendUpdate sends the update name to run runID with request req, and
@@ -160,15 +162,30 @@ func (e *Engine) sendUpdate(ctx context.Context, runID, name string, raw json.Ra
 	if err := e.checkUpdate(ctx, runID, name, raw, tool, unvalidated); err != nil {
 		return UpdateHandle{}, err
 	}
-	env, err := json.Marshal(updateEnvelope{ID: o.id, Request: raw})
-	if err != nil {
-		return UpdateHandle{}, fmt.Errorf("stem: encode update %s: %w", name, err)
+	hu := &HookUpdate{RunID: runID, ID: o.id, Name: name}
+	var res storage.UpdateResult
+	send := func(ctx context.Context) error {
+		if err := storage.ValidateHeaders(hu.Headers); err != nil {
+			return err
+		}
+		env, err := json.Marshal(updateEnvelope{ID: o.id, Name: name, Request: raw, Headers: hu.Headers})
+		if err != nil {
+			return fmt.Errorf("stem: encode update %s: %w", name, err)
+		}
+		sealed, err := e.payloads.encodeRaw("request of update "+name, env)
+		if err != nil {
+			return err
+		}
+		res, err = e.store.SendUpdate(ctx, storage.UpdateRequest{RunID: runID, ID: o.id, Name: name, Payload: sealed, Headers: hu.Headers})
+		hu.Created = res.Created
+		return err
 	}
-	sealed, err := e.payloads.encodeRaw("request of update "+name, env)
-	if err != nil {
-		return UpdateHandle{}, err
+	var err error
+	if h := e.hooks.Update; h != nil {
+		err = h(ctx, hu, send)
+	} else {
+		err = send(ctx)
 	}
-	res, err := e.store.SendUpdate(ctx, storage.UpdateRequest{RunID: runID, ID: o.id, Name: name, Payload: sealed})
 	switch {
 	case errors.Is(err, storage.ErrInvalidState):
 		return UpdateHandle{}, fmt.Errorf("%w: update %s to run %s: %w", ErrUpdateRunEnded, name, runID, err)
@@ -379,6 +396,11 @@ type Update[Req, Rep any] struct {
 	ID string `json:"id"`
 	// Request is the caller's request.
 	Request Req `json:"request"`
+	// Headers are the sender's propagated context (a trace's; see
+	// Hooks.Update), as sent.
+	Headers map[string]string `json:"headers,omitempty"`
+	// Name is the update's durable name.
+	Name string `json:"name"`
 }
 
 // OnUpdate returns a future of the next update named update sent to this
@@ -403,7 +425,12 @@ func AwaitUpdate[Req, Rep any](c *WorkflowContext, name, update string) (*Update
 // caller. A replay finds it written and does not reply again; replying
 // twice to one update in an execution is ErrDuplicateStep.
 func (u *Update[Req, Rep]) Reply(c *WorkflowContext, rep Rep) error {
-	return reply(c, u.ID, rep, nil)
+	return reply(c, u.hook(), rep, nil)
+}
+
+// hook is the update as the hooks see it.
+func (u *Update[Req, Rep]) hook() HookUpdate {
+	return HookUpdate{ID: u.ID, Name: u.Name, Headers: u.Headers}
 }
 
 // Fail replies err to the update: the caller's AwaitReply returns it
@@ -412,16 +439,17 @@ func (u *Update[Req, Rep]) Fail(c *WorkflowContext, err error) error {
 	if err == nil {
 		return invalidArg("Fail of update %q needs an error", u.ID)
 	}
-	return reply(c, u.ID, nil, err)
+	return reply(c, u.hook(), nil, err)
 }
 
 // replyKey is the checkpoint key of the reply to update id.
 func replyKey(id string) string { return "reply:" + id }
 
 // reply writes the reply to update id: rep, or failure when not nil.
-func reply(c *WorkflowContext, id string, rep any, failure error) error {
+func reply(c *WorkflowContext, hu HookUpdate, rep any, failure error) error {
 	x := c.exec
 	x.checkStopped()
+	id := hu.ID
 	if err := storage.CheckUpdateID(id); err != nil {
 		return err
 	}
@@ -441,6 +469,10 @@ func reply(c *WorkflowContext, id string, rep any, failure error) error {
 		return err
 	}
 	x.writeWith(storage.Checkpoint{Key: key, Kind: KindReply}, nil, false, &cpExtras{reply: r})
+	if h := e.hooks.Reply; h != nil {
+		hu.RunID, hu.Workflow, hu.Err = x.lease.RunID, x.workflow, failure
+		h(x.ctx, hu)
+	}
 	return nil
 }
 
