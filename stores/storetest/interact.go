@@ -343,11 +343,13 @@ func testUpdateBuffered(f *fixture) {
 func testUpdateDelivered(f *fixture) {
 	a := f.start("run-1", "")
 	f.park(a.Lease, "ask@v1", askTopic, storage.KindUpdate)
+	ch := f.notifications()
 	f.clock.Advance(time.Second)
 	res := f.sendUpdate(ask("run-1", "u1", "q"))
 	if !res.Created || !res.Delivered {
 		f.t.Fatalf("SendUpdate to a run waiting on its topic = %+v, want created and delivered", res)
 	}
+	f.wantWoken(ch, "an update delivered to a waiting run")
 	f.wantUpdate("SendUpdate(u1)", res.Update, pending(ask("run-1", "u1", "q"), 1, f.now()))
 	cps := f.wantCheckpoints("run-1", "ask@v1=q")
 	if cps[0].Kind != storage.KindUpdate || cps[0].Error != nil {
@@ -479,7 +481,7 @@ func testUpdateRefused(f *fixture) {
 func testUpdateReply(f *fixture) {
 	f.create("run-1", wf, "")
 	var sent []storage.UpdateRecord
-	for i, id := range []string{"u1", "u2", "u3"} {
+	for i, id := range []string{"u1", "u2", "u3", "u4"} {
 		f.sendUpdate(ask("run-1", id, "q-"+id))
 		sent = append(sent, pending(ask("run-1", id, "q-"+id), int64(i+1), f.now()))
 	}
@@ -516,6 +518,16 @@ func testUpdateReply(f *fixture) {
 	sent[2] = replied(sent[2], "from a step", nil, f.now())
 	f.wantUpdates("run-1", sent...)
 	f.wantStatus("run-1", storage.StatusRunning)
+
+	// A checkpoint that pauses the run is written, with its reply.
+	f.pause("run-1")
+	f.clock.Advance(time.Second)
+	if res := f.written(replyReq(a.Lease, "reply-4@v1", "u4", "paused")); !res.Paused {
+		f.t.Fatalf("Checkpoint with a reply and a pause requested = %+v, want paused", res)
+	}
+	sent[3] = replied(sent[3], "paused", nil, f.now())
+	f.wantUpdates("run-1", sent...)
+	f.wantStatus("run-1", storage.StatusPaused)
 }
 
 func testUpdateReplyNotWritten(f *fixture) {
