@@ -12,8 +12,10 @@
 // terminates and restarts, executions.go keeps and lists a run's
 // executions, catalog.go records what workers serve, notify.go hands out
 // wake-up hints, queue.go is the claim index and the queues' counts,
-// schedule.go keeps schedules, purge.go deletes finished runs and
-// workers.go keeps the records engines keep of themselves.
+// schedule.go keeps schedules, purge.go deletes finished runs,
+// workers.go keeps the records engines keep of themselves and interact.go
+// keeps the updates sent to runs and the runs' streams (whose replies and
+// values checkpoint.go writes).
 package memstore
 
 import (
