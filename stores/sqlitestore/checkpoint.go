@@ -127,6 +127,13 @@ func (w *wtx) checkpoint(req storage.CheckpointRequest, now time.Time) (storage.
 	if err != nil {
 		return res, err
 	}
+	if written && (req.Reply != nil || len(req.Streams) > 0) {
+		// The reply and stream writes ride with the checkpoint, only
+		// when it is written: a replay that finds it writes neither.
+		if err := w.interact(ref, l.RunID, req.Reply, req.Streams, n); err != nil {
+			return res, err
+		}
+	}
 	if done := req.Completion(); done != nil && written && !pause {
 		// The completion rides with the step: the run ends in this
 		// change, its finishing statement doing the checkpoint's update
