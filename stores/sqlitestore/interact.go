@@ -48,9 +48,7 @@ func (w *wtx) sendUpdate(req storage.UpdateRequest, now int64) (storage.UpdateRe
 		has     bool
 		scanErr error
 	)
-	found, err := w.queryRow(`SELECT r.id, r.status, r.ref, r.execution, `+waitCols+`, u.seq, `+updateColsU+`
-		FROM runs r LEFT JOIN updates u ON u.run_ref = r.ref AND u.id = ?2
-		WHERE r.id = ?1`, func(r row) {
+	found, err := w.queryRow(sendUpdateQuery, func(r row) {
 		if wt, scanErr = scanWaiter(r); scanErr != nil {
 			return
 		}
@@ -74,9 +72,7 @@ func (w *wtx) sendUpdate(req storage.UpdateRequest, now int64) (storage.UpdateRe
 	}
 	headers := encodeHeaders(req.Headers)
 	var seq int64
-	if _, err := w.queryRow(`INSERT INTO updates (run_ref, id, seq, name, payload, headers, state, created_at)
-		VALUES (?1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM updates WHERE run_ref = ?1), ?3, ?4, ?5, 'pending', ?6)
-		RETURNING seq`, func(r row) { seq = r.int64(0) },
+	if _, err := w.queryRow(insertUpdate, func(r row) { seq = r.int64(0) },
 		wt.ref, req.ID, req.Name, bytesArg(req.Payload), headers, now); err != nil {
 		return res, err
 	}
@@ -96,6 +92,19 @@ func (w *wtx) sendUpdate(req storage.UpdateRequest, now int64) (storage.UpdateRe
 	res.Delivered, err = w.deliverOrBuffer(wt, storage.UpdateTopic(req.Name), req.Payload, now)
 	return res, err
 }
+
+// sendUpdateQuery selects run ?1, with the columns scanWaiter reads, and
+// its update of ID ?2: its seq (NULL when there is none) and updateColsU.
+const sendUpdateQuery = `SELECT r.id, r.status, r.ref, r.execution, ` + waitCols + `, u.seq, ` + updateColsU + `
+	FROM runs r LEFT JOIN updates u ON u.run_ref = r.ref AND u.id = ?2
+	WHERE r.id = ?1`
+
+// insertUpdate records update ?2 of the run ref ?1, pending, with the
+// run's next seq (one more than its highest, by updates_seq), which it
+// returns.
+const insertUpdate = `INSERT INTO updates (run_ref, id, seq, name, payload, headers, state, created_at)
+	VALUES (?1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM updates WHERE run_ref = ?1), ?3, ?4, ?5, 'pending', ?6)
+	RETURNING seq`
 
 // updateColsU are the columns scanUpdate reads, of updates u.
 const updateColsU = `u.id, u.name, u.payload, u.headers, u.seq, u.state, u.reply, u.error_message, u.error_code, u.created_at, u.replied_at`
@@ -132,17 +141,13 @@ func (w *wtx) interact(ref int64, runID string, reply *storage.UpdateReply, stre
 	}
 	for i, sw := range streams {
 		var length int64
-		if _, err := w.queryRow(`INSERT INTO streams (run_ref, name, length, closed, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
-			ON CONFLICT (run_ref, name) DO UPDATE SET length = length + excluded.length, closed = excluded.closed,
-				updated_at = excluded.updated_at
-			RETURNING length`, func(r row) { length = r.int64(0) },
+		if _, err := w.queryRow(writeStream, func(r row) { length = r.int64(0) },
 			ref, sw.Stream, len(sw.Values), sw.Close, now); err != nil {
 			return err
 		}
 		at := length - int64(len(sw.Values))
 		for j, v := range sw.Values {
-			if _, err := w.exec(`INSERT INTO stream_values (run_ref, stream, position, value, written_at) VALUES (?1, ?2, ?3, ?4, ?5)`,
-				ref, sw.Stream, at+int64(j), bytesArg(v), now); err != nil {
+			if _, err := w.exec(insertStreamValue, ref, sw.Stream, at+int64(j), bytesArg(v), now); err != nil {
 				return err
 			}
 		}
@@ -152,6 +157,18 @@ func (w *wtx) interact(ref int64, runID string, reply *storage.UpdateReply, stre
 	}
 	return nil
 }
+
+// writeStream adds ?3 values to the length of stream ?2 of the run ref
+// ?1, creating its row, closes it or opens it (?4) and stamps it at ?5;
+// it returns the length after the values.
+const writeStream = `INSERT INTO streams (run_ref, name, length, closed, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
+	ON CONFLICT (run_ref, name) DO UPDATE SET length = length + excluded.length, closed = excluded.closed,
+		updated_at = excluded.updated_at
+	RETURNING length`
+
+// insertStreamValue appends value ?4 at position ?3 of stream ?2 of the
+// run ref ?1, written at ?5.
+const insertStreamValue = `INSERT INTO stream_values (run_ref, stream, position, value, written_at) VALUES (?1, ?2, ?3, ?4, ?5)`
 
 // writesStream reports whether one of streams writes the stream named.
 func writesStream(streams []storage.StreamWrite, name string) bool {
@@ -167,9 +184,7 @@ func writesStream(streams []storage.StreamWrite, name string) bool {
 // unless the update was replied to already (the first reply stands); an
 // update the run does not have is storage.ErrInvalidArgument.
 func (w *wtx) reply(ref int64, runID string, reply *storage.UpdateReply, now int64) error {
-	n, err := w.exec(`UPDATE updates SET state = 'replied', reply = ?3, error_message = ?4, error_code = ?5, replied_at = ?6
-		WHERE run_ref = ?1 AND id = ?2 AND state = 'pending'`,
-		ref, reply.ID, bytesArg(reply.Output), errMsg(reply.Error), errCode(reply.Error), now)
+	n, err := w.exec(replyUpdate, ref, reply.ID, bytesArg(reply.Output), errMsg(reply.Error), errCode(reply.Error), now)
 	if err != nil {
 		return err
 	}
@@ -177,12 +192,20 @@ func (w *wtx) reply(ref int64, runID string, reply *storage.UpdateReply, now int
 		w.finished = append(w.finished, storage.UpdateAnnouncement(runID, reply.ID))
 		return nil
 	}
-	found, err := w.queryRow(`SELECT 1 FROM updates WHERE run_ref = ?1 AND id = ?2`, func(row) {}, ref, reply.ID)
+	found, err := w.queryRow(hasUpdate, func(row) {}, ref, reply.ID)
 	if err == nil && !found {
 		err = fmt.Errorf("%w: reply to update %q, which run %q does not have", storage.ErrInvalidArgument, reply.ID, runID)
 	}
 	return err
 }
+
+// replyUpdate writes reply ?3 (error ?4 and ?5) to update ?2 of the run
+// ref ?1 at ?6, if it is pending.
+const replyUpdate = `UPDATE updates SET state = 'replied', reply = ?3, error_message = ?4, error_code = ?5, replied_at = ?6
+	WHERE run_ref = ?1 AND id = ?2 AND state = 'pending'`
+
+// hasUpdate selects a row when the run ref ?1 has an update of ID ?2.
+const hasUpdate = `SELECT 1 FROM updates WHERE run_ref = ?1 AND id = ?2`
 
 // GetUpdate returns a run's update, or storage.ErrUpdateNotFound (also
 // when the run is unknown); see storage.Interactor.
@@ -197,8 +220,7 @@ func (s *Store) GetUpdate(ctx context.Context, runID, id string) (storage.Update
 	var u storage.UpdateRecord
 	err := s.read(ctx, op, false, func(c *conn) error {
 		var scanErr error
-		found, err := c.queryRow(`SELECT `+updateColsU+` FROM runs r JOIN updates u ON u.run_ref = r.ref
-			WHERE r.id = ?1 AND u.id = ?2`, func(r row) { u, scanErr = scanUpdate(r) }, runID, id)
+		found, err := c.queryRow(getUpdateQuery, func(r row) { u, scanErr = scanUpdate(r) }, runID, id)
 		switch {
 		case err != nil:
 			return err
@@ -214,6 +236,10 @@ func (s *Store) GetUpdate(ctx context.Context, runID, id string) (storage.Update
 	return u, nil
 }
 
+// getUpdateQuery selects updateColsU of update ?2 of run ?1.
+const getUpdateQuery = `SELECT ` + updateColsU + ` FROM runs r JOIN updates u ON u.run_ref = r.ref
+	WHERE r.id = ?1 AND u.id = ?2`
+
 // ListUpdates returns a run's updates in Seq order, after q.After, by the
 // index updates_seq; see storage.Interactor.
 func (s *Store) ListUpdates(ctx context.Context, q storage.UpdatesQuery) ([]storage.UpdateRecord, error) {
@@ -223,8 +249,7 @@ func (s *Store) ListUpdates(ctx context.Context, q storage.UpdatesQuery) ([]stor
 	var list []storage.UpdateRecord
 	err := s.read(ctx, "list updates", false, func(c *conn) error {
 		list = list[:0]
-		return c.query(`SELECT `+updateColsU+` FROM runs r JOIN updates u ON u.run_ref = r.ref
-			WHERE r.id = ?1 AND u.seq > ?2 ORDER BY u.seq LIMIT ?3`, func(r row) error {
+		return c.query(listUpdatesQuery, func(r row) error {
 			u, err := scanUpdate(r)
 			u.RunID = q.RunID
 			list = append(list, u)
@@ -236,6 +261,11 @@ func (s *Store) ListUpdates(ctx context.Context, q storage.UpdatesQuery) ([]stor
 	}
 	return list, nil
 }
+
+// listUpdatesQuery selects updateColsU of the updates of run ?1 whose seq
+// is above ?2, in seq order, at most ?3: one range of updates_seq.
+const listUpdatesQuery = `SELECT ` + updateColsU + ` FROM runs r JOIN updates u ON u.run_ref = r.ref
+	WHERE r.id = ?1 AND u.seq > ?2 ORDER BY u.seq LIMIT ?3`
 
 // ReadStream reads a stream's values from q.From on, its length, whether
 // it is closed and the run's status in one statement: one state of the
@@ -294,9 +324,7 @@ func (s *Store) ListStreams(ctx context.Context, runID string) ([]storage.Stream
 	err := s.read(ctx, op, false, func(c *conn) error {
 		list = list[:0]
 		found := false
-		err := c.query(`SELECT s.name, s.length, s.closed, s.updated_at
-			FROM runs r LEFT JOIN streams s ON s.run_ref = r.ref
-			WHERE r.id = ?1 ORDER BY s.name`, func(r row) error {
+		err := c.query(listStreamsQuery, func(r row) error {
 			found = true
 			if !r.isNull(0) {
 				list = append(list, storage.StreamInfo{Name: r.str(0), Length: r.int64(1), Closed: r.int64(2) != 0, UpdatedAt: r.time(3)})
@@ -313,6 +341,12 @@ func (s *Store) ListStreams(ctx context.Context, runID string) ([]storage.Stream
 	}
 	return list, nil
 }
+
+// listStreamsQuery selects the streams of run ?1 by name: name, length,
+// closed and updated_at, NULL in a single row when it has none.
+const listStreamsQuery = `SELECT s.name, s.length, s.closed, s.updated_at
+	FROM runs r LEFT JOIN streams s ON s.run_ref = r.ref
+	WHERE r.id = ?1 ORDER BY s.name`
 
 // checkRunID refuses, with storage.ErrInvalidArgument, a run ID no run can
 // have: empty, or not storable (a NUL byte, invalid UTF-8), as the
