@@ -127,10 +127,16 @@ func (w *wtx) checkpoint(req storage.CheckpointRequest, now time.Time) (storage.
 	if err != nil {
 		return res, err
 	}
-	if written && (req.Reply != nil || len(req.Streams) > 0) {
+	if req.Reply != nil || len(req.Streams) > 0 {
 		// The reply and stream writes ride with the checkpoint, only
-		// when it is written: a replay that finds it writes neither.
-		if err := w.interact(ref, l.RunID, req.Reply, req.Streams, n); err != nil {
+		// when it is written: a replay that finds it writes neither. A
+		// reply to an update the run does not have is refused either way.
+		if written {
+			err = w.interact(ref, l.RunID, req.Reply, req.Streams, n)
+		} else if req.Reply != nil {
+			err = w.checkReply(ref, l.RunID, req.Reply)
+		}
+		if err != nil {
 			return res, err
 		}
 	}

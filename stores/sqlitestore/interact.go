@@ -132,7 +132,8 @@ func scanUpdate(r row) (storage.UpdateRecord, error) {
 // interact writes a written checkpoint's reply and stream writes for the
 // fenced run ref (ID runID), at now, and notes their announcements. An
 // update the run does not have is storage.ErrInvalidArgument, which rolls
-// the whole request back, checkpoint included.
+// the whole request back, checkpoint included; a checkpoint that is not
+// written checks its reply with checkReply alone.
 func (w *wtx) interact(ref int64, runID string, reply *storage.UpdateReply, streams []storage.StreamWrite, now int64) error {
 	if reply != nil {
 		if err := w.reply(ref, runID, reply, now); err != nil {
@@ -192,6 +193,12 @@ func (w *wtx) reply(ref int64, runID string, reply *storage.UpdateReply, now int
 		w.finished = append(w.finished, storage.UpdateAnnouncement(runID, reply.ID))
 		return nil
 	}
+	return w.checkReply(ref, runID, reply)
+}
+
+// checkReply refuses, with storage.ErrInvalidArgument, a reply to an
+// update the run ref (ID runID) does not have.
+func (w *wtx) checkReply(ref int64, runID string, reply *storage.UpdateReply) error {
 	found, err := w.queryRow(hasUpdate, func(row) {}, ref, reply.ID)
 	if err == nil && !found {
 		err = fmt.Errorf("%w: reply to update %q, which run %q does not have", storage.ErrInvalidArgument, reply.ID, runID)
