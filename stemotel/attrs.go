@@ -32,6 +32,11 @@ const (
 	keyStoreOp     = attribute.Key("stem.store.op")
 	keyQueue       = attribute.Key("stem.queue")
 	keyKeyID       = attribute.Key("stem.codec.key_id")
+
+	keyUpdateID      = attribute.Key("stem.update.id")
+	keyUpdateName    = attribute.Key("stem.update.name")
+	keyUpdateCreated = attribute.Key("stem.update.created")
+	keyUpdateFailed  = attribute.Key("stem.update.failed")
 )
 
 // maxCached bounds each cache of attribute sets. Workflow names, step
@@ -149,6 +154,21 @@ func newOpSets(op string) *opSets {
 		attr:     a,
 		ok:       metric.WithAttributeSet(attribute.NewSet(a, keyOutcome.String("ok"))),
 		failed:   metric.WithAttributeSet(attribute.NewSet(a, keyOutcome.String("error"))),
+	}
+}
+
+// updateSets are what the update hooks record for an update name, built
+// once.
+type updateSets struct {
+	attr                attribute.KeyValue
+	sendName, replyName string
+}
+
+func newUpdateSets(name string) *updateSets {
+	return &updateSets{
+		attr:      keyUpdateName.String(name),
+		sendName:  "stem.update " + name,
+		replyName: "stem.update.reply " + name,
 	}
 }
 

@@ -33,10 +33,24 @@
 // With Options.StoreSpans, each store call made inside a trace is a span
 // "stem.store <Op>" (kind client) too.
 //
+// An update's caller and its handling are linked as a run's starter and
+// its executions are. Sending an update is a span "stem.update <name>"
+// (kind producer) under the caller's context, whose trace context is
+// stored with the update (in its headers); the workflow's reply, once
+// written, is a span "stem.update.reply <name>" (kind consumer) whose
+// parent is that sending span, so the caller's trace shows when and how
+// its update was answered, however much later and on whichever engine.
+// The reply span links to the execution that replied, in the run's own
+// trace, and that execution's span has an event "stem.update.reply". An
+// update sent without a trace context (by an engine without these hooks)
+// has a reply span that is a trace of its own, still linked. An update
+// its validator refuses is refused before anything is sent, and has no
+// span.
+//
 // The spans carry these attributes:
 //
-//	stem.workflow          the workflow's name (start, execute)
-//	stem.run_id            the run's ID (start: the first run's; execute, step)
+//	stem.workflow          the workflow's name (start, execute, reply)
+//	stem.run_id            the run's ID (start: the first run's; execute, step, update, reply)
 //	stem.runs              how many runs the start created (start)
 //	stem.parent_run_id     the starting run, for a child (start, execute)
 //	stem.workflow.version  the version the run started under (execute)
@@ -52,10 +66,15 @@
 //	stem.wait.topics       the event topics waited on (wait events)
 //	stem.wait.until        when the run wakes if nothing comes first, RFC 3339 (sleep and wait events)
 //	stem.store.op          the store method (store)
+//	stem.update.id         the update's ID (update, reply; reply events)
+//	stem.update.name       the update's name (update, reply; reply events)
+//	stem.update.created    false when the run had an update of the ID already (update)
+//	stem.update.failed     the workflow replied with an error (reply events)
 //
 // An execution that ends errored, or stops with an error (terminated,
-// restarted, its lease lost, a store write failed), and a failed attempt
-// have status Error and record the error.
+// restarted, its lease lost, a store write failed), a failed attempt, an
+// update the store did not record (its run had ended) and a reply
+// with an error (Update.Fail) have status Error and record the error.
 //
 // # Metrics
 //

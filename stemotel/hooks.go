@@ -100,6 +100,78 @@ func mergeHeaders(own map[string]string, add map[string]string) (map[string]stri
 	return own, dropped
 }
 
+// update is Hooks.Update: a producer span around the sending of an
+// update, whose trace context goes into the update's headers, as a start's
+// goes into its runs'.
+func (t *Telemetry) update(ctx context.Context, u *runtime.HookUpdate, next func(context.Context) error) error {
+	n := t.updates.get(u.Name)
+	ctx, span := t.tracer.Start(ctx, n.sendName, trace.WithSpanKind(trace.SpanKindProducer))
+	defer span.End()
+	if span.IsRecording() {
+		span.SetAttributes(keyRunID.String(u.RunID), keyUpdateID.String(u.ID), n.attr)
+	}
+	carrier := propagation.MapCarrier{}
+	t.prop.Inject(ctx, carrier)
+	if len(carrier) > 0 {
+		h, dropped := mergeHeaders(u.Headers, carrier)
+		if len(dropped) > 0 {
+			otel.Handle(fmt.Errorf("stemotel: update %s of run %s: the propagator's headers %q do not fit beside the update's own within storage.ValidateHeaders' bounds; left out", u.ID, u.RunID, dropped))
+		}
+		u.Headers = h
+	}
+	err := next(ctx)
+	if span.IsRecording() {
+		span.SetAttributes(keyUpdateCreated.Bool(u.Created))
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+	}
+	return err
+}
+
+// reply is Hooks.Reply: a consumer span whose parent is the update's
+// sending, read from the update's headers as an execution reads its run's
+// start, so the caller's trace shows the reply; it links to the execution
+// that replied, and that execution's span gets an event of the reply.
+func (t *Telemetry) reply(ctx context.Context, u runtime.HookUpdate) {
+	n := t.updates.get(u.Name)
+	attrs := make([]attribute.KeyValue, 0, 4)
+	attrs = append(attrs, keyRunID.String(u.RunID), keyUpdateID.String(u.ID), n.attr)
+	if u.Workflow != "" {
+		attrs = append(attrs, keyWorkflow.String(u.Workflow))
+	}
+	exec := trace.SpanFromContext(ctx)
+	if exec.IsRecording() {
+		ev := make([]attribute.KeyValue, 0, 3)
+		ev = append(ev, keyUpdateID.String(u.ID), n.attr)
+		if u.Err != nil {
+			ev = append(ev, keyUpdateFailed.Bool(true))
+		}
+		exec.AddEvent("stem.update.reply", trace.WithAttributes(ev...))
+	}
+	// The sender is the parent, not the execution the context carries:
+	// without the sender's trace context, the reply is a trace of its
+	// own, still linked to the execution.
+	pctx := trace.ContextWithSpanContext(ctx, trace.SpanContext{})
+	if len(u.Headers) > 0 {
+		pctx = t.prop.Extract(pctx, propagation.MapCarrier(u.Headers))
+	}
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
+	if sc := exec.SpanContext(); sc.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+	}
+	_, span := t.tracer.Start(pctx, n.replyName, opts...)
+	if span.IsRecording() {
+		span.SetAttributes(attrs...)
+		if u.Err != nil {
+			span.RecordError(u.Err)
+			span.SetStatus(codes.Error, u.Err.Error())
+		}
+	}
+	span.End()
+}
+
 // execute is Hooks.Execution: a consumer span whose parent is the start of
 // the run, read from its headers.
 func (t *Telemetry) execute(ctx context.Context, x *runtime.HookExecution, next func(context.Context)) {

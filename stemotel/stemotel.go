@@ -28,7 +28,9 @@ type Options struct {
 	// global one.
 	MeterProvider metric.MeterProvider
 	// Propagator writes the trace context of a start into the runs'
-	// headers, and reads it back for each execution. Nil: W3C Trace
+	// headers, and reads it back for each execution; and that of an
+	// update's sending into the update's headers, read back for its
+	// reply. Nil: W3C Trace
 	// Context and Baggage. Not the global propagator: it propagates
 	// nothing until otel.SetTextMapPropagator is called, and a run
 	// started without its trace context stored can never join it again,
@@ -73,6 +75,7 @@ type Telemetry struct {
 	workflows cache[string, *workflowSets]
 	steps     cache[stepID, *stepSets]
 	ops       cache[string, *opSets]
+	updates   cache[string, *updateSets]
 }
 
 // Bucket boundaries, in seconds: store calls take from tens of
@@ -164,6 +167,7 @@ func New(opts Options) (*Telemetry, error) {
 	t.workflows.make = newWorkflowSets
 	t.steps.make = newStepSets
 	t.ops.make = newOpSets
+	t.updates.make = newUpdateSets
 	return t, nil
 }
 
@@ -176,5 +180,7 @@ func (t *Telemetry) Hooks() runtime.Hooks {
 		Attempt:   t.attempt,
 		Wait:      t.wait,
 		Store:     t.store,
+		Update:    t.update,
+		Reply:     t.reply,
 	}
 }

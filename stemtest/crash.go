@@ -294,6 +294,8 @@ func (env *Env) restart(st storage.Store) {
 	e := env.newEngine(st)
 	env.mu.Lock()
 	env.Engine = e
+	close(env.swapped)
+	env.swapped = make(chan struct{})
 	env.mu.Unlock()
 }
 

@@ -18,8 +18,11 @@
 // (sleeping, waiting with a timeout, backing off before a retry) and no
 // step is executing: it jumps to the next timer. Env.At schedules
 // something (an event sent, say) at a virtual time, so it happens in order
-// with the runs' own timers. Everything stops when the test ends; a test
-// that failed logs each run's steps and the virtual time reached.
+// with the runs' own timers; UpdateAt sends an update at a virtual time
+// and gives the test the workflow's reply to assert on, and StreamSoFar
+// and FollowStream read what a run writes to a stream. Everything stops
+// when the test ends; a test that failed logs each run's steps, updates
+// and streams, and the virtual time reached.
 //
 // Generated test helpers (a workflow package's …stemtest package) build
 // on this kit: typed step and workflow mocks (MockStep, MockWorkflow,
@@ -112,6 +115,8 @@ type Env struct {
 
 	// storeCalls counts the engine's store calls under way.
 	storeCalls atomic.Int64
+	// updates counts UpdateAt's calls, for the updates' IDs.
+	updates atomic.Int64
 
 	mu sync.Mutex
 	// swapping is held by a crash test while it replaces the engine, and
@@ -121,6 +126,9 @@ type Env struct {
 	stop     func()                          // stops the current engine
 	paused   int                             // Pause calls not yet undone
 	stopped  bool
+	// swapped is closed, and replaced, each time a crash test replaces
+	// the engine: readers on the old engine go on with the new.
+	swapped chan struct{}
 }
 
 // New returns a running engine on a fresh store with a virtual clock,
@@ -140,7 +148,7 @@ func New(t testing.TB, register func(e *runtime.Engine) error, opts ...Option) *
 		st = memstore.New(memstore.Options{Clock: clock})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.wall)
-	env := &Env{Store: st, Clock: clock, t: t, ctx: ctx, start: o.start, register: register, opts: o}
+	env := &Env{Store: st, Clock: clock, t: t, ctx: ctx, start: o.start, register: register, opts: o, swapped: make(chan struct{})}
 	t.Cleanup(func() {
 		env.shutdown()
 		if t.Failed() {
@@ -408,6 +416,7 @@ func (env *Env) report() {
 				}
 				b.WriteString("\n")
 			}
+			env.reportInteract(ctx, &b, r.ID)
 		}
 		if page.Next == "" {
 			break
@@ -415,4 +424,27 @@ func (env *Env) report() {
 		q.After = page.Next
 	}
 	env.t.Log(b.String())
+}
+
+// reportInteract logs a run's updates (the first page) and streams, for
+// report.
+func (env *Env) reportInteract(ctx context.Context, b *strings.Builder, runID string) {
+	if us, err := env.Store.ListUpdates(ctx, storage.UpdatesQuery{RunID: runID}); err == nil {
+		for _, u := range us {
+			fmt.Fprintf(b, "    update %s (%s): %s", u.ID, u.Name, u.State)
+			if u.Error != nil {
+				fmt.Fprintf(b, ", error: %s", u.Error.Message)
+			}
+			b.WriteString("\n")
+		}
+	}
+	if ss, err := env.Store.ListStreams(ctx, runID); err == nil {
+		for _, s := range ss {
+			closed := ""
+			if s.Closed {
+				closed = ", closed"
+			}
+			fmt.Fprintf(b, "    stream %s: %d value(s)%s\n", s.Name, s.Length, closed)
+		}
+	}
 }
