@@ -1172,9 +1172,10 @@ SELECT false, {sched} FROM {s}.schedules WHERE id = $2 AND NOT EXISTS (SELECT 1 
 	// Purge ($1..$5 as purgeVictims): locks the victims, skipping any run
 	// another transaction holds (a claim, a write, another purge), and
 	// deletes them with their executions, checkpoints, attempts, buffered
-	// events and the start-key records naming them, in one statement. A victim changed since the
-	// snapshot (restarted, say) is rechecked when locked and passed over.
-	// Counts the runs and events deleted.
+	// events, the start-key records naming them, their updates and their
+	// streams, in one statement. A victim changed since the snapshot
+	// (restarted, say) is rechecked when locked and passed over. Counts
+	// the runs and events deleted.
 	q.purge = `WITH victims AS (
 	` + purgeVictims + `
 	FOR UPDATE SKIP LOCKED
@@ -1184,7 +1185,10 @@ ex AS (DELETE FROM {s}.executions e USING gone g WHERE e.run_id = g.id),
 ck AS (DELETE FROM {s}.checkpoints c USING gone g WHERE c.run_id = g.id),
 at AS (DELETE FROM {s}.attempts a USING gone g WHERE a.run_id = g.id),
 ev AS (DELETE FROM {s}.events e USING gone g WHERE e.run_id = g.id RETURNING 1),
-sk AS (DELETE FROM {s}.start_keys k USING gone g WHERE k.run_id = g.id)
+sk AS (DELETE FROM {s}.start_keys k USING gone g WHERE k.run_id = g.id),
+up AS (DELETE FROM {s}.updates u USING gone g WHERE u.run_id = g.id),
+sm AS (DELETE FROM {s}.streams m USING gone g WHERE m.run_id = g.id),
+sv AS (DELETE FROM {s}.stream_values v USING gone g WHERE v.run_id = g.id)
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM ev)`
 
 	// A dry purge: what purge would delete, counted, locking nothing.
@@ -1425,18 +1429,21 @@ FOR UPDATE OF r`
 
 	// $1 the replaced run and its descendants, $2 the descendants: deletes
 	// everything they own, as Purge does (executions, checkpoints,
-	// attempts, buffered events, start-key records), and the descendants'
-	// rows, keeping the token of each that was ever claimed in run_tokens
-	// (the greater, should its ID have an entry already), in ID order: the
-	// next run created under its ID goes on from it (see createSQL), so
-	// that a holder of the deleted run's lease never matches a lease of
-	// that run. The replaced run's row stays, for resetRun, with its
-	// token.
+	// attempts, buffered events, start-key records, updates, streams), and
+	// the descendants' rows, keeping the token of each that was ever
+	// claimed in run_tokens (the greater, should its ID have an entry
+	// already), in ID order: the next run created under its ID goes on
+	// from it (see createSQL), so that a holder of the deleted run's lease
+	// never matches a lease of that run. The replaced run's row stays, for
+	// resetRun, with its token.
 	q.dropFamily = `WITH ck AS (DELETE FROM {s}.checkpoints WHERE run_id = ANY($1::text[])),
 at AS (DELETE FROM {s}.attempts WHERE run_id = ANY($1::text[])),
 ev AS (DELETE FROM {s}.events WHERE run_id = ANY($1::text[])),
 ex AS (DELETE FROM {s}.executions WHERE run_id = ANY($1::text[])),
 sk AS (DELETE FROM {s}.start_keys WHERE run_id = ANY($1::text[])),
+up AS (DELETE FROM {s}.updates WHERE run_id = ANY($1::text[])),
+sm AS (DELETE FROM {s}.streams WHERE run_id = ANY($1::text[])),
+sv AS (DELETE FROM {s}.stream_values WHERE run_id = ANY($1::text[])),
 gone AS (DELETE FROM {s}.runs WHERE id = ANY($2::text[]) RETURNING id, token)
 INSERT INTO {s}.run_tokens AS k (id, token)
 SELECT id, token FROM gone WHERE token > 0 ORDER BY id
