@@ -91,6 +91,14 @@ type queries struct {
 	family     string
 	dropFamily string
 	resetRun   string
+
+	sendUpdate  string
+	getUpdate   string
+	listUpdates string
+	replyCheck  string
+	interact    string
+	readStream  string
+	listStreams string
 }
 
 // runColumns are the columns scanRun reads, in its order.
@@ -540,7 +548,8 @@ SELECT upd.ord FROM upd` + finishedWhere(notify)
 
 func buildQueries(schema string, notify bool) queries {
 	r := strings.NewReplacer("{s}", schema, "{sched}", schedColumns, "{runs}", cols(""), "{r.runs}", cols("r"),
-		"{finished}", finished, "{clearActive}", clearActive, "{clearWait}", clearWait, "{ckpt}", ckptColumns)
+		"{finished}", finished, "{clearActive}", clearActive, "{clearWait}", clearWait, "{ckpt}", ckptColumns,
+		"{upd}", updateColumns)
 	var q queries
 
 	// See createSQL.
@@ -1223,6 +1232,7 @@ FROM {s}.workers WHERE expires_at > coalesce($1::timestamptz, now()) ORDER BY id
 	q.removeWorker = `DELETE FROM {s}.workers WHERE id = $1`
 
 	startQueries(&q, notify)
+	interactQueries(&q, notify)
 
 	for _, p := range []*string{
 		&q.createRuns, &q.createLeased, &q.selectRuns, &q.getRun, &q.countRuns, &q.countRunsOf, &q.claim, &q.claimOne, &q.nextWake, &q.nextWakeOne, &q.loadReplay, &q.loadClaimed, &q.getCheckpoint,
@@ -1235,6 +1245,7 @@ FROM {s}.workers WHERE expires_at > coalesce($1::timestamptz, now()) ORDER BY id
 		&q.listSchedules, &q.dueSchedules, &q.deleteSchedule, &q.purge, &q.purgeDry,
 		&q.putWorker, &q.expireWorkers, &q.listWorkers, &q.removeWorker,
 		&q.readRun, &q.txNow, &q.lockKey, &q.getKey, &q.putKey, &q.joinInput, &q.family, &q.dropFamily, &q.resetRun,
+		&q.sendUpdate, &q.getUpdate, &q.listUpdates, &q.replyCheck, &q.interact, &q.readStream, &q.listStreams,
 	} {
 		*p = r.Replace(*p)
 	}
@@ -1486,4 +1497,158 @@ st AS (
 	INSERT INTO {s}.queue_starts (queue, at) SELECT upd.queue, $1 FROM upd WHERE upd.status = 'running' AND upd.queue = ANY($15::text[])
 )` + notifyCTE(notify, "upd", "status = 'queued'", 16) + `
 SELECT ` + cols("upd") + ` FROM upd` + notifyJoin(notify)
+}
+
+// updateColumns are the columns scanUpdate reads, in its order.
+const updateColumns = `run_id, id, name, payload, headers, seq, state, reply, error, created_at, replied_at`
+
+// writtenHere is the condition on a request q (run_id, key) of a
+// statement that follows a checkpoint statement in its transaction: the
+// checkpoint of q's key in the run's current execution was written by
+// this transaction (its row's xmin, compared modulo 2^32 with the 64-bit
+// transaction ID, as completeRides compares it), or the caller knows it
+// was (parameter known).
+func writtenHere(q, known string) string {
+	return `(coalesce(` + known + `::boolean, false) OR EXISTS (
+		SELECT 1 FROM {s}.runs r JOIN {s}.checkpoints c ON c.run_id = r.id AND c.execution = r.execution
+		WHERE r.id = ` + q + `.run_id AND c.key = ` + q + `.key
+			AND c.xmin::text::bigint = pg_current_xact_id()::text::bigint % 4294967296))`
+}
+
+// interactQueries fills in the statements of updates and streams (see
+// interact.go).
+func interactQueries(q *queries, notify bool) {
+	// $1 now, $2 run (locked), $3 update ID, $4 name, $5 payload, $6
+	// headers (JSON text, NULL: none), $7 whether the run may take a new
+	// update (it has not ended). Records the update pending with the
+	// run's next sequence number, unless the run has one of the ID or has
+	// ended; returns the update recorded (true) or the one of the ID
+	// recorded before (false), which the statement's snapshot sees: every
+	// update of the run is recorded under its lock. No row: neither.
+	q.sendUpdate = `WITH ins AS (
+	INSERT INTO {s}.updates (run_id, id, seq, name, payload, headers, state, created_at)
+	SELECT $2::text, $3::text, coalesce((SELECT max(seq) FROM {s}.updates WHERE run_id = $2::text), 0) + 1,
+		$4::text, $5::bytea, $6::text, 'pending', $1::timestamptz
+	WHERE $7::boolean
+	ON CONFLICT (run_id, id) DO NOTHING
+	RETURNING {upd}
+)
+SELECT true, {upd} FROM ins
+UNION ALL
+SELECT false, {upd} FROM {s}.updates WHERE run_id = $2::text AND id = $3::text`
+
+	// $1 run, $2 update ID.
+	q.getUpdate = `SELECT {upd} FROM {s}.updates WHERE run_id = $1 AND id = $2`
+
+	// $1 run, $2 after, $3 limit: through updates_seq_idx.
+	q.listUpdates = `SELECT {upd} FROM {s}.updates WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`
+
+	// $1 run, $2 token, $3 update ID: whether the lease holds and whether
+	// the run has the update a checkpoint replies to. No row: no such run.
+	q.replyCheck = `SELECT r.status = 'running' AND r.token = $2::bigint,
+	EXISTS (SELECT 1 FROM {s}.updates u WHERE u.run_id = $1 AND u.id = $3::text)
+FROM {s}.runs r WHERE r.id = $1`
+
+	// What checkpoints carry for their runs' updates and streams, written
+	// after the checkpoint statement in its transaction, for the
+	// checkpoints it wrote (writtenHere, $2 known): a checkpoint that
+	// existed writes nothing here. $1 the clock.
+	//
+	// Replies, one per checkpoint: $3 run, $4 checkpoint key, $5 update
+	// ID, $6 output, $7 error (JSON text), $8 the announcement. The update
+	// becomes replied unless it was already (the first reply stands).
+	//
+	// Stream writes, merged per checkpoint and stream: $9 run, $10
+	// checkpoint key, $11 stream, $12 how many values the checkpoint
+	// appends to it, $13 whether it is closed after them, $14 the
+	// announcement. Each upserts the stream's row, its length grown by
+	// the values appended, and so takes the offsets from its old length
+	// on; the rows are upserted in (run, stream) order.
+	//
+	// Values, flattened: $15 the ordinal of their write in $9.., $16 their
+	// index among the values the checkpoint appends to that stream, $17
+	// the value. One statement writes every value of every checkpoint.
+	//
+	// With notify, $18 is the ended channel: each reply written and each
+	// stream written is announced on it, in the transaction.
+	q.interact = `WITH ` + clockCTE + `,
+rq AS (
+	SELECT q.* FROM unnest($3::text[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::text[])
+		AS q(run_id, key, id, output, error, said)
+	WHERE ` + writtenHere("q", "$2") + `
+),
+rep AS (
+	UPDATE {s}.updates u SET state = 'replied', reply = rq.output, error = rq.error::jsonb, replied_at = clock.now
+	FROM rq, clock
+	WHERE u.run_id = rq.run_id AND u.id = rq.id AND u.state = 'pending'
+	RETURNING rq.said
+),
+sq AS (
+	SELECT q.* FROM unnest($9::text[], $10::text[], $11::text[], $12::bigint[], $13::boolean[], $14::text[])
+		WITH ORDINALITY AS q(run_id, key, stream, n, closed, said, ord)
+	WHERE ` + writtenHere("q", "$2") + `
+),
+meta AS (
+	INSERT INTO {s}.streams AS m (run_id, stream, length, closed, updated_at)
+	SELECT sq.run_id, sq.stream, sq.n, sq.closed, clock.now FROM sq, clock
+	ORDER BY sq.run_id, sq.stream
+	ON CONFLICT (run_id, stream) DO UPDATE SET length = m.length + excluded.length, closed = excluded.closed,
+		updated_at = excluded.updated_at
+	RETURNING m.run_id, m.stream, m.length
+),
+vals AS (
+	INSERT INTO {s}.stream_values (run_id, stream, "offset", value, written_at)
+	SELECT sq.run_id, sq.stream, meta.length - sq.n + v.k, v.value, clock.now
+	FROM unnest($15::bigint[], $16::bigint[], $17::bytea[]) AS v(agg, k, value)
+		JOIN sq ON sq.ord = v.agg
+		JOIN meta ON meta.run_id = sq.run_id AND meta.stream = sq.stream
+		CROSS JOIN clock
+)` + announceCTE(notify, 18) + `
+SELECT (SELECT count(*) FROM rep), (SELECT count(*) FROM meta)` + announceWhere(notify)
+
+	// $1 run, $2 stream, $3 from, $4 limit. The run's status, the
+	// stream's length and whether it is closed (NULL: never written), and
+	// its values from offset $3 on, at most $4, a range of
+	// stream_values_pkey: one statement, so one snapshot. A row per value,
+	// or one with NULL value columns when there is none; no row: no such
+	// run.
+	q.readStream = `SELECT r.status, m.length, m.closed, v."offset", v.value, v.written_at
+FROM {s}.runs r
+	LEFT JOIN {s}.streams m ON m.run_id = r.id AND m.stream = $2::text
+	LEFT JOIN LATERAL (
+		SELECT x."offset", x.value, x.written_at FROM {s}.stream_values x
+		WHERE x.run_id = r.id AND x.stream = $2::text AND x."offset" >= $3::bigint
+		ORDER BY x."offset"
+		LIMIT $4
+	) v ON true
+WHERE r.id = $1`
+
+	// $1 run: its streams by name, or one row of NULLs when it has none;
+	// no row: no such run.
+	q.listStreams = `SELECT m.stream, m.length, m.closed, m.updated_at
+FROM {s}.runs r LEFT JOIN {s}.streams m ON m.run_id = r.id
+WHERE r.id = $1
+ORDER BY m.stream`
+}
+
+// announceCTE announces, when enabled, on the channel in parameter param
+// (the store's ended channel), each reply and stream write of the
+// interact statement (the announcement of each row of rep and sq).
+func announceCTE(enabled bool, param int) string {
+	if !enabled {
+		return ""
+	}
+	return `,
+said AS (
+	SELECT pg_notify($` + strconv.Itoa(param) + `::text, x.said) FROM (SELECT said FROM rep UNION ALL SELECT said FROM sq) x
+)`
+}
+
+// announceWhere makes the interact statement send announceCTE's
+// notifications.
+func announceWhere(enabled bool) string {
+	if !enabled {
+		return ""
+	}
+	return ` WHERE (SELECT count(*) FROM said) >= 0`
 }
