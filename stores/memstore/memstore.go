@@ -137,6 +137,12 @@ type run struct {
 	// past holds the earlier executions, oldest first.
 	past   []execution
 	events []bufferedEvent
+	// updates holds the run's updates by ID and updateList the same in
+	// Seq order (Seq is a position in it plus one); streams holds its
+	// streams by name (interact.go). Every execution shares them.
+	updates    map[string]*storage.UpdateRecord
+	updateList []*storage.UpdateRecord
+	streams    map[string]*stream
 	// seq numbers the run's checkpoints across all its executions.
 	seq int64
 	// readyGen identifies the run's current entry in its index's waiting
