@@ -997,8 +997,9 @@ SELECT id FROM upd`
 	// execution: the run is ready at its expiry unless its holder lets go
 	// first (see Suspend). The run's next claim is a start again
 	// (first_claimed_at), which a queue's rate counts, and its
-	// cancellation is no longer requested. Every CTE reads the run as it
-	// was before the statement.
+	// cancellation is no longer requested; its updates and streams stay
+	// as they are. Every CTE reads the run as it was before the
+	// statement.
 	q.restart = `WITH r AS (SELECT id, execution, status, error FROM {s}.runs WHERE id = $2),
 ended AS (
 	UPDATE {s}.executions e SET ended_at = coalesce(e.ended_at, $1::timestamptz), status = r.status, error = r.error
@@ -1027,7 +1028,9 @@ WHERE id = $2`
 	// begins the next, and queues the run in it (paused if a pause was
 	// requested), ready now, with its lease released and nothing of the
 	// ended execution but its buffered events, parent, deadline and
-	// progress. No row: the lease did not hold and nothing was written.
+	// progress (its updates and streams are the run's, in tables the
+	// statement leaves alone). No row: the lease did not hold and nothing
+	// was written.
 	// Every CTE reads the run as it was before the statement.
 	q.continueAsNew = `WITH ` + clockCTE + `,
 f AS (
