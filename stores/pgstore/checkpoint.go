@@ -152,7 +152,10 @@ func (a *attemptRow) attempt(key *string, execution int) storage.Attempt {
 // queued at the same moment (see writer.go). A completion it carries
 // (req.Complete) follows it in the same transaction and round trip, in the
 // batch's completeRides statement; one with a Notify, in a transaction of
-// its own (checkpointNotify).
+// its own (checkpointNotify). A reply and stream writes it carries
+// (req.Reply, req.Streams) follow it likewise, in the batch's interact
+// statement (see interact.go); a reply is checked first, by one read,
+// against the run's updates.
 func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (storage.CheckpointResult, error) {
 	const op = "checkpoint"
 	if err := s.check(op); err != nil {
@@ -163,6 +166,9 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 	}
 	call, err := s.checkpointCall(req)
 	if err != nil {
+		return storage.CheckpointResult{}, s.wrap(op, err)
+	}
+	if err := s.checkReply(ctx, s.pool, &req); err != nil {
 		return storage.CheckpointResult{}, s.wrap(op, err)
 	}
 	c := req.Completion()
@@ -200,6 +206,9 @@ func (s *Store) checkpointCall(req storage.CheckpointRequest) (*ckptCall, error)
 		return nil, err
 	}
 	call := &ckptCall{req: req, errJSON: textOf(errJSON), done: make(chan struct{})}
+	if call.inter, err = interactionOf(&call.req); err != nil {
+		return nil, err
+	}
 	own, key := req.Attempts, req.Checkpoint.Key
 	if slices.ContainsFunc(own, func(a storage.Attempt) bool { return a.Key != key }) {
 		own = nil

@@ -805,3 +805,83 @@ func TestMigrateRunTokens(t *testing.T) {
 		t.Fatalf("a checkpoint by the deleted child's holder = %v, want ErrLeaseLost", err)
 	}
 }
+
+// TestMigrateUpdatesStreams: a database at schema version 14, holding a
+// running run with a buffered event and a run waiting on an update's
+// topic, is upgraded in place: the waiting run takes an update at once,
+// the running one buffers it behind its event, replies to it and appends
+// to a stream with a checkpoint, and its updates and streams go with it
+// when it is purged.
+func TestMigrateUpdatesStreams(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema, q := schemaAt(t, 14)
+	pool := sharedPool(t)
+	at := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	setup := []string{
+		`INSERT INTO ` + q + `.runs (id, workflow, status, ready_at, owner, lease_until, token, wait_key, wait_topic, wait_kind,
+				started_at, first_claimed_at, created_at, updated_at) VALUES
+			('busy', 'wf', 'running', NULL, 'w', now() + interval '1 hour', 1, NULL, NULL, NULL, $1, $1, $1, $1),
+			('idle', 'wf', 'waiting', NULL, '', NULL, 1, 'ask@v1', '` + storage.UpdateTopic("ask") + `', 'update', $1, $1, $1, $1)`,
+		`INSERT INTO ` + q + `.executions (run_id, number, started_at) VALUES ('busy', 1, $1), ('idle', 1, $1)`,
+		`INSERT INTO ` + q + `.events (run_id, topic, payload, created_at) VALUES ('busy', 'other', 'x', $1)`,
+	}
+	for _, sql := range setup {
+		if _, err := pool.Exec(ctx, sql, at); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+
+	s := newTestStore(t, Options{Schema: schema})
+	res, err := s.SendUpdate(ctx, storage.UpdateRequest{RunID: "idle", ID: "u", Name: "ask", Payload: []byte(`1`)})
+	if err != nil || !res.Created || !res.Delivered || res.Update.Seq != 1 {
+		t.Fatalf("an update of the waiting run = %+v, %v; want created and delivered", res, err)
+	}
+	if rec, err := s.GetRun(ctx, "idle"); err != nil || rec.Status != storage.StatusQueued {
+		t.Fatalf("the waiting run after its update: %+v, %v; want queued", rec, err)
+	}
+	res, err = s.SendUpdate(ctx, storage.UpdateRequest{RunID: "busy", ID: "u", Name: "ask", Payload: []byte(`2`)})
+	if err != nil || !res.Created || res.Delivered {
+		t.Fatalf("an update of the running run = %+v, %v; want created and buffered", res, err)
+	}
+	var buffered []string
+	rows, err := pool.Query(ctx, `SELECT topic FROM `+q+`.events WHERE run_id = 'busy' ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var topic string
+		if err := rows.Scan(&topic); err != nil {
+			t.Fatal(err)
+		}
+		buffered = append(buffered, topic)
+	}
+	if err := rows.Err(); err != nil || len(buffered) != 2 || buffered[1] != storage.UpdateTopic("ask") {
+		t.Fatalf("buffered events of the running run: %q, %v; want its event, then the update", buffered, err)
+	}
+	lease := storage.Lease{RunID: "busy", Owner: "w", Token: 1}
+	if _, err := s.Checkpoint(ctx, storage.CheckpointRequest{Lease: lease, LeaseFor: time.Minute,
+		Checkpoint: storage.Checkpoint{Key: "reply@v1", Kind: storage.KindReply},
+		Reply:      &storage.UpdateReply{ID: "u", Output: []byte(`"ok"`)},
+		Streams:    []storage.StreamWrite{{Stream: "out", Values: [][]byte{[]byte("v")}, Close: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := s.GetUpdate(ctx, "busy", "u"); err != nil || u.State != storage.UpdateReplied || string(u.Reply) != `"ok"` {
+		t.Fatalf("the update replied to: %+v, %v", u, err)
+	}
+	page, err := s.ReadStream(ctx, storage.StreamQuery{RunID: "busy", Stream: "out"})
+	if err != nil || len(page.Values) != 1 || page.Length != 1 || !page.Closed || page.RunStatus != storage.StatusRunning {
+		t.Fatalf("the stream: %+v, %v", page, err)
+	}
+	if err := s.Complete(ctx, storage.CompleteRequest{Lease: lease, Status: storage.StatusComplete}); err != nil {
+		t.Fatal(err)
+	}
+	if pr, err := s.Purge(ctx, storage.PurgeRequest{FinishedBefore: time.Now().Add(time.Hour), Limit: 10}); err != nil || pr.Runs != 1 {
+		t.Fatalf("Purge = %+v, %v; want busy deleted", pr, err)
+	}
+	var left int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+q+`.updates WHERE run_id = 'busy') +
+		(SELECT count(*) FROM `+q+`.streams) + (SELECT count(*) FROM `+q+`.stream_values)`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("rows of the purged run's updates and streams: %d, %v; want none", left, err)
+	}
+}

@@ -67,6 +67,18 @@
 // dropped by the hub at once. Both only make things faster: with
 // Options.DisableNotify, polling alone still runs everything.
 //
+// A run's updates (storage.Interactor) are rows of their own table,
+// recorded under the run's row lock by SendUpdate's transaction, which
+// delivers each as SendEvent delivers an event. A checkpoint that carries
+// a reply or stream writes sends one more statement after the checkpoint
+// statement, in its transaction and, from the writers, its round trip,
+// which writes them only for the checkpoints that statement wrote, takes
+// the streams' offsets from their lengths, inserts every value by one
+// insert, and announces each reply and stream written on the ended
+// channel; a plain checkpoint sends nothing more. A stream's read is a
+// range of its values' primary key, with its length and the run's status
+// read by the same statement.
+//
 // The schema is created and upgraded by Migrate, which Open and New call.
 // Migrations are embedded, numbered, and applied under an advisory lock, so
 // processes starting together never race. A tool that only inspects or
@@ -94,7 +106,8 @@
 // create; tx.go is the transactional store; lease.go claims, heartbeats,
 // suspends and completes them (the fenced writes); checkpoint.go reads
 // and writes checkpoints and attempts, through the group-commit writers
-// of writer.go; events.go delivers events; control.go pauses, resumes,
+// of writer.go; events.go delivers events; interact.go keeps updates and
+// streams; control.go pauses, resumes,
 // terminates and restarts; executions.go lists a run's executions;
 // catalog.go records what workers serve; queue.go enforces queues' limits
 // in a limited claim and counts QueueStats; schedule.go keeps schedules;
@@ -486,7 +499,7 @@ func (s *Store) wrap(op string, err error) error {
 
 func isSentinel(err error) bool {
 	for _, s := range []error{storage.ErrLeaseLost, storage.ErrRunNotFound, storage.ErrInvalidState, storage.ErrInvalidArgument, storage.ErrClosed,
-		storage.ErrScheduleNotFound, storage.ErrConflict} {
+		storage.ErrScheduleNotFound, storage.ErrConflict, storage.ErrUpdateNotFound} {
 		if errors.Is(err, s) {
 			return true
 		}

@@ -662,3 +662,80 @@ func TestCreatePlannedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestReadStreamReadsRange: among the values of a run's other streams
+// and of other runs' streams, ReadStream's statement reads its page as a
+// range of stream_values_pkey, the run, stream and start offset in the
+// index condition, no more rows than the page holds, and nothing sorted,
+// before the tables are analyzed and after. ListUpdates walks
+// updates_seq_idx likewise from its cursor once the table is analyzed
+// (before, the planner guesses that a run has a few updates, and reads
+// them all by a bitmap scan, then sorts them).
+func TestReadStreamReadsRange(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newTestStore(t, Options{})
+	if _, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "run", Workflow: "wf"}, {ID: "other", Workflow: "wf"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sql := range []string{
+		`INSERT INTO ` + s.schema + `.stream_values (run_id, stream, "offset", value, written_at)
+			SELECT r, st, g, int8send(g), now() FROM unnest(ARRAY['run', 'other']) r, unnest(ARRAY['a', 'b', 'c']) st, generate_series(0, 4999) g`,
+		`INSERT INTO ` + s.schema + `.streams (run_id, stream, length, closed, updated_at)
+			SELECT r, st, 5000, false, now() FROM unnest(ARRAY['run', 'other']) r, unnest(ARRAY['a', 'b', 'c']) st`,
+		// The streams of many more runs, whose values are gone (a table
+		// of six rows is read whole).
+		`INSERT INTO ` + s.schema + `.streams (run_id, stream, length, closed, updated_at)
+			SELECT 'gone-' || g, 'a', 0, false, now() FROM generate_series(1, 3000) g`,
+		`INSERT INTO ` + s.schema + `.updates (run_id, id, seq, name, state, created_at)
+			SELECT r, 'u' || g, g, 'ask', 'pending', now() FROM unnest(ARRAY['run', 'other']) r, generate_series(1, 5000) g`,
+	} {
+		if _, err := s.pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(stats string, analyzed bool) {
+		t.Helper()
+		for _, c := range []struct {
+			name, sql, table, index, cond string
+			args                          []any
+		}{
+			{"ReadStream", s.q.readStream, "stream_values", "stream_values_pkey", `"offset" >=`, []any{"run", "b", int64(2500), 50}},
+			{"ListUpdates", s.q.listUpdates, "updates", "updates_seq_idx", "seq >", []any{"run", int64(2500), 50}},
+		} {
+			if c.name == "ListUpdates" && !analyzed {
+				continue
+			}
+			plan := explain(t, s, nil, c.sql, c.args...)
+			if !strings.Contains(plan, "Index Scan using "+c.index+" ") {
+				t.Errorf("%s, %s: the read walks no %s:\n%s", stats, c.name, c.index, plan)
+			}
+			if strings.Contains(plan, "Sort") || strings.Contains(plan, "Seq Scan") || strings.Contains(plan, "Bitmap") {
+				t.Errorf("%s, %s: the read sorts or scans a table:\n%s", stats, c.name, plan)
+			}
+			found := false
+			for line := range strings.Lines(plan) {
+				found = found || strings.Contains(line, "Index Cond:") && strings.Contains(line, c.cond)
+			}
+			if !found {
+				t.Errorf("%s, %s: the start is not in an index condition:\n%s", stats, c.name, plan)
+			}
+			if read, _ := rowsRead(analyze(t, s, c.sql, c.args...), c.table); read > 50 {
+				t.Errorf("%s, %s: the read took %v rows of %s, want 50 at most:\n%s", stats, c.name, read, c.table, plan)
+			}
+		}
+		page, err := s.ReadStream(ctx, storage.StreamQuery{RunID: "run", Stream: "b", From: 2500, Limit: 50})
+		if err != nil || len(page.Values) != 50 || page.Values[0].Offset != 2500 || page.Next != 2550 || page.Length != 5000 {
+			t.Fatalf("%s: ReadStream = %d values from %v, next %d, length %d, %v", stats, len(page.Values), page.Values[0].Offset, page.Next, page.Length, err)
+		}
+		ups, err := s.ListUpdates(ctx, storage.UpdatesQuery{RunID: "run", After: 2500, Limit: 50})
+		if err != nil || len(ups) != 50 || ups[0].Seq != 2501 {
+			t.Fatalf("%s: ListUpdates = %d updates, %v", stats, len(ups), err)
+		}
+	}
+	check("no statistics", false)
+	if _, err := s.pool.Exec(ctx, "ANALYZE "+s.schema+".stream_values, "+s.schema+".updates, "+s.schema+".streams"); err != nil {
+		t.Fatal(err)
+	}
+	check("analyzed", true)
+}

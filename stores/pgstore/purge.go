@@ -8,13 +8,14 @@ import (
 )
 
 // Purge deletes up to req.Limit finished runs, oldest end first, with
-// their executions, checkpoints, attempts and buffered events, in one
-// statement and so one short transaction; see the purge query in
-// queries.go. Victims are locked with SKIP LOCKED, so a purge never waits
-// for a run a claim, a write or another purge holds, and a run restarted
-// meanwhile is rechecked and passed over. A write that locks a run the
-// purge deleted finds no run: ErrRunNotFound, or a lost lease for a fenced
-// write. A dry run counts the same victims and locks nothing.
+// their executions, checkpoints, attempts, buffered events, updates and
+// streams, in one statement and so one short transaction; see the purge
+// query in queries.go. Victims are locked with SKIP LOCKED, so a purge
+// never waits for a run a claim, a write or another purge holds, and a
+// run restarted meanwhile is rechecked and passed over. A write that
+// locks a run the purge deleted finds no run: ErrRunNotFound, or a lost
+// lease for a fenced write. A dry run counts the same victims and locks
+// nothing.
 func (s *Store) Purge(ctx context.Context, req storage.PurgeRequest) (storage.PurgeResult, error) {
 	const op = "purge"
 	if err := s.check(op); err != nil {

@@ -91,6 +91,14 @@ type queries struct {
 	family     string
 	dropFamily string
 	resetRun   string
+
+	sendUpdate  string
+	getUpdate   string
+	listUpdates string
+	replyCheck  string
+	interact    string
+	readStream  string
+	listStreams string
 }
 
 // runColumns are the columns scanRun reads, in its order.
@@ -540,7 +548,8 @@ SELECT upd.ord FROM upd` + finishedWhere(notify)
 
 func buildQueries(schema string, notify bool) queries {
 	r := strings.NewReplacer("{s}", schema, "{sched}", schedColumns, "{runs}", cols(""), "{r.runs}", cols("r"),
-		"{finished}", finished, "{clearActive}", clearActive, "{clearWait}", clearWait, "{ckpt}", ckptColumns)
+		"{finished}", finished, "{clearActive}", clearActive, "{clearWait}", clearWait, "{ckpt}", ckptColumns,
+		"{upd}", updateColumns)
 	var q queries
 
 	// See createSQL.
@@ -988,8 +997,9 @@ SELECT id FROM upd`
 	// execution: the run is ready at its expiry unless its holder lets go
 	// first (see Suspend). The run's next claim is a start again
 	// (first_claimed_at), which a queue's rate counts, and its
-	// cancellation is no longer requested. Every CTE reads the run as it
-	// was before the statement.
+	// cancellation is no longer requested; its updates and streams stay
+	// as they are. Every CTE reads the run as it was before the
+	// statement.
 	q.restart = `WITH r AS (SELECT id, execution, status, error FROM {s}.runs WHERE id = $2),
 ended AS (
 	UPDATE {s}.executions e SET ended_at = coalesce(e.ended_at, $1::timestamptz), status = r.status, error = r.error
@@ -1018,7 +1028,9 @@ WHERE id = $2`
 	// begins the next, and queues the run in it (paused if a pause was
 	// requested), ready now, with its lease released and nothing of the
 	// ended execution but its buffered events, parent, deadline and
-	// progress. No row: the lease did not hold and nothing was written.
+	// progress (its updates and streams are the run's, in tables the
+	// statement leaves alone). No row: the lease did not hold and nothing
+	// was written.
 	// Every CTE reads the run as it was before the statement.
 	q.continueAsNew = `WITH ` + clockCTE + `,
 f AS (
@@ -1172,9 +1184,10 @@ SELECT false, {sched} FROM {s}.schedules WHERE id = $2 AND NOT EXISTS (SELECT 1 
 	// Purge ($1..$5 as purgeVictims): locks the victims, skipping any run
 	// another transaction holds (a claim, a write, another purge), and
 	// deletes them with their executions, checkpoints, attempts, buffered
-	// events and the start-key records naming them, in one statement. A victim changed since the
-	// snapshot (restarted, say) is rechecked when locked and passed over.
-	// Counts the runs and events deleted.
+	// events, the start-key records naming them, their updates and their
+	// streams, in one statement. A victim changed since the snapshot
+	// (restarted, say) is rechecked when locked and passed over. Counts
+	// the runs and events deleted.
 	q.purge = `WITH victims AS (
 	` + purgeVictims + `
 	FOR UPDATE SKIP LOCKED
@@ -1184,7 +1197,10 @@ ex AS (DELETE FROM {s}.executions e USING gone g WHERE e.run_id = g.id),
 ck AS (DELETE FROM {s}.checkpoints c USING gone g WHERE c.run_id = g.id),
 at AS (DELETE FROM {s}.attempts a USING gone g WHERE a.run_id = g.id),
 ev AS (DELETE FROM {s}.events e USING gone g WHERE e.run_id = g.id RETURNING 1),
-sk AS (DELETE FROM {s}.start_keys k USING gone g WHERE k.run_id = g.id)
+sk AS (DELETE FROM {s}.start_keys k USING gone g WHERE k.run_id = g.id),
+up AS (DELETE FROM {s}.updates u USING gone g WHERE u.run_id = g.id),
+sm AS (DELETE FROM {s}.streams m USING gone g WHERE m.run_id = g.id),
+sv AS (DELETE FROM {s}.stream_values v USING gone g WHERE v.run_id = g.id)
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM ev)`
 
 	// A dry purge: what purge would delete, counted, locking nothing.
@@ -1219,6 +1235,7 @@ FROM {s}.workers WHERE expires_at > coalesce($1::timestamptz, now()) ORDER BY id
 	q.removeWorker = `DELETE FROM {s}.workers WHERE id = $1`
 
 	startQueries(&q, notify)
+	interactQueries(&q, notify)
 
 	for _, p := range []*string{
 		&q.createRuns, &q.createLeased, &q.selectRuns, &q.getRun, &q.countRuns, &q.countRunsOf, &q.claim, &q.claimOne, &q.nextWake, &q.nextWakeOne, &q.loadReplay, &q.loadClaimed, &q.getCheckpoint,
@@ -1231,6 +1248,7 @@ FROM {s}.workers WHERE expires_at > coalesce($1::timestamptz, now()) ORDER BY id
 		&q.listSchedules, &q.dueSchedules, &q.deleteSchedule, &q.purge, &q.purgeDry,
 		&q.putWorker, &q.expireWorkers, &q.listWorkers, &q.removeWorker,
 		&q.readRun, &q.txNow, &q.lockKey, &q.getKey, &q.putKey, &q.joinInput, &q.family, &q.dropFamily, &q.resetRun,
+		&q.sendUpdate, &q.getUpdate, &q.listUpdates, &q.replyCheck, &q.interact, &q.readStream, &q.listStreams,
 	} {
 		*p = r.Replace(*p)
 	}
@@ -1425,18 +1443,21 @@ FOR UPDATE OF r`
 
 	// $1 the replaced run and its descendants, $2 the descendants: deletes
 	// everything they own, as Purge does (executions, checkpoints,
-	// attempts, buffered events, start-key records), and the descendants'
-	// rows, keeping the token of each that was ever claimed in run_tokens
-	// (the greater, should its ID have an entry already), in ID order: the
-	// next run created under its ID goes on from it (see createSQL), so
-	// that a holder of the deleted run's lease never matches a lease of
-	// that run. The replaced run's row stays, for resetRun, with its
-	// token.
+	// attempts, buffered events, start-key records, updates, streams), and
+	// the descendants' rows, keeping the token of each that was ever
+	// claimed in run_tokens (the greater, should its ID have an entry
+	// already), in ID order: the next run created under its ID goes on
+	// from it (see createSQL), so that a holder of the deleted run's lease
+	// never matches a lease of that run. The replaced run's row stays, for
+	// resetRun, with its token.
 	q.dropFamily = `WITH ck AS (DELETE FROM {s}.checkpoints WHERE run_id = ANY($1::text[])),
 at AS (DELETE FROM {s}.attempts WHERE run_id = ANY($1::text[])),
 ev AS (DELETE FROM {s}.events WHERE run_id = ANY($1::text[])),
 ex AS (DELETE FROM {s}.executions WHERE run_id = ANY($1::text[])),
 sk AS (DELETE FROM {s}.start_keys WHERE run_id = ANY($1::text[])),
+up AS (DELETE FROM {s}.updates WHERE run_id = ANY($1::text[])),
+sm AS (DELETE FROM {s}.streams WHERE run_id = ANY($1::text[])),
+sv AS (DELETE FROM {s}.stream_values WHERE run_id = ANY($1::text[])),
 gone AS (DELETE FROM {s}.runs WHERE id = ANY($2::text[]) RETURNING id, token)
 INSERT INTO {s}.run_tokens AS k (id, token)
 SELECT id, token FROM gone WHERE token > 0 ORDER BY id
@@ -1479,4 +1500,158 @@ st AS (
 	INSERT INTO {s}.queue_starts (queue, at) SELECT upd.queue, $1 FROM upd WHERE upd.status = 'running' AND upd.queue = ANY($15::text[])
 )` + notifyCTE(notify, "upd", "status = 'queued'", 16) + `
 SELECT ` + cols("upd") + ` FROM upd` + notifyJoin(notify)
+}
+
+// updateColumns are the columns scanUpdate reads, in its order.
+const updateColumns = `run_id, id, name, payload, headers, seq, state, reply, error, created_at, replied_at`
+
+// writtenHere is the condition on a request q (run_id, key) of a
+// statement that follows a checkpoint statement in its transaction: the
+// checkpoint of q's key in the run's current execution was written by
+// this transaction (its row's xmin, compared modulo 2^32 with the 64-bit
+// transaction ID, as completeRides compares it), or the caller knows it
+// was (parameter known).
+func writtenHere(q, known string) string {
+	return `(coalesce(` + known + `::boolean, false) OR EXISTS (
+		SELECT 1 FROM {s}.runs r JOIN {s}.checkpoints c ON c.run_id = r.id AND c.execution = r.execution
+		WHERE r.id = ` + q + `.run_id AND c.key = ` + q + `.key
+			AND c.xmin::text::bigint = pg_current_xact_id()::text::bigint % 4294967296))`
+}
+
+// interactQueries fills in the statements of updates and streams (see
+// interact.go).
+func interactQueries(q *queries, notify bool) {
+	// $1 now, $2 run (locked), $3 update ID, $4 name, $5 payload, $6
+	// headers (JSON text, NULL: none), $7 whether the run may take a new
+	// update (it has not ended). Records the update pending with the
+	// run's next sequence number, unless the run has one of the ID or has
+	// ended; returns the update recorded (true) or the one of the ID
+	// recorded before (false), which the statement's snapshot sees: every
+	// update of the run is recorded under its lock. No row: neither.
+	q.sendUpdate = `WITH ins AS (
+	INSERT INTO {s}.updates (run_id, id, seq, name, payload, headers, state, created_at)
+	SELECT $2::text, $3::text, coalesce((SELECT max(seq) FROM {s}.updates WHERE run_id = $2::text), 0) + 1,
+		$4::text, $5::bytea, $6::text, 'pending', $1::timestamptz
+	WHERE $7::boolean
+	ON CONFLICT (run_id, id) DO NOTHING
+	RETURNING {upd}
+)
+SELECT true, {upd} FROM ins
+UNION ALL
+SELECT false, {upd} FROM {s}.updates WHERE run_id = $2::text AND id = $3::text`
+
+	// $1 run, $2 update ID.
+	q.getUpdate = `SELECT {upd} FROM {s}.updates WHERE run_id = $1 AND id = $2`
+
+	// $1 run, $2 after, $3 limit: through updates_seq_idx.
+	q.listUpdates = `SELECT {upd} FROM {s}.updates WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`
+
+	// $1 run, $2 token, $3 update ID: whether the lease holds and whether
+	// the run has the update a checkpoint replies to. No row: no such run.
+	q.replyCheck = `SELECT r.status = 'running' AND r.token = $2::bigint,
+	EXISTS (SELECT 1 FROM {s}.updates u WHERE u.run_id = $1 AND u.id = $3::text)
+FROM {s}.runs r WHERE r.id = $1`
+
+	// What checkpoints carry for their runs' updates and streams, written
+	// after the checkpoint statement in its transaction, for the
+	// checkpoints it wrote (writtenHere, $2 known): a checkpoint that
+	// existed writes nothing here. $1 the clock.
+	//
+	// Replies, one per checkpoint: $3 run, $4 checkpoint key, $5 update
+	// ID, $6 output, $7 error (JSON text), $8 the announcement. The update
+	// becomes replied unless it was already (the first reply stands).
+	//
+	// Stream writes, merged per checkpoint and stream: $9 run, $10
+	// checkpoint key, $11 stream, $12 how many values the checkpoint
+	// appends to it, $13 whether it is closed after them, $14 the
+	// announcement. Each upserts the stream's row, its length grown by
+	// the values appended, and so takes the offsets from its old length
+	// on; the rows are upserted in (run, stream) order.
+	//
+	// Values, flattened: $15 the ordinal of their write in $9.., $16 their
+	// index among the values the checkpoint appends to that stream, $17
+	// the value. One statement writes every value of every checkpoint.
+	//
+	// With notify, $18 is the ended channel: each reply written and each
+	// stream written is announced on it, in the transaction.
+	q.interact = `WITH ` + clockCTE + `,
+rq AS (
+	SELECT q.* FROM unnest($3::text[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::text[])
+		AS q(run_id, key, id, output, error, said)
+	WHERE ` + writtenHere("q", "$2") + `
+),
+rep AS (
+	UPDATE {s}.updates u SET state = 'replied', reply = rq.output, error = rq.error::jsonb, replied_at = clock.now
+	FROM rq, clock
+	WHERE u.run_id = rq.run_id AND u.id = rq.id AND u.state = 'pending'
+	RETURNING rq.said
+),
+sq AS (
+	SELECT q.* FROM unnest($9::text[], $10::text[], $11::text[], $12::bigint[], $13::boolean[], $14::text[])
+		WITH ORDINALITY AS q(run_id, key, stream, n, closed, said, ord)
+	WHERE ` + writtenHere("q", "$2") + `
+),
+meta AS (
+	INSERT INTO {s}.streams AS m (run_id, stream, length, closed, updated_at)
+	SELECT sq.run_id, sq.stream, sq.n, sq.closed, clock.now FROM sq, clock
+	ORDER BY sq.run_id, sq.stream
+	ON CONFLICT (run_id, stream) DO UPDATE SET length = m.length + excluded.length, closed = excluded.closed,
+		updated_at = excluded.updated_at
+	RETURNING m.run_id, m.stream, m.length
+),
+vals AS (
+	INSERT INTO {s}.stream_values (run_id, stream, "offset", value, written_at)
+	SELECT sq.run_id, sq.stream, meta.length - sq.n + v.k, v.value, clock.now
+	FROM unnest($15::bigint[], $16::bigint[], $17::bytea[]) AS v(agg, k, value)
+		JOIN sq ON sq.ord = v.agg
+		JOIN meta ON meta.run_id = sq.run_id AND meta.stream = sq.stream
+		CROSS JOIN clock
+)` + announceCTE(notify, 18) + `
+SELECT (SELECT count(*) FROM rep), (SELECT count(*) FROM meta)` + announceWhere(notify)
+
+	// $1 run, $2 stream, $3 from, $4 limit. The run's status, the
+	// stream's length and whether it is closed (NULL: never written), and
+	// its values from offset $3 on, at most $4, a range of
+	// stream_values_pkey: one statement, so one snapshot. A row per value,
+	// or one with NULL value columns when there is none; no row: no such
+	// run.
+	q.readStream = `SELECT r.status, m.length, m.closed, v."offset", v.value, v.written_at
+FROM {s}.runs r
+	LEFT JOIN {s}.streams m ON m.run_id = r.id AND m.stream = $2::text
+	LEFT JOIN LATERAL (
+		SELECT x."offset", x.value, x.written_at FROM {s}.stream_values x
+		WHERE x.run_id = r.id AND x.stream = $2::text AND x."offset" >= $3::bigint
+		ORDER BY x."offset"
+		LIMIT $4
+	) v ON true
+WHERE r.id = $1`
+
+	// $1 run: its streams by name, or one row of NULLs when it has none;
+	// no row: no such run.
+	q.listStreams = `SELECT m.stream, m.length, m.closed, m.updated_at
+FROM {s}.runs r LEFT JOIN {s}.streams m ON m.run_id = r.id
+WHERE r.id = $1
+ORDER BY m.stream`
+}
+
+// announceCTE announces, when enabled, on the channel in parameter param
+// (the store's ended channel), each reply and stream write of the
+// interact statement (the announcement of each row of rep and sq).
+func announceCTE(enabled bool, param int) string {
+	if !enabled {
+		return ""
+	}
+	return `,
+said AS (
+	SELECT pg_notify($` + strconv.Itoa(param) + `::text, x.said) FROM (SELECT said FROM rep UNION ALL SELECT said FROM sq) x
+)`
+}
+
+// announceWhere makes the interact statement send announceCTE's
+// notifications.
+func announceWhere(enabled bool) string {
+	if !enabled {
+		return ""
+	}
+	return ` WHERE (SELECT count(*) FROM said) >= 0`
 }

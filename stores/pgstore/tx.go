@@ -190,11 +190,15 @@ func (s *Store) EmitTx(ctx context.Context, tx any, req storage.EmitRequest) ([]
 // connection of the store's pool, calls step with it (a pgx.Tx), and then,
 // on the same transaction, writes the checkpoint with step's output by the
 // checkpoint writers' statement for one run (checkpointStatement: fenced,
-// write-once, the pause rules) and commits. The run's row is locked only
-// by that statement, after step returns, so the step's duration never
-// holds the run, nor the writers' batches that write to it. A step that
-// fails, a checkpoint the key had already (Existing) and a lease that no
-// longer holds (ErrLeaseLost) roll the step's writes back.
+// write-once, the pause rules), with the reply and stream writes the
+// request carries when it is written (see interact.go), and commits. A
+// reply to an update the run does not have is refused before the
+// checkpoint is written (storage.ErrInvalidArgument), rolling the step's
+// writes back. The run's row is locked only by that statement, after
+// step returns, so the step's duration never holds the run, nor the
+// writers' batches that write to it. A step that fails, a checkpoint the
+// key had already (Existing) and a lease that no longer holds
+// (ErrLeaseLost) roll the step's writes back.
 //
 // The step's duration is not bounded by Options.CallTimeout (ctx bounds
 // it); the statements after it are. A checkpoint's time, and its lease's
@@ -262,13 +266,18 @@ func (s *Store) checkpointOn(ctx context.Context, tx pgx.Tx, call *ckptCall) (st
 	if err := tx.QueryRow(ctx, s.q.txNow, s.clock()).Scan(&now); err != nil {
 		return storage.CheckpointResult{}, err
 	}
+	if err := s.checkReply(ctx, tx, &call.req); err != nil {
+		return storage.CheckpointResult{}, err
+	}
 	return s.checkpointIn(ctx, tx, call, now)
 }
 
 // checkpointIn writes call's checkpoint in tx with the statement the
 // checkpoint writers send for it alone, at now (a time, or the store
 // clock's argument): its result, with Existing set when the key had a
-// checkpoint in the run's current execution, or ErrLeaseLost.
+// checkpoint in the run's current execution, or ErrLeaseLost. When it
+// wrote the checkpoint, the reply and stream writes the call carries
+// follow, by the interact statement (interactIn).
 func (s *Store) checkpointIn(ctx context.Context, tx pgx.Tx, call *ckptCall, now any) (storage.CheckpointResult, error) {
 	const op = "checkpoint"
 	q, args := s.checkpointStatement([]*ckptCall{call})
@@ -288,6 +297,11 @@ func (s *Store) checkpointIn(ctx context.Context, tx pgx.Tx, call *ckptCall, now
 	res := storage.CheckpointResult{CancelRequested: cancel}
 	if written {
 		res.Paused, res.PauseRequested = pause, pauseReq
+		if call.inter != nil {
+			if err := s.interactIn(ctx, tx, call, now); err != nil {
+				return storage.CheckpointResult{}, err
+			}
+		}
 		return res, nil
 	}
 	existing, err := scanCheckpoint(tx.QueryRow(ctx, s.q.getCheckpoint, call.req.Lease.RunID, execution, call.req.Checkpoint.Key))

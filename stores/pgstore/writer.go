@@ -53,6 +53,9 @@ type ckptCall struct {
 	attempts *string // JSON, of the checkpoint's own key
 	// loose are the request's attempts of other keys, recorded apart.
 	loose []storage.Attempt
+	// inter is what the checkpoint writes to its run's updates and
+	// streams (CheckpointRequest.Reply, Streams), nil for neither.
+	inter *interaction
 	state atomic.Int32
 	res   storage.CheckpointResult
 	err   error
@@ -336,8 +339,9 @@ func (c *ckptCall) op() string {
 
 // writeCalls writes calls (distinct runs) in one transaction and one round
 // trip: the creation statement and a read of the created runs for the
-// creations, the checkpoint statement for the checkpoints, the completion
-// statement for the completions. It sets each checkpoint call's res and
+// creations, the checkpoint statement for the checkpoints (and the
+// interact statement for the replies and stream writes some carry), the
+// completion statement for the completions. It sets each checkpoint call's res and
 // each creation's out, and returns each call's error; err is a failure of
 // the whole.
 func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, error) {
@@ -355,6 +359,18 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 		}
 	}
 	ckptSQL, ckptArgs := s.checkpointStatement(ckpts)
+	// The checkpoints that carry a reply or stream writes: one more
+	// statement, after the checkpoint statement, when there are any.
+	var inters []*ckptCall
+	for _, c := range ckpts {
+		if c.inter != nil {
+			inters = append(inters, c)
+		}
+	}
+	var interArgs []any
+	if len(inters) > 0 {
+		interArgs = s.interactArgs(inters, false)
+	}
 	finArgs := completeManyArgs(fins)
 	createSQL, createArgs := s.createArgs(creates)
 	// The checkpoints that carry a completion (CheckpointRequest.Complete
@@ -409,6 +425,11 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 			ckptArgs[0] = now
 			b.Queue(ckptSQL, ckptArgs...)
 		}
+		if len(inters) > 0 {
+			// After the checkpoints, whose writes it reads.
+			interArgs[0] = now
+			b.Queue(s.q.interact, interArgs...)
+		}
 		if len(fins) > 0 {
 			finArgs[0] = now
 			b.Queue(s.q.completeMany, s.completeArgs(finArgs...)...)
@@ -454,6 +475,11 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 				return nil
 			})
 			if err != nil {
+				return err
+			}
+		}
+		if len(inters) > 0 {
+			if _, err := br.Exec(); err != nil {
 				return err
 			}
 		}
