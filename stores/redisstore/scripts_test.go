@@ -161,6 +161,11 @@ func TestScriptKeys(t *testing.T) {
 		"ended_channel()":                                  k.ended(),
 		"startkey('" + wf + "', 'k:1')":                    k.startKey(wf, "k:1"),
 		"tokkey('" + id + "')":                             k.keptToken(id),
+		"upkey('" + id + "')":                              k.updates(id),
+		"urkey('" + id + "')":                              k.replies(id),
+		"ulkey('" + id + "')":                              k.updateOrder(id),
+		"svkey('" + id + "', 'st.re-am_1')":                k.streamValues(id, "st.re-am_1"),
+		"smkey('" + id + "')":                              k.streams(id),
 	}
 	var calls []string
 	for call := range want {
