@@ -314,3 +314,33 @@ func TestUpdateDelivered(t *testing.T) {
 		t.Fatalf("GetUpdate = %+v, %v", got, err)
 	}
 }
+
+// TestRepeatedSendUpdate: the update script run again with the same
+// operation ID, as go-redis does when a reply is lost, reports the update
+// created and delivered as the first run did; another call reports it
+// existing.
+func TestRepeatedSendUpdate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := newTestStore(t, nil)
+	mustCreate(t, s, storage.NewRun{ID: "r", Workflow: "wf"})
+	keys := []string{s.keys.run("r"), s.keys.updates("r"), s.keys.replies("r"), s.keys.updateOrder("r")}
+	call := func(op string) []any {
+		t.Helper()
+		v, err := s.run(ctx, updateScript, keys, "r", "u1", "n", storage.UpdateTopic("n"), mark([]byte("p")), "", op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.([]any)
+	}
+	first := call("op1")
+	if again := call("op1"); first[1] != int64(1) || again[1] != int64(1) || again[2] != first[2] || again[3] != first[3] {
+		t.Fatalf("repeated call = %q, first %q", again, first)
+	}
+	if other := call("op2"); other[1] != int64(0) || other[2] != int64(0) || other[3] != first[3] {
+		t.Fatalf("another call = %q; want the update existing", other)
+	}
+	if ups, err := s.ListUpdates(ctx, storage.UpdatesQuery{RunID: "r"}); err != nil || len(ups) != 1 {
+		t.Fatalf("ListUpdates = %+v, %v; want one update", ups, err)
+	}
+}
