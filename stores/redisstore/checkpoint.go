@@ -36,8 +36,10 @@ func (s *Store) LoadReplay(ctx context.Context, runID string) (storage.Replay, e
 // ride.lua instead of checkpoint.lua: the same checkpoint write, followed
 // in the same script by the completion when the checkpoint was written
 // and no pause took effect, so the run's last step and its end cost one
-// call. A plain checkpoint's script carries none of the completion's
-// code.
+// call. A request with a Reply or Streams runs interact.lua, which writes
+// them with the checkpoint (and the completion, when there is one; see
+// interact.go). A plain checkpoint's script carries none of the
+// completion's code, nor of the reply's and streams'.
 func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (storage.CheckpointResult, error) {
 	var res storage.CheckpointResult
 	if err := req.Validate(); err != nil {
@@ -64,20 +66,43 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 	}
 	sc, size := checkpointScript, 10+len(atts)
 	done := req.Completion()
-	if done != nil {
+	interact := req.Reply != nil || len(req.Streams) > 0
+	switch {
+	case interact:
+		sc, size = interactScript, size+1+completionFields+interactFields(req.Streams)
+	case done != nil:
 		sc, size = rideScript, size+completionFields
 	}
 	args := make([]any, 0, size)
 	args = append(args, req.Lease.Token, durMicros(req.LeaseFor), id, cp.Key, string(cp.Kind), errJSON, mark(cp.Output), loose, mark(req.Progress), busy)
+	if interact {
+		ending := ""
+		if done != nil {
+			ending = "1"
+		}
+		args = append(args, ending)
+	}
 	if done != nil {
 		if args, err = appendCompletion(args, *done); err != nil {
 			return res, err
 		}
 	}
+	keys := []string{s.keys.run(id), s.keys.checkpoints(id), s.keys.attempts(id)}
+	if interact {
+		if args, err = interactArgs(args, req.Reply, req.Streams); err != nil {
+			return res, err
+		}
+		keys = append(keys, s.keys.updates(id), s.keys.replies(id), s.keys.streams(id))
+	}
 	args = append(args, atts...)
-	v, err := s.run(ctx, sc, []string{s.keys.run(id), s.keys.checkpoints(id), s.keys.attempts(id)}, args...)
+	v, err := s.run(ctx, sc, keys, args...)
 	if err != nil {
 		return res, fmt.Errorf("redisstore: checkpoint %q: %w", id, err)
+	}
+	if interact {
+		if err := badReply(id, v); err != nil {
+			return res, err
+		}
 	}
 	list, err := status("checkpoint", id, v)
 	if err != nil {

@@ -13,8 +13,8 @@
 // The code is laid out as every Stem store is: redisstore.go has Options,
 // Open, New and Close; runs.go, lease.go, checkpoint.go, events.go,
 // control.go, executions.go, catalog.go, queues.go, schedules.go,
-// purge.go, workers.go and notify.go the methods of storage.Store by
-// concern (start.go the creates with start policies, events or keys,
+// purge.go, workers.go, interact.go and notify.go the methods of
+// storage.Store by concern (start.go the creates with start policies, events or keys,
 // which CreateRuns hands on); keys.go builds the keys listed below;
 // scripts.go assembles and loads the Lua scripts of scripts/ (one file
 // per script, the parts they share in scripts/lib/); codec.go encodes
@@ -159,6 +159,23 @@
 //	                oldest first; Restart takes a run out
 //	et:<id>         set: the topics the run has had events buffered on, so
 //	                that Purge finds their lists
+//	up:<id>         hash: the run's updates, update ID → encoded request
+//	                (Seq, creation time, name, headers, payload)
+//	ur:<id>         hash: the replies to the run's updates, update ID →
+//	                encoded reply (time, error, output), written once, by
+//	                the checkpoint that carries it; an update without one
+//	                is pending
+//	ul:<id>         list: the run's update IDs in the order recorded, the
+//	                update at index i of Seq i+1 (ListUpdates reads a
+//	                range)
+//	sv:<id>:<s>     list: the values of the run's stream s, each its write
+//	                time and marked value, the value at index i the one at
+//	                offset i (no stream name holds a colon)
+//	sm:<id>         hash: the run's streams, name → closed flag and time
+//	                of the last write, so that Purge finds their lists.
+//	                Updates and streams are the run's, not an execution's:
+//	                a continue-as-new or a restart keeps them, and Purge
+//	                and a replacement delete them with the run
 //	tk:<id>         string: the last lease token of a run a start
 //	                policy's replacement deleted as a descendant of the
 //	                run it replaced, kept when the run was ever claimed:
@@ -189,12 +206,16 @@
 //	                records (µs), by which PutWorker and ListWorkers drop
 //	                the expired ones
 //	op:<random>     string, expires after a minute: the reply of one
-//	                SendEvent, Emit or Restart call, so that a repeated call
-//	                is answered without delivering twice or beginning another
-//	                execution
+//	                SendEvent, SendUpdate, Emit or Restart call, so that a
+//	                repeated call is answered without delivering twice or
+//	                beginning another execution
 //	v               string: the version of this key layout (3), which marks
 //	                the prefix as a Stem store (see Options.OpenExisting)
 //	wake            pub/sub channel: runs may be ready (see Notifications)
+//	ended           pub/sub channel: the ID of each run that ends, and the
+//	                announcements of replies and stream writes
+//	                (storage.UpdateAnnouncement, StreamAnnouncement; see
+//	                Finished)
 //	probe           string: the counter ProbeCommits increments, deleted
 //	                before it returns
 //
@@ -301,6 +322,11 @@
 // neither writes nor reads them, so a run it creates under a kept ID
 // starts its tokens at 0 as before, and leaves the key to expire (a
 // replacement that finds it keeps the greater token).
+// Updates and streams (up:, ur:, ul:, sv:, sm:) came within layout 3
+// too: new keys no run stored before has, so a run without them has no
+// updates and no streams. Code that predates them deletes a run (Purge,
+// a replacement) without them, leaving them to a later run of the ID:
+// stop its workers before runs use updates or streams.
 //
 // With Redis Cluster every script must find its keys in one slot, so the
 // prefix must contain a hash tag, such as "{stem}:"; New refuses a cluster
@@ -309,13 +335,14 @@
 // go-redis sends a command again when its reply was lost (a read timeout, a
 // dropped connection), so a script may run twice. Each is safe to repeat: a
 // repeated Cancel finds the request recorded and changes nothing; a
-// repeated checkpoint finds its own write and reports it as Existing; a
-// repeated Suspend, Complete, ContinueAsNew or Terminate finds the run
-// already changed and reports a lost lease or an invalid state; SendEvent,
-// Emit and Restart carry an operation ID and a repeat returns the first
-// reply, so an event is never buffered or delivered twice and a restart
-// begins one execution, not two; a repeated RecordAttempts records its
-// attempts twice, which changes no attempt count (the runtime counts by
+// repeated checkpoint finds its own write and reports it as Existing, so
+// its reply and stream values are not written twice; a repeated Suspend,
+// Complete, ContinueAsNew or Terminate finds the run already changed and
+// reports a lost lease or an invalid state; SendEvent, SendUpdate, Emit
+// and Restart carry an operation ID and a repeat returns the first reply,
+// so an event or update is never buffered or delivered twice and a
+// restart begins one execution, not two; a repeated RecordAttempts
+// records its attempts twice, which changes no attempt count (the runtime counts by
 // attempt number); a repeated CreateRuns reports the runs it had just
 // created as existing, and so leaves those it created leased to nobody
 // until their lease expires, as a repeated Claim does, unless a run of

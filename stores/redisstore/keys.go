@@ -168,6 +168,33 @@ func (k keyspace) finishedWorkflow(st storage.RunStatus, wf string) string {
 // on (et:<id>), so that Purge finds their lists.
 func (k keyspace) eventTopics(id string) string { return k.prefix + "et:" + id }
 
+// updates is the run's hash of update ID → encoded update request
+// (up:<id>): its Seq, creation time, name, headers and payload, as
+// update.lua writes them (see decodeUpdate).
+func (k keyspace) updates(id string) string { return k.prefix + "up:" + id }
+
+// replies is the run's hash of update ID → encoded reply (ur:<id>),
+// written once, by the checkpoint that carries it: an update without an
+// entry is pending.
+func (k keyspace) replies(id string) string { return k.prefix + "ur:" + id }
+
+// updateOrder is the run's list of update IDs in the order recorded
+// (ul:<id>): the update at index i has Seq i+1, so the length is the
+// last Seq and ListUpdates reads a range.
+func (k keyspace) updateOrder(id string) string { return k.prefix + "ul:" + id }
+
+// streamValues is the list of the encoded values of the run's stream
+// (sv:<id>:<stream>; no stream name holds a colon, so the last one
+// splits the key), the value at index i the one at offset i.
+func (k keyspace) streamValues(id, stream string) string {
+	return k.prefix + "sv:" + id + ":" + stream
+}
+
+// streams is the run's hash of stream name → encoded stream state
+// (sm:<id>): closed flag and time of the last write; its fields are the
+// run's streams, by which Purge finds their lists.
+func (k keyspace) streams(id string) string { return k.prefix + "sm:" + id }
+
 // startKey is the record of a workflow's start key (storage.StartKey):
 // a string holding the ID of the run created with the key last
 // (sk:<workflow>:<key>; no workflow name holds a colon). That run's hash

@@ -161,6 +161,11 @@ func TestScriptKeys(t *testing.T) {
 		"ended_channel()":                                  k.ended(),
 		"startkey('" + wf + "', 'k:1')":                    k.startKey(wf, "k:1"),
 		"tokkey('" + id + "')":                             k.keptToken(id),
+		"upkey('" + id + "')":                              k.updates(id),
+		"urkey('" + id + "')":                              k.replies(id),
+		"ulkey('" + id + "')":                              k.updateOrder(id),
+		"svkey('" + id + "', 'st.re-am_1')":                k.streamValues(id, "st.re-am_1"),
+		"smkey('" + id + "')":                              k.streams(id),
 	}
 	var calls []string
 	for call := range want {
@@ -195,7 +200,8 @@ func TestScriptKeys(t *testing.T) {
 // noeviction still runs them, and no other script is.
 func TestReadOnlyScripts(t *testing.T) {
 	t.Parallel()
-	reads := map[*redis.Script]bool{listScript: true, countScript: true, stepsScript: true, executionsScript: true, getCatalogScript: true, nextWakeScript: true, queueStatsScript: true, schedListScript: true}
+	reads := map[*redis.Script]bool{listScript: true, countScript: true, stepsScript: true, executionsScript: true, getCatalogScript: true, nextWakeScript: true, queueStatsScript: true, schedListScript: true,
+		updatesScript: true, streamScript: true, streamsScript: true}
 	for _, sc := range allScripts {
 		text := redis.NewScript(assemble(readLua(scriptNames[sc] + ".lua")))
 		if text.Hash() != sc.Hash() {

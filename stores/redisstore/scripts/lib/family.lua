@@ -7,8 +7,9 @@
 -- execution ex, parent pa, queue qu and start key sk (the last three nil
 -- when it has none), with every key it owns: its hash, checkpoints,
 -- attempts, executions, every ended execution's checkpoints and
--- attempts, and its buffered events (through its set of topics). It
--- takes it out of the listing indexes, the finished indexes and its
+-- attempts, its buffered events (through its set of topics), its updates
+-- and replies, and its streams (through its stream metadata). It takes
+-- it out of the listing indexes, the finished indexes and its
 -- parent's children index, and deletes the record of its start key when
 -- that names it. Its own children index stays: Purge leaves the children,
 -- still listed by its ID. The run is finished, so it is in no ready,
@@ -22,7 +23,9 @@ local function drop_run(id, st, wf, ex, pa, qu, sk)
     redis.call('UNLINK', k)
   end
   for n = 1, tonumber(ex or '1') - 1 do redis.call('UNLINK', cxkey(n, id), axkey(n, id)) end
-  redis.call('UNLINK', rkey(id), ckey(id), akey(id), xkey(id), evtopics(id))
+  for _, s in ipairs(redis.call('HKEYS', smkey(id))) do redis.call('UNLINK', svkey(id, s)) end
+  redis.call('UNLINK', rkey(id), ckey(id), akey(id), xkey(id), evtopics(id),
+    upkey(id), urkey(id), ulkey(id), smkey(id))
   redis.call('ZREM', idx_all(), id)
   redis.call('ZREM', idx_wf(wf), id)
   redis.call('ZREM', idx_st(st), id)

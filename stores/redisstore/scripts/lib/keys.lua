@@ -39,6 +39,11 @@ local function tokkey(id) return P .. 'tk:' .. id end
 local function schedkey(id) return P .. 's:' .. id end
 local function sched_due() return P .. 'sc' end
 local function sched_ids() return P .. 'si' end
+local function upkey(id) return P .. 'up:' .. id end
+local function urkey(id) return P .. 'ur:' .. id end
+local function ulkey(id) return P .. 'ul:' .. id end
+local function svkey(id, stream) return P .. 'sv:' .. id .. ':' .. stream end
+local function smkey(id) return P .. 'sm:' .. id end
 local function opkey(op) return P .. 'op:' .. op end
 local function wake_channel() return P .. 'wake' end
 local function ended_channel() return P .. 'ended' end
