@@ -392,3 +392,17 @@ type UpdateSchema struct {
 	// the update unless told to.
 	Validator bool `json:"validator,omitempty"`
 }
+
+// ValidateRunRef checks a run ID a read names (GetUpdate, ListStreams):
+// not empty, valid UTF-8 without NUL, as every store can hold and look
+// up. A malformed one is ErrInvalidArgument, in the words every store
+// shares, what naming the call.
+func ValidateRunRef(what, id string) error {
+	if id == "" {
+		return invalid(what, "empty run ID")
+	}
+	if err := checkStorable("run ID", id); err != nil {
+		return invalid(what, "%s", reason(err))
+	}
+	return nil
+}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/stemflow/stem/storage"
 )
@@ -62,7 +61,7 @@ func (s *Store) SendUpdate(ctx context.Context, req storage.UpdateRequest) (stor
 
 // GetUpdate returns a run's update, or ErrUpdateNotFound.
 func (s *Store) GetUpdate(ctx context.Context, runID, id string) (storage.UpdateRecord, error) {
-	if err := checkRunID("get update", runID); err != nil {
+	if err := storage.ValidateRunRef("get update", runID); err != nil {
 		return storage.UpdateRecord{}, err
 	}
 	if err := storage.CheckUpdateID(id); err != nil {
@@ -138,7 +137,7 @@ func (s *Store) ReadStream(ctx context.Context, q storage.StreamQuery) (storage.
 
 // ListStreams returns a run's streams, by name.
 func (s *Store) ListStreams(ctx context.Context, runID string) ([]storage.StreamInfo, error) {
-	if err := checkRunID("list streams", runID); err != nil {
+	if err := storage.ValidateRunRef("list streams", runID); err != nil {
 		return nil, err
 	}
 	if err := s.lock(ctx); err != nil {
@@ -222,19 +221,4 @@ func cloneUpdate(u *storage.UpdateRecord) storage.UpdateRecord {
 	c.Error = cloneError(u.Error)
 	c.RepliedAt = cloneTime(u.RepliedAt)
 	return c
-}
-
-// checkRunID refuses a run ID no run can have: empty, or not a string a
-// store holds (valid UTF-8 without NUL).
-func checkRunID(op, id string) error {
-	var why string
-	switch {
-	case id == "":
-		why = "empty run ID"
-	case strings.IndexByte(id, 0) >= 0 || !utf8.ValidString(id):
-		why = fmt.Sprintf("run ID %q is not valid UTF-8 without NUL", id)
-	default:
-		return nil
-	}
-	return fmt.Errorf("memstore: %s: %w: %s", op, storage.ErrInvalidArgument, why)
 }

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -219,7 +217,7 @@ func (s *Store) GetUpdate(ctx context.Context, runID, id string) (storage.Update
 	if err := s.check(op); err != nil {
 		return storage.UpdateRecord{}, err
 	}
-	if err := checkRunID(op, runID); err != nil {
+	if err := storage.ValidateRunRef(op, runID); err != nil {
 		return storage.UpdateRecord{}, err
 	}
 	if err := storage.CheckUpdateID(id); err != nil {
@@ -322,7 +320,7 @@ func (s *Store) ListStreams(ctx context.Context, runID string) ([]storage.Stream
 	if err := s.check(op); err != nil {
 		return nil, err
 	}
-	if err := checkRunID(op, runID); err != nil {
+	if err := storage.ValidateRunRef(op, runID); err != nil {
 		return nil, err
 	}
 	rows, err := s.pool.Query(ctx, s.q.listStreams, runID)
@@ -375,20 +373,4 @@ func scanUpdate(row scanner, dest ...any) (storage.UpdateRecord, error) {
 		return storage.UpdateRecord{}, err
 	}
 	return u, nil
-}
-
-// checkRunID refuses a run ID no run can have, as the contract's queries
-// do (storage.UpdatesQuery.Validate): empty, or not a string a store
-// holds (valid UTF-8 without NUL).
-func checkRunID(op, id string) error {
-	var why string
-	switch {
-	case id == "":
-		why = "empty run ID"
-	case strings.IndexByte(id, 0) >= 0 || !utf8.ValidString(id):
-		why = fmt.Sprintf("run ID %q is not valid UTF-8 without NUL", id)
-	default:
-		return nil
-	}
-	return fmt.Errorf("pgstore: %s: %w: %s", op, storage.ErrInvalidArgument, why)
 }

@@ -75,8 +75,8 @@ func (s *Store) SendUpdate(ctx context.Context, req storage.UpdateRequest) (stor
 
 // GetUpdate implements storage.Interactor.
 func (s *Store) GetUpdate(ctx context.Context, runID, id string) (storage.UpdateRecord, error) {
-	if err := (storage.UpdatesQuery{RunID: runID}).Validate(); err != nil {
-		return storage.UpdateRecord{}, fmt.Errorf("redisstore: get update: %w", err)
+	if err := storage.ValidateRunRef("get update", runID); err != nil {
+		return storage.UpdateRecord{}, fmt.Errorf("redisstore: %w", err)
 	}
 	if err := storage.CheckUpdateID(id); err != nil {
 		return storage.UpdateRecord{}, fmt.Errorf("redisstore: get update: %w", err)
@@ -173,8 +173,8 @@ func (s *Store) ReadStream(ctx context.Context, q storage.StreamQuery) (storage.
 
 // ListStreams implements storage.Interactor.
 func (s *Store) ListStreams(ctx context.Context, runID string) ([]storage.StreamInfo, error) {
-	if err := (storage.UpdatesQuery{RunID: runID}).Validate(); err != nil {
-		return nil, fmt.Errorf("redisstore: list streams: %w", err)
+	if err := storage.ValidateRunRef("list streams", runID); err != nil {
+		return nil, fmt.Errorf("redisstore: %w", err)
 	}
 	v, err := s.run(ctx, streamsScript, []string{s.keys.run(runID), s.keys.streams(runID)}, runID)
 	if err != nil {

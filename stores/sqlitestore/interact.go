@@ -3,8 +3,6 @@ package sqlitestore
 import (
 	"context"
 	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/stemflow/stem/storage"
 )
@@ -218,7 +216,7 @@ const hasUpdate = `SELECT 1 FROM updates WHERE run_ref = ?1 AND id = ?2`
 // when the run is unknown); see storage.Interactor.
 func (s *Store) GetUpdate(ctx context.Context, runID, id string) (storage.UpdateRecord, error) {
 	const op = "get update"
-	if err := checkRunID(op, runID); err != nil {
+	if err := storage.ValidateRunRef(op, runID); err != nil {
 		return storage.UpdateRecord{}, err
 	}
 	if err := storage.CheckUpdateID(id); err != nil {
@@ -324,7 +322,7 @@ const readStreamQuery = `SELECT r.status, coalesce(s.length, 0), coalesce(s.clos
 // ListStreams returns a run's streams by name; see storage.Interactor.
 func (s *Store) ListStreams(ctx context.Context, runID string) ([]storage.StreamInfo, error) {
 	const op = "list streams"
-	if err := checkRunID(op, runID); err != nil {
+	if err := storage.ValidateRunRef(op, runID); err != nil {
 		return nil, err
 	}
 	var list []storage.StreamInfo
@@ -354,21 +352,3 @@ func (s *Store) ListStreams(ctx context.Context, runID string) ([]storage.Stream
 const listStreamsQuery = `SELECT s.name, s.length, s.closed, s.updated_at
 	FROM runs r LEFT JOIN streams s ON s.run_ref = r.ref
 	WHERE r.id = ?1 ORDER BY s.name`
-
-// checkRunID refuses, with storage.ErrInvalidArgument, a run ID no run can
-// have: empty, or not storable (a NUL byte, invalid UTF-8), as the
-// queries' Validate methods judge one.
-func checkRunID(op, id string) error {
-	var reason string
-	switch {
-	case id == "":
-		reason = "empty run ID"
-	case strings.IndexByte(id, 0) >= 0:
-		reason = fmt.Sprintf("invalid character '\\x00' in run ID %q", id)
-	case !utf8.ValidString(id):
-		reason = fmt.Sprintf("invalid UTF-8 in run ID %q", id)
-	default:
-		return nil
-	}
-	return fmt.Errorf("sqlitestore: %s: %w: %s", op, storage.ErrInvalidArgument, reason)
-}
