@@ -27,7 +27,9 @@ func registerInteract(e *runtime.Engine) error {
 		return err
 	}
 	if err := runtime.Register(e, EchoWorkflow, func(c *runtime.WorkflowContext, _ int) (int, error) {
-		for {
+		// An entity that serves updates for ever continues as new now and
+		// then, so that its history, replayed at each claim, stays short.
+		for range entityTurns {
 			u, err := runtime.AwaitUpdate[int, int](c, "echo", "echo")
 			if err != nil {
 				return 0, err
@@ -36,11 +38,12 @@ func registerInteract(e *runtime.Engine) error {
 				return 0, err
 			}
 		}
+		return 0, runtime.ContinueAsNew(c, 0)
 	}); err != nil {
 		return err
 	}
 	return runtime.Register(e, StreamerWorkflow, func(c *runtime.WorkflowContext, _ int) (int, error) {
-		for {
+		for range entityTurns {
 			u, err := runtime.AwaitUpdate[int, int](c, "tick", "tick")
 			if err != nil {
 				return 0, err
@@ -54,8 +57,13 @@ func registerInteract(e *runtime.Engine) error {
 				return 0, err
 			}
 		}
+		return 0, runtime.ContinueAsNew(c, 0)
 	})
 }
+
+// entityTurns is how many updates Interact's workflows serve in one
+// execution.
+const entityTurns = 20
 
 // Interact measures, per benchmark iteration, on a worker engine and a
 // client engine on their own store instances (another process's

@@ -92,3 +92,14 @@ func BenchmarkContinueAsNew(b *testing.B) {
 	defer s.Close()
 	benchwork.ContinueLoop(b, s, 10000)
 }
+
+// BenchmarkInteract measures an update's round trip and a stream value's
+// append-to-read latency beside the store's own write (a pause or resume),
+// in one run: p50 and p99 in ms, and p50 over the write's.
+//
+//	go test -run '^$' -bench BenchmarkInteract -benchtime 1000x ./stores/memstore
+func BenchmarkInteract(b *testing.B) {
+	s := memstore.New(memstore.Options{})
+	defer s.Close()
+	benchwork.Interact(b, s, s)
+}

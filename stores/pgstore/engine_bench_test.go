@@ -150,3 +150,26 @@ func BenchmarkTxSteps(b *testing.B) {
 	testURL(b)
 	benchwork.TxSteps(b, func(b *testing.B) storage.Store { return benchStore(b) }, 32, 1000)
 }
+
+// BenchmarkInteract measures an update's round trip and a stream value's
+// append-to-read latency, between a worker engine and a caller engine on
+// pools of their own, beside the database's own commit (a pause or resume
+// from the caller's pool), in one run: p50 and p99 in ms, and p50 over
+// commit's.
+//
+//	STEM_TEST_POSTGRES_URL=... go test -run '^$' -bench BenchmarkInteract -benchtime 200x ./stores/pgstore
+func BenchmarkInteract(b *testing.B) {
+	url := testURL(b)
+	schema := freshSchema(b)
+	open := func() *Store {
+		s, err := Open(context.Background(), url, Options{Schema: schema, Logger: quietLogger()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	worker, client := open(), open()
+	defer worker.Close()
+	defer client.Close()
+	benchwork.Interact(b, worker, client)
+}

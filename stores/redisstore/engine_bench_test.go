@@ -118,3 +118,28 @@ func BenchmarkContinueAsNew(b *testing.B) {
 	defer s.Close()
 	benchwork.ContinueLoop(b, s, 10000)
 }
+
+// BenchmarkInteract measures an update's round trip and a stream value's
+// append-to-read latency, between a worker engine and a caller engine on
+// clients of their own, beside the server's own write round trip (a pause
+// or resume from the caller's client), in one run: p50 and p99 in ms, and
+// p50 over the write's.
+//
+//	STEM_TEST_REDIS_URL=redis://127.0.0.1:6379/0 go test -run '^$' -bench BenchmarkInteract -benchtime 500x ./stores/redisstore
+func BenchmarkInteract(b *testing.B) {
+	redisURL(b)
+	prefix := testPrefix(b)
+	open := func() *Store {
+		c := benchClient(b, 16)
+		cleanupPrefix(b, c, prefix)
+		s, err := New(context.Background(), c, Options{Prefix: prefix, Logger: quietLogger()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	worker, client := open(), open()
+	defer worker.Close()
+	defer client.Close()
+	benchwork.Interact(b, worker, client)
+}

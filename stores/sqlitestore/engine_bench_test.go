@@ -108,3 +108,34 @@ func BenchmarkContinueAsNew(b *testing.B) {
 func BenchmarkTxSteps(b *testing.B) {
 	benchwork.TxSteps(b, func(b *testing.B) storage.Store { return benchStore(b, sqlitestore.SyncNormal) }, 32, 1000)
 }
+
+// BenchmarkInteract measures an update's round trip and a stream value's
+// append-to-read latency beside the file's own commit (a pause or resume),
+// in one run: p50 and p99 in ms, and p50 over commit's. procs=1 has the
+// worker's and the caller's engines share one store, as in one process;
+// procs=2 gives each its own, as two processes on the file would, which
+// hear each other's commits on the writer's tick.
+//
+//	go test -run '^$' -bench BenchmarkInteract -benchtime 200x ./stores/sqlitestore
+func BenchmarkInteract(b *testing.B) {
+	for _, procs := range []int{1, 2} {
+		b.Run(fmt.Sprintf("procs=%d", procs), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "interact.db")
+			open := func() storage.Store {
+				s, err := sqlitestore.Open(path, sqlitestore.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return s
+			}
+			worker := open()
+			defer worker.Close()
+			client := worker
+			if procs == 2 {
+				client = open()
+				defer client.Close()
+			}
+			benchwork.Interact(b, worker, client)
+		})
+	}
+}
