@@ -82,6 +82,8 @@ func checkManifest(m *Package, old *manifest.Manifest, d *diagnostics) []byte {
 		next.Workflows = slices.Clone(old.Workflows)
 		next.Steps = slices.Clone(old.Steps)
 		next.Events = slices.Clone(old.Events)
+		next.Updates = slices.Clone(old.Updates)
+		next.Streams = slices.Clone(old.Streams)
 		next.Errors = slices.Clone(old.Errors)
 		autoversionKnown = old.RecordsAutoversion()
 		j.opts.OldUnsized = !old.RecordsSizes()
