@@ -31,7 +31,7 @@ func (r *renderer) update(u *Update) {
 		"ended refuses it with an error matching runtime.ErrUpdateRunEnded, and one that ends without "+
 		"replying makes it return runtime.ErrUpdateUnhandled; an error the workflow replies with (Fail) is "+
 		"returned as it is, declared errors keeping their identity.",
-		u.callFunc(), u.GoName, u.Ann.Name, checkedDoc(u)), u.Doc)
+		u.callFunc(), u.GoName, u.Ann.Name, r.m.checkedDoc(u)), u.Doc)
 	f.Func().Id(u.callFunc()).Params(jen.Id("ctx").Qual("context", "Context"), jen.Id("e").Op("*").Add(rt("Engine")),
 		jen.Id("runID").String(), jen.Id("req").Add(r.typ(u.Type)), jen.Id("opts").Op("...").Add(rt("UpdateOption"))).
 		Params(r.typ(u.Reply.Type), jen.Error()).
@@ -47,7 +47,13 @@ func (r *renderer) update(u *Update) {
 
 // checkedDoc says how a request of update u is checked before it is
 // sent.
-func checkedDoc(u *Update) string {
+func (m *Package) checkedDoc(u *Update) string {
+	if !m.registersUpdates() {
+		return fmt.Sprintf("Package %s has no workflow, so no Register function of it registers the update: where "+
+			"the engine registers it (runtime.RegisterUpdate), the request is checked against its type and "+
+			"validator before anything is written, and elsewhere against the request schema the store's "+
+			"catalog records for it.", m.Name)
+	}
 	if u.Validate == nil {
 		return fmt.Sprintf("The request is checked before anything is written: where the engine registers the "+
 			"update (the package's Register functions do), against its type, %s.", u.GoName)
