@@ -687,14 +687,7 @@ func (b *builder) event(ts *ast.TypeSpec, doc *ast.CommentGroup, a *annotations.
 	if ts.TypeParams != nil {
 		ev.TypeParams = ts.TypeParams.Pos()
 	}
-	obj, ok := b.info.Defs[ts.Name].(*types.TypeName)
-	if !ok || !validType(obj.Type()) {
-		return ev
-	}
-	ev.Type = &Type{Kind: KindNamed, Path: b.pkg.Path(), Pkg: b.pkg.Name(), Name: ts.Name.Name}
-	b.payloads = append(b.payloads, obj.Type())
-	ev.Shape = b.shape(obj.Type())
-	ev.Problem = b.problem(obj.Type())
+	ev.Type, ev.Shape, ev.Problem, _ = b.payloadType(ts)
 	return ev
 }
 
