@@ -20,15 +20,18 @@ const (
 	DirectiveWorkflow = "workflow"
 	DirectiveStep     = "step"
 	DirectiveEvent    = "event"
+	DirectiveUpdate   = "update"
+	DirectiveStream   = "stream"
 	DirectiveError    = "error"
 	DirectiveAllow    = "allow"
 )
 
 // Annotation is one parsed directive: a *Workflow, *Step, *Event,
-// *ErrorDecl or *Allow.
+// *Update, *Stream, *ErrorDecl or *Allow.
 type Annotation interface {
 	// Directive returns the directive's name: DirectiveWorkflow,
-	// DirectiveStep, DirectiveEvent, DirectiveError or DirectiveAllow.
+	// DirectiveStep, DirectiveEvent, DirectiveUpdate, DirectiveStream,
+	// DirectiveError or DirectiveAllow.
 	Directive() string
 	// Pos returns the position of the directive's "//".
 	Pos() token.Pos
@@ -292,6 +295,83 @@ func (e *Event) String() string {
 		s += fmt.Sprintf(" version=%d", e.Version)
 	}
 	return s
+}
+
+// Update is //stem:update name=<name> reply=<Type> [validate=<Func>]
+// [version=<n>]. It marks a type as the request of an update: a caller
+// sends the request to a run, which takes it where it chooses and replies
+// with a Reply.
+type Update struct {
+	// Name is the update's durable name, which callers send it by (name=,
+	// required).
+	Name string
+	// Reply names the type, declared in the same package, of the reply the
+	// workflow sends back (reply=, required). The parser checks only that
+	// it is a Go identifier; the generator checks that the package
+	// declares it.
+	Reply string
+	// Validate names a function declared in the same package,
+	// func(<request type>) error, that the engine runs on every request
+	// before anything is written, refusing the update when it returns an
+	// error (validate=, default: none). The parser checks only that it is
+	// a Go identifier; the generator checks the function.
+	Validate string
+	// Version acknowledges a change of the request's or the reply's shape
+	// recorded in the package's manifest (version=, default 1): a run
+	// holding a request it has not taken yet, or a caller reading a
+	// stored reply, would decode the old shape into the new type. It is
+	// not stored with runs.
+	Version int
+	Positions
+}
+
+// Directive returns DirectiveUpdate.
+func (*Update) Directive() string { return DirectiveUpdate }
+
+// Key returns the update's manifest key, "name@vN".
+func (u *Update) Key() string { return fmt.Sprintf("%s@v%d", u.Name, u.Version) }
+
+// String returns the directive in canonical form.
+func (u *Update) String() string {
+	var b strings.Builder
+	b.WriteString(Prefix + DirectiveUpdate)
+	fmt.Fprintf(&b, " name=%s reply=%s", u.Name, u.Reply)
+	if u.Validate != "" {
+		fmt.Fprintf(&b, " validate=%s", u.Validate)
+	}
+	if u.Version != 1 {
+		fmt.Fprintf(&b, " version=%d", u.Version)
+	}
+	return b.String()
+}
+
+// Stream is //stem:stream name=<name> [version=<n>]. It marks a type as
+// the value of a stream: a run appends values to its stream of the name,
+// and readers read them in order as they are written.
+type Stream struct {
+	// Name is the stream's durable name (name=, required).
+	Name string
+	// Version acknowledges a change of the value's shape recorded in the
+	// package's manifest (version=, default 1): readers decode the values
+	// stored in the streams of every run still kept into the type. It is
+	// not stored with runs.
+	Version int
+	Positions
+}
+
+// Directive returns DirectiveStream.
+func (*Stream) Directive() string { return DirectiveStream }
+
+// Key returns the stream's manifest key, "name@vN".
+func (s *Stream) Key() string { return fmt.Sprintf("%s@v%d", s.Name, s.Version) }
+
+// String returns the directive in canonical form.
+func (s *Stream) String() string {
+	out := fmt.Sprintf("%s%s name=%s", Prefix, DirectiveStream, s.Name)
+	if s.Version != 1 {
+		out += fmt.Sprintf(" version=%d", s.Version)
+	}
+	return out
 }
 
 // ErrorDecl is //stem:error name=<name>. It declares an error under the

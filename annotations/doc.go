@@ -1,5 +1,6 @@
 // Package annotations defines the //stem: directives that mark workflows,
-// steps and events in Go source, and parses them strictly.
+// steps, events, updates and streams in Go source, and parses them
+// strictly.
 //
 // A directive is a Go directive comment (see go.dev/doc/comment#directives):
 // "//stem:" directly followed by the directive's name, with no space after
@@ -10,7 +11,7 @@
 // # Grammar
 //
 //	directive = "//stem:" name { space+ argument } .
-//	name      = "workflow" | "step" | "event" | "allow" .
+//	name      = "workflow" | "step" | "event" | "update" | "stream" | "error" | "allow" .
 //	argument  = key "=" value | flag .
 //	key, flag = lower-case word from the tables below .
 //	value     = any run of characters without spaces (no quotes) .
@@ -124,6 +125,56 @@
 //	                      (`stem check` tells); or give the new shape a new
 //	                      topic
 //
+// # //stem:update
+//
+// Marks a type as the request of an update: a caller sends it to a run
+// and waits for the workflow's reply (the generated Update<Type>, or
+// Update<Type>OrStart<Workflow>, which starts the run first when it does
+// not exist); the workflow takes it where it chooses (On<Type>,
+// Await<Type>) and replies to it (Reply, Fail). A request sent again
+// under the same update ID is handled once.
+//
+//	name=<update name>    required: the durable name callers send it by
+//	reply=<Type>          required: a type declared in the same package, a
+//	                      JSON payload, that the workflow replies with
+//	validate=<Func>       optional: a function declared in the same package,
+//	                      func(<request type>) error, that the engine runs
+//	                      on every request before anything is written; an
+//	                      error refuses the update (runtime.ErrUpdateRefused)
+//	version=<n>           optional, default 1: bump it to acknowledge a change
+//	                      of the request's or the reply's shape, once no run
+//	                      in flight holds a request of the old shape it has
+//	                      not taken, nor a caller a reply it has not read; or
+//	                      give the new shape a new name
+//
+// The generated Register functions register every update of the package
+// with its types and validator, so the engine checks a request before it
+// sends it, and records them in the store's catalog for tools.
+//
+//	// Cancel asks a run of Fulfil to give up the order while it cools off.
+//	//
+//	//stem:update name=orders.cancel reply=Cancelled validate=checkCancel
+//	type Cancel struct{ Reason string }
+//
+//	func checkCancel(c Cancel) error
+//
+// # //stem:stream
+//
+// Marks a type as the value of a stream: a run appends values to its
+// stream of the name, from the workflow (Append<Type>, Close<Type>Stream)
+// or from a step (Append<Type>InStep, written with the step's checkpoint),
+// and readers read them in order as they are written (Stream<Type>), from
+// any offset, in any process.
+//
+//	name=<stream name>    required: the durable name of the stream
+//	version=<n>           optional, default 1: bump it to acknowledge a change
+//	                      of the value type's shape, once no run still kept
+//	                      holds values of the old shape; or give the new
+//	                      shape a new name
+//
+//	//stem:stream name=orders.log
+//	type LogLine struct{ Text string }
+//
 // # //stem:error
 //
 // Declares an error under a durable name, in the doc comment of a package
@@ -157,9 +208,9 @@
 // a Go identifier never changes them. They are never derived from Go
 // identifiers; name= (topic= for events) is required.
 //
-//   - A workflow or step name is 1 to 128 ASCII letters, digits, '.', '_'
-//     and '-' (so never '@', '#' or '/', which checkpoint keys and
-//     idempotency keys use as separators).
+//   - A workflow, step, update or stream name is 1 to 128 ASCII letters,
+//     digits, '.', '_' and '-' (so never '@', '#' or '/', which checkpoint
+//     keys and idempotency keys use as separators).
 //   - A topic is 1 to 128 ASCII letters, digits, '.', '_', '-', '/' and ':',
 //     and does not start with "stem.", which the runtime reserves.
 //   - A version is a positive decimal integer without sign or leading zeros.
@@ -175,9 +226,14 @@
 //     always written out as such.
 //   - existing= is return, fail or replace; ended= is return, reuse,
 //     reject or reuse-failed.
-//   - A progress type is a Go identifier naming a type the package declares
-//     (not an import's, not generic); the generator reports an unknown
-//     name with the closest declared type, as the parser does for keys.
+//   - A progress type, and an update's reply type, is a Go identifier
+//     naming a type the package declares (not an import's, not generic);
+//     the generator reports an unknown name with the closest declared
+//     type, as the parser does for keys.
+//   - An update's validator is a Go identifier naming a function the
+//     package declares, of type func(<request type>) error; the generator
+//     reports an unknown name with the closest declared function, and a
+//     function of another type.
 //
 // # Example
 //
@@ -194,6 +250,12 @@
 //
 //	//stem:event topic=shipment.ready
 //	type ShipmentReady struct{ Tracking string }
+//
+//	//stem:update name=orders.cancel reply=Cancelled validate=checkCancel
+//	type Cancel struct{ Reason string }
+//
+//	//stem:stream name=orders.log
+//	type LogLine struct{ Text string }
 //
 //	// FulfilProgress is what a run of Fulfil publishes as it goes.
 //	type FulfilProgress struct{ Stage string }

@@ -161,6 +161,42 @@ var directives = map[string][]keySpec{
 			return msg, 0
 		}},
 	},
+	DirectiveUpdate: {
+		{key: "name", required: true, set: func(a Annotation, v string) (string, int) {
+			a.(*Update).Name = v
+			return nameMessage(storage.CheckUpdateName(v))
+		}},
+		{key: "reply", required: true, set: func(a Annotation, v string) (string, int) {
+			if !token.IsIdentifier(v) {
+				return fmt.Sprintf("reply names a type declared in the update's package, got %q", v), 0
+			}
+			a.(*Update).Reply = v
+			return "", 0
+		}},
+		{key: "validate", set: func(a Annotation, v string) (string, int) {
+			if !token.IsIdentifier(v) {
+				return fmt.Sprintf("validate names a function declared in the update's package, func(Request) error, got %q", v), 0
+			}
+			a.(*Update).Validate = v
+			return "", 0
+		}},
+		{key: "version", set: func(a Annotation, v string) (string, int) {
+			n, msg := parseVersion(v)
+			a.(*Update).Version = n
+			return msg, 0
+		}},
+	},
+	DirectiveStream: {
+		{key: "name", required: true, set: func(a Annotation, v string) (string, int) {
+			a.(*Stream).Name = v
+			return nameMessage(storage.CheckStreamName(v))
+		}},
+		{key: "version", set: func(a Annotation, v string) (string, int) {
+			n, msg := parseVersion(v)
+			a.(*Stream).Version = n
+			return msg, 0
+		}},
+	},
 	DirectiveError: {
 		{key: "name", required: true, set: func(a Annotation, v string) (string, int) {
 			a.(*ErrorDecl).Name = v
@@ -184,7 +220,7 @@ func allowSpecs() []keySpec {
 }
 
 // directiveNames lists the directives in the order messages name them.
-var directiveNames = []string{DirectiveWorkflow, DirectiveStep, DirectiveEvent, DirectiveError, DirectiveAllow}
+var directiveNames = []string{DirectiveWorkflow, DirectiveStep, DirectiveEvent, DirectiveUpdate, DirectiveStream, DirectiveError, DirectiveAllow}
 
 // IsDirective reports whether a comment's text starts a stem directive
 // (possibly malformed): whether Parse has anything to say about it.
@@ -260,6 +296,10 @@ func Parse(slash token.Pos, text string) (Annotation, error) {
 		a = &Step{Version: 1, Positions: pos}
 	case DirectiveEvent:
 		a = &Event{Version: 1, Positions: pos}
+	case DirectiveUpdate:
+		a = &Update{Version: 1, Positions: pos}
+	case DirectiveStream:
+		a = &Stream{Version: 1, Positions: pos}
 	case DirectiveError:
 		a = &ErrorDecl{Positions: pos}
 	case DirectiveAllow:
@@ -338,9 +378,14 @@ func Parse(slash token.Pos, text string) (Annotation, error) {
 	return a, errs
 }
 
+// what names the value a required key takes, for the message that it is
+// missing.
 func what(directive, key string) string {
-	if key == "topic" {
+	switch key {
+	case "topic":
 		return "topic"
+	case "reply":
+		return "Type"
 	}
 	return directive + " name"
 }

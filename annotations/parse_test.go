@@ -54,6 +54,13 @@ func TestParseGood(t *testing.T) {
 		{"//stem:event topic=shipment.ready", &Event{Topic: "shipment.ready", Version: 1}},
 		{"//stem:event topic=a/b:c", &Event{Topic: "a/b:c", Version: 1}},
 		{"//stem:event topic=shipment.ready version=2", &Event{Topic: "shipment.ready", Version: 2}},
+		{"//stem:update name=orders.cancel reply=Cancelled", &Update{Name: "orders.cancel", Reply: "Cancelled", Version: 1}},
+		{"//stem:update version=2 validate=checkCancel reply=Cancelled name=orders.cancel",
+			&Update{Name: "orders.cancel", Reply: "Cancelled", Validate: "checkCancel", Version: 2}},
+		{"//stem:update name=a_b-C.9 reply=r validate=_v", &Update{Name: "a_b-C.9", Reply: "r", Validate: "_v", Version: 1}},
+		{"//stem:update name=" + strings.Repeat("u", 128) + " reply=R", &Update{Name: strings.Repeat("u", 128), Reply: "R", Version: 1}},
+		{"//stem:stream name=orders.log", &Stream{Name: "orders.log", Version: 1}},
+		{"//stem:stream version=3 name=orders.log", &Stream{Name: "orders.log", Version: 3}},
 		{"//stem:error name=bank.insufficient_funds", &ErrorDecl{Name: "bank.insufficient_funds"}},
 		{"//stem:allow time", &Allow{Kinds: []string{"time"}}},
 		{"//stem:allow rand goroutine io", &Allow{Kinds: []string{"rand", "goroutine", "io"}}},
@@ -100,8 +107,40 @@ func TestParseErrors(t *testing.T) {
 		line string
 		want []string // "col: message substring"
 	}{
-		{"//stem:stpe name=x", []string{"8: unknown directive //stem:stpe; want //stem:workflow, //stem:step, //stem:event, //stem:error or //stem:allow (did you mean //stem:step?)"}},
-		{"//stem:eror name=x", []string{"8: unknown directive //stem:eror; want //stem:workflow, //stem:step, //stem:event, //stem:error or //stem:allow (did you mean //stem:error?)"}},
+		{"//stem:stpe name=x", []string{"8: unknown directive //stem:stpe; want //stem:workflow, //stem:step, //stem:event, //stem:update, //stem:stream, //stem:error or //stem:allow (did you mean //stem:step?)"}},
+		{"//stem:eror name=x", []string{"8: unknown directive //stem:eror; want //stem:workflow, //stem:step, //stem:event, //stem:update, //stem:stream, //stem:error or //stem:allow (did you mean //stem:error?)"}},
+		{"//stem:updaet name=x reply=R", []string{"8: unknown directive //stem:updaet; want //stem:workflow, //stem:step, //stem:event, //stem:update, //stem:stream, //stem:error or //stem:allow (did you mean //stem:update?)"}},
+		{"//stem:steam name=x", []string{"8: (did you mean //stem:stream?)"}},
+		{"//stem:streams name=x", []string{"8: (did you mean //stem:stream?)"}},
+		{"// stem:update name=x reply=R", []string{"4: a directive has no space after //: write //stem:update"}},
+		{"// stem:stream name=x", []string{"4: a directive has no space after //: write //stem:stream"}},
+		{"//stem:update", []string{"8: //stem:update needs name=<update name>", "8: //stem:update needs reply=<Type>"}},
+		{"//stem:update name=x", []string{"8: //stem:update needs reply=<Type>"}},
+		{"//stem:update reply=R", []string{"8: //stem:update needs name=<update name>"}},
+		{"//stem:update name=x reply=R rpely=S", []string{"30: unknown key \"rpely\" in //stem:update; want name, reply, validate or version (did you mean reply?)"}},
+		{"//stem:update name=x reply=R validtae=v", []string{"30: unknown key \"validtae\" in //stem:update; want name, reply, validate or version (did you mean validate?)"}},
+		{"//stem:update name=x reply=R validator=v", []string{"30: (did you mean validate?)"}},
+		{"//stem:update name=x reply=R versoin=2", []string{"30: (did you mean version?)"}},
+		{"//stem:update name=x reply=R topic=t", []string{"30: unknown key \"topic\" in //stem:update; want name, reply, validate or version"}},
+		{"//stem:update name=x reply=R reply=S", []string{"30: duplicate key reply in //stem:update"}},
+		{"//stem:update name=x reply=pkg.R", []string{"28: reply names a type declared in the update's package, got \"pkg.R\""}},
+		{"//stem:update name=x reply=*R", []string{"28: reply names a type"}},
+		{"//stem:update name=x reply=R validate=pkg.v", []string{"39: validate names a function declared in the update's package, func(Request) error, got \"pkg.v\""}},
+		{"//stem:update name=x reply=R validate", []string{"30: validate needs a value: write validate=<value>"}},
+		{"//stem:update name=x reply=R validate=", []string{"39: empty value for validate"}},
+		{"//stem:update name=x reply=R version=0", []string{"38: version must be a positive integer"}},
+		{"//stem:update name=a@b reply=R", []string{"21: invalid character '@' in update name \"a@b\""}},
+		{"//stem:update name=a/b reply=R", []string{"21: invalid character '/' in update name"}},
+		{"//stem:update name=" + strings.Repeat("u", 129) + " reply=R", []string{"20: update name is 129 bytes long, at most 128"}},
+		{"//stem:stream", []string{"8: //stem:stream needs name=<stream name>"}},
+		{"//stem:stream name=x nmae=y", []string{"22: unknown key \"nmae\" in //stem:stream; want name or version (did you mean name?)"}},
+		{"//stem:stream name=x verison=2", []string{"22: (did you mean version?)"}},
+		{"//stem:stream name=x reply=R", []string{"22: unknown key \"reply\" in //stem:stream; want name or version"}},
+		{"//stem:stream name=x version=01", []string{"30: version must be a positive integer"}},
+		{"//stem:stream name=x name=y", []string{"22: duplicate key name in //stem:stream"}},
+		{"//stem:stream name=a#b", []string{"21: invalid character '#' in stream name \"a#b\""}},
+		{"//stem:stream name=a:b", []string{"21: invalid character ':' in stream name"}},
+		{"//stem:stream name=", []string{"20: empty value for name"}},
 		{"//stem:error", []string{"8: //stem:error needs name=<error name>"}},
 		{"//stem:error nmae=x", []string{"8: //stem:error needs name=<error name>", "14: unknown key \"nmae\" in //stem:error; want name (did you mean name?)"}},
 		{"//stem:error name=bank.insufficient funds", []string{"37: unknown key \"funds\" in //stem:error; want name"}},
@@ -286,6 +325,14 @@ func stripPositions(a Annotation) Annotation {
 		c.Positions = Positions{}
 		return &c
 	case *Event:
+		c := *a
+		c.Positions = Positions{}
+		return &c
+	case *Update:
+		c := *a
+		c.Positions = Positions{}
+		return &c
+	case *Stream:
 		c := *a
 		c.Positions = Positions{}
 		return &c

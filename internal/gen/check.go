@@ -25,6 +25,12 @@ func check(m *Package, d *diagnostics) {
 	for _, e := range m.Events {
 		checkEvent(e, d)
 	}
+	for _, u := range m.Updates {
+		checkUpdate(u, d)
+	}
+	for _, s := range m.Streams {
+		checkStream(s, d)
+	}
 	checkErrors(m, d)
 	checkDuplicates(m, d)
 	checkCollisions(m, d)
@@ -186,29 +192,33 @@ func checkWorkflow(w *Workflow, d *diagnostics) {
 // checkProgress reports a progress= that does not name a JSON payload
 // type the package declares, at the value.
 func checkProgress(w *Workflow, d *diagnostics) {
-	p := w.Progress
-	if p == nil {
-		return
+	if w.Progress != nil {
+		checkTypeRef(w.Progress, "progress", w.Ann.ValuePos("progress"), "workflow "+w.GoName, d)
 	}
-	at := w.Ann.ValuePos("progress")
+}
+
+// checkTypeRef reports a key's value (progress=, reply=) that does not
+// name a JSON payload type the package declares, at the value, at; of
+// says whose key it is.
+func checkTypeRef(p *TypeRef, key string, at token.Pos, of string, d *diagnostics) {
 	switch {
 	case p.Declared == "":
-		msg := fmt.Sprintf("progress=%s: the package declares no type %s", p.Name, p.Name)
+		msg := fmt.Sprintf("%s=%s: the package declares no type %s", key, p.Name, p.Name)
 		if s := annotations.Suggest(p.Name, p.Candidates); s != "" {
 			msg += fmt.Sprintf(" (did you mean %s?)", s)
 		}
 		d.add(at, "%s", msg)
 	case p.Declared != "type":
-		d.add(at, "progress=%s names a %s, not a type", p.Name, p.Declared)
+		d.add(at, "%s=%s names a %s, not a type", key, p.Name, p.Declared)
 	case p.Generic:
-		d.add(at, "progress=%s names a generic type; name a type without type parameters", p.Name)
+		d.add(at, "%s=%s names a generic type; name a type without type parameters", key, p.Name)
 	case p.Problem != "":
-		d.add(at, "progress type %s of workflow %s is not a JSON payload: %s", p.Name, w.GoName, p.Problem)
+		d.add(at, "%s type %s of %s is not a JSON payload: %s", key, p.Name, of, p.Problem)
 	}
 }
 
-// valid reports whether the progress type resolved to a JSON payload type.
-func (p *Progress) valid() bool {
+// valid reports whether the type resolved to a JSON payload type.
+func (p *TypeRef) valid() bool {
 	return p != nil && p.Type != nil && p.Problem == ""
 }
 
@@ -343,12 +353,59 @@ func checkEvent(e *Event, d *diagnostics) {
 	}
 }
 
+// checkUpdate reports an update whose request, reply= or validate= the
+// generated code could not use.
+func checkUpdate(u *Update, d *diagnostics) {
+	if u.TypeParams.IsValid() {
+		d.add(u.TypeParams, "update %s must not have type parameters", u.GoName)
+	}
+	if u.Problem != "" {
+		d.add(u.Pos, "update %s is not a JSON payload: %s", u.GoName, u.Problem)
+	}
+	if u.Reply != nil {
+		checkTypeRef(u.Reply, "reply", u.Ann.ValuePos("reply"), "update "+u.GoName, d)
+	}
+	v := u.Validate
+	if v == nil {
+		return
+	}
+	at := u.Ann.ValuePos("validate")
+	want := fmt.Sprintf("func(%s) error", u.GoName)
+	switch {
+	case v.Declared == "":
+		msg := fmt.Sprintf("validate=%s: the package declares no function %s; want a %s", v.Name, v.Name, want)
+		if s := annotations.Suggest(v.Name, v.Candidates); s != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", s)
+		}
+		d.add(at, "%s", msg)
+	case v.Declared != "function":
+		d.add(at, "validate=%s names a %s, not a function; want a %s", v.Name, v.Declared, want)
+	case !v.Fits:
+		d.add(at, "validate=%s has type %s; a validator of update %s is a %s, which the engine runs on every request before it sends it",
+			v.Name, v.Signature, u.GoName, want)
+	}
+}
+
+// checkStream reports a stream whose values the generated code could not
+// write or read.
+func checkStream(s *Stream, d *diagnostics) {
+	if s.TypeParams.IsValid() {
+		d.add(s.TypeParams, "stream %s must not have type parameters", s.GoName)
+	}
+	if s.Problem != "" {
+		d.add(s.Pos, "stream %s is not a JSON payload: %s", s.GoName, s.Problem)
+	}
+}
+
 // checkDuplicates reports durable names used twice: two workflows with one
 // name and version (several versions of one name are allowed, so a build
 // keeps an older one registered to drain its runs), two steps with one
 // checkpoint key (one name at several versions is allowed, for the same
 // reason: an older workflow version calls the step as it was), two events
-// with one topic (the runtime decodes a topic's payloads into one type).
+// with one topic (the runtime decodes a topic's payloads into one type),
+// two updates with one name (the runtime registers an update with one
+// request and reply type) and two streams with one name (readers decode
+// a stream's values into one type).
 func checkDuplicates(m *Package, d *diagnostics) {
 	type first struct {
 		what string
@@ -396,6 +453,18 @@ func checkDuplicates(m *Package, d *diagnostics) {
 	for _, e := range es {
 		if e.Ann.Topic != "" {
 			dup("topic", e.Ann.Topic, "event "+e.GoName, e.Ann.ValuePos("topic"), e.Pos)
+		}
+	}
+	us := slices.SortedFunc(slices.Values(m.Updates), func(x, y *Update) int { return byPos(x.Pos, y.Pos) })
+	for _, u := range us {
+		if u.Ann.Name != "" {
+			dup("update name", u.Ann.Name, "update "+u.GoName, u.Ann.ValuePos("name"), u.Pos)
+		}
+	}
+	sts := slices.SortedFunc(slices.Values(m.Streams), func(x, y *Stream) int { return byPos(x.Pos, y.Pos) })
+	for _, s := range sts {
+		if s.Ann.Name != "" {
+			dup("stream name", s.Ann.Name, "stream "+s.GoName, s.Ann.ValuePos("name"), s.Pos)
 		}
 	}
 }
@@ -474,6 +543,14 @@ func checkCollisions(m *Package, d *diagnostics) {
 	for _, e := range m.Events {
 		addCommon(e.awaitMethod(), "the method awaiting event "+e.GoName, e.Pos)
 		addCommon(e.onMethod(), "the method returning a future of event "+e.GoName, e.Pos)
+	}
+	for _, u := range m.Updates {
+		addCommon(u.awaitMethod(), "the method awaiting update "+u.GoName, u.Pos)
+		addCommon(u.onMethod(), "the method returning a future of update "+u.GoName, u.Pos)
+	}
+	for _, s := range m.Streams {
+		addCommon(s.appendMethod(), "the method appending to stream "+s.GoName, s.Pos)
+		addCommon(s.closeMethod(), "the method closing stream "+s.GoName, s.Pos)
 	}
 	for _, w := range m.Workflows {
 		if !w.isNewest() {

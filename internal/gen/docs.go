@@ -8,6 +8,9 @@ package gen
 // exist before the first generation, so type information is not there
 // for them); the senders come from parsing every Go file of the module.
 //
+// The page also lists the package's updates, with the workflows that take
+// each, and its streams, with the workflows and steps that append to each.
+//
 // A topic a workflow awaits that nothing in the module sends or emits is a
 // warning, positioned at the await: its runs would wait for nothing unless
 // a program outside the module sends it. Calls in _test.go files do not
@@ -24,6 +27,7 @@ import (
 	"go/token"
 	"go/types"
 	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -74,6 +78,33 @@ type docPackage struct {
 	// topics are the event topics, the package's and those awaited by
 	// their string, sorted.
 	topics []*docTopic
+	// updates and streams are the package's updates and streams, and
+	// those the workflows take or append to by their string, sorted by
+	// name.
+	updates []*docUpdate
+	streams []*docStream
+}
+
+// docUpdate is one update: its type, and which workflows take it.
+type docUpdate struct {
+	name   string
+	update *Update // nil for a name a body names by its string
+	takes  []*docTake
+}
+
+// docTake is one take of an update in a workflow's body.
+type docTake struct {
+	flow *docFlow
+	wait string // the wait's name, as written
+}
+
+// docStream is one stream: its type, and who appends to it.
+type docStream struct {
+	name   string
+	stream *Stream // nil for a name a body names by its string
+	// writers name the workflows and steps (or other functions of the
+	// package) that append to it, as the page shows them, in order.
+	writers []string
 }
 
 // docFlow is one workflow and what its body does.
@@ -83,6 +114,10 @@ type docFlow struct {
 	file   string
 	items  []flowItem
 	awaits []*docAwait
+	// takes are the updates the body takes, by name; appends the
+	// streams it appends to.
+	takes   map[string][]string
+	appends []string
 }
 
 // docAwait is one wait for an event in a workflow's body.
@@ -163,6 +198,7 @@ func describePackage(lp *loadedPackage, m *Package, fset *token.FileSet) *docPac
 		}
 		p.flows = append(p.flows, fl)
 	}
+	p.interactions(lp, fset)
 	var root string
 	root, p.module = moduleRoot(lp.dir)
 	for _, s := range scanSenders(root, lp.dir, m, topics) {
@@ -174,6 +210,161 @@ func describePackage(lp *loadedPackage, m *Package, fset *token.FileSet) *docPac
 	}
 	slices.SortFunc(p.topics, func(x, y *docTopic) int { return cmp.Compare(x.topic, y.topic) })
 	return p
+}
+
+// interactions collects the page's updates and streams: the package's,
+// and those its workflows take or append to by their string, with the
+// workflows that take or append to them, and the steps (and other
+// functions of the package) that append to a stream from a step's
+// context.
+func (p *docPackage) interactions(lp *loadedPackage, fset *token.FileSet) {
+	m := p.m
+	updates := map[string]*docUpdate{}
+	update := func(name string) *docUpdate {
+		if u := updates[name]; u != nil {
+			return u
+		}
+		u := &docUpdate{name: name}
+		updates[name] = u
+		return u
+	}
+	streams := map[string]*docStream{}
+	stream := func(name string) *docStream {
+		if s := streams[name]; s != nil {
+			return s
+		}
+		s := &docStream{name: name}
+		streams[name] = s
+		return s
+	}
+	for _, u := range m.Updates {
+		if d := update(u.Ann.Name); d.update == nil {
+			d.update = u
+		}
+	}
+	for _, s := range m.Streams {
+		if d := stream(s.Ann.Name); d.stream == nil {
+			d.stream = s
+		}
+	}
+	for _, fl := range p.flows {
+		for _, name := range slices.Sorted(maps.Keys(fl.takes)) {
+			u := update(name)
+			for _, wait := range fl.takes[name] {
+				u.takes = append(u.takes, &docTake{flow: fl, wait: wait})
+			}
+		}
+		for _, name := range fl.appends {
+			s := stream(name)
+			w := "workflow " + code(fl.w.Ann.Name) + " (" + code(fl.w.GoName) + ")"
+			if !slices.Contains(s.writers, w) {
+				s.writers = append(s.writers, w)
+			}
+		}
+	}
+	for _, a := range stepAppends(lp, m, fset) {
+		s := stream(a.stream)
+		if !slices.Contains(s.writers, a.by) {
+			s.writers = append(s.writers, a.by)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(updates)) {
+		p.updates = append(p.updates, updates[name])
+	}
+	for _, name := range slices.Sorted(maps.Keys(streams)) {
+		p.streams = append(p.streams, streams[name])
+	}
+}
+
+// stepAppend is a call that appends to a stream from a step's context,
+// and who makes it, as the page shows it.
+type stepAppend struct {
+	stream, by string
+}
+
+// stepAppends returns the calls of the package's Append<Value>InStep, and
+// of runtime.AppendInStep with a stream's name as a string or as its
+// <Value>Stream constant, in the package's functions other than its
+// workflows (whose appends their flows show), in file order.
+func stepAppends(lp *loadedPackage, m *Package, fset *token.FileSet) []stepAppend {
+	funcs := map[string]string{}  // Append<Value>InStep → stream
+	consts := map[string]string{} // <Value>Stream → stream
+	for _, s := range m.Streams {
+		funcs[s.appendInStepFunc()] = s.Ann.Name
+		consts[s.nameConst()] = s.Ann.Name
+	}
+	files := slices.Clone(lp.pkg.Syntax)
+	slices.SortFunc(files, func(x, y *ast.File) int {
+		return cmp.Compare(fset.Position(x.Pos()).Filename, fset.Position(y.Pos()).Filename)
+	})
+	var out []stepAppend
+	for _, f := range files {
+		if filepath.Base(fset.Position(f.Pos()).Filename) == GenFileName {
+			continue
+		}
+		rt := ""
+		for _, imp := range f.Imports {
+			if path, err := strconv.Unquote(imp.Path.Value); err == nil && path == runtimePath {
+				rt = "runtime"
+				if imp.Name != nil {
+					rt = imp.Name.Name
+				}
+			}
+		}
+		for _, decl := range f.Decls {
+			fd, ok := decl.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			recv := ""
+			if fd.Recv != nil && len(fd.Recv.List) == 1 {
+				recv, _ = baseType(fd.Recv.List[0].Type)
+			}
+			if m.workflowFunc(recv, fd.Name.Name) != nil {
+				continue
+			}
+			by := "function " + code(fd.Name.Name)
+			if recv != "" {
+				by = "function " + code(recv+"."+fd.Name.Name)
+			}
+			if s := m.stepFunc(recv, fd.Name.Name); s != nil {
+				by = "step " + code(s.Ann.Key()) + " (" + code(s.String()) + ")"
+			}
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				c, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				switch fun := callee(c).(type) {
+				case *ast.Ident:
+					if name, ok := funcs[fun.Name]; ok {
+						out = append(out, stepAppend{name, by})
+					}
+				case *ast.SelectorExpr:
+					if x, ok := fun.X.(*ast.Ident); ok && rt != "" && x.Name == rt && fun.Sel.Name == "AppendInStep" && len(c.Args) > 1 {
+						if name := nameArg(c.Args[1], consts); name != "" {
+							out = append(out, stepAppend{name, by})
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+	return out
+}
+
+// nameArg returns the durable name an argument gives: a string, or one
+// of consts (an <Update>Update or <Value>Stream constant); "" for
+// anything else.
+func nameArg(a ast.Expr, consts map[string]string) string {
+	if s, ok := stringLit(a); ok {
+		return s
+	}
+	if id, ok := ast.Unparen(a).(*ast.Ident); ok {
+		return consts[id.Name]
+	}
+	return ""
 }
 
 // unsent returns the awaits of topics that nothing outside tests sends.
@@ -516,19 +707,21 @@ type shape struct{ open, close string }
 var (
 	shapeStep     = shape{`["`, `"]`}   // steps
 	shapeWait     = shape{`("`, `")`}   // sleeps, timers, awaits of futures
-	shapeEvent    = shape{`{{"`, `"}}`} // events awaited
+	shapeEvent    = shape{`{{"`, `"}}`} // events awaited, updates taken
 	shapeChild    = shape{`[["`, `"]]`} // child workflows
-	shapeFlag     = shape{`>"`, `"]`}   // progress, events sent
+	shapeFlag     = shape{`>"`, `"]`}   // progress, events sent, stream appends, replies
 	shapeTerminal = shape{`(["`, `"])`} // start, return, continue-as-new
 	shapeDecision = shape{`{"`, `"}`}   // branches
 )
 
 // ctxCall is what a method of the workflow context is.
 type ctxCall struct {
-	kind  string
-	step  *Step
-	event *Event
-	wf    *Workflow
+	kind   string
+	step   *Step
+	event  *Event
+	wf     *Workflow
+	update *Update
+	stream *Stream
 }
 
 // The kinds of ctxCall.
@@ -540,6 +733,10 @@ const (
 	kindChild      = "child"
 	kindChildAsync = "child async"
 	kindStartChild = "start child"
+	kindAwaitUp    = "await update"
+	kindOnUp       = "on update"
+	kindAppend     = "append"
+	kindClose      = "close stream"
 )
 
 // flowWalker walks one workflow's body in source order.
@@ -562,12 +759,17 @@ type flowWalker struct {
 	// those awaited together by runtime.All, whose Await returns at once.
 	futures   map[string]string
 	collected map[string]bool
+	// taken are the variables holding updates the body took, by the
+	// update's name; took is the update the expression walked last
+	// evaluates to, if any.
+	taken map[string]string
+	took  string
 }
 
 func newFlowWalker(m *Package, w *Workflow, f *ast.File, flow *docFlow) *flowWalker {
 	fw := &flowWalker{m: m, flow: flow, methods: map[string]ctxCall{}, sends: map[string]docSender{},
 		closures: map[string]*ast.FuncLit{}, inlining: map[string]bool{},
-		futures: map[string]string{}, collected: map[string]bool{}}
+		futures: map[string]string{}, collected: map[string]bool{}, taken: map[string]string{}}
 	if len(w.Params) > 0 && w.Params[0].Name != "_" {
 		fw.ctx = w.Params[0].Name
 	}
@@ -588,6 +790,14 @@ func newFlowWalker(m *Package, w *Workflow, f *ast.File, flow *docFlow) *flowWal
 		fw.methods[e.onMethod()] = ctxCall{kind: kindOn, event: e}
 		fw.sends[e.sendFunc()] = docSender{topic: e.Ann.Topic, kind: "send"}
 		fw.sends[e.emitFunc()] = docSender{topic: e.Ann.Topic, kind: "emit"}
+	}
+	for _, u := range m.Updates {
+		fw.methods[u.awaitMethod()] = ctxCall{kind: kindAwaitUp, update: u}
+		fw.methods[u.onMethod()] = ctxCall{kind: kindOnUp, update: u}
+	}
+	for _, st := range m.Streams {
+		fw.methods[st.appendMethod()] = ctxCall{kind: kindAppend, stream: st}
+		fw.methods[st.closeMethod()] = ctxCall{kind: kindClose, stream: st}
 	}
 	for _, c := range m.Workflows {
 		fw.methods[c.callMethod()] = ctxCall{kind: kindChild, wf: c}
@@ -750,10 +960,18 @@ func (fw *flowWalker) assign(lhs, rhs []ast.Expr, out *[]flowItem) {
 			fw.closures[name] = lit
 			continue
 		}
+		fw.took = ""
 		fut := fw.expr(r, out)
 		if name != "" && name != "_" && fut != "" {
 			fw.futures[name] = fut
 			delete(fw.collected, name)
+		}
+		if name != "" && name != "_" {
+			if fw.took != "" {
+				fw.taken[name] = fw.took
+			} else {
+				delete(fw.taken, name)
+			}
 		}
 	}
 }
@@ -962,9 +1180,89 @@ func (fw *flowWalker) call(c *ast.CallExpr, out *[]flowItem) string {
 		}
 		if (fun.Sel.Name == "Await" || fun.Sel.Name == "Result") && len(c.Args) == 0 && recv != "" {
 			fw.awaitFuture(x, recv, out)
+			if name, ok := strings.CutPrefix(recv, "update "); ok {
+				fw.took = name
+			}
+		}
+		if (fun.Sel.Name == "Reply" || fun.Sel.Name == "Fail") && len(c.Args) == 2 && fw.isCtx(c.Args[0]) {
+			fw.reply(fun.Sel.Name, fw.taken[baseIdent(x)], out)
 		}
 	}
 	return ""
+}
+
+// isCtx reports whether e is the workflow's context, or the runtime's
+// context it embeds (ctx.WorkflowContext), or either detached
+// (ctx.Detached()).
+func (fw *flowWalker) isCtx(e ast.Expr) bool {
+	if fw.ctx == "" {
+		return false
+	}
+	switch x := ast.Unparen(e).(type) {
+	case *ast.Ident:
+		return x.Name == fw.ctx
+	case *ast.SelectorExpr:
+		return x.Sel.Name == embeddedField && fw.isCtx(x.X)
+	case *ast.CallExpr:
+		if sel, ok := ast.Unparen(x.Fun).(*ast.SelectorExpr); ok && len(x.Args) == 0 && sel.Sel.Name == detachedMethod {
+			return fw.isCtx(sel.X)
+		}
+	}
+	return false
+}
+
+// reply adds a workflow's reply to an update (method Reply or Fail) it
+// took: update names it, or is "" when the walk does not know which.
+func (fw *flowWalker) reply(method, update string, out *[]flowItem) {
+	label := "reply to update"
+	if method == "Fail" {
+		label = "fail update"
+	}
+	if update != "" {
+		label += " " + update
+	}
+	fw.node(out, shapeFlag, false, label)
+}
+
+// take records that the body takes update name under the wait's name.
+func (fw *flowWalker) take(name string, wait ast.Expr) {
+	if fw.flow.takes == nil {
+		fw.flow.takes = map[string][]string{}
+	}
+	fw.flow.takes[name] = append(fw.flow.takes[name], nameText(wait))
+}
+
+// appendTo records that the body appends to stream name.
+func (fw *flowWalker) appendTo(name string) {
+	if !slices.Contains(fw.flow.appends, name) {
+		fw.flow.appends = append(fw.flow.appends, name)
+	}
+}
+
+// updateArg returns the name of the update an argument names: a string,
+// or an <Update>Update constant.
+func (fw *flowWalker) updateArg(a ast.Expr) string {
+	consts := map[string]string{}
+	for _, u := range fw.m.Updates {
+		consts[u.nameConst()] = u.Ann.Name
+	}
+	if name := nameArg(a, consts); name != "" {
+		return name
+	}
+	return exprText(a)
+}
+
+// streamArg returns the name of the stream an argument names: a string,
+// or a <Value>Stream constant.
+func (fw *flowWalker) streamArg(a ast.Expr) string {
+	consts := map[string]string{}
+	for _, st := range fw.m.Streams {
+		consts[st.nameConst()] = st.Ann.Name
+	}
+	if name := nameArg(a, consts); name != "" {
+		return name
+	}
+	return exprText(a)
 }
 
 // callee returns the function a call calls, without parentheses or
@@ -1030,6 +1328,19 @@ func (fw *flowWalker) ctxCall(c *ast.CallExpr, fun *ast.SelectorExpr, args []str
 		case kindStartChild:
 			fw.node(out, shapeChild, false, "start child workflow "+m.wf.Ann.Name, "as "+nameText(arg(0)))
 			return "child workflow " + m.wf.Ann.Name
+		case kindAwaitUp:
+			fw.node(out, shapeEvent, false, "await update "+m.update.Ann.Name, "wait "+nameText(arg(0)))
+			fw.take(m.update.Ann.Name, arg(0))
+			fw.took = m.update.Ann.Name
+		case kindOnUp:
+			fw.node(out, shapeEvent, true, "on update "+m.update.Ann.Name, "wait "+nameText(arg(0))+", async")
+			fw.take(m.update.Ann.Name, arg(0))
+			return "update " + m.update.Ann.Name
+		case kindAppend:
+			fw.node(out, shapeFlag, false, "append to stream "+m.stream.Ann.Name)
+			fw.appendTo(m.stream.Ann.Name)
+		case kindClose:
+			fw.node(out, shapeFlag, false, "close stream "+m.stream.Ann.Name)
 		}
 		return ""
 	}
@@ -1123,6 +1434,21 @@ func (fw *flowWalker) runtimeCall(c *ast.CallExpr, name string, args []string, o
 	case "ContinueAsNew":
 		n := fw.node(out, shapeTerminal, false, "continue as new")
 		n.terminal = true
+	case "OnUpdate", "AwaitUpdate":
+		update := fw.updateArg(arg(2))
+		fw.take(update, arg(1))
+		if name == "OnUpdate" {
+			fw.node(out, shapeEvent, true, "on update "+update, "wait "+nameText(arg(1))+", async")
+			return "update " + update
+		}
+		fw.node(out, shapeEvent, false, "await update "+update, "wait "+nameText(arg(1)))
+		fw.took = update
+	case "Append":
+		stream := fw.streamArg(arg(1))
+		fw.node(out, shapeFlag, false, "append to stream "+stream)
+		fw.appendTo(stream)
+	case "CloseStream":
+		fw.node(out, shapeFlag, false, "close stream "+fw.streamArg(arg(1)))
 	}
 	return ""
 }
@@ -1311,12 +1637,18 @@ func (p *docPackage) render() []byte {
 			"events awaited as hexagons, sleeps, timers and awaits of futures as rounded boxes, child workflows as framed boxes, " +
 			"progress and events sent as flags. Calls started at once (the `Async` forms) fan out side by side. " +
 			"A branch's calls hang off its decision; a loop's calls repeat inside its frame, a dotted arrow going back to the first. " +
-			"Branches and loops that make no call are left out.\n\n")
+			"Branches and loops that make no call are left out.")
+		if len(p.updates) > 0 || len(p.streams) > 0 {
+			b.WriteString(" Updates taken are hexagons too, and appends to streams and replies to updates flags.")
+		}
+		b.WriteString("\n\n")
 	}
 	for _, fl := range p.flows {
 		p.renderFlow(&b, fl)
 	}
 	p.renderEvents(&b)
+	p.renderUpdates(&b)
+	p.renderStreams(&b)
 	out := b.Bytes()
 	return append(bytes.TrimRight(out, "\n"), '\n')
 }
@@ -1574,6 +1906,61 @@ func (p *docPackage) renderEvents(b *bytes.Buffer) {
 			awaited = []string{"no workflow of the package"}
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", cell(code(t.topic)), typ, strings.Join(by, "<br>"), strings.Join(awaited, "<br>"))
+	}
+}
+
+// renderUpdates writes the table of the package's updates, when it has
+// any or its workflows take any.
+func (p *docPackage) renderUpdates(b *bytes.Buffer) {
+	if len(p.updates) == 0 {
+		return
+	}
+	b.WriteString("\n## Updates\n\n")
+	b.WriteString("What callers send the package's runs and wait for a reply to, and which workflows take it.\n\n")
+	b.WriteString("| Update | Request | Reply | Validator | Taken by |\n")
+	b.WriteString("| --- | --- | --- | --- | --- |\n")
+	for _, u := range p.updates {
+		req, rep, validator := "—", "—", "—"
+		if d := u.update; d != nil {
+			req, rep, validator = cell(code(d.GoName)), cell(code(d.Ann.Reply)), "none"
+			if d.Validate != nil {
+				validator = cell(code(d.Validate.Name))
+			}
+		}
+		var takes []string
+		for _, t := range u.takes {
+			takes = append(takes, cell(code(t.flow.w.Ann.Name))+" (wait "+cell(code(t.wait))+")")
+		}
+		if len(takes) == 0 {
+			takes = []string{"no workflow of the package"}
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", cell(code(u.name)), req, rep, validator, strings.Join(takes, "<br>"))
+	}
+}
+
+// renderStreams writes the table of the package's streams, when it has
+// any or its workflows append to any.
+func (p *docPackage) renderStreams(b *bytes.Buffer) {
+	if len(p.streams) == 0 {
+		return
+	}
+	b.WriteString("\n## Streams\n\n")
+	b.WriteString("What the package's runs append to, for readers to read in order as it is written, and who appends.\n\n")
+	b.WriteString("| Stream | Value type | Appended by |\n")
+	b.WriteString("| --- | --- | --- |\n")
+	for _, s := range p.streams {
+		typ := "—"
+		if s.stream != nil {
+			typ = cell(code(s.stream.GoName))
+		}
+		writers := make([]string, len(s.writers))
+		for i, w := range s.writers {
+			writers[i] = cell(w)
+		}
+		if len(writers) == 0 {
+			writers = []string{"nothing in the package"}
+		}
+		fmt.Fprintf(b, "| %s | %s | %s |\n", cell(code(s.name)), typ, strings.Join(writers, "<br>"))
 	}
 }
 

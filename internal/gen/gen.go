@@ -1,19 +1,19 @@
-// Package gen is stemgen, the generator behind //stem: annotations: it loads
-// annotated packages, builds a model of their workflows, steps and events,
-// checks it, and renders one stem_gen.go (and the manifest of durable
-// shapes, stem.manifest.json) per package, and, for a package with
-// workflows that is not a main package, a package of test helpers,
-// <pkg>stemtest/stem_gen.go, that only tests import.
+// Package gen is stemgen, the generator behind //stem: annotations: it
+// loads annotated packages, builds a model of their workflows, steps,
+// events, updates and streams, checks it, and renders one stem_gen.go (and
+// the manifest of durable shapes, stem.manifest.json) per package, and,
+// for a package with workflows that is not a main package, a package of
+// test helpers, <pkg>stemtest/stem_gen.go, that only tests import.
 //
 // The stages are separate files: load.go (one packages.Load), model.go,
 // types.go, guards.go and calls.go (our own structs, built from go/types
 // and the syntax: the payload types the generated file guards, the calls
-// in workflow bodies), check.go (every
-// diagnostic, positioned), manifest.go (the shapes of workflows, steps and
-// events across generations),
-// render.go and testkit.go (jennifer, reading only the model) and names.go
-// (every generated identifier). Generate returns files and diagnostics;
-// the command (Main) writes all files or none.
+// in workflow bodies), check.go (every diagnostic, positioned),
+// manifest.go (the shapes of workflows, steps, events, updates and streams
+// across generations), render.go, interact.go (updates and streams) and
+// testkit.go (jennifer, reading only the model) and names.go (every
+// generated identifier). Generate returns files and diagnostics; the
+// command (Main) writes all files or none.
 package gen
 
 import (

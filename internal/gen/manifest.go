@@ -13,8 +13,8 @@ import (
 )
 
 // The manifest, stem.manifest.json (package internal/manifest has its
-// format), records the shape of every workflow's, step's and event's
-// payloads by key, as of the last generation. Runs in flight hold payloads
+// format), records the shape of every workflow's, step's, event's,
+// update's and stream's payloads by key, as of the last generation. Runs in flight hold payloads
 // of the recorded shapes and the next build decodes them, so a key whose
 // shape changes is judged the way encoding/json decodes (manifest.Compare):
 // a compatible change (a field added, a number widened) is recorded and
@@ -34,6 +34,11 @@ import (
 // not shapes, changing them needs no bump, and the runtime records the
 // queue and retention an engine registered in the store's catalog, where
 // tools read them.
+//
+// An update's request and reply shapes are recorded under its name and
+// version, judged like an event's payload: a run holds requests it has
+// not taken yet, and callers read stored replies. A stream's value shape
+// likewise: readers decode the values stored in every run still kept.
 //
 // Declared errors (//stem:error) are recorded too, by durable name: a
 // value as manifest.ValueShape, a type as the shape of the fields a failure
@@ -82,6 +87,8 @@ func checkManifest(m *Package, old *manifest.Manifest, d *diagnostics) []byte {
 		next.Workflows = slices.Clone(old.Workflows)
 		next.Steps = slices.Clone(old.Steps)
 		next.Events = slices.Clone(old.Events)
+		next.Updates = slices.Clone(old.Updates)
+		next.Streams = slices.Clone(old.Streams)
 		next.Errors = slices.Clone(old.Errors)
 		autoversionKnown = old.RecordsAutoversion()
 		j.opts.OldUnsized = !old.RecordsSizes()
@@ -183,6 +190,53 @@ func checkManifest(m *Package, old *manifest.Manifest, d *diagnostics) []byte {
 	}
 	for i := range next.Events {
 		next.Events[i].Retired = !present[next.Events[i].Key]
+	}
+
+	clear(present)
+	for _, u := range m.Updates {
+		if u.Ann.Name == "" || u.Ann.Reply == "" {
+			continue // reported by the parser
+		}
+		key := u.Ann.Key()
+		present[key] = true
+		if u.Type == nil || u.Problem != "" || u.TypeParams.IsValid() || !u.Reply.valid() {
+			continue // reported by check
+		}
+		e := manifest.Update{Key: key, Request: u.Shape, Reply: u.Reply.Shape}
+		if i := index(next.Updates, key, func(x manifest.Update) string { return x.Key }); i < 0 {
+			next.Updates = append(next.Updates, e)
+		} else {
+			was := next.Updates[i]
+			ok := j.update(u, "request", was.Request, e.Request)
+			ok = j.update(u, "reply", was.Reply, e.Reply) && ok
+			if ok {
+				next.Updates[i] = e
+			}
+		}
+	}
+	for i := range next.Updates {
+		next.Updates[i].Retired = !present[next.Updates[i].Key]
+	}
+
+	clear(present)
+	for _, s := range m.Streams {
+		if s.Ann.Name == "" {
+			continue
+		}
+		key := s.Ann.Key()
+		present[key] = true
+		if s.Type == nil || s.Problem != "" || s.TypeParams.IsValid() {
+			continue // reported by check
+		}
+		e := manifest.Stream{Key: key, Value: s.Shape}
+		if i := index(next.Streams, key, func(x manifest.Stream) string { return x.Key }); i < 0 {
+			next.Streams = append(next.Streams, e)
+		} else if j.stream(s, next.Streams[i].Value, e.Value) {
+			next.Streams[i] = e
+		}
+	}
+	for i := range next.Streams {
+		next.Streams[i].Retired = !present[next.Streams[i].Key]
 	}
 
 	clear(present)
@@ -321,6 +375,42 @@ func (j *judge) event(ev *Event, was, now string) bool {
 		"First, give the new shape a new topic= (keep the old event type, with its topic, while runs wait on it); "+
 		"only second, bump version= once `stem check` shows no run in flight waits on or holds one",
 		ev.Ann.Key(), was, now, breaks(bs), ev.Ann.Topic)
+	return false
+}
+
+// update judges a change of update u's request or reply shape, reporting
+// it at version= (or the directive) when it breaks, and returns whether
+// it is compatible.
+func (j *judge) update(u *Update, what, was, now string) bool {
+	bs := j.compare(was, now)
+	if len(bs) == 0 {
+		return true
+	}
+	does := fmt.Sprintf("a run holding an update %s it has not taken yet decodes its request into the new type", u.Ann.Name)
+	if what == "reply" {
+		does = fmt.Sprintf("a caller waiting for the reply to an update %s, or reading a stored one, decodes it into the new type", u.Ann.Name)
+	}
+	j.d.add(u.Ann.KeyPos("version"), "update %s changed its %s shape from %s to %s, incompatibly for updates in flight: %s (%s). "+
+		"First, give the new shape a new name= (keep the old update type, with its name, while runs in flight may take "+
+		"it and callers read its replies); only second, bump version= once no run in flight holds an update %s it has "+
+		"not replied to",
+		u.Ann.Key(), what, was, now, breaks(bs), does, u.Ann.Name)
+	return false
+}
+
+// stream judges a change of stream s's value shape, reporting it at
+// version= (or the directive) when it breaks, and returns whether it is
+// compatible.
+func (j *judge) stream(s *Stream, was, now string) bool {
+	bs := j.compare(was, now)
+	if len(bs) == 0 {
+		return true
+	}
+	j.d.add(s.Ann.KeyPos("version"), "stream %s changed its value shape from %s to %s, incompatibly for the values "+
+		"stored: %s (readers decode the values of stream %s of every run still kept, ended or not, into the new type). "+
+		"First, give the new shape a new name= (keep the old value type, with its name, while readers may read runs "+
+		"that wrote it); only second, bump version= once no run kept holds values of the old shape",
+		s.Ann.Key(), was, now, breaks(bs), s.Ann.Name)
 	return false
 }
 

@@ -20,6 +20,8 @@ type Package struct {
 	Workflows       []*Workflow
 	Steps           []*Step
 	Events          []*Event
+	Updates         []*Update
+	Streams         []*Stream
 	// Errors are the variables, constants and types marked //stem:error.
 	Errors []*DeclaredError
 	// Receiver is the type whose methods are steps (the first, by position,
@@ -133,7 +135,7 @@ type Workflow struct {
 	Func
 	Ann *annotations.Workflow
 	// Progress is the type progress= names, or nil without progress=.
-	Progress *Progress
+	Progress *TypeRef
 	// Calls are the calls of methods on the workflow's context in its
 	// function's body, in source order.
 	Calls []CtxCall
@@ -144,10 +146,10 @@ type Workflow struct {
 	Newest *Workflow
 }
 
-// Progress is the type a workflow's progress= names, as the package
-// declares it (or does not).
-type Progress struct {
-	// Name is the type's name as progress= gives it.
+// TypeRef is the type a key names, a workflow's progress= or an update's
+// reply=, as the package declares it (or does not).
+type TypeRef struct {
+	// Name is the type's name as the key gives it.
 	Name string
 	// Declared is what Name is in the package's scope: "" when nothing,
 	// "type" for a type, else what it is instead ("function", "variable",
@@ -182,9 +184,60 @@ type Event struct {
 	Problem    string
 }
 
+// Update is a type marked //stem:update: the request of an update.
+type Update struct {
+	GoName     string
+	Pos        token.Pos
+	Doc        string
+	Ann        *annotations.Update
+	TypeParams token.Pos
+	Type       *Type
+	Shape      string
+	Problem    string
+	// Reply is the type reply= names (nil only when reply= is missing,
+	// which the parser reports).
+	Reply *TypeRef
+	// Validate is the function validate= names, or nil without
+	// validate=.
+	Validate *Validator
+}
+
+// Validator is the function an update's validate= names, as the package
+// declares it (or does not).
+type Validator struct {
+	// Name is the function's name as validate= gives it.
+	Name string
+	// Declared is what Name is in the package's scope: "" when nothing,
+	// "function" for a function, else what it is instead ("type",
+	// "variable", "constant").
+	Declared string
+	// Candidates are the function names the package declares, sorted, for
+	// suggesting the closest to an unknown Name.
+	Candidates []string
+	// Signature is the function's type as messages write it, relative to
+	// the package: func(Cancel) error.
+	Signature string
+	// Fits: the function is a func(<request type>) error, without type
+	// parameters.
+	Fits bool
+}
+
+// Stream is a type marked //stem:stream: the value of a stream.
+type Stream struct {
+	GoName     string
+	Pos        token.Pos
+	Doc        string
+	Ann        *annotations.Stream
+	TypeParams token.Pos
+	Type       *Type
+	Shape      string
+	Problem    string
+}
+
 // empty reports whether the package has nothing to generate.
 func (m *Package) empty() bool {
-	return len(m.Workflows) == 0 && len(m.Steps) == 0 && len(m.Events) == 0 && len(m.Errors) == 0
+	return len(m.Workflows) == 0 && len(m.Steps) == 0 && len(m.Events) == 0 && len(m.Errors) == 0 &&
+		len(m.Updates) == 0 && len(m.Streams) == 0
 }
 
 // builder builds a Package from a loaded package.
@@ -197,6 +250,9 @@ type builder struct {
 	// payloads are the types of every payload met, in order: what the
 	// guards start from.
 	payloads []types.Type
+	// requests are the request types of the updates, for checking their
+	// validators.
+	requests map[*Update]types.Type
 }
 
 // buildModel collects the annotated declarations of a package. Malformed
@@ -204,7 +260,7 @@ type builder struct {
 // judged by check.
 func buildModel(lp *loadedPackage, d *diagnostics) *Package {
 	p := lp.pkg
-	b := &builder{lp: lp, info: p.TypesInfo, pkg: p.Types, d: d, m: &Package{
+	b := &builder{lp: lp, info: p.TypesInfo, pkg: p.Types, d: d, requests: map[*Update]types.Type{}, m: &Package{
 		Path: p.PkgPath, Name: p.Name, Dir: lp.dir,
 		Declared: map[string]token.Pos{}, UserMethods: map[string][]Ident{},
 	}}
@@ -229,6 +285,8 @@ func buildModel(lp *loadedPackage, d *diagnostics) *Package {
 	slices.SortFunc(b.m.Workflows, func(x, y *Workflow) int { return byName(x.GoName, y.GoName, x.Pos, y.Pos) })
 	slices.SortFunc(b.m.Steps, func(x, y *Step) int { return byName(x.GoName, y.GoName, x.Pos, y.Pos) })
 	slices.SortFunc(b.m.Events, func(x, y *Event) int { return byName(x.GoName, y.GoName, x.Pos, y.Pos) })
+	slices.SortFunc(b.m.Updates, func(x, y *Update) int { return byName(x.GoName, y.GoName, x.Pos, y.Pos) })
+	slices.SortFunc(b.m.Streams, func(x, y *Stream) int { return byName(x.GoName, y.GoName, x.Pos, y.Pos) })
 	slices.SortFunc(b.m.Errors, func(x, y *DeclaredError) int { return byName(x.GoName, y.GoName, x.Pos, y.Pos) })
 	for _, s := range b.m.Steps {
 		if s.Recv != nil && (b.m.Receiver == nil || s.Recv.Pos < b.m.Receiver.Pos) {
@@ -237,7 +295,15 @@ func buildModel(lp *loadedPackage, d *diagnostics) *Package {
 	}
 	for _, w := range b.m.Workflows {
 		if w.Ann.Progress != "" {
-			w.Progress = b.progress(w.Ann.Progress)
+			w.Progress = b.typeRef(w.Ann.Progress)
+		}
+	}
+	for _, u := range b.m.Updates {
+		if u.Ann.Reply != "" {
+			u.Reply = b.typeRef(u.Ann.Reply)
+		}
+		if u.Ann.Validate != "" {
+			u.Validate = b.validator(u.Ann.Validate, b.requests[u])
 		}
 	}
 	setNewest(b.m.Workflows)
@@ -286,10 +352,11 @@ func (m *Package) versions(w *Workflow) []*Workflow {
 	return out
 }
 
-// progress resolves the type a workflow's progress= names in the package's
-// scope, leaving out what the generated file declares.
-func (b *builder) progress(name string) *Progress {
-	p := &Progress{Name: name}
+// typeRef resolves the type a workflow's progress= or an update's reply=
+// names in the package's scope, leaving out what the generated file
+// declares.
+func (b *builder) typeRef(name string) *TypeRef {
+	p := &TypeRef{Name: name}
 	scope := b.pkg.Scope()
 	for _, n := range scope.Names() {
 		if _, ok := scope.Lookup(n).(*types.TypeName); ok && b.m.Declared[n].IsValid() {
@@ -326,6 +393,42 @@ func (b *builder) progress(name string) *Progress {
 	return p
 }
 
+// validator resolves the function an update's validate= names in the
+// package's scope, leaving out what the generated file declares, and
+// judges its signature against the update's request type req (nil when
+// the request type did not type-check: the signature is then not judged).
+func (b *builder) validator(name string, req types.Type) *Validator {
+	v := &Validator{Name: name}
+	scope := b.pkg.Scope()
+	for _, n := range scope.Names() {
+		if _, ok := scope.Lookup(n).(*types.Func); ok && b.m.Declared[n].IsValid() {
+			v.Candidates = append(v.Candidates, n)
+		}
+	}
+	obj := scope.Lookup(name)
+	if obj == nil || !b.m.Declared[name].IsValid() {
+		return v
+	}
+	switch obj := obj.(type) {
+	case *types.Func:
+		v.Declared = "function"
+		sig := obj.Signature()
+		v.Signature = b.describe(sig)
+		v.Fits = req == nil || sig.TypeParams().Len() == 0 && !sig.Variadic() &&
+			sig.Params().Len() == 1 && types.Identical(sig.Params().At(0).Type(), req) &&
+			sig.Results().Len() == 1 && types.Identical(sig.Results().At(0).Type(), errorType)
+	case *types.TypeName:
+		v.Declared = "type"
+	case *types.Var:
+		v.Declared = "variable"
+	case *types.Const:
+		v.Declared = "constant"
+	default:
+		v.Declared = "declaration"
+	}
+	return v
+}
+
 // file collects one file's annotated declarations and reports directives
 // that are not in a doc comment.
 func (b *builder) file(f *ast.File) {
@@ -352,8 +455,8 @@ func (b *builder) file(f *ast.File) {
 				b.m.Workflows = append(b.m.Workflows, w)
 			case *annotations.Step:
 				b.m.Steps = append(b.m.Steps, &Step{Func: b.fn(decl), Ann: a})
-			case *annotations.Event:
-				b.d.add(a.Pos(), "//stem:event marks a type declaration, not function %s", decl.Name.Name)
+			case *annotations.Event, *annotations.Update, *annotations.Stream:
+				b.d.add(a.Pos(), "//stem:%s marks a type declaration, not function %s", a.Directive(), decl.Name.Name)
 			case *annotations.ErrorDecl:
 				b.d.add(a.Pos(), "//stem:error marks a %s, not function %s", target(a), decl.Name.Name)
 			}
@@ -384,6 +487,10 @@ func (b *builder) file(f *ast.File) {
 				switch a := b.directive(doc, used).(type) {
 				case *annotations.Event:
 					b.m.Events = append(b.m.Events, b.event(ts, doc, a))
+				case *annotations.Update:
+					b.m.Updates = append(b.m.Updates, b.update(ts, doc, a))
+				case *annotations.Stream:
+					b.m.Streams = append(b.m.Streams, b.stream(ts, doc, a))
 				case *annotations.ErrorDecl:
 					b.m.Errors = append(b.m.Errors, b.errorType(ts, a))
 				case nil:
@@ -409,7 +516,7 @@ func (b *builder) file(f *ast.File) {
 
 func target(a annotations.Annotation) string {
 	switch a.Directive() {
-	case annotations.DirectiveEvent:
+	case annotations.DirectiveEvent, annotations.DirectiveUpdate, annotations.DirectiveStream:
 		return "type declaration"
 	case annotations.DirectiveError:
 		return "variable, constant or type declaration"
@@ -580,15 +687,47 @@ func (b *builder) event(ts *ast.TypeSpec, doc *ast.CommentGroup, a *annotations.
 	if ts.TypeParams != nil {
 		ev.TypeParams = ts.TypeParams.Pos()
 	}
+	ev.Type, ev.Shape, ev.Problem, _ = b.payloadType(ts)
+	return ev
+}
+
+// payloadType resolves the type a type declaration marked //stem:event,
+// //stem:update or //stem:stream declares: its model, its shape and its
+// problem as a JSON payload, and its go/types type; a nil model when it
+// did not type-check.
+func (b *builder) payloadType(ts *ast.TypeSpec) (*Type, string, string, types.Type) {
 	obj, ok := b.info.Defs[ts.Name].(*types.TypeName)
 	if !ok || !validType(obj.Type()) {
-		return ev
+		return nil, "", "", nil
 	}
-	ev.Type = &Type{Kind: KindNamed, Path: b.pkg.Path(), Pkg: b.pkg.Name(), Name: ts.Name.Name}
 	b.payloads = append(b.payloads, obj.Type())
-	ev.Shape = b.shape(obj.Type())
-	ev.Problem = b.problem(obj.Type())
-	return ev
+	t := &Type{Kind: KindNamed, Path: b.pkg.Path(), Pkg: b.pkg.Name(), Name: ts.Name.Name}
+	return t, b.shape(obj.Type()), b.problem(obj.Type()), obj.Type()
+}
+
+// update builds the model of a type marked //stem:update; its reply= and
+// validate= are resolved once every declaration is known.
+func (b *builder) update(ts *ast.TypeSpec, doc *ast.CommentGroup, a *annotations.Update) *Update {
+	u := &Update{GoName: ts.Name.Name, Pos: ts.Name.Pos(), Doc: doc.Text(), Ann: a}
+	if ts.TypeParams != nil {
+		u.TypeParams = ts.TypeParams.Pos()
+	}
+	var t types.Type
+	u.Type, u.Shape, u.Problem, t = b.payloadType(ts)
+	if t != nil && !u.TypeParams.IsValid() {
+		b.requests[u] = t
+	}
+	return u
+}
+
+// stream builds the model of a type marked //stem:stream.
+func (b *builder) stream(ts *ast.TypeSpec, doc *ast.CommentGroup, a *annotations.Stream) *Stream {
+	s := &Stream{GoName: ts.Name.Name, Pos: ts.Name.Pos(), Doc: doc.Text(), Ann: a}
+	if ts.TypeParams != nil {
+		s.TypeParams = ts.TypeParams.Pos()
+	}
+	s.Type, s.Shape, s.Problem, _ = b.payloadType(ts)
+	return s
 }
 
 // validType reports whether t type-checked.

@@ -123,6 +123,36 @@ func sendOrStartFunc(e *Event, w *Workflow) string {
 	return e.sendFunc() + "OrStart" + exported(w.GoName)
 }
 
+// Package-level names of an update: its name constant, the function
+// that sends it and waits for the reply, and, per newest workflow version
+// of the package, the one that starts the run first when it does not
+// exist (update-with-start).
+func (u *Update) nameConst() string { return exported(u.GoName) + "Update" }
+func (u *Update) callFunc() string  { return "Update" + exported(u.GoName) }
+
+// updateOrStartFunc names the function that sends update u to a run of
+// workflow w, starting the run if it does not exist: one per update and
+// newest workflow version of the package.
+func updateOrStartFunc(u *Update, w *Workflow) string {
+	return u.callFunc() + "OrStart" + exported(w.GoName)
+}
+
+// Methods of every workflow context that take update u, on callsType, as
+// an event's do: one waits, one returns a future.
+func (u *Update) awaitMethod() string { return "Await" + exported(u.GoName) }
+func (u *Update) onMethod() string    { return "On" + exported(u.GoName) }
+
+// Package-level names of a stream: its name constant, a step's append,
+// and the reader's function.
+func (s *Stream) nameConst() string        { return exported(s.GoName) + "Stream" }
+func (s *Stream) appendInStepFunc() string { return "Append" + exported(s.GoName) + "InStep" }
+func (s *Stream) readFunc() string         { return "Stream" + exported(s.GoName) }
+
+// Methods of every workflow context that write stream s, on callsType:
+// appending a value, and closing the stream.
+func (s *Stream) appendMethod() string { return "Append" + exported(s.GoName) }
+func (s *Stream) closeMethod() string  { return "Close" + exported(s.GoName) + "Stream" }
+
 // txStepsVar is the package-level variable holding the package's
 // transactional steps with their transaction types, which every
 // Register<W> passes to runtime.WorkflowTxSteps. It is declared once, when
@@ -153,6 +183,17 @@ func (m *Package) registersEvents() bool {
 	return len(m.Workflows) > 0 && len(m.Events) > 0
 }
 
+// registerUpdatesFunc registers the package's updates with an engine,
+// with their types and validators; every Register<W> calls it. It is
+// declared once whatever the number of workflows, and only when the
+// package has both workflows (to call it) and updates.
+const registerUpdatesFunc = "stemRegisterUpdates"
+
+// registersUpdates reports whether the package gets registerUpdatesFunc.
+func (m *Package) registersUpdates() bool {
+	return len(m.Workflows) > 0 && len(m.Updates) > 0
+}
+
 // Fields of a workflow context: the embedded *runtime.WorkflowContext and
 // callsType (named by the type); and of callsType: the run's
 // *runtime.WorkflowContext, not embedded, so the runtime's methods reach a
@@ -178,7 +219,7 @@ var locals = map[string]bool{
 	"rs": true, "err": true, "out": true, "i": true, "items": true, "ev": true, "steps": true,
 	"runID": true, "name": true, "timeout": true, "id": true, "p": true, "after": true,
 	overrideLocal: true, "ok": true, guardAliasName: true, "futures": true, "cases": true, "d": true,
-	txLocal: true,
+	txLocal: true, "req": true, "updateID": true, "v": true, "from": true,
 }
 
 // txLocal names the transaction a transactional step's attempt gets, and
@@ -233,6 +274,17 @@ func (m *Package) packageNames() []generated {
 			}
 		}
 	}
+	for _, u := range m.Updates {
+		add(u.Pos, "update "+u.GoName, u.nameConst(), u.callFunc())
+		for _, w := range m.Workflows {
+			if w.isNewest() {
+				add(u.Pos, fmt.Sprintf("update %s with workflow %s", u.GoName, w.GoName), updateOrStartFunc(u, w))
+			}
+		}
+	}
+	for _, s := range m.Streams {
+		add(s.Pos, "stream "+s.GoName, s.nameConst(), s.appendInStepFunc(), s.readFunc())
+	}
 	if len(m.Workflows) > 0 {
 		add(m.Workflows[0].Pos, "the package's workflows", registerAllFunc)
 	}
@@ -241,6 +293,9 @@ func (m *Package) packageNames() []generated {
 	}
 	if m.registersEvents() {
 		add(m.Events[0].Pos, "the package's event types", registerEventsFunc)
+	}
+	if m.registersUpdates() {
+		add(m.Updates[0].Pos, "the package's updates", registerUpdatesFunc)
 	}
 	if m.declaresTxSteps() {
 		i := slices.IndexFunc(m.Steps, func(s *Step) bool { return s.Ann.Tx })

@@ -24,6 +24,7 @@ var fixedImports = []struct{ path, name string }{
 	{"fmt", "fmt"},
 	{"reflect", "reflect"},
 	{"time", "time"},
+	{"iter", "iter"},
 }
 
 // renderer writes one package's stem_gen.go from its model.
@@ -54,6 +55,12 @@ func render(m *Package) ([]byte, error) {
 		for _, e := range m.Events {
 			r.await(e)
 		}
+		for _, u := range m.Updates {
+			r.takeUpdate(u)
+		}
+		for _, s := range m.Streams {
+			r.writeStream(s)
+		}
 		for _, w := range m.Workflows {
 			if w.isNewest() {
 				r.children(w)
@@ -66,7 +73,14 @@ func render(m *Package) ([]byte, error) {
 	for _, e := range m.Events {
 		r.event(e)
 	}
+	for _, u := range m.Updates {
+		r.update(u)
+	}
+	for _, s := range m.Streams {
+		r.stream(s)
+	}
 	r.registerEvents()
+	r.registerUpdates()
 	r.txSteps()
 	r.registerAll()
 	r.declaredErrors()
@@ -234,6 +248,11 @@ func (r *renderer) hiddenTypes(taken map[string]bool) {
 			funcs = append(funcs, s.GoName)
 		}
 	}
+	for _, u := range r.m.Updates {
+		if u.Validate != nil && locals[u.Validate.Name] {
+			funcs = append(funcs, u.Validate.Name)
+		}
+	}
 	name := func(prefix, name string) string {
 		base := prefix + exported(name)
 		alias := base
@@ -306,6 +325,15 @@ func (m *Package) eachType(fn func(*Type)) {
 	}
 	for _, e := range m.Events {
 		fn(e.Type)
+	}
+	for _, u := range m.Updates {
+		fn(u.Type)
+		if u.Reply != nil {
+			fn(u.Reply.Type)
+		}
+	}
+	for _, s := range m.Streams {
+		fn(s.Type)
 	}
 	for _, w := range m.Workflows {
 		if w.Progress != nil && w.Progress.Type != nil {
@@ -434,7 +462,8 @@ func (r *renderer) guards() {
 	r.f.Comment("// that does not support it, it stops compiling here. Run go generate: stemgen")
 	r.f.Comment("// comes with the runtime's module, so the two then agree.")
 	r.f.Const().Id("_").Op("=").Add(rt(fmt.Sprintf("SupportPackageIsVersion%d", apiVersion)))
-	if len(m.Workflows) == 0 && len(m.Steps) == 0 {
+	validators := m.validators()
+	if len(m.Workflows) == 0 && len(m.Steps) == 0 && len(validators) == 0 {
 		r.shapeGuards()
 		return
 	}
@@ -462,8 +491,23 @@ func (r *renderer) guards() {
 			}
 			g.Id("_").Func().Params(params...).Params(results...).Op("=").Add(fn)
 		}
+		for _, u := range validators {
+			g.Id("_").Func().Params(r.typ(u.Type)).Error().Op("=").Add(r.ownFunc(u.Validate.Name))
+		}
 	})
 	r.shapeGuards()
+}
+
+// validators returns the updates whose validate= names a function the
+// generated file calls: the function a guard holds to its signature.
+func (m *Package) validators() []*Update {
+	var out []*Update
+	for _, u := range m.Updates {
+		if u.Validate != nil {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // shapeGuards writes, for every named type that is part of a durable
@@ -578,7 +622,7 @@ func (r *renderer) workflow(w *Workflow) {
 	r.doc(fmt.Sprintf("%s is what workflow %s (%s) receives: the runtime's *runtime.WorkflowContext, "+
 		"with a typed method for every step, event and child workflow of package %s, %s also in a form "+
 		"that returns a future (%s and %s wait for several), and ContinueAsNew typed "+
-		"by the workflow's input.%s", ctx, w.GoName, durable, m.Name, each, allMethod, selectMethod, r.drainDoc(w)), w.Doc)
+		"by the workflow's input.%s%s", ctx, w.GoName, durable, m.Name, each, allMethod, selectMethod, m.interactDoc(), r.drainDoc(w)), w.Doc)
 	f.Type().Id(ctx).StructFunc(func(g *jen.Group) {
 		g.Op("*").Add(rt("WorkflowContext"))
 		if m.hasCalls() {
@@ -700,6 +744,10 @@ func (r *renderer) register(w *Workflow) {
 		regDoc += fmt.Sprintf(" It also registers the event types of package %s, so such tools can "+
 			"check an event's payload.", m.Name)
 	}
+	if m.registersUpdates() {
+		regDoc += fmt.Sprintf(" It also registers the updates of package %s, so the engine checks a request "+
+			"(with the update's validator) before it sends it, and such tools check one too.", m.Name)
+	}
 	if existing, ended := policyClauses(w); existing != "" || ended != "" {
 		regDoc += " " + startPolicyDoc(existing, ended, "runtime.IfExists and runtime.IfEnded in a start override them.")
 	}
@@ -722,6 +770,9 @@ func (r *renderer) register(w *Workflow) {
 		}
 		if m.registersEvents() {
 			g.If(jen.Err().Op(":=").Id(registerEventsFunc).Call(jen.Id("e")), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err()))
+		}
+		if m.registersUpdates() {
+			g.If(jen.Err().Op(":=").Id(registerUpdatesFunc).Call(jen.Id("e")), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err()))
 		}
 		if m.hasCalls() {
 			calls := jen.Dict{jen.Id(runtimeField): jen.Id("c")}
@@ -959,6 +1010,23 @@ func (r *renderer) detached(ctx string) {
 	})
 }
 
+// interactDoc says, for the docs of callsType and the workflow contexts,
+// which methods the package's updates and streams add: "" when it has
+// none.
+func (m *Package) interactDoc() string {
+	var parts []string
+	if len(m.Updates) > 0 {
+		parts = append(parts, "take each update of the package (Await<Update>, and On<Update> for its future)")
+	}
+	if len(m.Streams) > 0 {
+		parts = append(parts, "append to each stream of the package (Append<Value>) and close it (Close<Value>Stream)")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " It also has methods that " + strings.Join(parts, ", and methods that ") + "."
+}
+
 // calls writes the package's callsType, the type of the typed calls every
 // workflow context shares.
 func (r *renderer) calls() {
@@ -968,8 +1036,8 @@ func (r *renderer) calls() {
 	}
 	f.Line()
 	r.doc(fmt.Sprintf("%s holds the typed calls of package %s, each declared once: a method per step, "+
-		"per event and, to run it as a child, per workflow. Every workflow context embeds it, so they are "+
-		"methods of each.", callsType, m.Name), "")
+		"per event and, to run it as a child, per workflow.%s Every workflow context embeds it, so they are "+
+		"methods of each.", callsType, m.Name, m.interactDoc()), "")
 	f.Type().Id(callsType).StructFunc(func(g *jen.Group) {
 		g.Id(runtimeField).Op("*").Add(rt("WorkflowContext"))
 		if m.Receiver != nil {

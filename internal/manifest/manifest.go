@@ -1,7 +1,7 @@
 // Package manifest is the format of stem.manifest.json, the file stemgen
 // keeps beside each package's generated code: every durable shape the
-// package's workflows, steps and events have had, by key, and every error
-// name the package has declared. stemgen reads it
+// package's workflows, steps, events, updates and streams have had, by
+// key, and every error name the package has declared. stemgen reads it
 // to refuse a changed shape without a version bump; `stem check` reads it
 // to find the runs in a store that a build could not continue.
 package manifest
@@ -22,7 +22,7 @@ import (
 const FileName = "stem.manifest.json"
 
 // Comment is the comment every manifest carries.
-const Comment = "Maintained by stemgen: the shape of each workflow's, step's and event's payloads, and of each declared error, by key, and which keys the package's code has now. " +
+const Comment = "Maintained by stemgen: the shape of each workflow's, step's, event's, update's and stream's payloads, and of each declared error, by key, and which keys the package's code has now. " +
 	"A change of shape that stored payloads would not survive needs a new version. Commit this file; do not edit it."
 
 // Format is the format of the manifests Encode writes, in their "format"
@@ -36,8 +36,10 @@ const Comment = "Maintained by stemgen: the shape of each workflow's, step's and
 // retired entries keep their shapes, whose int and uint then read as
 // Go's. Format 4 adds Errors, the package's declared errors (//stem:error)
 // by durable name; a manifest of an older format has none, and stemgen
-// records them as they are at its next generation.
-const Format = 4
+// records them as they are at its next generation. Format 5 adds Updates
+// and Streams (//stem:update, //stem:stream), which an older format has
+// none of, recorded likewise at the next generation.
+const Format = 5
 
 // Manifest is one package's manifest. Entries whose key the code no longer
 // has are kept, marked Retired: stored runs may still hold them, so reusing
@@ -50,6 +52,10 @@ type Manifest struct {
 	Workflows []Workflow `json:"workflows"`
 	Steps     []Step     `json:"steps"`
 	Events    []Event    `json:"events"`
+	// Updates and Streams are the package's updates and streams; none
+	// before format 5 (see RecordsInteractions).
+	Updates []Update `json:"updates"`
+	Streams []Stream `json:"streams"`
 	// Errors are the errors the package declares (//stem:error), by
 	// durable name; none before format 4 (see RecordsErrors).
 	Errors []Error `json:"errors"`
@@ -96,6 +102,31 @@ type Event struct {
 	Retired bool `json:"retired,omitempty"`
 }
 
+// Update is the shapes of one version of an update: its request and its
+// reply.
+type Update struct {
+	// Key is the update's name and version, "orders.cancel@v1".
+	Key string `json:"key"`
+	// Request and Reply are the shapes of its request type and of its
+	// reply= type.
+	Request string `json:"request"`
+	Reply   string `json:"reply"`
+	// Retired is true when the package's code no longer declares the
+	// update at this version.
+	Retired bool `json:"retired,omitempty"`
+}
+
+// Stream is the value shape of one version of a stream.
+type Stream struct {
+	// Key is the stream's name and version, "orders.log@v1".
+	Key string `json:"key"`
+	// Value is the shape of its value type.
+	Value string `json:"value"`
+	// Retired is true when the package's code no longer declares the
+	// stream at this version.
+	Retired bool `json:"retired,omitempty"`
+}
+
 // ValueShape is the Shape of an Error that is a value, matched with
 // errors.Is: a failure records only its name. A type's Shape is never
 // this: shapes of types are JSON shapes (see ParseShape).
@@ -133,6 +164,11 @@ func (m *Manifest) RecordsSizes() bool { return m.Format >= 3 }
 // RecordsErrors reports whether the manifest's format records the
 // package's declared errors (Errors): formats before 4 did not.
 func (m *Manifest) RecordsErrors() bool { return m.Format >= 4 }
+
+// RecordsInteractions reports whether the manifest's format records the
+// package's updates and streams (Updates, Streams): formats before 5 did
+// not.
+func (m *Manifest) RecordsInteractions() bool { return m.Format >= 5 }
 
 // ErrNewerFormat is the error of Parse for a manifest of a format after
 // Format.
@@ -180,6 +216,8 @@ func (m *Manifest) Encode() []byte {
 	c.Workflows = sorted(c.Workflows, func(w Workflow) string { return w.Key })
 	c.Steps = sorted(c.Steps, func(s Step) string { return s.Key })
 	c.Events = sorted(c.Events, func(e Event) string { return e.Key })
+	c.Updates = sorted(c.Updates, func(u Update) string { return u.Key })
+	c.Streams = sorted(c.Streams, func(s Stream) string { return s.Key })
 	c.Errors = sorted(c.Errors, func(e Error) string { return e.Key })
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

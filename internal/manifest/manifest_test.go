@@ -2,6 +2,7 @@ package manifest_test
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -9,8 +10,9 @@ import (
 	"github.com/stemflow/stem/internal/manifest"
 )
 
-// TestParseErrors: a manifest of format 4 records declared errors, which
-// Encode writes sorted and Parse reads back; one of format 3 has none.
+// TestParseErrors: a manifest of format 4 on records declared errors,
+// which Encode writes sorted and Parse reads back; one of format 3 has
+// none.
 func TestParseErrors(t *testing.T) {
 	m := &manifest.Manifest{
 		Errors: []manifest.Error{
@@ -19,8 +21,8 @@ func TestParseErrors(t *testing.T) {
 		},
 	}
 	b := m.Encode()
-	if !strings.Contains(string(b), `"format": 4,`) {
-		t.Fatalf("encoded without format 4:\n%s", b)
+	if !strings.Contains(string(b), fmt.Sprintf(`"format": %d,`, manifest.Format)) {
+		t.Fatalf("encoded without format %d:\n%s", manifest.Format, b)
 	}
 	got, err := manifest.Parse(b)
 	if err != nil {
@@ -44,10 +46,60 @@ func TestParseErrors(t *testing.T) {
 	if old.RecordsErrors() || len(old.Errors) != 0 || len(old.Events) != 1 {
 		t.Errorf("format 3: RecordsErrors %v, errors %v, events %v", old.RecordsErrors(), old.Errors, old.Events)
 	}
-	if _, err := manifest.Parse([]byte(`{"comment": "", "format": 5, "workflows": [], "steps": [], "events": [], "errors": []}`)); !errors.Is(err, manifest.ErrNewerFormat) {
-		t.Errorf("format 5: %v, want ErrNewerFormat", err)
+	if _, err := manifest.Parse([]byte(`{"comment": "", "format": 6, "workflows": [], "steps": [], "events": [], "updates": [], "streams": [], "errors": []}`)); !errors.Is(err, manifest.ErrNewerFormat) {
+		t.Errorf("format 6: %v, want ErrNewerFormat", err)
 	}
 	if _, err := manifest.Parse([]byte(`{"comment": "", "format": 4, "errors": [{"key": "a", "shape": "value", "kind": "x"}]}`)); err == nil {
 		t.Error("an unknown field of an error parsed")
+	}
+}
+
+// TestParseInteractions: a manifest of format 5 records updates and
+// streams, which Encode writes sorted (an empty list as []) and Parse
+// reads back, refusing unknown fields; one of format 4 has none.
+func TestParseInteractions(t *testing.T) {
+	m := &manifest.Manifest{
+		Updates: []manifest.Update{
+			{Key: "p.cancel@v2", Request: "{reason:string}", Reply: "{released:bool}"},
+			{Key: "p.cancel@v1", Request: "{why:string}", Reply: "{}", Retired: true},
+		},
+		Streams: []manifest.Stream{
+			{Key: "p.log@v1", Value: "{text:string}"},
+			{Key: "p.audit@v1", Value: "string", Retired: true},
+		},
+	}
+	b := m.Encode()
+	got, err := manifest.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantUpdates := []manifest.Update{
+		{Key: "p.cancel@v1", Request: "{why:string}", Reply: "{}", Retired: true},
+		{Key: "p.cancel@v2", Request: "{reason:string}", Reply: "{released:bool}"},
+	}
+	wantStreams := []manifest.Stream{
+		{Key: "p.audit@v1", Value: "string", Retired: true},
+		{Key: "p.log@v1", Value: "{text:string}"},
+	}
+	if !reflect.DeepEqual(got.Updates, wantUpdates) || !reflect.DeepEqual(got.Streams, wantStreams) {
+		t.Errorf("read back: updates %+v, streams %+v", got.Updates, got.Streams)
+	}
+	if !got.RecordsInteractions() {
+		t.Error("format 5 does not record updates and streams")
+	}
+	empty := (&manifest.Manifest{}).Encode()
+	if !strings.Contains(string(empty), `"updates": [],`) || !strings.Contains(string(empty), `"streams": [],`) {
+		t.Errorf("an empty manifest does not list updates and streams as empty:\n%s", empty)
+	}
+
+	old, err := manifest.Parse([]byte(`{"comment": "", "format": 4, "workflows": [], "steps": [], "events": [], "errors": []}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.RecordsInteractions() || len(old.Updates) != 0 || len(old.Streams) != 0 {
+		t.Errorf("format 4: RecordsInteractions %v, updates %v, streams %v", old.RecordsInteractions(), old.Updates, old.Streams)
+	}
+	if _, err := manifest.Parse([]byte(`{"comment": "", "format": 5, "updates": [{"key": "a@v1", "request": "{}", "reply": "{}", "validator": true}]}`)); err == nil {
+		t.Error("an unknown field of an update parsed")
 	}
 }

@@ -1,15 +1,18 @@
 // Package orders is an annotated example: the order workflow of a small
 // shop. Fulfil reserves stock and quotes shipping at once (two step
-// futures), cools off, waits for the warehouse or a timeout (a select
-// between an event future and a timer), packs every line at once (an
-// autoversion step, one future per line), charges the customer through a
-// flaky payment service (a retried step whose idempotency key makes the
-// charge happen once), and has the invoice made by a child workflow. It
-// publishes its progress as it goes.
+// futures), cools off, during which the customer may cancel (a select
+// between a timer and an update future: the run replies to the Cancel),
+// waits for the warehouse or a timeout (a select between an event future
+// and a timer), packs every line at once (an autoversion step, one future
+// per line), charges the customer through a flaky payment service (a
+// retried step whose idempotency key makes the charge happen once), and
+// has the invoice made by a child workflow. It publishes its progress as
+// it goes, and writes a log of what it does on a stream, from the workflow
+// and from its Pack step.
 //
 // go generate writes stem_gen.go: FulfilContext with the typed steps and
 // their Async forms, StartFulfil, GetFulfil, SendShipmentReady,
-// RegisterWorkflows and the rest. Fulfil runs on the queue FulfilQueue
+// UpdateCancel, StreamLogLine, RegisterWorkflows and the rest. Fulfil runs on the queue FulfilQueue
 // defines (queue=orders), and its finished runs are kept 30 days
 // (retention=720h). A program needs:
 //
@@ -18,7 +21,9 @@
 //	orders.RegisterWorkflows(engine, steps)
 //	run, err := orders.StartFulfil(ctx, engine, order)
 //	orders.Warehouse{Engine: engine}.Ship(ctx, run.ID(), order.ID)
+//	cancelled, err := orders.UpdateCancel(ctx, engine, run.ID(), orders.Cancel{Reason: "changed my mind"})
 //	progress, ok, err := run.Progress(ctx)
+//	for line, err := range orders.StreamLogLine(ctx, engine, run.ID(), 0) { ... }
 //	receipt, err := run.Result(ctx)
 //
 // PaymentService is the fake payment provider to run it against.
@@ -41,8 +46,8 @@ type Order struct {
 	ID       string `json:"id"`
 	Customer string `json:"customer"`
 	Items    []Item `json:"items"`
-	// CoolOff is how long the order may still be cancelled before the
-	// warehouse is told (default DefaultCoolOff).
+	// CoolOff is how long the order may still be cancelled (UpdateCancel)
+	// before the warehouse is told (default DefaultCoolOff).
 	CoolOff time.Duration `json:"cool_off,omitempty"`
 	// ShipWithin bounds the wait for the warehouse (default
 	// DefaultShipWithin); when it passes, the reservation is released and
@@ -152,6 +157,53 @@ type ShipmentReady struct {
 	Tracking string `json:"tracking"`
 }
 
+// Cancel asks a run of Fulfil to give the order up while it cools off
+// (UpdateCancel): the run releases the order's stock, replies Cancelled
+// and ends with an error matching ErrCancelled. A Cancel without a reason
+// is refused (ErrNoReason) before it reaches the run; one sent after the
+// cool-off is not taken, and the caller gets runtime.ErrUpdateUnhandled
+// when the run ends.
+//
+//stem:update name=orders.cancel reply=Cancelled validate=checkCancel
+type Cancel struct {
+	Reason string `json:"reason"`
+}
+
+// Cancelled is a run's reply to a Cancel: the order given up and the stock
+// hold released.
+type Cancelled struct {
+	OrderID  string `json:"order_id"`
+	Released string `json:"released"`
+}
+
+// ErrNoReason: a Cancel that does not say why, which the engine refuses
+// (runtime.ErrUpdateRefused) before anything is written.
+var ErrNoReason = errors.New("orders: a cancellation needs a reason")
+
+// checkCancel is Cancel's validator.
+func checkCancel(c Cancel) error {
+	if strings.TrimSpace(c.Reason) == "" {
+		return ErrNoReason
+	}
+	return nil
+}
+
+// ErrCancelled: the customer cancelled the order while it cooled off. A
+// run of Fulfil that ends so matches it with errors.Is.
+//
+//stem:error name=orders.cancelled
+var ErrCancelled = errors.New("the order was cancelled")
+
+// LogLine is one line of an order's log, the stream a run of Fulfil
+// writes: a line per stage from the workflow, and one per packed line
+// from Pack. Read it with StreamLogLine, as it is written.
+//
+//stem:stream name=orders.log
+type LogLine struct {
+	Stage string `json:"stage"`
+	Text  string `json:"text"`
+}
+
 // ErrNotShipped: the warehouse did not ship the order in time (its
 // ShipWithin). A run of Fulfil that ends so matches it with errors.Is,
 // read from Result here or in another process.
@@ -180,13 +232,16 @@ func (e *ChargeRejected) Error() string {
 // others. Register it on every engine that starts or works orders.
 var FulfilQueue = runtime.Queue{Name: "orders", Concurrency: 24, PartitionConcurrency: 2}
 
-// Fulfil reserves stock and quotes shipping at once, cools off, waits for
-// the warehouse, packs every line at once, charges the customer, and has
-// the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off (the
+// customer may cancel then), waits for the warehouse, packs every line at
+// once, charges the customer, and has the invoice made.
 //
 //stem:workflow name=orders.fulfil version=2 progress=FulfilProgress queue=orders retention=720h
 func Fulfil(ctx *FulfilContext, order Order) (Receipt, error) {
 	stage := func(s string, packed int) error {
+		if err := ctx.AppendLogLine(LogLine{Stage: s, Text: fmt.Sprintf("order %s: %s", order.ID, s)}); err != nil {
+			return err
+		}
 		return ctx.SetProgress(FulfilProgress{Stage: s, Packed: packed, Lines: len(order.Items)})
 	}
 	if err := stage(StageReserving, 0); err != nil {
@@ -213,8 +268,25 @@ func Fulfil(ctx *FulfilContext, order Order) (Receipt, error) {
 	if err := stage(StageCoolingOff, 0); err != nil {
 		return Receipt{}, err
 	}
-	if err := ctx.Sleep("cool-off", coolOff); err != nil {
+	// The cool-off or a Cancel, whichever comes first: the winner is
+	// checkpointed, so a replay takes the same branch.
+	cooled, cancel := ctx.Timer("cool-off", coolOff), ctx.OnCancel("cancel")
+	first, err := ctx.Select("cool-off-or-cancel", cooled, cancel)
+	if err != nil {
 		return Receipt{}, err
+	}
+	if first == 1 {
+		c, err := cancel.Await()
+		if err != nil {
+			return Receipt{}, err
+		}
+		if err := ctx.Release(res); err != nil {
+			return Receipt{}, err
+		}
+		if err := c.Reply(ctx.WorkflowContext, Cancelled{OrderID: order.ID, Released: res.Hold}); err != nil {
+			return Receipt{}, err
+		}
+		return Receipt{}, fmt.Errorf("order %s: %w: %s", order.ID, ErrCancelled, c.Request.Reason)
 	}
 	within := order.ShipWithin
 	if within <= 0 {
@@ -226,7 +298,7 @@ func Fulfil(ctx *FulfilContext, order Order) (Receipt, error) {
 	// The shipment or the timeout, whichever comes first: the winner is
 	// checkpointed, so a replay takes the same branch.
 	shipped, late := ctx.OnShipmentReady("shipment"), ctx.Timer("ship-within", within)
-	first, err := ctx.Select("shipment-or-timeout", shipped, late)
+	first, err = ctx.Select("shipment-or-timeout", shipped, late)
 	if err != nil {
 		return Receipt{}, err
 	}
@@ -352,14 +424,19 @@ func (s *Steps) Release(ctx runtime.StepContext, r Reservation) error {
 	return nil
 }
 
-// Pack packs one line of the order; it runs once per line.
+// Pack packs one line of the order; it runs once per line, and logs it on
+// the order's log once it succeeds.
 //
 //stem:step name=pack autoversion timeout=30s
 func (s *Steps) Pack(ctx runtime.StepContext, item Item) (Parcel, error) {
 	s.mu.Lock()
 	s.packs++
 	s.mu.Unlock()
-	return Parcel{SKU: item.SKU, Qty: item.Qty, Label: fmt.Sprintf("%s-%d", item.SKU, ctx.Iteration())}, nil
+	p := Parcel{SKU: item.SKU, Qty: item.Qty, Label: fmt.Sprintf("%s-%d", item.SKU, ctx.Iteration())}
+	if err := AppendLogLineInStep(ctx, LogLine{Stage: StagePacking, Text: fmt.Sprintf("packed %d x %s as %s", p.Qty, p.SKU, p.Label)}); err != nil {
+		return Parcel{}, err
+	}
+	return p, nil
 }
 
 // Charge charges the reservation's amount. The payment service may fail or

@@ -127,9 +127,15 @@ func TestFulfil(t *testing.T) {
 	}
 	// Reserve and QuoteShipping ran side by side, as did the packs: the
 	// steps are listed as they ended, so compare them sorted. The event
-	// future, the timer and the select are keyed by call order (#0).
-	wantKeys := []string{orders.StepReserve, orders.StepQuoteShipping, "cool-off", "ship-within#0", "shipment#0", "shipment-or-timeout#0",
-		"pack@v1#0", "pack@v1#1", "pack@v1#2", orders.StepCharge, "invoice"}
+	// future, the timers and the selects are keyed by call order (#0);
+	// the workflow's appends to its log, one per stage, are keyed
+	// stream:orders.log, then #1, #2, ... (the packs' ride on their
+	// checkpoints).
+	wantKeys := []string{orders.StepReserve, orders.StepQuoteShipping, "cool-off#0", "cool-off-or-cancel#0", "ship-within#0", "shipment#0", "shipment-or-timeout#0",
+		"pack@v1#0", "pack@v1#1", "pack@v1#2", orders.StepCharge, "invoice", "stream:" + orders.LogLineStream}
+	for i := 1; i < 7; i++ {
+		wantKeys = append(wantKeys, runtime.IterationKey("stream:"+orders.LogLineStream, i))
+	}
 	slices.Sort(keys)
 	slices.Sort(wantKeys)
 	if !slices.Equal(keys, wantKeys) {
@@ -308,5 +314,112 @@ func TestReplay(t *testing.T) {
 	// The two orders and the finished one's invoice child.
 	if rep.Replayed != 3 || len(rep.Divergences) != 0 || len(rep.Skipped) != 0 {
 		t.Fatalf("replay of this build's own runs: %+v", rep)
+	}
+}
+
+// TestCancelNeedsAReason: a Cancel without a reason is refused by its
+// validator before anything is written, and the run goes on.
+func TestCancelNeedsAReason(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 0, 0)
+	run, err := orders.StartFulfil(f.ctx, f.engine, order, runtime.WithID("order-no-reason"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = orders.UpdateCancel(f.ctx, f.engine, run.ID(), orders.Cancel{Reason: " "})
+	if !errors.Is(err, runtime.ErrUpdateRefused) || !errors.Is(err, orders.ErrNoReason) {
+		t.Fatalf("UpdateCancel without a reason: %v, want ErrUpdateRefused and ErrNoReason", err)
+	}
+	if err := f.warehouse.Ship(f.ctx, run.ID(), order.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Result(f.ctx); err != nil {
+		t.Fatalf("the order after a refused cancel: %v", err)
+	}
+}
+
+// TestCancel cancels an order while it cools off: the run takes the
+// update, releases the stock, replies with the hold it released, and ends
+// with ErrCancelled; nothing is charged.
+func TestCancel(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 0, 0)
+	o := order
+	o.ID, o.CoolOff = "o-cancel", time.Hour
+	run, err := orders.StartFulfil(f.ctx, f.engine, o, runtime.WithID("order-o-cancel"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p orders.FulfilProgress
+	for p.Stage != orders.StageCoolingOff {
+		if p, err = run.WaitProgress(f.ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := orders.UpdateCancel(f.ctx, f.engine, run.ID(), orders.Cancel{Reason: "changed my mind"}, runtime.WithUpdateID("cancel-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.OrderID != o.ID || got.Released == "" {
+		t.Errorf("UpdateCancel = %+v", got)
+	}
+	if _, err := run.Result(f.ctx); !errors.Is(err, orders.ErrCancelled) || !strings.Contains(err.Error(), "changed my mind") {
+		t.Errorf("Result error = %v, want ErrCancelled with the reason", err)
+	}
+	if h := f.steps.Holds(); len(h) != 0 {
+		t.Errorf("holds after the cancel = %v, want none", h)
+	}
+	if n := f.payments.Requests(); n != 0 {
+		t.Errorf("payment requests = %d, want none", n)
+	}
+	// Sent again under its ID, the update finds its reply: the run has
+	// ended, and handles it once.
+	again, err := orders.UpdateCancel(f.ctx, f.engine, run.ID(), orders.Cancel{Reason: "changed my mind"}, runtime.WithUpdateID("cancel-1"))
+	if err != nil || again != got {
+		t.Errorf("UpdateCancel again = %+v, %v; want %+v", again, err, got)
+	}
+}
+
+// TestLog reads a fulfilled order's log: a line per stage from the
+// workflow, and a line per packed item from Pack, in the order they were
+// written.
+func TestLog(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 0, 0)
+	run, err := orders.StartFulfil(f.ctx, f.engine, order, runtime.WithID("order-log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.warehouse.Ship(f.ctx, run.ID(), order.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Result(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	var stages, packed []string
+	next := int64(0)
+	for v, err := range orders.StreamLogLine(f.ctx, f.engine, run.ID(), 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Offset != next {
+			t.Errorf("offset %d, want %d", v.Offset, next)
+		}
+		next++
+		if strings.HasPrefix(v.Value.Text, "packed ") {
+			packed = append(packed, v.Value.Text)
+			continue
+		}
+		stages = append(stages, v.Value.Stage)
+	}
+	want := []string{orders.StageReserving, orders.StageCoolingOff, orders.StageAwaitingShipment, orders.StagePacking,
+		orders.StageCharging, orders.StageInvoicing, orders.StageDone}
+	if !slices.Equal(stages, want) {
+		t.Errorf("stages logged = %q, want %q", stages, want)
+	}
+	// The packs ran at once: their lines come in the order they ended.
+	slices.Sort(packed)
+	if want := []string{"packed 1 x lamp as lamp-1", "packed 2 x book as book-0", "packed 3 x pen as pen-2"}; !slices.Equal(packed, want) {
+		t.Errorf("packs logged = %q, want %q", packed, want)
 	}
 }

@@ -5,6 +5,7 @@ package orders
 import (
 	"context"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/stemflow/stem/runtime"
@@ -26,12 +27,32 @@ var (
 	_ func(*Steps, runtime.StepContext, Reservation) error                  = (*Steps).Release
 	_ func(*Steps, runtime.StepContext, InvoiceRequest) (InvoiceDoc, error) = (*Steps).RenderInvoice
 	_ func(*Steps, runtime.StepContext, Order) (Reservation, error)         = (*Steps).Reserve
+	_ func(Cancel) error                                                    = checkCancel
 )
 
 // The functions below stop compiling when a type that is part of a durable
 // payload no longer has the fields, field types and tags it had when this file
 // was generated. Run go generate: it judges the change against the manifest,
 // for the runs in flight that hold payloads of the old shape.
+
+// Cancel is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Reason string `json:"reason"`
+	}
+	var _ shapeAtLastGoGenerate = Cancel{} // stem: Cancel changed shape since go generate; run go generate
+}
+
+// Cancelled is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		OrderID  string `json:"order_id"`
+		Released string `json:"released"`
+	}
+	var _ shapeAtLastGoGenerate = Cancelled{} // stem: Cancelled changed shape since go generate; run go generate
+}
 
 // FulfilProgress is part of a durable payload; shapeAtLastGoGenerate is its
 // underlying type as of go generate.
@@ -75,6 +96,16 @@ func _() {
 		PriceCents int64  `json:"price_cents"`
 	}
 	var _ shapeAtLastGoGenerate = Item{} // stem: Item changed shape since go generate; run go generate
+}
+
+// LogLine is part of a durable payload; shapeAtLastGoGenerate is its
+// underlying type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		Stage string `json:"stage"`
+		Text  string `json:"text"`
+	}
+	var _ shapeAtLastGoGenerate = LogLine{} // stem: LogLine changed shape since go generate; run go generate
 }
 
 // Order is part of a durable payload; shapeAtLastGoGenerate is its underlying
@@ -166,8 +197,11 @@ func _() {
 }
 
 // stemCalls holds the typed calls of package orders, each declared once: a
-// method per step, per event and, to run it as a child, per workflow. Every
-// workflow context embeds it, so they are methods of each.
+// method per step, per event and, to run it as a child, per workflow. It also
+// has methods that take each update of the package (Await<Update>, and
+// On<Update> for its future), and methods that append to each stream of the
+// package (Append<Value>) and close it (Close<Value>Stream). Every workflow
+// context embeds it, so they are methods of each.
 type stemCalls struct {
 	wc    *runtime.WorkflowContext
 	steps *Steps
@@ -234,13 +268,15 @@ func (c *stemCalls) ChargeAsync(r Reservation) *runtime.Future[Payment] {
 // on the run's typed handle, or runtime.IdempotencyKey(workflowName, runID,
 // StepPackIteration(i), scope).
 //
-// Pack packs one line of the order; it runs once per line.
+// Pack packs one line of the order; it runs once per line, and logs it on
+// the order's log once it succeeds.
 const StepPack = "pack@v1"
 
 // StepPackIteration returns the checkpoint key of the i-th call (from 0) of
 // autoversion step Steps.Pack in a run, built by runtime.IterationKey.
 //
-// Pack packs one line of the order; it runs once per line.
+// Pack packs one line of the order; it runs once per line, and logs it on
+// the order's log once it succeeds.
 func StepPackIteration(i int) string {
 	return runtime.IterationKey(StepPack, i)
 }
@@ -250,7 +286,8 @@ func StepPackIteration(i int) string {
 // StepPackIteration(i); a replay returns each call's recorded result without
 // running it again. Each attempt is bounded by 30s.
 //
-// Pack packs one line of the order; it runs once per line.
+// Pack packs one line of the order; it runs once per line, and logs it on
+// the order's log once it succeeds.
 func (c *stemCalls) Pack(item Item) (Parcel, error) {
 	return runtime.Step(c.wc, StepPack, runtime.StepOptions{
 		Autoversion: true,
@@ -270,7 +307,8 @@ func (c *stemCalls) Pack(item Item) (Parcel, error) {
 // returns a future that is ready at once. Its call number, and so its key
 // (StepPackIteration(i)), is fixed when the future is created.
 //
-// Pack packs one line of the order; it runs once per line.
+// Pack packs one line of the order; it runs once per line, and logs it on
+// the order's log once it succeeds.
 func (c *stemCalls) PackAsync(item Item) *runtime.Future[Parcel] {
 	return runtime.StepAsync(c.wc, StepPack, runtime.StepOptions{
 		Autoversion: true,
@@ -493,6 +531,66 @@ func (c *stemCalls) OnShipmentReady(name string) *runtime.Future[ShipmentReady] 
 	return runtime.OnEvent[ShipmentReady](c.wc, name, ShipmentReadyTopic)
 }
 
+// AwaitCancel suspends the run until update Cancel (orders.cancel) is sent to
+// it, and returns it: OnCancel's future, awaited. name is the wait's durable
+// key within the run. Reply to it with its Reply or Fail, which the caller
+// waits for.
+//
+// Cancel asks a run of Fulfil to give the order up while it cools off
+// (UpdateCancel): the run releases the order's stock, replies Cancelled
+// and ends with an error matching ErrCancelled. A Cancel without a reason
+// is refused (ErrNoReason) before it reaches the run; one sent after the
+// cool-off is not taken, and the caller gets runtime.ErrUpdateUnhandled
+// when the run ends.
+func (c *stemCalls) AwaitCancel(name string) (*runtime.Update[Cancel, Cancelled], error) {
+	return runtime.AwaitUpdate[Cancel, Cancelled](c.wc, name, CancelUpdate)
+}
+
+// OnCancel returns a future of the next update Cancel (orders.cancel) sent to
+// this run, without waiting: the update is delivered while the run waits on
+// anything, and Await, the context's All or Select wait for it. Updates reach
+// the run in the order the store accepted them, each taken by one future; one
+// taken by a future that lost a Select is kept for the next future of the
+// update. name is the future's durable key within the run, numbered by call
+// order (name#0, name#1, ...), so it may be created in a loop. Reply to the
+// update it yields with its Reply or Fail, which the caller waits for.
+//
+// Cancel asks a run of Fulfil to give the order up while it cools off
+// (UpdateCancel): the run releases the order's stock, replies Cancelled
+// and ends with an error matching ErrCancelled. A Cancel without a reason
+// is refused (ErrNoReason) before it reaches the run; one sent after the
+// cool-off is not taken, and the caller gets runtime.ErrUpdateUnhandled
+// when the run ends.
+func (c *stemCalls) OnCancel(name string) *runtime.Future[*runtime.Update[Cancel, Cancelled]] {
+	return runtime.OnUpdate[Cancel, Cancelled](c.wc, name, CancelUpdate)
+}
+
+// AppendLogLine appends v to the run's stream LogLine (orders.log), durably
+// (runtime.Append): the value is written with a checkpoint of the run, keyed
+// by the stream's name and the call's order, so a replay does not append it
+// again. Readers (StreamLogLine) get it in order as it is written, in any
+// process.
+//
+// LogLine is one line of an order's log, the stream a run of Fulfil
+// writes: a line per stage from the workflow, and one per packed line
+// from Pack. Read it with StreamLogLine, as it is written.
+func (c *stemCalls) AppendLogLine(v LogLine) error {
+	return runtime.Append(c.wc, LogLineStream, v)
+}
+
+// CloseLogLineStream closes the run's stream LogLine (orders.log), durably, as
+// AppendLogLine writes (runtime.CloseStream): readers that reach its end stop
+// there instead of waiting for more. A later AppendLogLine opens it again. A
+// stream needs no closing: readers also stop at the end of the stream of a run
+// that has ended.
+//
+// LogLine is one line of an order's log, the stream a run of Fulfil
+// writes: a line per stage from the workflow, and one per packed line
+// from Pack. Read it with StreamLogLine, as it is written.
+func (c *stemCalls) CloseLogLineStream() error {
+	return runtime.CloseStream(c.wc, LogLineStream)
+}
+
 // CallFulfil runs workflow Fulfil (orders.fulfil) as a child of this run with
 // input in, and waits for its output. name is the call's durable key within
 // the run: the child's run ID derives from this run's ID and name, so a replay
@@ -503,9 +601,9 @@ func (c *stemCalls) OnShipmentReady(name string) *runtime.Future[ShipmentReady] 
 // by another run (not this run's child of Fulfil), the call fails with an
 // error matching runtime.ErrChildCollision.
 //
-// Fulfil reserves stock and quotes shipping at once, cools off, waits for
-// the warehouse, packs every line at once, charges the customer, and has
-// the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off (the
+// customer may cancel then), waits for the warehouse, packs every line at
+// once, charges the customer, and has the invoice made.
 func (c *stemCalls) CallFulfil(name string, in Order, opts ...runtime.ChildOption) (Receipt, error) {
 	return runtime.CallChild[Receipt](c.wc, name, FulfilWorkflowName, in, opts...)
 }
@@ -515,9 +613,9 @@ func (c *stemCalls) CallFulfil(name string, in Order, opts ...runtime.ChildOptio
 // without waiting: Await it, or pass it to the context's All or Select. name
 // is the call's durable key within the run, as for CallFulfil.
 //
-// Fulfil reserves stock and quotes shipping at once, cools off, waits for
-// the warehouse, packs every line at once, charges the customer, and has
-// the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off (the
+// customer may cancel then), waits for the warehouse, packs every line at
+// once, charges the customer, and has the invoice made.
 func (c *stemCalls) CallFulfilAsync(name string, in Order, opts ...runtime.ChildOption) *runtime.Future[Receipt] {
 	return runtime.CallChildAsync[Receipt](c.wc, name, FulfilWorkflowName, in, opts...)
 }
@@ -534,9 +632,9 @@ func (c *stemCalls) CallFulfilAsync(name string, in Order, opts ...runtime.Child
 // error matching runtime.ErrChildCollision. To start a run from outside a
 // workflow, use StartFulfil.
 //
-// Fulfil reserves stock and quotes shipping at once, cools off, waits for
-// the warehouse, packs every line at once, charges the customer, and has
-// the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off (the
+// customer may cancel then), waits for the warehouse, packs every line at
+// once, charges the customer, and has the invoice made.
 func (c *stemCalls) StartFulfilChild(name string, in Order, opts ...runtime.ChildOption) (*runtime.ChildRun[Receipt], error) {
 	return runtime.StartChild[Receipt](c.wc, name, FulfilWorkflowName, in, opts...)
 }
@@ -586,29 +684,32 @@ func (c *stemCalls) StartInvoiceChild(name string, in InvoiceRequest, opts ...ru
 // FulfilWorkflowName is the durable name of workflow Fulfil, stored with every
 // run.
 //
-// Fulfil reserves stock and quotes shipping at once, cools off, waits for
-// the warehouse, packs every line at once, charges the customer, and has
-// the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off (the
+// customer may cancel then), waits for the warehouse, packs every line at
+// once, charges the customer, and has the invoice made.
 const FulfilWorkflowName = "orders.fulfil"
 
 // FulfilWorkflowVersion is the version= of workflow Fulfil (orders.fulfil).
 // Every run records the version it started under, and an engine claims a run
 // only when it registers that version.
 //
-// Fulfil reserves stock and quotes shipping at once, cools off, waits for
-// the warehouse, packs every line at once, charges the customer, and has
-// the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off (the
+// customer may cancel then), waits for the warehouse, packs every line at
+// once, charges the customer, and has the invoice made.
 const FulfilWorkflowVersion = 2
 
 // FulfilContext is what workflow Fulfil (orders.fulfil) receives: the
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
 // event and child workflow of package orders, each also in a form that returns
 // a future (All and Select wait for several), and ContinueAsNew typed by the
-// workflow's input.
+// workflow's input. It also has methods that take each update of the package
+// (Await<Update>, and On<Update> for its future), and methods that append to
+// each stream of the package (Append<Value>) and close it
+// (Close<Value>Stream).
 //
-// Fulfil reserves stock and quotes shipping at once, cools off, waits for
-// the warehouse, packs every line at once, charges the customer, and has
-// the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off (the
+// customer may cancel then), waits for the warehouse, packs every line at
+// once, charges the customer, and has the invoice made.
 type FulfilContext struct {
 	*runtime.WorkflowContext
 	stemCalls
@@ -679,9 +780,9 @@ func (c *FulfilContext) SetProgress(p FulfilProgress) error {
 // reconciling with the services its steps called, and the run's published
 // progress, FulfilProgress.
 //
-// Fulfil reserves stock and quotes shipping at once, cools off, waits for
-// the warehouse, packs every line at once, charges the customer, and has
-// the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off (the
+// customer may cancel then), waits for the warehouse, packs every line at
+// once, charges the customer, and has the invoice made.
 type FulfilRun struct {
 	*runtime.Run[Receipt]
 	engine *runtime.Engine
@@ -707,17 +808,22 @@ func (r *FulfilRun) WaitProgress(ctx context.Context, after FulfilProgress) (Ful
 // names another; the engine must have that queue registered. Its finished runs
 // are kept for 720h0m0s after they end (retention=), whatever the engine's
 // default retention. It also registers the event types of package orders, so
-// such tools can check an event's payload. Its steps run on steps, which must
-// not be nil.
+// such tools can check an event's payload. It also registers the updates of
+// package orders, so the engine checks a request (with the update's validator)
+// before it sends it, and such tools check one too. Its steps run on steps,
+// which must not be nil.
 //
-// Fulfil reserves stock and quotes shipping at once, cools off, waits for
-// the warehouse, packs every line at once, charges the customer, and has
-// the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off (the
+// customer may cancel then), waits for the warehouse, packs every line at
+// once, charges the customer, and has the invoice made.
 func RegisterFulfil(e *runtime.Engine, steps *Steps) error {
 	if steps == nil {
 		return fmt.Errorf("%w: RegisterFulfil: steps is nil", runtime.ErrInvalidArgument)
 	}
 	if err := stemRegisterEvents(e); err != nil {
+		return err
+	}
+	if err := stemRegisterUpdates(e); err != nil {
 		return err
 	}
 	return runtime.Register(e, FulfilWorkflowName, func(c *runtime.WorkflowContext, in Order) (Receipt, error) {
@@ -735,9 +841,9 @@ func RegisterFulfil(e *runtime.Engine, steps *Steps) error {
 // With runtime.WithID, starting an ID that exists returns the existing run;
 // runtime.WithTimeout or runtime.WithDeadline give the run a deadline.
 //
-// Fulfil reserves stock and quotes shipping at once, cools off, waits for
-// the warehouse, packs every line at once, charges the customer, and has
-// the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off (the
+// customer may cancel then), waits for the warehouse, packs every line at
+// once, charges the customer, and has the invoice made.
 func StartFulfil(ctx context.Context, e *runtime.Engine, in Order, opts ...runtime.StartOption) (*FulfilRun, error) {
 	r, err := runtime.Start[Order, Receipt](ctx, e, FulfilWorkflowName, in, opts...)
 	if err != nil {
@@ -756,9 +862,9 @@ func StartFulfil(ctx context.Context, e *runtime.Engine, in Order, opts ...runti
 // joining a *runtime.RefusedError (matching runtime.ErrStartRefused) for each;
 // any other error returns no runs.
 //
-// Fulfil reserves stock and quotes shipping at once, cools off, waits for
-// the warehouse, packs every line at once, charges the customer, and has
-// the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off (the
+// customer may cancel then), waits for the warehouse, packs every line at
+// once, charges the customer, and has the invoice made.
 func StartFulfilBatch(ctx context.Context, e *runtime.Engine, items []runtime.BatchItem[Order]) ([]*FulfilRun, error) {
 	rs, err := runtime.StartBatch[Order, Receipt](ctx, e, FulfilWorkflowName, items)
 	if rs == nil {
@@ -785,9 +891,9 @@ func StartFulfilBatch(ctx context.Context, e *runtime.Engine, items []runtime.Ba
 // run once it exists. Stores without transactions (Redis, the in-memory store)
 // refuse it with an error matching runtime.ErrInvalidArgument.
 //
-// Fulfil reserves stock and quotes shipping at once, cools off, waits for
-// the warehouse, packs every line at once, charges the customer, and has
-// the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off (the
+// customer may cancel then), waits for the warehouse, packs every line at
+// once, charges the customer, and has the invoice made.
 func StartFulfilTx(ctx context.Context, e *runtime.Engine, tx any, in Order, opts ...runtime.StartOption) (*FulfilRun, error) {
 	r, err := runtime.StartTx[Order, Receipt](ctx, e, tx, FulfilWorkflowName, in, opts...)
 	if err != nil {
@@ -803,9 +909,9 @@ func StartFulfilTx(ctx context.Context, e *runtime.Engine, tx any, in Order, opt
 // (orders.fulfil): an error matching runtime.ErrRunNotFound if there is none,
 // runtime.ErrInvalidArgument if it is a run of another workflow.
 //
-// Fulfil reserves stock and quotes shipping at once, cools off, waits for
-// the warehouse, packs every line at once, charges the customer, and has
-// the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off (the
+// customer may cancel then), waits for the warehouse, packs every line at
+// once, charges the customer, and has the invoice made.
 func GetFulfil(ctx context.Context, e *runtime.Engine, id string) (*FulfilRun, error) {
 	r, err := runtime.Get[Receipt](ctx, e, FulfilWorkflowName, id)
 	if err != nil {
@@ -834,7 +940,10 @@ const InvoiceWorkflowVersion = 1
 // runtime's *runtime.WorkflowContext, with a typed method for every step,
 // event and child workflow of package orders, each also in a form that returns
 // a future (All and Select wait for several), and ContinueAsNew typed by the
-// workflow's input.
+// workflow's input. It also has methods that take each update of the package
+// (Await<Update>, and On<Update> for its future), and methods that append to
+// each stream of the package (Append<Value>) and close it
+// (Close<Value>Stream).
 //
 // Invoice renders and files the invoice of a paid order.
 type InvoiceContext struct {
@@ -906,8 +1015,10 @@ type InvoiceRun struct {
 // orders.invoice, at version 1; the engine records them in the store's catalog
 // with the shapes of its input and output, for tools that start runs without
 // its Go types. It also registers the event types of package orders, so such
-// tools can check an event's payload. Its steps run on steps, which must not
-// be nil.
+// tools can check an event's payload. It also registers the updates of package
+// orders, so the engine checks a request (with the update's validator) before
+// it sends it, and such tools check one too. Its steps run on steps, which
+// must not be nil.
 //
 // Invoice renders and files the invoice of a paid order.
 func RegisterInvoice(e *runtime.Engine, steps *Steps) error {
@@ -915,6 +1026,9 @@ func RegisterInvoice(e *runtime.Engine, steps *Steps) error {
 		return fmt.Errorf("%w: RegisterInvoice: steps is nil", runtime.ErrInvalidArgument)
 	}
 	if err := stemRegisterEvents(e); err != nil {
+		return err
+	}
+	if err := stemRegisterUpdates(e); err != nil {
 		return err
 	}
 	return runtime.Register(e, InvoiceWorkflowName, func(c *runtime.WorkflowContext, in InvoiceRequest) (InvoiceDoc, error) {
@@ -1086,11 +1200,126 @@ func SendShipmentReadyOrStartInvoice(ctx context.Context, e *runtime.Engine, id 
 	return &InvoiceRun{r}, nil
 }
 
+// CancelUpdate is the durable name of update Cancel, which callers send it by:
+// its request is Cancel, its reply Cancelled.
+//
+// Cancel asks a run of Fulfil to give the order up while it cools off
+// (UpdateCancel): the run releases the order's stock, replies Cancelled
+// and ends with an error matching ErrCancelled. A Cancel without a reason
+// is refused (ErrNoReason) before it reaches the run; one sent after the
+// cool-off is not taken, and the caller gets runtime.ErrUpdateUnhandled
+// when the run ends.
+const CancelUpdate = "orders.cancel"
+
+// UpdateCancel sends update Cancel (orders.cancel) with request req to the run
+// runID and waits for the workflow's reply (runtime.CallUpdate). The request
+// is checked before anything is written: where the engine registers the update
+// (the package's Register functions do), against its type, Cancel, and its
+// validator, checkCancel, whose refusal matches runtime.ErrUpdateRefused and
+// the validator's error. Give it an ID with runtime.WithUpdateID in opts to
+// call it again after a crash without a second handling: it then finds the
+// first update and its reply. A run that has ended refuses it with an error
+// matching runtime.ErrUpdateRunEnded, and one that ends without replying makes
+// it return runtime.ErrUpdateUnhandled; an error the workflow replies with
+// (Fail) is returned as it is, declared errors keeping their identity.
+//
+// Cancel asks a run of Fulfil to give the order up while it cools off
+// (UpdateCancel): the run releases the order's stock, replies Cancelled
+// and ends with an error matching ErrCancelled. A Cancel without a reason
+// is refused (ErrNoReason) before it reaches the run; one sent after the
+// cool-off is not taken, and the caller gets runtime.ErrUpdateUnhandled
+// when the run ends.
+func UpdateCancel(ctx context.Context, e *runtime.Engine, runID string, req Cancel, opts ...runtime.UpdateOption) (Cancelled, error) {
+	return runtime.CallUpdate[Cancelled](ctx, e, runID, CancelUpdate, req, opts...)
+}
+
+// UpdateCancelOrStartFulfil sends update Cancel (orders.cancel) with request
+// req to the run id of workflow Fulfil (orders.fulfil), starting that run with
+// input in first if it does not exist (update-with-start), and waits for the
+// reply (runtime.UpdateOrStart). The request is checked before anything is
+// written, the start too. The start follows the workflow's start policies, as
+// StartFulfil does, and runtime.IfExists and runtime.IfEnded in opts override
+// them: a run that exists is updated (one that has ended refuses it with an
+// error matching runtime.ErrUpdateRunEnded), and a start a policy refuses is
+// runtime.ErrStartRefused with no update sent. The start and the update are
+// two writes: updateID (empty: a random one) makes a call made again after a
+// crash find the run, and the first update and its reply, as
+// runtime.WithUpdateID does.
+func UpdateCancelOrStartFulfil(ctx context.Context, e *runtime.Engine, id string, in Order, updateID string, req Cancel, opts ...runtime.StartOption) (Cancelled, error) {
+	return runtime.UpdateOrStart[Order, Receipt, Cancelled](ctx, e, FulfilWorkflowName, id, in, CancelUpdate, updateID, req, opts...)
+}
+
+// UpdateCancelOrStartInvoice sends update Cancel (orders.cancel) with request
+// req to the run id of workflow Invoice (orders.invoice), starting that run
+// with input in first if it does not exist (update-with-start), and waits for
+// the reply (runtime.UpdateOrStart). The request is checked before anything is
+// written, the start too. The start follows the workflow's start policies, as
+// StartInvoice does, and runtime.IfExists and runtime.IfEnded in opts override
+// them: a run that exists is updated (one that has ended refuses it with an
+// error matching runtime.ErrUpdateRunEnded), and a start a policy refuses is
+// runtime.ErrStartRefused with no update sent. The start and the update are
+// two writes: updateID (empty: a random one) makes a call made again after a
+// crash find the run, and the first update and its reply, as
+// runtime.WithUpdateID does.
+func UpdateCancelOrStartInvoice(ctx context.Context, e *runtime.Engine, id string, in InvoiceRequest, updateID string, req Cancel, opts ...runtime.StartOption) (Cancelled, error) {
+	return runtime.UpdateOrStart[InvoiceRequest, InvoiceDoc, Cancelled](ctx, e, InvoiceWorkflowName, id, in, CancelUpdate, updateID, req, opts...)
+}
+
+// LogLineStream is the durable name of stream LogLine, whose values a run
+// appends and readers read in order as they are written.
+//
+// LogLine is one line of an order's log, the stream a run of Fulfil
+// writes: a line per stage from the workflow, and one per packed line
+// from Pack. Read it with StreamLogLine, as it is written.
+const LogLineStream = "orders.log"
+
+// AppendLogLineInStep appends v to the run's stream LogLine (orders.log) from
+// a step; sc is the step's context (runtime.AppendInStep). The value is
+// written with the step's checkpoint, by the attempt that writes it: the
+// values of an attempt that fails are dropped with it, and a step that
+// succeeded is not run, nor its values appended, again. Readers see a step's
+// values when its checkpoint is written. A transactional step cannot append:
+// its attempt fails for good.
+//
+// LogLine is one line of an order's log, the stream a run of Fulfil
+// writes: a line per stage from the workflow, and one per packed line
+// from Pack. Read it with StreamLogLine, as it is written.
+func AppendLogLineInStep(sc runtime.StepContext, v LogLine) error {
+	return runtime.AppendInStep(sc, LogLineStream, v)
+}
+
+// StreamLogLine returns the values of stream LogLine (orders.log) of the run
+// runID from offset from on (0: the first), in order, as they are written
+// (runtime.ReadStream): at the end of what is written it waits for more, and
+// it ends at the end of a closed stream or of a run that has ended. A value
+// that does not decode, an unknown run, or ctx's end is yielded as an error,
+// and the sequence ends; a reader resumes from the Offset after the last value
+// it had. Stop early by breaking the loop.
+//
+// LogLine is one line of an order's log, the stream a run of Fulfil
+// writes: a line per stage from the workflow, and one per packed line
+// from Pack. Read it with StreamLogLine, as it is written.
+func StreamLogLine(ctx context.Context, e *runtime.Engine, runID string, from int64) iter.Seq2[runtime.Streamed[LogLine], error] {
+	return runtime.ReadStream[LogLine](ctx, e, runID, LogLineStream, from)
+}
+
 // stemRegisterEvents registers the event types of package orders with e, for
 // the store's catalog: ShipmentReady on orders.shipment-ready. Every Register
 // function of the package calls it.
 func stemRegisterEvents(e *runtime.Engine) error {
 	if err := runtime.RegisterEvent[ShipmentReady](e, ShipmentReadyTopic); err != nil {
+		return err
+	}
+	return nil
+}
+
+// stemRegisterUpdates registers the updates of package orders with e, with
+// their request and reply types and validators, so the engine checks a request
+// before it sends it, and records them in the store's catalog for tools:
+// Cancel on orders.cancel (validated by checkCancel). Every Register function
+// of the package calls it.
+func stemRegisterUpdates(e *runtime.Engine) error {
+	if err := runtime.RegisterUpdate[Cancel, Cancelled](e, CancelUpdate, checkCancel); err != nil {
 		return err
 	}
 	return nil
@@ -1114,5 +1343,6 @@ func RegisterWorkflows(e *runtime.Engine, steps *Steps) error {
 // another process and after a replay.
 func init() {
 	runtime.DeclareErrorType[*ChargeRejected]("orders.charge_rejected")
+	runtime.DeclareError("orders.cancelled", ErrCancelled)
 	runtime.DeclareError("orders.not_shipped", ErrNotShipped)
 }

@@ -126,7 +126,8 @@ type ChargeCall struct {
 // Pack again replaces fn, with a new handle; a nil fn gives the step its own
 // function back.
 //
-// Pack packs one line of the order; it runs once per line.
+// Pack packs one line of the order; it runs once per line, and logs it on
+// the order's log once it succeeds.
 func (m *Mocks) Pack(fn func(ctx runtime.StepContext, item orders.Item) (orders.Parcel, error)) *PackMock {
 	h := &PackMock{}
 	if fn == nil {
@@ -478,9 +479,9 @@ type ReserveCall struct {
 // so it must be deterministic. Calling FulfilWorkflow again replaces fn, with
 // a new handle; a nil fn gives a registered workflow its own function back.
 //
-// Fulfil reserves stock and quotes shipping at once, cools off, waits for
-// the warehouse, packs every line at once, charges the customer, and has
-// the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off (the
+// customer may cancel then), waits for the warehouse, packs every line at
+// once, charges the customer, and has the invoice made.
 func (m *Mocks) FulfilWorkflow(fn func(ctx *runtime.WorkflowContext, order orders.Order) (orders.Receipt, error)) *FulfilWorkflowMock {
 	h := &FulfilWorkflowMock{}
 	if fn == nil {
@@ -745,9 +746,9 @@ func EmitShipmentReadyAt(env *stemtest.Env, d time.Duration, ev orders.ShipmentR
 // a test puts its mocks (Mock) on each case's engine, in place of steps, or of
 // the child workflows register leaves out.
 //
-// Fulfil reserves stock and quotes shipping at once, cools off, waits for
-// the warehouse, packs every line at once, charges the customer, and has
-// the invoice made.
+// Fulfil reserves stock and quotes shipping at once, cools off (the
+// customer may cancel then), waits for the warehouse, packs every line at
+// once, charges the customer, and has the invoice made.
 func CrashEveryStepFulfil(t *testing.T, register func(e *runtime.Engine) error, in orders.Order, opts ...stemtest.Option) {
 	t.Helper()
 	stemtest.CrashEveryStep(t, register, orders.FulfilWorkflowName, in, opts...)

@@ -2,7 +2,11 @@
 // names its locals: the generated code must still compile, and call them.
 package p
 
-import "github.com/stemflow/stem/runtime"
+import (
+	"errors"
+
+	"github.com/stemflow/stem/runtime"
+)
 
 // in doubles n through its steps.
 //
@@ -33,3 +37,18 @@ func e(ctx runtime.StepContext, n int) (int, error) { return 2 * n, nil }
 //
 //stem:step name=sc
 func sc(ctx runtime.StepContext, n int) (int, error) { return n - 2, nil }
+
+// ask asks a run of in for a number.
+//
+//stem:update name=p.ask reply=answer validate=req
+type ask struct{ N int }
+
+type answer struct{ N int }
+
+// req refuses a negative ask.
+func req(a ask) error {
+	if a.N < 0 {
+		return errors.New("negative")
+	}
+	return nil
+}

@@ -64,6 +64,18 @@ type runID string
 
 type d struct{ V int }
 
+// req is an update of an unexported type, replied to with a from.
+//
+//stem:update name=p.req reply=from
+type req struct{ V int }
+
+type from struct{ N int }
+
+// v is a stream of an unexported type.
+//
+//stem:stream name=p.v
+type v struct{ V int }
+
 // flow runs every step once.
 //
 //stem:workflow name=p.flow progress=run

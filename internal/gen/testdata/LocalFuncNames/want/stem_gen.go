@@ -20,7 +20,31 @@ var (
 	_ func(runtime.StepContext, int) (int, error) = c
 	_ func(runtime.StepContext, int) (int, error) = e
 	_ func(runtime.StepContext, int) (int, error) = sc
+	_ func(ask) error                             = stemFuncReq
 )
+
+// The functions below stop compiling when a type that is part of a durable
+// payload no longer has the fields, field types and tags it had when this file
+// was generated. Run go generate: it judges the change against the manifest,
+// for the runs in flight that hold payloads of the old shape.
+
+// answer is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		N int
+	}
+	var _ shapeAtLastGoGenerate = answer{} // stem: answer changed shape since go generate; run go generate
+}
+
+// ask is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		N int
+	}
+	var _ shapeAtLastGoGenerate = ask{} // stem: ask changed shape since go generate; run go generate
+}
 
 // stemFuncC is c, under a name that no local of this file's functions hides:
 // the file calls the function by this name.
@@ -34,13 +58,19 @@ var stemFuncE = e
 // the file calls the function by this name.
 var stemFuncIn = in
 
+// stemFuncReq is req, under a name that no local of this file's functions
+// hides: the file calls the function by this name.
+var stemFuncReq = req
+
 // stemFuncSc is sc, under a name that no local of this file's functions hides:
 // the file calls the function by this name.
 var stemFuncSc = sc
 
 // stemCalls holds the typed calls of package p, each declared once: a method
-// per step, per event and, to run it as a child, per workflow. Every workflow
-// context embeds it, so they are methods of each.
+// per step, per event and, to run it as a child, per workflow. It also has
+// methods that take each update of the package (Await<Update>, and On<Update>
+// for its future). Every workflow context embeds it, so they are methods of
+// each.
 type stemCalls struct {
 	wc *runtime.WorkflowContext
 }
@@ -156,6 +186,29 @@ func (c *stemCalls) scAsync(n int) *runtime.Future[int] {
 	})
 }
 
+// AwaitAsk suspends the run until update ask (p.ask) is sent to it, and
+// returns it: OnAsk's future, awaited. name is the wait's durable key within
+// the run. Reply to it with its Reply or Fail, which the caller waits for.
+//
+// ask asks a run of in for a number.
+func (c *stemCalls) AwaitAsk(name string) (*runtime.Update[ask, answer], error) {
+	return runtime.AwaitUpdate[ask, answer](c.wc, name, AskUpdate)
+}
+
+// OnAsk returns a future of the next update ask (p.ask) sent to this run,
+// without waiting: the update is delivered while the run waits on anything,
+// and Await, the context's All or Select wait for it. Updates reach the run in
+// the order the store accepted them, each taken by one future; one taken by a
+// future that lost a Select is kept for the next future of the update. name is
+// the future's durable key within the run, numbered by call order (name#0,
+// name#1, ...), so it may be created in a loop. Reply to the update it yields
+// with its Reply or Fail, which the caller waits for.
+//
+// ask asks a run of in for a number.
+func (c *stemCalls) OnAsk(name string) *runtime.Future[*runtime.Update[ask, answer]] {
+	return runtime.OnUpdate[ask, answer](c.wc, name, AskUpdate)
+}
+
 // CallIn runs workflow in (p.in) as a child of this run with input in, and
 // waits for its output. name is the call's durable key within the run: the
 // child's run ID derives from this run's ID and name, so a replay never starts
@@ -213,7 +266,8 @@ const InWorkflowVersion = 1
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package p, each also in a form that returns a future (All
 // and Select wait for several), and ContinueAsNew typed by the workflow's
-// input.
+// input. It also has methods that take each update of the package
+// (Await<Update>, and On<Update> for its future).
 //
 // in doubles n through its steps.
 type InContext struct {
@@ -283,10 +337,16 @@ type InRun struct {
 
 // RegisterIn registers workflow in with e under its durable name, p.in, at
 // version 1; the engine records them in the store's catalog with the shapes of
-// its input and output, for tools that start runs without its Go types.
+// its input and output, for tools that start runs without its Go types. It
+// also registers the updates of package p, so the engine checks a request
+// (with the update's validator) before it sends it, and such tools check one
+// too.
 //
 // in doubles n through its steps.
 func RegisterIn(e *runtime.Engine) error {
+	if err := stemRegisterUpdates(e); err != nil {
+		return err
+	}
 	return runtime.Register(e, InWorkflowName, func(c *runtime.WorkflowContext, in int) (int, error) {
 		return stemFuncIn(&InContext{
 			WorkflowContext: c,
@@ -359,6 +419,56 @@ func GetIn(ctx context.Context, e *runtime.Engine, id string) (*InRun, error) {
 		return nil, err
 	}
 	return &InRun{r}, nil
+}
+
+// AskUpdate is the durable name of update ask, which callers send it by: its
+// request is ask, its reply answer.
+//
+// ask asks a run of in for a number.
+const AskUpdate = "p.ask"
+
+// UpdateAsk sends update ask (p.ask) with request req to the run runID and
+// waits for the workflow's reply (runtime.CallUpdate). The request is checked
+// before anything is written: where the engine registers the update (the
+// package's Register functions do), against its type, ask, and its validator,
+// req, whose refusal matches runtime.ErrUpdateRefused and the validator's
+// error. Give it an ID with runtime.WithUpdateID in opts to call it again
+// after a crash without a second handling: it then finds the first update and
+// its reply. A run that has ended refuses it with an error matching
+// runtime.ErrUpdateRunEnded, and one that ends without replying makes it
+// return runtime.ErrUpdateUnhandled; an error the workflow replies with (Fail)
+// is returned as it is, declared errors keeping their identity.
+//
+// ask asks a run of in for a number.
+func UpdateAsk(ctx context.Context, e *runtime.Engine, runID string, req ask, opts ...runtime.UpdateOption) (answer, error) {
+	return runtime.CallUpdate[answer](ctx, e, runID, AskUpdate, req, opts...)
+}
+
+// UpdateAskOrStartIn sends update ask (p.ask) with request req to the run id
+// of workflow in (p.in), starting that run with input in first if it does not
+// exist (update-with-start), and waits for the reply (runtime.UpdateOrStart).
+// The request is checked before anything is written, the start too. The start
+// follows the workflow's start policies, as StartIn does, and runtime.IfExists
+// and runtime.IfEnded in opts override them: a run that exists is updated (one
+// that has ended refuses it with an error matching runtime.ErrUpdateRunEnded),
+// and a start a policy refuses is runtime.ErrStartRefused with no update sent.
+// The start and the update are two writes: updateID (empty: a random one)
+// makes a call made again after a crash find the run, and the first update and
+// its reply, as runtime.WithUpdateID does.
+func UpdateAskOrStartIn(ctx context.Context, e *runtime.Engine, id string, in int, updateID string, req ask, opts ...runtime.StartOption) (answer, error) {
+	return runtime.UpdateOrStart[int, int, answer](ctx, e, InWorkflowName, id, in, AskUpdate, updateID, req, opts...)
+}
+
+// stemRegisterUpdates registers the updates of package p with e, with their
+// request and reply types and validators, so the engine checks a request
+// before it sends it, and records them in the store's catalog for tools: ask
+// on p.ask (validated by req). Every Register function of the package calls
+// it.
+func stemRegisterUpdates(e *runtime.Engine) error {
+	if err := runtime.RegisterUpdate[ask, answer](e, AskUpdate, stemFuncReq); err != nil {
+		return err
+	}
+	return nil
 }
 
 // RegisterWorkflows registers every workflow of package p with e: in (p.in).

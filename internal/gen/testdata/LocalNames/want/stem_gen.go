@@ -5,6 +5,7 @@ package p
 import (
 	"context"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/stemflow/stem/runtime"
@@ -112,6 +113,15 @@ func _() {
 	var _ shapeAtLastGoGenerate = stemTypeFn{} // stem: fn changed shape since go generate; run go generate
 }
 
+// from is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		N int
+	}
+	var _ shapeAtLastGoGenerate = stemTypeFrom{} // stem: from changed shape since go generate; run go generate
+}
+
 // futures is part of a durable payload; shapeAtLastGoGenerate is its
 // underlying type as of go generate.
 func _() {
@@ -203,6 +213,15 @@ func _() {
 	var _ shapeAtLastGoGenerate = stemTypeR{} // stem: r changed shape since go generate; run go generate
 }
 
+// req is part of a durable payload; shapeAtLastGoGenerate is its underlying
+// type as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		V int
+	}
+	var _ shapeAtLastGoGenerate = stemTypeReq{} // stem: req changed shape since go generate; run go generate
+}
+
 // rs is part of a durable payload; shapeAtLastGoGenerate is its underlying
 // type as of go generate.
 func _() {
@@ -253,6 +272,15 @@ func _() {
 	var _ shapeAtLastGoGenerate = stemTypeTimeout{} // stem: timeout changed shape since go generate; run go generate
 }
 
+// v is part of a durable payload; shapeAtLastGoGenerate is its underlying type
+// as of go generate.
+func _() {
+	type shapeAtLastGoGenerate = struct {
+		V int
+	}
+	var _ shapeAtLastGoGenerate = stemTypeV{} // stem: v changed shape since go generate; run go generate
+}
+
 // stemTypeAfter is after, under a name that no local of this file's functions
 // hides: the file writes the type by this name.
 type stemTypeAfter = after
@@ -288,6 +316,10 @@ type stemTypeEv = ev
 // stemTypeFn is fn, under a name that no local of this file's functions hides:
 // the file writes the type by this name.
 type stemTypeFn = fn
+
+// stemTypeFrom is from, under a name that no local of this file's functions
+// hides: the file writes the type by this name.
+type stemTypeFrom = from
 
 // stemTypeFutures is futures, under a name that no local of this file's
 // functions hides: the file writes the type by this name.
@@ -333,6 +365,10 @@ type stemTypeP = p
 // the file writes the type by this name.
 type stemTypeR = r
 
+// stemTypeReq is req, under a name that no local of this file's functions
+// hides: the file writes the type by this name.
+type stemTypeReq = req
+
 // stemTypeRs is rs, under a name that no local of this file's functions hides:
 // the file writes the type by this name.
 type stemTypeRs = rs
@@ -353,9 +389,16 @@ type stemTypeSteps = steps
 // functions hides: the file writes the type by this name.
 type stemTypeTimeout = timeout
 
+// stemTypeV is v, under a name that no local of this file's functions hides:
+// the file writes the type by this name.
+type stemTypeV = v
+
 // stemCalls holds the typed calls of package p, each declared once: a method
-// per step, per event and, to run it as a child, per workflow. Every workflow
-// context embeds it, so they are methods of each.
+// per step, per event and, to run it as a child, per workflow. It also has
+// methods that take each update of the package (Await<Update>, and On<Update>
+// for its future), and methods that append to each stream of the package
+// (Append<Value>) and close it (Close<Value>Stream). Every workflow context
+// embeds it, so they are methods of each.
 type stemCalls struct {
 	wc    *runtime.WorkflowContext
 	steps *stemTypeFn
@@ -571,6 +614,49 @@ func (c *stemCalls) OnE(name string) *runtime.Future[stemTypeE] {
 	return runtime.OnEvent[stemTypeE](c.wc, name, ETopic)
 }
 
+// AwaitReq suspends the run until update req (p.req) is sent to it, and
+// returns it: OnReq's future, awaited. name is the wait's durable key within
+// the run. Reply to it with its Reply or Fail, which the caller waits for.
+//
+// req is an update of an unexported type, replied to with a from.
+func (c *stemCalls) AwaitReq(name string) (*runtime.Update[stemTypeReq, stemTypeFrom], error) {
+	return runtime.AwaitUpdate[stemTypeReq, stemTypeFrom](c.wc, name, ReqUpdate)
+}
+
+// OnReq returns a future of the next update req (p.req) sent to this run,
+// without waiting: the update is delivered while the run waits on anything,
+// and Await, the context's All or Select wait for it. Updates reach the run in
+// the order the store accepted them, each taken by one future; one taken by a
+// future that lost a Select is kept for the next future of the update. name is
+// the future's durable key within the run, numbered by call order (name#0,
+// name#1, ...), so it may be created in a loop. Reply to the update it yields
+// with its Reply or Fail, which the caller waits for.
+//
+// req is an update of an unexported type, replied to with a from.
+func (c *stemCalls) OnReq(name string) *runtime.Future[*runtime.Update[stemTypeReq, stemTypeFrom]] {
+	return runtime.OnUpdate[stemTypeReq, stemTypeFrom](c.wc, name, ReqUpdate)
+}
+
+// AppendV appends v to the run's stream v (p.v), durably (runtime.Append): the
+// value is written with a checkpoint of the run, keyed by the stream's name
+// and the call's order, so a replay does not append it again. Readers
+// (StreamV) get it in order as it is written, in any process.
+//
+// v is a stream of an unexported type.
+func (c *stemCalls) AppendV(v stemTypeV) error {
+	return runtime.Append(c.wc, VStream, v)
+}
+
+// CloseVStream closes the run's stream v (p.v), durably, as AppendV writes
+// (runtime.CloseStream): readers that reach its end stop there instead of
+// waiting for more. A later AppendV opens it again. A stream needs no closing:
+// readers also stop at the end of the stream of a run that has ended.
+//
+// v is a stream of an unexported type.
+func (c *stemCalls) CloseVStream() error {
+	return runtime.CloseStream(c.wc, VStream)
+}
+
 // CallFlow runs workflow flow (p.flow) as a child of this run with input in,
 // and waits for its output. name is the call's durable key within the run: the
 // child's run ID derives from this run's ID and name, so a replay never starts
@@ -629,7 +715,10 @@ const FlowWorkflowVersion = 1
 // *runtime.WorkflowContext, with a typed method for every step, event and
 // child workflow of package p, each also in a form that returns a future (All
 // and Select wait for several), and ContinueAsNew typed by the workflow's
-// input.
+// input. It also has methods that take each update of the package
+// (Await<Update>, and On<Update> for its future), and methods that append to
+// each stream of the package (Append<Value>) and close it
+// (Close<Value>Stream).
 //
 // flow runs every step once.
 type FlowContext struct {
@@ -724,7 +813,9 @@ func (r *FlowRun) WaitProgress(ctx context.Context, after run) (run, error) {
 // at version 1; the engine records them in the store's catalog with the shapes
 // of its input and output, for tools that start runs without its Go types. It
 // also registers the event types of package p, so such tools can check an
-// event's payload. Its steps run on steps, which must not be nil.
+// event's payload. It also registers the updates of package p, so the engine
+// checks a request (with the update's validator) before it sends it, and such
+// tools check one too. Its steps run on steps, which must not be nil.
 //
 // flow runs every step once.
 func RegisterFlow(e *runtime.Engine, steps *stemTypeFn) error {
@@ -732,6 +823,9 @@ func RegisterFlow(e *runtime.Engine, steps *stemTypeFn) error {
 		return fmt.Errorf("%w: RegisterFlow: steps is nil", runtime.ErrInvalidArgument)
 	}
 	if err := stemRegisterEvents(e); err != nil {
+		return err
+	}
+	if err := stemRegisterUpdates(e); err != nil {
 		return err
 	}
 	return runtime.Register(e, FlowWorkflowName, func(c *runtime.WorkflowContext, in stemTypeIn) (stemTypeOut, error) {
@@ -892,11 +986,91 @@ func SendEOrStartFlow(ctx context.Context, e *runtime.Engine, id string, in stem
 	}, nil
 }
 
+// ReqUpdate is the durable name of update req, which callers send it by: its
+// request is req, its reply from.
+//
+// req is an update of an unexported type, replied to with a from.
+const ReqUpdate = "p.req"
+
+// UpdateReq sends update req (p.req) with request req to the run runID and
+// waits for the workflow's reply (runtime.CallUpdate). The request is checked
+// before anything is written: where the engine registers the update (the
+// package's Register functions do), against its type, req. Give it an ID with
+// runtime.WithUpdateID in opts to call it again after a crash without a second
+// handling: it then finds the first update and its reply. A run that has ended
+// refuses it with an error matching runtime.ErrUpdateRunEnded, and one that
+// ends without replying makes it return runtime.ErrUpdateUnhandled; an error
+// the workflow replies with (Fail) is returned as it is, declared errors
+// keeping their identity.
+//
+// req is an update of an unexported type, replied to with a from.
+func UpdateReq(ctx context.Context, e *runtime.Engine, runID string, req stemTypeReq, opts ...runtime.UpdateOption) (stemTypeFrom, error) {
+	return runtime.CallUpdate[stemTypeFrom](ctx, e, runID, ReqUpdate, req, opts...)
+}
+
+// UpdateReqOrStartFlow sends update req (p.req) with request req to the run id
+// of workflow flow (p.flow), starting that run with input in first if it does
+// not exist (update-with-start), and waits for the reply
+// (runtime.UpdateOrStart). The request is checked before anything is written,
+// the start too. The start follows the workflow's start policies, as StartFlow
+// does, and runtime.IfExists and runtime.IfEnded in opts override them: a run
+// that exists is updated (one that has ended refuses it with an error matching
+// runtime.ErrUpdateRunEnded), and a start a policy refuses is
+// runtime.ErrStartRefused with no update sent. The start and the update are
+// two writes: updateID (empty: a random one) makes a call made again after a
+// crash find the run, and the first update and its reply, as
+// runtime.WithUpdateID does.
+func UpdateReqOrStartFlow(ctx context.Context, e *runtime.Engine, id string, in stemTypeIn, updateID string, req stemTypeReq, opts ...runtime.StartOption) (stemTypeFrom, error) {
+	return runtime.UpdateOrStart[stemTypeIn, stemTypeOut, stemTypeFrom](ctx, e, FlowWorkflowName, id, in, ReqUpdate, updateID, req, opts...)
+}
+
+// VStream is the durable name of stream v, whose values a run appends and
+// readers read in order as they are written.
+//
+// v is a stream of an unexported type.
+const VStream = "p.v"
+
+// AppendVInStep appends v to the run's stream v (p.v) from a step; sc is the
+// step's context (runtime.AppendInStep). The value is written with the step's
+// checkpoint, by the attempt that writes it: the values of an attempt that
+// fails are dropped with it, and a step that succeeded is not run, nor its
+// values appended, again. Readers see a step's values when its checkpoint is
+// written. A transactional step cannot append: its attempt fails for good.
+//
+// v is a stream of an unexported type.
+func AppendVInStep(sc runtime.StepContext, v stemTypeV) error {
+	return runtime.AppendInStep(sc, VStream, v)
+}
+
+// StreamV returns the values of stream v (p.v) of the run runID from offset
+// from on (0: the first), in order, as they are written (runtime.ReadStream):
+// at the end of what is written it waits for more, and it ends at the end of a
+// closed stream or of a run that has ended. A value that does not decode, an
+// unknown run, or ctx's end is yielded as an error, and the sequence ends; a
+// reader resumes from the Offset after the last value it had. Stop early by
+// breaking the loop.
+//
+// v is a stream of an unexported type.
+func StreamV(ctx context.Context, e *runtime.Engine, runID string, from int64) iter.Seq2[runtime.Streamed[stemTypeV], error] {
+	return runtime.ReadStream[stemTypeV](ctx, e, runID, VStream, from)
+}
+
 // stemRegisterEvents registers the event types of package p with e, for the
 // store's catalog: e on p.ready. Every Register function of the package calls
 // it.
 func stemRegisterEvents(e *runtime.Engine) error {
 	if err := runtime.RegisterEvent[stemTypeE](e, ETopic); err != nil {
+		return err
+	}
+	return nil
+}
+
+// stemRegisterUpdates registers the updates of package p with e, with their
+// request and reply types and validators, so the engine checks a request
+// before it sends it, and records them in the store's catalog for tools: req
+// on p.req. Every Register function of the package calls it.
+func stemRegisterUpdates(e *runtime.Engine) error {
+	if err := runtime.RegisterUpdate[stemTypeReq, stemTypeFrom](e, ReqUpdate, nil); err != nil {
 		return err
 	}
 	return nil
