@@ -127,6 +127,19 @@ func (w *wtx) checkpoint(req storage.CheckpointRequest, now time.Time) (storage.
 	if err != nil {
 		return res, err
 	}
+	if req.Reply != nil || len(req.Streams) > 0 {
+		// The reply and stream writes ride with the checkpoint, only
+		// when it is written: a replay that finds it writes neither. A
+		// reply to an update the run does not have is refused either way.
+		if written {
+			err = w.interact(ref, l.RunID, req.Reply, req.Streams, n)
+		} else if req.Reply != nil {
+			err = w.checkReply(ref, l.RunID, req.Reply)
+		}
+		if err != nil {
+			return res, err
+		}
+	}
 	if done := req.Completion(); done != nil && written && !pause {
 		// The completion rides with the step: the run ends in this
 		// change, its finishing statement doing the checkpoint's update

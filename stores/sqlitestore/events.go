@@ -117,11 +117,18 @@ func (w *wtx) sendEvent(ev storage.Event, now int64) (bool, error) {
 	if wt.status.Finished() {
 		return false, fmt.Errorf("%w: send an event to a %s run", storage.ErrInvalidState, wt.status)
 	}
-	if c, ok := wt.wait.Case(ev.Topic); ok {
-		return true, w.deliver(wt, c, ev.Payload, now)
+	return w.deliverOrBuffer(wt, ev.Topic, ev.Payload, now)
+}
+
+// deliverOrBuffer delivers payload on topic to the unfinished run wt if a
+// case of its wait has the topic, and buffers it for the run otherwise;
+// delivered reports which. SendEvent and SendUpdate deliver with it.
+func (w *wtx) deliverOrBuffer(wt waiter, topic string, payload []byte, now int64) (delivered bool, err error) {
+	if c, ok := wt.wait.Case(topic); ok {
+		return true, w.deliver(wt, c, payload, now)
 	}
 	_, err = w.exec(`INSERT INTO events (run_ref, topic, payload, created_at) VALUES (?1, ?2, ?3, ?4)`,
-		wt.ref, ev.Topic, bytesArg(ev.Payload), now)
+		wt.ref, topic, bytesArg(payload), now)
 	return false, err
 }
 

@@ -14,10 +14,13 @@ func (s *Store) Notifications(ctx context.Context) <-chan struct{} {
 
 // Finished returns a channel that receives the ID of each run this Store
 // ends (completes, errors or terminates) after the call, once its write has
-// committed; see storage.FinishNotifier. Ends written by other processes on
-// the same file are not named: a write of theirs sends storage.Missed
-// instead (see foreign.go), at most once a second, upon which a caller
-// reads the run it awaits. The channel is closed when ctx is done or the
+// committed; see storage.FinishNotifier. It receives the announcements of
+// this Store's replies to updates and writes to streams too, after their
+// commits (storage.UpdateAnnouncement, StreamAnnouncement; see
+// storage.Announced). Ends and writes by other processes on the same file
+// are not named: a write of theirs sends storage.Missed instead (see
+// foreign.go), at most once a second, upon which a caller reads the run
+// (or update, or stream) it awaits. The channel is closed when ctx is done or the
 // store closes.
 func (s *Store) Finished(ctx context.Context) <-chan string {
 	return s.hub.SubscribeFinished(ctx)

@@ -55,8 +55,11 @@
 // event_types); schedules, written whole by revision; queue_starts,
 // the recent starts of rate-limited queues (and a mark for each, see
 // queues.go); workers, the records
-// engines keep of themselves; and start_keys, the run that holds each
-// start key of a workflow (storage.StartKey). Tables keyed by run use the
+// engines keep of themselves; start_keys, the run that holds each
+// start key of a workflow (storage.StartKey); updates, a run's updates by
+// ID and by sequence, with their replies; and streams and stream_values,
+// a run's streams and their values, keyed by (run, stream, offset) so
+// that a read from an offset is one range. Tables keyed by run use the
 // run's row number, assigned in creation order, so runs created and
 // claimed together share pages. A claim reads an index over when each run
 // becomes claimable (ready, or its lease expired), ordered by queue,
@@ -132,9 +135,11 @@
 // read), events.go, control.go (pause, resume, terminate, restart),
 // executions.go (listing them, continue-as-new), queues.go (how a claim
 // picks its runs, NextWake, QueueStats), schedules.go, purge.go,
-// catalog.go, notify.go and workers.go. This store's own machinery is in writer.go (the group-commit
-// writer and the checkpointer), wal.go (bounding the WAL), read.go (the read pool), conn.go
-// (statements on a driver connection), attempts.go (the encoding of the
+// catalog.go, notify.go, workers.go and interact.go (updates and
+// streams, storage.Interactor). This store's own machinery is in
+// writer.go (the group-commit writer and the checkpointer), wal.go
+// (bounding the WAL), read.go (the read pool), conn.go (statements on a
+// driver connection), attempts.go (the encoding of the
 // attempts stored with a checkpoint), migrate.go and existing.go (opening
 // without creating: OpenExisting, ReadOnly).
 package sqlitestore

@@ -52,7 +52,9 @@ type wtx struct {
 	// wake is set by a request that made a run ready to claim now; after
 	// the commit the writer signals the store's Hub (see Notifications).
 	wake bool
-	// finished holds the runs the batch's requests ended; after the commit
+	// finished holds the runs the batch's requests ended, and the
+	// announcements of the replies and stream writes they made
+	// (storage.UpdateAnnouncement, StreamAnnouncement); after the commit
 	// the writer tells the store's Hub (see Finished).
 	finished []string
 	// lazy is set while the connection is at synchronous=NORMAL for a
