@@ -119,7 +119,8 @@ func (r *run) replay() storage.Replay {
 	return rp
 }
 
-// Checkpoint records a step's result under the lease, fenced.
+// Checkpoint records a step's result under the lease, fenced, with the
+// reply and the stream writes it carries when it is written (interact.go).
 func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (storage.CheckpointResult, error) {
 	if err := req.Validate(); err != nil {
 		return storage.CheckpointResult{}, refuse(err)
@@ -131,6 +132,10 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 	r := s.leased(req.Lease)
 	if r == nil {
 		return storage.CheckpointResult{}, leaseLost("checkpoint", req.Lease)
+	}
+	u, err := replyTo(r, req.Reply)
+	if err != nil {
+		return storage.CheckpointResult{}, err
 	}
 	now := s.clock()
 	rec := &r.rec
@@ -153,6 +158,7 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 	if rec.Wait.HasKey(cp.Key) {
 		s.clearWait(r)
 	}
+	s.interact(r, u, req.Reply, req.Streams, now)
 	if !rec.PauseRequested {
 		res := storage.CheckpointResult{CancelRequested: rec.CancelRequested}
 		if c := req.Completion(); c != nil {

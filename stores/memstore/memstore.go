@@ -12,8 +12,10 @@
 // terminates and restarts, executions.go keeps and lists a run's
 // executions, catalog.go records what workers serve, notify.go hands out
 // wake-up hints, queue.go is the claim index and the queues' counts,
-// schedule.go keeps schedules, purge.go deletes finished runs and
-// workers.go keeps the records engines keep of themselves.
+// schedule.go keeps schedules, purge.go deletes finished runs,
+// workers.go keeps the records engines keep of themselves and interact.go
+// keeps the updates sent to runs and the runs' streams (whose replies and
+// values checkpoint.go writes).
 package memstore
 
 import (
@@ -137,6 +139,12 @@ type run struct {
 	// past holds the earlier executions, oldest first.
 	past   []execution
 	events []bufferedEvent
+	// updates holds the run's updates by ID and updateList the same in
+	// Seq order (Seq is a position in it plus one); streams holds its
+	// streams by name (interact.go). Every execution shares them.
+	updates    map[string]*storage.UpdateRecord
+	updateList []*storage.UpdateRecord
+	streams    map[string]*stream
 	// seq numbers the run's checkpoints across all its executions.
 	seq int64
 	// readyGen identifies the run's current entry in its index's waiting

@@ -59,11 +59,11 @@ func (s *Store) forgetAll(runs []*run) {
 }
 
 // forget removes a finished run from the store but for s.ids: its record,
-// executions, checkpoints, attempts and buffered events go with the run;
-// it leaves its parent's children, its index's count and the start key it
-// holds. A finished run
-// holds no wait, no place in its queue and no current heap entry. Its
-// own children stay indexed under its ID, which they still name.
+// executions, checkpoints, attempts, buffered events, updates and streams
+// go with the run; it leaves its parent's children, its index's count and
+// the start key it holds. A finished run holds no wait, no place in its
+// queue and no current heap entry. Its own children stay indexed under
+// its ID, which they still name.
 func (s *Store) forget(r *run) {
 	delete(s.runs, r.rec.ID)
 	r.ix.runs--

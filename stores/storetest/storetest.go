@@ -51,7 +51,10 @@
 // all judged in CreateRuns (runs.go); starttx.go the writes a
 // storage.TxStore makes in the application's transaction and its
 // transactional steps (CheckpointTx), which Run registers only for a store
-// that implements storage.TxStore.
+// that implements storage.TxStore; interact.go the updates sent to runs,
+// their replies and the runs' streams (storage.Interactor: interact.go,
+// checkpoint.go and purge.go in stores), with the replies and streams of
+// a storage.TxStore's transactional steps, registered only for one.
 package storetest
 
 import (
@@ -146,8 +149,10 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, invisibleCases...)
 	all = append(all, eagerCases...)
 	all = append(all, startCases...)
+	all = append(all, interactCases...)
 	if implementsTx(t, newStore) {
 		all = append(all, startTxCases...)
+		all = append(all, interactTxCases...)
 	}
 	for _, c := range all {
 		t.Run(c.name, func(t *testing.T) {
