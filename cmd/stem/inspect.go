@@ -277,7 +277,7 @@ func detail(r runtime.RunInfo) string {
 	case r.Status == runtime.StatusComplete:
 		return result(r.Output, 60)
 	case r.WaitingFor != "":
-		s := "waiting for " + clean(strings.Join(r.WaitTopics, " or "))
+		s := "waiting for " + clean(strings.Join(waitNames(r.WaitTopics), " or "))
 		if r.ReadyAt != nil {
 			s += " until " + stamp(*r.ReadyAt)
 		}
@@ -524,7 +524,11 @@ func printHold(w io.Writer, r runtime.RunInfo, command func(args ...string) stri
 	}
 	fmt.Fprintf(w, "  recorded  %s\n  called    %s\n", recorded, called)
 	if len(r.WaitTopics) > 0 {
-		fmt.Fprintf(w, "  waits for %s (an event sent to it is kept)\n", clean(strings.Join(r.WaitTopics, " or ")))
+		names, kept := waitNames(r.WaitTopics), "an event"
+		if slices.ContainsFunc(r.WaitTopics, func(t string) bool { return strings.HasPrefix(t, storage.UpdateTopicPrefix) }) {
+			kept = "an event or update"
+		}
+		fmt.Fprintf(w, "  waits for %s (%s sent to it is kept)\n", clean(strings.Join(names, " or ")), kept)
 	}
 	if r.ReadyAt != nil {
 		fmt.Fprintf(w, "  next try  %s\n", stamp(*r.ReadyAt))

@@ -186,6 +186,19 @@ func (c *call) checkUpdate(e *runtime.Engine, name string) error {
 	return fmt.Errorf("%s (known: %s; --unvalidated sends it all the same)", msg, listOrNone(names))
 }
 
+// waitNames are the topics a run waits on, as the command names them:
+// an update's as "update NAME".
+func waitNames(topics []string) []string {
+	out := make([]string, len(topics))
+	for i, t := range topics {
+		if name, ok := strings.CutPrefix(t, storage.UpdateTopicPrefix); ok {
+			t = "update " + name
+		}
+		out[i] = t
+	}
+	return out
+}
+
 // listOrNone lists names, comma-separated, or says there are none.
 func listOrNone(names []string) string {
 	if len(names) == 0 {
