@@ -37,7 +37,7 @@ func (h *handler) act(rq *request, id, action string) error {
 	do, ok := actionFuncs[action]
 	if !ok {
 		return &httpError{status: http.StatusNotFound, title: "No such action",
-			msg: fmt.Sprintf("%q is not an action: a run may be paused, resumed, cancelled, terminated, restarted or sent an event.", action)}
+			msg: fmt.Sprintf("%q is not an action: a run may be paused, resumed, cancelled, terminated, restarted, sent an event or sent an update.", action)}
 	}
 	rq.r.Body = http.MaxBytesReader(rq.w, rq.r.Body, maxActionBody)
 	if err := h.checkPost(rq); err != nil {
@@ -83,6 +83,7 @@ func keyRefused(h *handler, rq *request, what string) (outcome, bool) {
 }
 
 var actionFuncs = map[string]func(h *handler, rq *request, id string) outcome{
+	"update": sendUpdate,
 	"pause": func(h *handler, rq *request, id string) outcome {
 		ctx := rq.r.Context()
 		if err := h.e.Pause(ctx, id); err != nil {

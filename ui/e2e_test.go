@@ -23,6 +23,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	t.Run("Runs", func(t *testing.T) { testBrowserRuns(t, browser) })
 	t.Run("PauseResumeEvent", func(t *testing.T) { testBrowserPauseResumeEvent(t, browser) })
 	t.Run("TerminateRestart", func(t *testing.T) { testBrowserTerminateRestart(t, browser) })
+	t.Run("Update", func(t *testing.T) { testBrowserUpdate(t, browser) })
 }
 
 // seedEveryStatus starts runs that end up in every status, a parent with a
@@ -336,4 +337,59 @@ func testBrowserTerminateRestart(t *testing.T, browser context.Context) {
 		t.Fatalf("charge-2's executions: %v %v, want 2", xs, err)
 	}
 	p.until("both executions listed", "document.querySelector('#executions') !== null")
+}
+
+// Send an update from the run's page: refused in the browser while the
+// request is not JSON, then sent after the confirmation, its reply in the
+// outcome; the updates and the stream the run writes follow on the page
+// without a reload, updates sent elsewhere too, until the run ends.
+func testBrowserUpdate(t *testing.T, browser context.Context) {
+	f := newE2EFixture(t, ui.Options{})
+	f.start("tally", "tally-1", 100)
+	f.waitStatus("tally-1", runtime.StatusWaiting)
+	p := e2eTab(t, browser, f)
+
+	p.open("runs/tally-1")
+	p.until("the waiting run's page", `document.querySelector('main#run[data-run-id="tally-1"]') !== null`)
+	if w := p.text("#wait"); !strings.Contains(w, "Waiting for an update") || !strings.Contains(w, "add") {
+		t.Fatalf("#wait reads %q, want the update add", w)
+	}
+	p.click(`button[data-action="update"]`)
+	p.until("the update dialog", `document.querySelector('dialog[open] textarea[name=request]') !== null`)
+	p.set("dialog[open] select[name=update]", "add")
+	p.set("dialog[open] textarea[name=request]", `{5`)
+	p.click("dialog[open] button[data-confirm]")
+	p.until("#request-error", `(() => { const e = document.querySelector('#request-error'); return e !== null && e.textContent.includes('The request is not JSON') && e.getClientRects().length > 0; })()`)
+	if n := f.posts.get("/runs/tally-1/update"); n != 0 {
+		t.Fatalf("a request that is not JSON was sent %d times", n)
+	}
+	p.set("dialog[open] textarea[name=request]", `5`)
+	p.screenshot("dashboard-update.png")
+	p.confirm("the update", "ok")
+	if msg := p.text("#flash"); !strings.Contains(msg, "replied: 105") {
+		t.Fatalf("the update's outcome reads %q, want its reply", msg)
+	}
+	p.until("the update listed", `document.querySelectorAll('#updates tr[data-state="replied"]').length === 1`)
+	p.until("the stream listed", `document.querySelector('#streams .stream[data-stream="totals"]')?.dataset.length === '1'`)
+
+	// Updates sent elsewhere show without a reload, as the run writes.
+	e2eEval[string](p, "window.stemE2EMark = 'unchanged'")
+	for _, n := range []int{7, 0} {
+		if _, err := runtime.CallUpdate[int](f.ctx, f.e, "tally-1", "add", n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.until("the run complete on the page", `document.querySelector('#status')?.textContent.trim() === 'complete'`)
+	p.until("every update listed", `document.querySelectorAll('#updates tr[data-state="replied"]').length === 3`)
+	e2eEval[bool](p, "(document.querySelector('#updates').scrollIntoView(), true)")
+	p.screenshot("dashboard-updates.png")
+	if v := p.text(`#streams li[data-offset="1"] pre`); v != "112" {
+		t.Fatalf("the stream's second value reads %q, want 112", v)
+	}
+	if mark := p.str("window.stemE2EMark"); mark != "unchanged" {
+		t.Fatalf("the page reloaded (mark %q); it must update in place", mark)
+	}
+	if n := p.count(`button[data-action="update"]`); n != 0 {
+		t.Errorf("a finished run offers an update")
+	}
 }

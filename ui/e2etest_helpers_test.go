@@ -531,6 +531,27 @@ func (f *e2eFixture) register() {
 			return fmt.Sprintf("charged %d cents", cents), nil
 		})
 	}))
+	// tally takes "add" updates: it appends the total after each to its
+	// stream "totals" and replies it, until an update of 0 ends it.
+	must(runtime.RegisterUpdate[int, int](f.e, "add", nil))
+	must(runtime.Register(f.e, "tally", func(c *runtime.WorkflowContext, total int) (string, error) {
+		for {
+			u, err := runtime.AwaitUpdate[int, int](c, "add", "add")
+			if err != nil {
+				return "", err
+			}
+			if u.Request == 0 {
+				return fmt.Sprintf("total %d", total), u.Reply(c, total)
+			}
+			total += u.Request
+			if err := runtime.Append(c, "totals", total); err != nil {
+				return "", err
+			}
+			if err := u.Reply(c, total); err != nil {
+				return "", err
+			}
+		}
+	}))
 	// parent calls greet as its child.
 	must(runtime.Register(f.e, "parent", func(c *runtime.WorkflowContext, name string) (string, error) {
 		return runtime.CallChild[string](c, "greeting", "greet", name)

@@ -60,6 +60,16 @@ type runPage struct {
 	// then the catalog's; Topic is the one the form proposes, the wait's.
 	Topics []string
 	Topic  string
+
+	// Updates are the run's latest updates, of UpdatesTotal; Streams its
+	// streams, by name, and MoreStreams how many more it has.
+	Updates      []updateRow
+	UpdatesTotal int
+	Streams      []streamView
+	MoreStreams  int
+	// UpdateChoices are the updates the catalog records, which the form
+	// may send.
+	UpdateChoices []updateChoice
 }
 
 // The rows of a run's page are flat structs of what the page shows, times
@@ -109,9 +119,13 @@ type attemptView struct {
 // held: its wait is kept, and its ready time is the hold's next try, not
 // the wait's timeout.
 type waitView struct {
-	Topics  []string
-	Timeout *moment
-	Held    bool
+	// What is what it waits for in words: "an event", "an update", or
+	// "an event or an update"; Topics are the event topics, Updates the
+	// names of the updates.
+	What            string
+	Topics, Updates []string
+	Timeout         *moment
+	Held            bool
 }
 
 // holdView is a run's hold as the page shows it: Call counts the
@@ -221,7 +235,22 @@ func (h *handler) run(rq *request, id string) error {
 	// run keeps its wait too; its ready time is the hold's next try.
 	if info.Status == runtime.StatusWaiting || info.Status == runtime.StatusPaused {
 		if len(info.WaitTopics) > 0 {
-			p.Wait = &waitView{Topics: info.WaitTopics, Timeout: atPtr(info.ReadyAt), Held: p.Held != nil}
+			p.Wait = &waitView{Timeout: atPtr(info.ReadyAt), Held: p.Held != nil}
+			for _, t := range info.WaitTopics {
+				if name, ok := strings.CutPrefix(t, storage.UpdateTopicPrefix); ok {
+					p.Wait.Updates = append(p.Wait.Updates, name)
+				} else {
+					p.Wait.Topics = append(p.Wait.Topics, t)
+				}
+			}
+			switch {
+			case len(p.Wait.Updates) == 0:
+				p.Wait.What = "an event"
+			case len(p.Wait.Topics) == 0:
+				p.Wait.What = "an update"
+			default:
+				p.Wait.What = "an event or an update"
+			}
 			if p.Held != nil {
 				p.Wait.Timeout = nil
 			}
@@ -234,6 +263,10 @@ func (h *handler) run(rq *request, id string) error {
 				}
 			}
 		}
+	}
+
+	if err := h.interactions(ctx, p); err != nil {
+		return runErr(id, err)
 	}
 
 	children, next, err := h.e.ListRuns(ctx, runtime.ListRunsQuery{ParentID: id, Limit: childrenShown})
@@ -314,9 +347,12 @@ func (h *handler) actions(rq *request, p *runPage, shown []runtime.StepInfo) err
 		}
 		if cat, err := h.e.Catalog(rq.r.Context()); err == nil {
 			for _, ev := range cat.Events {
-				if !slices.Contains(p.Topics, ev.Topic) {
+				if !slices.Contains(p.Topics, ev.Topic) && !strings.HasPrefix(ev.Topic, storage.ReservedTopicPrefix) {
 					p.Topics = append(p.Topics, ev.Topic)
 				}
+			}
+			if p.UpdateChoices = updateChoices(cat); len(p.UpdateChoices) > 0 {
+				add("update")
 			}
 		}
 	}

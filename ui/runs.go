@@ -254,7 +254,7 @@ func runDetail(r runtime.RunInfo, now time.Time) string {
 		}
 	case runtime.StatusWaiting:
 		if len(r.WaitTopics) > 0 {
-			s := "waits for " + strings.Join(r.WaitTopics, ", ")
+			s := "waits for " + strings.Join(waitNames(r.WaitTopics), ", ")
 			if r.ReadyAt != nil {
 				s += " until " + when(r.ReadyAt)
 			}
@@ -273,4 +273,17 @@ func runDetail(r runtime.RunInfo, now time.Time) string {
 		}
 	}
 	return ""
+}
+
+// waitNames are the topics a run waits on, as the pages name them: an
+// update's as "update NAME".
+func waitNames(topics []string) []string {
+	out := make([]string, len(topics))
+	for i, t := range topics {
+		if name, ok := strings.CutPrefix(t, storage.UpdateTopicPrefix); ok {
+			t = "update " + name
+		}
+		out[i] = t
+	}
+	return out
 }

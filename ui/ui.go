@@ -10,15 +10,20 @@
 //     (keyset pagination), with the count of runs in each status; the page
 //     refreshes itself and keeps its filter;
 //   - a run: its input, status, output or error and progress; its
-//     executions; the steps of one execution in order, each with its
+//     executions; its updates (request, reply or error) and streams (their
+//     last values); the steps of one execution in order, each with its
 //     attempts, durations and errors; its sleep or wait; its children and
 //     parent; live while the run is unfinished;
 //   - queues, schedules and workers.
 //
 // The actions (pause, resume, terminate, restart from the top or from a
-// step, send an event) are POSTs, each confirmed in a dialog first; the
-// outcome, or the engine's refusal in words, shows on the run's page after
-// the redirect.
+// step, send an event, send an update) are POSTs, each confirmed in a
+// dialog first; the outcome, or the engine's refusal in words, shows on
+// the run's page after the redirect. An update's request is checked
+// against the schema its workers recorded, and an update with a validator
+// (which only the application can run) is sent only when the form's "send
+// unvalidated" box is ticked; the action waits Options.UpdateWait for the
+// reply, which the outcome quotes.
 //
 // # Mounting
 //
@@ -136,6 +141,10 @@ type Options struct {
 	// answered on any port. New panics on a list CheckAllowedHosts
 	// refuses.
 	AllowedHosts []string
+	// UpdateWait is how long an update sent from a run's page waits for
+	// the workflow's reply before the page says it is pending; 0 means
+	// DefaultUpdateWait.
+	UpdateWait time.Duration
 }
 
 // handler is the dashboard.
@@ -143,17 +152,20 @@ type handler struct {
 	e       *runtime.Engine
 	auth    func(*http.Request) Access
 	refresh time.Duration
-	log     *slog.Logger
-	key     []byte
-	cop     *http.CrossOriginProtection
-	hosts   *hosts
-	mux     *http.ServeMux
+	// updateWait bounds the wait for an update's reply (Options.UpdateWait).
+	updateWait time.Duration
+	log        *slog.Logger
+	key        []byte
+	cop        *http.CrossOriginProtection
+	hosts      *hosts
+	mux        *http.ServeMux
 }
 
 // New returns the dashboard for the runs of e's store, as an http.Handler.
 // It reads and acts only through e (Get, ListRuns, CountRuns,
-// ListExecutions, ListSteps, Pause, Resume, Terminate, Restart,
-// SendEventJSON, QueueStats, Catalog, Workers, Store().ListSchedules). e
+// ListExecutions, ListSteps, Updates, Streams, StreamJSON, OpenUpdate,
+// Pause, Resume, Terminate, Restart, SendEventJSON, SendUpdateJSON,
+// AwaitUpdate, QueueStats, Catalog, Workers, Store().ListSchedules). e
 // needs no workflows registered and need not Run; its codec opens sealed
 // payloads for display.
 //
@@ -164,6 +176,10 @@ func New(e *runtime.Engine, opts Options) http.Handler {
 	h := &handler{e: e, auth: opts.Authorize, refresh: opts.Refresh, log: opts.Logger, cop: http.NewCrossOriginProtection()}
 	if h.refresh == 0 {
 		h.refresh = DefaultRefresh
+	}
+	h.updateWait = opts.UpdateWait
+	if h.updateWait <= 0 {
+		h.updateWait = DefaultUpdateWait
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)

@@ -22,6 +22,7 @@ func catalog(*flag.FlagSet) func(*call, []string) error {
 			return c.out.encode(jsonCatalogOf(cat))
 		}
 		w := c.out.w
+		ups, events := catalogUpdates(cat)
 		if len(cat.Workflows) == 0 && len(cat.Events) == 0 {
 			_, err := fmt.Fprintln(w, "no workflows or event topics recorded (a worker records those it registers when it runs)")
 			return err
@@ -36,12 +37,24 @@ func catalog(*flag.FlagSet) func(*call, []string) error {
 			fmt.Fprintf(w, "    output  %s\n", schema(wf.OutputSchema))
 		}
 		fmt.Fprintln(w, "\nevent topics")
-		if len(cat.Events) == 0 {
+		if len(events) == 0 {
 			fmt.Fprintln(w, "  none recorded")
 		}
-		for _, ev := range cat.Events {
+		for _, ev := range events {
 			fmt.Fprintf(w, "  %s  (worker %s, %s)\n", ev.Topic, ev.Worker, stamp(ev.UpdatedAt))
 			fmt.Fprintf(w, "    payload  %s\n", schema(ev.PayloadSchema))
+		}
+		if len(ups) > 0 {
+			fmt.Fprintln(w, "\nupdates (stem update)")
+		}
+		for _, u := range ups {
+			validator := ""
+			if u.Schema.Validator {
+				validator = "  has a validator: stem update sends it only with --unvalidated"
+			}
+			fmt.Fprintf(w, "  %s  (worker %s, %s)%s\n", u.Name, u.Worker, stamp(u.UpdatedAt), validator)
+			fmt.Fprintf(w, "    request  %s\n", schema(u.Schema.Request))
+			fmt.Fprintf(w, "    reply    %s\n", schema(u.Schema.Reply))
 		}
 		return nil
 	}

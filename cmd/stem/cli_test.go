@@ -54,6 +54,8 @@ type fixtureConfig struct {
 	run      bool
 	queues   []runtime.Queue
 	services []runtime.Service
+	// register registers more, after the test workflows.
+	register func(t *testing.T, e *runtime.Engine)
 }
 
 func newFixtureWith(t *testing.T, fc fixtureConfig) *fixture {
@@ -77,6 +79,9 @@ func newFixtureWith(t *testing.T, fc fixtureConfig) *fixture {
 	}
 	release := make(chan struct{})
 	registerAll(t, e, release)
+	if fc.register != nil {
+		fc.register(t, e)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	if run {
@@ -593,7 +598,7 @@ func checkSnakeCase(t *testing.T, name string, v any) {
 					t.Errorf("%s: name %s.%s is not snake_case", name, path, k)
 				}
 				switch k {
-				case "output", "input", "input_schema", "output_schema", "payload_schema":
+				case "output", "input", "input_schema", "output_schema", "payload_schema", "request", "reply", "value", "request_schema", "reply_schema":
 					continue
 				}
 				walk(path+"."+k, x)

@@ -56,8 +56,8 @@ see stem show) has "(held)" after its status and the reason as its detail.
 --held lists only those: the store has no index of holds, so the command
 reads the listing page after page until it has --limit held runs.`},
 		{name: "show", min: 1, max: 1, setup: show, readOnly: true,
-			args:    "RUN_ID [--execution N]",
-			summary: "a run: its executions, steps and attempts",
+			args:    "RUN_ID [--execution N] [--follow]",
+			summary: "a run: its executions, steps and attempts, updates and streams",
 			detail: `Shows the run (its current execution, with start and end), the list of
 its executions (each start or restart), and the steps of one execution in
 the order they ran, numbered from 1 in each execution on every store, with
@@ -74,7 +74,14 @@ makes the calls the run recorded) shows "(held)" after its status and a
 HELD block: since when, why, the call where the code parted from the
 history (counted from 1; --json's "position" counts from 0), the key the
 run recorded there and the key the code called, when an engine looks at it
-again, and the commands that end it or run it again now.`},
+again, and the commands that end it or run it again now.
+
+Then the run's updates, when it has some (the latest 20: their sequence
+number, ID, name, state and reply or error, shortened; --json has them
+whole, with their requests), and its streams (name, length, and whether
+it is closed). With --follow, stem show then prints the new values of the
+run's streams as they are written, each as "STREAM  OFFSET  VALUE" (with
+--json, a line of JSON each), until the run ends, and says how it ended.`},
 		{name: "export", min: 1, max: 1, setup: export, readOnly: true,
 			args:    "RUN_ID [--out FILE]",
 			summary: "write a run's history to a file, to replay in tests",
@@ -121,6 +128,39 @@ type (see 'stem workflows'), else it is refused and nothing is written.
 			detail: `Delivers an event to every run waiting on TOPIC now. The topic and the payload are checked as by send.
 
 ` + jsonFrom},
+		{name: "update", min: 3, max: 3, setup: update,
+			args:    "RUN_ID UPDATE JSON|-|@FILE [--id UPDATE_ID] [--unvalidated] [--no-wait] [--timeout DUR]",
+			summary: "send an update to a run and print the workflow's reply",
+			detail: `Sends the update UPDATE to a run, which its workflow takes and replies to,
+and prints the reply: its JSON, or, when the workflow replied with an
+error, that error (exit 1). The request is checked against the schema the
+workers recorded for the update (see 'stem workflows'): a mismatch is
+refused and nothing is written. An update whose handler has a validator
+is refused unless --unvalidated: only the application can run its
+validator (the schema is still checked). An update no worker records is
+refused too, unless --unvalidated.
+
+The update is sent under a generated ID, or --id's: sending an ID again
+(after a time out, or a crash) finds the first update and its reply, and
+the run handles it once. --no-wait prints the update's ID without waiting;
+the same command with --id UPDATE_ID waits for its reply. The wait lasts
+at most --timeout, then says the update is pending and how to wait again.
+
+With --json it prints the update: run_id, id, name, seq, state,
+request, reply or error (and error_name for a declared error), and
+created, false when the run had an update of the ID already.
+
+` + jsonFrom},
+		{name: "stream", min: 2, max: 2, setup: stream, readOnly: true,
+			args:    "RUN_ID STREAM [--from N] [--follow]",
+			summary: "print the values a run wrote to one of its streams",
+			detail: `Prints the values of the run's stream STREAM, in order from offset --from
+(the first value is 0), one a line as "OFFSET  VALUE", the value as JSON;
+with --json, a line of JSON each: {"offset", "value", "written_at"}.
+Without --follow it prints the values written now and exits. With
+--follow it waits for new values and prints them as they come, until the
+stream is closed or the run ends (or Ctrl-C). 'stem show RUN_ID' lists a
+run's streams.`},
 		{name: "pause", min: 1, max: 1, setup: control("paused", "paused (takes effect at the next step boundary if running)", (*runtime.Engine).Pause),
 			args:    "RUN_ID",
 			summary: "pause a run at its next step boundary",
@@ -200,10 +240,11 @@ duration, absent without a rate).`},
 			summary: "serve the web dashboard: filter, inspect and operate the runs in a browser",
 			detail:  uiDetail},
 		{name: "workflows", aliases: []string{"catalog"}, max: 0, setup: catalog, readOnly: true,
-			summary: "the workflows and event topics the workers serve",
-			detail: `Lists the workflows and event topics that the workers sharing the store
-recorded, with their versions and the shape of their JSON (in brief);
---json prints their JSON Schemas whole.`},
+			summary: "the workflows, event topics and updates the workers serve",
+			detail: `Lists the workflows, event topics and updates that the workers sharing
+the store recorded, with their versions and the shape of their JSON (in
+brief), and which updates have a validator; --json prints their JSON
+Schemas whole.`},
 		{name: "check", max: 1 << 20, setup: checkCmd, readOnly: true, timeout: 10 * time.Minute,
 			args:    "[--workflow NAME,...] [--manifest-only] [PATH...]",
 			summary: "list the runs in flight that a build could not continue (for CI before a deploy)",

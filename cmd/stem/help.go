@@ -37,8 +37,8 @@ flags (before or after the command):
   --store URL            the store: a SQLite file (default stem.db, or $STEM_STORE),
                          or a postgres:// or redis:// URL; it must exist, at this
                          version's schema: stem init creates or migrates it, no
-                         other command changes it (runs, show, workflows, queues,
-                         check, schedule list and show only read)
+                         other command changes it (runs, show, stream, workflows,
+                         queues, check, schedule list and show only read)
   --json                 print JSON (snake_case names throughout); an action on a
                          run prints {"run_id", "action", "message", "run"}: what
                          it did in a word, in a sentence, and the run after it
@@ -50,8 +50,9 @@ flags (before or after the command):
                          sealed with a key no live worker holds is refused
   --codec-key-file PATH  read the keys from a file: one a line, newest first
 
-Exit status: 0 done; 1 the command failed; 2 it was called wrongly or given
-input it cannot use (nothing was opened); 3 stem check found runs in flight
+Exit status: 0 done; 1 the command failed (or the workflow replied to stem
+update with an error); 2 it was called wrongly or given input it cannot
+use (nothing was opened); 3 stem check found runs in flight
 the build could not continue; 4 stem check could not judge (the code does
 not generate what its manifests say, or its runs could not be replayed).
 `)

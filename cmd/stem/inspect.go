@@ -277,7 +277,7 @@ func detail(r runtime.RunInfo) string {
 	case r.Status == runtime.StatusComplete:
 		return result(r.Output, 60)
 	case r.WaitingFor != "":
-		s := "waiting for " + clean(strings.Join(r.WaitTopics, " or "))
+		s := "waiting for " + clean(strings.Join(waitNames(r.WaitTopics), " or "))
 		if r.ReadyAt != nil {
 			s += " until " + stamp(*r.ReadyAt)
 		}
@@ -334,6 +334,7 @@ func errText(s string, whole bool) string {
 
 func show(fs *flag.FlagSet) func(*call, []string) error {
 	execution := fs.Int("execution", 0, "the steps of execution `N` (default: the current one)")
+	follow := fs.Bool("follow", false, "then print the new values of the run's streams as they come, until the run ends (or Ctrl-C)")
 	return func(c *call, args []string) error {
 		c.subject = args[0]
 		asked := false
@@ -367,10 +368,28 @@ func show(fs *flag.FlagSet) func(*call, []string) error {
 		if n == 0 {
 			n = r.Execution
 		}
-		if c.out.json {
-			return c.out.encode(jsonShow{Run: jsonRuns([]runtime.RunInfo{r})[0], Executions: jsonExecutions(xs), Execution: n, Steps: jsonSteps(steps)})
+		in, err := readInteractions(c.ctx, e, args[0])
+		if err != nil {
+			return err
 		}
-		return printShow(c.out.w, r, xs, n, steps, c.command)
+		ended := r.Status.Finished()
+		if c.out.json {
+			j := jsonShow{Run: jsonRuns([]runtime.RunInfo{r})[0], Executions: jsonExecutions(xs), Execution: n, Steps: jsonSteps(steps),
+				Updates: []jsonUpdate{}, UpdatesTotal: in.total, Streams: jsonStreams(in.streams)}
+			for _, u := range in.updates {
+				j.Updates = append(j.Updates, jsonUpdateOf(e, u, ended))
+			}
+			err = c.out.encode(j)
+		} else if err = printShow(c.out.w, r, xs, n, steps, c.command); err == nil {
+			err = printInteractions(c.out.w, e, in, ended)
+		}
+		if err != nil || !*follow {
+			return err
+		}
+		if !c.out.json {
+			fmt.Fprintf(c.out.w, "\nfollowing the run's streams until it ends (Ctrl-C stops)\n")
+		}
+		return c.followRun(e, args[0], in.streams)
 	}
 }
 
@@ -505,7 +524,11 @@ func printHold(w io.Writer, r runtime.RunInfo, command func(args ...string) stri
 	}
 	fmt.Fprintf(w, "  recorded  %s\n  called    %s\n", recorded, called)
 	if len(r.WaitTopics) > 0 {
-		fmt.Fprintf(w, "  waits for %s (an event sent to it is kept)\n", clean(strings.Join(r.WaitTopics, " or ")))
+		names, kept := waitNames(r.WaitTopics), "an event"
+		if slices.ContainsFunc(r.WaitTopics, func(t string) bool { return strings.HasPrefix(t, storage.UpdateTopicPrefix) }) {
+			kept = "an event or update"
+		}
+		fmt.Fprintf(w, "  waits for %s (%s sent to it is kept)\n", clean(strings.Join(names, " or ")), kept)
 	}
 	if r.ReadyAt != nil {
 		fmt.Fprintf(w, "  next try  %s\n", stamp(*r.ReadyAt))

@@ -1,10 +1,12 @@
 // Command stem inspects and controls the workflow runs in a Stem store.
 //
 //	stem [flags] runs [--workflow NAME] [--version N,...] [--status STATUS] [--queue NAME] [--parent RUN_ID] [--limit N] [--after RUN_ID]
-//	stem [flags] show RUN_ID [--execution N]
+//	stem [flags] show RUN_ID [--execution N] [--follow]
 //	stem [flags] start WORKFLOW JSON [--id RUN_ID] [--queue NAME] [--partition KEY] [--priority N] [--delay DUR]
 //	stem [flags] send RUN_ID TOPIC JSON
 //	stem [flags] emit TOPIC JSON
+//	stem [flags] update RUN_ID UPDATE JSON [--id UPDATE_ID] [--unvalidated] [--no-wait] [--timeout DUR]
+//	stem [flags] stream RUN_ID STREAM [--from N] [--follow]
 //	stem [flags] pause|resume RUN_ID
 //	stem [flags] restart RUN_ID [--from STEP_KEY]
 //	stem [flags] terminate RUN_ID [REASON]
@@ -38,10 +40,11 @@
 // that names no file is refused with "no Stem store at PATH", and so is
 // another application's database, a Postgres schema or Redis prefix that
 // holds no Stem store, and a store at a schema version other than this
-// program's; each is left exactly as it was. runs, show, workflows, queues,
-// check, schedule list and schedule show open the store read-only. stem init creates the store, or migrates it to this
-// program's schema, and says which it did. start, send and emit check the
-// workflow, topic and JSON against what the workers recorded in the store
+// program's; each is left exactly as it was. runs, show, stream, workflows,
+// queues, check, schedule list and schedule show open the store read-only.
+// stem init creates the store, or migrates it to this program's schema,
+// and says which it did. start, send, emit and update check the workflow,
+// topic or update and JSON against what the workers recorded in the store
 // (stem workflows lists it) and write nothing when they do not match; so
 // does schedule create, which also checks the cron expression, time zone
 // and policies first. Schedules fire only in workers that run the schedule
@@ -52,7 +55,8 @@
 // could not continue: for CI before a deploy (see package check).
 //
 // Exit status: 0 done; 1 the command failed (one line on stderr, naming
-// the run and the store); 2 it was called wrongly (with the command's
+// the run and the store), or the workflow replied to stem update with an
+// error; 2 it was called wrongly (with the command's
 // usage), or given input it cannot use (a manifest missing or malformed:
 // one line naming the file; a JSON argument that does not parse or a
 // @FILE that cannot be read: one line saying which, and one pointing to

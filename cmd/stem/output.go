@@ -271,6 +271,11 @@ type jsonShow struct {
 	// Execution is the execution whose steps follow.
 	Execution int        `json:"execution"`
 	Steps     []jsonStep `json:"steps"`
+	// Updates are the run's latest updates (at most 20), in the order the
+	// store accepted them, of UpdatesTotal; Streams its streams, by name.
+	Updates      []jsonUpdate `json:"updates"`
+	UpdatesTotal int          `json:"updates_total"`
+	Streams      []jsonStream `json:"streams"`
 }
 
 type jsonExecution struct {
@@ -358,6 +363,21 @@ func jsonSteps(steps []runtime.StepInfo) []jsonStep {
 type jsonCatalog struct {
 	Workflows []jsonWorkflow `json:"workflows"`
 	Events    []jsonEvent    `json:"events"`
+	// Updates are the updates the workers handle (stem update), apart
+	// from the event topics they travel on.
+	Updates []jsonUpdateType `json:"updates"`
+}
+
+// jsonUpdateType is an update the catalog records: the JSON Schemas of
+// its request and reply, and whether its handler has a validator (which
+// stem update runs only with --unvalidated).
+type jsonUpdateType struct {
+	Name          string          `json:"name"`
+	RequestSchema json.RawMessage `json:"request_schema,omitempty"`
+	ReplySchema   json.RawMessage `json:"reply_schema,omitempty"`
+	Validator     bool            `json:"validator"`
+	Worker        string          `json:"worker"`
+	UpdatedAt     time.Time       `json:"updated_at"`
 }
 
 type jsonWorkflow struct {
@@ -377,12 +397,17 @@ type jsonEvent struct {
 }
 
 func jsonCatalogOf(c storage.Catalog) jsonCatalog {
-	out := jsonCatalog{Workflows: []jsonWorkflow{}, Events: []jsonEvent{}}
+	out := jsonCatalog{Workflows: []jsonWorkflow{}, Events: []jsonEvent{}, Updates: []jsonUpdateType{}}
 	for _, w := range c.Workflows {
 		out.Workflows = append(out.Workflows, jsonWorkflow{Name: w.Name, Version: w.Version, InputSchema: w.InputSchema,
 			OutputSchema: w.OutputSchema, Worker: w.Worker, UpdatedAt: w.UpdatedAt})
 	}
-	for _, e := range c.Events {
+	ups, events := catalogUpdates(c)
+	for _, u := range ups {
+		out.Updates = append(out.Updates, jsonUpdateType{Name: u.Name, RequestSchema: u.Schema.Request, ReplySchema: u.Schema.Reply,
+			Validator: u.Schema.Validator, Worker: u.Worker, UpdatedAt: u.UpdatedAt})
+	}
+	for _, e := range events {
 		out.Events = append(out.Events, jsonEvent{Topic: e.Topic, PayloadSchema: e.PayloadSchema, Worker: e.Worker, UpdatedAt: e.UpdatedAt})
 	}
 	return out

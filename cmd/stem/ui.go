@@ -29,9 +29,11 @@ const uiDetail = `Serves the web dashboard (package ui) of the runs in the store
 interrupted (Ctrl-C, SIGTERM): the runs, filtered by workflow, status,
 queue, time and ID prefix, with their counts per status; each run's
 input, output or error, executions, steps and attempts, sleeps and waits,
-live while it runs; the queues, schedules and workers; and the actions,
-each confirmed first: pause, resume, terminate, restart from the top or a
-step, and send an event. It opens the store as the other commands do, and
+updates and streams, live while it runs; the queues, schedules and
+workers; and the actions, each confirmed first: pause, resume, terminate,
+restart from the top or a step, send an event, and send an update (one
+with a validator only when told to send it unvalidated, as stem update
+--unvalidated). It opens the store as the other commands do, and
 --codec-key opens sealed payloads for display.
 
 It listens on 127.0.0.1:8233 by default, which only this host can reach;
@@ -55,7 +57,7 @@ passes the Host on), add --allowed-host stem.internal.`
 // serveUI is stem ui: the dashboard over the call's engine, until a signal.
 func serveUI(fs *flag.FlagSet) func(*call, []string) error {
 	addr := fs.String("addr", defaultUIAddr, "listen on `HOST:PORT`; HOST empty (:8233) is every interface, port 0 a free one")
-	readOnly := fs.Bool("read-only", false, "show the runs but refuse every action (pause, resume, terminate, restart, send an event)")
+	readOnly := fs.Bool("read-only", false, "show the runs but refuse every action (pause, resume, terminate, restart, send an event or an update)")
 	var allowed hostList
 	fs.Var(&allowed, "allowed-host", "answer to `NAME` too, besides localhost and IP addresses (repeatable, or comma-separated; .example.com for a domain and its subdomains)")
 	return func(c *call, _ []string) error {

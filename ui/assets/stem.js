@@ -1,6 +1,6 @@
-// Stem dashboard: confirmation dialogs, JSON checks before an event is
-// sent, and the refresh of a page's live part. The pages work without it,
-// except for the dialogs that confirm actions.
+// Stem dashboard: confirmation dialogs, JSON checks before an event or an
+// update is sent, and the refresh of a page's live part. The pages work
+// without it, except for the dialogs that confirm actions.
 (function () {
   "use strict";
 
@@ -23,14 +23,16 @@
     }
   });
 
-  // An event's payload must be JSON before the form is sent.
+  // An event's payload and an update's request (a textarea with
+  // data-json, naming what it holds) must be JSON before the form is sent;
+  // the schema is the server's to check.
   document.addEventListener("submit", function (ev) {
     var form = ev.target;
     if (!(form instanceof HTMLFormElement)) return;
-    var payload = form.elements.namedItem("payload");
+    var payload = form.querySelector("textarea[data-json]");
     if (payload instanceof HTMLTextAreaElement) {
-      var problem = jsonProblem(payload.value);
-      var out = document.getElementById("payload-error");
+      var problem = jsonProblem(payload.getAttribute("data-json"), payload.value);
+      var out = document.getElementById(payload.getAttribute("data-error") || "");
       if (problem) {
         ev.preventDefault();
         if (out) {
@@ -51,13 +53,13 @@
     if (submit) submit.disabled = true;
   });
 
-  function jsonProblem(text) {
-    if (text.trim() === "") return "The payload is empty: give a JSON value (null for none).";
+  function jsonProblem(what, text) {
+    if (text.trim() === "") return "The " + what + " is empty: give a JSON value (null for none).";
     try {
       JSON.parse(text);
       return "";
     } catch (e) {
-      return "The payload is not JSON: " + e.message;
+      return "The " + what + " is not JSON: " + e.message;
     }
   }
 
