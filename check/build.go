@@ -32,6 +32,12 @@ type Build struct {
 	// topics holds, by event topic, whether some manifest has a current
 	// (not retired) version of it.
 	topics map[string]bool
+	// updates holds, by update name, whether some manifest has a current
+	// version of it.
+	updates map[string]bool
+	// noUpdates lists the manifests of a format before 5, which record no
+	// updates: while the build has one, waits on updates are not checked.
+	noUpdates []string
 	// old lists the manifests of format 1, which record no events and no
 	// step's autoversion.
 	old []string
@@ -222,8 +228,22 @@ func (b *Build) Add(name string, data []byte) error {
 		}
 		topics[topic] = topics[topic] || !e.Retired
 	}
+	updates := map[string]bool{}
+	for _, u := range m.Updates {
+		name, _, ok := manifest.SplitKey(u.Key)
+		if !ok {
+			return bad("update", u.Key, "key", errors.New(`not of the form name@vN`))
+		}
+		updates[name] = updates[name] || !u.Retired
+	}
 	if b.workflows == nil {
-		b.workflows, b.topics = map[string][]*workflow{}, map[string]bool{}
+		b.workflows, b.topics, b.updates = map[string][]*workflow{}, map[string]bool{}, map[string]bool{}
+	}
+	if !m.RecordsInteractions() {
+		b.noUpdates = append(b.noUpdates, name)
+	}
+	for u, current := range updates {
+		b.updates[u] = b.updates[u] || current
 	}
 	b.pkgs = append(b.pkgs, p)
 	if m.Format < 2 {

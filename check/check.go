@@ -63,6 +63,9 @@ const (
 	// KindEvent: the run waits on an event topic the build declares no
 	// current event type for.
 	KindEvent Kind = "event"
+	// KindUpdate: the run waits for an update the build declares no
+	// current //stem:update type for.
+	KindUpdate Kind = "update"
 	// KindShape: the run's input, the progress it published, or a step's
 	// stored result, does not decode into the build's type for it.
 	KindShape Kind = "shape"
@@ -379,6 +382,24 @@ func (c *checker) run(r storage.RunRecord) (checked, error) {
 			}
 			c.add(problem(KindEvent, wc.Topic, reason,
 				"keep the event type (topic="+wc.Topic+") in the build until these runs have it, deliver the event before the deploy, or terminate the runs"))
+		}
+	}
+	if r.Wait != nil && len(b.noUpdates) == 0 {
+		for _, wc := range r.Wait.Cases() {
+			name, ok := strings.CutPrefix(wc.Topic, storage.UpdateTopicPrefix)
+			if wc.DeliveryKind() != storage.KindUpdate || !ok {
+				continue
+			}
+			current, known := b.updates[name]
+			if current {
+				continue
+			}
+			reason := fmt.Sprintf("waits (as %s) for update %s, which no //stem:update type of the build declares", wc.Key, name)
+			if known {
+				reason = fmt.Sprintf("waits (as %s) for update %s, which the build retired: no //stem:update type declares it now", wc.Key, name)
+			}
+			c.add(problem(KindUpdate, name, reason,
+				"keep the update type (name="+name+") in the build until these runs have taken it, or terminate the runs"))
 		}
 	}
 

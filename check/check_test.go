@@ -41,6 +41,10 @@ func ordersManifest() *manifest.Manifest {
 			{Key: "orders.shipment-ready@v1", Payload: "{tracking:string}"},
 			{Key: "orders.cancel@v1", Payload: "{why:string}", Retired: true},
 		},
+		Updates: []manifest.Update{
+			{Key: "orders.approve@v1", Request: "{by:string}", Reply: "{total:int}"},
+			{Key: "orders.hold@v1", Request: "{why:string}", Reply: "()", Retired: true},
+		},
 	}
 }
 
@@ -199,6 +203,9 @@ func TestStore(t *testing.T) {
 					{Key: "ship", Topic: "orders.shipment-ready"},
 					{Key: "other", Topic: "orders.unknown"},
 					{Key: "child", Topic: "stem.child/c-1", Kind: storage.KindChild},
+					{Key: "approve#0", Topic: storage.UpdateTopic("orders.approve"), Kind: storage.KindUpdate},
+					{Key: "hold#0", Topic: storage.UpdateTopic("orders.hold"), Kind: storage.KindUpdate},
+					{Key: "gone#0", Topic: storage.UpdateTopic("orders.gone"), Kind: storage.KindUpdate},
 				}}})
 			r.put(put{id: "shape-1", workflow: "orders.fulfil", version: 2, input: `{"id":"o","items":[{"sku":"a","qty":1},{"qty":"two"}]}`, end: "sleep", progress: `{"stage":3}`,
 				steps: []storage.Checkpoint{step("reserve@v1", `{"hold":5}`), step("notify@v1", `"sent"`)}})
@@ -240,8 +247,10 @@ func TestStore(t *testing.T) {
 				{"unv-1", check.KindStep, "charge@v1", "", "step charge@v1, which the build retired"},
 				{"wait-1", check.KindEvent, "orders.cancel", "", "waits (as cancel) on event topic orders.cancel, which the build retired"},
 				{"wait-1", check.KindEvent, "orders.unknown", "", "which no //stem:event type of the build declares"},
+				{"wait-1", check.KindUpdate, "orders.hold", "", "waits (as hold#0) for update orders.hold, which the build retired"},
+				{"wait-1", check.KindUpdate, "orders.gone", "", "waits (as gone#0) for update orders.gone, which no //stem:update type of the build declares"},
 			}
-			if len(rep.Problems) != len(wants) || len(wants) != 14 {
+			if len(rep.Problems) != len(wants) || len(wants) != 16 {
 				t.Errorf("%d problems, want %d:\n%s", len(rep.Problems), len(wants), problems(rep))
 			}
 			for i, w := range wants {
