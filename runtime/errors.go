@@ -114,6 +114,7 @@ var codeSentinels = map[string]error{
 	storage.CodeInvalidArgument: ErrInvalidArgument,
 	storage.CodeUnknownWorkflow: ErrUnknownWorkflow,
 	storage.CodeCanceled:        ErrCanceled,
+	storage.CodeUpdateUnhandled: ErrUpdateUnhandled,
 }
 
 // Permanent wraps err so that a step returning it is not retried.

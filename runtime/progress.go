@@ -168,6 +168,7 @@ func ContinueAsNew(c *WorkflowContext, input any) error {
 		return err
 	}
 	x.settle()
+	x.failUntaken(c)
 	x.frontier("continue-as-new", callSync)
 	if x.replay != nil {
 		x.replay.continued = true

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -509,4 +510,34 @@ func UpdateOrStart[In, Out, Rep any](ctx context.Context, e *Engine, workflow, i
 		return zero, err
 	}
 	return AwaitReply[Rep](ctx, e, h)
+}
+
+// failUntaken replies ErrUpdateUnhandled, before the run continues as new,
+// to each update this execution took and did not reply to: the next
+// execution does not see it, and its caller would otherwise wait until
+// the run ends. Each reply is a durable call, in the order the updates
+// were taken, so a replay that reaches the continue-as-new again finds
+// them written. (Updates not taken yet stay buffered for the next
+// execution.)
+func (x *execution) failUntaken(c *WorkflowContext) {
+	var taken []storage.Checkpoint
+	x.cpMu.Lock()
+	for _, cp := range x.checkpoints {
+		if cp.Kind == KindUpdate && cp.Error == nil {
+			taken = append(taken, cp)
+		}
+	}
+	x.cpMu.Unlock()
+	slices.SortFunc(taken, func(a, b storage.Checkpoint) int { return cmp.Compare(a.Seq, b.Seq) })
+	for _, cp := range taken {
+		var env updateEnvelope
+		if err := json.Unmarshal(cp.Output, &env); err != nil || env.ID == "" {
+			continue // not an update this runtime sent; nobody awaits a reply to it
+		}
+		if _, ok := x.lookup(replyKey(env.ID)); ok {
+			continue
+		}
+		err := fmt.Errorf("%w: run %s continued as new before replying to update %s (%s)", ErrUpdateUnhandled, x.lease.RunID, env.ID, env.Name)
+		_ = reply(c, HookUpdate{ID: env.ID, Name: env.Name, Headers: env.Headers}, nil, err)
+	}
 }

@@ -43,6 +43,7 @@ const (
 	CodeDeadline        = "deadline"
 	CodeInvalidArgument = "invalid_argument"
 	CodeCanceled        = "canceled"
+	CodeUpdateUnhandled = "update_unhandled"
 )
 
 // invalid reports a malformed request in the wording every store shares:

@@ -21,6 +21,9 @@ var interactScenarios = []scenario{
 	{"update/a refused update writes nothing, and the run goes on", testUpdateRefused},
 	{"update/100 concurrent updates each get their own reply, in the order accepted", testUpdate100},
 	{"update/updates to an ended run, or that the run never handles, fail with their errors", testUpdateEnded},
+	{"update/an update taken but not replied to fails at a continue-as-new; one not taken reaches the next execution", testUpdateContinue},
+	{"update/a paused run takes its update when resumed; a terminated one fails its callers", testUpdatePauseTerminate},
+	{"update/a caller whose send's answer was lost sends again and the run handles it once", testUpdateLostAnswer},
 	{"stream/10000 values reach two readers once and in order across a worker crash and a continue-as-new", testStream10000},
 	{"stream/a workflow's own appends survive a worker crash without doubles", testStreamWorkflowAppends},
 }
@@ -425,5 +428,111 @@ func testStreamWorkflowAppends(f *fixture) {
 	f.must(err)
 	if got != n || end != n {
 		f.t.Fatalf("read %d values to offset %d; want %d", got, end, n)
+	}
+}
+
+func testUpdateContinue(f *fixture) {
+	e := f.engine(config{}, func(e *runtime.Engine) {
+		f.must(runtime.RegisterUpdate[int, int](e, "ask", nil))
+		f.must(runtime.Register(e, "forgetful", func(c *runtime.WorkflowContext, round int) (int, error) {
+			u, err := runtime.AwaitUpdate[int, int](c, "ask", "ask")
+			if err != nil {
+				return 0, err
+			}
+			if round == 0 {
+				// Takes the update, never replies, and continues as new
+				// once told to.
+				if _, err := runtime.WaitForEvent[int](c, "go", "test.go", 0); err != nil {
+					return 0, err
+				}
+				return 0, runtime.ContinueAsNew(c, 1)
+			}
+			return u.Request, u.Reply(c, u.Request*10)
+		}))
+	})
+	f.start(e)
+	_, err := runtime.Start[int, int](f.ctx, e, "forgetful", 0, runtime.WithID("f"))
+	f.must(err)
+	first, err := e.SendUpdate(f.ctx, "f", "ask", 1, runtime.WithUpdateID("first"))
+	f.must(err)
+	f.eventually("the first update is taken", func() bool {
+		return slices.ContainsFunc(f.steps(e, "f", 0), func(s runtime.StepInfo) bool {
+			return s.Kind == runtime.KindUpdate && s.Status == runtime.StepComplete
+		})
+	})
+	second, err := e.SendUpdate(f.ctx, "f", "ask", 2, runtime.WithUpdateID("second"))
+	f.must(err)
+	f.must(e.SendEvent(f.ctx, "f", "test.go", 1))
+	if _, err := runtime.AwaitReply[int](f.ctx, e, first); !errors.Is(err, runtime.ErrUpdateUnhandled) {
+		f.t.Fatalf("update taken before the continue-as-new: %v; want ErrUpdateUnhandled", err)
+	}
+	if got, err := runtime.AwaitReply[int](f.ctx, e, second); err != nil || got != 20 {
+		f.t.Fatalf("update buffered across the continue-as-new: %d, %v; want 20", got, err)
+	}
+	f.waitStatus(e, "f", runtime.StatusComplete)
+}
+
+func testUpdatePauseTerminate(f *fixture) {
+	var applied atomic.Int32
+	e := f.engine(config{}, counter(f, &applied))
+	f.start(e)
+	for _, id := range []string{"p", "t"} {
+		_, err := runtime.Start[int, int](f.ctx, e, "counter", 0, runtime.WithID(id))
+		f.must(err)
+		f.waitStatus(e, id, runtime.StatusWaiting)
+		f.must(e.Pause(f.ctx, id))
+	}
+	// Paused: the update is recorded and waits for the resume.
+	h, err := e.SendUpdate(f.ctx, "p", "add", 4)
+	f.must(err)
+	if info := f.info(e, "p"); info.Status != runtime.StatusPaused {
+		f.t.Fatalf("an update resumed a paused run: %s", info.Status)
+	}
+	f.must(e.Resume(f.ctx, "p"))
+	if got, err := runtime.AwaitReply[int](f.ctx, e, h); err != nil || got != 4 {
+		f.t.Fatalf("update to a resumed run: %d, %v; want 4", got, err)
+	}
+	// Terminated with an update pending: its caller hears it.
+	h, err = e.SendUpdate(f.ctx, "t", "add", 4)
+	f.must(err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := runtime.AwaitReply[int](f.ctx, e, h)
+		done <- err
+	}()
+	f.must(e.Terminate(f.ctx, "t", "enough"))
+	if err := <-done; !errors.Is(err, runtime.ErrUpdateUnhandled) {
+		f.t.Fatalf("update to a run terminated before taking it: %v; want ErrUpdateUnhandled", err)
+	}
+}
+
+// lossyStore loses the answer of its first SendUpdate: the update is
+// recorded, and the caller hears an error.
+type lossyStore struct {
+	storage.Store
+	lost atomic.Bool
+}
+
+func (l *lossyStore) SendUpdate(ctx context.Context, req storage.UpdateRequest) (storage.UpdateResult, error) {
+	res, err := l.Store.SendUpdate(ctx, req)
+	if err == nil && l.lost.CompareAndSwap(false, true) {
+		return storage.UpdateResult{}, errDead
+	}
+	return res, err
+}
+
+func testUpdateLostAnswer(f *fixture) {
+	var applied atomic.Int32
+	e := f.engine(config{}, counter(f, &applied))
+	f.start(e)
+	_, err := runtime.Start[int, int](f.ctx, e, "counter", 0, runtime.WithID("c"))
+	f.must(err)
+	caller := f.engine(config{store: &lossyStore{Store: f.store}}, counter(f, &applied))
+	if _, err := runtime.CallUpdate[int](f.ctx, caller, "c", "add", 6, runtime.WithUpdateID("once")); !errors.Is(err, errDead) {
+		f.t.Fatalf("first send: %v; want the lost answer's error", err)
+	}
+	got, err := runtime.CallUpdate[int](f.ctx, caller, "c", "add", 6, runtime.WithUpdateID("once"))
+	if err != nil || got != 6 || applied.Load() != 1 {
+		f.t.Fatalf("send again: %d, %v, applied %d times; want 6, once", got, err, applied.Load())
 	}
 }
