@@ -75,7 +75,8 @@ func writeStream(c *WorkflowContext, stream string, v any, value, closing bool) 
 // that fails are dropped with it, and a step that succeeded is not run, nor
 // its values appended, again. Readers see the step's values when its
 // checkpoint is written; to hand values over one by one, append them
-// from the workflow (Append) or from one step each. A transactional step
+// from the workflow (Append) or from one step each. An attempt appends at
+// most storage.MaxStreamWrite values. A transactional step
 // (TxStep) cannot append; its attempt fails for good.
 func AppendInStep(sc StepContext, stream string, v any) error {
 	s, ok := sc.(*stepContext)
@@ -97,6 +98,7 @@ func AppendInStep(sc StepContext, stream string, v any) error {
 type stepStreams struct {
 	mu     sync.Mutex
 	writes []storage.StreamWrite
+	n      int
 	sealed bool
 }
 
@@ -106,6 +108,10 @@ func (s *stepStreams) add(stream string, b []byte) error {
 	if s.sealed {
 		return invalidArg("append to stream %q after the step returned", stream)
 	}
+	if s.n == storage.MaxStreamWrite {
+		return invalidArg("append to stream %q: a step's attempt appends at most %d values, written with its checkpoint; split the work into more steps", stream, storage.MaxStreamWrite)
+	}
+	s.n++
 	if n := len(s.writes); n > 0 && s.writes[n-1].Stream == stream {
 		s.writes[n-1].Values = append(s.writes[n-1].Values, b)
 		return nil

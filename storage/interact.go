@@ -180,6 +180,11 @@ type StreamQuery struct {
 // MaxStreamPage is the most values one ReadStream returns.
 const MaxStreamPage = 10000
 
+// MaxStreamWrite is the most values one checkpoint may append, over all
+// its StreamWrites: one atomic change holds them all, and a store holds
+// its other writers back while it makes it.
+const MaxStreamWrite = 10000
+
 // StreamValue is one value of a stream.
 type StreamValue struct {
 	Offset    int64
@@ -368,7 +373,11 @@ func validInteractions(reply *UpdateReply, streams []StreamWrite) error {
 			return invalid(what, "reply: %s", reason(err))
 		}
 	}
+	n := 0
 	for _, w := range streams {
+		if n += len(w.Values); n > MaxStreamWrite {
+			return invalid(what, "a checkpoint appends at most %d stream values", MaxStreamWrite)
+		}
 		if err := CheckStreamName(w.Stream); err != nil {
 			return invalid(what, "%s", reason(err))
 		}
