@@ -187,56 +187,91 @@ func (e *Engine) readStream(ctx context.Context, runID, stream string, from int6
 			yield(storage.StreamValue{}, invalidArg("stream offset %d is negative", from))
 			return
 		}
-		delay, most := 5*time.Millisecond, e.cfg.PollInterval
-		if e.watchFinished() {
-			delay, most = 4*e.cfg.PollInterval, max(4*e.cfg.PollInterval, heardPollMost)
-		}
+		p := e.newPoll()
 		key := storage.StreamAnnouncement(runID, stream)
 		for {
-			// Registered before the read, so a write in between wakes the
+			// Watched before the read, so a write in between wakes the
 			// reader.
-			rw, ended := e.waiters.add(key), e.waiters.add(runID)
+			w := e.watch(key, runID)
 			page, err := e.store.ReadStream(ctx, storage.StreamQuery{RunID: runID, Stream: stream, From: from, Limit: streamPage})
-			if err != nil {
-				e.waiters.remove(key, rw)
-				e.waiters.remove(runID, ended)
+			switch {
+			case err != nil:
+				w.stop()
 				yield(storage.StreamValue{}, err)
 				return
-			}
-			if len(page.Values) > 0 {
-				e.waiters.remove(key, rw)
-				e.waiters.remove(runID, ended)
+			case len(page.Values) > 0:
+				w.stop()
 				for _, v := range page.Values {
 					if !yield(v, nil) {
 						return
 					}
 				}
-				from, delay = page.Next, 5*time.Millisecond
+				from, p.delay = page.Next, pollFirst
 				continue
-			}
-			if page.Closed || page.RunStatus.Finished() {
-				e.waiters.remove(key, rw)
-				e.waiters.remove(runID, ended)
+			case page.Closed || page.RunStatus.Finished():
+				w.stop()
 				return
 			}
-			t := time.NewTimer(delay)
-			select {
-			case <-ctx.Done():
-				err = ctx.Err()
-			case <-rw.done:
-			case <-ended.done:
-			case <-t.C:
-				delay = min(delay*2, most)
-			}
-			t.Stop()
-			e.waiters.remove(key, rw)
-			e.waiters.remove(runID, ended)
-			if err != nil {
+			if err := w.wait(ctx, &p); err != nil {
 				yield(storage.StreamValue{}, err)
 				return
 			}
 		}
 	}
+}
+
+// pollFirst is the first delay of a caller's safety-net read where the
+// store does not announce every run's end.
+const pollFirst = 5 * time.Millisecond
+
+// poll is the backoff of a caller's safety-net reads (see Engine.wait).
+type poll struct{ delay, most time.Duration }
+
+// newPoll begins the watch of the store's announcements and returns the
+// backoff that suits it: where the store announces every end and write,
+// the read is only a safety net against a lost announcement, beginning at
+// four poll intervals; elsewhere it is how another process's write is
+// learnt, and begins at once.
+func (e *Engine) newPoll() poll {
+	if e.watchFinished() {
+		return poll{4 * e.cfg.PollInterval, max(4*e.cfg.PollInterval, heardPollMost)}
+	}
+	return poll{pollFirst, e.cfg.PollInterval}
+}
+
+// watched is a caller's wait for an announcement (a reply, a stream's
+// write) or its run's end, here or from the store.
+type watched struct {
+	e           *Engine
+	key, run    string
+	heard, ends *runWaiters
+}
+
+// watch begins a caller's wait for key's announcement or run's end.
+func (e *Engine) watch(key, run string) watched {
+	return watched{e: e, key: key, run: run, heard: e.waiters.add(key), ends: e.waiters.add(run)}
+}
+
+func (w watched) stop() {
+	w.e.waiters.remove(w.key, w.heard)
+	w.e.waiters.remove(w.run, w.ends)
+}
+
+// wait waits for the announcement, the run's end, p's delay (which then
+// grows) or ctx's end, and ends the watch. A closed engine is ErrClosed.
+func (w watched) wait(ctx context.Context, p *poll) error {
+	defer w.stop()
+	t := time.NewTimer(p.delay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-w.heard.done:
+	case <-w.ends.done:
+	case <-t.C:
+		p.delay = min(p.delay*2, p.most)
+	}
+	return w.e.checkOpen()
 }
 
 // StreamJSON is ReadStream for tools: the values as JSON, opened when the

@@ -336,34 +336,18 @@ func (e *Engine) AwaitUpdate(ctx context.Context, h UpdateHandle) (storage.Updat
 	if err := e.checkOpen(); err != nil {
 		return storage.UpdateRecord{}, err
 	}
-	delay, most := 5*time.Millisecond, e.cfg.PollInterval
-	if e.watchFinished() {
-		delay, most = 4*e.cfg.PollInterval, max(4*e.cfg.PollInterval, heardPollMost)
-	}
+	p := e.newPoll()
 	key := storage.UpdateAnnouncement(h.RunID, h.ID)
 	for {
-		// Registered before the read, so a reply written in between
-		// wakes this caller.
-		rw, ended := e.waiters.add(key), e.waiters.add(h.RunID)
+		// Watched before the read, so a reply written in between wakes
+		// this caller.
+		w := e.watch(key, h.RunID)
 		u, err := e.readUpdate(ctx, h)
 		if err != nil || u.State == storage.UpdateReplied {
-			e.waiters.remove(key, rw)
-			e.waiters.remove(h.RunID, ended)
+			w.stop()
 			return u, err
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			err = ctx.Err()
-		case <-rw.done:
-		case <-ended.done:
-		case <-t.C:
-			delay = min(delay*2, most)
-		}
-		t.Stop()
-		e.waiters.remove(key, rw)
-		e.waiters.remove(h.RunID, ended)
-		if err != nil {
+		if err := w.wait(ctx, &p); err != nil {
 			return storage.UpdateRecord{}, err
 		}
 	}

@@ -103,18 +103,7 @@ func BenchmarkSleepers(b *testing.B) {
 //
 //	STEM_TEST_POSTGRES_URL=... go test -run '^$' -bench BenchmarkRemoteResult -benchtime 50x ./stores/pgstore
 func BenchmarkRemoteResult(b *testing.B) {
-	url := testURL(b)
-	schema := freshSchema(b)
-	open := func() *Store {
-		s, err := Open(context.Background(), url, Options{Schema: schema, Logger: quietLogger()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return s
-	}
-	worker, client := open(), open()
-	defer worker.Close()
-	defer client.Close()
+	worker, client := twoPools(b)
 	benchwork.RemoteResult(b, worker, client)
 }
 
@@ -159,6 +148,13 @@ func BenchmarkTxSteps(b *testing.B) {
 //
 //	STEM_TEST_POSTGRES_URL=... go test -run '^$' -bench BenchmarkInteract -benchtime 200x ./stores/pgstore
 func BenchmarkInteract(b *testing.B) {
+	worker, client := twoPools(b)
+	benchwork.Interact(b, worker, client)
+}
+
+// twoPools opens two stores on one fresh schema, each with its own pool,
+// as two processes would; the benchmark closes them.
+func twoPools(b *testing.B) (worker, client *Store) {
 	url := testURL(b)
 	schema := freshSchema(b)
 	open := func() *Store {
@@ -166,10 +162,8 @@ func BenchmarkInteract(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		b.Cleanup(func() { s.Close() })
 		return s
 	}
-	worker, client := open(), open()
-	defer worker.Close()
-	defer client.Close()
-	benchwork.Interact(b, worker, client)
+	return open(), open()
 }

@@ -80,20 +80,7 @@ func BenchmarkSleepers(b *testing.B) {
 //
 //	STEM_TEST_REDIS_URL=redis://127.0.0.1:6379/0 go test -run '^$' -bench BenchmarkRemoteResult -benchtime 50x ./stores/redisstore
 func BenchmarkRemoteResult(b *testing.B) {
-	redisURL(b)
-	prefix := testPrefix(b)
-	open := func() *Store {
-		c := benchClient(b, 16)
-		cleanupPrefix(b, c, prefix)
-		s, err := New(context.Background(), c, Options{Prefix: prefix, Logger: quietLogger()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return s
-	}
-	worker, client := open(), open()
-	defer worker.Close()
-	defer client.Close()
+	worker, client := twoClients(b)
 	benchwork.RemoteResult(b, worker, client)
 }
 
@@ -127,6 +114,13 @@ func BenchmarkContinueAsNew(b *testing.B) {
 //
 //	STEM_TEST_REDIS_URL=redis://127.0.0.1:6379/0 go test -run '^$' -bench BenchmarkInteract -benchtime 500x ./stores/redisstore
 func BenchmarkInteract(b *testing.B) {
+	worker, client := twoClients(b)
+	benchwork.Interact(b, worker, client)
+}
+
+// twoClients opens two stores on one fresh prefix, each with its own
+// client, as two processes would; the benchmark closes them.
+func twoClients(b *testing.B) (worker, client *Store) {
 	redisURL(b)
 	prefix := testPrefix(b)
 	open := func() *Store {
@@ -136,10 +130,8 @@ func BenchmarkInteract(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		b.Cleanup(func() { s.Close() })
 		return s
 	}
-	worker, client := open(), open()
-	defer worker.Close()
-	defer client.Close()
-	benchwork.Interact(b, worker, client)
+	return open(), open()
 }
