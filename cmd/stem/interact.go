@@ -84,6 +84,11 @@ func update(fs *flag.FlagSet) func(*call, []string) error {
 		if err := c.checkSealKey(e); err != nil {
 			return err
 		}
+		// The run first: a mistyped run ID is the mistake to report, not
+		// what the update would need.
+		if _, err := e.Get(c.ctx, runID); err != nil {
+			return err
+		}
 		if !*unvalidated {
 			if err := c.checkUpdate(e, name); err != nil {
 				return err

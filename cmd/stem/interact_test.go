@@ -232,6 +232,7 @@ func TestUpdateRefused(t *testing.T) {
 		want string
 	}{
 		{1, []string{"update", "t-2", "add", "1"}, "stem update t-2: run not found in " + f.path + "\n"},
+		{1, []string{"update", "n-2", "note", `{"text":"hi"}`}, "stem update n-2: run not found in " + f.path + "\n"},
 		{1, []string{"update", "t-1", "ad", "1"}, `stem update t-1: unknown update "ad": no worker that shares ` + f.path + ` records it; did you mean "add"? (known: add, never, note; --unvalidated sends it all the same)` + "\n"},
 		{2, []string{"update", "t-1", "add", "{"}, "stem update: the request is not valid JSON: {\n(see \"stem update -h\")\n"},
 		{2, []string{"update", "t-1", "a d", "1"}, `stem update: update name "a d": `},

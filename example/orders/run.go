@@ -41,6 +41,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	workers := fs.Int("workers", 16, "how many runs this process executes at once")
 	coolOff := fs.Duration("cool-off", 3*time.Second, "each order's cool-off sleep")
 	truck := fs.Duration("truck", time.Second, "how often the warehouse's truck collects waiting orders")
+	cancelID := fs.String("cancel", "", "cancel the order of this `ID` (order-0042, say) while it cools off, through its Cancel update, and print the run's reply")
 	plain := fs.Bool("plain", false, "print plain progress lines even on a terminal")
 	traces := fs.Bool("otel", false, "trace the orders with OpenTelemetry: to the OTLP/HTTP endpoint OTEL_EXPORTER_OTLP_ENDPOINT names, or else to "+tracesFile+needsOTel())
 	metrics := fs.String("metrics", "", "serve OpenTelemetry metrics for Prometheus at http://`ADDR`/metrics (:9464, say), and keep serving them once the orders are done"+needsOTel())
@@ -57,7 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	err = fulfil(ctx, config{
-		store: *storeURL, orders: *count, workers: *workers, coolOff: *coolOff, truck: *truck,
+		store: *storeURL, orders: *count, workers: *workers, coolOff: *coolOff, truck: *truck, cancel: *cancelID,
 		out: stdout, warnings: stderr, terminal: !*plain && isTerminal(stdout), telemetry: tel,
 	})
 	if terr := tel.shutdown(ctx); terr != nil {
@@ -74,11 +75,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 type config struct {
-	store    string
-	orders   int
-	workers  int
-	coolOff  time.Duration
-	truck    time.Duration
+	store   string
+	orders  int
+	workers int
+	coolOff time.Duration
+	truck   time.Duration
+	// cancel is the ID of an order to cancel (--cancel), or "".
+	cancel   string
 	out      io.Writer
 	warnings io.Writer // the store's warnings about the server's settings
 	terminal bool
@@ -160,6 +163,9 @@ func fulfil(ctx context.Context, cfg config) error {
 	workDone := make(chan error, 1)
 	go func() { workDone <- engine.Run(work) }()
 	go warehouse(work, engine, cfg.truck)
+	if cfg.cancel != "" {
+		cancelOrder(ctx, engine, cfg.cancel, cfg.out)
+	}
 
 	prog := &progress{out: cfg.out, terminal: cfg.terminal, total: len(runs)}
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -201,6 +207,7 @@ func fulfil(ctx context.Context, cfg config) error {
 		return ctx.Err()
 	}
 	err = summary(context.Background(), cfg.out, cfg.store, runs, counts, payments, time.Since(began))
+	printLog(context.Background(), engine, runs[0].ID(), cfg.out)
 	if addr, ok := cfg.telemetry.serving(); ok {
 		// Keep the final counts up for a scrape (or a curl) to read.
 		fmt.Fprintf(cfg.out, "metrics on http://%s/metrics; Ctrl-C to stop\n", addr)
@@ -241,6 +248,33 @@ func warehouse(ctx context.Context, e *runtime.Engine, every time.Duration) {
 		case <-t.C:
 		}
 		_, _ = orders.Warehouse{Engine: e}.ShipAll(ctx, fmt.Sprintf("TRUCK-%03d", n))
+	}
+}
+
+// cancelOrder sends order id's run the Cancel update and says what it
+// replied. The update's ID is fixed, so a session run again finds the
+// first one's update and reply rather than cancelling twice.
+func cancelOrder(ctx context.Context, e *runtime.Engine, id string, out io.Writer) {
+	got, err := orders.UpdateCancel(ctx, e, id, orders.Cancel{Reason: "the customer changed their mind"}, runtime.WithUpdateID("cancel-"+id))
+	switch {
+	case err == nil:
+		fmt.Fprintf(out, "cancelled %s: its stock hold %s is released\n", id, got.Released)
+	case errors.Is(err, runtime.ErrUpdateRunEnded), errors.Is(err, runtime.ErrUpdateUnhandled):
+		fmt.Fprintf(out, "%s was past its cool-off, so it was not cancelled\n", id)
+	default:
+		fmt.Fprintf(out, "cancel %s: %v\n", id, err)
+	}
+}
+
+// printLog prints the log stream of run id as the run wrote it.
+func printLog(ctx context.Context, e *runtime.Engine, id string, out io.Writer) {
+	fmt.Fprintf(out, "  the log %s wrote (stem stream %s %s):\n", id, id, orders.LogLineStream)
+	for line, err := range orders.StreamLogLine(ctx, e, id, 0) {
+		if err != nil {
+			fmt.Fprintf(out, "    (%v)\n", err)
+			return
+		}
+		fmt.Fprintf(out, "    %3d  %s\n", line.Offset, line.Value.Text)
 	}
 }
 
@@ -362,8 +396,13 @@ func summary(ctx context.Context, out io.Writer, store string, runs []*orders.Fu
 	var revenue, shipping int64
 	var parcels int
 	var failed []string
+	cancelled := 0
 	for _, r := range runs {
 		receipt, err := r.Result(ctx)
+		if errors.Is(err, orders.ErrCancelled) {
+			cancelled++
+			continue
+		}
 		if err != nil {
 			failed = append(failed, fmt.Sprintf("%s: %v", r.ID(), err))
 			continue
@@ -373,7 +412,10 @@ func summary(ctx context.Context, out io.Writer, store string, runs []*orders.Fu
 		parcels += len(receipt.Parcels)
 	}
 	fmt.Fprintf(out, "\nsummary: %d orders complete, %d errored, %d terminated in %.1fs\n",
-		c[runtime.StatusComplete], c[runtime.StatusErrored], c[runtime.StatusTerminated], elapsed.Seconds())
+		c[runtime.StatusComplete], c[runtime.StatusErrored]-cancelled, c[runtime.StatusTerminated], elapsed.Seconds())
+	if cancelled > 0 {
+		fmt.Fprintf(out, "  %d cancelled by the customer in their cool-off\n", cancelled)
+	}
 	fmt.Fprintf(out, "  charged %d.%02d in %d payments (%d requests to the payment service, retries deduplicated by idempotency key)\n",
 		revenue/100, revenue%100, len(payments.Payments()), payments.Requests())
 	fmt.Fprintf(out, "  packed %d parcels, shipping quoted at %d.%02d\n", parcels, shipping/100, shipping%100)
