@@ -24,6 +24,7 @@ var interactScenarios = []scenario{
 	{"update/an update taken but not replied to fails at a continue-as-new; one not taken reaches the next execution", testUpdateContinue},
 	{"update/a paused run takes its update when resumed; a terminated one fails its callers", testUpdatePauseTerminate},
 	{"update/a caller whose send's answer was lost sends again and the run handles it once", testUpdateLostAnswer},
+	{"update/update-with-start creates the run or joins it, under the start policies", testUpdateOrStart},
 	{"stream/10000 values reach two readers once and in order across a worker crash and a continue-as-new", testStream10000},
 	{"stream/a workflow's own appends survive a worker crash without doubles", testStreamWorkflowAppends},
 }
@@ -534,5 +535,38 @@ func testUpdateLostAnswer(f *fixture) {
 	got, err := runtime.CallUpdate[int](f.ctx, caller, "c", "add", 6, runtime.WithUpdateID("once"))
 	if err != nil || got != 6 || applied.Load() != 1 {
 		f.t.Fatalf("send again: %d, %v, applied %d times; want 6, once", got, err, applied.Load())
+	}
+}
+
+func testUpdateOrStart(f *fixture) {
+	var applied atomic.Int32
+	e := f.engine(config{}, counter(f, &applied))
+	f.start(e)
+	// No run yet: it is started with the input, then takes the update.
+	got, err := runtime.UpdateOrStart[int, int, int](f.ctx, e, "counter", "u", 100, "add", "first", 5)
+	if err != nil || got != 105 {
+		f.t.Fatalf("update-with-start of a new run: %d, %v; want 105", got, err)
+	}
+	// The run exists: joined, its input untouched.
+	got, err = runtime.UpdateOrStart[int, int, int](f.ctx, e, "counter", "u", 999, "add", "second", 1)
+	if err != nil || got != 106 {
+		f.t.Fatalf("update-with-start of an existing run: %d, %v; want 106", got, err)
+	}
+	// A policy that refuses the start sends no update.
+	_, err = runtime.UpdateOrStart[int, int, int](f.ctx, e, "counter", "u", 0, "add", "third", 1, runtime.IfExists(runtime.ExistingFail))
+	if !errors.Is(err, runtime.ErrStartRefused) {
+		f.t.Fatalf("update-with-start refused by its policy: %v; want ErrStartRefused", err)
+	}
+	// A refused request starts nothing.
+	if _, err := runtime.UpdateOrStart[int, int, int](f.ctx, e, "counter", "v", 0, "add", "", 5000); !errors.Is(err, runtime.ErrUpdateRefused) {
+		f.t.Fatalf("update-with-start with a request its validator refuses: %v; want ErrUpdateRefused", err)
+	}
+	if _, err := e.Get(f.ctx, "v"); !errors.Is(err, runtime.ErrRunNotFound) {
+		f.t.Fatalf("a refused update-with-start started its run: %v", err)
+	}
+	us, err := e.Updates(f.ctx, "u", 0, 0)
+	f.must(err)
+	if len(us) != 2 || applied.Load() != 2 {
+		f.t.Fatalf("%d updates recorded, applied %d times; want 2 and 2", len(us), applied.Load())
 	}
 }
