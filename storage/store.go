@@ -275,6 +275,13 @@ type Store interface {
 	// no checkpoint in the current execution is ErrInvalidArgument with
 	// nothing written. Allowed in every state.
 	//
+	// The run's updates are kept, and in the same change its buffered
+	// updates are dropped and every update still pending whose Payload is
+	// not the Output of a KindUpdate checkpoint of the new execution is
+	// buffered again, in Seq order, after the other buffered events: the
+	// new execution takes, once each, the updates the old one took without
+	// replying. A replied update is never buffered again.
+	//
 	// Any lease is revoked: the old holder's fenced writes fail (Heartbeat's
 	// with LossRestarted). A lease that has not expired also fences the new
 	// execution, so that two executions never run at once: the run is ready

@@ -216,6 +216,7 @@ func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 	}
 	s.clearWait(r)
 	r.nextExecution(keep, req.FromKey, now)
+	r.rebuffer()
 	r.state = nil
 	rec.Status = storage.StatusQueued
 	rec.Output, rec.Error = nil, nil

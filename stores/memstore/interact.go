@@ -212,6 +212,35 @@ func (s *Store) interact(r *run, u *storage.UpdateRecord, reply *storage.UpdateR
 	}
 }
 
+// rebuffer buffers again, after a Restart has set up the new execution's
+// checkpoints, the updates of r that are pending and whose payload is not
+// the output of an update delivery of the new execution: those the old
+// execution took without replying would never reach the new one. The
+// run's buffered updates are dropped first, so each is buffered once, and
+// the updates go after its other events, in Seq order.
+func (r *run) rebuffer() {
+	if len(r.updateList) == 0 {
+		return
+	}
+	r.events = slices.DeleteFunc(r.events, func(e bufferedEvent) bool {
+		return strings.HasPrefix(e.topic, storage.UpdateTopicPrefix)
+	})
+	var taken map[string]bool
+	for i := range r.cps {
+		if cp := &r.cps[i]; cp.Kind == storage.KindUpdate {
+			if taken == nil {
+				taken = make(map[string]bool)
+			}
+			taken[string(cp.Output)] = true
+		}
+	}
+	for _, u := range r.updateList {
+		if u.State == storage.UpdatePending && !taken[string(u.Payload)] {
+			r.events = append(r.events, bufferedEvent{topic: storage.UpdateTopic(u.Name), payload: clone(u.Payload)})
+		}
+	}
+}
+
 // cloneUpdate copies an update record, sharing nothing with u.
 func cloneUpdate(u *storage.UpdateRecord) storage.UpdateRecord {
 	c := *u

@@ -284,7 +284,7 @@ func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 			}
 			fork = &seq
 		}
-		if _, err := tx.Exec(ctx, s.q.restart, r.now, r.ID, fork, req.FromKey); err != nil {
+		if _, err := tx.Exec(ctx, s.q.restart, r.now, r.ID, fork, req.FromKey, storage.UpdateTopicPrefix); err != nil {
 			return err
 		}
 		return s.notifyTx(ctx, tx)

@@ -998,8 +998,15 @@ SELECT id FROM upd`
 	// first (see Suspend). The run's next claim is a start again
 	// (first_claimed_at), which a queue's rate counts, and its
 	// cancellation is no longer requested; its updates and streams stay
-	// as they are. Every CTE reads the run as it was before the
-	// statement.
+	// as they are, but the updates still pending whose payload no update
+	// checkpoint carried into the new execution (the copies) holds are
+	// buffered again ($5 is storage.UpdateTopicPrefix), in seq order,
+	// after the run's buffered updates are dropped: one the ended
+	// execution took without replying would never reach the new one
+	// otherwise. Every CTE reads the run, its events and its checkpoints
+	// as they were before the statement, so the deletion leaves the
+	// events buffered again, and the copies are the ended execution's
+	// checkpoints before the fork point.
 	q.restart = `WITH r AS (SELECT id, execution, status, error FROM {s}.runs WHERE id = $2),
 ended AS (
 	UPDATE {s}.executions e SET ended_at = coalesce(e.ended_at, $1::timestamptz), status = r.status, error = r.error
@@ -1015,6 +1022,20 @@ copied AS (
 	FROM r JOIN {s}.checkpoints c ON c.run_id = r.id AND c.execution = r.execution
 	WHERE c.seq < $3::bigint
 	ORDER BY c.seq
+),
+unbuffered AS (
+	DELETE FROM {s}.events e USING r WHERE e.run_id = r.id AND starts_with(e.topic, $5::text)
+),
+rebuffered AS (
+	INSERT INTO {s}.events (run_id, topic, payload, created_at)
+	SELECT u.run_id, $5::text || u.name, u.payload, $1::timestamptz
+	FROM r JOIN {s}.updates u ON u.run_id = r.id
+	WHERE u.state = 'pending' AND NOT EXISTS (
+		SELECT 1 FROM {s}.checkpoints c
+		WHERE c.run_id = r.id AND c.execution = r.execution AND c.seq < $3::bigint AND c.kind = 'update'
+			AND coalesce(c.output, '') = coalesce(u.payload, '')
+	)
+	ORDER BY u.seq
 )
 UPDATE {s}.runs SET status = 'queued', ready_at = greatest($1, lease_until), execution = execution + 1, started_at = $1, ended_at = NULL,
 	output = NULL, error = NULL, {clearWait}, progress = NULL, cancel_reason = NULL,

@@ -83,7 +83,7 @@ func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 	}
 	id := req.RunID
 	keys := []string{s.keys.run(id), s.keys.checkpoints(id), s.keys.attempts(id), s.keys.executions(id)}
-	v, err := s.run(ctx, restartScript, keys, id, req.FromKey, rand.Text())
+	v, err := s.run(ctx, restartScript, keys, id, req.FromKey, rand.Text(), storage.UpdateTopicPrefix)
 	if err != nil {
 		return fmt.Errorf("redisstore: restart %q: %w", id, err)
 	}

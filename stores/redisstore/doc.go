@@ -158,7 +158,8 @@
 //	                workflow), scored by EndedAt (µs), which Purge reads
 //	                oldest first; Restart takes a run out
 //	et:<id>         set: the topics the run has had events buffered on, so
-//	                that Purge finds their lists
+//	                that Purge finds their lists (a restart, which drops
+//	                the run's buffered updates, takes theirs out)
 //	up:<id>         hash: the run's updates, update ID → encoded request
 //	                (Seq, creation time, name, headers, payload)
 //	ur:<id>         hash: the replies to the run's updates, update ID →
@@ -174,8 +175,10 @@
 //	sm:<id>         hash: the run's streams, name → closed flag and time
 //	                of the last write, so that Purge finds their lists.
 //	                Updates and streams are the run's, not an execution's:
-//	                a continue-as-new or a restart keeps them, and Purge
-//	                and a replacement delete them with the run
+//	                a continue-as-new or a restart keeps them (a restart
+//	                buffers again, in Seq order, the pending updates its
+//	                new execution has no delivery of), and Purge and a
+//	                replacement delete them with the run
 //	tk:<id>         string: the last lease token of a run a start
 //	                policy's replacement deleted as a descendant of the
 //	                run it replaced, kept when the run was ever claimed:

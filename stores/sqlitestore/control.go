@@ -220,8 +220,12 @@ func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 	return s.write(ctx, "restart", func(w *wtx) error {
 		var ref, exec, until int64
 		var status string
-		found, err := w.queryRow(`SELECT ref, execution, status, coalesce(lease_until, 0) FROM runs WHERE id = ?1`, func(r row) {
-			ref, exec, status, until = r.int64(0), r.int64(1), r.str(2), r.int64(3)
+		var updates bool
+		// Whether the run has updates is one probe of their primary key.
+		found, err := w.queryRow(`SELECT ref, execution, status, coalesce(lease_until, 0),
+				EXISTS (SELECT 1 FROM updates u WHERE u.run_ref = runs.ref)
+			FROM runs WHERE id = ?1`, func(r row) {
+			ref, exec, status, until, updates = r.int64(0), r.int64(1), r.str(2), r.int64(3), r.int64(4) != 0
 		}, req.RunID)
 		if err != nil {
 			return err
@@ -249,6 +253,11 @@ func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 				return err
 			}
 			forkedFrom = exec
+		}
+		if updates {
+			if err := w.rebuffer(ref, next, n); err != nil {
+				return err
+			}
 		}
 		// The current execution ends now with the run's status, unless it
 		// ended already (a finished run).

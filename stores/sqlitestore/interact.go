@@ -91,6 +91,41 @@ func (w *wtx) sendUpdate(req storage.UpdateRequest, now int64) (storage.UpdateRe
 	return res, err
 }
 
+// rebuffer buffers again for run ref, restarted into execution exec
+// (whose copied checkpoints are written), the updates that are pending
+// and whose payload is not the output of an update delivery of exec, in
+// seq order, after dropping the run's buffered updates: an update the old
+// execution took without replying would otherwise never reach the new
+// one. Two statements, both on the run's rows through their indexes; a
+// Restart calls it only for a run that has updates.
+func (w *wtx) rebuffer(ref, exec, now int64) error {
+	if _, err := w.exec(unbufferUpdates, ref, storage.UpdateTopicPrefix, updateTopicEnd); err != nil {
+		return err
+	}
+	_, err := w.exec(rebufferUpdates, ref, exec, storage.UpdateTopicPrefix, now)
+	return err
+}
+
+// unbufferUpdates deletes the events of run ref ?1 on topics from ?2 to
+// ?3 (excluded): one range of events_run_topic.
+const unbufferUpdates = `DELETE FROM events WHERE run_ref = ?1 AND topic >= ?2 AND topic < ?3`
+
+// rebufferUpdates buffers, as events on their topic (?3, the prefix,
+// followed by the name) created at ?4, the pending updates of run ref ?1
+// in seq order (updates_seq), each unless an update checkpoint of
+// execution ?2 has its payload as output (nil and empty alike).
+const rebufferUpdates = `INSERT INTO events (run_ref, topic, payload, created_at)
+	SELECT u.run_ref, ?3 || u.name, u.payload, ?4 FROM updates u
+	WHERE u.run_ref = ?1 AND u.state = 'pending' AND NOT EXISTS (
+		SELECT 1 FROM checkpoints c WHERE c.run_ref = ?1 AND c.execution = ?2 AND c.kind = 'update'
+			AND coalesce(c.output, x'') = coalesce(u.payload, x''))
+	ORDER BY u.seq`
+
+// updateTopicEnd is the least topic above every one that starts with
+// storage.UpdateTopicPrefix, so that they are one range of an index.
+var updateTopicEnd = storage.UpdateTopicPrefix[:len(storage.UpdateTopicPrefix)-1] +
+	string(storage.UpdateTopicPrefix[len(storage.UpdateTopicPrefix)-1]+1)
+
 // sendUpdateQuery selects run ?1, with the columns scanWaiter reads, and
 // its update of ID ?2: its seq (NULL when there is none) and updateColsU.
 const sendUpdateQuery = `SELECT r.id, r.status, r.ref, r.execution, ` + waitCols + `, u.seq, ` + updateColsU + `

@@ -29,6 +29,11 @@ func TestInteractPlans(t *testing.T) {
 			"SEARCH s USING PRIMARY KEY (run_ref=? AND name=?)",
 			"SEARCH v USING PRIMARY KEY (run_ref=? AND stream=? AND position>? AND position<?)",
 		}},
+		{"unbuffer updates", unbufferUpdates, []string{"SEARCH events USING COVERING INDEX events_run_topic (run_ref=? AND topic>? AND topic<?)"}},
+		{"rebuffer updates", rebufferUpdates, []string{
+			"SEARCH u USING INDEX updates_seq (run_ref=?)",
+			"SEARCH c USING INDEX sqlite_autoindex_checkpoints_1 (run_ref=? AND execution=?)",
+		}},
 		{"list streams", listStreamsQuery, []string{"SEARCH s USING PRIMARY KEY (run_ref=?)"}},
 		{"delete updates", `DELETE FROM updates WHERE run_ref IN (SELECT value FROM json_each(?1))`, []string{"SEARCH updates USING"}},
 		{"delete streams", `DELETE FROM streams WHERE run_ref IN (SELECT value FROM json_each(?1))`, []string{"SEARCH streams USING PRIMARY KEY (run_ref=?)"}},

@@ -31,6 +31,8 @@ var interactCases = []testCase{
 	{"update/concurrent sends get seqs 1..n, taken in seq order; one ID is created once", testUpdateConcurrent},
 	{"update/list pages in seq order", testUpdateList},
 	{"update/continue-as-new and restart keep updates; a buffered one reaches the next execution", testUpdateExecutions},
+	{"update/a restart buffers again the pending updates the old execution took, in seq order, never a replied one", testUpdateRestart},
+	{"update/a restart from a step buffers again only the pending updates whose delivery it did not copy", testUpdateRestartFrom},
 	{"stream/values written with a checkpoint are read back by offset", testStreamRead},
 	{"stream/an existing checkpoint or a lost lease appends nothing", testStreamNotWritten},
 	{"stream/close, and a later write opens it again", testStreamClose},
@@ -1177,4 +1179,99 @@ func testInteractTx(f *fixture) {
 	_, err = ts.CheckpointTx(f.ctx, req, func(context.Context, any) ([]byte, error) { return []byte("x"), nil })
 	f.wantErr(err, storage.ErrInvalidArgument, "CheckpointTx replying to an update the run does not have")
 	f.wantUnchanged(before, "a transactional step replying to an update the run does not have")
+}
+
+// deliverUpdate suspends on one case of the updates named ask under key
+// and checks that it delivered want, of kind update, at once.
+func (f *fixture) deliverUpdate(l storage.Lease, key, want string) {
+	f.t.Helper()
+	res := f.suspend(storage.SuspendRequest{Lease: l, Wait: updateWait(key, "ask")})
+	if d := res.Delivered; d == nil || d.Key != key || d.Kind != storage.KindUpdate || string(d.Output) != want || d.Error != nil {
+		f.t.Fatalf("Suspend(%s) delivered %+v, want %q of kind update", key, d, want)
+	}
+}
+
+// takenUpdates sets up run-1 for the restart cases: u3 sent first,
+// delivered (ask@v1) and replied to (reply@v1); u1 delivered (ask@v2) and
+// not replied to; a step (step@v1); an event on another topic buffered,
+// then u2 buffered. It returns the lease and the updates as stored.
+func (f *fixture) takenUpdates() (storage.Lease, []storage.UpdateRecord) {
+	f.t.Helper()
+	a := f.start("run-1", "")
+	f.sendUpdate(ask("run-1", "u3", "q3"))
+	u3 := pending(ask("run-1", "u3", "q3"), 1, f.now())
+	f.deliverUpdate(a.Lease, "ask@v1", "q3")
+	f.clock.Advance(time.Second)
+	f.written(replyReq(a.Lease, "reply@v1", "u3", "a3"))
+	u3 = replied(u3, "a3", nil, f.now())
+	f.clock.Advance(time.Second)
+	f.sendUpdate(ask("run-1", "u1", "q1"))
+	u1 := pending(ask("run-1", "u1", "q1"), 2, f.now())
+	f.deliverUpdate(a.Lease, "ask@v2", "q1")
+	f.checkpoint(a.Lease, "step@v1", "s")
+	f.send("run-1", "other", "e1")
+	f.clock.Advance(time.Second)
+	if res := f.sendUpdate(ask("run-1", "u2", "q2")); res.Delivered {
+		f.t.Fatalf("SendUpdate(u2) = %+v, want buffered", res)
+	}
+	u2 := pending(ask("run-1", "u2", "q2"), 3, f.now())
+	f.wantCheckpoints("run-1", "ask@v1=q3", "reply@v1=", "ask@v2=q1", "step@v1=s")
+	f.wantUpdates("run-1", u3, u1, u2)
+	return a.Lease, []storage.UpdateRecord{u3, u1, u2}
+}
+
+// wantUpdatesTaken checks that the run's waits on ask take nothing more
+// from key on (the run parks) and that the event on the other topic is
+// still buffered, once.
+func (f *fixture) wantUpdatesTaken(l storage.Lease, key string) {
+	f.t.Helper()
+	if cp := f.take(l, &storage.Wait{Key: "other@v1", Topic: "other"}); cp == nil || string(cp.Output) != "e1" {
+		f.t.Fatalf("TakeEvent(other) = %+v, want e1 still buffered", cp)
+	}
+	if cp := f.take(l, &storage.Wait{Key: "other@v2", Topic: "other"}); cp != nil {
+		f.t.Fatalf("TakeEvent(other) again = %+v, want the event taken once", cp)
+	}
+	f.park(l, key, askTopic, storage.KindUpdate)
+	f.wantStatus("run-1", storage.StatusWaiting)
+}
+
+func testUpdateRestart(f *fixture) {
+	a, us := f.takenUpdates()
+
+	// The new execution has no delivery: u1, taken by the old one and not
+	// replied to, is buffered again before u2, in seq order; u3, replied
+	// to, is not. Restarting again buffers nothing twice.
+	f.restart("run-1", "")
+	f.letGo(a)
+	f.restart("run-1", "")
+	b := f.claimOne("worker-b")
+	f.wantCheckpoints("run-1")
+	f.deliverUpdate(b.Lease, "ask@v1", "q1")
+	f.deliverUpdate(b.Lease, "ask@v2", "q2")
+	f.wantUpdatesTaken(b.Lease, "ask@v3")
+	f.wantCheckpoints("run-1", "ask@v1=q1", "ask@v2=q2", "other@v1=e1")
+	// A redelivery is not a reply, nor a new update.
+	f.wantUpdates("run-1", us...)
+}
+
+func testUpdateRestartFrom(f *fixture) {
+	a, us := f.takenUpdates()
+
+	// From step@v1: the copies deliver u3 and u1 again; only u2, still
+	// buffered, is left to take.
+	f.restart("run-1", "step@v1")
+	f.letGo(a)
+	b := f.claimOne("worker-b")
+	f.wantCheckpoints("run-1", "ask@v1=q3", "reply@v1=", "ask@v2=q1")
+	f.deliverUpdate(b.Lease, "ask@v3", "q2")
+	f.checkpoint(b.Lease, "step@v1", "s")
+
+	// From ask@v3: u2's delivery is not copied, so u2 is buffered again.
+	f.restart("run-1", "ask@v3")
+	f.letGo(b.Lease)
+	c := f.claimOne("worker-c")
+	f.wantCheckpoints("run-1", "ask@v1=q3", "reply@v1=", "ask@v2=q1")
+	f.deliverUpdate(c.Lease, "ask@v3", "q2")
+	f.wantUpdatesTaken(c.Lease, "ask@v4")
+	f.wantUpdates("run-1", us...)
 }

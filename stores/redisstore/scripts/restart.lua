@@ -2,12 +2,14 @@
 -- recorded in the executions list, its checkpoints and attempts renamed to
 -- the ended execution's keys; the run is queued afresh, from the top or,
 -- with a fork key, with copies of the checkpoints written before that
--- key's.
+-- key's; the pending updates the copies do not deliver are buffered again
+-- (rebuffer in lib/events.lua).
 -- KEYS[1]: the run hash, KEYS[2]: its checkpoints, KEYS[3]: its attempts,
 -- KEYS[4]: its executions list.
 -- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3]: run id, ARGV[4]: the fork key
 -- ("" to run from the top), ARGV[5]: operation ID (a repeated call returns
--- the first reply instead of beginning yet another execution).
+-- the first reply instead of beginning yet another execution), ARGV[6]:
+-- the prefix of update topics (storage.UpdateTopicPrefix).
 -- Reply: {OK} | {NOTFOUND} | {BADARG, current execution} when the current
 -- execution has no checkpoint of the fork key.
 -- A live lease fences the new execution (see storage.Store.Restart).
@@ -39,12 +41,15 @@ local function main()
   if redis.call('EXISTS', c) == 1 then redis.call('RENAME', c, cxkey(ex, id)) end
   if redis.call('EXISTS', a) == 1 then redis.call('RENAME', a, axkey(ex, id)) end
   local nex = f(ex + 1)
+  local taken = {}
   for _, k in ipairs(keep) do
     local seq = redis.call('HINCRBY', r, 'seq', 1)
     redis.call('HSET', c, k[2], f(seq) .. '\n' .. k[3] .. '\n' .. k[4] .. '\n' .. k[5] .. '\n' ..
       nex .. '\n' .. f(ex) .. '\n' .. k[6])
+    if k[4] == 'update' then taken[string.sub(k[6], 2)] = true end
   end
   clear_wait(r, id)
+  rebuffer(id, ARGV[6], taken)
   -- sd goes too: the new execution's first claim is a start, which a
   -- queue's rate counts; and so does a requested cancellation (cq),
   -- which ends with the execution

@@ -44,6 +44,39 @@ local function send(id, topic, payload)
   return 0
 end
 
+-- rebuffer buffers again, for run id restarted (its wait cleared, the new
+-- execution's copied checkpoints written), the updates that are pending
+-- (no reply in ur:<id>) and whose payload is not the output of an update
+-- checkpoint of the new execution (taken: the bare payloads, marker
+-- dropped, so nil and empty alike), in Seq order, after dropping the run's
+-- buffered events on topics starting with prefix (the update topics): an
+-- update the ended execution took without replying would never reach the
+-- new one otherwise. A run without a pending update reads no update.
+local function rebuffer(id, prefix, taken)
+  local r, et = rkey(id), evtopics(id)
+  for _, topic in ipairs(redis.call('SMEMBERS', et)) do
+    if string.sub(topic, 1, #prefix) == prefix then
+      redis.call('DEL', evkey(id, topic))
+      redis.call('SREM', et, topic)
+    end
+  end
+  local ul, ur = ulkey(id), urkey(id)
+  if redis.call('HLEN', ur) >= redis.call('LLEN', ul) then return end
+  local up = upkey(id)
+  for _, uid in ipairs(redis.call('LRANGE', ul, 0, -1)) do
+    if redis.call('HEXISTS', ur, uid) == 0 then
+      -- seq \n created \n name \n headers JSON \n marked payload
+      local name, payload = string.match(redis.call('HGET', up, uid), '^[^\n]*\n[^\n]*\n([^\n]*)\n[^\n]*\n(.*)$')
+      if not taken[string.sub(payload, 2)] then
+        local topic = prefix .. name
+        local n = redis.call('HINCRBY', r, 'es', 1)
+        redis.call('RPUSH', evkey(id, topic), f(n) .. ':' .. payload)
+        redis.call('SADD', et, topic)
+      end
+    end
+  end
+end
+
 -- send_check reports why an event cannot be sent to run id, or nil.
 local function send_check(id)
   local st = redis.call('HGET', rkey(id), 'st')
