@@ -25,6 +25,7 @@ var interactScenarios = []scenario{
 	{"update/a paused run takes its update when resumed; a terminated one fails its callers", testUpdatePauseTerminate},
 	{"update/a caller whose send's answer was lost sends again and the run handles it once", testUpdateLostAnswer},
 	{"update/update-with-start creates the run or joins it, under the start policies", testUpdateOrStart},
+	{"update/an operator's restart hands the updates the ended execution took and did not answer to the new one", testUpdateRestart},
 	{"stream/10000 values reach two readers once and in order across a worker crash and a continue-as-new", testStream10000},
 	{"stream/a workflow's own appends survive a worker crash without doubles", testStreamWorkflowAppends},
 }
@@ -568,5 +569,40 @@ func testUpdateOrStart(f *fixture) {
 	f.must(err)
 	if len(us) != 2 || applied.Load() != 2 {
 		f.t.Fatalf("%d updates recorded, applied %d times; want 2 and 2", len(us), applied.Load())
+	}
+}
+
+func testUpdateRestart(f *fixture) {
+	var taken atomic.Int32
+	e := f.engine(config{}, func(e *runtime.Engine) {
+		f.must(runtime.RegisterUpdate[int, int](e, "ask", nil))
+		f.must(runtime.Register(e, "slow", func(c *runtime.WorkflowContext, _ int) (int, error) {
+			u, err := runtime.AwaitUpdate[int, int](c, "ask", "ask")
+			if err != nil {
+				return 0, err
+			}
+			if _, err := runtime.Step(c, "note", runtime.StepOptions{}, func(runtime.StepContext) (int, error) {
+				return int(taken.Add(1)), nil
+			}); err != nil {
+				return 0, err
+			}
+			if _, err := runtime.WaitForEvent[int](c, "go", "test.go", 0); err != nil {
+				return 0, err
+			}
+			return 0, u.Reply(c, u.Request+1)
+		}))
+	})
+	f.start(e)
+	_, err := runtime.Start[int, int](f.ctx, e, "slow", 0, runtime.WithID("s"))
+	f.must(err)
+	h, err := e.SendUpdate(f.ctx, "s", "ask", 41)
+	f.must(err)
+	f.eventually("the update is taken", func() bool { return taken.Load() == 1 })
+	f.waitStatus(e, "s", runtime.StatusWaiting)
+	f.must(e.Restart(f.ctx, "s"))
+	f.eventually("the new execution takes the update again", func() bool { return taken.Load() == 2 })
+	f.must(e.SendEvent(f.ctx, "s", "test.go", 1))
+	if got, err := runtime.AwaitReply[int](f.ctx, e, h); err != nil || got != 42 {
+		f.t.Fatalf("update across a restart: %d, %v; want 42", got, err)
 	}
 }
