@@ -305,7 +305,7 @@ func TestTraceOfAnOrder(t *testing.T) {
 
 	tree := traceTree(spans, roots["order-0001"])
 	t.Logf("the trace of order-0001:\n%s", tree)
-	for _, want := range []string{"stem.start orders.fulfil", "stem.execute orders.fulfil", "stem.step reserve@v1", "stem.start orders.invoice", "stem.execute orders.invoice", "stem.sleep"} {
+	for _, want := range []string{"stem.start orders.fulfil", "stem.execute orders.fulfil", "stem.step reserve@v1", "stem.start orders.invoice", "stem.execute orders.invoice", "stem.wait(cool-off-or-cancel"} {
 		if !strings.Contains(tree, want) {
 			t.Errorf("the trace has no %s", want)
 		}
