@@ -2,6 +2,7 @@ package benchwork
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -102,23 +103,39 @@ func Interact(b *testing.B, worker, client storage.Store) {
 	if _, err := client.CreateRuns(ctx, []storage.NewRun{{ID: idle, Workflow: "bench-nobody", Input: []byte("0")}}); err != nil {
 		b.Fatal(err)
 	}
-	arrived := make(chan time.Duration, 1)
+	arrived, readErr := make(chan time.Duration, 1), make(chan error, 1)
 	go func() {
 		for v, err := range runtime.ReadStream[int64](ctx, c, streamer, "out", 0) {
 			if err != nil {
+				readErr <- err
 				return
 			}
 			arrived <- time.Since(time.UnixMicro(v.Value))
 		}
+		readErr <- errors.New("the stream's reader ended")
 	}()
+	next := func() time.Duration {
+		select {
+		case d := <-arrived:
+			return d
+		case err := <-readErr:
+			b.Fatal(err)
+		case <-time.After(time.Minute):
+			b.Fatal("the stream's value never reached its reader")
+		}
+		return 0
+	}
 	// Warm both runs up: claimed once, their waits registered.
 	for _, id := range []string{echo, streamer} {
 		name := map[string]string{echo: "echo", streamer: "tick"}[id]
-		if _, err := runtime.CallUpdate[int](ctx, c, id, name, 0); err != nil {
-			b.Fatal(err)
+		warm, stop := context.WithTimeout(ctx, time.Minute)
+		_, err := runtime.CallUpdate[int](warm, c, id, name, 0)
+		stop()
+		if err != nil {
+			b.Fatalf("warm-up update %s of run %s: %v", name, id, err)
 		}
 	}
-	<-arrived
+	next()
 	var commit, update, stream []time.Duration
 	paused := false
 	for b.Loop() {
@@ -144,12 +161,7 @@ func Interact(b *testing.B, worker, client storage.Store) {
 		if _, err := runtime.CallUpdate[int](ctx, c, streamer, "tick", 1); err != nil {
 			b.Fatal(err)
 		}
-		select {
-		case d := <-arrived:
-			stream = append(stream, d)
-		case <-time.After(time.Minute):
-			b.Fatal("the stream's value never reached its reader")
-		}
+		stream = append(stream, next())
 	}
 	cp50, up50, st50 := percentile(commit, 0.50), percentile(update, 0.50), percentile(stream, 0.50)
 	b.ReportMetric(ms(cp50), "commit-p50-ms")
