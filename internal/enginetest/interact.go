@@ -27,6 +27,7 @@ var interactScenarios = []scenario{
 	{"update/a caller whose send's answer was lost sends again and the run handles it once", testUpdateLostAnswer},
 	{"update/update-with-start creates the run or joins it, under the start policies", testUpdateOrStart},
 	{"update/an operator's restart hands the updates the ended execution took and did not answer to the new one", testUpdateRestart},
+	{"update/a deferred Fail replies the workflow's own declared error, which the caller matches with errors.Is", testUpdateDeferredFail},
 	{"stream/10000 values reach two readers once and in order across a worker crash and a continue-as-new", testStream10000},
 	{"stream/a workflow's own appends survive a worker crash without doubles", testStreamWorkflowAppends},
 }
@@ -615,5 +616,52 @@ func testUpdateRestart(f *fixture) {
 	f.must(e.SendEvent(f.ctx, "s", "test.go", 1))
 	if got, err := runtime.AwaitReply[int](f.ctx, e, h); err != nil || got != 42 {
 		f.t.Fatalf("update across a restart: %d, %v; want 42", got, err)
+	}
+}
+
+// errOutOfStock is a user's own error, declared so it keeps its identity
+// through the store.
+var errOutOfStock = errors.New("out of stock")
+
+func init() { runtime.DeclareError("enginetest.out_of_stock", errOutOfStock) }
+
+func testUpdateDeferredFail(f *fixture) {
+	e := f.engine(config{}, func(e *runtime.Engine) {
+		f.must(runtime.RegisterUpdate[[]int, int](e, "order", nil))
+		f.must(runtime.Register(e, "shop", func(c *runtime.WorkflowContext, stock int) (total int, err error) {
+			u, err := runtime.AwaitUpdate[[]int, int](c, "order", "order")
+			if err != nil {
+				return 0, err
+			}
+			// Whatever way the workflow ends, the caller hears of it.
+			defer func() {
+				if err != nil {
+					_ = u.Fail(c, err)
+				}
+			}()
+			for i, qty := range u.Request {
+				left, err := runtime.Step(c, "take", runtime.StepOptions{Autoversion: true}, func(runtime.StepContext) (int, error) {
+					return stock - qty, nil
+				})
+				if err != nil {
+					return 0, err
+				}
+				if left < 0 {
+					return 0, fmt.Errorf("line %d: %w", i, errOutOfStock)
+				}
+				stock, total = left, total+qty
+			}
+			return total, u.Reply(c, total)
+		}))
+	})
+	f.start(e)
+	_, err := runtime.Start[int, int](f.ctx, e, "shop", 5, runtime.WithID("s"))
+	f.must(err)
+	_, err = runtime.CallUpdate[int](f.ctx, e, "s", "order", []int{2, 2, 2})
+	if !errors.Is(err, errOutOfStock) {
+		f.t.Fatalf("update the workflow failed with its own error: %v; want errOutOfStock", err)
+	}
+	if info := f.waitStatus(e, "s", runtime.StatusErrored); !errors.Is(info.Err, errOutOfStock) || !strings.Contains(info.Err.Error(), "line 2") {
+		f.t.Fatalf("run ended with %v; want errOutOfStock at line 2", info.Err)
 	}
 }
