@@ -147,6 +147,17 @@ func (e *Engine) sendUpdate(ctx context.Context, runID, name string, raw json.Ra
 	if err := e.checkOpen(); err != nil {
 		return UpdateHandle{}, err
 	}
+	id, err := e.checkedUpdate(ctx, runID, name, raw, tool, unvalidated, opts)
+	if err != nil {
+		return UpdateHandle{}, err
+	}
+	return e.postUpdate(ctx, runID, name, id, raw)
+}
+
+// checkedUpdate checks an update's name, ID (from opts, or a random one,
+// which it returns) and request before anything is written, as
+// SendUpdate says.
+func (e *Engine) checkedUpdate(ctx context.Context, runID, name string, raw json.RawMessage, tool, unvalidated bool, opts []UpdateOption) (id string, err error) {
 	var o updateOptions
 	for _, opt := range opts {
 		opt(&o)
@@ -155,21 +166,27 @@ func (e *Engine) sendUpdate(ctx context.Context, runID, name string, raw json.Ra
 		o.id = newUpdateID()
 	}
 	if err := storage.CheckUpdateID(o.id); err != nil {
-		return UpdateHandle{}, err
+		return "", err
 	}
 	if err := storage.CheckUpdateName(name); err != nil {
-		return UpdateHandle{}, err
+		return "", err
 	}
 	if err := e.checkUpdate(ctx, runID, name, raw, tool, unvalidated); err != nil {
-		return UpdateHandle{}, err
+		return "", err
 	}
-	hu := &HookUpdate{RunID: runID, ID: o.id, Name: name}
+	return o.id, nil
+}
+
+// postUpdate records the update id, checked, and delivers it, through
+// Hooks.Update.
+func (e *Engine) postUpdate(ctx context.Context, runID, name, id string, raw json.RawMessage) (UpdateHandle, error) {
+	hu := &HookUpdate{RunID: runID, ID: id, Name: name}
 	var res storage.UpdateResult
 	send := func(ctx context.Context) error {
 		if err := storage.ValidateHeaders(hu.Headers); err != nil {
 			return err
 		}
-		env, err := json.Marshal(updateEnvelope{ID: o.id, Name: name, Request: raw, Headers: hu.Headers})
+		env, err := json.Marshal(updateEnvelope{ID: id, Name: name, Request: raw, Headers: hu.Headers})
 		if err != nil {
 			return fmt.Errorf("stem: encode update %s: %w", name, err)
 		}
@@ -177,7 +194,7 @@ func (e *Engine) sendUpdate(ctx context.Context, runID, name string, raw json.Ra
 		if err != nil {
 			return err
 		}
-		res, err = e.store.SendUpdate(ctx, storage.UpdateRequest{RunID: runID, ID: o.id, Name: name, Payload: sealed, Headers: hu.Headers})
+		res, err = e.store.SendUpdate(ctx, storage.UpdateRequest{RunID: runID, ID: id, Name: name, Payload: sealed, Headers: hu.Headers})
 		hu.Created = res.Created
 		return err
 	}
@@ -194,7 +211,7 @@ func (e *Engine) sendUpdate(ctx context.Context, runID, name string, raw json.Ra
 		return UpdateHandle{}, err
 	}
 	if !res.Created && res.Update.Name != name {
-		return UpdateHandle{}, invalidArg("run %s has update %q already, of update %q, not %q: give each update an ID of its own", runID, o.id, res.Update.Name, name)
+		return UpdateHandle{}, invalidArg("run %s has update %q already, of update %q, not %q: give each update an ID of its own", runID, id, res.Update.Name, name)
 	}
 	if res.Created {
 		if res.Delivered {
@@ -203,7 +220,7 @@ func (e *Engine) sendUpdate(ctx context.Context, runID, name string, raw json.Ra
 			e.arrivals.wake(runID) // buffered: a select of it that runs steps here takes it
 		}
 	}
-	return UpdateHandle{RunID: runID, ID: o.id, Name: name, Created: res.Created}, nil
+	return UpdateHandle{RunID: runID, ID: id, Name: name, Created: res.Created}, nil
 }
 
 // newUpdateID returns a random update ID.
@@ -472,24 +489,22 @@ func reply(c *WorkflowContext, hu HookUpdate, rep any, failure error) error {
 // crash find the first update and its reply, as WithUpdateID does.
 func UpdateOrStart[In, Out, Rep any](ctx context.Context, e *Engine, workflow, id string, in In, name, updateID string, req any, opts ...StartOption) (Rep, error) {
 	var zero Rep
+	if err := e.checkOpen(); err != nil {
+		return zero, err
+	}
 	raw, err := json.Marshal(req)
 	if err != nil {
 		return zero, fmt.Errorf("stem: encode the request of update %s: %w", name, err)
 	}
-	if err := storage.CheckUpdateName(name); err != nil {
-		return zero, err
-	}
-	if err := e.checkUpdate(ctx, id, name, raw, false, false); err != nil {
+	// The update is checked once, before the start writes anything.
+	uid, err := e.checkedUpdate(ctx, id, name, raw, false, false, []UpdateOption{WithUpdateID(updateID)})
+	if err != nil {
 		return zero, err
 	}
 	if _, err := Start[In, Out](ctx, e, workflow, in, append(opts, WithID(id))...); err != nil {
 		return zero, err
 	}
-	var uopts []UpdateOption
-	if updateID != "" {
-		uopts = append(uopts, WithUpdateID(updateID))
-	}
-	h, err := e.sendUpdate(ctx, id, name, raw, false, false, uopts)
+	h, err := e.postUpdate(ctx, id, name, uid, raw)
 	if err != nil {
 		return zero, err
 	}

@@ -577,6 +577,13 @@ func testUpdateOrStart(f *fixture) {
 	if _, err := e.Get(f.ctx, "v"); !errors.Is(err, runtime.ErrRunNotFound) {
 		f.t.Fatalf("a refused update-with-start started its run: %v", err)
 	}
+	// So does a malformed update ID, refused before the start too.
+	if _, err := runtime.UpdateOrStart[int, int, int](f.ctx, e, "counter", "w", 0, "add", "bad\u202eid", 1); !errors.Is(err, runtime.ErrInvalidArgument) {
+		f.t.Fatalf("update-with-start with a malformed update ID: %v; want ErrInvalidArgument", err)
+	}
+	if _, err := e.Get(f.ctx, "w"); !errors.Is(err, runtime.ErrRunNotFound) {
+		f.t.Fatalf("an update-with-start with a malformed update ID started its run: %v", err)
+	}
 	us, err := e.Updates(f.ctx, "u", 0, 0)
 	f.must(err)
 	if len(us) != 2 || applied.Load() != 2 {
