@@ -386,7 +386,7 @@ func (c *checker) run(r storage.RunRecord) (checked, error) {
 	}
 	if r.Wait != nil && len(b.noUpdates) == 0 {
 		for _, wc := range r.Wait.Cases() {
-			name, ok := strings.CutPrefix(wc.Topic, storage.UpdateTopicPrefix)
+			name, ok := storage.UpdateNameOf(wc.Topic)
 			if wc.DeliveryKind() != storage.KindUpdate || !ok {
 				continue
 			}

@@ -11,7 +11,6 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/stemflow/stem/internal/jsonschema"
@@ -256,27 +255,20 @@ func (e *Engine) checkUpdate(ctx context.Context, runID, name string, raw json.R
 	if err != nil {
 		return err
 	}
-	topic := storage.UpdateTopic(name)
+	ups, _ := c.Updates()
 	var known []string
-	for _, ev := range c.Events {
-		n, ok := cutUpdateTopic(ev.Topic)
-		if !ok {
+	for _, u := range ups {
+		known = append(known, u.Name)
+		if u.Name != name {
 			continue
 		}
-		known = append(known, n)
-		if ev.Topic != topic {
-			continue
+		if u.SchemaErr != nil {
+			return fmt.Errorf("stem: the catalog's record of update %s is not an update schema: %w", name, u.SchemaErr)
 		}
-		var s storage.UpdateSchema
-		if len(ev.PayloadSchema) > 0 {
-			if err := json.Unmarshal(ev.PayloadSchema, &s); err != nil {
-				return fmt.Errorf("stem: the catalog's record of update %s is not an update schema: %w", name, err)
-			}
-		}
-		if s.Validator && !unvalidated {
+		if u.Schema.Validator && !unvalidated {
 			return fmt.Errorf("%w: update %q has a validator, which only the application that handles it can run; send it from the application, or send it unvalidated", ErrInvalidArgument, name)
 		}
-		if err := checkSchema(what, s.Request, raw); err != nil {
+		if err := checkSchema(what, u.Schema.Request, raw); err != nil {
 			return fmt.Errorf("%w: update %q is recorded in the store's catalog with a request schema this one does not match: %w", ErrInvalidArgument, name, err)
 		}
 		return nil
@@ -289,11 +281,6 @@ func (e *Engine) checkUpdate(ctx context.Context, runID, name string, raw json.R
 		return fmt.Errorf("%w: no engine that shares this store records update %q (known: %s); send it unvalidated to send it all the same", ErrInvalidArgument, name, listOrNone(known))
 	}
 	return nil
-}
-
-// cutUpdateTopic returns the update name of an update topic.
-func cutUpdateTopic(topic string) (string, bool) {
-	return strings.CutPrefix(topic, storage.UpdateTopicPrefix)
 }
 
 // updateSchemas returns the catalog's records of the updates registered,

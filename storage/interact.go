@@ -415,3 +415,41 @@ func ValidateRunRef(what, id string) error {
 	}
 	return nil
 }
+
+// UpdateNameOf returns the update name an update topic carries (the
+// inverse of UpdateTopic), and whether topic is an update topic.
+func UpdateNameOf(topic string) (name string, ok bool) {
+	return strings.CutPrefix(topic, UpdateTopicPrefix)
+}
+
+// CatalogUpdate is an update a store's catalog records: an event type on
+// an update topic, its PayloadSchema read as an UpdateSchema.
+type CatalogUpdate struct {
+	Name   string
+	Schema UpdateSchema
+	// SchemaErr says why the record's PayloadSchema is not an
+	// UpdateSchema; Schema is then empty.
+	SchemaErr error
+	Worker    string
+	UpdatedAt time.Time
+}
+
+// Updates splits the catalog's event types into the updates it records
+// (those on update topics), and the others, each in the catalog's order.
+func (c Catalog) Updates() (updates []CatalogUpdate, events []EventType) {
+	for _, ev := range c.Events {
+		name, ok := UpdateNameOf(ev.Topic)
+		if !ok {
+			events = append(events, ev)
+			continue
+		}
+		u := CatalogUpdate{Name: name, Worker: ev.Worker, UpdatedAt: ev.UpdatedAt}
+		if len(ev.PayloadSchema) > 0 {
+			if err := json.Unmarshal(ev.PayloadSchema, &u.Schema); err != nil {
+				u.Schema, u.SchemaErr = UpdateSchema{}, err
+			}
+		}
+		updates = append(updates, u)
+	}
+	return updates, events
+}

@@ -417,7 +417,7 @@ func (c WaitCase) validate() error {
 	case KindChild:
 		err = checkDerived("event topic", c.Topic, maxChildTopicLen)
 	case KindUpdate:
-		name, ok := strings.CutPrefix(c.Topic, UpdateTopicPrefix)
+		name, ok := UpdateNameOf(c.Topic)
 		if !ok {
 			return invalid("suspend", "wait %q: an update case waits on an update topic (%s<name>), not %q", c.Key, UpdateTopicPrefix, c.Topic)
 		}
@@ -566,7 +566,7 @@ func (c Catalog) Validate() error {
 		if e.Topic == "" {
 			return invalid("put catalog", "an event type has an empty topic")
 		}
-		if name, ok := strings.CutPrefix(e.Topic, UpdateTopicPrefix); ok {
+		if name, ok := UpdateNameOf(e.Topic); ok {
 			if err := CheckUpdateName(name); err != nil {
 				return invalid("put catalog", "%s", reason(err))
 			}

@@ -149,16 +149,10 @@ func (h *handler) updateRow(u storage.UpdateRecord, ended bool) updateRow {
 // updateChoices lists the updates the catalog records, for the form.
 func updateChoices(cat storage.Catalog) []updateChoice {
 	var out []updateChoice
-	for _, ev := range cat.Events {
-		name, ok := strings.CutPrefix(ev.Topic, storage.UpdateTopicPrefix)
-		if !ok {
-			continue
-		}
-		var s storage.UpdateSchema
-		_ = json.Unmarshal(ev.PayloadSchema, &s)
-		out = append(out, updateChoice{Name: name, Validator: s.Validator, Schema: prettyJSON(s.Request)})
+	ups, _ := cat.Updates()
+	for _, u := range ups {
+		out = append(out, updateChoice{Name: u.Name, Validator: u.Schema.Validator, Schema: prettyJSON(u.Schema.Request)})
 	}
-	slices.SortFunc(out, func(a, b updateChoice) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 

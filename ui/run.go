@@ -237,7 +237,7 @@ func (h *handler) run(rq *request, id string) error {
 		if len(info.WaitTopics) > 0 {
 			p.Wait = &waitView{Timeout: atPtr(info.ReadyAt), Held: p.Held != nil}
 			for _, t := range info.WaitTopics {
-				if name, ok := strings.CutPrefix(t, storage.UpdateTopicPrefix); ok {
+				if name, ok := storage.UpdateNameOf(t); ok {
 					p.Wait.Updates = append(p.Wait.Updates, name)
 				} else {
 					p.Wait.Topics = append(p.Wait.Topics, t)

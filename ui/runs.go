@@ -280,7 +280,7 @@ func runDetail(r runtime.RunInfo, now time.Time) string {
 func waitNames(topics []string) []string {
 	out := make([]string, len(topics))
 	for i, t := range topics {
-		if name, ok := strings.CutPrefix(t, storage.UpdateTopicPrefix); ok {
+		if name, ok := storage.UpdateNameOf(t); ok {
 			t = "update " + name
 		}
 		out[i] = t

@@ -22,7 +22,7 @@ func catalog(*flag.FlagSet) func(*call, []string) error {
 			return c.out.encode(jsonCatalogOf(cat))
 		}
 		w := c.out.w
-		ups, events := catalogUpdates(cat)
+		ups, events := cat.Updates()
 		if len(cat.Workflows) == 0 && len(cat.Events) == 0 {
 			_, err := fmt.Fprintln(w, "no workflows or event topics recorded (a worker records those it registers when it runs)")
 			return err

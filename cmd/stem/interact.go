@@ -25,35 +25,6 @@ import (
 // streams; stem show lists both, and with --follow prints the streams'
 // new values as they come.
 
-// updateType is an update the catalog records: the workers that handle it
-// recorded it with its schemas and whether it has a validator.
-type updateType struct {
-	Name      string
-	Schema    storage.UpdateSchema
-	Worker    string
-	UpdatedAt time.Time
-}
-
-// catalogUpdates returns the updates the catalog records, by name, and the
-// catalog's other event topics. A record whose schema does not parse is
-// kept, without schemas: the runtime refuses to send it, and says why.
-func catalogUpdates(cat storage.Catalog) (updates []updateType, events []storage.EventType) {
-	for _, ev := range cat.Events {
-		name, ok := strings.CutPrefix(ev.Topic, storage.UpdateTopicPrefix)
-		if !ok {
-			events = append(events, ev)
-			continue
-		}
-		u := updateType{Name: name, Worker: ev.Worker, UpdatedAt: ev.UpdatedAt}
-		if len(ev.PayloadSchema) > 0 {
-			_ = json.Unmarshal(ev.PayloadSchema, &u.Schema)
-		}
-		updates = append(updates, u)
-	}
-	slices.SortFunc(updates, func(a, b updateType) int { return strings.Compare(a.Name, b.Name) })
-	return updates, events
-}
-
 func update(fs *flag.FlagSet) func(*call, []string) error {
 	id := fs.String("id", "", "send the update as `UPDATE_ID`; sending an ID again finds the first update and its reply (default: a generated one)")
 	unvalidated := fs.Bool("unvalidated", false, "send an update that has a validator (which only the application can run), or one no worker records, without that check")
@@ -172,7 +143,7 @@ func (c *call) checkUpdate(e *runtime.Engine, name string) error {
 	if err != nil {
 		return err
 	}
-	ups, _ := catalogUpdates(cat)
+	ups, _ := cat.Updates()
 	names := make([]string, len(ups))
 	for i, u := range ups {
 		names[i] = u.Name
@@ -196,7 +167,7 @@ func (c *call) checkUpdate(e *runtime.Engine, name string) error {
 func waitNames(topics []string) []string {
 	out := make([]string, len(topics))
 	for i, t := range topics {
-		if name, ok := strings.CutPrefix(t, storage.UpdateTopicPrefix); ok {
+		if name, ok := storage.UpdateNameOf(t); ok {
 			t = "update " + name
 		}
 		out[i] = t

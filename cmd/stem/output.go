@@ -402,7 +402,7 @@ func jsonCatalogOf(c storage.Catalog) jsonCatalog {
 		out.Workflows = append(out.Workflows, jsonWorkflow{Name: w.Name, Version: w.Version, InputSchema: w.InputSchema,
 			OutputSchema: w.OutputSchema, Worker: w.Worker, UpdatedAt: w.UpdatedAt})
 	}
-	ups, events := catalogUpdates(c)
+	ups, events := c.Updates()
 	for _, u := range ups {
 		out.Updates = append(out.Updates, jsonUpdateType{Name: u.Name, RequestSchema: u.Schema.Request, ReplySchema: u.Schema.Reply,
 			Validator: u.Schema.Validator, Worker: u.Worker, UpdatedAt: u.UpdatedAt})
