@@ -86,7 +86,7 @@ func (h *handler) interactions(ctx context.Context, p *runPage) error {
 		}
 		p.UpdatesTotal += len(page)
 		for _, u := range page {
-			p.Updates = append(p.Updates, h.updateRow(u, p.Finished))
+			p.Updates = append(p.Updates, h.updateRow(u, p.Status))
 		}
 		if n := len(p.Updates); n > updatesShown {
 			p.Updates = slices.Clone(p.Updates[n-updatesShown:])
@@ -129,10 +129,10 @@ func (h *handler) interactions(ctx context.Context, p *runPage) error {
 	return nil
 }
 
-// updateRow is u as the page shows it; ended says the run has ended.
-func (h *handler) updateRow(u storage.UpdateRecord, ended bool) updateRow {
+// updateRow is u as the page shows it; run is its run's status.
+func (h *handler) updateRow(u storage.UpdateRecord, run storage.RunStatus) updateRow {
 	r := updateRow{Seq: u.Seq, ID: u.ID, Name: u.Name, State: string(u.State), Sent: at(u.CreatedAt), Replied: atPtr(u.RepliedAt)}
-	if u.State == storage.UpdatePending && ended {
+	if u.Unhandled(run) {
 		r.State = "unhandled"
 	}
 	req, rep, repErr, err := h.e.OpenUpdate(u)

@@ -372,16 +372,15 @@ func show(fs *flag.FlagSet) func(*call, []string) error {
 		if err != nil {
 			return err
 		}
-		ended := r.Status.Finished()
 		if c.out.json {
 			j := jsonShow{Run: jsonRuns([]runtime.RunInfo{r})[0], Executions: jsonExecutions(xs), Execution: n, Steps: jsonSteps(steps),
 				Updates: []jsonUpdate{}, UpdatesTotal: in.total, Streams: jsonStreams(in.streams)}
 			for _, u := range in.updates {
-				j.Updates = append(j.Updates, jsonUpdateOf(e, u, ended))
+				j.Updates = append(j.Updates, jsonUpdateOf(e, u, r.Status))
 			}
 			err = c.out.encode(j)
 		} else if err = printShow(c.out.w, r, xs, n, steps, c.command); err == nil {
-			err = printInteractions(c.out.w, e, in, ended)
+			err = printInteractions(c.out.w, e, in, r.Status)
 		}
 		if err != nil || !*follow {
 			return err

@@ -86,7 +86,7 @@ func update(fs *flag.FlagSet) func(*call, []string) error {
 				return err
 			}
 			if c.out.json {
-				return c.out.encode(jsonUpdateSent{jsonUpdate: jsonUpdateOf(e, u, false), Created: h.Created})
+				return c.out.encode(jsonUpdateSent{jsonUpdate: jsonUpdateOf(e, u, ""), Created: h.Created})
 			}
 			_, err = fmt.Fprintln(c.out.w, clean(h.ID))
 			return err
@@ -110,7 +110,7 @@ func update(fs *flag.FlagSet) func(*call, []string) error {
 		case err != nil:
 			return err
 		}
-		j := jsonUpdateOf(e, u, false)
+		j := jsonUpdateOf(e, u, "")
 		if c.out.json {
 			if err := c.out.encode(jsonUpdateSent{jsonUpdate: j, Created: h.Created}); err != nil {
 				return err
@@ -211,9 +211,10 @@ type jsonUpdateSent struct {
 	Created bool `json:"created"`
 }
 
-// jsonUpdateOf is u as --json shows it; ended says its run has ended.
-func jsonUpdateOf(e *runtime.Engine, u storage.UpdateRecord, ended bool) jsonUpdate {
-	j := jsonUpdate{RunID: u.RunID, ID: u.ID, Name: u.Name, Seq: u.Seq, State: updateState(u, ended), CreatedAt: u.CreatedAt, RepliedAt: u.RepliedAt}
+// jsonUpdateOf is u as --json shows it; run is its run's status (""
+// when not read).
+func jsonUpdateOf(e *runtime.Engine, u storage.UpdateRecord, run storage.RunStatus) jsonUpdate {
+	j := jsonUpdate{RunID: u.RunID, ID: u.ID, Name: u.Name, Seq: u.Seq, State: updateState(u, run), CreatedAt: u.CreatedAt, RepliedAt: u.RepliedAt}
 	req, rep, repErr, err := e.OpenUpdate(u)
 	j.Request, j.Reply = req, rep
 	if repErr != nil {
@@ -227,9 +228,9 @@ func jsonUpdateOf(e *runtime.Engine, u storage.UpdateRecord, ended bool) jsonUpd
 }
 
 // updateState is an update's state as shown: pending, replied, or
-// unhandled (pending, and its run has ended).
-func updateState(u storage.UpdateRecord, ended bool) string {
-	if u.State == storage.UpdatePending && ended {
+// unhandled (pending, and its run, whose status is run, has ended).
+func updateState(u storage.UpdateRecord, run storage.RunStatus) string {
+	if u.Unhandled(run) {
 		return "unhandled"
 	}
 	return string(u.State)
@@ -420,7 +421,7 @@ func readInteractions(ctx context.Context, e *runtime.Engine, runID string) (int
 
 // printInteractions writes stem show's lists of the run's updates and
 // streams, each when the run has some.
-func printInteractions(w io.Writer, e *runtime.Engine, in interactions, ended bool) error {
+func printInteractions(w io.Writer, e *runtime.Engine, in interactions, run storage.RunStatus) error {
 	if len(in.updates) > 0 {
 		fmt.Fprintf(w, "\nupdates\n")
 		if in.total > len(in.updates) {
@@ -430,7 +431,7 @@ func printInteractions(w io.Writer, e *runtime.Engine, in interactions, ended bo
 		fmt.Fprintln(tw, "  #\tID\tUPDATE\tSTATE\tREPLY")
 		for _, u := range in.updates {
 			_, rep, repErr, err := e.OpenUpdate(u)
-			state, reply := updateState(u, ended), result(rep, 60)
+			state, reply := updateState(u, run), result(rep, 60)
 			switch {
 			case repErr != nil:
 				state, reply = "failed", "error: "+truncate(errNote(repErr, false), 80)
