@@ -156,13 +156,26 @@ const streamPage = 1000
 // that does not decode into T, an unknown run, or ctx's end is yielded
 // as an error, and the sequence ends. Stop early by breaking the loop.
 func ReadStream[T any](ctx context.Context, e *Engine, runID, stream string, from int64) iter.Seq2[Streamed[T], error] {
+	return readTyped[T](ctx, e, runID, stream, from, true)
+}
+
+// ReadStreamSoFar is ReadStream without the wait: it yields the values
+// written when it reaches them, from offset from on, and ends at the end
+// of what is written (a stream never written has none), for a reader
+// that shows a stream as it is now.
+func ReadStreamSoFar[T any](ctx context.Context, e *Engine, runID, stream string, from int64) iter.Seq2[Streamed[T], error] {
+	return readTyped[T](ctx, e, runID, stream, from, false)
+}
+
+// readTyped is ReadStream (follow) and ReadStreamSoFar.
+func readTyped[T any](ctx context.Context, e *Engine, runID, stream string, from int64, follow bool) iter.Seq2[Streamed[T], error] {
 	return func(yield func(Streamed[T], error) bool) {
 		var zero Streamed[T]
 		if err := e.checkOpen(); err != nil {
 			yield(zero, err)
 			return
 		}
-		for v, err := range e.readStream(ctx, runID, stream, from) {
+		for v, err := range e.readStream(ctx, runID, stream, from, follow) {
 			if err != nil {
 				yield(zero, err)
 				return
@@ -179,20 +192,27 @@ func ReadStream[T any](ctx context.Context, e *Engine, runID, stream string, fro
 	}
 }
 
-// readStream yields a stream's stored values from from on, waiting for
-// more as ReadStream says.
-func (e *Engine) readStream(ctx context.Context, runID, stream string, from int64) iter.Seq2[storage.StreamValue, error] {
+// readStream yields a stream's stored values from from on; with follow
+// it waits for more as ReadStream says, else it ends at the end of what
+// is written.
+func (e *Engine) readStream(ctx context.Context, runID, stream string, from int64, follow bool) iter.Seq2[storage.StreamValue, error] {
 	return func(yield func(storage.StreamValue, error) bool) {
 		if from < 0 {
 			yield(storage.StreamValue{}, invalidArg("stream offset %d is negative", from))
 			return
 		}
-		p := e.newPoll()
+		var p poll
+		if follow {
+			p = e.newPoll()
+		}
 		key := storage.StreamAnnouncement(runID, stream)
 		for {
 			// Watched before the read, so a write in between wakes the
 			// reader.
-			w := e.watch(key, runID)
+			var w watched
+			if follow {
+				w = e.watch(key, runID)
+			}
 			page, err := e.store.ReadStream(ctx, storage.StreamQuery{RunID: runID, Stream: stream, From: from, Limit: streamPage})
 			switch {
 			case err != nil:
@@ -208,7 +228,7 @@ func (e *Engine) readStream(ctx context.Context, runID, stream string, from int6
 				}
 				from, p.delay = page.Next, pollFirst
 				continue
-			case page.Closed || page.RunStatus.Finished():
+			case !follow || page.Closed || page.RunStatus.Finished():
 				w.stop()
 				return
 			}
@@ -253,6 +273,9 @@ func (e *Engine) watch(key, run string) watched {
 }
 
 func (w watched) stop() {
+	if w.e == nil {
+		return // no watch: a read that does not wait
+	}
 	w.e.waiters.remove(w.key, w.heard)
 	w.e.waiters.remove(w.run, w.ends)
 }
@@ -274,11 +297,11 @@ func (w watched) wait(ctx context.Context, p *poll) error {
 	return w.e.checkOpen()
 }
 
-// StreamJSON is ReadStream for tools: the values as JSON, opened when the
-// engine seals payloads.
-func (e *Engine) StreamJSON(ctx context.Context, runID, stream string, from int64) iter.Seq2[Streamed[[]byte], error] {
+// StreamJSON is ReadStream (follow) or ReadStreamSoFar for tools: the
+// values as JSON, opened when the engine seals payloads.
+func (e *Engine) StreamJSON(ctx context.Context, runID, stream string, from int64, follow bool) iter.Seq2[Streamed[[]byte], error] {
 	return func(yield func(Streamed[[]byte], error) bool) {
-		for v, err := range e.readStream(ctx, runID, stream, from) {
+		for v, err := range e.readStream(ctx, runID, stream, from, follow) {
 			if err != nil {
 				yield(Streamed[[]byte]{}, err)
 				return

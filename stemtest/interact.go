@@ -112,28 +112,11 @@ func StreamSoFar[T any](env *Env, runID, stream string) ([]runtime.Streamed[T], 
 	var out []runtime.Streamed[T]
 	err := env.onLive(func(ctx context.Context, e *runtime.Engine) error {
 		out = out[:0]
-		infos, err := e.Streams(ctx, runID)
-		if err != nil {
-			return err
-		}
-		var n int64
-		for _, s := range infos {
-			if s.Name == stream {
-				n = s.Length
-			}
-		}
-		if n == 0 {
-			return nil
-		}
-		// The first n values are written: the read does not wait.
-		for v, err := range runtime.ReadStream[T](ctx, e, runID, stream, 0) {
+		for v, err := range runtime.ReadStreamSoFar[T](ctx, e, runID, stream, 0) {
 			if err != nil {
 				return err
 			}
 			out = append(out, v)
-			if int64(len(out)) == n {
-				break
-			}
 		}
 		return nil
 	})

@@ -107,9 +107,7 @@ func (h *handler) interactions(ctx context.Context, p *runPage) error {
 	for _, s := range infos {
 		v := streamView{Name: s.Name, Length: s.Length, Closed: s.Closed, From: max(0, s.Length-valuesShown), Updated: at(s.UpdatedAt)}
 		if s.Length > 0 {
-			// Read up to the length the listing gave: a read past it
-			// would wait for more.
-			for sv, err := range h.e.StreamJSON(ctx, p.ID, s.Name, v.From) {
+			for sv, err := range h.e.StreamJSON(ctx, p.ID, s.Name, v.From, false) {
 				if err != nil {
 					var se *runtime.SealedError
 					if !errors.As(err, &se) {
@@ -120,7 +118,7 @@ func (h *handler) interactions(ctx context.Context, p *runPage) error {
 				}
 				v.Values = append(v.Values, streamValue{Offset: sv.Offset, Value: prettyJSON(sv.Value), At: at(sv.WrittenAt)})
 				if sv.Offset+1 >= s.Length {
-					break
+					break // the values the listing counted, no more
 				}
 			}
 		}

@@ -304,25 +304,21 @@ func stream(fs *flag.FlagSet) func(*call, []string) error {
 			fmt.Fprintf(c.errw, "stem stream %s: the run has no stream %s yet; waiting for it\n", clean(runID), clean(name))
 		}
 		ctx := c.ctx
-		end := int64(-1) // without --follow, the stream's length now
 		if *follow {
 			var stop context.CancelFunc
 			ctx, stop = signal.NotifyContext(context.WithoutCancel(c.ctx), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-		} else {
-			end = infos[i].Length
-			if *from >= end {
-				if !c.out.json {
-					state := "open"
-					if infos[i].Closed {
-						state = "closed"
-					}
-					fmt.Fprintf(c.errw, "stem stream %s: stream %s holds %d value(s), none from offset %d (%s)\n", clean(runID), clean(name), end, *from, state)
+		} else if end := infos[i].Length; *from >= end {
+			if !c.out.json {
+				state := "open"
+				if infos[i].Closed {
+					state = "closed"
 				}
-				return nil
+				fmt.Fprintf(c.errw, "stem stream %s: stream %s holds %d value(s), none from offset %d (%s)\n", clean(runID), clean(name), end, *from, state)
 			}
+			return nil
 		}
-		for v, err := range e.StreamJSON(ctx, runID, name, *from) {
+		for v, err := range e.StreamJSON(ctx, runID, name, *from, *follow) {
 			if err != nil {
 				if *follow && ctx.Err() != nil && c.ctx.Err() == nil {
 					return nil // Ctrl-C
@@ -331,9 +327,6 @@ func stream(fs *flag.FlagSet) func(*call, []string) error {
 			}
 			if err := c.printValue("", v); err != nil {
 				return err
-			}
-			if end >= 0 && v.Offset+1 >= end {
-				break
 			}
 		}
 		return nil
@@ -477,7 +470,7 @@ func (c *call) followRun(e *runtime.Engine, runID string, known []storage.Stream
 	)
 	read := func(name string, from int64) {
 		defer wg.Done()
-		for v, err := range e.StreamJSON(ctx, runID, name, from) {
+		for v, err := range e.StreamJSON(ctx, runID, name, from, true) {
 			mu.Lock()
 			if err == nil {
 				err = c.printValue(name, v)

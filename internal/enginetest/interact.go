@@ -381,6 +381,19 @@ func testStream10000(f *fixture) {
 	// where it was.
 	next, n1, err := readAll(f, reader, "p", 0, 2500)
 	f.must(err)
+	// A read of what is written so far ends at its end, though the run
+	// goes on writing.
+	var soFar int64
+	for v, err := range runtime.ReadStreamSoFar[int](f.ctx, reader, "p", "out", 0) {
+		f.must(err)
+		if v.Offset != soFar || int64(v.Value) != v.Offset {
+			f.t.Fatalf("read so far: offset %d value %d where %d was next", v.Offset, v.Value, soFar)
+		}
+		soFar++
+	}
+	if soFar < 2500 {
+		f.t.Fatalf("read so far %d values, after another reader had 2500", soFar)
+	}
 	f.eventually("the first worker died", dying.dead.Load)
 	stopA()
 	b := f.engine(config{lease: 300 * time.Millisecond}, producer(f, batches, &ran))
