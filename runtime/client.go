@@ -608,16 +608,8 @@ const heardPollMost = 30 * time.Second
 func (e *Engine) wait(ctx context.Context, id string, outcome bool, pre *preWait) (RunInfo, error) {
 	// Where the store announces every run's end, polling is only a safety
 	// net against a lost announcement; elsewhere it is how the end of a
-	// run in another process is learnt, and starts soon.
-	delay, most := 5*time.Millisecond, e.cfg.PollInterval
-	if e.watchFinished() {
-		// Announcements missed are announced too (storage.Missed), so the
-		// poll only guards against a store that fails to: it begins at
-		// four poll intervals and backs off to heardPollMost, and
-		// thousands of callers awaiting queued runs do not read them
-		// every PollInterval.
-		delay, most = 4*e.cfg.PollInterval, max(4*e.cfg.PollInterval, heardPollMost)
-	}
+	// run in another process is learnt, and starts soon (see newPoll).
+	p := e.newPoll()
 	if pre != nil {
 		// Only the handle's first wait may trust the registration: once
 		// it returns, the registration is released, and a later wait (after
@@ -634,7 +626,7 @@ func (e *Engine) wait(ctx context.Context, id string, outcome bool, pre *preWait
 		// read it. It is read after a poll interval all the same, in case
 		// the execution is stuck and another engine ended the run. Nor is
 		// one whose end was listened for since before it existed.
-		wait := delay
+		wait := p.delay
 		var rw *runWaiters
 		if first && outcome && pre != nil && !pre.heard {
 			// Not heard from elsewhere, but ended here already: this
@@ -672,7 +664,7 @@ func (e *Engine) wait(ctx context.Context, id string, outcome bool, pre *preWait
 			err = ctx.Err()
 		case <-rw.done:
 		case <-t.C:
-			delay = min(delay*2, most)
+			p.delay = min(p.delay*2, p.most)
 		}
 		t.Stop()
 		e.waiters.remove(id, rw)

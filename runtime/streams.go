@@ -249,8 +249,10 @@ type poll struct{ delay, most time.Duration }
 
 // newPoll begins the watch of the store's announcements and returns the
 // backoff that suits it: where the store announces every end and write,
-// the read is only a safety net against a lost announcement, beginning at
-// four poll intervals; elsewhere it is how another process's write is
+// the read is only a safety net against a lost announcement (missed ones
+// are announced too, storage.Missed), beginning at four poll intervals and
+// backing off to heardPollMost, so thousands of waiting callers do not
+// read every PollInterval; elsewhere it is how another process's write is
 // learnt, and begins at once.
 func (e *Engine) newPoll() poll {
 	if e.watchFinished() {
