@@ -34,6 +34,8 @@ type startOptions struct {
 	existing *ExistingPolicy
 	ended    *EndedPolicy
 	key      *StartKey
+	// attrs are WithAttributes's, set over those taken from the input.
+	attrs []Attr
 	// err is an option's refusal, returned by the start with nothing
 	// written.
 	err error
@@ -187,9 +189,13 @@ type RunInfo struct {
 	// history recorded. The run is ready again after Config.HoldRetry,
 	// for a build that matches it; terminate, restart or fork it to act
 	// sooner.
-	Hold      *Hold
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	Hold *Hold
+	// Attributes are the run's search attributes, sorted by name: those
+	// its start took from its input (or WithAttributes gave), as the
+	// workflow has set them since (SetAttributes).
+	Attributes []Attr
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 func (e *Engine) runInfo(r storage.RunRecord) RunInfo {
@@ -198,7 +204,7 @@ func (e *Engine) runInfo(r storage.RunRecord) RunInfo {
 		PauseRequested: r.PauseRequested, ReadyAt: r.ReadyAt, Recoveries: r.Recoveries,
 		CancelRequested: r.CancelRequested, CancelReason: r.CancelReason,
 		Execution: r.Execution, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Attributes: r.Attributes,
 		Queue: r.Queue, Partition: r.Partition, Priority: r.Priority, Version: r.Version,
 		Hold: r.Hold.Clone(),
 	}

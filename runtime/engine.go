@@ -364,6 +364,8 @@ type workflowDef struct {
 	// txSteps are its transactional steps' keys and the transaction type
 	// each takes (WorkflowTxSteps).
 	txSteps map[string]reflect.Type
+	// attrs are the search attributes it declares (WorkflowAttributes).
+	attrs []AttrDecl
 	// run decodes the input, runs the workflow and encodes its output.
 	run func(c *WorkflowContext, input []byte) ([]byte, error)
 }

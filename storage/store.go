@@ -70,13 +70,16 @@ type Store interface {
 	// GetRun returns a run's record, or ErrRunNotFound.
 	GetRun(ctx context.Context, id string) (RunRecord, error)
 
-	// ListRuns returns runs ordered by ID, ascending or (q.Descending)
-	// descending, filtered by the query (see ListRunsQuery.Listed and the
-	// parent), at most q.PageSize() of them, starting past the cursor ID.
-	// A page is read through an index of the ID order (of the workflow,
-	// status, queue or parent when filtered), never by sorting: its cost
+	// ListRuns returns runs ordered by ID, or by creation time then ID
+	// (q.Order), ascending or (q.Descending) descending, filtered by the
+	// query (see ListRunsQuery.Listed and the parent), at most
+	// q.PageSize() of them, starting past the cursor (ListRunsQuery.Past).
+	// A page is read through an index of the order (of the workflow,
+	// status, queue or parent when filtered, or of the first attribute
+	// filter's name and value), never by sorting every run: its cost
 	// does not grow with the number of runs stored, only with the runs a
-	// filter passes over.
+	// filter passes over (and, for a range or prefix attribute filter,
+	// with the runs the filter's range holds).
 	ListRuns(ctx context.Context, q ListRunsQuery) (RunPage, error)
 
 	// CountRuns counts the runs in each status, of every workflow or of
@@ -291,6 +294,10 @@ type Store interface {
 	// ReadyAt at or before now, under the old lease), which makes it ready
 	// now (queued; paused if paused since) and ends the old lease, and
 	// succeeds. Without a live lease the run is ready now.
+	//
+	// With IfExecution above zero, a run whose current execution is
+	// another is ErrConflict with nothing written. A run's search
+	// attributes are kept.
 	Restart(ctx context.Context, req RestartRequest) error
 
 	// ContinueAsNew ends the run's current execution and begins its next,

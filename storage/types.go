@@ -114,6 +114,10 @@ type NewRun struct {
 	// workflow (see StartKey). Neither Lease nor StartAt can be set with
 	// a debounce key.
 	Key *StartKey
+	// Attributes are the run's search attributes from its start (see
+	// Attr): stored with the run, indexed, and kept through restarts and
+	// continue-as-new; a checkpoint's Attributes change them later.
+	Attributes []Attr
 }
 
 // EagerLease is the lease a run is created with (NewRun.Lease).
@@ -193,6 +197,9 @@ type RunRecord struct {
 	ParentID string
 	Status   RunStatus
 	Input    []byte
+	// Attributes are the run's search attributes, sorted by name (see
+	// NormalizeAttrs); nil when it has none.
+	Attributes []Attr
 	// Output is the result of a complete run.
 	Output []byte
 	// Error is set for errored and terminated runs.
@@ -327,6 +334,17 @@ type ListRunsQuery struct {
 	After string
 	// Limit caps the page; zero means DefaultPageSize.
 	Limit int
+	// Where keeps only the runs whose search attributes pass every
+	// filter (at most MaxAttrFilters). A store reads such a page through
+	// its attribute index, from the first filter's name and value.
+	Where []AttrFilter
+	// TopLevel keeps only the runs that no other run started (ParentID
+	// empty): a list of parents without their children.
+	TopLevel bool
+	// Order is the order of the listing: by ID (OrderID, the zero value)
+	// or by creation time (OrderCreated), ascending or Descending. In
+	// OrderCreated, After and RunPage.Next are CreatedCursors.
+	Order RunOrder
 }
 
 // CountRunsQuery filters CountRuns. Zero fields do not filter.
@@ -386,7 +404,7 @@ func (q ListRunsQuery) IDRange() IDRange {
 		r.To, r.HasTo = PrefixEnd(q.IDPrefix)
 	}
 	switch {
-	case q.After == "":
+	case q.After == "", q.Order == OrderCreated:
 	case q.Descending:
 		if !r.HasTo || q.After < r.To {
 			r.To, r.HasTo = q.After, true
@@ -420,10 +438,64 @@ func (q ListRunsQuery) Listed(r *RunRecord) bool {
 		len(q.Versions) > 0 && !slices.Contains(q.Versions, r.Version),
 		q.IDPrefix != "" && !strings.HasPrefix(r.ID, q.IDPrefix),
 		!q.CreatedFrom.IsZero() && r.CreatedAt.Before(q.CreatedFrom),
-		!q.CreatedTo.IsZero() && !r.CreatedAt.Before(q.CreatedTo):
+		!q.CreatedTo.IsZero() && !r.CreatedAt.Before(q.CreatedTo),
+		q.TopLevel && r.ParentID != "":
 		return false
 	}
+	for _, f := range q.Where {
+		if !f.Match(r.Attributes) {
+			return false
+		}
+	}
 	return true
+}
+
+// CreatedAfter returns the cursor of a listing in OrderCreated: the
+// creation time and ID the page starts past (ok false when the query has
+// no cursor, or is in OrderID). A malformed cursor is refused by Validate.
+func (q ListRunsQuery) CreatedAfter() (created time.Time, id string, ok bool) {
+	if q.Order != OrderCreated || q.After == "" {
+		return time.Time{}, "", false
+	}
+	created, id, err := ParseCreatedCursor(q.After)
+	return created, id, err == nil
+}
+
+// Past reports whether a run lies past the query's cursor in its order
+// (every run does when there is no cursor): by ID, or by creation time
+// and then ID in OrderCreated, ascending or Descending. Stores that read
+// in order and filter use it; the cursor's time compares at the
+// microsecond, as stores keep creation times.
+func (q ListRunsQuery) Past(r *RunRecord) bool {
+	if q.After == "" {
+		return true
+	}
+	c := 0
+	if q.Order == OrderCreated {
+		created, id, ok := q.CreatedAfter()
+		if !ok {
+			return true
+		}
+		c = r.CreatedAt.Truncate(time.Microsecond).Compare(created.Truncate(time.Microsecond))
+		if c == 0 {
+			c = strings.Compare(r.ID, id)
+		}
+	} else {
+		c = strings.Compare(r.ID, q.After)
+	}
+	if q.Descending {
+		return c < 0
+	}
+	return c > 0
+}
+
+// NextCursor is the cursor that follows r, the last run of a full page,
+// in the query's order.
+func (q ListRunsQuery) NextCursor(r *RunRecord) string {
+	if q.Order == OrderCreated {
+		return CreatedCursor(r.CreatedAt.Truncate(time.Microsecond), r.ID)
+	}
+	return r.ID
 }
 
 // PageSize is how many runs one page of the query holds at most.
@@ -569,12 +641,15 @@ const (
 	// KindCancel records the durable call at which the run's cancellation
 	// took effect (the runtime's).
 	KindCancel CheckpointKind = "cancel"
+	// KindAttr records a workflow's setting of its search attributes
+	// (CheckpointRequest.Attributes), so a replay does not set them again.
+	KindAttr CheckpointKind = "attr"
 )
 
 // Valid reports whether k is one of the checkpoint kinds.
 func (k CheckpointKind) Valid() bool {
 	switch k {
-	case KindStep, KindSleep, KindEvent, KindChild, KindSelect, KindCancel, KindUpdate, KindReply, KindStream:
+	case KindStep, KindSleep, KindEvent, KindChild, KindSelect, KindCancel, KindUpdate, KindReply, KindStream, KindAttr:
 		return true
 	}
 	return false
@@ -661,6 +736,12 @@ type CheckpointRequest struct {
 	// Streams, when set, are appended to the run's streams in the same
 	// change, in order, when the checkpoint is written (not Existing).
 	Streams []StreamWrite
+	// Attributes, when set, are merged into the run's search attributes
+	// (MergeAttrs: a name set replaces its value) in the same change,
+	// when the checkpoint is written (not Existing). A merge that would
+	// hold more than MaxAttributes is ErrInvalidArgument, with nothing
+	// written.
+	Attributes []Attr
 }
 
 // CheckpointResult reports a checkpoint write.
@@ -923,6 +1004,11 @@ type RestartRequest struct {
 	// written before the checkpoint of FromKey (in sequence order) are
 	// copied into the new execution, so it runs again from that step.
 	FromKey string
+	// IfExecution, when above zero, makes the restart conditional: it
+	// happens only while the run's current execution is IfExecution, and
+	// is otherwise ErrConflict with nothing written. A bulk restart that
+	// is resumed after an interruption so never restarts a run twice.
+	IfExecution int
 }
 
 // ExecutionRecord is one execution of a run: the first from its creation,
@@ -983,6 +1069,9 @@ type WorkflowType struct {
 	// whatever starts it (an engine that registers the workflow, or one
 	// that knows it only from the catalog). 0 is no timeout.
 	Timeout time.Duration
+	// Attributes are the search attributes the workflow declares, in
+	// the order declared.
+	Attributes []AttrDecl
 	// Worker is the engine that recorded it last, and UpdatedAt when.
 	Worker    string
 	UpdatedAt time.Time

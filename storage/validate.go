@@ -55,6 +55,9 @@ func ValidateNewRuns(runs []NewRun) error {
 		if err := ValidateHeaders(r.Headers); err != nil {
 			return invalid("create runs", "run %q: %s", r.ID, err)
 		}
+		if err := ValidateAttrs("create runs: run "+quote(r.ID), r.Attributes); err != nil {
+			return err
+		}
 		if l := r.Lease; l != nil {
 			switch {
 			case l.Owner == "":
@@ -197,6 +200,25 @@ func (q ListRunsQuery) Validate() error {
 		return invalid("list runs", "created range ends (%s) at or before it begins (%s)",
 			q.CreatedTo.Format(time.RFC3339Nano), q.CreatedFrom.Format(time.RFC3339Nano))
 	}
+	if len(q.Where) > MaxAttrFilters {
+		return invalid("list runs", "%d attribute filters, over the limit of %d", len(q.Where), MaxAttrFilters)
+	}
+	for _, f := range q.Where {
+		if err := f.Validate(); err != nil {
+			return invalid("list runs", "%s", reason(err))
+		}
+	}
+	switch q.Order {
+	case OrderID:
+	case OrderCreated:
+		if q.After != "" {
+			if _, _, err := ParseCreatedCursor(q.After); err != nil {
+				return invalid("list runs", "%s", err)
+			}
+		}
+	default:
+		return invalid("list runs", "unknown order %q (want \"\" for by ID, or %q)", q.Order, OrderCreated)
+	}
 	return nil
 }
 
@@ -278,6 +300,9 @@ func (r CheckpointRequest) Validate() error {
 		return err
 	}
 	if err := validInteractions(r.Reply, r.Streams); err != nil {
+		return err
+	}
+	if err := ValidateAttrs("checkpoint", r.Attributes); err != nil {
 		return err
 	}
 	if c := r.Complete; c != nil {
@@ -505,6 +530,9 @@ func (r RestartRequest) Validate() error {
 	if r.RunID == "" {
 		return invalid("restart", "empty run ID")
 	}
+	if r.IfExecution < 0 {
+		return invalid("restart", "run %q: expected execution %d is negative", r.RunID, r.IfExecution)
+	}
 	if r.FromKey != "" {
 		return validStoredKey("restart", r.FromKey)
 	}
@@ -550,6 +578,9 @@ func (c Catalog) Validate() error {
 		}
 		if w.Timeout < 0 {
 			return invalid("put catalog", "workflow %q has a negative timeout", w.Name)
+		}
+		if err := ValidateAttrDecls("put catalog: workflow "+quote(w.Name), w.Attributes); err != nil {
+			return err
 		}
 	}
 	qs := make([]Queue, len(c.Queues))
