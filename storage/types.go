@@ -662,6 +662,12 @@ type Checkpoint struct {
 	Kind CheckpointKind
 	// Output is the encoded result; it may be empty.
 	Output []byte
+	// Input is what the durable call was given, encoded (a step's
+	// arguments), for operators: opaque bytes the store keeps with the
+	// checkpoint and returns from ListSteps byte for byte. LoadReplay and
+	// Claim may leave it nil, since a replay does not need it. Empty when
+	// the call had none, or the runtime did not record it.
+	Input []byte
 	// Error is the step's final error, or nil for success.
 	Error *ErrorInfo
 	// Seq orders a run's checkpoints by write; assigned by the store.
