@@ -85,7 +85,8 @@ const maxAttrPath = 256
 // matched as encoding/json matches a struct's fields: the exact key, else
 // one that differs only in case. At a start, a JSON string is a string
 // attribute's value (or a time's, in RFC 3339), a number a number's, true
-// or false a bool's; a path the input lacks, or null, sets nothing; any
+// or false a bool's; a path the input lacks, null, or a time.Time's zero
+// value ("0001-01-01T00:00:00Z") sets nothing; any
 // other value, or one out of bounds (storage.MaxAttrString), refuses the
 // start with ErrInvalidArgument naming the workflow, the attribute, the
 // path and what was found, with nothing written.
@@ -229,6 +230,9 @@ func startAttrs(workflow string, decls []AttrDecl, input []byte, set []Attr) ([]
 		if err != nil {
 			return nil, err
 		}
+		if err := storage.ValidateAttrs(what, from); err != nil {
+			return nil, err
+		}
 		out = from
 	}
 	if len(set) > 0 {
@@ -310,6 +314,9 @@ func inputAttr(d AttrDecl, root any) (a Attr, ok bool, err error) {
 			t, err := time.Parse(time.RFC3339Nano, x)
 			if err != nil {
 				return Attr{}, false, fmt.Errorf("found %s, which is not a time in RFC 3339 (2026-11-28T10:00:00Z)", describeJSON(x))
+			}
+			if t.IsZero() {
+				return Attr{}, false, nil // Go's zero time.Time: not set
 			}
 			if y := t.UTC().Year(); y < 1 || y > 9999 {
 				return Attr{}, false, fmt.Errorf("found the time %s, in year %d, outside 1 to 9999", x, y)
