@@ -152,9 +152,9 @@ func (e *Engine) Catalog(ctx context.Context) (storage.Catalog, error) {
 //
 // Of opts, OnQueue, WithPartition, WithPriority, WithStartAt, WithDelay,
 // WithTimeout, WithDeadline, IfExists, IfEnded, WithSingleton,
-// WithDebounce and WithAttributes apply; WithID is the id argument. A start its policy
-// refuses is a *RefusedError (ErrStartRefused); one that joins a key's
-// run returns that run. The policies where none is given are the
+// WithDebounce and WithAttributes apply; WithID is the id argument. A
+// start its policy refuses is a *RefusedError (ErrStartRefused); one that
+// joins a key's run returns that run. The policies where none is given are the
 // workflow's when this engine registers it, else ExistingReturn and
 // EndedReturn (the catalog does not record them). Without
 // WithTimeout or WithDeadline the run gets the workflow's timeout=, from
@@ -179,9 +179,9 @@ func (e *Engine) StartJSON(ctx context.Context, workflow, id string, input json.
 
 // PrepareStartJSON checks a start as StartJSON does (the workflow known,
 // the input matching its type, its search attributes, the queue and
-// partition) and returns the run
-// it would create, with its input encoded (sealed by Config.Codec), without
-// creating it: for packages that start runs later (a schedule's ticks).
+// partition) and returns the run it would create, with its input encoded
+// (sealed by Config.Codec), without creating it: for packages that start
+// runs later (a schedule's ticks).
 // id may be "": the run then has none yet.
 func (e *Engine) PrepareStartJSON(ctx context.Context, workflow, id string, input json.RawMessage, opts ...StartOption) (storage.NewRun, error) {
 	var o startOptions
