@@ -91,6 +91,11 @@ const maxAttrPath = 256
 // start with ErrInvalidArgument naming the workflow, the attribute, the
 // path and what was found, with nothing written.
 //
+// The input is read at the run's creation only: a restart and a
+// continue-as-new keep the run's attributes (the next execution's input is
+// not read for them; SetAttributes changes them), and a run started under
+// a build that declared none has none from its input.
+//
 // Register refuses, with ErrInvalidArgument, a malformed or repeated name,
 // an unknown type, an empty segment in a path, or more than
 // storage.MaxAttributes declarations.
