@@ -722,6 +722,7 @@ type ctxCall struct {
 	wf     *Workflow
 	update *Update
 	stream *Stream
+	attr   *Attr
 }
 
 // The kinds of ctxCall.
@@ -737,6 +738,7 @@ const (
 	kindOnUp       = "on update"
 	kindAppend     = "append"
 	kindClose      = "close stream"
+	kindSetAttr    = "set attribute"
 )
 
 // flowWalker walks one workflow's body in source order.
@@ -798,6 +800,9 @@ func newFlowWalker(m *Package, w *Workflow, f *ast.File, flow *docFlow) *flowWal
 	for _, st := range m.Streams {
 		fw.methods[st.appendMethod()] = ctxCall{kind: kindAppend, stream: st}
 		fw.methods[st.closeMethod()] = ctxCall{kind: kindClose, stream: st}
+	}
+	for _, a := range w.Attrs {
+		fw.methods[a.setMethod()] = ctxCall{kind: kindSetAttr, attr: a}
 	}
 	for _, c := range m.Workflows {
 		fw.methods[c.callMethod()] = ctxCall{kind: kindChild, wf: c}
@@ -1341,6 +1346,12 @@ func (fw *flowWalker) ctxCall(c *ast.CallExpr, fun *ast.SelectorExpr, args []str
 			fw.appendTo(m.stream.Ann.Name)
 		case kindClose:
 			fw.node(out, shapeFlag, false, "close stream "+m.stream.Ann.Name)
+		case kindSetAttr:
+			if fw.via != "" {
+				fw.node(out, shapeFlag, false, "set attribute "+m.attr.Ann.Name)
+			} else {
+				fw.node(out, shapeFlag, false, "set attribute "+m.attr.Ann.Name, exprText(arg(0)))
+			}
 		}
 		return ""
 	}
@@ -1641,6 +1652,9 @@ func (p *docPackage) render() []byte {
 		if len(p.updates) > 0 || len(p.streams) > 0 {
 			b.WriteString(" Updates taken are hexagons too, and appends to streams and replies to updates flags.")
 		}
+		if slices.ContainsFunc(m.Workflows, func(w *Workflow) bool { return len(w.Attrs) > 0 }) {
+			b.WriteString(" Search attributes set (`Set…Attr`) are flags too.")
+		}
 		b.WriteString("\n\n")
 	}
 	for _, fl := range p.flows {
@@ -1673,6 +1687,17 @@ func (p *docPackage) renderFlow(b *bytes.Buffer, fl *docFlow) {
 	}
 	if w.Progress != nil {
 		fmt.Fprintf(b, "- Progress: %s\n", code(w.Progress.Name))
+	}
+	if len(w.Attrs) > 0 {
+		var attrs []string
+		for _, a := range w.Attrs {
+			s := fmt.Sprintf("%s (%s", code(a.Ann.Name), a.Type)
+			if a.Ann.From != "" {
+				s += ", from " + code(a.Ann.From)
+			}
+			attrs = append(attrs, s+")")
+		}
+		fmt.Fprintf(b, "- Search attributes: %s\n", strings.Join(attrs, ", "))
 	}
 	b.WriteString("\n```mermaid\nflowchart TD\n")
 	c := &chart{}
