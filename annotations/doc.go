@@ -104,8 +104,10 @@
 // The workflow's context gets Set<Name>Attr(v) error for each attribute
 // (v a string, float64, time.Time or bool), a durable call that sets it
 // once: a replay does not set it again. <Name> is the attribute's name in
-// Go case, each part between '.', '_' and '-' capitalized (order.id gives
-// SetOrderIDAttr).
+// Go case, each part between '.', '_' and '-' capitalized and a common
+// initialism upper-cased (order.id gives SetOrderIDAttr).
+// Like a step, a setter's call takes its place in the run's history: add
+// a new one after the calls that runs in flight recorded.
 //
 // The package's manifest records each workflow's attributes. Adding or
 // removing one needs nothing; changing the type of a name is refused, as
@@ -265,6 +267,9 @@
 //   - jitter is a decimal from 0 to 1 (0, 0.25, 1), without sign or
 //     exponent.
 //   - A queue name follows the rule of a workflow name.
+//   - An attribute name is 1 to 64 ASCII letters, digits, '.', '_' and
+//     '-'; an attribute type is string, number, time or bool; a from= path
+//     is Go identifiers separated by '.'.
 //   - A duration is a positive Go duration (time.ParseDuration): 200ms, 30s,
 //     1m30s. A backoff maximum is not less than its start.
 //   - A retention is a positive Go duration, which has no unit of days
