@@ -589,6 +589,15 @@ func setterDoc(w *Workflow) string {
 	return fmt.Sprintf(" It sets the run's search attributes with %s.", strings.Join(names, ", "))
 }
 
+// standInAttrs says, for the doc comment of workflow w's mock, that a
+// stand-in is registered with the workflow's search attributes.
+func standInAttrs(w *Workflow) string {
+	if len(w.Attrs) == 0 {
+		return ""
+	}
+	return " with its search attributes"
+}
+
 // attrsDoc says, for Register's doc comment, which search attributes
 // workflow w declares.
 func attrsDoc(w *Workflow) string {

@@ -50,16 +50,17 @@ func Mock(env *stemtest.Env) *Mocks {
 // recording each run fn serves. Where the test registers the workflow, fn
 // overrides its function; where it does not (a parent in another package calls
 // it as a child), fn is registered under its name, at version
-// p.FulfilWorkflowVersion, as a stand-in. Either way a child call starts a
-// real child run on the engine, which calls fn, and the parent gets fn's
-// output or error, checkpointed as a child's: the parent's replays do not call
-// fn again. fn gets the run's *runtime.WorkflowContext rather than
-// FulfilContext, so that it needs none of the package's steps and behaves
-// alike whether or not the test registers the workflow; it can still sleep,
-// wait for events and read RunID and ParentID. Like any workflow function it
-// runs again from the top when its own run is replayed (after a sleep, say),
-// so it must be deterministic. Calling FulfilWorkflow again replaces fn, with
-// a new handle; a nil fn gives a registered workflow its own function back.
+// p.FulfilWorkflowVersion with its search attributes, as a stand-in. Either
+// way a child call starts a real child run on the engine, which calls fn, and
+// the parent gets fn's output or error, checkpointed as a child's: the
+// parent's replays do not call fn again. fn gets the run's
+// *runtime.WorkflowContext rather than FulfilContext, so that it needs none of
+// the package's steps and behaves alike whether or not the test registers the
+// workflow; it can still sleep, wait for events and read RunID and ParentID.
+// Like any workflow function it runs again from the top when its own run is
+// replayed (after a sleep, say), so it must be deterministic. Calling
+// FulfilWorkflow again replaces fn, with a new handle; a nil fn gives a
+// registered workflow its own function back.
 //
 // Fulfil fulfils an order.
 func (m *Mocks) FulfilWorkflow(fn func(ctx *runtime.WorkflowContext, o p.Order) (p.Receipt, error)) *FulfilWorkflowMock {
@@ -75,7 +76,23 @@ func (m *Mocks) FulfilWorkflow(fn func(ctx *runtime.WorkflowContext, o p.Order) 
 			ParentID: ctx.ParentID(),
 		})
 		return fn(ctx, o)
-	}, runtime.WorkflowVersion(p.FulfilWorkflowVersion))
+	}, runtime.WorkflowVersion(p.FulfilWorkflowVersion), runtime.WorkflowAttributes(
+		runtime.AttrDecl{Name: "order.id", Type: runtime.AttrString, From: "id"},
+		runtime.AttrDecl{Name: "customer", Type: runtime.AttrString, From: "customer.id"},
+		runtime.AttrDecl{Name: "tier", Type: runtime.AttrNumber, From: "customer.Tier"},
+		runtime.AttrDecl{Name: "total", Type: runtime.AttrNumber, From: "Total"},
+		runtime.AttrDecl{Name: "count", Type: runtime.AttrNumber, From: "count"},
+		runtime.AttrDecl{Name: "rush", Type: runtime.AttrBool, From: "rush"},
+		runtime.AttrDecl{Name: "due", Type: runtime.AttrTime, From: "Due"},
+		runtime.AttrDecl{Name: "placed", Type: runtime.AttrTime, From: "placed"},
+		runtime.AttrDecl{Name: "source", Type: runtime.AttrString, From: "source"},
+		runtime.AttrDecl{Name: "channel", Type: runtime.AttrString, From: "meta.channel"},
+		runtime.AttrDecl{Name: "region", Type: runtime.AttrString, From: "region"},
+		runtime.AttrDecl{Name: "stage", Type: runtime.AttrString},
+		runtime.AttrDecl{Name: "paid_at", Type: runtime.AttrTime},
+		runtime.AttrDecl{Name: "flagged", Type: runtime.AttrBool},
+		runtime.AttrDecl{Name: "score", Type: runtime.AttrNumber},
+	))
 	return h
 }
 
