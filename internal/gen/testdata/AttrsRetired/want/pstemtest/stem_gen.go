@@ -49,17 +49,17 @@ func Mock(env *stemtest.Env) *Mocks {
 // runs from their next execution on, and returns a handle recording each run
 // fn serves. Where the test registers the workflow, fn overrides its function;
 // where it does not (a parent in another package calls it as a child), fn is
-// registered under its name, at version p.AWorkflowVersion, as a stand-in.
-// Either way a child call starts a real child run on the engine, which calls
-// fn, and the parent gets fn's output or error, checkpointed as a child's: the
-// parent's replays do not call fn again. fn gets the run's
-// *runtime.WorkflowContext rather than AContext, so that it needs none of the
-// package's steps and behaves alike whether or not the test registers the
-// workflow; it can still sleep, wait for events and read RunID and ParentID.
-// Like any workflow function it runs again from the top when its own run is
-// replayed (after a sleep, say), so it must be deterministic. Calling
-// AWorkflow again replaces fn, with a new handle; a nil fn gives a registered
-// workflow its own function back.
+// registered under its name, at version p.AWorkflowVersion with its search
+// attributes, as a stand-in. Either way a child call starts a real child run
+// on the engine, which calls fn, and the parent gets fn's output or error,
+// checkpointed as a child's: the parent's replays do not call fn again. fn
+// gets the run's *runtime.WorkflowContext rather than AContext, so that it
+// needs none of the package's steps and behaves alike whether or not the test
+// registers the workflow; it can still sleep, wait for events and read RunID
+// and ParentID. Like any workflow function it runs again from the top when its
+// own run is replayed (after a sleep, say), so it must be deterministic.
+// Calling AWorkflow again replaces fn, with a new handle; a nil fn gives a
+// registered workflow its own function back.
 //
 // A dropped stage, took back total at its recorded type, and added
 // customer.
@@ -76,7 +76,10 @@ func (m *Mocks) AWorkflow(fn func(ctx *runtime.WorkflowContext, in p.In) (int, e
 			ParentID: ctx.ParentID(),
 		})
 		return fn(ctx, in)
-	}, runtime.WorkflowVersion(p.AWorkflowVersion))
+	}, runtime.WorkflowVersion(p.AWorkflowVersion), runtime.WorkflowAttributes(
+		runtime.AttrDecl{Name: "customer", Type: runtime.AttrString, From: "name"},
+		runtime.AttrDecl{Name: "total", Type: runtime.AttrNumber},
+	))
 	return h
 }
 
