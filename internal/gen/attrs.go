@@ -424,56 +424,40 @@ var initialisms = map[string]bool{
 // workflow's context.
 func attrSetter(name string) string { return "ctx." + attrSetMethod(name) }
 
-// valueType is the Go type of an attribute's values in its setter.
-func (a *Attr) valueType() *jen.Statement {
-	switch a.Type {
-	case storage.AttrNumber:
-		return jen.Float64()
-	case storage.AttrTime:
-		return jen.Qual("time", "Time")
-	case storage.AttrBool:
-		return jen.Bool()
-	}
-	return jen.String()
+// attrKind is what render writes for an attribute of one type.
+type attrKind struct {
+	// value is the Go type of the setter's value; builder and typeConst
+	// name the runtime's builder of such an attribute and the constant
+	// of its type; described says what its values are, for doc comments.
+	value                         func() *jen.Statement
+	builder, typeConst, described string
 }
 
-// builderFunc names the runtime's builder of an attribute of the type.
-func (a *Attr) builderFunc() string {
-	switch a.Type {
-	case storage.AttrNumber:
-		return "NumberAttr"
-	case storage.AttrTime:
-		return "TimeAttr"
-	case storage.AttrBool:
-		return "BoolAttr"
-	}
-	return "StringAttr"
+// attrKinds are the attribute types as render writes them.
+var attrKinds = map[storage.AttrType]attrKind{
+	storage.AttrString: {jen.String, "StringAttr", "AttrString", "a string"},
+	storage.AttrNumber: {jen.Float64, "NumberAttr", "AttrNumber", "a number"},
+	storage.AttrTime:   {func() *jen.Statement { return jen.Qual("time", "Time") }, "TimeAttr", "AttrTime", "a time"},
+	storage.AttrBool:   {jen.Bool, "BoolAttr", "AttrBool", "a bool"},
 }
 
-// typeConst names the runtime's constant of the attribute's type.
-func (a *Attr) typeConst() string {
-	switch a.Type {
-	case storage.AttrNumber:
-		return "AttrNumber"
-	case storage.AttrTime:
-		return "AttrTime"
-	case storage.AttrBool:
-		return "AttrBool"
+// kind returns what render writes for the attribute's type; a type not
+// known yet (check reports why) is written as a string's.
+func (a *Attr) kind() attrKind {
+	if k, ok := attrKinds[a.Type]; ok {
+		return k
 	}
-	return "AttrString"
+	return attrKinds[storage.AttrString]
 }
 
-// describeType says what an attribute's values are, for doc comments.
-func (a *Attr) describeType() string {
-	switch a.Type {
-	case storage.AttrNumber:
-		return "a number"
-	case storage.AttrTime:
-		return "a time"
-	case storage.AttrBool:
-		return "a bool"
-	}
-	return "a string"
+// describeType says what an attribute's values are, for messages and doc
+// comments.
+func (a *Attr) describeType() string { return a.kind().described }
+
+// typeKnown reports whether the attribute's type is known: from type=,
+// or from the field from= names once it resolved.
+func (a *Attr) typeKnown() bool {
+	return a.Type != "" && (a.Ann.From == "" || a.JSONPath != "")
 }
 
 // checkAttrs reports the search attributes of the package's workflows
@@ -515,8 +499,8 @@ func checkAttrs(m *Package, d *diagnostics) {
 					f.Ann.Name, d.fset.Position(f.Ann.Pos()).Line, a.Ann.Name, w.GoName, method)
 			}
 			setters[method] = a
-			if a.Type == "" || a.Ann.From != "" && a.JSONPath == "" {
-				continue // its type is not known
+			if !a.typeKnown() {
+				continue // check reports why
 			}
 			if f, ok := typed[a.Ann.Name]; ok && f.attr.Type != a.Type {
 				d.add(attrTypePos(a), "attribute %s is %s here but %s on workflow %s (line %d): a name has one type across the package, as listings filter the runs of every workflow on it; give one of them another name",
@@ -554,8 +538,8 @@ func (r *renderer) attrSetters(w *Workflow) {
 			"replay does not set it again, and from then on listings that filter on %s (runtime.ListRunsQuery.Where, "+
 			"stem runs --where) see v. Setting it again replaces the value.%s",
 			a.setMethod(), a.Ann.Name, a.describeType(), a.Ann.Name, from), "")
-		r.f.Func().Params(jen.Id("c").Op("*").Id(ctx)).Id(a.setMethod()).Params(jen.Id("v").Add(a.valueType())).Error().Block(
-			jen.Return(rt("SetAttributes").Call(jen.Id("c").Dot(embeddedField), rt(a.builderFunc()).Call(jen.Lit(a.Ann.Name), jen.Id("v")))))
+		r.f.Func().Params(jen.Id("c").Op("*").Id(ctx)).Id(a.setMethod()).Params(jen.Id("v").Add(a.kind().value())).Error().Block(
+			jen.Return(rt("SetAttributes").Call(jen.Id("c").Dot(embeddedField), rt(a.kind().builder).Call(jen.Lit(a.Ann.Name), jen.Id("v")))))
 	}
 }
 
@@ -567,7 +551,7 @@ func (r *renderer) attrDecls(w *Workflow) jen.Code {
 	}
 	var decls []jen.Code
 	for _, a := range w.Attrs {
-		fields := []jen.Code{jen.Id("Name").Op(":").Lit(a.Ann.Name), jen.Id("Type").Op(":").Add(rt(a.typeConst()))}
+		fields := []jen.Code{jen.Id("Name").Op(":").Lit(a.Ann.Name), jen.Id("Type").Op(":").Add(rt(a.kind().typeConst))}
 		if a.JSONPath != "" {
 			fields = append(fields, jen.Id("From").Op(":").Lit(a.JSONPath))
 		}

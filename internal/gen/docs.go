@@ -1347,11 +1347,7 @@ func (fw *flowWalker) ctxCall(c *ast.CallExpr, fun *ast.SelectorExpr, args []str
 		case kindClose:
 			fw.node(out, shapeFlag, false, "close stream "+m.stream.Ann.Name)
 		case kindSetAttr:
-			if fw.via != "" {
-				fw.node(out, shapeFlag, false, "set attribute "+m.attr.Ann.Name)
-			} else {
-				fw.node(out, shapeFlag, false, "set attribute "+m.attr.Ann.Name, exprText(arg(0)))
-			}
+			fw.setting("set attribute "+m.attr.Ann.Name, arg(0), out)
 		}
 		return ""
 	}
@@ -1371,19 +1367,20 @@ func (fw *flowWalker) ctxCall(c *ast.CallExpr, fun *ast.SelectorExpr, args []str
 		n := fw.node(out, shapeTerminal, false, "continue as new")
 		n.terminal = true
 	case setProgressMethod:
-		fw.progress(arg(0), out)
+		fw.setting("set progress", arg(0), out)
 	}
 	return ""
 }
 
-// progress adds a progress update: with the value, unless a closure's call
+// setting adds a flag for a value the workflow sets, labelled what (its
+// progress, a search attribute): with the value, unless a closure's call
 // says more.
-func (fw *flowWalker) progress(v ast.Expr, out *[]flowItem) {
+func (fw *flowWalker) setting(what string, v ast.Expr, out *[]flowItem) {
 	if fw.via != "" {
-		fw.node(out, shapeFlag, false, "set progress")
+		fw.node(out, shapeFlag, false, what)
 		return
 	}
-	fw.node(out, shapeFlag, false, "set progress", exprText(v))
+	fw.node(out, shapeFlag, false, what, exprText(v))
 }
 
 // runtimeCall adds a call of a function of the runtime package; most take
@@ -1441,7 +1438,7 @@ func (fw *flowWalker) runtimeCall(c *ast.CallExpr, name string, args []string, o
 		fw.node(out, shapeStep, true, "start step "+nameText(arg(1)), "async")
 		return "step " + nameText(arg(1))
 	case "SetProgress":
-		fw.progress(arg(1), out)
+		fw.setting("set progress", arg(1), out)
 	case "ContinueAsNew":
 		n := fw.node(out, shapeTerminal, false, "continue as new")
 		n.terminal = true

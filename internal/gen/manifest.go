@@ -299,7 +299,7 @@ func recordedAttrs(old *manifest.Manifest) map[string]recordedAttr {
 func (j *judge) attrs(w *Workflow, recorded map[string]recordedAttr) []manifest.Attribute {
 	var out []manifest.Attribute
 	for _, a := range w.Attrs {
-		if a.Ann.Name == "" || a.Type == "" || a.Ann.From != "" && a.JSONPath == "" {
+		if a.Ann.Name == "" || !a.typeKnown() {
 			continue
 		}
 		if r, ok := recorded[a.Ann.Name]; ok && r.typ != string(a.Type) {
