@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -99,9 +100,11 @@ type stepView struct {
 	Created           *moment
 	// When is where the timeline places it: its start and end to the
 	// millisecond, and how long it took.
-	When   stepTime
-	Input  *payload
-	Output *payload
+	When stepTime
+	// WhenHTML is When as the step's head shows it (see stepTime.html).
+	WhenHTML template.HTML
+	Input    *payload
+	Output   *payload
 	// InputNote says why its input was not recorded.
 	InputNote string
 	Error     *text
@@ -251,7 +254,7 @@ func (h *handler) run(rq *request, id string) error {
 	p.Steps = make([]stepView, len(steps))
 	for i, s := range steps {
 		p.Steps[i] = stepOf(rq.base, id, s, day)
-		p.Steps[i].Ref, p.Steps[i].When = stepRef(i), times[i]
+		p.Steps[i].Ref, p.Steps[i].When, p.Steps[i].WhenHTML = stepRef(i), times[i], times[i].html()
 		if s.Kind == runtime.KindSleep {
 			// Fired, pending, lost or cancelled, as the timeline found.
 			st := times[i].State

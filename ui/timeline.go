@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
 	"net/url"
 	"slices"
 	"strconv"
@@ -97,6 +98,9 @@ type timelineView struct {
 	// Carried counts the calls carried over from an earlier execution,
 	// not drawn; Omitted those left out over maxDrawn.
 	Carried, Omitted int
+	// Drawing is the lanes' SVG content (lanes, grid, marks and bars) and
+	// StripDrawing the strip's (its executions), written by drawing.
+	Drawing, StripDrawing template.HTML
 }
 
 // laneRow is one lane's background: its number, from 1, and top; every
@@ -404,7 +408,167 @@ func timeline(in timelineIn) (*timelineView, []stepTime) {
 	}
 
 	v.Strip, v.StripStart, v.StripEnd = strip(in)
+	v.Drawing, v.StripDrawing = v.drawing(), v.stripDrawing()
 	return v, times
+}
+
+// svgWriter writes SVG markup, escaping every value it is given for an
+// attribute in double quotes or an element's text.
+type svgWriter struct{ strings.Builder }
+
+// raw writes markup as it is.
+func (w *svgWriter) raw(s string) { w.WriteString(s) }
+
+// text writes s escaped.
+func (w *svgWriter) text(s string) { w.WriteString(template.HTMLEscapeString(s)) }
+
+// attr writes ` name="value"`, value escaped.
+func (w *svgWriter) attr(name, value string) {
+	w.WriteString(" " + name + `="`)
+	w.text(value)
+	w.WriteByte('"')
+}
+
+// drawing writes the lanes' SVG content: each lane's background, the
+// ticks' grid, the marks and the bars. It is written here, not by the
+// page's template, as a run of a thousand calls would cost the template
+// tens of thousands of escaper calls, doubling the page's time; what it
+// writes is escaped all the same (svgWriter).
+func (v *timelineView) drawing() template.HTML {
+	var w svgWriter
+	w.Grow(400 * (len(v.Items) + len(v.Marks) + 4))
+	for _, l := range v.LaneRows {
+		w.raw(`<rect class="tl-lane`)
+		if l.Odd {
+			w.raw(" odd")
+		}
+		w.raw(`" x="0"`)
+		w.attr("y", strconv.Itoa(l.Y))
+		w.raw(` width="100%" height="` + strconv.Itoa(laneHeight) + `"/>`)
+	}
+	for _, t := range v.Ticks {
+		w.raw(`<line class="tl-grid"`)
+		w.attr("x1", t.X)
+		w.attr("x2", t.X)
+		w.raw(` y1="0" y2="100%"/>`)
+	}
+	for _, m := range v.Marks {
+		w.raw("<a")
+		w.attr("href", m.Href)
+		w.raw(`><g class="tl-mark k-`)
+		w.text(m.Kind)
+		w.raw(`"`)
+		w.attr("data-call", m.Key)
+		w.attr("data-kind", m.Kind)
+		if m.Won != "" {
+			w.attr("data-won", m.Won)
+		}
+		w.raw("><title>")
+		w.text(m.Title)
+		w.raw("</title><line")
+		w.attr("x1", m.X)
+		w.attr("x2", m.X)
+		w.raw(` y1="4" y2="100%"/><svg`)
+		w.attr("x", m.X)
+		w.raw(` y="10" width="1" height="1" overflow="visible"><path d="M0 -5 L5 0 L0 5 L-5 0 Z"/></svg><svg`)
+		w.attr("x", m.LX)
+		w.attr("width", m.W)
+		w.raw(` y="0"`)
+		w.attr("height", strconv.Itoa(v.LanesTop))
+		if m.Left {
+			w.raw(`><text x="100%" dx="-8" y="14" text-anchor="end">`)
+		} else {
+			w.raw(`><text x="8" y="14">`)
+		}
+		w.text(m.Label)
+		w.raw("</text></svg></g></a>")
+	}
+	for _, it := range v.Items {
+		w.raw("<a")
+		w.attr("href", it.Href)
+		w.raw(`><svg class="tl-item k-`)
+		w.text(it.Kind)
+		w.raw(" st-")
+		w.text(it.State)
+		if it.Open {
+			w.raw(" open")
+		}
+		w.raw(`"`)
+		w.attr("x", it.X)
+		w.attr("y", strconv.Itoa(it.Y))
+		w.attr("width", it.W)
+		w.raw(` height="` + strconv.Itoa(laneBar) + `"`)
+		w.attr("data-call", it.Key)
+		w.attr("data-kind", it.Kind)
+		w.attr("data-state", it.State)
+		w.attr("data-lane", strconv.Itoa(it.Lane))
+		w.attr("data-took", it.Caption)
+		if it.ChildID != "" {
+			w.attr("data-child", it.ChildID)
+		}
+		if it.Attempts > 0 {
+			w.attr("data-attempts", strconv.Itoa(it.Attempts))
+			w.attr("data-failed", strconv.Itoa(it.Failed))
+		}
+		w.raw("><title>")
+		w.text(it.Title)
+		w.raw(`</title><rect class="tl-bar" width="100%" height="100%" rx="2"/>`)
+		for _, sg := range it.Segs {
+			w.raw("<rect")
+			w.attr("class", sg.Class)
+			w.attr("x", sg.X)
+			w.raw(` y="2"`)
+			w.attr("width", sg.W)
+			w.raw(` height="` + strconv.Itoa(laneBar-4) + `"`)
+			if sg.Attempt > 0 {
+				w.attr("data-attempt", strconv.Itoa(sg.Attempt))
+			}
+			w.raw("><title>")
+			w.text(sg.Title)
+			w.raw("</title></rect>")
+		}
+		w.raw(`<text x="4"`)
+		w.attr("y", strconv.Itoa(it.TextY))
+		w.raw(">")
+		w.text(it.Label)
+		w.raw("</text></svg></a>")
+	}
+	return template.HTML(w.String())
+}
+
+// stripDrawing writes the strip's SVG content: its executions.
+func (v *timelineView) stripDrawing() template.HTML {
+	if len(v.Strip) == 0 {
+		return ""
+	}
+	var w svgWriter
+	for _, e := range v.Strip {
+		w.raw("<a")
+		w.attr("href", e.Href)
+		if e.Shown {
+			w.raw(` aria-current="true"`)
+		}
+		w.raw(`><svg class="tl-exec st-`)
+		w.text(e.Status)
+		if e.Shown {
+			w.raw(" shown")
+		}
+		if e.Open {
+			w.raw(" open")
+		}
+		w.raw(`"`)
+		w.attr("x", e.X)
+		w.attr("width", e.W)
+		w.raw(` y="2" height="20"`)
+		w.attr("data-execution", strconv.Itoa(e.Number))
+		w.attr("data-status", e.Status)
+		w.raw("><title>")
+		w.text(e.Title)
+		w.raw(`</title><rect class="tl-bar" width="100%" height="100%" rx="3"/><text x="5" y="14">`)
+		w.text(e.Label)
+		w.raw("</text></svg></a>")
+	}
+	return template.HTML(w.String())
 }
 
 // place finds each step's place in time and state.
@@ -855,4 +1019,42 @@ func took(d time.Duration) string {
 		d = d.Round(time.Minute)
 	}
 	return duration(d)
+}
+
+// html is the step's time as its head in the list shows it: start → end
+// (or now) in UTC, and how long it took; "" when it has no start. It is
+// written here, not by the template, for the same reason as the drawing.
+func (st stepTime) html() template.HTML {
+	if st.Start == nil {
+		return ""
+	}
+	var w svgWriter
+	w.raw(` <span class="at when">`)
+	writeTime(&w, st.Start)
+	switch {
+	case st.Open:
+		w.raw(" → now")
+	case st.End != nil:
+		w.raw(" → ")
+		writeTime(&w, st.End)
+	}
+	w.raw(" UTC</span>")
+	if st.Took != "" {
+		w.raw(` <span class="took">`)
+		w.text(st.Took)
+		if st.Open {
+			w.raw(" so far")
+		}
+		w.raw("</span>")
+	}
+	return template.HTML(w.String())
+}
+
+// writeTime writes m as <time datetime="ISO">Text</time>.
+func writeTime(w *svgWriter, m *moment) {
+	w.raw("<time")
+	w.attr("datetime", m.ISO)
+	w.raw(">")
+	w.text(m.Text)
+	w.raw("</time>")
 }

@@ -1,12 +1,16 @@
 package ui
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/stores/memstore"
 )
 
 // t0 is when the test executions start.
@@ -284,5 +288,89 @@ func TestAtMilli(t *testing.T) {
 	}
 	if atMilli(time.Time{}, t0) != nil {
 		t.Errorf("atMilli of the zero time is not nil")
+	}
+}
+
+// The run page draws the timeline and lists each step's recorded input,
+// escaped, on demand; an input not recorded says why.
+func TestRunPageShowsTimelineAndInputs(t *testing.T) {
+	t.Parallel()
+	st := memstore.New(memstore.Options{})
+	t.Cleanup(func() { st.Close() })
+	e, err := runtime.New(runtime.Config{Store: st, PollInterval: 5 * time.Millisecond, MaxPayloadBytes: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if err := runtime.Register(e, "inputs", func(c *runtime.WorkflowContext, in string) (string, error) {
+		a := runtime.StepAsync(c, "a@v1", runtime.StepOptions{Input: in}, func(runtime.StepContext) (int, error) { return 1, nil })
+		b := runtime.StepAsync(c, "b@v1", runtime.StepOptions{Input: strings.Repeat("x", 600)}, func(runtime.StepContext) (int, error) { return 2, nil })
+		if err := runtime.All(c, a, b); err != nil {
+			return "", err
+		}
+		return "", c.Sleep("nap", time.Hour)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	if _, err := runtime.Start[string, string](ctx, e, "inputs", "<script>alert(1)</script>", runtime.WithID("in-1")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		info, err := e.Get(ctx, "in-1")
+		if err == nil && info.Status == runtime.StatusWaiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run is %s (%v), want waiting", info.Status, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	w := httptest.NewRecorder()
+	New(e, Options{}).ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://localhost/runs/in-1", nil))
+	body := w.Body.String()
+	for _, want := range []string{
+		`<section id="timeline" data-execution="1"`, `<svg class="tl-lanes"`, `data-call="a@v1" data-kind="step" data-state="complete"`,
+		`data-call="nap" data-kind="sleep" data-state="pending"`, `<li class="step" data-key="nap" data-status="pending">`,
+		`<details class="in"><summary>input, 47 bytes</summary><pre>&#34;\u003cscript\u003ealert(1)\u003c/script\u003e&#34;</pre></details>`,
+		`<p class="note">Input not recorded: payload too large: input of step b@v1 is 602 bytes, limit 512.</p>`,
+		`<p class="wake">Wakes at <time`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the run page lacks %s", want)
+		}
+	}
+	if strings.Contains(body, "<script>alert") || strings.Contains(body, ` style="`) {
+		t.Errorf("the run page holds an unescaped input or a style attribute")
+	}
+	if t.Failed() {
+		t.Logf("the page:\n%s", body)
+	}
+}
+
+// The drawing, written without the template, escapes what it is given:
+// a key a store holds from before the rules on names is text, never
+// markup.
+func TestTimelineDrawingEscapes(t *testing.T) {
+	evil := `x"><script>alert(1)</script>`
+	v, times := timeline(oneExecution(false, 1000, 1000,
+		runtime.StepInfo{Key: evil, Kind: runtime.KindStep, Status: runtime.StepFailed, Seq: 1, CreatedAt: ms(100), Attempts: []runtime.Attempt{attempt(evil, 1, 0, 100, "<b>no</b>", 0)}},
+		runtime.StepInfo{Key: evil + "#0", Kind: runtime.KindSelect, Status: runtime.StepComplete, Seq: 2, CreatedAt: ms(200), Output: json.RawMessage(`0`), Input: json.RawMessage(`["<i>"]`)},
+	))
+	out := string(v.Drawing) + string(times[0].html())
+	for _, bad := range []string{"<script>", "<b>", "<i>", ` style=`} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the drawing holds %s:\n%s", bad, out)
+		}
+	}
+	for _, want := range []string{`data-call="x&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"`, `failed: &lt;b&gt;no&lt;/b&gt;`, `data-won="&lt;i&gt;"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the drawing lacks %s:\n%s", want, out)
+		}
 	}
 }
