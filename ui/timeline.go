@@ -1,12 +1,14 @@
 package ui
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
 	"net/url"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -234,7 +236,13 @@ func timeline(in timelineIn) (*timelineView, []stepTime) {
 			exec = x
 		}
 	}
+	if len(in.Steps) == 0 && len(in.Execs) < 2 {
+		return nil, nil // nothing to draw: the list says there are no steps
+	}
 	axisStart := exec.StartedAt
+	if axisStart.IsZero() {
+		axisStart = in.Now // an execution not begun (a run still queued)
+	}
 	axisEnd := in.Now
 	if exec.EndedAt != nil && !in.Live {
 		axisEnd = *exec.EndedAt
@@ -648,12 +656,19 @@ func place(in timelineIn, execStart, axisEnd time.Time) []call {
 	}
 	// Sleeps and timers: fired, pending, lost to a select, or cancelled
 	// by the execution's end.
+	var selects []int
+	for i, s := range steps {
+		if s.Kind == runtime.KindSelect && s.Seq > 0 {
+			selects = append(selects, i)
+		}
+	}
+	slices.SortStableFunc(selects, func(a, b int) int { return cmp.Compare(steps[a].Seq, steps[b].Seq) })
 	for i, s := range steps {
 		c := &calls[i]
 		if s.Kind != runtime.KindSleep || c.wake.IsZero() {
 			continue
 		}
-		if sel, ok := lostTo(steps, calls, i); ok {
+		if sel, ok := lostTo(steps, calls, selects, i); ok {
 			c.state, c.end = "lost", steps[sel].CreatedAt
 			c.note = fmt.Sprintf("lost select %s, decided at %s UTC before its wake time %s", shownPlain(steps[sel].Key),
 				atMilli(steps[sel].CreatedAt, c.start.UTC()).Text, atMilli(c.wake, c.start.UTC()).Text)
@@ -733,13 +748,16 @@ func placeChild(c *call, s runtime.StepInfo, in timelineIn, waitStart func(time.
 // after it and decided before its wake time, that either recorded its
 // cases with the timer among them (and another the winner) or recorded
 // none.
-func lostTo(steps []runtime.StepInfo, calls []call, i int) (int, bool) {
+// selects are the indexes of the selects among steps, in sequence.
+func lostTo(steps []runtime.StepInfo, calls []call, selects []int, i int) (int, bool) {
 	t := steps[i]
 	if t.Seq == 0 {
 		return 0, false
 	}
-	for j, s := range steps {
-		if s.Kind != runtime.KindSelect || s.Seq <= t.Seq || s.Execution != t.Execution {
+	from := sort.Search(len(selects), func(k int) bool { return steps[selects[k]].Seq > t.Seq })
+	for _, j := range selects[from:] {
+		s := steps[j]
+		if s.Execution != t.Execution {
 			continue
 		}
 		if !s.CreatedAt.Before(calls[i].wake) {

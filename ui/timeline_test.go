@@ -272,8 +272,13 @@ func TestTimelineExecutionsStrip(t *testing.T) {
 	if v.Live || v.End.Text != "12:03:06.120" {
 		t.Errorf("execution 1's axis ends at %s (live %v), want its end", v.End.Text, v.Live)
 	}
-	if one, _ := timeline(oneExecution(false, 10, 10)); one.Strip != nil {
-		t.Errorf("a run of one execution has a strip")
+	if none, _ := timeline(oneExecution(false, 10, 10)); none != nil {
+		t.Errorf("a run of one execution and no steps has a timeline")
+	}
+	single, _ := timeline(oneExecution(false, 10, 10, runtime.StepInfo{Key: "a@v1", Kind: runtime.KindStep, Status: runtime.StepComplete, Seq: 1, CreatedAt: ms(5),
+		Attempts: []runtime.Attempt{attempt("a@v1", 1, 1, 5, "", 0)}}))
+	if single == nil || single.Strip != nil || single.StripDrawing != "" {
+		t.Errorf("a run of one execution: %+v, want a timeline without a strip", single)
 	}
 }
 
