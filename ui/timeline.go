@@ -308,7 +308,10 @@ func timeline(in timelineIn) (*timelineView, []stepTime) {
 		}
 	}
 	slices.SortStableFunc(bars, func(a, b *call) int { return a.start.Compare(b.start) })
-	var laneEnds []float64
+	// A lane is free from the end of its last call, in time: calls that
+	// follow one another share a lane even where their bars, widened to
+	// minBar, overlap; only calls that overlap in time get lanes apart.
+	var laneEnds []time.Time
 	for _, c := range bars {
 		s := in.Steps[c.i]
 		x, end := pct(c.start), pct(c.end)
@@ -321,24 +324,24 @@ func timeline(in timelineIn) (*timelineView, []stepTime) {
 		}
 		lane := -1
 		for l, e := range laneEnds {
-			if e <= x+1e-9 {
+			if !c.start.Before(e) {
 				lane = l
 				break
 			}
 		}
 		if lane < 0 && len(laneEnds) < maxLanes {
 			lane = len(laneEnds)
-			laneEnds = append(laneEnds, 0)
+			laneEnds = append(laneEnds, time.Time{})
 		}
 		if lane < 0 {
 			lane = 0
 			for l, e := range laneEnds {
-				if e < laneEnds[lane] {
+				if e.Before(laneEnds[lane]) {
 					lane = l
 				}
 			}
 		}
-		laneEnds[lane] = x + w
+		laneEnds[lane] = c.end
 		it := tlItem{Ref: stepRef(c.i), Key: s.Key, Kind: string(s.Kind), State: c.state, Lane: lane + 1,
 			X: percent(x), W: percent(w), Open: c.open || c.beyond}
 		it.Href = "#" + it.Ref
@@ -815,8 +818,12 @@ func selectWinner(s runtime.StepInfo) string {
 }
 
 // segments draws a step's attempts, and the backoff before each retry,
-// within its bar (in percent of the bar's span).
+// within its bar (in percent of the bar's span); a step of one attempt
+// that succeeded needs none.
 func segments(s runtime.StepInfo, c *call, now time.Time) (segs []tlSeg, attempts, failed int) {
+	if len(s.Attempts) == 1 && s.Attempts[0].Error == "" && s.Status != runtime.StepRunning {
+		return nil, 1, 0 // one attempt that succeeded: the bar is that attempt
+	}
 	span := c.end.Sub(c.start)
 	if span <= 0 {
 		span = time.Millisecond

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,7 +90,21 @@ func TestTimelineLanesForOverlappingSteps(t *testing.T) {
 	if w := times[1]; w.Start.Text != "12:03:04.132" || w.End.Text != "12:03:04.720" || w.Took != "588ms" {
 		t.Errorf("b@v1 is listed %s → %s (%s)", w.Start.Text, w.End.Text, w.Took)
 	}
+
+	// Steps one after another share a lane, however narrow: their bars,
+	// widened to be seen, overlap, and that is no concurrency.
+	var seq []runtime.StepInfo
+	for i := range 100 {
+		key := "s" + string(rune('a'+i%26)) + "@v1#" + strconv.Itoa(i)
+		seq = append(seq, runtime.StepInfo{Key: key, Kind: runtime.KindStep, Status: runtime.StepComplete, Seq: int64(i + 1), CreatedAt: ms(i*1000 + 2),
+			Attempts: []runtime.Attempt{attempt(key, 1, i*1000, i*1000+2, "", 0)}})
+	}
+	v, _ = timeline(oneExecution(false, 100_000, 100_000, seq...))
+	if v.Lanes != 1 || len(v.Items) != 100 {
+		t.Errorf("100 steps one after another: %d bars in %d lanes, want 100 in 1", len(v.Items), v.Lanes)
+	}
 }
+
 
 // A step's bar holds its attempts, the failed ones marked, and the
 // backoff before each retry; a retrying step goes on to its retry's due
