@@ -105,7 +105,6 @@ func TestTimelineLanesForOverlappingSteps(t *testing.T) {
 	}
 }
 
-
 // A step's bar holds its attempts, the failed ones marked, and the
 // backoff before each retry; a retrying step goes on to its retry's due
 // time, and a running one to now.
