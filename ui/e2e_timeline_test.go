@@ -156,7 +156,8 @@ func TestTimelineInBrowser(t *testing.T) {
 		t.Errorf("the event wait is drawn %v, want complete", e)
 	}
 
-	e2eEval[bool](p, "(document.querySelector('#timeline').scrollIntoView(), true)")
+	// The screenshot: the run's output above its timeline, the steps below.
+	e2eEval[bool](p, "(window.scrollTo(0, document.querySelector('#timeline').getBoundingClientRect().top + window.scrollY - 150), true)")
 	p.screenshot("dashboard-timeline.png")
 
 	// A bar leads to its entry in the steps list.
