@@ -111,7 +111,7 @@ is restarted twice, as for restart.`,
 	}
 	var subs []*command
 	for _, a := range runtime.BulkActions {
-		subs = append(subs, &command{name: "bulk " + string(a), max: 0, setup: bulkAction(a), timeout: bulkTimeout,
+		subs = append(subs, &command{name: "bulk " + string(a), max: 1, setup: bulkAction(a), timeout: bulkTimeout,
 			args:    bulkActionArgs(a),
 			summary: summaries[a],
 			detail:  details[a] + "\n\n" + bulkActionDetail})
@@ -336,10 +336,13 @@ type rateFlag struct{ v float64 }
 
 func (r *rateFlag) String() string { return strconv.FormatFloat(r.v, 'g', -1, 64) }
 
+// wants says what the flag takes (see flagWants).
+func (r *rateFlag) wants() string { return "want a number of runs a second, 0 or more (0: no bound)" }
+
 func (r *rateFlag) Set(s string) error {
 	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-		return errors.New("want a number of runs a second, 0 or more (0: no bound)")
+		return errors.New(r.wants())
 	}
 	r.v = v
 	return nil
@@ -366,7 +369,11 @@ func bulkAction(a runtime.BulkAction) func(fs *flag.FlagSet) func(*call, []strin
 		if bulkReasons(a) {
 			fs.StringVar(reason, "reason", "", "the reason `TEXT` each run records (default \"bulk action ID\")")
 		}
-		return func(c *call, _ []string) error {
+		return func(c *call, args []string) error {
+			if len(args) > 0 {
+				// max is 1 so that this says more than "unexpected argument".
+				return usagef("unexpected argument %q: stem bulk %s acts on the runs its filters match; stem %s RUN_ID acts on one run, and stem bulk continue ID goes on with a bulk action", args[0], a, bulkOne(a))
+			}
 			q, err := f.query(time.Now())
 			if err != nil {
 				return err
@@ -432,6 +439,14 @@ func bulkAction(a runtime.BulkAction) func(fs *flag.FlagSet) func(*call, []strin
 			return c.carryBulk(e, id)
 		}
 	}
+}
+
+// bulkOne is the command that does a bulk action's action to one run.
+func bulkOne(a runtime.BulkAction) string {
+	if a == runtime.BulkRestartFailed {
+		return "restart --from STEP_KEY"
+	}
+	return string(a)
 }
 
 // bulkSampleIDs returns the IDs of the first few runs q matches, bulk
