@@ -113,16 +113,21 @@ type BulkInfo struct {
 	EndedAt *time.Time
 }
 
-// The shape of a bulk action's run.
-const (
-	// bulkVersion is the version of BulkWorkflow's code.
-	bulkVersion = 1
+// The shape of a bulk action's run: variables so that a test may make
+// pages and executions short.
+var (
 	// bulkMaxPage is the most runs one page (one step) lists.
 	bulkMaxPage = 100
 	// bulkPagesPerExecution is how many pages an execution goes through
 	// before it continues as new, so that a bulk action over millions of
 	// runs keeps a short history to replay after a hand-over.
 	bulkPagesPerExecution = 100
+)
+
+// The constants of a bulk action's run.
+const (
+	// bulkVersion is the version of BulkWorkflow's code.
+	bulkVersion = 1
 	// bulkMaxErrors is how many refusals BulkProgress.Errors keeps.
 	bulkMaxErrors = 10
 	// bulkCountPage is the page size of CountMatching.
@@ -213,7 +218,7 @@ func (r BulkRequest) pageSize() int {
 	case rate == 0:
 		rate = DefaultBulkRate
 	}
-	return int(min(max(math.Ceil(rate), 1), bulkMaxPage))
+	return int(min(max(math.Ceil(rate), 1), float64(bulkMaxPage)))
 }
 
 // reason is what terminate and cancel record.

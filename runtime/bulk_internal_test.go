@@ -2,10 +2,13 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stemflow/stem/stores/memstore"
 )
 
 // stepClock is a virtual clock whose timers fire at once, moving the
@@ -83,6 +86,60 @@ func TestBulkPageSize(t *testing.T) {
 		r := BulkRequest{Rate: c.rate}
 		if r.pageSize() != c.page || r.every() != c.d {
 			t.Errorf("rate %v: page %d every %v, want %d and %v", c.rate, r.pageSize(), r.every(), c.page, c.d)
+		}
+	}
+}
+
+// A bulk action over more pages than an execution holds continues as
+// new, carrying the next page's listing and its progress, and acts on
+// every run once.
+func TestBulkContinuesAsNew(t *testing.T) {
+	defer func(page, pages int) { bulkMaxPage, bulkPagesPerExecution = page, pages }(bulkMaxPage, bulkPagesPerExecution)
+	bulkMaxPage, bulkPagesPerExecution = 2, 2
+	st := memstore.New(memstore.Options{})
+	defer st.Close()
+	e, err := New(Config{Store: st, PollInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := RegisterBulk(e); err != nil {
+		t.Fatal(err)
+	}
+	if err := Register(e, "idle", func(c *WorkflowContext, _ int) (int, error) {
+		return WaitForEvent[int](c, "never", "never", 0)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := range 7 {
+		if _, err := Start[int, int](ctx, e, "idle", i, WithID(fmt.Sprintf("i-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, err := e.StartBulk(ctx, BulkRequest{Action: BulkTerminate, Filter: ListRunsQuery{Workflow: "idle"}, Rate: BulkRateUnlimited})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go e.Run(ctx)
+	var b BulkInfo
+	for !b.Status.Finished() {
+		if b, err = e.GetBulk(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	info, err := e.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Status != StatusComplete || b.Progress.Matched != 7 || b.Progress.Acted != 7 || info.Execution != 2 || b.Request.Action != BulkTerminate {
+		t.Fatalf("bulk action %+v in execution %d, want 7 terminated in execution 2", b, info.Execution)
+	}
+	for i := range 7 {
+		if r, err := e.Get(ctx, fmt.Sprintf("i-%d", i)); err != nil || r.Status != StatusTerminated {
+			t.Fatalf("i-%d: %v %v", i, r.Status, err)
 		}
 	}
 }
