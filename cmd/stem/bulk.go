@@ -256,39 +256,19 @@ func (f *filterFlags) args() []string {
 	return out
 }
 
-// where reads the --where filters in the types the catalog declares (an
-// unknown comparison or value is an argError), refusing a name no workflow
-// declares that is one typo from one declared.
+// whereFilters reads the --where filters in the types the catalog
+// declares (runtime.Engine.ParseWhere): a name no workflow declares (with
+// the nearest one), or a value or comparison its type does not take, is
+// an argError.
 func (f *filterFlags) whereFilters(c *call, e *runtime.Engine) ([]runtime.AttrFilter, error) {
 	if len(f.where) == 0 {
 		return nil, nil
 	}
 	filters, err := e.ParseWhere(c.ctx, f.where)
-	if err != nil {
-		if errors.Is(err, runtime.ErrInvalidArgument) {
-			return nil, argError{"--where: " + c.describe(err)}
-		}
-		return nil, err
+	if errors.Is(err, runtime.ErrInvalidArgument) {
+		return nil, argError{"--where: " + c.describe(err)}
 	}
-	types, err := e.AttrTypes(c.ctx)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(types))
-	for n := range types {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, flt := range filters {
-		name := flt.Value.Name
-		if _, ok := types[name]; ok {
-			continue
-		}
-		if best := nearest(name, names); best != "" {
-			return nil, argError{fmt.Sprintf("--where %s: no workflow declares the attribute %q; did you mean %q? (stem workflows lists the attributes)", flt, name, best)}
-		}
-	}
-	return filters, nil
+	return filters, err
 }
 
 // whereOps are the comparisons of a --where filter, the two-character
