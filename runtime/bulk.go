@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stemflow/stem/storage"
@@ -130,6 +131,8 @@ const (
 	bulkVersion = 1
 	// bulkMaxErrors is how many refusals BulkProgress.Errors keeps.
 	bulkMaxErrors = 10
+	// bulkParallel is how many runs a page acts on at once at most.
+	bulkParallel = 8
 	// bulkCountPage is the page size of CountMatching.
 	bulkCountPage = 1000
 	// bulkListKey and bulkPageKey are the steps of BulkWorkflow: the first
@@ -381,41 +384,77 @@ func bulkSkip(a BulkAction, r *storage.RunRecord) string {
 	return ""
 }
 
-// bulkPage acts on the runs of a page, at most one per req.every(), then
-// lists the next page. It is a step: when it runs again (its engine died
-// mid-way), it acts on the same listing, and the runs it acted on before
-// are skipped: ended, paused or resumed already, or restarted (a restart
-// is conditional on the execution the listing saw).
-func (e *Engine) bulkPage(ctx context.Context, id string, req BulkRequest, page bulkPage) (bulkPageDone, error) {
-	var done bulkPageDone
+// bulkPage acts on the runs of a page, starting one per req.every() at
+// most, and up to bulkParallel at once (so that a store's group commit
+// shares a sync among them when the rate allows), then lists the next
+// page. It is a step: when it runs again (its engine died mid-way), it
+// acts on the same listing, and the runs it acted on before are skipped:
+// ended, paused or resumed already, or restarted (a restart is
+// conditional on the execution the listing saw).
+func (e *Engine) bulkPage(parent context.Context, id string, req BulkRequest, page bulkPage) (bulkPageDone, error) {
+	type outcome struct {
+		acted bool
+		why   string
+		err   error
+	}
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	outcomes := make([]outcome, len(page.Runs))
 	p := pacer{clock: e.clock, every: req.every()}
-	for _, it := range page.Runs {
+	slots := make(chan struct{}, bulkParallel)
+	var wg sync.WaitGroup
+	for i, it := range page.Runs {
 		if it.Skip != "" {
-			done.Skipped++
 			continue
 		}
-		if err := p.wait(ctx); err != nil {
-			return bulkPageDone{}, err
+		if p.wait(ctx) != nil {
+			break
 		}
-		acted, why, err := e.bulkAct(ctx, id, req, it)
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			acted, why, err := e.bulkAct(ctx, id, req, it)
+			outcomes[i] = outcome{acted, why, err}
+			if err != nil && !bulkRefused(err) {
+				cancel() // the store failed: the page is done again
+			}
+		})
+	}
+	wg.Wait()
+	if err := parent.Err(); err != nil {
+		return bulkPageDone{}, err
+	}
+	var done bulkPageDone
+	for i, it := range page.Runs {
+		o := outcomes[i]
 		switch {
-		case err != nil && ctx.Err() != nil:
-			return bulkPageDone{}, ctx.Err()
-		case err != nil && bulkRefused(err):
+		case it.Skip != "":
+			done.Skipped++
+		case o.err != nil && bulkRefused(o.err):
 			done.Failed++
-			done.Errors = append(done.Errors, fmt.Sprintf("%s: %s", it.ID, strings.TrimPrefix(err.Error(), ErrInvalidArgument.Error()+": ")))
-		case err != nil:
+			done.Errors = append(done.Errors, fmt.Sprintf("%s: %s", it.ID, strings.TrimPrefix(o.err.Error(), ErrInvalidArgument.Error()+": ")))
+		case o.err != nil && !errors.Is(o.err, context.Canceled):
 			// The store failed: the step is retried, and acts on no run
 			// twice.
-			return bulkPageDone{}, fmt.Errorf("bulk action %s: %s of run %s: %w", id, req.Action, it.ID, err)
-		case acted:
+			return bulkPageDone{}, fmt.Errorf("bulk action %s: %s of run %s: %w", id, req.Action, it.ID, o.err)
+		case o.acted:
 			done.Acted++
-		default:
+		case o.err == nil:
 			done.Skipped++
-			if why != "" {
-				done.Errors = append(done.Errors, fmt.Sprintf("%s: skipped: %s", it.ID, why))
+			if o.why != "" {
+				done.Errors = append(done.Errors, fmt.Sprintf("%s: skipped: %s", it.ID, o.why))
 			}
 		}
+	}
+	if ctx.Err() != nil {
+		// Cancelled by a failure whose run the loop above did not reach.
+		return bulkPageDone{}, fmt.Errorf("bulk action %s: %s stopped: %w", id, req.Action, ctx.Err())
 	}
 	if page.Next != "" {
 		next, err := e.bulkList(ctx, req, page.Next)
