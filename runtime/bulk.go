@@ -144,8 +144,8 @@ const (
 
 // bulkStepOptions are the steps' retries: a page that fails (the store
 // did not answer) is done again, which acts on no run twice, up to about
-// ten minutes before the bulk action errors (continue it with a restart
-// from its failed step).
+// ten minutes before the bulk action errors (ContinueBulk goes on from the
+// page that failed). A variable so that a test may fail a page at once.
 var bulkStepOptions = StepOptions{Retries: 12, Backoff: time.Second, MaxBackoff: time.Minute}
 
 // Validate checks the request as StartBulk does: a known action, a filter
@@ -654,6 +654,43 @@ func (e *Engine) bulkInfo(r storage.RunRecord) (BulkInfo, error) {
 		return b, info.OpenErr
 	}
 	return b, nil
+}
+
+// ContinueBulk goes on with a bulk action that stopped: an errored one (a
+// page kept failing; BulkInfo.Err says why) is restarted from the page
+// that failed, the pages before it kept, so that it acts on no run it
+// acted on before; a paused one is resumed. A queued or running one needs
+// nothing (an engine that registered RegisterBulk carries it on), nor
+// does a complete one. A terminated one is ErrInvalidState; a run that is
+// no bulk action ErrInvalidArgument.
+func (e *Engine) ContinueBulk(ctx context.Context, id string) error {
+	b, err := e.GetBulk(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch b.Status {
+	case StatusTerminated:
+		return fmt.Errorf("%w: bulk action %s was terminated; start another for the runs it did not reach", ErrInvalidState, id)
+	case StatusPaused:
+		return e.Resume(ctx, id)
+	case StatusErrored:
+	default:
+		return nil
+	}
+	r, err := e.store.GetRun(ctx, id)
+	if err != nil {
+		return err
+	}
+	h, err := e.store.ListSteps(ctx, storage.StepsQuery{RunID: id, Execution: r.Execution})
+	if err != nil {
+		return err
+	}
+	for i := len(h.Steps) - 1; i >= 0; i-- {
+		if s := h.Steps[i]; s.Kind == KindStep && s.Error != nil {
+			return e.Restart(ctx, id, FromStep(s.Key), IfExecution(r.Execution))
+		}
+	}
+	return fmt.Errorf("%w: bulk action %s failed outside its pages (%v), so where it stopped is not known; start another", ErrInvalidState, id, b.Err)
 }
 
 // ListBulks returns the newest bulk actions, newest first: at most limit

@@ -2,12 +2,16 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stemflow/stem/storage"
 	"github.com/stemflow/stem/stores/memstore"
 )
 
@@ -141,5 +145,84 @@ func TestBulkContinuesAsNew(t *testing.T) {
 		if r, err := e.Get(ctx, fmt.Sprintf("i-%d", i)); err != nil || r.Status != StatusTerminated {
 			t.Fatalf("i-%d: %v %v", i, r.Status, err)
 		}
+	}
+}
+
+// failListing fails the listing after the cursor given once, as a store
+// that did not answer.
+type failListing struct {
+	storage.Store
+	after  string
+	failed atomic.Bool
+}
+
+func (f *failListing) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.RunPage, error) {
+	if q.After == f.after && q.Workflow == "idle" && !f.failed.Swap(true) {
+		return storage.RunPage{}, errors.New("the store did not answer")
+	}
+	return f.Store.ListRuns(ctx, q)
+}
+
+// A bulk action whose page failed for good errors; ContinueBulk restarts
+// it from that page, which acts again on its listing: the runs it acted
+// on are skipped, and every run is acted on once.
+func TestContinueBulkFromFailedPage(t *testing.T) {
+	defer func(page int, opts StepOptions) { bulkMaxPage, bulkStepOptions = page, opts }(bulkMaxPage, bulkStepOptions)
+	bulkMaxPage, bulkStepOptions = 2, StepOptions{}
+	mem := memstore.New(memstore.Options{})
+	defer mem.Close()
+	st := &failListing{Store: mem, after: "i-1"}
+	e, err := New(Config{Store: st, PollInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := RegisterBulk(e); err != nil {
+		t.Fatal(err)
+	}
+	if err := Register(e, "idle", func(c *WorkflowContext, _ int) (int, error) {
+		return WaitForEvent[int](c, "never", "never", 0)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := range 5 {
+		if _, err := Start[int, int](ctx, e, "idle", i, WithID(fmt.Sprintf("i-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, err := e.StartBulk(ctx, BulkRequest{Action: BulkTerminate, Filter: ListRunsQuery{Workflow: "idle"}, Rate: BulkRateUnlimited})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go e.Run(ctx)
+	await := func() BulkInfo {
+		for {
+			b, err := e.GetBulk(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.Status.Finished() {
+				return b
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if b := await(); b.Status != StatusErrored || !strings.Contains(b.Err.Error(), "the store did not answer") {
+		t.Fatalf("bulk action with a failed page: %+v", b)
+	}
+	if err := e.ContinueBulk(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	b := await()
+	if b.Status != StatusComplete || b.Progress.Matched != 5 || b.Progress.Acted != 3 || b.Progress.Skipped != 2 {
+		t.Fatalf("continued: %+v", b)
+	}
+	if err := e.ContinueBulk(ctx, id); err != nil {
+		t.Fatalf("ContinueBulk of a complete bulk action: %v", err)
+	}
+	if err := e.Terminate(ctx, "i-0", ""); !errors.Is(err, ErrInvalidState) {
+		t.Fatalf("i-0 was not terminated once: %v", err)
 	}
 }

@@ -630,30 +630,17 @@ func bulkContinue(*flag.FlagSet) func(*call, []string) error {
 		if err != nil {
 			return err
 		}
-		switch b.Status {
-		case runtime.StatusComplete:
+		if b.Status == runtime.StatusComplete {
 			if err := c.printProgress(b); err != nil {
 				return err
 			}
 			return c.bulkEnded(b)
-		case runtime.StatusTerminated:
-			return fmt.Errorf("bulk action %s was terminated; start a new one to act on the runs it did not reach", id)
-		case runtime.StatusErrored:
-			key, err := failedPage(c.ctx, e, id)
-			if err != nil {
-				return err
+		}
+		if err := e.ContinueBulk(c.ctx, id); err != nil {
+			if errors.Is(err, runtime.ErrInvalidState) {
+				return errors.New(strings.TrimPrefix(err.Error(), runtime.ErrInvalidState.Error()+": "))
 			}
-			info, err := e.Get(c.ctx, id)
-			if err != nil {
-				return err
-			}
-			if err := e.Restart(c.ctx, id, runtime.FromStep(key), runtime.IfExecution(info.Execution)); err != nil {
-				return err
-			}
-		case runtime.StatusPaused:
-			if err := e.Resume(c.ctx, id); err != nil {
-				return err
-			}
+			return err
 		}
 		if err := runtime.RegisterBulk(e); err != nil {
 			return err
@@ -663,21 +650,6 @@ func bulkContinue(*flag.FlagSet) func(*call, []string) error {
 		}
 		return c.carryBulk(e, id)
 	}
-}
-
-// failedPage returns the key of the step that failed an errored bulk
-// action: the page it continues from.
-func failedPage(ctx context.Context, e *runtime.Engine, id string) (string, error) {
-	steps, err := e.ListSteps(ctx, id, 0)
-	if err != nil {
-		return "", err
-	}
-	for i := len(steps) - 1; i >= 0; i-- {
-		if s := steps[i]; s.Kind == runtime.KindStep && s.Status == runtime.StepFailed {
-			return s.Key, nil
-		}
-	}
-	return "", fmt.Errorf("bulk action %s failed outside its pages, so where it stopped is not known: start a new one", id)
 }
 
 // bulkStatus is stem bulk status ID.
