@@ -359,3 +359,48 @@ func TestBulkInterruptedAndContinued(t *testing.T) {
 		}
 	}
 }
+
+// With --json a bulk action prints a line of JSON for its count, then one
+// per change of its progress, the last done; every name snake_case.
+func TestBulkJSONLines(t *testing.T) {
+	f := newFixture(t, nil, true)
+	f.startApprovals("req-1", "req-2", "req-3")
+	out, _ := f.cli(0, "--json", "bulk", "pause", "--workflow", "approve", "--yes")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("bulk pause --json:\n%s", out)
+	}
+	var count struct {
+		Action  string
+		Matched int
+		Sample  []string
+		DryRun  bool `json:"dry_run"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &count); err != nil || count.Matched != 3 || count.DryRun || len(count.Sample) != 3 {
+		t.Fatalf("count line %s (%v)", lines[0], err)
+	}
+	var last struct {
+		ID, Status, Filter string
+		Matched, Acted     int
+		Done               bool
+		Errors             []string
+	}
+	for _, l := range lines[1:] {
+		var v any
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		checkSnakeCase(t, "bulk pause --json", v)
+		if err := json.Unmarshal([]byte(l), &last); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if last.Status != "complete" || !last.Done || last.Matched != 3 || last.Acted != 3 || last.Filter != "workflow=approve" || last.Errors == nil {
+		t.Fatalf("last line: %s", lines[len(lines)-1])
+	}
+	out, _ = f.cli(0, "--json", "bulk", "list")
+	var list struct{ Bulks []struct{ ID string } }
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list.Bulks) != 1 || list.Bulks[0].ID != last.ID {
+		t.Fatalf("bulk list --json: %s (%v)", out, err)
+	}
+}
