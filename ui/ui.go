@@ -145,6 +145,11 @@ type Options struct {
 	// the workflow's reply before the page says it is pending; 0 means
 	// DefaultUpdateWait.
 	UpdateWait time.Duration
+	// Login, when set, puts the dashboard behind a login of its own (a
+	// token, or a user and password): see Login. An application that
+	// has its own authentication answers Authorize instead. New panics
+	// on a login Login.Check refuses.
+	Login *Login
 }
 
 // handler is the dashboard.
@@ -159,6 +164,8 @@ type handler struct {
 	cop        *http.CrossOriginProtection
 	hosts      *hosts
 	mux        *http.ServeMux
+	// login is Options.Login, nil without one.
+	login *login
 }
 
 // New returns the dashboard for the runs of e's store, as an http.Handler.
@@ -203,6 +210,12 @@ func New(e *runtime.Engine, opts Options) http.Handler {
 		panic(fmt.Sprintf("ui: Options.AllowedHosts: %v", err))
 	}
 	h.hosts = hs
+	if opts.Login != nil {
+		if err := opts.Login.Check(); err != nil {
+			panic(fmt.Sprintf("ui: Options.Login: %v", err))
+		}
+		h.login = newLogin(*opts.Login)
+	}
 	h.routes()
 	return h
 }
@@ -218,8 +231,17 @@ func (h *handler) routes() {
 	m.HandleFunc("POST /runs/{$}", h.page(h.actByQuery))
 	m.HandleFunc("GET /runs/{id}", h.page(h.runByPath))
 	m.HandleFunc("POST /runs/{id}/{action}", h.page(h.actByPath))
+	m.HandleFunc("GET /bulk", h.page(h.bulkNew))
+	m.HandleFunc("POST /bulk", h.page(h.bulkStart))
+	m.HandleFunc("GET /bulks", h.page(h.bulks))
+	m.HandleFunc("GET /bulks/{$}", h.page(h.bulkByQuery))
+	m.HandleFunc("GET /bulks/{id}", h.page(h.bulkByPath))
+	m.HandleFunc("GET /start", h.page(h.start))
+	m.HandleFunc("POST /start", h.page(h.startRun))
 	m.HandleFunc("GET /queues", h.page(h.queues))
 	m.HandleFunc("GET /schedules", h.page(h.schedules))
+	m.HandleFunc("POST /schedules/{$}", h.page(h.scheduleActByQuery))
+	m.HandleFunc("POST /schedules/{id}/{action}", h.page(h.scheduleActByPath))
 	m.HandleFunc("GET /workers", h.page(h.workers))
 	m.HandleFunc("GET /assets/{name}", h.asset)
 	m.HandleFunc("/", h.page(h.notFound))
@@ -238,6 +260,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("X-Frame-Options", "DENY")
 	hd.Set("Referrer-Policy", "same-origin")
+	loggedIn := false
+	if h.login != nil {
+		answered, cookie := h.serveLogin(w, r)
+		if answered {
+			return
+		}
+		loggedIn = cookie
+	}
 	access := AccessOperate
 	if h.auth != nil {
 		access = h.auth(r)
@@ -251,11 +281,19 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if access > AccessOperate {
 		access = AccessOperate
 	}
-	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), accessKey{}, access)))
+	ctx := context.WithValue(r.Context(), accessKey{}, access)
+	if loggedIn {
+		ctx = context.WithValue(ctx, sessionKey{}, true)
+	}
+	h.mux.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // accessKey carries a request's Access from ServeHTTP to the routes.
 type accessKey struct{}
+
+// sessionKey marks a request logged in with the login's session cookie,
+// whose pages offer to log out.
+type sessionKey struct{}
 
 // request is one request as the routes see it.
 type request struct {
@@ -265,10 +303,13 @@ type request struct {
 	// base leads from the request's path back to the mount point: "./"
 	// at the top level, "../" one segment down, and so on.
 	base string
+	// session says the request is logged in with the login's cookie.
+	session bool
 }
 
 func (h *handler) newRequest(w http.ResponseWriter, r *http.Request, access Access) *request {
-	return &request{w: w, r: r, access: access, base: baseOf(r.URL.EscapedPath())}
+	session, _ := r.Context().Value(sessionKey{}).(bool)
+	return &request{w: w, r: r, access: access, base: baseOf(r.URL.EscapedPath()), session: session}
 }
 
 // baseOf is the relative path from a request path (as the mux sees it,
@@ -307,7 +348,7 @@ func (h *handler) notFound(rq *request) error {
 			msg: fmt.Sprintf("%s %s is not something the dashboard does: pages are read with GET, and actions are the buttons on a run's page.", rq.r.Method, rq.r.URL.Path)}
 	}
 	return &httpError{status: http.StatusNotFound, title: "No such page",
-		msg: fmt.Sprintf("There is no page at %s. The dashboard has runs, queues, schedules and workers.", rq.r.URL.Path)}
+		msg: fmt.Sprintf("There is no page at %s. The dashboard has runs, bulk actions, a start form, queues, schedules and workers.", rq.r.URL.Path)}
 }
 
 // redirect answers with a Location relative to the request's URL, which
