@@ -46,7 +46,7 @@ type approval struct {
 // engine registers the test workflows (see register) and runs them.
 func newDash(t *testing.T, work bool, clock storage.Clock) *dash {
 	t.Helper()
-	return newDashOn(t, memstore.New(memstore.Options{Clock: clock}), work)
+	return newDashClock(t, memstore.New(memstore.Options{Clock: clock}), work, clock)
 }
 
 // newSQLiteDash is newDash over a SQLite store in a file of its own.
@@ -54,16 +54,24 @@ func newSQLiteDash(t *testing.T, work bool, clock storage.Clock) *dash {
 	t.Helper()
 	st, err := sqlitestore.Open(filepath.Join(t.TempDir(), "stem.db"), sqlitestore.Options{Clock: clock})
 	must(t, err)
-	return newDashOn(t, st, work)
+	return newDashClock(t, st, work, clock)
 }
 
 // newDashOn returns a dashboard over st, which it closes at the test's
 // end.
 func newDashOn(t *testing.T, st storage.Store, work bool) *dash {
 	t.Helper()
+	return newDashClock(t, st, work, nil)
+}
+
+// newDashClock is newDashOn with the engine on clock (nil: the system's),
+// the store's own, so that the pages' "3 min ago" reads the store's
+// times on the store's clock.
+func newDashClock(t *testing.T, st storage.Store, work bool, clock storage.Clock) *dash {
+	t.Helper()
 	d := &dash{t: t, store: st, access: ui.AccessOperate}
 	t.Cleanup(func() { d.store.Close() })
-	e, err := runtime.New(runtime.Config{Store: d.store, PollInterval: 5 * time.Millisecond, HeartbeatInterval: 50 * time.Millisecond})
+	e, err := runtime.New(runtime.Config{Store: d.store, PollInterval: 5 * time.Millisecond, HeartbeatInterval: 50 * time.Millisecond, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
