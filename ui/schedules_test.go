@@ -114,5 +114,5 @@ func TestScheduleActionsNeedAnOperator(t *testing.T) {
 	if s, err := schedule.Get(context.Background(), d.e, "nightly"); err != nil || s.Paused {
 		t.Fatalf("after refused actions: %+v %v", s, err)
 	}
-	d.get("/schedules?flash=" + url.QueryEscape("b2sKZm9yZ2Vk.AAAA")).lacks(t, `id="flash"`)
+	d.get("/schedules?flash="+url.QueryEscape("b2sKZm9yZ2Vk.AAAA")).lacks(t, `id="flash"`)
 }
