@@ -120,9 +120,22 @@ func (d *dash) authorize(r *http.Request) ui.Access {
 //   - leaf: one step;
 //   - doomed: a step that fails for good;
 //   - gated: a step that runs until its run's gate (see gates) is
-//     closed, then another.
+//     closed, then another;
+//   - payable: a step that returns its input, then one that fails for
+//     good until payOK holds the input.
 func register(t *testing.T, e *runtime.Engine) {
 	t.Helper()
+	must(t, runtime.Register(e, "payable", func(c *runtime.WorkflowContext, group string) (string, error) {
+		if _, err := runtime.Step(c, "bill@v1", runtime.StepOptions{}, func(runtime.StepContext) (string, error) { return group, nil }); err != nil {
+			return "", err
+		}
+		return runtime.Step(c, "pay@v1", runtime.StepOptions{}, func(runtime.StepContext) (string, error) {
+			if _, ok := payOK.Load(group); !ok {
+				return "", runtime.Permanent(errors.New("the bank is closed"))
+			}
+			return "paid " + group, nil
+		})
+	}))
 	must(t, runtime.Register(e, "gated", func(c *runtime.WorkflowContext, _ int) (string, error) {
 		if err := runtime.Do(c, "hold@v1", runtime.StepOptions{}, func(sc runtime.StepContext) error {
 			gate, _ := gates.Load(sc.RunID())
@@ -184,6 +197,9 @@ func init() { runtime.DeclareError("ui.boom", errBoom) }
 // gates hold the gated workflow's runs in their first step, by run ID,
 // until closed.
 var gates sync.Map
+
+// payOK holds the groups of the payable workflow whose pay step succeeds.
+var payOK sync.Map
 
 func must(t testing.TB, err error) {
 	t.Helper()
