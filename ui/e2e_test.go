@@ -35,8 +35,9 @@ func seedEveryStatus(f *e2eFixture) (want map[string]runtime.RunStatus, child st
 	f.start("hold", "hold-1", 1)
 	f.start("charge", "charge-1", 1250)
 	f.start("parent", "parent-1", "cy")
-	for _, id := range []string{"order-1001", "order-1002", "order-1003"} {
-		f.start("order", id, "book")
+	for i, id := range []string{"order-1001", "order-1002", "order-1003"} {
+		f.start("order", id, "book", runtime.WithAttributes(runtime.StringAttr("customer", fmt.Sprintf("C-%d", 7+i)),
+			runtime.NumberAttr("total", float64(120+35*i)), runtime.StringAttr("region", []string{"eu-west", "us-east", "eu-north"}[i])))
 	}
 	for _, id := range []string{"order-1001", "order-1002", "order-1003"} {
 		f.waitStatus(id, runtime.StatusWaiting)
@@ -87,9 +88,10 @@ func (p *e2ePage) wantRows(what string, ids ...string) {
 		jsString(rowsSelector), strings.Join(quoted, ", ")))
 }
 
-// List the runs of every status with their counts; filter by status, by
-// workflow and by ID prefix, the filter kept across the page's refreshes;
-// open a run, its child and back to the parent.
+// List the runs of every status with their counts, children under their
+// parents when asked for; filter by status, by workflow and by ID prefix,
+// the filter kept across the page's refreshes; open a run, its child and
+// back to the parent.
 func testBrowserRuns(t *testing.T, browser context.Context) {
 	f := newE2EFixture(t, ui.Options{})
 	want, child := seedEveryStatus(f)
@@ -105,13 +107,18 @@ func testBrowserRuns(t *testing.T, browser context.Context) {
 		t.Fatalf("nav#nav has %d links, want runs, queues, schedules and workers", n)
 	}
 
-	// Every run, with its status, and the counts per status.
+	// Every top-level run, with its status, and the counts per status.
 	ids := make([]string, 0, len(want))
 	for id := range want {
-		ids = append(ids, id)
+		if id != child {
+			ids = append(ids, id)
+		}
 	}
-	p.wantRows("every run", ids...)
+	p.wantRows("every top-level run", ids...)
 	for id, s := range want {
+		if id == child {
+			continue
+		}
 		if got := p.str(fmt.Sprintf("document.querySelector('#runs tr[data-run-id=%s]').dataset.status", jsString(id))); got != string(s) {
 			t.Errorf("run %s is listed %q, want %q", id, got, s)
 		}
@@ -128,7 +135,21 @@ func testBrowserRuns(t *testing.T, browser context.Context) {
 	if n := p.count("a#next"); n != 0 {
 		t.Errorf("one page of runs has a#next")
 	}
+	if got := p.text(`#runs tr[data-run-id="order-1001"] a.attr[data-attr="customer"]`); got != "customer=C-7" {
+		t.Errorf("order-1001's customer reads %q", got)
+	}
 	p.screenshot("dashboard-runs.png")
+
+	// With children: the child right under its parent, set in.
+	p.click("#filters #children")
+	p.click("#filters button#apply")
+	p.wantRows("every run with children", append(ids, child)...)
+	if got := p.rows(); slices.Index(got, child) != slices.Index(got, "parent-1")+1 {
+		t.Errorf("the child is not listed right under its parent: %v", got)
+	}
+	if d := p.str(fmt.Sprintf("document.querySelector('#runs tr[data-run-id=%s]').dataset.depth", jsString(child))); d != "1" {
+		t.Errorf("the child's row is set in %q, want 1", d)
+	}
 
 	// Filter by status: the URL keeps it, and the page's refreshes keep
 	// it while they show a run that started since.
@@ -151,7 +172,13 @@ func testBrowserRuns(t *testing.T, browser context.Context) {
 	p.open("runs")
 	p.set("#filters select[name=workflow]", "greet")
 	p.click("#filters button#apply")
-	p.wantRows("workflow greet", "greet-1", "later-1", child)
+	p.wantRows("workflow greet", "greet-1", "later-1")
+	p.click("#filters #children")
+	p.click("#filters button#apply")
+	p.wantRows("workflow greet with children", "greet-1", "later-1", child)
+	if got := p.text(fmt.Sprintf("#runs tr[data-run-id=%s] .of-parent a", jsString(child))); got != "parent-1" {
+		t.Errorf("the child listed without its parent names %q, want parent-1", got)
+	}
 	if q := p.str("location.search"); !strings.Contains(q, "workflow=greet") {
 		t.Fatalf("the filtered page's URL %q does not keep workflow=greet", q)
 	}
