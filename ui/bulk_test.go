@@ -98,7 +98,7 @@ func TestBulkRefusals(t *testing.T) {
 
 	none := d.get("/bulk?action=terminate&workflow=nothing").want(t, http.StatusOK)
 	none.contains(t, `data-count="0"`, `<p id="bulk-nothing" class="empty">`).lacks(t, `id="bulk-confirm"`)
-	cookie, token := d.session("/bulk?action=terminate&workflow=nothing")
+	cookie, token := d.session("/bulk?action=terminate&workflow=payable")
 	d.post("/bulk", url.Values{"csrf": {token}, "action": {"terminate"}, "workflow": {"nothing"}}, cookie).want(t, http.StatusConflict).
 		contains(t, `<p id="bulk-error" class="error" role="alert">No run matches the filter now: there is nothing to act on.</p>`)
 	d.post("/bulk", url.Values{"csrf": {"forged"}, "action": {"terminate"}, "workflow": {"payable"}}, cookie).want(t, http.StatusForbidden)

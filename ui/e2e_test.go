@@ -35,9 +35,8 @@ func seedEveryStatus(f *e2eFixture) (want map[string]runtime.RunStatus, child st
 	f.start("hold", "hold-1", 1)
 	f.start("charge", "charge-1", 1250)
 	f.start("parent", "parent-1", "cy")
-	for i, id := range []string{"order-1001", "order-1002", "order-1003"} {
-		f.start("order", id, "book", runtime.WithAttributes(runtime.StringAttr("customer", fmt.Sprintf("C-%d", 7+i)),
-			runtime.NumberAttr("total", float64(120+35*i)), runtime.StringAttr("region", []string{"eu-west", "us-east", "eu-north"}[i])))
+	for _, id := range []string{"order-1001", "order-1002", "order-1003"} {
+		f.start("order", id, "book")
 	}
 	for _, id := range []string{"order-1001", "order-1002", "order-1003"} {
 		f.waitStatus(id, runtime.StatusWaiting)
@@ -93,8 +92,16 @@ func (p *e2ePage) wantRows(what string, ids ...string) {
 // the filter kept across the page's refreshes; open a run, its child and
 // back to the parent.
 func testBrowserRuns(t *testing.T, browser context.Context) {
-	f := newE2EFixture(t, ui.Options{})
+	ops := newE2EOps(t, ui.Options{})
+	f := ops.e2eFixture
 	want, child := seedEveryStatus(f)
+	// Runs with search attributes, shown in their column.
+	ops.shop("basket-1", "C-7", 120, true)
+	ops.shop("basket-2", "C-8", 155.5, false)
+	for _, id := range []string{"basket-1", "basket-2"} {
+		f.waitStatus(id, runtime.StatusComplete)
+		want[id] = runtime.StatusComplete
+	}
 	p := e2eTab(t, browser, f)
 
 	// The mount point leads to the runs, under the prefix.
@@ -126,7 +133,7 @@ func testBrowserRuns(t *testing.T, browser context.Context) {
 			t.Errorf("run %s's link reads %q", id, got)
 		}
 	}
-	counts := map[string]int{"": len(want), "queued": 1, "running": 1, "paused": 1, "waiting": 1, "complete": 3, "errored": 1, "terminated": 1}
+	counts := map[string]int{"": len(want), "queued": 1, "running": 1, "paused": 1, "waiting": 1, "complete": 5, "errored": 1, "terminated": 1}
 	for s, n := range counts {
 		if got := p.text(fmt.Sprintf("#counts a[data-status=%s] .count", jsString(s))); got != fmt.Sprint(n) {
 			t.Errorf("the count of status %q reads %q, want %d", s, got, n)
@@ -135,8 +142,8 @@ func testBrowserRuns(t *testing.T, browser context.Context) {
 	if n := p.count("a#next"); n != 0 {
 		t.Errorf("one page of runs has a#next")
 	}
-	if got := p.text(`#runs tr[data-run-id="order-1001"] a.attr[data-attr="customer"]`); got != "customer=C-7" {
-		t.Errorf("order-1001's customer reads %q", got)
+	if got := p.text(`#runs tr[data-run-id="basket-1"] a.attr[data-attr="customer"]`); got != "customer=C-7" {
+		t.Errorf("basket-1's customer reads %q", got)
 	}
 	p.screenshot("dashboard-runs.png")
 

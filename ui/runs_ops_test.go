@@ -89,7 +89,7 @@ func TestRunsTimesAndAttributes(t *testing.T) {
 func TestRunsAttributeSearch(t *testing.T) {
 	t.Parallel()
 	d := family(t)
-	d.record(storage.WorkflowType{Name: "alpha", Attributes: []storage.AttrDecl{{Name: "customer", Type: storage.AttrString}, {Name: "total", Type: storage.AttrNumber}, {Name: "rush", Type: storage.AttrBool}}})
+	d.record(storage.WorkflowType{Name: "alpha", Attributes: []storage.AttrDecl{{Name: "customer", Type: storage.AttrString}, {Name: "total", Type: storage.AttrNumber}, {Name: "rush", Type: storage.AttrBool}, {Name: "note", Type: storage.AttrString}}})
 	for where, want := range map[string][]string{
 		"customer=C-7":                {"p-1"},
 		"customer^=C-":                {"q-1", "p-1"},
