@@ -238,7 +238,7 @@ type runsPage struct {
 	// when they are shown).
 	ChildrenHref string
 	// Bulk holds the filter's fields for the bulk action form, and
-	// BulkActions its choices; nil without AccessOperate.
+	// BulkActions its choices; BulkActions is nil without AccessOperate.
 	Bulk        url.Values
 	BulkActions []bulkChoice
 	// StartHref leads to the start form of the filter's workflow, or to
