@@ -558,3 +558,53 @@ func TestUILoginFlagErrors(t *testing.T) {
 		t.Fatalf("help ui:\n%s", out)
 	}
 }
+
+// stem ui carries out the bulk actions started on its store (here by
+// another engine, as its pages would): it runs their worker. Read-only,
+// it runs none, and a bulk action waits.
+func TestUIRunsBulkActions(t *testing.T) {
+	f := newFixture(t, nil, true)
+	for _, id := range []string{"req-1", "req-2"} {
+		if _, err := runtime.Start[string, string](f.ctx, f.e, "approve", "ada", runtime.WithID(id)); err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(t, f.e, id, runtime.StatusWaiting)
+	}
+
+	ro := startUI(t, "--store", f.path, "ui", "--addr", "127.0.0.1:0", "--read-only")
+	held, err := f.e.StartBulk(f.ctx, runtime.BulkRequest{Action: runtime.BulkPause, Filter: runtime.ListRunsQuery{IDPrefix: "req-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := ro.get("/bulks"); code != http.StatusOK || !strings.Contains(body, `data-bulk-id="`+held+`"`) {
+		t.Fatalf("read-only GET /bulks: %d\n%s", code, body)
+	}
+	if code, _ := ro.stop(os.Interrupt); code != 0 {
+		t.Fatalf("stem ui --read-only: exit %d", code)
+	}
+	if b, err := f.e.GetBulk(f.ctx, held); err != nil || b.Progress.Done || b.Status.Finished() {
+		t.Fatalf("with a read-only stem ui alone, the bulk action went on: %+v %v", b, err)
+	}
+
+	p := startUI(t, "--store", f.path, "ui", "--addr", "127.0.0.1:0")
+	id, err := f.e.StartBulk(f.ctx, runtime.BulkRequest{Action: runtime.BulkPause, Filter: runtime.ListRunsQuery{IDPrefix: "req-2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, f.e, "req-2", runtime.StatusPaused)
+	waitStatus(t, f.e, "req-1", runtime.StatusPaused) // the one queued meanwhile too
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, err := f.e.GetBulk(f.ctx, id)
+		if err == nil && b.Progress.Done && b.Progress.Acted == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the bulk action under stem ui: %+v %v", b, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code, out := p.stop(syscall.SIGTERM); code != 0 || !strings.HasSuffix(out, "stopped\n") {
+		t.Fatalf("stem ui after SIGTERM: exit %d\n%s", code, out)
+	}
+}
