@@ -95,6 +95,11 @@ func (h *handler) parseRunFilter(ctx context.Context, v url.Values) (runFilter, 
 	default:
 		return f, &filterError{Msg: fmt.Sprintf("children=%q: children are shown (1) or hidden (0)", c)}
 	}
+	if f.After != "" {
+		if _, _, err := storage.ParseCreatedCursor(f.After); err != nil {
+			return f, &filterError{Msg: "This page's link holds a cursor the runs page no longer reads (runs are listed by creation time now): start again from the first page."}
+		}
+	}
 	q := runtime.ListRunsQuery{Workflow: f.Workflow, Queue: f.Queue, IDPrefix: f.Prefix, ParentID: f.Parent,
 		After: f.After, Limit: runsPageSize, Descending: true, Order: storage.OrderCreated,
 		TopLevel: !f.Children && f.Parent == ""}
