@@ -173,7 +173,7 @@ func testBrowserSearch(t *testing.T, browser context.Context) {
 	// An attribute's link searches for its value.
 	p.open("runs?where=total%3E%3D300")
 	p.wantRows("total>=300", "basket-103")
-	p.click(`#runs tr[data-run-id="basket-103"] a.attr[data-attr="customer"]`)
+	p.clickNow(`#runs tr[data-run-id="basket-103"] a.attr[data-attr="customer"]`)
 	p.wantRows("the link customer=C-8", "basket-103")
 	if v := p.str("document.querySelector('#filters input[name=where]').value"); v != "customer=C-8" {
 		t.Fatalf("after the attribute's link the box reads %q", v)
@@ -321,4 +321,13 @@ func testBrowserLogin(t *testing.T, browser context.Context) {
 	p.until("logged out", `document.querySelector('#logged-out') !== null && document.querySelector('form#login-form') !== null`)
 	p.open("runs")
 	p.until("the login page again", `document.querySelector('form#login-form') !== null && document.querySelector('#runs') === null`)
+}
+
+// clickNow clicks the element sel selects, once it is there and shown, in
+// one step of the page's own script: a refresh of the page's live part
+// may replace the element between chromedp's finding it and clicking it,
+// which fails the click; here it cannot come between.
+func (p *e2ePage) clickNow(sel string) {
+	p.t.Helper()
+	p.until("click "+sel, fmt.Sprintf("(() => { const e = document.querySelector(%s); if (!e || e.getClientRects().length === 0) return false; e.click(); return true; })()", jsString(sel)))
 }

@@ -206,7 +206,7 @@ func testBrowserRuns(t *testing.T, browser context.Context) {
 
 	// Open a run from the list, its child, and back to the parent.
 	p.open("runs")
-	p.click(`#runs tr[data-run-id="parent-1"] a.run-link`)
+	p.clickNow(`#runs tr[data-run-id="parent-1"] a.run-link`)
 	p.until("parent-1's page", `document.querySelector('main#run[data-run-id="parent-1"]') !== null`)
 	if s := p.text("#status"); s != "complete" {
 		t.Fatalf("parent-1's #status reads %q", s)
@@ -217,12 +217,12 @@ func testBrowserRuns(t *testing.T, browser context.Context) {
 	if got := p.text("#children a.run-link"); got != child {
 		t.Fatalf("parent-1's #children link reads %q, want %s", got, child)
 	}
-	p.click("#children a.run-link")
+	p.clickNow("#children a.run-link")
 	p.until("the child's page", fmt.Sprintf("document.querySelector('main#run[data-run-id=%s]') !== null", jsString(child)))
 	if got := p.text("#parent a.run-link"); got != "parent-1" {
 		t.Fatalf("the child's #parent link reads %q", got)
 	}
-	p.click("#parent a.run-link")
+	p.clickNow("#parent a.run-link")
 	p.until("back on parent-1's page", `document.querySelector('main#run[data-run-id="parent-1"]') !== null`)
 
 	// The errored run: its error, its failed step and both attempts.
@@ -269,7 +269,7 @@ func testBrowserPauseResumeEvent(t *testing.T, browser context.Context) {
 	p.screenshot("dashboard-run.png")
 
 	// Pause: a dialog asks first; then the outcome and the new status.
-	p.click(`button[data-action="pause"]`)
+	p.clickNow(`button[data-action="pause"]`)
 	p.until("the pause dialog", `document.querySelector('dialog[open] button[data-confirm]') !== null`)
 	p.confirm("the pause", "ok")
 	p.until("the run paused on the page", `document.querySelector('#status')?.textContent.trim() === 'paused'`)
@@ -277,7 +277,7 @@ func testBrowserPauseResumeEvent(t *testing.T, browser context.Context) {
 		t.Fatalf("after pause the run is %s", s)
 	}
 
-	p.click(`button[data-action="resume"]`)
+	p.clickNow(`button[data-action="resume"]`)
 	p.until("the resume dialog", `document.querySelector('dialog[open] button[data-confirm]') !== null`)
 	p.confirm("the resume", "ok")
 	p.until("the run waiting again on the page", `document.querySelector('#status')?.textContent.trim() === 'waiting'`)
@@ -287,7 +287,7 @@ func testBrowserPauseResumeEvent(t *testing.T, browser context.Context) {
 
 	// The event: a payload that is not JSON is refused in the browser and
 	// nothing is sent.
-	p.click(`button[data-action="event"]`)
+	p.clickNow(`button[data-action="event"]`)
 	p.until("the event dialog", `document.querySelector('dialog[open] textarea[name=payload]') !== null`)
 	p.set("dialog[open] input[name=topic]", "shipment")
 	p.set("dialog[open] textarea[name=payload]", `{"tracking": "ZX-1"}`)
@@ -333,7 +333,7 @@ func testBrowserTerminateRestart(t *testing.T, browser context.Context) {
 	p := e2eTab(t, browser, f)
 
 	p.open("runs/order-3001")
-	p.click(`button[data-action="terminate"]`)
+	p.clickNow(`button[data-action="terminate"]`)
 	p.until("the terminate dialog", `document.querySelector('dialog[open] input[name=reason]') !== null`)
 	p.set("dialog[open] input[name=reason]", "duplicate order")
 	p.confirm("the terminate", "ok")
@@ -352,7 +352,7 @@ func testBrowserTerminateRestart(t *testing.T, browser context.Context) {
 	p.open("runs/charge-2")
 	p.until("the errored run's page", `document.querySelector('main#run[data-status="errored"]') !== null`)
 	f.cardOK.Store(true)
-	p.click(`button[data-action="restart"]`)
+	p.clickNow(`button[data-action="restart"]`)
 	p.until("the restart dialog", `document.querySelector('dialog[open] select[name=step]') !== null`)
 	if first := p.str("document.querySelector('dialog[open] select[name=step]').options[0].value"); first != "" {
 		t.Fatalf("the restart dialog's first choice is %q, want \"\" (from the top)", first)
@@ -388,7 +388,7 @@ func testBrowserUpdate(t *testing.T, browser context.Context) {
 	if w := p.text("#wait"); !strings.Contains(w, "Waiting for an update") || !strings.Contains(w, "add") {
 		t.Fatalf("#wait reads %q, want the update add", w)
 	}
-	p.click(`button[data-action="update"]`)
+	p.clickNow(`button[data-action="update"]`)
 	p.until("the update dialog", `document.querySelector('dialog[open] textarea[name=request]') !== null`)
 	p.set("dialog[open] select[name=update]", "add")
 	p.set("dialog[open] textarea[name=request]", `{5`)
