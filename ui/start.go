@@ -245,9 +245,9 @@ func newStartForm(w storage.WorkflowType) *startForm {
 	case len(types) == 1 && types[0] == "object" && node["properties"] != nil:
 		props, _ := node["properties"].(map[string]any)
 		required := stringList(node["required"])
-		for _, name := range propertyOrder(w.InputSchema, node, props) {
+		for _, name := range propertyOrder(w.InputSchema, props) {
 			ps, _ := props[name].(map[string]any)
-			fd := fieldOf(root, resolveRef(root, ps))
+			fd := fieldOf(resolveRef(root, ps))
 			fd.Name, fd.Input, fd.ID, fd.Label = name, "in."+name, "field-"+fieldID(name), name
 			fd.Required = slices.Contains(required, name)
 			f.Fields = append(f.Fields, fd)
@@ -255,7 +255,7 @@ func newStartForm(w storage.WorkflowType) *startForm {
 		f.object = true
 		return f
 	case len(types) == 1 && types[0] != "object" && types[0] != "array":
-		fd := fieldOf(root, node)
+		fd := fieldOf(node)
 		if fd.Kind == fieldJSON {
 			return whole()
 		}
@@ -269,7 +269,7 @@ func newStartForm(w storage.WorkflowType) *startForm {
 }
 
 // fieldOf is the field for a property's schema s.
-func fieldOf(root any, s map[string]any) *startField {
+func fieldOf(s map[string]any) *startField {
 	fd := &startField{Kind: fieldJSON}
 	if d, ok := s["description"].(string); ok {
 		fd.Description = d
@@ -677,9 +677,9 @@ func stringList(v any) []string {
 	return out
 }
 
-// propertyOrder is the order of an object's properties as the schema
-// writes them (the root's, when node is the root), else by name.
-func propertyOrder(raw json.RawMessage, node map[string]any, props map[string]any) []string {
+// propertyOrder is the order of the root object's properties as the
+// schema writes them, else (a root that refers to its $defs) by name.
+func propertyOrder(raw json.RawMessage, props map[string]any) []string {
 	names := make([]string, 0, len(props))
 	for n := range props {
 		names = append(names, n)

@@ -29,6 +29,12 @@ type orderInput struct {
 	Gift     *bool      `json:"gift"`
 }
 
+// treeNode is a recursive input: its schema refers to its $defs.
+type treeNode struct {
+	Name string     `json:"name"`
+	Kids []treeNode `json:"kids"`
+}
+
 // schemaOf is the schema an engine records for a Go type.
 func schemaOf(t *testing.T, v any) json.RawMessage {
 	t.Helper()
@@ -52,6 +58,7 @@ func startForm(t *testing.T) *dash {
 	d.record(
 		storage.WorkflowType{Name: "orders.place", Version: 2, InputSchema: schemaOf(t, orderInput{})},
 		storage.WorkflowType{Name: "count", Version: 1, InputSchema: schemaOf(t, 0)},
+		storage.WorkflowType{Name: "tree", Version: 1, InputSchema: schemaOf(t, treeNode{})},
 		storage.WorkflowType{Name: "manual", Version: 1, InputSchema: json.RawMessage(
 			`{"type":"object","required":["region"],"properties":{"region":{"type":"string","enum":["eu","us"],"description":"Where it ships from."},"count":{"type":"integer"}}}`)},
 	)
@@ -115,6 +122,19 @@ func TestStartFormFields(t *testing.T) {
 	// A scalar input is one field, required.
 	d.get("/start?workflow=count").want(t, http.StatusOK).contains(t,
 		`<input id="field-input" name="input" value="" type="number" step="1" inputmode="numeric" required>`)
+
+	// A recursive input: its properties through $defs, the recursion as
+	// JSON; a good one starts.
+	d.get("/start?workflow=tree").want(t, http.StatusOK).contains(t, `<input id="field-name" name="in.name"`,
+		`<textarea id="field-kids" name="in.kids"`)
+	res = d.postStart("tree", url.Values{"in.name": {"root"}, "in.kids": {`[{"name": "leaf", "kids": null}]`}})
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a good tree: %d\n%s", res.StatusCode, res.body)
+	}
+	res = d.postStart("tree", url.Values{"in.name": {"root"}, "in.kids": {`[{"name": 3}]`}}).want(t, http.StatusUnprocessableEntity)
+	if e := fieldError(res.body, "field-kids"); e != "At [0].name: want string, got number 3." {
+		t.Errorf("a bad tree: %q next to kids", e)
+	}
 
 	d.get("/start?workflow=nothing").want(t, http.StatusNotFound).contains(t, `No engine sharing this store serves a workflow &#34;nothing&#34;`)
 }
