@@ -127,6 +127,13 @@ func (w *wtx) checkpoint(req storage.CheckpointRequest, now time.Time) (storage.
 	if err != nil {
 		return res, err
 	}
+	if written {
+		// The attributes set ride with the checkpoint too, when it is
+		// written; a merge over the limit fails the whole write.
+		if err := w.mergeAttrs(ref, l.RunID, req.Attributes); err != nil {
+			return res, err
+		}
+	}
 	if req.Reply != nil || len(req.Streams) > 0 {
 		// The reply and stream writes ride with the checkpoint, only
 		// when it is written: a replay that finds it writes neither. A
@@ -243,8 +250,9 @@ func (s *Store) ListSteps(ctx context.Context, q storage.StepsQuery) (storage.Hi
 		// before the step's checkpoint, those written with checkpoints,
 		// those recorded on their own after it.
 		var before, with, after []storage.Attempt
-		if err := c.query(`SELECT `+checkpointCols+`, attempts FROM checkpoints WHERE run_ref = ?1 AND execution = ?2 ORDER BY seq`, func(r row) error {
+		if err := c.query(`SELECT `+checkpointCols+`, attempts, input FROM checkpoints WHERE run_ref = ?1 AND execution = ?2 ORDER BY seq`, func(r row) error {
 			cp := scanCheckpoint(r)
+			cp.Input = r.bytes(10)
 			index[cp.Key] = len(h.Steps)
 			h.Steps = append(h.Steps, storage.StepRecord{Checkpoint: cp})
 			as, err := decodeAttempts(r.bytes(9))
@@ -325,14 +333,14 @@ func scanAttempt(r row) storage.Attempt {
 	}
 }
 
-// insertCheckpoint writes cp in the run's execution exec, with the attempts
-// that produced it, unless the execution has a checkpoint for its key;
+// insertCheckpoint writes cp in the run's execution exec, with its input
+// and the attempts that produced it, unless the execution has a checkpoint for its key;
 // written reports which.
 func (w *wtx) insertCheckpoint(ref, exec int64, cp *storage.Checkpoint, attempts []storage.Attempt, now int64) (written bool, err error) {
-	n, err := w.exec(`INSERT INTO checkpoints (run_ref, execution, key, kind, output, error_message, error_code, attempts, created_at)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (run_ref, execution, key) DO NOTHING`,
+	n, err := w.exec(`INSERT INTO checkpoints (run_ref, execution, key, kind, output, error_message, error_code, attempts, created_at, input)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (run_ref, execution, key) DO NOTHING`,
 		ref, exec, cp.Key, string(cp.Kind), bytesArg(cp.Output), errMsg(cp.Error), errCode(cp.Error),
-		bytesArg(encodeAttempts(attempts)), now)
+		bytesArg(encodeAttempts(attempts)), now, bytesArg(cp.Input))
 	return n == 1, err
 }
 

@@ -87,7 +87,7 @@ func (c *conn) bind(args []any) []driver.NamedValue {
 		switch x := a.(type) {
 		case int:
 			v = int64(x)
-		case int64, string, []byte, nil:
+		case int64, float64, string, []byte, nil:
 			v = x
 		case bool:
 			if x {
@@ -225,8 +225,8 @@ func (c *conn) txQuery(query string, each func(r row) error, args []driver.Named
 	return rows.Err()
 }
 
-// row is one result row as the driver returns it: int64, string, []byte
-// (a BLOB, possibly empty) or nil (NULL).
+// row is one result row as the driver returns it: int64, float64, string,
+// []byte (a BLOB, possibly empty) or nil (NULL).
 type row []driver.Value
 
 func (r row) int64(i int) int64 {

@@ -135,6 +135,9 @@ func (w *wtx) insertNew(r storage.NewRun, now time.Time) (ref int64, created boo
 	if _, err := w.exec(`INSERT INTO executions (run_ref, number, started_at) VALUES (?1, 1, ?2)`, ref, n); err != nil {
 		return 0, false, err
 	}
+	if err := w.insertAttrs(ref, r.Attributes); err != nil {
+		return 0, false, err
+	}
 	if r.Lease != nil {
 		if err := w.logEagerStart(r.QueueOf(), n); err != nil {
 			return 0, false, err

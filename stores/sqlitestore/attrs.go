@@ -1,0 +1,210 @@
+package sqlitestore
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stemflow/stem/storage"
+)
+
+// A run's search attributes live in run_attrs (migration 014), one row
+// per name, the value in the column of its type; the rows carry the run's
+// creation time and ID, so that each type's index lists the runs of one
+// name and value in creation order. They are written by a create
+// (insertAttrs) and merged by a checkpoint that sets some (mergeAttrs);
+// Restart and ContinueAsNew leave them; deleteRuns deletes them with
+// their run.
+
+// insertAttrs writes the attributes of the run ref, just inserted, each
+// with the run's creation time and ID read from its row.
+func (w *wtx) insertAttrs(ref int64, attrs []storage.Attr) error {
+	for _, a := range storage.NormalizeAttrs(attrs) {
+		str, num, tim, b := attrValue(a)
+		if _, err := w.exec(insertAttr, ref, a.Name, str, num, tim, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// insertAttr writes attribute ?2 of run ?1 (its ref), its value ?3 to ?6
+// (one not NULL), or replaces the value the run has under the name.
+const insertAttr = `INSERT INTO run_attrs (run_ref, name, str_value, num_value, time_value, bool_value, created_us, run_id)
+	SELECT ref, ?2, ?3, ?4, ?5, ?6, created_us, id FROM runs WHERE ref = ?1
+	ON CONFLICT (run_ref, name) DO UPDATE SET str_value = excluded.str_value, num_value = excluded.num_value,
+		time_value = excluded.time_value, bool_value = excluded.bool_value`
+
+// mergeAttrs merges set into the attributes of the run ref, as
+// storage.MergeAttrs does: a name set replaces its value (and type), a
+// new one is added. A merge that would leave the run more than
+// storage.MaxAttributes is ErrInvalidArgument, with nothing changed.
+func (w *wtx) mergeAttrs(ref int64, runID string, set []storage.Attr) error {
+	if len(set) == 0 {
+		return nil
+	}
+	var have []string
+	if err := w.query(`SELECT name FROM run_attrs WHERE run_ref = ?1`, func(r row) error {
+		have = append(have, r.str(0))
+		return nil
+	}, ref); err != nil {
+		return err
+	}
+	n := len(have)
+	for _, a := range set {
+		if !slices.Contains(have, a.Name) {
+			n++
+		}
+	}
+	if n > storage.MaxAttributes {
+		return fmt.Errorf("run %q: set attributes: %w: the run would hold %d attributes, over the limit of %d",
+			runID, storage.ErrInvalidArgument, n, storage.MaxAttributes)
+	}
+	return w.insertAttrs(ref, set)
+}
+
+// attrValue returns the columns str_value, num_value, time_value and
+// bool_value that hold a's value: the one of its type set, the others NULL.
+func attrValue(a storage.Attr) (str, num, tim, b any) {
+	switch a.Type {
+	case storage.AttrString:
+		return a.Str, nil, nil, nil
+	case storage.AttrNumber:
+		return nil, a.Num, nil, nil
+	case storage.AttrTime:
+		return nil, nil, a.Time.UnixMicro(), nil
+	default:
+		return nil, nil, nil, a.Bool
+	}
+}
+
+// attrsCol is the column, in runCols, that holds a run's attributes: NULL
+// when it has none, else a JSON array of [name, type, value] arrays of
+// text, in name order, the value as attrText writes it. One statement
+// thus reads a page of runs with their attributes, in one state of the
+// database, a seek of run_attrs per run.
+const attrsCol = `(SELECT json_group_array(` + attrText + `) FROM run_attrs WHERE run_ref = r.ref HAVING count(*) > 0)`
+
+// attrText renders a row of run_attrs as decodeAttrs reads it: a string as
+// it is, a number with 17 significant digits (which strconv.ParseFloat
+// reads back to the same float64), a time in Unix microseconds, a bool as
+// 0 or 1.
+const attrText = `CASE
+		WHEN str_value IS NOT NULL THEN json_array(name, 's', str_value)
+		WHEN num_value IS NOT NULL THEN json_array(name, 'n', printf('%!.17g', num_value))
+		WHEN time_value IS NOT NULL THEN json_array(name, 't', CAST(time_value AS TEXT))
+		ELSE json_array(name, 'b', CAST(bool_value AS TEXT)) END`
+
+// decodeAttrs reads the attributes column (attrsCol) at i: nil when NULL.
+func decodeAttrs(r row, i int) ([]storage.Attr, error) {
+	if r.isNull(i) {
+		return nil, nil
+	}
+	var rows [][3]string
+	if err := json.Unmarshal(r.bytes(i), &rows); err != nil {
+		return nil, fmt.Errorf("stored attributes: %w", err)
+	}
+	attrs := make([]storage.Attr, 0, len(rows))
+	for _, c := range rows {
+		a := storage.Attr{Name: c[0]}
+		var err error
+		switch c[1] {
+		case "s":
+			a.Type, a.Str = storage.AttrString, c[2]
+		case "n":
+			a.Type = storage.AttrNumber
+			a.Num, err = strconv.ParseFloat(c[2], 64)
+		case "t":
+			var us int64
+			us, err = strconv.ParseInt(c[2], 10, 64)
+			a.Type, a.Time = storage.AttrTime, time.UnixMicro(us).UTC()
+		case "b":
+			a.Type, a.Bool = storage.AttrBool, c[2] != "0"
+		default:
+			err = fmt.Errorf("unknown type %q", c[1])
+		}
+		if err != nil {
+			return nil, fmt.Errorf("stored attribute %s: %w", a.Name, err)
+		}
+		attrs = append(attrs, a)
+	}
+	// In name order already, as the rows are read; sorted anyway, which
+	// costs a pass over them, so the order does not rest on the plan.
+	slices.SortFunc(attrs, func(a, b storage.Attr) int { return strings.Compare(a.Name, b.Name) })
+	return attrs, nil
+}
+
+// attrCond is the comparison of an attribute filter's value, as SQL on
+// the row of run_attrs of alias t that holds the attribute of its name:
+// the value column of the filter's type (NULL, so false, in a row of
+// another type) compared to its value, bound by p. A time compares at
+// the microsecond, as times are stored: a filter's time finer than that
+// is compared as AttrFilter.Match compares it (a stored time never
+// equals it, lies below it up to its microsecond, above it from the
+// next).
+func attrCond(t string, f storage.AttrFilter, p *params) string {
+	v := f.Value
+	switch v.Type {
+	case storage.AttrString:
+		col := t + `.str_value`
+		if f.Op != storage.OpPrefix {
+			return col + ` = ` + p.add(v.Str)
+		}
+		cond := col + ` >= ` + p.add(v.Str)
+		if end, ok := storage.PrefixEnd(v.Str); ok {
+			cond += ` AND ` + col + ` < ` + p.add(end)
+		}
+		return cond
+	case storage.AttrNumber:
+		return t + `.num_value ` + string(f.Op) + ` ` + p.add(v.Num)
+	case storage.AttrTime:
+		col := t + `.time_value`
+		us := v.Time.Truncate(time.Microsecond)
+		q := p.add(us.UnixMicro())
+		if v.Time.Equal(us) {
+			return col + ` ` + string(f.Op) + ` ` + q
+		}
+		// A time between two microseconds: those below it are those up
+		// to its microsecond (none equals it: see matchesNone).
+		switch f.Op {
+		case storage.OpLt, storage.OpLe:
+			return col + ` <= ` + q
+		default:
+			return col + ` > ` + q
+		}
+	default:
+		return t + `.bool_value = ` + p.add(v.Bool)
+	}
+}
+
+// matchesNone reports whether the filter passes no run whatever the runs
+// stored: an equality to a time finer than the microsecond, which no
+// stored time is.
+func matchesNone(f storage.AttrFilter) bool {
+	return f.Op == storage.OpEq && f.Value.Type == storage.AttrTime && !f.Value.Time.Equal(f.Value.Time.Truncate(time.Microsecond))
+}
+
+// attrIndex is the index of run_attrs that holds the values of type t.
+func attrIndex(t storage.AttrType) string {
+	switch t {
+	case storage.AttrString:
+		return "run_attrs_str"
+	case storage.AttrNumber:
+		return "run_attrs_num"
+	case storage.AttrTime:
+		return "run_attrs_time"
+	}
+	return "run_attrs_bool"
+}
+
+// params numbers a statement's parameters as they are added.
+type params struct{ args []any }
+
+// add binds v to the next parameter and returns its name.
+func (p *params) add(v any) string {
+	p.args = append(p.args, v)
+	return "?" + strconv.Itoa(len(p.args))
+}
