@@ -31,6 +31,15 @@ func (w *wtx) insertAttrs(ref int64, attrs []storage.Attr) error {
 	return nil
 }
 
+// replaceAttrs gives the run ref the attributes attrs in place of those
+// it has: a debounce window's run takes the last start's.
+func (w *wtx) replaceAttrs(ref int64, attrs []storage.Attr) error {
+	if _, err := w.exec(`DELETE FROM run_attrs WHERE run_ref = ?1`, ref); err != nil {
+		return err
+	}
+	return w.insertAttrs(ref, attrs)
+}
+
 // insertAttr writes attribute ?2 of run ?1 (its ref), its value ?3 to ?6
 // (one not NULL), or replaces the value the run has under the name.
 const insertAttr = `INSERT INTO run_attrs (run_ref, name, str_value, num_value, time_value, bool_value, created_us, run_id)

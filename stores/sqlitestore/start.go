@@ -151,8 +151,8 @@ func (w *wtx) insertNew(r storage.NewRun, now time.Time) (ref int64, created boo
 // joinKey joins the holder of r's start key, at now, if it still holds
 // it: a singleton's run that has not ended, a debounce window's run that
 // is queued and not yet ready. Unless the key keeps the window's first
-// input, a debounce holder takes r's input and headers; r's event goes to
-// the holder. joined is false, nothing written, when the key is free.
+// input, a debounce holder takes r's input, headers and search
+// attributes; r's event goes to the holder. joined is false, nothing written, when the key is free.
 func (w *wtx) joinKey(r storage.NewRun, now int64) (res storage.CreateResult, joined bool, err error) {
 	k := r.Key
 	var ref, readyAt int64
@@ -181,6 +181,9 @@ func (w *wtx) joinKey(r storage.NewRun, now int64) (res storage.CreateResult, jo
 				return res, false, err
 			}
 			if _, err := w.exec(`UPDATE runs SET updated_at = ?2 WHERE ref = ?1`, ref, now); err != nil {
+				return res, false, err
+			}
+			if err := w.replaceAttrs(ref, r.Attributes); err != nil {
 				return res, false, err
 			}
 		}
