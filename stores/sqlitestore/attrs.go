@@ -1,7 +1,6 @@
 package sqlitestore
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -91,52 +90,61 @@ func attrValue(a storage.Attr) (str, num, tim, b any) {
 }
 
 // attrsCol is the column, in runCols, that holds a run's attributes: NULL
-// when it has none, else a JSON array of [name, type, value] arrays of
-// text, in name order, the value as attrText writes it. One statement
-// thus reads a page of runs with their attributes, in one state of the
-// database, a seek of run_attrs per run.
-const attrsCol = `(SELECT json_group_array(` + attrText + `) FROM run_attrs WHERE run_ref = r.ref HAVING count(*) > 0)`
+// when it has none, else each in name order as attrText writes it. One
+// statement thus reads a page of runs with their attributes, in one state
+// of the database, a seek of run_attrs per run. It is text of our own
+// making rather than JSON, which costs about four times as much to read
+// back (measured on pages of 100 runs of two attributes).
+const attrsCol = `(SELECT group_concat(` + attrText + `, '') FROM run_attrs WHERE run_ref = r.ref)`
 
-// attrText renders a row of run_attrs as decodeAttrs reads it: a string as
-// it is, a number with 17 significant digits (which strconv.ParseFloat
-// reads back to the same float64), a time in Unix microseconds, a bool as
-// 0 or 1.
-const attrText = `CASE
-		WHEN str_value IS NOT NULL THEN json_array(name, 's', str_value)
-		WHEN num_value IS NOT NULL THEN json_array(name, 'n', printf('%!.17g', num_value))
-		WHEN time_value IS NOT NULL THEN json_array(name, 't', CAST(time_value AS TEXT))
-		ELSE json_array(name, 'b', CAST(bool_value AS TEXT)) END`
+// attrText renders a row of run_attrs as decodeAttrs reads it: the name's
+// length in bytes, a colon, the name, the type (s, n, t or b), the
+// value's length in bytes, a colon and the value: a string as it is, a
+// number with 17 significant digits (which strconv.ParseFloat reads back
+// to the same float64), a time in Unix microseconds, a bool as 0 or 1.
+const attrText = `octet_length(name) || ':' || name || CASE
+		WHEN str_value IS NOT NULL THEN 's' || octet_length(str_value) || ':' || str_value
+		WHEN num_value IS NOT NULL THEN 'n' || octet_length(printf('%!.17g', num_value)) || ':' || printf('%!.17g', num_value)
+		WHEN time_value IS NOT NULL THEN 't' || octet_length(time_value) || ':' || time_value
+		ELSE 'b' || octet_length(bool_value) || ':' || bool_value END`
 
 // decodeAttrs reads the attributes column (attrsCol) at i: nil when NULL.
 func decodeAttrs(r row, i int) ([]storage.Attr, error) {
 	if r.isNull(i) {
 		return nil, nil
 	}
-	var rows [][3]string
-	if err := json.Unmarshal(r.bytes(i), &rows); err != nil {
-		return nil, fmt.Errorf("stored attributes: %w", err)
-	}
-	attrs := make([]storage.Attr, 0, len(rows))
-	for _, c := range rows {
-		a := storage.Attr{Name: c[0]}
+	text := r.str(i)
+	var attrs []storage.Attr
+	for text != "" {
+		name, rest, ok := cutCounted(text)
+		if !ok || rest == "" {
+			return nil, fmt.Errorf("stored attributes: malformed at %q", text)
+		}
+		typ := rest[0]
+		value, rest, ok := cutCounted(rest[1:])
+		if !ok {
+			return nil, fmt.Errorf("stored attribute %s: malformed value", name)
+		}
+		text = rest
+		a := storage.Attr{Name: name}
 		var err error
-		switch c[1] {
-		case "s":
-			a.Type, a.Str = storage.AttrString, c[2]
-		case "n":
+		switch typ {
+		case 's':
+			a.Type, a.Str = storage.AttrString, value
+		case 'n':
 			a.Type = storage.AttrNumber
-			a.Num, err = strconv.ParseFloat(c[2], 64)
-		case "t":
+			a.Num, err = strconv.ParseFloat(value, 64)
+		case 't':
 			var us int64
-			us, err = strconv.ParseInt(c[2], 10, 64)
+			us, err = strconv.ParseInt(value, 10, 64)
 			a.Type, a.Time = storage.AttrTime, time.UnixMicro(us).UTC()
-		case "b":
-			a.Type, a.Bool = storage.AttrBool, c[2] != "0"
+		case 'b':
+			a.Type, a.Bool = storage.AttrBool, value != "0"
 		default:
-			err = fmt.Errorf("unknown type %q", c[1])
+			err = fmt.Errorf("unknown type %q", typ)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("stored attribute %s: %w", a.Name, err)
+			return nil, fmt.Errorf("stored attribute %s: %w", name, err)
 		}
 		attrs = append(attrs, a)
 	}
@@ -144,6 +152,17 @@ func decodeAttrs(r row, i int) ([]storage.Attr, error) {
 	// costs a pass over them, so the order does not rest on the plan.
 	slices.SortFunc(attrs, func(a, b storage.Attr) int { return strings.Compare(a.Name, b.Name) })
 	return attrs, nil
+}
+
+// cutCounted cuts from s a field written as its length in bytes, a colon
+// and its bytes, and returns it and what follows.
+func cutCounted(s string) (field, rest string, ok bool) {
+	n, after, found := strings.Cut(s, ":")
+	size, err := strconv.Atoi(n)
+	if !found || err != nil || size < 0 || size > len(after) {
+		return "", "", false
+	}
+	return after[:size], after[size:], true
 }
 
 // attrCond is the comparison of an attribute filter's value, as SQL on

@@ -271,7 +271,7 @@ func TestAttrListingPlans(t *testing.T) {
 		{storage.AttrFilter{Op: storage.OpLt, Value: storage.TimeAttr("placed", now)}, "run_attrs_time (name=? AND time_value<?)"},
 		{storage.AttrFilter{Op: storage.OpGe, Value: storage.TimeAttr("placed", now)}, "run_attrs_time (name=? AND time_value>?)"},
 	}
-	second := storage.AttrFilter{Op: storage.OpGe, Value: storage.NumberAttr("total", 100)}
+	second := storage.AttrFilter{Op: storage.OpGe, Value: storage.NumberAttr("weight", 100)}
 	others := []storage.ListRunsQuery{
 		{},
 		{Workflow: "w", Status: storage.StatusPaused, Queue: "q", Versions: []int{1}, IDPrefix: "r-"},
@@ -319,6 +319,18 @@ func TestAttrListingPlans(t *testing.T) {
 			}
 		}
 	}
+	// Filters of the first's name and type bound the range it reads.
+	between := func(f ...storage.AttrFilter) storage.ListRunsQuery {
+		return storage.ListRunsQuery{Where: f, Order: storage.OrderCreated, Descending: true}
+	}
+	shapes = append(shapes,
+		shape{"a range of numbers", between(storage.AttrFilter{Op: storage.OpGe, Value: storage.NumberAttr("total", 500)},
+			storage.AttrFilter{Op: storage.OpLt, Value: storage.NumberAttr("total", 501)}, second), "run_attrs_num (name=? AND num_value>? AND num_value<?)", true},
+		shape{"a range of times", between(storage.AttrFilter{Op: storage.OpGt, Value: storage.TimeAttr("placed", now)},
+			storage.AttrFilter{Op: storage.OpLe, Value: storage.TimeAttr("placed", now.Add(time.Hour))}), "run_attrs_time (name=? AND time_value>? AND time_value<?)", true},
+		shape{"an equality and a prefix of one name", between(storage.AttrFilter{Op: storage.OpEq, Value: storage.StringAttr("customer", "C-7")},
+			storage.AttrFilter{Op: storage.OpPrefix, Value: storage.StringAttr("customer", "C-")}), "run_attrs_str (name=? AND str_value=?)", false},
+	)
 	for _, tl := range []storage.ListRunsQuery{{TopLevel: true}, {TopLevel: true, Workflow: "w", After: "r-1"}, {TopLevel: true, Descending: true}} {
 		shapes = append(shapes, shape{"top-level runs in ID order", tl, "runs_parent (parent_id=?", false})
 	}
@@ -516,5 +528,47 @@ func TestMigrateFromVersion13(t *testing.T) {
 		Where: []storage.AttrFilter{{Op: storage.OpEq, Value: storage.StringAttr("customer", "C-1")}}})
 	if err != nil || len(page.Runs) != 1 || page.Runs[0].ID != "d" {
 		t.Fatalf("ListRuns by attribute after the upgrade = %+v, %v; want d", page.Runs, err)
+	}
+}
+
+// Attribute values come back exactly as stored (normalized), whatever
+// they hold: strings with the separators of the stored text, digits,
+// every kind of UTF-8 and the longest allowed; numbers at float64's
+// extremes and fractions that decimal does not write exactly; times at
+// the ends of the allowed years.
+func TestAttrValuesRoundTrip(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := openTemp(t)
+	attrs := []storage.Attr{
+		storage.StringAttr("colon", "3:abc:"),
+		storage.StringAttr("digits", "12"),
+		storage.StringAttr("empty", ""),
+		storage.StringAttr("long", strings.Repeat("\u00e9", storage.MaxAttrString/2)),
+		storage.StringAttr("unicode", "\u65e5\u672c\U0001F600\t\n\"\\"),
+		storage.NumberAttr("max", 1.7976931348623157e308),
+		storage.NumberAttr("tiny", -5e-324),
+		storage.NumberAttr("tenth", 0.1),
+		storage.NumberAttr("big-int", 1<<53),
+		storage.NumberAttr("zero", 0),
+		storage.TimeAttr("first", time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC)),
+		storage.TimeAttr("last", time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)),
+		storage.TimeAttr("before-1970", time.Date(1969, 12, 31, 23, 59, 59, 999999000, time.UTC)),
+		storage.BoolAttr("yes", true),
+		storage.BoolAttr("no", false),
+	}
+	res, err := s.CreateRuns(ctx, []storage.NewRun{{ID: "r", Workflow: "wf", Attributes: attrs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := storage.NormalizeAttrs(attrs)
+	if !attrsEqual(res[0].Run.Attributes, want) {
+		t.Fatalf("attributes = %v\nwant %v", res[0].Run.Attributes, want)
+	}
+	for _, a := range want {
+		page, err := s.ListRuns(ctx, storage.ListRunsQuery{Where: []storage.AttrFilter{{Op: storage.OpEq, Value: a}}})
+		if err != nil || len(page.Runs) != 1 {
+			t.Errorf("ListRuns where %s = %d runs, %v; want r", a, len(page.Runs), err)
+		}
 	}
 }

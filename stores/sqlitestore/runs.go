@@ -200,8 +200,9 @@ func listRunsQuery(q storage.ListRunsQuery) (query string, lo, hi any) {
 //     (by name, value, creation time and ID): an equality is one range of
 //     it in creation order, read up to the page's end, no sort; a range
 //     or a prefix reads the range of its values, whose runs are sorted,
-//     and so are the filter's runs in ID order. Each further filter is a
-//     seek of run_attrs by run and name.
+//     and so are the filter's runs in ID order. A further filter of the
+//     same name and type bounds the range read (total>=100 total<200 is
+//     one range); each other is a seek of run_attrs by run and name.
 //   - Of one parent in creation order, from runs_parent: the parent's
 //     children, sorted.
 //   - Otherwise in creation order, from runs_created, newest or oldest
@@ -269,6 +270,12 @@ func listQuery(q storage.ListRunsQuery, limit int) (string, []any) {
 		}
 	}
 	for _, f := range q.Where[min(1, len(q.Where)):] {
+		if f.Value.Name == q.Where[0].Value.Name && f.Value.Type == q.Where[0].Value.Type {
+			// The same row as the first filter's, a run having one
+			// value of a name: a bound of the range read.
+			where = append(where, attrCond("a", f, &p))
+			continue
+		}
 		// A scalar subquery, a seek of run_attrs by run and name, which
 		// SQLite does not turn into a join reading the filter's index
 		// (as it may an EXISTS); NULL, so false, when the run does not
