@@ -79,9 +79,11 @@ SELECT r.execution, 1, a.id, ` + attemptColsA + `, NULL, NULL
 		WHERE c.run_ref = a.run_ref AND c.execution = a.execution AND c.key = a.key)
 ORDER BY 2, 3`
 
-// Checkpoint records a step's result under the lease; see storage.Store.
-// A completion that rides with it (req.Complete) finishes the run in the
-// same transaction, in place of the checkpoint's own update of the run.
+// Checkpoint records a step's result, with its call's input, under the
+// lease; see storage.Store. The search attributes it sets, a reply and
+// stream writes ride with it when it is written. A completion that rides
+// with it (req.Complete) finishes the run in the same transaction, in
+// place of the checkpoint's own update of the run.
 func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (storage.CheckpointResult, error) {
 	if err := req.Validate(); err != nil {
 		return storage.CheckpointResult{}, fmt.Errorf("sqlitestore: %w", err)
@@ -220,7 +222,7 @@ func (s *Store) RecordAttempts(ctx context.Context, req storage.RecordAttemptsRe
 }
 
 // ListSteps returns one execution's checkpoints in sequence order, each with
-// its attempts in the order recorded, and the attempts of its keys without
+// its input and its attempts in the order recorded, and the attempts of its keys without
 // a checkpoint; see storage.Store.
 func (s *Store) ListSteps(ctx context.Context, q storage.StepsQuery) (storage.History, error) {
 	if err := q.Validate(); err != nil {
