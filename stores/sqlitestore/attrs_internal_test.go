@@ -572,3 +572,43 @@ func TestAttrValuesRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A listing with several attribute filters, whose statement's text has as
+// many shapes as their combinations, is not kept prepared on the read
+// connections; one with a single filter is.
+func TestMultiFilterStatementsNotKept(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := openTemp(t)
+	kept := func() int {
+		n := 0
+		s.reads.mu.Lock()
+		defer s.reads.mu.Unlock()
+		for _, rc := range s.reads.all {
+			if rc.c != nil {
+				n += len(rc.c.stmts)
+			}
+		}
+		return n
+	}
+	one := storage.AttrFilter{Op: storage.OpEq, Value: storage.StringAttr("customer", "C-1")}
+	if _, err := s.ListRuns(ctx, storage.ListRunsQuery{Where: []storage.AttrFilter{one}}); err != nil {
+		t.Fatal(err)
+	}
+	before := kept()
+	if before == 0 {
+		t.Fatal("a listing with one filter kept no statement")
+	}
+	for i := range 20 {
+		where := []storage.AttrFilter{one}
+		for j := range 1 + i%3 {
+			where = append(where, storage.AttrFilter{Op: storage.OpGe, Value: storage.NumberAttr(fmt.Sprintf("n%d", j), float64(i))})
+		}
+		if _, err := s.ListRuns(ctx, storage.ListRunsQuery{Where: where, Descending: i%2 == 0, Order: storage.OrderCreated}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := kept(); after != before {
+		t.Fatalf("%d statements kept after listings with several filters, %d before", after, before)
+	}
+}

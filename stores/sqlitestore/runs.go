@@ -106,10 +106,16 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 	} else {
 		query, args = listQuery(q, limit+1)
 	}
+	// A statement is kept prepared on each read connection, but those of
+	// several attribute filters, whose shapes multiply.
+	run := (*conn).query
+	if len(q.Where) > 1 {
+		run = (*conn).queryOnce
+	}
 	var page storage.RunPage
 	err := s.read(ctx, "list runs", false, func(c *conn) error {
 		page = storage.RunPage{}
-		return c.query(query, func(r row) error {
+		return run(c, query, func(r row) error {
 			rec, err := scanRun(r)
 			page.Runs = append(page.Runs, rec)
 			return err
