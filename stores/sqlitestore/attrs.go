@@ -18,45 +18,76 @@ import (
 // Restart and ContinueAsNew leave them; deleteRuns deletes them with
 // their run.
 
-// insertAttrs writes the attributes of the run ref, just inserted, each
-// with the run's creation time and ID read from its row.
-func (w *wtx) insertAttrs(ref int64, attrs []storage.Attr) error {
-	for _, a := range storage.NormalizeAttrs(attrs) {
-		str, num, tim, b := attrValue(a)
-		if _, err := w.exec(insertAttr, ref, a.Name, str, num, tim, b); err != nil {
-			return err
-		}
+// insertAttrs writes the attributes of the run ref, whose ID is id and
+// creation microsecond createdUS (runs.created_us), in one statement,
+// replacing the values of names it has.
+func (w *wtx) insertAttrs(ref int64, id string, createdUS int64, attrs []storage.Attr) error {
+	if len(attrs) == 0 {
+		return nil
 	}
-	return nil
+	attrs = storage.NormalizeAttrs(attrs)
+	args := make([]any, 0, 3+4*len(attrs))
+	args = append(args, ref, id, createdUS)
+	for _, a := range attrs {
+		str, num, tim, b := attrValue(a)
+		args = append(args, a.Name, str, num, tim, b)
+	}
+	_, err := w.exec(insertAttrsSQL[len(attrs)], args...)
+	return err
+}
+
+// insertAttrsSQL holds insertAttrs(n) for each n a write may have.
+var insertAttrsSQL = func() (stmts [storage.MaxAttributes + 1]string) {
+	for n := range stmts {
+		stmts[n] = insertAttrs(n)
+	}
+	return stmts
+}()
+
+// insertAttrs returns the statement that writes n attributes of run ?1
+// (its ref), whose ID is ?2 and creation microsecond ?3: each a name and
+// its value's four columns (one not NULL), from ?4 on. A name the run
+// has takes the new value.
+func insertAttrs(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO run_attrs (run_ref, name, str_value, num_value, time_value, bool_value, created_us, run_id) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(`, `)
+		}
+		p := 4 + 5*i
+		fmt.Fprintf(&b, `(?1, ?%d, ?%d, ?%d, ?%d, ?%d, ?3, ?2)`, p, p+1, p+2, p+3, p+4)
+	}
+	b.WriteString(` ON CONFLICT (run_ref, name) DO UPDATE SET str_value = excluded.str_value, num_value = excluded.num_value,
+		time_value = excluded.time_value, bool_value = excluded.bool_value`)
+	return b.String()
 }
 
 // replaceAttrs gives the run ref the attributes attrs in place of those
 // it has: a debounce window's run takes the last start's.
-func (w *wtx) replaceAttrs(ref int64, attrs []storage.Attr) error {
+func (w *wtx) replaceAttrs(ref int64, id string, createdUS int64, attrs []storage.Attr) error {
 	if _, err := w.exec(`DELETE FROM run_attrs WHERE run_ref = ?1`, ref); err != nil {
 		return err
 	}
-	return w.insertAttrs(ref, attrs)
+	return w.insertAttrs(ref, id, createdUS, attrs)
 }
-
-// insertAttr writes attribute ?2 of run ?1 (its ref), its value ?3 to ?6
-// (one not NULL), or replaces the value the run has under the name.
-const insertAttr = `INSERT INTO run_attrs (run_ref, name, str_value, num_value, time_value, bool_value, created_us, run_id)
-	SELECT ref, ?2, ?3, ?4, ?5, ?6, created_us, id FROM runs WHERE ref = ?1
-	ON CONFLICT (run_ref, name) DO UPDATE SET str_value = excluded.str_value, num_value = excluded.num_value,
-		time_value = excluded.time_value, bool_value = excluded.bool_value`
 
 // mergeAttrs merges set into the attributes of the run ref, as
 // storage.MergeAttrs does: a name set replaces its value (and type), a
 // new one is added. A merge that would leave the run more than
 // storage.MaxAttributes is ErrInvalidArgument, with nothing changed.
-func (w *wtx) mergeAttrs(ref int64, runID string, set []storage.Attr) error {
+func (w *wtx) mergeAttrs(ref int64, set []storage.Attr) error {
 	if len(set) == 0 {
 		return nil
 	}
 	var have []string
-	if err := w.query(`SELECT name FROM run_attrs WHERE run_ref = ?1`, func(r row) error {
-		have = append(have, r.str(0))
+	var id string
+	var createdUS int64
+	if err := w.query(`SELECT r.id, r.created_us, a.name FROM runs r LEFT JOIN run_attrs a ON a.run_ref = r.ref WHERE r.ref = ?1`, func(r row) error {
+		id, createdUS = r.str(0), r.int64(1)
+		if !r.isNull(2) {
+			have = append(have, r.str(2))
+		}
 		return nil
 	}, ref); err != nil {
 		return err
@@ -69,9 +100,9 @@ func (w *wtx) mergeAttrs(ref int64, runID string, set []storage.Attr) error {
 	}
 	if n > storage.MaxAttributes {
 		return fmt.Errorf("run %q: set attributes: %w: the run would hold %d attributes, over the limit of %d",
-			runID, storage.ErrInvalidArgument, n, storage.MaxAttributes)
+			id, storage.ErrInvalidArgument, n, storage.MaxAttributes)
 	}
-	return w.insertAttrs(ref, set)
+	return w.insertAttrs(ref, id, createdUS, set)
 }
 
 // attrValue returns the columns str_value, num_value, time_value and

@@ -373,7 +373,7 @@ func TestAttrListingPlans(t *testing.T) {
 	}
 	// The writes of attributes reach run_attrs by its key, and runs by
 	// theirs.
-	for _, q := range []string{insertAttr, `SELECT name FROM run_attrs WHERE run_ref = ?1`, `DELETE FROM run_attrs WHERE run_ref = ?1`,
+	for _, q := range []string{insertAttrs(2), `SELECT r.id, r.created_us, a.name FROM runs r LEFT JOIN run_attrs a ON a.run_ref = r.ref WHERE r.ref = ?1`, `DELETE FROM run_attrs WHERE run_ref = ?1`,
 		`DELETE FROM run_attrs WHERE run_ref IN (SELECT value FROM json_each(?1))`} {
 		all := strings.Join(queryPlan(t, s, q, nullParams(q)...), "\n")
 		if strings.Contains(all, "SCAN run_attrs") || strings.Contains(all, "SCAN runs") {

@@ -132,7 +132,7 @@ func (w *wtx) checkpoint(req storage.CheckpointRequest, now time.Time) (storage.
 	if written {
 		// The attributes set ride with the checkpoint too, when it is
 		// written; a merge over the limit fails the whole write.
-		if err := w.mergeAttrs(ref, l.RunID, req.Attributes); err != nil {
+		if err := w.mergeAttrs(ref, req.Attributes); err != nil {
 			return res, err
 		}
 	}
