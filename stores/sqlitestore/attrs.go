@@ -14,7 +14,8 @@ import (
 // per name, the value in the column of its type; the rows carry the run's
 // creation time and ID, so that each type's index lists the runs of one
 // name and value in creation order. They are written by a create
-// (insertAttrs) and merged by a checkpoint that sets some (mergeAttrs);
+// (insertAttrs), replaced by a debounced create that joins the run
+// (replaceAttrs) and merged by a checkpoint that sets some (mergeAttrs);
 // Restart and ContinueAsNew leave them; deleteRuns deletes them with
 // their run.
 
@@ -26,7 +27,7 @@ func (w *wtx) insertAttrs(ref int64, id string, createdUS int64, attrs []storage
 		return nil
 	}
 	attrs = storage.NormalizeAttrs(attrs)
-	args := make([]any, 0, 3+4*len(attrs))
+	args := make([]any, 0, 3+5*len(attrs))
 	args = append(args, ref, id, createdUS)
 	for _, a := range attrs {
 		str, num, tim, b := attrValue(a)
@@ -124,8 +125,9 @@ func attrValue(a storage.Attr) (str, num, tim, b any) {
 // when it has none, else each in name order as attrText writes it. One
 // statement thus reads a page of runs with their attributes, in one state
 // of the database, a seek of run_attrs per run. It is text of our own
-// making rather than JSON, which costs about four times as much to read
-// back (measured on pages of 100 runs of two attributes).
+// making rather than JSON: decoding JSON added about 0.4 ms of CPU to a
+// page of 100 runs of two attributes each (measured), this a fraction of
+// that.
 const attrsCol = `(SELECT group_concat(` + attrText + `, '') FROM run_attrs WHERE run_ref = r.ref)`
 
 // attrText renders a row of run_attrs as decodeAttrs reads it: the name's
