@@ -74,7 +74,7 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 		sc, size = rideScript, size+completionFields
 	}
 	args := make([]any, 0, size)
-	args = append(args, req.Lease.Token, durMicros(req.LeaseFor), id, cp.Key, string(cp.Kind), errJSON, mark(cp.Output), loose, mark(req.Progress), busy)
+	args = append(args, req.Lease.Token, durMicros(req.LeaseFor), id, cp.Key, string(cp.Kind), errJSON, encodeResult(cp.Input, cp.Output), loose, mark(req.Progress), busy)
 	if interact {
 		ending := ""
 		if done != nil {
