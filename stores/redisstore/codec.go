@@ -433,6 +433,9 @@ func decodeRun(m map[string]string) (storage.RunRecord, error) {
 	if r.Headers, err = decodeHeaders(m["hd"]); err != nil {
 		return r, err
 	}
+	if r.Attributes, err = decodeAttrs(m["at"]); err != nil {
+		return r, err
+	}
 	if r.Hold, err = decodeHold(m["hl"]); err != nil {
 		return r, err
 	}

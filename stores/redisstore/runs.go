@@ -74,16 +74,17 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 
 // newRunFields is how many script arguments describe a new run; see
 // new_run in scripts/lib/runs.lua.
-const newRunFields = 12
+const newRunFields = 13
 
 // appendNewRun appends the script arguments of a new run: ID, workflow,
 // parent, parent policy, marked input, start time and deadline (µs, ""
 // for none), queue, partition, priority and workflow version ("" for the
-// defaults), and headers (encodeHeaders, "" for none).
+// defaults), headers (encodeHeaders, "" for none) and search attributes
+// (encodeAttrs, "" for none).
 func appendNewRun(args []any, r storage.NewRun) []any {
 	return append(args, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), mark(r.Input),
 		microsPtr(r.StartAt), microsPtr(r.Deadline), r.Queue, r.Partition, nonZero(r.Priority), nonZero(r.Version),
-		encodeHeaders(r.Headers))
+		encodeHeaders(r.Headers), encodeAttrs(r.Attributes))
 }
 
 // appendNewRuns appends the script arguments of runs as create_runs (in

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ import (
 // by OpenExisting and upgraded in place by a worker's New: its finished
 // runs can be purged with their buffered events, a delayed start counts as
 // scheduled, a run claimed before is not started again by a rate, and the
-// prefix is marked with version 3.
+// prefix is marked with the current version.
 func TestUpgradeLayout1(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -62,8 +63,8 @@ func TestUpgradeLayout1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	if v := c.Get(ctx, k.version()).Val(); v != "3" {
-		t.Fatalf("version after the upgrade = %q, want 3", v)
+	if v := c.Get(ctx, k.version()).Val(); v != strconv.Itoa(storeVersion) {
+		t.Fatalf("version after the upgrade = %q, want %d", v, storeVersion)
 	}
 	stats, err := s2.QueueStats(ctx, []string{storage.DefaultQueue})
 	if want := (storage.QueueStats{Queue: storage.DefaultQueue, Scheduled: 1, Running: 1}); err != nil || stats[0] != want {
@@ -121,8 +122,8 @@ func TestUpgradeLayout2(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	if v := c.Get(ctx, k.version()).Val(); v != "3" {
-		t.Fatalf("version after the upgrade = %q, want 3", v)
+	if v := c.Get(ctx, k.version()).Val(); v != strconv.Itoa(storeVersion) {
+		t.Fatalf("version after the upgrade = %q, want %d", v, storeVersion)
 	}
 	stats, err := s2.QueueStats(ctx, []string{storage.DefaultQueue, "mail"})
 	want := []storage.QueueStats{
