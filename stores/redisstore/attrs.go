@@ -125,3 +125,101 @@ func decodeAttr(name, code, text string) (storage.Attr, error) {
 	}
 	return bad()
 }
+
+// attrFilter is a filter as find.lua reads it: the name, type code,
+// comparison and value text. A time with a fraction of a microsecond is
+// moved to the microsecond below, with the comparison that keeps the
+// same runs (runs' times are whole microseconds): < v and <= v keep
+// those at or before it, > v and >= v those after it; = v keeps none
+// (ok false).
+func attrFilter(f storage.AttrFilter) (name, code, op, text string, ok bool) {
+	a, op := f.Value, string(f.Op)
+	if a.Type == storage.AttrTime && a.Time.Nanosecond()%1000 != 0 {
+		switch f.Op {
+		case storage.OpEq:
+			return "", "", "", "", false
+		case storage.OpLt, storage.OpLe:
+			op = string(storage.OpLe)
+		case storage.OpGt, storage.OpGe:
+			op = string(storage.OpGt)
+		}
+	}
+	return a.Name, attrCode(a.Type), op, attrText(a), true
+}
+
+// attrDrivers are the indexes find.lua may read a listing filtered by
+// attributes through, four script arguments each (see find.lua): the
+// equality index of each = filter, the range index of each number or
+// time name that ranges filter (their bounds intersected, inclusive: the
+// script compares the values themselves, so the index need only hold
+// every run that passes), and the prefix index range of each ^= filter.
+// It returns false when no run can pass (an equality on a time with a
+// fraction of a microsecond).
+func attrDrivers(where []storage.AttrFilter) ([]any, bool) {
+	type bounds struct {
+		code   string
+		lo, hi string
+		num    [2]float64
+		us     [2]int64
+		has    [2]bool
+	}
+	var out []any
+	ranges := map[string]*bounds{}
+	var order []string
+	for _, f := range where {
+		name, code, op, text, ok := attrFilter(f)
+		if !ok {
+			return nil, false
+		}
+		switch storage.AttrOp(op) {
+		case storage.OpEq:
+			out = append(out, "e", name, code, text)
+		case storage.OpPrefix:
+			hi := "+"
+			if end, ok := storage.PrefixEnd(text); ok {
+				hi = "(" + end
+			}
+			out = append(out, "p", name, "["+text, hi)
+		default:
+			key := code + name
+			b := ranges[key]
+			if b == nil {
+				b = &bounds{code: code}
+				ranges[key] = b
+				order = append(order, key)
+			}
+			side := 0 // a lower bound
+			if op == string(storage.OpLt) || op == string(storage.OpLe) {
+				side = 1
+			}
+			if code == "n" {
+				v := f.Value.Num
+				if !b.has[side] || side == 0 && v > b.num[0] || side == 1 && v < b.num[1] {
+					b.num[side] = v
+				}
+			} else {
+				v, _ := strconv.ParseInt(text, 10, 64)
+				if !b.has[side] || side == 0 && v > b.us[0] || side == 1 && v < b.us[1] {
+					b.us[side] = v
+				}
+			}
+			b.has[side] = true
+		}
+	}
+	for _, key := range order {
+		b := ranges[key]
+		lo, hi := "-inf", "+inf"
+		for side, text := range []*string{&lo, &hi} {
+			if !b.has[side] {
+				continue
+			}
+			if b.code == "n" {
+				*text = strconv.FormatFloat(b.num[side], 'g', -1, 64)
+			} else {
+				*text = strconv.FormatInt(b.us[side], 10)
+			}
+		}
+		out = append(out, b.code, key[1:], lo, hi)
+	}
+	return out, true
+}

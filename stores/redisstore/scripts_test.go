@@ -209,7 +209,7 @@ func TestScriptKeys(t *testing.T) {
 func TestReadOnlyScripts(t *testing.T) {
 	t.Parallel()
 	reads := map[*redis.Script]bool{listScript: true, countScript: true, stepsScript: true, executionsScript: true, getCatalogScript: true, nextWakeScript: true, queueStatsScript: true, schedListScript: true,
-		updatesScript: true, streamScript: true, streamsScript: true}
+		updatesScript: true, streamScript: true, streamsScript: true, findScript: true}
 	for _, sc := range allScripts {
 		text := redis.NewScript(assemble(readLua(scriptNames[sc] + ".lua")))
 		if text.Hash() != sc.Hash() {
