@@ -232,8 +232,10 @@ local function main()
     return s
   end
 
-  -- walk_created walks an index scored by creation from the cursor
-  local function walk_created(key)
+  -- walk_created walks an index scored by creation from the cursor; with
+  -- sure, the index holds only runs that pass every filter but the ID
+  -- bounds, so it reads no run to check them
+  local function walk_created(key, sure)
     local s = first_rank(key)
     while #out < limit do
       local got
@@ -245,7 +247,7 @@ local function main()
       for k = 1, #got, 2 do
         local id, sc = got[k], tonumber(got[k + 1])
         if (desc and from and sc < from) or (not desc and to and sc >= to) then return end
-        if check(id) and inbounds(id) then
+        if (sure or check(id)) and inbounds(id) then
           out[#out + 1] = id
           if #out >= limit then return end
         end
@@ -282,33 +284,44 @@ local function main()
       ids = {}
       for j, m in ipairs(redis.call('ZRANGEBYLEX', attr_str(a), b, c)) do ids[j] = string.match(m, '%z(.*)$') end
     end
-    if created then
-      local rows = {}
-      for _, id in ipairs(ids) do
-        local ca = check(id)
-        if ca and inbounds(id) and past(ca, id) then rows[#rows + 1] = {ca, id} end
-      end
-      table.sort(rows, function(x, y)
-        if x[1] ~= y[1] then
-          if desc then return x[1] > y[1] end
-          return x[1] < y[1]
-        end
-        if desc then return lt(y[2], x[2]) end
-        return lt(x[2], y[2])
-      end)
-      for j = 1, math.min(limit, #rows) do out[j] = rows[j][2] end
-      return
-    end
+    -- the candidates in the listing's order, ascending: in creation
+    -- order by creation (read alone first, a field per run) then ID, as
+    -- strings that sort so when < compares bytes (the creation in 16
+    -- digits, a NUL byte, the ID)
     local keep = {}
-    for _, id in ipairs(ids) do
-      if inbounds(id) then keep[#keep + 1] = id end
-    end
-    if desc then
-      table.sort(keep, function(x, y) return lt(y, x) end)
+    if created then
+      for _, id in ipairs(ids) do
+        if inbounds(id) then
+          local ca = tonumber(redis.call('HGET', rkey(id), 'ca'))
+          if ca and (not from or ca >= from) and (not to or ca < to) and past(ca, id) then
+            if bytewise then
+              keep[#keep + 1] = string.format('%016.0f', ca) .. '\0' .. id
+            else
+              keep[#keep + 1] = {ca, id}
+            end
+          end
+        end
+      end
+      if bytewise then
+        table.sort(keep)
+        for j, k in ipairs(keep) do keep[j] = string.match(k, '%z(.*)$') end
+      else
+        table.sort(keep, function(x, y)
+          if x[1] ~= y[1] then return x[1] < y[1] end
+          return lt(x[2], y[2])
+        end)
+        for j, k in ipairs(keep) do keep[j] = k[2] end
+      end
     else
-      table.sort(keep, lt)
+      for _, id in ipairs(ids) do
+        if inbounds(id) then keep[#keep + 1] = id end
+      end
+      if bytewise then table.sort(keep) else table.sort(keep, lt) end
     end
-    for _, id in ipairs(keep) do
+    local first, last, step = 1, #keep, 1
+    if desc then first, last, step = #keep, 1, -1 end
+    for j = first, last, step do
+      local id = keep[j]
       if check(id) then
         out[#out + 1] = id
         if #out >= limit then return end
@@ -325,7 +338,13 @@ local function main()
     if not m or n < m then best, m = d, n end
     if created and d[1] == 'e' and (not om or n < om) then eq, om = d, n end
   end
-  local walk = created and walk_created or walk_lex
+  -- the filters no index by creation serves (the walked one serves the
+  -- workflow, an equality index its filter, both the creation range)
+  local rest = st ~= '' or qu ~= '' or vs ~= '' or top or parent ~= ''
+  local walk = walk_lex
+  if created then
+    walk = function(key) walk_created(key, not rest and #filters == 0) end
+  end
   if not best then
     walk(KEYS[1])
   else
@@ -340,7 +359,7 @@ local function main()
     if sort < cost then plan = 'sort' end
     if force == 'sort' or force == 'walk' or force == 'eq' and eq then plan = force end
     if plan == 'eq' then
-      walk_created(attr_eq(eq[2], eq[3], eq[4]))
+      walk_created(attr_eq(eq[2], eq[3], eq[4]), not rest and wf == '' and #filters == 1)
     elseif plan == 'sort' then
       sorted(best)
     else
