@@ -349,11 +349,15 @@
 // A page filtered by equality in creation order is so a range read of
 // one index, newest first or oldest; in ID order, or with only range and
 // prefix filters, a page costs either the runs the walk passes over or
-// the runs the filter's range holds, whichever the counts say is less:
-// never a scan of every run unless a walk's estimate is wrong (matches
-// far from where the walk begins). TopLevel and the filters other than
-// attributes, workflow and parent are applied to what is read, as in ID
-// order.
+// the runs the filter's range holds, whichever the counts say is less.
+// The walk's estimate takes the matches as spread evenly over the order;
+// a walk that has read four times its estimate (and at least a thousand
+// runs) before its page is full sorts the rest of the page from where it
+// got to, so matches far from where it began cost it that budget and the
+// smallest range, never a scan of every run. Without an attribute filter
+// (a listing in creation order, or of top-level runs) there is nothing to
+// sort: the walk applies TopLevel and the other filters that no index
+// serves to what it reads, as list.lua does in ID order.
 //
 // # Layout versions
 //

@@ -18,7 +18,9 @@
 -- The estimate takes the smallest driver's count, m (each count costs a
 -- ZCARD, ZCOUNT or ZLEXCOUNT): a walk reads about limit * N / m runs of
 -- N (but never more than its index holds), a sort reads the m runs. A
--- driver with no run makes the page empty at once.
+-- walk that reads four times its estimate (and a thousand runs at least)
+-- before the page is full sorts the rest of the page from where it got
+-- to. A driver with no run makes the page empty at once.
 --
 -- Strings are compared byte by byte, as Redis's lexicographic ranges and
 -- Go compare them: with < when the server's collation is C's (Redis sets
@@ -43,8 +45,9 @@
 -- the number of attribute filters, each four entries: name, type (s, n,
 -- t, b), comparison (=, <, <=, >, >=, ^=) and value, as text (see
 -- lib/attrs.lua); then the plan to follow whatever the estimate ("walk",
--- "eq" or "sort"; "" to judge) and "1" to compare strings byte by byte
--- in Lua whatever the collation, which tests set.
+-- "eq" or "sort", or "spill" or "spill-eq" for a walk whose budget is two
+-- runs; "" to judge) and "1" to compare strings byte by byte in Lua
+-- whatever the collation, which tests set.
 -- Reply: HGETALL of each run's hash, in order.
 
 -- bytewise is true when < compares strings byte by byte.
@@ -176,8 +179,11 @@ local function main()
   local out = {}
   local batch = math.max(limit, 100)
 
-  -- walk_lex walks a lexicographic index between the bounds
-  local function walk_lex(key)
+  -- walk_lex walks a lexicographic index between the bounds, reading at
+  -- most budget runs (nil for no bound); a walk that spends its budget
+  -- before the page is full moves the bounds past the last run it read
+  -- and returns true
+  local function walk_lex(key, budget)
     local l, h = lo, hi
     while #out < limit do
       local ids
@@ -187,10 +193,15 @@ local function main()
         ids = redis.call('ZRANGEBYLEX', key, l, h, 'LIMIT', 0, batch)
       end
       for _, id in ipairs(ids) do
+        if budget then
+          if budget <= 0 then return true end
+          budget = budget - 1
+        end
         if check(id) then
           out[#out + 1] = id
           if #out >= limit then return end
         end
+        if desc then hi = '(' .. id else lo = '(' .. id end
       end
       if #ids < batch then return end
       if desc then h = '(' .. ids[#ids] else l = '(' .. ids[#ids] end
@@ -234,8 +245,10 @@ local function main()
 
   -- walk_created walks an index scored by creation from the cursor; with
   -- sure, the index holds only runs that pass every filter but the ID
-  -- bounds, so it reads no run to check them
-  local function walk_created(key, sure)
+  -- bounds, so it reads no run to check them. It reads at most budget
+  -- runs (nil for no bound) as walk_lex does, moving the cursor past the
+  -- last run it read when it spends it before the page is full.
+  local function walk_created(key, sure, budget)
     local s = first_rank(key)
     while #out < limit do
       local got
@@ -247,10 +260,15 @@ local function main()
       for k = 1, #got, 2 do
         local id, sc = got[k], tonumber(got[k + 1])
         if (desc and from and sc < from) or (not desc and to and sc >= to) then return end
+        if budget then
+          if budget <= 0 then return true end
+          budget = budget - 1
+        end
         if (sure or check(id)) and inbounds(id) then
           out[#out + 1] = id
           if #out >= limit then return end
         end
+        cca, cid = sc, id
       end
       if #got < 2 * batch then return end
       s = s + batch
@@ -343,7 +361,7 @@ local function main()
   local rest = st ~= '' or qu ~= '' or vs ~= '' or top or parent ~= ''
   local walk = walk_lex
   if created then
-    walk = function(key) walk_created(key, not rest and #filters == 0) end
+    walk = function(key, budget) return walk_created(key, not rest and #filters == 0, budget) end
   end
   if not best then
     walk(KEYS[1])
@@ -357,14 +375,23 @@ local function main()
       if c <= cost then plan, cost = 'eq', c end
     end
     if sort < cost then plan = 'sort' end
+    -- a walk reads at most four times its estimate (at least a
+    -- thousand runs), and then sorts the rest of the page from where it
+    -- got to: a walk whose matches lie far from its start (the estimate
+    -- takes them as spread evenly) costs at most that and the sort
+    local budget = math.max(1000, 4 * cost)
     if force == 'sort' or force == 'walk' or force == 'eq' and eq then plan = force end
-    if plan == 'eq' then
-      walk_created(attr_eq(eq[2], eq[3], eq[4]), not rest and wf == '' and #filters == 1)
-    elseif plan == 'sort' then
-      sorted(best)
-    else
-      walk(KEYS[1])
+    if force == 'spill' or force == 'spill-eq' and eq then
+      plan, budget = string.sub(force, 7), 2
+      if plan == '' then plan = 'walk' end
     end
+    local spilt = false
+    if plan == 'eq' then
+      spilt = walk_created(attr_eq(eq[2], eq[3], eq[4]), not rest and wf == '' and #filters == 1, budget)
+    elseif plan == 'walk' then
+      spilt = walk(KEYS[1], budget)
+    end
+    if plan == 'sort' or spilt then sorted(best) end
   end
   for j, id in ipairs(out) do out[j] = redis.call('HGETALL', rkey(id)) end
   return out
