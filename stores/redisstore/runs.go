@@ -165,7 +165,8 @@ func (s *Store) GetRun(ctx context.Context, id string) (storage.RunRecord, error
 // the others (see keyspace.listing). No index serves a Versions filter
 // or a creation range: the script applies them to what it reads, reading
 // on in batches until the page is full, so a page costs the runs they
-// pass over.
+// pass over. A listing in creation order, of top-level runs or filtered
+// by search attributes runs find.lua instead (see find and doc.go).
 func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.RunPage, error) {
 	if err := q.Validate(); err != nil {
 		return storage.RunPage{}, fmt.Errorf("redisstore: %w", err)
