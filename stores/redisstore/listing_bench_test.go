@@ -137,6 +137,18 @@ func BenchmarkAttrListing(b *testing.B) {
 		}
 		clock.Advance(time.Second)
 	}
+	// What the indexes of attributes and creation cost the server.
+	for _, pattern := range []string{"ae:*", "an:*", "as:*", "ic*"} {
+		var bytes int64
+		keys, err := c.Keys(ctx, globEscape(prefix)+pattern).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, k := range keys {
+			bytes += c.MemoryUsage(ctx, k).Val()
+		}
+		b.Logf("%-5s %4d keys, %6.1f bytes per run", pattern, len(keys), float64(bytes)/benchRuns)
+	}
 	customer := []storage.AttrFilter{{Op: storage.OpEq, Value: storage.StringAttr("customer", "C-7")}}
 	for _, tc := range []struct {
 		name string

@@ -304,16 +304,20 @@ local function main()
     end
     -- the candidates in the listing's order, ascending: in creation
     -- order by creation (read alone first, a field per run) then ID, as
-    -- strings that sort so when < compares bytes (the creation in 16
+    -- strings that sort so when < compares bytes (the creation in 20
     -- digits, a NUL byte, the ID)
     local keep = {}
     if created then
+      local pads = {}
       for _, id in ipairs(ids) do
         if inbounds(id) then
-          local ca = tonumber(redis.call('HGET', rkey(id), 'ca'))
+          local cs = redis.call('HGET', rkey(id), 'ca')
+          local ca = tonumber(cs)
           if ca and (not from or ca >= from) and (not to or ca < to) and past(ca, id) then
             if bytewise then
-              keep[#keep + 1] = string.format('%016.0f', ca) .. '\0' .. id
+              local n = 20 - #cs
+              if not pads[n] then pads[n] = string.rep('0', n) end
+              keep[#keep + 1] = pads[n] .. cs .. '\0' .. id
             else
               keep[#keep + 1] = {ca, id}
             end
