@@ -130,49 +130,83 @@ local function main()
     return lt(cid, id)
   end
 
+  -- byname holds the filters by attribute name, and needles the text
+  -- each filter's attribute must hold in an at field: name, type and,
+  -- for an equality, value, each ended by a NUL byte (lib/attrs.lua)
+  local byname, needles = {}, {}
+  for j, fl in ipairs(filters) do
+    byname[fl[1]] = byname[fl[1]] or {}
+    table.insert(byname[fl[1]], fl)
+    needles[j] = fl[1] .. '\0' .. fl[2] .. '\0'
+    if fl[3] == '=' then needles[j] = needles[j] .. fl[4] .. '\0' end
+  end
+
+  -- pass1 reports whether value v of type t passes filter fl
+  local function pass1(fl, t, v)
+    if t ~= fl[2] then return false end
+    local op, w = fl[3], fl[4]
+    if op == '=' then return v == w end
+    if op == '^=' then return string.sub(v, 1, #w) == w end
+    local c
+    if t == 'n' then
+      local x, y = tonumber(v), tonumber(w)
+      c = (x < y and -1) or (x > y and 1) or 0
+    else
+      c = icmp(v, w)
+    end
+    if op == '<' then return c < 0 end
+    if op == '<=' then return c <= 0 end
+    if op == '>' then return c > 0 end
+    return c >= 0
+  end
+
   -- attrs_pass reports whether the attributes of at field s pass every
-  -- filter (storage.AttrFilter.Match)
+  -- filter (storage.AttrFilter.Match). A field that lacks a filter's
+  -- needle fails at once, without being split (most runs a walk reads
+  -- do); the others are split and compared.
   local function attrs_pass(s)
-    local have = {}
-    for n, t, v in string.gmatch(s or '', '([^%z]*)%z([^%z]*)%z([^%z]*)%z') do have[n] = {t, v} end
-    for _, fl in ipairs(filters) do
-      local a = have[fl[1]]
-      if not a or a[1] ~= fl[2] then return false end
-      local op, v, w = fl[3], a[2], fl[4]
-      if op == '=' then
-        if v ~= w then return false end
-      elseif op == '^=' then
-        if string.sub(v, 1, #w) ~= w then return false end
-      else
-        local c
-        if fl[2] == 'n' then
-          local x, y = tonumber(v), tonumber(w)
-          c = (x < y and -1) or (x > y and 1) or 0
-        else
-          c = icmp(v, w)
+    if not s then return false end
+    for _, nd in ipairs(needles) do
+      if not string.find(s, nd, 1, true) then return false end
+    end
+    local seen = 0
+    for n, t, v in string.gmatch(s, '([^%z]*)%z([^%z]*)%z([^%z]*)%z') do
+      local fls = byname[n]
+      if fls then
+        for _, fl in ipairs(fls) do
+          if not pass1(fl, t, v) then return false end
         end
-        if (op == '<' and c >= 0) or (op == '<=' and c > 0) or (op == '>' and c <= 0) or (op == '>=' and c < 0) then
-          return false
-        end
+        seen = seen + #fls
       end
     end
-    return true
+    return seen == #filters
+  end
+
+  -- fields are the run hash's fields check reads: its creation (which
+  -- every run has) and those the filters need, at their places in it
+  local fields, at = {'ca'}, {}
+  for _, f in ipairs({{'wf', wf ~= ''}, {'st', st ~= ''}, {'qu', qu ~= ''}, {'vr', vs ~= ''},
+    {'pa', top or parent ~= ''}, {'at', #filters > 0}}) do
+    if f[2] then
+      fields[#fields + 1] = f[1]
+      at[f[1]] = #fields
+    end
   end
 
   -- check returns the creation (µs) of run id when it passes every
   -- filter but the cursor and the ID bounds, else nil
   local function check(id)
-    local rwf, rst, rqu, rvr, rca, rpa, rat = unpack(redis.call('HMGET', rkey(id),
-      'wf', 'st', 'qu', 'vr', 'ca', 'pa', 'at'))
-    if not rwf then return nil end
-    local ca = tonumber(rca)
-    if (wf ~= '' and rwf ~= wf) or (st ~= '' and rst ~= st) or (qu ~= '' and (rqu or 'default') ~= qu) or
-      (vs ~= '' and not string.find(vs, ',' .. (rvr or '0') .. ',', 1, true)) or
+    local v = redis.call('HMGET', rkey(id), unpack(fields))
+    local ca = tonumber(v[1])
+    if not ca then return nil end
+    if (wf ~= '' and v[at.wf] ~= wf) or (st ~= '' and v[at.st] ~= st) or
+      (qu ~= '' and (v[at.qu] or 'default') ~= qu) or
+      (vs ~= '' and not string.find(vs, ',' .. (v[at.vr] or '0') .. ',', 1, true)) or
       (from and ca < from) or (to and ca >= to) or
-      (top and rpa and rpa ~= '') or (parent ~= '' and rpa ~= parent) then
+      (top and v[at.pa] and v[at.pa] ~= '') or (parent ~= '' and v[at.pa] ~= parent) then
       return nil
     end
-    if #filters > 0 and not attrs_pass(rat) then return nil end
+    if #filters > 0 and not attrs_pass(v[at.at]) then return nil end
     return ca
   end
 
@@ -370,20 +404,29 @@ local function main()
   if not best then
     walk(KEYS[1])
   else
+    -- the estimates, in about the time of an HGET: a walk reads limit * n
+    -- / m runs (at most its index's), each an HMGET and a look at its
+    -- attributes; an equality index walked without checking costs its
+    -- entries alone; a sort reads one field of each of the m runs (in ID
+    -- order none) and sorts them
     local n = redis.call('ZCARD', idx_all())
-    local plan, cost = 'walk', math.min(redis.call('ZCARD', KEYS[1]), limit * n / m)
-    local sort = m * 2
-    if not created and not bytewise then sort = m * 4 end
+    local sure = not rest and wf == '' and #filters == 1
+    local reads = math.min(redis.call('ZCARD', KEYS[1]), limit * n / m)
+    local plan, cost = 'walk', 2 * reads
     if eq then
-      local c = math.min(om, limit * om / m)
-      if c <= cost then plan, cost = 'eq', c end
+      local r = math.min(om, limit * om / m)
+      local c = 2 * r
+      if sure then c = r / 2 end
+      if c <= cost then plan, cost, reads = 'eq', c, r end
     end
+    local sort = m
+    if not created then sort = bytewise and m / 2 or m * 2 end
     if sort < cost then plan = 'sort' end
     -- a walk reads at most four times its estimate (at least a
     -- thousand runs), and then sorts the rest of the page from where it
     -- got to: a walk whose matches lie far from its start (the estimate
     -- takes them as spread evenly) costs at most that and the sort
-    local budget = math.max(1000, 4 * cost)
+    local budget = math.max(1000, 4 * reads)
     if force == 'sort' or force == 'walk' or force == 'eq' and eq then plan = force end
     if force == 'spill' or force == 'spill-eq' and eq then
       plan, budget = string.sub(force, 7), 2
@@ -391,7 +434,7 @@ local function main()
     end
     local spilt = false
     if plan == 'eq' then
-      spilt = walk_created(attr_eq(eq[2], eq[3], eq[4]), not rest and wf == '' and #filters == 1, budget)
+      spilt = walk_created(attr_eq(eq[2], eq[3], eq[4]), sure, budget)
     elseif plan == 'walk' then
       spilt = walk(KEYS[1], budget)
     end
