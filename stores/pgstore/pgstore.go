@@ -479,13 +479,17 @@ func (s *Store) check(op string) error {
 // ("pgstore: claim on 127.0.0.1:5432: ..."). An error caused by closing
 // the store underneath a call reports ErrClosed. An error that means the
 // server did not answer is recorded in the store's health, which logs the
-// first of an episode.
+// first of an episode. A merge of too many search attributes refused by
+// the database is storage.ErrInvalidArgument (see attrLimitError).
 func (s *Store) wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
 	if isSentinel(err) {
 		return fmt.Errorf("pgstore: %s: %w", op, err)
+	}
+	if refused := attrLimitError(err); refused != nil {
+		return fmt.Errorf("pgstore: %s: %w", op, refused)
 	}
 	if s.closed.Load() {
 		return fmt.Errorf("pgstore: %s on %s: %w (%v)", op, s.host, storage.ErrClosed, err)

@@ -14,6 +14,8 @@ import (
 type queries struct {
 	createRuns     string
 	createLeased   string
+	createAttrs    string
+	createBoth     string
 	selectRuns     string
 	getRun         string
 	countRuns      string
@@ -99,6 +101,11 @@ type queries struct {
 	interact    string
 	readStream  string
 	listStreams string
+
+	readRunAttrs string
+	lockRunAttrs string
+	setAttrs     string
+	insertAttrs  string
 }
 
 // runColumns are the columns scanRun reads, in its order.
@@ -127,6 +134,27 @@ func attemptsFrom(n int) string {
 	p := func(i int) string { return "$" + strconv.Itoa(n+i) }
 	return `unnest(` + p(0) + `::text[], ` + p(1) + `::int[], ` + p(2) + `::timestamptz[], ` + p(3) + `::timestamptz[], ` + p(4) +
 		`::text[], ` + p(5) + `::timestamptz[]) WITH ORDINALITY AS a(key, number, started, ended, error, retry_at, ord)`
+}
+
+// attrsFrom is the row source of search attributes passed as parallel
+// arrays $n..$n+5 (see attrArrays): v(run_id, name, str, num, at, flag).
+func attrsFrom(n int) string {
+	p := func(i int) string { return "$" + strconv.Itoa(n+i) }
+	return `unnest(` + p(0) + `::text[], ` + p(1) + `::text[], ` + p(2) + `::text[], ` + p(3) + `::float8[], ` + p(4) +
+		`::timestamptz[], ` + p(5) + `::bool[]) AS v(run_id, name, str, num, at, flag)`
+}
+
+// attrsOf is the search attributes of the run whose ID is the SQL id, as
+// the JSON text decodeAttrs reads: an array, by name, of [name, string,
+// number, time in Unix microseconds, bool], the value of the
+// attribute's type alone not null; NULL when the run has none. A
+// correlated sub-select, one probe of run_attrs_pkey per run read: a
+// statement that returns runs returns their attributes, whatever the
+// number of runs (and, in a sorted listing with a limit, the planner
+// evaluates it for the rows the limit keeps only).
+func attrsOf(id string) string {
+	return `(SELECT json_agg(json_build_array(ra.name, ra.str, ra.num, (extract(epoch FROM ra.at) * 1000000)::bigint, ra.flag) ORDER BY ra.name)
+	FROM {s}.run_attrs ra WHERE ra.run_id = ` + id + `)`
 }
 
 // finished is the SQL list of the final statuses.
@@ -166,7 +194,7 @@ const clearWait = `wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_de
 	wait_also_keys = NULL, wait_also_topics = NULL, wait_also_kinds = NULL`
 
 // ckptColumns are the columns scanCheckpoint reads, in its order.
-const ckptColumns = `key, kind, output, error, seq, created_at, execution, forked_from`
+const ckptColumns = `key, kind, output, error, seq, created_at, execution, forked_from, input`
 
 // schedColumns are the columns scanSchedule reads, in its order.
 const schedColumns = `id, workflow, cron, time_zone, input, queue, partition, priority, overlap, catch_up,
@@ -449,7 +477,14 @@ const purgeVictims = `SELECT id FROM {s}.runs
 // now), and its start recorded in queue_starts when its queue is one of
 // $16. Only runs created ready send the notification: a leased run is its
 // owner's to execute.
-func createSQL(notify, leased bool) string {
+//
+// With attrs (createAttrs, createBoth), the search attributes of the runs
+// follow, as the parallel arrays attrArrays makes (run ID, name, string,
+// number, time, bool), before the channel: each run the statement
+// created gets its own, with its creation time; a run not created gets
+// none (the caller sends the attributes of an ID's first request only,
+// the one the statement creates).
+func createSQL(notify, leased, attrs bool) string {
 	status, ready := `'queued'`, `greatest(clock.now, coalesce(t.start_at, clock.now))`
 	token := `coalesce(k.token, 0)`
 	cols, vals, from, names := "", "", "", ""
@@ -468,6 +503,16 @@ st AS (
 	INSERT INTO {s}.queue_starts (queue, at)
 	SELECT ins.queue, clock.now FROM ins, clock WHERE ins.status = 'running' AND ins.queue = ANY($16::text[])
 )`
+	}
+	if attrs {
+		starts += `,
+att AS (
+	INSERT INTO {s}.run_attrs (run_id, name, str, num, at, flag, created_at)
+	SELECT v.run_id, v.name, v.str, v.num, v.at, v.flag, ins.started_at
+	FROM ` + attrsFrom(channel) + ` JOIN ins ON ins.id = v.run_id
+	ORDER BY v.run_id, v.name
+)`
+		channel += 6
 	}
 	return `WITH ` + clockCTE + `,
 kept AS MATERIALIZED (
@@ -553,16 +598,19 @@ func buildQueries(schema string, notify bool) queries {
 	var q queries
 
 	// See createSQL.
-	q.createRuns = createSQL(notify, false)
-	q.createLeased = createSQL(notify, true)
+	q.createRuns = createSQL(notify, false, false)
+	q.createLeased = createSQL(notify, true, false)
+	q.createAttrs = createSQL(notify, false, true)
+	q.createBoth = createSQL(notify, true, true)
 
 	// $2 workflows, $3 queues (nextWakeOne: $3 one queue), $4 and $5 the
 	// versions filter (see pairs.allowed).
 	q.nextWake = nextWakeSQL(everyPair("$3", "$4", "$5"))
 	q.nextWakeOne = nextWakeSQL(onePair("$3", "$4", "$5"))
 
-	q.selectRuns = `SELECT {runs} FROM {s}.runs WHERE id = ANY($1::text[])`
-	q.getRun = `SELECT {runs} FROM {s}.runs WHERE id = $1`
+	// Runs with their search attributes (scanRunAttrs).
+	q.selectRuns = `SELECT {runs}, ` + attrsOf("runs.id") + ` FROM {s}.runs WHERE id = ANY($1::text[])`
+	q.getRun = `SELECT {runs}, ` + attrsOf("runs.id") + ` FROM {s}.runs WHERE id = $1`
 
 	// The runs per status, of every workflow (runs_status_id_idx or the
 	// table); countRunsOf: of the workflow $1, through
@@ -674,17 +722,17 @@ ORDER BY 1, 8`
 
 	// $1 run, $2 execution (0: the current one). Like loadReplay, for any
 	// execution, with every attempt and the attempts kept in checkpoint
-	// rows; the first two columns are the run's current execution and the
-	// one read.
+	// rows, and each checkpoint's input after its attempts; the first two
+	// columns are the run's current execution and the one read.
 	q.history = `WITH r AS (
 	SELECT id, execution AS cur, CASE WHEN $2::int = 0 THEN execution ELSE $2::int END AS ex
 	FROM {s}.runs WHERE id = $1
 )
-SELECT r.cur, r.ex, false, c.key, c.kind, c.output, c.error, c.seq, c.created_at, c.forked_from, c.attempts,
+SELECT r.cur, r.ex, false, c.key, c.kind, c.output, c.error, c.seq, c.created_at, c.forked_from, c.attempts, c.input,
 	NULL::int, NULL::timestamptz, NULL::timestamptz, NULL::text, NULL::timestamptz
 FROM r LEFT JOIN {s}.checkpoints c ON c.run_id = r.id AND c.execution = r.ex
 UNION ALL
-SELECT r.cur, r.ex, true, a.key, NULL, NULL, NULL, a.seq, NULL, NULL, NULL,
+SELECT r.cur, r.ex, true, a.key, NULL, NULL, NULL, a.seq, NULL, NULL, NULL, NULL,
 	a.number, a.started, a.ended, a.error, a.retry_at
 FROM r JOIN {s}.attempts a ON a.run_id = r.id AND a.execution = r.ex
 ORDER BY 8`
@@ -697,7 +745,9 @@ ORDER BY 8`
 	// error (JSON text), $8 attempts of the key (JSON text), $9 lease
 	// micros; then the attempts of other keys, flattened: $10 the request's
 	// ordinal, $11..$16 key, number, started, ended, error, retry_at; $17
-	// the progress to publish (NULL: keep the run's).
+	// the progress to publish (NULL: keep the run's), $18 whether each is
+	// busy (NULL: none is), $19 each checkpoint's input (NULL: none has
+	// one).
 	//
 	// One statement: lock the runs whose lease holds (f, in ID order),
 	// insert each checkpoint into the run's current execution with its
@@ -711,8 +761,9 @@ ORDER BY 8`
 	// Each row says too whether the run's cancellation is requested.
 	q.checkpoint = `WITH ` + clockCTE + `,
 req AS (
-	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::text[], $9::bigint[], $17::bytea[], $18::bool[])
-		WITH ORDINALITY AS q(run_id, token, key, kind, output, error, attempts, lease, progress, busy, ord)
+	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::text[], $9::bigint[], $17::bytea[], $18::bool[],
+			$19::bytea[])
+		WITH ORDINALITY AS q(run_id, token, key, kind, output, error, attempts, lease, progress, busy, input, ord)
 ),
 f AS (
 	SELECT r.id, r.execution, r.pause_requested, req.ord, req.lease, req.progress, coalesce(req.busy, false) AS busy,
@@ -723,8 +774,8 @@ f AS (
 	FOR UPDATE OF r
 ),
 ins AS (
-	INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, attempts, created_at)
-	SELECT req.run_id, f.execution, req.key, req.kind, req.output, req.error::jsonb, req.attempts::jsonb, clock.now
+	INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, attempts, created_at, input)
+	SELECT req.run_id, f.execution, req.key, req.kind, req.output, req.error::jsonb, req.attempts::jsonb, clock.now, req.input
 	FROM f JOIN req ON req.ord = f.ord, clock
 	ON CONFLICT (run_id, execution, key) DO NOTHING
 	RETURNING run_id
@@ -751,7 +802,7 @@ RETURNING w.ord, w.written, w.pause, w.execution, w.pause_req, r.cancel_reason I
 	// attempts of other keys), in the same row shape: $2 run, $3 token, $4
 	// key, $5 kind, $6 output, $7 error (JSON text), $8 attempts of the key
 	// (JSON text), $9 lease micros, $10 progress (NULL: keep the run's),
-	// $11 busy. Scalars instead of arrays let the planner use the primary
+	// $11 busy, $12 input. Scalars instead of arrays let the planner use the primary
 	// key and skip the joins that match requests to runs: one run at a time
 	// pays for its own row only.
 	q.checkpointOne = `WITH ` + clockCTE + `,
@@ -762,8 +813,8 @@ f AS (
 	FOR UPDATE
 ),
 ins AS (
-	INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, attempts, created_at)
-	SELECT f.id, f.execution, $4::text, $5::text, $6::bytea, $7::text::jsonb, $8::text::jsonb, clock.now
+	INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, attempts, created_at, input)
+	SELECT f.id, f.execution, $4::text, $5::text, $6::bytea, $7::text::jsonb, $8::text::jsonb, clock.now, $12::bytea
 	FROM f, clock
 	ON CONFLICT (run_id, execution, key) DO NOTHING
 	RETURNING run_id
@@ -813,9 +864,10 @@ RETURNING r.pause_requested, r.cancel_reason IS NOT NULL`
 	// snapshots that see every earlier holder's committed changes.
 	q.lockRun = `SELECT {runs}, coalesce($1::timestamptz, now()) FROM {s}.runs WHERE id = $2 FOR UPDATE`
 
-	// $2 run, $3 key, $4 kind, $5 output, $6 error, $7 execution.
-	q.insertCkpt = `INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, created_at)
-VALUES ($2, $7, $3, $4, $5, $6, coalesce($1::timestamptz, now()))
+	// $2 run, $3 key, $4 kind, $5 output, $6 error, $7 execution, $8
+	// input.
+	q.insertCkpt = `INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, created_at, input)
+VALUES ($2, $7, $3, $4, $5, $6, coalesce($1::timestamptz, now()), $8)
 ON CONFLICT (run_id, execution, key) DO NOTHING`
 
 	// $1 run, $2 execution, $3 key: a refused event checkpoint.
@@ -893,7 +945,8 @@ SELECT count(*) FROM upd` + finishedJoin(notify)
 	// parallel arrays: $2 run, $3 token, $4 key, $5 kind, $6 output, $7
 	// error (JSON text), $8 ready_at, $9 suspend state, $10 progress (NULL:
 	// keep the run's), $11 whether the worker saw the run's cancellation
-	// (SuspendRequest.CancelSeen; NULL: not); $12 the channel.
+	// (SuspendRequest.CancelSeen; NULL: not), $12 the checkpoints' inputs
+	// (NULL: none has one); $13 the channel.
 	// Like Suspend's transaction for such a request: for the runs whose
 	// lease holds (locked in ID order), the checkpoint is written unless the
 	// key has one, and the run parks paused (a pause was requested), queued
@@ -904,8 +957,8 @@ SELECT count(*) FROM upd` + finishedJoin(notify)
 	q.parkMany = `WITH ` + clockCTE + `,
 req AS (
 	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::timestamptz[], $9::bytea[], $10::bytea[],
-			$11::bool[])
-		WITH ORDINALITY AS q(run_id, token, key, kind, output, error, ready_at, state, progress, seen, ord)
+			$11::bool[], $12::bytea[])
+		WITH ORDINALITY AS q(run_id, token, key, kind, output, error, ready_at, state, progress, seen, input, ord)
 ),
 f AS (
 	SELECT r.id, r.execution, r.pause_requested, r.cancel_reason IS NOT NULL AS cancel, req.ord
@@ -915,8 +968,8 @@ f AS (
 	FOR UPDATE OF r
 ),
 ins AS (
-	INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, created_at)
-	SELECT req.run_id, f.execution, req.key, req.kind, req.output, req.error::jsonb, clock.now
+	INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, created_at, input)
+	SELECT req.run_id, f.execution, req.key, req.kind, req.output, req.error::jsonb, clock.now, req.input
 	FROM f JOIN req ON req.ord = f.ord, clock
 	ON CONFLICT (run_id, execution, key) DO NOTHING
 	RETURNING run_id
@@ -943,7 +996,7 @@ upd AS (
 	FROM w, clock
 	WHERE r.id = w.id
 	RETURNING w.ord, w.status
-)` + notifyCTE(notify, "upd", "status = 'queued'", 12) + `
+)` + notifyCTE(notify, "upd", "status = 'queued'", 13) + `
 SELECT upd.ord, upd.status FROM upd` + notifyJoin(notify)
 
 	// $1 now, $2 run, $3 the reason: requests the cancellation of the
@@ -1017,8 +1070,8 @@ began AS (
 	SELECT r.id, r.execution + 1, $1::timestamptz, CASE WHEN $4::text = '' THEN 0 ELSE r.execution END, $4::text FROM r
 ),
 copied AS (
-	INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, created_at, forked_from)
-	SELECT c.run_id, r.execution + 1, c.key, c.kind, c.output, c.error, c.created_at, r.execution
+	INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, created_at, forked_from, input)
+	SELECT c.run_id, r.execution + 1, c.key, c.kind, c.output, c.error, c.created_at, r.execution, c.input
 	FROM r JOIN {s}.checkpoints c ON c.run_id = r.id AND c.execution = r.execution
 	WHERE c.seq < $3::bigint
 	ORDER BY c.seq
@@ -1090,12 +1143,13 @@ WHERE r.id = $1 ORDER BY e.number`
 
 	// $1 names, $2 versions, $3 input schemas, $4 output schemas, $5
 	// workers, $6 updated, $7 queues, $8 retentions and $9 timeouts
-	// (nanoseconds, NULL: none): one row per name.
-	q.putWorkflows = `INSERT INTO {s}.workflow_types (name, version, input_schema, output_schema, worker, updated_at, queue, retention, timeout)
-SELECT * FROM unnest($1::text[], $2::int[], $3::bytea[], $4::bytea[], $5::text[], $6::timestamptz[], $7::text[], $8::bigint[], $9::bigint[])
+	// (nanoseconds, NULL: none), $10 declared search attributes (JSON
+	// text, NULL: none): one row per name.
+	q.putWorkflows = `INSERT INTO {s}.workflow_types (name, version, input_schema, output_schema, worker, updated_at, queue, retention, timeout, attributes)
+SELECT * FROM unnest($1::text[], $2::int[], $3::bytea[], $4::bytea[], $5::text[], $6::timestamptz[], $7::text[], $8::bigint[], $9::bigint[], $10::text[])
 ON CONFLICT (name) DO UPDATE SET version = excluded.version, input_schema = excluded.input_schema,
 	output_schema = excluded.output_schema, worker = excluded.worker, updated_at = excluded.updated_at,
-	queue = excluded.queue, retention = excluded.retention, timeout = excluded.timeout`
+	queue = excluded.queue, retention = excluded.retention, timeout = excluded.timeout, attributes = excluded.attributes`
 	// $1 names, $2 concurrencies, $3 partition concurrencies, $4 rates, $5
 	// rate periods (nanoseconds), $6 workers, $7 updated.
 	q.putQueues = `INSERT INTO {s}.queue_types (name, concurrency, partition_concurrency, rate, rate_period, worker, updated_at)
@@ -1109,7 +1163,8 @@ FROM {s}.queue_types ORDER BY name COLLATE "C"`
 SELECT * FROM unnest($1::text[], $2::bytea[], $3::text[], $4::timestamptz[])
 ON CONFLICT (topic) DO UPDATE SET payload_schema = excluded.payload_schema, worker = excluded.worker,
 	updated_at = excluded.updated_at`
-	q.getWorkflows = `SELECT name, version, input_schema, output_schema, worker, updated_at, queue, retention, timeout FROM {s}.workflow_types ORDER BY name COLLATE "C"`
+	q.getWorkflows = `SELECT name, version, input_schema, output_schema, worker, updated_at, queue, retention, timeout, attributes
+FROM {s}.workflow_types ORDER BY name COLLATE "C"`
 	q.getEvents = `SELECT topic, payload_schema, worker, updated_at FROM {s}.event_types ORDER BY topic COLLATE "C"`
 
 	// $2 topic, $3 payload, $4 channel. Locks the runs waiting on the
@@ -1205,10 +1260,10 @@ SELECT false, {sched} FROM {s}.schedules WHERE id = $2 AND NOT EXISTS (SELECT 1 
 	// Purge ($1..$5 as purgeVictims): locks the victims, skipping any run
 	// another transaction holds (a claim, a write, another purge), and
 	// deletes them with their executions, checkpoints, attempts, buffered
-	// events, the start-key records naming them, their updates and their
-	// streams, in one statement. A victim changed since the snapshot
-	// (restarted, say) is rechecked when locked and passed over. Counts
-	// the runs and events deleted.
+	// events, the start-key records naming them, their updates, their
+	// streams and their search attributes, in one statement. A victim
+	// changed since the snapshot (restarted, say) is rechecked when
+	// locked and passed over. Counts the runs and events deleted.
 	q.purge = `WITH victims AS (
 	` + purgeVictims + `
 	FOR UPDATE SKIP LOCKED
@@ -1221,7 +1276,8 @@ ev AS (DELETE FROM {s}.events e USING gone g WHERE e.run_id = g.id RETURNING 1),
 sk AS (DELETE FROM {s}.start_keys k USING gone g WHERE k.run_id = g.id),
 up AS (DELETE FROM {s}.updates u USING gone g WHERE u.run_id = g.id),
 sm AS (DELETE FROM {s}.streams m USING gone g WHERE m.run_id = g.id),
-sv AS (DELETE FROM {s}.stream_values v USING gone g WHERE v.run_id = g.id)
+sv AS (DELETE FROM {s}.stream_values v USING gone g WHERE v.run_id = g.id),
+sa AS (DELETE FROM {s}.run_attrs a USING gone g WHERE a.run_id = g.id)
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM ev)`
 
 	// A dry purge: what purge would delete, counted, locking nothing.
@@ -1257,6 +1313,7 @@ FROM {s}.workers WHERE expires_at > coalesce($1::timestamptz, now()) ORDER BY id
 
 	startQueries(&q, notify)
 	interactQueries(&q, notify)
+	attrQueries(&q)
 
 	for _, p := range []*string{
 		&q.createRuns, &q.createLeased, &q.selectRuns, &q.getRun, &q.countRuns, &q.countRunsOf, &q.claim, &q.claimOne, &q.nextWake, &q.nextWakeOne, &q.loadReplay, &q.loadClaimed, &q.getCheckpoint,
@@ -1270,6 +1327,7 @@ FROM {s}.workers WHERE expires_at > coalesce($1::timestamptz, now()) ORDER BY id
 		&q.putWorker, &q.expireWorkers, &q.listWorkers, &q.removeWorker,
 		&q.readRun, &q.txNow, &q.lockKey, &q.getKey, &q.putKey, &q.joinInput, &q.family, &q.dropFamily, &q.resetRun,
 		&q.sendUpdate, &q.getUpdate, &q.listUpdates, &q.replyCheck, &q.interact, &q.readStream, &q.listStreams,
+		&q.createAttrs, &q.createBoth, &q.readRunAttrs, &q.lockRunAttrs, &q.setAttrs, &q.insertAttrs,
 	} {
 		*p = r.Replace(*p)
 	}
@@ -1427,6 +1485,11 @@ func startQueries(q *queries, notify bool) {
 	// only return or refuse what they find.
 	q.readRun = `SELECT {runs}, coalesce($1::timestamptz, now()) FROM {s}.runs WHERE id = $2`
 
+	// readRun and lockRun with the run's search attributes
+	// (scanRunAttrs), for the creates that return the run they find.
+	q.readRunAttrs = `SELECT {runs}, ` + attrsOf("runs.id") + `, coalesce($1::timestamptz, now()) FROM {s}.runs WHERE id = $2`
+	q.lockRunAttrs = q.readRunAttrs + ` FOR UPDATE OF runs`
+
 	// The store clock's time of a call in a transaction, read once and
 	// passed to each of its statements: the time of the call's first
 	// statement rather than of the transaction's start (now()), which an
@@ -1464,7 +1527,8 @@ FOR UPDATE OF r`
 
 	// $1 the replaced run and its descendants, $2 the descendants: deletes
 	// everything they own, as Purge does (executions, checkpoints,
-	// attempts, buffered events, start-key records, updates, streams), and
+	// attempts, buffered events, start-key records, updates, streams,
+	// search attributes), and
 	// the descendants' rows, keeping the token of each that was ever
 	// claimed in run_tokens (the greater, should its ID have an entry
 	// already), in ID order: the next run created under its ID goes on
@@ -1479,6 +1543,7 @@ sk AS (DELETE FROM {s}.start_keys WHERE run_id = ANY($1::text[])),
 up AS (DELETE FROM {s}.updates WHERE run_id = ANY($1::text[])),
 sm AS (DELETE FROM {s}.streams WHERE run_id = ANY($1::text[])),
 sv AS (DELETE FROM {s}.stream_values WHERE run_id = ANY($1::text[])),
+sa AS (DELETE FROM {s}.run_attrs WHERE run_id = ANY($1::text[])),
 gone AS (DELETE FROM {s}.runs WHERE id = ANY($2::text[]) RETURNING id, token)
 INSERT INTO {s}.run_tokens AS k (id, token)
 SELECT id, token FROM gone WHERE token > 0 ORDER BY id
@@ -1675,4 +1740,54 @@ func announceWhere(enabled bool) string {
 		return ""
 	}
 	return ` WHERE (SELECT count(*) FROM said) >= 0`
+}
+
+// attrQueries fills in the statements that write search attributes after
+// a checkpoint or a replacement (see attrs.go).
+func attrQueries(q *queries) {
+	// What checkpoints carry for their runs' search attributes
+	// (storage.CheckpointRequest.Attributes), merged after the checkpoint
+	// statement in its transaction, for the checkpoints it wrote
+	// (writtenHere, $1 known): a checkpoint that existed merges nothing.
+	// $2 run and $3 checkpoint key, one per checkpoint that carries
+	// attributes; $4..$9 the attributes (attrsFrom); $10 the most a run
+	// holds (storage.MaxAttributes). A name set replaces the value, and
+	// so the type, it had; a new name takes the run's creation time. A run
+	// that would hold more than $10 names fails the statement
+	// (refuse_attributes), and with it the transaction, which so writes
+	// nothing. Every run here is locked by the checkpoint statement,
+	// whose writes this statement's snapshot sees.
+	q.setAttrs = `WITH rq AS (
+	SELECT q.run_id FROM unnest($2::text[], $3::text[]) AS q(run_id, key)
+	WHERE ` + writtenHere("q", "$1") + `
+),
+vals AS (
+	SELECT v.* FROM ` + attrsFrom(4) + ` JOIN rq ON rq.run_id = v.run_id
+),
+over AS (
+	SELECT n.run_id, count(*) AS n FROM (
+		SELECT a.run_id, a.name FROM {s}.run_attrs a JOIN rq ON a.run_id = rq.run_id
+		UNION
+		SELECT vals.run_id, vals.name FROM vals
+	) n
+	GROUP BY n.run_id
+	HAVING count(*) > $10::int
+),
+refused AS (
+	SELECT {s}.refuse_attributes(over.run_id, over.n, $10::int) FROM over
+),
+up AS (
+	INSERT INTO {s}.run_attrs AS a (run_id, name, str, num, at, flag, created_at)
+	SELECT vals.run_id, vals.name, vals.str, vals.num, vals.at, vals.flag, r.created_at
+	FROM vals JOIN {s}.runs r ON r.id = vals.run_id
+	ORDER BY vals.run_id, vals.name
+	ON CONFLICT (run_id, name) DO UPDATE SET str = excluded.str, num = excluded.num, at = excluded.at, flag = excluded.flag
+)
+SELECT count(*) FROM refused`
+
+	// $1 the creation time of the run a replacement created (resetRun),
+	// $2..$7 its attributes (attrsFrom), after dropFamily deleted those of
+	// the run it replaced.
+	q.insertAttrs = `INSERT INTO {s}.run_attrs (run_id, name, str, num, at, flag, created_at)
+SELECT v.run_id, v.name, v.str, v.num, v.at, v.flag, $1::timestamptz FROM ` + attrsFrom(2)
 }

@@ -223,7 +223,7 @@ func decodeHold(text *string) (*storage.Hold, error) {
 }
 
 // scanCheckpoint reads the ckptColumns: key, kind, output, error, seq,
-// created_at, execution, forked_from.
+// created_at, execution, forked_from, input.
 func scanCheckpoint(row scanner) (storage.Checkpoint, error) {
 	var (
 		c                     storage.Checkpoint
@@ -231,7 +231,7 @@ func scanCheckpoint(row scanner) (storage.Checkpoint, error) {
 		errJSON               []byte
 		execution, forkedFrom int32
 	)
-	if err := row.Scan(&c.Key, &kind, &c.Output, &errJSON, &c.Seq, &c.CreatedAt, &execution, &forkedFrom); err != nil {
+	if err := row.Scan(&c.Key, &kind, &c.Output, &errJSON, &c.Seq, &c.CreatedAt, &execution, &forkedFrom, &c.Input); err != nil {
 		return storage.Checkpoint{}, err
 	}
 	c.Execution, c.ForkedFrom = int(execution), int(forkedFrom)

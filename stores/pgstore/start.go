@@ -119,7 +119,7 @@ func (s *Store) createOne(ctx context.Context, tx pgx.Tx, now time.Time, r stora
 	lock := r.Event != nil || r.OnExisting == storage.ExistingReplace ||
 		r.OnEnded == storage.EndedReuse || r.OnEnded == storage.EndedReuseFailed
 	for range maxCreateTries {
-		x, found, err := s.readAt(ctx, tx, now, r.ID, lock)
+		x, found, err := s.readCreate(ctx, tx, now, r.ID, lock)
 		if err != nil {
 			return storage.CreateResult{}, false, err
 		}
@@ -193,7 +193,7 @@ func (s *Store) deliver(ctx context.Context, tx pgx.Tx, r storage.NewRun, x lock
 	}
 	res.Delivered = delivered
 	if delivered {
-		if res.Run, err = scanRun(tx.QueryRow(ctx, s.q.getRun, x.ID)); err != nil {
+		if res.Run, err = scanRunAttrs(tx.QueryRow(ctx, s.q.getRun, x.ID)); err != nil {
 			return storage.CreateResult{}, false, err
 		}
 	}
@@ -236,6 +236,24 @@ func (s *Store) readAt(ctx context.Context, tx pgx.Tx, now any, id string, lock 
 	return r, true, nil
 }
 
+// readCreate is readAt for a create, which may return the run it reads:
+// the record has the run's search attributes.
+func (s *Store) readCreate(ctx context.Context, tx pgx.Tx, now any, id string, lock bool) (r locked, found bool, err error) {
+	sql := s.q.readRunAttrs
+	if lock {
+		sql = s.q.lockRunAttrs
+	}
+	rec, err := scanRunAttrs(tx.QueryRow(ctx, sql, now, id), &r.now)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return locked{}, false, nil
+	}
+	if err != nil {
+		return locked{}, false, err
+	}
+	r.RunRecord = rec
+	return r, true, nil
+}
+
 // insertRun inserts run r with the creation statement, unless its ID is
 // taken (inserted false): a debounced run ready Debounce after now.
 func (s *Store) insertRun(ctx context.Context, tx pgx.Tx, now time.Time, r storage.NewRun) (rec storage.RunRecord, inserted bool, err error) {
@@ -253,7 +271,7 @@ func (s *Store) insertRun(ctx context.Context, tx pgx.Tx, now time.Time, r stora
 	if err != nil {
 		return storage.RunRecord{}, false, err
 	}
-	rec, err = scanRun(tx.QueryRow(ctx, s.q.getRun, r.ID))
+	rec, err = scanRunAttrs(tx.QueryRow(ctx, s.q.getRun, r.ID))
 	return rec, err == nil, err
 }
 
@@ -285,7 +303,7 @@ func (s *Store) joinKey(ctx context.Context, tx pgx.Tx, now time.Time, r storage
 		return res, false, false, err
 	}
 	update := k.Debounce > 0 && !k.KeepFirst
-	h, found, err := s.readAt(ctx, tx, now, holder, update || r.Event != nil)
+	h, found, err := s.readCreate(ctx, tx, now, holder, update || r.Event != nil)
 	if err != nil || !found {
 		// A record whose run is gone holds nothing.
 		return res, false, false, err
@@ -299,7 +317,7 @@ func (s *Store) joinKey(ctx context.Context, tx pgx.Tx, now time.Time, r storage
 		if _, err := tx.Exec(ctx, s.q.joinInput, now, h.ID, r.Input, encodeHeaders(r.Headers)); err != nil {
 			return res, false, false, err
 		}
-		if res.Run, err = scanRun(tx.QueryRow(ctx, s.q.getRun, h.ID)); err != nil {
+		if res.Run, err = scanRunAttrs(tx.QueryRow(ctx, s.q.getRun, h.ID)); err != nil {
 			return res, false, false, err
 		}
 	}
@@ -310,8 +328,9 @@ func (s *Store) joinKey(ctx context.Context, tx pgx.Tx, now time.Time, r storage
 // replace replaces the run x, locked in tx, with run r, in tx: refused
 // (RefusedFamily, nothing written) when an unfinished descendant does not
 // end with x; otherwise x and its unfinished descendants end as Terminate
-// ends them, and x, its descendants and all they own are deleted, as
-// Purge deletes a run, and r is created in x's place.
+// ends them, and x, its descendants and all they own (search attributes
+// included) are deleted, as Purge deletes a run, and r is created in x's
+// place, with r's attributes.
 //
 // The termination is not written before the deletion removes it: what
 // remains of it after the commit is what Terminate's leaves of runs
@@ -379,6 +398,11 @@ func (s *Store) replace(ctx context.Context, tx pgx.Tx, now time.Time, r storage
 	b := &pgx.Batch{}
 	b.Queue(s.q.dropFamily, family, descendants)
 	b.Queue(s.q.resetRun, args...)
+	if len(r.Attributes) > 0 {
+		var rows attrRows
+		rows.add(x.ID, r.Attributes)
+		b.Queue(s.q.insertAttrs, append([]any{now}, rows.args()...)...)
+	}
 	if s.notify && len(ended) > 0 {
 		b.Queue(s.q.notifyFinished, s.endedChannel, ended)
 	}
@@ -390,6 +414,12 @@ func (s *Store) replace(ctx context.Context, tx pgx.Tx, now time.Time, r storage
 	rec, err := scanRun(br.QueryRow())
 	if err != nil {
 		return storage.CreateResult{}, false, err
+	}
+	if len(r.Attributes) > 0 {
+		if _, err := br.Exec(); err != nil {
+			return storage.CreateResult{}, false, err
+		}
+		rec.Attributes = storage.NormalizeAttrs(r.Attributes)
 	}
 	if err := br.Close(); err != nil {
 		return storage.CreateResult{}, false, err
