@@ -23,6 +23,7 @@ func (s *Store) PutCatalog(ctx context.Context, c storage.Catalog) error {
 	for _, w := range c.Workflows {
 		w.InputSchema, w.OutputSchema = cloneJSON(w.InputSchema), cloneJSON(w.OutputSchema)
 		w.Retention = cloneDuration(w.Retention)
+		w.Attributes = cloneDecls(w.Attributes)
 		s.workflows[w.Name] = w
 	}
 	for _, e := range c.Events {
@@ -46,6 +47,7 @@ func (s *Store) GetCatalog(ctx context.Context) (storage.Catalog, error) {
 	for _, w := range s.workflows {
 		w.InputSchema, w.OutputSchema = cloneJSON(w.InputSchema), cloneJSON(w.OutputSchema)
 		w.Retention = cloneDuration(w.Retention)
+		w.Attributes = cloneDecls(w.Attributes)
 		c.Workflows = append(c.Workflows, w)
 	}
 	for _, e := range s.eventTypes {
@@ -71,4 +73,12 @@ func cloneDuration(d *time.Duration) *time.Duration {
 	}
 	c := *d
 	return &c
+}
+
+// cloneDecls copies a workflow's attribute declarations; none is nil.
+func cloneDecls(d []storage.AttrDecl) []storage.AttrDecl {
+	if len(d) == 0 {
+		return nil
+	}
+	return slices.Clone(d)
 }

@@ -148,7 +148,15 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 		existing := cloneCheckpoint(r.cps[i])
 		return storage.CheckpointResult{Existing: &existing, CancelRequested: rec.CancelRequested}, nil
 	}
-	r.write(cp.Key, cp.Kind, clone(cp.Output), cp.Error, now)
+	merged, err := storage.MergeAttrs(r.rec.Attributes, req.Attributes)
+	if err != nil {
+		return storage.CheckpointResult{}, refuse(err)
+	}
+	i := r.write(cp.Key, cp.Kind, clone(cp.Output), cp.Error, now)
+	r.cps[i].Input = clone(cp.Input)
+	if len(req.Attributes) > 0 {
+		s.setAttrs(r, merged)
+	}
 	for _, a := range req.Attempts {
 		r.attempts = append(r.attempts, cloneAttempt(a, rec.Execution))
 		if a.Key != cp.Key {

@@ -196,6 +196,9 @@ func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 	if r == nil {
 		return notFound("restart", req.RunID)
 	}
+	if req.IfExecution > 0 && r.rec.Execution != req.IfExecution {
+		return fmt.Errorf("memstore: restart run %q: %w: it is in execution %d, not %d", req.RunID, storage.ErrConflict, r.rec.Execution, req.IfExecution)
+	}
 	keep := 0
 	if req.FromKey != "" {
 		i, ok := r.find(req.FromKey)

@@ -189,6 +189,7 @@ func (r *run) record() storage.RunRecord {
 	rec.Progress = clone(rec.Progress)
 	rec.Headers = cloneHeaders(rec.Headers)
 	rec.Hold = rec.Hold.Clone()
+	rec.Attributes = slices.Clone(rec.Attributes)
 	return rec
 }
 
@@ -295,6 +296,7 @@ func cloneAttempt(a storage.Attempt, execution int) storage.Attempt {
 
 func cloneCheckpoint(cp storage.Checkpoint) storage.Checkpoint {
 	cp.Output = clone(cp.Output)
+	cp.Input = clone(cp.Input)
 	cp.Error = cloneError(cp.Error)
 	return cp
 }

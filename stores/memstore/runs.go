@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/stemflow/stem/storage"
@@ -71,6 +72,7 @@ func (s *Store) insert(nr *storage.NewRun, now time.Time) *run {
 			Priority:     nr.Priority,
 			Version:      nr.Version,
 			Headers:      cloneHeaders(nr.Headers),
+			Attributes:   storage.NormalizeAttrs(nr.Attributes),
 			Token:        token,
 			Execution:    1,
 			StartedAt:    now,
@@ -126,6 +128,9 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 		return storage.RunPage{}, err
 	}
 	defer s.mu.Unlock()
+	if q.Order == storage.OrderCreated || len(q.Where) > 0 {
+		return s.listOrdered(q), nil
+	}
 	ids := s.ids
 	if q.ParentID != "" {
 		ids = s.childIDs(q.ParentID)
@@ -189,4 +194,49 @@ func (s *Store) childIDs(parent string) []string {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// setAttrs replaces a run's search attributes with attrs, normalized.
+// The memory store keeps no index of them: a listing that filters by
+// them, or lists by creation time, passes over every run (listOrdered).
+func (s *Store) setAttrs(r *run, attrs []storage.Attr) {
+	r.rec.Attributes = attrs
+}
+
+// listOrdered lists a page of q in creation order, or in ID order with
+// attribute filters, by a pass over every run: what a store with indexes
+// reads through them, the memory store sorts.
+func (s *Store) listOrdered(q storage.ListRunsQuery) storage.RunPage {
+	limit := q.PageSize()
+	var match []*run
+	for _, r := range s.runs {
+		if q.ParentID != "" && r.rec.ParentID != q.ParentID {
+			continue
+		}
+		if q.Listed(&r.rec) && q.Past(&r.rec) {
+			match = append(match, r)
+		}
+	}
+	slices.SortFunc(match, func(a, b *run) int {
+		c := 0
+		if q.Order == storage.OrderCreated {
+			c = a.rec.CreatedAt.Compare(b.rec.CreatedAt)
+		}
+		if c == 0 {
+			c = strings.Compare(a.rec.ID, b.rec.ID)
+		}
+		if q.Descending {
+			return -c
+		}
+		return c
+	})
+	var page storage.RunPage
+	for _, r := range match {
+		if len(page.Runs) == limit {
+			page.Next = q.NextCursor(&page.Runs[limit-1])
+			break
+		}
+		page.Runs = append(page.Runs, r.record())
+	}
+	return page
 }

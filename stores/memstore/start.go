@@ -112,6 +112,7 @@ func (s *Store) join(h *run, nr *storage.NewRun, now time.Time) storage.CreateRe
 	if nr.Key.Debounce > 0 && !nr.Key.KeepFirst {
 		h.rec.Input = clone(nr.Input)
 		h.rec.Headers = cloneHeaders(nr.Headers)
+		s.setAttrs(h, storage.NormalizeAttrs(nr.Attributes))
 		h.rec.UpdatedAt = now
 	}
 	res := storage.CreateResult{Joined: true}

@@ -150,6 +150,7 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, eagerCases...)
 	all = append(all, startCases...)
 	all = append(all, interactCases...)
+	all = append(all, attrCases...)
 	if implementsTx(t, newStore) {
 		all = append(all, startTxCases...)
 		all = append(all, interactTxCases...)
@@ -642,11 +643,13 @@ func normRecord(r storage.RunRecord) storage.RunRecord {
 	}
 	r.Deadline = msPtr(r.Deadline)
 	r.Progress = normBytes(r.Progress)
+	r.Attributes = storage.NormalizeAttrs(r.Attributes)
 	return r
 }
 
 func normCheckpoint(cp storage.Checkpoint) storage.Checkpoint {
 	cp.Output = normBytes(cp.Output)
+	cp.Input = normBytes(cp.Input)
 	cp.CreatedAt = ms(cp.CreatedAt)
 	return cp
 }
