@@ -85,13 +85,23 @@ func TestAttrsCreated(t *testing.T) {
 	if n := attrRowCount(t, s, "a"); n != len(attrs) {
 		t.Fatalf("%d attribute rows of a, want %d", n, len(attrs))
 	}
-	// A session in another time zone reads the same instants.
-	if _, err := s.pool.Exec(ctx, `SET TIME ZONE 'Asia/Kathmandu'`); err != nil {
-		t.Fatal(err)
-	}
 	rec, err := s.GetRun(ctx, "a")
 	if err != nil || !sameAttrs(rec.Attributes, attrs) {
 		t.Fatalf("GetRun(a) = %+v, %v", rec.Attributes, err)
+	}
+	// A session in another time zone reads the same instants.
+	err = pgx.BeginFunc(ctx, s.pool.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL TIME ZONE 'Asia/Kathmandu'`); err != nil {
+			return err
+		}
+		far, err := scanRunAttrs(tx.QueryRow(ctx, s.q.getRun, "a"))
+		if err == nil && !sameAttrs(far.Attributes, attrs) {
+			err = fmt.Errorf("read in another time zone: %+v", far.Attributes)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if math.Signbit(rec.Attributes[slices.IndexFunc(rec.Attributes, func(a storage.Attr) bool { return a.Name == "n.zero" })].Num) {
 		t.Fatal("a negative zero was stored")

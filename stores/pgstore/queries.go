@@ -106,6 +106,7 @@ type queries struct {
 	lockRunAttrs string
 	setAttrs     string
 	insertAttrs  string
+	deleteAttrs  string
 }
 
 // runColumns are the columns scanRun reads, in its order.
@@ -1327,7 +1328,7 @@ FROM {s}.workers WHERE expires_at > coalesce($1::timestamptz, now()) ORDER BY id
 		&q.putWorker, &q.expireWorkers, &q.listWorkers, &q.removeWorker,
 		&q.readRun, &q.txNow, &q.lockKey, &q.getKey, &q.putKey, &q.joinInput, &q.family, &q.dropFamily, &q.resetRun,
 		&q.sendUpdate, &q.getUpdate, &q.listUpdates, &q.replyCheck, &q.interact, &q.readStream, &q.listStreams,
-		&q.createAttrs, &q.createBoth, &q.readRunAttrs, &q.lockRunAttrs, &q.setAttrs, &q.insertAttrs,
+		&q.createAttrs, &q.createBoth, &q.readRunAttrs, &q.lockRunAttrs, &q.setAttrs, &q.insertAttrs, &q.deleteAttrs,
 	} {
 		*p = r.Replace(*p)
 	}
@@ -1510,7 +1511,7 @@ ON CONFLICT (workflow, key) DO UPDATE SET run_id = excluded.run_id`
 
 	// $1 now, $2 run, $3 input, $4 headers (JSON text, NULL: none): a
 	// debounce window's run takes the input and headers of a create that
-	// joins it.
+	// joins it (and its search attributes: deleteAttrs, insertAttrs).
 	q.joinInput = `UPDATE {s}.runs SET input = $3, headers = $4, updated_at = $1 WHERE id = $2`
 
 	// $1 run: every descendant of the run, finished or not, through
@@ -1785,9 +1786,15 @@ up AS (
 )
 SELECT count(*) FROM refused`
 
-	// $1 the creation time of the run a replacement created (resetRun),
-	// $2..$7 its attributes (attrsFrom), after dropFamily deleted those of
-	// the run it replaced.
+	// $1..$6 the attributes (attrsFrom) of a run whose attributes a
+	// create replaces, after its statement deleted the old ones: the run
+	// a replacement created (resetRun, after dropFamily), or the run of a
+	// debounce window that a create joined (joinInput, after
+	// deleteAttrs). They take the run's creation time, which its row
+	// holds by then.
 	q.insertAttrs = `INSERT INTO {s}.run_attrs (run_id, name, str, num, at, flag, created_at)
-SELECT v.run_id, v.name, v.str, v.num, v.at, v.flag, $1::timestamptz FROM ` + attrsFrom(2)
+SELECT v.run_id, v.name, v.str, v.num, v.at, v.flag, r.created_at FROM ` + attrsFrom(1) + ` JOIN {s}.runs r ON r.id = v.run_id`
+
+	// $1 run: its attributes, which a joining create replaces.
+	q.deleteAttrs = `DELETE FROM {s}.run_attrs WHERE run_id = $1`
 }

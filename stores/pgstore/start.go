@@ -284,11 +284,12 @@ func (s *Store) keyLock(workflow, key string) string {
 
 // joinKey takes the lock of r's start key and joins its holder when the
 // key is held: a singleton's holder that has not ended, or a debounce
-// window's run not yet claimed (queued, ready after now), whose input and
-// headers become r's unless the key keeps the first. r's event goes to the
-// holder. joined is false, with nothing written, when the key is free; the
-// lock is kept until tx ends, so that the create that follows records its
-// run as the key's holder before any other create of the key reads it.
+// window's run not yet claimed (queued, ready after now), whose input,
+// headers and search attributes become r's unless the key keeps the
+// first. r's event goes to the holder. joined is false, with nothing
+// written, when the key is free; the lock is kept until tx ends, so that
+// the create that follows records its run as the key's holder before any
+// other create of the key reads it.
 func (s *Store) joinKey(ctx context.Context, tx pgx.Tx, now time.Time, r storage.NewRun) (res storage.CreateResult, ready, joined bool, err error) {
 	k := r.Key
 	if _, err := tx.Exec(ctx, s.q.lockKey, s.keyLock(r.Workflow, k.Key)); err != nil {
@@ -314,7 +315,15 @@ func (s *Store) joinKey(ctx context.Context, tx pgx.Tx, now time.Time, r storage
 	}
 	res = storage.CreateResult{Joined: true, Run: h.RunRecord}
 	if update {
-		if _, err := tx.Exec(ctx, s.q.joinInput, now, h.ID, r.Input, encodeHeaders(r.Headers)); err != nil {
+		b := &pgx.Batch{}
+		b.Queue(s.q.joinInput, now, h.ID, r.Input, encodeHeaders(r.Headers))
+		b.Queue(s.q.deleteAttrs, h.ID)
+		if len(r.Attributes) > 0 {
+			var rows attrRows
+			rows.add(h.ID, r.Attributes)
+			b.Queue(s.q.insertAttrs, rows.args()...)
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return res, false, false, err
 		}
 		if res.Run, err = scanRunAttrs(tx.QueryRow(ctx, s.q.getRun, h.ID)); err != nil {
@@ -401,7 +410,7 @@ func (s *Store) replace(ctx context.Context, tx pgx.Tx, now time.Time, r storage
 	if len(r.Attributes) > 0 {
 		var rows attrRows
 		rows.add(x.ID, r.Attributes)
-		b.Queue(s.q.insertAttrs, append([]any{now}, rows.args()...)...)
+		b.Queue(s.q.insertAttrs, rows.args()...)
 	}
 	if s.notify && len(ended) > 0 {
 		b.Queue(s.q.notifyFinished, s.endedChannel, ended)
