@@ -94,7 +94,7 @@ func TestAttrsCreated(t *testing.T) {
 		if _, err := tx.Exec(ctx, `SET LOCAL TIME ZONE 'Asia/Kathmandu'`); err != nil {
 			return err
 		}
-		far, err := scanRunAttrs(tx.QueryRow(ctx, s.q.getRun, "a"))
+		far, err := scanRun(tx.QueryRow(ctx, s.q.getRun, "a"))
 		if err == nil && !sameAttrs(far.Attributes, attrs) {
 			err = fmt.Errorf("read in another time zone: %+v", far.Attributes)
 		}

@@ -57,15 +57,15 @@
 // filter under any other. CountRuns of a workflow is an index-only scan
 // of runs_workflow_id_idx, which includes the status.
 //
-// A run's search attributes are rows of their own table, one per name,
-// the value in the column of its type and the run's creation time copied
-// beside it, in one index per type of (name, value, creation time, run):
-// a listing by an attribute's value in creation order walks that range
-// and stops at the page's end, however many runs the store holds. A
-// create writes them in its statement, a checkpoint that carries some by
-// one more statement in its batch (a plain checkpoint sends nothing
-// more), and every statement that returns runs reads each run's by a
-// probe of the table's primary key (see attrs.go).
+// A run's search attributes are a JSON column of its row, which every
+// statement that returns runs returns with them, and rows of their own
+// table, one per name, the value in the column of its type and the run's
+// creation time copied beside it, in one index per type of (name, value,
+// creation time, run): a listing by an attribute's value in creation
+// order walks that range and stops at the page's end, however many runs
+// the store holds. A create writes both in its statement, a checkpoint
+// that carries attributes by one more statement in its batch (a plain
+// checkpoint sends nothing more); see attrs.go.
 //
 // Writes that make runs ready send a NOTIFY on a channel named after the
 // schema (<schema>_ready); the store implements storage.Notifier with one

@@ -102,11 +102,9 @@ type queries struct {
 	readStream  string
 	listStreams string
 
-	readRunAttrs string
-	lockRunAttrs string
-	setAttrs     string
-	insertAttrs  string
-	deleteAttrs  string
+	setAttrs    string
+	insertAttrs string
+	deleteAttrs string
 }
 
 // runColumns are the columns scanRun reads, in its order.
@@ -116,7 +114,7 @@ var runColumns = []string{
 	"owner", "lease_until", "token", "recoveries", "parent_policy", "execution", "started_at", "ended_at",
 	"active_key", "active_attempt", "active_started", "created_at", "updated_at",
 	"wait_also_keys", "wait_also_topics", "wait_also_kinds", "deadline", "progress",
-	"queue", "partition", "priority", "version", "headers", "hold", "cancel_reason",
+	"queue", "partition", "priority", "version", "headers", "hold", "cancel_reason", "attrs",
 }
 
 // cols lists runColumns, each prefixed by alias and a dot when alias is set.
@@ -143,19 +141,6 @@ func attrsFrom(n int) string {
 	p := func(i int) string { return "$" + strconv.Itoa(n+i) }
 	return `unnest(` + p(0) + `::text[], ` + p(1) + `::text[], ` + p(2) + `::text[], ` + p(3) + `::float8[], ` + p(4) +
 		`::timestamptz[], ` + p(5) + `::bool[]) AS v(run_id, name, str, num, at, flag)`
-}
-
-// attrsOf is the search attributes of the run whose ID is the SQL id, as
-// the JSON text decodeAttrs reads: an array, by name, of [name, string,
-// number, time in Unix microseconds, bool], the value of the
-// attribute's type alone not null; NULL when the run has none. A
-// correlated sub-select, one probe of run_attrs_pkey per run read: a
-// statement that returns runs returns their attributes, whatever the
-// number of runs (and, in a sorted listing with a limit, the planner
-// evaluates it for the rows the limit keeps only).
-func attrsOf(id string) string {
-	return `(SELECT json_agg(json_build_array(ra.name, ra.str, ra.num, (extract(epoch FROM ra.at) * 1000000)::bigint, ra.flag) ORDER BY ra.name)
-	FROM {s}.run_attrs ra WHERE ra.run_id = ` + id + `)`
 }
 
 // finished is the SQL list of the final statuses.
@@ -480,11 +465,12 @@ const purgeVictims = `SELECT id FROM {s}.runs
 // owner's to execute.
 //
 // With attrs (createAttrs, createBoth), the search attributes of the runs
-// follow, as the parallel arrays attrArrays makes (run ID, name, string,
-// number, time, bool), before the channel: each run the statement
-// created gets its own, with its creation time; a run not created gets
-// none (the caller sends the attributes of an ID's first request only,
-// the one the statement creates).
+// follow, before the channel: each run's runs.attrs (JSON text, NULL:
+// none; see encodeAttrs), then their rows as the parallel arrays of
+// attrsFrom (run ID, name, string, number, time, bool). Each run the
+// statement created gets its own rows, with its creation time; a run not
+// created gets none (the caller sends the rows of an ID's first request
+// only, the one the statement creates).
 func createSQL(notify, leased, attrs bool) string {
 	status, ready := `'queued'`, `greatest(clock.now, coalesce(t.start_at, clock.now))`
 	token := `coalesce(k.token, 0)`
@@ -506,14 +492,17 @@ st AS (
 )`
 	}
 	if attrs {
+		p := "$" + strconv.Itoa(channel)
+		cols, vals = cols+`, attrs`, vals+`, t.attrs::jsonb`
+		from, names = from+`, `+p+`::text[]`, names+`, attrs`
 		starts += `,
 att AS (
 	INSERT INTO {s}.run_attrs (run_id, name, str, num, at, flag, created_at)
 	SELECT v.run_id, v.name, v.str, v.num, v.at, v.flag, ins.started_at
-	FROM ` + attrsFrom(channel) + ` JOIN ins ON ins.id = v.run_id
+	FROM ` + attrsFrom(channel+1) + ` JOIN ins ON ins.id = v.run_id
 	ORDER BY v.run_id, v.name
 )`
-		channel += 6
+		channel += 7
 	}
 	return `WITH ` + clockCTE + `,
 kept AS MATERIALIZED (
@@ -609,9 +598,8 @@ func buildQueries(schema string, notify bool) queries {
 	q.nextWake = nextWakeSQL(everyPair("$3", "$4", "$5"))
 	q.nextWakeOne = nextWakeSQL(onePair("$3", "$4", "$5"))
 
-	// Runs with their search attributes (scanRunAttrs).
-	q.selectRuns = `SELECT {runs}, ` + attrsOf("runs.id") + ` FROM {s}.runs WHERE id = ANY($1::text[])`
-	q.getRun = `SELECT {runs}, ` + attrsOf("runs.id") + ` FROM {s}.runs WHERE id = $1`
+	q.selectRuns = `SELECT {runs} FROM {s}.runs WHERE id = ANY($1::text[])`
+	q.getRun = `SELECT {runs} FROM {s}.runs WHERE id = $1`
 
 	// The runs per status, of every workflow (runs_status_id_idx or the
 	// table); countRunsOf: of the workflow $1, through
@@ -1328,7 +1316,7 @@ FROM {s}.workers WHERE expires_at > coalesce($1::timestamptz, now()) ORDER BY id
 		&q.putWorker, &q.expireWorkers, &q.listWorkers, &q.removeWorker,
 		&q.readRun, &q.txNow, &q.lockKey, &q.getKey, &q.putKey, &q.joinInput, &q.family, &q.dropFamily, &q.resetRun,
 		&q.sendUpdate, &q.getUpdate, &q.listUpdates, &q.replyCheck, &q.interact, &q.readStream, &q.listStreams,
-		&q.createAttrs, &q.createBoth, &q.readRunAttrs, &q.lockRunAttrs, &q.setAttrs, &q.insertAttrs, &q.deleteAttrs,
+		&q.createAttrs, &q.createBoth, &q.setAttrs, &q.insertAttrs, &q.deleteAttrs,
 	} {
 		*p = r.Replace(*p)
 	}
@@ -1486,11 +1474,6 @@ func startQueries(q *queries, notify bool) {
 	// only return or refuse what they find.
 	q.readRun = `SELECT {runs}, coalesce($1::timestamptz, now()) FROM {s}.runs WHERE id = $2`
 
-	// readRun and lockRun with the run's search attributes
-	// (scanRunAttrs), for the creates that return the run they find.
-	q.readRunAttrs = `SELECT {runs}, ` + attrsOf("runs.id") + `, coalesce($1::timestamptz, now()) FROM {s}.runs WHERE id = $2`
-	q.lockRunAttrs = q.readRunAttrs + ` FOR UPDATE OF runs`
-
 	// The store clock's time of a call in a transaction, read once and
 	// passed to each of its statements: the time of the call's first
 	// statement rather than of the transaction's start (now()), which an
@@ -1509,10 +1492,11 @@ func startQueries(q *queries, notify bool) {
 	q.putKey = `INSERT INTO {s}.start_keys (workflow, key, run_id) VALUES ($1, $2, $3)
 ON CONFLICT (workflow, key) DO UPDATE SET run_id = excluded.run_id`
 
-	// $1 now, $2 run, $3 input, $4 headers (JSON text, NULL: none): a
-	// debounce window's run takes the input and headers of a create that
-	// joins it (and its search attributes: deleteAttrs, insertAttrs).
-	q.joinInput = `UPDATE {s}.runs SET input = $3, headers = $4, updated_at = $1 WHERE id = $2`
+	// $1 now, $2 run, $3 input, $4 headers (JSON text, NULL: none), $5
+	// search attributes (runs.attrs's JSON text, NULL: none): a debounce
+	// window's run takes the input, headers and attributes of a create
+	// that joins it (whose rows deleteAttrs and insertAttrs replace).
+	q.joinInput = `UPDATE {s}.runs SET input = $3, headers = $4, attrs = $5::jsonb, updated_at = $1 WHERE id = $2`
 
 	// $1 run: every descendant of the run, finished or not, through
 	// runs_parent_idx, locked in ID order (as Terminate's cascade locks
@@ -1556,7 +1540,9 @@ ON CONFLICT (id) DO UPDATE SET token = greatest(k.token, excluded.token)`
 	// partition, $10 priority, $11 workflow version, $12 headers (JSON
 	// text, NULL: none), $13 lease owner (NULL: not leased), $14 its lease
 	// in microseconds, $15 the queues whose starts are recorded (see
-	// Store.rated), $16 the channel. Every column takes the value
+	// Store.rated), $16 search attributes (runs.attrs's JSON text, NULL:
+	// none; their rows are insertAttrs's), $17 the channel. Every column
+	// takes the value
 	// createSQL gives a new run, but the fencing token, which the new run
 	// keeps (one more when it is created leased), so that a lease of the
 	// old run never fences a write to the new one. The row is updated in
@@ -1575,7 +1561,7 @@ ON CONFLICT (id) DO UPDATE SET token = greatest(k.token, excluded.token)`
 		token = CASE WHEN $13::text IS NULL THEN r.token ELSE r.token + 1 END,
 		recoveries = 0, suspend_state = NULL, execution = 1, started_at = $1, ended_at = NULL,
 		{clearActive}, created_at = $1, updated_at = $1, deadline = $7, progress = NULL,
-		queue = $8, partition = $9, priority = $10, version = $11, headers = $12, hold = NULL, cancel_reason = NULL,
+		queue = $8, partition = $9, priority = $10, version = $11, headers = $12, hold = NULL, cancel_reason = NULL, attrs = $16::jsonb,
 		first_claimed_at = CASE WHEN $13::text IS NOT NULL THEN $1::timestamptz END
 	WHERE r.id = $2
 	RETURNING {r.runs}
@@ -1585,7 +1571,7 @@ ex AS (
 ),
 st AS (
 	INSERT INTO {s}.queue_starts (queue, at) SELECT upd.queue, $1 FROM upd WHERE upd.status = 'running' AND upd.queue = ANY($15::text[])
-)` + notifyCTE(notify, "upd", "status = 'queued'", 16) + `
+)` + notifyCTE(notify, "upd", "status = 'queued'", 17) + `
 SELECT ` + cols("upd") + ` FROM upd` + notifyJoin(notify)
 }
 
@@ -1750,38 +1736,39 @@ func attrQueries(q *queries) {
 	// (storage.CheckpointRequest.Attributes), merged after the checkpoint
 	// statement in its transaction, for the checkpoints it wrote
 	// (writtenHere, $1 known): a checkpoint that existed merges nothing.
-	// $2 run and $3 checkpoint key, one per checkpoint that carries
-	// attributes; $4..$9 the attributes (attrsFrom); $10 the most a run
-	// holds (storage.MaxAttributes). A name set replaces the value, and
-	// so the type, it had; a new name takes the run's creation time. A run
-	// that would hold more than $10 names fails the statement
+	// $2 run, $3 checkpoint key and $4 the attributes as runs.attrs holds
+	// them (JSON text), one per checkpoint that carries attributes;
+	// $5..$10 the attributes' rows (attrsFrom); $11 the most a run holds
+	// (storage.MaxAttributes). The run's object takes the new names'
+	// entries (jsonb ||: a name set replaces the value, and so the type,
+	// it had), and its rows likewise; a new row takes the run's creation
+	// time. A run that would hold more than $11 names fails the statement
 	// (refuse_attributes), and with it the transaction, which so writes
 	// nothing. Every run here is locked by the checkpoint statement,
-	// whose writes this statement's snapshot sees.
+	// whose writes this statement's snapshot sees; its row is updated
+	// again here, heap-only (attrs is in no index).
 	q.setAttrs = `WITH rq AS (
-	SELECT q.run_id FROM unnest($2::text[], $3::text[]) AS q(run_id, key)
+	SELECT q.run_id, q.attrs FROM unnest($2::text[], $3::text[], $4::text[]) AS q(run_id, key, attrs)
 	WHERE ` + writtenHere("q", "$1") + `
 ),
-vals AS (
-	SELECT v.* FROM ` + attrsFrom(4) + ` JOIN rq ON rq.run_id = v.run_id
-),
-over AS (
-	SELECT n.run_id, count(*) AS n FROM (
-		SELECT a.run_id, a.name FROM {s}.run_attrs a JOIN rq ON a.run_id = rq.run_id
-		UNION
-		SELECT vals.run_id, vals.name FROM vals
-	) n
-	GROUP BY n.run_id
-	HAVING count(*) > $10::int
+merged AS (
+	SELECT r.id, coalesce(r.attrs, '{}'::jsonb) || rq.attrs::jsonb AS attrs
+	FROM rq JOIN {s}.runs r ON r.id = rq.run_id
 ),
 refused AS (
-	SELECT {s}.refuse_attributes(over.run_id, over.n, $10::int) FROM over
+	SELECT {s}.refuse_attributes(m.id, n.n, $11::int)
+	FROM merged m, LATERAL (SELECT count(*) AS n FROM jsonb_object_keys(m.attrs)) n
+	WHERE n.n > $11::int
+),
+upd AS (
+	UPDATE {s}.runs r SET attrs = merged.attrs FROM merged WHERE r.id = merged.id
+	RETURNING r.id, r.created_at
 ),
 up AS (
 	INSERT INTO {s}.run_attrs AS a (run_id, name, str, num, at, flag, created_at)
-	SELECT vals.run_id, vals.name, vals.str, vals.num, vals.at, vals.flag, r.created_at
-	FROM vals JOIN {s}.runs r ON r.id = vals.run_id
-	ORDER BY vals.run_id, vals.name
+	SELECT v.run_id, v.name, v.str, v.num, v.at, v.flag, upd.created_at
+	FROM ` + attrsFrom(5) + ` JOIN upd ON upd.id = v.run_id
+	ORDER BY v.run_id, v.name
 	ON CONFLICT (run_id, name) DO UPDATE SET str = excluded.str, num = excluded.num, at = excluded.at, flag = excluded.flag
 )
 SELECT count(*) FROM refused`

@@ -84,7 +84,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (storage.RunRecord, error
 	if err := s.check(op); err != nil {
 		return storage.RunRecord{}, err
 	}
-	rec, err := scanRunAttrs(s.pool.QueryRow(ctx, s.q.getRun, id))
+	rec, err := scanRun(s.pool.QueryRow(ctx, s.q.getRun, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return storage.RunRecord{}, fmt.Errorf("pgstore: %s %q: %w", op, id, storage.ErrRunNotFound)
 	}
@@ -117,8 +117,10 @@ func (s *Store) GetRun(ctx context.Context, id string) (storage.RunRecord, error
 // condition, with no sort. A range of numbers or times, a prefix, and any
 // filter in ID order read the matches of the filter's range and sort
 // them (the matches, not every run). Every further filter is an EXISTS of
-// the run's row of its name (run_attrs_pkey), and the run's own filters
-// are tested on the runs the walk joins.
+// the run's row of its name, which the planner joins as it finds
+// cheapest: a probe of run_attrs_pkey for each run the walk finds, or a
+// read of that filter's own range; the run's own filters are tested on
+// the runs the walk joins.
 //
 // Each listing is planned with its values (see Store.planListings): which
 // index to walk, and whether to walk one, depends on how many runs the
@@ -142,7 +144,7 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 	}
 	var page storage.RunPage
 	for rows.Next() {
-		rec, err := scanRunAttrs(rows)
+		rec, err := scanRun(rows)
 		if err != nil {
 			rows.Close()
 			return storage.RunPage{}, s.wrap(op, err)
@@ -268,11 +270,10 @@ func (s *Store) listRunsSQL(q storage.ListRunsQuery) (string, []any) {
 	}
 	var sql string
 	if joined {
-		sql = `SELECT ` + cols("r") + `, ` + attrsOf("r.id") + ` FROM ` + s.schema + `.run_attrs a JOIN ` + s.schema + `.runs r ON r.id = a.run_id`
+		sql = `SELECT ` + cols("r") + ` FROM ` + s.schema + `.run_attrs a JOIN ` + s.schema + `.runs r ON r.id = a.run_id`
 	} else {
-		sql = `SELECT ` + cols("") + `, ` + attrsOf("runs.id") + ` FROM ` + s.schema + `.runs`
+		sql = `SELECT ` + cols("") + ` FROM ` + s.schema + `.runs`
 	}
-	sql = strings.ReplaceAll(sql, "{s}", s.schema)
 	if len(where) > 0 {
 		sql += ` WHERE ` + strings.Join(where, " AND ")
 	}

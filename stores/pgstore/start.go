@@ -119,7 +119,7 @@ func (s *Store) createOne(ctx context.Context, tx pgx.Tx, now time.Time, r stora
 	lock := r.Event != nil || r.OnExisting == storage.ExistingReplace ||
 		r.OnEnded == storage.EndedReuse || r.OnEnded == storage.EndedReuseFailed
 	for range maxCreateTries {
-		x, found, err := s.readCreate(ctx, tx, now, r.ID, lock)
+		x, found, err := s.readAt(ctx, tx, now, r.ID, lock)
 		if err != nil {
 			return storage.CreateResult{}, false, err
 		}
@@ -193,7 +193,7 @@ func (s *Store) deliver(ctx context.Context, tx pgx.Tx, r storage.NewRun, x lock
 	}
 	res.Delivered = delivered
 	if delivered {
-		if res.Run, err = scanRunAttrs(tx.QueryRow(ctx, s.q.getRun, x.ID)); err != nil {
+		if res.Run, err = scanRun(tx.QueryRow(ctx, s.q.getRun, x.ID)); err != nil {
 			return storage.CreateResult{}, false, err
 		}
 	}
@@ -236,24 +236,6 @@ func (s *Store) readAt(ctx context.Context, tx pgx.Tx, now any, id string, lock 
 	return r, true, nil
 }
 
-// readCreate is readAt for a create, which may return the run it reads:
-// the record has the run's search attributes.
-func (s *Store) readCreate(ctx context.Context, tx pgx.Tx, now any, id string, lock bool) (r locked, found bool, err error) {
-	sql := s.q.readRunAttrs
-	if lock {
-		sql = s.q.lockRunAttrs
-	}
-	rec, err := scanRunAttrs(tx.QueryRow(ctx, sql, now, id), &r.now)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return locked{}, false, nil
-	}
-	if err != nil {
-		return locked{}, false, err
-	}
-	r.RunRecord = rec
-	return r, true, nil
-}
-
 // insertRun inserts run r with the creation statement, unless its ID is
 // taken (inserted false): a debounced run ready Debounce after now.
 func (s *Store) insertRun(ctx context.Context, tx pgx.Tx, now time.Time, r storage.NewRun) (rec storage.RunRecord, inserted bool, err error) {
@@ -271,7 +253,7 @@ func (s *Store) insertRun(ctx context.Context, tx pgx.Tx, now time.Time, r stora
 	if err != nil {
 		return storage.RunRecord{}, false, err
 	}
-	rec, err = scanRunAttrs(tx.QueryRow(ctx, s.q.getRun, r.ID))
+	rec, err = scanRun(tx.QueryRow(ctx, s.q.getRun, r.ID))
 	return rec, err == nil, err
 }
 
@@ -304,7 +286,7 @@ func (s *Store) joinKey(ctx context.Context, tx pgx.Tx, now time.Time, r storage
 		return res, false, false, err
 	}
 	update := k.Debounce > 0 && !k.KeepFirst
-	h, found, err := s.readCreate(ctx, tx, now, holder, update || r.Event != nil)
+	h, found, err := s.readAt(ctx, tx, now, holder, update || r.Event != nil)
 	if err != nil || !found {
 		// A record whose run is gone holds nothing.
 		return res, false, false, err
@@ -316,7 +298,7 @@ func (s *Store) joinKey(ctx context.Context, tx pgx.Tx, now time.Time, r storage
 	res = storage.CreateResult{Joined: true, Run: h.RunRecord}
 	if update {
 		b := &pgx.Batch{}
-		b.Queue(s.q.joinInput, now, h.ID, r.Input, encodeHeaders(r.Headers))
+		b.Queue(s.q.joinInput, now, h.ID, r.Input, encodeHeaders(r.Headers), encodeAttrs(r.Attributes))
 		b.Queue(s.q.deleteAttrs, h.ID)
 		if len(r.Attributes) > 0 {
 			var rows attrRows
@@ -326,7 +308,7 @@ func (s *Store) joinKey(ctx context.Context, tx pgx.Tx, now time.Time, r storage
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return res, false, false, err
 		}
-		if res.Run, err = scanRunAttrs(tx.QueryRow(ctx, s.q.getRun, h.ID)); err != nil {
+		if res.Run, err = scanRun(tx.QueryRow(ctx, s.q.getRun, h.ID)); err != nil {
 			return res, false, false, err
 		}
 	}
@@ -400,7 +382,7 @@ func (s *Store) replace(ctx context.Context, tx pgx.Tx, now time.Time, r storage
 		}
 	}
 	args := []any{now, x.ID, r.Workflow, string(r.ParentPolicy), r.Input, r.StartAt, r.Deadline, r.QueueOf(), r.Partition,
-		int32(r.Priority), int32(r.Version), encodeHeaders(r.Headers), owner, lease, rated}
+		int32(r.Priority), int32(r.Version), encodeHeaders(r.Headers), owner, lease, rated, encodeAttrs(r.Attributes)}
 	if s.notify {
 		args = append(args, s.channel)
 	}
@@ -428,7 +410,6 @@ func (s *Store) replace(ctx context.Context, tx pgx.Tx, now time.Time, r storage
 		if _, err := br.Exec(); err != nil {
 			return storage.CreateResult{}, false, err
 		}
-		rec.Attributes = storage.NormalizeAttrs(r.Attributes)
 	}
 	if err := br.Close(); err != nil {
 		return storage.CreateResult{}, false, err

@@ -677,10 +677,11 @@ func (s *Store) createArgs(calls []*ckptCall) (string, []any) {
 		leases    []int64
 		rated     = []string{}
 		attrRows  attrRows
+		attrObjs  []*string
 		first     map[string]bool
 	)
 	if attrs {
-		first = make(map[string]bool, n)
+		first, attrObjs = make(map[string]bool, n), make([]*string, 0, n)
 	}
 	if leased {
 		owners, leases = make([]*string, 0, n), make([]int64, 0, n)
@@ -693,9 +694,12 @@ func (s *Store) createArgs(calls []*ckptCall) (string, []any) {
 			queues, parts, prios = append(queues, r.QueueOf()), append(parts, r.Partition), append(prios, int32(r.Priority))
 			versions = append(versions, int32(r.Version))
 			headers = append(headers, encodeHeaders(r.Headers))
-			if attrs && !first[r.ID] {
-				first[r.ID] = true
-				attrRows.add(r.ID, r.Attributes)
+			if attrs {
+				attrObjs = append(attrObjs, encodeAttrs(r.Attributes))
+				if !first[r.ID] {
+					first[r.ID] = true
+					attrRows.add(r.ID, r.Attributes)
+				}
 			}
 			if !leased {
 				continue
@@ -721,7 +725,7 @@ func (s *Store) createArgs(calls []*ckptCall) (string, []any) {
 		if leased {
 			query = s.q.createBoth
 		}
-		args = append(args, attrRows.args()...)
+		args = append(append(args, attrObjs), attrRows.args()...)
 	}
 	if s.notify {
 		args = append(args, s.channel)
@@ -742,7 +746,7 @@ func (s *Store) readCreated(br pgx.BatchResults, created map[string]bool, record
 		return err
 	}
 	return eachRow(br, func(rows pgx.Rows) error {
-		rec, err := scanRunAttrs(rows)
+		rec, err := scanRun(rows)
 		if err == nil {
 			records[rec.ID] = rec
 		}

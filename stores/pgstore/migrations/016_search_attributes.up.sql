@@ -2,10 +2,20 @@
 -- inputs of checkpoints and the attributes workflows declare.
 -- {schema} is replaced by the store's quoted schema name.
 
--- A run's search attributes, one row per (run, name). The value is in the
--- column of its type, and that column alone is not NULL, so the column is
--- the type: str a string (compared byte for byte, as the contract
--- compares it), num a number, at a time, flag a bool. created_at is the
+-- A run's search attributes, as the JSON object the store reads them from
+-- (see encodeAttrs in attrs.go), NULL when it has none, as every run stored
+-- before reads: a column of the run's row, so that every statement that
+-- returns runs returns their attributes at no read more. jsonb, so that a
+-- checkpoint's merge is one ||. Written in the same change as the rows of
+-- run_attrs below; in no index, so a merge is a heap-only update.
+ALTER TABLE {schema}.runs
+    ADD COLUMN attrs jsonb;
+
+-- A run's search attributes again, one row per (run, name), for the
+-- listings that filter by them. The value is in the column of its type,
+-- and that column alone is not NULL, so the column is the type: str a
+-- string (compared byte for byte, as the contract compares it), num a
+-- number, at a time, flag a bool. created_at is the
 -- run's, copied from its row when the attribute is written (a run's
 -- creation time never changes but by a replacement, which writes its
 -- attributes again), so that the indexes below hold the runs of one
