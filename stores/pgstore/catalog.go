@@ -14,7 +14,8 @@ import (
 
 // PutCatalog upserts the workflow types by name, the event types by topic
 // and the queues by name, in one implicit transaction (one round trip). A
-// name or topic given twice keeps its last record.
+// name or topic given twice keeps its last record. A workflow's declared
+// search attributes are a column of JSON text, in the order declared.
 func (s *Store) PutCatalog(ctx context.Context, c storage.Catalog) error {
 	const op = "put catalog"
 	if err := s.check(op); err != nil {
@@ -35,6 +36,7 @@ func (s *Store) PutCatalog(ctx context.Context, c storage.Catalog) error {
 			queues  = make([]string, len(ws))
 			keep    = make([]*int64, len(ws))
 			timeout = make([]*int64, len(ws))
+			attrs   = make([]*string, len(ws))
 		)
 		for i, w := range ws {
 			names[i], vers[i], ins[i], outs[i] = w.Name, int32(w.Version), w.InputSchema, w.OutputSchema
@@ -47,8 +49,16 @@ func (s *Store) PutCatalog(ctx context.Context, c storage.Catalog) error {
 				ns := int64(w.Timeout)
 				timeout[i] = &ns
 			}
+			if len(w.Attributes) > 0 { // NULL: none declared
+				js, err := json.Marshal(w.Attributes)
+				if err != nil {
+					return fmt.Errorf("pgstore: %s: workflow %q: attributes: %w", op, w.Name, err)
+				}
+				str := string(js)
+				attrs[i] = &str
+			}
 		}
-		b.Queue(s.q.putWorkflows, names, vers, ins, outs, workers, updated, queues, keep, timeout)
+		b.Queue(s.q.putWorkflows, names, vers, ins, outs, workers, updated, queues, keep, timeout, attrs)
 	}
 	if es := lastByName(c.Events, func(e storage.EventType) string { return e.Topic }); len(es) > 0 {
 		var (
@@ -122,9 +132,18 @@ func (s *Store) GetCatalog(ctx context.Context) (storage.Catalog, error) {
 				in, outS []byte
 				keep     *int64
 				timeout  *int64
+				attrs    *string
 			)
-			if err := rows.Scan(&w.Name, &version, &in, &outS, &w.Worker, &w.UpdatedAt, &w.Queue, &keep, &timeout); err != nil {
+			if err := rows.Scan(&w.Name, &version, &in, &outS, &w.Worker, &w.UpdatedAt, &w.Queue, &keep, &timeout, &attrs); err != nil {
 				return err
+			}
+			if attrs != nil {
+				if err := json.Unmarshal([]byte(*attrs), &w.Attributes); err != nil {
+					return fmt.Errorf("workflow %q: decode attributes: %w", w.Name, err)
+				}
+				if len(w.Attributes) == 0 {
+					w.Attributes = nil
+				}
 			}
 			if timeout != nil {
 				w.Timeout = time.Duration(*timeout)

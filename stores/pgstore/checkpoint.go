@@ -155,7 +155,12 @@ func (a *attemptRow) attempt(key *string, execution int) storage.Attempt {
 // its own (checkpointNotify). A reply and stream writes it carries
 // (req.Reply, req.Streams) follow it likewise, in the batch's interact
 // statement (see interact.go); a reply is checked first, by one read,
-// against the run's updates.
+// against the run's updates. Search attributes it carries
+// (req.Attributes) follow it in the batch's setAttrs statement (see
+// attrs.go): a merge that would leave the run more than
+// storage.MaxAttributes fails the batch's transaction, whose calls are
+// then written again one by one (writeBatch), so that this one alone
+// fails, with storage.ErrInvalidArgument and nothing written.
 func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (storage.CheckpointResult, error) {
 	const op = "checkpoint"
 	if err := s.check(op); err != nil {
@@ -283,10 +288,10 @@ func (s *Store) RecordAttempts(ctx context.Context, req storage.RecordAttemptsRe
 }
 
 // ListSteps returns one execution's checkpoints in sequence order, each
-// with its attempts in the order recorded: those recorded apart (failures
-// before a retry) and those stored with a checkpoint, merged by the one
-// sequence that orders both; and the attempts of keys without a
-// checkpoint. All of it is read by one statement.
+// with its input and its attempts in the order recorded: those recorded
+// apart (failures before a retry) and those stored with a checkpoint,
+// merged by the one sequence that orders both; and the attempts of keys
+// without a checkpoint. All of it is read by one statement.
 func (s *Store) ListSteps(ctx context.Context, q storage.StepsQuery) (storage.History, error) {
 	const op = "list steps"
 	if err := s.check(op); err != nil {
@@ -316,10 +321,11 @@ func (s *Store) ListSteps(ctx context.Context, q storage.StepsQuery) (storage.Hi
 			isAttempt bool
 			c         ckptRow
 			attJSON   []byte
+			input     []byte
 			a         attemptRow
 		)
 		dest := append([]any{&cur, &ex, &isAttempt}, c.dest()...)
-		dest = append(append(dest, &attJSON), a.dest()...)
+		dest = append(append(dest, &attJSON, &input), a.dest()...)
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
@@ -332,6 +338,7 @@ func (s *Store) ListSteps(ctx context.Context, q storage.StepsQuery) (storage.Hi
 		if !ok || err != nil {
 			return err
 		}
+		cp.Input = input
 		as, err := decodeAttempts(attJSON, h.Execution)
 		if err != nil {
 			return err

@@ -139,7 +139,7 @@ func TestCheckpointAfterConcurrentDelivery(t *testing.T) {
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM `+s.schema+`.runs WHERE id = $1 FOR UPDATE`, l.RunID); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, s.q.insertCkpt, nil, l.RunID, "k@v1", "event", []byte("delivered"), nil, 1); err != nil {
+		if _, err := tx.Exec(ctx, s.q.insertCkpt, nil, l.RunID, "k@v1", "event", []byte("delivered"), nil, 1, nil); err != nil {
 			return err
 		}
 		go func() {

@@ -257,7 +257,10 @@ func (s *Store) Cancel(ctx context.Context, req storage.CancelRequest) error {
 // the next one, from the top or, with FromKey, from that step with copies of
 // the checkpoints written before it. The previous lease holder is fenced
 // out: the run is no longer running, and the next claim issues a greater
-// token.
+// token. With IfExecution, the run read under its lock, before anything is
+// written, must be in that execution, or the restart is ErrConflict: the
+// lock makes the judgement and the write one change. The run's search
+// attributes stay as they are.
 func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 	const op = "restart"
 	if err := s.check(op); err != nil {
@@ -270,6 +273,9 @@ func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 		r, err := s.lockExisting(ctx, tx, req.RunID)
 		if err != nil {
 			return err
+		}
+		if req.IfExecution > 0 && r.Execution != req.IfExecution {
+			return fmt.Errorf("run %q is in execution %d, not %d: %w", r.ID, r.Execution, req.IfExecution, storage.ErrConflict)
 		}
 		var fork *int64
 		if req.FromKey != "" {

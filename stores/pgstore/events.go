@@ -99,7 +99,7 @@ func (s *Store) send(ctx context.Context, tx pgx.Tx, r locked, ev storage.Event)
 		_, err := tx.Exec(ctx, s.q.bufferEvent, r.now, r.ID, ev.Topic, ev.Payload)
 		return false, false, err
 	}
-	tag, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, c.Key, string(c.DeliveryKind()), ev.Payload, nil, r.Execution)
+	tag, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, c.Key, string(c.DeliveryKind()), ev.Payload, nil, r.Execution, nil)
 	if err != nil {
 		return false, false, err
 	}

@@ -379,7 +379,7 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 		}
 		wrote := false
 		if cp := req.Checkpoint; cp != nil {
-			tag, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, cp.Key, string(cp.Kind), cp.Output, cpErr, r.Execution)
+			tag, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, cp.Key, string(cp.Kind), cp.Output, cpErr, r.Execution, cp.Input)
 			if err != nil {
 				return err
 			}
@@ -543,7 +543,7 @@ func (s *Store) satisfy(ctx context.Context, tx pgx.Tx, r locked, w *storage.Wai
 	if !ok {
 		return nil, false, fmt.Errorf("run %q: took an event of topic %q, on which the wait has no case", r.ID, topic)
 	}
-	if _, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, c.Key, string(c.DeliveryKind()), payload, nil, r.Execution); err != nil {
+	if _, err := tx.Exec(ctx, s.q.insertCkpt, r.now, r.ID, c.Key, string(c.DeliveryKind()), payload, nil, r.Execution, nil); err != nil {
 		return nil, false, err
 	}
 	written, err := scanCheckpoint(tx.QueryRow(ctx, s.q.getCheckpoint, r.ID, r.Execution, c.Key))

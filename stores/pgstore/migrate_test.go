@@ -885,3 +885,65 @@ func TestMigrateUpdatesStreams(t *testing.T) {
 		t.Fatalf("rows of the purged run's updates and streams: %d, %v; want none", left, err)
 	}
 }
+
+// TestMigrateAttributes: a database at schema version 15, holding runs,
+// a checkpoint and a workflow type, is upgraded in place: the runs have
+// no attributes, the checkpoint no input, the workflow no declared
+// attributes; the runs list by creation time, a checkpoint of a run stored
+// before sets its attributes, which a listing then finds, and Purge
+// deletes them with the run.
+func TestMigrateAttributes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema, q := schemaAt(t, 15)
+	pool := sharedPool(t)
+	at := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	setup := []string{
+		`INSERT INTO ` + q + `.runs (id, workflow, status, ready_at, owner, lease_until, token, started_at, first_claimed_at, created_at, updated_at) VALUES
+			('old', 'wf', 'running', NULL, 'w', now() + interval '1 hour', 1, $1, $1, $1, $1),
+			('older', 'wf', 'queued', $1, '', NULL, 0, $1, NULL, $1::timestamptz - interval '1 minute', $1)`,
+		`INSERT INTO ` + q + `.executions (run_id, number, started_at) VALUES ('old', 1, $1), ('older', 1, $1)`,
+		`INSERT INTO ` + q + `.checkpoints (run_id, execution, key, kind, output, created_at) VALUES ('old', 1, 'a@v1', 'step', '\x31', $1)`,
+		`INSERT INTO ` + q + `.workflow_types (name, version, worker, updated_at) VALUES ('wf', 1, 'w', $1)`,
+	}
+	for _, sql := range setup {
+		if _, err := pool.Exec(ctx, sql, at); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+
+	s := newTestStore(t, Options{Schema: schema})
+	if rec, err := s.GetRun(ctx, "old"); err != nil || rec.Attributes != nil {
+		t.Fatalf("a run stored before: %+v, %v", rec.Attributes, err)
+	}
+	if h, err := s.ListSteps(ctx, storage.StepsQuery{RunID: "old"}); err != nil || len(h.Steps) != 1 || h.Steps[0].Input != nil {
+		t.Fatalf("a checkpoint stored before: %+v, %v", h, err)
+	}
+	if c, err := s.GetCatalog(ctx); err != nil || len(c.Workflows) != 1 || c.Workflows[0].Attributes != nil {
+		t.Fatalf("a workflow recorded before: %+v, %v", c, err)
+	}
+	page, err := s.ListRuns(ctx, storage.ListRunsQuery{Order: storage.OrderCreated})
+	if err != nil || len(page.Runs) != 2 || page.Runs[0].ID != "older" || page.Runs[1].ID != "old" {
+		t.Fatalf("by creation time: %+v, %v", page, err)
+	}
+	lease := storage.Lease{RunID: "old", Owner: "w", Token: 1}
+	set := []storage.Attr{storage.StringAttr("customer", "c-1")}
+	if _, err := s.Checkpoint(ctx, storage.CheckpointRequest{Lease: lease, LeaseFor: time.Minute, Attributes: set,
+		Checkpoint: storage.Checkpoint{Key: "set@v1", Kind: storage.KindAttr, Input: []byte(`"c-1"`)}}); err != nil {
+		t.Fatal(err)
+	}
+	where := []storage.AttrFilter{{Op: storage.OpEq, Value: set[0]}}
+	page, err = s.ListRuns(ctx, storage.ListRunsQuery{Where: where, Order: storage.OrderCreated})
+	if err != nil || len(page.Runs) != 1 || page.Runs[0].ID != "old" || !page.Runs[0].CreatedAt.Equal(at) || !sameAttrs(page.Runs[0].Attributes, set) {
+		t.Fatalf("by the attribute set: %+v, %v", page, err)
+	}
+	if err := s.Complete(ctx, storage.CompleteRequest{Lease: lease, Status: storage.StatusComplete}); err != nil {
+		t.Fatal(err)
+	}
+	if pr, err := s.Purge(ctx, storage.PurgeRequest{FinishedBefore: time.Now().Add(time.Hour), Limit: 10}); err != nil || pr.Runs != 1 {
+		t.Fatalf("Purge = %+v, %v; want old deleted", pr, err)
+	}
+	if page, err := s.ListRuns(ctx, storage.ListRunsQuery{Where: where}); err != nil || len(page.Runs) != 0 || attrRowCount(t, s, "old") != 0 {
+		t.Fatalf("after the purge: %+v, %v", page, err)
+	}
+}

@@ -49,11 +49,23 @@
 //
 // ListRuns walks the ID order, forwards or backwards, of the index of its
 // workflow, status or parent filter, or of the primary key, and stops at
-// the page's end; each listing is planned with its values. An ID prefix
-// is a range of that order when the ID column's collation sorts byte for
-// byte (C, POSIX, C.UTF-8: Open reads it), and a starts_with filter
-// under any other. CountRuns of a workflow is an index-only scan of
-// runs_workflow_id_idx, which includes the status.
+// the page's end; in creation order it walks runs_created_idx, or the
+// workflow's or status's creation index, the cursor a row comparison in
+// the index condition; each listing is planned with its values. An ID
+// prefix is a range of that order when the ID column's collation sorts
+// byte for byte (C, POSIX, C.UTF-8: Open reads it), and a starts_with
+// filter under any other. CountRuns of a workflow is an index-only scan
+// of runs_workflow_id_idx, which includes the status.
+//
+// A run's search attributes are a JSON column of its row, which every
+// statement that returns runs returns with them, and rows of their own
+// table, one per name, the value in the column of its type and the run's
+// creation time copied beside it, in one index per type of (name, value,
+// creation time, run): a listing by an attribute's value in creation
+// order walks that range and stops at the page's end, however many runs
+// the store holds. A create writes both in its statement, a checkpoint
+// that carries attributes by one more statement in its batch (a plain
+// checkpoint sends nothing more); see attrs.go.
 //
 // Writes that make runs ready send a NOTIFY on a channel named after the
 // schema (<schema>_ready); the store implements storage.Notifier with one
@@ -107,7 +119,7 @@
 // suspends and completes them (the fenced writes); checkpoint.go reads
 // and writes checkpoints and attempts, through the group-commit writers
 // of writer.go; events.go delivers events; interact.go keeps updates and
-// streams; control.go pauses, resumes,
+// streams; attrs.go keeps search attributes; control.go pauses, resumes,
 // terminates and restarts; executions.go lists a run's executions;
 // catalog.go records what workers serve; queue.go enforces queues' limits
 // in a limited claim and counts QueueStats; schedule.go keeps schedules;
@@ -479,13 +491,17 @@ func (s *Store) check(op string) error {
 // ("pgstore: claim on 127.0.0.1:5432: ..."). An error caused by closing
 // the store underneath a call reports ErrClosed. An error that means the
 // server did not answer is recorded in the store's health, which logs the
-// first of an episode.
+// first of an episode. A merge of too many search attributes refused by
+// the database is storage.ErrInvalidArgument (see attrLimitError).
 func (s *Store) wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
 	if isSentinel(err) {
 		return fmt.Errorf("pgstore: %s: %w", op, err)
+	}
+	if refused := attrLimitError(err); refused != nil {
+		return fmt.Errorf("pgstore: %s: %w", op, refused)
 	}
 	if s.closed.Load() {
 		return fmt.Errorf("pgstore: %s on %s: %w (%v)", op, s.host, storage.ErrClosed, err)

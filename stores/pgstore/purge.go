@@ -8,8 +8,8 @@ import (
 )
 
 // Purge deletes up to req.Limit finished runs, oldest end first, with
-// their executions, checkpoints, attempts, buffered events, updates and
-// streams, in one statement and so one short transaction; see the purge
+// their executions, checkpoints, attempts, buffered events, updates,
+// streams and search attributes, in one statement and so one short transaction; see the purge
 // query in queries.go. Victims are locked with SKIP LOCKED, so a purge
 // never waits for a run a claim, a write or another purge holds, and a
 // run restarted meanwhile is rechecked and passed over. A write that

@@ -14,6 +14,8 @@ import (
 type queries struct {
 	createRuns     string
 	createLeased   string
+	createAttrs    string
+	createBoth     string
 	selectRuns     string
 	getRun         string
 	countRuns      string
@@ -99,6 +101,10 @@ type queries struct {
 	interact    string
 	readStream  string
 	listStreams string
+
+	setAttrs    string
+	insertAttrs string
+	deleteAttrs string
 }
 
 // runColumns are the columns scanRun reads, in its order.
@@ -108,7 +114,7 @@ var runColumns = []string{
 	"owner", "lease_until", "token", "recoveries", "parent_policy", "execution", "started_at", "ended_at",
 	"active_key", "active_attempt", "active_started", "created_at", "updated_at",
 	"wait_also_keys", "wait_also_topics", "wait_also_kinds", "deadline", "progress",
-	"queue", "partition", "priority", "version", "headers", "hold", "cancel_reason",
+	"queue", "partition", "priority", "version", "headers", "hold", "cancel_reason", "attrs",
 }
 
 // cols lists runColumns, each prefixed by alias and a dot when alias is set.
@@ -127,6 +133,14 @@ func attemptsFrom(n int) string {
 	p := func(i int) string { return "$" + strconv.Itoa(n+i) }
 	return `unnest(` + p(0) + `::text[], ` + p(1) + `::int[], ` + p(2) + `::timestamptz[], ` + p(3) + `::timestamptz[], ` + p(4) +
 		`::text[], ` + p(5) + `::timestamptz[]) WITH ORDINALITY AS a(key, number, started, ended, error, retry_at, ord)`
+}
+
+// attrsFrom is the row source of search attributes passed as parallel
+// arrays $n..$n+5 (see attrArrays): v(run_id, name, str, num, at, flag).
+func attrsFrom(n int) string {
+	p := func(i int) string { return "$" + strconv.Itoa(n+i) }
+	return `unnest(` + p(0) + `::text[], ` + p(1) + `::text[], ` + p(2) + `::text[], ` + p(3) + `::float8[], ` + p(4) +
+		`::timestamptz[], ` + p(5) + `::bool[]) AS v(run_id, name, str, num, at, flag)`
 }
 
 // finished is the SQL list of the final statuses.
@@ -166,7 +180,7 @@ const clearWait = `wait_key = NULL, wait_topic = NULL, wait_kind = NULL, wait_de
 	wait_also_keys = NULL, wait_also_topics = NULL, wait_also_kinds = NULL`
 
 // ckptColumns are the columns scanCheckpoint reads, in its order.
-const ckptColumns = `key, kind, output, error, seq, created_at, execution, forked_from`
+const ckptColumns = `key, kind, output, error, seq, created_at, execution, forked_from, input`
 
 // schedColumns are the columns scanSchedule reads, in its order.
 const schedColumns = `id, workflow, cron, time_zone, input, queue, partition, priority, overlap, catch_up,
@@ -449,7 +463,15 @@ const purgeVictims = `SELECT id FROM {s}.runs
 // now), and its start recorded in queue_starts when its queue is one of
 // $16. Only runs created ready send the notification: a leased run is its
 // owner's to execute.
-func createSQL(notify, leased bool) string {
+//
+// With attrs (createAttrs, createBoth), the search attributes of the runs
+// follow, before the channel: each run's runs.attrs (JSON text, NULL:
+// none; see encodeAttrs), then their rows as the parallel arrays of
+// attrsFrom (run ID, name, string, number, time, bool). Each run the
+// statement created gets its own rows, with its creation time; a run not
+// created gets none (the caller sends the rows of an ID's first request
+// only, the one the statement creates).
+func createSQL(notify, leased, attrs bool) string {
 	status, ready := `'queued'`, `greatest(clock.now, coalesce(t.start_at, clock.now))`
 	token := `coalesce(k.token, 0)`
 	cols, vals, from, names := "", "", "", ""
@@ -468,6 +490,19 @@ st AS (
 	INSERT INTO {s}.queue_starts (queue, at)
 	SELECT ins.queue, clock.now FROM ins, clock WHERE ins.status = 'running' AND ins.queue = ANY($16::text[])
 )`
+	}
+	if attrs {
+		p := "$" + strconv.Itoa(channel)
+		cols, vals = cols+`, attrs`, vals+`, t.attrs::jsonb`
+		from, names = from+`, `+p+`::text[]`, names+`, attrs`
+		starts += `,
+att AS (
+	INSERT INTO {s}.run_attrs (run_id, name, str, num, at, flag, created_at)
+	SELECT v.run_id, v.name, v.str, v.num, v.at, v.flag, ins.started_at
+	FROM ` + attrsFrom(channel+1) + ` JOIN ins ON ins.id = v.run_id
+	ORDER BY v.run_id, v.name
+)`
+		channel += 7
 	}
 	return `WITH ` + clockCTE + `,
 kept AS MATERIALIZED (
@@ -553,8 +588,10 @@ func buildQueries(schema string, notify bool) queries {
 	var q queries
 
 	// See createSQL.
-	q.createRuns = createSQL(notify, false)
-	q.createLeased = createSQL(notify, true)
+	q.createRuns = createSQL(notify, false, false)
+	q.createLeased = createSQL(notify, true, false)
+	q.createAttrs = createSQL(notify, false, true)
+	q.createBoth = createSQL(notify, true, true)
 
 	// $2 workflows, $3 queues (nextWakeOne: $3 one queue), $4 and $5 the
 	// versions filter (see pairs.allowed).
@@ -674,17 +711,17 @@ ORDER BY 1, 8`
 
 	// $1 run, $2 execution (0: the current one). Like loadReplay, for any
 	// execution, with every attempt and the attempts kept in checkpoint
-	// rows; the first two columns are the run's current execution and the
-	// one read.
+	// rows, and each checkpoint's input after its attempts; the first two
+	// columns are the run's current execution and the one read.
 	q.history = `WITH r AS (
 	SELECT id, execution AS cur, CASE WHEN $2::int = 0 THEN execution ELSE $2::int END AS ex
 	FROM {s}.runs WHERE id = $1
 )
-SELECT r.cur, r.ex, false, c.key, c.kind, c.output, c.error, c.seq, c.created_at, c.forked_from, c.attempts,
+SELECT r.cur, r.ex, false, c.key, c.kind, c.output, c.error, c.seq, c.created_at, c.forked_from, c.attempts, c.input,
 	NULL::int, NULL::timestamptz, NULL::timestamptz, NULL::text, NULL::timestamptz
 FROM r LEFT JOIN {s}.checkpoints c ON c.run_id = r.id AND c.execution = r.ex
 UNION ALL
-SELECT r.cur, r.ex, true, a.key, NULL, NULL, NULL, a.seq, NULL, NULL, NULL,
+SELECT r.cur, r.ex, true, a.key, NULL, NULL, NULL, a.seq, NULL, NULL, NULL, NULL,
 	a.number, a.started, a.ended, a.error, a.retry_at
 FROM r JOIN {s}.attempts a ON a.run_id = r.id AND a.execution = r.ex
 ORDER BY 8`
@@ -697,7 +734,9 @@ ORDER BY 8`
 	// error (JSON text), $8 attempts of the key (JSON text), $9 lease
 	// micros; then the attempts of other keys, flattened: $10 the request's
 	// ordinal, $11..$16 key, number, started, ended, error, retry_at; $17
-	// the progress to publish (NULL: keep the run's).
+	// the progress to publish (NULL: keep the run's), $18 whether each is
+	// busy (NULL: none is), $19 each checkpoint's input (NULL: none has
+	// one).
 	//
 	// One statement: lock the runs whose lease holds (f, in ID order),
 	// insert each checkpoint into the run's current execution with its
@@ -711,8 +750,9 @@ ORDER BY 8`
 	// Each row says too whether the run's cancellation is requested.
 	q.checkpoint = `WITH ` + clockCTE + `,
 req AS (
-	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::text[], $9::bigint[], $17::bytea[], $18::bool[])
-		WITH ORDINALITY AS q(run_id, token, key, kind, output, error, attempts, lease, progress, busy, ord)
+	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::text[], $9::bigint[], $17::bytea[], $18::bool[],
+			$19::bytea[])
+		WITH ORDINALITY AS q(run_id, token, key, kind, output, error, attempts, lease, progress, busy, input, ord)
 ),
 f AS (
 	SELECT r.id, r.execution, r.pause_requested, req.ord, req.lease, req.progress, coalesce(req.busy, false) AS busy,
@@ -723,8 +763,8 @@ f AS (
 	FOR UPDATE OF r
 ),
 ins AS (
-	INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, attempts, created_at)
-	SELECT req.run_id, f.execution, req.key, req.kind, req.output, req.error::jsonb, req.attempts::jsonb, clock.now
+	INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, attempts, created_at, input)
+	SELECT req.run_id, f.execution, req.key, req.kind, req.output, req.error::jsonb, req.attempts::jsonb, clock.now, req.input
 	FROM f JOIN req ON req.ord = f.ord, clock
 	ON CONFLICT (run_id, execution, key) DO NOTHING
 	RETURNING run_id
@@ -751,7 +791,7 @@ RETURNING w.ord, w.written, w.pause, w.execution, w.pause_req, r.cancel_reason I
 	// attempts of other keys), in the same row shape: $2 run, $3 token, $4
 	// key, $5 kind, $6 output, $7 error (JSON text), $8 attempts of the key
 	// (JSON text), $9 lease micros, $10 progress (NULL: keep the run's),
-	// $11 busy. Scalars instead of arrays let the planner use the primary
+	// $11 busy, $12 input. Scalars instead of arrays let the planner use the primary
 	// key and skip the joins that match requests to runs: one run at a time
 	// pays for its own row only.
 	q.checkpointOne = `WITH ` + clockCTE + `,
@@ -762,8 +802,8 @@ f AS (
 	FOR UPDATE
 ),
 ins AS (
-	INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, attempts, created_at)
-	SELECT f.id, f.execution, $4::text, $5::text, $6::bytea, $7::text::jsonb, $8::text::jsonb, clock.now
+	INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, attempts, created_at, input)
+	SELECT f.id, f.execution, $4::text, $5::text, $6::bytea, $7::text::jsonb, $8::text::jsonb, clock.now, $12::bytea
 	FROM f, clock
 	ON CONFLICT (run_id, execution, key) DO NOTHING
 	RETURNING run_id
@@ -813,9 +853,10 @@ RETURNING r.pause_requested, r.cancel_reason IS NOT NULL`
 	// snapshots that see every earlier holder's committed changes.
 	q.lockRun = `SELECT {runs}, coalesce($1::timestamptz, now()) FROM {s}.runs WHERE id = $2 FOR UPDATE`
 
-	// $2 run, $3 key, $4 kind, $5 output, $6 error, $7 execution.
-	q.insertCkpt = `INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, created_at)
-VALUES ($2, $7, $3, $4, $5, $6, coalesce($1::timestamptz, now()))
+	// $2 run, $3 key, $4 kind, $5 output, $6 error, $7 execution, $8
+	// input.
+	q.insertCkpt = `INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, created_at, input)
+VALUES ($2, $7, $3, $4, $5, $6, coalesce($1::timestamptz, now()), $8)
 ON CONFLICT (run_id, execution, key) DO NOTHING`
 
 	// $1 run, $2 execution, $3 key: a refused event checkpoint.
@@ -893,7 +934,8 @@ SELECT count(*) FROM upd` + finishedJoin(notify)
 	// parallel arrays: $2 run, $3 token, $4 key, $5 kind, $6 output, $7
 	// error (JSON text), $8 ready_at, $9 suspend state, $10 progress (NULL:
 	// keep the run's), $11 whether the worker saw the run's cancellation
-	// (SuspendRequest.CancelSeen; NULL: not); $12 the channel.
+	// (SuspendRequest.CancelSeen; NULL: not), $12 the checkpoints' inputs
+	// (NULL: none has one); $13 the channel.
 	// Like Suspend's transaction for such a request: for the runs whose
 	// lease holds (locked in ID order), the checkpoint is written unless the
 	// key has one, and the run parks paused (a pause was requested), queued
@@ -904,8 +946,8 @@ SELECT count(*) FROM upd` + finishedJoin(notify)
 	q.parkMany = `WITH ` + clockCTE + `,
 req AS (
 	SELECT * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::timestamptz[], $9::bytea[], $10::bytea[],
-			$11::bool[])
-		WITH ORDINALITY AS q(run_id, token, key, kind, output, error, ready_at, state, progress, seen, ord)
+			$11::bool[], $12::bytea[])
+		WITH ORDINALITY AS q(run_id, token, key, kind, output, error, ready_at, state, progress, seen, input, ord)
 ),
 f AS (
 	SELECT r.id, r.execution, r.pause_requested, r.cancel_reason IS NOT NULL AS cancel, req.ord
@@ -915,8 +957,8 @@ f AS (
 	FOR UPDATE OF r
 ),
 ins AS (
-	INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, created_at)
-	SELECT req.run_id, f.execution, req.key, req.kind, req.output, req.error::jsonb, clock.now
+	INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, created_at, input)
+	SELECT req.run_id, f.execution, req.key, req.kind, req.output, req.error::jsonb, clock.now, req.input
 	FROM f JOIN req ON req.ord = f.ord, clock
 	ON CONFLICT (run_id, execution, key) DO NOTHING
 	RETURNING run_id
@@ -943,7 +985,7 @@ upd AS (
 	FROM w, clock
 	WHERE r.id = w.id
 	RETURNING w.ord, w.status
-)` + notifyCTE(notify, "upd", "status = 'queued'", 12) + `
+)` + notifyCTE(notify, "upd", "status = 'queued'", 13) + `
 SELECT upd.ord, upd.status FROM upd` + notifyJoin(notify)
 
 	// $1 now, $2 run, $3 the reason: requests the cancellation of the
@@ -1017,8 +1059,8 @@ began AS (
 	SELECT r.id, r.execution + 1, $1::timestamptz, CASE WHEN $4::text = '' THEN 0 ELSE r.execution END, $4::text FROM r
 ),
 copied AS (
-	INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, created_at, forked_from)
-	SELECT c.run_id, r.execution + 1, c.key, c.kind, c.output, c.error, c.created_at, r.execution
+	INSERT INTO {s}.checkpoints (run_id, execution, key, kind, output, error, created_at, forked_from, input)
+	SELECT c.run_id, r.execution + 1, c.key, c.kind, c.output, c.error, c.created_at, r.execution, c.input
 	FROM r JOIN {s}.checkpoints c ON c.run_id = r.id AND c.execution = r.execution
 	WHERE c.seq < $3::bigint
 	ORDER BY c.seq
@@ -1090,12 +1132,13 @@ WHERE r.id = $1 ORDER BY e.number`
 
 	// $1 names, $2 versions, $3 input schemas, $4 output schemas, $5
 	// workers, $6 updated, $7 queues, $8 retentions and $9 timeouts
-	// (nanoseconds, NULL: none): one row per name.
-	q.putWorkflows = `INSERT INTO {s}.workflow_types (name, version, input_schema, output_schema, worker, updated_at, queue, retention, timeout)
-SELECT * FROM unnest($1::text[], $2::int[], $3::bytea[], $4::bytea[], $5::text[], $6::timestamptz[], $7::text[], $8::bigint[], $9::bigint[])
+	// (nanoseconds, NULL: none), $10 declared search attributes (JSON
+	// text, NULL: none): one row per name.
+	q.putWorkflows = `INSERT INTO {s}.workflow_types (name, version, input_schema, output_schema, worker, updated_at, queue, retention, timeout, attributes)
+SELECT * FROM unnest($1::text[], $2::int[], $3::bytea[], $4::bytea[], $5::text[], $6::timestamptz[], $7::text[], $8::bigint[], $9::bigint[], $10::text[])
 ON CONFLICT (name) DO UPDATE SET version = excluded.version, input_schema = excluded.input_schema,
 	output_schema = excluded.output_schema, worker = excluded.worker, updated_at = excluded.updated_at,
-	queue = excluded.queue, retention = excluded.retention, timeout = excluded.timeout`
+	queue = excluded.queue, retention = excluded.retention, timeout = excluded.timeout, attributes = excluded.attributes`
 	// $1 names, $2 concurrencies, $3 partition concurrencies, $4 rates, $5
 	// rate periods (nanoseconds), $6 workers, $7 updated.
 	q.putQueues = `INSERT INTO {s}.queue_types (name, concurrency, partition_concurrency, rate, rate_period, worker, updated_at)
@@ -1109,7 +1152,8 @@ FROM {s}.queue_types ORDER BY name COLLATE "C"`
 SELECT * FROM unnest($1::text[], $2::bytea[], $3::text[], $4::timestamptz[])
 ON CONFLICT (topic) DO UPDATE SET payload_schema = excluded.payload_schema, worker = excluded.worker,
 	updated_at = excluded.updated_at`
-	q.getWorkflows = `SELECT name, version, input_schema, output_schema, worker, updated_at, queue, retention, timeout FROM {s}.workflow_types ORDER BY name COLLATE "C"`
+	q.getWorkflows = `SELECT name, version, input_schema, output_schema, worker, updated_at, queue, retention, timeout, attributes
+FROM {s}.workflow_types ORDER BY name COLLATE "C"`
 	q.getEvents = `SELECT topic, payload_schema, worker, updated_at FROM {s}.event_types ORDER BY topic COLLATE "C"`
 
 	// $2 topic, $3 payload, $4 channel. Locks the runs waiting on the
@@ -1205,10 +1249,10 @@ SELECT false, {sched} FROM {s}.schedules WHERE id = $2 AND NOT EXISTS (SELECT 1 
 	// Purge ($1..$5 as purgeVictims): locks the victims, skipping any run
 	// another transaction holds (a claim, a write, another purge), and
 	// deletes them with their executions, checkpoints, attempts, buffered
-	// events, the start-key records naming them, their updates and their
-	// streams, in one statement. A victim changed since the snapshot
-	// (restarted, say) is rechecked when locked and passed over. Counts
-	// the runs and events deleted.
+	// events, the start-key records naming them, their updates, their
+	// streams and their search attributes, in one statement. A victim
+	// changed since the snapshot (restarted, say) is rechecked when
+	// locked and passed over. Counts the runs and events deleted.
 	q.purge = `WITH victims AS (
 	` + purgeVictims + `
 	FOR UPDATE SKIP LOCKED
@@ -1221,7 +1265,8 @@ ev AS (DELETE FROM {s}.events e USING gone g WHERE e.run_id = g.id RETURNING 1),
 sk AS (DELETE FROM {s}.start_keys k USING gone g WHERE k.run_id = g.id),
 up AS (DELETE FROM {s}.updates u USING gone g WHERE u.run_id = g.id),
 sm AS (DELETE FROM {s}.streams m USING gone g WHERE m.run_id = g.id),
-sv AS (DELETE FROM {s}.stream_values v USING gone g WHERE v.run_id = g.id)
+sv AS (DELETE FROM {s}.stream_values v USING gone g WHERE v.run_id = g.id),
+sa AS (DELETE FROM {s}.run_attrs a USING gone g WHERE a.run_id = g.id)
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM ev)`
 
 	// A dry purge: what purge would delete, counted, locking nothing.
@@ -1257,6 +1302,7 @@ FROM {s}.workers WHERE expires_at > coalesce($1::timestamptz, now()) ORDER BY id
 
 	startQueries(&q, notify)
 	interactQueries(&q, notify)
+	attrQueries(&q)
 
 	for _, p := range []*string{
 		&q.createRuns, &q.createLeased, &q.selectRuns, &q.getRun, &q.countRuns, &q.countRunsOf, &q.claim, &q.claimOne, &q.nextWake, &q.nextWakeOne, &q.loadReplay, &q.loadClaimed, &q.getCheckpoint,
@@ -1270,6 +1316,7 @@ FROM {s}.workers WHERE expires_at > coalesce($1::timestamptz, now()) ORDER BY id
 		&q.putWorker, &q.expireWorkers, &q.listWorkers, &q.removeWorker,
 		&q.readRun, &q.txNow, &q.lockKey, &q.getKey, &q.putKey, &q.joinInput, &q.family, &q.dropFamily, &q.resetRun,
 		&q.sendUpdate, &q.getUpdate, &q.listUpdates, &q.replyCheck, &q.interact, &q.readStream, &q.listStreams,
+		&q.createAttrs, &q.createBoth, &q.setAttrs, &q.insertAttrs, &q.deleteAttrs,
 	} {
 		*p = r.Replace(*p)
 	}
@@ -1445,10 +1492,11 @@ func startQueries(q *queries, notify bool) {
 	q.putKey = `INSERT INTO {s}.start_keys (workflow, key, run_id) VALUES ($1, $2, $3)
 ON CONFLICT (workflow, key) DO UPDATE SET run_id = excluded.run_id`
 
-	// $1 now, $2 run, $3 input, $4 headers (JSON text, NULL: none): a
-	// debounce window's run takes the input and headers of a create that
-	// joins it.
-	q.joinInput = `UPDATE {s}.runs SET input = $3, headers = $4, updated_at = $1 WHERE id = $2`
+	// $1 now, $2 run, $3 input, $4 headers (JSON text, NULL: none), $5
+	// search attributes (runs.attrs's JSON text, NULL: none): a debounce
+	// window's run takes the input, headers and attributes of a create
+	// that joins it (whose rows deleteAttrs and insertAttrs replace).
+	q.joinInput = `UPDATE {s}.runs SET input = $3, headers = $4, attrs = $5::jsonb, updated_at = $1 WHERE id = $2`
 
 	// $1 run: every descendant of the run, finished or not, through
 	// runs_parent_idx, locked in ID order (as Terminate's cascade locks
@@ -1464,7 +1512,8 @@ FOR UPDATE OF r`
 
 	// $1 the replaced run and its descendants, $2 the descendants: deletes
 	// everything they own, as Purge does (executions, checkpoints,
-	// attempts, buffered events, start-key records, updates, streams), and
+	// attempts, buffered events, start-key records, updates, streams,
+	// search attributes), and
 	// the descendants' rows, keeping the token of each that was ever
 	// claimed in run_tokens (the greater, should its ID have an entry
 	// already), in ID order: the next run created under its ID goes on
@@ -1479,6 +1528,7 @@ sk AS (DELETE FROM {s}.start_keys WHERE run_id = ANY($1::text[])),
 up AS (DELETE FROM {s}.updates WHERE run_id = ANY($1::text[])),
 sm AS (DELETE FROM {s}.streams WHERE run_id = ANY($1::text[])),
 sv AS (DELETE FROM {s}.stream_values WHERE run_id = ANY($1::text[])),
+sa AS (DELETE FROM {s}.run_attrs WHERE run_id = ANY($1::text[])),
 gone AS (DELETE FROM {s}.runs WHERE id = ANY($2::text[]) RETURNING id, token)
 INSERT INTO {s}.run_tokens AS k (id, token)
 SELECT id, token FROM gone WHERE token > 0 ORDER BY id
@@ -1490,7 +1540,9 @@ ON CONFLICT (id) DO UPDATE SET token = greatest(k.token, excluded.token)`
 	// partition, $10 priority, $11 workflow version, $12 headers (JSON
 	// text, NULL: none), $13 lease owner (NULL: not leased), $14 its lease
 	// in microseconds, $15 the queues whose starts are recorded (see
-	// Store.rated), $16 the channel. Every column takes the value
+	// Store.rated), $16 search attributes (runs.attrs's JSON text, NULL:
+	// none; their rows are insertAttrs's), $17 the channel. Every column
+	// takes the value
 	// createSQL gives a new run, but the fencing token, which the new run
 	// keeps (one more when it is created leased), so that a lease of the
 	// old run never fences a write to the new one. The row is updated in
@@ -1509,7 +1561,7 @@ ON CONFLICT (id) DO UPDATE SET token = greatest(k.token, excluded.token)`
 		token = CASE WHEN $13::text IS NULL THEN r.token ELSE r.token + 1 END,
 		recoveries = 0, suspend_state = NULL, execution = 1, started_at = $1, ended_at = NULL,
 		{clearActive}, created_at = $1, updated_at = $1, deadline = $7, progress = NULL,
-		queue = $8, partition = $9, priority = $10, version = $11, headers = $12, hold = NULL, cancel_reason = NULL,
+		queue = $8, partition = $9, priority = $10, version = $11, headers = $12, hold = NULL, cancel_reason = NULL, attrs = $16::jsonb,
 		first_claimed_at = CASE WHEN $13::text IS NOT NULL THEN $1::timestamptz END
 	WHERE r.id = $2
 	RETURNING {r.runs}
@@ -1519,7 +1571,7 @@ ex AS (
 ),
 st AS (
 	INSERT INTO {s}.queue_starts (queue, at) SELECT upd.queue, $1 FROM upd WHERE upd.status = 'running' AND upd.queue = ANY($15::text[])
-)` + notifyCTE(notify, "upd", "status = 'queued'", 16) + `
+)` + notifyCTE(notify, "upd", "status = 'queued'", 17) + `
 SELECT ` + cols("upd") + ` FROM upd` + notifyJoin(notify)
 }
 
@@ -1675,4 +1727,61 @@ func announceWhere(enabled bool) string {
 		return ""
 	}
 	return ` WHERE (SELECT count(*) FROM said) >= 0`
+}
+
+// attrQueries fills in the statements that write search attributes after
+// a checkpoint or a replacement (see attrs.go).
+func attrQueries(q *queries) {
+	// What checkpoints carry for their runs' search attributes
+	// (storage.CheckpointRequest.Attributes), merged after the checkpoint
+	// statement in its transaction, for the checkpoints it wrote
+	// (writtenHere, $1 known): a checkpoint that existed merges nothing.
+	// $2 run, $3 checkpoint key and $4 the attributes as runs.attrs holds
+	// them (JSON text), one per checkpoint that carries attributes;
+	// $5..$10 the attributes' rows (attrsFrom); $11 the most a run holds
+	// (storage.MaxAttributes). The run's object takes the new names'
+	// entries (jsonb ||: a name set replaces the value, and so the type,
+	// it had), and its rows likewise; a new row takes the run's creation
+	// time. A run that would hold more than $11 names fails the statement
+	// (refuse_attributes), and with it the transaction, which so writes
+	// nothing. Every run here is locked by the checkpoint statement,
+	// whose writes this statement's snapshot sees; its row is updated
+	// again here, heap-only (attrs is in no index).
+	q.setAttrs = `WITH rq AS (
+	SELECT q.run_id, q.attrs FROM unnest($2::text[], $3::text[], $4::text[]) AS q(run_id, key, attrs)
+	WHERE ` + writtenHere("q", "$1") + `
+),
+merged AS (
+	SELECT r.id, coalesce(r.attrs, '{}'::jsonb) || rq.attrs::jsonb AS attrs
+	FROM rq JOIN {s}.runs r ON r.id = rq.run_id
+),
+refused AS (
+	SELECT {s}.refuse_attributes(m.id, n.n, $11::int)
+	FROM merged m, LATERAL (SELECT count(*) AS n FROM jsonb_object_keys(m.attrs)) n
+	WHERE n.n > $11::int
+),
+upd AS (
+	UPDATE {s}.runs r SET attrs = merged.attrs FROM merged WHERE r.id = merged.id
+	RETURNING r.id, r.created_at
+),
+up AS (
+	INSERT INTO {s}.run_attrs AS a (run_id, name, str, num, at, flag, created_at)
+	SELECT v.run_id, v.name, v.str, v.num, v.at, v.flag, upd.created_at
+	FROM ` + attrsFrom(5) + ` JOIN upd ON upd.id = v.run_id
+	ORDER BY v.run_id, v.name
+	ON CONFLICT (run_id, name) DO UPDATE SET str = excluded.str, num = excluded.num, at = excluded.at, flag = excluded.flag
+)
+SELECT count(*) FROM refused`
+
+	// $1..$6 the attributes (attrsFrom) of a run whose attributes a
+	// create replaces, after its statement deleted the old ones: the run
+	// a replacement created (resetRun, after dropFamily), or the run of a
+	// debounce window that a create joined (joinInput, after
+	// deleteAttrs). They take the run's creation time, which its row
+	// holds by then.
+	q.insertAttrs = `INSERT INTO {s}.run_attrs (run_id, name, str, num, at, flag, created_at)
+SELECT v.run_id, v.name, v.str, v.num, v.at, v.flag, r.created_at FROM ` + attrsFrom(1) + ` JOIN {s}.runs r ON r.id = v.run_id`
+
+	// $1 run: its attributes, which a joining create replaces.
+	q.deleteAttrs = `DELETE FROM {s}.run_attrs WHERE run_id = $1`
 }

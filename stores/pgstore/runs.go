@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -76,7 +77,8 @@ func createdReady(out []storage.CreateResult) bool {
 	return false
 }
 
-// GetRun returns a run's record, or ErrRunNotFound.
+// GetRun returns a run's record, with its search attributes, or
+// ErrRunNotFound.
 func (s *Store) GetRun(ctx context.Context, id string) (storage.RunRecord, error) {
 	const op = "get run"
 	if err := s.check(op); err != nil {
@@ -92,15 +94,33 @@ func (s *Store) GetRun(ctx context.Context, id string) (storage.RunRecord, error
 	return rec, nil
 }
 
-// ListRuns returns a page of runs in ID order, ascending or descending.
-// The statement names only the filters the query sets, so each shape keeps
-// an index-friendly plan: a walk of the ID order, forwards or backwards,
-// in an index that ends in the ID (the workflow's, the status's, the
-// parent's or the primary key), stopped at the page's end. An ID prefix
-// and the cursor bound the walk: the prefix is a range of the ID order
-// when the ID column sorts byte for byte (see idRange), a filter
-// otherwise. The creation range is a filter on the runs the walk reaches,
-// as the contract says.
+// ListRuns returns a page of runs in ID order or in creation order
+// (storage.OrderCreated: by creation time, then ID), ascending or
+// descending, each with its search attributes. The statement names only
+// the filters the query sets, so each shape keeps an index-friendly plan:
+// a walk of the order, forwards or backwards, in an index that ends in
+// it, stopped at the page's end. In ID order that is the workflow's, the
+// status's, the parent's or the primary key; in creation order
+// runs_workflow_created_idx, runs_status_created_idx or
+// runs_created_idx. An ID prefix and the cursor bound the walk: the
+// prefix is a range of the ID order when the ID column sorts byte for
+// byte (see idRange), a filter otherwise; the cursor of the creation
+// order is a row comparison of (created_at, id). The creation range is a
+// filter on the runs the walk reaches, as the contract says, and so is
+// TopLevel (an empty parent_id).
+//
+// With attribute filters (q.Where), the first filter's name and value
+// drive the listing through the index of its type in run_attrs
+// (run_attrs_str_idx and the others), joined to each run it finds: an
+// equality is a range of that index already in creation order, so a
+// page in creation order is a walk of it, the cursor in its index
+// condition, with no sort. A range of numbers or times, a prefix, and any
+// filter in ID order read the matches of the filter's range and sort
+// them (the matches, not every run). Every further filter is an EXISTS of
+// the run's row of its name, which the planner joins as it finds
+// cheapest: a probe of run_attrs_pkey for each run the walk finds, or a
+// read of that filter's own range; the run's own filters are tested on
+// the runs the walk joins.
 //
 // Each listing is planned with its values (see Store.planListings): which
 // index to walk, and whether to walk one, depends on how many runs the
@@ -136,28 +156,45 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 	}
 	if len(page.Runs) > limit {
 		page.Runs = page.Runs[:limit]
-		page.Next = page.Runs[limit-1].ID
+		page.Next = q.NextCursor(&page.Runs[limit-1])
 	}
 	return page, nil
 }
 
 // listRunsSQL is ListRuns's statement for the query and its arguments: the
 // filters the query sets, the cursor, the order and a limit of one more run
-// than the page holds, which tells whether another page follows.
+// than the page holds, which tells whether another page follows. A query
+// without attribute filters reads the runs table alone, its columns named
+// without an alias (the statements of the ID order are as they were
+// before attributes); one with them reads run_attrs a joined to runs r.
 func (s *Store) listRunsSQL(q storage.ListRunsQuery) (string, []any) {
 	var (
 		where []string
 		args  []any
 	)
-	add := func(cond string, v any) {
+	param := func(v any) string {
 		args = append(args, v)
-		where = append(where, strings.ReplaceAll(cond, "$?", "$"+strconv.Itoa(len(args))))
+		return "$" + strconv.Itoa(len(args))
+	}
+	add := func(cond string, v any) {
+		where = append(where, strings.ReplaceAll(cond, "$?", param(v)))
+	}
+	joined := len(q.Where) > 0
+	// col names a column of the run: r's when joined.
+	col := func(name string) string {
+		if joined {
+			return "r." + name
+		}
+		return name
+	}
+	if joined {
+		where = append(where, attrCond("a", q.Where[0], param))
 	}
 	if q.Workflow != "" {
-		add("workflow = $?", q.Workflow)
+		add(col("workflow")+" = $?", q.Workflow)
 	}
 	if q.Status != "" {
-		add("status = $?", string(q.Status))
+		add(col("status")+" = $?", string(q.Status))
 	}
 	if q.ParentID != "" {
 		// Planned with its value (a parent ID is never empty), the
@@ -165,17 +202,20 @@ func (s *Store) listRunsSQL(q storage.ListRunsQuery) (string, []any) {
 		// children, runs_parent_idx. Stating the predicate too would
 		// make the planner count it as a second filter and expect a
 		// parent's children to be a few, which it would sort.
-		add("parent_id = $?", q.ParentID)
+		add(col("parent_id")+" = $?", q.ParentID)
+	}
+	if q.TopLevel {
+		where = append(where, col("parent_id")+" = ''")
 	}
 	if q.Queue != "" {
-		add("queue = $?", q.Queue)
+		add(col("queue")+" = $?", q.Queue)
 	}
 	if len(q.Versions) > 0 {
 		vs := make([]int32, len(q.Versions))
 		for i, v := range q.Versions {
 			vs[i] = int32(v)
 		}
-		add("version = ANY($?::int[])", vs)
+		add(col("version")+" = ANY($?::int[])", vs)
 	}
 	if q.IDPrefix != "" {
 		// The range, when the collation makes it the prefix's, is both
@@ -184,37 +224,100 @@ func (s *Store) listRunsSQL(q storage.ListRunsQuery) (string, []any) {
 		// that passes a few of the range's runs, and sort the few it
 		// expects rather than walk the index. Without an upper bound,
 		// or under another collation, starts_with decides.
+		id := col("id")
 		lo, hi, bounded := s.idRange(q.IDPrefix)
 		switch {
 		case !bounded:
-			add("starts_with(id, $?)", q.IDPrefix)
+			add("starts_with("+id+", $?)", q.IDPrefix)
 		case hi == "":
-			add("starts_with(id, $?) AND id >= $?", lo)
+			add("starts_with("+id+", $?) AND "+id+" >= $?", lo)
 		default:
-			add("id >= $?", lo)
-			add("id < $?", hi)
+			add(id+" >= $?", lo)
+			add(id+" < $?", hi)
 		}
 	}
+	// The creation time and ID of the order: the driving attribute's
+	// copies when joined, so that they are in its index's condition.
+	created, id := "created_at", "id"
+	if joined {
+		created, id = "a.created_at", "a.run_id"
+	}
 	if !q.CreatedFrom.IsZero() {
-		add("created_at >= $?", storage.CeilMicro(q.CreatedFrom))
+		add(created+" >= $?", storage.CeilMicro(q.CreatedFrom))
 	}
 	if !q.CreatedTo.IsZero() {
-		add("created_at < $?", storage.CeilMicro(q.CreatedTo))
+		add(created+" < $?", storage.CeilMicro(q.CreatedTo))
 	}
-	cursor, order := "id > $?", "id"
+	for i, f := range q.Where[min(1, len(q.Where)):] {
+		b := "b" + strconv.Itoa(i+1)
+		where = append(where, `EXISTS (SELECT 1 FROM `+s.schema+`.run_attrs `+b+` WHERE `+b+`.run_id = r.id AND `+attrCond(b, f, param)+`)`)
+	}
+	cmp, desc := ">", ""
 	if q.Descending {
-		cursor, order = "id < $?", "id DESC"
+		cmp, desc = "<", " DESC"
 	}
-	if q.After != "" {
-		add(cursor, q.After)
+	var order string
+	if q.Order == storage.OrderCreated {
+		order = created + desc + ", " + id + desc
+		if at, after, ok := q.CreatedAfter(); ok {
+			where = append(where, "("+created+", "+id+") "+cmp+" ("+param(at.Truncate(time.Microsecond))+"::timestamptz, "+param(after)+"::text)")
+		}
+	} else {
+		order = id + desc
+		if q.After != "" {
+			add(id+" "+cmp+" $?", q.After)
+		}
 	}
-	sql := `SELECT ` + cols("") + ` FROM ` + s.schema + `.runs`
+	var sql string
+	if joined {
+		sql = `SELECT ` + cols("r") + ` FROM ` + s.schema + `.run_attrs a JOIN ` + s.schema + `.runs r ON r.id = a.run_id`
+	} else {
+		sql = `SELECT ` + cols("") + ` FROM ` + s.schema + `.runs`
+	}
 	if len(where) > 0 {
 		sql += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	args = append(args, q.PageSize()+1)
-	sql += ` ORDER BY ` + order + ` LIMIT $` + strconv.Itoa(len(args))
+	sql += ` ORDER BY ` + order + ` LIMIT ` + param(q.PageSize()+1)
 	return sql, args
+}
+
+// attrCond is the condition on the run_attrs row x of passing filter f:
+// the row of f's name holds a value of f's type that compares so. A
+// string's prefix is a range of the C collation's (byte) order, as an ID
+// prefix is (prefixEnd). A time with a fraction of a microsecond compares
+// as the stored times, kept to the microsecond, compare to it.
+func attrCond(x string, f storage.AttrFilter, param func(any) string) string {
+	cond := x + ".name = " + param(f.Value.Name) + "::text AND "
+	v := f.Value
+	switch v.Type {
+	case storage.AttrString:
+		if f.Op != storage.OpPrefix {
+			return cond + x + ".str = " + param(v.Str) + "::text"
+		}
+		lo := param(v.Str)
+		if hi, ok := prefixEnd(v.Str); ok {
+			return cond + x + ".str >= " + lo + "::text AND " + x + ".str < " + param(hi) + "::text"
+		}
+		return cond + x + ".str >= " + lo + "::text AND starts_with(" + x + ".str, " + lo + "::text)"
+	case storage.AttrNumber:
+		return cond + x + ".num " + string(f.Op) + " " + param(v.Num) + "::float8"
+	case storage.AttrTime:
+		op, at := string(f.Op), v.Time.Truncate(time.Microsecond)
+		if !at.Equal(v.Time) {
+			switch f.Op {
+			case storage.OpEq:
+				return cond + "false"
+			case storage.OpLt, storage.OpLe:
+				op = "<="
+			default:
+				op = ">"
+			}
+		}
+		return cond + x + ".at " + op + " " + param(at) + "::timestamptz"
+	case storage.AttrBool:
+		return cond + x + ".flag = " + param(v.Bool) + "::boolean"
+	}
+	return cond + "false"
 }
 
 // CountRuns counts the runs in each status, of every workflow or of

@@ -34,6 +34,7 @@ func scanRun(row scanner, extra ...any) (storage.RunRecord, error) {
 		headers      *string
 		hold         *string
 		cancel       *string
+		attrs        *string
 	)
 	dest := []any{
 		&rec.ID, &rec.Workflow, &rec.ParentID, &status, &rec.Input, &rec.Output, &errJSON,
@@ -41,7 +42,7 @@ func scanRun(row scanner, extra ...any) (storage.RunRecord, error) {
 		&rec.Owner, &leaseUntil, &rec.Token, &rec.Recoveries, &policy, &execution, &rec.StartedAt, &rec.EndedAt,
 		&activeKey, &activeNumber, &activeStart, &rec.CreatedAt, &rec.UpdatedAt,
 		&also.keys, &also.topics, &also.kinds, &rec.Deadline, &rec.Progress,
-		&rec.Queue, &rec.Partition, &priority, &version, &headers, &hold, &cancel,
+		&rec.Queue, &rec.Partition, &priority, &version, &headers, &hold, &cancel, &attrs,
 	}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return storage.RunRecord{}, err
@@ -58,6 +59,9 @@ func scanRun(row scanner, extra ...any) (storage.RunRecord, error) {
 		return storage.RunRecord{}, err
 	}
 	if rec.Hold, err = decodeHold(hold); err != nil {
+		return storage.RunRecord{}, err
+	}
+	if rec.Attributes, err = decodeAttrs(attrs); err != nil {
 		return storage.RunRecord{}, err
 	}
 	rec.CancelRequested, rec.CancelReason = cancelOf(cancel)
@@ -223,7 +227,7 @@ func decodeHold(text *string) (*storage.Hold, error) {
 }
 
 // scanCheckpoint reads the ckptColumns: key, kind, output, error, seq,
-// created_at, execution, forked_from.
+// created_at, execution, forked_from, input.
 func scanCheckpoint(row scanner) (storage.Checkpoint, error) {
 	var (
 		c                     storage.Checkpoint
@@ -231,7 +235,7 @@ func scanCheckpoint(row scanner) (storage.Checkpoint, error) {
 		errJSON               []byte
 		execution, forkedFrom int32
 	)
-	if err := row.Scan(&c.Key, &kind, &c.Output, &errJSON, &c.Seq, &c.CreatedAt, &execution, &forkedFrom); err != nil {
+	if err := row.Scan(&c.Key, &kind, &c.Output, &errJSON, &c.Seq, &c.CreatedAt, &execution, &forkedFrom, &c.Input); err != nil {
 		return storage.Checkpoint{}, err
 	}
 	c.Execution, c.ForkedFrom = int(execution), int(forkedFrom)

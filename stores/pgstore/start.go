@@ -266,11 +266,12 @@ func (s *Store) keyLock(workflow, key string) string {
 
 // joinKey takes the lock of r's start key and joins its holder when the
 // key is held: a singleton's holder that has not ended, or a debounce
-// window's run not yet claimed (queued, ready after now), whose input and
-// headers become r's unless the key keeps the first. r's event goes to the
-// holder. joined is false, with nothing written, when the key is free; the
-// lock is kept until tx ends, so that the create that follows records its
-// run as the key's holder before any other create of the key reads it.
+// window's run not yet claimed (queued, ready after now), whose input,
+// headers and search attributes become r's unless the key keeps the
+// first. r's event goes to the holder. joined is false, with nothing
+// written, when the key is free; the lock is kept until tx ends, so that
+// the create that follows records its run as the key's holder before any
+// other create of the key reads it.
 func (s *Store) joinKey(ctx context.Context, tx pgx.Tx, now time.Time, r storage.NewRun) (res storage.CreateResult, ready, joined bool, err error) {
 	k := r.Key
 	if _, err := tx.Exec(ctx, s.q.lockKey, s.keyLock(r.Workflow, k.Key)); err != nil {
@@ -296,7 +297,15 @@ func (s *Store) joinKey(ctx context.Context, tx pgx.Tx, now time.Time, r storage
 	}
 	res = storage.CreateResult{Joined: true, Run: h.RunRecord}
 	if update {
-		if _, err := tx.Exec(ctx, s.q.joinInput, now, h.ID, r.Input, encodeHeaders(r.Headers)); err != nil {
+		b := &pgx.Batch{}
+		b.Queue(s.q.joinInput, now, h.ID, r.Input, encodeHeaders(r.Headers), encodeAttrs(r.Attributes))
+		b.Queue(s.q.deleteAttrs, h.ID)
+		if len(r.Attributes) > 0 {
+			var rows attrRows
+			rows.add(h.ID, r.Attributes)
+			b.Queue(s.q.insertAttrs, rows.args()...)
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return res, false, false, err
 		}
 		if res.Run, err = scanRun(tx.QueryRow(ctx, s.q.getRun, h.ID)); err != nil {
@@ -310,8 +319,9 @@ func (s *Store) joinKey(ctx context.Context, tx pgx.Tx, now time.Time, r storage
 // replace replaces the run x, locked in tx, with run r, in tx: refused
 // (RefusedFamily, nothing written) when an unfinished descendant does not
 // end with x; otherwise x and its unfinished descendants end as Terminate
-// ends them, and x, its descendants and all they own are deleted, as
-// Purge deletes a run, and r is created in x's place.
+// ends them, and x, its descendants and all they own (search attributes
+// included) are deleted, as Purge deletes a run, and r is created in x's
+// place, with r's attributes.
 //
 // The termination is not written before the deletion removes it: what
 // remains of it after the commit is what Terminate's leaves of runs
@@ -372,13 +382,18 @@ func (s *Store) replace(ctx context.Context, tx pgx.Tx, now time.Time, r storage
 		}
 	}
 	args := []any{now, x.ID, r.Workflow, string(r.ParentPolicy), r.Input, r.StartAt, r.Deadline, r.QueueOf(), r.Partition,
-		int32(r.Priority), int32(r.Version), encodeHeaders(r.Headers), owner, lease, rated}
+		int32(r.Priority), int32(r.Version), encodeHeaders(r.Headers), owner, lease, rated, encodeAttrs(r.Attributes)}
 	if s.notify {
 		args = append(args, s.channel)
 	}
 	b := &pgx.Batch{}
 	b.Queue(s.q.dropFamily, family, descendants)
 	b.Queue(s.q.resetRun, args...)
+	if len(r.Attributes) > 0 {
+		var rows attrRows
+		rows.add(x.ID, r.Attributes)
+		b.Queue(s.q.insertAttrs, rows.args()...)
+	}
 	if s.notify && len(ended) > 0 {
 		b.Queue(s.q.notifyFinished, s.endedChannel, ended)
 	}
@@ -390,6 +405,11 @@ func (s *Store) replace(ctx context.Context, tx pgx.Tx, now time.Time, r storage
 	rec, err := scanRun(br.QueryRow())
 	if err != nil {
 		return storage.CreateResult{}, false, err
+	}
+	if len(r.Attributes) > 0 {
+		if _, err := br.Exec(); err != nil {
+			return storage.CreateResult{}, false, err
+		}
 	}
 	if err := br.Close(); err != nil {
 		return storage.CreateResult{}, false, err

@@ -190,8 +190,11 @@ func (s *Store) EmitTx(ctx context.Context, tx any, req storage.EmitRequest) ([]
 // connection of the store's pool, calls step with it (a pgx.Tx), and then,
 // on the same transaction, writes the checkpoint with step's output by the
 // checkpoint writers' statement for one run (checkpointStatement: fenced,
-// write-once, the pause rules), with the reply and stream writes the
-// request carries when it is written (see interact.go), and commits. A
+// write-once, the pause rules), with the reply and stream writes and the
+// search attributes the request carries when it is written (see
+// interact.go and attrs.go), and commits. A merge that would leave the
+// run more than storage.MaxAttributes attributes is
+// storage.ErrInvalidArgument, rolling the step's writes back. A
 // reply to an update the run does not have is refused before the
 // checkpoint is written (storage.ErrInvalidArgument), rolling the step's
 // writes back. The run's row is locked only by that statement, after
@@ -277,7 +280,9 @@ func (s *Store) checkpointOn(ctx context.Context, tx pgx.Tx, call *ckptCall) (st
 // clock's argument): its result, with Existing set when the key had a
 // checkpoint in the run's current execution, or ErrLeaseLost. When it
 // wrote the checkpoint, the reply and stream writes the call carries
-// follow, by the interact statement (interactIn).
+// follow, by the interact statement (interactIn), and its search
+// attributes, by the setAttrs statement (attrsIn), which fails tx when
+// the run would hold too many.
 func (s *Store) checkpointIn(ctx context.Context, tx pgx.Tx, call *ckptCall, now any) (storage.CheckpointResult, error) {
 	const op = "checkpoint"
 	q, args := s.checkpointStatement([]*ckptCall{call})
@@ -299,6 +304,11 @@ func (s *Store) checkpointIn(ctx context.Context, tx pgx.Tx, call *ckptCall, now
 		res.Paused, res.PauseRequested = pause, pauseReq
 		if call.inter != nil {
 			if err := s.interactIn(ctx, tx, call, now); err != nil {
+				return storage.CheckpointResult{}, err
+			}
+		}
+		if len(call.req.Attributes) > 0 {
+			if err := s.attrsIn(ctx, tx, call); err != nil {
 				return storage.CheckpointResult{}, err
 			}
 		}

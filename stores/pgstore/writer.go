@@ -340,7 +340,8 @@ func (c *ckptCall) op() string {
 // writeCalls writes calls (distinct runs) in one transaction and one round
 // trip: the creation statement and a read of the created runs for the
 // creations, the checkpoint statement for the checkpoints (and the
-// interact statement for the replies and stream writes some carry), the
+// interact statement for the replies and stream writes some carry, and
+// the setAttrs statement for the search attributes some carry), the
 // completion statement for the completions. It sets each checkpoint call's res and
 // each creation's out, and returns each call's error; err is a failure of
 // the whole.
@@ -370,6 +371,18 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 	var interArgs []any
 	if len(inters) > 0 {
 		interArgs = s.interactArgs(inters, false)
+	}
+	// The checkpoints that carry search attributes: one more statement,
+	// after the checkpoint statement, when there are any.
+	var attrCalls []*ckptCall
+	for _, c := range ckpts {
+		if len(c.req.Attributes) > 0 {
+			attrCalls = append(attrCalls, c)
+		}
+	}
+	var attrArgs []any
+	if len(attrCalls) > 0 {
+		attrArgs = setAttrsArgs(attrCalls, false)
 	}
 	finArgs := completeManyArgs(fins)
 	createSQL, createArgs := s.createArgs(creates)
@@ -430,6 +443,10 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 			interArgs[0] = now
 			b.Queue(s.q.interact, interArgs...)
 		}
+		if len(attrCalls) > 0 {
+			// After the checkpoints, whose writes it reads.
+			b.Queue(s.q.setAttrs, attrArgs...)
+		}
 		if len(fins) > 0 {
 			finArgs[0] = now
 			b.Queue(s.q.completeMany, s.completeArgs(finArgs...)...)
@@ -479,6 +496,11 @@ func (s *Store) writeCalls(ctx context.Context, calls []*ckptCall) ([]error, err
 			}
 		}
 		if len(inters) > 0 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		if len(attrCalls) > 0 {
 			if _, err := br.Exec(); err != nil {
 				return err
 			}
@@ -595,7 +617,8 @@ func (s *Store) parkManyArgs(calls []*ckptCall) []any {
 		outputs[i], errTexts[i], readyAt[i], states[i] = r.Checkpoint.Output, c.park.errJSON, r.ReadyAt, r.SuspendState
 	}
 	progress := progressArray(calls, func(c *ckptCall) []byte { return c.park.req.Progress })
-	args := []any{nil, runIDs, tokens, keys, kinds, outputs, errTexts, readyAt, states, progress, cancelSeenArray(calls)}
+	inputs := progressArray(calls, func(c *ckptCall) []byte { return c.park.req.Checkpoint.Input })
+	args := []any{nil, runIDs, tokens, keys, kinds, outputs, errTexts, readyAt, states, progress, cancelSeenArray(calls), inputs}
 	if s.notify {
 		args = append(args, s.channel)
 	}
@@ -622,16 +645,19 @@ func cancelSeenArray(calls []*ckptCall) []bool {
 // arguments, in call order; the first, the clock, is set per attempt.
 // The statement is createRuns, or createLeased when a run is created
 // leased (NewRun.Lease), so that creations without a lease pay nothing
-// for those.
+// for those; likewise createAttrs and createBoth when a run carries
+// search attributes (NewRun.Attributes), which are sent for the first
+// request of each ID only, the one the statement creates.
 func (s *Store) createArgs(calls []*ckptCall) (string, []any) {
 	var (
-		n      int
-		leased bool
+		n             int
+		leased, attrs bool
 	)
 	for _, c := range calls {
 		n += len(c.create.runs)
 		for _, r := range c.create.runs {
 			leased = leased || r.Lease != nil
+			attrs = attrs || len(r.Attributes) > 0
 		}
 	}
 	var (
@@ -650,7 +676,13 @@ func (s *Store) createArgs(calls []*ckptCall) (string, []any) {
 		owners    []*string
 		leases    []int64
 		rated     = []string{}
+		attrRows  attrRows
+		attrObjs  []*string
+		first     map[string]bool
 	)
+	if attrs {
+		first, attrObjs = make(map[string]bool, n), make([]*string, 0, n)
+	}
 	if leased {
 		owners, leases = make([]*string, 0, n), make([]int64, 0, n)
 	}
@@ -662,6 +694,13 @@ func (s *Store) createArgs(calls []*ckptCall) (string, []any) {
 			queues, parts, prios = append(queues, r.QueueOf()), append(parts, r.Partition), append(prios, int32(r.Priority))
 			versions = append(versions, int32(r.Version))
 			headers = append(headers, encodeHeaders(r.Headers))
+			if attrs {
+				attrObjs = append(attrObjs, encodeAttrs(r.Attributes))
+				if !first[r.ID] {
+					first[r.ID] = true
+					attrRows.add(r.ID, r.Attributes)
+				}
+			}
 			if !leased {
 				continue
 			}
@@ -680,6 +719,13 @@ func (s *Store) createArgs(calls []*ckptCall) (string, []any) {
 	if leased {
 		query = s.q.createLeased
 		args = append(args, owners, leases, rated)
+	}
+	if attrs {
+		query = s.q.createAttrs
+		if leased {
+			query = s.q.createBoth
+		}
+		args = append(append(args, attrObjs), attrRows.args()...)
 	}
 	if s.notify {
 		args = append(args, s.channel)
@@ -745,7 +791,7 @@ func (s *Store) checkpointStatement(calls []*ckptCall) (string, []any) {
 	c := calls[0]
 	r := &c.req
 	return s.q.checkpointOne, []any{nil, r.Lease.RunID, r.Lease.Token, r.Checkpoint.Key, string(r.Checkpoint.Kind),
-		r.Checkpoint.Output, c.errJSON, c.attempts, micros(r.LeaseFor), r.Progress, r.Busy}
+		r.Checkpoint.Output, c.errJSON, c.attempts, micros(r.LeaseFor), r.Progress, r.Busy, r.Checkpoint.Input}
 }
 
 // checkpointArgs are the checkpoint statement's arguments for calls; the
@@ -775,7 +821,8 @@ func checkpointArgs(calls []*ckptCall) []any {
 	}
 	args := append([]any{nil, runIDs, tokens, keys, kinds, outputs, errTexts, attempts, leases, looseReq},
 		attemptArrays(loose)...)
-	return append(args, progressArray(calls, func(c *ckptCall) []byte { return c.req.Progress }), busyArray(calls))
+	return append(args, progressArray(calls, func(c *ckptCall) []byte { return c.req.Progress }), busyArray(calls),
+		progressArray(calls, func(c *ckptCall) []byte { return c.req.Checkpoint.Input }))
 }
 
 // busyArray is which calls are Busy, as the array the checkpoint statement
@@ -796,7 +843,8 @@ func busyArray(calls []*ckptCall) []bool {
 // progressArray is the progress each call publishes, as the array a batch
 // statement takes: nil, sent as one NULL that the statement reads as no
 // progress for every call, when none publishes any, so that a batch
-// without progress costs nothing more.
+// without progress costs nothing more. The checkpoints' inputs go the
+// same way.
 func progressArray(calls []*ckptCall, of func(*ckptCall) []byte) [][]byte {
 	var out [][]byte
 	for i, c := range calls {
