@@ -216,7 +216,15 @@ type timelineIn struct {
 	// Children are the run's children by ID, as far as known.
 	Children map[string]childTimes
 	Now      time.Time
+	// MinAxis is the least a live execution's axis spans (see horizon).
+	MinAxis time.Duration
 }
+
+// liveMinAxis is the least a live execution's axis spans on the run page:
+// a run younger than that has an axis that does not move, so its page,
+// which refreshes itself, is not redrawn under the hand of a reader about
+// to act on a run just started.
+const liveMinAxis = 10 * time.Second
 
 // call is one step of the execution as the timeline places it.
 type call struct {
@@ -258,7 +266,7 @@ func timeline(in timelineIn) (*timelineView, []stepTime) {
 	// page's script moves its end to now (see stem.js).
 	openEnd := axisEnd
 	if in.Live {
-		openEnd = horizon(axisStart, in.Now)
+		openEnd = horizon(axisStart, in.Now, in.MinAxis)
 	}
 	calls := place(in, axisStart, axisEnd, openEnd)
 
@@ -980,7 +988,7 @@ func strip(in timelineIn) ([]tlExec, *moment, *moment) {
 	if last.EndedAt != nil {
 		end = *last.EndedAt
 	} else {
-		end = horizon(start, in.Now) // see timeline
+		end = horizon(start, in.Now, in.MinAxis) // see timeline
 	}
 	for _, x := range xs {
 		if x.EndedAt != nil && x.EndedAt.After(end) {
@@ -1144,12 +1152,12 @@ func writeTime(w *svgWriter, m *moment) {
 
 // horizon is where the axis of a live execution begun at start ends, now
 // being now: start plus the first of the round lengths 1, 1.5, 2, 3, 5
-// and 7.5 times a power of ten milliseconds that reaches now. It moves
-// only as now passes it, six times a decade of the execution's age, so a
-// live page that refreshes itself is the same page in between, and the
-// axis runs at most half as far again past now.
-func horizon(start, now time.Time) time.Time {
-	age := now.Sub(start)
+// and 7.5 times a power of ten milliseconds that reaches now, and least.
+// It moves only as now passes it, six times a decade of the execution's
+// age, so a live page that refreshes itself is the same page in between,
+// and the axis runs at most half as far again past now (or to least).
+func horizon(start, now time.Time, least time.Duration) time.Time {
+	age := max(now.Sub(start), least)
 	for unit := time.Millisecond; unit <= 1e17; unit *= 10 {
 		for _, m := range []float64{1, 1.5, 2, 3, 5, 7.5} {
 			if l := time.Duration(m * float64(unit)); l >= age {

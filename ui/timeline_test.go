@@ -406,9 +406,15 @@ func TestTimelineLiveHorizon(t *testing.T) {
 		{0, time.Millisecond}, {time.Millisecond, time.Millisecond}, {1234 * time.Millisecond, 1500 * time.Millisecond},
 		{1500 * time.Millisecond, 1500 * time.Millisecond}, {4 * time.Second, 5 * time.Second}, {55 * time.Minute, 5000 * time.Second},
 	} {
-		if got := horizon(t0, t0.Add(c.age)).Sub(t0); got != c.want {
+		if got := horizon(t0, t0.Add(c.age), 0).Sub(t0); got != c.want {
 			t.Errorf("horizon at %v: %v, want %v", c.age, got, c.want)
 		}
+	}
+	if got := horizon(t0, t0.Add(1234*time.Millisecond), liveMinAxis).Sub(t0); got != 10*time.Second {
+		t.Errorf("the horizon of a young run: %v, want the least axis, 10s", got)
+	}
+	if got := horizon(t0, t0.Add(11*time.Second), liveMinAxis).Sub(t0); got != 15*time.Second {
+		t.Errorf("the horizon of a run older than the least axis: %v, want 15s", got)
 	}
 	at := func(now int) *timelineView {
 		v, _ := timeline(oneExecution(true, 0, now,
@@ -487,12 +493,13 @@ func TestLivePageIsStableWithinTheHorizon(t *testing.T) {
 		h.ServeHTTP(w, r)
 		return w
 	}
+	// A run younger than the least axis (10s): its page does not move.
 	clock.Set(t0.Add(1200 * time.Millisecond))
 	first := get("")
 	if first.Code != http.StatusOK || !strings.Contains(first.Body.String(), `data-call="go" data-kind="event" data-state="waiting"`) {
 		t.Fatalf("the page: %d\n%s", first.Code, first.Body)
 	}
-	clock.Set(t0.Add(1400 * time.Millisecond))
+	clock.Set(t0.Add(9900 * time.Millisecond))
 	if again := get(first.Header().Get("ETag")); again.Code != http.StatusNotModified {
 		t.Errorf("within the horizon, the refresh answers %d, want 304: the page changed with the time alone", again.Code)
 		a, b := strings.Split(first.Body.String(), "\n"), strings.Split(again.Body.String(), "\n")
@@ -503,7 +510,7 @@ func TestLivePageIsStableWithinTheHorizon(t *testing.T) {
 			}
 		}
 	}
-	clock.Set(t0.Add(1600 * time.Millisecond))
+	clock.Set(t0.Add(10100 * time.Millisecond))
 	if past := get(first.Header().Get("ETag")); past.Code != http.StatusOK {
 		t.Errorf("past the horizon, the refresh answers %d, want the page redrawn", past.Code)
 	}
