@@ -810,7 +810,8 @@ type RestartOption func(*restartOptions)
 
 // restartOptions is what the RestartOptions of one Restart set.
 type restartOptions struct {
-	fromKey string
+	fromKey     string
+	ifExecution int
 }
 
 // FromStep restarts the run from the step with checkpoint key key (an
@@ -821,6 +822,16 @@ type restartOptions struct {
 // errored run from its failed step is the common use.
 func FromStep(key string) RestartOption {
 	return func(o *restartOptions) { o.fromKey = key }
+}
+
+// IfExecution makes the restart conditional: it happens only while the
+// run's current execution is n (as RunInfo.Execution read it), and is
+// otherwise an error matching storage.ErrConflict, with nothing written.
+// A caller that read the run before restarting it so never restarts it
+// twice, also when it acts again after a crash (bulk actions do). n <= 0
+// sets no condition.
+func IfExecution(n int) RestartOption {
+	return func(o *restartOptions) { o.ifExecution = max(n, 0) }
 }
 
 // Restart begins a new execution of the run with the same ID and input:
@@ -839,7 +850,7 @@ func (e *Engine) Restart(ctx context.Context, id string, opts ...RestartOption) 
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if err := e.store.Restart(ctx, storage.RestartRequest{RunID: id, FromKey: o.fromKey}); err != nil {
+	if err := e.store.Restart(ctx, storage.RestartRequest{RunID: id, FromKey: o.fromKey, IfExecution: o.ifExecution}); err != nil {
 		return err
 	}
 	e.stopLocal(id, fmt.Errorf("run %s: %w", id, ErrRestarted))

@@ -275,7 +275,7 @@ func TestRunsVersion(t *testing.T) {
 		{[]string{"--version", "7"}, ""},
 		{nil, "r-0 r-1a r-1b r-2"},
 	} {
-		out, _ := cliAt(t, 0, append([]string{"--store", db, "--json", "runs"}, c.args...)...)
+		out, _ := cliAt(t, 0, append([]string{"--store", db, "--json", "runs", "--sort", "id"}, c.args...)...)
 		if got := strings.Join(ids(out), " "); got != c.want {
 			t.Errorf("runs %v: %s, want %s", c.args, got, c.want)
 		}
@@ -286,8 +286,8 @@ func TestRunsVersion(t *testing.T) {
 			t.Errorf("runs lacks %q:\n%s", want, out)
 		}
 	}
-	out, _ = cliAt(t, 0, "--store", db, "runs", "--version", "1", "--limit", "1")
-	if !strings.Contains(out, "more: stem --store "+db+" runs --version 1 --limit 1 --after r-1a\n") {
+	out, _ = cliAt(t, 0, "--store", db, "runs", "--version", "1", "--sort", "id", "--limit", "1")
+	if !strings.Contains(out, "more: stem --store "+db+" runs --version 1 --sort id --limit 1 --after r-1a\n") {
 		t.Errorf("runs --version page:\n%s", out)
 	}
 	if out, _ := cliAt(t, 0, "--store", db, "runs", "--version", "7"); out != "no runs match\n" {

@@ -263,7 +263,7 @@ func TestOperatorCommands(t *testing.T) {
 	var listed struct {
 		Runs []struct{ ID, Status string }
 	}
-	out, _ := f.cli(0, "--json", "runs", "--status", "waiting", "--limit", "1")
+	out, _ := f.cli(0, "--json", "runs", "--status", "waiting", "--sort", "id", "--limit", "1")
 	if err := json.Unmarshal([]byte(out), &listed); err != nil || len(listed.Runs) != 1 || listed.Runs[0].ID != "req-1" {
 		t.Fatalf("runs --json: %+v %v", listed, err)
 	}
@@ -528,9 +528,9 @@ func TestMoreHintKeepsFilters(t *testing.T) {
 	if _, err := runtime.Start[string, string](f.ctx, f.e, "approve", "x", runtime.WithID("a-1")); err != nil {
 		t.Fatal(err)
 	}
-	out, _ := f.cli(0, "runs", "--workflow", "greet", "--status", "QUEUED", "--limit", "2")
+	out, _ := f.cli(0, "runs", "--workflow", "greet", "--status", "QUEUED", "--sort", "id", "--limit", "2")
 	m := moreLine.FindStringSubmatch(out)
-	want := "stem --store " + shellQuote(f.path) + " runs --workflow greet --status queued --limit 2 --after g-2"
+	want := "stem --store " + shellQuote(f.path) + " runs --workflow greet --status queued --sort id --limit 2 --after g-2"
 	if m == nil || m[1] != want {
 		t.Fatalf("page 1:\n%s\nwant more: %s", out, want)
 	}
@@ -544,8 +544,8 @@ func TestMoreHintKeepsFilters(t *testing.T) {
 	}
 	// With the store from $STEM_STORE, the line relies on it too.
 	t.Setenv("STEM_STORE", f.path)
-	out, _ = cliAt(t, 0, "runs", "--limit", "1")
-	if m := moreLine.FindStringSubmatch(out); m == nil || m[1] != "stem runs --limit 1 --after a-1" {
+	out, _ = cliAt(t, 0, "runs", "--sort", "id", "--limit", "1")
+	if m := moreLine.FindStringSubmatch(out); m == nil || m[1] != "stem runs --sort id --limit 1 --after a-1" {
 		t.Fatalf("page with $STEM_STORE:\n%s", out)
 	}
 }

@@ -42,14 +42,21 @@ var commands []*command
 func init() {
 	commands = []*command{
 		{name: "runs", max: 0, setup: listRuns, readOnly: true,
-			args:    "[--workflow NAME] [--version N,...] [--status STATUS] [--queue NAME] [--parent RUN_ID] [--held] [--limit N] [--after RUN_ID]",
+			args:    "[--workflow NAME] [--version N,...] [--status STATUS] [--queue NAME] [--where NAME OP VALUE]... [--id-prefix PREFIX] [--created-from TIME] [--created-to TIME] [--top-level] [--parent RUN_ID] [--held] [--sort created|id] [--limit N] [--after CURSOR]",
 			summary: "list runs, a page at a time",
-			detail: `Lists runs by ID with their workflow, the workflow version they started
-under ("-" for a run stored before versions were kept), status, execution
-and what they are doing. Filters combine. --version keeps the runs of
-those versions (comma-separated, or repeat the flag; 0 is the runs stored
-without one). Under a full page, a "more:" line gives the command for the
-next one.
+			detail: `Lists runs, newest first (--sort id lists them by ID), with their
+workflow, the workflow version they started under ("-" for a run stored
+before versions were kept), status, execution, when they were created and
+last changed, and what they are doing. Filters combine. --version keeps
+the runs of those versions (comma-separated, or repeat the flag; 0 is the
+runs stored without one). --where keeps the runs whose search attribute
+compares so (NAME OP VALUE: customer=C-7, total>=100, placed<2026-11-28,
+order^=88; OP is =, <, <=, >, >= or ^= for a string's prefix), the value
+read in the attribute's declared type (stem workflows lists them); repeat
+it, each must hold. --top-level leaves children out. --created-from and
+--created-to take a time (2026-11-28T10:00:00Z, 2026-11-28) or an age
+(36h, 7d). Under a full page, a "more:" line gives the command for the
+next one. The same filters select the runs of stem bulk.
 
 A held run (its workflow's code no longer makes the calls it recorded;
 see stem show) has "(held)" after its status and the reason as its detail.
@@ -58,7 +65,8 @@ reads the listing page after page until it has --limit held runs.`},
 		{name: "show", min: 1, max: 1, setup: show, readOnly: true,
 			args:    "RUN_ID [--execution N] [--follow]",
 			summary: "a run: its executions, steps and attempts, updates and streams",
-			detail: `Shows the run (its current execution, with start and end), the list of
+			detail: `Shows the run (its current execution, with start and end, and its search
+attributes), the list of
 its executions (each start or restart), and the steps of one execution in
 the order they ran, numbered from 1 in each execution on every store, with
 their status (running, retrying, waiting, complete, failed, interrupted,
@@ -194,6 +202,10 @@ unfinished children meet their parent-close policy when it ends.`},
 its unfinished children (and theirs) are terminated with it, except those
 started to be abandoned, and those whose parent-close policy is cancel,
 which are cancelled instead (see cancel).`},
+		{name: "bulk", min: 0, max: 0, setup: noFlags, subs: bulkSubs(),
+			args:    "ACTION [--workflow NAME] [--status STATUS] [--where NAME OP VALUE]... [filters] [--dry-run] [--yes] [--rate N] | status ID | list | continue ID",
+			summary: "terminate, cancel, pause, resume or restart every run a filter matches",
+			detail:  bulkDetail},
 		{name: "schedule", min: 0, max: 0, setup: noFlags, subs: scheduleSubs(),
 			args:    "SUBCOMMAND ARGS",
 			summary: "create, list, show, pause, resume, trigger or delete cron schedules",

@@ -250,7 +250,7 @@ func TestMoreHintIsShellQuoted(t *testing.T) {
 	ids[2] = "g\u202etwo"
 	// IDs sort by byte: the space, then '$', then the override.
 	var pages []string
-	args := []string{"--store", f.path, "runs", "--workflow", "greet", "--limit", "1"}
+	args := []string{"--store", f.path, "runs", "--workflow", "greet", "--sort", "id", "--limit", "1"}
 	for {
 		if len(pages) > len(ids) {
 			t.Fatalf("more than %d pages:\n%s", len(ids), strings.Join(pages, "\n"))

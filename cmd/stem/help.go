@@ -158,6 +158,9 @@ func flagWants(f *flag.Flag, reason string) string {
 	if f == nil {
 		return reason
 	}
+	if w, ok := f.Value.(interface{ wants() string }); ok {
+		return w.wants()
+	}
 	if _, ok := f.Value.(interface{ IsBoolFlag() bool }); ok {
 		return "want true or false"
 	}

@@ -211,9 +211,9 @@ func TestRunsHeld(t *testing.T) {
 	}
 	db := storeWithHeld(t, runs...)
 
-	out, _ := cliAt(t, 0, "--store", db, "runs", "--limit", "210")
+	out, _ := cliAt(t, 0, "--store", db, "runs", "--sort", "id", "--limit", "210")
 	for _, want := range []string{
-		"ID       WORKFLOW       VERSION  STATUS          EXEC  UPDATED                   DETAIL\n",
+		"ID       WORKFLOW       VERSION  STATUS          EXEC  CREATED                   UPDATED                   DETAIL\n",
 		"run-003  orders.fulfil  1        waiting (held)  1     ",
 		"held: the code calls audit@v1, which the run did not record, where the run recorded approval\n",
 		"run-100  orders.fulfil  1        waiting         1     ",
@@ -243,37 +243,37 @@ func TestRunsHeld(t *testing.T) {
 		}
 		return strings.Join(got, " ") + " next=" + page.Next
 	}
-	if got, _ := cliAt(t, 0, "--store", db, "--json", "runs", "--held"); ids(got) != "run-003 run-207 next=" {
+	if got, _ := cliAt(t, 0, "--store", db, "--json", "runs", "--sort", "id", "--held"); ids(got) != "run-003 run-207 next=" {
 		t.Errorf("runs --held --json: %s", got)
 	}
-	out, _ = cliAt(t, 0, "--store", db, "runs", "--held")
+	out, _ = cliAt(t, 0, "--store", db, "runs", "--sort", "id", "--held")
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 3 || !strings.HasPrefix(lines[1], "run-003 ") || !strings.HasPrefix(lines[2], "run-207 ") ||
 		!strings.Contains(lines[2], "waiting (held)") || !strings.Contains(lines[2], "held: the code returns without calling ask@v1") {
 		t.Errorf("runs --held:\n%s", out)
 	}
 
 	// A page at a time: the cursor is the last held run shown.
-	out, _ = cliAt(t, 0, "--store", db, "runs", "--held", "--limit", "1")
-	if !strings.HasPrefix(strings.Split(out, "\n")[1], "run-003 ") || !strings.HasSuffix(out, "\nmore: stem --store "+db+" runs --held --limit 1 --after run-003\n") {
+	out, _ = cliAt(t, 0, "--store", db, "runs", "--sort", "id", "--held", "--limit", "1")
+	if !strings.HasPrefix(strings.Split(out, "\n")[1], "run-003 ") || !strings.HasSuffix(out, "\nmore: stem --store "+db+" runs --held --sort id --limit 1 --after run-003\n") {
 		t.Errorf("runs --held --limit 1:\n%s", out)
 	}
-	out, _ = cliAt(t, 0, "--store", db, "runs", "--held", "--limit", "1", "--after", "run-003")
-	if !strings.HasPrefix(strings.Split(out, "\n")[1], "run-207 ") || !strings.HasSuffix(out, "\nmore: stem --store "+db+" runs --held --limit 1 --after run-207\n") {
-		t.Errorf("runs --held --limit 1 --after run-003:\n%s", out)
+	out, _ = cliAt(t, 0, "--store", db, "runs", "--sort", "id", "--held", "--limit", "1", "--after", "run-003")
+	if !strings.HasPrefix(strings.Split(out, "\n")[1], "run-207 ") || !strings.HasSuffix(out, "\nmore: stem --store "+db+" runs --held --sort id --limit 1 --after run-207\n") {
+		t.Errorf("runs --held --sort id --limit 1 --after run-003:\n%s", out)
 	}
-	if out, _ := cliAt(t, 0, "--store", db, "runs", "--held", "--limit", "1", "--after", "run-207"); out != "no runs match\n" {
+	if out, _ := cliAt(t, 0, "--store", db, "runs", "--sort", "id", "--held", "--limit", "1", "--after", "run-207"); out != "no runs match\n" {
 		t.Errorf("runs --held past the last: %q", out)
 	}
-	if got, _ := cliAt(t, 0, "--store", db, "--json", "runs", "--held", "--limit", "2"); ids(got) != "run-003 run-207 next=run-207" {
+	if got, _ := cliAt(t, 0, "--store", db, "--json", "runs", "--sort", "id", "--held", "--limit", "2"); ids(got) != "run-003 run-207 next=run-207" {
 		t.Errorf("runs --held --limit 2 --json: %s", got)
 	}
 
 	// Filters combine with it.
-	if out, _ := cliAt(t, 0, "--store", db, "runs", "--held", "--status", "queued"); out != "no runs match\n" {
+	if out, _ := cliAt(t, 0, "--store", db, "runs", "--sort", "id", "--held", "--status", "queued"); out != "no runs match\n" {
 		t.Errorf("runs --held --status queued: %q", out)
 	}
 	db = storeWithHeld(t, heldRun{id: "order-9", steps: []storage.Checkpoint{stepCP("ask@v1", `"asked"`)}})
-	if out, _ := cliAt(t, 0, "--store", db, "runs", "--held"); out != "no runs are held\n" {
+	if out, _ := cliAt(t, 0, "--store", db, "runs", "--sort", "id", "--held"); out != "no runs are held\n" {
 		t.Errorf("runs --held with none held: %q", out)
 	}
 

@@ -29,18 +29,26 @@ func parseStatus(s string) (runtime.RunStatus, error) {
 		for i, v := range storage.Statuses {
 			names[i] = string(v)
 		}
-		return "", usagef("unknown status %q; want one of %s", s, strings.Join(names, ", "))
+		msg := fmt.Sprintf("unknown status %q", s)
+		if best := nearest(string(st), names); best != "" {
+			msg += fmt.Sprintf("; did you mean %q?", best)
+		}
+		return "", usagef("%s; want one of %s", msg, strings.Join(names, ", "))
 	}
 	return st, nil
 }
 
+// runSorts are stem runs' orders: by creation time, newest first (the
+// default), or by ID, ascending.
+var runSorts = []string{"created", "id"}
+
 func listRuns(fs *flag.FlagSet) func(*call, []string) error {
-	wf := fs.String("workflow", "", "only runs of workflow `NAME`")
-	status := fs.String("status", "", "only runs in `STATUS`: queued, running, paused, waiting, complete, errored or terminated (any case)")
-	queue := fs.String("queue", "", "only runs on queue `NAME`")
+	var f filterFlags
+	f.register(fs)
 	parent := fs.String("parent", "", "only the children of run `RUN_ID`")
 	limit := fs.Int("limit", defaultLimit, "at most `N` runs per page")
-	after := fs.String("after", "", "the page after run `RUN_ID` (the \"more:\" line gives it)")
+	after := fs.String("after", "", "the page after `CURSOR` (the \"more:\" line gives it)")
+	sortBy := fs.String("sort", "created", "the order: `ORDER` created (newest first) or id (ascending)")
 	held := fs.Bool("held", false, "only held runs, whose code no longer matches their history (the store cannot filter on it: this pages through the listing until it has --limit of them)")
 	var versionArgs []string
 	fs.Func("version", "only runs of workflow version `N` (comma-separated, or repeat the flag; 0: stored without one)", func(s string) error {
@@ -55,20 +63,34 @@ func listRuns(fs *flag.FlagSet) func(*call, []string) error {
 		if err != nil {
 			return err
 		}
-		st, err := parseStatus(*status)
+		q, err := f.query(time.Now())
 		if err != nil {
 			return err
 		}
-		if *queue != "" {
-			if err := storage.CheckQueueName(*queue); err != nil {
-				return usagef("--queue: %s", nameReason(err))
+		switch *sortBy {
+		case "created":
+			q.Order, q.Descending = storage.OrderCreated, true
+		case "id":
+		default:
+			msg := fmt.Sprintf("--sort %q: want created (newest first) or id", *sortBy)
+			if best := nearest(strings.ToLower(*sortBy), runSorts); best != "" {
+				msg += fmt.Sprintf("; did you mean %q?", best)
+			}
+			return usagef("%s", msg)
+		}
+		if *after != "" && q.Order == storage.OrderCreated {
+			if _, _, err := storage.ParseCreatedCursor(*after); err != nil {
+				return usagef("--after %q: not a cursor of a listing by creation time (copy it from the \"more:\" line, or list by ID with --sort id)", *after)
 			}
 		}
 		e, err := c.open()
 		if err != nil {
 			return err
 		}
-		q := runtime.ListRunsQuery{Workflow: *wf, Status: st, Queue: *queue, ParentID: *parent, Versions: versions, Limit: *limit, After: *after}
+		if q.Where, err = f.whereFilters(c, e); err != nil {
+			return err
+		}
+		q.ParentID, q.Versions, q.Limit, q.After = *parent, versions, *limit, *after
 		var runs []runtime.RunInfo
 		var next string
 		if *held {
@@ -82,12 +104,13 @@ func listRuns(fs *flag.FlagSet) func(*call, []string) error {
 		if c.out.json {
 			return c.out.encode(jsonRunPage{Runs: jsonRuns(runs), Next: next})
 		}
+		filtered := f.any() || *parent != "" || len(versions) > 0 || *after != ""
 		if len(runs) == 0 {
-			if *held && *wf == "" && st == "" && *queue == "" && *parent == "" && len(versions) == 0 && *after == "" {
+			if *held && !filtered {
 				_, err := fmt.Fprintln(c.out.w, "no runs are held")
 				return err
 			}
-			if *held || *wf != "" || st != "" || *queue != "" || *parent != "" || len(versions) > 0 || *after != "" {
+			if *held || filtered {
 				_, err := fmt.Fprintln(c.out.w, "no runs match")
 				return err
 			}
@@ -95,16 +118,13 @@ func listRuns(fs *flag.FlagSet) func(*call, []string) error {
 			return err
 		}
 		tw := tabwriter.NewWriter(c.out.w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tWORKFLOW\tVERSION\tSTATUS\tEXEC\tUPDATED\tDETAIL")
+		fmt.Fprintln(tw, "ID\tWORKFLOW\tVERSION\tSTATUS\tEXEC\tCREATED\tUPDATED\tDETAIL")
 		for _, r := range runs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", clean(r.ID), clean(r.Workflow), versionCell(r.Version), clean(statusCell(r)), r.Execution, stamp(r.UpdatedAt), clean(detail(r)))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", clean(r.ID), clean(r.Workflow), versionCell(r.Version), clean(statusCell(r)), r.Execution, stamp(r.CreatedAt), stamp(r.UpdatedAt), clean(detail(r)))
 		}
 		tw.Flush()
 		if next != "" {
-			more := []string{"runs"}
-			if *wf != "" {
-				more = append(more, "--workflow", *wf)
-			}
+			more := append([]string{"runs"}, f.args()...)
 			if len(versions) > 0 {
 				vs := make([]string, len(versions))
 				for i, v := range versions {
@@ -112,17 +132,14 @@ func listRuns(fs *flag.FlagSet) func(*call, []string) error {
 				}
 				more = append(more, "--version", strings.Join(vs, ","))
 			}
-			if st != "" {
-				more = append(more, "--status", string(st))
-			}
-			if *queue != "" {
-				more = append(more, "--queue", *queue)
-			}
 			if *parent != "" {
 				more = append(more, "--parent", *parent)
 			}
 			if *held {
 				more = append(more, "--held")
+			}
+			if *sortBy != "created" {
+				more = append(more, "--sort", *sortBy)
 			}
 			if *limit != defaultLimit {
 				more = append(more, "--limit", fmt.Sprint(*limit))
@@ -131,6 +148,14 @@ func listRuns(fs *flag.FlagSet) func(*call, []string) error {
 		}
 		return nil
 	}
+}
+
+// cursorAfter is the cursor of the listing q that follows run r.
+func cursorAfter(q runtime.ListRunsQuery, r runtime.RunInfo) string {
+	if q.Order == storage.OrderCreated {
+		return storage.CreatedCursor(r.CreatedAt.Truncate(time.Microsecond), r.ID)
+	}
+	return r.ID
 }
 
 // heldScanPage is the least page heldRuns reads at once.
@@ -160,7 +185,7 @@ func heldRuns(ctx context.Context, e *runtime.Engine, q runtime.ListRunsQuery) (
 				if i == len(runs)-1 && next == "" {
 					return out, "", nil
 				}
-				return out, r.ID, nil
+				return out, cursorAfter(q, r), nil
 			}
 		}
 		if next == "" {
@@ -392,6 +417,21 @@ func show(fs *flag.FlagSet) func(*call, []string) error {
 	}
 }
 
+// attrsText is a run's search attributes on one line, name=value each,
+// in name order; a value that is empty or holds a space, a quote or a
+// hidden character is quoted as Go quotes it.
+func attrsText(attrs []runtime.Attr) string {
+	parts := make([]string, len(attrs))
+	for i, a := range attrs {
+		v := a.Value()
+		if v == "" || strings.ContainsAny(v, " \"'") || strings.ContainsFunc(v, hidden) || !utf8.ValidString(v) {
+			v = strconv.Quote(v)
+		}
+		parts[i] = clean(a.Name) + "=" + v
+	}
+	return strings.Join(parts, "  ")
+}
+
 // statusCell is a run's status as the text output shows it: with
 // "(held)" after it while an engine holds the run.
 func statusCell(r runtime.RunInfo) string {
@@ -430,6 +470,9 @@ func printShow(w io.Writer, r runtime.RunInfo, xs []runtime.ExecutionInfo, n int
 	}
 	if q := placement(r.Queue, r.Partition, r.Priority); q != "" {
 		fmt.Fprintf(w, "queue      %s\n", q)
+	}
+	if len(r.Attributes) > 0 {
+		fmt.Fprintf(w, "attributes %s\n", attrsText(r.Attributes))
 	}
 	if d := showDetail(r, steps); d != "" && r.Hold == nil {
 		fmt.Fprintf(w, "detail     %s\n", clean(d))

@@ -1,6 +1,8 @@
 // Command stem inspects and controls the workflow runs in a Stem store.
 //
-//	stem [flags] runs [--workflow NAME] [--version N,...] [--status STATUS] [--queue NAME] [--parent RUN_ID] [--limit N] [--after RUN_ID]
+//	stem [flags] runs [--workflow NAME] [--version N,...] [--status STATUS] [--queue NAME] [--where NAME OP VALUE]...
+//	                 [--id-prefix PREFIX] [--created-from TIME] [--created-to TIME] [--top-level] [--parent RUN_ID]
+//	                 [--held] [--sort created|id] [--limit N] [--after CURSOR]
 //	stem [flags] show RUN_ID [--execution N] [--follow]
 //	stem [flags] start WORKFLOW JSON [--id RUN_ID] [--queue NAME] [--partition KEY] [--priority N] [--delay DUR]
 //	stem [flags] send RUN_ID TOPIC JSON
@@ -10,6 +12,10 @@
 //	stem [flags] pause|resume RUN_ID
 //	stem [flags] restart RUN_ID [--from STEP_KEY]
 //	stem [flags] terminate RUN_ID [REASON]
+//	stem [flags] bulk terminate|cancel|pause|resume|restart|restart-failed [filters as for runs]
+//	                 [--dry-run] [--yes] [--rate N] [--reason TEXT]
+//	stem [flags] bulk status|continue ID
+//	stem [flags] bulk list [--limit N]
 //	stem [flags] schedule create ID WORKFLOW CRON JSON [--tz ZONE] [--overlap skip|buffer_one|allow]
 //	                 [--catch-up skip|latest|all] [--catch-up-window DUR] [--queue NAME]
 //	                 [--partition KEY] [--priority N] [--paused]

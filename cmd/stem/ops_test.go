@@ -468,8 +468,8 @@ func TestQueuesAndPlacement(t *testing.T) {
 	if out, _ := f.cli(0, "runs", "--queue", "nothing"); out != "no runs match\n" {
 		t.Fatalf("runs --queue nothing: %q", out)
 	}
-	page, _ := f.cli(0, "runs", "--queue", "bulk", "--limit", "2")
-	if m := moreLine.FindStringSubmatch(page); m == nil || !strings.HasSuffix(m[1], " runs --queue bulk --limit 2 --after b-2") {
+	page, _ := f.cli(0, "runs", "--queue", "bulk", "--sort", "id", "--limit", "2")
+	if m := moreLine.FindStringSubmatch(page); m == nil || !strings.HasSuffix(m[1], " runs --queue bulk --sort id --limit 2 --after b-2") {
 		t.Fatalf("runs --queue bulk --limit 2:\n%s", page)
 	}
 

@@ -211,8 +211,11 @@ type jsonRun struct {
 	StartedAt      time.Time       `json:"started_at"`
 	EndedAt        *time.Time      `json:"ended_at,omitempty"`
 	Hold           *jsonHold       `json:"hold,omitempty"`
-	CreatedAt      time.Time       `json:"created_at"`
-	UpdatedAt      time.Time       `json:"updated_at"`
+	// Attributes are the run's search attributes by name: a string, a
+	// number, a time (RFC 3339) or a bool each.
+	Attributes map[string]any `json:"attributes,omitempty"`
+	CreatedAt  time.Time      `json:"created_at"`
+	UpdatedAt  time.Time      `json:"updated_at"`
 }
 
 // jsonHold is why an engine held a run (runtime.Hold); absent when the run
@@ -238,6 +241,7 @@ func jsonRuns(runs []runtime.RunInfo) []jsonRun {
 		if out[i].Queue == "" {
 			out[i].Queue = runtime.DefaultQueue
 		}
+		out[i].Attributes = jsonAttrs(r.Attributes)
 		if h := r.Hold; h != nil {
 			out[i].Hold = &jsonHold{Reason: h.Reason, Recorded: h.Recorded, Called: h.Called, Position: h.Position, Execution: h.Execution, Since: h.Since.UTC()}
 		}
@@ -248,6 +252,29 @@ func jsonRuns(runs []runtime.RunInfo) []jsonRun {
 		}
 		if r.Err != nil {
 			out[i].Error = errNote(r.Err, true)
+		}
+	}
+	return out
+}
+
+// jsonAttrs are search attributes as JSON values by name; nil for none.
+func jsonAttrs(attrs []runtime.Attr) map[string]any {
+	if len(attrs) == 0 {
+		return nil
+	}
+	out := make(map[string]any, len(attrs))
+	for _, a := range attrs {
+		switch a.Type {
+		case runtime.AttrString:
+			out[a.Name] = a.Str
+		case runtime.AttrNumber:
+			out[a.Name] = a.Num
+		case runtime.AttrTime:
+			out[a.Name] = a.Time.UTC()
+		case runtime.AttrBool:
+			out[a.Name] = a.Bool
+		default:
+			out[a.Name] = a.Value()
 		}
 	}
 	return out

@@ -31,7 +31,7 @@ func (s *Store) PutCatalog(ctx context.Context, c storage.Catalog) error {
 		enc, err := encodeCatalogEntry(catalogEntry{
 			Version: w.Version, Input: w.InputSchema, Output: w.OutputSchema,
 			Queue: w.Queue, Retention: w.Retention, Timeout: w.Timeout,
-			Worker: w.Worker, Updated: w.UpdatedAt,
+			Attributes: w.Attributes, Worker: w.Worker, Updated: w.UpdatedAt,
 		})
 		if err != nil {
 			return err
@@ -91,7 +91,7 @@ func (s *Store) GetCatalog(ctx context.Context) (storage.Catalog, error) {
 			Name: name, Version: e.Version,
 			InputSchema: json.RawMessage(e.Input), OutputSchema: json.RawMessage(e.Output),
 			Queue: e.Queue, Retention: e.Retention, Timeout: e.Timeout,
-			Worker: e.Worker, UpdatedAt: e.Updated,
+			Attributes: e.Attributes, Worker: e.Worker, UpdatedAt: e.Updated,
 		})
 	}
 	for topic, enc := range hashes[1] {

@@ -36,10 +36,13 @@ func (s *Store) LoadReplay(ctx context.Context, runID string) (storage.Replay, e
 // ride.lua instead of checkpoint.lua: the same checkpoint write, followed
 // in the same script by the completion when the checkpoint was written
 // and no pause took effect, so the run's last step and its end cost one
-// call. A request with a Reply or Streams runs interact.lua, which writes
-// them with the checkpoint (and the completion, when there is one; see
-// interact.go). A plain checkpoint's script carries none of the
-// completion's code, nor of the reply's and streams'.
+// call. A request with a Reply, Streams or Attributes runs interact.lua,
+// which writes them with the checkpoint (and the completion, when there
+// is one; see interact.go), the attributes merged into the run's and
+// their indexes kept (see attrs.go). A plain checkpoint's script carries
+// none of the completion's code, nor of the reply's, streams' and
+// attributes'. A checkpoint's input is part of its stored result
+// (encodeResult), which the scripts store as given.
 func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (storage.CheckpointResult, error) {
 	var res storage.CheckpointResult
 	if err := req.Validate(); err != nil {
@@ -66,15 +69,15 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 	}
 	sc, size := checkpointScript, 10+len(atts)
 	done := req.Completion()
-	interact := req.Reply != nil || len(req.Streams) > 0
+	interact := req.Reply != nil || len(req.Streams) > 0 || len(req.Attributes) > 0
 	switch {
 	case interact:
-		sc, size = interactScript, size+1+completionFields+interactFields(req.Streams)
+		sc, size = interactScript, size+1+completionFields+interactFields(req.Streams)+2
 	case done != nil:
 		sc, size = rideScript, size+completionFields
 	}
 	args := make([]any, 0, size)
-	args = append(args, req.Lease.Token, durMicros(req.LeaseFor), id, cp.Key, string(cp.Kind), errJSON, mark(cp.Output), loose, mark(req.Progress), busy)
+	args = append(args, req.Lease.Token, durMicros(req.LeaseFor), id, cp.Key, string(cp.Kind), errJSON, encodeResult(cp.Input, cp.Output), loose, mark(req.Progress), busy)
 	if interact {
 		ending := ""
 		if done != nil {
@@ -92,6 +95,7 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 		if args, err = interactArgs(args, req.Reply, req.Streams); err != nil {
 			return res, err
 		}
+		args = append(args, encodeAttrs(req.Attributes), storage.MaxAttributes)
 		keys = append(keys, s.keys.updates(id), s.keys.replies(id), s.keys.streams(id))
 	}
 	args = append(args, atts...)
@@ -101,6 +105,9 @@ func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (
 	}
 	if interact {
 		if err := badReply(id, v); err != nil {
+			return res, err
+		}
+		if err := badAttrs(id, v); err != nil {
 			return res, err
 		}
 	}

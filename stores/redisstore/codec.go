@@ -101,8 +101,43 @@ func decodeError(s string) (*storage.ErrorInfo, error) {
 	return &e, nil
 }
 
+// inputMarker starts the last field of a checkpoint's encoding when the
+// checkpoint keeps its call's input (storage.Checkpoint.Input): the
+// marked input's length in decimal, a colon, the marked input and then
+// the marked output. Without an input the field is the marked output
+// alone, as in every checkpoint stored before inputs were kept: "" or
+// the marker byte, never this one.
+const inputMarker = "\x02"
+
+// encodeResult is the last field of a checkpoint's encoding: the marked
+// output, preceded by the marked input when there is one (inputMarker).
+// The scripts store it as given (cp_out in scripts/lib/state.lua reads
+// the output back).
+func encodeResult(input, output []byte) string {
+	if input == nil {
+		return mark(output)
+	}
+	in := mark(input)
+	return inputMarker + strconv.Itoa(len(in)) + ":" + in + mark(output)
+}
+
+// decodeResult reads what encodeResult wrote.
+func decodeResult(s string) (input, output []byte, err error) {
+	rest, ok := strings.CutPrefix(s, inputMarker)
+	if !ok {
+		return nil, unmark(s), nil
+	}
+	ns, rest, ok := strings.Cut(rest, ":")
+	n, perr := strconv.Atoi(ns)
+	if !ok || perr != nil || n < 1 || n > len(rest) {
+		return nil, nil, errors.New("malformed input")
+	}
+	return unmark(rest[:n]), unmark(rest[n:]), nil
+}
+
 // decodeCheckpoint reads the encoding put_cp stores: seq \n created \n
-// kind \n error-json \n execution \n forked-from \n marked-output.
+// kind \n error-json \n execution \n forked-from \n result, the result
+// the marked output, or the marked input and output (encodeResult).
 func decodeCheckpoint(key, s string) (storage.Checkpoint, error) {
 	bad := func(err error) (storage.Checkpoint, error) {
 		if err == nil {
@@ -134,10 +169,15 @@ func decodeCheckpoint(key, s string) (storage.Checkpoint, error) {
 	if err != nil {
 		return bad(err)
 	}
+	input, output, err := decodeResult(parts[6])
+	if err != nil {
+		return bad(err)
+	}
 	return storage.Checkpoint{
 		Key:        key,
 		Kind:       storage.CheckpointKind(parts[2]),
-		Output:     unmark(parts[6]),
+		Input:      input,
+		Output:     output,
 		Error:      info,
 		Seq:        seq,
 		Execution:  ex,
@@ -393,6 +433,9 @@ func decodeRun(m map[string]string) (storage.RunRecord, error) {
 	if r.Headers, err = decodeHeaders(m["hd"]); err != nil {
 		return r, err
 	}
+	if r.Attributes, err = decodeAttrs(m["at"]); err != nil {
+		return r, err
+	}
 	if r.Hold, err = decodeHold(m["hl"]); err != nil {
 		return r, err
 	}
@@ -487,8 +530,10 @@ func currentExecution(num, started, ended, st, forked, errJSON, fromKey string) 
 // catalogEntry is how a WorkflowType, EventType or QueueType is stored,
 // under its name or topic: the schemas byte for byte (nil stays nil), the
 // time in full; a workflow's queue, retention (nanoseconds, nil for
-// none) and timeout (nanoseconds, absent for none, as in every entry
-// stored before timeouts were kept), a queue's limits.
+// none), timeout (nanoseconds, absent for none, as in every entry
+// stored before timeouts were kept) and declared search attributes (in
+// the order declared, absent for none, as in every entry stored before
+// attributes were kept), a queue's limits.
 type catalogEntry struct {
 	Version   int            `json:"v,omitempty"`
 	Input     []byte         `json:"i"`
@@ -497,6 +542,8 @@ type catalogEntry struct {
 	Queue     string         `json:"q,omitempty"`
 	Retention *time.Duration `json:"r,omitempty"`
 	Timeout   time.Duration  `json:"t,omitempty"`
+	// A workflow's declared search attributes.
+	Attributes []storage.AttrDecl `json:"a,omitempty"`
 	// A queue's limits.
 	Concurrency          int           `json:"c,omitempty"`
 	PartitionConcurrency int           `json:"pc,omitempty"`

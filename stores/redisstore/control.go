@@ -76,16 +76,23 @@ func (s *Store) Cancel(ctx context.Context, req storage.CancelRequest) error {
 
 // Restart implements storage.Store. The call carries a random operation
 // ID, as SendEvent does, so that a script the client sends again returns
-// its first reply instead of beginning yet another execution.
+// its first reply instead of beginning yet another execution. With
+// IfExecution the script compares the run's execution before anything
+// else, so a conflict writes nothing (and is not recorded as the
+// operation's reply: nothing happened to repeat).
 func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 	if err := req.Validate(); err != nil {
 		return fmt.Errorf("redisstore: %w", err)
 	}
 	id := req.RunID
 	keys := []string{s.keys.run(id), s.keys.checkpoints(id), s.keys.attempts(id), s.keys.executions(id)}
-	v, err := s.run(ctx, restartScript, keys, id, req.FromKey, rand.Text(), storage.UpdateTopicPrefix)
+	v, err := s.run(ctx, restartScript, keys, id, req.FromKey, rand.Text(), storage.UpdateTopicPrefix, nonZero(req.IfExecution))
 	if err != nil {
 		return fmt.Errorf("redisstore: restart %q: %w", id, err)
+	}
+	if list, ok := v.([]any); ok && len(list) == 2 && list[0] == "CONFLICT" {
+		return fmt.Errorf("redisstore: restart %q: the run is in execution %s, not %d: %w",
+			id, str(list[1]), req.IfExecution, storage.ErrConflict)
 	}
 	if list, ok := v.([]any); ok && len(list) == 2 && list[0] == "BADARG" {
 		return fmt.Errorf("redisstore: restart %q from %q: execution %s has no checkpoint of the key: %w",

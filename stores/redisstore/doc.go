@@ -15,7 +15,8 @@
 // control.go, executions.go, catalog.go, queues.go, schedules.go,
 // purge.go, workers.go, interact.go and notify.go the methods of
 // storage.Store by concern (start.go the creates with start policies, events or keys,
-// which CreateRuns hands on); keys.go builds the keys listed below;
+// which CreateRuns hands on; attrs.go the encoding of search attributes
+// and of the listings they filter); keys.go builds the keys listed below;
 // scripts.go assembles and loads the Lua scripts of scripts/ (one file
 // per script, the parts they share in scripts/lib/); codec.go encodes
 // what the scripts store;
@@ -89,9 +90,15 @@
 //	                set by Cancel or a parent's end, kept by a
 //	                continue-as-new, deleted by a restart; a run stored
 //	                before cancellations were kept has none and reads
-//	                not cancelled)
+//	                not cancelled) and search attributes (at, each
+//	                name, type and value as text, ended by NUL bytes,
+//	                see attrs.go; absent for none, as in every run
+//	                stored before attributes were kept; set by the
+//	                create, merged by a checkpoint that sets some, kept
+//	                by a restart and a continue-as-new)
 //	c:<id>          hash: checkpoint key → encoded checkpoint (with its sequence
-//	                number and execution) of the current execution
+//	                number and execution, and its call's input when
+//	                given) of the current execution
 //	a:<id>          list: encoded attempts of the current execution, in the
 //	                order recorded
 //	x:<id>          list: the run's ended executions that a restart or a
@@ -193,6 +200,21 @@
 //	                lexicographic order either way, an ID prefix a range
 //	                of each; CountRuns reads the sizes of is:<status>
 //	                (iws:<status>:<wf> for a workflow)
+//	ic, icw:<wf>    sorted sets: every run, and the workflow's, scored by
+//	                CreatedAt (µs), runs created at the same microsecond
+//	                in lexicographic order: ListRuns in creation order
+//	ae:<name>:<type>:<value>
+//	                sorted set: the runs with the search attribute (type
+//	                s, n, t or b; the value as the at field writes it),
+//	                scored by CreatedAt (µs)
+//	an:<name>, at:<name>
+//	                sorted sets: the runs with the number or time
+//	                attribute, scored by its value (a time in µs)
+//	as:<name>       sorted set (all scores 0): value, a NUL byte and run
+//	                ID of each run with the string attribute, so that a
+//	                prefix is a lexicographic range. A run leaves each
+//	                attribute index when the value changes or it is
+//	                deleted (Purge, a replacement)
 //	cat:w, cat:e, cat:q
 //	                hashes: the catalog, workflow name → encoded
 //	                WorkflowType (with its queue, retention and timeout), topic →
@@ -212,7 +234,7 @@
 //	                SendEvent, SendUpdate, Emit or Restart call, so that a
 //	                repeated call is answered without delivering twice or
 //	                beginning another execution
-//	v               string: the version of this key layout (3), which marks
+//	v               string: the version of this key layout (4), which marks
 //	                the prefix as a Stem store (see Options.OpenExisting)
 //	wake            pub/sub channel: runs may be ready (see Notifications)
 //	ended           pub/sub channel: the ID of each run that ends, and the
@@ -300,16 +322,55 @@
 // version, or of a range the ID order reaches late, may read many runs
 // of others.
 //
+// # Search attributes and listings by creation
+//
+// A run's search attributes are a field of its hash, and each is in the
+// equality index of its name, type and value (scored by the run's
+// creation) and, for a number, time or string, in its name's range or
+// prefix index (see Keys). A create writes them with the run; a
+// checkpoint that sets some runs scripts/interact.lua, which merges them
+// in the same call (a plain checkpoint's script and arguments are as
+// before attributes; a checkpoint keeps its call's input in its stored
+// result, which only a checkpoint given one has); Purge and a
+// replacement delete them with the run.
+//
+// A listing in creation order (storage.OrderCreated), of top-level runs
+// or filtered by attributes runs scripts/find.lua, the others
+// scripts/list.lua as before. find.lua applies every filter to each run
+// it reads, and chooses for each page what to read by the number of
+// runs each attribute filter's index range holds (a ZCARD, ZCOUNT or
+// ZLEXCOUNT each): it walks the listing's order (the query's listing
+// index in ID order; the index by creation, all runs' or the workflow's,
+// in creation order, from the cursor's rank) or, in creation order, an
+// equality filter's index, which is in that order too, passing over the
+// runs that fail the other filters; or it reads every run of the
+// smallest filter's range (or in creation order of the other filters'
+// listing index, such as a parent's children) and sorts those that pass.
+// A page filtered by equality in creation order is so a range read of
+// one index, newest first or oldest; in ID order, or with only range and
+// prefix filters, a page costs either the runs the walk passes over or
+// the runs the filter's range holds, whichever the counts say is less.
+// The walk's estimate takes the matches as spread evenly over the order;
+// a walk that has read four times its estimate (and at least a thousand
+// runs) before its page is full sorts the rest of the page from where it
+// got to, so matches far from where it began cost it that budget and the
+// smallest range, never a scan of every run. Without an attribute filter
+// (a listing in creation order, or of top-level runs) there is nothing to
+// sort: the walk applies TopLevel and the other filters that no index
+// serves to what it reads, as list.lua does in ID order.
+//
 // # Layout versions
 //
 // Layout 2 keeps every key of layout 1: its runs are the default queue's
 // at priority 0. Layout 3 keeps every key of layout 2, and puts every
 // queued run in its queue's set of queued runs, where layout 2 put only
-// those queued before they were due. A worker's Open of a layout-1 or
-// layout-2 store upgrades it in place in one script, which adds what the
-// current layout keeps besides (from layout 1: finished indexes, started
-// flags, event topics; from either: the queued runs' places in their
-// queues' sets; see scripts/upgrade.lua); workers of the older code must
+// those queued before they were due. Layout 4 keeps every key of layout
+// 3 and adds the indexes by creation (ic, icw:<wf>). A worker's Open of a
+// layout-1, 2 or 3 store upgrades it in place in one script, which adds
+// what the current layout keeps besides (from layout 1: finished
+// indexes, started flags, event topics; from 1 or 2: the queued runs'
+// places in their queues' sets; from any: every run's places in the
+// indexes by creation; see scripts/upgrade.lua); workers of the older code must
 // be stopped first (one that goes on leaves out of the sets the runs it
 // queues when due, so QueueStats finds the oldest ready run younger than
 // it is until those are claimed; it does take out, by their flag, the
@@ -329,7 +390,9 @@
 // too: new keys no run stored before has, so a run without them has no
 // updates and no streams. Code that predates them deletes a run (Purge,
 // a replacement) without them, leaving them to a later run of the ID:
-// stop its workers before runs use updates or streams.
+// stop its workers before runs use updates or streams. Search attributes
+// (the at field, ae:, an:, at:, as:) and checkpoints' inputs came with
+// layout 4 and need no upgrade: a run stored before has none.
 //
 // With Redis Cluster every script must find its keys in one slot, so the
 // prefix must contain a hash tag, such as "{stem}:"; New refuses a cluster

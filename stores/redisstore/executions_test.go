@@ -2,10 +2,14 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stemflow/stem/storage"
 )
@@ -111,7 +115,7 @@ func TestRepeatedRestart(t *testing.T) {
 	}
 	keys := []string{s.keys.run("r"), s.keys.checkpoints("r"), s.keys.attempts("r"), s.keys.executions("r")}
 	for i := range 2 {
-		v, err := s.run(ctx, restartScript, keys, "r", "a", "op-restart")
+		v, err := s.run(ctx, restartScript, keys, "r", "a", "op-restart", storage.UpdateTopicPrefix, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,4 +259,96 @@ func TestTerminateCycle(t *testing.T) {
 			t.Fatalf("b: %+v", rec)
 		}
 	}
+}
+
+// TestCheckpointInput: a checkpoint keeps its call's input byte for byte
+// (nil and empty apart), ListSteps returns it, a replay's Existing
+// carries it, and a restart from a later key copies it with the
+// checkpoints it keeps; an update's checkpoint copied so is still
+// recognised as the delivery of its update.
+func TestCheckpointInput(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := newTestStore(t, newClock())
+	mustCreate(t, s, storage.NewRun{ID: "r", Workflow: "wf"})
+	cl := mustClaimOne(t, s, "wf")
+	inputs := map[string][]byte{"a": []byte("in\n\x00\x02put"), "b": {}, "c": nil, "d": []byte("\x0212:x")}
+	for _, key := range []string{"a", "b", "c", "d"} {
+		if _, err := s.Checkpoint(ctx, storage.CheckpointRequest{Lease: cl.Lease, LeaseFor: time.Minute,
+			Checkpoint: storage.Checkpoint{Key: key, Kind: storage.KindStep, Input: inputs[key], Output: []byte("out\n" + key)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(what string, steps []storage.StepRecord) {
+		t.Helper()
+		for _, st := range steps {
+			in := inputs[st.Key]
+			if string(st.Input) != string(in) || (st.Input == nil) != (in == nil) || string(st.Output) != "out\n"+st.Key {
+				t.Fatalf("%s: step %s: input %q, output %q", what, st.Key, st.Input, st.Output)
+			}
+		}
+	}
+	h, err := s.ListSteps(ctx, storage.StepsQuery{RunID: "r"})
+	if err != nil || len(h.Steps) != 4 {
+		t.Fatalf("ListSteps = %+v, %v", h, err)
+	}
+	check("ListSteps", h.Steps)
+	res, err := s.Checkpoint(ctx, storage.CheckpointRequest{Lease: cl.Lease, LeaseFor: time.Minute,
+		Checkpoint: storage.Checkpoint{Key: "a", Kind: storage.KindStep}})
+	if err != nil || res.Existing == nil || string(res.Existing.Input) != string(inputs["a"]) {
+		t.Fatalf("replayed Checkpoint = %+v, %v; want the stored input", res, err)
+	}
+	if err := s.Restart(ctx, storage.RestartRequest{RunID: "r", FromKey: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	h, err = s.ListSteps(ctx, storage.StepsQuery{RunID: "r"})
+	if err != nil || len(h.Steps) != 3 || h.Execution != 2 {
+		t.Fatalf("ListSteps after the restart = %+v, %v", h, err)
+	}
+	check("ListSteps after a restart", h.Steps)
+}
+
+// TestRestartIfExecution: a conditional restart of a run in another
+// execution is ErrConflict with nothing written; in its execution it
+// restarts.
+func TestRestartIfExecution(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, c := newTestStore(t, newClock())
+	mustCreate(t, s, storage.NewRun{ID: "r", Workflow: "wf"})
+	before := snapshot(t, s, c)
+	if err := s.Restart(ctx, storage.RestartRequest{RunID: "r", IfExecution: 2}); !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("Restart of execution 2 of a run in 1: %v, want ErrConflict", err)
+	}
+	if after := snapshot(t, s, c); !maps.Equal(before, after) {
+		t.Fatal("a conflicting restart wrote something")
+	}
+	if err := s.Restart(ctx, storage.RestartRequest{RunID: "r", IfExecution: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restart(ctx, storage.RestartRequest{RunID: "r", IfExecution: 1}); !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("second Restart of execution 1: %v, want ErrConflict", err)
+	}
+	if err := s.Restart(ctx, storage.RestartRequest{RunID: "nope", IfExecution: 1}); !errors.Is(err, storage.ErrRunNotFound) {
+		t.Fatalf("Restart of no run: %v, want ErrRunNotFound", err)
+	}
+	if rec, err := s.GetRun(ctx, "r"); err != nil || rec.Execution != 2 {
+		t.Fatalf("GetRun = %+v, %v; want execution 2", rec, err)
+	}
+}
+
+// snapshot returns every key under the store's prefix but the
+// operations' replies (op:) with its value (DUMP), to tell whether a call
+// wrote anything.
+func snapshot(t *testing.T, s *Store, c *redis.Client) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, k := range storeKeys(t, s, c) {
+		v, err := c.Dump(context.Background(), s.keys.prefix+k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[k] = v
+	}
+	return out
 }

@@ -18,7 +18,7 @@ import (
 // missing. A prefix without one but with the all-runs index or a catalog
 // holds a store written before version keys, of layout 1.
 //
-// A worker's Open of a store of layout 1 or 2 upgrades it in place to the
+// A worker's Open of a store of layout 1, 2 or 3 upgrades it in place to the
 // current layout in one script (scripts/upgrade.lua), which is atomic, so
 // that any number of workers may open it at once; workers of the older
 // code must be stopped first, since they would go on writing the older
@@ -37,12 +37,15 @@ import (
 // that QueueStats finds the oldest ready run there: the upgrade adds the
 // others. Start keys came within layout 3 and need no upgrade: their
 // records (sk:<wf>:<key>) and the run hash's sk field are new, and a
-// store without them has no key held.
-const storeVersion = 3
+// store without them has no key held. 4 adds the indexes of runs by
+// creation (ic, icw:<wf>), which the upgrade fills with every run stored
+// before; search attributes came with it and need no upgrade (a run
+// stored before has none: no at field, no entry in their indexes).
+const storeVersion = 4
 
 // upgradable reports whether a store of layout version v (as its version
 // key holds it) is one a worker's Open upgrades.
-func upgradable(v string) bool { return v == "1" || v == "2" }
+func upgradable(v string) bool { return v == "1" || v == "2" || v == "3" }
 
 // version is the key that marks the prefix as a Stem store and holds its
 // layout's version (v).
@@ -54,7 +57,7 @@ func init() { allScripts = append(allScripts, upgradeScript) }
 
 // checkStore looks for the store under the prefix. Without existing it
 // marks the prefix as a store when it is not one yet, and upgrades a
-// store of layout 1 or 2; with existing it only reads, and a prefix with
+// store of layout 1, 2 or 3; with existing it only reads, and a prefix with
 // no store, or with one of an older layout, is storage.ErrNotStore. A
 // store of a version this code does not know is storage.ErrNotStore
 // either way.

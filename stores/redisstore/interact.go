@@ -247,6 +247,18 @@ func interactFields(streams []storage.StreamWrite) int {
 	return n
 }
 
+// badAttrs reads interact.lua's refusal of attributes that would make
+// the run hold more than storage.MaxAttributes, or returns nil.
+func badAttrs(runID string, v any) error {
+	list, ok := v.([]any)
+	if !ok || len(list) != 2 || list[0] != "BADATTR" {
+		return nil
+	}
+	n, _ := list[1].(int64)
+	return fmt.Errorf("redisstore: checkpoint %q: set attributes: the run would hold %d attributes, over the limit of %d: %w",
+		runID, n, storage.MaxAttributes, storage.ErrInvalidArgument)
+}
+
 // badReply reads interact.lua's refusal of a reply to an update the run
 // does not have, or returns nil.
 func badReply(runID string, v any) error {

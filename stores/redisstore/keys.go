@@ -247,6 +247,40 @@ func (k keyspace) indexWorkflowStatus(st storage.RunStatus, wf string) string {
 	return k.prefix + "iws:" + string(st) + ":" + wf
 }
 
+// indexCreated is the index of every run by creation (ic): a sorted set
+// of run IDs scored by CreatedAt in microseconds, runs created at the
+// same microsecond in lexicographic order of their IDs, as
+// storage.OrderCreated lists them.
+func (k keyspace) indexCreated() string { return k.prefix + "ic" }
+
+// indexWorkflowCreated is indexCreated for the workflow's runs
+// (icw:<wf>).
+func (k keyspace) indexWorkflowCreated(wf string) string { return k.prefix + "icw:" + wf }
+
+// attrEqual is the equality index of a search attribute's name, type and
+// value (ae:<name>:<type>:<value>, the type's attrCode and the value's
+// attrText; no name holds a colon, so the value is all that follows the
+// type): the runs that have it, scored by CreatedAt in microseconds, so
+// that it lists them in storage.OrderCreated.
+func (k keyspace) attrEqual(a storage.Attr) string {
+	return k.prefix + "ae:" + a.Name + ":" + attrCode(a.Type) + ":" + attrText(a)
+}
+
+// attrNumbers is the range index of the number attribute name (an:<name>):
+// the runs that have it, scored by its value.
+func (k keyspace) attrNumbers(name string) string { return k.prefix + "an:" + name }
+
+// attrTimes is the range index of the time attribute name (at:<name>):
+// the runs that have it, scored by its value in microseconds (a double,
+// exact within 285 years of 1970; a read of a range beyond compares the
+// values themselves).
+func (k keyspace) attrTimes(name string) string { return k.prefix + "at:" + name }
+
+// attrStrings is the prefix index of the string attribute name
+// (as:<name>): all scores 0, each member the value, a NUL byte and the
+// run's ID, so that a prefix of the values is a lexicographic range.
+func (k keyspace) attrStrings(name string) string { return k.prefix + "as:" + name }
+
 // listing is the listing index that serves a query and the filters the
 // list script still applies to what it reads there (workflow, status and
 // queue, "" for none). A parent filter reads the parent's children index,

@@ -287,7 +287,7 @@ func (s *Store) Suspend(ctx context.Context, req storage.SuspendRequest) (storag
 		if err != nil {
 			return res, err
 		}
-		args = append(args, "1", cp.Key, string(cp.Kind), errJSON, mark(cp.Output))
+		args = append(args, "1", cp.Key, string(cp.Kind), errJSON, encodeResult(cp.Input, cp.Output))
 	} else {
 		args = append(args, "", "", "", "", "")
 	}

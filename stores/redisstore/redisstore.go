@@ -108,6 +108,11 @@ type Store struct {
 	// to the wake and the ended channels.
 	listeningWake, listeningEnded bool
 	subs                          sync.WaitGroup
+
+	// findPlan and findBytes, set by tests only, make find.lua follow
+	// one plan ("walk", "eq" or "sort") and compare strings byte by byte
+	// in Lua ("1") whatever its judgement and the server's collation.
+	findPlan, findBytes string
 }
 
 var (

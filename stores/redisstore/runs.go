@@ -19,7 +19,11 @@ var createLeasedScript = newScript("createleased")
 // createScript or createLeasedScript, which carry none of that code.
 var createPolicyScript = newScript("createpolicy")
 
-func init() { allScripts = append(allScripts, createLeasedScript, createPolicyScript) }
+// findScript lists runs in creation order, top-level runs, or runs
+// filtered by attributes (see find); listScript the others.
+var findScript = newScript("find")
+
+func init() { allScripts = append(allScripts, createLeasedScript, createPolicyScript, findScript) }
 
 // createBatch caps the runs one create script handles, so a huge batch
 // does not hold the server for long.
@@ -74,16 +78,17 @@ func (s *Store) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]storag
 
 // newRunFields is how many script arguments describe a new run; see
 // new_run in scripts/lib/runs.lua.
-const newRunFields = 12
+const newRunFields = 13
 
 // appendNewRun appends the script arguments of a new run: ID, workflow,
 // parent, parent policy, marked input, start time and deadline (µs, ""
 // for none), queue, partition, priority and workflow version ("" for the
-// defaults), and headers (encodeHeaders, "" for none).
+// defaults), headers (encodeHeaders, "" for none) and search attributes
+// (encodeAttrs, "" for none).
 func appendNewRun(args []any, r storage.NewRun) []any {
 	return append(args, r.ID, r.Workflow, r.ParentID, string(r.ParentPolicy), mark(r.Input),
 		microsPtr(r.StartAt), microsPtr(r.Deadline), r.Queue, r.Partition, nonZero(r.Priority), nonZero(r.Version),
-		encodeHeaders(r.Headers))
+		encodeHeaders(r.Headers), encodeAttrs(r.Attributes))
 }
 
 // appendNewRuns appends the script arguments of runs as create_runs (in
@@ -160,7 +165,8 @@ func (s *Store) GetRun(ctx context.Context, id string) (storage.RunRecord, error
 // the others (see keyspace.listing). No index serves a Versions filter
 // or a creation range: the script applies them to what it reads, reading
 // on in batches until the page is full, so a page costs the runs they
-// pass over.
+// pass over. A listing in creation order, of top-level runs or filtered
+// by search attributes runs find.lua instead (see find and doc.go).
 func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.RunPage, error) {
 	if err := q.Validate(); err != nil {
 		return storage.RunPage{}, fmt.Errorf("redisstore: %w", err)
@@ -175,24 +181,19 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 		desc = "1"
 	}
 	index, wf, st, queue := s.keys.listing(q)
-	versions := ""
-	if len(q.Versions) > 0 {
-		var b strings.Builder
-		b.WriteByte(',')
-		for _, v := range q.Versions {
-			b.WriteString(strconv.Itoa(v))
-			b.WriteByte(',')
+	versions := listVersions(q.Versions)
+	from, to := createdRange(q)
+	var v any
+	var err error
+	if len(q.Where) > 0 || q.TopLevel || q.Order == storage.OrderCreated {
+		drivers, ok := attrDrivers(q.Where)
+		if !ok {
+			return storage.RunPage{}, nil
 		}
-		versions = b.String()
+		v, err = s.find(ctx, q, index, drivers, lo, hi, desc, limit+1, versions, from, to)
+	} else {
+		v, err = s.run(ctx, listScript, []string{index}, lo, hi, desc, limit+1, wf, st, queue, versions, from, to)
 	}
-	from, to := "", ""
-	if !q.CreatedFrom.IsZero() {
-		from = strconv.FormatInt(storage.CeilMicro(q.CreatedFrom).UnixMicro(), 10)
-	}
-	if !q.CreatedTo.IsZero() {
-		to = strconv.FormatInt(storage.CeilMicro(q.CreatedTo).UnixMicro(), 10)
-	}
-	v, err := s.run(ctx, listScript, []string{index}, lo, hi, desc, limit+1, wf, st, queue, versions, from, to)
 	if err != nil {
 		return storage.RunPage{}, fmt.Errorf("redisstore: list: %w", err)
 	}
@@ -214,9 +215,78 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 	}
 	if len(page.Runs) > limit {
 		page.Runs = page.Runs[:limit]
-		page.Next = page.Runs[limit-1].ID
+		page.Next = q.NextCursor(&page.Runs[limit-1])
 	}
 	return page, nil
+}
+
+// listVersions is a Versions filter as the list scripts read it: each
+// version between commas (",0,3,"), "" for any.
+func listVersions(versions []int) string {
+	if len(versions) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteByte(',')
+	for _, v := range versions {
+		b.WriteString(strconv.Itoa(v))
+		b.WriteByte(',')
+	}
+	return b.String()
+}
+
+// createdRange is a query's creation range as the list scripts read it:
+// created at or after from and before to (µs, "" for no bound).
+func createdRange(q storage.ListRunsQuery) (from, to string) {
+	if !q.CreatedFrom.IsZero() {
+		from = strconv.FormatInt(storage.CeilMicro(q.CreatedFrom).UnixMicro(), 10)
+	}
+	if !q.CreatedTo.IsZero() {
+		to = strconv.FormatInt(storage.CeilMicro(q.CreatedTo).UnixMicro(), 10)
+	}
+	return from, to
+}
+
+// find reads a page with find.lua: a listing in creation order, of
+// top-level runs or filtered by attributes (see the script for how it
+// chooses what to read). In ID order it walks the query's listing index
+// (index); in creation order the index by creation (all runs', or the
+// workflow's), and the listing index is a driver when it is neither all
+// runs' nor the workflow's. drivers are the attribute filters' (see
+// attrDrivers).
+func (s *Store) find(ctx context.Context, q storage.ListRunsQuery, index string, drivers []any,
+	lo, hi, desc string, n int, versions, from, to string) (any, error) {
+	order, walk, cursorAt, cursorID := "", index, "", ""
+	keys := []string{index}
+	if q.Order == storage.OrderCreated {
+		order = "c"
+		walk = s.keys.indexCreated()
+		if q.Workflow != "" {
+			walk = s.keys.indexWorkflowCreated(q.Workflow)
+		}
+		if index != s.keys.indexAll() && index != s.keys.indexWorkflow(q.Workflow) {
+			drivers = append(drivers, "x", "", lo, hi)
+		}
+		keys = []string{walk, index}
+		if created, id, ok := q.CreatedAfter(); ok {
+			cursorAt, cursorID = strconv.FormatInt(created.UnixMicro(), 10), id
+		}
+	}
+	top := ""
+	if q.TopLevel {
+		top = "1"
+	}
+	args := make([]any, 0, 17+len(drivers)+4*len(q.Where))
+	args = append(args, order, desc, n, lo, hi, cursorAt, cursorID, q.Workflow, string(q.Status), q.Queue,
+		versions, from, to, top, q.ParentID, len(drivers)/4)
+	args = append(args, drivers...)
+	args = append(args, len(q.Where))
+	for _, f := range q.Where {
+		name, code, op, text, _ := attrFilter(f)
+		args = append(args, name, code, op, text)
+	}
+	args = append(args, s.findPlan, s.findBytes)
+	return s.run(ctx, findScript, keys, args...)
 }
 
 // listBounds returns the lexicographic range of IDs a listing reads

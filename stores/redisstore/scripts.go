@@ -20,7 +20,7 @@ import (
 // A script as sent to Redis is assembled from them (see assemble): the
 // "#!lua" shebang, lib/header.lua, lib/clock.lua when the script reads the
 // clock, the helpers the body uses (the local functions of lib/util.lua,
-// lib/keys.lua, lib/state.lua, lib/events.lua, lib/holder.lua,
+// lib/keys.lua, lib/attrs.lua, lib/state.lua, lib/events.lua, lib/holder.lua,
 // lib/runs.lua, lib/family.lua, lib/start.lua and lib/workers.lua), the
 // body, and the epilogue. Comment
 // lines are dropped. New loads every script once (SCRIPT LOAD) and each
@@ -117,7 +117,7 @@ type luaHelper struct {
 // helpers in definition order: each may call only those before it. A script
 // gets only the helpers it uses, because Redis runs a script's whole text on
 // every call and each local function costs a closure allocation.
-var helpers = loadHelpers("util", "keys", "state", "events", "holder", "runs", "family", "start", "workers")
+var helpers = loadHelpers("util", "keys", "attrs", "state", "events", "holder", "runs", "family", "start", "workers")
 
 // scriptNames names each script, for the store's health log.
 var scriptNames = map[*redis.Script]string{}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -166,6 +167,13 @@ func TestScriptKeys(t *testing.T) {
 		"ulkey('" + id + "')":                              k.updateOrder(id),
 		"svkey('" + id + "', 'st.re-am_1')":                k.streamValues(id, "st.re-am_1"),
 		"smkey('" + id + "')":                              k.streams(id),
+		"idx_created()":                                    k.indexCreated(),
+		"idx_wf_created('" + wf + "')":                     k.indexWorkflowCreated(wf),
+		"attr_eq('cust.id', 's', 'C:7 x')":                 k.attrEqual(storage.StringAttr("cust.id", "C:7 x")),
+		"attr_eq('total', 'n', '1e+06')":                   k.attrEqual(storage.NumberAttr("total", 1e6)),
+		"attr_num('total')":                                k.attrNumbers("total"),
+		"attr_time('placed')":                              k.attrTimes("placed"),
+		"attr_str('cust.id')":                              k.attrStrings("cust.id"),
 	}
 	var calls []string
 	for call := range want {
@@ -201,7 +209,7 @@ func TestScriptKeys(t *testing.T) {
 func TestReadOnlyScripts(t *testing.T) {
 	t.Parallel()
 	reads := map[*redis.Script]bool{listScript: true, countScript: true, stepsScript: true, executionsScript: true, getCatalogScript: true, nextWakeScript: true, queueStatsScript: true, schedListScript: true,
-		updatesScript: true, streamScript: true, streamsScript: true}
+		updatesScript: true, streamScript: true, streamsScript: true, findScript: true}
 	for _, sc := range allScripts {
 		text := redis.NewScript(assemble(readLua(scriptNames[sc] + ".lua")))
 		if text.Hash() != sc.Hash() {
@@ -252,5 +260,36 @@ end`)
 	}
 	if _, err := decodeAlso("a\x00b"); err == nil {
 		t.Fatal("decodeAlso of a cut encoding: no error")
+	}
+}
+
+// TestScriptAttrs: attrs_merge and attrs_encode (scripts/lib/attrs.lua)
+// read what encodeAttrs writes and write what decodeAttrs reads: a merge
+// replaces a value and its type, keeps the others and adds new names, as
+// storage.MergeAttrs does, and refuses one over the limit.
+func TestScriptAttrs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, c := newTestStore(t, nil)
+	at := time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC)
+	have := []storage.Attr{storage.StringAttr("s", "a\nb c"), storage.NumberAttr("n", 1.0/3), storage.TimeAttr("t", at),
+		storage.BoolAttr("b", false), storage.NumberAttr("big", 1<<60+1)}
+	set := []storage.Attr{storage.NumberAttr("s", -2e-300), storage.BoolAttr("b", true), storage.StringAttr("new", "")}
+	src := assemble(`local function main()
+  local have, changes = attrs_merge(ARGV[3], ARGV[4], tonumber(ARGV[5]))
+  if not have then return {'OVER', changes} end
+  return {attrs_encode(have), #changes}
+end`)
+	v, err := c.Eval(ctx, src, nil, s.keys.prefix, "", encodeAttrs(have), encodeAttrs(set), 32).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeAttrs(str(v[0]))
+	want, merr := storage.MergeAttrs(storage.NormalizeAttrs(have), set)
+	if err != nil || merr != nil || !slices.EqualFunc(got, want, storage.Attr.Equal) || v[1] != int64(3) {
+		t.Fatalf("Lua merge = %+v (%v changes), %v; want %+v (%v)", got, v[1], err, want, merr)
+	}
+	if v, err := c.Eval(ctx, src, nil, s.keys.prefix, "", encodeAttrs(have), encodeAttrs(set), 5).Slice(); err != nil || v[0] != "OVER" || v[1] != int64(6) {
+		t.Fatalf("Lua merge over 5 = %v, %v; want OVER 6", v, err)
 	}
 }

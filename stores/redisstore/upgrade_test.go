@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +18,7 @@ import (
 // by OpenExisting and upgraded in place by a worker's New: its finished
 // runs can be purged with their buffered events, a delayed start counts as
 // scheduled, a run claimed before is not started again by a rate, and the
-// prefix is marked with version 3.
+// prefix is marked with the current version.
 func TestUpgradeLayout1(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -62,8 +64,8 @@ func TestUpgradeLayout1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	if v := c.Get(ctx, k.version()).Val(); v != "3" {
-		t.Fatalf("version after the upgrade = %q, want 3", v)
+	if v := c.Get(ctx, k.version()).Val(); v != strconv.Itoa(storeVersion) {
+		t.Fatalf("version after the upgrade = %q, want %d", v, storeVersion)
 	}
 	stats, err := s2.QueueStats(ctx, []string{storage.DefaultQueue})
 	if want := (storage.QueueStats{Queue: storage.DefaultQueue, Scheduled: 1, Running: 1}); err != nil || stats[0] != want {
@@ -121,8 +123,8 @@ func TestUpgradeLayout2(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	if v := c.Get(ctx, k.version()).Val(); v != "3" {
-		t.Fatalf("version after the upgrade = %q, want 3", v)
+	if v := c.Get(ctx, k.version()).Val(); v != strconv.Itoa(storeVersion) {
+		t.Fatalf("version after the upgrade = %q, want %d", v, storeVersion)
 	}
 	stats, err := s2.QueueStats(ctx, []string{storage.DefaultQueue, "mail"})
 	want := []storage.QueueStats{
@@ -186,5 +188,57 @@ func TestDefaultLaneKeys(t *testing.T) {
 	}
 	if n := c.SCard(ctx, k.partition("mail", "cust:1")).Val(); n != 1 {
 		t.Errorf("partition's running set holds %d, want 1", n)
+	}
+}
+
+// TestUpgradeLayout3: a store of key layout 3 (here made by deleting the
+// indexes by creation and setting the version key to 3) is refused by
+// OpenExisting and upgraded in place by a worker's New, which puts every
+// run in the indexes by creation: a listing in creation order, of all
+// runs and of a workflow's, then finds them all.
+func TestUpgradeLayout3(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := newClock()
+	s, c := newTestStore(t, clock)
+	p, k := s.keys.prefix, s.keys
+	for _, id := range []string{"c", "a", "b"} {
+		mustCreate(t, s, storage.NewRun{ID: id, Workflow: "wf-" + id})
+		clock.Advance(time.Second)
+	}
+	mustCreate(t, s, storage.NewRun{ID: "d", Workflow: "wf-a"})
+	c.Del(ctx, k.indexCreated(), k.indexWorkflowCreated("wf-a"), k.indexWorkflowCreated("wf-b"), k.indexWorkflowCreated("wf-c"))
+	c.Set(ctx, k.version(), "3", 0)
+
+	_, err := New(ctx, c, Options{Prefix: p, Clock: clock, OpenExisting: true, Logger: quietLogger()})
+	if !errors.Is(err, storage.ErrNotStore) || !strings.Contains(err.Error(), "key layout 3") {
+		t.Fatalf("OpenExisting of layout 3: %v, want ErrNotStore naming layout 3", err)
+	}
+	s2, err := New(ctx, c, Options{Prefix: p, Clock: clock, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if v := c.Get(ctx, k.version()).Val(); v != strconv.Itoa(storeVersion) {
+		t.Fatalf("version after the upgrade = %q, want %d", v, storeVersion)
+	}
+	for _, tc := range []struct {
+		q    storage.ListRunsQuery
+		want []string
+	}{
+		{storage.ListRunsQuery{Order: storage.OrderCreated}, []string{"c", "a", "b", "d"}},
+		{storage.ListRunsQuery{Order: storage.OrderCreated, Workflow: "wf-a", Descending: true}, []string{"d", "a"}},
+	} {
+		page, err := s2.ListRuns(ctx, tc.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range page.Runs {
+			got = append(got, r.ID)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("ListRuns(%+v) after the upgrade = %q, want %q", tc.q, got, tc.want)
+		}
 	}
 }

@@ -26,13 +26,14 @@ func (s *Store) PutCatalog(ctx context.Context, c storage.Catalog) error {
 			if wf.Timeout > 0 {
 				timeout = int64(wf.Timeout)
 			}
-			if _, err := w.exec(`INSERT INTO workflow_types (name, version, input_schema, output_schema, worker, updated_at, queue, retention, timeout)
-				VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+			if _, err := w.exec(`INSERT INTO workflow_types (name, version, input_schema, output_schema, worker, updated_at, queue, retention, timeout, attributes)
+				VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
 				ON CONFLICT (name) DO UPDATE SET version = excluded.version, input_schema = excluded.input_schema,
 					output_schema = excluded.output_schema, worker = excluded.worker, updated_at = excluded.updated_at,
-					queue = excluded.queue, retention = excluded.retention, timeout = excluded.timeout`,
+					queue = excluded.queue, retention = excluded.retention, timeout = excluded.timeout,
+					attributes = excluded.attributes`,
 				wf.Name, wf.Version, bytesArg(wf.InputSchema), bytesArg(wf.OutputSchema), wf.Worker, nanos(wf.UpdatedAt),
-				wf.Queue, retention, timeout); err != nil {
+				wf.Queue, retention, timeout, encodeAttrDecls(wf.Attributes)); err != nil {
 				return err
 			}
 		}
@@ -65,7 +66,7 @@ func (s *Store) GetCatalog(ctx context.Context) (storage.Catalog, error) {
 	var c storage.Catalog
 	err := s.read(ctx, "get catalog", true, func(rc *conn) error {
 		c = storage.Catalog{}
-		if err := rc.query(`SELECT name, version, input_schema, output_schema, worker, updated_at, queue, retention, timeout
+		if err := rc.query(`SELECT name, version, input_schema, output_schema, worker, updated_at, queue, retention, timeout, attributes
 			FROM workflow_types ORDER BY name`, func(r row) error {
 			wt := storage.WorkflowType{
 				Name:         r.str(0),
@@ -82,6 +83,14 @@ func (s *Store) GetCatalog(ctx context.Context) (storage.Catalog, error) {
 			}
 			if !r.isNull(8) {
 				wt.Timeout = time.Duration(r.int64(8))
+			}
+			if !r.isNull(9) {
+				if err := json.Unmarshal(r.bytes(9), &wt.Attributes); err != nil {
+					return fmt.Errorf("workflow %q: stored attributes: %w", wt.Name, err)
+				}
+				if len(wt.Attributes) == 0 {
+					wt.Attributes = nil
+				}
 			}
 			c.Workflows = append(c.Workflows, wt)
 			return nil
@@ -119,4 +128,14 @@ func (s *Store) GetCatalog(ctx context.Context) (storage.Catalog, error) {
 		return storage.Catalog{}, err
 	}
 	return c, nil
+}
+
+// encodeAttrDecls returns the attributes column of a workflow's declared
+// search attributes: a JSON array in the order declared, NULL for none.
+func encodeAttrDecls(decls []storage.AttrDecl) any {
+	if len(decls) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(decls) // strings only: cannot fail
+	return string(b)
 }

@@ -79,9 +79,11 @@ SELECT r.execution, 1, a.id, ` + attemptColsA + `, NULL, NULL
 		WHERE c.run_ref = a.run_ref AND c.execution = a.execution AND c.key = a.key)
 ORDER BY 2, 3`
 
-// Checkpoint records a step's result under the lease; see storage.Store.
-// A completion that rides with it (req.Complete) finishes the run in the
-// same transaction, in place of the checkpoint's own update of the run.
+// Checkpoint records a step's result, with its call's input, under the
+// lease; see storage.Store. The search attributes it sets, a reply and
+// stream writes ride with it when it is written. A completion that rides
+// with it (req.Complete) finishes the run in the same transaction, in
+// place of the checkpoint's own update of the run.
 func (s *Store) Checkpoint(ctx context.Context, req storage.CheckpointRequest) (storage.CheckpointResult, error) {
 	if err := req.Validate(); err != nil {
 		return storage.CheckpointResult{}, fmt.Errorf("sqlitestore: %w", err)
@@ -126,6 +128,13 @@ func (w *wtx) checkpoint(req storage.CheckpointRequest, now time.Time) (storage.
 	written, err := w.insertCheckpoint(ref, exec, &req.Checkpoint, req.Attempts, n)
 	if err != nil {
 		return res, err
+	}
+	if written {
+		// The attributes set ride with the checkpoint too, when it is
+		// written; a merge over the limit fails the whole write.
+		if err := w.mergeAttrs(ref, req.Attributes); err != nil {
+			return res, err
+		}
 	}
 	if req.Reply != nil || len(req.Streams) > 0 {
 		// The reply and stream writes ride with the checkpoint, only
@@ -213,7 +222,7 @@ func (s *Store) RecordAttempts(ctx context.Context, req storage.RecordAttemptsRe
 }
 
 // ListSteps returns one execution's checkpoints in sequence order, each with
-// its attempts in the order recorded, and the attempts of its keys without
+// its input and its attempts in the order recorded, and the attempts of its keys without
 // a checkpoint; see storage.Store.
 func (s *Store) ListSteps(ctx context.Context, q storage.StepsQuery) (storage.History, error) {
 	if err := q.Validate(); err != nil {
@@ -243,8 +252,9 @@ func (s *Store) ListSteps(ctx context.Context, q storage.StepsQuery) (storage.Hi
 		// before the step's checkpoint, those written with checkpoints,
 		// those recorded on their own after it.
 		var before, with, after []storage.Attempt
-		if err := c.query(`SELECT `+checkpointCols+`, attempts FROM checkpoints WHERE run_ref = ?1 AND execution = ?2 ORDER BY seq`, func(r row) error {
+		if err := c.query(`SELECT `+checkpointCols+`, attempts, input FROM checkpoints WHERE run_ref = ?1 AND execution = ?2 ORDER BY seq`, func(r row) error {
 			cp := scanCheckpoint(r)
+			cp.Input = r.bytes(10)
 			index[cp.Key] = len(h.Steps)
 			h.Steps = append(h.Steps, storage.StepRecord{Checkpoint: cp})
 			as, err := decodeAttempts(r.bytes(9))
@@ -325,14 +335,14 @@ func scanAttempt(r row) storage.Attempt {
 	}
 }
 
-// insertCheckpoint writes cp in the run's execution exec, with the attempts
-// that produced it, unless the execution has a checkpoint for its key;
+// insertCheckpoint writes cp in the run's execution exec, with its input
+// and the attempts that produced it, unless the execution has a checkpoint for its key;
 // written reports which.
 func (w *wtx) insertCheckpoint(ref, exec int64, cp *storage.Checkpoint, attempts []storage.Attempt, now int64) (written bool, err error) {
-	n, err := w.exec(`INSERT INTO checkpoints (run_ref, execution, key, kind, output, error_message, error_code, attempts, created_at)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (run_ref, execution, key) DO NOTHING`,
+	n, err := w.exec(`INSERT INTO checkpoints (run_ref, execution, key, kind, output, error_message, error_code, attempts, created_at, input)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (run_ref, execution, key) DO NOTHING`,
 		ref, exec, cp.Key, string(cp.Kind), bytesArg(cp.Output), errMsg(cp.Error), errCode(cp.Error),
-		bytesArg(encodeAttempts(attempts)), now)
+		bytesArg(encodeAttempts(attempts)), now, bytesArg(cp.Input))
 	return n == 1, err
 }
 

@@ -87,7 +87,7 @@ func (c *conn) bind(args []any) []driver.NamedValue {
 		switch x := a.(type) {
 		case int:
 			v = int64(x)
-		case int64, string, []byte, nil:
+		case int64, float64, string, []byte, nil:
 			v = x
 		case bool:
 			if x {
@@ -129,6 +129,30 @@ func (c *conn) query(query string, each func(r row) error, args ...any) error {
 	if err != nil {
 		return err
 	}
+	return c.queryStmt(st, each, args)
+}
+
+// queryOnce is query with a statement prepared for this call alone and
+// finalized after it, not kept: for statements whose text varies with
+// the request in more shapes than are worth keeping prepared (a listing
+// with several attribute filters).
+func (c *conn) queryOnce(query string, each func(r row) error, args ...any) error {
+	if c.tx != nil {
+		return c.txQuery(query, each, c.bind(args))
+	}
+	if _, ok := c.stmts[query]; ok {
+		return c.query(query, each, args...)
+	}
+	st, err := c.dc.(driver.ConnPrepareContext).PrepareContext(context.Background(), query)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return c.queryStmt(st, each, args)
+}
+
+// queryStmt runs the prepared statement st as query does.
+func (c *conn) queryStmt(st driver.Stmt, each func(r row) error, args []any) error {
 	rows, err := st.(driver.StmtQueryContext).QueryContext(c.ctx, c.bind(args))
 	if err != nil {
 		return err
@@ -225,8 +249,8 @@ func (c *conn) txQuery(query string, each func(r row) error, args []driver.Named
 	return rows.Err()
 }
 
-// row is one result row as the driver returns it: int64, string, []byte
-// (a BLOB, possibly empty) or nil (NULL).
+// row is one result row as the driver returns it: int64, float64, string,
+// []byte (a BLOB, possibly empty) or nil (NULL).
 type row []driver.Value
 
 func (r row) int64(i int) int64 {

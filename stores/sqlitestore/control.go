@@ -211,8 +211,10 @@ func (w *wtx) requestCancel(id, reason string, now int64) error {
 }
 
 // Restart begins a run's next execution, from the top or, with
-// req.FromKey, with copies of the checkpoints written before that key's;
-// see storage.Store.
+// req.FromKey, with copies of the checkpoints written before that key's
+// (their inputs too); see storage.Store. With req.IfExecution it is
+// storage.ErrConflict, nothing written, unless the run is in that
+// execution. The run's search attributes stay as they are.
 func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 	if err := req.Validate(); err != nil {
 		return fmt.Errorf("sqlitestore: %w", err)
@@ -233,6 +235,9 @@ func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 		if !found {
 			return storage.ErrRunNotFound
 		}
+		if req.IfExecution > 0 && int64(req.IfExecution) != exec {
+			return fmt.Errorf("restart run %q: %w: its current execution is %d, not %d", req.RunID, storage.ErrConflict, exec, req.IfExecution)
+		}
 		n := s.now().UnixNano()
 		next := exec + 1
 		var forkedFrom int64
@@ -247,8 +252,8 @@ func (s *Store) Restart(ctx context.Context, req storage.RestartRequest) error {
 				return fmt.Errorf("%w: restart run %q from step %q: execution %d has no checkpoint of it", storage.ErrInvalidArgument, req.RunID, req.FromKey, exec)
 			}
 			// The copies get new sequence numbers, in the same order.
-			if _, err := w.exec(`INSERT INTO checkpoints (run_ref, execution, key, kind, output, error_message, error_code, forked_from, created_at)
-				SELECT run_ref, ?3, key, kind, output, error_message, error_code, execution, created_at FROM checkpoints
+			if _, err := w.exec(`INSERT INTO checkpoints (run_ref, execution, key, kind, output, error_message, error_code, forked_from, created_at, input)
+				SELECT run_ref, ?3, key, kind, output, error_message, error_code, execution, created_at, input FROM checkpoints
 				WHERE run_ref = ?1 AND execution = ?2 AND seq < ?4 ORDER BY seq`, ref, exec, next, seq); err != nil {
 				return err
 			}

@@ -10,7 +10,8 @@ import (
 
 // Purge deletes up to req.Limit finished runs that match it, oldest end
 // first, each with its executions, checkpoints, attempts, buffered events,
-// wait topics, start keys, updates and streams (see deleteRuns), in one
+// wait topics, start keys, updates, streams and search attributes (see
+// deleteRuns), in one
 // write request of the writer: the batch holding it is as long as
 // deleting those runs, and claims queued meanwhile go in the next. The
 // victims come from runs_ended, an index of the finished runs alone by
@@ -58,14 +59,14 @@ func (s *Store) Purge(ctx context.Context, req storage.PurgeRequest) (storage.Pu
 
 // deleteRuns deletes the runs whose refs list (a JSON list) holds, each with
 // everything it owns: executions, checkpoints, attempts, buffered events,
-// wait topics, data, the start keys it holds, its updates and its streams
-// (their values too). It returns how many runs and buffered events it
+// wait topics, data, the start keys it holds, its updates, its streams
+// (their values too) and its search attributes. It returns how many runs and buffered events it
 // deleted. Purge deletes its victims with it, and a create that replaces
 // a run deletes that run's family.
 func (w *wtx) deleteRuns(list string) (runs, events int, err error) {
 	// A run's rows first, the run last: every table that refers to runs is
 	// indexed by run, so the foreign key checks are seeks.
-	for _, table := range []string{"checkpoints", "attempts", "events", "wait_topics", "executions", "start_keys", "updates", "streams", "stream_values"} {
+	for _, table := range []string{"checkpoints", "attempts", "events", "wait_topics", "executions", "start_keys", "updates", "streams", "stream_values", "run_attrs"} {
 		n, err := w.exec(`DELETE FROM `+table+` WHERE run_ref IN (SELECT value FROM json_each(?1))`, list)
 		if err != nil {
 			return 0, 0, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -82,31 +83,50 @@ func (s *Store) GetRun(ctx context.Context, id string) (storage.RunRecord, error
 	return rec, err
 }
 
-// ListRuns returns runs ordered by ID, ascending or (q.Descending)
-// descending, filtered by the query, at most q.PageSize() of them, past
-// the cursor q.After.
+// ListRuns returns runs ordered by ID, or by creation time then ID
+// (q.Order), ascending or (q.Descending) descending, filtered by the
+// query, at most q.PageSize() of them, past the cursor q.After. A page in
+// ID order without attribute filters is read by listRunsQuery's
+// statements, any other by listQuery's.
 func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.RunPage, error) {
 	if err := q.Validate(); err != nil {
 		return storage.RunPage{}, fmt.Errorf("sqlitestore: %w", err)
 	}
+	if slices.ContainsFunc(q.Where, matchesNone) {
+		return storage.RunPage{}, nil
+	}
 	limit := q.PageSize()
-	query, lo, hi := listRunsQuery(q)
+	var query string
+	var args []any
+	if q.Order == storage.OrderID && len(q.Where) == 0 {
+		var lo, hi any
+		query, lo, hi = listRunsQuery(q)
+		args = []any{lo, limit + 1, q.Workflow, string(q.Status), q.ParentID, q.Queue, versionList(q.Versions),
+			hi, nanos(q.CreatedFrom), nanos(q.CreatedTo)}
+	} else {
+		query, args = listQuery(q, limit+1)
+	}
+	// A statement is kept prepared on each read connection, but those of
+	// several attribute filters, whose shapes multiply.
+	run := (*conn).query
+	if len(q.Where) > 1 {
+		run = (*conn).queryOnce
+	}
 	var page storage.RunPage
 	err := s.read(ctx, "list runs", false, func(c *conn) error {
 		page = storage.RunPage{}
-		return c.query(query, func(r row) error {
+		return run(c, query, func(r row) error {
 			rec, err := scanRun(r)
 			page.Runs = append(page.Runs, rec)
 			return err
-		}, lo, limit+1, q.Workflow, string(q.Status), q.ParentID, q.Queue, versionList(q.Versions),
-			hi, nanos(q.CreatedFrom), nanos(q.CreatedTo))
+		}, args...)
 	})
 	if err != nil {
 		return storage.RunPage{}, err
 	}
 	if len(page.Runs) > limit {
 		page.Runs = page.Runs[:limit]
-		page.Next = page.Runs[limit-1].ID
+		page.Next = q.NextCursor(&page.Runs[limit-1])
 	}
 	return page, nil
 }
@@ -142,6 +162,10 @@ func listRunsQuery(q storage.ListRunsQuery) (query string, lo, hi any) {
 	if q.ParentID != "" {
 		where = append(where, `r.parent_id = ?5`)
 	}
+	if q.TopLevel {
+		// runs_parent holds the runs of no parent in ID order too.
+		where = append(where, `r.parent_id = ''`)
+	}
 	if len(q.Versions) > 0 {
 		where = append(where, `r.version IN (SELECT value FROM json_each(?7))`)
 	}
@@ -171,6 +195,147 @@ func listRunsQuery(q storage.ListRunsQuery) (query string, lo, hi any) {
 		query += ` WHERE ` + strings.Join(where, ` AND `)
 	}
 	return query + ` ORDER BY ` + order + ` LIMIT ?2`, lo, hi
+}
+
+// listQuery returns the statement that lists q's page of limit runs, and
+// its arguments, for a query in creation order or with attribute filters
+// (listRunsQuery's serve the others). An inner query picks the page's
+// runs, in its order, where an index has it:
+//
+//   - With attribute filters, from the first filter's index of run_attrs
+//     (by name, value, creation time and ID): an equality is one range of
+//     it in creation order, read up to the page's end, no sort; a range
+//     or a prefix reads the range of its values, whose runs are sorted,
+//     and so are the filter's runs in ID order. A further filter of the
+//     same name and type bounds the range read (total>=100 total<200 is
+//     one range); each other is a seek of run_attrs by run and name.
+//   - Of one parent in creation order, from runs_parent: the parent's
+//     children, sorted.
+//   - Otherwise in creation order, from runs_created, newest or oldest
+//     first up to the page's end, the cursor and the creation range
+//     bounding the range read.
+//
+// Every other filter is judged on the runs read, whose rows the inner
+// query reads only when one needs them. The outer query reads the page's
+// columns (their data, execution and attributes) for the page alone, in
+// the inner query's order, which SQLite keeps without sorting again: a
+// sort, when there is one, holds a ref, a time and an ID per run.
+func listQuery(q storage.ListRunsQuery, limit int) (string, []any) {
+	var p params
+	var where []string
+	// The inner query's tables, and its columns: the run's ref and the
+	// order's creation time and ID.
+	var from, ref, created, id string
+	byAttr := len(q.Where) > 0
+	switch {
+	case byAttr:
+		f := q.Where[0]
+		from = `run_attrs a INDEXED BY ` + attrIndex(f.Value.Type)
+		where = append(where, `a.name = `+p.add(f.Value.Name)+` AND `+attrCond("a", f, &p))
+		ref, created, id = `a.run_ref`, `a.created_us`, `a.run_id`
+	case q.ParentID != "":
+		from, ref, created, id = `runs r INDEXED BY runs_parent`, `r.ref`, `r.created_us`, `r.id`
+	default:
+		from, ref, created, id = `runs r INDEXED BY runs_created`, `r.ref`, `r.created_us`, `r.id`
+	}
+	after := ` > ` // past the cursor
+	if q.Descending {
+		after = ` < `
+	}
+	if q.Order == storage.OrderCreated {
+		if at, atID, ok := q.CreatedAfter(); ok {
+			where = append(where, `(`+created+`, `+id+`)`+after+`(`+
+				p.add(at.Truncate(time.Microsecond).UnixMicro())+`, `+p.add(atID)+`)`)
+		}
+		// The creation range bounds the microseconds read too, so that
+		// an index in creation order is read over that range alone.
+		if !q.CreatedFrom.IsZero() {
+			where = append(where, created+` >= `+p.add(q.CreatedFrom.Truncate(time.Microsecond).UnixMicro()))
+		}
+		if !q.CreatedTo.IsZero() {
+			// Before CreatedTo: up to its microsecond, or before it when
+			// it is a whole one.
+			to := q.CreatedTo.Truncate(time.Microsecond)
+			op := ` <= `
+			if to.Equal(q.CreatedTo) {
+				op = ` < `
+			}
+			where = append(where, created+op+p.add(to.UnixMicro()))
+		}
+	}
+	if b := q.IDRange(); b.From != "" || b.HasTo {
+		if b.From != "" {
+			op := ` > `
+			if b.FromIncluded {
+				op = ` >= `
+			}
+			where = append(where, id+op+p.add(b.From))
+		}
+		if b.HasTo {
+			where = append(where, id+` < `+p.add(b.To))
+		}
+	}
+	for _, f := range q.Where[min(1, len(q.Where)):] {
+		if f.Value.Name == q.Where[0].Value.Name && f.Value.Type == q.Where[0].Value.Type {
+			// The same row as the first filter's, a run having one
+			// value of a name: a bound of the range read.
+			where = append(where, attrCond("a", f, &p))
+			continue
+		}
+		// A scalar subquery, a seek of run_attrs by run and name, which
+		// SQLite does not turn into a join reading the filter's index
+		// (as it may an EXISTS); NULL, so false, when the run does not
+		// have the attribute.
+		where = append(where, `(SELECT `+attrCond("x", f, &p)+` FROM run_attrs x WHERE x.run_ref = `+ref+
+			` AND x.name = `+p.add(f.Value.Name)+`)`)
+	}
+	// The filters on the run's row.
+	var onRun []string
+	if q.Workflow != "" {
+		onRun = append(onRun, `r.workflow = `+p.add(q.Workflow))
+	}
+	if q.Status != "" {
+		onRun = append(onRun, `r.status = `+p.add(string(q.Status)))
+	}
+	if q.ParentID != "" {
+		onRun = append(onRun, `r.parent_id = `+p.add(q.ParentID))
+	}
+	if q.TopLevel {
+		onRun = append(onRun, `r.parent_id = ''`)
+	}
+	if q.Queue != "" {
+		onRun = append(onRun, `r.queue = `+p.add(q.Queue))
+	}
+	if len(q.Versions) > 0 {
+		onRun = append(onRun, `r.version IN (SELECT value FROM json_each(`+p.add(versionList(q.Versions))+`))`)
+	}
+	if !q.CreatedFrom.IsZero() {
+		onRun = append(onRun, `r.created_at >= `+p.add(q.CreatedFrom.UnixNano()))
+	}
+	if !q.CreatedTo.IsZero() {
+		onRun = append(onRun, `r.created_at < `+p.add(q.CreatedTo.UnixNano()))
+	}
+	if byAttr && len(onRun) > 0 {
+		// CROSS JOIN keeps run_attrs the outer loop: the plan does not
+		// rest on statistics SQLite does not have.
+		from += ` CROSS JOIN runs r ON r.ref = a.run_ref`
+	}
+	where = append(where, onRun...)
+	dir := ``
+	if q.Descending {
+		dir = ` DESC`
+	}
+	inner := `SELECT ` + ref + ` AS ref, ` + created + ` AS created, ` + id + ` AS id FROM ` + from
+	if len(where) > 0 {
+		inner += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	order := `id` + dir
+	if q.Order == storage.OrderCreated {
+		order = `created` + dir + `, id` + dir
+	}
+	inner += ` ORDER BY ` + order + ` LIMIT ` + p.add(limit)
+	return `SELECT ` + runCols + ` FROM (` + inner + `) p CROSS JOIN runs r ON r.ref = p.ref ` + runJoins +
+		` ORDER BY p.` + strings.ReplaceAll(order, `, id`, `, p.id`), p.args
 }
 
 // CountRuns counts the runs in each status, of every workflow or of
@@ -221,10 +386,15 @@ const runCols = `r.id, r.workflow, r.parent_id, r.status, d.input, d.output, d.e
 	r.pause_requested, r.ready_at, r.wait_key, r.wait_topic, r.wait_kind, r.wait_deadline, r.wait_also,
 	r.owner, r.lease_until, r.token, r.recoveries, r.created_at, r.updated_at,
 	r.parent_policy, r.execution, e.started_at, e.ended_at, r.active_key, r.active_attempt, r.active_started,
-	r.deadline, d.progress, r.queue, r.partition_key, r.priority, r.version, d.headers, r.hold, r.cancel_reason`
+	r.deadline, d.progress, r.queue, r.partition_key, r.priority, r.version, d.headers, r.hold, r.cancel_reason,
+	` + attrsCol
 
-// runFrom joins a run's state, its data and its current execution.
-const runFrom = `runs r JOIN run_data d ON d.ref = r.ref JOIN executions e ON e.run_ref = r.ref AND e.number = r.execution`
+// runFrom joins a run's state, its data and its current execution;
+// runJoins joins the last two to runs r.
+const (
+	runFrom  = `runs r ` + runJoins
+	runJoins = `JOIN run_data d ON d.ref = r.ref JOIN executions e ON e.run_ref = r.ref AND e.number = r.execution`
+)
 
 func scanRun(r row) (storage.RunRecord, error) {
 	wait, err := scanWait(r, 10)
@@ -266,6 +436,9 @@ func scanRun(r row) (storage.RunRecord, error) {
 		rec.Hold, err = decodeHold(r, 35)
 	}
 	rec.CancelRequested, rec.CancelReason = scanCancel(r, 36)
+	if err == nil {
+		rec.Attributes, err = decodeAttrs(r, 37)
+	}
 	if err != nil {
 		err = fmt.Errorf("run %q: %w", rec.ID, err)
 	}

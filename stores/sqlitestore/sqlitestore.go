@@ -59,7 +59,11 @@
 // start key of a workflow (storage.StartKey); updates, a run's updates by
 // ID and by sequence, with their replies; and streams and stream_values,
 // a run's streams and their values, keyed by (run, stream, offset) so
-// that a read from an offset is one range. Tables keyed by run use the
+// that a read from an offset is one range; and run_attrs, a run's search
+// attributes, one row per name with the value in its type's column and
+// the run's creation microsecond and ID beside it, so that each type's
+// index reads the runs of one name and value in creation order (see
+// attrs.go). Tables keyed by run use the
 // run's row number, assigned in creation order, so runs created and
 // claimed together share pages. A claim reads an index over when each run
 // becomes claimable (ready, or its lease expired), ordered by queue,
@@ -69,7 +73,8 @@
 // runs of versions its worker does not run without reading their rows. A limited queue's
 // places are counts read in the claim's transaction, which SQLite's one
 // writer serialises across every process on the file. Finished runs are
-// indexed by their end, for Purge.
+// indexed by their end, for Purge, and every run by its creation
+// microsecond and ID (runs_created), for listings in creation order.
 //
 // A write method finds the run's current execution in the row it already
 // reads to check the lease, so stamping checkpoints and attempts with it
@@ -80,7 +85,12 @@
 //
 // GetRun, ListRuns, LoadReplay, ListSteps, ListExecutions and GetCatalog
 // use a separate pool of read-only connections; WAL lets them run while
-// the writer commits. LoadReplay is one statement.
+// the writer commits. LoadReplay is one statement, and so is a page of
+// ListRuns, the runs' attributes included (a seek of run_attrs per run).
+// A page in creation order, or filtered by an attribute's equality, is
+// read from an index in its order and stops at its end; a range or
+// prefix of an attribute reads that range of its index and sorts its
+// runs (see listQuery).
 //
 // # Several stores on one file
 //
@@ -135,8 +145,9 @@
 // read), events.go, control.go (pause, resume, terminate, restart),
 // executions.go (listing them, continue-as-new), queues.go (how a claim
 // picks its runs, NextWake, QueueStats), schedules.go, purge.go,
-// catalog.go, notify.go, workers.go and interact.go (updates and
-// streams, storage.Interactor). This store's own machinery is in
+// catalog.go, notify.go, workers.go, interact.go (updates and
+// streams, storage.Interactor) and attrs.go (search attributes: their
+// rows, their filters' SQL). This store's own machinery is in
 // writer.go (the group-commit writer and the checkpointer), wal.go
 // (bounding the WAL), read.go (the read pool), conn.go (statements on a
 // driver connection), attempts.go (the encoding of the

@@ -135,6 +135,9 @@ func (w *wtx) insertNew(r storage.NewRun, now time.Time) (ref int64, created boo
 	if _, err := w.exec(`INSERT INTO executions (run_ref, number, started_at) VALUES (?1, 1, ?2)`, ref, n); err != nil {
 		return 0, false, err
 	}
+	if err := w.insertAttrs(ref, r.ID, n/1000, r.Attributes); err != nil { // runs.created_us
+		return 0, false, err
+	}
 	if r.Lease != nil {
 		if err := w.logEagerStart(r.QueueOf(), n); err != nil {
 			return 0, false, err
@@ -148,18 +151,19 @@ func (w *wtx) insertNew(r storage.NewRun, now time.Time) (ref int64, created boo
 // joinKey joins the holder of r's start key, at now, if it still holds
 // it: a singleton's run that has not ended, a debounce window's run that
 // is queued and not yet ready. Unless the key keeps the window's first
-// input, a debounce holder takes r's input and headers; r's event goes to
-// the holder. joined is false, nothing written, when the key is free.
+// input, a debounce holder takes r's input, headers and search
+// attributes; r's event goes to the holder. joined is false, nothing written, when the key is free.
 func (w *wtx) joinKey(r storage.NewRun, now int64) (res storage.CreateResult, joined bool, err error) {
 	k := r.Key
-	var ref, readyAt int64
+	var ref, readyAt, createdUS int64
 	var id string
 	var status storage.RunStatus
 	var ready bool
-	found, err := w.queryRow(`SELECT r.ref, r.id, r.status, r.ready_at FROM start_keys k JOIN runs r ON r.ref = k.run_ref
+	found, err := w.queryRow(`SELECT r.ref, r.id, r.status, r.ready_at, r.created_us FROM start_keys k JOIN runs r ON r.ref = k.run_ref
 		WHERE k.workflow = ?1 AND k.key = ?2`, func(row row) {
 		ref, id, status = row.int64(0), row.str(1), storage.RunStatus(row.str(2))
 		ready, readyAt = !row.isNull(3), row.int64(3)
+		createdUS = row.int64(4)
 	}, r.Workflow, k.Key)
 	if err != nil || !found {
 		return res, false, err
@@ -178,6 +182,9 @@ func (w *wtx) joinKey(r storage.NewRun, now int64) (res storage.CreateResult, jo
 				return res, false, err
 			}
 			if _, err := w.exec(`UPDATE runs SET updated_at = ?2 WHERE ref = ?1`, ref, now); err != nil {
+				return res, false, err
+			}
+			if err := w.replaceAttrs(ref, id, createdUS, r.Attributes); err != nil {
 				return res, false, err
 			}
 		}

@@ -5,7 +5,8 @@
 -- (the current execution's).
 -- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3]: token, ARGV[4]: lease length
 -- (µs), ARGV[5]: run id, ARGV[6]: checkpoint key, ARGV[7]: kind, ARGV[8]:
--- error JSON, ARGV[9]: marked output, ARGV[10]: "1" when an attempt is of
+-- error JSON, ARGV[9]: the result (the marked output, or the marked input
+-- and output: encodeResult in codec.go), ARGV[10]: "1" when an attempt is of
 -- another key than the checkpoint's, ARGV[11]: marked progress ("" leaves
 -- the run's as it is), ARGV[12]: "1" when the worker is busy with other
 -- steps (a requested pause then waits), ARGV[13...]: encoded attempts.

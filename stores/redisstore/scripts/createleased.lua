@@ -3,7 +3,7 @@
 -- create_leased); a batch with no lease runs create.lua, which carries
 -- none of this code.
 -- KEYS: the run hashes, one per run.
--- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3...]: per run the 12 fields
+-- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3...]: per run the 13 fields
 -- new_run reads (lib/runs.lua), then per run created leased its place
 -- among them, owner and lease length (µs) (create_runs).
 -- Reply: per run {created (1 or 0), HGETALL of the run hash}.

@@ -1,8 +1,11 @@
 -- interact writes a step's checkpoint under the lease, as checkpoint.lua
--- does, with the run's reply to one of its updates and its appends to
--- its streams (Checkpoint with Reply or Streams), and with the run's
--- completion when given, as ride.lua does: all when the checkpoint is
--- written, nothing of them when it existed. The reply makes the update
+-- does, with the run's reply to one of its updates, its appends to its
+-- streams and the search attributes it sets (Checkpoint with Reply,
+-- Streams or Attributes), and with the run's completion when given, as
+-- ride.lua does: all when the checkpoint is written, nothing of them
+-- when it existed. The attributes are merged into the run's
+-- (attrs_merge): a merge that would hold more than the most a run may
+-- have refuses the checkpoint, before any write, unless it existed. The reply makes the update
 -- replied unless it was already (the first reply stands); each stream
 -- write appends its values at the stream's next offsets, each stamped
 -- with the time, reopening a closed stream, and then closes it when
@@ -19,9 +22,12 @@
 -- ID replied to ("" for none), the reply's marked output and error JSON;
 -- at i+3 the number of stream writes, each its stream name, "1" to close
 -- it, the number n of its values and the n marked values; then the
+-- attributes to set, as an at field (lib/attrs.lua; "" for none), and the
+-- most attributes a run may hold (storage.MaxAttributes); then the
 -- encoded attempts.
 -- Reply: checkpoint.lua's, and with a completion ride.lua's | {BADARG,
--- update ID} when the run has no update of the ID.
+-- update ID} when the run has no update of the ID | {BADATTR, how many
+-- the run would hold} when the merge would hold too many.
 local function main()
   local id, ending = ARGV[5], ARGV[13] == '1'
   local i = 14
@@ -39,8 +45,19 @@ local function main()
     writes[#writes + 1] = {ARGV[j], ARGV[j + 1] == '1', j + 3, n}
     j = j + 3 + n
   end
-  local res, st, ru = write_step(j, ending)
+  local have, changes
+  if ARGV[j] ~= '' then
+    have, changes = attrs_merge(redis.call('HGET', KEYS[1], 'at'), ARGV[j], tonumber(ARGV[j + 1]))
+    if not have and redis.call('HEXISTS', KEYS[2], ARGV[6]) == 0 then
+      -- a holder that lost its lease hears that first
+      local bad = fence(id)
+      if bad then return bad end
+      return {'BADATTR', changes}
+    end
+  end
+  local res, st, ru = write_step(j + 2, ending)
   if res[1] == 'EXISTS' or res[1] == 'LEASELOST' then return res end
+  if have then attrs_apply(KEYS[1], id, have, changes) end
   -- the reply: replied at \n error JSON \n marked output
   if uid ~= '' and redis.call('HSETNX', KEYS[5], uid, NOWS .. '\n' .. ARGV[i + 2] .. '\n' .. ARGV[i + 1]) == 1 then
     redis.call('PUBLISH', ended_channel(), '\31update\31' .. id .. '\31' .. uid)

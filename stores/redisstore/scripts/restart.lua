@@ -9,9 +9,12 @@
 -- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3]: run id, ARGV[4]: the fork key
 -- ("" to run from the top), ARGV[5]: operation ID (a repeated call returns
 -- the first reply instead of beginning yet another execution), ARGV[6]:
--- the prefix of update topics (storage.UpdateTopicPrefix).
--- Reply: {OK} | {NOTFOUND} | {BADARG, current execution} when the current
--- execution has no checkpoint of the fork key.
+-- the prefix of update topics (storage.UpdateTopicPrefix), ARGV[7]: the
+-- execution the run must be in ("" for any).
+-- Reply: {OK} | {NOTFOUND} | {CONFLICT, current execution} when the run
+-- is in another execution than ARGV[7], having written nothing |
+-- {BADARG, current execution} when the current execution has no
+-- checkpoint of the fork key.
 -- A live lease fences the new execution (see storage.Store.Restart).
 local function main()
   local prev = once_get(ARGV[5])
@@ -21,6 +24,7 @@ local function main()
     'st', 'wf', 'ex', 'sa', 'ca', 'ea', 'err', 'xf', 'xk', 'lu', 'qu', 'ln', 'pt', 'pr', 'qf'))
   if not st then return {'NOTFOUND'} end
   ex = tonumber(ex or '1')
+  if ARGV[7] ~= '' and tonumber(ARGV[7]) ~= ex then return {'CONFLICT', f(ex)} end
   local keep = {}
   if from ~= '' then
     local cut = redis.call('HGET', c, from)
@@ -46,7 +50,7 @@ local function main()
     local seq = redis.call('HINCRBY', r, 'seq', 1)
     redis.call('HSET', c, k[2], f(seq) .. '\n' .. k[3] .. '\n' .. k[4] .. '\n' .. k[5] .. '\n' ..
       nex .. '\n' .. f(ex) .. '\n' .. k[6])
-    if k[4] == 'update' then taken[string.sub(k[6], 2)] = true end
+    if k[4] == 'update' then taken[string.sub(cp_out(k[6]), 2)] = true end
   end
   clear_wait(r, id)
   rebuffer(id, ARGV[6], taken)

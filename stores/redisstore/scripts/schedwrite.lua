@@ -5,7 +5,7 @@
 -- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3]: schedule ID, ARGV[4]: the
 -- revision the stored schedule must have (0: none may exist), ARGV[5]:
 -- the encoded schedule, ARGV[6]: its CheckAt (µs), ARGV[7]: "1" when
--- paused, ARGV[8...]: per run the 12 fields create_run reads
+-- paused, ARGV[8...]: per run the 13 fields create_run reads
 -- (lib/runs.lua), then per run created leased its place among them,
 -- owner and lease length (µs) (create_runs).
 -- Reply: {OK, revision, created at, updated at, per run {created,

@@ -4,7 +4,8 @@
 -- (the current execution's).
 -- ARGV[1]: prefix, ARGV[2]: clock; ARGV[3]: token, ARGV[4]: lease length
 -- (µs, 0 for none), ARGV[5]: run id, ARGV[6]: "1" when a checkpoint is
--- given, ARGV[7..10]: its key, kind, error JSON and marked output,
+-- given, ARGV[7..10]: its key, kind, error JSON and result (as
+-- checkpoint.lua's ARGV[9]),
 -- ARGV[11]: "1" when a wait is given, ARGV[12..15]: its key, topic, kind
 -- as given ("" for an event wait) and deadline (µs, "" for none),
 -- ARGV[16]: ready time (µs, "" for none), ARGV[17]: marked suspend state,

@@ -9,7 +9,8 @@
 -- attempts, executions, every ended execution's checkpoints and
 -- attempts, its buffered events (through its set of topics), its updates
 -- and replies, and its streams (through its stream metadata). It takes
--- it out of the listing indexes, the finished indexes and its
+-- it out of the listing indexes, the indexes by creation, its search
+-- attributes' indexes, the finished indexes and its
 -- parent's children index, and deletes the record of its start key when
 -- that names it. Its own children index stays: Purge leaves the children,
 -- still listed by its ID. The run is finished, so it is in no ready,
@@ -24,10 +25,14 @@ local function drop_run(id, st, wf, ex, pa, qu, sk)
   end
   for n = 1, tonumber(ex or '1') - 1 do redis.call('UNLINK', cxkey(n, id), axkey(n, id)) end
   for _, s in ipairs(redis.call('HKEYS', smkey(id))) do redis.call('UNLINK', svkey(id, s)) end
+  local at = redis.call('HGET', rkey(id), 'at')
+  if at then attrs_drop(id, at) end
   redis.call('UNLINK', rkey(id), ckey(id), akey(id), xkey(id), evtopics(id),
     upkey(id), urkey(id), ulkey(id), smkey(id))
   redis.call('ZREM', idx_all(), id)
   redis.call('ZREM', idx_wf(wf), id)
+  redis.call('ZREM', idx_created(), id)
+  redis.call('ZREM', idx_wf_created(wf), id)
   redis.call('ZREM', idx_st(st), id)
   redis.call('ZREM', idx_wf_st(st, wf), id)
   redis.call('ZREM', fin_st(st), id)

@@ -47,3 +47,9 @@ local function smkey(id) return P .. 'sm:' .. id end
 local function opkey(op) return P .. 'op:' .. op end
 local function wake_channel() return P .. 'wake' end
 local function ended_channel() return P .. 'ended' end
+local function idx_created() return P .. 'ic' end
+local function idx_wf_created(wf) return P .. 'icw:' .. wf end
+local function attr_eq(name, t, v) return P .. 'ae:' .. name .. ':' .. t .. ':' .. v end
+local function attr_num(name) return P .. 'an:' .. name end
+local function attr_time(name) return P .. 'at:' .. name end
+local function attr_str(name) return P .. 'as:' .. name end

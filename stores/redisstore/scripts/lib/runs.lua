@@ -1,17 +1,19 @@
 -- Shared helpers: creating runs, for CreateRuns and WriteSchedule.
 -- KEYS and ARGV: none read; the callers pass each run's fields.
 
--- new_run begins the creation of run hash r from the twelve entries of a
--- after a[b]: id, workflow, parent id, parent policy, marked input, start
--- time (µs, '' for now: a run whose start time is ahead waits queued
--- until then), deadline (µs, '' for none), queue ('' for the default
--- queue), partition ('' for none), priority ('' for 0), workflow version
--- ('' for 0) and headers (JSON, '' for none). A version other than 0
+-- new_run begins the creation of run hash r from the thirteen entries of
+-- a after a[b]: id, workflow, parent id, parent policy, marked input,
+-- start time (µs, '' for now: a run whose start time is ahead waits
+-- queued until then), deadline (µs, '' for none), queue ('' for the
+-- default queue), partition ('' for none), priority ('' for 0), workflow
+-- version ('' for 0), headers (JSON, '' for none) and search attributes
+-- (an at field, see lib/attrs.lua; '' for none). A version other than 0
 -- gives the run lanes of its own and goes in the versions set of its
 -- queue and workflow. When the run exists it returns nil and the reply
 -- create.lua gives for it, having written nothing. Otherwise it puts the
--- run in its parent's children index and the listing indexes of no
--- status, and returns the run hash's fields (field, value pairs, which
+-- run in its parent's children index, the listing indexes of no status,
+-- the indexes by creation (all runs' and its workflow's) and its
+-- attributes' indexes, and returns the run hash's fields (field, value pairs, which
 -- the caller writes with the status in one HSET), the run (run_of) and
 -- its token. The token goes on from the greater of tok (a string, nil
 -- for '0': a replaced run's last token) and the token a deleted run of
@@ -39,6 +41,10 @@ local function new_run(r, a, b, tok, leased)
   if policy ~= '' then put('pp', policy) end
   if a[b + 7] ~= '' then put('dl', a[b + 7]) end
   if a[b + 12] ~= '' then put('hd', a[b + 12]) end
+  if a[b + 13] ~= '' then
+    put('at', a[b + 13])
+    attrs_add(id, NOWS, a[b + 13])
+  end
   if qu then put('qu', qu) end
   if ln ~= '' then put('ln', ln) end
   if pt then put('pt', pt) end
@@ -50,6 +56,8 @@ local function new_run(r, a, b, tok, leased)
   if parent ~= '' then redis.call('ZADD', chkey(parent), 0, id) end
   redis.call('ZADD', idx_all(), 0, id)
   redis.call('ZADD', idx_wf(wf), 0, id)
+  redis.call('ZADD', idx_created(), NOWS, id)
+  redis.call('ZADD', idx_wf_created(wf), NOWS, id)
   if qu then
     redis.call('ZADD', idx_q(qu), 0, id)
     redis.call('SADD', queue_names(), qu)
@@ -57,7 +65,7 @@ local function new_run(r, a, b, tok, leased)
   return h, run_of(id, wf, qu, ln, pt, pr), tok
 end
 
--- create_run creates run hash r from the twelve entries of a after a[b]
+-- create_run creates run hash r from the thirteen entries of a after a[b]
 -- (see new_run) unless it exists, queued and ready at its start time,
 -- and replies as create.lua does for it: {created (1 or 0), HGETALL of
 -- the run hash}. A start policy's create (lib/start.lua) may give the
@@ -79,7 +87,7 @@ local function create_run(r, a, b, tok, ready)
   return {1, redis.call('HGETALL', r)}
 end
 
--- create_leased creates run hash r from the twelve entries of a after
+-- create_leased creates run hash r from the thirteen entries of a after
 -- a[b] (see new_run) unless it exists, leased to owner (an eager start),
 -- and replies as create_run does. The run is as a claim leaves a ready
 -- run it takes (see claim.lua): running, held by owner until now+lf (lf
@@ -109,19 +117,19 @@ local function create_leased(r, a, b, owner, lf, tok)
 end
 
 -- create_runs creates n runs, of the hashes keys[k] to keys[k + n - 1],
--- from the entries of a after a[b]: twelve per run (new_run), then three
+-- from the entries of a after a[b]: thirteen per run (new_run), then three
 -- per run to create leased: its place among the n (1 for the first), its
 -- owner and its lease length (µs). It returns the replies of
 -- create_run and create_leased, in order.
 local function create_runs(keys, k, n, a, b)
   local leased, out = {}, {}
-  for j = b + 1 + n * 12, #a, 3 do leased[tonumber(a[j])] = j end
+  for j = b + 1 + n * 13, #a, 3 do leased[tonumber(a[j])] = j end
   for i = 1, n do
     local j = leased[i]
     if j then
-      out[i] = create_leased(keys[k + i - 1], a, b + (i - 1) * 12, a[j + 1], tonumber(a[j + 2]))
+      out[i] = create_leased(keys[k + i - 1], a, b + (i - 1) * 13, a[j + 1], tonumber(a[j + 2]))
     else
-      out[i] = create_run(keys[k + i - 1], a, b + (i - 1) * 12)
+      out[i] = create_run(keys[k + i - 1], a, b + (i - 1) * 13)
     end
   end
   return out

@@ -3,8 +3,8 @@
 -- judges them in the same script that creates.
 -- KEYS and ARGV: none read; the callers pass each run's fields.
 
--- start_run creates, joins or refuses run hash r from the 24 entries of
--- a after a[b]: the twelve new_run reads (id, workflow, ...), then the
+-- start_run creates, joins or refuses run hash r from the 25 entries of
+-- a after a[b]: the thirteen new_run reads (id, workflow, ...), then the
 -- lease's owner ('' for none) and length (µs), the policy for an
 -- existing run ('', fail, replace) and for an ended one ('', reuse,
 -- reject, reuse-failed), the replacement's error JSON, descendants'
@@ -16,7 +16,8 @@
 -- holds the key, sk, of the workflow) is unfinished, for a singleton, or
 -- queued and ready after now, for a debounce window, is joined: the
 -- create writes no run, and unless it keeps the first input the
--- holder's input and headers become the create's. Otherwise the run
+-- holder's input, headers and search attributes become the create's
+-- (the attributes a run has from its start are its input's). Otherwise the run
 -- with the ID, if any, is returned as it is, refuses the create, or is
 -- replaced (replace_run) after its family was found to allow it
 -- (family_of), before any write; when no run has the ID now, the run is
@@ -31,8 +32,8 @@
 -- delivered (1 or 0)}.
 local function start_run(r, a, b)
   local id, wf = a[b + 1], a[b + 2]
-  local topic, payload = a[b + 20], a[b + 21]
-  local key, deb = a[b + 22], a[b + 23]
+  local topic, payload = a[b + 21], a[b + 22]
+  local key, deb = a[b + 23], a[b + 24]
   local sk = nil
   if key ~= '' then
     sk = startkey(wf, key)
@@ -49,12 +50,22 @@ local function start_run(r, a, b)
         end
       end
       if joined then
-        if deb ~= '' and a[b + 24] ~= '1' then
+        if deb ~= '' and a[b + 25] ~= '1' then
           redis.call('HSET', hr, 'in', a[b + 5], 'ua', NOWS)
           if a[b + 12] ~= '' then
             redis.call('HSET', hr, 'hd', a[b + 12])
           else
             redis.call('HDEL', hr, 'hd')
+          end
+          local old, at = redis.call('HGET', hr, 'at'), a[b + 13]
+          if (old or '') ~= at then
+            attrs_drop(holder, old)
+            if at ~= '' then
+              attrs_add(holder, redis.call('HGET', hr, 'ca'), at)
+              redis.call('HSET', hr, 'at', at)
+            else
+              redis.call('HDEL', hr, 'at')
+            end
           end
         end
         local sent = 0
@@ -68,10 +79,10 @@ local function start_run(r, a, b)
   if st then
     local replace, refusal = false, nil
     if not finished(st) then
-      local pol = a[b + 15]
+      local pol = a[b + 16]
       if pol == 'fail' then refusal = 'exists' elseif pol == 'replace' then replace = true end
     else
-      local pol = a[b + 16]
+      local pol = a[b + 17]
       if pol == 'reuse' then
         replace = true
       elseif pol == 'reject' or pol == 'reuse-failed' and st == 'complete' then
@@ -91,11 +102,11 @@ local function start_run(r, a, b)
     end
     local fam, last = family_of(id)
     if not fam then return {0, id, '', 0, 'family', 0} end
-    tok = replace_run(r, id, st, fam, last, a[b + 17], a[b + 18], a[b + 19])
+    tok = replace_run(r, id, st, fam, last, a[b + 18], a[b + 19], a[b + 20])
     was = st
   end
-  if a[b + 13] ~= '' then
-    create_leased(r, a, b, a[b + 13], tonumber(a[b + 14]), tok)
+  if a[b + 14] ~= '' then
+    create_leased(r, a, b, a[b + 14], tonumber(a[b + 15]), tok)
   elseif deb ~= '' then
     create_run(r, a, b, tok, f(NOW + tonumber(deb)))
   else

@@ -120,8 +120,9 @@ end
 
 -- put_cp writes a checkpoint of execution ex the caller knows is absent
 -- and returns its encoding: seq \n created \n kind \n error-json \n
--- execution \n forked-from \n marked-output (forked-from 0: written in
--- its own execution). The caller resets the run's recovery count.
+-- execution \n forked-from \n result (forked-from 0: written in its own
+-- execution; the result out, the marked output or the marked input and
+-- output, see cp_split). The caller resets the run's recovery count.
 local function put_cp(r, c, key, kind, err, out, ex)
   local seq = redis.call('HINCRBY', r, 'seq', 1)
   local b = f(seq) .. '\n' .. NOWS .. '\n' .. kind .. '\n' .. err .. '\n' .. ex .. '\n0\n' .. out
@@ -140,9 +141,19 @@ local function write_cp(r, c, key, kind, err, out, ex)
 end
 
 -- cp_split splits a checkpoint's encoding (see put_cp) into its seq,
--- created, kind, error JSON, execution, forked-from and marked output.
+-- created, kind, error JSON, execution, forked-from and result: the
+-- marked output, or when the checkpoint keeps its call's input, a \2
+-- byte, the marked input's length, a colon, the marked input and the
+-- marked output (encodeResult in codec.go; cp_out reads the output).
 local function cp_split(b)
   return string.match(b, '^([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n(.*)$')
+end
+
+-- cp_out returns the marked output of a checkpoint's result (cp_split).
+local function cp_out(res)
+  if string.byte(res, 1) ~= 2 then return res end
+  local n, rest = string.match(res, '^\2(%d+):(.*)$')
+  return string.sub(rest, tonumber(n) + 1)
 end
 
 -- extend renews the lease of running run ru to now+lf.
