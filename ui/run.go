@@ -250,7 +250,7 @@ func (h *handler) run(rq *request, id string) error {
 		}
 	}
 	p.Timeline, times = timeline(timelineIn{RunID: id, Base: rq.base, Href: p.Href, Shown: p.Shown, Execs: execs,
-		Live: p.Shown == p.Current && !p.Finished, Steps: steps, Children: h.childTimes(rq, id, children, steps), Now: h.e.Now()})
+		Live: p.Shown == p.Current && !p.Finished, Steps: steps, Children: h.childTimes(rq, id, children, steps), Now: h.e.Now(), MinAxis: liveMinAxis})
 	p.Steps = make([]stepView, len(steps))
 	for i, s := range steps {
 		p.Steps[i] = stepOf(rq.base, id, s, day)

@@ -137,6 +137,9 @@ type tlItem struct {
 	Attempts, Failed int
 	// ChildID is a child's run ID.
 	ChildID string
+	// Since is when a call that goes on began (RFC 3339), from which the
+	// page's script counts how long it has taken so far; "" otherwise.
+	Since string
 }
 
 // tlSeg is a part of a bar: an attempt, or the backoff before a retry. X
@@ -171,6 +174,8 @@ type tlExec struct {
 	Duration        string
 	ForkedFrom      int
 	FromStep, Error string
+	// Since is when an execution that goes on began (see tlItem.Since).
+	Since string
 }
 
 // stepTime is a call's place in time as the list of steps shows it.
@@ -211,7 +216,15 @@ type timelineIn struct {
 	// Children are the run's children by ID, as far as known.
 	Children map[string]childTimes
 	Now      time.Time
+	// MinAxis is the least a live execution's axis spans (see horizon).
+	MinAxis time.Duration
 }
+
+// liveMinAxis is the least a live execution's axis spans on the run page:
+// a run younger than that has an axis that does not move, so its page,
+// which refreshes itself, is not redrawn under the hand of a reader about
+// to act on a run just started.
+const liveMinAxis = 10 * time.Second
 
 // call is one step of the execution as the timeline places it.
 type call struct {
@@ -247,13 +260,21 @@ func timeline(in timelineIn) (*timelineView, []stepTime) {
 	if exec.EndedAt != nil && !in.Live {
 		axisEnd = *exec.EndedAt
 	}
-	calls := place(in, axisStart, axisEnd)
+	// A live execution's axis ends at its horizon, past now, so that the
+	// page, which refreshes itself, changes only when the run does (or
+	// now passes the horizon); what goes on is drawn to it, and the
+	// page's script moves its end to now (see stem.js).
+	openEnd := axisEnd
+	if in.Live {
+		openEnd = horizon(axisStart, in.Now, in.MinAxis)
+	}
+	calls := place(in, axisStart, axisEnd, openEnd)
 
 	times := make([]stepTime, len(in.Steps))
 	day := axisStart.UTC()
 	for _, c := range calls {
 		st := stepTime{Start: atMilli(c.start, day), Note: c.note, Open: c.open, State: c.state}
-		if !c.mark {
+		if !c.mark && !c.open {
 			st.End = atMilli(c.end, day)
 			st.Took = took(c.end.Sub(c.start))
 		}
@@ -267,6 +288,7 @@ func timeline(in timelineIn) (*timelineView, []stepTime) {
 	}
 
 	v := &timelineView{Execution: in.Shown, Live: in.Live}
+	axisEnd = openEnd
 	// The axis holds every drawn call's start and closed end.
 	for _, c := range calls {
 		if !c.drawn {
@@ -350,23 +372,24 @@ func timeline(in timelineIn) (*timelineView, []stepTime) {
 			it.Href = in.Base + runPath(it.ChildID, "")
 		}
 		length := ""
-		if !c.end.IsZero() {
+		if !c.end.IsZero() && !c.open {
 			length = took(c.end.Sub(c.start))
 		}
 		it.Label = shownPlain(s.Key)
 		if length != "" {
 			it.Label += " · " + length
-			if c.open {
-				it.Label += " so far"
-			}
 		}
 		switch c.state {
-		case "pending", "lost", "cancelled", "failed", "timed_out", "retrying", "interrupted":
+		case "pending", "lost", "cancelled", "failed", "timed_out", "retrying", "interrupted", "running", "waiting":
 			it.Label += ", " + strings.ReplaceAll(c.state, "_", " ")
+		}
+		if c.open {
+			// How long so far: the page's script counts it.
+			it.Since = c.start.UTC().Format(time.RFC3339Nano)
 		}
 		it.Caption = length
 		if s.Kind == runtime.KindStep {
-			it.Segs, it.Attempts, it.Failed = segments(s, c, in.Now)
+			it.Segs, it.Attempts, it.Failed = segments(s, c, openEnd)
 		}
 		it.Title = itemTitle(s, c, length, day)
 		v.Items = append(v.Items, it)
@@ -463,6 +486,10 @@ func (v *timelineView) drawing() template.HTML {
 		w.attr("x2", t.X)
 		w.raw(` y1="0" y2="100%"/>`)
 	}
+	if v.Live {
+		// Now: the page's script places and shows it.
+		w.raw(`<line class="tl-now" x1="0%" x2="0%" y1="0" y2="100%"/>`)
+	}
 	for _, m := range v.Marks {
 		w.raw("<a")
 		w.attr("href", m.Href)
@@ -521,6 +548,9 @@ func (v *timelineView) drawing() template.HTML {
 			w.attr("data-attempts", strconv.Itoa(it.Attempts))
 			w.attr("data-failed", strconv.Itoa(it.Failed))
 		}
+		if it.Since != "" {
+			w.attr("data-since", it.Since)
+		}
 		w.raw("><title>")
 		w.text(it.Title)
 		w.raw(`</title><rect class="tl-bar" width="100%" height="100%" rx="2"/>`)
@@ -542,6 +572,11 @@ func (v *timelineView) drawing() template.HTML {
 		w.attr("y", strconv.Itoa(it.TextY))
 		w.raw(">")
 		w.text(it.Label)
+		if it.Since != "" {
+			w.raw(`<tspan class="tl-since"`)
+			w.attr("data-since", it.Since)
+			w.raw("></tspan>")
+		}
 		w.raw("</text></svg></a>")
 	}
 	return template.HTML(w.String())
@@ -573,17 +608,27 @@ func (v *timelineView) stripDrawing() template.HTML {
 		w.raw(` y="2" height="20"`)
 		w.attr("data-execution", strconv.Itoa(e.Number))
 		w.attr("data-status", e.Status)
+		if e.Since != "" {
+			w.attr("data-since", e.Since)
+		}
 		w.raw("><title>")
 		w.text(e.Title)
 		w.raw(`</title><rect class="tl-bar" width="100%" height="100%" rx="3"/><text x="5" y="14">`)
 		w.text(e.Label)
+		if e.Since != "" {
+			w.raw(`<tspan class="tl-since"`)
+			w.attr("data-since", e.Since)
+			w.raw("></tspan>")
+		}
 		w.raw("</text></svg></a>")
 	}
 	return template.HTML(w.String())
 }
 
-// place finds each step's place in time and state.
-func place(in timelineIn, execStart, axisEnd time.Time) []call {
+// place finds each step's place in time and state. A timer is fired once
+// its wake time is not after axisEnd (the execution's end, or now); what
+// goes on is placed up to openEnd.
+func place(in timelineIn, execStart, axisEnd, openEnd time.Time) []call {
 	steps := in.Steps
 	calls := make([]call, len(steps))
 	// prevCall is the durable call before, in the execution's sequence
@@ -618,7 +663,7 @@ func place(in timelineIn, execStart, axisEnd time.Time) []call {
 		}
 		switch s.Kind {
 		case runtime.KindStep:
-			placeStep(c, s, in.Now)
+			placeStep(c, s, openEnd)
 		case runtime.KindSleep:
 			c.start = s.CreatedAt
 			var wake time.Time
@@ -628,10 +673,10 @@ func place(in timelineIn, execStart, axisEnd time.Time) []call {
 			}
 			c.wake, c.end = wake, wake
 		case runtime.KindChild:
-			placeChild(c, s, in, waitStart)
+			placeChild(c, s, in, openEnd, waitStart)
 		case runtime.KindEvent, runtime.KindUpdate:
 			if s.Status == runtime.StepWaiting {
-				c.end, c.open = in.Now, true
+				c.end, c.open = openEnd, true
 				c.start = waitStart(in.Now)
 				break
 			}
@@ -724,14 +769,14 @@ func placeStep(c *call, s runtime.StepInfo, now time.Time) {
 // placeChild places a child's call: the child run's own start to end.
 // Without the child's record, it spans as a wait would, to its outcome's
 // checkpoint.
-func placeChild(c *call, s runtime.StepInfo, in timelineIn, waitStart func(time.Time) time.Time) {
+func placeChild(c *call, s runtime.StepInfo, in timelineIn, openEnd time.Time, waitStart func(time.Time) time.Time) {
 	ch, ok := in.Children[in.RunID+"/"+s.Key]
 	if ok && !ch.Start.IsZero() {
 		c.start = ch.Start
 		if ch.End != nil {
 			c.end = *ch.End
 		} else {
-			c.end, c.open = in.Now, true
+			c.end, c.open = openEnd, true
 		}
 		if ch.Status != "" {
 			c.note = "child run " + ch.Status
@@ -739,7 +784,7 @@ func placeChild(c *call, s runtime.StepInfo, in timelineIn, waitStart func(time.
 		return
 	}
 	if s.Status == runtime.StepWaiting || s.Seq == 0 {
-		c.end, c.open = in.Now, true
+		c.end, c.open = openEnd, true
 		c.start = waitStart(in.Now)
 		return
 	}
@@ -843,6 +888,9 @@ func segments(s runtime.StepInfo, c *call, now time.Time) (segs []tlSeg, attempt
 			end = now
 		}
 		title := fmt.Sprintf("attempt %d: %s → %s UTC (%s)", a.Number, atMilli(a.Started, day).Text, atMilli(end, day).Text, took(end.Sub(a.Started)))
+		if a.Ended.IsZero() {
+			title = fmt.Sprintf("attempt %d: since %s UTC", a.Number, atMilli(a.Started, day).Text)
+		}
 		class := "tl-attempt"
 		if a.Error != "" {
 			failed++
@@ -867,7 +915,7 @@ func segments(s runtime.StepInfo, c *call, now time.Time) (segs []tlSeg, attempt
 	}
 	if s.Status == runtime.StepRunning {
 		attempts++
-		add(s.Started, now, "tl-attempt running", fmt.Sprintf("attempt %d: running since %s UTC (%s so far)", s.Attempt, atMilli(s.Started, day).Text, took(now.Sub(s.Started))), s.Attempt, false)
+		add(s.Started, now, "tl-attempt running", fmt.Sprintf("attempt %d: running since %s UTC", s.Attempt, atMilli(s.Started, day).Text), s.Attempt, false)
 	}
 	return segs, attempts, failed
 }
@@ -939,6 +987,8 @@ func strip(in timelineIn) ([]tlExec, *moment, *moment) {
 	last := xs[len(xs)-1]
 	if last.EndedAt != nil {
 		end = *last.EndedAt
+	} else {
+		end = horizon(start, in.Now, in.MinAxis) // see timeline
 	}
 	for _, x := range xs {
 		if x.EndedAt != nil && x.EndedAt.After(end) {
@@ -961,14 +1011,21 @@ func strip(in timelineIn) ([]tlExec, *moment, *moment) {
 		} else {
 			e.Open = true
 		}
-		e.Duration = took(xe.Sub(x.StartedAt))
+		if e.Open {
+			e.Since = x.StartedAt.UTC().Format(time.RFC3339Nano)
+		} else {
+			e.Duration = took(xe.Sub(x.StartedAt))
+		}
 		p := min(max(float64(x.StartedAt.Sub(start))/float64(span)*100, 0), 100)
 		w := max(float64(xe.Sub(x.StartedAt))/float64(span)*100, minBar)
 		if p+w > 100 {
 			p = 100 - w
 		}
 		e.X, e.W = percent(p), percent(w)
-		e.Label = fmt.Sprintf("#%d %s · %s", x.Number, x.Status, e.Duration)
+		e.Label = fmt.Sprintf("#%d %s", x.Number, x.Status)
+		if e.Duration != "" {
+			e.Label += " · " + e.Duration
+		}
 		var t strings.Builder
 		fmt.Fprintf(&t, "execution %d: %s\n%s → ", x.Number, x.Status, e.Start.Text)
 		if e.End != nil {
@@ -976,7 +1033,10 @@ func strip(in timelineIn) ([]tlExec, *moment, *moment) {
 		} else {
 			t.WriteString("now")
 		}
-		fmt.Fprintf(&t, " UTC (%s)", e.Duration)
+		t.WriteString(" UTC")
+		if e.Duration != "" {
+			fmt.Fprintf(&t, " (%s)", e.Duration)
+		}
 		if x.FromStep != "" {
 			fmt.Fprintf(&t, "\nrestarted from step %s of execution %d", x.FromStep, x.ForkedFrom)
 		}
@@ -1064,6 +1124,12 @@ func (st stepTime) html() template.HTML {
 		writeTime(&w, st.End)
 	}
 	w.raw(" UTC</span>")
+	if st.Open {
+		// How long so far: the page's script counts it.
+		w.raw(` <span class="took"`)
+		w.attr("data-since", st.Start.ISO)
+		w.raw("></span>")
+	}
 	if st.Took != "" {
 		w.raw(` <span class="took">`)
 		w.text(st.Took)
@@ -1082,4 +1148,22 @@ func writeTime(w *svgWriter, m *moment) {
 	w.raw(">")
 	w.text(m.Text)
 	w.raw("</time>")
+}
+
+// horizon is where the axis of a live execution begun at start ends, now
+// being now: start plus the first of the round lengths 1, 1.5, 2, 3, 5
+// and 7.5 times a power of ten milliseconds that reaches now, and least.
+// It moves only as now passes it, six times a decade of the execution's
+// age, so a live page that refreshes itself is the same page in between,
+// and the axis runs at most half as far again past now (or to least).
+func horizon(start, now time.Time, least time.Duration) time.Time {
+	age := max(now.Sub(start), least)
+	for unit := time.Millisecond; unit <= 1e17; unit *= 10 {
+		for _, m := range []float64{1, 1.5, 2, 3, 5, 7.5} {
+			if l := time.Duration(m * float64(unit)); l >= age {
+				return start.Add(l)
+			}
+		}
+	}
+	return now
 }

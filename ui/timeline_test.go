@@ -12,6 +12,7 @@ import (
 
 	"github.com/stemflow/stem/runtime"
 	"github.com/stemflow/stem/stores/memstore"
+	"github.com/stemflow/stem/stores/storetest"
 )
 
 // t0 is when the test executions start.
@@ -232,8 +233,8 @@ func TestTimelineChildDurations(t *testing.T) {
 	if later := drawn(t, v, "later"); later.Caption != "650ms" {
 		t.Errorf("a child without its record spans from the call before (the child visa, ended at 850ms) to its outcome: took %s, want 650ms", later.Caption)
 	}
-	if now := drawn(t, v, "now"); !now.Open || now.Caption != "400ms" || !strings.HasSuffix(now.Label, "400ms so far") {
-		t.Errorf("a running child: open %v, took %s, label %q", now.Open, now.Caption, now.Label)
+	if now := drawn(t, v, "now"); !now.Open || now.Caption != "" || now.Since != ms(1600).Format(time.RFC3339Nano) || now.X != "80.00%" || now.W != "20.00%" {
+		t.Errorf("a running child: open %v, took %q, since %s, at %s, %s wide; want open from its start, counted by the page", now.Open, now.Caption, now.Since, now.X, now.W)
 	}
 }
 
@@ -260,8 +261,11 @@ func TestTimelineWaits(t *testing.T) {
 	if second := drawn(t, v, "second"); second.Caption != "800ms" || second.State != "timed_out" {
 		t.Errorf("the wait after a sleep: took %s, %s; want 800ms from its wake, timed out", second.Caption, second.State)
 	}
-	if third := drawn(t, v, "third"); !third.Open || third.Caption != "1.2s" || third.State != "waiting" {
-		t.Errorf("the wait going on: open %v, took %s, %s", third.Open, third.Caption, third.State)
+	if third := drawn(t, v, "third"); !third.Open || third.Since != ms(1800).Format(time.RFC3339Nano) || third.State != "waiting" {
+		t.Errorf("the wait going on: open %v, since %s, %s", third.Open, third.Since, third.State)
+	}
+	if w := times[4]; !w.Open || w.Took != "" || !strings.Contains(string(w.html()), `→ now UTC</span> <span class="took" data-since="`) {
+		t.Errorf("the wait going on is listed %+v: %s", w, w.html())
 	}
 }
 
@@ -391,5 +395,123 @@ func TestTimelineDrawingEscapes(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("the drawing lacks %s:\n%s", want, out)
 		}
+	}
+}
+
+// A live execution's axis runs to its horizon, past now: the page is the
+// same page until the run changes or now passes the horizon, which moves
+// a few times a decade of the execution's age.
+func TestTimelineLiveHorizon(t *testing.T) {
+	for _, c := range []struct{ age, want time.Duration }{
+		{0, time.Millisecond}, {time.Millisecond, time.Millisecond}, {1234 * time.Millisecond, 1500 * time.Millisecond},
+		{1500 * time.Millisecond, 1500 * time.Millisecond}, {4 * time.Second, 5 * time.Second}, {55 * time.Minute, 5000 * time.Second},
+	} {
+		if got := horizon(t0, t0.Add(c.age), 0).Sub(t0); got != c.want {
+			t.Errorf("horizon at %v: %v, want %v", c.age, got, c.want)
+		}
+	}
+	if got := horizon(t0, t0.Add(1234*time.Millisecond), liveMinAxis).Sub(t0); got != 10*time.Second {
+		t.Errorf("the horizon of a young run: %v, want the least axis, 10s", got)
+	}
+	if got := horizon(t0, t0.Add(11*time.Second), liveMinAxis).Sub(t0); got != 15*time.Second {
+		t.Errorf("the horizon of a run older than the least axis: %v, want 15s", got)
+	}
+	at := func(now int) *timelineView {
+		v, _ := timeline(oneExecution(true, 0, now,
+			runtime.StepInfo{Key: "a@v1", Kind: runtime.KindStep, Status: runtime.StepComplete, Seq: 1, CreatedAt: ms(100), Attempts: []runtime.Attempt{attempt("a@v1", 1, 0, 100, "", 0)}},
+			runtime.StepInfo{Key: "work@v1", Kind: runtime.KindStep, Status: runtime.StepRunning, Attempt: 1, Started: ms(100)},
+		))
+		return v
+	}
+	first, later, past := at(1234), at(1400), at(1600)
+	if first.End.Text != "12:03:05.620" || first.Span != "1.5s" || !first.Live {
+		t.Errorf("the live axis ends at %s (%s), want 12:03:05.620 (1.5s)", first.End.Text, first.Span)
+	}
+	if first.Drawing != later.Drawing {
+		t.Errorf("the drawing changed as now moved within the horizon:\n%s\n%s", first.Drawing, later.Drawing)
+	}
+	if past.Drawing == first.Drawing || past.Span != "2s" {
+		t.Errorf("past the horizon, the axis spans %s, want 2s", past.Span)
+	}
+	if !strings.Contains(string(first.Drawing), `<line class="tl-now"`) || !strings.Contains(string(first.Drawing), `<tspan class="tl-since" data-since="`) {
+		t.Errorf("a live drawing lacks the line of now or a count of what goes on:\n%s", first.Drawing)
+	}
+}
+
+// A live run's page stays the same page while the run does not change
+// and now stays within the timeline's horizon: its refresh is answered
+// 304 Not Modified, and nothing on the page is replaced under the
+// reader's hand.
+func TestLivePageIsStableWithinTheHorizon(t *testing.T) {
+	t.Parallel()
+	clock := storetest.NewClock(t0)
+	st := memstore.New(memstore.Options{Clock: clock})
+	t.Cleanup(func() { st.Close() })
+	e, err := runtime.New(runtime.Config{Store: st, Clock: clock, PollInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if err := runtime.RegisterEvent[string](e, "go"); err != nil {
+		t.Fatal(err)
+	}
+	if err := runtime.Register(e, "waits", func(c *runtime.WorkflowContext, _ int) (string, error) {
+		if _, err := runtime.Step(c, "first@v1", runtime.StepOptions{}, func(runtime.StepContext) (int, error) { return 1, nil }); err != nil {
+			return "", err
+		}
+		return runtime.WaitForEvent[string](c, "go", "go", 0)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	if _, err := runtime.Start[int, string](ctx, e, "waits", 1, runtime.WithID("w-1")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		info, err := e.Get(ctx, "w-1")
+		if err == nil && info.Status == runtime.StatusWaiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run is %s (%v), want waiting", info.Status, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// (Read-only: an operator's page holds a form token per session,
+	// which these requests, without the session's cookie, do not keep.)
+	h := New(e, Options{Authorize: func(*http.Request) Access { return AccessRead }})
+	get := func(etag string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodGet, "http://localhost/runs/w-1", nil)
+		if etag != "" {
+			r.Header.Set("If-None-Match", etag)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	// A run younger than the least axis (10s): its page does not move.
+	clock.Set(t0.Add(1200 * time.Millisecond))
+	first := get("")
+	if first.Code != http.StatusOK || !strings.Contains(first.Body.String(), `data-call="go" data-kind="event" data-state="waiting"`) {
+		t.Fatalf("the page: %d\n%s", first.Code, first.Body)
+	}
+	clock.Set(t0.Add(9900 * time.Millisecond))
+	if again := get(first.Header().Get("ETag")); again.Code != http.StatusNotModified {
+		t.Errorf("within the horizon, the refresh answers %d, want 304: the page changed with the time alone", again.Code)
+		a, b := strings.Split(first.Body.String(), "\n"), strings.Split(again.Body.String(), "\n")
+		for i := range min(len(a), len(b)) {
+			if a[i] != b[i] {
+				t.Errorf("first differs at line %d:\n%s\n%s", i+1, a[i], b[i])
+				break
+			}
+		}
+	}
+	clock.Set(t0.Add(10100 * time.Millisecond))
+	if past := get(first.Header().Get("ETag")); past.Code != http.StatusOK {
+		t.Errorf("past the horizon, the refresh answers %d, want the page redrawn", past.Code)
 	}
 }

@@ -163,3 +163,74 @@
   if (initial) last = initial.innerHTML;
   setTimeout(tick, every);
 })();
+
+/* timeline */
+// The run page's timeline (ui/timeline.go) while its execution goes on.
+// The server draws what goes on up to the axis's horizon, past now, and
+// writes since when, so that the page stays the same page between the
+// run's changes (its refresh swaps nothing); this script places the line
+// of now, ends those bars at it, and counts how long each has taken so
+// far, every second and as soon as the live part is swapped. Without it,
+// the bars reach the horizon and the page says since when.
+(function () {
+  "use strict";
+  var run = document.getElementById("run");
+  if (!run) return;
+
+  function parse(iso) {
+    var t = Date.parse(iso || "");
+    return isNaN(t) ? null : t;
+  }
+
+  // took writes a duration as the server does: 850ms, 1.25s, 3m20s, 2h5m.
+  function took(ms) {
+    if (!(ms > 0)) return "0s";
+    if (ms < 1000) return Math.round(ms) + "ms";
+    if (ms < 60000) return Math.round(ms / 10) / 100 + "s";
+    if (ms < 3600000) {
+      var s = Math.round(ms / 1000), r = s % 60;
+      return Math.floor(s / 60) + "m" + (r ? r + "s" : "");
+    }
+    var m = Math.round(ms / 60000), rm = m % 60;
+    return Math.floor(m / 60) + "h" + (rm ? rm + "m" : "");
+  }
+
+  // place ends the open bars of one axis (an svg with data-start and
+  // data-end) at now, and puts its line of now there.
+  function place(axis, now) {
+    var start = parse(axis.getAttribute("data-start"));
+    var end = parse(axis.getAttribute("data-end"));
+    if (start === null || end === null || end <= start) return;
+    var p = Math.min(Math.max((now - start) / (end - start) * 100, 0), 100);
+    axis.querySelectorAll("line.tl-now").forEach(function (l) {
+      l.setAttribute("x1", p.toFixed(2) + "%");
+      l.setAttribute("x2", p.toFixed(2) + "%");
+      l.classList.add("on");
+    });
+    axis.querySelectorAll("svg.open[data-since]").forEach(function (bar) {
+      var x = parseFloat(bar.getAttribute("x"));
+      if (!isNaN(x)) bar.setAttribute("width", Math.max(p - x, 0.35).toFixed(2) + "%");
+    });
+  }
+
+  function tick() {
+    var tl = document.getElementById("timeline");
+    var now = Date.now();
+    if (tl && tl.getAttribute("data-live") === "true") {
+      tl.querySelectorAll("svg[data-start][data-end]").forEach(function (axis) { place(axis, now); });
+    }
+    document.querySelectorAll("#run .tl-since[data-since], #run .took[data-since]").forEach(function (el) {
+      var since = parse(el.getAttribute("data-since"));
+      if (since === null) return;
+      var text = took(now - since) + " so far";
+      if (el.classList.contains("tl-since")) text = " · " + text;
+      if (el.textContent !== text) el.textContent = text;
+    });
+  }
+
+  tick();
+  setInterval(tick, 1000);
+  // The page's refresh replaces its live part, a child of main#run.
+  new MutationObserver(tick).observe(run, { childList: true });
+})();
+/* timeline end */
