@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stemflow/stem/storage"
 )
 
 // Prefix starts every stem directive.
@@ -18,6 +20,7 @@ const Forever = "forever"
 // The directive names.
 const (
 	DirectiveWorkflow = "workflow"
+	DirectiveAttr     = "attr"
 	DirectiveStep     = "step"
 	DirectiveEvent    = "event"
 	DirectiveUpdate   = "update"
@@ -26,11 +29,11 @@ const (
 	DirectiveAllow    = "allow"
 )
 
-// Annotation is one parsed directive: a *Workflow, *Step, *Event,
+// Annotation is one parsed directive: a *Workflow, *Attr, *Step, *Event,
 // *Update, *Stream, *ErrorDecl or *Allow.
 type Annotation interface {
 	// Directive returns the directive's name: DirectiveWorkflow,
-	// DirectiveStep, DirectiveEvent, DirectiveUpdate, DirectiveStream,
+	// DirectiveAttr, DirectiveStep, DirectiveEvent, DirectiveUpdate, DirectiveStream,
 	// DirectiveError or DirectiveAllow.
 	Directive() string
 	// Pos returns the position of the directive's "//".
@@ -177,6 +180,47 @@ func (w *Workflow) String() string {
 	}
 	if w.Ended != "" {
 		b.WriteString(" ended=" + w.Ended)
+	}
+	return b.String()
+}
+
+// Attr is //stem:attr name=<name> [type=<type>] [from=<field path>]. It
+// follows a workflow's //stem:workflow, once per search attribute the
+// workflow declares: a typed, named value stored with each of its runs
+// that listings filter on (runtime.ListRunsQuery.Where, stem runs
+// --where).
+type Attr struct {
+	// Name is the attribute's durable name (name=, required): what filters
+	// and the store use, 1 to storage.MaxAttrName ASCII letters, digits,
+	// '.', '_' and '-'.
+	Name string
+	// Type is the attribute's type as written (type=): storage.AttrString,
+	// AttrNumber, AttrTime or AttrBool; "" when absent, which needs From,
+	// whose field's type then gives it. The generator checks that a Type
+	// written beside From agrees with the field.
+	Type storage.AttrType
+	// From is the Go path of the field of the workflow's input the
+	// attribute is taken from at each run's start (from=, "Customer.ID"),
+	// or "" for an attribute the workflow sets as it goes. The parser
+	// checks only that it is a path of Go identifiers; the generator
+	// resolves it.
+	From string
+	Positions
+}
+
+// Directive returns DirectiveAttr.
+func (*Attr) Directive() string { return DirectiveAttr }
+
+// String returns the directive in canonical form.
+func (a *Attr) String() string {
+	var b strings.Builder
+	b.WriteString(Prefix + DirectiveAttr)
+	fmt.Fprintf(&b, " name=%s", a.Name)
+	if a.Type != "" {
+		fmt.Fprintf(&b, " type=%s", a.Type)
+	}
+	if a.From != "" {
+		fmt.Fprintf(&b, " from=%s", a.From)
 	}
 	return b.String()
 }

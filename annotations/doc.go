@@ -11,12 +11,14 @@
 // # Grammar
 //
 //	directive = "//stem:" name { space+ argument } .
-//	name      = "workflow" | "step" | "event" | "update" | "stream" | "error" | "allow" .
+//	name      = "workflow" | "attr" | "step" | "event" | "update" | "stream" | "error" | "allow" .
 //	argument  = key "=" value | flag .
 //	key, flag = lower-case word from the tables below .
 //	value     = any run of characters without spaces (no quotes) .
 //
-// Every key may appear at most once. Unknown keys, keys without a value,
+// Every key may appear at most once. One declaration carries one
+// directive, except that //stem:attr follows a //stem:workflow as often
+// as the workflow has search attributes. Unknown keys, keys without a value,
 // flags with a value, quoted arguments and malformed values are errors, each
 // reported at the position of the offending token.
 //
@@ -69,6 +71,53 @@
 // one, so the runs started under it (runs record their version) go on on
 // it while new runs start on the newest. The same name and version twice
 // is an error.
+//
+// # //stem:attr
+//
+// Declares a search attribute of the workflow whose //stem:workflow it
+// follows, in the same doc comment: a typed, named value stored with each
+// run, that listings filter on (runtime.ListRunsQuery.Where, stem runs
+// --where 'customer=C-7', the dashboard, bulk actions). Repeat it for
+// each attribute, up to storage.MaxAttributes (32) per workflow.
+//
+//	name=<attribute name> required: the durable name filters use, 1 to 64
+//	                      ASCII letters, digits, '.', '_' and '-'
+//	type=<type>           string, number, time or bool; required without
+//	                      from=, and with from= it must agree with the
+//	                      field's type
+//	from=<field path>     optional: the Go path of a field of the
+//	                      workflow's input (Customer.ID), read at each
+//	                      run's start; without it the workflow sets the
+//	                      attribute as it goes
+//
+// A field gives its type: a string kind is a string, an integer or float
+// kind a number (float64; integers exact up to 2^53), time.Time a time,
+// a bool kind a bool, and a pointer to one of them the same, a nil
+// pointer setting nothing. Every field on the path is exported and
+// encoded by encoding/json (no json:"-"); the path goes through structs
+// and pointers to structs, and through embedded structs as encoding/json
+// promotes their fields. The store keeps the attribute under the input's
+// JSON path (the json tags' names), which the generated Register records.
+// A field whose type encodes itself (other than time.Time), or with the
+// ,string tag option, is refused: its JSON is not the value.
+//
+// The workflow's context gets Set<Name>Attr(v) error for each attribute
+// (v a string, float64, time.Time or bool), a durable call that sets it
+// once: a replay does not set it again. <Name> is the attribute's name in
+// Go case, each part between '.', '_' and '-' capitalized and a common
+// initialism upper-cased (order.id gives SetOrderIDAttr).
+// Like a step, a setter's call takes its place in the run's history: add
+// a new one after the calls that runs in flight recorded.
+//
+// The package's manifest records each workflow's attributes. Adding or
+// removing one needs nothing; changing the type of a name is refused, as
+// stored runs hold values of the old type: give the new type a new name.
+// One name has one type in the whole package.
+//
+//	//stem:workflow name=orders.fulfil
+//	//stem:attr name=customer from=Customer.ID
+//	//stem:attr name=total type=number
+//	func Fulfil(ctx *FulfilContext, order Order) (Receipt, error)
 //
 // # //stem:step
 //
@@ -218,6 +267,9 @@
 //   - jitter is a decimal from 0 to 1 (0, 0.25, 1), without sign or
 //     exponent.
 //   - A queue name follows the rule of a workflow name.
+//   - An attribute name is 1 to 64 ASCII letters, digits, '.', '_' and
+//     '-'; an attribute type is string, number, time or bool; a from= path
+//     is Go identifiers separated by '.'.
 //   - A duration is a positive Go duration (time.ParseDuration): 200ms, 30s,
 //     1m30s. A backoff maximum is not less than its start.
 //   - A retention is a positive Go duration, which has no unit of days
@@ -240,6 +292,8 @@
 //	// Fulfil reserves stock, waits for the warehouse, then charges.
 //	//
 //	//stem:workflow name=orders.fulfil timeout=72h progress=FulfilProgress queue=orders retention=2160h
+//	//stem:attr name=customer from=Customer
+//	//stem:attr name=stage type=string
 //	func Fulfil(ctx *FulfilContext, order Order) (Receipt, error)
 //
 //	//stem:step name=reserve retries=5 backoff=200ms..30s timeout=10s

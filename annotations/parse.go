@@ -78,6 +78,31 @@ var directives = map[string][]keySpec{
 			return msg, 0
 		}},
 	},
+	DirectiveAttr: {
+		{key: "name", required: true, set: func(a Annotation, v string) (string, int) {
+			a.(*Attr).Name = v
+			return nameMessage(storage.CheckAttrName(v))
+		}},
+		{key: "type", set: func(a Annotation, v string) (string, int) {
+			t := storage.AttrType(v)
+			if !t.Valid() {
+				return oneOfValues("type", v, attrTypeNames()), 0
+			}
+			a.(*Attr).Type = t
+			return "", 0
+		}},
+		{key: "from", set: func(a Annotation, v string) (string, int) {
+			at := 0
+			for seg := range strings.SplitSeq(v, ".") {
+				if !token.IsIdentifier(seg) {
+					return fmt.Sprintf("from names a field of the workflow's input by its Go path, such as Customer.ID; %q is not a Go identifier", seg), at
+				}
+				at += len(seg) + 1
+			}
+			a.(*Attr).From = v
+			return "", 0
+		}},
+	},
 	DirectiveStep: {
 		{key: "name", required: true, set: func(a Annotation, v string) (string, int) {
 			a.(*Step).Name = v
@@ -219,8 +244,18 @@ func allowSpecs() []keySpec {
 	return specs
 }
 
+// attrTypeNames lists the attribute types, in the order messages name
+// them.
+func attrTypeNames() []string {
+	names := make([]string, len(storage.AttrTypes))
+	for i, t := range storage.AttrTypes {
+		names[i] = string(t)
+	}
+	return names
+}
+
 // directiveNames lists the directives in the order messages name them.
-var directiveNames = []string{DirectiveWorkflow, DirectiveStep, DirectiveEvent, DirectiveUpdate, DirectiveStream, DirectiveError, DirectiveAllow}
+var directiveNames = []string{DirectiveWorkflow, DirectiveAttr, DirectiveStep, DirectiveEvent, DirectiveUpdate, DirectiveStream, DirectiveError, DirectiveAllow}
 
 // IsDirective reports whether a comment's text starts a stem directive
 // (possibly malformed): whether Parse has anything to say about it.
@@ -292,6 +327,8 @@ func Parse(slash token.Pos, text string) (Annotation, error) {
 	switch d.Name {
 	case DirectiveWorkflow:
 		a = &Workflow{Version: 1, Positions: pos}
+	case DirectiveAttr:
+		a = &Attr{Positions: pos}
 	case DirectiveStep:
 		a = &Step{Version: 1, Positions: pos}
 	case DirectiveEvent:
@@ -364,6 +401,16 @@ func Parse(slash token.Pos, text string) (Annotation, error) {
 			fail(namePos, "%s%s needs %s=<%s>", Prefix, d.Name, spec.key, what(d.Name, spec.key))
 		}
 	}
+	// An attribute's type comes from type= or from the input's field
+	// from= names.
+	if _, ok := a.(*Attr); ok {
+		_, typed := pos.Keys["type"]
+		_, from := pos.Keys["from"]
+		if !typed && !from {
+			fail(namePos, "%s%s needs type=<%s>, or from=<field of the input> to take the attribute from the input with the field's type",
+				Prefix, d.Name, strings.Join(attrTypeNames(), "|"))
+		}
+	}
 	// A step's key (name@vN) is what the runtime checks at Step: a name at
 	// the length limit leaves no room for the version.
 	if s, ok := a.(*Step); ok && len(errs) == 0 {
@@ -386,6 +433,10 @@ func what(directive, key string) string {
 		return "topic"
 	case "reply":
 		return "Type"
+	case "name":
+		if directive == DirectiveAttr {
+			return "attribute name"
+		}
 	}
 	return directive + " name"
 }

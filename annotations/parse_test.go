@@ -63,6 +63,12 @@ func TestParseGood(t *testing.T) {
 		{"//stem:stream version=3 name=orders.log", &Stream{Name: "orders.log", Version: 3}},
 		{"//stem:error name=bank.insufficient_funds", &ErrorDecl{Name: "bank.insufficient_funds"}},
 		{"//stem:allow time", &Allow{Kinds: []string{"time"}}},
+		{"//stem:attr name=customer from=Customer.ID", &Attr{Name: "customer", From: "Customer.ID"}},
+		{"//stem:attr name=total type=number", &Attr{Name: "total", Type: "number"}},
+		{"//stem:attr from=Placed type=time name=order.placed_at-2", &Attr{Name: "order.placed_at-2", Type: "time", From: "Placed"}},
+		{"//stem:attr name=rush type=bool", &Attr{Name: "rush", Type: "bool"}},
+		{"//stem:attr name=stage type=string", &Attr{Name: "stage", Type: "string"}},
+		{"//stem:attr name=" + strings.Repeat("a", 64) + " from=_x.Y2", &Attr{Name: strings.Repeat("a", 64), From: "_x.Y2"}},
 		{"//stem:allow rand goroutine io", &Allow{Kinds: []string{"rand", "goroutine", "io"}}},
 	}
 	for _, c := range cases {
@@ -107,9 +113,9 @@ func TestParseErrors(t *testing.T) {
 		line string
 		want []string // "col: message substring"
 	}{
-		{"//stem:stpe name=x", []string{"8: unknown directive //stem:stpe; want //stem:workflow, //stem:step, //stem:event, //stem:update, //stem:stream, //stem:error or //stem:allow (did you mean //stem:step?)"}},
-		{"//stem:eror name=x", []string{"8: unknown directive //stem:eror; want //stem:workflow, //stem:step, //stem:event, //stem:update, //stem:stream, //stem:error or //stem:allow (did you mean //stem:error?)"}},
-		{"//stem:updaet name=x reply=R", []string{"8: unknown directive //stem:updaet; want //stem:workflow, //stem:step, //stem:event, //stem:update, //stem:stream, //stem:error or //stem:allow (did you mean //stem:update?)"}},
+		{"//stem:stpe name=x", []string{"8: unknown directive //stem:stpe; want //stem:workflow, //stem:attr, //stem:step, //stem:event, //stem:update, //stem:stream, //stem:error or //stem:allow (did you mean //stem:step?)"}},
+		{"//stem:eror name=x", []string{"8: unknown directive //stem:eror; want //stem:workflow, //stem:attr, //stem:step, //stem:event, //stem:update, //stem:stream, //stem:error or //stem:allow (did you mean //stem:error?)"}},
+		{"//stem:updaet name=x reply=R", []string{"8: unknown directive //stem:updaet; want //stem:workflow, //stem:attr, //stem:step, //stem:event, //stem:update, //stem:stream, //stem:error or //stem:allow (did you mean //stem:update?)"}},
 		{"//stem:steam name=x", []string{"8: (did you mean //stem:stream?)"}},
 		{"//stem:streams name=x", []string{"8: (did you mean //stem:stream?)"}},
 		{"// stem:update name=x reply=R", []string{"4: a directive has no space after //: write //stem:update"}},
@@ -150,6 +156,28 @@ func TestParseErrors(t *testing.T) {
 		{"//stem:allow time=now", []string{"18: time is a flag and takes no value: write time"}},
 		{"//stem:event topic=x version=0", []string{"30: version must be a positive integer without sign or leading zeros, got \"0\""}},
 		{"//stem:workflwo name=x", []string{"8: (did you mean //stem:workflow?)"}},
+		{"//stem:atr name=x type=string", []string{"8: unknown directive //stem:atr; want //stem:workflow, //stem:attr, //stem:step, //stem:event, //stem:update, //stem:stream, //stem:error or //stem:allow (did you mean //stem:attr?)"}},
+		{"//stem:attrs name=x type=string", []string{"8: (did you mean //stem:attr?)"}},
+		{"//stem:attribute name=x type=string", []string{"8: unknown directive //stem:attribute"}},
+		{"// stem:attr name=x type=string", []string{"4: a directive has no space after //: write //stem:attr"}},
+		{"//stem:attr", []string{"8: //stem:attr needs name=<attribute name>", "8: //stem:attr needs type=<string|number|time|bool>, or from=<field of the input>"}},
+		{"//stem:attr name=x", []string{"8: //stem:attr needs type=<string|number|time|bool>, or from=<field of the input> to take the attribute from the input with the field's type"}},
+		{"//stem:attr type=string", []string{"8: //stem:attr needs name=<attribute name>"}},
+		{"//stem:attr name=x typ=string", []string{"8: //stem:attr needs type=", "20: unknown key \"typ\" in //stem:attr; want name, type or from (did you mean type?)"}},
+		{"//stem:attr name=x form=A", []string{"8: //stem:attr needs type=", "20: unknown key \"form\" in //stem:attr; want name, type or from (did you mean from?)"}},
+		{"//stem:attr name=x type=int", []string{"25: type must be string, number, time or bool, got \"int\""}},
+		{"//stem:attr name=x type=strng", []string{"25: type must be string, number, time or bool, got \"strng\" (did you mean string?)"}},
+		{"//stem:attr name=x type=String", []string{"25: (did you mean string?)"}},
+		{"//stem:attr name=x type=", []string{"25: empty value for type"}},
+		{"//stem:attr name=x type=bool type=bool", []string{"30: duplicate key type in //stem:attr"}},
+		{"//stem:attr name=a@b type=bool", []string{"19: invalid character '@' in attribute name \"a@b\""}},
+		{"//stem:attr name=a/b type=bool", []string{"19: invalid character '/' in attribute name"}},
+		{"//stem:attr name=" + strings.Repeat("a", 65) + " type=bool", []string{"18: attribute name is 65 bytes long, at most 64"}},
+		{"//stem:attr name=x from=Customer.", []string{"34: from names a field of the workflow's input by its Go path, such as Customer.ID; \"\" is not a Go identifier"}},
+		{"//stem:attr name=x from=.ID", []string{"25: \"\" is not a Go identifier"}},
+		{"//stem:attr name=x from=Customer.1D", []string{"34: \"1D\" is not a Go identifier"}},
+		{"//stem:attr name=x from=customer[0]", []string{"25: \"customer[0]\" is not a Go identifier"}},
+		{"//stem:attr name=x from=Customer->ID", []string{"25: \"Customer->ID\" is not a Go identifier"}},
 		{"//stem:frobnicate", []string{"8: unknown directive //stem:frobnicate"}},
 		{"//stem:", []string{"8: malformed directive"}},
 		{"//stem:Step name=x", []string{"8: malformed directive"}},
@@ -341,6 +369,10 @@ func stripPositions(a Annotation) Annotation {
 		c.Positions = Positions{}
 		return &c
 	case *ErrorDecl:
+		c := *a
+		c.Positions = Positions{}
+		return &c
+	case *Attr:
 		c := *a
 		c.Positions = Positions{}
 		return &c

@@ -97,7 +97,7 @@ func (e *Engine) recordCatalog(ctx context.Context) {
 		}
 		c.Workflows = append(c.Workflows, storage.WorkflowType{
 			Name: name, Version: d.version, InputSchema: in, OutputSchema: out, Worker: e.cfg.WorkerID, UpdatedAt: now,
-			Queue: d.queue, Retention: d.retention, Timeout: d.timeout,
+			Queue: d.queue, Retention: d.retention, Timeout: d.timeout, Attributes: slices.Clone(d.attrs),
 		})
 	}
 	topics := make([]string, 0, len(e.events))
@@ -151,15 +151,17 @@ func (e *Engine) Catalog(ctx context.Context) (storage.Catalog, error) {
 // same workflow; an ID WithID would refuse is ErrInvalidArgument.
 //
 // Of opts, OnQueue, WithPartition, WithPriority, WithStartAt, WithDelay,
-// WithTimeout, WithDeadline, IfExists, IfEnded, WithSingleton and
-// WithDebounce apply; WithID is the id argument. A start its policy
-// refuses is a *RefusedError (ErrStartRefused); one that joins a key's
-// run returns that run. The policies where none is given are the
+// WithTimeout, WithDeadline, IfExists, IfEnded, WithSingleton,
+// WithDebounce and WithAttributes apply; WithID is the id argument. A
+// start its policy refuses is a *RefusedError (ErrStartRefused); one that
+// joins a key's run returns that run. The policies where none is given are the
 // workflow's when this engine registers it, else ExistingReturn and
 // EndedReturn (the catalog does not record them). Without
 // WithTimeout or WithDeadline the run gets the workflow's timeout=, from
 // its registration here or else from the catalog, counted from its start,
-// and it records the workflow's version from the same place.
+// and it records the workflow's version from the same place; its search
+// attributes are taken from the input as the workflow declares them
+// there (WorkflowAttributes), WithAttributes over them.
 func (e *Engine) StartJSON(ctx context.Context, workflow, id string, input json.RawMessage, opts ...StartOption) (RunInfo, error) {
 	run, err := e.PrepareStartJSON(ctx, workflow, id, input, opts...)
 	if err != nil {
@@ -176,9 +178,10 @@ func (e *Engine) StartJSON(ctx context.Context, workflow, id string, input json.
 }
 
 // PrepareStartJSON checks a start as StartJSON does (the workflow known,
-// the input matching its type, the queue and partition) and returns the run
-// it would create, with its input encoded (sealed by Config.Codec), without
-// creating it: for packages that start runs later (a schedule's ticks).
+// the input matching its type, its search attributes, the queue and
+// partition) and returns the run it would create, with its input encoded
+// (sealed by Config.Codec), without creating it: for packages that start
+// runs later (a schedule's ticks).
 // id may be "": the run then has none yet.
 func (e *Engine) PrepareStartJSON(ctx context.Context, workflow, id string, input json.RawMessage, opts ...StartOption) (storage.NewRun, error) {
 	var o startOptions
@@ -231,6 +234,13 @@ func (e *Engine) PrepareStartJSON(ctx context.Context, workflow, id string, inpu
 	}
 	if o.err != nil {
 		return storage.NewRun{}, o.err
+	}
+	decls := policies.attrs
+	if recorded != nil {
+		decls = recorded.Attributes
+	}
+	if run.Attributes, err = startAttrs(workflow, decls, input, o.attrs); err != nil {
+		return storage.NewRun{}, err
 	}
 	o.resolve(e.clock.Now())
 	run.Queue, run.Partition, run.Priority, run.Key = o.queue, o.partition, o.priority, o.key

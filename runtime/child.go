@@ -184,7 +184,17 @@ func (x *execution) startChild(key, workflow string, input any, opts []ChildOpti
 	if err != nil {
 		return "", nil, nil, err
 	}
-	in, err := e.payloads.encode("input of child "+workflow, input)
+	what := "input of child " + workflow
+	plain, err := json.Marshal(input)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("stem: encode %s: %w", what, err)
+	}
+	in, err := e.payloads.encodeRaw(what, plain)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	// The child's own attributes, from its input.
+	attrs, err := startAttrs(workflow, def.attrs, plain, nil)
 	if err != nil {
 		return "", nil, nil, err
 	}
@@ -199,7 +209,7 @@ func (x *execution) startChild(key, workflow string, input any, opts []ChildOpti
 	x.cpMu.Lock()
 	x.startedChild = true
 	x.cpMu.Unlock()
-	req := storage.NewRun{ID: childID, Workflow: workflow, Input: in, ParentID: x.lease.RunID, ParentPolicy: o.policy,
+	req := storage.NewRun{ID: childID, Workflow: workflow, Input: in, Attributes: attrs, ParentID: x.lease.RunID, ParentPolicy: o.policy,
 		Deadline: def.deadlineFrom(e.clock.Now(), time.Time{}), Queue: def.queue, Version: def.version}
 	x.flush()
 	res, err := e.createRuns(context.WithoutCancel(x.ctx), x.lease.RunID, []storage.NewRun{req})

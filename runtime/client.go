@@ -376,6 +376,9 @@ type BatchItem[In any] struct {
 	// Key, when set, makes the run a singleton or a debounced run (see
 	// WithSingleton and WithDebounce).
 	Key *StartKey
+	// Attributes are set at the run's start over those its workflow takes
+	// from the input, as WithAttributes sets them.
+	Attributes []Attr
 }
 
 // StartBatch starts many runs of one workflow in one store call. Items with
@@ -408,11 +411,23 @@ func startRuns[In, Out any](ctx context.Context, e *Engine, name string, items [
 	runs := make([]storage.NewRun, len(items))
 	var cat queueCatalog
 	for i, it := range items {
-		in, err := e.payloads.encode("input of "+name, it.Input)
+		what := "input of " + name
+		plain, err := json.Marshal(it.Input)
+		if err != nil {
+			return nil, fmt.Errorf("stem: encode %s: %w", what, err)
+		}
+		in, err := e.payloads.encodeRaw(what, plain)
 		if err != nil {
 			return nil, err
 		}
-		runs[i] = storage.NewRun{ID: it.ID, Workflow: name, Input: in,
+		attrs, err := startAttrs(name, def.attrs, plain, it.Attributes)
+		if err != nil {
+			if len(items) > 1 {
+				err = fmt.Errorf("run %d of the batch: %w", i, err)
+			}
+			return nil, err
+		}
+		runs[i] = storage.NewRun{ID: it.ID, Workflow: name, Input: in, Attributes: attrs,
 			Queue: it.Queue, Partition: it.Partition, Priority: it.Priority, Version: def.version, Key: it.Key, Event: how.event}
 		if err := e.startPolicies(def, &runs[i], it.IfExists, it.IfEnded, how.set); err != nil {
 			return nil, err
@@ -926,7 +941,10 @@ func (e *Engine) sendEvent(ctx context.Context, runID, topic string, b []byte) e
 	return nil
 }
 
-// ListRuns returns a page of runs, ordered by ID, filtered by q.
+// ListRuns returns a page of runs, ordered by ID or by creation time
+// (q.Order), filtered by q: its Where filters by search attribute
+// (ParseWhere reads them from text), TopLevel leaves children out. The
+// cursor of the next page is "" at the end.
 func (e *Engine) ListRuns(ctx context.Context, q ListRunsQuery) ([]RunInfo, string, error) {
 	if err := e.checkOpen(); err != nil {
 		return nil, "", err

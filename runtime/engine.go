@@ -412,6 +412,9 @@ func Register[In, Out any](e *Engine, name string, fn func(c *WorkflowContext, i
 	if err := e.checkTxSteps(def); err != nil {
 		return err
 	}
+	if err := checkAttrDecls(def); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {

@@ -885,10 +885,11 @@ func (x *execution) writeCheckpoint(cp storage.Checkpoint, attempts []Attempt, a
 }
 
 // cpExtras is what a checkpoint write carries beside the checkpoint: a
-// reply to an update, values appended to streams.
+// reply to an update, values appended to streams, search attributes set.
 type cpExtras struct {
 	reply   *storage.UpdateReply
 	streams []storage.StreamWrite
+	attrs   []storage.Attr
 }
 
 // writeWith is writeCheckpoint with extras, which are written in the same
@@ -920,7 +921,7 @@ func (x *execution) putWith(cp storage.Checkpoint, attempts []Attempt, async, bu
 		Busy: busy,
 	}
 	if ex != nil {
-		req.Reply, req.Streams = ex.reply, ex.streams
+		req.Reply, req.Streams, req.Attributes = ex.reply, ex.streams, ex.attrs
 	}
 	res, err := x.engine.store.Checkpoint(context.WithoutCancel(x.ctx), req)
 	if err != nil {

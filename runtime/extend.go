@@ -78,15 +78,21 @@ func (e *Engine) StartDefaults(r *storage.NewRun) {
 // a run of a registered workflow gets what StartDefaults gives it; a run
 // of a workflow the store's catalog records gets the recorded timeout=,
 // counted from now, when it has no deadline, and the recorded version
-// when it has none, as StartJSON gives them. The catalog is read once, and
-// only when a run's workflow is not registered here; a run of a workflow
-// it does not record either is left as it is.
+// when it has none, as StartJSON gives them. Either way the run gets the
+// search attributes the workflow declares From its input (see
+// WorkflowAttributes), under those it has already; a value of the wrong
+// type is ErrInvalidArgument. The catalog is read once, and only when a
+// run's workflow is not registered here; a run of a workflow it does not
+// record either is left as it is.
 func (e *Engine) StartDefaultsFromCatalog(ctx context.Context, runs []storage.NewRun) error {
 	var cat queueCatalog
 	for i := range runs {
 		r := &runs[i]
-		if _, err := e.registered(r.Workflow); err == nil {
+		if def, err := e.registered(r.Workflow); err == nil {
 			e.StartDefaults(r)
+			if err := e.inputAttrsOf(r, def.attrs); err != nil {
+				return err
+			}
 			continue
 		}
 		if err := cat.load(ctx, e); err != nil {
@@ -94,9 +100,30 @@ func (e *Engine) StartDefaultsFromCatalog(ctx context.Context, runs []storage.Ne
 		}
 		if w, ok := cat.workflows[r.Workflow]; ok {
 			catalogDefaults(r, w, e.clock.Now())
+			if err := e.inputAttrsOf(r, w.Attributes); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// inputAttrsOf gives a run prepared earlier (a schedule's tick) the
+// attributes decls take from its stored input, under those it has.
+func (e *Engine) inputAttrsOf(r *storage.NewRun, decls []AttrDecl) error {
+	if !slices.ContainsFunc(decls, func(d AttrDecl) bool { return d.From != "" }) {
+		return nil
+	}
+	plain, err := e.payloads.raw("input of "+r.Workflow, r.Input)
+	if err != nil {
+		return err
+	}
+	from, err := inputAttrs(r.Workflow, decls, plain)
+	if err != nil {
+		return err
+	}
+	r.Attributes, err = storage.MergeAttrs(from, r.Attributes)
+	return err
 }
 
 // catalogDefaults gives a run of a workflow known from the catalog only,

@@ -47,11 +47,18 @@ type StepInfo struct {
 	ForkedFrom int
 	// Output is the step's JSON result.
 	Output json.RawMessage
+	// Input is what the step was given (StepOptions.Input) as JSON, when
+	// its checkpoint recorded it; nil for a step without a checkpoint
+	// yet, one whose call recorded none, and other kinds of step.
+	Input json.RawMessage
+	// InputNote says why a step's input was not recorded (it did not
+	// encode, or was over the payload limit); "" otherwise.
+	InputNote string
 	// Err is the step's final error, if it failed (a *SealedError when its
 	// text cannot be opened).
 	Err error
-	// OpenErr, when not nil, says why the step's output, error or an
-	// attempt's error could not be opened with this engine's codec: a
+	// OpenErr, when not nil, says why the step's output, input, error or
+	// an attempt's error could not be opened with this engine's codec: a
 	// *SealedError, matching ErrSealed, naming the run and the key ID it
 	// needs. What could not be opened is left out (an attempt's error text
 	// says why instead).
@@ -146,6 +153,12 @@ func (e *Engine) ListSteps(ctx context.Context, runID string, execution int) ([]
 		default:
 			info.Output, info.Err = cp.Output, e.payloads.errorFrom(cp.Key, cp.Error)
 		}
+		if len(s.Input) > 0 {
+			info.Input, info.InputNote, err = e.payloads.stepInputOf(runID, s.Key, s.Input)
+			if info.OpenErr == nil {
+				info.OpenErr = err
+			}
+		}
 		info.Attempts, err = e.payloads.openAttempts(runID, s.Attempts)
 		if info.OpenErr == nil {
 			info.OpenErr = err
@@ -206,4 +219,23 @@ func (e *Engine) inFlight(runID string, h storage.History, run *storage.RunRecor
 		out[i].Kind, out[i].Status, out[i].NextAttemptAt = w.DeliveryKind(), StepWaiting, nil
 	}
 	return out
+}
+
+// stepInputOf opens the input a step's checkpoint recorded (see
+// execution.stepInput): its JSON, or the note that says why it was not
+// recorded. What cannot be opened is a *SealedError.
+func (p payloads) stepInputOf(runID, key string, stored []byte) (json.RawMessage, string, error) {
+	what := fmt.Sprintf("input of checkpoint %s of run %s", key, runID)
+	if note, ok := inputNote(stored); ok {
+		text, err := p.openText("note on the "+what, note)
+		if err != nil {
+			return nil, "", err
+		}
+		return nil, text, nil
+	}
+	plain, err := p.raw(what, stored)
+	if err != nil {
+		return nil, "", err
+	}
+	return plain, "", nil
 }

@@ -413,7 +413,7 @@ func start[In, Out any](ctx context.Context, e *Engine, name string, in In, opts
 	}
 	o.resolve(e.clock.Now())
 	it := BatchItem[In]{ID: o.id, Input: in, StartAt: o.at, Deadline: o.deadline,
-		Queue: o.queue, Partition: o.partition, Priority: o.priority, Key: o.key}
+		Queue: o.queue, Partition: o.partition, Priority: o.priority, Key: o.key, Attributes: o.attrs}
 	how.set = &o
 	runs, err := startRuns[In, Out](ctx, e, name, []BatchItem[In]{it}, how)
 	if err != nil {

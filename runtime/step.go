@@ -16,8 +16,9 @@ import (
 	"github.com/stemflow/stem/storage"
 )
 
-// StepOptions is a step's execution policy. The zero value runs one attempt
-// with no timeout.
+// StepOptions is a step's execution policy, and what its checkpoint
+// records of its call. The zero value runs one attempt with no timeout and
+// records no input.
 type StepOptions struct {
 	// Retries is how many times a failed attempt is retried: a step runs at
 	// most Retries+1 times. RetryForever retries until an attempt succeeds.
@@ -50,6 +51,17 @@ type StepOptions struct {
 	// Autoversion lets the step run many times in one run: its calls get the
 	// keys key#0, key#1, ... by call order.
 	Autoversion bool
+	// Input is what the step is given, for operators: encoded as JSON,
+	// sealed by the engine's codec as outputs are, and written with the
+	// step's checkpoint (StepInfo.Input; the dashboard shows it). It is
+	// encoded once per call that runs the step, before its first
+	// attempt, never on a replay. Generated code passes the step's
+	// arguments: the argument of a step of one, a slice of them in
+	// order for a step of several. Nil records nothing. An input that
+	// does not encode, or encodes larger than Config.MaxPayloadBytes, is
+	// not recorded, and the step runs all the same: its checkpoint notes
+	// why instead (StepInfo.InputNote), and the engine logs a warning.
+	Input any
 	// tx is the transaction type a transactional step takes (TxStep), nil
 	// for a step that is not one.
 	tx reflect.Type
@@ -226,6 +238,7 @@ func iterationOf(x *execution, key string, opts StepOptions) int {
 func attempts[T any](x *execution, fctx context.Context, full string, iteration int, last storage.Attempt, opts StepOptions, fn func(sc StepContext) (T, error), void, async, detached bool) (out T, stored storage.Checkpoint, fresh bool) {
 	x.replay.reach(x, full)
 	e := x.engine
+	input := x.stepInput(full, opts.Input)
 	if opts.Timeout <= 0 {
 		base, _, _ := strings.Cut(full, "#") // once per step, not per iteration
 		e.warnUnheld(x.workflow, base)
@@ -255,7 +268,7 @@ func attempts[T any](x *execution, fctx context.Context, full string, iteration 
 		if !detached && x.cancelSeen() {
 			// Cancelled while it waited to retry: not retried.
 			err := x.canceledStep(full, nil)
-			cp, _ := x.writeCheckpoint(storage.Checkpoint{Key: full, Kind: KindStep, Error: e.payloads.sealInfo(errorInfo(err))}, nil, async)
+			cp, _ := x.writeCheckpoint(storage.Checkpoint{Key: full, Kind: KindStep, Input: input, Error: e.payloads.sealInfo(errorInfo(err))}, nil, async)
 			release()
 			var zero T
 			return zero, cp, false
@@ -275,9 +288,9 @@ func attempts[T any](x *execution, fctx context.Context, full string, iteration 
 		}
 		var r attemptResult[T]
 		if h := e.hooks.Attempt; h != nil {
-			r = hookedAttempt(ctx, h, x, full, iteration, attempt, start, async, active, opts, fn, void)
+			r = hookedAttempt(ctx, h, x, full, iteration, attempt, start, async, active, opts, input, fn, void)
 		} else {
-			r = attemptOnce(ctx, x, full, iteration, attempt, active, opts, fn, void, async)
+			r = attemptOnce(ctx, x, full, iteration, attempt, active, opts, input, fn, void, async)
 		}
 		out, err, output, end, retryAt := r.out, r.err, r.output, r.end, r.retryAt
 		if err != nil && canceledFuture(fctx) {
@@ -300,7 +313,7 @@ func attempts[T any](x *execution, fctx context.Context, full string, iteration 
 		}
 		a := Attempt{Key: full, Number: attempt, Started: start, Ended: end}
 		if err == nil && r.written != nil {
-			cp, existed := x.landed(*r.written, storage.Checkpoint{Key: full, Kind: KindStep, Output: output}, async, nil)
+			cp, existed := x.landed(*r.written, storage.Checkpoint{Key: full, Kind: KindStep, Output: output, Input: input}, async, nil)
 			release()
 			return out, cp, !existed
 		}
@@ -309,7 +322,7 @@ func attempts[T any](x *execution, fctx context.Context, full string, iteration 
 			if len(r.streams) > 0 {
 				ex = &cpExtras{streams: r.streams}
 			}
-			cp, existed := x.writeWith(storage.Checkpoint{Key: full, Kind: KindStep, Output: output}, []Attempt{a}, async, ex)
+			cp, existed := x.writeWith(storage.Checkpoint{Key: full, Kind: KindStep, Output: output, Input: input}, []Attempt{a}, async, ex)
 			release()
 			return out, cp, !existed
 		}
@@ -320,7 +333,7 @@ func attempts[T any](x *execution, fctx context.Context, full string, iteration 
 			err, retryAt = x.canceledStep(full, err), time.Time{}
 		}
 		if retryAt.IsZero() {
-			cp, _ := x.writeCheckpoint(storage.Checkpoint{Key: full, Kind: KindStep, Error: e.payloads.sealInfo(errorInfo(err))}, []Attempt{a}, async)
+			cp, _ := x.writeCheckpoint(storage.Checkpoint{Key: full, Kind: KindStep, Input: input, Error: e.payloads.sealInfo(errorInfo(err))}, []Attempt{a}, async)
 			release()
 			var zero T
 			return zero, cp, false
@@ -337,6 +350,41 @@ func attempts[T any](x *execution, fctx context.Context, full string, iteration 
 		release()
 		x.retryWait(fctx, full, retryAt, async, detached)
 	}
+}
+
+// formatNote marks a step's stored input that was not recorded: sealMagic,
+// formatNote, then the note that says why (sealed as error texts are).
+// No codec's frame uses it, so an input is either JSON, a sealed payload,
+// or a note.
+const formatNote = 'n'
+
+// stepInput encodes a step's input (StepOptions.Input) for its checkpoint,
+// as outputs are: JSON, size-checked, sealed. Nil gives nil. An input that
+// does not encode or is over the payload limit gives a note saying so
+// instead, and a warning in the log: recording is for operators, and
+// never fails the step.
+func (x *execution) stepInput(key string, in any) []byte {
+	if in == nil {
+		return nil
+	}
+	p := x.engine.payloads
+	b, err := p.encode("input of step "+key, in)
+	if err == nil {
+		return b
+	}
+	x.logger().Warn("stem: a step's input is not recorded with its checkpoint", "step", key, "err", err)
+	note := p.sealText("not recorded: " + strings.TrimPrefix(err.Error(), "stem: "))
+	out := make([]byte, 0, len(sealMagic)+1+len(note))
+	return append(append(append(out, sealMagic...), formatNote), note...)
+}
+
+// inputNote returns the note a stored input holds instead of the input,
+// still sealed, and whether it holds one.
+func inputNote(stored []byte) (string, bool) {
+	if len(stored) < len(sealMagic)+2 || string(stored[:len(sealMagic)]) != sealMagic || stored[len(sealMagic)] != formatNote {
+		return "", false
+	}
+	return string(stored[len(sealMagic)+1:]), true
 }
 
 // canceledFuture reports whether fctx, a step future's context (nil on
@@ -372,7 +420,7 @@ var anyTx = reflect.TypeFor[any]()
 // storage.TxStore.CheckpointTx). A failure rolled back is the attempt's
 // error, retried as any step's; a store that cannot run it fails the step
 // for good.
-func attemptTx[T any](ctx context.Context, x *execution, full string, iteration, attempt int, active *storage.ActiveStep, opts StepOptions, fn func(sc StepContext) (T, error), void, async bool) (r attemptResult[T]) {
+func attemptTx[T any](ctx context.Context, x *execution, full string, iteration, attempt int, active *storage.ActiveStep, opts StepOptions, input []byte, fn func(sc StepContext) (T, error), void, async bool) (r attemptResult[T]) {
 	e := x.engine
 	ts, ok := e.cfg.Store.(storage.TxStore)
 	switch {
@@ -394,7 +442,7 @@ func attemptTx[T any](ctx context.Context, x *execution, full string, iteration,
 	x.mu.Unlock()
 	attempts := []Attempt{{Key: full, Number: attempt, Started: active.Started}}
 	req := storage.CheckpointRequest{Lease: x.lease, LeaseFor: e.cfg.LeaseDuration,
-		Checkpoint: storage.Checkpoint{Key: full, Kind: KindStep}, Attempts: attempts, Progress: x.takeProgress(), Busy: busy}
+		Checkpoint: storage.Checkpoint{Key: full, Kind: KindStep, Input: input}, Attempts: attempts, Progress: x.takeProgress(), Busy: busy}
 	var stepErr error
 	res, err := ts.CheckpointTx(context.WithoutCancel(x.ctx), req, func(txCtx context.Context, tx any) ([]byte, error) {
 		var writes []storage.StreamWrite
@@ -430,11 +478,12 @@ func attemptTx[T any](ctx context.Context, x *execution, full string, iteration,
 }
 
 // attemptOnce makes attempt number attempt of the step keyed full under
-// ctx, and decides what follows it.
-func attemptOnce[T any](ctx context.Context, x *execution, full string, iteration, attempt int, active *storage.ActiveStep, opts StepOptions, fn func(sc StepContext) (T, error), void, async bool) (r attemptResult[T]) {
+// ctx, and decides what follows it. input is the step's recorded input,
+// which a transactional step's checkpoint carries (see stepInput).
+func attemptOnce[T any](ctx context.Context, x *execution, full string, iteration, attempt int, active *storage.ActiveStep, opts StepOptions, input []byte, fn func(sc StepContext) (T, error), void, async bool) (r attemptResult[T]) {
 	e := x.engine
 	if opts.tx != nil {
-		r = attemptTx(ctx, x, full, iteration, attempt, active, opts, fn, void, async)
+		r = attemptTx(ctx, x, full, iteration, attempt, active, opts, input, fn, void, async)
 	} else {
 		r.out, r.err = callStep(ctx, x, full, iteration, attempt, opts.Timeout, fn, async, nil, &r.streams)
 		x.endStep(active)
@@ -453,10 +502,10 @@ func attemptOnce[T any](ctx context.Context, x *execution, full string, iteratio
 
 // hookedAttempt is attemptOnce inside Hooks.Attempt h. (Apart, so that an
 // attempt without hooks makes no closure.)
-func hookedAttempt[T any](ctx context.Context, h func(context.Context, *HookAttempt, func(context.Context)), x *execution, full string, iteration, attempt int, start time.Time, async bool, active *storage.ActiveStep, opts StepOptions, fn func(sc StepContext) (T, error), void bool) (r attemptResult[T]) {
+func hookedAttempt[T any](ctx context.Context, h func(context.Context, *HookAttempt, func(context.Context)), x *execution, full string, iteration, attempt int, start time.Time, async bool, active *storage.ActiveStep, opts StepOptions, input []byte, fn func(sc StepContext) (T, error), void bool) (r attemptResult[T]) {
 	ha := &HookAttempt{RunID: x.lease.RunID, Workflow: x.workflow, Key: full, Attempt: attempt, Async: async, Started: start}
 	h(ctx, ha, func(ctx context.Context) {
-		r = attemptOnce(ctx, x, full, iteration, attempt, active, opts, fn, void, async)
+		r = attemptOnce(ctx, x, full, iteration, attempt, active, opts, input, fn, void, async)
 		ha.Ended, ha.Err, ha.Retry, ha.RetryAt = r.end, r.err, !r.retryAt.IsZero(), r.retryAt
 	})
 	return r

@@ -124,6 +124,7 @@ const (
 	asChildResult
 	asReply
 	asAppend
+	asAttr
 )
 
 func (k durableCall) String() string {
@@ -146,6 +147,8 @@ func (k durableCall) String() string {
 		return "reply"
 	case asAppend:
 		return "stream write"
+	case asAttr:
+		return "attribute setting"
 	}
 	return "child result"
 }

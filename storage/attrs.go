@@ -407,9 +407,10 @@ func ParseAttrFilter(text string, types map[string]AttrType) (AttrFilter, error)
 type AttrDecl struct {
 	Name string
 	Type AttrType
-	// From is the path of the input's field the attribute is taken from
-	// at the run's start ("Customer.ID"), or "" for one the workflow sets
-	// as it goes.
+	// From is the JSON path of the input's field the attribute is taken
+	// from at the run's creation: the JSON object keys, dot-separated, as
+	// encoding/json names the fields ("customer.id"), or "" for one the
+	// workflow sets as it goes.
 	From string `json:",omitempty"`
 }
 

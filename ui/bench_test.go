@@ -214,7 +214,7 @@ func BenchmarkRunsPage(b *testing.B) {
 		{"workflow+errored", "/runs?workflow=invoice&status=errored"},
 		{"waiting", "/runs?status=waiting"},
 		{"prefix", "/runs?prefix=" + url.QueryEscape(mid[:11])},
-		{"page after 50000", "/runs?after=" + url.QueryEscape(mid)},
+		{"page after 50000", "/runs?after=" + url.QueryEscape(storage.CreatedCursor(r.CreatedAt, mid))},
 		{"created since the middle", "/runs?from=" + url.QueryEscape(from)},
 	} {
 		b.Run(c.name, func(b *testing.B) { serve(b, h, c.target) })

@@ -99,6 +99,22 @@ const maxFlash = 1500
 // flashToken encodes an outcome for the redirect's URL, signed with the
 // run's ID, so a link cannot make the dashboard say what it did not.
 func (h *handler) flashToken(runID string, f flash) string {
+	return h.signFlash([]string{"flash", runID}, f)
+}
+
+// pageFlashToken is flashToken for a page other than a run's (the
+// schedules, a bulk action), signed with scope, which names the page.
+func (h *handler) pageFlashToken(scope string, f flash) string {
+	return h.signFlash([]string{"page-flash", scope}, f)
+}
+
+// readPageFlash decodes a pageFlashToken for scope, nil when there is
+// none or it is not the handler's.
+func (h *handler) readPageFlash(scope, token string) *flash {
+	return h.openFlash([]string{"page-flash", scope}, token)
+}
+
+func (h *handler) signFlash(parts []string, f flash) string {
 	msg := f.Message
 	if len(msg) > maxFlash {
 		cut := maxFlash
@@ -108,13 +124,17 @@ func (h *handler) flashToken(runID string, f flash) string {
 		msg = msg[:cut] + "…"
 	}
 	payload := f.Kind + "\n" + msg
-	sum := h.mac("flash", runID, payload)[:16]
+	sum := h.mac(append(parts, payload)...)[:16]
 	return base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." + base64.RawURLEncoding.EncodeToString(sum)
 }
 
 // readFlash decodes a flash token for the run, nil when there is none or
 // it is not the handler's.
 func (h *handler) readFlash(runID, token string) *flash {
+	return h.openFlash([]string{"flash", runID}, token)
+}
+
+func (h *handler) openFlash(parts []string, token string) *flash {
 	if token == "" {
 		return nil
 	}
@@ -124,7 +144,7 @@ func (h *handler) readFlash(runID, token string) *flash {
 	}
 	payload, err1 := base64.RawURLEncoding.DecodeString(p)
 	sum, err2 := base64.RawURLEncoding.DecodeString(s)
-	if err1 != nil || err2 != nil || !hmac.Equal(sum, h.mac("flash", runID, string(payload))[:16]) {
+	if err1 != nil || err2 != nil || !hmac.Equal(sum, h.mac(append(parts, string(payload))...)[:16]) {
 		return nil
 	}
 	kind, msg, _ := strings.Cut(string(payload), "\n")

@@ -87,12 +87,21 @@ func (p *e2ePage) wantRows(what string, ids ...string) {
 		jsString(rowsSelector), strings.Join(quoted, ", ")))
 }
 
-// List the runs of every status with their counts; filter by status, by
-// workflow and by ID prefix, the filter kept across the page's refreshes;
-// open a run, its child and back to the parent.
+// List the runs of every status with their counts, children under their
+// parents when asked for; filter by status, by workflow and by ID prefix,
+// the filter kept across the page's refreshes; open a run, its child and
+// back to the parent.
 func testBrowserRuns(t *testing.T, browser context.Context) {
-	f := newE2EFixture(t, ui.Options{})
+	ops := newE2EOps(t, ui.Options{})
+	f := ops.e2eFixture
 	want, child := seedEveryStatus(f)
+	// Runs with search attributes, shown in their column.
+	ops.shop("basket-1", "C-7", 120, true)
+	ops.shop("basket-2", "C-8", 155.5, false)
+	for _, id := range []string{"basket-1", "basket-2"} {
+		f.waitStatus(id, runtime.StatusComplete)
+		want[id] = runtime.StatusComplete
+	}
 	p := e2eTab(t, browser, f)
 
 	// The mount point leads to the runs, under the prefix.
@@ -105,13 +114,18 @@ func testBrowserRuns(t *testing.T, browser context.Context) {
 		t.Fatalf("nav#nav has %d links, want runs, queues, schedules and workers", n)
 	}
 
-	// Every run, with its status, and the counts per status.
+	// Every top-level run, with its status, and the counts per status.
 	ids := make([]string, 0, len(want))
 	for id := range want {
-		ids = append(ids, id)
+		if id != child {
+			ids = append(ids, id)
+		}
 	}
-	p.wantRows("every run", ids...)
+	p.wantRows("every top-level run", ids...)
 	for id, s := range want {
+		if id == child {
+			continue
+		}
 		if got := p.str(fmt.Sprintf("document.querySelector('#runs tr[data-run-id=%s]').dataset.status", jsString(id))); got != string(s) {
 			t.Errorf("run %s is listed %q, want %q", id, got, s)
 		}
@@ -119,7 +133,7 @@ func testBrowserRuns(t *testing.T, browser context.Context) {
 			t.Errorf("run %s's link reads %q", id, got)
 		}
 	}
-	counts := map[string]int{"": len(want), "queued": 1, "running": 1, "paused": 1, "waiting": 1, "complete": 3, "errored": 1, "terminated": 1}
+	counts := map[string]int{"": len(want), "queued": 1, "running": 1, "paused": 1, "waiting": 1, "complete": 5, "errored": 1, "terminated": 1}
 	for s, n := range counts {
 		if got := p.text(fmt.Sprintf("#counts a[data-status=%s] .count", jsString(s))); got != fmt.Sprint(n) {
 			t.Errorf("the count of status %q reads %q, want %d", s, got, n)
@@ -128,7 +142,21 @@ func testBrowserRuns(t *testing.T, browser context.Context) {
 	if n := p.count("a#next"); n != 0 {
 		t.Errorf("one page of runs has a#next")
 	}
+	if got := p.text(`#runs tr[data-run-id="basket-1"] a.attr[data-attr="customer"]`); got != "customer=C-7" {
+		t.Errorf("basket-1's customer reads %q", got)
+	}
 	p.screenshot("dashboard-runs.png")
+
+	// With children: the child right under its parent, set in.
+	p.click("#filters #children")
+	p.click("#filters button#apply")
+	p.wantRows("every run with children", append(ids, child)...)
+	if got := p.rows(); slices.Index(got, child) != slices.Index(got, "parent-1")+1 {
+		t.Errorf("the child is not listed right under its parent: %v", got)
+	}
+	if d := p.str(fmt.Sprintf("document.querySelector('#runs tr[data-run-id=%s]').dataset.depth", jsString(child))); d != "1" {
+		t.Errorf("the child's row is set in %q, want 1", d)
+	}
 
 	// Filter by status: the URL keeps it, and the page's refreshes keep
 	// it while they show a run that started since.
@@ -151,7 +179,13 @@ func testBrowserRuns(t *testing.T, browser context.Context) {
 	p.open("runs")
 	p.set("#filters select[name=workflow]", "greet")
 	p.click("#filters button#apply")
-	p.wantRows("workflow greet", "greet-1", "later-1", child)
+	p.wantRows("workflow greet", "greet-1", "later-1")
+	p.click("#filters #children")
+	p.click("#filters button#apply")
+	p.wantRows("workflow greet with children", "greet-1", "later-1", child)
+	if got := p.text(fmt.Sprintf("#runs tr[data-run-id=%s] .of-parent a", jsString(child))); got != "parent-1" {
+		t.Errorf("the child listed without its parent names %q, want parent-1", got)
+	}
 	if q := p.str("location.search"); !strings.Contains(q, "workflow=greet") {
 		t.Fatalf("the filtered page's URL %q does not keep workflow=greet", q)
 	}
@@ -172,7 +206,7 @@ func testBrowserRuns(t *testing.T, browser context.Context) {
 
 	// Open a run from the list, its child, and back to the parent.
 	p.open("runs")
-	p.click(`#runs tr[data-run-id="parent-1"] a.run-link`)
+	p.clickNow(`#runs tr[data-run-id="parent-1"] a.run-link`)
 	p.until("parent-1's page", `document.querySelector('main#run[data-run-id="parent-1"]') !== null`)
 	if s := p.text("#status"); s != "complete" {
 		t.Fatalf("parent-1's #status reads %q", s)
@@ -183,12 +217,12 @@ func testBrowserRuns(t *testing.T, browser context.Context) {
 	if got := p.text("#children a.run-link"); got != child {
 		t.Fatalf("parent-1's #children link reads %q, want %s", got, child)
 	}
-	p.click("#children a.run-link")
+	p.clickNow("#children a.run-link")
 	p.until("the child's page", fmt.Sprintf("document.querySelector('main#run[data-run-id=%s]') !== null", jsString(child)))
 	if got := p.text("#parent a.run-link"); got != "parent-1" {
 		t.Fatalf("the child's #parent link reads %q", got)
 	}
-	p.click("#parent a.run-link")
+	p.clickNow("#parent a.run-link")
 	p.until("back on parent-1's page", `document.querySelector('main#run[data-run-id="parent-1"]') !== null`)
 
 	// The errored run: its error, its failed step and both attempts.
@@ -235,7 +269,7 @@ func testBrowserPauseResumeEvent(t *testing.T, browser context.Context) {
 	p.screenshot("dashboard-run.png")
 
 	// Pause: a dialog asks first; then the outcome and the new status.
-	p.click(`button[data-action="pause"]`)
+	p.clickNow(`button[data-action="pause"]`)
 	p.until("the pause dialog", `document.querySelector('dialog[open] button[data-confirm]') !== null`)
 	p.confirm("the pause", "ok")
 	p.until("the run paused on the page", `document.querySelector('#status')?.textContent.trim() === 'paused'`)
@@ -243,7 +277,7 @@ func testBrowserPauseResumeEvent(t *testing.T, browser context.Context) {
 		t.Fatalf("after pause the run is %s", s)
 	}
 
-	p.click(`button[data-action="resume"]`)
+	p.clickNow(`button[data-action="resume"]`)
 	p.until("the resume dialog", `document.querySelector('dialog[open] button[data-confirm]') !== null`)
 	p.confirm("the resume", "ok")
 	p.until("the run waiting again on the page", `document.querySelector('#status')?.textContent.trim() === 'waiting'`)
@@ -253,7 +287,7 @@ func testBrowserPauseResumeEvent(t *testing.T, browser context.Context) {
 
 	// The event: a payload that is not JSON is refused in the browser and
 	// nothing is sent.
-	p.click(`button[data-action="event"]`)
+	p.clickNow(`button[data-action="event"]`)
 	p.until("the event dialog", `document.querySelector('dialog[open] textarea[name=payload]') !== null`)
 	p.set("dialog[open] input[name=topic]", "shipment")
 	p.set("dialog[open] textarea[name=payload]", `{"tracking": "ZX-1"}`)
@@ -299,7 +333,7 @@ func testBrowserTerminateRestart(t *testing.T, browser context.Context) {
 	p := e2eTab(t, browser, f)
 
 	p.open("runs/order-3001")
-	p.click(`button[data-action="terminate"]`)
+	p.clickNow(`button[data-action="terminate"]`)
 	p.until("the terminate dialog", `document.querySelector('dialog[open] input[name=reason]') !== null`)
 	p.set("dialog[open] input[name=reason]", "duplicate order")
 	p.confirm("the terminate", "ok")
@@ -318,7 +352,7 @@ func testBrowserTerminateRestart(t *testing.T, browser context.Context) {
 	p.open("runs/charge-2")
 	p.until("the errored run's page", `document.querySelector('main#run[data-status="errored"]') !== null`)
 	f.cardOK.Store(true)
-	p.click(`button[data-action="restart"]`)
+	p.clickNow(`button[data-action="restart"]`)
 	p.until("the restart dialog", `document.querySelector('dialog[open] select[name=step]') !== null`)
 	if first := p.str("document.querySelector('dialog[open] select[name=step]').options[0].value"); first != "" {
 		t.Fatalf("the restart dialog's first choice is %q, want \"\" (from the top)", first)
@@ -354,7 +388,7 @@ func testBrowserUpdate(t *testing.T, browser context.Context) {
 	if w := p.text("#wait"); !strings.Contains(w, "Waiting for an update") || !strings.Contains(w, "add") {
 		t.Fatalf("#wait reads %q, want the update add", w)
 	}
-	p.click(`button[data-action="update"]`)
+	p.clickNow(`button[data-action="update"]`)
 	p.until("the update dialog", `document.querySelector('dialog[open] textarea[name=request]') !== null`)
 	p.set("dialog[open] select[name=update]", "add")
 	p.set("dialog[open] textarea[name=request]", `{5`)

@@ -46,7 +46,7 @@ type approval struct {
 // engine registers the test workflows (see register) and runs them.
 func newDash(t *testing.T, work bool, clock storage.Clock) *dash {
 	t.Helper()
-	return newDashOn(t, memstore.New(memstore.Options{Clock: clock}), work)
+	return newDashClock(t, memstore.New(memstore.Options{Clock: clock}), work, clock)
 }
 
 // newSQLiteDash is newDash over a SQLite store in a file of its own.
@@ -54,16 +54,24 @@ func newSQLiteDash(t *testing.T, work bool, clock storage.Clock) *dash {
 	t.Helper()
 	st, err := sqlitestore.Open(filepath.Join(t.TempDir(), "stem.db"), sqlitestore.Options{Clock: clock})
 	must(t, err)
-	return newDashOn(t, st, work)
+	return newDashClock(t, st, work, clock)
 }
 
 // newDashOn returns a dashboard over st, which it closes at the test's
 // end.
 func newDashOn(t *testing.T, st storage.Store, work bool) *dash {
 	t.Helper()
+	return newDashClock(t, st, work, nil)
+}
+
+// newDashClock is newDashOn with the engine on clock (nil: the system's),
+// the store's own, so that the pages' "3 min ago" reads the store's
+// times on the store's clock.
+func newDashClock(t *testing.T, st storage.Store, work bool, clock storage.Clock) *dash {
+	t.Helper()
 	d := &dash{t: t, store: st, access: ui.AccessOperate}
 	t.Cleanup(func() { d.store.Close() })
-	e, err := runtime.New(runtime.Config{Store: d.store, PollInterval: 5 * time.Millisecond, HeartbeatInterval: 50 * time.Millisecond})
+	e, err := runtime.New(runtime.Config{Store: d.store, PollInterval: 5 * time.Millisecond, HeartbeatInterval: 50 * time.Millisecond, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,9 +120,22 @@ func (d *dash) authorize(r *http.Request) ui.Access {
 //   - leaf: one step;
 //   - doomed: a step that fails for good;
 //   - gated: a step that runs until its run's gate (see gates) is
-//     closed, then another.
+//     closed, then another;
+//   - payable: a step that returns its input, then one that fails for
+//     good until payOK holds the input.
 func register(t *testing.T, e *runtime.Engine) {
 	t.Helper()
+	must(t, runtime.Register(e, "payable", func(c *runtime.WorkflowContext, group string) (string, error) {
+		if _, err := runtime.Step(c, "bill@v1", runtime.StepOptions{}, func(runtime.StepContext) (string, error) { return group, nil }); err != nil {
+			return "", err
+		}
+		return runtime.Step(c, "pay@v1", runtime.StepOptions{}, func(runtime.StepContext) (string, error) {
+			if _, ok := payOK.Load(group); !ok {
+				return "", runtime.Permanent(errors.New("the bank is closed"))
+			}
+			return "paid " + group, nil
+		})
+	}))
 	must(t, runtime.Register(e, "gated", func(c *runtime.WorkflowContext, _ int) (string, error) {
 		if err := runtime.Do(c, "hold@v1", runtime.StepOptions{}, func(sc runtime.StepContext) error {
 			gate, _ := gates.Load(sc.RunID())
@@ -176,6 +197,9 @@ func init() { runtime.DeclareError("ui.boom", errBoom) }
 // gates hold the gated workflow's runs in their first step, by run ID,
 // until closed.
 var gates sync.Map
+
+// payOK holds the groups of the payable workflow whose pay step succeeds.
+var payOK sync.Map
 
 func must(t testing.TB, err error) {
 	t.Helper()

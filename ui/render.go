@@ -24,7 +24,7 @@ var pages = parsePages()
 func parsePages() map[string]*template.Template {
 	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html"))
 	out := map[string]*template.Template{}
-	for _, name := range []string{"runs", "run", "queues", "schedules", "workers", "error"} {
+	for _, name := range []string{"runs", "run", "queues", "schedules", "workers", "error", "bulk", "bulks", "bulknew", "start", "starts", "login"} {
 		t := template.Must(layout.Clone())
 		out[name] = template.Must(t.ParseFS(templateFiles, "templates/"+name+".html"))
 	}
@@ -49,8 +49,11 @@ type view struct {
 	Refresh int64
 	Flash   *flash
 	// CSRF is the token the page's forms carry; "" without AccessOperate.
-	CSRF          string
-	Operate       bool
+	CSRF    string
+	Operate bool
+	// Logout says the request is logged in with the dashboard's own
+	// login, whose Log out button the header shows.
+	Logout        bool
 	CSS, JS, Icon string
 	Page          any
 }
@@ -63,7 +66,8 @@ var bufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 func (h *handler) render(rq *request, status int, name string, v *view) {
 	v.Base = rq.base
 	v.Operate = rq.operate()
-	if rq.access > AccessNone {
+	v.Logout = rq.session && h.login != nil
+	if rq.access > AccessNone || name == "login" {
 		v.CSS = rq.base + "assets/" + cssAsset.versioned()
 		v.JS = rq.base + "assets/" + jsAsset.versioned()
 		v.Icon = rq.base + "assets/" + iconAsset.versioned()
@@ -146,6 +150,53 @@ func atPtr(t *time.Time) *moment {
 		return nil
 	}
 	return at(*t)
+}
+
+// ago is a time as the lists show it: how long ago, in words ("3 min
+// ago"), with the exact time to the millisecond in UTC as its title.
+type ago struct {
+	ISO, Exact, Text string
+}
+
+// exactText is how a relative time's title writes the time.
+const exactText = "2006-01-02 15:04:05.000Z"
+
+// since is t as the lists show it at now; nil for the zero time.
+func since(t, now time.Time) *ago {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &ago{ISO: u.Format(time.RFC3339Nano), Exact: u.Format(exactText), Text: relative(now.Sub(t), u)}
+}
+
+// relative says how long ago a time d before now was: "just now",
+// "12 s ago", "3 min ago", "5 h ago", "4 days ago", and after a month
+// the date (u's); a time ahead of now is "in 3 min".
+func relative(d time.Duration, u time.Time) string {
+	in := d < 0
+	if in {
+		d = -d
+	}
+	var s string
+	switch {
+	case d < 5*time.Second:
+		return "just now"
+	case d < time.Minute:
+		s = fmt.Sprintf("%d s", d/time.Second)
+	case d < time.Hour:
+		s = fmt.Sprintf("%d min", d/time.Minute)
+	case d < 48*time.Hour:
+		s = fmt.Sprintf("%d h", d/time.Hour)
+	case d < 31*24*time.Hour:
+		s = fmt.Sprintf("%d days", d/(24*time.Hour))
+	default:
+		return u.Format("2006-01-02")
+	}
+	if in {
+		return "in " + s
+	}
+	return s + " ago"
 }
 
 // timeText is how pages write times.

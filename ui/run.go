@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -43,9 +44,12 @@ type runPage struct {
 	Executions []executionRow
 	// Shown is the execution whose steps are listed; Current the run's.
 	Shown, Current int
-	Steps          []stepView
-	Wait           *waitView
-	Sleep          *sleepView
+	// Timeline draws the shown execution's calls on a time axis, and the
+	// run's executions on another.
+	Timeline *timelineView
+	Steps    []stepView
+	Wait     *waitView
+	Sleep    *sleepView
 	// Held says why an engine holds the run; nil when it does not.
 	Held *holdView
 
@@ -89,13 +93,25 @@ type executionRow struct {
 
 // stepView is one step as the page shows it.
 type stepView struct {
+	// Ref is its anchor, which the timeline's bar links to.
+	Ref               string
 	Key, Kind, Status string
 	ForkedFrom        int
 	Created           *moment
-	Output            *payload
-	Error             *text
-	// Wake is a sleep's wake time.
+	// When is where the timeline places it: its start and end to the
+	// millisecond, and how long it took.
+	When stepTime
+	// WhenHTML is When as the step's head shows it (see stepTime.html).
+	WhenHTML template.HTML
+	Input    *payload
+	Output   *payload
+	// InputNote says why its input was not recorded.
+	InputNote string
+	Error     *text
+	// Wake is a sleep's wake time; WakeVerb says it in words for the
+	// sleep's state ("Wakes at", "Woke at", "Would have woken at").
 	Wake               *moment
+	WakeVerb           string
 	ChildID, ChildHref string
 	// Attempt and Since describe a running step's attempt; Next is when
 	// a retrying step's next attempt is due.
@@ -220,9 +236,38 @@ func (h *handler) run(rq *request, id string) error {
 	if err != nil {
 		return runErr(id, err)
 	}
+	children, next, err := h.e.ListRuns(ctx, runtime.ListRunsQuery{ParentID: id, Limit: childrenShown})
+	if err != nil {
+		return err
+	}
+	var times []stepTime
+	// The list writes times to the millisecond, with the date when it is
+	// not that of the execution's start.
+	day := info.StartedAt.UTC()
+	for _, x := range execs {
+		if x.Number == p.Shown {
+			day = x.StartedAt.UTC()
+		}
+	}
+	p.Timeline, times = timeline(timelineIn{RunID: id, Base: rq.base, Href: p.Href, Shown: p.Shown, Execs: execs,
+		Live: p.Shown == p.Current && !p.Finished, Steps: steps, Children: h.childTimes(rq, id, children, steps), Now: h.e.Now()})
 	p.Steps = make([]stepView, len(steps))
 	for i, s := range steps {
-		p.Steps[i] = stepOf(rq.base, id, s)
+		p.Steps[i] = stepOf(rq.base, id, s, day)
+		p.Steps[i].Ref, p.Steps[i].When, p.Steps[i].WhenHTML = stepRef(i), times[i], times[i].html()
+		if s.Kind == runtime.KindSleep {
+			// Fired, pending, lost or cancelled, as the timeline found.
+			st := times[i].State
+			p.Steps[i].Status = st
+			switch st {
+			case "pending":
+				p.Steps[i].WakeVerb = "Wakes at"
+			case "lost", "cancelled":
+				p.Steps[i].WakeVerb = "Would have woken at"
+			default:
+				p.Steps[i].WakeVerb = "Woke at"
+			}
+		}
 	}
 	if h := info.Hold; h != nil {
 		p.Held = &holdView{Reason: h.Reason, Recorded: h.Recorded, Called: h.Called, Call: h.Position + 1, Execution: h.Execution,
@@ -269,10 +314,6 @@ func (h *handler) run(rq *request, id string) error {
 		return runErr(id, err)
 	}
 
-	children, next, err := h.e.ListRuns(ctx, runtime.ListRunsQuery{ParentID: id, Limit: childrenShown})
-	if err != nil {
-		return err
-	}
 	for _, c := range children {
 		p.Children = append(p.Children, childRow{ID: c.ID, Href: rq.base + runPath(c.ID, ""), Workflow: c.Workflow, Status: string(c.Status), Created: at(c.CreatedAt)})
 	}
@@ -371,20 +412,21 @@ func stepStatus(s runtime.StepInfo) string {
 }
 
 // stepOf is a step as the page shows it.
-func stepOf(base, runID string, s runtime.StepInfo) stepView {
+func stepOf(base, runID string, s runtime.StepInfo, day time.Time) stepView {
 	v := stepView{Key: s.Key, Kind: string(s.Kind), Status: stepStatus(s), ForkedFrom: s.ForkedFrom, Created: at(s.CreatedAt),
-		Next: atPtr(s.NextAttemptAt), Error: longText(errText(s.Err)), OpenError: errText(s.OpenErr)}
+		Next: atMilliPtr(s.NextAttemptAt, day), Error: longText(errText(s.Err)), OpenError: errText(s.OpenErr)}
 	if v.OpenError == errText(s.Err) {
 		v.OpenError = ""
 	}
+	v.Input, v.InputNote = prettyJSON(s.Input), s.InputNote
 	if s.Status == runtime.StepRunning {
-		v.Attempt, v.Since = s.Attempt, at(s.Started)
+		v.Attempt, v.Since = s.Attempt, atMilli(s.Started, day)
 	}
 	switch s.Kind {
 	case runtime.KindSleep:
 		var wake time.Time
 		if json.Unmarshal(s.Output, &wake) == nil {
-			v.Wake = at(wake)
+			v.Wake, v.WakeVerb = atMilli(wake, day), "Wakes at"
 		}
 	case runtime.KindChild:
 		v.ChildID = runID + "/" + s.Key
@@ -398,9 +440,9 @@ func stepOf(base, runID string, s runtime.StepInfo) stepView {
 	}
 	v.Attempts = make([]attemptView, len(s.Attempts))
 	for i, a := range s.Attempts {
-		av := attemptView{Number: a.Number, Started: at(a.Started), Ended: !a.Ended.IsZero(), Error: longText(a.Error)}
-		if av.Error != nil {
-			av.Retry = atPtr(a.RetryAt)
+		av := attemptView{Number: a.Number, Started: atMilli(a.Started, day), Ended: !a.Ended.IsZero(), Error: longText(a.Error)}
+		if av.Error != nil && a.RetryAt != nil {
+			av.Retry = atMilli(*a.RetryAt, day)
 		}
 		if !a.Ended.IsZero() && !a.Started.IsZero() {
 			av.Duration = duration(a.Ended.Sub(a.Started))
@@ -408,4 +450,41 @@ func stepOf(base, runID string, s runtime.StepInfo) stepView {
 		v.Attempts[i] = av
 	}
 	return v
+}
+
+// childLookups caps the children the timeline looks up one by one, beyond
+// those the page lists.
+const childLookups = 25
+
+// childTimes gathers what the timeline needs of the run's children: the
+// listed ones, then those of the child calls among steps it lacks, looked
+// up one by one (up to childLookups). One not found is left out: the
+// timeline spans its call as a wait.
+func (h *handler) childTimes(rq *request, id string, listed []runtime.RunInfo, steps []runtime.StepInfo) map[string]childTimes {
+	out := make(map[string]childTimes, len(listed))
+	add := func(c runtime.RunInfo) {
+		start := c.StartedAt
+		if start.IsZero() {
+			start = c.CreatedAt
+		}
+		out[c.ID] = childTimes{Start: start, End: c.EndedAt, Status: string(c.Status)}
+	}
+	for _, c := range listed {
+		add(c)
+	}
+	looked := 0
+	for _, s := range steps {
+		if s.Kind != runtime.KindChild {
+			continue
+		}
+		cid := id + "/" + s.Key
+		if _, ok := out[cid]; ok || looked >= childLookups {
+			continue
+		}
+		looked++
+		if c, err := h.e.Get(rq.r.Context(), cid); err == nil {
+			add(c)
+		}
+	}
+	return out
 }

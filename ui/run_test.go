@@ -36,7 +36,8 @@ func TestRunPageShowsStepsAttemptsChildrenAndParent(t *testing.T) {
 	res.contains(t, `<main id="run" data-run-id="flaky-1" data-status="waiting">`, `<span id="status" class="status st-waiting">waiting</span>`,
 		`<pre id="input">0</pre>`, `<section id="sleep" class="callout">`, `(sleep <code>cool-off</code>)`,
 		`<body data-refresh="2000">`)
-	sameIDs(t, "steps", stepsOf(res), []string{"charge@v1=complete", "ship=complete", "cool-off=complete"})
+	// The sleep has not fired: it is pending, not complete.
+	sameIDs(t, "steps", stepsOf(res), []string{"charge@v1=complete", "ship=complete", "cool-off=pending"})
 	charge := res.body[strings.Index(res.body, `data-key="charge@v1"`):strings.Index(res.body, `data-key="ship"`)]
 	for _, want := range []string{
 		`<li class="attempt failed" data-attempt="1">`, `<li class="attempt failed" data-attempt="2">`, `<li class="attempt" data-attempt="3">`,

@@ -68,7 +68,7 @@ func listed(t *testing.T, open func(*testing.T, bool, storage.Clock) *dash) *das
 }
 
 var (
-	runRow   = regexp.MustCompile(`<tr data-run-id="([^"]*)" data-status="([^"]*)">`)
+	runRow   = regexp.MustCompile(`<tr data-run-id="([^"]*)" data-status="([^"]*)"[^>]*>`)
 	nextLink = regexp.MustCompile(`<a id="next" href="([^"]*)"`)
 )
 
@@ -214,7 +214,7 @@ func runsFilters(t *testing.T, d *dash) {
 		res := d.get("/runs?"+c.query).want(t, http.StatusOK)
 		sameIDs(t, c.query, d.rowsOf(res), c.want)
 		if len(c.want) == 0 {
-			res.contains(t, `<p id="no-runs" class="empty">No runs match.</p>`)
+			res.contains(t, `<p id="no-runs" class="empty">No runs match. Runs started by other runs are not listed: <a id="show-children" href="./runs?children=1&amp;`)
 		}
 	}
 	// The form shows the filter again, times in UTC.

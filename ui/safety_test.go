@@ -51,6 +51,7 @@ func TestEverythingShownIsEscaped(t *testing.T) {
 
 	pages := []string{
 		"/runs",
+		"/runs?children=1",
 		"/runs?workflow=" + url.QueryEscape(`"><script>alert('wf')</script>`),
 		"/runs?prefix=" + url.QueryEscape(`"><script>alert('prefix')</script>`),
 		"/runs?parent=" + url.QueryEscape(parent),
@@ -62,7 +63,12 @@ func TestEverythingShownIsEscaped(t *testing.T) {
 		res := d.get(p).want(t, http.StatusOK)
 		noScriptInjected(t, p, res.body)
 	}
-	d.get("/runs").contains(t, `data-run-id="p&#34;&#39;&lt;i&gt;x/&#34;&gt;&lt;script&gt;alert(&#39;id&#39;)&lt;/script&gt;"`)
+	// An attribute search is shown again, and refused in words, escaped.
+	for _, where := range []string{`x="><script>alert('where')</script>`, `"><script>alert('where')</script>`} {
+		p := "/runs?where=" + url.QueryEscape(where)
+		noScriptInjected(t, p, d.get(p).body)
+	}
+	d.get("/runs?children=1").contains(t, `data-run-id="p&#34;&#39;&lt;i&gt;x/&#34;&gt;&lt;script&gt;alert(&#39;id&#39;)&lt;/script&gt;"`)
 	d.get("/"+runPath(parent)).contains(t, `&lt;/pre&gt;&lt;script&gt;alert(&#39;input&#39;)&lt;/script&gt;`)
 	d.get("/"+runPath(`doomed"<script>alert('run')`)).contains(t, `boom: &#34;&lt;b&gt;bold&lt;/b&gt;&#34; &amp; &#39;quoted&#39;`)
 

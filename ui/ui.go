@@ -5,25 +5,50 @@
 // small script, embedded in the binary: nothing is fetched from elsewhere,
 // and there is no build step. The pages are
 //
-//   - runs: the runs, newest first, filtered by workflow, status, queue, ID
-//     prefix and creation time, a page at a time through the store's index
-//     (keyset pagination), with the count of runs in each status; the page
-//     refreshes itself and keeps its filter;
+//   - runs: the runs, newest first by creation time, a page at a time
+//     through the store's index (keyset pagination), filtered by
+//     workflow, status, queue, ID prefix, creation time and search
+//     attributes (customer=C-7 total>=100 region^=eu, read by
+//     Engine.ParseWhere in each attribute's declared type; a filter that
+//     cannot be read is said in words next to the search box), with the
+//     count of runs in each status; runs started by other runs are left
+//     out unless asked for, then set in under their parents; times read
+//     "3 min ago", the exact millisecond in their title; each run's first
+//     attributes link to the runs with the same value; the page refreshes
+//     itself and keeps its filter;
 //   - a run: its input, status, output or error and progress; its
 //     executions; its updates (request, reply or error) and streams (their
 //     last values); the steps of one execution in order, each with its
 //     attempts, durations and errors; its sleep or wait; its children and
 //     parent; live while the run is unfinished;
-//   - queues, schedules and workers.
+//   - bulk actions: the runs page's filter with an action (terminate,
+//     cancel, pause, resume, restart from the top or from the failed
+//     step) leads to a confirmation that states the filter in words and
+//     how many runs it matches (Engine.CountMatching); confirmed, the
+//     action starts (Engine.StartBulk) and its page follows its progress
+//     live; the bulk actions page lists the latest;
+//   - start a run: a form per workflow made from the JSON Schema of its
+//     input its workers recorded in the catalog (a field per property:
+//     text, number, checkbox, a choice for an enum, JSON for the rest),
+//     checked against the schema on the server before the run starts,
+//     each refusal next to its field with the values kept;
+//   - queues, schedules (each paused, resumed, triggered now or deleted
+//     from its row) and workers.
 //
 // The actions (pause, resume, terminate, restart from the top or from a
-// step, send an event, send an update) are POSTs, each confirmed in a
-// dialog first; the outcome, or the engine's refusal in words, shows on
-// the run's page after the redirect. An update's request is checked
-// against the schema its workers recorded, and an update with a validator
-// (which only the application can run) is sent only when the form's "send
-// unvalidated" box is ticked; the action waits Options.UpdateWait for the
-// reply, which the outcome quotes.
+// step, send an event, send an update; a schedule's; a bulk action; a
+// start) are POSTs carrying the form's token, each confirmed first (in a
+// dialog, or on a page of its own); the outcome, or the engine's refusal
+// in words, shows on the page the action leads to. An update's request
+// is checked against the schema its workers recorded, and an update with
+// a validator (which only the application can run) is sent only when the
+// form's "send unvalidated" box is ticked; the action waits
+// Options.UpdateWait for the reply, which the outcome quotes.
+//
+// New runs no workers. A bulk action is carried out by the engines that
+// call runtime.RegisterBulk and Run, on any process sharing the store
+// (stem ui runs one unless it is read-only); until one does, the action
+// waits, queued, and its confirmation says that none records it.
 //
 // # Mounting
 //
@@ -34,6 +59,34 @@
 //
 // The engine need not run workflows: runtime.New(runtime.Config{Store: st,
 // Codec: c}) is enough, and its codec opens sealed payloads for display.
+//
+// # Access
+//
+// Options.Authorize says what each request may do: AccessNone (every page
+// answers 403), AccessRead (the pages without the actions; every POST
+// answers 403) or AccessOperate. Mount the dashboard behind the
+// application's own authentication, and answer from the identity it
+// found (see the example of New with a session middleware):
+//
+//	mux.Handle("/ops/stem/", requireSession(http.StripPrefix("/ops/stem", ui.New(engine, ui.Options{
+//		Authorize: func(r *http.Request) ui.Access {
+//			switch user := userFrom(r.Context()); {
+//			case user.Has("stem-operator"):
+//				return ui.AccessOperate
+//			case user.Has("stem-viewer"):
+//				return ui.AccessRead
+//			}
+//			return ui.AccessNone
+//		},
+//	}))))
+//
+// Where nothing authenticates in front of it, Options.Login gives the
+// dashboard a login of its own: a token, or a user and password, entered
+// in a login page that sets a signed session cookie (HttpOnly,
+// SameSite=Strict), or sent by scripts as a bearer token or HTTP Basic
+// authentication. stem ui offers it with --token-file and --basic-auth,
+// and refuses to listen beyond localhost without a login unless told
+// --insecure-no-login; --read-only answers Authorize with AccessRead.
 //
 // # Safety
 //
@@ -121,7 +174,8 @@ type Options struct {
 	// Logger receives what the dashboard could not do for a request (a
 	// store that fails, a page that does not render). Nil: discarded.
 	Logger *slog.Logger
-	// CSRFKey signs the forms' tokens and the outcome messages. Dashboards
+	// CSRFKey signs the forms' tokens, the outcome messages and the
+	// login's session cookies (Login). Dashboards
 	// that serve one site from several processes (behind a load balancer)
 	// share one key of at least 32 random bytes; nil draws a key per
 	// handler, so a page outlives neither a restart nor a hop to another
@@ -145,6 +199,11 @@ type Options struct {
 	// the workflow's reply before the page says it is pending; 0 means
 	// DefaultUpdateWait.
 	UpdateWait time.Duration
+	// Login, when set, puts the dashboard behind a login of its own (a
+	// token, or a user and password): see Login. An application that
+	// has its own authentication answers Authorize instead. New panics
+	// on a login Login.Check refuses.
+	Login *Login
 }
 
 // handler is the dashboard.
@@ -159,19 +218,25 @@ type handler struct {
 	cop        *http.CrossOriginProtection
 	hosts      *hosts
 	mux        *http.ServeMux
+	// login is Options.Login, nil without one.
+	login *login
 }
 
 // New returns the dashboard for the runs of e's store, as an http.Handler.
-// It reads and acts only through e (Get, ListRuns, CountRuns,
+// It reads and acts only through e (Get, ListRuns, CountRuns, ParseWhere,
 // ListExecutions, ListSteps, Updates, Streams, StreamJSON, OpenUpdate,
 // Pause, Resume, Terminate, Restart, SendEventJSON, SendUpdateJSON,
-// AwaitUpdate, QueueStats, Catalog, Workers, Store().ListSchedules). e
-// needs no workflows registered and need not Run; its codec opens sealed
-// payloads for display.
+// AwaitUpdate, StartJSON, CountMatching, StartBulk, GetBulk, ListBulks,
+// QueueStats, Catalog, Workers, Store().ListSchedules, and package
+// schedule's Pause, Resume, Trigger and Delete). e needs no workflows
+// registered and need not Run; its codec opens sealed payloads for
+// display. The bulk actions it starts need an engine that runs them (see
+// the package doc).
 //
 // New panics when opts holds a CSRFKey shorter than 32 bytes, a trusted
-// origin http.CrossOriginProtection refuses, or an allowed host
-// CheckAllowedHosts refuses: all are programming errors.
+// origin http.CrossOriginProtection refuses, an allowed host
+// CheckAllowedHosts refuses, or a Login its Check refuses: all are
+// programming errors.
 func New(e *runtime.Engine, opts Options) http.Handler {
 	h := &handler{e: e, auth: opts.Authorize, refresh: opts.Refresh, log: opts.Logger, cop: http.NewCrossOriginProtection()}
 	if h.refresh == 0 {
@@ -203,6 +268,12 @@ func New(e *runtime.Engine, opts Options) http.Handler {
 		panic(fmt.Sprintf("ui: Options.AllowedHosts: %v", err))
 	}
 	h.hosts = hs
+	if opts.Login != nil {
+		if err := opts.Login.Check(); err != nil {
+			panic(fmt.Sprintf("ui: Options.Login: %v", err))
+		}
+		h.login = newLogin(*opts.Login)
+	}
 	h.routes()
 	return h
 }
@@ -218,8 +289,17 @@ func (h *handler) routes() {
 	m.HandleFunc("POST /runs/{$}", h.page(h.actByQuery))
 	m.HandleFunc("GET /runs/{id}", h.page(h.runByPath))
 	m.HandleFunc("POST /runs/{id}/{action}", h.page(h.actByPath))
+	m.HandleFunc("GET /bulk", h.page(h.bulkNew))
+	m.HandleFunc("POST /bulk", h.page(h.bulkStart))
+	m.HandleFunc("GET /bulks", h.page(h.bulks))
+	m.HandleFunc("GET /bulks/{$}", h.page(h.bulkByQuery))
+	m.HandleFunc("GET /bulks/{id}", h.page(h.bulkByPath))
+	m.HandleFunc("GET /start", h.page(h.start))
+	m.HandleFunc("POST /start", h.page(h.startRun))
 	m.HandleFunc("GET /queues", h.page(h.queues))
 	m.HandleFunc("GET /schedules", h.page(h.schedules))
+	m.HandleFunc("POST /schedules/{$}", h.page(h.scheduleActByQuery))
+	m.HandleFunc("POST /schedules/{id}/{action}", h.page(h.scheduleActByPath))
 	m.HandleFunc("GET /workers", h.page(h.workers))
 	m.HandleFunc("GET /assets/{name}", h.asset)
 	m.HandleFunc("/", h.page(h.notFound))
@@ -238,6 +318,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("X-Frame-Options", "DENY")
 	hd.Set("Referrer-Policy", "same-origin")
+	loggedIn := false
+	if h.login != nil {
+		answered, cookie := h.serveLogin(w, r)
+		if answered {
+			return
+		}
+		loggedIn = cookie
+	}
 	access := AccessOperate
 	if h.auth != nil {
 		access = h.auth(r)
@@ -251,11 +339,19 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if access > AccessOperate {
 		access = AccessOperate
 	}
-	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), accessKey{}, access)))
+	ctx := context.WithValue(r.Context(), accessKey{}, access)
+	if loggedIn {
+		ctx = context.WithValue(ctx, sessionKey{}, true)
+	}
+	h.mux.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // accessKey carries a request's Access from ServeHTTP to the routes.
 type accessKey struct{}
+
+// sessionKey marks a request logged in with the login's session cookie,
+// whose pages offer to log out.
+type sessionKey struct{}
 
 // request is one request as the routes see it.
 type request struct {
@@ -265,10 +361,13 @@ type request struct {
 	// base leads from the request's path back to the mount point: "./"
 	// at the top level, "../" one segment down, and so on.
 	base string
+	// session says the request is logged in with the login's cookie.
+	session bool
 }
 
 func (h *handler) newRequest(w http.ResponseWriter, r *http.Request, access Access) *request {
-	return &request{w: w, r: r, access: access, base: baseOf(r.URL.EscapedPath())}
+	session, _ := r.Context().Value(sessionKey{}).(bool)
+	return &request{w: w, r: r, access: access, base: baseOf(r.URL.EscapedPath()), session: session}
 }
 
 // baseOf is the relative path from a request path (as the mux sees it,
@@ -307,7 +406,7 @@ func (h *handler) notFound(rq *request) error {
 			msg: fmt.Sprintf("%s %s is not something the dashboard does: pages are read with GET, and actions are the buttons on a run's page.", rq.r.Method, rq.r.URL.Path)}
 	}
 	return &httpError{status: http.StatusNotFound, title: "No such page",
-		msg: fmt.Sprintf("There is no page at %s. The dashboard has runs, queues, schedules and workers.", rq.r.URL.Path)}
+		msg: fmt.Sprintf("There is no page at %s. The dashboard has runs, bulk actions, a start form, queues, schedules and workers.", rq.r.URL.Path)}
 }
 
 // redirect answers with a Location relative to the request's URL, which

@@ -57,6 +57,7 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, eagerScenarios...)
 	all = append(all, startScenarios...)
 	all = append(all, interactScenarios...)
+	all = append(all, attrScenarios...)
 	all = append(all, bulkScenarios...)
 	for _, s := range all {
 		t.Run(s.name, func(t *testing.T) {

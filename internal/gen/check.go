@@ -32,6 +32,7 @@ func check(m *Package, d *diagnostics) {
 		checkStream(s, d)
 	}
 	checkErrors(m, d)
+	checkAttrs(m, d)
 	checkDuplicates(m, d)
 	checkCollisions(m, d)
 	checkLoops(m, d)
@@ -565,6 +566,25 @@ func checkCollisions(m *Package, d *diagnostics) {
 		for _, um := range m.UserMethods[ctx] {
 			if f, ok := common[um.Name]; ok {
 				d.add(um.Pos, "%s on %s: stemgen generates it as %s; rename this method", um.Name, ctx, f.what)
+			}
+		}
+	}
+	// A workflow's attribute setters are its context's own.
+	for _, w := range m.Workflows {
+		ctx := w.contextType()
+		for _, a := range w.Attrs {
+			if a.Ann.Name == "" {
+				continue
+			}
+			method := a.setMethod()
+			if f, ok := common[method]; ok {
+				d.add(a.Ann.ValuePos("name"), "search attribute %s of workflow %s gets the setter %s, which workflow contexts have as %s; rename that one (the attribute's name is durable: another name is another attribute)",
+					a.Ann.Name, w.GoName, method, f.what)
+			}
+			for _, um := range m.UserMethods[ctx] {
+				if um.Name == method {
+					d.add(um.Pos, "%s on %s: stemgen generates it as the setter of search attribute %s; rename this method", um.Name, ctx, a.Ann.Name)
+				}
 			}
 		}
 	}

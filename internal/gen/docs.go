@@ -722,6 +722,7 @@ type ctxCall struct {
 	wf     *Workflow
 	update *Update
 	stream *Stream
+	attr   *Attr
 }
 
 // The kinds of ctxCall.
@@ -737,6 +738,7 @@ const (
 	kindOnUp       = "on update"
 	kindAppend     = "append"
 	kindClose      = "close stream"
+	kindSetAttr    = "set attribute"
 )
 
 // flowWalker walks one workflow's body in source order.
@@ -798,6 +800,9 @@ func newFlowWalker(m *Package, w *Workflow, f *ast.File, flow *docFlow) *flowWal
 	for _, st := range m.Streams {
 		fw.methods[st.appendMethod()] = ctxCall{kind: kindAppend, stream: st}
 		fw.methods[st.closeMethod()] = ctxCall{kind: kindClose, stream: st}
+	}
+	for _, a := range w.Attrs {
+		fw.methods[a.setMethod()] = ctxCall{kind: kindSetAttr, attr: a}
 	}
 	for _, c := range m.Workflows {
 		fw.methods[c.callMethod()] = ctxCall{kind: kindChild, wf: c}
@@ -1341,6 +1346,8 @@ func (fw *flowWalker) ctxCall(c *ast.CallExpr, fun *ast.SelectorExpr, args []str
 			fw.appendTo(m.stream.Ann.Name)
 		case kindClose:
 			fw.node(out, shapeFlag, false, "close stream "+m.stream.Ann.Name)
+		case kindSetAttr:
+			fw.setting("set attribute "+m.attr.Ann.Name, arg(0), out)
 		}
 		return ""
 	}
@@ -1360,19 +1367,20 @@ func (fw *flowWalker) ctxCall(c *ast.CallExpr, fun *ast.SelectorExpr, args []str
 		n := fw.node(out, shapeTerminal, false, "continue as new")
 		n.terminal = true
 	case setProgressMethod:
-		fw.progress(arg(0), out)
+		fw.setting("set progress", arg(0), out)
 	}
 	return ""
 }
 
-// progress adds a progress update: with the value, unless a closure's call
+// setting adds a flag for a value the workflow sets, labelled what (its
+// progress, a search attribute): with the value, unless a closure's call
 // says more.
-func (fw *flowWalker) progress(v ast.Expr, out *[]flowItem) {
+func (fw *flowWalker) setting(what string, v ast.Expr, out *[]flowItem) {
 	if fw.via != "" {
-		fw.node(out, shapeFlag, false, "set progress")
+		fw.node(out, shapeFlag, false, what)
 		return
 	}
-	fw.node(out, shapeFlag, false, "set progress", exprText(v))
+	fw.node(out, shapeFlag, false, what, exprText(v))
 }
 
 // runtimeCall adds a call of a function of the runtime package; most take
@@ -1430,7 +1438,7 @@ func (fw *flowWalker) runtimeCall(c *ast.CallExpr, name string, args []string, o
 		fw.node(out, shapeStep, true, "start step "+nameText(arg(1)), "async")
 		return "step " + nameText(arg(1))
 	case "SetProgress":
-		fw.progress(arg(1), out)
+		fw.setting("set progress", arg(1), out)
 	case "ContinueAsNew":
 		n := fw.node(out, shapeTerminal, false, "continue as new")
 		n.terminal = true
@@ -1641,6 +1649,9 @@ func (p *docPackage) render() []byte {
 		if len(p.updates) > 0 || len(p.streams) > 0 {
 			b.WriteString(" Updates taken are hexagons too, and appends to streams and replies to updates flags.")
 		}
+		if slices.ContainsFunc(m.Workflows, func(w *Workflow) bool { return len(w.Attrs) > 0 }) {
+			b.WriteString(" Search attributes set (`Set…Attr`) are flags too.")
+		}
 		b.WriteString("\n\n")
 	}
 	for _, fl := range p.flows {
@@ -1673,6 +1684,17 @@ func (p *docPackage) renderFlow(b *bytes.Buffer, fl *docFlow) {
 	}
 	if w.Progress != nil {
 		fmt.Fprintf(b, "- Progress: %s\n", code(w.Progress.Name))
+	}
+	if len(w.Attrs) > 0 {
+		var attrs []string
+		for _, a := range w.Attrs {
+			s := fmt.Sprintf("%s (%s", code(a.Ann.Name), a.Type)
+			if a.Ann.From != "" {
+				s += ", from " + code(a.Ann.From)
+			}
+			attrs = append(attrs, s+")")
+		}
+		fmt.Fprintf(b, "- Search attributes: %s\n", strings.Join(attrs, ", "))
 	}
 	b.WriteString("\n```mermaid\nflowchart TD\n")
 	c := &chart{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -114,7 +115,7 @@ func TestRemovedAnnotationsRemoveTheGeneratedFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the manifest must stay: %v", err)
 	}
-	if want := []manifest.Workflow{{Key: "p.w@v1", Input: "int", Output: "int", Retired: true}}; !slices.Equal(m.Workflows, want) {
+	if want := []manifest.Workflow{{Key: "p.w@v1", Input: "int", Output: "int", Retired: true}}; !reflect.DeepEqual(m.Workflows, want) {
 		t.Errorf("manifest workflows = %+v, want %+v", m.Workflows, want)
 	}
 	// Generating again changes nothing.

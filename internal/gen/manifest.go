@@ -94,11 +94,13 @@ func checkManifest(m *Package, old *manifest.Manifest, d *diagnostics) []byte {
 		j.opts.OldUnsized = !old.RecordsSizes()
 	}
 
+	recorded := recordedAttrs(old)
 	present := map[string]bool{}
 	for _, w := range m.Workflows {
 		if w.Ann.Name == "" {
 			continue // reported by the parser
 		}
+		attrs := j.attrs(w, recorded)
 		key := manifest.Key(w.Ann.Name, w.Ann.Version)
 		present[key] = true
 		if len(w.Params) != 2 || len(w.Results) != 2 || !typed(w.Params[1:], w.Results) {
@@ -107,7 +109,7 @@ func checkManifest(m *Package, old *manifest.Manifest, d *diagnostics) []byte {
 		if w.Progress != nil && !w.Progress.valid() {
 			continue // reported by check
 		}
-		e := manifest.Workflow{Key: key, Input: w.Input().Shape, Output: w.Output().Shape}
+		e := manifest.Workflow{Key: key, Input: w.Input().Shape, Output: w.Output().Shape, Attributes: attrs}
 		if w.Progress != nil {
 			e.Progress = w.Progress.Shape
 		}
@@ -125,6 +127,7 @@ func checkManifest(m *Package, old *manifest.Manifest, d *diagnostics) []byte {
 				// back is judged against it.
 				e.Progress = was.Progress
 			}
+			e.Attributes = retireAttrs(e.Attributes, was.Attributes)
 			if ok {
 				next.Workflows[i] = e
 			}
@@ -263,6 +266,65 @@ func checkManifest(m *Package, old *manifest.Manifest, d *diagnostics) []byte {
 		next.Errors[i].Retired = !present[next.Errors[i].Key]
 	}
 	return next.Encode()
+}
+
+// recordedAttr is a search attribute's type as a manifest recorded it,
+// and the workflow key it is recorded for.
+type recordedAttr struct{ typ, key string }
+
+// recordedAttrs returns the type of every search attribute the manifest
+// old (nil for none) records, on any workflow, retired or not: runs
+// stored with an attribute hold values of that type while they are kept.
+// Of two types recorded for one name (which stemgen never writes), the
+// first, by workflow key, counts.
+func recordedAttrs(old *manifest.Manifest) map[string]recordedAttr {
+	out := map[string]recordedAttr{}
+	if old == nil {
+		return out
+	}
+	for _, w := range old.Workflows {
+		for _, a := range w.Attributes {
+			if _, ok := out[a.Name]; !ok {
+				out[a.Name] = recordedAttr{a.Type, w.Key}
+			}
+		}
+	}
+	return out
+}
+
+// attrs returns the manifest's entries for workflow w's search
+// attributes, reporting an attribute whose type differs from the one
+// recorded for its name: runs stored with it hold values of the old type.
+// Attributes whose type is not known (check reports them) are left out.
+func (j *judge) attrs(w *Workflow, recorded map[string]recordedAttr) []manifest.Attribute {
+	var out []manifest.Attribute
+	for _, a := range w.Attrs {
+		if a.Ann.Name == "" || !a.typeKnown() {
+			continue
+		}
+		if r, ok := recorded[a.Ann.Name]; ok && r.typ != string(a.Type) {
+			j.d.add(attrTypePos(a), "search attribute %s changed its type from %s (recorded for %s) to %s: runs stored with it hold "+
+				"%s values, which a filter on %s in the new type would not match, nor the dashboard read. Give the attribute of the new "+
+				"type a new name=; %s stays recorded as a %s while runs may hold it",
+				a.Ann.Name, r.typ, r.key, a.Type, r.typ, a.Ann.Name, a.Ann.Name, r.typ)
+			continue
+		}
+		out = append(out, manifest.Attribute{Name: a.Ann.Name, Type: string(a.Type), From: a.JSONPath})
+	}
+	return out
+}
+
+// retireAttrs returns a workflow's search attributes now, followed by
+// those it recorded before and no longer declares, marked retired, in
+// their recorded order: a name keeps its type while runs may hold it.
+func retireAttrs(now, was []manifest.Attribute) []manifest.Attribute {
+	for _, a := range was {
+		if !slices.ContainsFunc(now, func(b manifest.Attribute) bool { return b.Name == a.Name }) {
+			a.Retired = true
+			now = append(now, a)
+		}
+	}
+	return now
 }
 
 // judge judges changed shapes, reporting breaking ones.

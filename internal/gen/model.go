@@ -144,6 +144,9 @@ type Workflow struct {
 	// version=, which alone gets the client API; w is then an older
 	// version, kept to drain the runs started under it.
 	Newest *Workflow
+	// Attrs are the search attributes the workflow declares, in the order
+	// of their //stem:attr directives.
+	Attrs []*Attr
 }
 
 // TypeRef is the type a key names, a workflow's progress= or an update's
@@ -441,7 +444,21 @@ func (b *builder) file(f *ast.File) {
 					b.m.UserMethods[name] = append(b.m.UserMethods[name], Ident{decl.Name.Name, decl.Name.Pos()})
 				}
 			}
-			a := b.directive(decl.Doc, used)
+			a, attrs, early := b.directives(decl.Doc, used)
+			if w, ok := a.(*annotations.Workflow); !ok || decl.Recv != nil {
+				what := "function " + decl.Name.Name
+				switch {
+				case a != nil && a.Directive() == annotations.DirectiveStep:
+					what = "step " + decl.Name.Name
+				case decl.Recv != nil:
+					what = "method " + decl.Name.Name
+				}
+				b.misplacedAttrs(attrs, what+" is not a workflow")
+			} else {
+				for _, at := range early {
+					b.d.add(at.Pos(), "//stem:attr comes after the //stem:workflow of the workflow it belongs to (line %d): move it below", b.d.fset.Position(w.Pos()).Line)
+				}
+			}
 			switch a := a.(type) {
 			case *annotations.Workflow:
 				if decl.Recv != nil {
@@ -452,6 +469,7 @@ func (b *builder) file(f *ast.File) {
 				if len(w.Params) > 0 {
 					w.Calls = ctxCalls(decl.Body, w.Params[0].Name)
 				}
+				w.Attrs = b.attrs(attrs, b.inputType(decl))
 				b.m.Workflows = append(b.m.Workflows, w)
 			case *annotations.Step:
 				b.m.Steps = append(b.m.Steps, &Step{Func: b.fn(decl), Ann: a})
@@ -507,7 +525,11 @@ func (b *builder) file(f *ast.File) {
 			}
 			a, err := annotations.ParseComment(c)
 			b.parseErrors(err)
-			if a != nil && !b.allowPlaced(f, a) {
+			switch {
+			case a == nil || b.allowPlaced(f, a):
+			case a.Directive() == annotations.DirectiveAttr:
+				b.d.add(c.Slash, "//stem:attr is not in a doc comment: put it in the doc comment of the workflow function it belongs to, after its //stem:workflow")
+			default:
 				b.d.add(c.Slash, "//stem:%s is not in a doc comment: put it directly above the %s it marks, with no blank line between", a.Directive(), target(a))
 			}
 		}
@@ -516,6 +538,8 @@ func (b *builder) file(f *ast.File) {
 
 func target(a annotations.Annotation) string {
 	switch a.Directive() {
+	case annotations.DirectiveAttr:
+		return "workflow function"
 	case annotations.DirectiveEvent, annotations.DirectiveUpdate, annotations.DirectiveStream:
 		return "type declaration"
 	case annotations.DirectiveError:
@@ -538,13 +562,32 @@ func genDocs(decl *ast.GenDecl) []*ast.CommentGroup {
 	return docs
 }
 
-// directive parses the directives of a doc comment, reporting malformed
-// ones, and returns the first; a second is an error.
+// directive parses the directives of a doc comment of a declaration
+// other than a function, reporting malformed ones, and returns the first;
+// a second is an error, and so is a //stem:attr, which only a workflow
+// has.
 func (b *builder) directive(doc *ast.CommentGroup, used map[*ast.Comment]bool) annotations.Annotation {
-	if doc == nil {
-		return nil
+	first, attrs, _ := b.directives(doc, used)
+	b.misplacedAttrs(attrs, "this declaration is not a workflow function")
+	return first
+}
+
+// misplacedAttrs reports //stem:attr directives on a declaration that is
+// not a workflow; why says what it is.
+func (b *builder) misplacedAttrs(attrs []*annotations.Attr, why string) {
+	for _, a := range attrs {
+		b.d.add(a.Pos(), "//stem:attr declares a search attribute of a workflow, after the //stem:workflow in its function's doc comment; %s", why)
 	}
-	var first annotations.Annotation
+}
+
+// directives parses the directives of a doc comment, reporting malformed
+// ones, and returns the first other than //stem:attr (a second is an
+// error), and the //stem:attr directives, in order: all of them, and
+// those before the first other.
+func (b *builder) directives(doc *ast.CommentGroup, used map[*ast.Comment]bool) (first annotations.Annotation, attrs, early []*annotations.Attr) {
+	if doc == nil {
+		return nil, nil, nil
+	}
 	for _, c := range doc.List {
 		if !annotations.IsDirective(c.Text) || isAllow(c) {
 			continue
@@ -555,13 +598,31 @@ func (b *builder) directive(doc *ast.CommentGroup, used map[*ast.Comment]bool) a
 		if a == nil {
 			continue
 		}
+		if at, ok := a.(*annotations.Attr); ok {
+			attrs = append(attrs, at)
+			if first == nil {
+				early = append(early, at)
+			}
+			continue
+		}
 		if first != nil {
 			b.d.add(a.Pos(), "second //stem: directive on one declaration (the first is //stem:%s at line %d)", first.Directive(), b.d.fset.Position(first.Pos()).Line)
 			continue
 		}
 		first = a
 	}
-	return first
+	return first, attrs, early
+}
+
+// inputType returns the type of a workflow function's input, its second
+// parameter, or nil when it has no such parameter or it did not
+// type-check.
+func (b *builder) inputType(decl *ast.FuncDecl) types.Type {
+	obj, ok := b.info.Defs[decl.Name].(*types.Func)
+	if !ok || obj.Signature().Params().Len() != 2 {
+		return nil
+	}
+	return obj.Signature().Params().At(1).Type()
 }
 
 func (b *builder) parseErrors(err error) {

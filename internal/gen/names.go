@@ -408,3 +408,9 @@ func (m *Package) helperNames() []generated {
 	}
 	return out
 }
+
+// Methods of a workflow's context type for its search attributes
+// (//stem:attr): one setter per attribute, named from the attribute's
+// durable name in Go case (see attrGoName).
+func (a *Attr) setMethod() string      { return attrSetMethod(a.Ann.Name) }
+func attrSetMethod(name string) string { return "Set" + attrGoName(name) + "Attr" }

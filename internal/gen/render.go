@@ -622,7 +622,7 @@ func (r *renderer) workflow(w *Workflow) {
 	r.doc(fmt.Sprintf("%s is what workflow %s (%s) receives: the runtime's *runtime.WorkflowContext, "+
 		"with a typed method for every step, event and child workflow of package %s, %s also in a form "+
 		"that returns a future (%s and %s wait for several), and ContinueAsNew typed "+
-		"by the workflow's input.%s%s", ctx, w.GoName, durable, m.Name, each, allMethod, selectMethod, m.interactDoc(), r.drainDoc(w)), w.Doc)
+		"by the workflow's input.%s%s%s", ctx, w.GoName, durable, m.Name, each, allMethod, selectMethod, m.interactDoc(), setterDoc(w), r.drainDoc(w)), w.Doc)
 	f.Type().Id(ctx).StructFunc(func(g *jen.Group) {
 		g.Op("*").Add(rt("WorkflowContext"))
 		if m.hasCalls() {
@@ -656,6 +656,8 @@ func (r *renderer) workflow(w *Workflow) {
 		f.Func().Params(jen.Id("c").Op("*").Id(ctx)).Id(setProgressMethod).Params(jen.Id("p").Add(r.typ(prog.Type))).Error().Block(
 			jen.Return(rt("SetProgress").Call(jen.Id("c").Dot(embeddedField), jen.Id("p"))))
 	}
+
+	r.attrSetters(w)
 
 	if w.isNewest() {
 		r.runType(w)
@@ -751,6 +753,7 @@ func (r *renderer) register(w *Workflow) {
 	if existing, ended := policyClauses(w); existing != "" || ended != "" {
 		regDoc += " " + startPolicyDoc(existing, ended, "runtime.IfExists and runtime.IfEnded in a start override them.")
 	}
+	regDoc += attrsDoc(w)
 	if m.declaresTxSteps() {
 		regDoc += fmt.Sprintf(" Package %s has transactional steps, which run only on a store with transactions of "+
 			"their type (pgstore for pgx.Tx, sqlitestore for *sql.Tx): on another, such as Redis or the in-memory "+
@@ -799,6 +802,9 @@ func (r *renderer) register(w *Workflow) {
 		}
 		if m.declaresTxSteps() {
 			opts = append(opts, rt("WorkflowTxSteps").Call(jen.Id(txStepsVar)))
+		}
+		if decls := r.attrDecls(w); decls != nil {
+			opts = append(opts, decls)
 		}
 		g.Return(rt("Register").Call(append([]jen.Code{jen.Id("e"), jen.Id(w.Newest.nameConst()),
 			jen.Func().Params(jen.Id("c").Op("*").Add(rt("WorkflowContext")), jen.Id("in").Add(in.Clone())).

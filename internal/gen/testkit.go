@@ -566,7 +566,7 @@ func (r *renderer) workflowMock(w *Workflow) {
 	r.doc(fmt.Sprintf("%s puts fn in place of workflow %s (%s) on the env's engine, for its runs from their "+
 		"next execution on, and returns a handle recording each run fn serves. Where the test registers the "+
 		"workflow, fn overrides its function; where it does not (a parent in another package calls it as a "+
-		"child), fn is registered under its name, at version %s.%s, as a stand-in. Either way a child call "+
+		"child), fn is registered under its name, at version %s.%s%s, as a stand-in. Either way a child call "+
 		"starts a real child run on the engine, which calls fn, and the parent gets fn's output or error, "+
 		"checkpointed as a child's: the parent's replays do not call fn again. fn gets the run's "+
 		"*runtime.WorkflowContext rather than %s, so that it needs none of the package's steps and behaves "+
@@ -574,23 +574,28 @@ func (r *renderer) workflowMock(w *Workflow) {
 		"RunID and ParentID. Like any workflow function it runs again from the top when its own run is "+
 		"replayed (after a sleep, say), so it must be deterministic. Calling %s again replaces fn, with a new "+
 		"handle; a nil fn gives a registered workflow its own function back.",
-		w.mockMethod(), w.Ann.Name, w.GoName, m.Name, w.versionConst(), w.contextType(), w.mockMethod()), w.Doc)
-	opt := jen.Qual(runtimePath, "WorkflowVersion").Call(r.pkg(w.versionConst()))
+		w.mockMethod(), w.Ann.Name, w.GoName, m.Name, w.versionConst(), standInAttrs(w), w.contextType(), w.mockMethod()), w.Doc)
+	opts := []jen.Code{jen.Qual(runtimePath, "WorkflowVersion").Call(r.pkg(w.versionConst()))}
+	if decls := r.attrDecls(w); decls != nil {
+		// A stand-in's runs get the workflow's attributes from their input
+		// as the workflow's own would.
+		opts = append(opts, decls)
+	}
 	f.Func().Params(jen.Id("m").Op("*").Id(mocksType)).Id(w.mockMethod()).Params(jen.Id("fn").Add(fnType(declared))).
 		Op("*").Id(w.mockType()).Block(
 		jen.Id("h").Op(":=").Op("&").Id(w.mockType()).Values(),
 		jen.If(jen.Id("fn").Op("==").Nil()).Block(
 			jen.Qual(stemtestPath, "MockWorkflow").Types(in.Clone(), out.Clone()).Call(jen.Id("m").Dot("env"), nameConst.Clone(), jen.Nil()),
 			jen.Return(jen.Id("h"))),
-		jen.Qual(stemtestPath, "MockWorkflow").Call(jen.Id("m").Dot("env"), nameConst.Clone(),
+		jen.Qual(stemtestPath, "MockWorkflow").Call(append([]jen.Code{jen.Id("m").Dot("env"), nameConst.Clone(),
 			fnType(name).Block(
 				jen.Id("h").Dot(callsField).Dot("addRun").Call(jen.Id("ctx").Dot("RunID").Call(), jen.Id(w.callType()).Values(
 					jen.Line().Id("Input").Op(":").Id(name),
 					jen.Line().Id("RunID").Op(":").Id("ctx").Dot("RunID").Call(),
 					jen.Line().Id("ParentID").Op(":").Id("ctx").Dot("ParentID").Call().Op(",").Line(),
 				)),
-				jen.Return(jen.Id("fn").Call(jen.Id("ctx"), jen.Id(name)))),
-			opt),
+				jen.Return(jen.Id("fn").Call(jen.Id("ctx"), jen.Id(name))))},
+			opts...)...),
 		jen.Return(jen.Id("h")))
 
 	f.Line()

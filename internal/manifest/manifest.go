@@ -1,7 +1,8 @@
 // Package manifest is the format of stem.manifest.json, the file stemgen
 // keeps beside each package's generated code: every durable shape the
 // package's workflows, steps, events, updates and streams have had, by
-// key, and every error name the package has declared. stemgen reads it
+// key, every error name the package has declared, and the type of every
+// search attribute its workflows have declared. stemgen reads it
 // to refuse a changed shape without a version bump; `stem check` reads it
 // to find the runs in a store that a build could not continue.
 package manifest
@@ -22,7 +23,7 @@ import (
 const FileName = "stem.manifest.json"
 
 // Comment is the comment every manifest carries.
-const Comment = "Maintained by stemgen: the shape of each workflow's, step's, event's, update's and stream's payloads, and of each declared error, by key, and which keys the package's code has now. " +
+const Comment = "Maintained by stemgen: the shape of each workflow's, step's, event's, update's and stream's payloads, and of each declared error, by key, the type of each workflow's search attributes, and which keys the package's code has now. " +
 	"A change of shape that stored payloads would not survive needs a new version. Commit this file; do not edit it."
 
 // Format is the format of the manifests Encode writes, in their "format"
@@ -38,8 +39,11 @@ const Comment = "Maintained by stemgen: the shape of each workflow's, step's, ev
 // by durable name; a manifest of an older format has none, and stemgen
 // records them as they are at its next generation. Format 5 adds Updates
 // and Streams (//stem:update, //stem:stream), which an older format has
-// none of, recorded likewise at the next generation.
-const Format = 5
+// none of, recorded likewise at the next generation. Format 6 adds each
+// workflow's Attributes (//stem:attr), which an older format has none of:
+// stemgen records them at its next generation, and judges a type change
+// only against what a manifest recorded.
+const Format = 6
 
 // Manifest is one package's manifest. Entries whose key the code no longer
 // has are kept, marked Retired: stored runs may still hold them, so reusing
@@ -70,9 +74,29 @@ type Workflow struct {
 	Input    string `json:"input"`
 	Output   string `json:"output"`
 	Progress string `json:"progress,omitempty"`
+	// Attributes are the search attributes the workflow declares
+	// (//stem:attr), in the order declared, then those it declared once
+	// and no longer does, marked Retired; none before format 6 (see
+	// RecordsAttributes).
+	Attributes []Attribute `json:"attributes,omitempty"`
 	// Retired is true when no function of the package is annotated with
 	// this name and version any more: a build of the package cannot run
 	// runs of it.
+	Retired bool `json:"retired,omitempty"`
+}
+
+// Attribute is one search attribute of a workflow: runs store its values
+// in its type, so a name keeps its type for as long as runs may hold it.
+type Attribute struct {
+	// Name is the attribute's durable name, "customer".
+	Name string `json:"name"`
+	// Type is its type: string, number, time or bool.
+	Type string `json:"type"`
+	// From is the JSON path of the input's field a run's start takes it
+	// from, "customer.id"; "" for one the workflow sets as it goes.
+	From string `json:"from,omitempty"`
+	// Retired is true when the workflow no longer declares it: runs kept
+	// may still hold it.
 	Retired bool `json:"retired,omitempty"`
 }
 
@@ -169,6 +193,11 @@ func (m *Manifest) RecordsErrors() bool { return m.Format >= 4 }
 // package's updates and streams (Updates, Streams): formats before 5 did
 // not.
 func (m *Manifest) RecordsInteractions() bool { return m.Format >= 5 }
+
+// RecordsAttributes reports whether the manifest's format records the
+// workflows' search attributes (Workflow.Attributes): formats before 6
+// did not.
+func (m *Manifest) RecordsAttributes() bool { return m.Format >= 6 }
 
 // ErrNewerFormat is the error of Parse for a manifest of a format after
 // Format.

@@ -46,8 +46,9 @@ func TestParseErrors(t *testing.T) {
 	if old.RecordsErrors() || len(old.Errors) != 0 || len(old.Events) != 1 {
 		t.Errorf("format 3: RecordsErrors %v, errors %v, events %v", old.RecordsErrors(), old.Errors, old.Events)
 	}
-	if _, err := manifest.Parse([]byte(`{"comment": "", "format": 6, "workflows": [], "steps": [], "events": [], "updates": [], "streams": [], "errors": []}`)); !errors.Is(err, manifest.ErrNewerFormat) {
-		t.Errorf("format 6: %v, want ErrNewerFormat", err)
+	newer := fmt.Sprintf(`{"comment": "", "format": %d, "workflows": [], "steps": [], "events": [], "updates": [], "streams": [], "errors": []}`, manifest.Format+1)
+	if _, err := manifest.Parse([]byte(newer)); !errors.Is(err, manifest.ErrNewerFormat) {
+		t.Errorf("format %d: %v, want ErrNewerFormat", manifest.Format+1, err)
 	}
 	if _, err := manifest.Parse([]byte(`{"comment": "", "format": 4, "errors": [{"key": "a", "shape": "value", "kind": "x"}]}`)); err == nil {
 		t.Error("an unknown field of an error parsed")
@@ -101,5 +102,45 @@ func TestParseInteractions(t *testing.T) {
 	}
 	if _, err := manifest.Parse([]byte(`{"comment": "", "format": 5, "updates": [{"key": "a@v1", "request": "{}", "reply": "{}", "validator": true}]}`)); err == nil {
 		t.Error("an unknown field of an update parsed")
+	}
+}
+
+// TestParseAttributes: a manifest of format 6 records each workflow's
+// search attributes, in the order written (retired ones after), which
+// Parse reads back, refusing unknown fields; one of format 5 has none,
+// and a workflow without attributes writes no field.
+func TestParseAttributes(t *testing.T) {
+	m := &manifest.Manifest{Workflows: []manifest.Workflow{
+		{Key: "p.b@v1", Input: "{}", Output: "{}"},
+		{Key: "p.a@v1", Input: "{customer:{id:string}}", Output: "{}", Attributes: []manifest.Attribute{
+			{Name: "customer", Type: "string", From: "customer.id"},
+			{Name: "total", Type: "number"},
+			{Name: "stage", Type: "string", Retired: true},
+		}},
+	}}
+	b := m.Encode()
+	got, err := manifest.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []manifest.Workflow{m.Workflows[1], m.Workflows[0]}
+	if !reflect.DeepEqual(got.Workflows, want) {
+		t.Errorf("read back: %+v, want %+v", got.Workflows, want)
+	}
+	if !got.RecordsAttributes() {
+		t.Error("format 6 does not record attributes")
+	}
+	if n := strings.Count(string(b), `"attributes"`); n != 1 {
+		t.Errorf("%d attributes fields, want 1 (none for a workflow without):\n%s", n, b)
+	}
+	old, err := manifest.Parse([]byte(`{"comment": "", "format": 5, "workflows": [{"key": "p.a@v1", "input": "{}", "output": "{}"}], "steps": [], "events": [], "updates": [], "streams": [], "errors": []}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.RecordsAttributes() || old.Workflows[0].Attributes != nil {
+		t.Errorf("format 5: RecordsAttributes %v, attributes %v", old.RecordsAttributes(), old.Workflows[0].Attributes)
+	}
+	if _, err := manifest.Parse([]byte(`{"comment": "", "format": 6, "workflows": [{"key": "p.a@v1", "input": "{}", "output": "{}", "attributes": [{"name": "a", "type": "string", "index": true}]}]}`)); err == nil {
+		t.Error("an unknown field of an attribute parsed")
 	}
 }

@@ -57,10 +57,16 @@ func Example() {
 		panic(err)
 	}
 	fmt.Printf("%+v\n", progress)
+	info, err := run.Info(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(info.Attributes) // what listings filter on: stem runs --where customer=grace
 	// Output:
 	// pay-1 1800 post TRK-42
 	// Invoice for order 42 (grace), payment pay-1
 	//   2 x mug [mug-0]
 	// orders.fulfil/order-42/charge@v1/payment
 	// {Stage:done Packed:1 Lines:1}
+	// [customer=grace order=42 stage=done total=18]
 }

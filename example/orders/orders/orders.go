@@ -8,7 +8,12 @@
 // retried step whose idempotency key makes the charge happen once), and
 // has the invoice made by a child workflow. It publishes its progress as
 // it goes, and writes a log of what it does on a stream, from the workflow
-// and from its Pack step.
+// and from its Pack step. Its runs carry search attributes: the order's ID
+// and customer, taken from its input at the start, its total and the stage
+// it has reached, which the workflow sets as it goes; the invoice's runs
+// carry the order's ID and customer too. Listings filter on them: stem
+// runs --where customer=ada (or 'total>=50', or stage=awaiting-shipment),
+// the dashboard's search, and runtime.ListRunsQuery.Where in Go.
 //
 // go generate writes stem_gen.go: FulfilContext with the typed steps and
 // their Async forms, StartFulfil, GetFulfil, SendShipmentReady,
@@ -237,12 +242,24 @@ var FulfilQueue = runtime.Queue{Name: "orders", Concurrency: 24, PartitionConcur
 // once, charges the customer, and has the invoice made.
 //
 //stem:workflow name=orders.fulfil version=2 progress=FulfilProgress queue=orders retention=720h
+//stem:attr name=order from=ID
+//stem:attr name=customer from=Customer
+//stem:attr name=total type=number
+//stem:attr name=stage type=string
 func Fulfil(ctx *FulfilContext, order Order) (Receipt, error) {
 	stage := func(s string, packed int) error {
 		if err := ctx.AppendLogLine(LogLine{Stage: s, Text: fmt.Sprintf("order %s: %s", order.ID, s)}); err != nil {
 			return err
 		}
+		if err := ctx.SetStageAttr(s); err != nil {
+			return err
+		}
 		return ctx.SetProgress(FulfilProgress{Stage: s, Packed: packed, Lines: len(order.Items)})
+	}
+	// The total, in the currency's units, is computed from the lines, so
+	// the workflow sets it: from= takes only what the input holds.
+	if err := ctx.SetTotalAttr(float64(order.Total()) / 100); err != nil {
+		return Receipt{}, err
 	}
 	if err := stage(StageReserving, 0); err != nil {
 		return Receipt{}, err
@@ -351,6 +368,8 @@ func Fulfil(ctx *FulfilContext, order Order) (Receipt, error) {
 // Invoice renders and files the invoice of a paid order.
 //
 //stem:workflow name=orders.invoice
+//stem:attr name=order from=OrderID
+//stem:attr name=customer from=Customer
 func Invoice(ctx *InvoiceContext, req InvoiceRequest) (InvoiceDoc, error) {
 	return ctx.RenderInvoice(req)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stemflow/stem/example/orders/orders"
 	"github.com/stemflow/stem/runtime"
+	"github.com/stemflow/stem/storage"
 	"github.com/stemflow/stem/stores/memstore"
 )
 
@@ -120,6 +121,9 @@ func TestFulfil(t *testing.T) {
 	}
 	var keys []string
 	for _, s := range steps {
+		if s.Kind == storage.KindAttr {
+			continue // the settings of search attributes, checked below
+		}
 		keys = append(keys, s.Key)
 		if s.Key == orders.StepCharge && len(s.Attempts) != 4 {
 			t.Errorf("charge attempts = %d, want 4", len(s.Attempts))
@@ -154,6 +158,32 @@ func TestFulfil(t *testing.T) {
 	}
 	if inv, err := child.Result(f.ctx); err != nil || inv != rec.Invoice {
 		t.Errorf("child invoice = %+v, %v", inv, err)
+	}
+	// The search attributes: the order and the customer from the input,
+	// the total and the last stage as the workflow set them; the invoice's
+	// run has the order and the customer from its own input, so a filter
+	// on the order finds both runs.
+	info, err := run.Info(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantAttrs := []runtime.Attr{
+		runtime.StringAttr("customer", "ada"), runtime.StringAttr("order", "o-1"),
+		runtime.StringAttr("stage", orders.StageDone), runtime.NumberAttr("total", float64(order.Total())/100),
+	}
+	if !slices.EqualFunc(info.Attributes, wantAttrs, runtime.Attr.Equal) {
+		t.Errorf("attributes = %v, want %v", info.Attributes, wantAttrs)
+	}
+	byOrder, _, err := f.engine.ListRuns(f.ctx, runtime.ListRunsQuery{Where: []runtime.AttrFilter{{Op: storage.OpEq, Value: runtime.StringAttr("order", "o-1")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range byOrder {
+		ids = append(ids, r.ID)
+	}
+	if want := []string{run.ID(), child.ID()}; !slices.Equal(ids, want) {
+		t.Errorf("runs with order=o-1: %q, want %q", ids, want)
 	}
 	if len(f.steps.Holds()) != 1 {
 		t.Errorf("holds = %v, want the order's", f.steps.Holds())

@@ -705,7 +705,8 @@ const FulfilWorkflowVersion = 2
 // workflow's input. It also has methods that take each update of the package
 // (Await<Update>, and On<Update> for its future), and methods that append to
 // each stream of the package (Append<Value>) and close it
-// (Close<Value>Stream).
+// (Close<Value>Stream). It sets the run's search attributes with SetOrderAttr,
+// SetCustomerAttr, SetTotalAttr, SetStageAttr.
 //
 // Fulfil reserves stock and quotes shipping at once, cools off (the
 // customer may cancel then), waits for the warehouse, packs every line at
@@ -775,6 +776,42 @@ func (c *FulfilContext) SetProgress(p FulfilProgress) error {
 	return runtime.SetProgress(c.WorkflowContext, p)
 }
 
+// SetOrderAttr sets the run's search attribute order, a string, to v: durably,
+// with a checkpoint of the run, so a replay does not set it again, and from
+// then on listings that filter on order (runtime.ListRunsQuery.Where, stem
+// runs --where) see v. Setting it again replaces the value. Each run's start
+// sets it from the input's field ID (from=ID, id in the input's JSON); this
+// sets it over that.
+func (c *FulfilContext) SetOrderAttr(v string) error {
+	return runtime.SetAttributes(c.WorkflowContext, runtime.StringAttr("order", v))
+}
+
+// SetCustomerAttr sets the run's search attribute customer, a string, to v:
+// durably, with a checkpoint of the run, so a replay does not set it again,
+// and from then on listings that filter on customer
+// (runtime.ListRunsQuery.Where, stem runs --where) see v. Setting it again
+// replaces the value. Each run's start sets it from the input's field Customer
+// (from=Customer, customer in the input's JSON); this sets it over that.
+func (c *FulfilContext) SetCustomerAttr(v string) error {
+	return runtime.SetAttributes(c.WorkflowContext, runtime.StringAttr("customer", v))
+}
+
+// SetTotalAttr sets the run's search attribute total, a number, to v: durably,
+// with a checkpoint of the run, so a replay does not set it again, and from
+// then on listings that filter on total (runtime.ListRunsQuery.Where, stem
+// runs --where) see v. Setting it again replaces the value.
+func (c *FulfilContext) SetTotalAttr(v float64) error {
+	return runtime.SetAttributes(c.WorkflowContext, runtime.NumberAttr("total", v))
+}
+
+// SetStageAttr sets the run's search attribute stage, a string, to v: durably,
+// with a checkpoint of the run, so a replay does not set it again, and from
+// then on listings that filter on stage (runtime.ListRunsQuery.Where, stem
+// runs --where) see v. Setting it again replaces the value.
+func (c *FulfilContext) SetStageAttr(v string) error {
+	return runtime.SetAttributes(c.WorkflowContext, runtime.StringAttr("stage", v))
+}
+
 // FulfilRun is a typed handle on a run of workflow Fulfil (orders.fulfil): ID,
 // Status, Result, Pause, Resume, Terminate, Restart, IdempotencyKey for
 // reconciling with the services its steps called, and the run's published
@@ -810,8 +847,12 @@ func (r *FulfilRun) WaitProgress(ctx context.Context, after FulfilProgress) (Ful
 // default retention. It also registers the event types of package orders, so
 // such tools can check an event's payload. It also registers the updates of
 // package orders, so the engine checks a request (with the update's validator)
-// before it sends it, and such tools check one too. Its steps run on steps,
-// which must not be nil.
+// before it sends it, and such tools check one too. It declares the workflow's
+// search attributes, order (a string, from the input's ID), customer (a
+// string, from the input's Customer), total (a number), stage (a string),
+// which the engine records in the catalog so listings filter its runs on them
+// in their types; a run's start takes those with from= from its input. Its
+// steps run on steps, which must not be nil.
 //
 // Fulfil reserves stock and quotes shipping at once, cools off (the
 // customer may cancel then), waits for the warehouse, packs every line at
@@ -834,7 +875,12 @@ func RegisterFulfil(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	}, runtime.WorkflowVersion(FulfilWorkflowVersion), runtime.WorkflowQueue("orders"), runtime.WorkflowRetention(720*time.Hour))
+	}, runtime.WorkflowVersion(FulfilWorkflowVersion), runtime.WorkflowQueue("orders"), runtime.WorkflowRetention(720*time.Hour), runtime.WorkflowAttributes(
+		runtime.AttrDecl{Name: "order", Type: runtime.AttrString, From: "id"},
+		runtime.AttrDecl{Name: "customer", Type: runtime.AttrString, From: "customer"},
+		runtime.AttrDecl{Name: "total", Type: runtime.AttrNumber},
+		runtime.AttrDecl{Name: "stage", Type: runtime.AttrString},
+	))
 }
 
 // StartFulfil starts a run of workflow Fulfil (orders.fulfil) with input in.
@@ -943,7 +989,8 @@ const InvoiceWorkflowVersion = 1
 // workflow's input. It also has methods that take each update of the package
 // (Await<Update>, and On<Update> for its future), and methods that append to
 // each stream of the package (Append<Value>) and close it
-// (Close<Value>Stream).
+// (Close<Value>Stream). It sets the run's search attributes with SetOrderAttr,
+// SetCustomerAttr.
 //
 // Invoice renders and files the invoice of a paid order.
 type InvoiceContext struct {
@@ -1002,6 +1049,26 @@ func (c *InvoiceContext) Detached() *InvoiceContext {
 	return &d
 }
 
+// SetOrderAttr sets the run's search attribute order, a string, to v: durably,
+// with a checkpoint of the run, so a replay does not set it again, and from
+// then on listings that filter on order (runtime.ListRunsQuery.Where, stem
+// runs --where) see v. Setting it again replaces the value. Each run's start
+// sets it from the input's field OrderID (from=OrderID, order_id in the
+// input's JSON); this sets it over that.
+func (c *InvoiceContext) SetOrderAttr(v string) error {
+	return runtime.SetAttributes(c.WorkflowContext, runtime.StringAttr("order", v))
+}
+
+// SetCustomerAttr sets the run's search attribute customer, a string, to v:
+// durably, with a checkpoint of the run, so a replay does not set it again,
+// and from then on listings that filter on customer
+// (runtime.ListRunsQuery.Where, stem runs --where) see v. Setting it again
+// replaces the value. Each run's start sets it from the input's field Customer
+// (from=Customer, customer in the input's JSON); this sets it over that.
+func (c *InvoiceContext) SetCustomerAttr(v string) error {
+	return runtime.SetAttributes(c.WorkflowContext, runtime.StringAttr("customer", v))
+}
+
 // InvoiceRun is a typed handle on a run of workflow Invoice (orders.invoice):
 // ID, Status, Result, Pause, Resume, Terminate, Restart, and IdempotencyKey
 // for reconciling with the services its steps called.
@@ -1017,8 +1084,11 @@ type InvoiceRun struct {
 // its Go types. It also registers the event types of package orders, so such
 // tools can check an event's payload. It also registers the updates of package
 // orders, so the engine checks a request (with the update's validator) before
-// it sends it, and such tools check one too. Its steps run on steps, which
-// must not be nil.
+// it sends it, and such tools check one too. It declares the workflow's search
+// attributes, order (a string, from the input's OrderID), customer (a string,
+// from the input's Customer), which the engine records in the catalog so
+// listings filter its runs on them in their types; a run's start takes those
+// with from= from its input. Its steps run on steps, which must not be nil.
 //
 // Invoice renders and files the invoice of a paid order.
 func RegisterInvoice(e *runtime.Engine, steps *Steps) error {
@@ -1039,7 +1109,10 @@ func RegisterInvoice(e *runtime.Engine, steps *Steps) error {
 				wc:    c,
 			},
 		}, in)
-	}, runtime.WorkflowVersion(InvoiceWorkflowVersion))
+	}, runtime.WorkflowVersion(InvoiceWorkflowVersion), runtime.WorkflowAttributes(
+		runtime.AttrDecl{Name: "order", Type: runtime.AttrString, From: "order_id"},
+		runtime.AttrDecl{Name: "customer", Type: runtime.AttrString, From: "customer"},
+	))
 }
 
 // StartInvoice starts a run of workflow Invoice (orders.invoice) with input

@@ -468,16 +468,17 @@ type ReserveCall struct {
 // handle recording each run fn serves. Where the test registers the workflow,
 // fn overrides its function; where it does not (a parent in another package
 // calls it as a child), fn is registered under its name, at version
-// orders.FulfilWorkflowVersion, as a stand-in. Either way a child call starts
-// a real child run on the engine, which calls fn, and the parent gets fn's
-// output or error, checkpointed as a child's: the parent's replays do not call
-// fn again. fn gets the run's *runtime.WorkflowContext rather than
-// FulfilContext, so that it needs none of the package's steps and behaves
-// alike whether or not the test registers the workflow; it can still sleep,
-// wait for events and read RunID and ParentID. Like any workflow function it
-// runs again from the top when its own run is replayed (after a sleep, say),
-// so it must be deterministic. Calling FulfilWorkflow again replaces fn, with
-// a new handle; a nil fn gives a registered workflow its own function back.
+// orders.FulfilWorkflowVersion with its search attributes, as a stand-in.
+// Either way a child call starts a real child run on the engine, which calls
+// fn, and the parent gets fn's output or error, checkpointed as a child's: the
+// parent's replays do not call fn again. fn gets the run's
+// *runtime.WorkflowContext rather than FulfilContext, so that it needs none of
+// the package's steps and behaves alike whether or not the test registers the
+// workflow; it can still sleep, wait for events and read RunID and ParentID.
+// Like any workflow function it runs again from the top when its own run is
+// replayed (after a sleep, say), so it must be deterministic. Calling
+// FulfilWorkflow again replaces fn, with a new handle; a nil fn gives a
+// registered workflow its own function back.
 //
 // Fulfil reserves stock and quotes shipping at once, cools off (the
 // customer may cancel then), waits for the warehouse, packs every line at
@@ -495,7 +496,12 @@ func (m *Mocks) FulfilWorkflow(fn func(ctx *runtime.WorkflowContext, order order
 			ParentID: ctx.ParentID(),
 		})
 		return fn(ctx, order)
-	}, runtime.WorkflowVersion(orders.FulfilWorkflowVersion))
+	}, runtime.WorkflowVersion(orders.FulfilWorkflowVersion), runtime.WorkflowAttributes(
+		runtime.AttrDecl{Name: "order", Type: runtime.AttrString, From: "id"},
+		runtime.AttrDecl{Name: "customer", Type: runtime.AttrString, From: "customer"},
+		runtime.AttrDecl{Name: "total", Type: runtime.AttrNumber},
+		runtime.AttrDecl{Name: "stage", Type: runtime.AttrString},
+	))
 	return h
 }
 
@@ -566,16 +572,17 @@ type FulfilWorkflowCall struct {
 // handle recording each run fn serves. Where the test registers the workflow,
 // fn overrides its function; where it does not (a parent in another package
 // calls it as a child), fn is registered under its name, at version
-// orders.InvoiceWorkflowVersion, as a stand-in. Either way a child call starts
-// a real child run on the engine, which calls fn, and the parent gets fn's
-// output or error, checkpointed as a child's: the parent's replays do not call
-// fn again. fn gets the run's *runtime.WorkflowContext rather than
-// InvoiceContext, so that it needs none of the package's steps and behaves
-// alike whether or not the test registers the workflow; it can still sleep,
-// wait for events and read RunID and ParentID. Like any workflow function it
-// runs again from the top when its own run is replayed (after a sleep, say),
-// so it must be deterministic. Calling InvoiceWorkflow again replaces fn, with
-// a new handle; a nil fn gives a registered workflow its own function back.
+// orders.InvoiceWorkflowVersion with its search attributes, as a stand-in.
+// Either way a child call starts a real child run on the engine, which calls
+// fn, and the parent gets fn's output or error, checkpointed as a child's: the
+// parent's replays do not call fn again. fn gets the run's
+// *runtime.WorkflowContext rather than InvoiceContext, so that it needs none
+// of the package's steps and behaves alike whether or not the test registers
+// the workflow; it can still sleep, wait for events and read RunID and
+// ParentID. Like any workflow function it runs again from the top when its own
+// run is replayed (after a sleep, say), so it must be deterministic. Calling
+// InvoiceWorkflow again replaces fn, with a new handle; a nil fn gives a
+// registered workflow its own function back.
 //
 // Invoice renders and files the invoice of a paid order.
 func (m *Mocks) InvoiceWorkflow(fn func(ctx *runtime.WorkflowContext, req orders.InvoiceRequest) (orders.InvoiceDoc, error)) *InvoiceWorkflowMock {
@@ -591,7 +598,10 @@ func (m *Mocks) InvoiceWorkflow(fn func(ctx *runtime.WorkflowContext, req orders
 			ParentID: ctx.ParentID(),
 		})
 		return fn(ctx, req)
-	}, runtime.WorkflowVersion(orders.InvoiceWorkflowVersion))
+	}, runtime.WorkflowVersion(orders.InvoiceWorkflowVersion), runtime.WorkflowAttributes(
+		runtime.AttrDecl{Name: "order", Type: runtime.AttrString, From: "order_id"},
+		runtime.AttrDecl{Name: "customer", Type: runtime.AttrString, From: "customer"},
+	))
 	return h
 }
 
