@@ -528,7 +528,9 @@ func (c *call) carryBulk(e *runtime.Engine, id string) error {
 		return <-ran
 	}
 	defer stop()
-	var last *runtime.BulkProgress
+	// A line is printed when the progress changes, once there is some,
+	// and when the bulk action ends.
+	var last *runtime.BulkInfo
 	tick := time.NewTicker(bulkPoll)
 	defer tick.Stop()
 	for {
@@ -536,12 +538,15 @@ func (c *call) carryBulk(e *runtime.Engine, id string) error {
 		if err != nil {
 			return err
 		}
-		if last == nil || !progressEqual(*last, b.Progress) || b.Status.Finished() {
+		changed := last == nil && (b.Progress.Matched > 0 || b.Progress.Done) ||
+			last != nil && !progressEqual(last.Progress, b.Progress)
+		// Text says "done" once; JSON gives the final status too.
+		ended := b.Status.Finished() && (last == nil || last.Status != b.Status && (c.out.json || !last.Progress.Done))
+		if changed || ended {
 			if err := c.printProgress(b); err != nil {
 				return err
 			}
-			p := b.Progress
-			last = &p
+			last = &b
 		}
 		if b.Status.Finished() {
 			return c.bulkEnded(b)
