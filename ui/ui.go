@@ -18,9 +18,11 @@
 //     itself and keeps its filter;
 //   - a run: its input, status, output or error and progress; its
 //     executions; its updates (request, reply or error) and streams (their
-//     last values); the steps of one execution in order, each with its
-//     attempts, durations and errors; its sleep or wait; its children and
-//     parent; live while the run is unfinished;
+//     last values); the timeline of one execution (its durable calls on
+//     one time axis, concurrent ones side by side, with millisecond times
+//     and durations); the steps of that execution in order, each with its
+//     input, attempts, durations and errors; its sleep or wait; its
+//     children and parent; live while the run is unfinished;
 //   - bulk actions: the runs page's filter with an action (terminate,
 //     cancel, pause, resume, restart from the top or from the failed
 //     step) leads to a confirmation that states the filter in words and
