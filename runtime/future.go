@@ -868,7 +868,7 @@ func Select(c *WorkflowContext, name string, cases ...Awaitable) (int, error) {
 		for i, f := range fs {
 			if x.ready(f) {
 				o := selectOutcome{Case: i, Held: x.holding(fs, i)}
-				x.checkpoint(storage.Checkpoint{Key: key, Kind: KindSelect, Output: o.encode()}, nil)
+				x.checkpoint(storage.Checkpoint{Key: key, Kind: KindSelect, Output: o.encode(), Input: selectInput(fs)}, nil)
 				x.releaseLosers(fs, o)
 				return i, nil
 			}
@@ -1210,4 +1210,15 @@ func CallChildAsync[Out any](c *WorkflowContext, name, workflow string, input an
 		f.topic = childTopic(childID)
 	}
 	return f
+}
+
+// selectInput is what a select's checkpoint records of its call, for
+// operators: the keys of its cases, in order, so the winner is named.
+func selectInput(fs []*future) []byte {
+	keys := make([]string, len(fs))
+	for i, f := range fs {
+		keys[i] = f.key
+	}
+	b, _ := json.Marshal(keys)
+	return b
 }

@@ -1180,7 +1180,7 @@ func (r *renderer) stepMethod(s *Step) {
 	}
 	r.f.Line()
 	r.doc(what, s.Doc)
-	opts := stepOptions(s)
+	opts := stepOptions(s, r.paramNames(s.Inputs()))
 	recv := jen.Id("c").Op("*").Id(callsType)
 	// fn is the function the attempts run: its context, for a
 	// transactional step its transaction, and the step's call.
@@ -1215,7 +1215,7 @@ func (r *renderer) stepAsyncMethod(s *Step) {
 	}
 	r.f.Line()
 	r.doc(what, s.Doc)
-	opts := stepOptions(s)
+	opts := stepOptions(s, r.paramNames(s.Inputs()))
 	recv := jen.Id("c").Op("*").Id(callsType)
 	if o := s.Output(); o != nil {
 		r.f.Func().Params(recv).Id(s.asyncMethod()).Params(params...).Op("*").Add(rt("Future")).Types(r.typ(o.Type)).Block(
@@ -1315,10 +1315,24 @@ func policyDoc(s *Step) string {
 	return strings.Join(parts, "")
 }
 
-// stepOptions writes a step's runtime.StepOptions literal.
-func stepOptions(s *Step) *jen.Statement {
+// stepOptions writes a step's runtime.StepOptions literal. names are its
+// methods' parameters: the step's arguments, recorded as its Input (the
+// argument of a step of one, a slice of them for a step of several) so
+// that operators see what each call was given.
+func stepOptions(s *Step, names []string) *jen.Statement {
 	a := s.Ann
 	d := jen.Dict{}
+	switch len(names) {
+	case 0:
+	case 1:
+		d[jen.Id("Input")] = jen.Id(names[0])
+	default:
+		args := make([]jen.Code, len(names))
+		for i, n := range names {
+			args[i] = jen.Id(n)
+		}
+		d[jen.Id("Input")] = jen.Index().Any().Values(args...)
+	}
 	switch {
 	case a.Retries == annotations.RetryForever:
 		d[jen.Id("Retries")] = rt("RetryForever")

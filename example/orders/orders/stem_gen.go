@@ -228,6 +228,7 @@ const StepCharge = "charge@v1"
 func (c *stemCalls) Charge(r Reservation) (Payment, error) {
 	return runtime.Step(c.wc, StepCharge, runtime.StepOptions{
 		Backoff:    100 * time.Millisecond,
+		Input:      r,
 		MaxBackoff: 2 * time.Second,
 		Retries:    5,
 		Timeout:    10 * time.Second,
@@ -251,6 +252,7 @@ func (c *stemCalls) Charge(r Reservation) (Payment, error) {
 func (c *stemCalls) ChargeAsync(r Reservation) *runtime.Future[Payment] {
 	return runtime.StepAsync(c.wc, StepCharge, runtime.StepOptions{
 		Backoff:    100 * time.Millisecond,
+		Input:      r,
 		MaxBackoff: 2 * time.Second,
 		Retries:    5,
 		Timeout:    10 * time.Second,
@@ -291,6 +293,7 @@ func StepPackIteration(i int) string {
 func (c *stemCalls) Pack(item Item) (Parcel, error) {
 	return runtime.Step(c.wc, StepPack, runtime.StepOptions{
 		Autoversion: true,
+		Input:       item,
 		Timeout:     30 * time.Second,
 	}, func(sc runtime.StepContext) (Parcel, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Item) (Parcel, error)](c.wc, StepPack); ok {
@@ -312,6 +315,7 @@ func (c *stemCalls) Pack(item Item) (Parcel, error) {
 func (c *stemCalls) PackAsync(item Item) *runtime.Future[Parcel] {
 	return runtime.StepAsync(c.wc, StepPack, runtime.StepOptions{
 		Autoversion: true,
+		Input:       item,
 		Timeout:     30 * time.Second,
 	}, func(sc runtime.StepContext) (Parcel, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Item) (Parcel, error)](c.wc, StepPack); ok {
@@ -341,6 +345,7 @@ const StepQuoteShipping = "quote-shipping@v1"
 func (c *stemCalls) QuoteShipping(order Order) (Quote, error) {
 	return runtime.Step(c.wc, StepQuoteShipping, runtime.StepOptions{
 		Backoff: 50 * time.Millisecond,
+		Input:   order,
 		Retries: 2,
 		Timeout: 5 * time.Second,
 	}, func(sc runtime.StepContext) (Quote, error) {
@@ -363,6 +368,7 @@ func (c *stemCalls) QuoteShipping(order Order) (Quote, error) {
 func (c *stemCalls) QuoteShippingAsync(order Order) *runtime.Future[Quote] {
 	return runtime.StepAsync(c.wc, StepQuoteShipping, runtime.StepOptions{
 		Backoff: 50 * time.Millisecond,
+		Input:   order,
 		Retries: 2,
 		Timeout: 5 * time.Second,
 	}, func(sc runtime.StepContext) (Quote, error) {
@@ -390,6 +396,7 @@ const StepRelease = "release@v1"
 func (c *stemCalls) Release(r Reservation) error {
 	return runtime.Do(c.wc, StepRelease, runtime.StepOptions{
 		Backoff:    50 * time.Millisecond,
+		Input:      r,
 		MaxBackoff: time.Second,
 		Retries:    3,
 	}, func(sc runtime.StepContext) error {
@@ -410,6 +417,7 @@ func (c *stemCalls) Release(r Reservation) error {
 func (c *stemCalls) ReleaseAsync(r Reservation) *runtime.Future[struct{}] {
 	return runtime.DoAsync(c.wc, StepRelease, runtime.StepOptions{
 		Backoff:    50 * time.Millisecond,
+		Input:      r,
 		MaxBackoff: time.Second,
 		Retries:    3,
 	}, func(sc runtime.StepContext) error {
@@ -434,7 +442,7 @@ const StepRenderInvoice = "render-invoice@v1"
 //
 // RenderInvoice renders an invoice.
 func (c *stemCalls) RenderInvoice(req InvoiceRequest) (InvoiceDoc, error) {
-	return runtime.Step(c.wc, StepRenderInvoice, runtime.StepOptions{}, func(sc runtime.StepContext) (InvoiceDoc, error) {
+	return runtime.Step(c.wc, StepRenderInvoice, runtime.StepOptions{Input: req}, func(sc runtime.StepContext) (InvoiceDoc, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, InvoiceRequest) (InvoiceDoc, error)](c.wc, StepRenderInvoice); ok {
 			return fn(sc, req)
 		}
@@ -451,7 +459,7 @@ func (c *stemCalls) RenderInvoice(req InvoiceRequest) (InvoiceDoc, error) {
 //
 // RenderInvoice renders an invoice.
 func (c *stemCalls) RenderInvoiceAsync(req InvoiceRequest) *runtime.Future[InvoiceDoc] {
-	return runtime.StepAsync(c.wc, StepRenderInvoice, runtime.StepOptions{}, func(sc runtime.StepContext) (InvoiceDoc, error) {
+	return runtime.StepAsync(c.wc, StepRenderInvoice, runtime.StepOptions{Input: req}, func(sc runtime.StepContext) (InvoiceDoc, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, InvoiceRequest) (InvoiceDoc, error)](c.wc, StepRenderInvoice); ok {
 			return fn(sc, req)
 		}
@@ -476,6 +484,7 @@ const StepReserve = "reserve@v1"
 func (c *stemCalls) Reserve(order Order) (Reservation, error) {
 	return runtime.Step(c.wc, StepReserve, runtime.StepOptions{
 		Backoff:    50 * time.Millisecond,
+		Input:      order,
 		MaxBackoff: time.Second,
 		Retries:    3,
 		Timeout:    5 * time.Second,
@@ -497,6 +506,7 @@ func (c *stemCalls) Reserve(order Order) (Reservation, error) {
 func (c *stemCalls) ReserveAsync(order Order) *runtime.Future[Reservation] {
 	return runtime.StepAsync(c.wc, StepReserve, runtime.StepOptions{
 		Backoff:    50 * time.Millisecond,
+		Input:      order,
 		MaxBackoff: time.Second,
 		Retries:    3,
 		Timeout:    5 * time.Second,

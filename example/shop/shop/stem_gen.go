@@ -80,7 +80,7 @@ const StepCheckPrice = "check-price@v1"
 // the rule never reprices an order already checked. An order of no amount
 // fails for good.
 func (c *stemCalls) CheckPrice(o Order) (Order, error) {
-	return runtime.Step(c.wc, StepCheckPrice, runtime.StepOptions{}, func(sc runtime.StepContext) (Order, error) {
+	return runtime.Step(c.wc, StepCheckPrice, runtime.StepOptions{Input: o}, func(sc runtime.StepContext) (Order, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Order) (Order, error)](c.wc, StepCheckPrice); ok {
 			return fn(sc, o)
 		}
@@ -100,7 +100,7 @@ func (c *stemCalls) CheckPrice(o Order) (Order, error) {
 // the rule never reprices an order already checked. An order of no amount
 // fails for good.
 func (c *stemCalls) CheckPriceAsync(o Order) *runtime.Future[Order] {
-	return runtime.StepAsync(c.wc, StepCheckPrice, runtime.StepOptions{}, func(sc runtime.StepContext) (Order, error) {
+	return runtime.StepAsync(c.wc, StepCheckPrice, runtime.StepOptions{Input: o}, func(sc runtime.StepContext) (Order, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Order) (Order, error)](c.wc, StepCheckPrice); ok {
 			return fn(sc, o)
 		}
@@ -144,6 +144,7 @@ const StepRecordPayment = "record-payment@v1"
 func (c *stemCalls) RecordPayment(o Order) (Receipt, error) {
 	return runtime.TxStep(c.wc, StepRecordPayment, runtime.StepOptions{
 		Backoff: 10 * time.Millisecond,
+		Input:   o,
 		Retries: 3,
 	}, func(sc runtime.StepContext, tx *sql.Tx) (Receipt, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, *sql.Tx, Order) (Receipt, error)](c.wc, StepRecordPayment); ok {

@@ -65,7 +65,10 @@ func StepPackIteration(i int) string {
 //
 // Pack packs a line.
 func (c *stemCalls) Pack(sku string, qty int) (string, error) {
-	return runtime.Step(c.wc, StepPack, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (string, error) {
+	return runtime.Step(c.wc, StepPack, runtime.StepOptions{
+		Autoversion: true,
+		Input:       []any{sku, qty},
+	}, func(sc runtime.StepContext) (string, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string, int) (string, error)](c.wc, StepPack); ok {
 			return fn(sc, sku, qty)
 		}
@@ -82,7 +85,10 @@ func (c *stemCalls) Pack(sku string, qty int) (string, error) {
 //
 // Pack packs a line.
 func (c *stemCalls) PackAsync(sku string, qty int) *runtime.Future[string] {
-	return runtime.StepAsync(c.wc, StepPack, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (string, error) {
+	return runtime.StepAsync(c.wc, StepPack, runtime.StepOptions{
+		Autoversion: true,
+		Input:       []any{sku, qty},
+	}, func(sc runtime.StepContext) (string, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string, int) (string, error)](c.wc, StepPack); ok {
 			return fn(sc, sku, qty)
 		}

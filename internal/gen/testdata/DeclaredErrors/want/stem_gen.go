@@ -40,7 +40,7 @@ const StepDebit = "debit@v1"
 //
 // Debit fails as kind says.
 func (c *stemCalls) Debit(kind string) error {
-	return runtime.Do(c.wc, StepDebit, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+	return runtime.Do(c.wc, StepDebit, runtime.StepOptions{Input: kind}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) error](c.wc, StepDebit); ok {
 			return fn(sc, kind)
 		}
@@ -56,7 +56,7 @@ func (c *stemCalls) Debit(kind string) error {
 //
 // Debit fails as kind says.
 func (c *stemCalls) DebitAsync(kind string) *runtime.Future[struct{}] {
-	return runtime.DoAsync(c.wc, StepDebit, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+	return runtime.DoAsync(c.wc, StepDebit, runtime.StepOptions{Input: kind}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) error](c.wc, StepDebit); ok {
 			return fn(sc, kind)
 		}

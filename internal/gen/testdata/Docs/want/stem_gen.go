@@ -114,7 +114,7 @@ const StepCancel = "cancel@v1"
 //
 // Cancel cancels an order and tells whoever waits.
 func (c *stemCalls) Cancel(id string) error {
-	return runtime.Do(c.wc, StepCancel, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+	return runtime.Do(c.wc, StepCancel, runtime.StepOptions{Input: id}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) error](c.wc, StepCancel); ok {
 			return fn(sc, id)
 		}
@@ -130,7 +130,7 @@ func (c *stemCalls) Cancel(id string) error {
 //
 // Cancel cancels an order and tells whoever waits.
 func (c *stemCalls) CancelAsync(id string) *runtime.Future[struct{}] {
-	return runtime.DoAsync(c.wc, StepCancel, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+	return runtime.DoAsync(c.wc, StepCancel, runtime.StepOptions{Input: id}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) error](c.wc, StepCancel); ok {
 			return fn(sc, id)
 		}
@@ -152,7 +152,7 @@ const StepCharge = "charge@v1"
 //
 // Charge charges a quote.
 func (c *stemCalls) Charge(q Quote) (Bill, error) {
-	return runtime.Step(c.wc, StepCharge, runtime.StepOptions{}, func(sc runtime.StepContext) (Bill, error) {
+	return runtime.Step(c.wc, StepCharge, runtime.StepOptions{Input: q}, func(sc runtime.StepContext) (Bill, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Quote) (Bill, error)](c.wc, StepCharge); ok {
 			return fn(sc, q)
 		}
@@ -168,7 +168,7 @@ func (c *stemCalls) Charge(q Quote) (Bill, error) {
 //
 // Charge charges a quote.
 func (c *stemCalls) ChargeAsync(q Quote) *runtime.Future[Bill] {
-	return runtime.StepAsync(c.wc, StepCharge, runtime.StepOptions{}, func(sc runtime.StepContext) (Bill, error) {
+	return runtime.StepAsync(c.wc, StepCharge, runtime.StepOptions{Input: q}, func(sc runtime.StepContext) (Bill, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Quote) (Bill, error)](c.wc, StepCharge); ok {
 			return fn(sc, q)
 		}
@@ -190,7 +190,7 @@ const StepCheck = "check@v1"
 //
 // Check checks an order.
 func (c *stemCalls) Check(in Order) error {
-	return runtime.Do(c.wc, StepCheck, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+	return runtime.Do(c.wc, StepCheck, runtime.StepOptions{Input: in}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Order) error](c.wc, StepCheck); ok {
 			return fn(sc, in)
 		}
@@ -206,7 +206,7 @@ func (c *stemCalls) Check(in Order) error {
 //
 // Check checks an order.
 func (c *stemCalls) CheckAsync(in Order) *runtime.Future[struct{}] {
-	return runtime.DoAsync(c.wc, StepCheck, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+	return runtime.DoAsync(c.wc, StepCheck, runtime.StepOptions{Input: in}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Order) error](c.wc, StepCheck); ok {
 			return fn(sc, in)
 		}
@@ -238,7 +238,10 @@ func StepPackIteration(i int) string {
 //
 // Pack packs one line.
 func (c *stemCalls) Pack(line string) (string, error) {
-	return runtime.Step(c.wc, StepPack, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (string, error) {
+	return runtime.Step(c.wc, StepPack, runtime.StepOptions{
+		Autoversion: true,
+		Input:       line,
+	}, func(sc runtime.StepContext) (string, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) (string, error)](c.wc, StepPack); ok {
 			return fn(sc, line)
 		}
@@ -255,7 +258,10 @@ func (c *stemCalls) Pack(line string) (string, error) {
 //
 // Pack packs one line.
 func (c *stemCalls) PackAsync(line string) *runtime.Future[string] {
-	return runtime.StepAsync(c.wc, StepPack, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (string, error) {
+	return runtime.StepAsync(c.wc, StepPack, runtime.StepOptions{
+		Autoversion: true,
+		Input:       line,
+	}, func(sc runtime.StepContext) (string, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) (string, error)](c.wc, StepPack); ok {
 			return fn(sc, line)
 		}
@@ -277,7 +283,7 @@ const StepQuote = "quote.shipping@v2"
 //
 // Quote quotes shipping.
 func (c *stemCalls) Quote(in Order) (Quote, error) {
-	return runtime.Step(c.wc, StepQuote, runtime.StepOptions{}, func(sc runtime.StepContext) (Quote, error) {
+	return runtime.Step(c.wc, StepQuote, runtime.StepOptions{Input: in}, func(sc runtime.StepContext) (Quote, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Order) (Quote, error)](c.wc, StepQuote); ok {
 			return fn(sc, in)
 		}
@@ -293,7 +299,7 @@ func (c *stemCalls) Quote(in Order) (Quote, error) {
 //
 // Quote quotes shipping.
 func (c *stemCalls) QuoteAsync(in Order) *runtime.Future[Quote] {
-	return runtime.StepAsync(c.wc, StepQuote, runtime.StepOptions{}, func(sc runtime.StepContext) (Quote, error) {
+	return runtime.StepAsync(c.wc, StepQuote, runtime.StepOptions{Input: in}, func(sc runtime.StepContext) (Quote, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Order) (Quote, error)](c.wc, StepQuote); ok {
 			return fn(sc, in)
 		}
@@ -315,7 +321,7 @@ const StepRefund = "refund@v1"
 //
 // Refund refunds a quote.
 func (c *stemCalls) Refund(q Quote) error {
-	return runtime.Do(c.wc, StepRefund, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+	return runtime.Do(c.wc, StepRefund, runtime.StepOptions{Input: q}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Quote) error](c.wc, StepRefund); ok {
 			return fn(sc, q)
 		}
@@ -331,7 +337,7 @@ func (c *stemCalls) Refund(q Quote) error {
 //
 // Refund refunds a quote.
 func (c *stemCalls) RefundAsync(q Quote) *runtime.Future[struct{}] {
-	return runtime.DoAsync(c.wc, StepRefund, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+	return runtime.DoAsync(c.wc, StepRefund, runtime.StepOptions{Input: q}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Quote) error](c.wc, StepRefund); ok {
 			return fn(sc, q)
 		}

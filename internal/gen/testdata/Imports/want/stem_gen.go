@@ -76,6 +76,7 @@ func (c *stemCalls) Assign(page Page[pgtype.Text], opts struct {
 }) (map[string]*uuid.UUID, error) {
 	return runtime.Step(c.wc, StepAssign, runtime.StepOptions{
 		Backoff: 1500 * time.Microsecond,
+		Input:   []any{page, opts},
 		Retries: 2,
 	}, func(sc runtime.StepContext) (map[string]*uuid.UUID, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Page[pgtype.Text], struct {
@@ -99,6 +100,7 @@ func (c *stemCalls) AssignAsync(page Page[pgtype.Text], opts struct {
 }) *runtime.Future[map[string]*uuid.UUID] {
 	return runtime.StepAsync(c.wc, StepAssign, runtime.StepOptions{
 		Backoff: 1500 * time.Microsecond,
+		Input:   []any{page, opts},
 		Retries: 2,
 	}, func(sc runtime.StepContext) (map[string]*uuid.UUID, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Page[pgtype.Text], struct {
@@ -123,7 +125,10 @@ const StepInspect = "inspect@v1"
 //
 // Inspect takes a parameter named like the runtime's package.
 func (c *stemCalls) Inspect(arg1 runtime1.Info, flags [2]bool) (Page[pgtype.Text], error) {
-	return runtime.Step(c.wc, StepInspect, runtime.StepOptions{Timeout: 90 * time.Minute}, func(sc runtime.StepContext) (Page[pgtype.Text], error) {
+	return runtime.Step(c.wc, StepInspect, runtime.StepOptions{
+		Input:   []any{arg1, flags},
+		Timeout: 90 * time.Minute,
+	}, func(sc runtime.StepContext) (Page[pgtype.Text], error) {
 		if fn, ok := runtime.StepOverride[func(context.Context, runtime1.Info, [2]bool) (Page[pgtype.Text], error)](c.wc, StepInspect); ok {
 			return fn(sc, arg1, flags)
 		}
@@ -139,7 +144,10 @@ func (c *stemCalls) Inspect(arg1 runtime1.Info, flags [2]bool) (Page[pgtype.Text
 //
 // Inspect takes a parameter named like the runtime's package.
 func (c *stemCalls) InspectAsync(arg1 runtime1.Info, flags [2]bool) *runtime.Future[Page[pgtype.Text]] {
-	return runtime.StepAsync(c.wc, StepInspect, runtime.StepOptions{Timeout: 90 * time.Minute}, func(sc runtime.StepContext) (Page[pgtype.Text], error) {
+	return runtime.StepAsync(c.wc, StepInspect, runtime.StepOptions{
+		Input:   []any{arg1, flags},
+		Timeout: 90 * time.Minute,
+	}, func(sc runtime.StepContext) (Page[pgtype.Text], error) {
 		if fn, ok := runtime.StepOverride[func(context.Context, runtime1.Info, [2]bool) (Page[pgtype.Text], error)](c.wc, StepInspect); ok {
 			return fn(sc, arg1, flags)
 		}

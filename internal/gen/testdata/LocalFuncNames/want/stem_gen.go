@@ -88,7 +88,7 @@ const StepC = "c@v1"
 //
 // c adds one.
 func (c *stemCalls) c(n int) (int, error) {
-	return runtime.Step(c.wc, StepC, runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+	return runtime.Step(c.wc, StepC, runtime.StepOptions{Input: n}, func(sc runtime.StepContext) (int, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, int) (int, error)](c.wc, StepC); ok {
 			return fn(sc, n)
 		}
@@ -104,7 +104,7 @@ func (c *stemCalls) c(n int) (int, error) {
 //
 // c adds one.
 func (c *stemCalls) cAsync(n int) *runtime.Future[int] {
-	return runtime.StepAsync(c.wc, StepC, runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+	return runtime.StepAsync(c.wc, StepC, runtime.StepOptions{Input: n}, func(sc runtime.StepContext) (int, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, int) (int, error)](c.wc, StepC); ok {
 			return fn(sc, n)
 		}
@@ -125,7 +125,7 @@ const StepE = "e@v1"
 //
 // e doubles.
 func (c *stemCalls) e(n int) (int, error) {
-	return runtime.Step(c.wc, StepE, runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+	return runtime.Step(c.wc, StepE, runtime.StepOptions{Input: n}, func(sc runtime.StepContext) (int, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, int) (int, error)](c.wc, StepE); ok {
 			return fn(sc, n)
 		}
@@ -141,7 +141,7 @@ func (c *stemCalls) e(n int) (int, error) {
 //
 // e doubles.
 func (c *stemCalls) eAsync(n int) *runtime.Future[int] {
-	return runtime.StepAsync(c.wc, StepE, runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+	return runtime.StepAsync(c.wc, StepE, runtime.StepOptions{Input: n}, func(sc runtime.StepContext) (int, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, int) (int, error)](c.wc, StepE); ok {
 			return fn(sc, n)
 		}
@@ -162,7 +162,7 @@ const StepSc = "sc@v1"
 //
 // sc subtracts two.
 func (c *stemCalls) sc(n int) (int, error) {
-	return runtime.Step(c.wc, StepSc, runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+	return runtime.Step(c.wc, StepSc, runtime.StepOptions{Input: n}, func(sc runtime.StepContext) (int, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, int) (int, error)](c.wc, StepSc); ok {
 			return fn(sc, n)
 		}
@@ -178,7 +178,7 @@ func (c *stemCalls) sc(n int) (int, error) {
 //
 // sc subtracts two.
 func (c *stemCalls) scAsync(n int) *runtime.Future[int] {
-	return runtime.StepAsync(c.wc, StepSc, runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+	return runtime.StepAsync(c.wc, StepSc, runtime.StepOptions{Input: n}, func(sc runtime.StepContext) (int, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, int) (int, error)](c.wc, StepSc); ok {
 			return fn(sc, n)
 		}

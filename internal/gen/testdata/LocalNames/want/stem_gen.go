@@ -418,7 +418,7 @@ const StepStepFive = "five@v1"
 //
 // stepFive is a method of a receiver type named as a local.
 func (c *stemCalls) stepFive(x stemTypeD) (stemTypeOk, error) {
-	return runtime.Step(c.wc, StepStepFive, runtime.StepOptions{}, func(sc runtime.StepContext) (stemTypeOk, error) {
+	return runtime.Step(c.wc, StepStepFive, runtime.StepOptions{Input: x}, func(sc runtime.StepContext) (stemTypeOk, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, stemTypeD) (stemTypeOk, error)](c.wc, StepStepFive); ok {
 			return fn(sc, x)
 		}
@@ -434,7 +434,7 @@ func (c *stemCalls) stepFive(x stemTypeD) (stemTypeOk, error) {
 //
 // stepFive is a method of a receiver type named as a local.
 func (c *stemCalls) stepFiveAsync(x stemTypeD) *runtime.Future[stemTypeOk] {
-	return runtime.StepAsync(c.wc, StepStepFive, runtime.StepOptions{}, func(sc runtime.StepContext) (stemTypeOk, error) {
+	return runtime.StepAsync(c.wc, StepStepFive, runtime.StepOptions{Input: x}, func(sc runtime.StepContext) (stemTypeOk, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, stemTypeD) (stemTypeOk, error)](c.wc, StepStepFive); ok {
 			return fn(sc, x)
 		}
@@ -456,7 +456,7 @@ const StepStepFour = "four@v1"
 //
 // stepFour takes the rest.
 func (c *stemCalls) stepFour(arg1 stemTypeSteps, arg2 stemTypeEv, arg3 stemTypeFutures, arg4 stemTypeCases, arg5 stemTypeAfter, arg6 stemTypeI, arg7 stemTypeRs, arg8 stemTypeRunID) (run, error) {
-	return runtime.Step(c.wc, StepStepFour, runtime.StepOptions{}, func(sc runtime.StepContext) (run, error) {
+	return runtime.Step(c.wc, StepStepFour, runtime.StepOptions{Input: []any{arg1, arg2, arg3, arg4, arg5, arg6, arg7, arg8}}, func(sc runtime.StepContext) (run, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, stemTypeSteps, stemTypeEv, stemTypeFutures, stemTypeCases, stemTypeAfter, stemTypeI, stemTypeRs, stemTypeRunID) (run, error)](c.wc, StepStepFour); ok {
 			return fn(sc, arg1, arg2, arg3, arg4, arg5, arg6, arg7, arg8)
 		}
@@ -472,7 +472,7 @@ func (c *stemCalls) stepFour(arg1 stemTypeSteps, arg2 stemTypeEv, arg3 stemTypeF
 //
 // stepFour takes the rest.
 func (c *stemCalls) stepFourAsync(arg1 stemTypeSteps, arg2 stemTypeEv, arg3 stemTypeFutures, arg4 stemTypeCases, arg5 stemTypeAfter, arg6 stemTypeI, arg7 stemTypeRs, arg8 stemTypeRunID) *runtime.Future[run] {
-	return runtime.StepAsync(c.wc, StepStepFour, runtime.StepOptions{}, func(sc runtime.StepContext) (run, error) {
+	return runtime.StepAsync(c.wc, StepStepFour, runtime.StepOptions{Input: []any{arg1, arg2, arg3, arg4, arg5, arg6, arg7, arg8}}, func(sc runtime.StepContext) (run, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, stemTypeSteps, stemTypeEv, stemTypeFutures, stemTypeCases, stemTypeAfter, stemTypeI, stemTypeRs, stemTypeRunID) (run, error)](c.wc, StepStepFour); ok {
 			return fn(sc, arg1, arg2, arg3, arg4, arg5, arg6, arg7, arg8)
 		}
@@ -493,7 +493,7 @@ const StepStepOne = "one@v1"
 //
 // stepOne takes parameters named as the generated code's locals.
 func (c *stemCalls) stepOne(arg1 stemTypeCtx, arg2 stemTypeC) (stemTypeErr, error) {
-	return runtime.Step(c.wc, StepStepOne, runtime.StepOptions{}, func(sc runtime.StepContext) (stemTypeErr, error) {
+	return runtime.Step(c.wc, StepStepOne, runtime.StepOptions{Input: []any{arg1, arg2}}, func(sc runtime.StepContext) (stemTypeErr, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, stemTypeCtx, stemTypeC) (stemTypeErr, error)](c.wc, StepStepOne); ok {
 			return fn(sc, arg1, arg2)
 		}
@@ -509,7 +509,7 @@ func (c *stemCalls) stepOne(arg1 stemTypeCtx, arg2 stemTypeC) (stemTypeErr, erro
 //
 // stepOne takes parameters named as the generated code's locals.
 func (c *stemCalls) stepOneAsync(arg1 stemTypeCtx, arg2 stemTypeC) *runtime.Future[stemTypeErr] {
-	return runtime.StepAsync(c.wc, StepStepOne, runtime.StepOptions{}, func(sc runtime.StepContext) (stemTypeErr, error) {
+	return runtime.StepAsync(c.wc, StepStepOne, runtime.StepOptions{Input: []any{arg1, arg2}}, func(sc runtime.StepContext) (stemTypeErr, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, stemTypeCtx, stemTypeC) (stemTypeErr, error)](c.wc, StepStepOne); ok {
 			return fn(sc, arg1, arg2)
 		}
@@ -531,7 +531,7 @@ const StepStepThree = "three@v1"
 //
 // stepThree takes more.
 func (c *stemCalls) stepThree(arg1 stemTypeItems, arg2 stemTypeTimeout, arg3 stemTypeName, arg4 stemTypeId, arg5 stemTypeFn, arg6 stemTypeOk, arg7 stemTypeSc, arg8 stemTypeP) (stemTypeOut, error) {
-	return runtime.Step(c.wc, StepStepThree, runtime.StepOptions{}, func(sc runtime.StepContext) (stemTypeOut, error) {
+	return runtime.Step(c.wc, StepStepThree, runtime.StepOptions{Input: []any{arg1, arg2, arg3, arg4, arg5, arg6, arg7, arg8}}, func(sc runtime.StepContext) (stemTypeOut, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, stemTypeItems, stemTypeTimeout, stemTypeName, stemTypeId, stemTypeFn, stemTypeOk, stemTypeSc, stemTypeP) (stemTypeOut, error)](c.wc, StepStepThree); ok {
 			return fn(sc, arg1, arg2, arg3, arg4, arg5, arg6, arg7, arg8)
 		}
@@ -547,7 +547,7 @@ func (c *stemCalls) stepThree(arg1 stemTypeItems, arg2 stemTypeTimeout, arg3 ste
 //
 // stepThree takes more.
 func (c *stemCalls) stepThreeAsync(arg1 stemTypeItems, arg2 stemTypeTimeout, arg3 stemTypeName, arg4 stemTypeId, arg5 stemTypeFn, arg6 stemTypeOk, arg7 stemTypeSc, arg8 stemTypeP) *runtime.Future[stemTypeOut] {
-	return runtime.StepAsync(c.wc, StepStepThree, runtime.StepOptions{}, func(sc runtime.StepContext) (stemTypeOut, error) {
+	return runtime.StepAsync(c.wc, StepStepThree, runtime.StepOptions{Input: []any{arg1, arg2, arg3, arg4, arg5, arg6, arg7, arg8}}, func(sc runtime.StepContext) (stemTypeOut, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, stemTypeItems, stemTypeTimeout, stemTypeName, stemTypeId, stemTypeFn, stemTypeOk, stemTypeSc, stemTypeP) (stemTypeOut, error)](c.wc, StepStepThree); ok {
 			return fn(sc, arg1, arg2, arg3, arg4, arg5, arg6, arg7, arg8)
 		}
@@ -568,7 +568,7 @@ const StepStepTwo = "two@v1"
 //
 // stepTwo takes more.
 func (c *stemCalls) stepTwo(arg1 stemTypeE, arg2 run, arg3 stemTypeOpts, arg4 stemTypeR) (stemTypeIn, error) {
-	return runtime.Step(c.wc, StepStepTwo, runtime.StepOptions{}, func(sc runtime.StepContext) (stemTypeIn, error) {
+	return runtime.Step(c.wc, StepStepTwo, runtime.StepOptions{Input: []any{arg1, arg2, arg3, arg4}}, func(sc runtime.StepContext) (stemTypeIn, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, stemTypeE, run, stemTypeOpts, stemTypeR) (stemTypeIn, error)](c.wc, StepStepTwo); ok {
 			return fn(sc, arg1, arg2, arg3, arg4)
 		}
@@ -584,7 +584,7 @@ func (c *stemCalls) stepTwo(arg1 stemTypeE, arg2 run, arg3 stemTypeOpts, arg4 st
 //
 // stepTwo takes more.
 func (c *stemCalls) stepTwoAsync(arg1 stemTypeE, arg2 run, arg3 stemTypeOpts, arg4 stemTypeR) *runtime.Future[stemTypeIn] {
-	return runtime.StepAsync(c.wc, StepStepTwo, runtime.StepOptions{}, func(sc runtime.StepContext) (stemTypeIn, error) {
+	return runtime.StepAsync(c.wc, StepStepTwo, runtime.StepOptions{Input: []any{arg1, arg2, arg3, arg4}}, func(sc runtime.StepContext) (stemTypeIn, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, stemTypeE, run, stemTypeOpts, stemTypeR) (stemTypeIn, error)](c.wc, StepStepTwo); ok {
 			return fn(sc, arg1, arg2, arg3, arg4)
 		}

@@ -97,7 +97,7 @@ const StepReserve = "reserve@v1"
 //
 // Reserve holds stock.
 func (c *stemCalls) Reserve(o Order) (Hold, error) {
-	return runtime.Step(c.wc, StepReserve, runtime.StepOptions{}, func(sc runtime.StepContext) (Hold, error) {
+	return runtime.Step(c.wc, StepReserve, runtime.StepOptions{Input: o}, func(sc runtime.StepContext) (Hold, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Order) (Hold, error)](c.wc, StepReserve); ok {
 			return fn(sc, o)
 		}
@@ -113,7 +113,7 @@ func (c *stemCalls) Reserve(o Order) (Hold, error) {
 //
 // Reserve holds stock.
 func (c *stemCalls) ReserveAsync(o Order) *runtime.Future[Hold] {
-	return runtime.StepAsync(c.wc, StepReserve, runtime.StepOptions{}, func(sc runtime.StepContext) (Hold, error) {
+	return runtime.StepAsync(c.wc, StepReserve, runtime.StepOptions{Input: o}, func(sc runtime.StepContext) (Hold, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Order) (Hold, error)](c.wc, StepReserve); ok {
 			return fn(sc, o)
 		}

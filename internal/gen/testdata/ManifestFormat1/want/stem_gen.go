@@ -60,7 +60,10 @@ func StepPack1Iteration(i int) string {
 // StepPack1Iteration(i); a replay returns each call's recorded result without
 // running it again.
 func (c *stemCalls) Pack1(item string) error {
-	return runtime.Do(c.wc, StepPack1, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) error {
+	return runtime.Do(c.wc, StepPack1, runtime.StepOptions{
+		Autoversion: true,
+		Input:       item,
+	}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) error](c.wc, StepPack1); ok {
 			return fn(sc, item)
 		}
@@ -75,7 +78,10 @@ func (c *stemCalls) Pack1(item string) error {
 // returns a future that is ready at once. Its call number, and so its key
 // (StepPack1Iteration(i)), is fixed when the future is created.
 func (c *stemCalls) Pack1Async(item string) *runtime.Future[struct{}] {
-	return runtime.DoAsync(c.wc, StepPack1, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) error {
+	return runtime.DoAsync(c.wc, StepPack1, runtime.StepOptions{
+		Autoversion: true,
+		Input:       item,
+	}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) error](c.wc, StepPack1); ok {
 			return fn(sc, item)
 		}

@@ -57,7 +57,7 @@ const StepStore = "store@v1"
 //
 // Store stores one reading.
 func (c *stemCalls) Store(r Reading) (int64, error) {
-	return runtime.Step(c.wc, StepStore, runtime.StepOptions{}, func(sc runtime.StepContext) (int64, error) {
+	return runtime.Step(c.wc, StepStore, runtime.StepOptions{Input: r}, func(sc runtime.StepContext) (int64, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Reading) (int64, error)](c.wc, StepStore); ok {
 			return fn(sc, r)
 		}
@@ -73,7 +73,7 @@ func (c *stemCalls) Store(r Reading) (int64, error) {
 //
 // Store stores one reading.
 func (c *stemCalls) StoreAsync(r Reading) *runtime.Future[int64] {
-	return runtime.StepAsync(c.wc, StepStore, runtime.StepOptions{}, func(sc runtime.StepContext) (int64, error) {
+	return runtime.StepAsync(c.wc, StepStore, runtime.StepOptions{Input: r}, func(sc runtime.StepContext) (int64, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Reading) (int64, error)](c.wc, StepStore); ok {
 			return fn(sc, r)
 		}

@@ -138,7 +138,7 @@ const StepCharge = "charge@v2"
 //
 // Charge charges the reserved amount once, whatever the retries.
 func (c *stemCalls) Charge(r Reservation, sh ShipmentReady) (Receipt, error) {
-	return runtime.Step(c.wc, StepCharge, runtime.StepOptions{}, func(sc runtime.StepContext) (Receipt, error) {
+	return runtime.Step(c.wc, StepCharge, runtime.StepOptions{Input: []any{r, sh}}, func(sc runtime.StepContext) (Receipt, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Reservation, ShipmentReady) (Receipt, error)](c.wc, StepCharge); ok {
 			return fn(sc, r, sh)
 		}
@@ -154,7 +154,7 @@ func (c *stemCalls) Charge(r Reservation, sh ShipmentReady) (Receipt, error) {
 //
 // Charge charges the reserved amount once, whatever the retries.
 func (c *stemCalls) ChargeAsync(r Reservation, sh ShipmentReady) *runtime.Future[Receipt] {
-	return runtime.StepAsync(c.wc, StepCharge, runtime.StepOptions{}, func(sc runtime.StepContext) (Receipt, error) {
+	return runtime.StepAsync(c.wc, StepCharge, runtime.StepOptions{Input: []any{r, sh}}, func(sc runtime.StepContext) (Receipt, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Reservation, ShipmentReady) (Receipt, error)](c.wc, StepCharge); ok {
 			return fn(sc, r, sh)
 		}
@@ -178,6 +178,7 @@ const StepIssueRefund = "issue-refund@v1"
 // IssueRefund issues a refund.
 func (c *stemCalls) IssueRefund(in RefundInput) (RefundResult, error) {
 	return runtime.Step(c.wc, StepIssueRefund, runtime.StepOptions{
+		Input:   in,
 		Jitter:  runtime.NoJitter,
 		Retries: runtime.RetryForever,
 	}, func(sc runtime.StepContext) (RefundResult, error) {
@@ -198,6 +199,7 @@ func (c *stemCalls) IssueRefund(in RefundInput) (RefundResult, error) {
 // IssueRefund issues a refund.
 func (c *stemCalls) IssueRefundAsync(in RefundInput) *runtime.Future[RefundResult] {
 	return runtime.StepAsync(c.wc, StepIssueRefund, runtime.StepOptions{
+		Input:   in,
 		Jitter:  runtime.NoJitter,
 		Retries: runtime.RetryForever,
 	}, func(sc runtime.StepContext) (RefundResult, error) {
@@ -238,7 +240,10 @@ func StepNotifyIteration(i int) string {
 // plain function step taking a context.Context and returning only an
 // error.
 func (c *stemCalls) Notify(msg string) error {
-	return runtime.Do(c.wc, StepNotify, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) error {
+	return runtime.Do(c.wc, StepNotify, runtime.StepOptions{
+		Autoversion: true,
+		Input:       msg,
+	}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(context.Context, string) error](c.wc, StepNotify); ok {
 			return fn(sc, msg)
 		}
@@ -257,7 +262,10 @@ func (c *stemCalls) Notify(msg string) error {
 // plain function step taking a context.Context and returning only an
 // error.
 func (c *stemCalls) NotifyAsync(msg string) *runtime.Future[struct{}] {
-	return runtime.DoAsync(c.wc, StepNotify, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) error {
+	return runtime.DoAsync(c.wc, StepNotify, runtime.StepOptions{
+		Autoversion: true,
+		Input:       msg,
+	}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(context.Context, string) error](c.wc, StepNotify); ok {
 			return fn(sc, msg)
 		}
@@ -289,7 +297,10 @@ func StepPackIteration(i int) string {
 //
 // Pack packs one item.
 func (c *stemCalls) Pack(item string) (Parcel, error) {
-	return runtime.Step(c.wc, StepPack, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (Parcel, error) {
+	return runtime.Step(c.wc, StepPack, runtime.StepOptions{
+		Autoversion: true,
+		Input:       item,
+	}, func(sc runtime.StepContext) (Parcel, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) (Parcel, error)](c.wc, StepPack); ok {
 			return fn(sc, item)
 		}
@@ -306,7 +317,10 @@ func (c *stemCalls) Pack(item string) (Parcel, error) {
 //
 // Pack packs one item.
 func (c *stemCalls) PackAsync(item string) *runtime.Future[Parcel] {
-	return runtime.StepAsync(c.wc, StepPack, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (Parcel, error) {
+	return runtime.StepAsync(c.wc, StepPack, runtime.StepOptions{
+		Autoversion: true,
+		Input:       item,
+	}, func(sc runtime.StepContext) (Parcel, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) (Parcel, error)](c.wc, StepPack); ok {
 			return fn(sc, item)
 		}
@@ -331,6 +345,7 @@ const StepReserve = "reserve@v1"
 func (c *stemCalls) Reserve(order Order) (Reservation, error) {
 	return runtime.Step(c.wc, StepReserve, runtime.StepOptions{
 		Backoff:    time.Millisecond,
+		Input:      order,
 		Jitter:     0.25,
 		MaxBackoff: 4 * time.Millisecond,
 		Retries:    3,
@@ -353,6 +368,7 @@ func (c *stemCalls) Reserve(order Order) (Reservation, error) {
 func (c *stemCalls) ReserveAsync(order Order) *runtime.Future[Reservation] {
 	return runtime.StepAsync(c.wc, StepReserve, runtime.StepOptions{
 		Backoff:    time.Millisecond,
+		Input:      order,
 		Jitter:     0.25,
 		MaxBackoff: 4 * time.Millisecond,
 		Retries:    3,

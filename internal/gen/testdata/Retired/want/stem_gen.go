@@ -37,7 +37,7 @@ const StepLabel = "label@v1"
 // (or exhausts its retries), a replay of the run returns its recorded result
 // without running it again.
 func (c *stemCalls) Label(parcel string) (string, error) {
-	return runtime.Step(c.wc, StepLabel, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+	return runtime.Step(c.wc, StepLabel, runtime.StepOptions{Input: parcel}, func(sc runtime.StepContext) (string, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) (string, error)](c.wc, StepLabel); ok {
 			return fn(sc, parcel)
 		}
@@ -51,7 +51,7 @@ func (c *stemCalls) Label(parcel string) (string, error) {
 // the workflow and the run's other step futures; a step that completed before
 // returns a future that is ready at once.
 func (c *stemCalls) LabelAsync(parcel string) *runtime.Future[string] {
-	return runtime.StepAsync(c.wc, StepLabel, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+	return runtime.StepAsync(c.wc, StepLabel, runtime.StepOptions{Input: parcel}, func(sc runtime.StepContext) (string, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) (string, error)](c.wc, StepLabel); ok {
 			return fn(sc, parcel)
 		}
@@ -68,7 +68,7 @@ const StepPack = "pack@v1"
 // exhausts its retries), a replay of the run returns its recorded result
 // without running it again.
 func (c *stemCalls) Pack(item string) (string, error) {
-	return runtime.Step(c.wc, StepPack, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+	return runtime.Step(c.wc, StepPack, runtime.StepOptions{Input: item}, func(sc runtime.StepContext) (string, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) (string, error)](c.wc, StepPack); ok {
 			return fn(sc, item)
 		}
@@ -82,7 +82,7 @@ func (c *stemCalls) Pack(item string) (string, error) {
 // the workflow and the run's other step futures; a step that completed before
 // returns a future that is ready at once.
 func (c *stemCalls) PackAsync(item string) *runtime.Future[string] {
-	return runtime.StepAsync(c.wc, StepPack, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+	return runtime.StepAsync(c.wc, StepPack, runtime.StepOptions{Input: item}, func(sc runtime.StepContext) (string, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) (string, error)](c.wc, StepPack); ok {
 			return fn(sc, item)
 		}

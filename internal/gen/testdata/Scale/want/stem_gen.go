@@ -182,7 +182,10 @@ const StepArchive = "archive@v1"
 //
 // Archive files a scored audit entry away.
 func (c *stemCalls) Archive(id string, score int) error {
-	return runtime.Do(c.wc, StepArchive, runtime.StepOptions{Timeout: time.Minute}, func(sc runtime.StepContext) error {
+	return runtime.Do(c.wc, StepArchive, runtime.StepOptions{
+		Input:   []any{id, score},
+		Timeout: time.Minute,
+	}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string, int) error](c.wc, StepArchive); ok {
 			return fn(sc, id, score)
 		}
@@ -198,7 +201,10 @@ func (c *stemCalls) Archive(id string, score int) error {
 //
 // Archive files a scored audit entry away.
 func (c *stemCalls) ArchiveAsync(id string, score int) *runtime.Future[struct{}] {
-	return runtime.DoAsync(c.wc, StepArchive, runtime.StepOptions{Timeout: time.Minute}, func(sc runtime.StepContext) error {
+	return runtime.DoAsync(c.wc, StepArchive, runtime.StepOptions{
+		Input:   []any{id, score},
+		Timeout: time.Minute,
+	}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string, int) error](c.wc, StepArchive); ok {
 			return fn(sc, id, score)
 		}
@@ -223,6 +229,7 @@ const StepAuthorize = "authorize@v1"
 func (c *stemCalls) Authorize(arg1 Charge) (string, error) {
 	return runtime.Step(c.wc, StepAuthorize, runtime.StepOptions{
 		Backoff:    time.Millisecond,
+		Input:      arg1,
 		MaxBackoff: 2 * time.Millisecond,
 		Retries:    5,
 		Timeout:    10 * time.Second,
@@ -244,6 +251,7 @@ func (c *stemCalls) Authorize(arg1 Charge) (string, error) {
 func (c *stemCalls) AuthorizeAsync(arg1 Charge) *runtime.Future[string] {
 	return runtime.StepAsync(c.wc, StepAuthorize, runtime.StepOptions{
 		Backoff:    time.Millisecond,
+		Input:      arg1,
 		MaxBackoff: 2 * time.Millisecond,
 		Retries:    5,
 		Timeout:    10 * time.Second,
@@ -269,7 +277,7 @@ const StepCapture = "capture@v3"
 //
 // Capture captures an authorized charge.
 func (c *stemCalls) Capture(auth string, conf PaymentConfirmed) (Payment, error) {
-	return runtime.Step(c.wc, StepCapture, runtime.StepOptions{}, func(sc runtime.StepContext) (Payment, error) {
+	return runtime.Step(c.wc, StepCapture, runtime.StepOptions{Input: []any{auth, conf}}, func(sc runtime.StepContext) (Payment, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string, PaymentConfirmed) (Payment, error)](c.wc, StepCapture); ok {
 			return fn(sc, auth, conf)
 		}
@@ -285,7 +293,7 @@ func (c *stemCalls) Capture(auth string, conf PaymentConfirmed) (Payment, error)
 //
 // Capture captures an authorized charge.
 func (c *stemCalls) CaptureAsync(auth string, conf PaymentConfirmed) *runtime.Future[Payment] {
-	return runtime.StepAsync(c.wc, StepCapture, runtime.StepOptions{}, func(sc runtime.StepContext) (Payment, error) {
+	return runtime.StepAsync(c.wc, StepCapture, runtime.StepOptions{Input: []any{auth, conf}}, func(sc runtime.StepContext) (Payment, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string, PaymentConfirmed) (Payment, error)](c.wc, StepCapture); ok {
 			return fn(sc, auth, conf)
 		}
@@ -306,7 +314,7 @@ const StepCleanup = "cleanup@v1"
 //
 // Cleanup releases a hold.
 func (c *stemCalls) Cleanup(hold string) error {
-	return runtime.Do(c.wc, StepCleanup, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+	return runtime.Do(c.wc, StepCleanup, runtime.StepOptions{Input: hold}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(context.Context, string) error](c.wc, StepCleanup); ok {
 			return fn(sc, hold)
 		}
@@ -322,7 +330,7 @@ func (c *stemCalls) Cleanup(hold string) error {
 //
 // Cleanup releases a hold.
 func (c *stemCalls) CleanupAsync(hold string) *runtime.Future[struct{}] {
-	return runtime.DoAsync(c.wc, StepCleanup, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+	return runtime.DoAsync(c.wc, StepCleanup, runtime.StepOptions{Input: hold}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(context.Context, string) error](c.wc, StepCleanup); ok {
 			return fn(sc, hold)
 		}
@@ -345,7 +353,10 @@ const StepDispatch = "dispatch@v1"
 //
 // Dispatch hands a labelled shipment to the carrier.
 func (c *stemCalls) Dispatch(label string) error {
-	return runtime.Do(c.wc, StepDispatch, runtime.StepOptions{Retries: 2}, func(sc runtime.StepContext) error {
+	return runtime.Do(c.wc, StepDispatch, runtime.StepOptions{
+		Input:   label,
+		Retries: 2,
+	}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) error](c.wc, StepDispatch); ok {
 			return fn(sc, label)
 		}
@@ -361,7 +372,10 @@ func (c *stemCalls) Dispatch(label string) error {
 //
 // Dispatch hands a labelled shipment to the carrier.
 func (c *stemCalls) DispatchAsync(label string) *runtime.Future[struct{}] {
-	return runtime.DoAsync(c.wc, StepDispatch, runtime.StepOptions{Retries: 2}, func(sc runtime.StepContext) error {
+	return runtime.DoAsync(c.wc, StepDispatch, runtime.StepOptions{
+		Input:   label,
+		Retries: 2,
+	}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) error](c.wc, StepDispatch); ok {
 			return fn(sc, label)
 		}
@@ -383,7 +397,7 @@ const StepInvoice = "invoice@v1"
 //
 // Invoice writes the invoice of a paid cart.
 func (c *stemCalls) Invoice(cart Cart, p Payment) (string, error) {
-	return runtime.Step(c.wc, StepInvoice, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+	return runtime.Step(c.wc, StepInvoice, runtime.StepOptions{Input: []any{cart, p}}, func(sc runtime.StepContext) (string, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Cart, Payment) (string, error)](c.wc, StepInvoice); ok {
 			return fn(sc, cart, p)
 		}
@@ -399,7 +413,7 @@ func (c *stemCalls) Invoice(cart Cart, p Payment) (string, error) {
 //
 // Invoice writes the invoice of a paid cart.
 func (c *stemCalls) InvoiceAsync(cart Cart, p Payment) *runtime.Future[string] {
-	return runtime.StepAsync(c.wc, StepInvoice, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+	return runtime.StepAsync(c.wc, StepInvoice, runtime.StepOptions{Input: []any{cart, p}}, func(sc runtime.StepContext) (string, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Cart, Payment) (string, error)](c.wc, StepInvoice); ok {
 			return fn(sc, cart, p)
 		}
@@ -421,7 +435,7 @@ const StepLabel = "label@v1"
 //
 // Label prints the shipping label of a cart's parcels.
 func (c *stemCalls) Label(cartID string, parcels []string) (string, error) {
-	return runtime.Step(c.wc, StepLabel, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+	return runtime.Step(c.wc, StepLabel, runtime.StepOptions{Input: []any{cartID, parcels}}, func(sc runtime.StepContext) (string, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string, []string) (string, error)](c.wc, StepLabel); ok {
 			return fn(sc, cartID, parcels)
 		}
@@ -437,7 +451,7 @@ func (c *stemCalls) Label(cartID string, parcels []string) (string, error) {
 //
 // Label prints the shipping label of a cart's parcels.
 func (c *stemCalls) LabelAsync(cartID string, parcels []string) *runtime.Future[string] {
-	return runtime.StepAsync(c.wc, StepLabel, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+	return runtime.StepAsync(c.wc, StepLabel, runtime.StepOptions{Input: []any{cartID, parcels}}, func(sc runtime.StepContext) (string, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string, []string) (string, error)](c.wc, StepLabel); ok {
 			return fn(sc, cartID, parcels)
 		}
@@ -473,6 +487,7 @@ func (c *stemCalls) Notify(to string, msg string) error {
 	return runtime.Do(c.wc, StepNotify, runtime.StepOptions{
 		Autoversion: true,
 		Backoff:     time.Millisecond,
+		Input:       []any{to, msg},
 		Retries:     2,
 	}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string, string) error](c.wc, StepNotify); ok {
@@ -495,6 +510,7 @@ func (c *stemCalls) NotifyAsync(to string, msg string) *runtime.Future[struct{}]
 	return runtime.DoAsync(c.wc, StepNotify, runtime.StepOptions{
 		Autoversion: true,
 		Backoff:     time.Millisecond,
+		Input:       []any{to, msg},
 		Retries:     2,
 	}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string, string) error](c.wc, StepNotify); ok {
@@ -530,6 +546,7 @@ func StepPackIteration(i int) string {
 func (c *stemCalls) Pack(l Line) (string, error) {
 	return runtime.Step(c.wc, StepPack, runtime.StepOptions{
 		Autoversion: true,
+		Input:       l,
 		Timeout:     30 * time.Second,
 	}, func(sc runtime.StepContext) (string, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Line) (string, error)](c.wc, StepPack); ok {
@@ -550,6 +567,7 @@ func (c *stemCalls) Pack(l Line) (string, error) {
 func (c *stemCalls) PackAsync(l Line) *runtime.Future[string] {
 	return runtime.StepAsync(c.wc, StepPack, runtime.StepOptions{
 		Autoversion: true,
+		Input:       l,
 		Timeout:     30 * time.Second,
 	}, func(sc runtime.StepContext) (string, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Line) (string, error)](c.wc, StepPack); ok {
@@ -583,7 +601,10 @@ func StepPriceIteration(i int) string {
 //
 // Price prices one line; it runs once per line.
 func (c *stemCalls) Price(l Line) (int64, error) {
-	return runtime.Step(c.wc, StepPrice, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (int64, error) {
+	return runtime.Step(c.wc, StepPrice, runtime.StepOptions{
+		Autoversion: true,
+		Input:       l,
+	}, func(sc runtime.StepContext) (int64, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Line) (int64, error)](c.wc, StepPrice); ok {
 			return fn(sc, l)
 		}
@@ -600,7 +621,10 @@ func (c *stemCalls) Price(l Line) (int64, error) {
 //
 // Price prices one line; it runs once per line.
 func (c *stemCalls) PriceAsync(l Line) *runtime.Future[int64] {
-	return runtime.StepAsync(c.wc, StepPrice, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (int64, error) {
+	return runtime.StepAsync(c.wc, StepPrice, runtime.StepOptions{
+		Autoversion: true,
+		Input:       l,
+	}, func(sc runtime.StepContext) (int64, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Line) (int64, error)](c.wc, StepPrice); ok {
 			return fn(sc, l)
 		}
@@ -622,7 +646,7 @@ const StepRecord = "record@v1"
 //
 // Record writes an audit entry and returns its ID.
 func (c *stemCalls) Record(e Entry) (string, error) {
-	return runtime.Step(c.wc, StepRecord, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+	return runtime.Step(c.wc, StepRecord, runtime.StepOptions{Input: e}, func(sc runtime.StepContext) (string, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Entry) (string, error)](c.wc, StepRecord); ok {
 			return fn(sc, e)
 		}
@@ -638,7 +662,7 @@ func (c *stemCalls) Record(e Entry) (string, error) {
 //
 // Record writes an audit entry and returns its ID.
 func (c *stemCalls) RecordAsync(e Entry) *runtime.Future[string] {
-	return runtime.StepAsync(c.wc, StepRecord, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+	return runtime.StepAsync(c.wc, StepRecord, runtime.StepOptions{Input: e}, func(sc runtime.StepContext) (string, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Entry) (string, error)](c.wc, StepRecord); ok {
 			return fn(sc, e)
 		}
@@ -663,6 +687,7 @@ const StepReserve = "reserve@v1"
 func (c *stemCalls) Reserve(cart Cart) (string, error) {
 	return runtime.Step(c.wc, StepReserve, runtime.StepOptions{
 		Backoff:    time.Millisecond,
+		Input:      cart,
 		MaxBackoff: 4 * time.Millisecond,
 		Retries:    3,
 		Timeout:    5 * time.Second,
@@ -684,6 +709,7 @@ func (c *stemCalls) Reserve(cart Cart) (string, error) {
 func (c *stemCalls) ReserveAsync(cart Cart) *runtime.Future[string] {
 	return runtime.StepAsync(c.wc, StepReserve, runtime.StepOptions{
 		Backoff:    time.Millisecond,
+		Input:      cart,
 		MaxBackoff: 4 * time.Millisecond,
 		Retries:    3,
 		Timeout:    5 * time.Second,
@@ -709,7 +735,7 @@ const StepReturn = "return@v2"
 //
 // Return pays a refund back.
 func (c *stemCalls) Return(req RefundRequest) (Payment, error) {
-	return runtime.Step(c.wc, StepReturn, runtime.StepOptions{}, func(sc runtime.StepContext) (Payment, error) {
+	return runtime.Step(c.wc, StepReturn, runtime.StepOptions{Input: req}, func(sc runtime.StepContext) (Payment, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, RefundRequest) (Payment, error)](c.wc, StepReturn); ok {
 			return fn(sc, req)
 		}
@@ -725,7 +751,7 @@ func (c *stemCalls) Return(req RefundRequest) (Payment, error) {
 //
 // Return pays a refund back.
 func (c *stemCalls) ReturnAsync(req RefundRequest) *runtime.Future[Payment] {
-	return runtime.StepAsync(c.wc, StepReturn, runtime.StepOptions{}, func(sc runtime.StepContext) (Payment, error) {
+	return runtime.StepAsync(c.wc, StepReturn, runtime.StepOptions{Input: req}, func(sc runtime.StepContext) (Payment, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, RefundRequest) (Payment, error)](c.wc, StepReturn); ok {
 			return fn(sc, req)
 		}
@@ -747,7 +773,7 @@ const StepScore = "score@v1"
 //
 // Score rates an audit entry.
 func (c *stemCalls) Score(e Entry) (int, error) {
-	return runtime.Step(c.wc, StepScore, runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+	return runtime.Step(c.wc, StepScore, runtime.StepOptions{Input: e}, func(sc runtime.StepContext) (int, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Entry) (int, error)](c.wc, StepScore); ok {
 			return fn(sc, e)
 		}
@@ -763,7 +789,7 @@ func (c *stemCalls) Score(e Entry) (int, error) {
 //
 // Score rates an audit entry.
 func (c *stemCalls) ScoreAsync(e Entry) *runtime.Future[int] {
-	return runtime.StepAsync(c.wc, StepScore, runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+	return runtime.StepAsync(c.wc, StepScore, runtime.StepOptions{Input: e}, func(sc runtime.StepContext) (int, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Entry) (int, error)](c.wc, StepScore); ok {
 			return fn(sc, e)
 		}
@@ -785,7 +811,7 @@ const StepValidate = "validate@v1"
 //
 // Validate refuses an empty cart.
 func (c *stemCalls) Validate(cart Cart) error {
-	return runtime.Do(c.wc, StepValidate, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+	return runtime.Do(c.wc, StepValidate, runtime.StepOptions{Input: cart}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Cart) error](c.wc, StepValidate); ok {
 			return fn(sc, cart)
 		}
@@ -801,7 +827,7 @@ func (c *stemCalls) Validate(cart Cart) error {
 //
 // Validate refuses an empty cart.
 func (c *stemCalls) ValidateAsync(cart Cart) *runtime.Future[struct{}] {
-	return runtime.DoAsync(c.wc, StepValidate, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+	return runtime.DoAsync(c.wc, StepValidate, runtime.StepOptions{Input: cart}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Cart) error](c.wc, StepValidate); ok {
 			return fn(sc, cart)
 		}

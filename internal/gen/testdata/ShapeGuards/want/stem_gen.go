@@ -175,7 +175,7 @@ const StepStore = "store@v1"
 //
 // Store stores it.
 func (c *stemCalls) Store(o Order) (Result, error) {
-	return runtime.Step(c.wc, StepStore, runtime.StepOptions{}, func(sc runtime.StepContext) (Result, error) {
+	return runtime.Step(c.wc, StepStore, runtime.StepOptions{Input: o}, func(sc runtime.StepContext) (Result, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Order) (Result, error)](c.wc, StepStore); ok {
 			return fn(sc, o)
 		}
@@ -191,7 +191,7 @@ func (c *stemCalls) Store(o Order) (Result, error) {
 //
 // Store stores it.
 func (c *stemCalls) StoreAsync(o Order) *runtime.Future[Result] {
-	return runtime.StepAsync(c.wc, StepStore, runtime.StepOptions{}, func(sc runtime.StepContext) (Result, error) {
+	return runtime.StepAsync(c.wc, StepStore, runtime.StepOptions{Input: o}, func(sc runtime.StepContext) (Result, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Order) (Result, error)](c.wc, StepStore); ok {
 			return fn(sc, o)
 		}

@@ -43,7 +43,7 @@ const StepDouble = "double@v1"
 //
 // Double doubles.
 func (c *stemCalls) Double(n int) (int, error) {
-	return runtime.Step(c.wc, StepDouble, runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+	return runtime.Step(c.wc, StepDouble, runtime.StepOptions{Input: n}, func(sc runtime.StepContext) (int, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, int) (int, error)](c.wc, StepDouble); ok {
 			return fn(sc, n)
 		}
@@ -59,7 +59,7 @@ func (c *stemCalls) Double(n int) (int, error) {
 //
 // Double doubles.
 func (c *stemCalls) DoubleAsync(n int) *runtime.Future[int] {
-	return runtime.StepAsync(c.wc, StepDouble, runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+	return runtime.StepAsync(c.wc, StepDouble, runtime.StepOptions{Input: n}, func(sc runtime.StepContext) (int, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, int) (int, error)](c.wc, StepDouble); ok {
 			return fn(sc, n)
 		}

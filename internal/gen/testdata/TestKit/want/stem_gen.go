@@ -98,6 +98,7 @@ const StepCharge = "charge@v1"
 func (c *stemCalls) Charge(orderID string, cents int64) (string, error) {
 	return runtime.Step(c.wc, StepCharge, runtime.StepOptions{
 		Backoff: time.Hour,
+		Input:   []any{orderID, cents},
 		Retries: 3,
 	}, func(sc runtime.StepContext) (string, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string, int64) (string, error)](c.wc, StepCharge); ok {
@@ -117,6 +118,7 @@ func (c *stemCalls) Charge(orderID string, cents int64) (string, error) {
 func (c *stemCalls) ChargeAsync(orderID string, cents int64) *runtime.Future[string] {
 	return runtime.StepAsync(c.wc, StepCharge, runtime.StepOptions{
 		Backoff: time.Hour,
+		Input:   []any{orderID, cents},
 		Retries: 3,
 	}, func(sc runtime.StepContext) (string, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string, int64) (string, error)](c.wc, StepCharge); ok {
@@ -150,7 +152,10 @@ func StepLabelIteration(i int) string {
 //
 // Label labels one item; it runs once per item.
 func (c *stemCalls) Label(item string) (string, error) {
-	return runtime.Step(c.wc, StepLabel, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (string, error) {
+	return runtime.Step(c.wc, StepLabel, runtime.StepOptions{
+		Autoversion: true,
+		Input:       item,
+	}, func(sc runtime.StepContext) (string, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) (string, error)](c.wc, StepLabel); ok {
 			return fn(sc, item)
 		}
@@ -167,7 +172,10 @@ func (c *stemCalls) Label(item string) (string, error) {
 //
 // Label labels one item; it runs once per item.
 func (c *stemCalls) LabelAsync(item string) *runtime.Future[string] {
-	return runtime.StepAsync(c.wc, StepLabel, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext) (string, error) {
+	return runtime.StepAsync(c.wc, StepLabel, runtime.StepOptions{
+		Autoversion: true,
+		Input:       item,
+	}, func(sc runtime.StepContext) (string, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) (string, error)](c.wc, StepLabel); ok {
 			return fn(sc, item)
 		}
@@ -190,7 +198,7 @@ const StepNotify = "notify@v1"
 // Notify tells the customer; a step function taking a context.Context
 // and an unnamed input.
 func (c *stemCalls) Notify(arg1 string) error {
-	return runtime.Do(c.wc, StepNotify, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+	return runtime.Do(c.wc, StepNotify, runtime.StepOptions{Input: arg1}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(context.Context, string) error](c.wc, StepNotify); ok {
 			return fn(sc, arg1)
 		}
@@ -207,7 +215,7 @@ func (c *stemCalls) Notify(arg1 string) error {
 // Notify tells the customer; a step function taking a context.Context
 // and an unnamed input.
 func (c *stemCalls) NotifyAsync(arg1 string) *runtime.Future[struct{}] {
-	return runtime.DoAsync(c.wc, StepNotify, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+	return runtime.DoAsync(c.wc, StepNotify, runtime.StepOptions{Input: arg1}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(context.Context, string) error](c.wc, StepNotify); ok {
 			return fn(sc, arg1)
 		}
@@ -229,7 +237,7 @@ const StepPacked = "packed@v1"
 //
 // Packed is a step named like the event: the helpers keep them apart.
 func (c *stemCalls) Packed(box string) error {
-	return runtime.Do(c.wc, StepPacked, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+	return runtime.Do(c.wc, StepPacked, runtime.StepOptions{Input: box}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) error](c.wc, StepPacked); ok {
 			return fn(sc, box)
 		}
@@ -245,7 +253,7 @@ func (c *stemCalls) Packed(box string) error {
 //
 // Packed is a step named like the event: the helpers keep them apart.
 func (c *stemCalls) PackedAsync(box string) *runtime.Future[struct{}] {
-	return runtime.DoAsync(c.wc, StepPacked, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+	return runtime.DoAsync(c.wc, StepPacked, runtime.StepOptions{Input: box}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) error](c.wc, StepPacked); ok {
 			return fn(sc, box)
 		}
@@ -267,7 +275,7 @@ const StepAudit = "audit@v1"
 //
 // audit records an order; its mock is left out of the helpers.
 func (c *stemCalls) audit(e entry) error {
-	return runtime.Do(c.wc, StepAudit, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+	return runtime.Do(c.wc, StepAudit, runtime.StepOptions{Input: e}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, entry) error](c.wc, StepAudit); ok {
 			return fn(sc, e)
 		}
@@ -283,7 +291,7 @@ func (c *stemCalls) audit(e entry) error {
 //
 // audit records an order; its mock is left out of the helpers.
 func (c *stemCalls) auditAsync(e entry) *runtime.Future[struct{}] {
-	return runtime.DoAsync(c.wc, StepAudit, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+	return runtime.DoAsync(c.wc, StepAudit, runtime.StepOptions{Input: e}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, entry) error](c.wc, StepAudit); ok {
 			return fn(sc, e)
 		}

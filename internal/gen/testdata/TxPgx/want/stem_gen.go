@@ -67,6 +67,7 @@ const StepCharge = "charge@v2"
 func (c *stemCalls) Charge(inv Invoice) (int64, error) {
 	return runtime.TxStep(c.wc, StepCharge, runtime.StepOptions{
 		Backoff:    time.Second,
+		Input:      inv,
 		MaxBackoff: time.Minute,
 		Retries:    runtime.RetryForever,
 	}, func(sc runtime.StepContext, tx pgx.Tx) (int64, error) {

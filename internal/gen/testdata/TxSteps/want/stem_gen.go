@@ -110,7 +110,10 @@ func StepAuditIteration(i int) string {
 //
 // Audit appends an audit line and returns how many the ledger holds.
 func (c *stemCalls) Audit(line string) (int, error) {
-	return runtime.TxStep(c.wc, StepAudit, runtime.StepOptions{Autoversion: true}, func(sc runtime.StepContext, tx *sql.Tx) (int, error) {
+	return runtime.TxStep(c.wc, StepAudit, runtime.StepOptions{
+		Autoversion: true,
+		Input:       line,
+	}, func(sc runtime.StepContext, tx *sql.Tx) (int, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, *sql.Tx, string) (int, error)](c.wc, StepAudit); ok {
 			return fn(sc, tx, line)
 		}
@@ -139,7 +142,7 @@ const StepMarkSettled = "mark-settled@v1"
 //
 // MarkSettled marks the order's ledger rows settled.
 func (c *stemCalls) MarkSettled(orderID string) error {
-	return runtime.TxDo(c.wc, StepMarkSettled, runtime.StepOptions{}, func(sc runtime.StepContext, tx *sql.Tx) error {
+	return runtime.TxDo(c.wc, StepMarkSettled, runtime.StepOptions{Input: orderID}, func(sc runtime.StepContext, tx *sql.Tx) error {
 		if fn, ok := runtime.StepOverride[func(context.Context, *sql.Tx, string) error](c.wc, StepMarkSettled); ok {
 			return fn(sc, tx, orderID)
 		}
@@ -161,7 +164,7 @@ const StepNotify = "notify@v1"
 //
 // Notify tells nobody, outside any transaction.
 func (c *stemCalls) Notify(orderID string) error {
-	return runtime.Do(c.wc, StepNotify, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+	return runtime.Do(c.wc, StepNotify, runtime.StepOptions{Input: orderID}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) error](c.wc, StepNotify); ok {
 			return fn(sc, orderID)
 		}
@@ -177,7 +180,7 @@ func (c *stemCalls) Notify(orderID string) error {
 //
 // Notify tells nobody, outside any transaction.
 func (c *stemCalls) NotifyAsync(orderID string) *runtime.Future[struct{}] {
-	return runtime.DoAsync(c.wc, StepNotify, runtime.StepOptions{}, func(sc runtime.StepContext) error {
+	return runtime.DoAsync(c.wc, StepNotify, runtime.StepOptions{Input: orderID}, func(sc runtime.StepContext) error {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) error](c.wc, StepNotify); ok {
 			return fn(sc, orderID)
 		}
@@ -206,7 +209,10 @@ const StepRecord = "record@v1"
 //
 // Record writes the payment's ledger row in the step's transaction.
 func (c *stemCalls) Record(p Payment) (Receipt, error) {
-	return runtime.TxStep(c.wc, StepRecord, runtime.StepOptions{Retries: 2}, func(sc runtime.StepContext, tx *sql.Tx) (Receipt, error) {
+	return runtime.TxStep(c.wc, StepRecord, runtime.StepOptions{
+		Input:   p,
+		Retries: 2,
+	}, func(sc runtime.StepContext, tx *sql.Tx) (Receipt, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, *sql.Tx, Payment) (Receipt, error)](c.wc, StepRecord); ok {
 			return fn(sc, tx, p)
 		}

@@ -99,7 +99,7 @@ const StepPack = "pack@v1"
 //
 // Pack packs n items, logging as it goes.
 func (c *stemCalls) Pack(n int) (int, error) {
-	return runtime.Step(c.wc, StepPack, runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+	return runtime.Step(c.wc, StepPack, runtime.StepOptions{Input: n}, func(sc runtime.StepContext) (int, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, int) (int, error)](c.wc, StepPack); ok {
 			return fn(sc, n)
 		}
@@ -115,7 +115,7 @@ func (c *stemCalls) Pack(n int) (int, error) {
 //
 // Pack packs n items, logging as it goes.
 func (c *stemCalls) PackAsync(n int) *runtime.Future[int] {
-	return runtime.StepAsync(c.wc, StepPack, runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+	return runtime.StepAsync(c.wc, StepPack, runtime.StepOptions{Input: n}, func(sc runtime.StepContext) (int, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, int) (int, error)](c.wc, StepPack); ok {
 			return fn(sc, n)
 		}

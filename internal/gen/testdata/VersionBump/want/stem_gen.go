@@ -68,7 +68,7 @@ const StepCharge = "charge@v2"
 //
 // Charge used to return the cents only.
 func (c *stemCalls) Charge(amount int64) (Money, error) {
-	return runtime.Step(c.wc, StepCharge, runtime.StepOptions{}, func(sc runtime.StepContext) (Money, error) {
+	return runtime.Step(c.wc, StepCharge, runtime.StepOptions{Input: amount}, func(sc runtime.StepContext) (Money, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, int64) (Money, error)](c.wc, StepCharge); ok {
 			return fn(sc, amount)
 		}
@@ -84,7 +84,7 @@ func (c *stemCalls) Charge(amount int64) (Money, error) {
 //
 // Charge used to return the cents only.
 func (c *stemCalls) ChargeAsync(amount int64) *runtime.Future[Money] {
-	return runtime.StepAsync(c.wc, StepCharge, runtime.StepOptions{}, func(sc runtime.StepContext) (Money, error) {
+	return runtime.StepAsync(c.wc, StepCharge, runtime.StepOptions{Input: amount}, func(sc runtime.StepContext) (Money, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, int64) (Money, error)](c.wc, StepCharge); ok {
 			return fn(sc, amount)
 		}

@@ -76,7 +76,7 @@ const StepCount = "count@v1"
 //
 // Count counts an order's items.
 func (c *stemCalls) Count(o Order) (int, error) {
-	return runtime.Step(c.wc, StepCount, runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+	return runtime.Step(c.wc, StepCount, runtime.StepOptions{Input: o}, func(sc runtime.StepContext) (int, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Order) (int, error)](c.wc, StepCount); ok {
 			return fn(sc, o)
 		}
@@ -92,7 +92,7 @@ func (c *stemCalls) Count(o Order) (int, error) {
 //
 // Count counts an order's items.
 func (c *stemCalls) CountAsync(o Order) *runtime.Future[int] {
-	return runtime.StepAsync(c.wc, StepCount, runtime.StepOptions{}, func(sc runtime.StepContext) (int, error) {
+	return runtime.StepAsync(c.wc, StepCount, runtime.StepOptions{Input: o}, func(sc runtime.StepContext) (int, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, Order) (int, error)](c.wc, StepCount); ok {
 			return fn(sc, o)
 		}
@@ -113,7 +113,7 @@ const StepPack = "pack@v1"
 //
 // Pack packs what it is given into a parcel.
 func (c *stemCalls) Pack(what string) (string, error) {
-	return runtime.Step(c.wc, StepPack, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+	return runtime.Step(c.wc, StepPack, runtime.StepOptions{Input: what}, func(sc runtime.StepContext) (string, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) (string, error)](c.wc, StepPack); ok {
 			return fn(sc, what)
 		}
@@ -129,7 +129,7 @@ func (c *stemCalls) Pack(what string) (string, error) {
 //
 // Pack packs what it is given into a parcel.
 func (c *stemCalls) PackAsync(what string) *runtime.Future[string] {
-	return runtime.StepAsync(c.wc, StepPack, runtime.StepOptions{}, func(sc runtime.StepContext) (string, error) {
+	return runtime.StepAsync(c.wc, StepPack, runtime.StepOptions{Input: what}, func(sc runtime.StepContext) (string, error) {
 		if fn, ok := runtime.StepOverride[func(runtime.StepContext, string) (string, error)](c.wc, StepPack); ok {
 			return fn(sc, what)
 		}
