@@ -375,7 +375,7 @@ func fewOfStatus(c *conn, q storage.ListRunsQuery, limit int) (bool, error) {
 const fewStatusRuns = 10_000
 
 // statusCountQuery counts the runs of status ?1 and all the runs, of
-// workflow ?2 ('' for every one).
+// workflow ?2 (empty: of every one).
 const statusCountQuery = `SELECT coalesce(sum(n) FILTER (WHERE status = ?1), 0), coalesce(sum(n), 0)
 	FROM run_counts WHERE ?2 = '' OR workflow = ?2`
 
