@@ -62,7 +62,7 @@ func BenchmarkListByAttribute1M(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			ctx := context.Background()
-			query, args := listQuery(c.q, c.q.PageSize()+1)
+			query, args := listQuery(c.q, c.q.PageSize()+1, false)
 			b.Logf("plan:\n\t%s", strings.Join(queryPlan(b, s, query, args...), "\n\t"))
 			start := time.Now()
 			page, err := s.ListRuns(ctx, c.q)

@@ -198,7 +198,44 @@ func TestListingMatchesFilters(t *testing.T) {
 			if !slices.Equal(got, expect) {
 				t.Fatalf("ListRuns(%+v), page by page, = %v\nwant %v", q, got, expect)
 			}
+			if q.Order == storage.OrderCreated && q.Status != "" && len(q.Where) == 0 && q.ParentID == "" {
+				// Both statements fewOfStatus chooses between.
+				for _, few := range []bool{false, true} {
+					if got := listAll(t, s, q, few); !slices.Equal(got, expect) {
+						t.Fatalf("listQuery(%+v, few %v), page by page, = %v\nwant %v", q, few, got, expect)
+					}
+				}
+			}
 		}
+	}
+}
+
+// listAll lists every run q passes, page by page, with listQuery's
+// statement for few.
+func listAll(t *testing.T, s *Store, q storage.ListRunsQuery, few bool) []string {
+	t.Helper()
+	var ids []string
+	for {
+		query, args := listQuery(q, q.PageSize()+1, few)
+		var page []storage.RunRecord
+		if err := s.read(t.Context(), "list", false, func(c *conn) error {
+			return c.query(query, func(r row) error {
+				rec, err := scanRun(r)
+				page = append(page, rec)
+				return err
+			}, args...)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range page {
+			if i < q.PageSize() {
+				ids = append(ids, r.ID)
+			}
+		}
+		if len(page) <= q.PageSize() {
+			return ids
+		}
+		q.After = q.NextCursor(&page[q.PageSize()-1])
 	}
 }
 
@@ -284,6 +321,7 @@ func TestAttrListingPlans(t *testing.T) {
 		q     storage.ListRunsQuery
 		index string // the inner query reads it
 		sorts bool   // and sorts what it reads
+		few   bool   // the status filter's runs are few (fewOfStatus)
 	}
 	var shapes []shape
 	for _, o := range others {
@@ -293,15 +331,15 @@ func TestAttrListingPlans(t *testing.T) {
 					q := o
 					q.Where = append([]storage.AttrFilter{e.f}, o.Where...)
 					q.Order, q.Descending, q.After = storage.OrderCreated, descending, after
-					shapes = append(shapes, shape{"equality in creation order", q, e.index, false})
+					shapes = append(shapes, shape{"equality in creation order", q, e.index, false, false})
 					q.Order, q.After = storage.OrderID, strings.TrimPrefix(after, cursor)
-					shapes = append(shapes, shape{"equality in ID order", q, e.index, true})
+					shapes = append(shapes, shape{"equality in ID order", q, e.index, true, false})
 				}
 				for _, r := range ranges {
 					q := o
 					q.Where = append([]storage.AttrFilter{r.f}, o.Where...)
 					q.Order, q.Descending, q.After = storage.OrderCreated, descending, after
-					shapes = append(shapes, shape{"range in creation order", q, r.index, true})
+					shapes = append(shapes, shape{"range in creation order", q, r.index, true, false})
 				}
 				if len(o.Where) > 0 {
 					continue
@@ -310,11 +348,17 @@ func TestAttrListingPlans(t *testing.T) {
 				q.Order, q.Descending, q.After = storage.OrderCreated, descending, after
 				switch {
 				case q.ParentID != "":
-					shapes = append(shapes, shape{"a parent's children in creation order", q, "runs_parent (parent_id=?)", true})
+					shapes = append(shapes, shape{"a parent's children in creation order", q, "runs_parent (parent_id=?)", true, false})
+				case q.Status != "":
+					shapes = append(shapes,
+						shape{"a status of few runs in creation order", q, "runs_status (status=?", true, true},
+						shape{"a workflow's runs in creation order", q, "runs_workflow_created (workflow=?", false, false})
+					q.Workflow = ""
+					shapes = append(shapes, shape{"a status of many runs in creation order", q, "runs_created", false, false})
 				case after != "":
-					shapes = append(shapes, shape{"creation order past a cursor", q, "runs_created (", false})
+					shapes = append(shapes, shape{"creation order past a cursor", q, "runs_created (", false, false})
 				default:
-					shapes = append(shapes, shape{"creation order", q, "runs_created", false})
+					shapes = append(shapes, shape{"creation order", q, "runs_created", false, false})
 				}
 			}
 		}
@@ -325,21 +369,21 @@ func TestAttrListingPlans(t *testing.T) {
 	}
 	shapes = append(shapes,
 		shape{"a range of numbers", between(storage.AttrFilter{Op: storage.OpGe, Value: storage.NumberAttr("total", 500)},
-			storage.AttrFilter{Op: storage.OpLt, Value: storage.NumberAttr("total", 501)}, second), "run_attrs_num (name=? AND num_value>? AND num_value<?)", true},
+			storage.AttrFilter{Op: storage.OpLt, Value: storage.NumberAttr("total", 501)}, second), "run_attrs_num (name=? AND num_value>? AND num_value<?)", true, false},
 		shape{"a range of times", between(storage.AttrFilter{Op: storage.OpGt, Value: storage.TimeAttr("placed", now)},
-			storage.AttrFilter{Op: storage.OpLe, Value: storage.TimeAttr("placed", now.Add(time.Hour))}), "run_attrs_time (name=? AND time_value>? AND time_value<?)", true},
+			storage.AttrFilter{Op: storage.OpLe, Value: storage.TimeAttr("placed", now.Add(time.Hour))}), "run_attrs_time (name=? AND time_value>? AND time_value<?)", true, false},
 		shape{"an equality and a prefix of one name", between(storage.AttrFilter{Op: storage.OpEq, Value: storage.StringAttr("customer", "C-7")},
-			storage.AttrFilter{Op: storage.OpPrefix, Value: storage.StringAttr("customer", "C-")}), "run_attrs_str (name=? AND str_value=?)", false},
+			storage.AttrFilter{Op: storage.OpPrefix, Value: storage.StringAttr("customer", "C-")}), "run_attrs_str (name=? AND str_value=?)", false, false},
 	)
 	for _, tl := range []storage.ListRunsQuery{{TopLevel: true}, {TopLevel: true, Workflow: "w", After: "r-1"}, {TopLevel: true, Descending: true}} {
-		shapes = append(shapes, shape{"top-level runs in ID order", tl, "runs_parent (parent_id=?", false})
+		shapes = append(shapes, shape{"top-level runs in ID order", tl, "runs_parent (parent_id=?", false, false})
 	}
 	for _, c := range shapes {
 		var query string
 		if c.q.Order == storage.OrderID && len(c.q.Where) == 0 {
 			query, _, _ = listRunsQuery(c.q)
 		} else {
-			query, _ = listQuery(c.q, 10)
+			query, _ = listQuery(c.q, 10, c.few)
 		}
 		plan := queryPlan(t, s, query, nullParams(query)...)
 		all := strings.Join(plan, "\n")

@@ -96,16 +96,6 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 		return storage.RunPage{}, nil
 	}
 	limit := q.PageSize()
-	var query string
-	var args []any
-	if q.Order == storage.OrderID && len(q.Where) == 0 {
-		var lo, hi any
-		query, lo, hi = listRunsQuery(q)
-		args = []any{lo, limit + 1, q.Workflow, string(q.Status), q.ParentID, q.Queue, versionList(q.Versions),
-			hi, nanos(q.CreatedFrom), nanos(q.CreatedTo)}
-	} else {
-		query, args = listQuery(q, limit+1)
-	}
 	// A statement is kept prepared on each read connection, but those of
 	// several attribute filters, whose shapes multiply.
 	run := (*conn).query
@@ -115,6 +105,23 @@ func (s *Store) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storage.
 	var page storage.RunPage
 	err := s.read(ctx, "list runs", false, func(c *conn) error {
 		page = storage.RunPage{}
+		var query string
+		var args []any
+		switch {
+		case q.Order == storage.OrderID && len(q.Where) == 0:
+			var lo, hi any
+			query, lo, hi = listRunsQuery(q)
+			args = []any{lo, limit + 1, q.Workflow, string(q.Status), q.ParentID, q.Queue, versionList(q.Versions),
+				hi, nanos(q.CreatedFrom), nanos(q.CreatedTo)}
+		case len(q.Where) == 0 && q.ParentID == "" && q.Status != "":
+			few, err := fewOfStatus(c, q, limit)
+			if err != nil {
+				return err
+			}
+			query, args = listQuery(q, limit+1, few)
+		default:
+			query, args = listQuery(q, limit+1, false)
+		}
 		return run(c, query, func(r row) error {
 			rec, err := scanRun(r)
 			page.Runs = append(page.Runs, rec)
@@ -211,16 +218,19 @@ func listRunsQuery(q storage.ListRunsQuery) (query string, lo, hi any) {
 //     one range); each other is a seek of run_attrs by run and name.
 //   - Of one parent in creation order, from runs_parent: the parent's
 //     children, sorted.
-//   - Otherwise in creation order, from runs_created, newest or oldest
-//     first up to the page's end, the cursor and the creation range
-//     bounding the range read.
+//   - Of a status few runs have (fewStatus, see fewOfStatus), from
+//     runs_status: its runs, sorted.
+//   - Otherwise in creation order, from runs_workflow_created for one
+//     workflow, runs_created for all, newest or oldest first up to the
+//     page's end, the cursor and the creation range bounding the range
+//     read.
 //
 // Every other filter is judged on the runs read, whose rows the inner
 // query reads only when one needs them. The outer query reads the page's
 // columns (their data, execution and attributes) for the page alone, in
 // the inner query's order, which SQLite keeps without sorting again: a
 // sort, when there is one, holds a ref, a time and an ID per run.
-func listQuery(q storage.ListRunsQuery, limit int) (string, []any) {
+func listQuery(q storage.ListRunsQuery, limit int, fewStatus bool) (string, []any) {
 	var p params
 	var where []string
 	// The inner query's tables, and its columns: the run's ref and the
@@ -233,10 +243,18 @@ func listQuery(q storage.ListRunsQuery, limit int) (string, []any) {
 		from = `run_attrs a INDEXED BY ` + attrIndex(f.Value.Type)
 		where = append(where, `a.name = `+p.add(f.Value.Name)+` AND `+attrCond("a", f, &p))
 		ref, created, id = `a.run_ref`, `a.created_us`, `a.run_id`
-	case q.ParentID != "":
-		from, ref, created, id = `runs r INDEXED BY runs_parent`, `r.ref`, `r.created_us`, `r.id`
 	default:
-		from, ref, created, id = `runs r INDEXED BY runs_created`, `r.ref`, `r.created_us`, `r.id`
+		ref, created, id = `r.ref`, `r.created_us`, `r.id`
+		switch {
+		case q.ParentID != "":
+			from = `runs r INDEXED BY runs_parent`
+		case q.Status != "" && fewStatus:
+			from = `runs r INDEXED BY runs_status`
+		case q.Workflow != "":
+			from = `runs r INDEXED BY runs_workflow_created`
+		default:
+			from = `runs r INDEXED BY runs_created`
+		}
 	}
 	after := ` > ` // past the cursor
 	if q.Descending {
@@ -337,6 +355,29 @@ func listQuery(q storage.ListRunsQuery, limit int) (string, []any) {
 	return `SELECT ` + runCols + ` FROM (` + inner + `) p CROSS JOIN runs r ON r.ref = p.ref ` + runJoins +
 		` ORDER BY p.` + strings.ReplaceAll(order, `, id`, `, p.id`), p.args
 }
+
+// fewOfStatus judges, from run_counts, whether the runs of q's status (of
+// its workflow, if any) are few enough that a page in creation order is
+// cheaper read from runs_status and sorted than found by walking the
+// runs in creation order (runs_created, or runs_workflow_created) and
+// passing over the others: the walk reads about limit*N/m entries for m
+// runs of the status among N, if they are spread evenly, and all N when
+// they are not, the sort m. It is few below the square root of limit*N,
+// and always up to fewStatusRuns.
+func fewOfStatus(c *conn, q storage.ListRunsQuery, limit int) (bool, error) {
+	var m, n float64
+	_, err := c.queryRow(statusCountQuery, func(r row) { m, n = float64(r.int64(0)), float64(r.int64(1)) }, string(q.Status), q.Workflow)
+	return m <= fewStatusRuns || m*m <= float64(limit)*n, err
+}
+
+// fewStatusRuns is how many runs of a status a listing in creation order
+// always sorts rather than walks the runs for: sorted, a few milliseconds.
+const fewStatusRuns = 10_000
+
+// statusCountQuery counts the runs of status ?1 and all the runs, of
+// workflow ?2 (empty: of every one).
+const statusCountQuery = `SELECT coalesce(sum(n) FILTER (WHERE status = ?1), 0), coalesce(sum(n), 0)
+	FROM run_counts WHERE ?2 = '' OR workflow = ?2`
 
 // CountRuns counts the runs in each status, of every workflow or of
 // q.Workflow, from run_counts (migration 007): a row per workflow and

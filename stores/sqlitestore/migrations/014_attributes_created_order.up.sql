@@ -4,13 +4,17 @@
 -- A run's creation time to the microsecond, the precision of a listing in
 -- creation order (storage.OrderCreated: by CreatedAt's microsecond, then
 -- ID) and of its cursor. Virtual: computed from created_at, stored only in
--- the index below. ListRuns in creation order reads runs_created, newest
--- or oldest first, stopping at the page's end; every other filter is
--- judged on the rows it passes over (a parent's children are read by
--- runs_parent and sorted instead). A run's entry is written once, at its
--- creation, at the index's right edge.
+-- the indexes below. ListRuns in creation order reads runs_created, or
+-- runs_workflow_created for one workflow, newest or oldest first,
+-- stopping at the page's end; every other filter is judged on the rows it
+-- passes over (a parent's children, and the runs of a status that few
+-- runs have, are read by runs_parent and runs_status and sorted instead).
+-- A run's entries are written once, at its creation, at the right edge of
+-- the index or of its workflow's range; none follows a change of status,
+-- which every step of a run would pay.
 ALTER TABLE runs ADD COLUMN created_us INTEGER GENERATED ALWAYS AS (created_at / 1000) VIRTUAL;
 CREATE INDEX runs_created ON runs (created_us, id);
+CREATE INDEX runs_workflow_created ON runs (workflow, created_us, id);
 
 -- Search attributes (storage.Attr), one row per run and name. The value
 -- is in the column of its type, the others NULL: the column that is not
