@@ -25,6 +25,10 @@ var (
 	// file, schema or key prefix holds no Stem store, or one at a schema
 	// version this code does not know. Nothing was created or changed.
 	ErrNotStore = errors.New("stem: not a Stem store")
+	// ErrUnsupported: the store, as it is configured, refuses a feature
+	// of the contract (see Feature and Refuser); the error names the
+	// feature and what would serve it. Nothing was written.
+	ErrUnsupported = errors.New("stem: not supported by this store")
 )
 
 // The ErrorInfo codes, which carry a sentinel's identity through storage so

@@ -36,10 +36,17 @@ func (s *Store) Emit(ctx context.Context, req storage.EmitRequest) ([]string, er
 // SendEvent implements storage.Store. Like Emit, it carries an operation
 // ID, so a repeated call never buffers or delivers the event twice.
 func (s *Store) SendEvent(ctx context.Context, ev storage.Event) (bool, error) {
+	return s.sendEvent(ctx, ev, rand.Text())
+}
+
+// sendEvent is SendEvent under the operation ID op: the same op again
+// within its time (a minute; a day for one starting "ob:") returns the
+// first reply and delivers nothing.
+func (s *Store) sendEvent(ctx context.Context, ev storage.Event, op string) (bool, error) {
 	if err := ev.Validate(); err != nil {
 		return false, fmt.Errorf("redisstore: %w", err)
 	}
-	v, err := s.run(ctx, sendScript, []string{s.keys.run(ev.RunID)}, ev.RunID, ev.Topic, mark(ev.Payload), rand.Text())
+	v, err := s.run(ctx, sendScript, []string{s.keys.run(ev.RunID)}, ev.RunID, ev.Topic, mark(ev.Payload), op)
 	if err != nil {
 		return false, fmt.Errorf("redisstore: send event to %q: %w", ev.RunID, err)
 	}

@@ -311,8 +311,8 @@ func (k keyspace) op(id string) string { return k.prefix + "op:" + id }
 
 // wake is the pub/sub channel on which the scripts announce that runs may
 // be ready (wake); see Notifications.
-func (k keyspace) wake() string { return k.prefix + "wake" }
+func (k keyspace) wake() string { return channelPrefix(k.prefix) + "wake" }
 
 // ended is the pub/sub channel on which the scripts announce each run that
 // ends, the message its ID; see Finished.
-func (k keyspace) ended() string { return k.prefix + "ended" }
+func (k keyspace) ended() string { return channelPrefix(k.prefix) + "ended" }

@@ -71,6 +71,11 @@ type Options struct {
 	// its ReadTimeout and WriteTimeout bound the rest. The wake-up
 	// subscription is exempt: go-redis pings it when it is quiet.
 	CallTimeout time.Duration
+	// shard, set by a Cluster only, is 1 + the index of the shard the
+	// store is: the shards after the first leave the scripts' loading to
+	// it.
+	shard int
+
 	// Logger receives the store's diagnostics: at error level, Claim
 	// refusing an evicting maxmemory-policy (once per episode); at warn
 	// level, a server that stops answering (once per episode: "not
@@ -226,6 +231,9 @@ func newStore(ctx context.Context, client redis.UniversalClient, opts Options, d
 		return nil, err
 	}
 	for _, sc := range allScripts {
+		if opts.shard > 1 {
+			break
+		}
 		if err := s.outcome(ctx, start, "script load", sc.Load(ctx, client).Err()); err != nil {
 			return nil, fmt.Errorf("redisstore: loading scripts (Redis 7.0 or later is required): %w", s.onHost(err))
 		}

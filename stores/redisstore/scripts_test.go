@@ -160,6 +160,7 @@ func TestScriptKeys(t *testing.T) {
 		"sched_due()":                                      k.schedulesDue(),
 		"sched_ids()":                                      k.scheduleIDs(),
 		"ended_channel()":                                  k.ended(),
+		"channel_prefix()":                                 channelPrefix(k.prefix),
 		"startkey('" + wf + "', 'k:1')":                    k.startKey(wf, "k:1"),
 		"tokkey('" + id + "')":                             k.keptToken(id),
 		"upkey('" + id + "')":                              k.updates(id),

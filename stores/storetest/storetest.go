@@ -155,6 +155,7 @@ func Run(t *testing.T, newStore Factory) {
 		all = append(all, startTxCases...)
 		all = append(all, interactTxCases...)
 	}
+	all = withFeatures(all, lacking(t, newStore))
 	for _, c := range all {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

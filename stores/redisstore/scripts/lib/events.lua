@@ -110,7 +110,11 @@ local function once_get(op)
 end
 
 local function once_put(op, res)
-  redis.call('SET', opkey(op), cmsgpack.pack(res), 'PX', 60000)
+  -- A Cluster's delivery from its outbox (an operation ID starting ob:)
+  -- may be repeated by a sweep long after the first: it is kept a day.
+  local ttl = 60000
+  if string.sub(op, 1, 3) == 'ob:' then ttl = 86400000 end
+  redis.call('SET', opkey(op), cmsgpack.pack(res), 'PX', ttl)
   return res
 end
 

@@ -45,8 +45,12 @@ local function ulkey(id) return P .. 'ul:' .. id end
 local function svkey(id, stream) return P .. 'sv:' .. id .. ':' .. stream end
 local function smkey(id) return P .. 'sm:' .. id end
 local function opkey(op) return P .. 'op:' .. op end
-local function wake_channel() return P .. 'wake' end
-local function ended_channel() return P .. 'ended' end
+-- A shard of a Cluster store (a prefix ending in a shard's hash tag,
+-- {<shard>.<n>}:) announces on the channels of the prefix before its tag,
+-- which every shard shares.
+local function channel_prefix() return (P:gsub('{%d+%.%d+}:$', '')) end
+local function wake_channel() return channel_prefix() .. 'wake' end
+local function ended_channel() return channel_prefix() .. 'ended' end
 local function idx_created() return P .. 'ic' end
 local function idx_wf_created(wf) return P .. 'icw:' .. wf end
 local function attr_eq(name, t, v) return P .. 'ae:' .. name .. ':' .. t .. ':' .. v end
