@@ -79,7 +79,11 @@ func ClusterArgs(args ...string) ClusterOption {
 // Reshard, WaitHealthy) call ReloadState on the cluster's own Client, which
 // reloads in the background: the first commands after them may still meet
 // the old map. A store that must live through a failover calls
-// ReloadState itself when a node stops answering.
+// ReloadState itself when a node stops answering. A frozen node (Freeze)
+// is worse than a dead one: it accepts connections and answers nothing,
+// so each command sent to it waits the client's ReadTimeout (3s by
+// default) and go-redis tries the same node twice before another: about
+// 10s for the first command after the failover with default options.
 type Cluster struct {
 	bin, cli string
 	dir      string
@@ -101,9 +105,11 @@ type clusterNode struct {
 	admin   *redis.Client // guarded by mu; nil while not running
 }
 
+// cpuMark is a node's CPU time when ResetStats ran, and which process
+// it was (a node restarted since counts from zero).
 type cpuMark struct {
-	pid     string
-	seconds float64
+	pid               string
+	seconds, children float64
 }
 
 func (n *clusterNode) addr() string { return "127.0.0.1:" + strconv.Itoa(n.port) }
@@ -896,6 +902,10 @@ type NodeStats struct {
 	// CPUSeconds is the server process's user and system CPU time,
 	// used_cpu_user plus used_cpu_sys, all its threads.
 	CPUSeconds float64
+	// ChildCPUSeconds is the CPU time of the children the server forked
+	// and waited for: RDB saves, AOF rewrites, disk-based full syncs
+	// (used_cpu_user_children plus used_cpu_sys_children).
+	ChildCPUSeconds float64
 	// NetInputBytes and NetOutputBytes count the bytes the node read and
 	// wrote, replication included.
 	NetInputBytes, NetOutputBytes int64
@@ -911,8 +921,9 @@ type CommandStat struct {
 }
 
 // CommandStats returns the figures of every running node, by host:port.
-// CONFIG RESETSTAT does not reset a server's CPU time, so CPUSeconds is
-// counted from the CPU time ResetStats saw.
+// CONFIG RESETSTAT does not reset a server's CPU time, so CPUSeconds and
+// ChildCPUSeconds are counted from what ResetStats saw (from zero for a
+// node restarted since).
 func (c *Cluster) CommandStats(ctx context.Context) (map[string]NodeStats, error) {
 	out := map[string]NodeStats{}
 	for _, n := range c.nodes {
@@ -930,6 +941,7 @@ func (c *Cluster) CommandStats(ctx context.Context) (map[string]NodeStats, error
 		c.mu.Unlock()
 		if ok && base.pid == mark.pid {
 			st.CPUSeconds -= base.seconds
+			st.ChildCPUSeconds -= base.children
 		}
 		out[n.addr()] = st
 	}
@@ -951,6 +963,9 @@ func parseNodeStats(s string) (NodeStats, cpuMark) {
 	sys, _ := strconv.ParseFloat(f["used_cpu_sys"], 64)
 	user, _ := strconv.ParseFloat(f["used_cpu_user"], 64)
 	st.CPUSeconds = sys + user
+	csys, _ := strconv.ParseFloat(f["used_cpu_sys_children"], 64)
+	cuser, _ := strconv.ParseFloat(f["used_cpu_user_children"], 64)
+	st.ChildCPUSeconds = csys + cuser
 	for k, v := range f {
 		switch {
 		case strings.HasPrefix(k, "cmdstat_"):
@@ -977,7 +992,7 @@ func parseNodeStats(s string) (NodeStats, cpuMark) {
 			}
 		}
 	}
-	return st, cpuMark{pid: f["process_id"] + "/" + f["run_id"], seconds: st.CPUSeconds}
+	return st, cpuMark{pid: f["process_id"] + "/" + f["run_id"], seconds: st.CPUSeconds, children: st.ChildCPUSeconds}
 }
 
 // ResetStats runs CONFIG RESETSTAT on every running node and notes each

@@ -290,12 +290,58 @@ func TestRedisClusterReshard(t *testing.T) {
 	}
 }
 
+// TestRedisClusterFreeze: a master that stops answering (SIGSTOP, as in a
+// partition) is failed over like a dead one; thawed, it finds itself a
+// replica of the node that took its slots, and nothing replicated is lost.
+func TestRedisClusterFreeze(t *testing.T) {
+	t.Parallel()
+	cl := testserver.RedisCluster(t)
+	ctx := context.Background()
+	c := cl.Client()
+	const keys = 300
+	for i := range keys {
+		k := "k" + strconv.Itoa(i)
+		if err := c.Set(ctx, k, "v"+strconv.Itoa(i), 0).Err(); err != nil {
+			t.Fatalf("SET %s: %v", k, err)
+		}
+	}
+	waitReplicated(t, c)
+	victim, err := cl.MasterOfSlot(ctx, testserver.SlotOf("k0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	heir := replicaOf(t, cl, victim)
+	if err := cl.Freeze(victim); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.WaitFailover(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	// A frozen node accepts connections and answers nothing: a client
+	// whose slot map still names it waits ReadTimeout (3s by default)
+	// per try, twice, before trying elsewhere. A short one finds the
+	// promoted replica sooner.
+	quick := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ReadTimeout: 300 * time.Millisecond})
+	defer quick.Close()
+	testserver.AnswersAgain(t, "SET k0", func() error { return quick.Set(ctx, "k0", "v0", 0).Err() })
+	if err := cl.Thaw(victim); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.WaitHealthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := clusterNode(t, cl, victim); n.Role != "replica" || n.MasterID != clusterNode(t, cl, heir).ID {
+		t.Fatalf("thawed, the old master %s is %+v, want a replica of %s", victim, n, heir)
+	}
+	checkKeys(t, c, 0, keys)
+}
+
 // TestRedisClusterStats: after ResetStats, CommandStats counts the
 // commands each node ran since, on the master serving them and on its
 // replica, and a script's commands under their own names.
 func TestRedisClusterStats(t *testing.T) {
 	t.Parallel()
-	cl := testserver.RedisCluster(t, testserver.ClusterArgs("--appendonly", "yes"))
+	cl := testserver.RedisCluster(t, testserver.ClusterArgs("--appendonly", "yes"), testserver.ClusterNodeTimeout(2*time.Second))
 	ctx := context.Background()
 	c := cl.Client()
 	if err := c.Set(ctx, "warm", "up", 0).Err(); err != nil {
@@ -354,6 +400,9 @@ func TestRedisClusterStats(t *testing.T) {
 	}
 	if cfg, err := c.ConfigGet(ctx, "appendonly").Result(); err != nil || cfg["appendonly"] != "yes" {
 		t.Fatalf("appendonly = %v, %v; want yes from ClusterArgs", cfg, err)
+	}
+	if cfg, err := c.ConfigGet(ctx, "cluster-node-timeout").Result(); err != nil || cfg["cluster-node-timeout"] != "2000" {
+		t.Fatalf("cluster-node-timeout = %v, %v; want 2000 from ClusterNodeTimeout", cfg, err)
 	}
 }
 
