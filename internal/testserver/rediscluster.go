@@ -282,6 +282,9 @@ func (c *Cluster) redisCLI(ctx context.Context, args ...string) error {
 	start, _ := logf.Seek(0, 2)
 	fmt.Fprintf(logf, "$ redis-cli %s\n", strings.Join(args, " "))
 	cmd := exec.CommandContext(ctx, c.cli, args...)
+	// redis-cli colours its --cluster output on an xterm TERM, even into
+	// a file.
+	cmd.Env = append(os.Environ(), "TERM=dumb")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("redis-cli %s: %w; log %s:\n%s", strings.Join(args[:2], " "), err, logPath, logSince(logPath, start))
