@@ -19,6 +19,10 @@ var (
 	ErrInvalidState = storage.ErrInvalidState
 	// ErrClosed: the engine or store was closed.
 	ErrClosed = storage.ErrClosed
+	// ErrUnsupported: the store, as configured, lacks a feature the call
+	// uses (a start key or a queue's limits on a Redis Cluster store of
+	// several shards); the error says which. Nothing was written.
+	ErrUnsupported = storage.ErrUnsupported
 	// ErrUnknownWorkflow: no workflow is registered under the name.
 	ErrUnknownWorkflow = errors.New("stem: unknown workflow")
 	// ErrDuplicateWorkflow: a workflow name was registered twice.

@@ -59,6 +59,7 @@ func Run(t *testing.T, newStore Factory) {
 	all = append(all, interactScenarios...)
 	all = append(all, attrScenarios...)
 	all = append(all, bulkScenarios...)
+	all = withFeatures(t, all, newStore)
 	for _, s := range all {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stemflow/stem/internal/enginetest"
 	"github.com/stemflow/stem/storage"
 	"github.com/stemflow/stem/stores/storetest"
 )
@@ -254,4 +255,13 @@ func TestClusterURL(t *testing.T) {
 			t.Errorf("%q: the error shows the password: %v", bad, err)
 		}
 	}
+}
+
+// TestClusterLayoutScenarios runs engines through every end-to-end
+// scenario on the sharded layout of the shared server, four shards.
+func TestClusterLayoutScenarios(t *testing.T) {
+	redisURL(t)
+	enginetest.Run(t, func(t *testing.T) storage.Store {
+		return newTestCluster(t, nil, 4)
+	})
 }

@@ -4,6 +4,7 @@
 //	stem.db, ./data/stem.db, sqlite:stem.db, sqlite:///abs/stem.db   SQLite file (the default)
 //	postgres://user@host:5432/db?sslmode=disable                     Postgres (also postgresql://)
 //	redis://host:6379/0, rediss://...                                Redis
+//	redis+cluster://host:7000,host:7001?shards=16, rediss+cluster:// Redis Cluster
 //	mem:                                                             in memory, gone at exit
 //
 // Store options that URLs cannot carry are taken from query parameters,
@@ -97,6 +98,16 @@ func OpenWith(ctx context.Context, s string, opts Options) (storage.Store, error
 			return nil, fmt.Errorf("storeurl: %w", err)
 		}
 		return st, nil
+	case redisstore.IsClusterURL(s):
+		u, prefix, err := takeParam(s, "stem_prefix", checkPrefix, "dial_timeout", opts.DialTimeout)
+		if err != nil {
+			return nil, err
+		}
+		st, err := redisstore.OpenCluster(ctx, u, redisstore.ClusterOptions{Options: redisstore.Options{Prefix: prefix, OpenExisting: existing, Logger: opts.Logger}})
+		if err != nil {
+			return nil, fmt.Errorf("storeurl: %w", err)
+		}
+		return st, nil
 	case isRedis(s):
 		u, prefix, err := takeParam(s, "stem_prefix", checkPrefix, "dial_timeout", opts.DialTimeout)
 		if err != nil {
@@ -145,7 +156,7 @@ func sqlitePath(s string) (sqliteURL, error) {
 	case strings.HasPrefix(s, "sqlite:"):
 		path = strings.TrimPrefix(s, "sqlite:")
 	case strings.Contains(s, "://"):
-		return sqliteURL{}, fmt.Errorf("storeurl: unknown store scheme in %q (want a SQLite path, sqlite:, postgres://, redis:// or mem:)", redact(s))
+		return sqliteURL{}, fmt.Errorf("storeurl: unknown store scheme in %q (want a SQLite path, sqlite:, postgres://, redis://, redis+cluster:// or mem:)", redact(s))
 	default:
 		if scheme, rest, ok := strings.Cut(s, ":"); ok && len(scheme) > 1 {
 			if near := storage.Nearest(scheme, []string{"sqlite", "postgres", "postgresql", "redis", "rediss", "mem"}); near == scheme {
