@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -15,9 +16,23 @@ import (
 // uses; the server comes from STEM_TEST_REDIS_URL.
 const envCrashPrefix = "STEM_CRASHTEST_REDIS_PREFIX"
 
+// envCrashCluster tells a crash-test worker process the URL of the Redis
+// Cluster the test uses, when it uses one; envCrashWait its store's
+// WaitReplicas.
+const (
+	envCrashCluster = "STEM_CRASHTEST_REDIS_CLUSTER_URL"
+	envCrashWait    = "STEM_CRASHTEST_REDIS_WAIT"
+)
+
 // openCrashWorkerStore opens the store in a crash-test worker process. It
 // uses the server's clock, which every process shares.
 func openCrashWorkerStore() (storage.Store, error) {
+	if url := os.Getenv(envCrashCluster); url != "" {
+		wait, _ := strconv.Atoi(os.Getenv(envCrashWait))
+		return OpenCluster(context.Background(), url, ClusterOptions{Options: Options{
+			Prefix: os.Getenv(envCrashPrefix), Logger: quietLogger(), WaitReplicas: wait,
+		}})
+	}
 	return Open(context.Background(), os.Getenv("STEM_TEST_REDIS_URL"), Options{
 		Prefix: os.Getenv(envCrashPrefix),
 		Logger: quietLogger(),

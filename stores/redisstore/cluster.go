@@ -425,13 +425,17 @@ func (c *Cluster) of(ctx context.Context, id string) (*Store, error) {
 // run lives on: i, or the one an earlier locator names.
 func (c *Cluster) place(ctx context.Context, id string, i int) (int, error) {
 	s := c.shards[c.home(id)]
-	cctx, cancel := s.bound(ctx)
-	defer cancel()
-	start := time.Now()
 	key := c.locator(id)
-	ok, err := c.client.SetNX(cctx, key, strconv.Itoa(i), 0).Result()
-	if err = s.outcome(cctx, start, "place", err); err != nil {
-		return 0, fmt.Errorf("redisstore: placing run %q: %w", id, s.wrapErr(err))
+	var ok bool
+	err := s.write(ctx, "place", key, func(p redis.Pipeliner) func() error {
+		cmd := p.SetNX(ctx, key, strconv.Itoa(i), 0)
+		return func() error {
+			ok = cmd.Val()
+			return cmd.Err()
+		}
+	})
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: placing run %q: %w", id, err)
 	}
 	if !ok {
 		c.where.Delete(id)

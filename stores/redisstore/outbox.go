@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/stemflow/stem/storage"
 )
 
@@ -75,15 +77,13 @@ func (c *Cluster) notifyAcross(ctx context.Context, s *Store, run string, st sto
 	if err != nil {
 		return err
 	}
-	if err := s.hcall(ctx, "outbox", func(ctx context.Context) error {
-		return s.client.HSet(ctx, s.keys.outbox(), op, b).Err()
+	if err := s.write(ctx, "outbox", s.keys.outbox(), func(p redis.Pipeliner) func() error {
+		return p.HSet(ctx, s.keys.outbox(), op, b).Err
 	}); err != nil {
 		return err
 	}
 	if err := end(nil); err != nil {
-		_ = s.hcall(context.WithoutCancel(ctx), "outbox", func(ctx context.Context) error {
-			return s.client.HDel(ctx, s.keys.outbox(), op).Err()
-		})
+		_ = s.dropOutbox(context.WithoutCancel(ctx), op)
 		return err
 	}
 	if err := c.deliver(ctx, s, to, op, *ev); err != nil {
@@ -101,8 +101,13 @@ func (c *Cluster) deliver(ctx context.Context, from, to *Store, op string, ev st
 	if err != nil && !errors.Is(err, storage.ErrRunNotFound) && !errors.Is(err, storage.ErrInvalidState) {
 		return err
 	}
-	return from.hcall(ctx, "outbox", func(ctx context.Context) error {
-		return from.client.HDel(ctx, from.keys.outbox(), op).Err()
+	return from.dropOutbox(ctx, op)
+}
+
+// dropOutbox deletes op's entry from the shard's outbox.
+func (s *Store) dropOutbox(ctx context.Context, op string) error {
+	return s.write(ctx, "outbox", s.keys.outbox(), func(p redis.Pipeliner) func() error {
+		return p.HDel(ctx, s.keys.outbox(), op).Err
 	})
 }
 
@@ -153,9 +158,7 @@ func (c *Cluster) sweep(ctx context.Context, i int, cutoff time.Time) error {
 				return err
 			}
 		case err == nil || errors.Is(err, storage.ErrRunNotFound):
-			if err := s.hcall(ctx, "outbox sweep", func(ctx context.Context) error {
-				return s.client.HDel(ctx, s.keys.outbox(), op).Err()
-			}); err != nil {
+			if err := s.dropOutbox(ctx, op); err != nil {
 				return err
 			}
 		default:

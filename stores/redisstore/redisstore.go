@@ -71,6 +71,22 @@ type Options struct {
 	// its ReadTimeout and WriteTimeout bound the rest. The wake-up
 	// subscription is exempt: go-redis pings it when it is quiet.
 	CallTimeout time.Duration
+	// WaitReplicas, when more than zero, makes every write wait until that
+	// many replicas of its master hold it (WAIT, on the write's own
+	// connection) before the call returns, and fail when fewer do within
+	// WaitTimeout: the write is then applied on the master, and the caller
+	// (the engine) repeats it, which every write of the store allows.
+	// Replication is asynchronous, so without it a master that fails over
+	// right after acknowledging a write can lose it: a checkpoint lost so
+	// runs its step again. With one replica per master, WaitReplicas 1
+	// closes that window for a single failure; Redis still gives no
+	// guarantee when a master and the replicas holding a write all fail.
+	// It costs the replication round trip on every write.
+	WaitReplicas int
+	// WaitTimeout bounds each write's wait for WaitReplicas; zero means
+	// DefaultWaitTimeout (1s).
+	WaitTimeout time.Duration
+
 	// shard, set by a Cluster only, is 1 + the index of the shard the
 	// store is: the shards after the first leave the scripts' loading to
 	// it.
@@ -99,7 +115,11 @@ type Store struct {
 	host        string // the server, host:port, for messages
 	callTimeout time.Duration
 	health      *storage.Health
-	gate        policyGate
+	// waitReplicas and waitTimeout are Options.WaitReplicas and
+	// WaitTimeout.
+	waitReplicas int
+	waitTimeout  time.Duration
+	gate         policyGate
 
 	// hub fans the wake channel's messages out to Notifications, and the
 	// ended channel's to Finished.
@@ -186,17 +206,19 @@ func newStore(ctx context.Context, client redis.UniversalClient, opts Options, d
 	if client == nil {
 		return nil, fmt.Errorf("redisstore: nil client: %w", storage.ErrInvalidArgument)
 	}
-	if opts.CallTimeout < 0 || opts.PolicyCheckInterval < 0 {
-		return nil, fmt.Errorf("redisstore: negative CallTimeout or PolicyCheckInterval: %w", storage.ErrInvalidArgument)
+	if opts.CallTimeout < 0 || opts.PolicyCheckInterval < 0 || opts.WaitReplicas < 0 || opts.WaitTimeout < 0 {
+		return nil, fmt.Errorf("redisstore: negative CallTimeout, PolicyCheckInterval, WaitReplicas or WaitTimeout: %w", storage.ErrInvalidArgument)
 	}
 	hooked := dialTimeout > 0
 	connect := cmp.Or(dialTimeout, opts.ConnectTimeout, DefaultConnectTimeout)
 	s := &Store{
-		client:      client,
-		keys:        keyspace{prefix: cmp.Or(opts.Prefix, DefaultPrefix)},
-		logger:      storage.LoggerOr(opts.Logger),
-		host:        hostOf(client),
-		callTimeout: cmp.Or(opts.CallTimeout, DefaultCallTimeout),
+		client:       client,
+		keys:         keyspace{prefix: cmp.Or(opts.Prefix, DefaultPrefix)},
+		logger:       storage.LoggerOr(opts.Logger),
+		host:         hostOf(client),
+		callTimeout:  cmp.Or(opts.CallTimeout, DefaultCallTimeout),
+		waitReplicas: opts.WaitReplicas,
+		waitTimeout:  cmp.Or(opts.WaitTimeout, DefaultWaitTimeout),
 		gate: policyGate{
 			allow:    opts.AllowEvictingPolicy,
 			interval: cmp.Or(opts.PolicyCheckInterval, DefaultPolicyCheckInterval),

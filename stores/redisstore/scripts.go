@@ -122,10 +122,18 @@ var helpers = loadHelpers("util", "keys", "attrs", "state", "events", "holder", 
 // scriptNames names each script, for the store's health log.
 var scriptNames = map[*redis.Script]string{}
 
+// readOnlyScripts are the scripts declared no-writes, which a store that
+// waits for replicas sends without WAIT.
+var readOnlyScripts = map[*redis.Script]bool{}
+
 // newScript assembles scripts/<name>.lua.
 func newScript(name string) *redis.Script {
-	sc := redis.NewScript(assemble(readLua(name + ".lua")))
+	src := readLua(name + ".lua")
+	sc := redis.NewScript(assemble(src))
 	scriptNames[sc] = name
+	if readOnly(src) {
+		readOnlyScripts[sc] = true
+	}
 	return sc
 }
 
@@ -307,7 +315,13 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args .
 	start := time.Now()
 	cctx, cancel := s.bound(ctx)
 	defer cancel()
-	v, err := sc.Run(cctx, s.client, keys, argv...).Result()
+	var v any
+	var err error
+	if s.waitReplicas > 0 && !readOnlyScripts[sc] {
+		v, err = s.runWaited(cctx, sc, keys, argv)
+	} else {
+		v, err = sc.Run(cctx, s.client, keys, argv...).Result()
+	}
 	if err = s.outcome(cctx, start, scriptNames[sc]+" script", err); err != nil {
 		return nil, s.wrapErr(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -19,7 +20,15 @@ import (
 func TestMain(m *testing.M) {
 	// In a crash-test worker process this runs an engine until killed.
 	crashtest.MaybeWorker(openCrashWorkerStore)
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	stopSharedCluster()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // redisURL returns STEM_TEST_REDIS_URL or skips the test.

@@ -15,6 +15,7 @@ import (
 // featureCases instead of them: what it does instead is checked, not
 // skipped.
 var needs = map[string]storage.Feature{
+	"queues/stats say how long the oldest ready run has been ready, on the store's clock":           storage.FeatureGlobalOrder,
 	"start/key singleton joins its unfinished holder":                                               storage.FeatureStartKeys,
 	"start/key a replaced holder no longer holds its key":                                           storage.FeatureStartKeys,
 	"start/key concurrent singleton creates make one run":                                           storage.FeatureStartKeys,

@@ -1,0 +1,213 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stemflow/stem/internal/crashtest"
+	"github.com/stemflow/stem/internal/enginetest"
+	"github.com/stemflow/stem/internal/testserver"
+	"github.com/stemflow/stem/storage"
+	"github.com/stemflow/stem/stores/storetest"
+)
+
+// The tests in this file run on a Redis Cluster of three masters with one
+// replica each, started from redis-server and redis-cli on free ports:
+// one shared by the tests that only use it, and private ones for those
+// that kill, fail over or reshard its nodes.
+
+var shared struct {
+	once sync.Once
+	c    *testserver.Cluster
+	err  error
+}
+
+// sharedCluster returns the package's shared cluster, starting it on first
+// use (TestMain stops it), or skips the test when the binaries are absent.
+func sharedCluster(t testing.TB) *testserver.Cluster {
+	t.Helper()
+	shared.once.Do(func() { shared.c, shared.err = testserver.StartRedisCluster("") })
+	if errors.Is(shared.err, testserver.ErrNoRedisBinaries) {
+		t.Skipf("no Redis Cluster: %v", shared.err)
+	}
+	if shared.err != nil {
+		t.Fatalf("starting a Redis Cluster: %v", shared.err)
+	}
+	return shared.c
+}
+
+// stopSharedCluster stops the shared cluster if a test started it.
+func stopSharedCluster() {
+	if shared.c != nil {
+		shared.c.Close()
+	}
+}
+
+// cleanupClusterPrefix deletes every key under prefix on every master when
+// the test ends. SCAN is fine here: it is test cleanup.
+func cleanupClusterPrefix(tb testing.TB, c *redis.ClusterClient, prefix string) {
+	tb.Cleanup(func() {
+		ctx := context.Background()
+		err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			iter := m.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+			for iter.Next(ctx) {
+				m.Unlink(ctx, iter.Val())
+			}
+			return iter.Err()
+		})
+		if err != nil {
+			tb.Logf("cleanup of %s: %v", prefix, err)
+		}
+	})
+}
+
+// newClusterStore opens a Cluster store of n shards on a fresh prefix of
+// the cluster, through a client of its own; it is closed and its keys
+// deleted at cleanup.
+func newClusterStore(tb testing.TB, rc *testserver.Cluster, clock storage.Clock, n, wait int) *Cluster {
+	tb.Helper()
+	prefix := testPrefix(tb)
+	cleanupClusterPrefix(tb, rc.Client(), prefix)
+	s, err := OpenCluster(context.Background(), rc.URL(), ClusterOptions{Shards: n, Options: Options{Prefix: prefix, Clock: clock, Logger: quietLogger(), WaitReplicas: wait}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// TestRealClusterConformance runs the suite on a three-master cluster:
+// sixteen shards, every write waiting for its replica, and one shard,
+// which has the whole contract.
+func TestRealClusterConformance(t *testing.T) {
+	rc := sharedCluster(t)
+	for _, n := range []int{16, 1} {
+		t.Run("shards="+strconv.Itoa(n), func(t *testing.T) {
+			storetest.Run(t, func(t *testing.T, clock storage.Clock) storage.Store {
+				return newClusterStore(t, rc, clock, n, min(n-1, 1))
+			})
+		})
+	}
+}
+
+// TestRealClusterScenarios runs engines through every end-to-end scenario
+// on the cluster, sixteen shards.
+func TestRealClusterScenarios(t *testing.T) {
+	rc := sharedCluster(t)
+	enginetest.Run(t, func(t *testing.T) storage.Store {
+		return newClusterStore(t, rc, nil, 16, 0)
+	})
+}
+
+// clusterCrashConfig is a crash test on a fresh prefix of cluster rc,
+// sixteen shards, each write waiting for wait replicas.
+func clusterCrashConfig(t *testing.T, rc *testserver.Cluster, wait int) crashtest.Config {
+	prefix := testPrefix(t)
+	cleanupClusterPrefix(t, rc.Client(), prefix)
+	return crashtest.Config{
+		Open: func(t testing.TB) storage.Store {
+			s, err := OpenCluster(context.Background(), rc.URL(), ClusterOptions{Options: Options{Prefix: prefix, Logger: quietLogger(), WaitReplicas: wait}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			return s
+		},
+		Env:          []string{envCrashPrefix + "=" + prefix, envCrashCluster + "=" + rc.URL(), envCrashWait + "=" + strconv.Itoa(wait)},
+		Processes:    3,
+		Concurrency:  8,
+		Lease:        time.Second,
+		StepDuration: 10 * time.Millisecond,
+		Timeout:      2 * time.Minute,
+	}
+}
+
+// TestRealClusterChaosKill: four worker processes share 1000 ten-step runs
+// on the cluster (sixteen shards) while random ones are killed with
+// SIGKILL and replaced: every run completes once, every step key has
+// exactly one checkpoint, every step ran. Under -short, 300 runs.
+func TestRealClusterChaosKill(t *testing.T) {
+	cfg := clusterCrashConfig(t, sharedCluster(t), 0)
+	cfg.Processes = 4
+	cfg.Runs = 1000
+	if testing.Short() {
+		cfg.Runs = 300
+	}
+	cfg.StepDuration = 30 * time.Millisecond
+	cfg.KillEvery = 300 * time.Millisecond
+	cfg.Kills = 6
+	crashtest.Run(t, cfg)
+}
+
+// TestRealClusterFailover: three worker processes share 300 ten-step runs
+// on a private cluster whose every write waits for its replica; a third of
+// the way through, a master is killed with SIGKILL, its replica promoted,
+// and the old master started again as a replica. No worker is restarted.
+// Every run completes once with one checkpoint per step key, and no step
+// runs again but those in flight when the master died (counted: at most one
+// per worker slot).
+func TestRealClusterFailover(t *testing.T) {
+	rc := testserver.RedisCluster(t)
+	cfg := clusterCrashConfig(t, rc, 1)
+	cfg.Runs = 300
+	cfg.Disrupt = func(t *testing.T) {
+		ctx := context.Background()
+		masters, err := rc.MasterAddrs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		victim := masters[0]
+		if err := rc.KillMaster(ctx, victim); err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.WaitFailover(ctx, victim); err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.Restart(ctx, victim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep := crashtest.Run(t, cfg)
+	if inFlight := cfg.Processes * cfg.Concurrency; rep.ReExecutions > inFlight {
+		t.Fatalf("%d steps ran again after a failover with every write replicated; at most the %d in flight may", rep.ReExecutions, inFlight)
+	}
+}
+
+// TestRealClusterReshard: three worker processes share 1000 ten-step runs
+// on a private cluster while 1100 slots, the first shard's among them,
+// move from one master to another (redis-cli --cluster reshard): every run
+// completes once, with one checkpoint per step key.
+func TestRealClusterReshard(t *testing.T) {
+	rc := testserver.RedisCluster(t)
+	cfg := clusterCrashConfig(t, rc, 0)
+	cfg.Runs = 1000
+	cfg.StepDuration = 20 * time.Millisecond
+	cfg.Disrupt = func(t *testing.T) {
+		ctx := context.Background()
+		first, err := rc.MasterOfSlot(ctx, testserver.SlotOf(shardPrefix("", 0, DefaultShards)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		masters, err := rc.MasterAddrs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		to := masters[0]
+		if to == first {
+			to = masters[1]
+		}
+		if err := rc.Reshard(ctx, first, to, 1100); err != nil {
+			t.Fatal(err)
+		}
+		if now, err := rc.MasterOfSlot(ctx, testserver.SlotOf(shardPrefix("", 0, DefaultShards))); err != nil || now != to {
+			t.Fatalf("the first shard's slot is on %s (%v), want moved to %s", now, err, to)
+		}
+	}
+	crashtest.Run(t, cfg)
+}
