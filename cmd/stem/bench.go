@@ -57,6 +57,51 @@ type benchResult struct {
 	P99Ms            float64 `json:"p99_ms,omitempty"`
 	// Note says why a workload measured nothing.
 	Note string `json:"note,omitempty"`
+	// Nodes are what each server node did for a w1 result, per step,
+	// when the store reports its nodes (storage.NodeReporter).
+	Nodes []benchNode `json:"nodes,omitempty"`
+}
+
+// benchNode is one server node's share of a workload.
+type benchNode struct {
+	Node string `json:"node"`
+	// Parts is how many of the store's parts (a Redis Cluster store's
+	// shards) the node serves.
+	Parts int `json:"parts,omitempty"`
+	// CallsPerStep are the requests clients sent the node (scripts, for
+	// Redis) per step of the workload, OperationsPerStep what it executed
+	// per step (commands inside scripts too), CPUMicrosPerStep its
+	// processor time per step.
+	CallsPerStep      float64 `json:"calls_per_step"`
+	OperationsPerStep float64 `json:"operations_per_step"`
+	CPUMicrosPerStep  float64 `json:"cpu_us_per_step"`
+	// Share is the node's part of all the nodes' calls.
+	Share float64 `json:"share"`
+}
+
+// nodeFigures is what each node did between two readings, per step.
+func nodeFigures(before, after []storage.NodeStat, steps int) []benchNode {
+	var total int64
+	var out []benchNode
+	for _, a := range after {
+		i := slices.IndexFunc(before, func(b storage.NodeStat) bool { return b.Node == a.Node })
+		if i < 0 {
+			continue
+		}
+		d := a.Sub(before[i])
+		total += d.Calls
+		out = append(out, benchNode{Node: a.Node, Parts: a.Parts,
+			CallsPerStep:      float64(d.Calls) / float64(steps),
+			OperationsPerStep: float64(d.Operations) / float64(steps),
+			CPUMicrosPerStep:  float64(d.CPU.Microseconds()) / float64(steps),
+		})
+	}
+	for i := range out {
+		if total > 0 {
+			out[i].Share = out[i].CallsPerStep * float64(steps) / float64(total)
+		}
+	}
+	return out
 }
 
 // benchWorkloads are the workloads --workload names, in the order all
@@ -153,7 +198,7 @@ func bench(fs *flag.FlagSet) func(*call, []string) error {
 			if err != nil {
 				return err
 			}
-			results, err := runWorkloads(ws.ctx, ws.client, which, styles, *runs, *steps, *samples, *sleep)
+			results, err := runWorkloads(ws.ctx, ws.client, c.store, which, styles, *runs, *steps, *samples, *sleep)
 			if err != nil {
 				ws.kill()
 				return ws.why(err)
@@ -216,21 +261,36 @@ func benchCeiling(ctx context.Context, st storage.Store, workers int, d time.Dur
 
 // runWorkloads runs the workloads (w1, w2, w3) in each style, starting runs
 // and awaiting their results on client.
-func runWorkloads(ctx context.Context, client *runtime.Engine, which []string, styles []loadgen.Style, runs, steps, samples int, sleep time.Duration) ([]benchResult, error) {
+func runWorkloads(ctx context.Context, client *runtime.Engine, st storage.Store, which []string, styles []loadgen.Style, runs, steps, samples int, sleep time.Duration) ([]benchResult, error) {
+	nodes, _ := st.(storage.NodeReporter)
 	var results []benchResult
 	for _, wl := range which {
-		for _, st := range styles {
-			r := benchResult{Workload: wl, Start: string(st), Runs: runs}
+		for _, style := range styles {
+			r := benchResult{Workload: wl, Start: string(style), Runs: runs}
 			switch wl {
 			case "w1":
-				d, err := loadgen.Steps(ctx, client, st, runs, steps)
+				var before []storage.NodeStat
+				if nodes != nil {
+					var err error
+					if before, err = nodes.NodeStats(ctx); err != nil {
+						return nil, fmt.Errorf("w1 (%s): reading the nodes' figures: %w", style, err)
+					}
+				}
+				d, err := loadgen.Steps(ctx, client, style, runs, steps)
 				if err != nil {
-					return nil, fmt.Errorf("w1 (%s): %w", st, err)
+					return nil, fmt.Errorf("w1 (%s): %w", style, err)
 				}
 				r.Steps, r.Seconds = steps, d.Seconds()
 				r.StepsPerSecond = float64(runs*steps) / d.Seconds()
+				if nodes != nil {
+					after, err := nodes.NodeStats(ctx)
+					if err != nil {
+						return nil, fmt.Errorf("w1 (%s): reading the nodes' figures: %w", style, err)
+					}
+					r.Nodes = nodeFigures(before, after, runs*steps)
+				}
 			case "w2":
-				if st != styles[0] {
+				if style != styles[0] {
 					continue // one run at a time: the style makes no difference
 				}
 				lat, err := loadgen.Latency(ctx, client, 5, samples, steps)
@@ -243,9 +303,9 @@ func runWorkloads(ctx context.Context, client *runtime.Engine, which []string, s
 				}
 				r.P50Ms, r.P90Ms, r.P99Ms = msOf(loadgen.Percentile(lat, 0.5)), msOf(loadgen.Percentile(lat, 0.9)), msOf(loadgen.Percentile(lat, 0.99))
 			case "w3":
-				d, err := loadgen.Sleepers(ctx, client, st, runs, sleep)
+				d, err := loadgen.Sleepers(ctx, client, style, runs, sleep)
 				if err != nil {
-					return nil, fmt.Errorf("w3 (%s): %w", st, err)
+					return nil, fmt.Errorf("w3 (%s): %w", style, err)
 				}
 				r.Seconds = d.Seconds()
 			}
@@ -358,6 +418,14 @@ func printBench(c *call, r jsonBench, sleep time.Duration) error {
 				fmt.Fprintf(out, "  (last release, %s: %.2f×)", lastRelease.Build, x.ReleaseCeilingRatio)
 			}
 			fmt.Fprintln(out)
+			for _, n := range x.Nodes {
+				fmt.Fprintf(out, "    node %s", n.Node)
+				if n.Parts > 0 {
+					fmt.Fprintf(out, " (%s)", plural(n.Parts, "shard"))
+				}
+				fmt.Fprintf(out, "  %.2f calls/step  %.1f commands/step  %.1f µs CPU/step  %.0f%% of calls\n",
+					n.CallsPerStep, n.OperationsPerStep, n.CPUMicrosPerStep, 100*n.Share)
+			}
 		case "w2":
 			fmt.Fprintf(out, "w2  %d runs of %d steps one at a time  p50 %.2f ms  p90 %.2f ms  p99 %.2f ms", x.Runs, x.Steps, x.P50Ms, x.P90Ms, x.P99Ms)
 			if x.CommitLatencies > 0 {

@@ -244,8 +244,16 @@ func shardCount(ctx context.Context, client redis.UniversalClient, prefix string
 	got, err := client.Get(cctx, key).Result()
 	switch {
 	case errors.Is(err, redis.Nil) && opts.OpenExisting:
-		return 0, fmt.Errorf("redisstore: no cluster store at prefix %q (no %s key): %w", prefix, key, storage.ErrNotStore)
+		return 0, fmt.Errorf("redisstore: no Stem cluster store at prefix %q (no key %s; a worker's OpenCluster, or stem init, creates it): %w", prefix, key, storage.ErrNotStore)
 	case errors.Is(err, redis.Nil):
+		n, err := client.Exists(cctx, prefix+"v").Result()
+		if err != nil {
+			return 0, fmt.Errorf("redisstore: looking for a store at prefix %q: %w", prefix, err)
+		}
+		if n > 0 {
+			return 0, fmt.Errorf("redisstore: the prefix %q holds a store of one server's layout (its key %sv), which a cluster store would not see: open it with a redis:// URL, or give the cluster store a prefix of its own: %w",
+				prefix, prefix, storage.ErrNotStore)
+		}
 		want := cmp.Or(opts.Shards, DefaultShards)
 		ok, err := client.SetNX(cctx, key, strconv.Itoa(want), 0).Result()
 		if err != nil {

@@ -265,3 +265,27 @@ func TestClusterLayoutScenarios(t *testing.T) {
 		return newTestCluster(t, nil, 4)
 	})
 }
+
+// TestClusterAndSingleLayoutsDoNotMix: a prefix that holds a store of one
+// server's layout is refused by a cluster store, and the other way round,
+// each naming the URL that opens it; neither writes a key.
+func TestClusterAndSingleLayoutsDoNotMix(t *testing.T) {
+	redisURL(t)
+	ctx := context.Background()
+	single, c := newTestStore(t, nil)
+	_, err := NewCluster(ctx, c, ClusterOptions{Options: Options{Prefix: single.keys.prefix, Logger: quietLogger()}})
+	if !errors.Is(err, storage.ErrNotStore) || !strings.Contains(err.Error(), "redis://") {
+		t.Fatalf("a cluster store on a single store's prefix: %v", err)
+	}
+	if n, _ := c.Exists(ctx, single.keys.prefix+"shards").Result(); n != 0 {
+		t.Fatal("the refused cluster store recorded a shard count")
+	}
+	cl := newTestCluster(t, nil, 2)
+	_, err = New(ctx, c, Options{Prefix: cl.prefix, Logger: quietLogger()})
+	if !errors.Is(err, storage.ErrNotStore) || !strings.Contains(err.Error(), "redis+cluster://") {
+		t.Fatalf("a single store on a cluster store's prefix: %v", err)
+	}
+	if n, _ := c.Exists(ctx, cl.prefix+"v").Result(); n != 0 {
+		t.Fatal("the refused single store wrote its version key")
+	}
+}

@@ -80,6 +80,16 @@ func (s *Store) checkStore(ctx context.Context, existing bool) error {
 		}
 		return fmt.Errorf("redisstore: %s: %w", op, s.onHost(err))
 	}
+	if got == "" && s.shard == 0 {
+		n, err := s.client.Exists(ctx, s.keys.prefix+"shards").Result()
+		if err != nil {
+			return fmt.Errorf("redisstore: %s: %w", op, s.onHost(err))
+		}
+		if n > 0 {
+			return fmt.Errorf("redisstore: %s on %s: the prefix holds a cluster store (its key %sshards): open it with a redis+cluster:// URL (OpenCluster or NewCluster): %w",
+				op, s.host, s.keys.prefix, storage.ErrNotStore)
+		}
+	}
 	if existing {
 		if got == "" {
 			n, err := s.client.Exists(ctx, s.keys.indexAll(), s.keys.catalogWorkflows(), s.keys.catalogEvents()).Result()

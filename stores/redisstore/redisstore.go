@@ -115,6 +115,9 @@ type Store struct {
 	host        string // the server, host:port, for messages
 	callTimeout time.Duration
 	health      *storage.Health
+	// shard is Options.shard: 0, or 1 + the store's index among a
+	// Cluster's shards.
+	shard int
 	// waitReplicas and waitTimeout are Options.WaitReplicas and
 	// WaitTimeout.
 	waitReplicas int

@@ -20,6 +20,9 @@ import (
 func TestMain(m *testing.M) {
 	// In a crash-test worker process this runs an engine until killed.
 	crashtest.MaybeWorker(openCrashWorkerStore)
+	// The client's own log of a node it cannot dial, which the tests that
+	// kill servers provoke by the hundred, says nothing the tests check.
+	redis.SetLogger(quietRedisLog{})
 	code := m.Run()
 	stopSharedCluster()
 	if code == 0 {
@@ -50,6 +53,11 @@ func testPrefix(tb testing.TB) string {
 	}
 	return "stemtest:" + hex.EncodeToString(b[:]) + ":"
 }
+
+// quietRedisLog drops go-redis's own log lines.
+type quietRedisLog struct{}
+
+func (quietRedisLog) Printf(context.Context, string, ...any) {}
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stemflow/stem/storage"
 	"github.com/stemflow/stem/stores/pgstore"
+	"github.com/stemflow/stem/stores/redisstore"
 	"github.com/stemflow/stem/stores/sqlitestore"
 )
 
@@ -56,7 +57,7 @@ func Init(ctx context.Context, s string, opts Options) (InitReport, error) {
 		return InitReport{}, fmt.Errorf("storeurl: init: %s is a new, empty store each time it is opened: there is nothing to create or migrate", s)
 	case isPostgres(s):
 		return initPostgres(ctx, s, opts)
-	case isRedis(s):
+	case isRedis(s) || redisstore.IsClusterURL(s):
 		return initRedis(ctx, s, opts)
 	}
 	su, err := sqlitePath(s)
