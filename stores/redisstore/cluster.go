@@ -138,9 +138,24 @@ func parseClusterURL(raw string) (*redis.ClusterOptions, int, error) {
 	}
 	o, err := redis.ParseClusterURL(plain)
 	if err != nil {
-		return nil, 0, fmt.Errorf("redisstore: cluster URL %q: %v: %w", redactURL(raw), err, storage.ErrInvalidArgument)
+		msg := err.Error()
+		if _, name, ok := strings.Cut(msg, "unexpected option: "); ok {
+			if near := storage.Nearest(name, clusterURLOptions); near != "" && near != name {
+				msg += "; did you mean " + near + "?"
+			}
+		}
+		return nil, 0, fmt.Errorf("redisstore: cluster URL: %s: %w", msg, storage.ErrInvalidArgument)
 	}
 	return o, shards, nil
+}
+
+// clusterURLOptions are the parameters a cluster URL takes: shards, and
+// those go-redis's ParseClusterURL reads (for a did-you-mean).
+var clusterURLOptions = []string{
+	"shards", "addr", "protocol", "client_name", "dial_timeout", "read_timeout", "write_timeout",
+	"pool_fifo", "pool_size", "pool_timeout", "min_idle_conns", "max_idle_conns", "max_active_conns",
+	"conn_max_idle_time", "conn_max_lifetime", "max_retries", "min_retry_backoff", "max_retry_backoff",
+	"max_redirects", "read_only", "route_by_latency", "route_randomly", "skip_verify",
 }
 
 // redactURL hides the password of a URL for messages.
@@ -257,14 +272,14 @@ func shardCount(ctx context.Context, client redis.UniversalClient, prefix string
 		want := cmp.Or(opts.Shards, DefaultShards)
 		ok, err := client.SetNX(cctx, key, strconv.Itoa(want), 0).Result()
 		if err != nil {
-			return 0, fmt.Errorf("redisstore: recording the shard count: %w", err)
+			return 0, fmt.Errorf("redisstore: recording the shard count of the cluster store at prefix %q: %w", prefix, err)
 		}
 		if ok {
 			return want, nil
 		}
 		return shardCount(ctx, client, prefix, opts)
 	case err != nil:
-		return 0, fmt.Errorf("redisstore: reading the shard count: %w", err)
+		return 0, fmt.Errorf("redisstore: reading the shard count of the cluster store at prefix %q: %w", prefix, err)
 	}
 	n, err := strconv.Atoi(got)
 	if err != nil || n < 1 || n > maxShards {
