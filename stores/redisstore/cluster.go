@@ -39,12 +39,11 @@ type ClusterOptions struct {
 	// is refused, since runs already stored would not be found.
 	//
 	// With one shard every key of the store lives in one slot and the store
-	// has the whole contract, on one master's throughput. With more, start
-	// keys (storage.FeatureStartKeys) and queue limits
-	// (storage.FeatureQueueLimits) are refused with storage.ErrUnsupported,
-	// each needing one atomic change across runs that different shards
-	// hold, and priority and ready order hold within each shard
-	// (storage.FeatureGlobalOrder).
+	// has the whole contract, on one master's throughput. With more, queue
+	// limits (storage.FeatureQueueLimits) are refused with
+	// storage.ErrUnsupported, since bounding a queue needs one atomic
+	// change across runs that different shards hold, and priority and
+	// ready order hold within each shard (storage.FeatureGlobalOrder).
 	Shards int
 }
 
@@ -57,10 +56,14 @@ type ClusterOptions struct {
 // its ID's root hashes to (the ID up to its first '/' or '@', so that the
 // children the engine names parent/key and the runs a schedule names
 // schedule@tick land with their parent or schedule), a child on its
-// parent's. A run whose ID hashes elsewhere than the shard it lives on
-// has a locator key on the shard its ID hashes to, written before the run
-// and never changed, which the store reads to find it (and remembers, as
-// it remembers where the runs it created and claimed live).
+// parent's, and a run created with a start key on the shard its workflow
+// and key hash to, where every create with the key is judged. A run whose
+// ID hashes elsewhere than the shard it lives on has a locator key on the
+// shard its ID hashes to, written before the run and never changed, which
+// the store reads to find it (and remembers, as it remembers where the
+// runs it created and claimed live). A keyed create whose ID already
+// lives on another shard, and a child with a key, are refused with
+// storage.ErrUnsupported.
 //
 // What spans shards is a sequence of single-shard calls, each safe to
 // repeat: a claim asks the shards in turn, starting at a different one
@@ -488,12 +491,12 @@ func (c *Cluster) ShardPrefixes() []string {
 	return out
 }
 
-// Lacks implements storage.Partial: with more than one shard, start keys,
-// queue limits and one order across the store (each shard claims and
-// purges in its order, and claims visit the shards in turn).
+// Lacks implements storage.Partial: with more than one shard, queue
+// limits and one order across the store (each shard claims and purges in
+// its order, and claims visit the shards in turn).
 func (c *Cluster) Lacks(f storage.Feature) bool {
 	switch f {
-	case storage.FeatureStartKeys, storage.FeatureQueueLimits, storage.FeatureGlobalOrder:
+	case storage.FeatureQueueLimits, storage.FeatureGlobalOrder:
 		return len(c.shards) > 1
 	}
 	return false
@@ -562,15 +565,22 @@ func (c *Cluster) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]stor
 	if len(c.shards) == 1 {
 		return c.shards[0].CreateRuns(ctx, runs)
 	}
-	for i := range runs {
-		if runs[i].Key != nil {
-			return nil, c.refused(storage.FeatureStartKeys, fmt.Sprintf("run %q", runs[i].ID))
-		}
-	}
 	at := make([]int, len(runs))
 	for i := range runs {
+		r := &runs[i]
+		if r.Key != nil && r.ParentID != "" {
+			return nil, fmt.Errorf("redisstore: run %q is a child with a start key: a cluster store of %d shards keeps a child with its parent and a key on the key's shard, which differ: %w",
+				r.ID, len(c.shards), storage.ErrUnsupported)
+		}
+	}
+	for i := range runs {
 		var err error
-		if at[i], err = c.placeNew(ctx, runs[i].ID, runs[i].ParentID); err != nil {
+		if runs[i].Key != nil {
+			at[i], err = c.placeKeyed(ctx, runs[i].ID, keyShard(len(c.shards), runs[i].Workflow, runs[i].Key.Key))
+		} else {
+			at[i], err = c.placeNew(ctx, runs[i].ID, runs[i].ParentID)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -593,6 +603,8 @@ func (c *Cluster) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]stor
 		}
 		for k, r := range res {
 			out[idx[k]] = r
+			// A start key's holder (a join) lives on this shard too.
+			c.remember(r.Run.ID, i)
 		}
 	}
 	return out, nil
@@ -615,6 +627,52 @@ func (c *Cluster) placeNew(ctx context.Context, id, parent string) (int, error) 
 		return i, nil
 	}
 	return c.place(ctx, id, p)
+}
+
+// keyShard is the shard of n that keeps a workflow's start key, and every
+// run created with it.
+func keyShard(n int, workflow, key string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(workflow))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(key))
+	return int(h.Sum32() % uint32(n))
+}
+
+// placeKeyed is the shard a run created with a start key lives on: the
+// key's shard, so that every create with the key is judged there in one
+// script. A run of the ID that lives elsewhere already (it was created
+// without the key, or with another) cannot be judged with the key there:
+// that create is refused.
+func (c *Cluster) placeKeyed(ctx context.Context, id string, target int) (int, error) {
+	i, err := c.locate(ctx, id)
+	if err != nil || i == target {
+		return i, err
+	}
+	conflict := func(at int) error {
+		return fmt.Errorf("redisstore: run %q lives on shard %d, and its start key is kept on shard %d: a cluster store judges a key only among the runs on its shard; start the keyed run under another ID: %w",
+			id, at, target, storage.ErrUnsupported)
+	}
+	if i != c.home(id) {
+		return 0, conflict(i)
+	}
+	var n int64
+	s := c.shards[i]
+	if err := s.hcall(ctx, "place", func(ctx context.Context) error {
+		var err error
+		n, err = c.client.Exists(ctx, s.keys.run(id)).Result()
+		return err
+	}); err != nil {
+		return 0, err
+	}
+	if n > 0 {
+		return 0, conflict(i)
+	}
+	at, err := c.place(ctx, id, target)
+	if err == nil && at != target {
+		return 0, conflict(at)
+	}
+	return at, err
 }
 
 // GetRun implements storage.Store.
@@ -1032,8 +1090,9 @@ func (c *Cluster) WriteSchedule(ctx context.Context, w storage.ScheduleWrite) (s
 			return storage.ScheduleWriteResult{}, fmt.Errorf("redisstore: %w", err)
 		}
 		for _, r := range w.Runs {
-			if r.Key != nil {
-				return storage.ScheduleWriteResult{}, c.refused(storage.FeatureStartKeys, fmt.Sprintf("run %q of schedule %q", r.ID, w.Schedule.ID))
+			if r.Key != nil && keyShard(len(c.shards), r.Workflow, r.Key.Key) != i {
+				return storage.ScheduleWriteResult{}, fmt.Errorf("redisstore: run %q of schedule %q has a start key kept on another shard than the schedule's, which one script cannot judge: %w",
+					r.ID, w.Schedule.ID, storage.ErrUnsupported)
 			}
 			at, err := c.locate(ctx, r.ID)
 			if err != nil {

@@ -289,3 +289,55 @@ func TestClusterAndSingleLayoutsDoNotMix(t *testing.T) {
 		t.Fatal("the refused single store wrote its version key")
 	}
 }
+
+// TestClusterStartKeys: runs created with a start key live on the key's
+// shard, whatever their IDs, so a second start with the key joins the
+// first; a keyed create under an ID that lives elsewhere already, and a
+// child with a key, are refused with nothing written.
+func TestClusterStartKeys(t *testing.T) {
+	redisURL(t)
+	ctx := context.Background()
+	c := newTestCluster(t, nil, 8)
+	key := &storage.StartKey{Key: "nightly"}
+	k := keyShard(8, "wf", "nightly")
+	var ids []string
+	for i := 0; len(ids) < 2; i++ {
+		if id := fmt.Sprintf("r%d", i); c.home(id) != k {
+			ids = append(ids, id)
+		}
+	}
+	res, err := c.CreateRuns(ctx, []storage.NewRun{{ID: ids[0], Workflow: "wf", Key: key}})
+	if err != nil || !res[0].Created {
+		t.Fatalf("first keyed create = %+v, %v", res, err)
+	}
+	res, err = c.CreateRuns(ctx, []storage.NewRun{{ID: ids[1], Workflow: "wf", Key: key}})
+	if err != nil || res[0].Created || res[0].Run.ID != ids[0] {
+		t.Fatalf("second keyed create = %+v, %v; want the first run, holding the key", res, err)
+	}
+	if at, _ := c.locate(ctx, ids[0]); at != k {
+		t.Fatalf("the keyed run lives on shard %d, want the key's %d", at, k)
+	}
+	plain := ""
+	for i := 0; plain == ""; i++ {
+		if id := fmt.Sprintf("p%d", i); c.home(id) != k {
+			plain = id
+		}
+	}
+	if _, err := c.CreateRuns(ctx, []storage.NewRun{{ID: plain, Workflow: "wf"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.CreateRuns(ctx, []storage.NewRun{{ID: plain, Workflow: "wf", Key: &storage.StartKey{Key: "nightly"}, OnExisting: storage.ExistingReplace}})
+	if !errors.Is(err, storage.ErrUnsupported) || !strings.Contains(err.Error(), plain) {
+		t.Fatalf("a keyed create under an ID living elsewhere: %v", err)
+	}
+	if rec, err := c.GetRun(ctx, plain); err != nil || rec.Status != storage.StatusQueued {
+		t.Fatalf("the run of that ID = %+v, %v; want it untouched", rec, err)
+	}
+	_, err = c.CreateRuns(ctx, []storage.NewRun{{ID: ids[0] + "/kid", Workflow: "wf", ParentID: ids[0], Key: &storage.StartKey{Key: "kid"}}})
+	if !errors.Is(err, storage.ErrUnsupported) {
+		t.Fatalf("a child with a key: %v", err)
+	}
+	if _, err := c.GetRun(ctx, ids[0]+"/kid"); !errors.Is(err, storage.ErrRunNotFound) {
+		t.Fatalf("the refused child: %v", err)
+	}
+}

@@ -211,3 +211,17 @@ func TestRealClusterReshard(t *testing.T) {
 	}
 	crashtest.Run(t, cfg)
 }
+
+// TestRealClusterChaosKeys: singleton and debounce keys hold across four
+// processes starting runs at once on the cluster, sixteen shards
+// (crashtest.RunKeys): each key's runs are judged on its shard.
+func TestRealClusterChaosKeys(t *testing.T) {
+	crashtest.RunKeys(t, clusterCrashConfig(t, sharedCluster(t), 0))
+}
+
+// TestRealClusterChaosSchedule: four worker processes, killed at random,
+// start one run per tick of a schedule on the cluster, sixteen shards
+// (crashtest.RunFourScheduleWorkers).
+func TestRealClusterChaosSchedule(t *testing.T) {
+	crashtest.RunFourScheduleWorkers(t, clusterCrashConfig(t, sharedCluster(t), 0))
+}
