@@ -106,10 +106,10 @@ func IsClusterURL(url string) bool {
 // parseClusterURL reads redis+cluster://[user:pass@]host:port[,host:port...][?shards=N&...]
 // (rediss+cluster:// for TLS): the nodes to start from, the client's
 // options as go-redis reads them, and the shards parameter.
-func parseClusterURL(raw string) (*redis.ClusterOptions, int, error) {
+func parseClusterURL(raw string) (*redis.ClusterOptions, clusterURLParams, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || !IsClusterURL(raw) {
-		return nil, 0, fmt.Errorf("redisstore: %q is not a redis+cluster:// or rediss+cluster:// URL: %w", redactURL(raw), storage.ErrInvalidArgument)
+		return nil, clusterURLParams{}, fmt.Errorf("redisstore: %q is not a redis+cluster:// or rediss+cluster:// URL: %w", redactURL(raw), storage.ErrInvalidArgument)
 	}
 	auth, hostsAndQuery := "", rest
 	if at := strings.LastIndex(rest, "@"); at >= 0 {
@@ -118,18 +118,25 @@ func parseClusterURL(raw string) (*redis.ClusterOptions, int, error) {
 	hosts, query, _ := strings.Cut(hostsAndQuery, "?")
 	hosts = strings.TrimSuffix(hosts, "/")
 	if hosts == "" {
-		return nil, 0, fmt.Errorf("redisstore: cluster URL %q names no node: %w", redactURL(raw), storage.ErrInvalidArgument)
+		return nil, clusterURLParams{}, fmt.Errorf("redisstore: cluster URL %q names no node: %w", redactURL(raw), storage.ErrInvalidArgument)
 	}
 	values, err := url.ParseQuery(query)
 	if err != nil {
-		return nil, 0, fmt.Errorf("redisstore: cluster URL %q: %v: %w", redactURL(raw), err, storage.ErrInvalidArgument)
+		return nil, clusterURLParams{}, fmt.Errorf("redisstore: cluster URL %q: %v: %w", redactURL(raw), err, storage.ErrInvalidArgument)
 	}
 	shards := 0
 	if v := values.Get("shards"); v != "" {
 		if shards, err = strconv.Atoi(v); err != nil || shards < 1 || shards > maxShards {
-			return nil, 0, fmt.Errorf("redisstore: cluster URL: shards=%q is not a number from 1 to %d: %w", v, maxShards, storage.ErrInvalidArgument)
+			return nil, clusterURLParams{}, fmt.Errorf("redisstore: cluster URL: shards=%q is not a number from 1 to %d: %w", v, maxShards, storage.ErrInvalidArgument)
 		}
 		values.Del("shards")
+	}
+	wait := -1
+	if v := values.Get("wait_replicas"); v != "" {
+		if wait, err = strconv.Atoi(v); err != nil || wait < 0 {
+			return nil, clusterURLParams{}, fmt.Errorf("redisstore: cluster URL: wait_replicas=%q is not a number of replicas: %w", v, storage.ErrInvalidArgument)
+		}
+		values.Del("wait_replicas")
 	}
 	nodes := strings.Split(hosts, ",")
 	for _, n := range nodes[1:] {
@@ -147,15 +154,21 @@ func parseClusterURL(raw string) (*redis.ClusterOptions, int, error) {
 				msg += "; did you mean " + near + "?"
 			}
 		}
-		return nil, 0, fmt.Errorf("redisstore: cluster URL: %s: %w", msg, storage.ErrInvalidArgument)
+		return nil, clusterURLParams{}, fmt.Errorf("redisstore: cluster URL: %s: %w", msg, storage.ErrInvalidArgument)
 	}
-	return o, shards, nil
+	return o, clusterURLParams{shards: shards, wait: wait}, nil
+}
+
+// clusterURLParams are the parameters of a cluster URL that are the
+// store's, not the client's: shards, and wait_replicas (-1 when absent).
+type clusterURLParams struct {
+	shards, wait int
 }
 
 // clusterURLOptions are the parameters a cluster URL takes: shards, and
 // those go-redis's ParseClusterURL reads (for a did-you-mean).
 var clusterURLOptions = []string{
-	"shards", "addr", "protocol", "client_name", "dial_timeout", "read_timeout", "write_timeout",
+	"shards", "wait_replicas", "addr", "protocol", "client_name", "dial_timeout", "read_timeout", "write_timeout",
 	"pool_fifo", "pool_size", "pool_timeout", "min_idle_conns", "max_idle_conns", "max_active_conns",
 	"conn_max_idle_time", "conn_max_lifetime", "max_retries", "min_retry_backoff", "max_retry_backoff",
 	"max_redirects", "read_only", "route_by_latency", "route_randomly", "skip_verify",
@@ -188,14 +201,20 @@ func OpenCluster(ctx context.Context, url string, opts ClusterOptions) (*Cluster
 	if opts.ConnectTimeout < 0 || opts.CallTimeout < 0 {
 		return nil, fmt.Errorf("redisstore: negative ConnectTimeout or CallTimeout: %w", storage.ErrInvalidArgument)
 	}
-	o, shards, err := parseClusterURL(url)
+	o, params, err := parseClusterURL(url)
 	if err != nil {
 		return nil, err
 	}
-	if shards != 0 && opts.Shards != 0 && shards != opts.Shards {
-		return nil, fmt.Errorf("redisstore: the URL says shards=%d and the options %d: %w", shards, opts.Shards, storage.ErrInvalidArgument)
+	if params.shards != 0 && opts.Shards != 0 && params.shards != opts.Shards {
+		return nil, fmt.Errorf("redisstore: the URL says shards=%d and the options %d: %w", params.shards, opts.Shards, storage.ErrInvalidArgument)
 	}
-	opts.Shards = cmp.Or(opts.Shards, shards)
+	opts.Shards = cmp.Or(opts.Shards, params.shards)
+	if params.wait >= 0 {
+		if opts.WaitReplicas != 0 && opts.WaitReplicas != params.wait {
+			return nil, fmt.Errorf("redisstore: the URL says wait_replicas=%d and the options %d: %w", params.wait, opts.WaitReplicas, storage.ErrInvalidArgument)
+		}
+		opts.WaitReplicas = params.wait
+	}
 	call := cmp.Or(opts.CallTimeout, DefaultCallTimeout)
 	o.DialTimeout = cmp.Or(opts.ConnectTimeout, o.DialTimeout, DefaultConnectTimeout)
 	o.ReadTimeout = cmp.Or(o.ReadTimeout, call)

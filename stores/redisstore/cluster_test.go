@@ -232,12 +232,12 @@ func TestClusterShards(t *testing.T) {
 
 // TestClusterURL: the URL's forms and its mistakes.
 func TestClusterURL(t *testing.T) {
-	o, n, err := parseClusterURL("redis+cluster://u:secret@h1:7000,h2:7001/?shards=8&pool_size=7")
+	o, p, err := parseClusterURL("redis+cluster://u:secret@h1:7000,h2:7001/?shards=8&pool_size=7&wait_replicas=1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(o.Addrs, []string{"h1:7000", "h2:7001"}) || n != 8 || o.PoolSize != 7 || o.Password != "secret" || o.Username != "u" {
-		t.Fatalf("parsed %+v, shards %d", o, n)
+	if !slices.Equal(o.Addrs, []string{"h1:7000", "h2:7001"}) || p.shards != 8 || p.wait != 1 || o.PoolSize != 7 || o.Password != "secret" || o.Username != "u" {
+		t.Fatalf("parsed %+v, %+v", o, p)
 	}
 	for _, bad := range []string{
 		"redis://h1:7000",
@@ -246,6 +246,7 @@ func TestClusterURL(t *testing.T) {
 		"redis+cluster://h1:7000?shards=many",
 		"redis+cluster://h1:7000?shards=2000",
 		"redis+cluster://u:secret@h1:7000?pool_sise=3",
+		"redis+cluster://h1:7000?wait_replicas=-1",
 	} {
 		_, _, err := parseClusterURL(bad)
 		if !errors.Is(err, storage.ErrInvalidArgument) {

@@ -56,7 +56,19 @@
 //     needs; it costs an fsync per write.
 //
 // Replication is asynchronous: a failover to a replica can lose
-// acknowledged writes whatever the persistence settings are.
+// acknowledged writes whatever the persistence settings are, since a
+// master replies before its replicas have the write. A lost checkpoint's
+// step runs again; a lost claim can hand a fencing token out twice. Set
+// Options.WaitReplicas (wait_replicas=N in a cluster URL) to make every
+// write wait, with WAIT on
+// its own connection, until that many replicas hold it: with one replica
+// per master and WaitReplicas 1, a single master's failure loses no
+// acknowledged write (Redis promotes the replica with the most of the
+// master's stream), at the cost of a replication round trip per write. On
+// the server side, min-replicas-to-write 1 with min-replicas-max-lag makes
+// a master that has lost its replicas refuse writes instead of taking
+// writes no replica will see. Neither makes Redis a consensus store: a
+// master and the replicas holding a write failing together still lose it.
 //
 // The store also needs maxmemory-policy noeviction: an evicting policy
 // silently deletes keys, and an evicted key is a lost or corrupted run. Open
@@ -394,9 +406,52 @@
 // (the at field, ae:, an:, at:, as:) and checkpoints' inputs came with
 // layout 4 and need no upgrade: a run stored before has none.
 //
-// With Redis Cluster every script must find its keys in one slot, so the
-// prefix must contain a hash tag, such as "{stem}:"; New refuses a cluster
-// client otherwise. All of the store's data then lives on one shard.
+// With Redis Cluster every script must find its keys in one slot. A Store
+// on a cluster client needs a prefix with a hash tag, such as "{stem}:"
+// (New refuses one without), and all of its data then lives on one
+// master. A Cluster (OpenCluster, NewCluster) spreads the data instead.
+//
+// # Redis Cluster
+//
+// A Cluster store is a fixed number of shards (ClusterOptions.Shards,
+// recorded under <prefix>shards when the store is created), each a
+// complete store of the layout above under the prefix <prefix>{i.j}:,
+// whose hash tag puts all of its keys in one slot, chosen in the i-th of
+// equal ranges of the 16384 slots so that a cluster whose masters hold
+// equal ranges holds equal numbers of shards. Every script still touches
+// one slot; the cluster moves whole shards between masters (resharding
+// moves a shard's slot, and while its keys move, that shard's scripts are
+// retried). Every shard announces wake-ups and ends on the channels of
+// <prefix>, which the store subscribes to once.
+//
+// Where a run lives, and the locators (<prefix>{home}:loc:<id>, a string
+// holding the shard's index) that find a run living off its ID's home
+// shard, are described on Cluster. What spans shards is a sequence of
+// single-shard calls, each safe to repeat:
+//
+//   - Claim asks the shards in turn, from another one each call, until it
+//     has its limit; NextWake takes the soonest of the shards'.
+//   - Emit delivers on every shard (each shard's delivery is one script);
+//     ListRuns (but for a parent's children, on the parent's shard),
+//     ListSchedules, CountRuns, QueueStats and Purge merge or add up the
+//     shards' answers.
+//   - A run's end whose Notify goes to a run on another shard writes an
+//     outbox entry (<shard>ob) before the end and sends the event after it
+//     under the entry's operation ID, which the receiver keeps for a day; a
+//     sweep at claims finishes what a crash left (see outbox.go).
+//   - A create that spans shards is one script per shard: a failure can
+//     leave some shards' runs created, and the same batch again finishes
+//     it. A child whose parent lives elsewhere gets its locator first.
+//   - The catalog and the worker records live on the first shard; each
+//     schedule on the shard its ID hashes to, with the runs its ticks
+//     start.
+//
+// With more than one shard the store lacks queue limits (a claim or a
+// catalog naming a limited queue is refused with storage.ErrUnsupported,
+// and an engine's Run with such a queue fails at once) and one order
+// across the store: priorities and the oldest ready first hold within a
+// shard, and claims visit the shards in turn (storage.Partial). One shard
+// has the whole contract.
 //
 // go-redis sends a command again when its reply was lost (a read timeout, a
 // dropped connection), so a script may run twice. Each is safe to repeat: a
