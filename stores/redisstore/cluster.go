@@ -224,7 +224,7 @@ func OpenCluster(ctx context.Context, url string, opts ClusterOptions) (*Cluster
 		o.PoolSize = max(o.PoolSize, defaultPoolSize)
 	}
 	client := redis.NewClusterClient(o)
-	c, err := newCluster(ctx, client, opts)
+	c, err := newCluster(ctx, client, opts, true)
 	if err != nil {
 		_ = client.Close()
 		return nil, err
@@ -240,10 +240,13 @@ func NewCluster(ctx context.Context, client redis.UniversalClient, opts ClusterO
 	if client == nil {
 		return nil, fmt.Errorf("redisstore: nil client: %w", storage.ErrInvalidArgument)
 	}
-	return newCluster(ctx, client, opts)
+	return newCluster(ctx, client, opts, false)
 }
 
-func newCluster(ctx context.Context, client redis.UniversalClient, opts ClusterOptions) (*Cluster, error) {
+// newCluster is NewCluster. A client OpenCluster made gets the hook that
+// bounds each of its commands by the call timeout (as Open's does),
+// reporting to the first shard's health.
+func newCluster(ctx context.Context, client redis.UniversalClient, opts ClusterOptions, hooked bool) (*Cluster, error) {
 	prefix := cmp.Or(opts.Prefix, DefaultPrefix)
 	if strings.ContainsAny(prefix, "{}") {
 		return nil, fmt.Errorf("redisstore: cluster prefix %q holds a brace: the store adds each shard's hash tag itself: %w", prefix, storage.ErrInvalidArgument)
@@ -266,6 +269,9 @@ func newCluster(ctx context.Context, client redis.UniversalClient, opts ClusterO
 			return nil, fmt.Errorf("redisstore: shard %d of %d: %w", i, n, err)
 		}
 		c.shards[i] = s
+	}
+	if hooked {
+		client.AddHook(boundHook{c.shards[0]})
 	}
 	return c, nil
 }

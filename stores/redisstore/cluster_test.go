@@ -327,7 +327,7 @@ func TestClusterStartKeys(t *testing.T) {
 	if _, err := c.CreateRuns(ctx, []storage.NewRun{{ID: plain, Workflow: "wf"}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.CreateRuns(ctx, []storage.NewRun{{ID: plain, Workflow: "wf", Key: &storage.StartKey{Key: "nightly"}, OnExisting: storage.ExistingReplace}})
+	_, err = c.CreateRuns(ctx, []storage.NewRun{{ID: plain, Workflow: "wf", Key: &storage.StartKey{Key: "nightly"}}})
 	if !errors.Is(err, storage.ErrUnsupported) || !strings.Contains(err.Error(), plain) {
 		t.Fatalf("a keyed create under an ID living elsewhere: %v", err)
 	}

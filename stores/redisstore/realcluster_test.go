@@ -225,3 +225,82 @@ func TestRealClusterChaosKeys(t *testing.T) {
 func TestRealClusterChaosSchedule(t *testing.T) {
 	crashtest.RunFourScheduleWorkers(t, clusterCrashConfig(t, sharedCluster(t), 0))
 }
+
+// TestRealClusterFrozenMaster: while a master answers nothing (SIGSTOP),
+// a call to a run on one of its shards fails within the store's call
+// timeout, naming it, and a claim still takes the runs of the shards on
+// other masters; thawed (and failed over meanwhile), everything answers
+// again and no run was lost.
+func TestRealClusterFrozenMaster(t *testing.T) {
+	rc := testserver.RedisCluster(t, testserver.ClusterArgs("--cluster-require-full-coverage", "no"))
+	ctx := context.Background()
+	prefix := testPrefix(t)
+	s, err := OpenCluster(ctx, rc.URL(), ClusterOptions{Shards: 6, Options: Options{Prefix: prefix, Logger: quietLogger(), CallTimeout: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var ids []string
+	for i := range 60 {
+		ids = append(ids, "run-"+strconv.Itoa(i))
+	}
+	for _, id := range ids {
+		if _, err := s.CreateRuns(ctx, []storage.NewRun{{ID: id, Workflow: "wf"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	victim, err := rc.MasterOfSlot(ctx, testserver.SlotOf(s.ShardPrefixes()[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Freeze(victim); err != nil {
+		t.Fatal(err)
+	}
+	var frozen, live string
+	for _, id := range ids {
+		m, _ := rc.MasterOfSlot(ctx, testserver.SlotOf(s.ShardPrefixes()[s.home(id)]))
+		if m == victim && frozen == "" {
+			frozen = id
+		}
+		if m != victim && live == "" {
+			live = id
+		}
+	}
+	_, err = s.GetRun(ctx, frozen)
+	var na *storage.NoAnswerError
+	if !errors.As(err, &na) {
+		t.Fatalf("GetRun of a run on the frozen master: %v, want no answer within the call timeout", err)
+	}
+	if _, err := s.GetRun(ctx, live); err != nil {
+		t.Fatalf("GetRun of a run on a live master: %v", err)
+	}
+	got, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 100, LeaseFor: time.Minute})
+	if err != nil || len(got) == 0 {
+		t.Fatalf("a claim while a master is frozen: %d runs, %v; want the live shards' runs", len(got), err)
+	}
+	if err := rc.WaitFailover(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Thaw(victim); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.WaitHealthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	claimed := len(got)
+	testserver.AnswersAgain(t, "redis cluster", func() error {
+		more, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 100, LeaseFor: time.Minute})
+		claimed += len(more)
+		return err
+	})
+	for claimed < len(ids) {
+		more, err := s.Claim(ctx, storage.ClaimRequest{Owner: "w", Workflows: []string{"wf"}, Limit: 100, LeaseFor: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(more) == 0 {
+			t.Fatalf("claimed %d of %d runs after the thaw", claimed, len(ids))
+		}
+		claimed += len(more)
+	}
+}

@@ -19,10 +19,10 @@ import (
 
 func TestMain(m *testing.M) {
 	// In a crash-test worker process this runs an engine until killed.
-	crashtest.MaybeWorker(openCrashWorkerStore)
 	// The client's own log of a node it cannot dial, which the tests that
 	// kill servers provoke by the hundred, says nothing the tests check.
 	redis.SetLogger(quietRedisLog{})
+	crashtest.MaybeWorker(openCrashWorkerStore)
 	code := m.Run()
 	stopSharedCluster()
 	if code == 0 {

@@ -52,9 +52,14 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 // recorded as a failure of op.
 func (s *Store) outcome(cctx context.Context, start time.Time, op string, err error) error {
 	var na *storage.NoAnswerError
+	var ne net.Error
 	timedOut := storage.CallTimedOut(cctx)
-	if err != nil && timedOut && !errors.As(err, &na) {
+	// A socket timeout is the call timeout too, unless the URL set a
+	// shorter read or write timeout: either way the server did not
+	// answer in time.
+	if err != nil && (timedOut || errors.As(err, &ne) && ne.Timeout() && cctx.Err() == nil) && !errors.As(err, &na) {
 		err = &storage.NoAnswerError{Timeout: s.callTimeout, Err: err}
+		timedOut = true
 	}
 	switch {
 	case cctx.Err() != nil && !timedOut && !errors.As(err, &na):
