@@ -62,8 +62,7 @@ type ClusterOptions struct {
 // shard its ID hashes to, written before the run and never changed, which
 // the store reads to find it (and remembers, as it remembers where the
 // runs it created and claimed live). A keyed create whose ID already
-// lives on another shard, and a child with a key, are refused with
-// storage.ErrUnsupported.
+// lives on another shard is refused with storage.ErrUnsupported.
 //
 // What spans shards is a sequence of single-shard calls, each safe to
 // repeat: a claim asks the shards in turn, starting at a different one
@@ -591,13 +590,6 @@ func (c *Cluster) CreateRuns(ctx context.Context, runs []storage.NewRun) ([]stor
 		return c.shards[0].CreateRuns(ctx, runs)
 	}
 	at := make([]int, len(runs))
-	for i := range runs {
-		r := &runs[i]
-		if r.Key != nil && r.ParentID != "" {
-			return nil, fmt.Errorf("redisstore: run %q is a child with a start key: a cluster store of %d shards keeps a child with its parent and a key on the key's shard, which differ: %w",
-				r.ID, len(c.shards), storage.ErrUnsupported)
-		}
-	}
 	for i := range runs {
 		var err error
 		if runs[i].Key != nil {

@@ -293,8 +293,8 @@ func TestClusterAndSingleLayoutsDoNotMix(t *testing.T) {
 
 // TestClusterStartKeys: runs created with a start key live on the key's
 // shard, whatever their IDs, so a second start with the key joins the
-// first; a keyed create under an ID that lives elsewhere already, and a
-// child with a key, are refused with nothing written.
+// first; a keyed create under an ID that lives elsewhere already is
+// refused with nothing written.
 func TestClusterStartKeys(t *testing.T) {
 	redisURL(t)
 	ctx := context.Background()
@@ -333,12 +333,5 @@ func TestClusterStartKeys(t *testing.T) {
 	}
 	if rec, err := c.GetRun(ctx, plain); err != nil || rec.Status != storage.StatusQueued {
 		t.Fatalf("the run of that ID = %+v, %v; want it untouched", rec, err)
-	}
-	_, err = c.CreateRuns(ctx, []storage.NewRun{{ID: ids[0] + "/kid", Workflow: "wf", ParentID: ids[0], Key: &storage.StartKey{Key: "kid"}}})
-	if !errors.Is(err, storage.ErrUnsupported) {
-		t.Fatalf("a child with a key: %v", err)
-	}
-	if _, err := c.GetRun(ctx, ids[0]+"/kid"); !errors.Is(err, storage.ErrRunNotFound) {
-		t.Fatalf("the refused child: %v", err)
 	}
 }
