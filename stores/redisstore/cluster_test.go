@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stemflow/stem/internal/enginetest"
 	"github.com/stemflow/stem/storage"
 	"github.com/stemflow/stem/stores/storetest"
 )
@@ -256,15 +255,6 @@ func TestClusterURL(t *testing.T) {
 			t.Errorf("%q: the error shows the password: %v", bad, err)
 		}
 	}
-}
-
-// TestClusterLayoutScenarios runs engines through every end-to-end
-// scenario on the sharded layout of the shared server, four shards.
-func TestClusterLayoutScenarios(t *testing.T) {
-	redisURL(t)
-	enginetest.Run(t, func(t *testing.T) storage.Store {
-		return newTestCluster(t, nil, 4)
-	})
 }
 
 // TestClusterAndSingleLayoutsDoNotMix: a prefix that holds a store of one
