@@ -44,16 +44,24 @@ func crashConfig(t *testing.T) crashtest.Config {
 	url := redisURL(t)
 	prefix := testPrefix(t)
 	cleanupPrefix(t, testClient(t), prefix)
+	return crashConfigOf(func() (storage.Store, error) {
+		return Open(context.Background(), url, Options{Prefix: prefix, Logger: quietLogger()})
+	}, envCrashPrefix+"="+prefix)
+}
+
+// crashConfigOf is a crash test of three workers of eight, whose harness
+// opens its store with open and whose workers get env.
+func crashConfigOf(open func() (storage.Store, error), env ...string) crashtest.Config {
 	return crashtest.Config{
 		Open: func(t testing.TB) storage.Store {
-			s, err := Open(context.Background(), url, Options{Prefix: prefix, Logger: quietLogger()})
+			s, err := open()
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = s.Close() })
 			return s
 		},
-		Env:          []string{envCrashPrefix + "=" + prefix},
+		Env:          env,
 		Processes:    3,
 		Concurrency:  8,
 		Lease:        300 * time.Millisecond,

@@ -214,14 +214,8 @@ func OpenCluster(ctx context.Context, url string, opts ClusterOptions) (*Cluster
 		}
 		opts.WaitReplicas = params.wait
 	}
-	call := cmp.Or(opts.CallTimeout, DefaultCallTimeout)
-	o.DialTimeout = cmp.Or(opts.ConnectTimeout, o.DialTimeout, DefaultConnectTimeout)
-	o.ReadTimeout = cmp.Or(o.ReadTimeout, call)
-	o.WriteTimeout = cmp.Or(o.WriteTimeout, call)
+	clientLimits(url, opts.Options, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolSize)
 	o.ContextTimeoutEnabled = true
-	if !strings.Contains(url, "pool_size") {
-		o.PoolSize = max(o.PoolSize, defaultPoolSize)
-	}
 	client := redis.NewClusterClient(o)
 	c, err := newCluster(ctx, client, opts, true)
 	if err != nil {

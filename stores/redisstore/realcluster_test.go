@@ -110,22 +110,14 @@ func TestRealClusterScenarios(t *testing.T) {
 func clusterCrashConfig(t *testing.T, rc *testserver.Cluster, wait int) crashtest.Config {
 	prefix := testPrefix(t)
 	cleanupClusterPrefix(t, rc.Client(), prefix)
-	return crashtest.Config{
-		Open: func(t testing.TB) storage.Store {
-			s, err := OpenCluster(context.Background(), rc.URL(), ClusterOptions{Options: Options{Prefix: prefix, Logger: quietLogger(), WaitReplicas: wait}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = s.Close() })
-			return s
-		},
-		Env:          []string{envCrashPrefix + "=" + prefix, envCrashCluster + "=" + rc.URL(), envCrashWait + "=" + strconv.Itoa(wait)},
-		Processes:    3,
-		Concurrency:  8,
-		Lease:        time.Second,
-		StepDuration: 10 * time.Millisecond,
-		Timeout:      2 * time.Minute,
-	}
+	cfg := crashConfigOf(func() (storage.Store, error) {
+		return OpenCluster(context.Background(), rc.URL(), ClusterOptions{Options: Options{Prefix: prefix, Logger: quietLogger(), WaitReplicas: wait}})
+	}, envCrashPrefix+"="+prefix, envCrashCluster+"="+rc.URL(), envCrashWait+"="+strconv.Itoa(wait))
+	// A cluster's calls wait for its bus and, with wait, for replicas: a
+	// longer lease than one server's keeps slow calls from expiring it.
+	cfg.Lease = time.Second
+	cfg.Timeout = 2 * time.Minute
+	return cfg
 }
 
 // TestRealClusterChaosKill: four worker processes share 1000 ten-step runs

@@ -168,14 +168,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: parsing url: %w", err)
 	}
-	call := cmp.Or(opts.CallTimeout, DefaultCallTimeout)
-	o.DialTimeout = cmp.Or(opts.ConnectTimeout, o.DialTimeout, DefaultConnectTimeout)
-	o.ReadTimeout = cmp.Or(o.ReadTimeout, call)
-	o.WriteTimeout = cmp.Or(o.WriteTimeout, call)
+	clientLimits(url, opts, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolSize)
 	o.ContextTimeoutEnabled = true
-	if !strings.Contains(url, "pool_size") {
-		o.PoolSize = max(o.PoolSize, defaultPoolSize)
-	}
 	client := redis.NewClient(o)
 	s, err := newStore(ctx, client, opts, o.DialTimeout)
 	if err != nil {
@@ -184,6 +178,21 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	s.owned = true
 	return s, nil
+}
+
+// clientLimits sets what Open and OpenCluster set of the client they make:
+// the dial timeout (Options.ConnectTimeout, else the URL's, else
+// DefaultConnectTimeout), the read and write timeouts (the URL's, else the
+// call timeout) and the pool size (at least defaultPoolSize unless the URL
+// sets pool_size).
+func clientLimits(url string, opts Options, dial, read, write *time.Duration, pool *int) {
+	call := cmp.Or(opts.CallTimeout, DefaultCallTimeout)
+	*dial = cmp.Or(opts.ConnectTimeout, *dial, DefaultConnectTimeout)
+	*read = cmp.Or(*read, call)
+	*write = cmp.Or(*write, call)
+	if !strings.Contains(url, "pool_size") {
+		*pool = max(*pool, defaultPoolSize)
+	}
 }
 
 // New returns a store on a client the caller owns: Close leaves it open.
