@@ -476,7 +476,16 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, own bool, opts Options) (
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
 	s.initListeners()
 	if !opts.TransactionPooler {
-		if err := s.refuseTxPooling(ctx); err != nil {
+		// Failing to connect is reported as a failure of what Open does
+		// first otherwise.
+		first := "read the collation of runs.id in schema " + schema
+		switch {
+		case opts.OpenExisting:
+			first = "open existing schema " + schema
+		case !opts.SkipMigrate:
+			first = "migrate schema " + schema
+		}
+		if err := s.refuseTxPooling(ctx, first); err != nil {
 			s.stop()
 			return nil, err
 		}

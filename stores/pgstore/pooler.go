@@ -134,9 +134,9 @@ func (s *Store) polls() bool { return s.txPooler && s.listenCfg == nil }
 // second statement on the same server process proves transaction pooling;
 // another one proves nothing (other clients may have taken it), and the
 // store goes on. Both statements are sent in the simple protocol, which
-// prepares nothing.
-func (s *Store) refuseTxPooling(ctx context.Context) error {
-	const op = "look for a transaction pooler"
+// prepares nothing. Their errors are reported as op's, what the store
+// does next on the pool.
+func (s *Store) refuseTxPooling(ctx context.Context, op string) error {
 	mode := s.pool.Config().ConnConfig.DefaultQueryExecMode
 	if poolerSafe(mode) && (!s.notify || s.listenCfg != nil) {
 		return nil // nothing here would rely on a session
