@@ -79,6 +79,17 @@
 // dropped by the hub at once. Both only make things faster: with
 // Options.DisableNotify, polling alone still runs everything.
 //
+// Behind a transaction pooler (Options.TransactionPooler; PgBouncer with
+// pool_mode=transaction) the store keeps nothing in a session: its
+// statements are sent unnamed (pgx's QueryExecModeCacheDescribe), its
+// advisory locks are transaction-level as everywhere, and its listener
+// connects to Options.ListenURL, the database's direct URL; without one
+// it does not LISTEN, but reads the server's snapshot of transactions
+// every Options.NotifyPoll and wakes its subscribers when anything
+// committed a write. Without the option, Open and New refuse a
+// transaction pooler the store would rely on the sessions of. See
+// pooler.go.
+//
 // A run's updates (storage.Interactor) are rows of their own table,
 // recorded under the run's row lock by SendUpdate's transaction, which
 // delivers each as SendEvent delivers an event. A checkpoint that carries
@@ -125,7 +136,8 @@
 // in a limited claim and counts QueueStats; schedule.go keeps schedules;
 // purge.go deletes finished runs; workers.go keeps the records engines
 // keep of themselves; notify.go and listen.go are the LISTEN/NOTIFY
-// listener. The SQL lives in queries.go, row decoding in scan.go, the
+// listener; pooler.go is the transaction pooler mode and the poll that
+// stands in for the listener there. The SQL lives in queries.go, row decoding in scan.go, the
 // schema in migrate.go and migrations/, the check of OpenExisting in
 // existing.go; timeout.go bounds every statement and reports each call to
 // a storage.Health, which logs a server that stops answering.
