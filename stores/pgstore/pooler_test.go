@@ -192,7 +192,11 @@ func TestPoolerWakes(t *testing.T) {
 					t.Errorf("worker: %v", err)
 				}
 			}()
-			<-worker.listener.ready // the worker hears from now on
+			select { // the worker hears from now on
+			case <-worker.listener.ready:
+			case <-ctx.Done():
+				t.Fatal("the worker's store never began to hear others' writes")
+			}
 			// The second run is started once the worker is idle, waiting
 			// on nothing but the store's wake-ups.
 			for _, in := range []string{"a", "b"} {
