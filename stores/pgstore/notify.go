@@ -128,9 +128,13 @@ func (s *Store) Finished(ctx context.Context) <-chan string {
 }
 
 // HearsEveryFinish reports whether Finished hears runs other processes
-// end: true unless Options.DisableNotify (a store that polls hears them as
-// storage.Missed); see storage.EveryFinishNotifier.
-func (s *Store) HearsEveryFinish() bool { return s.notify }
+// end: true unless Options.DisableNotify, or the store polls (behind a
+// transaction pooler without Options.ListenURL), where Finished only says
+// that ends may have been missed, at most once a second: a caller awaiting
+// a run there reads it at its own pace too, sooner at first, so that the
+// result of a short run comes within milliseconds; see
+// storage.EveryFinishNotifier.
+func (s *Store) HearsEveryFinish() bool { return s.notify && !s.polls() }
 
 // completeArgs are the arguments of q.complete: args, and the channel it
 // notifies on when notifications are on.

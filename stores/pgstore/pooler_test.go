@@ -151,10 +151,11 @@ func TestPoolerRestart(t *testing.T) {
 }
 
 // TestPoolerWakes: behind the pooler, an idle worker whose own poll is an
-// hour away runs a run another process starts, and that process's caller
-// awaiting the result (its safety-net read hours away too) hears the run
-// end: without a listen URL through the store's poll, which LISTENs
-// nowhere; with one through a LISTEN on the direct connection.
+// hour away runs a run another process starts, and that process's store
+// tells its Finished subscribers of the run's end: without a listen URL
+// through the store's poll, which LISTENs nowhere, as a possibly missed
+// end (storage.Missed); with one through a LISTEN on the direct
+// connection, by the run's ID.
 func TestPoolerWakes(t *testing.T) {
 	b := bouncer(t)
 	pool := poolerPool(t, b)
@@ -183,6 +184,7 @@ func TestPoolerWakes(t *testing.T) {
 				return e
 			}
 			we, ce := newEngine(worker), newEngine(caller)
+			ends := caller.Finished(ctx)
 			runCtx, stop := context.WithCancel(ctx)
 			done := make(chan error, 1)
 			go func() { done <- we.Run(runCtx) }()
@@ -199,6 +201,7 @@ func TestPoolerWakes(t *testing.T) {
 			}
 			// The second run is started once the worker is idle, waiting
 			// on nothing but the store's wake-ups.
+			var last string
 			for _, in := range []string{"a", "b"} {
 				run, err := runtime.Start[string, string](ctx, ce, "pooler.echo", in)
 				if err != nil {
@@ -207,6 +210,22 @@ func TestPoolerWakes(t *testing.T) {
 				if out, err := run.Result(ctx); err != nil || out != "echo "+in {
 					t.Fatalf("result of run %s: %q, %v", in, out, err)
 				}
+				last = run.ID()
+			}
+			want := last
+			if tc.listen == "" {
+				want = storage.Missed
+			}
+			for heard := false; !heard; {
+				select {
+				case id := <-ends:
+					heard = id == want
+				case <-ctx.Done():
+					t.Fatalf("the caller's store never announced %q", want)
+				}
+			}
+			if caller.HearsEveryFinish() != (tc.listen != "") {
+				t.Fatalf("HearsEveryFinish() = %v with ListenURL %q", caller.HearsEveryFinish(), tc.listen)
 			}
 			var listening int
 			if err := sharedPool(t).QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND query LIKE '%' || $1 || '%'`,
