@@ -33,10 +33,10 @@ type Bouncer struct {
 	cred     *syscall.Credential // run as this user (set when we are root)
 }
 
-// BouncerPoolSize is how many server connections the bouncer opens to
+// bouncerPoolSize is how many server connections the bouncer opens to
 // the upstream server for each database and user: what the tests' clients,
 // however many, share.
-const BouncerPoolSize = 20
+const bouncerPoolSize = 20
 
 // PgBouncer starts a private PgBouncer for the test in front of the
 // Postgres server at upstreamURL (a postgres:// URL; its host, port, user
@@ -44,7 +44,7 @@ const BouncerPoolSize = 20
 // password, as the shared test server and Postgres do), and stops it when
 // the test ends. It skips the test when pgbouncer is not installed.
 // Clients authenticate as the upstream's user with no password
-// (auth_type=trust); the pool mode is transaction, with BouncerPoolSize
+// (auth_type=trust); the pool mode is transaction, with bouncerPoolSize
 // server connections and up to 2000 clients.
 //
 // As root it runs the bouncer as the "postgres" OS user (PgBouncer refuses
@@ -153,7 +153,7 @@ admin_users = %s
 log_connections = 0
 log_disconnections = 0
 server_login_retry = 1
-`, b.upstream.Hostname(), port, b.port, filepath.Join(b.dir, "userlist.txt"), BouncerPoolSize, b.user())
+`, b.upstream.Hostname(), port, b.port, filepath.Join(b.dir, "userlist.txt"), bouncerPoolSize, b.user())
 }
 
 // Start starts the killed bouncer again on the same port, and returns once
