@@ -73,7 +73,19 @@ func TestPoolerConformance(t *testing.T) {
 	pool := poolerPool(t, bouncer(t))
 	direct := testURL(t)
 	storetest.Run(t, func(t *testing.T, clock storage.Clock) storage.Store {
-		return newPoolerStore(t, pool, Options{Clock: clock, ListenURL: direct})
+		s := newPoolerStore(t, pool, Options{Clock: clock, ListenURL: direct})
+		// The listener's first subscription wakes every subscriber, in
+		// case a hint was sent before it: let it be over before the case
+		// subscribes, which may then wait for quiet only briefly.
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		s.Notifications(ctx)
+		select {
+		case <-s.listener.ready:
+		case <-ctx.Done():
+			t.Fatal("the listener never subscribed")
+		}
+		return s
 	})
 }
 
