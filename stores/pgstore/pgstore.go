@@ -137,10 +137,11 @@
 // purge.go deletes finished runs; workers.go keeps the records engines
 // keep of themselves; notify.go and listen.go are the LISTEN/NOTIFY
 // listener; pooler.go is the transaction pooler mode and the poll that
-// stands in for the listener there. The SQL lives in queries.go, row decoding in scan.go, the
-// schema in migrate.go and migrations/, the check of OpenExisting in
-// existing.go; timeout.go bounds every statement and reports each call to
-// a storage.Health, which logs a server that stops answering.
+// stands in for the listener there. The SQL lives in queries.go, row
+// decoding in scan.go, the schema in migrate.go and migrations/, the check
+// of OpenExisting in existing.go; timeout.go bounds every statement and
+// reports each call to a storage.Health, which logs a server that stops
+// answering.
 package pgstore
 
 import (
