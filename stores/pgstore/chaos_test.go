@@ -17,6 +17,14 @@ import (
 // uses; the server comes from STEM_TEST_POSTGRES_URL.
 const envCrashSchema = "STEM_CRASHTEST_PG_SCHEMA"
 
+// envCrashPooler, when set, is the URL of the transaction pooler a
+// crash-test worker process reaches the server through, in pooler mode;
+// envCrashListen, when set too, is the direct URL its listener uses.
+const (
+	envCrashPooler = "STEM_CRASHTEST_PG_POOLER"
+	envCrashListen = "STEM_CRASHTEST_PG_LISTEN"
+)
+
 // crashURL is the test server's URL with a pool small enough that several
 // worker processes fit in the server's connection limit.
 func crashURL(url string) string {
@@ -32,6 +40,15 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 // openCrashWorkerStore opens the store in a crash-test worker process, on
 // the database clock that every process shares.
 func openCrashWorkerStore() (storage.Store, error) {
+	if pooler := os.Getenv(envCrashPooler); pooler != "" {
+		return Open(context.Background(), crashURL(pooler), Options{
+			Schema:            os.Getenv(envCrashSchema),
+			SkipMigrate:       true,
+			TransactionPooler: true,
+			ListenURL:         os.Getenv(envCrashListen),
+			Logger:            quietLogger(),
+		})
+	}
 	return Open(context.Background(), crashURL(os.Getenv(urlEnv)), Options{
 		Schema:      os.Getenv(envCrashSchema),
 		SkipMigrate: true,

@@ -43,7 +43,9 @@ type listener struct {
 //
 // The first call starts the store's listener: one dedicated connection,
 // reconnected after failures, after which every subscriber is woken once in
-// case a notification was missed.
+// case a notification was missed. Behind a transaction pooler without
+// Options.ListenURL, it starts the store's poll instead (see poll): other
+// processes' writes wake subscribers within Options.NotifyPoll.
 func (s *Store) Notifications(ctx context.Context) <-chan struct{} {
 	ch := s.hub.Subscribe(ctx)
 	if s.notify {
@@ -52,7 +54,8 @@ func (s *Store) Notifications(ctx context.Context) <-chan struct{} {
 	return ch
 }
 
-// startListener starts l's goroutine once, unless the store is closed.
+// startListener starts l's goroutine once, unless the store is closed:
+// the LISTEN connection, or in a store that polls (see poll), the poll.
 func (s *Store) startListener(l *listener) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -61,6 +64,10 @@ func (s *Store) startListener(l *listener) {
 	}
 	l.started = true
 	s.wg.Add(1)
+	if s.polls() {
+		go s.poll(l)
+		return
+	}
 	go s.listen(l)
 }
 
@@ -95,11 +102,15 @@ func (s *Store) initListeners() {
 // any other using the same schema, through the store's LISTEN connection
 // (the one Notifications starts); see storage.FinishNotifier. With
 // Options.DisableNotify it never receives. The channel is closed when ctx
-// is done or the store closes.
+// is done or the store closes. A store that polls (behind a transaction
+// pooler without Options.ListenURL) hears no ID: it tells its subscribers
+// that ends may have been missed (storage.Missed) within about a second of
+// any commit that wrote (see poll).
 //
 // The first call waits, at most Options.CallTimeout, until the listener has
-// subscribed, so that a run ending after Finished returns is heard: an ID
-// missed before then could not be recovered as a ready hint is.
+// subscribed (or the poll has read once), so that a run ending after
+// Finished returns is heard: an ID missed before then could not be
+// recovered as a ready hint is.
 func (s *Store) Finished(ctx context.Context) <-chan string {
 	ch := s.hub.SubscribeFinished(ctx)
 	if s.notify {
@@ -117,8 +128,13 @@ func (s *Store) Finished(ctx context.Context) <-chan string {
 }
 
 // HearsEveryFinish reports whether Finished hears runs other processes
-// end: true unless Options.DisableNotify; see storage.EveryFinishNotifier.
-func (s *Store) HearsEveryFinish() bool { return s.notify }
+// end: true unless Options.DisableNotify, or the store polls (behind a
+// transaction pooler without Options.ListenURL), where Finished only says
+// that ends may have been missed, at most once a second: a caller awaiting
+// a run there reads it at its own pace too, sooner at first, so that the
+// result of a short run comes within milliseconds; see
+// storage.EveryFinishNotifier.
+func (s *Store) HearsEveryFinish() bool { return s.notify && !s.polls() }
 
 // completeArgs are the arguments of q.complete: args, and the channel it
 // notifies on when notifications are on.
@@ -186,8 +202,11 @@ func (s *Store) listen(l *listener) {
 // been missed while disconnected) and relays notifications until the
 // connection fails or ctx ends.
 func (s *Store) listenOnce(ctx context.Context, l *listener) (connected bool, err error) {
-	cfg := s.pool.Config().ConnConfig.Copy()
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	cfg := s.pool.Config().ConnConfig
+	if s.listenCfg != nil {
+		cfg = s.listenCfg
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg.Copy())
 	if err != nil {
 		return false, err
 	}

@@ -79,6 +79,17 @@
 // dropped by the hub at once. Both only make things faster: with
 // Options.DisableNotify, polling alone still runs everything.
 //
+// Behind a transaction pooler (Options.TransactionPooler; PgBouncer with
+// pool_mode=transaction) the store keeps nothing in a session: its
+// statements are sent unnamed (pgx's QueryExecModeCacheDescribe), its
+// advisory locks are transaction-level as everywhere, and its listener
+// connects to Options.ListenURL, the database's direct URL; without one
+// it does not LISTEN, but reads the server's snapshot of transactions
+// every Options.NotifyPoll and wakes its subscribers when anything
+// committed a write. Without the option, Open and New refuse a
+// transaction pooler the store would rely on the sessions of. See
+// pooler.go.
+//
 // A run's updates (storage.Interactor) are rows of their own table,
 // recorded under the run's row lock by SendUpdate's transaction, which
 // delivers each as SendEvent delivers an event. A checkpoint that carries
@@ -125,10 +136,12 @@
 // in a limited claim and counts QueueStats; schedule.go keeps schedules;
 // purge.go deletes finished runs; workers.go keeps the records engines
 // keep of themselves; notify.go and listen.go are the LISTEN/NOTIFY
-// listener. The SQL lives in queries.go, row decoding in scan.go, the
-// schema in migrate.go and migrations/, the check of OpenExisting in
-// existing.go; timeout.go bounds every statement and reports each call to
-// a storage.Health, which logs a server that stops answering.
+// listener; pooler.go is the transaction pooler mode and the poll that
+// stands in for the listener there. The SQL lives in queries.go, row
+// decoding in scan.go, the schema in migrate.go and migrations/, the check
+// of OpenExisting in existing.go; timeout.go bounds every statement and
+// reports each call to a storage.Health, which logs a server that stops
+// answering.
 package pgstore
 
 import (
@@ -234,6 +247,43 @@ type Options struct {
 	// connection.
 	CallTimeout time.Duration
 
+	// TransactionPooler says that the URL (or the pool New is given) is a
+	// transaction pooler's, such as PgBouncer's with pool_mode=transaction,
+	// which runs each transaction of a client on whichever server
+	// connection is free: nothing the store does then relies on the state
+	// of a session (see pooler.go). Open sets the pool's
+	// DefaultQueryExecMode to pgx.QueryExecModeCacheDescribe, which
+	// prepares no named statement, unless the URL's
+	// default_query_exec_mode names another such mode (exec or
+	// simple_protocol); New refuses a pool whose mode prepares named
+	// statements. Notifications are heard on a connection to ListenURL
+	// when it is set; without it the store does not LISTEN, and polls
+	// every NotifyPoll instead. The URL parameter stem_pooler=transaction
+	// of package storeurl sets it.
+	//
+	// Without it, Open and New refuse a pool they find pooling
+	// transactions (a second client's statement runs on the server
+	// process that ran the first's) when the store would rely on its
+	// sessions there: the pool's mode prepares named statements, or
+	// notifications would LISTEN through it.
+	TransactionPooler bool
+
+	// ListenURL is a Postgres URL the store's LISTEN connection uses
+	// instead of the pool's configuration: the same database reached
+	// directly, past a transaction pooler, so that notifications work
+	// behind one. Empty means the pool's configuration or, with
+	// TransactionPooler, no LISTEN at all. The URL parameter
+	// stem_listen_url of package storeurl sets it.
+	ListenURL string
+
+	// NotifyPoll is how often a store that does not LISTEN
+	// (TransactionPooler without ListenURL) asks the server whether
+	// anything was written since it last asked, one statement that reads
+	// no table; when something was, it wakes this process's Notifications
+	// subscribers, and tells its Finished subscribers that ends may have
+	// been missed, at most once per second. Zero means 250ms.
+	NotifyPoll time.Duration
+
 	// Logger receives the store's diagnostics: at warn level, a server
 	// that stops answering (once per episode: "not answering since", then
 	// "answering again after") and a notification listener that fails
@@ -258,9 +308,17 @@ type Store struct {
 	endedChannel string
 	now          func() time.Time
 	notify       bool
-	retry        time.Duration
-	log          *slog.Logger
-	q            queries
+	// txPooler is Options.TransactionPooler: the pool's connections are a
+	// transaction pooler's.
+	txPooler bool
+	// listenCfg is the configuration of the LISTEN connection, from
+	// Options.ListenURL; nil means the pool's (or, with txPooler, polling).
+	listenCfg *pgx.ConnConfig
+	// pollEvery is Options.NotifyPoll or its default.
+	pollEvery time.Duration
+	retry     time.Duration
+	log       *slog.Logger
+	q         queries
 	// bytewiseIDs is whether the runs' ID column sorts byte for byte, so
 	// that an ID prefix is a range of its order (readIDCollation).
 	bytewiseIDs atomic.Bool
@@ -319,6 +377,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err := refuseStemParams(cfg.ConnConfig.RuntimeParams); err != nil {
 		return nil, err
 	}
+	if opts.TransactionPooler {
+		if err := poolerExecMode(url, cfg.ConnConfig); err != nil {
+			return nil, err
+		}
+	}
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = defaultMaxConns
 	}
@@ -342,8 +405,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 
 // refuseStemParams refuses a URL parameter starting with stem_, which pgx
 // would send to the server as a setting: such a parameter is meant for
-// package storeurl (stem_schema), which removes it before the URL gets
-// here, or is a misspelling of one. Options.Schema names the schema.
+// package storeurl (stem_schema, stem_pooler, stem_listen_url), which
+// removes it before the URL gets here, or is a misspelling of one. Options
+// says what they say.
 func refuseStemParams(params map[string]string) error {
 	keys := make([]string, 0, len(params))
 	for k := range params {
@@ -356,10 +420,10 @@ func refuseStemParams(params map[string]string) error {
 	}
 	slices.Sort(keys)
 	msg := fmt.Sprintf("pgstore: unknown URL parameter %q", keys[0])
-	if near := storage.Nearest(strings.ToLower(keys[0]), []string{"stem_schema"}); near != "" && near != keys[0] {
+	if near := storage.Nearest(strings.ToLower(keys[0]), []string{"stem_schema", "stem_pooler", "stem_listen_url"}); near != "" && near != keys[0] {
 		msg += fmt.Sprintf("; did you mean %s?", near)
 	}
-	return fmt.Errorf("%s (Open passes no stem_ parameter to the server: name the schema with Options.Schema, or open the URL with package storeurl, which reads stem_schema): %w", msg, storage.ErrInvalidArgument)
+	return fmt.Errorf("%s (Open passes no stem_ parameter to the server: set Options.Schema, TransactionPooler and ListenURL, or open the URL with package storeurl, which reads stem_schema, stem_pooler and stem_listen_url): %w", msg, storage.ErrInvalidArgument)
 }
 
 // New returns a Store on a pool the caller owns: Close leaves the pool
@@ -381,8 +445,18 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, own bool, opts Options) (
 		return nil, fmt.Errorf("pgstore: schema %q is not a plain identifier of at most %d bytes: %w",
 			schema, maxSchemaLen, storage.ErrInvalidArgument)
 	}
-	if opts.ListenerRetry < 0 || opts.CheckpointWriters < 0 || opts.CallTimeout < 0 || opts.ConnectTimeout < 0 {
-		return nil, fmt.Errorf("pgstore: negative ListenerRetry, CheckpointWriters, CallTimeout or ConnectTimeout: %w", storage.ErrInvalidArgument)
+	if opts.ListenerRetry < 0 || opts.CheckpointWriters < 0 || opts.CallTimeout < 0 || opts.ConnectTimeout < 0 || opts.NotifyPoll < 0 {
+		return nil, fmt.Errorf("pgstore: negative ListenerRetry, CheckpointWriters, CallTimeout, ConnectTimeout or NotifyPoll: %w", storage.ErrInvalidArgument)
+	}
+	if opts.TransactionPooler {
+		if mode := pool.Config().ConnConfig.DefaultQueryExecMode; !poolerSafe(mode) {
+			return nil, fmt.Errorf("pgstore: a transaction pooler: the pool's DefaultQueryExecMode %v prepares named statements, which live in one server connection: use pgx.QueryExecModeCacheDescribe (or Exec, or SimpleProtocol): %w",
+				mode, storage.ErrInvalidArgument)
+		}
+	}
+	listenCfg, err := listenConfig(opts)
+	if err != nil {
+		return nil, err
 	}
 	log := storage.LoggerOr(opts.Logger)
 	retry := opts.ListenerRetry
@@ -399,6 +473,9 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, own bool, opts Options) (
 		channel:      schema + channelSuffix,
 		endedChannel: schema + endedSuffix,
 		notify:       !opts.DisableNotify,
+		txPooler:     opts.TransactionPooler,
+		listenCfg:    listenCfg,
+		pollEvery:    cmp.Or(opts.NotifyPoll, defaultNotifyPoll),
 		retry:        retry,
 		log:          log.With("store", "pgstore", "schema", schema),
 		q:            buildQueries(quoted, !opts.DisableNotify),
@@ -411,6 +488,21 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, own bool, opts Options) (
 	}
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
 	s.initListeners()
+	if !opts.TransactionPooler {
+		// Failing to connect is reported as a failure of what Open does
+		// first otherwise.
+		first := "read the collation of runs.id in schema " + schema
+		switch {
+		case opts.OpenExisting:
+			first = "open existing schema " + schema
+		case !opts.SkipMigrate:
+			first = "migrate schema " + schema
+		}
+		if err := s.refuseTxPooling(ctx, first); err != nil {
+			s.stop()
+			return nil, err
+		}
+	}
 	switch {
 	case opts.OpenExisting:
 		if err := s.checkExisting(ctx); err != nil {
@@ -507,6 +599,9 @@ func (s *Store) wrap(op string, err error) error {
 		return fmt.Errorf("pgstore: %s on %s: %w (%v)", op, s.host, storage.ErrClosed, err)
 	}
 	err = fmt.Errorf("pgstore: %s on %s: %w", op, s.host, err)
+	if !s.txPooler && lostPrepared(err) {
+		err = fmt.Errorf("%w (%s)", err, lostPreparedHint)
+	}
 	if notAnswering(err) {
 		s.health.Fail(op, err)
 	}

@@ -112,8 +112,9 @@ func assertNoProbeTable(t *testing.T, s *Store) {
 // setting. Nothing listens on port 1.
 func TestOpenRefusesStemParams(t *testing.T) {
 	for in, want := range map[string]string{
-		"postgres://127.0.0.1:1/x?stem_shcema=a": `unknown URL parameter "stem_shcema"; did you mean stem_schema?`,
-		"postgres://127.0.0.1:1/x?stem_schema=a": `unknown URL parameter "stem_schema" (Open passes no stem_ parameter to the server: name the schema with Options.Schema`,
+		"postgres://127.0.0.1:1/x?stem_shcema=a":          `unknown URL parameter "stem_shcema"; did you mean stem_schema?`,
+		"postgres://127.0.0.1:1/x?stem_schema=a":          `unknown URL parameter "stem_schema" (Open passes no stem_ parameter to the server: set Options.Schema`,
+		"postgres://127.0.0.1:1/x?stem_poolr=transaction": `unknown URL parameter "stem_poolr"; did you mean stem_pooler?`,
 	} {
 		_, err := Open(t.Context(), in, Options{ConnectTimeout: time.Second})
 		if !errors.Is(err, storage.ErrInvalidArgument) || !strings.Contains(err.Error(), want) {

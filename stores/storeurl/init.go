@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -82,13 +83,21 @@ func Init(ctx context.Context, s string, opts Options) (InitReport, error) {
 // the store as a worker does (which creates and migrates the schema), and
 // reads the version again.
 func initPostgres(ctx context.Context, s string, opts Options) (InitReport, error) {
-	u, schema, err := takeParam(s, "stem_schema", checkSchema, "connect_timeout", opts.DialTimeout)
+	u, po, err := pgParams(s, opts.DialTimeout)
 	if err != nil {
 		return InitReport{}, err
 	}
-	schema = cmp.Or(schema, pgstore.DefaultSchema)
+	schema := cmp.Or(po.Schema, pgstore.DefaultSchema)
 	r := InitReport{Store: redact(s)}
-	conn, err := pgx.Connect(ctx, u)
+	cfg, err := pgx.ParseConfig(u)
+	if err != nil {
+		return InitReport{}, fmt.Errorf("storeurl: init: %w", err)
+	}
+	if po.TransactionPooler && !strings.Contains(u, "default_query_exec_mode") {
+		// Behind a transaction pooler: prepare no named statement.
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return InitReport{}, fmt.Errorf("storeurl: init: connecting to %s: %w", pgHost(u), err)
 	}
@@ -100,7 +109,8 @@ func initPostgres(ctx context.Context, s string, opts Options) (InitReport, erro
 	if foreign {
 		return InitReport{}, fmt.Errorf("storeurl: init: %w: the schema %s on %s holds tables, none of them Stem's; name another schema with stem_schema", storage.ErrNotStore, schema, pgHost(u))
 	}
-	st, err := pgstore.Open(ctx, u, pgstore.Options{Schema: schema, Logger: opts.Logger})
+	po.Schema, po.Logger = schema, opts.Logger
+	st, err := pgstore.Open(ctx, u, po)
 	if err != nil {
 		return InitReport{}, fmt.Errorf("storeurl: %w", err)
 	}

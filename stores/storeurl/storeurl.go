@@ -12,6 +12,16 @@
 // Postgres schema (a Postgres identifier written unquoted: letters, digits
 // and _, not starting with a digit, at most 63 bytes), and stem_prefix, the
 // Redis key prefix (letters, digits and _ - . : / { }, at most 64 bytes).
+// A Postgres URL that is a transaction pooler's (PgBouncer's with
+// pool_mode=transaction, a managed Postgres's pooled URL) takes
+// stem_pooler=transaction (pgstore.Options.TransactionPooler; session and
+// none say there is none to care about, the default), and
+// stem_listen_url, the same database's direct URL, escaped as a query
+// value, on which the store LISTENs for notifications
+// (pgstore.Options.ListenURL); without it, a store in pooler mode polls:
+//
+//	postgres://app@pooler:6432/app?stem_pooler=transaction&stem_listen_url=postgres%3A%2F%2Fapp%40db%3A5432%2Fapp
+//
 // A SQLite store written in the sqlite: form takes two: stem_sync, the
 // durability mode: normal (the default) or full (sqlitestore.SyncFull), as
 // in sqlite:stem.db?stem_sync=full; and stem_share_file=true
@@ -89,11 +99,12 @@ func OpenWith(ctx context.Context, s string, opts Options) (storage.Store, error
 	case s == "mem:" || s == "memory:":
 		return memstore.New(memstore.Options{}), nil
 	case isPostgres(s):
-		u, schema, err := takeParam(s, "stem_schema", checkSchema, "connect_timeout", opts.DialTimeout)
+		u, po, err := pgParams(s, opts.DialTimeout)
 		if err != nil {
 			return nil, err
 		}
-		st, err := pgstore.Open(ctx, u, pgstore.Options{Schema: schema, OpenExisting: existing, Logger: opts.Logger})
+		po.OpenExisting, po.Logger = existing, opts.Logger
+		st, err := pgstore.Open(ctx, u, po)
 		if err != nil {
 			return nil, fmt.Errorf("storeurl: %w", err)
 		}
@@ -128,6 +139,37 @@ func OpenWith(ctx context.Context, s string, opts Options) (storage.Store, error
 		return nil, fmt.Errorf("storeurl: %w", err)
 	}
 	return st, nil
+}
+
+// pgParams removes a Postgres store's parameters from its URL, stem_schema,
+// stem_pooler and stem_listen_url, and returns the options they set, with
+// connect_timeout added as takeParam does.
+func pgParams(s string, timeout time.Duration) (string, pgstore.Options, error) {
+	var o pgstore.Options
+	u, schema, err := takeParam(s, "stem_schema", checkSchema, "connect_timeout", timeout)
+	if err != nil {
+		return "", o, err
+	}
+	u, pooler, err := takeParam(u, "stem_pooler", func(v string) error {
+		if v != "transaction" && v != "session" && v != "none" {
+			return errors.New("want transaction (a transaction pooler, as PgBouncer's with pool_mode=transaction), session or none")
+		}
+		return nil
+	}, "", 0)
+	if err != nil {
+		return "", o, err
+	}
+	u, listen, err := takeParam(u, "stem_listen_url", func(v string) error {
+		if !isPostgres(v) {
+			return errors.New("want the database's direct postgres:// URL, escaped as a query parameter value")
+		}
+		return nil
+	}, "", 0)
+	if err != nil {
+		return "", o, err
+	}
+	o.Schema, o.TransactionPooler, o.ListenURL = schema, pooler == "transaction", listen
+	return u, o, nil
 }
 
 func isPostgres(s string) bool {
@@ -270,7 +312,8 @@ func takeParam(s, name string, check func(string) error, timeoutParam string, ti
 
 // stemParams are the stem_ query parameters, each with the store that
 // takes it.
-var stemParams = map[string]string{"stem_schema": "a Postgres store", "stem_prefix": "a Redis store", "stem_sync": "a SQLite store", "stem_share_file": "a SQLite store"}
+var stemParams = map[string]string{"stem_schema": "a Postgres store", "stem_pooler": "a Postgres store", "stem_listen_url": "a Postgres store",
+	"stem_prefix": "a Redis store", "stem_sync": "a SQLite store", "stem_share_file": "a SQLite store"}
 
 // unknownStemParam refuses a stem_ parameter that the store taking name
 // does not take: a misspelled or misplaced store option would otherwise
@@ -291,7 +334,11 @@ func unknownStemParam(key, name string) error {
 	} else if near := storage.Nearest(strings.ToLower(key), takes); near != "" {
 		msg += fmt.Sprintf("; did you mean %s?", near)
 	}
-	return fmt.Errorf("%s (%s takes %s; parameters starting with stem_ are Stem's, not the driver's)", msg, store, strings.Join(takes, " and "))
+	list := takes[len(takes)-1]
+	if len(takes) > 1 {
+		list = strings.Join(takes[:len(takes)-1], ", ") + " and " + list
+	}
+	return fmt.Errorf("%s (%s takes %s; parameters starting with stem_ are Stem's, not the driver's)", msg, store, list)
 }
 
 // checkSchema accepts a Postgres identifier as it may be written unquoted.

@@ -205,10 +205,15 @@ func TestUnknownStemParameter(t *testing.T) {
 	for in, want := range map[string][]string{
 		"postgres://postgres@127.0.0.1:1/x?sslmode=disable&stem_shcema=x": {`unknown query parameter "stem_shcema"`, "did you mean stem_schema?"},
 		"postgres://127.0.0.1:1/x?STEM_SCHEMA=x":                          {`unknown query parameter "STEM_SCHEMA"`, "did you mean stem_schema?"},
-		"postgres://127.0.0.1:1/x?stem_prefix=x":                          {`"stem_prefix": it is a parameter of a Redis store`, "a Postgres store takes stem_schema"},
+		"postgres://127.0.0.1:1/x?stem_prefix=x":                          {`"stem_prefix": it is a parameter of a Redis store`, "a Postgres store takes stem_listen_url, stem_pooler and stem_schema"},
 		"redis://127.0.0.1:1/0?stem_prefx=a:":                             {`unknown query parameter "stem_prefx"`, "did you mean stem_prefix?"},
 		"redis://127.0.0.1:1/0?stem_schema=a":                             {`"stem_schema": it is a parameter of a Postgres store`, "a Redis store takes stem_prefix"},
 		"sqlite:x.db?stem_snyc=full":                                      {`unknown query parameter "stem_snyc"`, "did you mean stem_sync?"},
+		"postgres://127.0.0.1:1/x?stem_poolr=transaction":                 {`unknown query parameter "stem_poolr"`, "did you mean stem_pooler?"},
+		"postgres://127.0.0.1:1/x?stem_listen_ulr=postgres%3A%2F%2Fh%2Fx": {`unknown query parameter "stem_listen_ulr"`, "did you mean stem_listen_url?"},
+		"postgres://127.0.0.1:1/x?stem_pooler=transactions":               {`stem_pooler="transactions"`, "want transaction"},
+		"postgres://127.0.0.1:1/x?stem_listen_url=h:5432":                 {`stem_listen_url="h:5432"`, "direct postgres:// URL"},
+		"redis://127.0.0.1:1/0?stem_pooler=transaction":                   {`"stem_pooler": it is a parameter of a Postgres store`},
 	} {
 		_, err := storeurl.OpenWith(t.Context(), in, storeurl.Options{OpenExisting: true, DialTimeout: time.Second})
 		if err == nil {
