@@ -2,7 +2,6 @@ package testserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -198,22 +197,6 @@ func (b *Bouncer) Restart() {
 	b.tb.Helper()
 	b.kill()
 	b.Start()
-}
-
-func (b *Bouncer) kill() {
-	b.mu.Lock()
-	cmd, exited := b.cmd, b.exited
-	b.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	if err := cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		b.tb.Errorf("testserver: kill pgbouncer on port %d: %v", b.port, err)
-	}
-	<-exited
-	b.mu.Lock()
-	b.cmd, b.frozen = nil, false
-	b.mu.Unlock()
 }
 
 // cleanup kills the bouncer at the end of the test.

@@ -3,10 +3,8 @@ package testserver
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -135,23 +133,6 @@ func pong(addr string) bool {
 func (r *RedisServer) Kill() {
 	r.tb.Helper()
 	r.kill()
-}
-
-func (r *RedisServer) kill() {
-	r.mu.Lock()
-	cmd, exited := r.cmd, r.exited
-	r.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	// SIGKILL ends a stopped process too, so no thaw is needed.
-	if err := cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		r.tb.Errorf("testserver: kill redis-server on port %d: %v", r.port, err)
-	}
-	<-exited
-	r.mu.Lock()
-	r.cmd, r.frozen = nil, false
-	r.mu.Unlock()
 }
 
 // cleanup closes the client and kills the server at the end of the test.

@@ -16,10 +16,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stemflow/stem/internal/slots"
 )
 
 // ClusterSlots is the number of hash slots of a Redis Cluster.
-const ClusterSlots = 16384
+const ClusterSlots = slots.Count
 
 // clusterWaitLimit bounds a wait for the cluster to settle when the
 // caller's context has no deadline of its own.
@@ -511,36 +513,9 @@ func (c *Cluster) MasterOfSlot(ctx context.Context, slot int) (string, error) {
 	return "", fmt.Errorf("slot %d: no master serves it", slot)
 }
 
-// SlotOf returns the hash slot of key as Redis Cluster computes it:
-// CRC16 (XMODEM) of the key modulo 16384, where only the hash tag is
-// hashed when the key has one: the bytes between the first '{' and the
-// first '}' after it, if there is at least one. So "{user1}.a" and
-// "{user1}.b" share a slot, while "x{}y" and "{}{b}" hash whole.
-func SlotOf(key string) int {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	return int(crc16(key) % ClusterSlots)
-}
-
-// crc16 is CRC-16/XMODEM (polynomial 0x1021, initial value 0), the
-// checksum Redis Cluster hashes keys with.
-func crc16(s string) uint16 {
-	var crc uint16
-	for i := 0; i < len(s); i++ {
-		crc ^= uint16(s[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
-}
+// SlotOf returns the hash slot of key as Redis Cluster computes it (see
+// slots.Of).
+func SlotOf(key string) int { return slots.Of(key) }
 
 // Kill kills the node at addr with SIGKILL and waits for it to exit:
 // what it had not replicated or written to disk is lost, as in a crash.

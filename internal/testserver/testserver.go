@@ -131,6 +131,25 @@ type process struct {
 	frozen  bool
 }
 
+// kill kills the process with SIGKILL, which ends a stopped (frozen)
+// process too, and waits for it to exit; killing a stopped server does
+// nothing.
+func (p *process) kill() {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	if err := cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		p.tb.Errorf("testserver: kill %s on port %d: %v", p.name, p.port, err)
+	}
+	<-exited
+	p.mu.Lock()
+	p.cmd, p.frozen = nil, false
+	p.mu.Unlock()
+}
+
 // launch starts cmd as the server's process, its output appended to the
 // log at logPath, and waits until ready reports it serving, asking every
 // interval, for at most startTimeout. The caller holds p.mu, which launch

@@ -85,8 +85,12 @@ func crashConfig(t *testing.T) crashtest.Config {
 // checkpoint, every step ran; the re-executions are logged. Under -short,
 // 300 runs. The chaos tests run one at a time: each holds five processes'
 // connections.
-func TestChaosKill(t *testing.T) {
-	cfg := crashConfig(t)
+func TestChaosKill(t *testing.T) { crashtest.Run(t, withKills(crashConfig(t))) }
+
+// withKills is cfg with four worker processes sharing 1000 ten-step runs
+// (300 under -short) while random ones are killed with SIGKILL and
+// replaced, eight times (three).
+func withKills(cfg crashtest.Config) crashtest.Config {
 	cfg.Processes = 4
 	cfg.Runs = 1000
 	// At least 1000×10×15ms/32 ≈ 4.7s of step work, past the last kill
@@ -99,7 +103,7 @@ func TestChaosKill(t *testing.T) {
 		cfg.Kills = 3
 	}
 	cfg.Timeout = 110 * time.Second
-	crashtest.Run(t, cfg)
+	return cfg
 }
 
 // TestChaosFreeze: one of four workers is stopped with SIGSTOP for three

@@ -120,18 +120,7 @@ func poolerCrashConfig(t *testing.T, b *testserver.Bouncer, listen string) crash
 // killed with SIGKILL and replaced; every run completes once, every step
 // key has exactly one checkpoint, every step ran.
 func TestPoolerChaosKill(t *testing.T) {
-	cfg := poolerCrashConfig(t, bouncer(t), "")
-	cfg.Processes = 4
-	cfg.Runs = 1000
-	cfg.StepDuration = 30 * time.Millisecond
-	cfg.KillEvery = 300 * time.Millisecond
-	cfg.Kills = 8
-	if testing.Short() {
-		cfg.Runs = 300
-		cfg.Kills = 3
-	}
-	cfg.Timeout = 110 * time.Second
-	crashtest.Run(t, cfg)
+	crashtest.Run(t, withKills(poolerCrashConfig(t, bouncer(t), "")))
 }
 
 // TestPoolerRestart: three worker processes share 300 ten-step runs

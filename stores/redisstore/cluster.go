@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stemflow/stem/internal/slots"
 	"github.com/stemflow/stem/storage"
 )
 
@@ -322,7 +323,7 @@ func shardPrefix(prefix string, i, n int) string {
 	lo, hi := i*16384/n, (i+1)*16384/n
 	for j := 0; ; j++ {
 		tag := strconv.Itoa(i) + "." + strconv.Itoa(j)
-		if s := int(crc16(tag)) % 16384; s >= lo && s < hi {
+		if s := slots.Of(tag); s >= lo && s < hi {
 			return prefix + "{" + tag + "}:"
 		}
 	}
@@ -358,23 +359,6 @@ func allDigits(s string) bool {
 		}
 	}
 	return true
-}
-
-// crc16 is the CRC16 (XMODEM) of s, which Redis Cluster maps keys to slots
-// with.
-func crc16(s string) uint16 {
-	var crc uint16
-	for i := 0; i < len(s); i++ {
-		crc ^= uint16(s[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
 }
 
 // root is the part of a run ID that places it: up to its first '/' (the
