@@ -176,7 +176,7 @@ func bench(fs *flag.FlagSet) func(*call, []string) error {
 			}
 		}
 		if s := c.g.storeURL(); *procs > 1 && (s == "mem:" || s == "memory:") {
-			return usagef("--processes %d: %s is a store of this process's own memory; worker processes need one they share (a SQLite file, postgres:// or redis://)", *procs, s)
+			return usagef("--processes %d: %s is a store of this process's own memory; worker processes need one they share (a SQLite file, postgres://, redis:// or redis+cluster://)", *procs, s)
 		}
 		if _, err := c.open(); err != nil {
 			return err

@@ -35,10 +35,11 @@ commands:
 	b.WriteString(`
 flags (before or after the command):
   --store URL            the store: a SQLite file (default stem.db, or $STEM_STORE),
-                         or a postgres:// or redis:// URL; it must exist, at this
-                         version's schema: stem init creates or migrates it, no
-                         other command changes it (runs, show, stream, workflows,
-                         queues, check, schedule list and show only read)
+                         or a postgres://, redis:// or redis+cluster:// URL; it
+                         must exist, at this version's schema: stem init creates
+                         or migrates it, no other command changes it (runs, show,
+                         stream, workflows, queues, check, schedule list and show
+                         only read)
   --json                 print JSON (snake_case names throughout); an action on a
                          run prints {"run_id", "action", "message", "run"}: what
                          it did in a word, in a sentence, and the run after it

@@ -32,7 +32,8 @@
 // The flags, before or after the command:
 //
 //	--store URL            a SQLite path (default stem.db, or $STEM_STORE), or a
-//	                       postgres:// or redis:// URL; see package storeurl
+//	                       postgres://, redis:// or redis+cluster:// URL; see
+//	                       package storeurl
 //	--json                 print JSON, with snake_case names throughout; an
 //	                       action on a run prints run_id, action (what it
 //	                       did in a word), message and the run after it
