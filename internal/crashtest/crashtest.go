@@ -3,7 +3,8 @@
 // against one store while the harness kills them with SIGKILL, or freezes
 // one with SIGSTOP, and then checks what users rely on: every run completes,
 // every step key has exactly one checkpoint, no run completes twice, every
-// step ran at least once, and a frozen worker's stale writes are all
+// step ran at least once, no step began again after the store had
+// acknowledged its checkpoint, and a frozen worker's stale writes are all
 // rejected.
 //
 // A store's test package wires it in two places:
@@ -105,7 +106,7 @@ func register(e *runtime.Engine, dir string, stepDur time.Duration, queueLimit i
 				// killed mid-step leaves an effect whose step runs again.
 				span("B", sc.RunID())
 				defer span("E", sc.RunID())
-				if _, err := fmt.Fprintf(log, "%s %s\n", sc.RunID(), sc.Key()); err != nil {
+				if _, err := fmt.Fprintf(log, "%s %s %d\n", sc.RunID(), sc.Key(), time.Now().UnixNano()); err != nil {
 					return 0, err
 				}
 				if tx != nil {
@@ -206,6 +207,9 @@ type recorder struct {
 	storage.Store
 	mu  sync.Mutex
 	out *os.File
+	// acks logs "<ns> <run> <key>" for each checkpoint the store
+	// acknowledged, ns the wall time the answer came back.
+	acks *os.File
 }
 
 func newRecorder(s storage.Store, path string) (*recorder, error) {
@@ -213,7 +217,11 @@ func newRecorder(s storage.Store, path string) (*recorder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &recorder{Store: s, out: f}, nil
+	a, err := os.OpenFile(filepath.Join(filepath.Dir(path), fmt.Sprintf("acks.%d.log", os.Getpid())), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &recorder{Store: s, out: f, acks: a}, nil
 }
 
 func (r *recorder) note(began time.Time, op, runID string, token int64, err error) {
@@ -242,6 +250,11 @@ func (r *recorder) Checkpoint(ctx context.Context, req storage.CheckpointRequest
 	began := time.Now()
 	res, err := r.Store.Checkpoint(ctx, req)
 	r.note(began, "checkpoint", req.Lease.RunID, req.Lease.Token, err)
+	if err == nil && req.Checkpoint.Key != "" {
+		r.mu.Lock()
+		fmt.Fprintf(r.acks, "%d %s %s\n", time.Now().UnixNano(), req.Lease.RunID, req.Checkpoint.Key)
+		r.mu.Unlock()
+	}
 	return res, err
 }
 
@@ -324,9 +337,13 @@ type Config struct {
 
 // Report is what a crash test saw.
 type Report struct {
-	Kills         int
-	StepRuns      int // executions of step bodies, from the side-effect log
-	ReExecutions  int // StepRuns minus Runs×Steps
+	Kills        int
+	StepRuns     int // executions of step bodies, from the side-effect log
+	ReExecutions int // StepRuns minus Runs×Steps
+	// AfterAck is how many step executions began after the store had
+	// acknowledged that step's checkpoint: a lost write. Run fails the
+	// test unless it is zero.
+	AfterAck      int
 	StaleRejected int // writes of the frozen worker rejected after thawing
 	// CompleteAtKill is how many runs were complete at each kill.
 	CompleteAtKill []int
@@ -474,6 +491,7 @@ func Run(t *testing.T, cfg Config) Report {
 
 	verifyCheckpoints(ctx, t, store, cfg.Runs)
 	rep.StepRuns = verifyEffects(t, dir, cfg.Runs)
+	rep.AfterAck = verifyNoStepAfterAck(t, dir)
 	if txTable != "" {
 		verifyTxEffects(ctx, t, store, txTable, cfg.Runs)
 	}
@@ -486,7 +504,7 @@ func Run(t *testing.T, cfg Config) Report {
 	if cfg.QueueLimit > 0 {
 		rep.MaxExecuting = verifySpans(t, dir, procs.killedAt, cfg.QueueLimit)
 	}
-	t.Logf("crash test: %d runs × %d steps, %d processes, %d kills (runs complete at each: %v), %d step executions (%d re-executions), %d stale writes rejected, %v",
+	t.Logf("crash test: %d runs × %d steps, %d processes, %d kills (runs complete at each: %v), %d step executions (%d re-executions, none after its checkpoint was acknowledged), %d stale writes rejected, %v",
 		cfg.Runs, Steps, cfg.Processes, rep.Kills, rep.CompleteAtKill, rep.StepRuns, rep.ReExecutions, rep.StaleRejected, rep.Elapsed.Round(time.Millisecond))
 	return rep
 }
@@ -679,15 +697,12 @@ func verifyCheckpoints(ctx context.Context, t *testing.T, s storage.Store, runs 
 // many step executions the side-effect logs hold.
 func verifyEffects(t *testing.T, dir string, runs int) int {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(dir, "effects.*.log"))
 	seen := map[string]bool{}
 	total := 0
-	for _, f := range files {
-		forLines(t, f, func(line string) {
-			total++
-			seen[line] = true
-		})
-	}
+	forEffects(t, dir, func(step string, _ time.Time) {
+		total++
+		seen[step] = true
+	})
 	for i := range runs {
 		for k := range Steps {
 			if line := fmt.Sprintf("crash-%05d step%d@v1", i, k); !seen[line] {
@@ -696,6 +711,61 @@ func verifyEffects(t *testing.T, dir string, runs int) int {
 		}
 	}
 	return total
+}
+
+// forEffects calls f with each step execution of the side-effect logs:
+// "<run> <key>" and when it began.
+func forEffects(t *testing.T, dir string, f func(step string, began time.Time)) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "effects.*.log"))
+	for _, file := range files {
+		forLines(t, file, func(line string) {
+			i := strings.LastIndexByte(line, ' ')
+			ns, err := strconv.ParseInt(line[i+1:], 10, 64)
+			if i < 0 || err != nil {
+				return // a line cut short by SIGKILL
+			}
+			f(line[:i], time.Unix(0, ns))
+		})
+	}
+}
+
+// verifyNoStepAfterAck checks that no step began after the store had
+// acknowledged its checkpoint to any worker: a step runs again only when
+// its checkpoint was never stored (its worker died, or the write failed),
+// never after the store said it held it. It returns how many did, having
+// failed the test.
+func verifyNoStepAfterAck(t *testing.T, dir string) int {
+	t.Helper()
+	acked := map[string]time.Time{}
+	files, _ := filepath.Glob(filepath.Join(dir, "acks.*.log"))
+	for _, f := range files {
+		forLines(t, f, func(line string) {
+			var ns int64
+			var run, key string
+			if _, err := fmt.Sscanf(line, "%d %s %s", &ns, &run, &key); err != nil {
+				return // a line cut short by SIGKILL
+			}
+			at := time.Unix(0, ns)
+			if prev, ok := acked[run+" "+key]; !ok || at.Before(prev) {
+				acked[run+" "+key] = at
+			}
+		})
+	}
+	late := 0
+	forEffects(t, dir, func(step string, began time.Time) {
+		if at, ok := acked[step]; ok && began.After(at) {
+			late++
+			if late <= 5 {
+				t.Errorf("step %s began at %s, after its checkpoint was acknowledged at %s: the store lost it",
+					step, began.Format(time.RFC3339Nano), at.Format(time.RFC3339Nano))
+			}
+		}
+	})
+	if late > 0 {
+		t.Fatalf("%d step executions began after their checkpoints were acknowledged", late)
+	}
+	return late
 }
 
 // write is one logged store call: began when it was sent, at when its
