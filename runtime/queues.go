@@ -246,11 +246,11 @@ func (c *queueCatalog) load(ctx context.Context, e *Engine) error {
 // checkQueues compares the engine's queues with those recorded by engines
 // still running (see RegisterQueue).
 func (e *Engine) checkQueues(ctx context.Context, queues []storage.Queue) error {
-	if !storage.Has(e.store, storage.FeatureQueueLimits) {
+	if p, ok := e.cfg.Store.(storage.Partial); ok && p.Lacks(storage.FeatureQueueLimits) {
 		for _, q := range queues {
 			if q.Limited() {
-				return fmt.Errorf("%w: queue %s sets limits, which this store lacks as configured (a store spread over shards cannot bound a queue across them; see its documentation)",
-					ErrUnsupported, q)
+				return fmt.Errorf("%w: %s sets limits, which this store lacks: %s; or register the queue without limits",
+					ErrUnsupported, q, p.WhyLacks(storage.FeatureQueueLimits))
 			}
 		}
 	}

@@ -33,6 +33,9 @@ const (
 type Partial interface {
 	// Lacks reports whether the store lacks f.
 	Lacks(f Feature) bool
+	// WhyLacks says, for a message, why the store lacks f as configured
+	// and how to configure it to have f; "" when it has f.
+	WhyLacks(f Feature) string
 }
 
 // Has reports whether s has f: it implements no Partial, or its Partial

@@ -191,6 +191,12 @@ func fulfil(ctx context.Context, cfg config) error {
 		select {
 		case <-ctx.Done():
 			interrupted = true
+		case err := <-workDone:
+			// The engine stopped by itself: a store it cannot work on
+			// (one that lacks the queue's limits, say) or a closed store.
+			prog.done()
+			stopWork()
+			return fmt.Errorf("working the orders: %w", err)
 		case <-tick.C:
 		}
 		if interrupted {

@@ -504,6 +504,14 @@ func (c *Cluster) Lacks(f storage.Feature) bool {
 	return false
 }
 
+// WhyLacks implements storage.Partial.
+func (c *Cluster) WhyLacks(f storage.Feature) string {
+	if !c.Lacks(f) {
+		return ""
+	}
+	return fmt.Sprintf("a Redis Cluster store of %d shards has %s only within each shard; a store created with shards=1 (under a prefix of its own: the count is fixed when a store is created) keeps every run in one slot and has them", len(c.shards), f)
+}
+
 // refused is the error of a request that uses a refused feature.
 func (c *Cluster) refused(f storage.Feature, what string) error {
 	return fmt.Errorf("redisstore: %s uses %s, which a cluster store of %d shards cannot honour across shards (open the store with shards=1 to keep every run in one slot): %w",

@@ -313,7 +313,10 @@ func (s *Store) checkServer(ctx context.Context, allowEvicting bool) error {
 		return err
 	}
 	s.gate.set(policy)
-	s.logPersistence(ctx)
+	if s.shard <= 1 {
+		// A Cluster's shards share servers: its first says it for all.
+		s.logPersistence(ctx)
+	}
 	return nil
 }
 
