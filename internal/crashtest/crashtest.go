@@ -3,9 +3,9 @@
 // against one store while the harness kills them with SIGKILL, or freezes
 // one with SIGSTOP, and then checks what users rely on: every run completes,
 // every step key has exactly one checkpoint, no run completes twice, every
-// step ran at least once, no step began again after the store had
-// acknowledged its checkpoint, and a frozen worker's stale writes are all
-// rejected.
+// step ran at least once, no step began again under a later lease after
+// the store had acknowledged its checkpoint, and a frozen worker's stale
+// writes are all rejected.
 //
 // A store's test package wires it in two places:
 //
@@ -207,8 +207,9 @@ type recorder struct {
 	storage.Store
 	mu  sync.Mutex
 	out *os.File
-	// acks logs "<ns> <run> <key>" for each checkpoint the store
-	// acknowledged, ns the wall time the answer came back.
+	// acks logs "<ns> <run> <key> <token>" for each checkpoint the store
+	// acknowledged, ns the wall time the answer came back and token the
+	// lease's.
 	acks *os.File
 }
 
@@ -252,7 +253,7 @@ func (r *recorder) Checkpoint(ctx context.Context, req storage.CheckpointRequest
 	r.note(began, "checkpoint", req.Lease.RunID, req.Lease.Token, err)
 	if err == nil && req.Checkpoint.Key != "" {
 		r.mu.Lock()
-		fmt.Fprintf(r.acks, "%d %s %s\n", time.Now().UnixNano(), req.Lease.RunID, req.Checkpoint.Key)
+		fmt.Fprintf(r.acks, "%d %s %s %d\n", time.Now().UnixNano(), req.Lease.RunID, req.Checkpoint.Key, req.Lease.Token)
 		r.mu.Unlock()
 	}
 	return res, err
@@ -340,9 +341,10 @@ type Report struct {
 	Kills        int
 	StepRuns     int // executions of step bodies, from the side-effect log
 	ReExecutions int // StepRuns minus Runs×Steps
-	// AfterAck is how many step executions began after the store had
-	// acknowledged that step's checkpoint: a lost write. Run fails the
-	// test unless it is zero.
+	// AfterAck is how many step executions began, under a later lease (or
+	// later under the same one), after the store had acknowledged that
+	// step's checkpoint: a lost write. Run fails the test unless it is
+	// zero.
 	AfterAck      int
 	StaleRejected int // writes of the frozen worker rejected after thawing
 	// CompleteAtKill is how many runs were complete at each kill.
@@ -491,13 +493,13 @@ func Run(t *testing.T, cfg Config) Report {
 
 	verifyCheckpoints(ctx, t, store, cfg.Runs)
 	rep.StepRuns = verifyEffects(t, dir, cfg.Runs)
-	rep.AfterAck = verifyNoStepAfterAck(t, dir)
 	if txTable != "" {
 		verifyTxEffects(ctx, t, store, txTable, cfg.Runs)
 	}
 	rep.ReExecutions = rep.StepRuns - cfg.Runs*Steps
 	writes := readWrites(t, dir)
 	verifyOneCompletion(t, writes)
+	rep.AfterAck = verifyNoStepAfterAck(t, dir, writes)
 	if cfg.Freeze {
 		rep.StaleRejected = verifyFrozen(t, writes, frozenPid, contAt)
 	}
@@ -699,7 +701,7 @@ func verifyEffects(t *testing.T, dir string, runs int) int {
 	t.Helper()
 	seen := map[string]bool{}
 	total := 0
-	forEffects(t, dir, func(step string, _ time.Time) {
+	forEffects(t, dir, func(step string, _ time.Time, _ int) {
 		total++
 		seen[step] = true
 	})
@@ -714,57 +716,107 @@ func verifyEffects(t *testing.T, dir string, runs int) int {
 }
 
 // forEffects calls f with each step execution of the side-effect logs:
-// "<run> <key>" and when it began.
-func forEffects(t *testing.T, dir string, f func(step string, began time.Time)) {
+// "<run> <key>", when it began, and the process that ran it.
+func forEffects(t testing.TB, dir string, f func(step string, began time.Time, pid int)) {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(dir, "effects.*.log"))
 	for _, file := range files {
+		pid, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(file), "effects."), ".log"))
 		forLines(t, file, func(line string) {
 			i := strings.LastIndexByte(line, ' ')
-			ns, err := strconv.ParseInt(line[i+1:], 10, 64)
-			if i < 0 || err != nil {
+			if i < 0 {
 				return // a line cut short by SIGKILL
 			}
-			f(line[:i], time.Unix(0, ns))
+			ns, err := strconv.ParseInt(line[i+1:], 10, 64)
+			if err != nil {
+				return
+			}
+			f(line[:i], time.Unix(0, ns), pid)
 		})
 	}
 }
 
-// verifyNoStepAfterAck checks that no step began after the store had
-// acknowledged its checkpoint to any worker: a step runs again only when
-// its checkpoint was never stored (its worker died, or the write failed),
-// never after the store said it held it. It returns how many did, having
-// failed the test.
-func verifyNoStepAfterAck(t *testing.T, dir string) int {
+// ack is a checkpoint the store acknowledged: when, under which lease.
+type ack struct {
+	at    time.Time
+	token int64
+}
+
+// verifyNoStepAfterAck checks that no step began, under a lease claimed
+// after the store had acknowledged its checkpoint to another holder, or
+// under the same lease after that acknowledgement: a step runs again only
+// when its checkpoint was never stored (its worker died, or the write
+// failed), never once the store said it held it. A holder whose lease was
+// taken over while it was frozen may still begin the step under its older
+// lease; its writes are fenced, and it is not counted. The lease a step
+// ran under is its process's latest claim of the run before the step
+// began (a run created leased, which no claim names, is not judged). It
+// returns how many steps broke the rule, having failed the test.
+func verifyNoStepAfterAck(t *testing.T, dir string, writes map[int][]write) int {
 	t.Helper()
-	acked := map[string]time.Time{}
+	late := stepsAfterAck(t, dir, writes)
+	for i, l := range late {
+		if i == 5 {
+			break
+		}
+		t.Errorf("%s: the store lost it", l)
+	}
+	if len(late) > 0 {
+		t.Fatalf("%d step executions began after their checkpoints were acknowledged", len(late))
+	}
+	return 0
+}
+
+// stepsAfterAck describes each step execution that verifyNoStepAfterAck
+// refuses.
+func stepsAfterAck(t testing.TB, dir string, writes map[int][]write) []string {
+	t.Helper()
+	acked := map[string]ack{}
 	files, _ := filepath.Glob(filepath.Join(dir, "acks.*.log"))
 	for _, f := range files {
 		forLines(t, f, func(line string) {
-			var ns int64
+			var ns, token int64
 			var run, key string
-			if _, err := fmt.Sscanf(line, "%d %s %s", &ns, &run, &key); err != nil {
+			if _, err := fmt.Sscanf(line, "%d %s %s %d", &ns, &run, &key, &token); err != nil {
 				return // a line cut short by SIGKILL
 			}
-			at := time.Unix(0, ns)
-			if prev, ok := acked[run+" "+key]; !ok || at.Before(prev) {
-				acked[run+" "+key] = at
+			a := ack{time.Unix(0, ns), token}
+			if prev, ok := acked[run+" "+key]; !ok || a.at.Before(prev.at) {
+				acked[run+" "+key] = a
 			}
 		})
 	}
-	late := 0
-	forEffects(t, dir, func(step string, began time.Time) {
-		if at, ok := acked[step]; ok && began.After(at) {
-			late++
-			if late <= 5 {
-				t.Errorf("step %s began at %s, after its checkpoint was acknowledged at %s: the store lost it",
-					step, began.Format(time.RFC3339Nano), at.Format(time.RFC3339Nano))
+	// Each process's claims, by run, in the order made.
+	claims := map[int]map[string][]write{}
+	for pid, ws := range writes {
+		for _, w := range ws {
+			if w.op == "claim" {
+				if claims[pid] == nil {
+					claims[pid] = map[string][]write{}
+				}
+				claims[pid][w.run] = append(claims[pid][w.run], w)
 			}
 		}
-	})
-	if late > 0 {
-		t.Fatalf("%d step executions began after their checkpoints were acknowledged", late)
 	}
+	var late []string
+	forEffects(t, dir, func(step string, began time.Time, pid int) {
+		a, ok := acked[step]
+		if !ok {
+			return
+		}
+		run, _, _ := strings.Cut(step, " ")
+		token := int64(-1)
+		for _, c := range claims[pid][run] {
+			if !c.at.After(began) {
+				token = c.token
+			}
+		}
+		if token < 0 || token < a.token || token == a.token && !began.After(a.at) {
+			return
+		}
+		late = append(late, fmt.Sprintf("step %s began at %s under lease %d, after its checkpoint was acknowledged at %s under lease %d",
+			step, began.Format(time.RFC3339Nano), token, a.at.Format(time.RFC3339Nano), a.token))
+	})
 	return late
 }
 

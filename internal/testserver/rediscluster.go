@@ -721,6 +721,79 @@ func (c *Cluster) Reshard(ctx context.Context, from, to string, slots int) error
 	return c.waitHealthy(ctx, "reshard", nil)
 }
 
+// MoveSlot moves one hash slot, with its keys, from the master that
+// serves it to the master at to, as redis-cli --cluster reshard moves each
+// of its slots: the target is set importing and the source migrating, the
+// keys are migrated in batches (clients meet ASK and TRYAGAIN meanwhile),
+// and then every master is told the new owner. It waits until the
+// cluster is healthy again.
+func (c *Cluster) MoveSlot(ctx context.Context, slot int, to string) error {
+	from, err := c.MasterOfSlot(ctx, slot)
+	if err != nil {
+		return fmt.Errorf("move slot %d: %w", slot, err)
+	}
+	if from == to {
+		return fmt.Errorf("move slot %d: %s serves it already", slot, to)
+	}
+	nodes, err := c.Nodes(ctx)
+	if err != nil {
+		return fmt.Errorf("move slot %d: %w", slot, err)
+	}
+	ids := map[string]string{}
+	var masters []string
+	for _, n := range nodes {
+		if n.Role == "master" && !n.Failed() {
+			ids[n.Addr] = n.ID
+			masters = append(masters, n.Addr)
+		}
+	}
+	src, dst := c.liveAdmin(from), c.liveAdmin(to)
+	if src == nil || dst == nil || ids[to] == "" {
+		return fmt.Errorf("move slot %d from %s to %s: both must be running masters", slot, from, to)
+	}
+	if err := dst.Do(ctx, "cluster", "setslot", slot, "importing", ids[from]).Err(); err != nil {
+		return fmt.Errorf("move slot %d: importing on %s: %w", slot, to, err)
+	}
+	if err := src.Do(ctx, "cluster", "setslot", slot, "migrating", ids[to]).Err(); err != nil {
+		return fmt.Errorf("move slot %d: migrating on %s: %w", slot, from, err)
+	}
+	host, port, _ := strings.Cut(to, ":")
+	for {
+		keys, err := src.ClusterGetKeysInSlot(ctx, slot, 100).Result()
+		if err != nil {
+			return fmt.Errorf("move slot %d: %w", slot, err)
+		}
+		if len(keys) == 0 {
+			break
+		}
+		args := []any{"migrate", host, port, "", 0, 10000, "keys"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		if err := src.Do(ctx, args...).Err(); err != nil {
+			return fmt.Errorf("move slot %d: MIGRATE to %s: %w", slot, to, err)
+		}
+	}
+	for _, m := range append([]string{to, from}, masters...) {
+		if a := c.liveAdmin(m); a != nil {
+			if err := a.Do(ctx, "cluster", "setslot", slot, "node", ids[to]).Err(); err != nil {
+				return fmt.Errorf("move slot %d: telling %s its owner: %w", slot, m, err)
+			}
+		}
+	}
+	return c.waitHealthy(ctx, "move slot", nil)
+}
+
+// liveAdmin is the admin client of the node at addr when it runs, else
+// nil.
+func (c *Cluster) liveAdmin(addr string) *redis.Client {
+	n, err := c.node(addr)
+	if err != nil {
+		return nil
+	}
+	return n.live()
+}
+
 // WaitHealthy waits until the cluster, counting only the nodes that run
 // and are not frozen, is healthy: each node reports cluster_state:ok with
 // all 16384 slots served, the nodes agree on which master serves which

@@ -452,3 +452,44 @@ func TestStartRedisClusterOptions(t *testing.T) {
 		t.Fatalf("two masters: %v, want an error saying at least 3", err)
 	}
 }
+
+// TestRedisClusterMoveSlot: one slot's keys move to another master, which
+// then serves the slot, and every key reads back through the client.
+func TestRedisClusterMoveSlot(t *testing.T) {
+	cl := testserver.RedisCluster(t)
+	ctx := context.Background()
+	c := cl.Client()
+	const tag = "{moving}"
+	slot := testserver.SlotOf(tag)
+	for i := range 250 {
+		if err := c.Set(ctx, fmt.Sprintf("%s:%d", tag, i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	from, err := cl.MasterOfSlot(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	masters, err := cl.MasterAddrs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := masters[0]
+	if to == from {
+		to = masters[1]
+	}
+	if err := cl.MoveSlot(ctx, slot, to); err != nil {
+		t.Fatal(err)
+	}
+	if now, err := cl.MasterOfSlot(ctx, slot); err != nil || now != to {
+		t.Fatalf("slot %d served by %s (%v) after the move, want %s", slot, now, err, to)
+	}
+	for i := range 250 {
+		if v, err := c.Get(ctx, fmt.Sprintf("%s:%d", tag, i)).Int(); err != nil || v != i {
+			t.Fatalf("key %d after the move: %d, %v", i, v, err)
+		}
+	}
+	if err := cl.MoveSlot(ctx, slot, to); err == nil {
+		t.Fatal("a move to the master that serves the slot succeeded")
+	}
+}

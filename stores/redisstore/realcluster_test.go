@@ -142,8 +142,9 @@ func TestRealClusterChaosKill(t *testing.T) {
 // the way through, a master is killed with SIGKILL, its replica promoted,
 // and the old master started again as a replica. No worker is restarted.
 // Every run completes once with one checkpoint per step key, and no step
-// runs again but those in flight when the master died (counted: at most one
-// per worker slot).
+// began again after its checkpoint was acknowledged (crashtest checks it
+// from the workers' logs): the steps that ran again, counted in the log,
+// are those whose checkpoints were never acknowledged.
 func TestRealClusterFailover(t *testing.T) {
 	rc := testserver.RedisCluster(t)
 	cfg := clusterCrashConfig(t, rc, 1)
@@ -165,17 +166,16 @@ func TestRealClusterFailover(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rep := crashtest.Run(t, cfg)
-	if inFlight := cfg.Processes * cfg.Concurrency; rep.ReExecutions > inFlight {
-		t.Fatalf("%d steps ran again after a failover with every write replicated; at most the %d in flight may", rep.ReExecutions, inFlight)
-	}
+	crashtest.Run(t, cfg)
 }
 
 // TestRealClusterReshard: three worker processes share 1000 ten-step runs
-// on a private cluster while 1100 slots, the first shard's among them,
-// move from one master to another (redis-cli --cluster reshard): every run
-// completes once, with one checkpoint per step key, and no step runs again
-// but those in flight while the shard's keys moved (counted).
+// on a private cluster while the slots of two shards, with their keys,
+// move from their master to another (as redis-cli --cluster reshard moves
+// each slot: importing, migrating, MIGRATE in batches, the new owner told
+// to every master): every run completes once, with one checkpoint per
+// step key, and no step began again after its checkpoint was
+// acknowledged.
 func TestRealClusterReshard(t *testing.T) {
 	rc := testserver.RedisCluster(t)
 	cfg := clusterCrashConfig(t, rc, 0)
@@ -183,29 +183,26 @@ func TestRealClusterReshard(t *testing.T) {
 	cfg.StepDuration = 20 * time.Millisecond
 	cfg.Disrupt = func(t *testing.T) {
 		ctx := context.Background()
-		first, err := rc.MasterOfSlot(ctx, testserver.SlotOf(shardPrefix("", 0, DefaultShards)))
-		if err != nil {
-			t.Fatal(err)
-		}
 		masters, err := rc.MasterAddrs(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		to := masters[0]
-		if to == first {
-			to = masters[1]
-		}
-		if err := rc.Reshard(ctx, first, to, 1100); err != nil {
-			t.Fatal(err)
-		}
-		if now, err := rc.MasterOfSlot(ctx, testserver.SlotOf(shardPrefix("", 0, DefaultShards))); err != nil || now != to {
-			t.Fatalf("the first shard's slot is on %s (%v), want moved to %s", now, err, to)
+		for _, i := range []int{0, DefaultShards - 1} {
+			slot := testserver.SlotOf(shardPrefix("", i, DefaultShards))
+			from, err := rc.MasterOfSlot(ctx, slot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			to := masters[0]
+			if to == from {
+				to = masters[1]
+			}
+			if err := rc.MoveSlot(ctx, slot, to); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	rep := crashtest.Run(t, cfg)
-	if inFlight := cfg.Processes * cfg.Concurrency; rep.ReExecutions > inFlight {
-		t.Fatalf("%d steps ran again across a reshard; at most the %d in flight may", rep.ReExecutions, inFlight)
-	}
+	crashtest.Run(t, cfg)
 }
 
 // TestRealClusterChaosKeys: singleton and debounce keys hold across four
@@ -231,7 +228,9 @@ func TestRealClusterFrozenMaster(t *testing.T) {
 	rc := testserver.RedisCluster(t, testserver.ClusterArgs("--cluster-require-full-coverage", "no"))
 	ctx := context.Background()
 	prefix := testPrefix(t)
-	s, err := OpenCluster(ctx, rc.URL(), ClusterOptions{Shards: 6, Options: Options{Prefix: prefix, Logger: quietLogger(), CallTimeout: time.Second}})
+	// Every write waits for its replica: the creates must survive the
+	// frozen master's failover.
+	s, err := OpenCluster(ctx, rc.URL(), ClusterOptions{Shards: 6, Options: Options{Prefix: prefix, Logger: quietLogger(), CallTimeout: time.Second, WaitReplicas: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
