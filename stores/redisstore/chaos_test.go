@@ -74,8 +74,12 @@ func crashConfigOf(open func() (storage.Store, error), env ...string) crashtest.
 // ones are killed with SIGKILL every few hundred milliseconds and replaced.
 // Every run completes once, every step key has exactly one checkpoint, every
 // step ran. Under -short, 300 runs.
-func TestChaosKill(t *testing.T) {
-	cfg := crashConfig(t)
+func TestChaosKill(t *testing.T) { crashtest.Run(t, withKills(crashConfig(t))) }
+
+// withKills is cfg with four worker processes sharing 1000 ten-step runs
+// (300 under -short) while random ones are killed with SIGKILL and
+// replaced, six times.
+func withKills(cfg crashtest.Config) crashtest.Config {
 	cfg.Processes = 4
 	cfg.Runs = 1000
 	if testing.Short() {
@@ -86,7 +90,7 @@ func TestChaosKill(t *testing.T) {
 	cfg.StepDuration = 30 * time.Millisecond
 	cfg.KillEvery = 300 * time.Millisecond
 	cfg.Kills = 6
-	crashtest.Run(t, cfg)
+	return cfg
 }
 
 // TestChaosFreeze: one of four workers is frozen with SIGSTOP for three

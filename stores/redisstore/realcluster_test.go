@@ -125,16 +125,7 @@ func clusterCrashConfig(t *testing.T, rc *testserver.Cluster, wait int) crashtes
 // SIGKILL and replaced: every run completes once, every step key has
 // exactly one checkpoint, every step ran. Under -short, 300 runs.
 func TestRealClusterChaosKill(t *testing.T) {
-	cfg := clusterCrashConfig(t, sharedCluster(t), 0)
-	cfg.Processes = 4
-	cfg.Runs = 1000
-	if testing.Short() {
-		cfg.Runs = 300
-	}
-	cfg.StepDuration = 30 * time.Millisecond
-	cfg.KillEvery = 300 * time.Millisecond
-	cfg.Kills = 6
-	crashtest.Run(t, cfg)
+	crashtest.Run(t, withKills(clusterCrashConfig(t, sharedCluster(t), 0)))
 }
 
 // TestRealClusterFailover: three worker processes share 300 ten-step runs
