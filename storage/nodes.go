@@ -26,12 +26,19 @@ type NodeStat struct {
 	// the commands scripts ran included.
 	Calls, Operations int64
 	// CPU is the processor time the node's process used, where the node
-	// reports it.
+	// reports it (zero where it does not).
 	CPU time.Duration
 	// Parts is how many of the store's parts (a Cluster store's shards)
 	// the node serves; Keys how many keys it holds.
 	Parts int
 	Keys  int64
+	// CallsAre and OperationsAre name what the node counts as Calls and
+	// Operations, in the plural ("script calls", "commands";
+	// "transactions", "rows").
+	CallsAre, OperationsAre string
+	// Lag is how late the node's counts may be: a reading taken Lag after
+	// a workload ends holds all of it.
+	Lag time.Duration
 }
 
 // Sub returns s less an earlier reading of the same node: what the node

@@ -65,6 +65,10 @@ type benchResult struct {
 // benchNode is one server node's share of a workload.
 type benchNode struct {
 	Node string `json:"node"`
+	// CallsAre and OperationsAre name what the node counts (Redis: script
+	// calls and commands; Postgres: transactions and rows).
+	CallsAre      string `json:"calls_are"`
+	OperationsAre string `json:"operations_are"`
 	// Parts is how many of the store's parts (a Redis Cluster store's
 	// shards) the node serves.
 	Parts int `json:"parts,omitempty"`
@@ -74,7 +78,7 @@ type benchNode struct {
 	// processor time per step.
 	CallsPerStep      float64 `json:"calls_per_step"`
 	OperationsPerStep float64 `json:"operations_per_step"`
-	CPUMicrosPerStep  float64 `json:"cpu_us_per_step"`
+	CPUMicrosPerStep  float64 `json:"cpu_us_per_step,omitempty"`
 	// Share is the node's part of all the nodes' calls.
 	Share float64 `json:"share"`
 }
@@ -90,7 +94,7 @@ func nodeFigures(before, after []storage.NodeStat, steps int) []benchNode {
 		}
 		d := a.Sub(before[i])
 		total += d.Calls
-		out = append(out, benchNode{Node: a.Node, Parts: a.Parts,
+		out = append(out, benchNode{Node: a.Node, Parts: a.Parts, CallsAre: a.CallsAre, OperationsAre: a.OperationsAre,
 			CallsPerStep:      float64(d.Calls) / float64(steps),
 			OperationsPerStep: float64(d.Operations) / float64(steps),
 			CPUMicrosPerStep:  float64(d.CPU.Microseconds()) / float64(steps),
@@ -283,6 +287,17 @@ func runWorkloads(ctx context.Context, client *runtime.Engine, st storage.Store,
 				r.Steps, r.Seconds = steps, d.Seconds()
 				r.StepsPerSecond = float64(runs*steps) / d.Seconds()
 				if nodes != nil {
+					// A node whose counts lag is read once they hold the
+					// workload.
+					var lag time.Duration
+					for _, n := range before {
+						lag = max(lag, n.Lag)
+					}
+					select {
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					case <-time.After(lag):
+					}
 					after, err := nodes.NodeStats(ctx)
 					if err != nil {
 						return nil, fmt.Errorf("w1 (%s): reading the nodes' figures: %w", style, err)
@@ -423,8 +438,14 @@ func printBench(c *call, r jsonBench, sleep time.Duration) error {
 				if n.Parts > 0 {
 					fmt.Fprintf(out, " (%s)", plural(n.Parts, "shard"))
 				}
-				fmt.Fprintf(out, "  %.2f calls/step  %.1f commands/step  %.1f µs CPU/step  %.0f%% of calls\n",
-					n.CallsPerStep, n.OperationsPerStep, n.CPUMicrosPerStep, 100*n.Share)
+				fmt.Fprintf(out, "  %.2f %s/step  %.1f %s/step", n.CallsPerStep, n.CallsAre, n.OperationsPerStep, n.OperationsAre)
+				if n.CPUMicrosPerStep > 0 {
+					fmt.Fprintf(out, "  %.1f µs CPU/step", n.CPUMicrosPerStep)
+				}
+				if len(x.Nodes) > 1 {
+					fmt.Fprintf(out, "  %.0f%% of %s", 100*n.Share, n.CallsAre)
+				}
+				fmt.Fprintln(out)
 			}
 		case "w2":
 			fmt.Fprintf(out, "w2  %d runs of %d steps one at a time  p50 %.2f ms  p90 %.2f ms  p99 %.2f ms", x.Runs, x.Steps, x.P50Ms, x.P90Ms, x.P99Ms)

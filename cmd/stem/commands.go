@@ -276,7 +276,10 @@ ceiling measured in the same run, and the process's peak memory:
            connection (SQLite has one writer); Redis: a trivial EVALSHA.
            Nothing of it is left in the store. mem: has no ceiling.
   w1  --runs runs of --steps steps, all in flight: steps/s, and their ratio
-      to the ceiling from as many connections as there are workers
+      to the ceiling from as many connections as there are workers; under
+      it, what each server node did per step (Redis: each master's script
+      calls, commands, CPU and shards; Postgres: the server's transactions
+      and rows, read after their second of lag)
   w2  one run of --steps steps at a time (--samples, after 5 warm-ups): latency
   w3  --runs runs that each sleep --sleep, all in flight: wall time
 

@@ -85,7 +85,7 @@ func nodeStat(ctx context.Context, c redis.Cmdable, addr string) (storage.NodeSt
 	if err != nil {
 		return storage.NodeStat{}, fmt.Errorf("INFO of %s: %w", addr, err)
 	}
-	st := storage.NodeStat{Node: addr}
+	st := storage.NodeStat{Node: addr, CallsAre: "script calls", OperationsAre: "commands"}
 	var cpu float64
 	sc := bufio.NewScanner(strings.NewReader(info))
 	for sc.Scan() {
