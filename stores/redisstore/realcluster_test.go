@@ -108,11 +108,17 @@ func TestRealClusterScenarios(t *testing.T) {
 // clusterCrashConfig is a crash test on a fresh prefix of cluster rc,
 // sixteen shards, each write waiting for wait replicas.
 func clusterCrashConfig(t *testing.T, rc *testserver.Cluster, wait int) crashtest.Config {
+	return clusterCrashConfigAt(t, rc, rc.URL(), wait)
+}
+
+// clusterCrashConfigAt is clusterCrashConfig with the store opened at url,
+// a URL of rc with the store's parameters (shards=1, say).
+func clusterCrashConfigAt(t *testing.T, rc *testserver.Cluster, url string, wait int) crashtest.Config {
 	prefix := testPrefix(t)
 	cleanupClusterPrefix(t, rc.Client(), prefix)
 	cfg := crashConfigOf(func() (storage.Store, error) {
-		return OpenCluster(context.Background(), rc.URL(), ClusterOptions{Options: Options{Prefix: prefix, Logger: quietLogger(), WaitReplicas: wait}})
-	}, envCrashPrefix+"="+prefix, envCrashCluster+"="+rc.URL(), envCrashWait+"="+strconv.Itoa(wait))
+		return OpenCluster(context.Background(), url, ClusterOptions{Options: Options{Prefix: prefix, Logger: quietLogger(), WaitReplicas: wait}})
+	}, envCrashPrefix+"="+prefix, envCrashCluster+"="+url, envCrashWait+"="+strconv.Itoa(wait))
 	// A cluster's calls wait for its bus and, with wait, for replicas: a
 	// longer lease than one server's keeps slow calls from expiring it.
 	cfg.Lease = time.Second
@@ -289,4 +295,25 @@ func TestRealClusterFrozenMaster(t *testing.T) {
 		}
 		claimed += len(more)
 	}
+}
+
+// TestRealClusterChaosFreeze: one of four workers on the cluster (sixteen
+// shards) is frozen with SIGSTOP for three leases while the others take
+// its runs over, then thawed: every write it sends under a superseded
+// lease is rejected, and the runs still complete once each.
+func TestRealClusterChaosFreeze(t *testing.T) {
+	cfg := clusterCrashConfig(t, sharedCluster(t), 0)
+	cfg.Processes = 4
+	cfg.Runs = 300
+	cfg.StepDuration = 20 * time.Millisecond
+	cfg.Freeze = true
+	crashtest.Run(t, cfg)
+}
+
+// TestRealClusterChaosQueueLimit: on a cluster store of one shard, which
+// has queue limits, a limit of 3 holds across four worker processes
+// killed at random (crashtest.RunQueueLimit).
+func TestRealClusterChaosQueueLimit(t *testing.T) {
+	rc := sharedCluster(t)
+	crashtest.RunQueueLimit(t, clusterCrashConfigAt(t, rc, rc.URL()+"?shards=1", 0))
 }
