@@ -320,7 +320,7 @@ func shardCount(ctx context.Context, client redis.UniversalClient, prefix string
 // ranges holds equal numbers of shards. The tag's form is what the scripts
 // strip to name the channels every shard shares (channelPrefix).
 func shardPrefix(prefix string, i, n int) string {
-	lo, hi := i*16384/n, (i+1)*16384/n
+	lo, hi := i*slots.Count/n, (i+1)*slots.Count/n
 	for j := 0; ; j++ {
 		tag := strconv.Itoa(i) + "." + strconv.Itoa(j)
 		if s := slots.Of(tag); s >= lo && s < hi {
@@ -372,13 +372,18 @@ func root(id string) string {
 }
 
 // home is the shard the ID's root hashes to.
-func (c *Cluster) home(id string) int {
-	if len(c.shards) == 1 {
-		return 0
-	}
+func (c *Cluster) home(id string) int { return hashShard(len(c.shards), root(id)) }
+
+// hashShard is the shard of n that parts, NUL-separated, hash to.
+func hashShard(n int, parts ...string) int {
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(root(id)))
-	return int(h.Sum32() % uint32(len(c.shards)))
+	for i, p := range parts {
+		if i > 0 {
+			_, _ = h.Write([]byte{0})
+		}
+		_, _ = h.Write([]byte(p))
+	}
+	return int(h.Sum32() % uint32(n))
 }
 
 // locator is the key on the ID's home shard that names the shard its run
@@ -413,16 +418,17 @@ func (c *Cluster) locate(ctx context.Context, id string) (int, error) {
 		return v.(int), nil
 	}
 	h := c.home(id)
-	s := c.shards[h]
-	cctx, cancel := s.bound(ctx)
-	defer cancel()
-	start := time.Now()
-	got, err := c.client.Get(cctx, c.locator(id)).Result()
+	var got string
+	err := c.shards[h].hcall(ctx, "locate", func(ctx context.Context) error {
+		var err error
+		got, err = c.client.Get(ctx, c.locator(id)).Result()
+		return err
+	})
 	if errors.Is(err, redis.Nil) {
 		return h, nil
 	}
-	if err = s.outcome(cctx, start, "locate", err); err != nil {
-		return 0, fmt.Errorf("redisstore: locating run %q: %w", id, s.wrapErr(err))
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: locating run %q: %w", id, err)
 	}
 	i, err := strconv.Atoi(got)
 	if err != nil || i < 0 || i >= len(c.shards) {
@@ -512,17 +518,16 @@ func (c *Cluster) WhyLacks(f storage.Feature) string {
 	return fmt.Sprintf("a Redis Cluster store of %d shards has %s only within each shard; a store created with shards=1 (under a prefix of its own: the count is fixed when a store is created) keeps every run in one slot and has them", len(c.shards), f)
 }
 
-// refused is the error of a request that uses a refused feature.
+// refused is the error of a request that uses a feature the store lacks.
 func (c *Cluster) refused(f storage.Feature, what string) error {
-	return fmt.Errorf("redisstore: %s uses %s, which a cluster store of %d shards cannot honour across shards (open the store with shards=1 to keep every run in one slot): %w",
-		what, f, len(c.shards), storage.ErrUnsupported)
+	return fmt.Errorf("redisstore: %s uses %s: %s: %w", what, f, c.WhyLacks(f), storage.ErrUnsupported)
 }
 
 // Close closes every shard and, when OpenCluster made the client, the
 // client.
 func (c *Cluster) Close() error {
-	if c.shards[0].closed.Load() {
-		return storage.ErrClosed
+	if err := c.checkOpen(); err != nil {
+		return err
 	}
 	c.closeShards()
 	if c.owned {
@@ -558,6 +563,33 @@ func (c *Cluster) each(f func(i int, s *Store) error) error {
 		}
 	}
 	return nil
+}
+
+// gather calls f on every shard at once and returns their answers in
+// shard order, and the first error (the answers of the shards that
+// answered are there too).
+func gather[T any](c *Cluster, f func(*Store) (T, error)) ([]T, error) {
+	out := make([]T, len(c.shards))
+	err := c.each(func(i int, s *Store) error {
+		var err error
+		out[i], err = f(s)
+		return err
+	})
+	return out, err
+}
+
+// mergePage merges the shards' pages of one listing, each in the
+// listing's order (cmp) and holding more when more is set: the first
+// size items of all, and whether more follow. A shard whose page was cut
+// returned size items, all of which sort before what it left, so the
+// merged page misses nothing.
+func mergePage[T any](parts [][]T, more bool, size int, cmp func(a, b T) int) ([]T, bool) {
+	all := slices.Concat(parts...)
+	slices.SortFunc(all, cmp)
+	if len(all) > size {
+		return all[:size], true
+	}
+	return all, more
 }
 
 // CreateRuns implements storage.Store: each run on its family's shard,
@@ -634,13 +666,7 @@ func (c *Cluster) placeNew(ctx context.Context, id, parent string) (int, error) 
 
 // keyShard is the shard of n that keeps a workflow's start key, and every
 // run created with it.
-func keyShard(n int, workflow, key string) int {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(workflow))
-	_, _ = h.Write([]byte{0})
-	_, _ = h.Write([]byte(key))
-	return int(h.Sum32() % uint32(n))
-}
+func keyShard(n int, workflow, key string) int { return hashShard(n, workflow, key) }
 
 // placeKeyed is the shard a run created with a start key lives on: the
 // key's shard, so that every create with the key is judged there in one
@@ -700,24 +726,20 @@ func (c *Cluster) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storag
 		}
 		return s.ListRuns(ctx, q)
 	}
-	pages := make([]storage.RunPage, len(c.shards))
-	if err := c.each(func(i int, s *Store) error {
-		var err error
-		pages[i], err = s.ListRuns(ctx, q)
-		return err
-	}); err != nil {
+	pages, err := gather(c, func(s *Store) (storage.RunPage, error) { return s.ListRuns(ctx, q) })
+	if err != nil {
 		return storage.RunPage{}, err
 	}
 	if len(pages) == 1 {
 		return pages[0], nil
 	}
-	var runs []storage.RunRecord
+	parts := make([][]storage.RunRecord, len(pages))
 	more := false
-	for _, p := range pages {
-		runs = append(runs, p.Runs...)
+	for i, p := range pages {
+		parts[i] = p.Runs
 		more = more || p.Next != ""
 	}
-	slices.SortFunc(runs, func(a, b storage.RunRecord) int {
+	runs, more := mergePage(parts, more, q.PageSize(), func(a, b storage.RunRecord) int {
 		d := 0
 		if q.Order == storage.OrderCreated {
 			d = a.CreatedAt.Compare(b.CreatedAt)
@@ -730,10 +752,6 @@ func (c *Cluster) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storag
 		}
 		return d
 	})
-	size := q.PageSize()
-	if len(runs) > size {
-		runs, more = runs[:size], true
-	}
 	page := storage.RunPage{Runs: runs}
 	if more && len(runs) > 0 {
 		page.Next = q.NextCursor(&runs[len(runs)-1])
@@ -743,12 +761,8 @@ func (c *Cluster) ListRuns(ctx context.Context, q storage.ListRunsQuery) (storag
 
 // CountRuns implements storage.Store: the shards' counts added up.
 func (c *Cluster) CountRuns(ctx context.Context, q storage.CountRunsQuery) (storage.RunCounts, error) {
-	counts := make([]storage.RunCounts, len(c.shards))
-	if err := c.each(func(i int, s *Store) error {
-		var err error
-		counts[i], err = s.CountRuns(ctx, q)
-		return err
-	}); err != nil {
+	counts, err := gather(c, func(s *Store) (storage.RunCounts, error) { return s.CountRuns(ctx, q) })
+	if err != nil {
 		return nil, err
 	}
 	out := storage.RunCounts{}
@@ -809,12 +823,8 @@ func (c *Cluster) Claim(ctx context.Context, req storage.ClaimRequest) ([]storag
 
 // NextWake implements storage.Store: the soonest of the shards'.
 func (c *Cluster) NextWake(ctx context.Context, req storage.NextWakeRequest) (storage.NextWake, error) {
-	wakes := make([]storage.NextWake, len(c.shards))
-	if err := c.each(func(i int, s *Store) error {
-		var err error
-		wakes[i], err = s.NextWake(ctx, req)
-		return err
-	}); err != nil {
+	wakes, err := gather(c, func(s *Store) (storage.NextWake, error) { return s.NextWake(ctx, req) })
+	if err != nil {
 		return storage.NextWake{}, err
 	}
 	var out storage.NextWake
@@ -990,12 +1000,7 @@ func (c *Cluster) ListExecutions(ctx context.Context, runID string) ([]storage.E
 // delivery one atomic change. An Emit that fails on a shard may have
 // delivered on others; its IDs are those of every shard that answered.
 func (c *Cluster) Emit(ctx context.Context, req storage.EmitRequest) ([]string, error) {
-	ids := make([][]string, len(c.shards))
-	err := c.each(func(i int, s *Store) error {
-		var err error
-		ids[i], err = s.Emit(ctx, req)
-		return err
-	})
+	ids, err := gather(c, func(s *Store) ([]string, error) { return s.Emit(ctx, req) })
 	out := slices.Concat(ids...)
 	slices.Sort(out)
 	return out, err
@@ -1046,12 +1051,8 @@ func (c *Cluster) GetCatalog(ctx context.Context) (storage.Catalog, error) {
 // QueueStats implements storage.Store: each queue's figures added up over
 // the shards, its oldest ready run the oldest of theirs.
 func (c *Cluster) QueueStats(ctx context.Context, queues []string) ([]storage.QueueStats, error) {
-	stats := make([][]storage.QueueStats, len(c.shards))
-	if err := c.each(func(i int, s *Store) error {
-		var err error
-		stats[i], err = s.QueueStats(ctx, queues)
-		return err
-	}); err != nil {
+	stats, err := gather(c, func(s *Store) ([]storage.QueueStats, error) { return s.QueueStats(ctx, queues) })
+	if err != nil {
 		return nil, err
 	}
 	if len(stats) == 1 {
@@ -1104,11 +1105,11 @@ func (c *Cluster) WriteSchedule(ctx context.Context, w storage.ScheduleWrite) (s
 			if at == i {
 				continue
 			}
-			if at != c.home(r.ID) {
-				return storage.ScheduleWriteResult{}, fmt.Errorf("redisstore: run %q of schedule %q lives on shard %d, not the schedule's %d: %w", r.ID, w.Schedule.ID, at, i, storage.ErrConflict)
-			}
-			if at, err = c.place(ctx, r.ID, i); err != nil {
-				return storage.ScheduleWriteResult{}, err
+			if at == c.home(r.ID) {
+				// No locator yet: place the run with its schedule.
+				if at, err = c.place(ctx, r.ID, i); err != nil {
+					return storage.ScheduleWriteResult{}, err
+				}
 			}
 			if at != i {
 				return storage.ScheduleWriteResult{}, fmt.Errorf("redisstore: run %q of schedule %q lives on shard %d, not the schedule's %d: %w", r.ID, w.Schedule.ID, at, i, storage.ErrConflict)
@@ -1137,24 +1138,20 @@ func (c *Cluster) DeleteSchedule(ctx context.Context, id string) error {
 // ListSchedules implements storage.Store: a page from every shard,
 // merged in the query's order.
 func (c *Cluster) ListSchedules(ctx context.Context, q storage.ScheduleQuery) (storage.SchedulePage, error) {
-	pages := make([]storage.SchedulePage, len(c.shards))
-	if err := c.each(func(i int, s *Store) error {
-		var err error
-		pages[i], err = s.ListSchedules(ctx, q)
-		return err
-	}); err != nil {
+	pages, err := gather(c, func(s *Store) (storage.SchedulePage, error) { return s.ListSchedules(ctx, q) })
+	if err != nil {
 		return storage.SchedulePage{}, err
 	}
 	if len(pages) == 1 {
 		return pages[0], nil
 	}
-	var all []storage.Schedule
+	parts := make([][]storage.Schedule, len(pages))
 	more := false
-	for _, p := range pages {
-		all = append(all, p.Schedules...)
+	for i, p := range pages {
+		parts[i] = p.Schedules
 		more = more || p.Next != ""
 	}
-	slices.SortFunc(all, func(a, b storage.Schedule) int {
+	all, more := mergePage(parts, more, q.PageSize(), func(a, b storage.Schedule) int {
 		if q.DueBy != nil {
 			if d := a.CheckAt.Compare(b.CheckAt); d != 0 {
 				return d
@@ -1162,10 +1159,6 @@ func (c *Cluster) ListSchedules(ctx context.Context, q storage.ScheduleQuery) (s
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	size := q.PageSize()
-	if len(all) > size {
-		all, more = all[:size], true
-	}
 	page := storage.SchedulePage{Schedules: all}
 	if more && len(all) > 0 && q.DueBy == nil {
 		page.Next = all[len(all)-1].ID

@@ -168,20 +168,5 @@ func (c *Cluster) sweep(ctx context.Context, i int, cutoff time.Time) error {
 	return nil
 }
 
-// hcall runs one plain command of the store's (not a script), bounded and
-// reported as run bounds and reports scripts.
-func (s *Store) hcall(ctx context.Context, op string, f func(context.Context) error) error {
-	if err := s.checkOpen(); err != nil {
-		return err
-	}
-	start := time.Now()
-	cctx, cancel := s.bound(ctx)
-	defer cancel()
-	if err := s.outcome(cctx, start, op, f(cctx)); err != nil {
-		return fmt.Errorf("redisstore: %s: %w", op, s.wrapErr(err))
-	}
-	return nil
-}
-
 // sweepClock is the per-shard time of this process's last sweep.
 type sweepClock = []atomic.Int64

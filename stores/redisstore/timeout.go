@@ -109,6 +109,21 @@ func (s *Store) onHost(err error) error {
 	return fmt.Errorf("server %s: %w", s.host, err)
 }
 
+// hcall runs one plain command of the store's (not a script), bounded and
+// reported as run bounds and reports scripts.
+func (s *Store) hcall(ctx context.Context, op string, f func(context.Context) error) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	start := time.Now()
+	cctx, cancel := s.bound(ctx)
+	defer cancel()
+	if err := s.outcome(cctx, start, op, f(cctx)); err != nil {
+		return fmt.Errorf("redisstore: %s: %w", op, s.wrapErr(err))
+	}
+	return nil
+}
+
 // boundHook bounds every command of a client Open made by the call
 // timeout, including go-redis's own retries of it.
 type boundHook struct{ s *Store }
