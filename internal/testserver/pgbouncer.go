@@ -165,10 +165,8 @@ func (b *Bouncer) Start() {
 }
 
 func (b *Bouncer) start() error {
-	b.mu.Lock()
-	if b.cmd != nil {
-		b.mu.Unlock()
-		return fmt.Errorf("start pgbouncer on port %d: already running", b.port)
+	if err := b.lockStopped(); err != nil {
+		return err
 	}
 	conf := filepath.Join(b.dir, "pgbouncer.ini")
 	if err := os.WriteFile(conf, []byte(b.config()), 0o644); err != nil {

@@ -158,10 +158,8 @@ func (p *PG) Start() {
 }
 
 func (p *PG) start() error {
-	p.mu.Lock()
-	if p.cmd != nil {
-		p.mu.Unlock()
-		return fmt.Errorf("start postgres on port %d: already running", p.port)
+	if err := p.lockStopped(); err != nil {
+		return err
 	}
 	// A socket path longer than the kernel's limit (107 bytes) fails the
 	// start; then the cluster listens on TCP only.

@@ -88,26 +88,31 @@ func (r *RedisServer) Start() {
 }
 
 func (r *RedisServer) start() error {
-	r.mu.Lock()
-	if r.cmd != nil {
-		r.mu.Unlock()
-		return fmt.Errorf("start redis-server on port %d: already running", r.port)
+	if err := r.lockStopped(); err != nil {
+		return err
 	}
-	args := append([]string{
-		"--port", strconv.Itoa(r.port),
-		"--bind", "127.0.0.1",
-		"--dir", r.dir,
-		"--daemonize", "no",
-		"--save", "",
-		"--appendonly", "no",
-		"--logfile", "",
-	}, r.args...)
+	args := append(redisArgs(r.port, r.dir), r.args...)
 	cmd := exec.Command(r.bin, args...)
 	cmd.Dir = r.dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// PING answers -LOADING while the server replays its files.
 	return r.launch(cmd, r.dir, r.logPath(), 10*time.Millisecond, "not answering PING",
 		func(context.Context) bool { return pong(r.Addr()) })
+}
+
+// redisArgs are the arguments every private redis-server starts with:
+// its port and directory, on 127.0.0.1, in the foreground, keeping nothing
+// on disk and logging to its output (which launch appends to its log).
+func redisArgs(port int, dir string) []string {
+	return []string{
+		"--port", strconv.Itoa(port),
+		"--bind", "127.0.0.1",
+		"--dir", dir,
+		"--daemonize", "no",
+		"--save", "",
+		"--appendonly", "no",
+		"--logfile", "",
+	}
 }
 
 // pong reports whether the server at addr answers PING with PONG. It

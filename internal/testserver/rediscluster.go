@@ -231,19 +231,10 @@ func (c *Cluster) firstStart(n *clusterNode, i int) error {
 // until it answers PING. nodes.conf in its directory keeps its identity,
 // so a node started again rejoins as itself.
 func (c *Cluster) startNode(n *clusterNode) error {
-	n.mu.Lock()
-	if n.cmd != nil {
-		n.mu.Unlock()
-		return fmt.Errorf("start redis-server on port %d: already running", n.port)
+	if err := n.lockStopped(); err != nil {
+		return err
 	}
-	args := append([]string{
-		"--port", strconv.Itoa(n.port),
-		"--bind", "127.0.0.1",
-		"--dir", n.dir,
-		"--daemonize", "no",
-		"--save", "",
-		"--appendonly", "no",
-		"--logfile", "",
+	args := append(redisArgs(n.port, n.dir),
 		"--cluster-enabled", "yes",
 		"--cluster-config-file", "nodes.conf",
 		"--cluster-port", strconv.Itoa(n.busPort),
@@ -251,7 +242,8 @@ func (c *Cluster) startNode(n *clusterNode) error {
 		// A replica's full sync starts at once instead of waiting 5s
 		// for more replicas to share the transfer.
 		"--repl-diskless-sync-delay", "0",
-	}, c.cfg.args...)
+	)
+	args = append(args, c.cfg.args...)
 	cmd := exec.Command(c.bin, args...)
 	cmd.Dir = n.dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -131,6 +131,17 @@ type process struct {
 	frozen  bool
 }
 
+// lockStopped takes p.mu for a start, as launch wants it held, when the
+// process is stopped; when it runs, it leaves p.mu free and says so.
+func (p *process) lockStopped() error {
+	p.mu.Lock()
+	if p.cmd != nil {
+		p.mu.Unlock()
+		return fmt.Errorf("start %s on port %d: already running", p.name, p.port)
+	}
+	return nil
+}
+
 // kill kills the process with SIGKILL, which ends a stopped (frozen)
 // process too, and waits for it to exit; killing a stopped server does
 // nothing.
