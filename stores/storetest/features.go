@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/stemflow/stem/storage"
@@ -46,14 +45,8 @@ var featureCases = map[storage.Feature]testCase{
 	storage.FeatureGlobalOrder: {"features/without one order, claims still take every ready run once and purge batches keep their bound", testLacksGlobalOrder},
 }
 
-// lacking returns the features a store of newStore lacks.
-func lacking(t *testing.T, newStore Factory) map[storage.Feature]bool {
-	t.Helper()
-	s := newStore(t, NewClock(Start))
-	if s == nil {
-		t.Fatal("factory returned a nil store")
-	}
-	defer func() { _ = s.Close() }()
+// lacking returns the features s lacks.
+func lacking(s storage.Store) map[storage.Feature]bool {
 	out := map[storage.Feature]bool{}
 	for f := range featureCases {
 		if !storage.Has(s, f) {

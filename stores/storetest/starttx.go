@@ -33,17 +33,15 @@ var startTxCases = []testCase{
 	{"start tx/checkpoint tx with a pause requested writes both and pauses", testTxCheckpointPaused},
 }
 
-// implementsTx reports whether the stores newStore returns implement
-// storage.TxStore, asking one it makes and closes at once.
-func implementsTx(t *testing.T, newStore Factory) bool {
+// sample returns a store newStore makes, which the caller closes, to ask
+// what the stores it returns implement and lack.
+func sample(t *testing.T, newStore Factory) storage.Store {
 	t.Helper()
 	s := newStore(t, NewClock(Start))
 	if s == nil {
 		t.Fatal("factory returned a nil store")
 	}
-	defer func() { _ = s.Close() }()
-	_, ok := s.(storage.TxStore)
-	return ok
+	return s
 }
 
 // txStore is the fixture's store as a storage.TxStore.
