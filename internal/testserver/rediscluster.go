@@ -916,6 +916,47 @@ func (c *Cluster) unhealthy(ctx context.Context) string {
 	return ""
 }
 
+// waitReplicasCaughtUp waits until every running replica has processed
+// its master's replication stream up to the master's offset when the wait
+// began (INFO replication: the replica's slave_repl_offset reaching the
+// master's master_repl_offset).
+func (c *Cluster) waitReplicasCaughtUp(ctx context.Context) error {
+	offsets := map[string]int64{}
+	for _, n := range c.nodes {
+		if a := n.live(); a != nil {
+			repl, err := a.Info(ctx, "replication").Result()
+			if err != nil {
+				return fmt.Errorf("INFO replication on %s: %w", n.addr(), err)
+			}
+			if rf := infoFields(repl); rf["role"] == "master" {
+				offsets[n.addr()], _ = strconv.ParseInt(rf["master_repl_offset"], 10, 64)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, clusterWaitLimit)
+	defer cancel()
+	for _, n := range c.nodes {
+		a := n.live()
+		for a != nil {
+			repl, err := a.Info(ctx, "replication").Result()
+			if err != nil {
+				return fmt.Errorf("INFO replication on %s: %w", n.addr(), err)
+			}
+			rf := infoFields(repl)
+			want, ok := offsets[rf["master_host"]+":"+rf["master_port"]]
+			if got, _ := strconv.ParseInt(rf["slave_repl_offset"], 10, 64); rf["role"] != "slave" || !ok || got >= want {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("replica %s did not catch up with its master: %w", n.addr(), ctx.Err())
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
 // infoFields parses the key:value lines of an INFO or CLUSTER INFO reply.
 func infoFields(s string) map[string]string {
 	m := map[string]string{}
@@ -1041,6 +1082,11 @@ func parseNodeStats(s string) (NodeStats, cpuMark) {
 // ResetStats runs CONFIG RESETSTAT on every running node and notes each
 // one's CPU time, so that CommandStats counts from now.
 func (c *Cluster) ResetStats(ctx context.Context) error {
+	// A write made before the reset must reach the replicas first, or a
+	// replica would count it after the reset.
+	if err := c.waitReplicasCaughtUp(ctx); err != nil {
+		return fmt.Errorf("reset stats: %w", err)
+	}
 	base := map[string]cpuMark{}
 	for _, n := range c.nodes {
 		a := n.live()
